@@ -1,0 +1,138 @@
+# gpusample — build, test, demo, install.
+#   make            build/gpusample, build/libgpusample_agent.so, test helpers
+#   make deps       install the Debian packages (root)
+#   make test       unit + integration tests (integration needs root)
+#   make demo       profile the bundled training-like workload, print the report
+#   make bench      benchmarks against peers (bench/README.md)
+#   make install PREFIX=/usr/local
+#
+# Sources are picked up by directory: every cli/ bpf/ symbolizer/ output/ *.c
+# (except *.bpf.c) goes into gpusample; gpu_sampler/*.c into the agent.
+
+PREFIX  ?= /usr/local
+BUILD   ?= build
+CC      ?= gcc
+CLANG   ?= clang
+BPFTOOL ?= bpftool
+VERSION := 0.1.0
+
+WERROR  ?= -Werror
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers $(WERROR) \
+	   -D_GNU_SOURCE -DGS_VERSION=\"$(VERSION)\" -Iinclude -I. -I$(BUILD) -fno-omit-frame-pointer
+ifeq ($(SANITIZE),1)
+CFLAGS  += -fsanitize=address,undefined -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=address,undefined
+STATIC_LIBS_MODE :=
+else
+STATIC_LIBS_MODE := -Wl,-Bstatic
+endif
+
+# libbpf, libdw, libelf, zlib (and libdw's compressors) statically, libc dynamic.
+STATIC_LIBS := $(STATIC_LIBS_MODE) -lbpf -ldw -lelf -lz -llzma -lbz2 -lzstd -liberty -Wl,-Bdynamic
+SYS_LIBS    := -lpthread -ldl -lm
+
+ARCH := x86
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -I$(BUILD) -Ibpf -Wall -Wno-unused-function
+
+CORE_DIRS := bpf symbolizer output
+CORE_SRCS := $(filter-out %.bpf.c,$(foreach d,$(CORE_DIRS),$(wildcard $(d)/*.c)))
+CLI_SRCS  := $(wildcard cli/*.c)
+CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
+CLI_OBJS  := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
+BPF_SRCS  := $(wildcard bpf/*.bpf.c)
+BPF_HDRS  := $(wildcard bpf/*.bpf.h) $(wildcard include/gpusample/*.h)
+SKELS     := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/%.skel.h)
+
+AGENT_SRCS := $(wildcard gpu_sampler/*.c)
+AGENT      := $(BUILD)/libgpusample_agent.so
+
+.PHONY: all deps test unit integration demo bench install clean asan
+all: $(BUILD)/gpusample $(AGENT) test-helpers
+
+deps: $(BUILD)/.deps-ok
+$(BUILD)/.deps-ok: scripts/install-deps.sh
+	./scripts/install-deps.sh
+	@mkdir -p $(BUILD) && touch $@
+
+$(BUILD)/vmlinux.h:
+	@mkdir -p $(BUILD)
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) $(BUILD)/vmlinux.h
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
+	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/%.o: %.c $(SKELS) $(wildcard include/gpusample/*.h) $(wildcard */*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/libgpusample_core.a: $(CORE_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/gpusample: $(CLI_OBJS) $(BUILD)/libgpusample_core.a
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(BUILD)/libgpusample_core.a $(STATIC_LIBS) $(SYS_LIBS)
+
+# The agent: C only, libc only (dlopen is in libc since glibc 2.34).
+AGENT_CFLAGS := -std=gnu11 -O2 -g -fPIC -fvisibility=hidden -Wall -Wextra -Wno-unused-parameter $(WERROR) \
+		-D_GNU_SOURCE -Iinclude -Igpu_sampler -I/usr/local/cuda/include
+$(AGENT): $(AGENT_SRCS) $(wildcard gpu_sampler/*.h) include/gpusample/records.h
+	@mkdir -p $(BUILD)
+	$(if $(AGENT_SRCS),$(CC) $(AGENT_CFLAGS) -shared -o $@ $(AGENT_SRCS) -Wl$(comma)--no-undefined -Wl$(comma)-z$(comma)defs,touch $@)
+comma := ,
+
+# ---- tests ---------------------------------------------------------------
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
+WORKLOAD_BINS := $(WORKLOAD_SRCS:tests/workloads/%.c=$(BUILD)/workloads/%)
+
+# Test helper programs and fakes (GPU double etc.) are added here by their owners.
+TEST_HELPERS := $(UNIT_BINS) $(WORKLOAD_BINS)
+-include tests/fakes/fakes.mk
+-include tests/workloads/workloads.mk
+
+test-helpers: $(TEST_HELPERS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libgpusample_core.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libgpusample_core.a -lcriterion $(STATIC_LIBS) $(SYS_LIBS)
+
+# Default workload flags: frame pointers (the FP-unwinding tests rely on them);
+# workloads.mk overrides per binary where a test needs -fomit-frame-pointer.
+$(BUILD)/workloads/%: tests/workloads/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -g -fno-omit-frame-pointer -fno-inline -o $@ $< -lpthread -lm
+
+unit: $(UNIT_BINS)
+	@./tests/run_unit.sh $(UNIT_BINS)
+
+integration: deps all
+	@./tests/integration/run.sh
+
+# Unit tests, then integration tests (root: real eBPF on real processes).
+test: deps all
+	@./tests/run_unit.sh $(UNIT_BINS); u=$$?; ./tests/integration/run.sh; i=$$?; \
+	 echo "all: see the unit and integration lines above"; [ $$u -eq 0 ] && [ $$i -eq 0 ]
+
+asan:
+	$(MAKE) BUILD=build-asan SANITIZE=1 all
+	./tests/run_unit.sh $(UNIT_SRCS:tests/unit/%.c=build-asan/tests/%)
+
+demo: deps all
+	./scripts/demo.sh
+
+bench: deps all
+	GS_BENCH_DEPS=1 ./scripts/install-deps.sh
+	./bench/run.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/gpusample
+	install -m 0755 $(BUILD)/gpusample $(DESTDIR)$(PREFIX)/bin/gpusample
+	install -m 0755 $(AGENT) $(DESTDIR)$(PREFIX)/lib/gpusample/libgpusample_agent.so
+
+clean:
+	rm -rf $(BUILD) build-asan

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * CFI unwind tables: user space turns each mapped ELF object's .eh_frame into
+ * compact rows and loads them into the BPF maps that bpf/unwind.bpf.h walks.
+ *
+ * Wire layout (shared with BPF; includable from BPF C after vmlinux.h and
+ * from user space after gpusample/records.h):
+ *
+ *   gs_cfi_procs   HASH tgid -> struct gs_cfi_proc: the process's executable
+ *                  file mappings, sorted by start, each with the table id of
+ *                  its ELF object and the load bias (runtime - ELF vaddr).
+ *   gs_cfi_tables  ARRAY_OF_MAPS table id -> inner ARRAY of struct
+ *                  gs_cfi_row sorted by pc (ELF vaddr, 32 bit).  Inner maps
+ *                  are created per table with exactly its row count
+ *                  (BPF_F_INNER_MAP), so their size is chosen at run time.
+ *   gs_cfi_rules   ARRAY rule id -> struct gs_cfi_rule, shared by all tables
+ *                  (an object has a few hundred distinct rules; rows stay 8 B).
+ *   gs_cfi_miss    HASH tgid -> ktime of the last PC outside every known
+ *                  mapping; user space re-reads that process's maps.
+ *
+ * A row says: for pc in [row.pc, next row.pc) the caller's frame is found by
+ * rule row.rule.  Return address at CFA-8 always (rows whose CFI says
+ * otherwise are GS_CFA_EXPR).  A row with GS_CFA_NONE closes a gap between
+ * FDEs: no CFI there, BPF falls back to frame pointers.
+ */
+#ifndef GS_BPF_CFI_H
+#define GS_BPF_CFI_H
+
+enum gs_cfa_type {
+	GS_CFA_NONE = 0,   /* no CFI covers this pc: frame-pointer fallback */
+	GS_CFA_RSP = 1,    /* CFA = RSP + cfa_off */
+	GS_CFA_RBP = 2,    /* CFA = RBP + cfa_off */
+	GS_CFA_PLT = 3,    /* CFA = RSP + cfa_off + ((RIP & 15) >= rbp_off ? 8 : 0), the
+			    * lazy-binding PLT expression emitted by ld; rbp_off holds the
+			    * threshold (11 for .plt, 10 for some variants) */
+	GS_CFA_SIGNAL = 4, /* signal trampoline (__restore_rt): registers from the
+			    * ucontext at RSP (struct rt_sigframe minus pretcode) */
+	GS_CFA_END = 5,    /* return address undefined: outermost frame (_start, clone) */
+	GS_CFA_EXPR = 6,   /* any other DWARF expression or register rule: not followed */
+};
+
+enum gs_rbp_type {
+	GS_RBP_SAME = 0,   /* caller's RBP = this frame's RBP (same value / unmentioned) */
+	GS_RBP_CFA = 1,    /* caller's RBP saved at CFA + rbp_off */
+	GS_RBP_LOST = 2,   /* undefined or an expression: unknown in the caller */
+};
+
+struct gs_cfi_rule {
+	__s32 cfa_off;
+	__s16 rbp_off;
+	__u8 cfa_type; /* enum gs_cfa_type */
+	__u8 rbp_type; /* enum gs_rbp_type */
+};
+
+struct gs_cfi_row {
+	__u32 pc;   /* ELF virtual address (st_value space) where the row starts */
+	__u32 rule; /* index into gs_cfi_rules */
+};
+
+/* One executable file mapping of a process. */
+struct gs_cfi_mapping {
+	__u64 start, end; /* runtime [start, end) */
+	__u64 bias;       /* runtime address - ELF vaddr */
+	__u32 table_id;   /* gs_cfi_tables index; 0 = no table (frame pointers) */
+	__u32 n_rows;     /* rows in that table */
+};
+
+#define GS_CFI_MAX_MAPPINGS 1024 /* executable mappings per process (torch: ~400) */
+#define GS_CFI_MAX_TABLES 4096   /* distinct ELF objects over the run */
+#define GS_CFI_MAX_RULES 65536   /* distinct rules over the run */
+#define GS_CFI_MAX_PROCS 8192
+#define GS_CFI_ROW_SEARCH 26     /* binary-search steps: up to 2^26 rows per object */
+#define GS_CFI_MAP_SEARCH 11     /* binary-search steps over GS_CFI_MAX_MAPPINGS */
+
+struct gs_cfi_proc {
+	__u32 n; /* valid entries of m, sorted by start, non-overlapping */
+	__u32 pad;
+	struct gs_cfi_mapping m[GS_CFI_MAX_MAPPINGS];
+};
+
+#ifndef __VMLINUX_H__
+/* ---- user space ------------------------------------------------------------
+ * Lifecycle (the session, cli/):
+ *   gs_sampler_open(...)                       loads the BPF object
+ *   gs_cfi_open(bpf_object, &cfi, err, len)    finds the gs_cfi_* maps
+ *   for every target process at first sight, after exec and on fork:
+ *       gs_cfi_add_process(cfi, tgid)          (fork: gs_cfi_fork is cheaper)
+ *   in the poll loop (every 100-250 ms):
+ *       gs_cfi_refresh(cfi)                    re-reads maps of processes whose
+ *                                              PCs hit unknown mappings (dlopen)
+ *   on GS_PROC_EXIT: gs_cfi_remove_process(cfi, tgid)
+ *   gs_cfi_stats(cfi, &st) for the closing figures; gs_cfi_close(cfi).
+ * Tables are cached by build-id (else dev:inode:size:mtime), so every process
+ * and fork child mapping one library shares one table.
+ * Not thread-safe: call from the session thread. */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct bpf_object;
+struct gs_cfi;
+
+/* One object's rows, built in user space (also used by the unit tests). */
+struct gs_cfi_table {
+	struct gs_cfi_row *rows;   /* sorted by pc, merged */
+	uint32_t n_rows;
+	struct gs_cfi_rule *rules; /* local rule ids used by rows (before global dedupe) */
+	uint32_t n_rules;
+	uint32_t n_fdes;
+	uint32_t n_expr;           /* rows marked GS_CFA_EXPR */
+	uint32_t n_plt, n_signal;  /* rows marked PLT / SIGNAL */
+};
+
+/* Build rows from the .eh_frame of the ELF file at path (or of fd when
+ * fd >= 0; path then only names it in errors).  -ENOENT: no .eh_frame;
+ * -EINVAL: not an x86-64 ELF; -ENOMEM. */
+int gs_cfi_table_build(const char *path, int fd, struct gs_cfi_table *t);
+void gs_cfi_table_free(struct gs_cfi_table *t);
+/* Row in effect at ELF address pc (NULL if none or a GS_CFA_NONE gap). */
+const struct gs_cfi_rule *gs_cfi_table_lookup(const struct gs_cfi_table *t, uint64_t pc);
+
+struct gs_cfi_stats {
+	uint32_t tables;          /* distinct objects loaded */
+	uint32_t procs;           /* processes in gs_cfi_procs */
+	uint32_t rules;           /* distinct rules */
+	uint64_t rows;            /* rows over all tables */
+	uint64_t bpf_bytes;       /* kernel memory of the tables (rows + rules) */
+	uint64_t build_ns;        /* wall time spent building tables */
+	uint32_t no_eh_frame;     /* objects without usable CFI (frame pointers) */
+	uint32_t errors;          /* objects that failed to open or load */
+	uint32_t refreshes;       /* process maps re-read after misses */
+};
+
+/* Find the gs_cfi_* maps in a loaded BPF object (the sampler's:
+ * gs_sampler_skel(s)->obj).  err gets a one-line reason. */
+int gs_cfi_open(struct bpf_object *obj, struct gs_cfi **out, char *err, size_t errlen);
+/* Read /proc/tgid/maps, build or reuse tables, write gs_cfi_procs[tgid].
+ * -ESRCH if the process is gone.  Objects without CFI get table 0. */
+int gs_cfi_add_process(struct gs_cfi *cfi, uint32_t tgid);
+/* child shares parent's mappings (fork without exec); falls back to
+ * gs_cfi_add_process when the parent is unknown. */
+int gs_cfi_fork(struct gs_cfi *cfi, uint32_t parent, uint32_t child);
+void gs_cfi_remove_process(struct gs_cfi *cfi, uint32_t tgid);
+/* Re-read maps of processes that BPF reported in gs_cfi_miss (at most once
+ * per process per 500 ms).  Returns the number re-read or <0. */
+int gs_cfi_refresh(struct gs_cfi *cfi);
+void gs_cfi_stats(struct gs_cfi *cfi, struct gs_cfi_stats *st);
+/* Verbose progress (one line per table built) to stderr. */
+void gs_cfi_set_verbose(struct gs_cfi *cfi, bool on);
+void gs_cfi_close(struct gs_cfi *cfi);
+#endif
+
+#endif

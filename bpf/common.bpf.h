@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Definitions shared by bpf/gpusample.bpf.c and its loader bpf/sampler.c:
+ * the layout of the `stats` per-CPU counters and the size of the sample
+ * scratch buffer.  Includable from BPF C (after vmlinux.h) and from user
+ * space (after gpusample/records.h, which provides __u64 and friends).
+ *
+ * Stats: BPF map `stats`, PERCPU_ARRAY with one element of struct gs_stats.
+ * Counters are per CPU and never reset; user space sums them.  Slots are
+ * indexed by enum gs_stat.  Other BPF parts (the GPU USDT handlers) may
+ * name unused slots (13..31) here; GS_STAT_MAX stays 32 so the map layout
+ * does not change.
+ */
+#ifndef GS_COMMON_BPF_H
+#define GS_COMMON_BPF_H
+
+enum gs_stat {
+	GS_STAT_SAMPLES = 0,     /* CPU sample records written to `events` */
+	GS_STAT_LOST = 1,        /* records of any kind that did not fit in `events` */
+	GS_STAT_PROC_EVENTS = 2, /* proc events written */
+	GS_STAT_PY_ERR = 3,      /* Python walks that hit a read fault */
+	GS_STAT_PY_TRUNC = 4,    /* Python walks cut at GS_MAX_PY_FRAMES */
+	GS_STAT_KSTACK_ERR = 5,  /* bpf_get_stack(kernel) failed */
+	GS_STAT_SCRATCH_ERR = 6, /* no per-CPU scratch (should never happen) */
+	GS_STAT_TARGETS_FULL = 7, /* fork child not followed: `targets` full */
+	GS_STAT_UNWIND0 = 8,     /* GS_STAT_UNWIND0 + enum gs_unwind_err */
+	GS_STAT_MAX = 32,
+};
+
+struct gs_stats {
+	__u64 c[GS_STAT_MAX];
+};
+
+/* Largest CPU sample record: header + every stack at its bound. */
+#define GS_CPU_SAMPLE_MAX_SIZE                                                                     \
+	(sizeof(struct gs_cpu_sample) + (GS_MAX_KERNEL_FRAMES + GS_MAX_USER_FRAMES) * 8 +          \
+	 GS_MAX_PY_FRAMES * sizeof(struct gs_py_frame))
+
+/* Scratch slots in the per-CPU `scratch` map: a perf_event sample and a
+ * uprobe/USDT handler can interleave on one CPU (a tp_btf or uprobe program
+ * can be interrupted by the cpu-clock hrtimer), so each user has its own. */
+enum gs_scratch_slot {
+	GS_SCRATCH_SAMPLE = 0,
+	GS_SCRATCH_LAUNCH = 1, /* GPU launch-site handler (gpu.bpf.h) */
+	GS_SCRATCH_NR = 2,
+};
+
+/* Bytes per scratch slot: room for the largest sample plus a 64-byte prefix
+ * that a record embedding a CPU stack (e.g. a GPU launch) may put first. */
+#define GS_SCRATCH_PREFIX 64
+#define GS_SCRATCH_SIZE (GS_SCRATCH_PREFIX + GS_CPU_SAMPLE_MAX_SIZE)
+
+#endif

@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * gpusample's one BPF object.  This file owns the CPU sampling core:
+ *
+ *   gs_sample           perf_event (cpu-clock, one event per CPU): filter by
+ *                       `targets`, build one struct gs_cpu_sample in per-CPU
+ *                       scratch (kernel stack, native user stack, Python
+ *                       frames), copy it into `events` without a wakeup.
+ *   gs_proc_fork        tp_btf/sched_process_fork: a followed target's new
+ *                       process inherits its `targets` entry here, in BPF, so
+ *                       short-lived workers are sampled from their first tick.
+ *   gs_proc_exec        tp_btf/sched_process_exec: image replaced; Python
+ *                       config dropped until user space sets a new one.
+ *   gs_proc_exit_gd     tp_btf/sched_process_exit, kernels whose tracepoint
+ *                       passes (task, bool group_dead) (6.16+).
+ *   gs_proc_exit_live   same for older kernels (task only): the group is dead
+ *                       when signal->live has dropped to 0.  The loader keeps
+ *                       exactly one of the two (checks the kernel BTF).
+ *
+ * Other parts of the object are included from headers owned elsewhere:
+ * unwind.bpf.h (native unwinder), python.bpf.h (Python walker) and, at the
+ * end of this file, gpu.bpf.h (GPU agent USDT handlers).
+ *
+ * Cost matters: this program runs F times a second on every CPU (the filter
+ * path for non-targets is one hash lookup).  Scratch lives in a per-CPU
+ * array, never on the 512-byte stack.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "gpusample/records.h"
+#include "common.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL"; /* bpf_get_stack is GPL-only */
+
+/* Set by the loader before load (struct gs_sampler_opts). */
+const volatile bool kernel_stacks = true;
+const volatile bool follow_children = true;
+
+/* tgid (root pid namespace) -> what to sample and how. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, struct gs_target);
+} targets SEC(".maps");
+
+/* Every record goes here; size set by the loader (power of 2). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gs_stats);
+} stats SEC(".maps");
+
+struct gs_scratch {
+	__u8 b[GS_SCRATCH_SIZE];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, GS_SCRATCH_NR);
+	__type(key, __u32);
+	__type(value, struct gs_scratch);
+} scratch SEC(".maps");
+
+_Static_assert(sizeof(struct gs_cpu_sample) % 8 == 0, "frames must be 8-aligned");
+_Static_assert(sizeof(struct gs_py_frame) % 8 == 0, "py frames must keep 8-alignment");
+
+static __always_inline struct gs_stats *gs_stats_get(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&stats, &zero);
+}
+
+static __always_inline void gs_stat_inc(struct gs_stats *st, __u32 idx)
+{
+	if (st && idx < GS_STAT_MAX)
+		st->c[idx]++;
+}
+
+/* A scratch slot (enum gs_scratch_slot) of this CPU, GS_SCRATCH_SIZE bytes. */
+static __always_inline void *gs_scratch(__u32 slot)
+{
+	return bpf_map_lookup_elem(&scratch, &slot);
+}
+
+#include "unwind.bpf.h"
+#include "python.bpf.h"
+
+/* True when the sampled registers are kernel mode. */
+static __always_inline bool gs_regs_kernel(struct bpf_perf_event_data *ctx)
+{
+#if defined(__TARGET_ARCH_x86)
+	/* CPL is the low two bits of CS.  The perf_event context only allows
+	 * word-sized loads of regs, and 6.9+ turned cs into a union with
+	 * FRED's csx, so read the whole 8-byte slot. */
+	__u64 cs = *(volatile __u64 *)((void *)&ctx->regs + offsetof(struct pt_regs, cs));
+
+	return (cs & 3) == 0;
+#elif defined(__TARGET_ARCH_arm64)
+	return (ctx->regs.pstate & 0xf) != 0; /* PSR_MODE_EL0t == 0 */
+#else
+	return false;
+#endif
+}
+
+/*
+ * Fill the stack part of rec for the current thread: rec->frames (kernel,
+ * native user, Python, in that order), n_kernel, n_user, n_python,
+ * unwind_err, and OR the GS_CPU_* stack flags into rec->flags.  Counts
+ * unwind and Python errors in st (may be NULL).  Returns the record size in
+ * bytes from rec (header included), a multiple of 8, at most
+ * GS_CPU_SAMPLE_MAX_SIZE.
+ *
+ * ctx is the program context (perf_event or uprobe/USDT: bpf_get_stack
+ * takes the user registers from it); task is bpf_get_current_task() (a plain
+ * kernel pointer: read it with BPF_CORE_READ).  want_kernel asks for the
+ * kernel stack; only meaningful when ctx interrupted kernel mode.  rec must
+ * point into a scratch slot with GS_CPU_SAMPLE_MAX_SIZE bytes behind it.
+ * Reused by the GPU launch-site handler (gpu.bpf.h).
+ */
+static __always_inline __u32 gs_fill_stack(void *ctx, struct task_struct *task, __u32 tgid,
+					   const struct gs_target *t, bool want_kernel,
+					   struct gs_cpu_sample *rec, struct gs_stats *st)
+{
+	__u64 *fr = rec->frames;
+	__u32 nk = 0, nu = 0, np = 0;
+	__u16 flags = rec->flags, uerr = GS_UNWIND_OK;
+	long n;
+
+	if (want_kernel) {
+		n = bpf_get_stack(ctx, fr, GS_MAX_KERNEL_FRAMES * sizeof(__u64), 0);
+		if (n < 0) {
+			flags |= GS_CPU_KSTACK_ERR;
+			gs_stat_inc(st, GS_STAT_KSTACK_ERR);
+		} else {
+			nk = (__u64)n / sizeof(__u64);
+		}
+	}
+	if (nk > GS_MAX_KERNEL_FRAMES)
+		nk = GS_MAX_KERNEL_FRAMES;
+
+	n = gs_unwind_user(ctx, task, tgid, fr + nk, &uerr, &flags);
+	nu = n < 0 ? 0 : n;
+	if (nu > GS_MAX_USER_FRAMES)
+		nu = GS_MAX_USER_FRAMES;
+	if (uerr == GS_UNWIND_DEPTH)
+		flags |= GS_CPU_USER_TRUNC;
+	if (uerr < GS_UNWIND_NR)
+		gs_stat_inc(st, GS_STAT_UNWIND0 + uerr);
+
+	if (t->py_cfg_id) {
+		n = gs_walk_python(task, t->py_cfg_id, (struct gs_py_frame *)(fr + nk + nu), &flags);
+		np = n < 0 ? 0 : n;
+		if (np > GS_MAX_PY_FRAMES)
+			np = GS_MAX_PY_FRAMES;
+		if (flags & GS_CPU_PY_ERR)
+			gs_stat_inc(st, GS_STAT_PY_ERR);
+		if (flags & GS_CPU_PY_TRUNC)
+			gs_stat_inc(st, GS_STAT_PY_TRUNC);
+	}
+
+	rec->n_kernel = nk;
+	rec->n_user = nu;
+	rec->n_python = np;
+	rec->unwind_err = uerr;
+	rec->flags = flags;
+	return sizeof(*rec) + (nk + nu) * sizeof(__u64) + np * sizeof(struct gs_py_frame);
+}
+
+/* Fill everything of a CPU sample but the stacks and hdr.size. */
+static __always_inline void gs_fill_head(struct gs_cpu_sample *rec, __u64 pid_tgid)
+{
+	rec->hdr.type = GS_REC_CPU_SAMPLE;
+	rec->hdr.version = GS_RECORDS_VERSION;
+	rec->hdr.ktime_ns = bpf_ktime_get_ns();
+	rec->tgid = pid_tgid >> 32;
+	rec->tid = (__u32)pid_tgid;
+	rec->cpu = bpf_get_smp_processor_id();
+	rec->flags = 0;
+	rec->pad = 0;
+	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
+}
+
+SEC("perf_event")
+int gs_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	struct gs_target *t;
+	struct gs_cpu_sample *rec;
+	struct gs_stats *st;
+	bool in_kernel;
+	__u32 size;
+
+	t = bpf_map_lookup_elem(&targets, &tgid);
+	if (!t)
+		return 0;
+	st = gs_stats_get();
+	rec = gs_scratch(GS_SCRATCH_SAMPLE);
+	if (!rec) {
+		gs_stat_inc(st, GS_STAT_SCRATCH_ERR);
+		return 0;
+	}
+	in_kernel = gs_regs_kernel(ctx);
+	gs_fill_head(rec, pid_tgid);
+	if (in_kernel)
+		rec->flags = GS_CPU_IN_KERNEL;
+	size = gs_fill_stack(ctx, (struct task_struct *)bpf_get_current_task(), tgid, t,
+			     kernel_stacks && in_kernel, rec, st);
+	if (size > GS_CPU_SAMPLE_MAX_SIZE) /* keeps the verifier's bound explicit */
+		return 0;
+	rec->hdr.size = size;
+	if (bpf_ringbuf_output(&events, rec, size, BPF_RB_NO_WAKEUP))
+		gs_stat_inc(st, GS_STAT_LOST);
+	else
+		gs_stat_inc(st, GS_STAT_SAMPLES);
+	return 0;
+}
+
+/* ---- process tree ------------------------------------------------------ */
+
+/* Proc events wake the reader: user space must snapshot a new process's
+ * maps (and read its Python code objects) before a short-lived worker is
+ * gone. */
+static __always_inline void gs_emit_proc(__u32 kind, __u32 tgid, __u32 ppid, const char *comm)
+{
+	struct gs_stats *st = gs_stats_get();
+	struct gs_proc_event ev = {};
+
+	ev.hdr.type = GS_REC_PROC_EVENT;
+	ev.hdr.version = GS_RECORDS_VERSION;
+	ev.hdr.size = sizeof(ev);
+	ev.hdr.ktime_ns = bpf_ktime_get_ns();
+	ev.kind = kind;
+	ev.tgid = tgid;
+	ev.ppid = ppid;
+	bpf_probe_read_kernel_str(ev.comm, sizeof(ev.comm), comm);
+	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), BPF_RB_FORCE_WAKEUP))
+		gs_stat_inc(st, GS_STAT_LOST);
+	else
+		gs_stat_inc(st, GS_STAT_PROC_EVENTS);
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(gs_proc_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	struct gs_target *t, copy;
+
+	if (!follow_children || ptgid == ctgid) /* a new thread, not a process */
+		return 0;
+	t = bpf_map_lookup_elem(&targets, &ptgid);
+	if (!t || !(t->flags & GS_TARGET_FOLLOW_CHILDREN))
+		return 0;
+	copy = *t; /* same address space image: Python config stays valid */
+	if (bpf_map_update_elem(&targets, &ctgid, &copy, BPF_ANY)) {
+		gs_stat_inc(gs_stats_get(), GS_STAT_TARGETS_FULL);
+		return 0;
+	}
+	gs_emit_proc(GS_PROC_FORK, ctgid, ptgid, child->comm);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(gs_proc_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 tgid = p->tgid;
+	struct gs_target *t = bpf_map_lookup_elem(&targets, &tgid);
+
+	if (!t)
+		return 0;
+	/* The old image's interpreter layout is gone; walking it now would read
+	 * garbage.  User space sets a new py_cfg_id after the EXEC event. */
+	t->py_cfg_id = 0;
+	gs_emit_proc(GS_PROC_EXEC, tgid, p->real_parent->tgid, p->comm);
+	return 0;
+}
+
+/* Deleting first makes the event once-only when several exiting threads
+ * see the group dead. */
+static __always_inline void gs_group_exit(struct task_struct *p)
+{
+	__u32 tgid = p->tgid;
+
+	if (bpf_map_delete_elem(&targets, &tgid))
+		return;
+	gs_emit_proc(GS_PROC_EXIT, tgid, p->real_parent->tgid,
+		     p->group_leader->comm);
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(gs_proc_exit_gd, struct task_struct *p, bool group_dead)
+{
+	if (group_dead)
+		gs_group_exit(p);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(gs_proc_exit_live, struct task_struct *p)
+{
+	/* do_exit() decrements signal->live before this tracepoint. */
+	if (p->signal->live.counter == 0)
+		gs_group_exit(p);
+	return 0;
+}
+
+/* ---- GPU agent USDT handlers --------------------------------------------
+ * The GPU part goes here: #include "gpu.bpf.h".  It may use targets,
+ * events, stats (free slots, see common.bpf.h), gs_scratch(GS_SCRATCH_LAUNCH)
+ * and gs_fill_stack() to capture a launch-site CPU stack. */

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * CPU sampler: loads the one BPF object (build/gpusample.skel.h), opens one
+ * cpu-clock perf event per online CPU in frequency mode, attaches the
+ * process-tree tracepoints, and hands ring-buffer records to a callback.
+ *
+ * Lifecycle: gs_sampler_open -> gs_sampler_set_py_cfg / add_target ...
+ * -> gs_sampler_start -> gs_sampler_poll (repeat) -> gs_sampler_stop ->
+ * gs_sampler_poll (drain) -> gs_sampler_close.
+ *
+ * Errors: 0 or a negative errno; `err` receives a one-line message that says
+ * what happened and what to do (e.g. "perf_event_open refused (EACCES): run
+ * as root (sudo) or grant CAP_PERFMON").
+ */
+#ifndef GS_BPF_SAMPLER_H
+#define GS_BPF_SAMPLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "gpusample/records.h"
+
+struct gs_sampler_opts {
+	uint32_t frequency_hz;   /* per CPU, 1 .. perf_event_max_sample_rate */
+	bool kernel_stacks;      /* record kernel stacks (--no-kernel clears) */
+	bool follow_children;    /* fork/exec handlers copy targets entries */
+	uint32_t ringbuf_bytes;  /* 0 = sized for >= 1 s of worst case */
+};
+
+struct gs_sampler_stats {
+	uint64_t samples;          /* CPU sample records emitted by BPF */
+	uint64_t lost;             /* records dropped (ring buffer full, scratch) */
+	uint64_t proc_events;
+	uint64_t unwind_err[GS_UNWIND_NR]; /* by enum gs_unwind_err */
+	uint64_t py_errors;        /* Python walks that hit a read fault */
+	uint64_t py_truncated;
+};
+
+struct gs_sampler;
+
+/* Called for every record, in ring-buffer order.  `rec->size` bytes are
+ * valid for the duration of the call.  Return 0 to continue, <0 to stop. */
+typedef int (*gs_record_fn)(void *ctx, const struct gs_rec_hdr *rec);
+
+int gs_sampler_open(const struct gs_sampler_opts *o, struct gs_sampler **out,
+		    char *err, size_t errlen);
+/* Insert / update a `targets` entry (tgid in the root pid namespace). */
+int gs_sampler_add_target(struct gs_sampler *s, uint32_t tgid, const struct gs_target *t);
+int gs_sampler_remove_target(struct gs_sampler *s, uint32_t tgid);
+/* Store a Python walker configuration under id (>= 1). */
+int gs_sampler_set_py_cfg(struct gs_sampler *s, uint32_t id, const struct gs_py_cfg *cfg);
+int gs_sampler_start(struct gs_sampler *s, char *err, size_t errlen);
+/* Poll the ring buffer for up to timeout_ms; returns records handled or <0. */
+int gs_sampler_poll(struct gs_sampler *s, int timeout_ms, gs_record_fn fn, void *ctx);
+/* Detach the perf events and tracepoints; records already queued stay. */
+void gs_sampler_stop(struct gs_sampler *s);
+void gs_sampler_stats(struct gs_sampler *s, struct gs_sampler_stats *st);
+void gs_sampler_close(struct gs_sampler *s);
+/* The loaded skeleton (struct gpusample_bpf from build/gpusample.skel.h), for
+ * the modules that own other parts of the one BPF object (CFI tables, GPU
+ * USDT attachments).  Valid from open to close. */
+struct gpusample_bpf *gs_sampler_skel(struct gs_sampler *s);
+/* Ids of the loaded BPF programs (for bpf_stats in benches), -1 terminated. */
+int gs_sampler_prog_fds(struct gs_sampler *s, int *fds, int max);
+
+#endif

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/* Launch mode: start CMD stopped before exec so that it is a target from its
+ * first instruction, then let it exec as the invoking (sudo) user. */
+#ifndef GS_CLI_LAUNCH_H
+#define GS_CLI_LAUNCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct gs_launch {
+	pid_t pid;
+	int go_fd;   /* write end: one byte releases the child */
+	int err_fd;  /* read end: errno of a failed exec, EOF on success */
+};
+
+/* Fork CMD; the child waits for gs_launch_release.  env_extra: "K=V"
+ * strings set in the child (NULL-terminated, may be NULL). */
+int gs_launch_start(struct gs_launch *l, char **argv, bool as_root,
+		    char **env_extra, char *err, size_t errlen);
+/* Release the child; returns 0 once it has exec'ed, or -errno of the
+ * failed exec (message in err). */
+int gs_launch_release(struct gs_launch *l, char *err, size_t errlen);
+
+#endif

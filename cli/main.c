@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/* gpusample: sampling profiler for GPU training jobs. */
+#include <stdio.h>
+
+#include "cli/options.h"
+#include "cli/session.h"
+
+int main(int argc, char **argv)
+{
+	struct gs_options o;
+	int rc = gs_options_parse(&o, argc, argv);
+
+	if (rc == 1)
+		return 0;
+	if (rc < 0)
+		return 2;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (o.report_file)
+		return gs_report_file(o.report_file);
+	return gs_session_run(&o);
+}

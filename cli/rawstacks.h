@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/* Deduplicated raw stacks as recorded by BPF (before symbolization): one
+ * entry per distinct (tgid, kernel ips, user ips, Python frames, flags).
+ * Symbolization then runs once per distinct stack, not once per sample. */
+#ifndef GS_CLI_RAWSTACKS_H
+#define GS_CLI_RAWSTACKS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "gpusample/records.h"
+
+struct gs_rawstack {
+	uint32_t tgid;
+	uint16_t flags;   /* GS_CPU_* that affect the stack shape */
+	uint8_t n_kernel, n_user;
+	uint16_t n_python;
+	__u64 *frames;    /* kernel ips, user ips, then Python frames (2 u64 each) */
+};
+
+struct gs_rawstacks {
+	struct gs_rawstack *items;
+	uint32_t n, cap;
+	uint32_t *slots;   /* open addressing: index+1, 0 = empty */
+	uint64_t *hashes;  /* per item */
+	uint32_t n_slots;
+};
+
+void gs_rawstacks_init(struct gs_rawstacks *t);
+void gs_rawstacks_free(struct gs_rawstacks *t);
+/* Returns the stack index (>= 0) or -ENOMEM; *is_new tells whether it was
+ * first seen now. */
+int64_t gs_rawstacks_intern(struct gs_rawstacks *t, const struct gs_cpu_sample *s,
+			    uint16_t flags, bool *is_new);
+
+static inline const struct gs_py_frame *gs_rawstack_py(const struct gs_rawstack *r)
+{
+	return (const struct gs_py_frame *)(r->frames + r->n_kernel + r->n_user);
+}
+
+#endif

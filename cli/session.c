@@ -1,0 +1,719 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The profiling session: the one place that wires bpf/ (records in),
+ * symbolizer/ (addresses -> frames) and output/ (writers) together.
+ *
+ * During the run only cheap work happens per record (stack dedupe, maps
+ * snapshots of new processes, eager reads of new Python code objects); all
+ * native symbolization is deferred to the end, once per distinct stack and
+ * address, so the profiler competes as little as possible with the job.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/capability.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bpf/sampler.h"
+#include "cli/launch.h"
+#include "cli/procs.h"
+#include "cli/progress.h"
+#include "cli/rawstacks.h"
+#include "cli/session.h"
+#include "gpusample/profile.h"
+#include "output/output.h"
+#include "symbolizer/symbolizer.h"
+
+struct raw_sample {
+	uint32_t stack; /* index into rawstacks */
+	uint32_t tid;
+	uint64_t ktime;
+	gs_str comm;
+};
+
+struct session {
+	const struct gs_options *o;
+	struct gs_sampler *sampler;
+	struct gs_symbolizer *sym;
+	struct gs_profile prof;
+	struct gs_rawstacks raw;
+	struct raw_sample *samples;
+	size_t n_samples, cap_samples;
+	struct gs_proctab procs;
+	struct gs_launch launch;
+	bool launched, launch_exited;
+	uint64_t t0_mono, t0_wall;
+	char prefix[PATH_MAX];
+	char err[512];
+};
+
+static volatile sig_atomic_t g_stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	g_stop = 1;
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	/* No SA_RESTART: the ring-buffer poll must return on Ctrl-C. */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static uint64_t now_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- preflight ---------------------------------------------------------- */
+
+static bool has_cap(const struct __user_cap_data_struct *d, int cap)
+{
+	return d[cap / 32].effective & (1u << (cap % 32));
+}
+
+static int check_privileges(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2] = { 0 };
+
+	if (geteuid() == 0)
+		return 0;
+	if (!syscall(SYS_capget, &h, d) && has_cap(d, 39 /* CAP_BPF */) &&
+	    has_cap(d, 38 /* CAP_PERFMON */) && has_cap(d, CAP_SYS_PTRACE))
+		return 0;
+	fprintf(stderr, "gpusample: needs root to load eBPF programs and read other processes' "
+			"memory: run it with sudo (or grant CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE)\n");
+	return -EPERM;
+}
+
+/* Refuse symlinks and unwritable directories before sampling starts, so a
+ * long run never ends with nowhere to write. */
+static int check_output_path(const char *path)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+	const char *slash = strrchr(path, '/');
+
+	if (!lstat(path, &st) && S_ISLNK(st.st_mode)) {
+		fprintf(stderr, "gpusample: output path %s is a symlink; refusing to follow it as root "
+				"(remove it or choose another -o)\n", path);
+		return -ELOOP;
+	}
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+	if (!dir[0])
+		strcpy(dir, "/");
+	if (access(dir, W_OK)) {
+		fprintf(stderr, "gpusample: cannot write to %s: %s (choose another -o PREFIX)\n",
+			dir, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static const char *const out_suffix[] = { ".pb.gz", ".speedscope.json", ".cpu.folded" };
+
+static int check_outputs(struct session *s)
+{
+	char path[PATH_MAX + 32];
+
+	for (int i = 0; i < 3; i++) {
+		if (!(s->o->formats & (1u << i)))
+			continue;
+		snprintf(path, sizeof(path), "%s%s", s->prefix, out_suffix[i]);
+		if (check_output_path(path))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* ---- targets ------------------------------------------------------------ */
+
+static int add_target(struct session *s, uint32_t pid, uint32_t ppid, bool is_root)
+{
+	struct gs_target t = { .flags = s->o->children ? GS_TARGET_FOLLOW_CHILDREN : 0,
+			       .root_tgid = pid };
+	struct gs_procinfo *p = gs_proctab_add(&s->procs, pid, ppid);
+	struct gs_proc_stat st;
+
+	if (!p)
+		return -ENOMEM;
+	p->is_root = is_root;
+	if (!gs_proc_stat(pid, &st))
+		memcpy(p->comm, st.comm, sizeof(p->comm));
+	t.root_tgid = p->root;
+	gs_sym_add_process(s->sym, pid);
+	return gs_sampler_add_target(s->sampler, pid, &t);
+}
+
+static void add_descendant(void *ctx, uint32_t pid, uint32_t ppid)
+{
+	struct session *s = ctx;
+
+	/* Parents come first only by luck of pid order; make sure the chain
+	 * exists so roles and roots propagate. */
+	if (!gs_proctab_get(&s->procs, ppid)) {
+		struct gs_proc_stat st;
+
+		if (!gs_proc_stat(ppid, &st))
+			add_descendant(ctx, ppid, st.ppid);
+	}
+	add_target(s, pid, ppid, false);
+}
+
+static int setup_targets(struct session *s)
+{
+	for (int i = 0; i < s->o->n_pids; i++) {
+		int rc = add_target(s, s->o->pids[i], 0, true);
+
+		if (rc) {
+			fprintf(stderr, "gpusample: cannot add target %u: %s\n", s->o->pids[i], strerror(-rc));
+			return rc;
+		}
+	}
+	if (s->o->children)
+		gs_for_each_descendant(s->o->pids, s->o->n_pids, add_descendant, s);
+	return 0;
+}
+
+/* ---- records ------------------------------------------------------------ */
+
+static bool is_dataloader_comm(const char *comm)
+{
+	/* PyTorch names worker threads pt_data_worker (<= 2.x) and
+	 * pt_multiprocess(ing_data_worker) in newer releases. */
+	return !strncmp(comm, "pt_data_worker", 14) || !strncmp(comm, "pt_multiprocess", 15);
+}
+
+static int push_sample(struct session *s, const struct raw_sample *r)
+{
+	if (s->n_samples == s->cap_samples) {
+		size_t cap = s->cap_samples ? s->cap_samples * 2 : 65536;
+		void *n = realloc(s->samples, cap * sizeof(*s->samples));
+
+		if (!n)
+			return -ENOMEM;
+		s->samples = n;
+		s->cap_samples = cap;
+	}
+	s->samples[s->n_samples++] = *r;
+	return 0;
+}
+
+static struct gs_procinfo *first_sight(struct session *s, uint32_t tgid)
+{
+	struct gs_proc_stat st;
+	struct gs_procinfo *p;
+
+	if (gs_proc_stat(tgid, &st))
+		st.ppid = 0;
+	p = gs_proctab_add(&s->procs, tgid, st.ppid);
+	if (p && !gs_sym_has_process(s->sym, tgid))
+		gs_sym_add_process(s->sym, tgid);
+	return p;
+}
+
+static int on_cpu_sample(struct session *s, const struct gs_cpu_sample *cs)
+{
+	size_t words = (size_t)cs->n_kernel + cs->n_user + 2u * cs->n_python;
+	struct raw_sample r;
+	struct gs_procinfo *p;
+	char comm[GS_COMM_LEN + 1];
+	bool is_new;
+	int64_t idx;
+
+	if (cs->hdr.size < sizeof(*cs) + words * sizeof(uint64_t))
+		return 0; /* malformed: ignore rather than read past the record */
+	p = gs_proctab_get(&s->procs, cs->tgid);
+	if (!p)
+		p = first_sight(s, cs->tgid);
+	memcpy(comm, cs->comm, GS_COMM_LEN);
+	comm[GS_COMM_LEN] = '\0';
+	if (p) {
+		p->cpu_samples++;
+		if (is_dataloader_comm(comm))
+			p->dataloader = true;
+	}
+	idx = gs_rawstacks_intern(&s->raw, cs, cs->flags & (GS_CPU_USER_TRUNC | GS_CPU_PY_TRUNC), &is_new);
+	if (idx < 0)
+		return (int)idx;
+	r.stack = (uint32_t)idx;
+	r.tid = cs->tid;
+	r.ktime = cs->hdr.ktime_ns;
+	r.comm = gs_profile_intern(&s->prof, comm);
+	return push_sample(s, &r);
+}
+
+static void on_proc_event(struct session *s, const struct gs_proc_event *ev)
+{
+	struct gs_procinfo *p;
+
+	switch (ev->kind) {
+	case GS_PROC_FORK:
+		p = gs_proctab_add(&s->procs, ev->tgid, ev->ppid);
+		if (p)
+			memcpy(p->comm, ev->comm, sizeof(p->comm));
+		if (gs_sym_has_process(s->sym, ev->ppid))
+			gs_sym_fork(s->sym, ev->ppid, ev->tgid);
+		else
+			gs_sym_add_process(s->sym, ev->tgid);
+		break;
+	case GS_PROC_EXEC:
+		p = gs_proctab_get(&s->procs, ev->tgid);
+		if (!p)
+			p = first_sight(s, ev->tgid);
+		if (p)
+			memcpy(p->comm, ev->comm, sizeof(p->comm));
+		gs_sym_exec(s->sym, ev->tgid);
+		break;
+	case GS_PROC_EXIT:
+		p = gs_proctab_get(&s->procs, ev->tgid);
+		if (p)
+			p->exited = true;
+		gs_sym_exit(s->sym, ev->tgid);
+		break;
+	}
+}
+
+static int on_record(void *ctx, const struct gs_rec_hdr *h)
+{
+	struct session *s = ctx;
+
+	if (h->version != GS_RECORDS_VERSION)
+		return 0;
+	switch (h->type) {
+	case GS_REC_CPU_SAMPLE:
+		if (h->size >= sizeof(struct gs_cpu_sample))
+			return on_cpu_sample(s, (const struct gs_cpu_sample *)h);
+		return 0;
+	case GS_REC_PROC_EVENT:
+		if (h->size >= sizeof(struct gs_proc_event))
+			on_proc_event(s, (const struct gs_proc_event *)h);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* ---- the run loop ------------------------------------------------------- */
+
+static bool targets_gone(struct session *s)
+{
+	int status;
+
+	if (s->launched) {
+		if (!s->launch_exited && waitpid(s->launch.pid, &status, WNOHANG) == s->launch.pid)
+			s->launch_exited = true;
+		return s->launch_exited;
+	}
+	for (int i = 0; i < s->o->n_pids; i++)
+		if (gs_proc_alive(s->o->pids[i]))
+			return false;
+	return true;
+}
+
+static void progress(struct session *s, bool final)
+{
+	struct gs_sampler_stats st;
+	uint32_t live = 0;
+
+	gs_sampler_stats(s->sampler, &st);
+	for (uint32_t i = 0; i < s->procs.n; i++)
+		live += !s->procs.items[i].exited;
+	gs_progress_line((now_ns(CLOCK_MONOTONIC) - s->t0_mono) / 1e9, s->n_samples, st.lost,
+			 live, s->procs.n, final);
+}
+
+static int run_loop(struct session *s)
+{
+	uint64_t deadline = s->o->duration_s > 0 ?
+		s->t0_mono + (uint64_t)(s->o->duration_s * 1e9) : UINT64_MAX;
+	uint64_t next_progress = 0;
+
+	while (!g_stop) {
+		/* 200 ms: records arrive without per-record wakeups (BPF uses
+		 * BPF_RB_NO_WAKEUP for samples); process events do wake us. */
+		int rc = gs_sampler_poll(s->sampler, 200, on_record, s);
+		uint64_t now = now_ns(CLOCK_MONOTONIC);
+
+		if (rc < 0 && rc != -EINTR) {
+			fprintf(stderr, "\ngpusample: ring buffer poll failed: %s\n", strerror(-rc));
+			return rc;
+		}
+		if (now >= deadline || targets_gone(s))
+			break;
+		if (now >= next_progress) {
+			progress(s, false);
+			next_progress = now + 500000000ull;
+		}
+	}
+	gs_sampler_stop(s->sampler);
+	/* Drain what BPF queued before the detach. */
+	for (int i = 0; i < 64 && gs_sampler_poll(s->sampler, 0, on_record, s) > 0; i++)
+		;
+	progress(s, true);
+	return 0;
+}
+
+/* ---- building the profile ------------------------------------------------ */
+
+static uint32_t special_location(struct session *s, const char *name)
+{
+	struct gs_function f = { .name = gs_profile_intern(&s->prof, name) };
+	struct gs_line l = { .function = gs_profile_add_function(&s->prof, &f) };
+
+	return gs_profile_add_location(&s->prof, 0, 0, GS_FRAME_SPECIAL, &l, 1);
+}
+
+static int64_t symbolize_stack(struct session *s, const struct gs_rawstack *r, uint32_t truncated_loc)
+{
+	uint32_t locs[GS_MAX_KERNEL_FRAMES + GS_MAX_USER_FRAMES + GS_MAX_PY_FRAMES + 2];
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < r->n_kernel; i++)
+		locs[n++] = gs_sym_kernel(s->sym, r->frames[i]);
+	for (uint32_t i = 0; i < r->n_user; i++)
+		locs[n++] = gs_sym_native(s->sym, r->tgid, r->frames[r->n_kernel + i], i > 0);
+	if (r->flags & (GS_CPU_USER_TRUNC | GS_CPU_PY_TRUNC))
+		locs[n++] = truncated_loc;
+	return gs_profile_add_stack(&s->prof, locs, n);
+}
+
+static void add_processes(struct session *s)
+{
+	for (uint32_t i = 0; i < s->procs.n; i++) {
+		const struct gs_procinfo *p = &s->procs.items[i];
+		struct gs_process gp = {
+			.pid = p->pid, .ppid = p->ppid,
+			.comm = gs_profile_intern(&s->prof, p->comm),
+			.role = gs_profile_intern(&s->prof, gs_proc_role(p)),
+			.python = gs_profile_intern(&s->prof, p->python),
+			.gpu = gs_profile_intern(&s->prof, p->gpu),
+			.cpu_samples = p->cpu_samples, .exited = p->exited,
+		};
+		gs_profile_add_process(&s->prof, &gp);
+	}
+}
+
+static void add_comments(struct session *s)
+{
+	struct gs_sampler_stats st;
+	struct gs_profile *p = &s->prof;
+
+	gs_sampler_stats(s->sampler, &st);
+	p->lost_samples = st.lost;
+	gs_profile_add_comment(p, "gpusample %s", GS_VERSION);
+	if (s->o->command) {
+		char cmd[512] = "";
+		size_t len = 0;
+
+		for (char **a = s->o->command; *a && len < sizeof(cmd) - 2; a++)
+			len += (size_t)snprintf(cmd + len, sizeof(cmd) - len, "%s%s", a == s->o->command ? "" : " ", *a);
+		gs_profile_add_comment(p, "command: %s", cmd);
+	}
+	gs_profile_add_comment(p, "cpu sampling: %u Hz per CPU (cpu-clock), %ld ns per sample",
+			       p->frequency_hz, (long)p->period_ns);
+	gs_profile_add_comment(p, "duration: %.3f s", p->duration_nanos / 1e9);
+	gs_profile_add_comment(p, "cpu samples: %zu, lost: %llu", s->n_samples,
+			       (unsigned long long)st.lost);
+	if (st.unwind_err[GS_UNWIND_NO_TABLE] || st.unwind_err[GS_UNWIND_READ_FAULT] ||
+	    st.unwind_err[GS_UNWIND_BAD_RULE] || st.unwind_err[GS_UNWIND_DEPTH])
+		gs_profile_add_comment(p, "native unwind stops: no table %llu, read fault %llu, "
+				       "bad rule %llu, depth %llu",
+				       (unsigned long long)st.unwind_err[GS_UNWIND_NO_TABLE],
+				       (unsigned long long)st.unwind_err[GS_UNWIND_READ_FAULT],
+				       (unsigned long long)st.unwind_err[GS_UNWIND_BAD_RULE],
+				       (unsigned long long)st.unwind_err[GS_UNWIND_DEPTH]);
+	if (st.lost)
+		gs_profile_add_note(p, "%llu samples were lost (ring buffer full); try a lower -F",
+				    (unsigned long long)st.lost);
+}
+
+static int build_profile(struct session *s)
+{
+	struct gs_profile *p = &s->prof;
+	uint32_t *stack_ids = calloc(s->raw.n ? s->raw.n : 1, sizeof(*stack_ids));
+	uint32_t truncated = special_location(s, "[truncated]");
+
+	if (!stack_ids)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < s->raw.n; i++) {
+		int64_t id = symbolize_stack(s, &s->raw.items[i], truncated);
+
+		if (id < 0) {
+			free(stack_ids);
+			return (int)id;
+		}
+		stack_ids[i] = (uint32_t)id;
+	}
+	for (size_t i = 0; i < s->n_samples; i++) {
+		const struct raw_sample *r = &s->samples[i];
+		const struct gs_rawstack *rs = &s->raw.items[r->stack];
+		struct gs_procinfo *proc = gs_proctab_get(&s->procs, rs->tgid);
+		struct gs_sample smp = {
+			.stack = stack_ids[r->stack],
+			.values = { [GS_V_SAMPLES] = 1, [GS_V_CPU_NS] = p->period_ns },
+			.time_ns = r->ktime > s->t0_mono ? r->ktime - s->t0_mono : 0,
+			.pid = rs->tgid, .tid = r->tid, .thread_name = r->comm,
+			.process_role = gs_profile_intern(p, proc ? gs_proc_role(proc) : "other"),
+			.cuda_device = -1,
+		};
+		if (gs_profile_add_sample(p, &smp)) {
+			free(stack_ids);
+			return -ENOMEM;
+		}
+	}
+	free(stack_ids);
+	add_processes(s);
+	add_comments(s);
+	return 0;
+}
+
+/* ---- writing ------------------------------------------------------------ */
+
+static void give_to_sudo_user(const char *path)
+{
+	const char *uid = getenv("SUDO_UID"), *gid = getenv("SUDO_GID");
+
+	/* Files written as root under sudo belong to the user who asked. */
+	if (uid && gid && geteuid() == 0 &&
+	    chown(path, (uid_t)strtoul(uid, NULL, 10), (gid_t)strtoul(gid, NULL, 10)))
+		fprintf(stderr, "gpusample: warning: chown %s: %s\n", path, strerror(errno));
+}
+
+static int write_one(struct session *s, const char *suffix,
+		     int (*fn)(struct session *, const char *, char *, size_t))
+{
+	char path[PATH_MAX + 32];
+	int rc;
+
+	snprintf(path, sizeof(path), "%s%s", s->prefix, suffix);
+	rc = fn(s, path, s->err, sizeof(s->err));
+	if (rc) {
+		fprintf(stderr, "gpusample: cannot write %s: %s\n", path, s->err);
+		return rc;
+	}
+	give_to_sudo_user(path);
+	fprintf(stderr, "gpusample: wrote %s\n", path);
+	return 0;
+}
+
+static int w_pprof(struct session *s, const char *path, char *err, size_t len)
+{
+	return gs_write_pprof(&s->prof, path, err, len);
+}
+
+static int w_speedscope(struct session *s, const char *path, char *err, size_t len)
+{
+	return gs_write_speedscope(&s->prof, path, err, len);
+}
+
+static int w_cpu_folded(struct session *s, const char *path, char *err, size_t len)
+{
+	return gs_write_folded(&s->prof, GS_FOLDED_CPU, path, err, len);
+}
+
+static int write_outputs(struct session *s)
+{
+	int rc = 0;
+
+	if (s->o->formats & GS_FMT_PPROF)
+		rc |= write_one(s, ".pb.gz", w_pprof);
+	if (s->o->formats & GS_FMT_SPEEDSCOPE)
+		rc |= write_one(s, ".speedscope.json", w_speedscope);
+	if (s->o->formats & GS_FMT_FOLDED)
+		rc |= write_one(s, ".cpu.folded", w_cpu_folded);
+	if (s->o->report) {
+		struct gs_report_opts ro = { .top = 15, .color = isatty(1) };
+
+		gs_write_report(&s->prof, &ro, stdout);
+	}
+	return rc ? 1 : 0;
+}
+
+/* ---- setup / teardown ------------------------------------------------------ */
+
+static int open_sampler(struct session *s)
+{
+	struct gs_sampler_opts so = {
+		.frequency_hz = s->o->frequency_hz,
+		.kernel_stacks = s->o->kernel,
+		.follow_children = s->o->children,
+	};
+	int rc = gs_sampler_open(&so, &s->sampler, s->err, sizeof(s->err));
+
+	if (rc)
+		fprintf(stderr, "gpusample: %s\n", s->err);
+	return rc;
+}
+
+static int start_launch(struct session *s)
+{
+	int rc = gs_launch_start(&s->launch, s->o->command, s->o->as_root, NULL,
+				 s->err, sizeof(s->err));
+
+	if (rc) {
+		fprintf(stderr, "gpusample: %s\n", s->err);
+		return rc;
+	}
+	s->launched = true;
+	return 0;
+}
+
+static void init_session(struct session *s, const struct gs_options *o)
+{
+	memset(s, 0, sizeof(*s));
+	s->o = o;
+	gs_profile_init(&s->prof);
+	gs_rawstacks_init(&s->raw);
+	s->prof.frequency_hz = o->frequency_hz;
+	s->prof.period_ns = 1000000000ll / o->frequency_hz;
+	s->prof.default_sample_type = GS_V_CPU_NS;
+}
+
+static void free_session(struct session *s)
+{
+	if (s->sampler)
+		gs_sampler_close(s->sampler);
+	if (s->sym)
+		gs_sym_free(s->sym);
+	gs_rawstacks_free(&s->raw);
+	free(s->samples);
+	gs_proctab_free(&s->procs);
+	gs_profile_free(&s->prof);
+}
+
+static int prepare(struct session *s)
+{
+	char err[256];
+	int rc;
+
+	for (int i = 0; i < s->o->n_pids; i++)
+		if (gs_check_target(s->o->pids[i], err, sizeof(err))) {
+			fprintf(stderr, "gpusample: %s\n", err);
+			return -ESRCH;
+		}
+	if (s->o->command && (rc = start_launch(s)))
+		return rc;
+	snprintf(s->prefix, sizeof(s->prefix), "%s", s->o->prefix ? s->o->prefix : "");
+	if (!s->o->prefix)
+		snprintf(s->prefix, sizeof(s->prefix), "gpusample-%u",
+			 s->launched ? (uint32_t)s->launch.pid : s->o->pids[0]);
+	if ((rc = check_outputs(s)))
+		return rc;
+	s->sym = gs_sym_new(&s->prof);
+	if (!s->sym)
+		return -ENOMEM;
+	return open_sampler(s);
+}
+
+static int start(struct session *s)
+{
+	uint32_t pid;
+	int rc;
+
+	if (s->launched) {
+		pid = (uint32_t)s->launch.pid;
+		/* Target entry first, then exec: the job is sampled from its first
+		 * instruction and its children are followed from birth. */
+		struct gs_options *o = (struct gs_options *)s->o;
+		o->pids[0] = pid;
+		o->n_pids = 1;
+	}
+	if ((rc = setup_targets(s)))
+		return rc;
+	if ((rc = gs_sampler_start(s->sampler, s->err, sizeof(s->err)))) {
+		fprintf(stderr, "gpusample: %s\n", s->err);
+		return rc;
+	}
+	s->t0_mono = now_ns(CLOCK_MONOTONIC);
+	s->t0_wall = now_ns(CLOCK_REALTIME);
+	if (s->launched && (rc = gs_launch_release(&s->launch, s->err, sizeof(s->err)))) {
+		fprintf(stderr, "gpusample: %s\n", s->err);
+		return rc;
+	}
+	return 0;
+}
+
+static void finish_launch(struct session *s)
+{
+	if (!s->launched || s->launch_exited)
+		return;
+	if (g_stop) {
+		/* Ctrl-C at a terminal reached the command too; give it a moment
+		 * to exit so its last samples and exit are seen. */
+		for (int i = 0; i < 20 && waitpid(s->launch.pid, NULL, WNOHANG) == 0; i++)
+			usleep(50000);
+	} else {
+		fprintf(stderr, "gpusample: duration reached; %s (pid %d) keeps running\n",
+			s->o->command[0], s->launch.pid);
+	}
+}
+
+int gs_session_run(const struct gs_options *o)
+{
+	struct session s;
+	int rc;
+
+	if (check_privileges())
+		return 1;
+	install_signals();
+	init_session(&s, o);
+	rc = prepare(&s);
+	if (!rc)
+		rc = start(&s);
+	if (rc) {
+		if (s.launched)
+			kill(s.launch.pid, SIGKILL);
+		free_session(&s);
+		return 1;
+	}
+	run_loop(&s);
+	finish_launch(&s);
+	s.prof.time_nanos = s.t0_wall;
+	s.prof.duration_nanos = now_ns(CLOCK_MONOTONIC) - s.t0_mono;
+	rc = build_profile(&s);
+	if (rc)
+		fprintf(stderr, "gpusample: building the profile failed: %s\n", strerror(-rc));
+	else
+		rc = write_outputs(&s);
+	free_session(&s);
+	return rc ? 1 : 0;
+}
+
+int gs_report_file(const char *path)
+{
+	struct gs_profile p;
+	struct gs_report_opts ro = { .top = 15, .color = isatty(1) };
+	char err[512];
+	int rc;
+
+	gs_profile_init(&p);
+	rc = gs_read_pprof(path, &p, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "gpusample: cannot read %s: %s\n", path, err);
+		gs_profile_free(&p);
+		return 1;
+	}
+	gs_write_report(&p, &ro, stdout);
+	gs_profile_free(&p);
+	return 0;
+}

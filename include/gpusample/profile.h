@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The profile model: what every writer (pprof, speedscope, folded, report)
+ * reads, and what the session builds from symbolized records.  It mirrors
+ * pprof's profile.proto closely (string table, mappings, functions,
+ * locations with inline lines, samples) plus run facts for the report.
+ *
+ * Ids: mapping, function and location ids are 1-based indexes into their
+ * arrays (id 0 = none), exactly the ids written to pprof.  Strings are
+ * interned; gs_str 0 is always "".  Stacks are deduplicated location lists,
+ * leaf first.  Nothing here knows about BPF, CUPTI or the terminal.
+ *
+ * Errors: functions returning int return 0 or a negative errno (-ENOMEM).
+ */
+#ifndef GPUSAMPLE_PROFILE_H
+#define GPUSAMPLE_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef uint32_t gs_str; /* index into the string table; 0 = "" */
+
+/* Fixed sample types, in this order, in every profile (so any two merge). */
+enum gs_value {
+	GS_V_SAMPLES = 0,      /* samples/count: CPU samples */
+	GS_V_CPU_NS,           /* cpu/nanoseconds: samples * 1e9/F */
+	GS_V_OFFCPU_NS,        /* offcpu/nanoseconds (reserved; 0 for now) */
+	GS_V_GPU_SAMPLES,      /* gpu_samples/count: issued-stall warp samples */
+	GS_V_GPU_NOT_ISSUED,   /* gpu_samples_not_issued/count */
+	GS_NVALUES
+};
+extern const char *const gs_value_type[GS_NVALUES]; /* "samples", "cpu", ... */
+extern const char *const gs_value_unit[GS_NVALUES]; /* "count", "nanoseconds" */
+
+enum gs_frame_kind {
+	GS_FRAME_NATIVE = 0, /* user-space machine code */
+	GS_FRAME_KERNEL,     /* kernel text ([kernel.kallsyms] mapping) */
+	GS_FRAME_PYTHON,     /* CPython code object ([python] mapping) */
+	GS_FRAME_GPU_PC,     /* SASS pc in a cubin (mapping per cubin) */
+	GS_FRAME_SPECIAL,    /* [truncated], [unknown launch], [stall] x, ... */
+};
+
+struct gs_mapping {
+	uint64_t start, limit, offset; /* runtime range and file offset */
+	gs_str file;                   /* path, or "[python]", "[kernel.kallsyms]" */
+	gs_str build_id;               /* hex; cubin CRC for GPU mappings */
+	bool has_functions, has_filenames, has_lines, has_inlines;
+};
+
+struct gs_function {
+	gs_str name;        /* demangled / qualname; never empty */
+	gs_str system_name; /* mangled linkage name, 0 unless it differs */
+	gs_str file;        /* source file, 0 if unknown */
+	int64_t start_line; /* 0 if unknown */
+};
+
+struct gs_line {
+	uint32_t function; /* function id */
+	int64_t line;      /* 0 if unknown */
+};
+
+struct gs_location {
+	uint32_t mapping;          /* mapping id, 0 = none */
+	uint64_t address;          /* runtime address / pcOffset / 0 */
+	uint32_t first_line;       /* index into lines[] */
+	uint32_t n_lines;          /* inline chain, callee first, caller last */
+	uint8_t kind;              /* enum gs_frame_kind */
+};
+
+struct gs_stack {
+	uint32_t first; /* index into stack_locs[] */
+	uint32_t n;     /* number of location ids, leaf first */
+};
+
+struct gs_sample {
+	uint32_t stack;            /* stack index (0-based into stacks[]) */
+	int64_t values[GS_NVALUES];
+	uint64_t time_ns;          /* since profile start; GPU batches: drain time */
+	uint32_t pid, tid;         /* tgid and tid in the root pid namespace */
+	gs_str thread_name;        /* comm */
+	gs_str process_role;       /* "main", "dataloader", "other" */
+	gs_str cuda_stall_reason;  /* short name, 0 for CPU samples */
+	gs_str gpu_attribution;    /* "exact", "proportional", 0 for CPU */
+	int32_t cuda_device;       /* -1 for CPU samples */
+};
+
+/* One process seen during the run, for the report. */
+struct gs_process {
+	uint32_t pid, ppid;
+	gs_str comm;
+	gs_str role;
+	gs_str python;   /* e.g. "CPython 3.11.7", 0 if none */
+	gs_str gpu;      /* GPU agent state line, 0 if none */
+	uint64_t cpu_samples;
+	bool exited;
+};
+
+struct gs_profile {
+	/* string table (interned, hash-indexed) */
+	char **strings;
+	uint32_t n_strings, cap_strings;
+	uint32_t *str_hash; uint32_t str_hash_cap;
+
+	struct gs_mapping *mappings;   uint32_t n_mappings, cap_mappings;
+	struct gs_function *functions; uint32_t n_functions, cap_functions;
+	uint32_t *fn_hash; uint32_t fn_hash_cap;
+	struct gs_line *lines;         uint32_t n_lines, cap_lines;
+	struct gs_location *locations; uint32_t n_locations, cap_locations;
+	uint32_t *stack_locs;          uint32_t n_stack_locs, cap_stack_locs;
+	struct gs_stack *stacks;       uint32_t n_stacks, cap_stacks;
+	uint32_t *stack_hash; uint32_t stack_hash_cap;
+	struct gs_sample *samples;     size_t n_samples, cap_samples;
+	struct gs_process *processes;  uint32_t n_processes, cap_processes;
+	gs_str *comments;              uint32_t n_comments, cap_comments;
+	gs_str *notes;                 uint32_t n_notes, cap_notes; /* report lines */
+
+	/* run facts */
+	uint64_t time_nanos;     /* wall-clock start, ns since the Unix epoch */
+	uint64_t duration_nanos;
+	uint32_t frequency_hz;   /* CPU sampling frequency */
+	int64_t period_ns;       /* 1e9 / frequency_hz */
+	uint64_t lost_samples;   /* ring buffer drops + BPF-side drops */
+	enum gs_value default_sample_type; /* GS_V_CPU_NS unless GPU data */
+};
+
+void gs_profile_init(struct gs_profile *p);
+void gs_profile_free(struct gs_profile *p);
+
+/* Intern a string (copied); NULL and "" give 0.  Returns the index or
+ * (gs_str)-1 on allocation failure. */
+gs_str gs_profile_intern(struct gs_profile *p, const char *s);
+static inline const char *gs_profile_str(const struct gs_profile *p, gs_str s)
+{
+	return p->strings[s];
+}
+
+/* Append; return the new 1-based id, or 0 on allocation failure. */
+uint32_t gs_profile_add_mapping(struct gs_profile *p, const struct gs_mapping *m);
+/* Deduplicated on (name, system_name, file, start_line). */
+uint32_t gs_profile_add_function(struct gs_profile *p, const struct gs_function *f);
+/* lines[] are copied; n_lines may be 0 (address-only location). */
+uint32_t gs_profile_add_location(struct gs_profile *p, uint32_t mapping,
+				 uint64_t address, enum gs_frame_kind kind,
+				 const struct gs_line *lines, uint32_t n_lines);
+/* Deduplicated; returns the 0-based stack index or -ENOMEM. */
+int64_t gs_profile_add_stack(struct gs_profile *p, const uint32_t *locs, uint32_t n);
+int gs_profile_add_sample(struct gs_profile *p, const struct gs_sample *s);
+int gs_profile_add_process(struct gs_profile *p, const struct gs_process *proc);
+int gs_profile_add_comment(struct gs_profile *p, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+int gs_profile_add_note(struct gs_profile *p, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static inline const struct gs_location *gs_profile_location(const struct gs_profile *p, uint32_t id)
+{
+	return &p->locations[id - 1];
+}
+static inline const struct gs_function *gs_profile_function(const struct gs_profile *p, uint32_t id)
+{
+	return &p->functions[id - 1];
+}
+
+#endif /* GPUSAMPLE_PROFILE_H */

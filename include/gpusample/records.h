@@ -1,0 +1,377 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpusample wire records: the one place where BPF, user space and the GPU
+ * agent agree on byte layouts.  Included from BPF C (after vmlinux.h, which
+ * provides __u8.. __u64) and from user space (after <stdint.h> via the
+ * typedefs below).
+ *
+ * Transport: every record travels through the single BPF ring buffer `events`
+ * and starts with struct gs_rec_hdr.  Records are variable length; hdr.size
+ * is the total byte size including the header and is always a multiple of 8.
+ * Times are CLOCK_MONOTONIC nanoseconds (bpf_ktime_get_ns()).
+ *
+ * Versioning: bump GS_RECORDS_VERSION on any layout change; user space
+ * rejects records whose hdr.version differs.
+ */
+#ifndef GPUSAMPLE_RECORDS_H
+#define GPUSAMPLE_RECORDS_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h> /* __u8 .. __u64, same as the kernel's */
+#endif
+
+#define GS_RECORDS_VERSION 1
+
+#define GS_COMM_LEN 16
+#define GS_MAX_KERNEL_FRAMES 127 /* kernel.perf_event_max_stack default */
+#define GS_MAX_USER_FRAMES 127
+#define GS_MAX_PY_FRAMES 128
+
+enum gs_rec_type {
+	GS_REC_CPU_SAMPLE = 1,   /* struct gs_cpu_sample */
+	GS_REC_PROC_EVENT = 2,   /* struct gs_proc_event */
+	GS_REC_GPU_PC_BATCH = 3, /* struct gs_gpu_pc_batch */
+	GS_REC_GPU_STALL_TABLE = 4, /* struct gs_gpu_stall_table */
+	GS_REC_GPU_CUBIN = 5,    /* struct gs_gpu_cubin */
+	GS_REC_GPU_LAUNCH = 6,   /* struct gs_gpu_launch + CPU stack */
+	GS_REC_GPU_STATUS = 7,   /* struct gs_gpu_status */
+};
+
+struct gs_rec_hdr {
+	__u16 type;    /* enum gs_rec_type */
+	__u16 version; /* GS_RECORDS_VERSION */
+	__u32 size;    /* bytes, header included, multiple of 8 */
+	__u64 ktime_ns;
+};
+
+/* One Python frame as recorded by the BPF walker at sample time.  User space
+ * reads the code object later (qualname, filename, line table). */
+#define GS_PYF_ENTRY (1u << 0)  /* last frame of one C-level eval invocation */
+#define GS_PYF_BAD_CODE (1u << 1) /* code pointer could not be validated */
+struct gs_py_frame {
+	__u64 code;   /* PyCodeObject* in the target's address space */
+	__u32 lasti;  /* byte offset of the current instruction in co_code
+		       * (3.11+: in co_code_adaptive); 0xffffffff = not started */
+	__u16 check;  /* gs_py_checksum(co_firstlineno, co_argcount), python.h */
+	__u16 flags;  /* GS_PYF_* */
+};
+
+/* gs_cpu_sample.flags */
+#define GS_CPU_IN_KERNEL (1u << 0)     /* interrupted in kernel mode */
+#define GS_CPU_USER_TRUNC (1u << 1)    /* native user walk hit its depth bound */
+#define GS_CPU_PY_TRUNC (1u << 2)      /* Python walk hit GS_MAX_PY_FRAMES */
+#define GS_CPU_KSTACK_ERR (1u << 3)    /* bpf_get_stack(kernel) failed */
+#define GS_CPU_PY_ERR (1u << 4)        /* Python walk failed (read fault) */
+#define GS_CPU_USER_CFI (1u << 5)      /* user frames came from the CFI unwinder */
+
+/* Reasons a native user unwind stopped early; counted in BPF (stats map). */
+enum gs_unwind_err {
+	GS_UNWIND_OK = 0,
+	GS_UNWIND_NO_TABLE = 1,
+	GS_UNWIND_READ_FAULT = 2,
+	GS_UNWIND_BAD_RULE = 3,
+	GS_UNWIND_DEPTH = 4,
+	GS_UNWIND_NR = 5,
+};
+
+/* A CPU sample.  Followed by, in this order:
+ *   __u64 kernel_ips[n_kernel];            leaf first
+ *   __u64 user_ips[n_user];                leaf first, runtime addresses
+ *   struct gs_py_frame py[n_python];       innermost (leaf) first
+ * User return addresses are as read from the stack (the caller's PC after the
+ * call); symbolizers subtract 1 for every non-leaf frame. */
+struct gs_cpu_sample {
+	struct gs_rec_hdr hdr;
+	__u32 tgid;
+	__u32 tid;
+	__u32 cpu;
+	__u16 flags;      /* GS_CPU_* */
+	__u8 n_kernel;
+	__u8 n_user;
+	__u16 n_python;
+	__u16 unwind_err; /* enum gs_unwind_err of the native walk */
+	__u32 pad;
+	char comm[GS_COMM_LEN]; /* thread comm */
+	__u64 frames[];
+};
+
+enum gs_proc_kind {
+	GS_PROC_FORK = 1, /* new process (child tgid) entered the target set */
+	GS_PROC_EXEC = 2, /* image replaced; re-read maps and runtimes */
+	GS_PROC_EXIT = 3, /* whole thread group gone */
+};
+
+struct gs_proc_event {
+	struct gs_rec_hdr hdr;
+	__u32 kind; /* enum gs_proc_kind */
+	__u32 tgid;
+	__u32 ppid; /* parent tgid for FORK */
+	__u32 pad;
+	char comm[GS_COMM_LEN]; /* process comm (group leader) */
+};
+
+/* ---- target configuration: user space -> BPF maps ---------------------- */
+
+/* Value of the BPF `targets` hash map, keyed by tgid. */
+#define GS_TARGET_FOLLOW_CHILDREN (1u << 0)
+struct gs_target {
+	__u32 flags;     /* GS_TARGET_* */
+	__u32 py_cfg_id; /* 0 = no Python; else key into `py_cfgs` */
+	__u32 root_tgid; /* the -p / launched process this one descends from */
+	__u32 pad;
+};
+
+/* Per-interpreter Python walker configuration (BPF map `py_cfgs`).  Filled by
+ * symbolizer/python discovery (gs_py_discover); inherited by fork children
+ * through the targets entry (same address space).  56 bytes.
+ * Thread state: *(fsbase + tls_1stblock + tss_key*16 + 8) (glibc
+ * struct pthread.specific_1stblock[key].data, key < 32). */
+struct gs_py_cfg {
+	__u32 version_hex;      /* PY_VERSION_HEX, e.g. 0x030b07f0 */
+	__s32 tss_key;          /* pthread TSS key holding PyThreadState* */
+	__u32 tls_1stblock;     /* glibc struct pthread.specific_1stblock */
+	__u32 pad0;
+	__u64 py_none;          /* &_Py_NoneStruct (3.13 C entry frame) */
+	__u64 code_type;        /* &PyCode_Type: frames whose code object has
+				 * another type get GS_PYF_BAD_CODE */
+	/* PyThreadState */
+	__u16 ts_frame;         /* <=3.10 frame, 3.11/3.12 cframe, 3.13 current_frame */
+	__u16 cframe_current;   /* _PyCFrame.current_frame (3.11/3.12) */
+	/* frame (PyFrameObject <=3.10, _PyInterpreterFrame 3.11+) */
+	__u16 fr_back;
+	__u16 fr_code;
+	__u16 fr_lasti;         /* f_lasti (int) or prev_instr/instr_ptr (ptr) */
+	__u16 fr_entry;         /* is_entry (3.11) or owner (3.12+) */
+	__u16 code_adaptive;    /* co_code_adaptive offset (3.11+) */
+	__u16 code_firstlineno; /* used for the checksum */
+	__u16 code_argcount;
+	__u16 pad1[3];
+};
+
+/* ---- GPU agent records (USDT -> BPF -> ring buffer) ---------------------
+ * Owned by gpu_sampler/ (see gpu_sampler/agent.h for the probe list).  The
+ * agent fills these in its own memory and passes pointer + size to a USDT
+ * probe; the BPF handler copies them (bounded) into the ring buffer behind a
+ * gs_rec_hdr. */
+
+/*
+ * Transport.  The agent builds each record complete (gs_rec_hdr included:
+ * type, version, size) in its own memory and fires USDT probe
+ * gpusample:record(ptr, size) -- or gpusample:launch(ptr, size) for launch
+ * events.  The BPF handler copies at most GS_GPU_REC_MAX bytes, rejects a
+ * record whose hdr.type/version/size disagree with the probe, then overwrites
+ * hdr.ktime_ns and gpu.tgid / gpu.tid (root pid namespace) before writing it
+ * into the `events` ring buffer.  Everything is little-endian, 8-aligned, and
+ * hdr.size is a multiple of 8.
+ *
+ * Identity: ctx_uid is CUPTI's context id (cuptiGetContextId, unique per
+ * process), device is CUPTI's device id (cuptiGetDeviceId).  A stall reason
+ * index means nothing without the stall table of the same (tgid, ctx_uid):
+ * tables differ by GPU architecture, indices are sparse and unsorted.
+ *
+ * Function identity across records: name_hash = FNV-1a 64 of the full
+ * mangled kernel name (GS_FNV64_*).  PC records and launch events both carry
+ * it, so they join even where a name was truncated for transport.
+ */
+#define GS_GPU_REC_MAX 16384            /* max bytes of one GPU record */
+#define GS_GPU_STALL_NAME_LEN 128       /* CUPTI_STALL_REASON_STRING_SIZE */
+#define GS_GPU_STATUS_MSG_LEN 256
+#define GS_FNV64_OFFSET 0xcbf29ce484222325ULL
+#define GS_FNV64_PRIME 0x100000001b3ULL
+
+/* Common prefix of every GPU record, right after gs_rec_hdr. */
+struct gs_gpu_common {
+	__u32 tgid;    /* set by BPF */
+	__u32 tid;     /* set by BPF: the thread that fired the probe */
+	__u32 ctx_uid; /* CUPTI context id; 0 = process-wide record */
+	__u32 device;  /* CUPTI device id; ~0u when ctx_uid == 0 */
+};
+
+/* gs_gpu_pc_batch.flags */
+#define GS_GPU_BATCH_SERIALIZED (1u << 0) /* kernel-serialized mode: correlation ids valid */
+#define GS_GPU_BATCH_HW_FULL (1u << 1)    /* GetData reported hardwareBufferFull */
+#define GS_GPU_BATCH_FIRST (1u << 2)      /* first record of one cuptiPCSamplingGetData call */
+#define GS_GPU_BATCH_LAST (1u << 3)       /* remainingNumPcs was 0 after this call */
+#define GS_GPU_BATCH_NO_CORRELATION (1u << 4) /* CUPTI < API v22: correlation_id absent (0) */
+
+/* One PC (one SASS instruction of one kernel in one range). */
+struct gs_gpu_pc {
+	__u64 cubin_crc;      /* CUpti_PCSamplingPCData.cubinCrc; matches gs_gpu_cubin.crc */
+	__u64 pc_offset;      /* function-relative byte offset of the SASS instruction */
+	__u64 name_hash;      /* FNV-1a 64 of the full mangled function name */
+	__u32 function_index; /* symbol index of the function in the cubin's ELF symtab */
+	__u32 correlation_id; /* serialized mode: the launch's correlation id; else 0 */
+	__u32 name_off;       /* offset of the NUL-terminated mangled name in names[] */
+	__u16 first_count;    /* index of this PC's first entry in counts[] */
+	__u16 n_counts;       /* entries in counts[]: (stall reason index, samples) */
+};
+
+struct gs_gpu_stall_count {
+	__u32 reason_index; /* index from this context's stall table */
+	__u32 samples;
+};
+
+/* A batch of PC records from one cuptiPCSamplingGetData call (one call may
+ * be split over several batches; the per-call totals are in the FIRST one
+ * and zero in the rest, so summing over batches is always right).
+ * Followed by:
+ *   struct gs_gpu_pc pcs[n_pcs];
+ *   struct gs_gpu_stall_count counts[n_counts];
+ *   char names[names_len];  NUL-terminated mangled names, deduplicated per
+ *                           batch, each truncated to at most 4095 bytes
+ *   zero padding to hdr.size. */
+struct gs_gpu_pc_batch {
+	struct gs_rec_hdr hdr;  /* type GS_REC_GPU_PC_BATCH */
+	struct gs_gpu_common gpu;
+	__u64 range_id;         /* CUpti_PCSamplingData.rangeId */
+	__u64 total_samples;    /* all samples of the call, incl. dropped, non-user */
+	__u64 dropped_samples;  /* dropped by the hardware */
+	__u64 non_user_samples; /* samples in non-user kernels (no PC records) */
+	__u32 n_pcs;
+	__u32 n_counts;
+	__u32 names_len;        /* bytes of names[], including NULs */
+	__u32 flags;            /* GS_GPU_BATCH_* */
+	__u32 seq;              /* per-context batch counter (gaps = lost records) */
+	__u32 sampling_period;  /* CUPTI exponent: period is 2^value cycles */
+};
+
+/* Stall reason table of one context, emitted when the context is armed.
+ * Followed by struct gs_gpu_stall_reason reasons[n_reasons], in CUPTI's
+ * order (not sorted by index). */
+struct gs_gpu_stall_reason {
+	__u32 index;  /* pcSamplingStallReasonIndex */
+	__u32 flags;  /* GS_GPU_STALL_* */
+	char name[GS_GPU_STALL_NAME_LEN]; /* e.g. "smsp__pcsamp_warps_issue_stalled_barrier" */
+};
+#define GS_GPU_STALL_NOT_ISSUED (1u << 0) /* name ends in _not_issued: latency twin, never add to the base */
+#define GS_GPU_STALL_COUNTER (1u << 1)    /* sample_count / samples_data_dropped, not a warp state */
+struct gs_gpu_stall_table {
+	struct gs_rec_hdr hdr;  /* type GS_REC_GPU_STALL_TABLE */
+	struct gs_gpu_common gpu;
+	__u32 n_reasons;
+	__u32 sampling_period;  /* CUPTI exponent in effect (read back) */
+	__u32 collection_mode;  /* 1 continuous, 2 kernel serialized */
+	__u32 sm_count;         /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0 unknown */
+	__u32 clock_khz;        /* CU_DEVICE_ATTRIBUTE_CLOCK_RATE, 0 unknown */
+	__u32 pad;
+};
+
+/* A module (cubin) known to the agent.  The agent keeps its own copy of
+ * the bytes at `addr` for the life of the process (unless GS_GPU_CUBIN_NOT_KEPT),
+ * so the host reads them with process_vm_readv(tgid, addr, size) at any
+ * time.  Emitted at MODULE_LOADED while armed, and again for every known
+ * cubin each time the agent arms (late attach, second attach). */
+#define GS_GPU_CUBIN_UNLOADED (1u << 0) /* MODULE_UNLOAD_STARTING */
+#define GS_GPU_CUBIN_NOT_KEPT (1u << 1) /* over the agent's memory cap: addr = 0 */
+#define GS_GPU_CUBIN_REPLAY (1u << 2)   /* re-announced at arm time */
+struct gs_gpu_cubin {
+	struct gs_rec_hdr hdr;  /* type GS_REC_GPU_CUBIN */
+	struct gs_gpu_common gpu;
+	__u64 crc;              /* cuptiGetCubinCrc: matches gs_gpu_pc.cubin_crc */
+	__u64 addr;             /* agent's copy in the target's address space */
+	__u64 size;             /* bytes */
+	__u32 module_id;        /* CUpti_ModuleResourceData.moduleId */
+	__u32 flags;            /* GS_GPU_CUBIN_* */
+};
+
+/* A kernel launch, 1 in sample_every, fired on the launching thread inside
+ * the CUDA launch call (driver API ENTER callback).  The agent passes the
+ * fixed part (exactly sizeof(struct gs_gpu_launch) = GS_SCRATCH_PREFIX = 64
+ * bytes); BPF appends the CPU stack of that thread as a complete
+ * struct gs_cpu_sample record (its own hdr, type GS_REC_CPU_SAMPLE, frames
+ * following), so the outer hdr.size covers both:
+ *   struct gs_gpu_launch; struct gs_cpu_sample stack; frames...
+ * The kernel is identified by name_hash (the same hash as gs_gpu_pc.name_hash;
+ * names travel in PC batches).  Kernel-serialized mode: correlation_id equals
+ * gs_gpu_pc.correlation_id of the launch's samples. */
+struct gs_gpu_launch {
+	struct gs_rec_hdr hdr;  /* type GS_REC_GPU_LAUNCH */
+	struct gs_gpu_common gpu;
+	__u64 name_hash;        /* FNV-1a 64 of the full mangled kernel name (symbolName) */
+	__u32 correlation_id;   /* CUpti_CallbackData.correlationId */
+	__u32 cbid;             /* CUPTI driver CBID (cuLaunchKernel = 307, ...) */
+	__u32 sample_every;     /* this event stands for this many launches (>= 1) */
+	__u32 seq;              /* per-process launch event counter (gaps = lost) */
+	__u64 launches_total;   /* launches seen by the agent so far while armed */
+};
+
+/* Agent state transitions and failures. */
+enum gs_gpu_state {
+	GS_GPU_ST_DORMANT = 0,  /* loaded, subscribed, waiting for gpusample */
+	GS_GPU_ST_ARMED = 1,    /* PC sampling on (per context if ctx_uid != 0) */
+	GS_GPU_ST_DISARMED = 2, /* drained and disabled after detach */
+	GS_GPU_ST_OFF = 3,      /* GPU sampling off for this process/context: see reason */
+	GS_GPU_ST_RECOVERED = 4,/* hardware buffer overflow: disabled + re-enabled */
+	GS_GPU_ST_WARNING = 5,  /* something degraded but sampling continues */
+};
+enum gs_gpu_reason {
+	GS_GPU_R_NONE = 0,
+	GS_GPU_R_NO_CUPTI = 1,          /* libcupti not found / missing symbols */
+	GS_GPU_R_CUPTI_TOO_OLD = 2,     /* API version without PC sampling (< 15) */
+	GS_GPU_R_PRIVILEGES = 3,        /* CUPTI_ERROR_INSUFFICIENT_PRIVILEGES */
+	GS_GPU_R_OTHER_SUBSCRIBER = 4,  /* CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED */
+	GS_GPU_R_HW_BUSY = 5,           /* CUPTI_ERROR_HARDWARE_BUSY (DCGM, another profiler) */
+	GS_GPU_R_UNSUPPORTED_DEVICE = 6,/* NOT_SUPPORTED, virtualized, MIG, CMP, WSL... */
+	GS_GPU_R_SECOND_CONTEXT = 7,    /* another context on this GPU is already sampled */
+	GS_GPU_R_OUT_OF_MEMORY = 8,     /* buffers could not be allocated */
+	GS_GPU_R_HW_BUFFER_FULL = 9,    /* overflow; recovered with disable + enable */
+	GS_GPU_R_CUPTI_ERROR = 10,      /* any other CUPTI failure: see cupti_result */
+	GS_GPU_R_NO_DRIVER = 11,        /* CUPTI could not reach the driver */
+	GS_GPU_R_BAD_CONFIG = 12,       /* options rejected (period outside 5..31, ...) */
+};
+struct gs_gpu_status {
+	struct gs_rec_hdr hdr;  /* type GS_REC_GPU_STATUS */
+	struct gs_gpu_common gpu;
+	__u32 state;            /* enum gs_gpu_state */
+	__u32 reason;           /* enum gs_gpu_reason */
+	__s32 cupti_result;     /* CUptiResult of the failing call, 0 if none */
+	__u32 cupti_version;    /* cuptiGetVersion() */
+	__u32 session;          /* gs_gpu_agent_cfg.session this refers to */
+	__u32 contexts;         /* live contexts known to the agent */
+	__u32 contexts_armed;   /* of which PC sampling is on */
+	__u32 launch_every;     /* current 1-in-N launch sampling */
+	__u64 batches;          /* PC batch records emitted (process, all sessions) */
+	__u64 samples;          /* PC samples (sum of counts) emitted */
+	__u64 dropped_samples;  /* hardware dropped + lost to overflow recovery */
+	__u64 hw_buffer_full;   /* overflow recoveries */
+	__u64 launches;         /* launches seen while armed */
+	__u64 launch_events;    /* launch events emitted */
+	__u64 records_failed;   /* records too large or otherwise not emitted */
+	char message[GS_GPU_STATUS_MSG_LEN]; /* what happened and what to do */
+};
+
+/*
+ * Options: gpusample -> agent.  The agent exports (default visibility) one
+ * `struct gs_gpu_agent_cfg gs_agent_cfg` in .data.  Before attaching the
+ * USDT probes of a process, the host writes the whole struct there with
+ * process_vm_writev (address = load bias + st_value of the dynamic symbol
+ * "gs_agent_cfg").  The agent reads it when it arms.  Launch mode may also
+ * pass the same options in the environment (GS_AGENT_OPTS, see
+ * gpu_sampler/agent.h); the memory write wins.
+ *
+ * Detach handshake: the host sets detach_req = session (another write of
+ * these 4 bytes at offsetof(detach_req)), waits for the status record
+ * GS_GPU_ST_DISARMED of that session (the agent drains first, so the final
+ * PC batches come before it), then detaches the probes.  If the probes go
+ * away without this (gpusample killed), the agent disarms on its own;
+ * records drained then are lost.
+ */
+#define GS_GPU_CFG_MAGIC 0x67736367u /* "gcsg" */
+#define GS_GPU_CFG_VERSION 1
+#define GS_GPU_MODE_CONTINUOUS 1
+#define GS_GPU_MODE_SERIALIZED 2
+struct gs_gpu_agent_cfg {
+	__u32 magic;            /* GS_GPU_CFG_MAGIC once written by a host */
+	__u32 version;          /* GS_GPU_CFG_VERSION */
+	__u32 session;          /* nonzero, new for every attach */
+	__u32 detach_req;       /* == session: drain, disable, report DISARMED */
+	__u32 sampling_period;  /* CUPTI exponent 5..31; 0 = CUPTI default */
+	__u32 collection_mode;  /* GS_GPU_MODE_*; 0 = continuous */
+	__u32 launch_events_per_s; /* target rate of launch events; 0 = 200 */
+	__u32 drain_interval_ms;   /* periodic GetData; 0 = 100 */
+	__u64 hw_buffer_bytes;  /* 0 = CUPTI default (512 MiB device memory) */
+	__u64 scratch_bytes;    /* 0 = CUPTI default */
+	__u64 cubin_keep_bytes; /* cap on cubin copies; 0 = 1 GiB */
+};
+
+#endif /* GPUSAMPLE_RECORDS_H */

@@ -1,0 +1,425 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Shared by the writers: safe output files, a buffered fd writer, JSON
+ * string escaping, and display frames (output/internal.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "output/internal.h"
+#include "output/output.h"
+
+int gs_output_open(const char *path, char *err, size_t errlen)
+{
+	/* Root writes into directories users control: never follow a symlink
+	 * planted at the output path. */
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd >= 0)
+		return fd;
+	int rc = -errno;
+	if (err) {
+		if (rc == -ELOOP)
+			snprintf(err, errlen, "%s is a symbolic link; refusing to write through it "
+				 "(remove it or choose another -o path)", path);
+		else
+			snprintf(err, errlen, "cannot create %s: %s (check the directory exists "
+				 "and is writable, or choose another -o path)", path, strerror(-rc));
+	}
+	return rc;
+}
+
+int gs_output_fail(char *err, size_t errlen, int rc, const char *what, const char *path)
+{
+	if (err)
+		snprintf(err, errlen, "%s %s: %s", what, path, strerror(rc < 0 ? -rc : rc));
+	return rc < 0 ? rc : -rc;
+}
+
+/* ---- buffered writer ---------------------------------------------------- */
+
+void gs_wbuf_init(struct gs_wbuf *w, int fd)
+{
+	w->fd = fd;
+	w->err = 0;
+	w->n = 0;
+}
+
+int gs_wbuf_flush(struct gs_wbuf *w)
+{
+	size_t off = 0;
+	while (off < w->n && !w->err) {
+		ssize_t r = write(w->fd, w->buf + off, w->n - off);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			w->err = -errno;
+		} else {
+			off += (size_t)r;
+		}
+	}
+	w->n = 0;
+	return w->err;
+}
+
+void gs_wbuf_put(struct gs_wbuf *w, const void *s, size_t n)
+{
+	const char *c = s;
+	while (n) {
+		if (w->n == sizeof(w->buf))
+			gs_wbuf_flush(w);
+		size_t k = sizeof(w->buf) - w->n;
+		if (k > n)
+			k = n;
+		memcpy(w->buf + w->n, c, k);
+		w->n += k;
+		c += k;
+		n -= k;
+	}
+}
+
+void gs_wbuf_puts(struct gs_wbuf *w, const char *s)
+{
+	gs_wbuf_put(w, s, strlen(s));
+}
+
+void gs_wbuf_putc(struct gs_wbuf *w, char c)
+{
+	if (w->n == sizeof(w->buf))
+		gs_wbuf_flush(w);
+	w->buf[w->n++] = c;
+}
+
+void gs_wbuf_u64(struct gs_wbuf *w, uint64_t v)
+{
+	char tmp[24];
+	int i = sizeof(tmp);
+	do {
+		tmp[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	gs_wbuf_put(w, tmp + i, sizeof(tmp) - (size_t)i);
+}
+
+void gs_wbuf_i64(struct gs_wbuf *w, int64_t v)
+{
+	if (v < 0) {
+		gs_wbuf_putc(w, '-');
+		gs_wbuf_u64(w, (uint64_t)0 - (uint64_t)v);
+	} else {
+		gs_wbuf_u64(w, (uint64_t)v);
+	}
+}
+
+/* ---- JSON escaping ------------------------------------------------------ */
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 if s starts an
+ * invalid one (RFC 3629: no overlongs, no surrogates, max U+10FFFF). */
+static int utf8_len(const unsigned char *s)
+{
+	unsigned c = s[0];
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		return (s[1] & 0xc0) == 0x80 ? 2 : 0;
+	if (c >= 0xe0 && c <= 0xef) {
+		unsigned lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+		if (s[1] < lo || s[1] > hi || (s[2] & 0xc0) != 0x80)
+			return 0;
+		return 3;
+	}
+	if (c >= 0xf0 && c <= 0xf4) {
+		unsigned lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+		if (s[1] < lo || s[1] > hi || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80)
+			return 0;
+		return 4;
+	}
+	return 0;
+}
+
+/* Emit the escaped form through a callback-free two-target writer. */
+struct esc_out {
+	struct gs_wbuf *w;
+	char *buf;
+	size_t len, cap;
+};
+
+static void esc_put(struct esc_out *o, const char *s, size_t n)
+{
+	if (o->w) {
+		gs_wbuf_put(o->w, s, n);
+		return;
+	}
+	if (o->len + n + 1 > o->cap) /* drop whole pieces that don't fit */
+		return;
+	memcpy(o->buf + o->len, s, n);
+	o->len += n;
+	o->buf[o->len] = 0;
+}
+
+static void json_escape(struct esc_out *o, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	while (*s) {
+		const unsigned char *run = s;
+		int n;
+		/* copy runs of plain characters in one go */
+		while (*s >= 0x20 && *s != '"' && *s != '\\' && (n = utf8_len(s)) > 0)
+			s += n;
+		if (s > run)
+			esc_put(o, (const char *)run, (size_t)(s - run));
+		if (!*s)
+			break;
+		char tmp[8];
+		switch (*s) {
+		case '"': esc_put(o, "\\\"", 2); break;
+		case '\\': esc_put(o, "\\\\", 2); break;
+		case '\n': esc_put(o, "\\n", 2); break;
+		case '\r': esc_put(o, "\\r", 2); break;
+		case '\t': esc_put(o, "\\t", 2); break;
+		case '\b': esc_put(o, "\\b", 2); break;
+		case '\f': esc_put(o, "\\f", 2); break;
+		default:
+			if (*s < 0x20) {
+				snprintf(tmp, sizeof(tmp), "\\u%04x", *s);
+				esc_put(o, tmp, 6);
+			} else {
+				esc_put(o, "\\ufffd", 6); /* invalid UTF-8 byte */
+			}
+		}
+		s++;
+	}
+}
+
+void gs_json_escape(struct gs_wbuf *w, const char *s)
+{
+	struct esc_out o = {.w = w};
+	json_escape(&o, s);
+}
+
+size_t gs_json_escape_buf(const char *s, char *out, size_t outlen)
+{
+	struct esc_out o = {.buf = out, .cap = outlen};
+	if (outlen)
+		out[0] = 0;
+	json_escape(&o, s);
+	return o.len;
+}
+
+/* ---- names -------------------------------------------------------------- */
+
+const char *gs_short_path(const char *path)
+{
+	static const char *const anchors[] = {"/site-packages/", "/dist-packages/"};
+	if (!path)
+		return NULL;
+	for (size_t i = 0; i < sizeof(anchors) / sizeof(anchors[0]); i++) {
+		const char *a = strstr(path, anchors[i]);
+		if (a)
+			return a + strlen(anchors[i]);
+	}
+	/* .../lib/python3.11/foo.py -> foo.py (stdlib) */
+	const char *a = strstr(path, "/lib/python");
+	if (a) {
+		const char *slash = strchr(a + strlen("/lib/python"), '/');
+		if (slash)
+			return slash + 1;
+	}
+	return path;
+}
+
+const char *gs_short_cxx_name(const char *name, char *buf, size_t len)
+{
+	if (!len)
+		return buf;
+	size_t end = strlen(name);
+	/* drop trailing " const" and the parameter list "(...)" */
+	while (end && name[end - 1] == ' ')
+		end--;
+	if (end >= 6 && strncmp(name + end - 6, " const", 6) == 0)
+		end -= 6;
+	if (end && name[end - 1] == ')') {
+		int depth = 0;
+		for (size_t i = end; i-- > 0;) {
+			if (name[i] == ')')
+				depth++;
+			else if (name[i] == '(' && --depth == 0) {
+				if (i > 0)
+					end = i;
+				break;
+			}
+		}
+	}
+	/* copy without template arguments; a space outside <> and () ends a
+	 * return type ("void ns::k<int>" -> "ns::k") */
+	size_t o = 0;
+	int tdepth = 0, pdepth = 0;
+	for (size_t i = 0; i < end; i++) {
+		char c = name[i];
+		if (tdepth == 0 && pdepth == 0 && strncmp(name + i, "operator", 8) == 0) {
+			/* operator<, operator() ...: keep the rest verbatim */
+			for (; i < end && o + 1 < len; i++)
+				buf[o++] = name[i];
+			break;
+		}
+		if (c == '<') {
+			tdepth++;
+			continue;
+		}
+		if (c == '>' && tdepth) {
+			tdepth--;
+			continue;
+		}
+		if (tdepth)
+			continue;
+		if (c == '(')
+			pdepth++;
+		else if (c == ')' && pdepth)
+			pdepth--;
+		if (c == ' ' && pdepth == 0) {
+			o = 0; /* everything so far was a return type */
+			continue;
+		}
+		if (o + 1 < len)
+			buf[o++] = c;
+	}
+	buf[o] = 0;
+	if (!o) /* nothing sensible left: keep the original */
+		snprintf(buf, len, "%s", name);
+	return buf;
+}
+
+const struct gs_process *gs_find_process(const struct gs_profile *p, uint32_t pid)
+{
+	/* Processes are few (tens); later entries win (exec replaced comm). */
+	for (uint32_t i = p->n_processes; i-- > 0;)
+		if (p->processes[i].pid == pid)
+			return &p->processes[i];
+	return NULL;
+}
+
+/* ---- display frames ----------------------------------------------------- */
+
+size_t gs_location_dframes(const struct gs_profile *p, uint32_t loc_id,
+			   struct gs_dframe *out, size_t max)
+{
+	const struct gs_location *loc = gs_profile_location(p, loc_id);
+	const struct gs_line *lines = &p->lines[loc->first_line];
+	size_t n = 0;
+	if (!max)
+		return 0;
+	if (loc->n_lines == 0) {
+		out[n++] = (struct gs_dframe){.type = GS_DF_ADDR, .loc = loc_id,
+					      .kernel = loc->kind == GS_FRAME_KERNEL};
+		return n;
+	}
+	if (loc->kind == GS_FRAME_GPU_PC) {
+		/* [GPU] kernel (outermost line's function), inlined device
+		 * functions, then the leaf source line. */
+		const struct gs_line *k = &lines[loc->n_lines - 1];
+		out[n++] = (struct gs_dframe){.type = GS_DF_GPU_KERNEL, .fn = k->function};
+		for (uint32_t i = loc->n_lines - 1; i-- > 0 && n < max;)
+			out[n++] = (struct gs_dframe){.type = GS_DF_GPU_INLINE, .fn = lines[i].function};
+		if (lines[0].line > 0 && n < max)
+			out[n++] = (struct gs_dframe){.type = GS_DF_GPU_LINE, .fn = lines[0].function,
+						      .line = lines[0].line};
+		return n;
+	}
+	/* inline chain: lines[] is callee first, display is caller first */
+	for (uint32_t i = loc->n_lines; i-- > 0 && n < max;) {
+		struct gs_dframe f = {.fn = lines[i].function, .kernel = loc->kind == GS_FRAME_KERNEL};
+		if (loc->kind == GS_FRAME_PYTHON) {
+			f.type = GS_DF_PYLINE;
+			f.line = lines[i].line;
+		} else {
+			f.type = GS_DF_FUNC;
+		}
+		out[n++] = f;
+	}
+	return n;
+}
+
+static const char *basename_of(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+const char *gs_dframe_name(const struct gs_profile *p, const struct gs_dframe *f,
+			   char *buf, size_t len)
+{
+	const struct gs_function *fn = NULL;
+	if (f->type != GS_DF_ADDR && f->type != GS_DF_STALL && f->fn)
+		fn = gs_profile_function(p, f->fn);
+	const char *name = fn && fn->name ? gs_profile_str(p, fn->name) : "[unknown]";
+	const char *file = fn && fn->file ? gs_profile_str(p, fn->file) : NULL;
+	char tmp[512];
+
+	switch (f->type) {
+	case GS_DF_PYLINE:
+		if (file && f->line > 0)
+			snprintf(buf, len, "%s (%s:%" PRId64 ")", name, gs_short_path(file), f->line);
+		else if (file)
+			snprintf(buf, len, "%s (%s)", name, gs_short_path(file));
+		else
+			snprintf(buf, len, "%s", name);
+		break;
+	case GS_DF_GPU_KERNEL:
+		snprintf(buf, len, "[GPU] %s", gs_short_cxx_name(name, tmp, sizeof(tmp)));
+		break;
+	case GS_DF_GPU_INLINE:
+		snprintf(buf, len, "%s", gs_short_cxx_name(name, tmp, sizeof(tmp)));
+		break;
+	case GS_DF_GPU_LINE:
+		snprintf(buf, len, "%s:%" PRId64, file ? basename_of(file) : "?", f->line);
+		break;
+	case GS_DF_STALL:
+		snprintf(buf, len, "[stall] %s", f->fn ? gs_profile_str(p, f->fn) : "unknown");
+		break;
+	case GS_DF_ADDR: {
+		const struct gs_location *l = gs_profile_location(p, f->loc);
+		const struct gs_mapping *m = l->mapping ? &p->mappings[l->mapping - 1] : NULL;
+		if (m && m->file)
+			snprintf(buf, len, "%s+0x%" PRIx64, basename_of(gs_profile_str(p, m->file)),
+				 l->address - m->start + m->offset);
+		else
+			snprintf(buf, len, "0x%" PRIx64, l->address);
+		break;
+	}
+	default:
+		snprintf(buf, len, "%s", name);
+	}
+	return buf;
+}
+
+const char *gs_dframe_file(const struct gs_profile *p, const struct gs_dframe *f)
+{
+	if (f->type == GS_DF_ADDR || f->type == GS_DF_STALL || !f->fn)
+		return NULL;
+	const struct gs_function *fn = gs_profile_function(p, f->fn);
+	return fn->file ? gs_profile_str(p, fn->file) : NULL;
+}
+
+int64_t gs_dframe_line(const struct gs_profile *p, const struct gs_dframe *f)
+{
+	if (f->type == GS_DF_PYLINE || f->type == GS_DF_GPU_LINE)
+		return f->line;
+	if (f->type == GS_DF_ADDR || f->type == GS_DF_STALL || !f->fn)
+		return 0;
+	return gs_profile_function(p, f->fn)->start_line;
+}
+
+uint64_t gs_dframe_hash(const struct gs_dframe *f)
+{
+	uint64_t h = gs_mix64(((uint64_t)f->type << 56) ^ ((uint64_t)f->kernel << 48) ^ f->fn);
+	return gs_mix64(h ^ (uint64_t)f->line ^ ((uint64_t)f->loc << 32));
+}
+
+int gs_dframe_eq(const struct gs_dframe *a, const struct gs_dframe *b)
+{
+	return a->type == b->type && a->kernel == b->kernel && a->fn == b->fn &&
+	       a->line == b->line && a->loc == b->loc;
+}

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Helpers shared by the writers in output/ (not a public interface).
+ *
+ * Display frames: speedscope, folded and the report show one "display
+ * frame" per pprof Line (inline chains expanded caller first), plus GPU
+ * pseudo-frames: a GPU PC location becomes "[GPU] kernel" -> inlined device
+ * functions -> "file.cu:line", and writers append "[stall] reason".
+ */
+#ifndef GS_OUTPUT_INTERNAL_H
+#define GS_OUTPUT_INTERNAL_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include "gpusample/profile.h"
+
+/* Hashing (64-bit mix and FNV-1a over bytes). */
+static inline uint64_t gs_mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+static inline uint64_t gs_hash_bytes(const void *data, size_t n, uint64_t seed)
+{
+	const unsigned char *b = data;
+	uint64_t h = 0xcbf29ce484222325ULL ^ seed;
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* Look a string up without interning; -1 if absent. */
+int64_t gs_profile_find_str(const struct gs_profile *p, const char *s);
+
+/* ---- display frames ---------------------------------------------------- */
+enum gs_dframe_type {
+	GS_DF_FUNC = 1,   /* native/kernel/special function (one per function) */
+	GS_DF_PYLINE,     /* Python: "qualname (file:line)", one per line */
+	GS_DF_GPU_KERNEL, /* "[GPU] kernel" */
+	GS_DF_GPU_INLINE, /* inlined device function inside a kernel */
+	GS_DF_GPU_LINE,   /* "file.cu:line" */
+	GS_DF_ADDR,       /* location without lines: "lib.so+0x1f" */
+	GS_DF_STALL,      /* "[stall] reason"; fn = string index of the reason */
+};
+
+struct gs_dframe {
+	uint8_t type;    /* enum gs_dframe_type */
+	uint8_t kernel;  /* kernel-space frame (folded adds _[k]) */
+	uint32_t fn;     /* function id (GS_DF_STALL: gs_str of the reason) */
+	int64_t line;
+	uint32_t loc;    /* location id (GS_DF_ADDR) */
+};
+
+/* Expand location id into display frames, caller first.  Returns the count
+ * written (at most max; a location expands to at most n_lines + 2). */
+size_t gs_location_dframes(const struct gs_profile *p, uint32_t loc,
+			   struct gs_dframe *out, size_t max);
+/* Display name; returns buf. */
+const char *gs_dframe_name(const struct gs_profile *p, const struct gs_dframe *f,
+			   char *buf, size_t len);
+/* File and line for viewers that show them (NULL/0 if unknown). */
+const char *gs_dframe_file(const struct gs_profile *p, const struct gs_dframe *f);
+int64_t gs_dframe_line(const struct gs_profile *p, const struct gs_dframe *f);
+uint64_t gs_dframe_hash(const struct gs_dframe *f);
+int gs_dframe_eq(const struct gs_dframe *a, const struct gs_dframe *b);
+
+/* Path shortened for display: after site-packages/, dist-packages/ or
+ * lib/pythonX.Y/ when present, else unchanged. */
+const char *gs_short_path(const char *path);
+/* C++ name without parameter list, template arguments and return type
+ * ("void ns::k<int>(float*)" -> "ns::k"); writes into buf. */
+const char *gs_short_cxx_name(const char *name, char *buf, size_t len);
+
+/* Process comm for pid from p->processes, or NULL. */
+const struct gs_process *gs_find_process(const struct gs_profile *p, uint32_t pid);
+
+/* Buffered writer over an fd (stdio is too slow for multi-MB JSON). */
+struct gs_wbuf {
+	int fd;
+	int err;       /* first negative errno */
+	size_t n;
+	char buf[1 << 16];
+};
+void gs_wbuf_init(struct gs_wbuf *w, int fd);
+void gs_wbuf_put(struct gs_wbuf *w, const void *s, size_t n);
+void gs_wbuf_puts(struct gs_wbuf *w, const char *s);
+void gs_wbuf_putc(struct gs_wbuf *w, char c);
+void gs_wbuf_u64(struct gs_wbuf *w, uint64_t v);
+void gs_wbuf_i64(struct gs_wbuf *w, int64_t v);
+int gs_wbuf_flush(struct gs_wbuf *w);
+
+/* JSON string body (no quotes): escapes '"', '\\', control characters as
+ * \uXXXX (\n \t \r \b \f short forms), and replaces every byte that is not
+ * part of valid UTF-8 (overlong forms, surrogates, > U+10FFFF included) with
+ * U+FFFD. */
+void gs_json_escape(struct gs_wbuf *w, const char *s);
+/* Same into a buffer (tests); returns the length written (truncates). */
+size_t gs_json_escape_buf(const char *s, char *out, size_t outlen);
+
+/* Open path via gs_output_open and report errors in err. */
+int gs_output_fail(char *err, size_t errlen, int rc, const char *what, const char *path);
+
+#endif

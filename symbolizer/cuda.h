@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * GPU PC symbolization: cubins, kernel functions, SASS pcOffsets and stall
+ * reasons turned into profile-model entries.
+ *
+ * Cubins: the GPU agent reports each loaded module (CUPTI MODULE_LOADED) with
+ * its cubinCrc; the host copies the bytes out of the target and hands them to
+ * gs_cuda_add_cubin().  A PC record names (cubinCrc, mangled function name,
+ * pcOffset); gs_cuda_location() turns that into one pprof Location:
+ *   - Mapping: one per cubin, build_id = CRC as 16 hex digits, file = the
+ *     module's origin when known else "cubin:<crc hex>", start 0, limit =
+ *     cubin size (1 when the bytes were never seen), has_functions set,
+ *     has_lines once any PC of it resolved to a source line.
+ *   - Function: name = demangled kernel (libiberty, parameters kept),
+ *     system_name = the mangled name when it differs, file = the .cu file of
+ *     the resolved line (so `pprof -lines` prints kernel file.cu:N).
+ *   - Location: kind GS_FRAME_GPU_PC, address = pcOffset (function-relative,
+ *     as CUPTI reports it), one Line {kernel, source line or 0}.
+ * Source lines come from libcupti's offline cuptiGetSassToSourceCorrelation,
+ * which works without a GPU or driver.  A line of 0 or a NULL file means "no
+ * line info" whatever the return code (cubins built without -lineinfo return
+ * CUPTI_SUCCESS with line 0).  Such kernels are still attributed per function
+ * and pcOffset.  Results are cached per (cubin, function, pcOffset).
+ *
+ * libcupti is dlopen'ed on first need, never linked: gpusample links
+ * statically and must run on hosts without CUDA.  Search order: $GS_CUPTI_LIB
+ * (a file), paths added with gs_cuda_add_cupti_candidate() (e.g. the libcupti
+ * mapped in the target), $CUDA_HOME/{extras/CUPTI/lib64,lib64,lib},
+ * /usr/local/cuda/{extras/CUPTI/lib64,lib64,targets/x86_64-linux/lib,lib},
+ * PyTorch's bundled nvidia/cuda_cupti/lib in the usual Python site dirs, then
+ * the dynamic loader's own path (libcupti.so.13, .12, libcupti.so).  A library
+ * without the two offline entry points is skipped (e.g. a CUPTI test double).
+ * Without libcupti everything still works minus source lines (and minus CRC
+ * computation for cubins whose CRC the agent did not report).
+ *
+ * Stall reasons: CUPTI names them "smsp__pcsamp_warps_issue_stalled_<reason>"
+ * with a "<reason>_not_issued" twin (a subset count: never add the two), plus
+ * two counters, "smsp__pcsamp_sample_count" and
+ * "smsp__pcsamp_samples_data_dropped", which are not stall reasons and are
+ * excluded.  Indices differ per architecture, so tables are kept per
+ * (pid, context) exactly as CUPTI returned them for that context.
+ *
+ * Errors: 0 or a negative errno.  Resolution never fails on bad input: an
+ * unknown cubin or function still gets a location.  Location ids are 0 only
+ * on allocation failure.
+ */
+#ifndef GS_SYMBOLIZER_CUDA_H
+#define GS_SYMBOLIZER_CUDA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "gpusample/profile.h"
+
+struct gs_cuda;
+
+struct gs_cuda *gs_cuda_new(struct gs_profile *p);
+void gs_cuda_free(struct gs_cuda *c);
+
+/* ---- libcupti (offline correlation) ------------------------------------ */
+
+/* Try this file before the built-in search list (e.g. /proc/PID/root/... of
+ * the libcupti the target mapped).  Only effective before the first load. */
+int gs_cuda_add_cupti_candidate(struct gs_cuda *c, const char *path);
+/* Load libcupti now if not yet tried.  0 when loaded, -ENOENT when none was
+ * found (reason in gs_cuda_cupti_info()). */
+int gs_cuda_load_cupti(struct gs_cuda *c);
+/* Path of the loaded libcupti, or a sentence saying why there is none and
+ * what to do.  Never NULL once gs_cuda_load_cupti() ran; NULL before. */
+const char *gs_cuda_cupti_info(const struct gs_cuda *c);
+
+/* cuptiGetCubinCrc on a cubin image.  -ENOENT without libcupti, -EINVAL when
+ * libcupti rejects the image. */
+int gs_cuda_cubin_crc(struct gs_cuda *c, const void *cubin, size_t len, uint64_t *crc);
+
+/* ---- cubins ------------------------------------------------------------- */
+
+/* Register a cubin image (copied).  crc: as the agent reported it (the value
+ * PC records carry); 0 = compute it with libcupti (-ENOENT without).  origin:
+ * module name for the Mapping's file, NULL for "cubin:<crc>".  pid: the
+ * process that loaded it (informational; the CRC is the key).  Adding a CRC
+ * twice keeps the first image.  Must come before the first gs_cuda_location()
+ * of that CRC to give it source lines.  *crc_out (may be NULL) gets the key. */
+int gs_cuda_add_cubin(struct gs_cuda *c, uint64_t crc, const void *cubin, size_t len,
+		      uint32_t pid, const char *origin, uint64_t *crc_out);
+bool gs_cuda_has_cubin(const struct gs_cuda *c, uint64_t crc);
+
+/* Functions (STT_FUNC symbols) of a cubin image, read with libelf: name and
+ * size in bytes of SASS (valid pcOffsets are [0, size)).  Calls fn for each;
+ * a non-zero return from fn stops and is returned. */
+int gs_cuda_cubin_functions(const void *cubin, size_t len,
+			    int (*fn)(void *ctx, const char *name, uint64_t size), void *ctx);
+
+/* ---- locations ---------------------------------------------------------- */
+
+/* Location id for (cubin CRC, mangled function name, pcOffset); cached. */
+uint32_t gs_cuda_location(struct gs_cuda *c, uint64_t crc, const char *function,
+			  uint64_t pc_offset);
+
+/* Source line of a pcOffset without touching the profile: *line = 0 and
+ * file[0] = 0 when there is none.  -ENOENT: no such cubin or no libcupti;
+ * -EINVAL: libcupti rejected the query (unknown function). */
+int gs_cuda_source_line(struct gs_cuda *c, uint64_t crc, const char *function,
+			uint64_t pc_offset, char *file, size_t file_len, uint32_t *line);
+
+/* ---- stall reasons ------------------------------------------------------ */
+
+enum gs_stall_kind {
+	GS_STALL_BASE = 0,      /* a reason: counts into gpu_samples */
+	GS_STALL_NOT_ISSUED,    /* its _not_issued twin: gpu_samples_not_issued */
+	GS_STALL_COUNTER,       /* sample_count / samples_data_dropped: skipped */
+};
+
+/* Short name of a CUPTI stall reason into buf: prefix
+ * "smsp__pcsamp_warps_issue_stalled_" and suffix "_not_issued" stripped,
+ * e.g. "long_scoreboard".  Names without the prefix are kept as they are
+ * (minus "smsp__pcsamp_").  Returns the kind. */
+enum gs_stall_kind gs_cuda_stall_short(const char *name, char *buf, size_t len);
+
+/* Stall table of one context, as cuptiPCSamplingGetStallReasons gave it:
+ * n pairs (CUPTI index, full name).  A second table for the same
+ * (pid, context) replaces the first. */
+int gs_cuda_add_stall_table(struct gs_cuda *c, uint32_t pid, uint32_t context, int32_t device,
+			    size_t n, const uint32_t *indices, const char *const *names);
+
+/* One PC record's stall reasons as CUPTI gives them (index, samples). */
+struct gs_cuda_stall_in {
+	uint32_t index;
+	uint32_t samples;
+};
+/* Per short reason: base samples and not-issued samples of one PC. */
+struct gs_cuda_stall_out {
+	gs_str reason;          /* interned short name in the profile */
+	uint64_t samples;       /* base family -> GS_V_GPU_SAMPLES */
+	uint64_t not_issued;    /* twin -> GS_V_GPU_NOT_ISSUED */
+};
+/* Fold a PC record's (index, samples) pairs into per-reason values using the
+ * table of (pid, context).  Counters are skipped; an index missing from the
+ * table (or no table at all) becomes reason "stall_<index>" (base).  out has
+ * room for max entries; *n_out gets the count (reasons with both values 0 are
+ * left out).  -ENOSPC when out is too small. */
+int gs_cuda_fold_stalls(struct gs_cuda *c, uint32_t pid, uint32_t context,
+			const struct gs_cuda_stall_in *in, size_t n_in,
+			struct gs_cuda_stall_out *out, size_t max, size_t *n_out);
+
+/* ---- device facts and run counters (profile comments) ------------------ */
+
+struct gs_cuda_device_info {
+	const char *name;        /* "NVIDIA H200", may be NULL */
+	uint32_t sm_clock_khz;   /* CU_DEVICE_ATTRIBUTE_CLOCK_RATE */
+	uint32_t sm_count;       /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */
+	uint32_t period_exp;     /* sampling period = 2^period_exp SM cycles; 0 unknown */
+	const char *mode;        /* "continuous" / "kernel-serialized", may be NULL */
+};
+int gs_cuda_set_device(struct gs_cuda *c, uint32_t pid, int32_t device,
+		       const struct gs_cuda_device_info *info);
+/* Add one GetData drain's counters (CUpti_PCSamplingData totalSamples,
+ * droppedSamples, nonUsrKernelsTotalSamples). */
+void gs_cuda_add_counts(struct gs_cuda *c, uint32_t pid, int32_t device, uint64_t total,
+			uint64_t dropped, uint64_t non_user);
+/* Write one comment line per (pid, device) seen: period, SM clock and count,
+ * ns per sample, totals, dropped and non-user-kernel samples; plus a line
+ * about libcupti when source lines were unavailable. */
+int gs_cuda_add_comments(struct gs_cuda *c);
+
+#endif

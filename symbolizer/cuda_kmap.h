@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal to symbolizer/cuda.c and symbolizer/join.c: an open-addressing
+ * hash map from a key of three u64 words to a u32 value.  Exact keys (no
+ * collisions folded together); grows at 50% load; never shrinks.
+ */
+#ifndef GS_CUDA_KMAP_H
+#define GS_CUDA_KMAP_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+struct gs_kmap_ent {
+	uint64_t a, b, c;
+	uint32_t v;
+	uint32_t used;
+};
+
+struct gs_kmap {
+	struct gs_kmap_ent *t;
+	size_t cap, n; /* cap is 0 or a power of two */
+};
+
+static inline uint64_t gs_kmap_hash(uint64_t a, uint64_t b, uint64_t c)
+{
+	/* splitmix64-style mixing of each word */
+	uint64_t h = 0x9e3779b97f4a7c15ull;
+	uint64_t w[3] = { a, b, c };
+	for (int i = 0; i < 3; i++) {
+		uint64_t z = w[i] + h;
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+		z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+		h ^= z ^ (z >> 31);
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static inline struct gs_kmap_ent *gs_kmap_slot(const struct gs_kmap *m, uint64_t a, uint64_t b,
+					       uint64_t c)
+{
+	size_t i = gs_kmap_hash(a, b, c) & (m->cap - 1);
+	for (;;) {
+		struct gs_kmap_ent *e = &m->t[i];
+		if (!e->used || (e->a == a && e->b == b && e->c == c))
+			return e;
+		i = (i + 1) & (m->cap - 1);
+	}
+}
+
+/* Value for the key, or false when absent. */
+static inline bool gs_kmap_get(const struct gs_kmap *m, uint64_t a, uint64_t b, uint64_t c,
+			       uint32_t *v)
+{
+	if (!m->cap)
+		return false;
+	struct gs_kmap_ent *e = gs_kmap_slot(m, a, b, c);
+	if (!e->used)
+		return false;
+	*v = e->v;
+	return true;
+}
+
+static inline int gs_kmap_put(struct gs_kmap *m, uint64_t a, uint64_t b, uint64_t c, uint32_t v)
+{
+	if ((m->n + 1) * 2 > m->cap) {
+		size_t ncap = m->cap ? m->cap * 2 : 64;
+		struct gs_kmap_ent *nt = calloc(ncap, sizeof(*nt));
+		if (!nt)
+			return -ENOMEM;
+		struct gs_kmap old = *m;
+		m->t = nt;
+		m->cap = ncap;
+		for (size_t i = 0; i < old.cap; i++)
+			if (old.t[i].used)
+				*gs_kmap_slot(m, old.t[i].a, old.t[i].b, old.t[i].c) = old.t[i];
+		free(old.t);
+	}
+	struct gs_kmap_ent *e = gs_kmap_slot(m, a, b, c);
+	if (!e->used) {
+		e->a = a;
+		e->b = b;
+		e->c = c;
+		e->used = 1;
+		m->n++;
+	}
+	e->v = v;
+	return 0;
+}
+
+static inline void gs_kmap_free(struct gs_kmap *m)
+{
+	free(m->t);
+	m->t = NULL;
+	m->cap = m->n = 0;
+}
+
+/* Grow a plain array to hold need elements (doubling). */
+static inline int gs_grow(void **arr, size_t *cap, size_t need, size_t sz)
+{
+	if (need <= *cap)
+		return 0;
+	size_t ncap = *cap ? *cap : 16;
+	while (ncap < need)
+		ncap *= 2;
+	void *n = realloc(*arr, ncap * sz);
+	if (!n)
+		return -ENOMEM;
+	*arr = n;
+	*cap = ncap;
+	return 0;
+}
+
+#endif

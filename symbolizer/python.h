@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * CPython support in user space: interpreter discovery (-> struct gs_py_cfg
+ * for the BPF walker), code-object symbolization (-> pprof Locations in the
+ * `[python]` mapping) and the Python/native stack merge.
+ *
+ * Supported: CPython 3.8 .. 3.13 on x86-64 glibc, shared libpython or a
+ * static python binary, with or without .symtab (the `.PyRuntime` section
+ * stands in for a stripped `_PyRuntime`).  Not supported (-ENOTSUP with a
+ * one-line message; native stacks are still recorded): 2.7, 3.0-3.7, 3.14+,
+ * free-threaded builds, musl.
+ *
+ * Session wiring (who calls what, when):
+ *   py = gs_py_new(profile)                       once, before sampling
+ *   gs_py_discover(py, tgid, &cfg, msg, len)      first sight of a process
+ *        and after every GS_PROC_EXEC; on 0: gs_sampler_set_py_cfg(s, id,
+ *        &cfg) with a fresh id >= 1 and targets[tgid].py_cfg_id = id;
+ *        -ENOENT: not Python (py_cfg_id 0, say nothing); other errors: print
+ *        msg once as a note, py_cfg_id 0.
+ *   gs_py_fork(py, parent, child)                 on GS_PROC_FORK (the BPF
+ *        fork handler already copied the targets entry, py_cfg_id included)
+ *   gs_py_note_frames(py, tgid, frames, n)        for each NEW raw stack while
+ *        the run lasts (reads code objects eagerly: workers may exit soon)
+ *   gs_py_exit(py, tgid)                          on GS_PROC_EXIT
+ *   gs_py_location(py, tgid, &frame)              at the end, per frame
+ *   gs_py_truncated_location(py)                  for GS_CPU_PY_TRUNC
+ *   gs_py_merge(profile, native, py_locs, ...)    per stack, at the end
+ *
+ * Reads of the target use process_vm_readv (then /proc/PID/mem); they need
+ * the same privileges as the BPF side (root or CAP_SYS_PTRACE).
+ *
+ * Errors: 0 or a negative errno; messages say what happened and what to do.
+ */
+#ifndef GS_SYMBOLIZER_PYTHON_H
+#define GS_SYMBOLIZER_PYTHON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "gpusample/records.h"
+#include "gpusample/profile.h"
+
+struct gs_py;
+
+/* Cheap code-object checksum, computed identically by the BPF walker (from
+ * co_firstlineno and co_argcount read at sample time) and by user space when
+ * it reads the code object: a code object freed and replaced at the same
+ * address by another one is then (almost always) told apart. */
+static inline uint16_t gs_py_checksum(int32_t firstlineno, int32_t argcount)
+{
+	uint32_t x = (uint32_t)firstlineno * 0x9e37u ^ (uint32_t)argcount * 0x85ebu;
+
+	return (uint16_t)(x ^ (x >> 16));
+}
+
+/* Result of discovery, for the report ("CPython 3.11.7"). */
+struct gs_py_info {
+	uint32_t version_hex;  /* PY_VERSION_HEX */
+	char version[32];      /* "3.11.7" */
+	char path[256];        /* ELF holding the interpreter (libpython or exe) */
+	uint64_t runtime_addr; /* &_PyRuntime in the target */
+};
+
+/* profile: where gs_py_location() adds functions/locations (kept). */
+struct gs_py *gs_py_new(struct gs_profile *profile);
+void gs_py_free(struct gs_py *py);
+
+/* Find the CPython interpreter of tgid and fill cfg for the BPF walker.
+ * 0: found; -ENOENT: no CPython in the process; -ENOTSUP: a Python this
+ * version cannot walk (msg names it); -EPROTO: offsets failed the start-up
+ * cross-check (msg names the build); -ESRCH/-EPERM: process gone / no
+ * access.  msg receives one line in every non-zero case but -ENOENT.
+ * info may be NULL. */
+int gs_py_discover(struct gs_py *py, uint32_t tgid, struct gs_py_cfg *cfg,
+		   struct gs_py_info *info, char *msg, size_t msglen);
+/* Child shares the parent's interpreter state and code cache (fork: same
+ * address space).  No-op when the parent is not a known Python process. */
+int gs_py_fork(struct gs_py *py, uint32_t parent, uint32_t child);
+/* Image replaced: forget tgid (call gs_py_discover again for the new one). */
+void gs_py_exec(struct gs_py *py, uint32_t tgid);
+/* Process gone: cached code objects stay usable. */
+void gs_py_exit(struct gs_py *py, uint32_t tgid);
+
+/* Read every code object of frames[0..n) not read yet (n may be 0).  Errors
+ * are not fatal: unreadable code objects symbolize as "[unknown python]".
+ * Returns the number of code objects newly read. */
+int gs_py_note_frames(struct gs_py *py, uint32_t tgid, const struct gs_py_frame *frames,
+		      uint32_t n);
+/* Location id (in the profile given to gs_py_new) for one recorded frame:
+ * Function {qualname (co_name before 3.11), co_filename, co_firstlineno},
+ * Line {current line from the line table}; 0 only on allocation failure. */
+uint32_t gs_py_location(struct gs_py *py, uint32_t tgid, const struct gs_py_frame *frame);
+/* Location of the "[truncated python stack]" marker frame. */
+uint32_t gs_py_truncated_location(struct gs_py *py);
+
+/* Line number for a byte offset in a line table, as CPython computes it
+ * (PyCode_Addr2Line).  lasti_bytes == UINT32_MAX means "not started yet"
+ * and yields firstlineno.  Returns -1 when the table says "no line".
+ *   <= 3.9: co_lnotab;  3.10: co_linetable (PEP 626 pairs, offsets in bytes);
+ *   3.11+: the location table (varint entries, lengths in code units). */
+int gs_py_line_lnotab(const uint8_t *t, size_t len, int firstlineno, uint32_t lasti_bytes);
+int gs_py_line_310(const uint8_t *t, size_t len, int firstlineno, uint32_t lasti_bytes);
+int gs_py_line_311(const uint8_t *t, size_t len, int firstlineno, uint32_t lasti_bytes);
+/* Dispatch on PY_VERSION_HEX. */
+int gs_py_addr2line(uint32_t version_hex, const uint8_t *t, size_t len, int firstlineno,
+		    uint32_t lasti_bytes);
+
+/*
+ * Merge one sample's Python frames into its native user stack.
+ *   native[0..n_native): native user location ids, leaf first;
+ *   py_locs[0..n_py): Python location ids, leaf first, with py_frames[i] the
+ *       raw frame behind py_locs[i] (only GS_PYF_ENTRY is used: a frame
+ *       with it closes one C-level eval invocation; the BPF walker sets it
+ *       on every frame for <= 3.10);
+ *   trunc_loc: location appended after the root-most Python frame (the
+ *       sample had GS_CPU_PY_TRUNC), 0 for none.
+ * Each native frame in the eval loop (_PyEval_EvalFrameDefault, its .cold
+ * part, PyEval_EvalFrameEx) is replaced by the next group of Python frames.
+ * Groups left over (the native walk stopped short of the eval loop, e.g.
+ * libpython without frame pointers) go right after the last spliced
+ * position, or after all native frames when none was spliced, so that the
+ * native leaf frames stay below the whole Python stack.  Python frames are
+ * never dropped.  Eval frames are recognised by the function names of the
+ * native locations in p.  Kernel frames are not part of this: the caller
+ * puts them leaf-most.
+ * Writes leaf-first location ids into out[0..cap) and returns the count, or
+ * -ENOSPC when cap is too small (cap >= n_native + n_py + 1 always fits).
+ */
+int gs_py_merge(const struct gs_profile *p, const uint32_t *native, uint32_t n_native,
+		const uint32_t *py_locs, const struct gs_py_frame *py_frames, uint32_t n_py,
+		uint32_t trunc_loc, uint32_t *out, uint32_t cap);
+/* True when location id loc (native) is in the CPython eval loop. */
+bool gs_py_is_eval_location(const struct gs_profile *p, uint32_t loc);
+
+#endif

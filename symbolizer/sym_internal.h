@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private to symbolizer/{symbolizer,maps,native,kernel,perfmap,demangle}.c
+ * and tests/unit/test_symbolizer.c.  Not a public contract.
+ *
+ * Shapes:
+ *  - gs_sym_module: one ELF file (shared by every process mapping it), kept
+ *    open (fd + libdwfl Dwfl) until gs_sym_free so that processes that exit or
+ *    files that are deleted still symbolize.  Keyed by build-id, else dev:inode.
+ *  - gs_sym_snapshot: one /proc/PID/maps reading (+ its perf map), refcounted
+ *    because fork children share their parent's until they exec.
+ */
+#ifndef GS_SYM_INTERNAL_H
+#define GS_SYM_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <elfutils/libdwfl.h>
+#include "gpusample/profile.h"
+
+/* ---- modules (native.c) ------------------------------------------------ */
+
+struct gs_sym_bias_map { uint64_t bias; uint32_t mapping_id; };
+
+struct gs_sym_module {
+	char *key;            /* build-id hex or "dev:inode" */
+	char build_id[41];    /* hex, "" if none */
+	char *path;           /* path as first seen in maps */
+	char *file_name;      /* where libdwfl looks for .gnu_debuglink files */
+	const char *base;     /* basename of path, points into path */
+	char open_path[40];   /* "/proc/self/fd/N" while the symbolizer lives */
+	int fd;               /* ours; libdwfl gets a dup */
+	uint64_t dev, ino;
+	Dwfl *dwfl;
+	Dwfl_Module *mod;
+	uint64_t dwfl_bias;   /* dwfl address = ELF vaddr + dwfl_bias */
+	GElf_Phdr *loads;     /* PT_LOAD headers */
+	size_t n_loads;
+	/* sorted function symbols (ELF vaddr), built on first lookup */
+	struct gs_sym_elfsym *syms;
+	size_t n_syms;
+	bool syms_loaded;
+	/* one profile mapping per load bias */
+	struct gs_sym_bias_map *maps;
+	size_t n_maps;
+	struct gs_sym_module *next; /* hash chain */
+};
+
+struct gs_sym_elfsym {
+	uint64_t addr, size;
+	const char *name; /* owned by libelf (string table of the module) */
+};
+
+struct gs_sym_modcache;
+struct gs_sym_modcache *gs_sym_modcache_new(void);
+void gs_sym_modcache_free(struct gs_sym_modcache *c);
+/* Module for a file seen in a process.  open_paths are tried in order
+ * (map_files, then root/path); file_name is the name libdwfl uses to look
+ * for .gnu_debuglink files.  Returns NULL only on ENOMEM; a file that cannot
+ * be opened yields a module with fd < 0 (fallback names only). */
+struct gs_sym_module *gs_sym_module_get(struct gs_sym_modcache *c, const char *path,
+					const char *const *open_paths, size_t n_open,
+					const char *file_name, uint64_t dev, uint64_t ino);
+size_t gs_sym_modcache_count(const struct gs_sym_modcache *c);
+
+/* ELF vaddr of a file offset (PT_LOAD math); false if in no PT_LOAD. */
+bool gs_sym_module_off_to_vaddr(const struct gs_sym_module *m, uint64_t file_off, uint64_t *vaddr);
+
+/* Resolution of one ELF vaddr: inline chain, callee first. */
+#define GS_SYM_MAX_INLINE 32
+struct gs_sym_frame {
+	char *name;         /* demangled or plain, malloc'ed */
+	char *system_name;  /* mangled, malloc'ed, NULL unless it differs */
+	char *file;         /* function's source file, malloc'ed or NULL */
+	int64_t start_line; /* declaration line, 0 if unknown */
+	int64_t line;       /* line in this frame, 0 if unknown */
+};
+struct gs_sym_result {
+	struct gs_sym_frame f[GS_SYM_MAX_INLINE];
+	int n;          /* 0 = nothing found */
+	bool from_symtab, has_dwarf;
+};
+/* Fill r for ELF vaddr of m.  Returns 0 (n may be 0) or -ENOMEM. */
+int gs_sym_module_resolve(struct gs_sym_module *m, uint64_t vaddr, struct gs_sym_result *r);
+void gs_sym_result_clear(struct gs_sym_result *r);
+
+/* ---- maps snapshots (maps.c) -------------------------------------------- */
+
+struct gs_sym_map {
+	uint64_t start, end, offset;
+	uint64_t dev, ino;
+	uint64_t load_bias;      /* runtime - ELF vaddr (valid if mod && has_bias) */
+	char *path;              /* NULL for anonymous mappings */
+	struct gs_sym_module *mod; /* NULL unless the file has an exec mapping */
+	bool exec, has_bias;
+};
+
+struct gs_perfmap_entry { uint64_t start, size; char *name; };
+struct gs_perfmap {
+	struct gs_perfmap_entry *e;
+	size_t n;
+};
+
+struct gs_sym_snapshot {
+	int refs;
+	uint32_t id;     /* unique per symbolizer */
+	uint32_t tgid;   /* process that was read */
+	struct gs_sym_map *maps; /* sorted by start */
+	size_t n;
+	struct gs_perfmap perf;
+};
+
+/* Read /proc/PID/maps (+ perf map), open modules.  -ESRCH if gone. */
+int gs_sym_snapshot_read(struct gs_sym_modcache *c, uint32_t tgid, uint32_t id,
+			 struct gs_sym_snapshot **out);
+void gs_sym_snapshot_put(struct gs_sym_snapshot *s);
+const struct gs_sym_map *gs_sym_snapshot_find(const struct gs_sym_snapshot *s, uint64_t addr);
+/* Parse one maps line; path is set to the path inside line (not copied),
+ * NULL for anonymous.  Returns 0 or -EINVAL. */
+int gs_sym_parse_maps_line(char *line, struct gs_sym_map *m, char **path);
+
+/* ---- perf maps (perfmap.c) ---------------------------------------------- */
+
+/* Parse "START SIZE name" lines (hex); sorted by start.  0 or -errno
+ * (-ENOENT when the file does not exist). */
+int gs_perfmap_read(const char *path, struct gs_perfmap *pm);
+int gs_perfmap_parse(FILE *f, struct gs_perfmap *pm);
+void gs_perfmap_free(struct gs_perfmap *pm);
+const struct gs_perfmap_entry *gs_perfmap_find(const struct gs_perfmap *pm, uint64_t addr);
+/* Process id of tgid inside its own pid namespace (last NStgid field), or
+ * tgid itself when the kernel does not show NStgid. -ESRCH if gone. */
+int64_t gs_sym_nstgid(uint32_t tgid);
+/* "/proc/TGID/root/tmp/perf-NSTGID.map" into buf. */
+int gs_perfmap_path(uint32_t tgid, char *buf, size_t len);
+
+/* ---- kernel (kernel.c) -------------------------------------------------- */
+
+struct gs_ksym { uint64_t addr; char *name; uint32_t module; /* 0 = vmlinux */ };
+struct gs_kallsyms {
+	struct gs_ksym *s;
+	size_t n;
+	char **modules; /* modules[0] = NULL (vmlinux), then module names */
+	size_t n_modules;
+	bool loaded, all_zero;
+};
+int gs_kallsyms_load(struct gs_kallsyms *k, const char *path);
+void gs_kallsyms_free(struct gs_kallsyms *k);
+/* Symbol at or below addr, NULL if below the first one. */
+const struct gs_ksym *gs_kallsyms_find(const struct gs_kallsyms *k, uint64_t addr);
+
+#endif

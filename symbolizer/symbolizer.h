@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Native and kernel symbolization into the profile model.
+ *
+ * Processes: gs_sym_add_process() snapshots /proc/PID/maps at first sight and
+ * on exec, and opens every file-backed executable mapping right away (through
+ * /proc/PID/map_files/START-END, else /proc/PID/root/PATH), so a process that
+ * exits before the end of the run still symbolizes.  Modules (ELF + DWARF via
+ * libdwfl) are cached by build-id (or dev:inode when there is none) and shared
+ * by every process that maps them.  A fork child shares its parent's snapshot
+ * until it execs.  Addresses outside any snapshot trigger one re-read of the
+ * maps while the process lives (dlopen after attach).
+ *
+ * Resolution: each distinct (process snapshot, address) is resolved once and
+ * turned into one pprof Location (inline chain as several Lines, callee first)
+ * in the profile passed to gs_sym_new(); the location id is cached.
+ * Functions: demangled name, mangled name as system_name when it differs,
+ * DWARF file and line when present.  Perf maps (/tmp/perf-NSPID.map inside the
+ * target's mount namespace) cover JIT code.  Kernel addresses use kallsyms.
+ *
+ * Errors: 0 or a negative errno; an address that cannot be resolved still
+ * gets a location ("[unknown]" or "libfoo.so+0x1234"), never an error.
+ */
+#ifndef GS_SYMBOLIZER_H
+#define GS_SYMBOLIZER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "gpusample/profile.h"
+
+struct gs_symbolizer;
+
+struct gs_symbolizer *gs_sym_new(struct gs_profile *p);
+void gs_sym_free(struct gs_symbolizer *s);
+
+/* Snapshot maps of tgid (first sight, or again after exec).  -ESRCH if the
+ * process is gone. */
+int gs_sym_add_process(struct gs_symbolizer *s, uint32_t tgid);
+/* child shares parent's snapshot (same address space after fork). */
+int gs_sym_fork(struct gs_symbolizer *s, uint32_t parent, uint32_t child);
+int gs_sym_exec(struct gs_symbolizer *s, uint32_t tgid);
+void gs_sym_exit(struct gs_symbolizer *s, uint32_t tgid);
+bool gs_sym_has_process(struct gs_symbolizer *s, uint32_t tgid);
+
+/* Location id for a user address of tgid.  is_return_addr: the address is a
+ * return address (every frame but the leaf), so look up addr-1. */
+uint32_t gs_sym_native(struct gs_symbolizer *s, uint32_t tgid, uint64_t addr, bool is_return_addr);
+/* Location id for a kernel text address. */
+uint32_t gs_sym_kernel(struct gs_symbolizer *s, uint64_t addr);
+
+/* File backing addr in tgid's snapshot (NULL if none), and the mapping's
+ * start/offset; used by Python discovery and the CFI table builder. */
+struct gs_sym_mapping_info {
+	const char *path;       /* path as in /proc/PID/maps */
+	const char *open_path;  /* path that opens the file from this process */
+	uint64_t start, end, offset;
+	uint64_t load_bias;     /* runtime address - ELF vaddr */
+	char build_id[41];      /* hex, "" if none */
+};
+int gs_sym_mapping_for(struct gs_symbolizer *s, uint32_t tgid, uint64_t addr,
+		       struct gs_sym_mapping_info *out);
+/* Call fn for each file-backed executable mapping of tgid's snapshot. */
+int gs_sym_foreach_mapping(struct gs_symbolizer *s, uint32_t tgid,
+			   int (*fn)(void *ctx, const struct gs_sym_mapping_info *m), void *ctx);
+
+/* Demangle a C++ (Itanium) name; returns malloc'ed string or NULL. */
+char *gs_demangle(const char *mangled);
+
+#endif

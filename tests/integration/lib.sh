@@ -1,0 +1,21 @@
+# Shared helpers for integration tests (sourced).  Runs from the repo root.
+set -u
+cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
+ROOT=$(pwd)
+BUILD=${BUILD:-build}
+GS=$ROOT/$BUILD/gpusample
+WL=$ROOT/$BUILD/workloads
+T=$(mktemp -d /tmp/gs-test.XXXXXX)
+export HOME=${HOME:-/root}
+export GOFLAGS=-mod=mod GOTOOLCHAIN=local GOCACHE=${GOCACHE:-/tmp/gs-gocache}
+trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; [ -n "${GS_KEEP:-}" ] || rm -rf "$T"' EXIT
+
+fail() { echo "FAIL: $*"; exit 1; }
+skip() { echo "skipped: $*"; exit 77; }
+ok() { echo "ok: $*"; }
+# pprof as a user would run it.
+pprof() { go tool pprof "$@" 2>"$T/pprof.err"; }
+# Samples in -raw output: prints each sample's stack as "v1 v2 ...: frame;frame" lines, leaf first.
+pprof_traces() { go tool pprof -traces "$@" 2>"$T/pprof.err"; }
+# Fraction check: ratio a/b >= min (floating point via awk).
+ratio_at_least() { awk -v a="$1" -v b="$2" -v m="$3" 'BEGIN{ if (b==0 || a/b < m) exit 1 }'; }
