@@ -33,7 +33,7 @@ STATIC_LIBS := $(STATIC_LIBS_MODE) -lbpf -ldw -lelf -lz -llzma -lbz2 -lzstd -lib
 SYS_LIBS    := -lpthread -ldl -lm
 
 ARCH := x86
-BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -I$(BUILD) -Ibpf -Wall -Wno-unused-function
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -I$(BUILD) -Ibpf -I/usr/include/$(shell uname -m)-linux-gnu -Wall -Wno-unused-function
 
 CORE_DIRS := bpf symbolizer output
 CORE_SRCS := $(filter-out %.bpf.c,$(foreach d,$(CORE_DIRS),$(wildcard $(d)/*.c)))
@@ -94,6 +94,7 @@ WORKLOAD_BINS := $(WORKLOAD_SRCS:tests/workloads/%.c=$(BUILD)/workloads/%)
 TEST_HELPERS := $(UNIT_BINS) $(WORKLOAD_BINS)
 -include tests/fakes/fakes.mk
 -include tests/workloads/workloads.mk
+-include tests/unit/cuda/cuda.mk
 
 test-helpers: $(TEST_HELPERS)
 

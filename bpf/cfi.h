@@ -9,14 +9,21 @@
  *   gs_cfi_procs   HASH tgid -> struct gs_cfi_proc: the process's executable
  *                  file mappings, sorted by start, each with the table id of
  *                  its ELF object and the load bias (runtime - ELF vaddr).
- *   gs_cfi_tables  ARRAY_OF_MAPS table id -> inner ARRAY of struct
- *                  gs_cfi_row sorted by pc (ELF vaddr, 32 bit).  Inner maps
- *                  are created per table with exactly its row count
+ *   gs_cfi_tables  ARRAY_OF_MAPS table id -> inner ARRAY of 8-byte entries:
+ *                  first a page index, then struct gs_cfi_row sorted by pc
+ *                  (ELF vaddr, 32 bit).  Page entry i (struct gs_cfi_page,
+ *                  pages of 2^GS_CFI_PAGE_SHIFT bytes of vaddr from 0) gives
+ *                  the row range that can be in effect inside that page, so
+ *                  BPF binary-searches ~5 rows instead of all of them.
+ *                  Inner maps are created per table with exactly its size
  *                  (BPF_F_INNER_MAP), so their size is chosen at run time.
  *   gs_cfi_rules   ARRAY rule id -> struct gs_cfi_rule, shared by all tables
  *                  (an object has a few hundred distinct rules; rows stay 8 B).
- *   gs_cfi_miss    HASH tgid -> ktime of the last PC outside every known
- *                  mapping; user space re-reads that process's maps.
+ *   gs_cfi_miss    HASH struct gs_cfi_miss_key -> ktime: a PC fell in a mapping
+ *                  whose table is not built yet (lazy mode: start = that
+ *                  mapping's start) or outside every known mapping (start =
+ *                  0: dlopen, re-read the maps).  User space (gs_cfi_refresh)
+ *                  builds what was asked for and rewrites gs_cfi_procs.
  *
  * A row says: for pc in [row.pc, next row.pc) the caller's frame is found by
  * rule row.rule.  Return address at CFA-8 always (rows whose CFI says
@@ -37,12 +44,16 @@ enum gs_cfa_type {
 			    * ucontext at RSP (struct rt_sigframe minus pretcode) */
 	GS_CFA_END = 5,    /* return address undefined: outermost frame (_start, clone) */
 	GS_CFA_EXPR = 6,   /* any other DWARF expression or register rule: not followed */
+	GS_CFA_DEREF_RBP = 7, /* CFA = *(RBP + cfa_off): GCC's stack-realignment (DRAP)
+			       * expression DW_OP_breg6 off; DW_OP_deref (AVX kernels) */
 };
 
 enum gs_rbp_type {
 	GS_RBP_SAME = 0,   /* caller's RBP = this frame's RBP (same value / unmentioned) */
 	GS_RBP_CFA = 1,    /* caller's RBP saved at CFA + rbp_off */
 	GS_RBP_LOST = 2,   /* undefined or an expression: unknown in the caller */
+	GS_RBP_RBP = 3,    /* caller's RBP saved at RBP + rbp_off (DW_CFA_expression
+			    * r6 (DW_OP_breg6 off), with GS_CFA_DEREF_RBP) */
 };
 
 struct gs_cfi_rule {
@@ -57,12 +68,27 @@ struct gs_cfi_row {
 	__u32 rule; /* index into gs_cfi_rules */
 };
 
+#define GS_CFI_PAGE_SHIFT 12
+struct gs_cfi_page {
+	__u32 lo; /* array index of the row in effect at the page start */
+	__u32 hi; /* one past the last row that starts inside the page */
+};
+
 /* One executable file mapping of a process. */
+#define GS_CFI_TABLE_PENDING 0xffffffffu /* table_id: not built yet (lazy mode) */
+
 struct gs_cfi_mapping {
 	__u64 start, end; /* runtime [start, end) */
 	__u64 bias;       /* runtime address - ELF vaddr */
-	__u32 table_id;   /* gs_cfi_tables index; 0 = no table (frame pointers) */
-	__u32 n_rows;     /* rows in that table */
+	__u32 table_id;   /* gs_cfi_tables index; 0 = no table (frame pointers);
+			   * GS_CFI_TABLE_PENDING = ask user space for it */
+	__u32 n_pages;    /* page-index entries at the head of that table */
+};
+
+struct gs_cfi_miss_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 start; /* mapping start, 0 = PC outside every known mapping */
 };
 
 #define GS_CFI_MAX_MAPPINGS 1024 /* executable mappings per process (torch: ~400) */
@@ -86,8 +112,15 @@ struct gs_cfi_proc {
  *   for every target process at first sight, after exec and on fork:
  *       gs_cfi_add_process(cfi, tgid)          (fork: gs_cfi_fork is cheaper)
  *   in the poll loop (every 100-250 ms):
- *       gs_cfi_refresh(cfi)                    re-reads maps of processes whose
- *                                              PCs hit unknown mappings (dlopen)
+ *       gs_cfi_refresh(cfi)                    builds tables BPF asked for (lazy
+ *                                              mode) and re-reads maps of
+ *                                              processes whose PCs hit unknown
+ *                                              mappings (dlopen)
+ * Eager (default): gs_cfi_add_process builds every mapped object's table
+ * before it returns (torch: ~300 objects, seconds).  Lazy
+ * (gs_cfi_set_lazy): objects get a table the first time a sample walks
+ * through them; until then that frame takes the frame-pointer path, so the
+ * first 1-3 refresh rounds of a process have shorter stacks.
  *   on GS_PROC_EXIT: gs_cfi_remove_process(cfi, tgid)
  *   gs_cfi_stats(cfi, &st) for the closing figures; gs_cfi_close(cfi).
  * Tables are cached by build-id (else dev:inode:size:mtime), so every process
@@ -141,10 +174,13 @@ int gs_cfi_add_process(struct gs_cfi *cfi, uint32_t tgid);
  * gs_cfi_add_process when the parent is unknown. */
 int gs_cfi_fork(struct gs_cfi *cfi, uint32_t parent, uint32_t child);
 void gs_cfi_remove_process(struct gs_cfi *cfi, uint32_t tgid);
-/* Re-read maps of processes that BPF reported in gs_cfi_miss (at most once
- * per process per 500 ms).  Returns the number re-read or <0. */
+/* Serve gs_cfi_miss: build the tables BPF asked for; re-read the maps of
+ * processes with PCs outside every known mapping (at most once per process
+ * per 100 ms).  Returns the number of processes updated or <0. */
 int gs_cfi_refresh(struct gs_cfi *cfi);
 void gs_cfi_stats(struct gs_cfi *cfi, struct gs_cfi_stats *st);
+/* Build tables on first use instead of in gs_cfi_add_process. */
+void gs_cfi_set_lazy(struct gs_cfi *cfi, bool on);
 /* Verbose progress (one line per table built) to stderr. */
 void gs_cfi_set_verbose(struct gs_cfi *cfi, bool on);
 void gs_cfi_close(struct gs_cfi *cfi);

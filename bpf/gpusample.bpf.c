@@ -158,7 +158,14 @@ static __always_inline __u32 gs_fill_stack(void *ctx, struct task_struct *task, 
 		gs_stat_inc(st, GS_STAT_UNWIND0 + uerr);
 
 	if (t->py_cfg_id) {
-		n = gs_walk_python(task, t->py_cfg_id, (struct gs_py_frame *)(fr + nk + nu), &flags);
+		__u64 off = (__u64)nk + nu;
+
+		/* Hide the sum from clang so that the bound check below stays
+		 * and the verifier sees a bounded pointer. */
+		asm volatile("" : "+r"(off));
+		if (off > GS_MAX_KERNEL_FRAMES + GS_MAX_USER_FRAMES)
+			off = GS_MAX_KERNEL_FRAMES + GS_MAX_USER_FRAMES;
+		n = gs_walk_python(task, t->py_cfg_id, (struct gs_py_frame *)(fr + off), &flags);
 		np = n < 0 ? 0 : n;
 		if (np > GS_MAX_PY_FRAMES)
 			np = GS_MAX_PY_FRAMES;
@@ -318,3 +325,4 @@ int BPF_PROG(gs_proc_exit_live, struct task_struct *p)
  * The GPU part goes here: #include "gpu.bpf.h".  It may use targets,
  * events, stats (free slots, see common.bpf.h), gs_scratch(GS_SCRATCH_LAUNCH)
  * and gs_fill_stack() to capture a launch-site CPU stack. */
+#include "gpu.bpf.h"

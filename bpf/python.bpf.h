@@ -45,12 +45,27 @@ struct {
 /* Loop budget: Python frames plus the C entry frames between them. */
 #define GS_PY_WALK_STEPS (2 * GS_MAX_PY_FRAMES + 2)
 
-struct gs_py_walk {
-	const struct gs_py_cfg *cfg;
-	struct gs_py_frame *out;
+/* Walk counters live in a per-CPU map value, not on the stack: the verifier
+ * does not track map contents, so the bpf_loop callback converges after a
+ * couple of passes instead of being re-verified once per frame index. */
+struct gs_py_walk_state {
 	__u64 frame;  /* next frame to visit, 0 = done */
 	__u32 n;      /* frames written */
 	__u16 flags;  /* GS_CPU_PY_* */
+	__u16 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gs_py_walk_state);
+} py_walk SEC(".maps");
+
+struct gs_py_walk {
+	const struct gs_py_cfg *cfg;
+	struct gs_py_frame *out;
+	struct gs_py_walk_state *st;
 };
 
 static __always_inline __u16 gs_py_bpf_checksum(__s32 firstlineno, __s32 argcount)
@@ -68,8 +83,9 @@ static __always_inline int gs_py_rd(void *dst, __u32 size, __u64 addr)
 /* One loop step: visit w->frame.  Returns 1 to stop the loop. */
 static long gs_py_walk_step(__u32 idx, void *ctx)
 {
-	struct gs_py_walk *w = ctx;
-	const struct gs_py_cfg *cfg = w->cfg;
+	struct gs_py_walk *c = ctx;
+	const struct gs_py_cfg *cfg = c->cfg;
+	struct gs_py_walk_state *w = c->st;
 	__u32 ver = cfg->version_hex;
 	__u64 frame = w->frame, code = 0, next = 0;
 	__u8 owner = 0;
@@ -89,7 +105,7 @@ static long gs_py_walk_step(__u32 idx, void *ctx)
 			__u32 last = w->n - 1;
 
 			if (w->n > 0 && last < GS_MAX_PY_FRAMES)
-				w->out[last].flags |= GS_PYF_ENTRY;
+				c->out[last].flags |= GS_PYF_ENTRY;
 			w->frame = next;
 			return 0;
 		}
@@ -140,7 +156,7 @@ static long gs_py_walk_step(__u32 idx, void *ctx)
 
 		if (i >= GS_MAX_PY_FRAMES)
 			return 1;
-		w->out[i] = f;
+		c->out[i] = f;
 		w->n = i + 1;
 	}
 	w->frame = next;
@@ -155,7 +171,9 @@ static __always_inline int gs_walk_python(struct task_struct *task, __u32 py_cfg
 {
 	const struct gs_py_cfg *cfg;
 	struct gs_py_walk w = {};
+	struct gs_py_walk_state *st;
 	__u64 fsbase, tstate = 0, frame = 0;
+	__u32 zero = 0, n;
 	__s32 key;
 
 	if (!py_cfg_id)
@@ -180,14 +198,21 @@ static __always_inline int gs_walk_python(struct task_struct *task, __u32 py_cfg
 	if (cfg->version_hex >= 0x030b0000 && cfg->version_hex < 0x030d0000 && frame &&
 	    gs_py_rd(&frame, 8, frame + cfg->cframe_current))
 		goto fault;
+	st = bpf_map_lookup_elem(&py_walk, &zero);
+	if (!st)
+		return 0;
+	st->frame = frame;
+	st->n = 0;
+	st->flags = 0;
 	w.cfg = cfg;
 	w.out = out;
-	w.frame = frame;
+	w.st = st;
 	bpf_loop(GS_PY_WALK_STEPS, gs_py_walk_step, &w, 0);
-	if (w.frame && !(w.flags & (GS_CPU_PY_ERR | GS_CPU_PY_TRUNC)) && w.n >= GS_MAX_PY_FRAMES)
-		w.flags |= GS_CPU_PY_TRUNC; /* loop budget spent on C entry frames */
-	*flags |= w.flags;
-	return w.n;
+	if (st->frame && !(st->flags & GS_CPU_PY_ERR))
+		st->flags |= GS_CPU_PY_TRUNC; /* frame or loop budget spent */
+	*flags |= st->flags;
+	n = st->n;
+	return n > GS_MAX_PY_FRAMES ? GS_MAX_PY_FRAMES : n;
 fault:
 	*flags |= GS_CPU_PY_ERR;
 	return 0;

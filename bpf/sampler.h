@@ -23,8 +23,13 @@
 struct gs_sampler_opts {
 	uint32_t frequency_hz;   /* per CPU, 1 .. perf_event_max_sample_rate */
 	bool kernel_stacks;      /* record kernel stacks (--no-kernel clears) */
-	bool follow_children;    /* fork/exec handlers copy targets entries */
-	uint32_t ringbuf_bytes;  /* 0 = sized for >= 1 s of worst case */
+	bool follow_children;    /* fork handler copies targets entries: a new
+				  * process is followed when this is set AND its
+				  * parent's entry has GS_TARGET_FOLLOW_CHILDREN */
+	uint32_t ringbuf_bytes;  /* 0 = sized for >= 1 s of worst case
+				  * (online CPUs x F x largest sample, power of
+				  * 2, 4 MiB .. 256 MiB); else rounded up to a
+				  * power of 2 (>= 4096) */
 };
 
 struct gs_sampler_stats {
@@ -34,6 +39,9 @@ struct gs_sampler_stats {
 	uint64_t unwind_err[GS_UNWIND_NR]; /* by enum gs_unwind_err */
 	uint64_t py_errors;        /* Python walks that hit a read fault */
 	uint64_t py_truncated;
+	/* Added by the sampler owner (appended; older fields unchanged): */
+	uint64_t kstack_errors;       /* bpf_get_stack(kernel) failures */
+	uint64_t children_unfollowed; /* forks not followed: `targets` map full */
 };
 
 struct gs_sampler;
@@ -44,13 +52,21 @@ typedef int (*gs_record_fn)(void *ctx, const struct gs_rec_hdr *rec);
 
 int gs_sampler_open(const struct gs_sampler_opts *o, struct gs_sampler **out,
 		    char *err, size_t errlen);
-/* Insert / update a `targets` entry (tgid in the root pid namespace). */
+/* Insert / update a `targets` entry (tgid in the root pid namespace).
+ * Entries change in BPF too: a fork child of a followed target gets a copy
+ * (GS_PROC_FORK), exec sets py_cfg_id to 0 (GS_PROC_EXEC: set it again once
+ * the new image is resolved), and the entry is deleted when the whole thread
+ * group has exited (GS_PROC_EXIT).  Proc events wake the poller at once. */
 int gs_sampler_add_target(struct gs_sampler *s, uint32_t tgid, const struct gs_target *t);
 int gs_sampler_remove_target(struct gs_sampler *s, uint32_t tgid);
 /* Store a Python walker configuration under id (>= 1). */
 int gs_sampler_set_py_cfg(struct gs_sampler *s, uint32_t id, const struct gs_py_cfg *cfg);
 int gs_sampler_start(struct gs_sampler *s, char *err, size_t errlen);
-/* Poll the ring buffer for up to timeout_ms; returns records handled or <0. */
+/* Poll the ring buffer for up to timeout_ms; returns records handled or <0.
+ * Sleeps the whole timeout unless a proc event arrives (samples are written
+ * without wakeups), then drains everything queued.  EINTR is not an error:
+ * it drains and returns.  Records with a bad header are dropped (counted in
+ * stats.lost).  An fn error stops the drain and is returned. */
 int gs_sampler_poll(struct gs_sampler *s, int timeout_ms, gs_record_fn fn, void *ctx);
 /* Detach the perf events and tracepoints; records already queued stay. */
 void gs_sampler_stop(struct gs_sampler *s);
@@ -60,7 +76,16 @@ void gs_sampler_close(struct gs_sampler *s);
  * the modules that own other parts of the one BPF object (CFI tables, GPU
  * USDT attachments).  Valid from open to close. */
 struct gpusample_bpf *gs_sampler_skel(struct gs_sampler *s);
-/* Ids of the loaded BPF programs (for bpf_stats in benches), -1 terminated. */
+/* File descriptors of the loaded BPF programs (for bpf_stats in benches:
+ * bpf_obj_get_info_by_fd gives run_time_ns / run_cnt).  Writes at most
+ * max - 1 fds followed by -1; returns the number written. */
 int gs_sampler_prog_fds(struct gs_sampler *s, int *fds, int max);
+
+/* Internal helpers, exposed for unit tests. */
+/* Parse a kernel CPU list ("0-3,5,8-9"); marks cpus[0..max), returns the
+ * number of CPUs, -EINVAL on syntax, -ERANGE past max. */
+int gs_parse_cpu_list(const char *s, bool *cpus, int max);
+/* Ring buffer bytes for the options (see gs_sampler_opts.ringbuf_bytes). */
+uint32_t gs_ringbuf_size(uint32_t requested, uint32_t n_cpus, uint32_t frequency_hz);
 
 #endif

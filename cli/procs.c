@@ -147,8 +147,8 @@ static bool descends(const struct pid_ppid *v, size_t n, uint32_t pid,
 int gs_for_each_descendant(const uint32_t *roots, int n_roots,
 			   void (*fn)(void *ctx, uint32_t pid, uint32_t ppid), void *ctx)
 {
-	struct pid_ppid *v;
-	size_t n;
+	struct pid_ppid *v = NULL;
+	size_t n = 0;
 	int rc = read_all(&v, &n);
 
 	if (rc)
@@ -190,6 +190,9 @@ struct gs_procinfo *gs_proctab_add(struct gs_proctab *t, uint32_t pid, uint32_t 
 		p->root = parent->root;
 		memcpy(p->comm, parent->comm, sizeof(p->comm));
 		memcpy(p->python, parent->python, sizeof(p->python));
+		p->py_state = parent->py_state;
+		p->py_cfg_id = parent->py_cfg_id;
+		p->py_first_try = parent->py_first_try;
 	}
 	return p;
 }

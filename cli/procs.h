@@ -30,8 +30,16 @@ struct gs_procinfo {
 	bool exited, is_root, dataloader;
 	uint64_t cpu_samples;
 	char python[64]; /* "CPython 3.11.7" or a note */
+	uint8_t py_state;      /* enum gs_py_state */
+	uint32_t py_cfg_id;    /* BPF py_cfgs id, 0 = none */
+	uint64_t py_first_try; /* CLOCK_MONOTONIC ns of the first discovery try */
 	char gpu[96];    /* GPU agent state */
 };
+
+/* Python discovery per process: a freshly exec'ed interpreter has neither
+ * libpython mapped nor its runtime initialised yet, so discovery is retried
+ * for a few seconds before a process is taken as "not Python". */
+enum gs_py_state { GS_PYS_UNKNOWN = 0, GS_PYS_FOUND, GS_PYS_NONE, GS_PYS_UNSUPPORTED };
 
 struct gs_proctab {
 	struct gs_procinfo *items;

@@ -28,32 +28,10 @@
 #include "cli/progress.h"
 #include "cli/rawstacks.h"
 #include "cli/session.h"
+#include "cli/session_int.h"
 #include "gpusample/profile.h"
 #include "output/output.h"
 #include "symbolizer/symbolizer.h"
-
-struct raw_sample {
-	uint32_t stack; /* index into rawstacks */
-	uint32_t tid;
-	uint64_t ktime;
-	gs_str comm;
-};
-
-struct session {
-	const struct gs_options *o;
-	struct gs_sampler *sampler;
-	struct gs_symbolizer *sym;
-	struct gs_profile prof;
-	struct gs_rawstacks raw;
-	struct raw_sample *samples;
-	size_t n_samples, cap_samples;
-	struct gs_proctab procs;
-	struct gs_launch launch;
-	bool launched, launch_exited;
-	uint64_t t0_mono, t0_wall;
-	char prefix[PATH_MAX];
-	char err[512];
-};
 
 static volatile sig_atomic_t g_stop;
 
@@ -75,7 +53,7 @@ static void install_signals(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-static uint64_t now_ns(clockid_t clk)
+uint64_t gs_now_ns(int clk)
 {
 	struct timespec ts;
 
@@ -147,21 +125,33 @@ static int check_outputs(struct session *s)
 
 /* ---- targets ------------------------------------------------------------ */
 
+int gs_session_update_target(struct session *s, const struct gs_procinfo *p)
+{
+	struct gs_target t = {
+		.flags = s->o->children ? GS_TARGET_FOLLOW_CHILDREN : 0,
+		.py_cfg_id = p->py_cfg_id,
+		.root_tgid = p->root,
+	};
+
+	return gs_sampler_add_target(s->sampler, p->pid, &t);
+}
+
 static int add_target(struct session *s, uint32_t pid, uint32_t ppid, bool is_root)
 {
-	struct gs_target t = { .flags = s->o->children ? GS_TARGET_FOLLOW_CHILDREN : 0,
-			       .root_tgid = pid };
 	struct gs_procinfo *p = gs_proctab_add(&s->procs, pid, ppid);
 	struct gs_proc_stat st;
+	int rc;
 
 	if (!p)
 		return -ENOMEM;
 	p->is_root = is_root;
 	if (!gs_proc_stat(pid, &st))
 		memcpy(p->comm, st.comm, sizeof(p->comm));
-	t.root_tgid = p->root;
 	gs_sym_add_process(s->sym, pid);
-	return gs_sampler_add_target(s->sampler, pid, &t);
+	rc = gs_session_update_target(s, p);
+	if (!rc)
+		gs_rt_new_process(s, p);
+	return rc;
 }
 
 static void add_descendant(void *ctx, uint32_t pid, uint32_t ppid)
@@ -228,6 +218,8 @@ static struct gs_procinfo *first_sight(struct session *s, uint32_t tgid)
 	p = gs_proctab_add(&s->procs, tgid, st.ppid);
 	if (p && !gs_sym_has_process(s->sym, tgid))
 		gs_sym_add_process(s->sym, tgid);
+	if (p)
+		gs_rt_new_process(s, p);
 	return p;
 }
 
@@ -255,6 +247,8 @@ static int on_cpu_sample(struct session *s, const struct gs_cpu_sample *cs)
 	idx = gs_rawstacks_intern(&s->raw, cs, cs->flags & (GS_CPU_USER_TRUNC | GS_CPU_PY_TRUNC), &is_new);
 	if (idx < 0)
 		return (int)idx;
+	if (is_new)
+		gs_rt_new_stack(s, &s->raw.items[idx]);
 	r.stack = (uint32_t)idx;
 	r.tid = cs->tid;
 	r.ktime = cs->hdr.ktime_ns;
@@ -275,19 +269,25 @@ static void on_proc_event(struct session *s, const struct gs_proc_event *ev)
 			gs_sym_fork(s->sym, ev->ppid, ev->tgid);
 		else
 			gs_sym_add_process(s->sym, ev->tgid);
+		if (p)
+			gs_rt_fork(s, p);
 		break;
 	case GS_PROC_EXEC:
 		p = gs_proctab_get(&s->procs, ev->tgid);
 		if (!p)
 			p = first_sight(s, ev->tgid);
-		if (p)
-			memcpy(p->comm, ev->comm, sizeof(p->comm));
 		gs_sym_exec(s->sym, ev->tgid);
+		if (p) {
+			memcpy(p->comm, ev->comm, sizeof(p->comm));
+			gs_rt_exec(s, p);
+		}
 		break;
 	case GS_PROC_EXIT:
 		p = gs_proctab_get(&s->procs, ev->tgid);
-		if (p)
+		if (p) {
 			p->exited = true;
+			gs_rt_exit(s, p);
+		}
 		gs_sym_exit(s->sym, ev->tgid);
 		break;
 	}
@@ -338,7 +338,7 @@ static void progress(struct session *s, bool final)
 	gs_sampler_stats(s->sampler, &st);
 	for (uint32_t i = 0; i < s->procs.n; i++)
 		live += !s->procs.items[i].exited;
-	gs_progress_line((now_ns(CLOCK_MONOTONIC) - s->t0_mono) / 1e9, s->n_samples, st.lost,
+	gs_progress_line((gs_now_ns(CLOCK_MONOTONIC) - s->t0_mono) / 1e9, s->n_samples, st.lost,
 			 live, s->procs.n, final);
 }
 
@@ -352,7 +352,7 @@ static int run_loop(struct session *s)
 		/* 200 ms: records arrive without per-record wakeups (BPF uses
 		 * BPF_RB_NO_WAKEUP for samples); process events do wake us. */
 		int rc = gs_sampler_poll(s->sampler, 200, on_record, s);
-		uint64_t now = now_ns(CLOCK_MONOTONIC);
+		uint64_t now = gs_now_ns(CLOCK_MONOTONIC);
 
 		if (rc < 0 && rc != -EINTR) {
 			fprintf(stderr, "\ngpusample: ring buffer poll failed: %s\n", strerror(-rc));
@@ -360,6 +360,7 @@ static int run_loop(struct session *s)
 		}
 		if (now >= deadline || targets_gone(s))
 			break;
+		gs_rt_tick(s);
 		if (now >= next_progress) {
 			progress(s, false);
 			next_progress = now + 500000000ull;
@@ -387,12 +388,15 @@ static int64_t symbolize_stack(struct session *s, const struct gs_rawstack *r, u
 {
 	uint32_t locs[GS_MAX_KERNEL_FRAMES + GS_MAX_USER_FRAMES + GS_MAX_PY_FRAMES + 2];
 	uint32_t n = 0;
+	int rc;
 
 	for (uint32_t i = 0; i < r->n_kernel; i++)
 		locs[n++] = gs_sym_kernel(s->sym, r->frames[i]);
-	for (uint32_t i = 0; i < r->n_user; i++)
-		locs[n++] = gs_sym_native(s->sym, r->tgid, r->frames[r->n_kernel + i], i > 0);
-	if (r->flags & (GS_CPU_USER_TRUNC | GS_CPU_PY_TRUNC))
+	rc = gs_rt_user_stack(s, r, locs + n, (uint32_t)(sizeof(locs) / sizeof(locs[0]) - n - 1));
+	if (rc < 0)
+		return rc;
+	n += (uint32_t)rc;
+	if (r->flags & GS_CPU_USER_TRUNC)
 		locs[n++] = truncated_loc;
 	return gs_profile_add_stack(&s->prof, locs, n);
 }
@@ -560,9 +564,11 @@ static int open_sampler(struct session *s)
 	};
 	int rc = gs_sampler_open(&so, &s->sampler, s->err, sizeof(s->err));
 
-	if (rc)
+	if (rc) {
 		fprintf(stderr, "gpusample: %s\n", s->err);
-	return rc;
+		return rc;
+	}
+	return gs_rt_open(s);
 }
 
 static int start_launch(struct session *s)
@@ -591,6 +597,7 @@ static void init_session(struct session *s, const struct gs_options *o)
 
 static void free_session(struct session *s)
 {
+	gs_rt_close(s);
 	if (s->sampler)
 		gs_sampler_close(s->sampler);
 	if (s->sym)
@@ -644,8 +651,11 @@ static int start(struct session *s)
 		fprintf(stderr, "gpusample: %s\n", s->err);
 		return rc;
 	}
-	s->t0_mono = now_ns(CLOCK_MONOTONIC);
-	s->t0_wall = now_ns(CLOCK_REALTIME);
+	fprintf(stderr, "gpusample: sampling %u process%s at %u Hz%s (Ctrl-C to stop)\n",
+		s->procs.n, s->procs.n == 1 ? "" : "es", s->o->frequency_hz,
+		s->launched ? ", starting the command" : "");
+	s->t0_mono = gs_now_ns(CLOCK_MONOTONIC);
+	s->t0_wall = gs_now_ns(CLOCK_REALTIME);
 	if (s->launched && (rc = gs_launch_release(&s->launch, s->err, sizeof(s->err)))) {
 		fprintf(stderr, "gpusample: %s\n", s->err);
 		return rc;
@@ -689,7 +699,7 @@ int gs_session_run(const struct gs_options *o)
 	run_loop(&s);
 	finish_launch(&s);
 	s.prof.time_nanos = s.t0_wall;
-	s.prof.duration_nanos = now_ns(CLOCK_MONOTONIC) - s.t0_mono;
+	s.prof.duration_nanos = gs_now_ns(CLOCK_MONOTONIC) - s.t0_mono;
 	rc = build_profile(&s);
 	if (rc)
 		fprintf(stderr, "gpusample: building the profile failed: %s\n", strerror(-rc));

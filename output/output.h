@@ -21,17 +21,35 @@
 int gs_output_open(const char *path, char *err, size_t errlen);
 
 /* Serialized, uncompressed profile.proto bytes (for tests and the gzip
- * writer).  *buf is malloc'ed; caller frees. */
+ * writer).  *buf is malloc'ed; caller frees.  Samples with equal (stack,
+ * labels) are aggregated (values summed).  Besides profile.proto's fields the
+ * file carries a private message in Profile field 4751 (processes, notes,
+ * frequency, lost samples, frame kinds; layout in pprof.c) that pprof and
+ * speedscope skip as an unknown field and gs_read_pprof reads back. */
 int gs_pprof_encode(const struct gs_profile *p, uint8_t **buf, size_t *len);
 int gs_write_pprof(const struct gs_profile *p, const char *path, char *err, size_t errlen);
-/* Read a gpusample pprof file (gzip or plain) back into a model. */
+/* Read a pprof file (gzip or plain) into p, which the caller has set up with
+ * gs_profile_init (normally empty); free it with gs_profile_free even on
+ * error.
+ * Sample columns are matched to enum gs_value by sample_type name (others
+ * ignored); labels pid/tid/thread_name/process_role/cuda_* back into the
+ * sample fields; processes, notes, frequency, lost samples and frame kinds
+ * come from gpusample's private meta field when present (see pprof.c), else
+ * processes are derived from the pid labels.  Samples come back aggregated
+ * (time_ns = 0). */
 int gs_read_pprof(const char *path, struct gs_profile *p, char *err, size_t errlen);
 
-/* One time-ordered "sampled" profile per CPU thread, one per GPU device. */
+/* One time-ordered "sampled" profile per CPU thread (weights in CPU ns,
+ * adjacent identical stacks merged), one per GPU device (unit "none",
+ * weights = gpu_samples, "[GPU] kernel -> file.cu:line -> [stall] reason"
+ * leaves).  activeProfileIndex = the GPU profile when default_sample_type is
+ * a GPU column, else the busiest thread. */
 int gs_write_speedscope(const struct gs_profile *p, const char *path, char *err, size_t errlen);
 
 /* Brendan Gregg folded stacks: root;...;leaf COUNT.  which = GS_FOLDED_CPU
- * (samples/count) or GS_FOLDED_GPU (gpu_samples + not_issued, [stall] leaf). */
+ * (samples/count, root frame "comm-pid", kernel frames suffixed "_[k]") or
+ * GS_FOLDED_GPU (gpu_samples only: the _not_issued column is a subset and is
+ * never added; stacks end "[GPU] kernel;...;file.cu:line;[stall] reason"). */
 enum gs_folded_kind { GS_FOLDED_CPU, GS_FOLDED_GPU };
 int gs_write_folded(const struct gs_profile *p, enum gs_folded_kind which,
 		    const char *path, char *err, size_t errlen);
@@ -42,6 +60,9 @@ struct gs_report_opts {
 	unsigned top;   /* rows per table, default 15 */
 	bool color;
 };
+/* Header, top functions (self/total), processes and threads, notes, GPU
+ * kernels (stall mix, hottest lines, launching Python line) and a "where the
+ * time goes" verdict (heuristics table in report.c).  o may be NULL. */
 int gs_write_report(const struct gs_profile *p, const struct gs_report_opts *o, FILE *out);
 
 #endif

@@ -252,7 +252,7 @@ int64_t gs_profile_add_stack(struct gs_profile *p, const uint32_t *locs, uint32_
 		uint32_t mask = p->stack_hash_cap - 1;
 		for (uint32_t h = (uint32_t)hv & mask; p->stack_hash[h]; h = (h + 1) & mask) {
 			const struct gs_stack *s = &p->stacks[p->stack_hash[h] - 1];
-			if (s->n == n && memcmp(&p->stack_locs[s->first], locs, n * sizeof(*locs)) == 0)
+			if (s->n == n && (n == 0 || memcmp(&p->stack_locs[s->first], locs, n * sizeof(*locs)) == 0))
 				return p->stack_hash[h] - 1;
 		}
 	}

@@ -24,7 +24,7 @@
  *
  * libcupti is dlopen'ed on first need, never linked: gpusample links
  * statically and must run on hosts without CUDA.  Search order: $GS_CUPTI_LIB
- * (a file), paths added with gs_cuda_add_cupti_candidate() (e.g. the libcupti
+ * (a file; "none" disables libcupti), paths added with gs_cuda_add_cupti_candidate() (e.g. the libcupti
  * mapped in the target), $CUDA_HOME/{extras/CUPTI/lib64,lib64,lib},
  * /usr/local/cuda/{extras/CUPTI/lib64,lib64,targets/x86_64-linux/lib,lib},
  * PyTorch's bundled nvidia/cuda_cupti/lib in the usual Python site dirs, then
@@ -62,6 +62,10 @@ void gs_cuda_free(struct gs_cuda *c);
 /* Try this file before the built-in search list (e.g. /proc/PID/root/... of
  * the libcupti the target mapped).  Only effective before the first load. */
 int gs_cuda_add_cupti_candidate(struct gs_cuda *c, const char *path);
+/* Add the libcupti that process pid has mapped (the agent loads one; in a
+ * PyTorch venv it is the bundled nvidia/cuda_cupti copy), as
+ * /proc/PID/root/PATH, so it is tried first.  -ENOENT when pid maps none. */
+int gs_cuda_add_cupti_from_process(struct gs_cuda *c, uint32_t pid);
 /* Load libcupti now if not yet tried.  0 when loaded, -ENOENT when none was
  * found (reason in gs_cuda_cupti_info()). */
 int gs_cuda_load_cupti(struct gs_cuda *c);
@@ -83,6 +87,11 @@ int gs_cuda_cubin_crc(struct gs_cuda *c, const void *cubin, size_t len, uint64_t
  * of that CRC to give it source lines.  *crc_out (may be NULL) gets the key. */
 int gs_cuda_add_cubin(struct gs_cuda *c, uint64_t crc, const void *cubin, size_t len,
 		      uint32_t pid, const char *origin, uint64_t *crc_out);
+/* Same without the copy: the caller keeps cubin valid and unchanged until
+ * gs_cuda_free() (e.g. bytes held by bpf/gpu_host.c, which can run to
+ * hundreds of MB for libtorch_cuda). */
+int gs_cuda_add_cubin_borrowed(struct gs_cuda *c, uint64_t crc, const void *cubin, size_t len,
+			       uint32_t pid, const char *origin, uint64_t *crc_out);
 bool gs_cuda_has_cubin(const struct gs_cuda *c, uint64_t crc);
 
 /* Functions (STT_FUNC symbols) of a cubin image, read with libelf: name and
@@ -162,5 +171,14 @@ void gs_cuda_add_counts(struct gs_cuda *c, uint32_t pid, int32_t device, uint64_
  * ns per sample, totals, dropped and non-user-kernel samples; plus a line
  * about libcupti when source lines were unavailable. */
 int gs_cuda_add_comments(struct gs_cuda *c);
+
+/* ---- wire records (include/gpusample/records.h) -------------------------- */
+
+struct gs_gpu_stall_table;
+/* A GS_REC_GPU_STALL_TABLE record of size bytes: adds the table of
+ * (gpu.tgid, gpu.ctx_uid) and the device facts it carries (period, mode,
+ * SM count and clock).  -EINVAL when the record is malformed. */
+int gs_cuda_stall_table_record(struct gs_cuda *c, const struct gs_gpu_stall_table *rec,
+			       size_t size);
 
 #endif

@@ -65,6 +65,8 @@ struct gs_sym_modcache *gs_sym_modcache_new(void)
 	return calloc(1, sizeof(struct gs_sym_modcache));
 }
 
+static void cu_free(struct gs_sym_cu *cu);
+
 static void module_free(struct gs_sym_module *m)
 {
 	if (m->dwfl)
@@ -77,6 +79,10 @@ static void module_free(struct gs_sym_module *m)
 	free(m->loads);
 	free(m->syms);
 	free(m->maps);
+	for (size_t i = 0; i < m->n_cus; i++)
+		cu_free(m->cus[i]);
+	free(m->cus);
+	free(m->cu_ranges);
 	free(m);
 }
 
@@ -314,8 +320,21 @@ static void module_load_syms(struct gs_sym_module *m)
 	m->n_syms = w;
 }
 
+static const GElf_Phdr *load_of(const struct gs_sym_module *m, uint64_t vaddr)
+{
+	for (size_t i = 0; i < m->n_loads; i++)
+		if (vaddr - m->loads[i].p_vaddr < m->loads[i].p_memsz)
+			return &m->loads[i];
+	return NULL;
+}
+
 static const struct gs_sym_elfsym *module_find_sym(struct gs_sym_module *m, uint64_t vaddr)
 {
+	/* only code has functions: .rodata past the last symbol is no part
+	 * of _fini */
+	const GElf_Phdr *seg = load_of(m, vaddr);
+	if (m->n_loads && (!seg || !(seg->p_flags & PF_X)))
+		return NULL;
 	if (!m->syms_loaded)
 		module_load_syms(m);
 	size_t lo = 0, hi = m->n_syms;
@@ -329,11 +348,12 @@ static const struct gs_sym_elfsym *module_find_sym(struct gs_sym_module *m, uint
 	if (!lo)
 		return NULL;
 	/* nearest symbol at or below; a sized one must contain vaddr, else a
-	 * few earlier (enclosing) ones are tried */
+	 * few earlier (enclosing) ones are tried; an unsized one (assembly)
+	 * counts when it is the nearest and in the same segment */
 	for (size_t i = lo, tries = 0; i > 0 && tries < 8; i--, tries++) {
 		const struct gs_sym_elfsym *s = &m->syms[i - 1];
 		if (!s->size)
-			return tries == 0 ? s : NULL;
+			return tries == 0 && load_of(m, s->addr) == seg ? s : NULL;
 		if (vaddr < s->addr + s->size)
 			return s;
 	}
@@ -378,13 +398,34 @@ static bool is_function_scope(Dwarf_Die *d)
 	return t == DW_TAG_subprogram || t == DW_TAG_inlined_subroutine || t == DW_TAG_entry_point;
 }
 
+/* dwarf_decl_file, plus DWARF 5's file 0 (clang uses it for the primary
+ * source; libdw 0.188's dwarf_decl_file rejects index 0). */
+static const char *decl_file(Dwarf_Die *fn)
+{
+	const char *file = dwarf_decl_file(fn);
+	if (file)
+		return file;
+	Dwarf_Attribute a;
+	Dwarf_Word idx;
+	if (!dwarf_attr_integrate(fn, DW_AT_decl_file, &a) || dwarf_formudata(&a, &idx))
+		return NULL;
+	/* the file table of the CU holding the attribute (the abstract origin
+	 * may be in another unit) */
+	Dwarf_Die cu;
+	Dwarf_Files *files;
+	size_t n;
+	if (!dwarf_diecu(fn, &cu, NULL, NULL) || dwarf_getsrcfiles(&cu, &files, &n) || idx >= n)
+		return NULL;
+	return dwarf_filesrc(files, idx, NULL, NULL);
+}
+
 static int frame_from_die(struct gs_sym_frame *f, Dwarf_Die *fn)
 {
 	const char *n = die_linkage_name(fn);
 	int err = set_names(f, n ? n : "[unknown]");
 	if (err)
 		return err;
-	const char *file = dwarf_decl_file(fn);
+	const char *file = decl_file(fn);
 	if (file && !(f->file = strdup(file)))
 		return -ENOMEM;
 	int ln = 0;
@@ -393,13 +434,37 @@ static int frame_from_die(struct gs_sym_frame *f, Dwarf_Die *fn)
 	return 0;
 }
 
-/* Inline chain at dwarf address a (DWARF-relative): scopes from the innermost
- * DIE outwards, as eu-addr2line -i does.  Frame 0 is the innermost inlined
- * callee (its line from the line table), each next frame its caller with the
- * DW_AT_call_line of the inlined_subroutine below it; the last frame is the
- * out-of-line function. */
-static int dwarf_chain(Dwarf_Die *cudie, Dwarf_Addr a, int leaf_line, const char *leaf_file,
-		       struct gs_sym_result *r)
+/* Frames from scopes[0..n) (innermost first; non-function scopes skipped):
+ * frame 0 is the innermost inlined callee with the line-table line, each
+ * next frame its caller with the DW_AT_call_line of the inlined_subroutine
+ * below it; the out-of-line function ends the chain. */
+static int chain_frames(Dwarf_Die *scopes, int n, int leaf_line, const char *leaf_file,
+			struct gs_sym_result *r)
+{
+	int64_t line = leaf_line;
+	for (int i = 0; i < n && r->n < GS_SYM_MAX_INLINE; i++) {
+		if (!is_function_scope(&scopes[i]))
+			continue;
+		struct gs_sym_frame *f = &r->f[r->n++];
+		int err = frame_from_die(f, &scopes[i]);
+		if (err)
+			return err;
+		f->line = line;
+		if (!f->file && r->n == 1 && leaf_file && !(f->file = strdup(leaf_file)))
+			return -ENOMEM;
+		if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
+			break;
+		Dwarf_Attribute at;
+		Dwarf_Word v = 0;
+		line = dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &at), &v) == 0 ? (int64_t)v : 0;
+	}
+	return 0;
+}
+
+/* Fallback: libdw's scope search, as eu-addr2line -i does (walks the CU's
+ * DIE tree on every call). */
+static int getscopes_chain(Dwarf_Die *cudie, Dwarf_Addr a, int leaf_line, const char *leaf_file,
+			   struct gs_sym_result *r)
 {
 	Dwarf_Die *scopes = NULL;
 	int n = dwarf_getscopes(cudie, a, &scopes);
@@ -411,31 +476,256 @@ static int dwarf_chain(Dwarf_Die *cudie, Dwarf_Addr a, int leaf_line, const char
 	free(scopes);
 	scopes = NULL;
 	n = dwarf_getscopes_die(&inner, &scopes);
-	if (n <= 0) {
-		free(scopes);
-		return 0;
-	}
-	int err = 0;
-	int64_t line = leaf_line;
-	for (int i = 0; i < n && r->n < GS_SYM_MAX_INLINE; i++) {
-		if (!is_function_scope(&scopes[i]))
-			continue;
-		struct gs_sym_frame *f = &r->f[r->n++];
-		if ((err = frame_from_die(f, &scopes[i])))
-			break;
-		f->line = line;
-		if (!f->file && r->n == 1 && leaf_file && !(f->file = strdup(leaf_file))) {
-			err = -ENOMEM;
-			break;
-		}
-		if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
-			break; /* the out-of-line function ends the chain */
-		Dwarf_Attribute at;
-		Dwarf_Word v = 0;
-		line = dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &at), &v) == 0 ? (int64_t)v : 0;
-	}
+	int err = n > 0 ? chain_frames(scopes, n, leaf_line, leaf_file, r) : 0;
 	free(scopes);
 	return err;
+}
+
+/* ---- per-CU function index ------------------------------------------------
+ * dwarf_getscopes walks the whole CU per address, which costs ~1 ms per
+ * lookup in libpython's ceval.c and far more in template-heavy libtorch CUs.
+ * Instead each CU that holds a sampled address is walked once into its
+ * function ranges: entries (subprogram / inlined_subroutine pc ranges) in DIE
+ * order, and "tops" (ranges of outermost subprograms, sorted) that point at
+ * the span of entries under them.  A lookup is a binary search for the top,
+ * then a scan of its span; matching entries come outer first. */
+
+struct cu_ent { uint64_t lo, hi; Dwarf_Die die; };
+struct cu_top { uint64_t lo, hi; uint32_t first, end; };
+struct gs_sym_cu {
+	Dwarf_Off off;
+	struct cu_ent *e;
+	size_t n, cap;
+	struct cu_top *t;
+	size_t nt, capt;
+	bool oom;
+};
+
+static bool push_ent(struct gs_sym_cu *cu, uint64_t lo, uint64_t hi, Dwarf_Die *die)
+{
+	if (cu->n == cu->cap) {
+		size_t nc = cu->cap ? cu->cap * 2 : 256;
+		void *ne = realloc(cu->e, nc * sizeof(*cu->e));
+		if (!ne)
+			return !(cu->oom = true);
+		cu->e = ne;
+		cu->cap = nc;
+	}
+	cu->e[cu->n++] = (struct cu_ent){ lo, hi, *die };
+	return true;
+}
+
+static bool push_top(struct gs_sym_cu *cu, uint64_t lo, uint64_t hi, uint32_t first, uint32_t end)
+{
+	if (cu->nt == cu->capt) {
+		size_t nc = cu->capt ? cu->capt * 2 : 64;
+		void *nt = realloc(cu->t, nc * sizeof(*cu->t));
+		if (!nt)
+			return !(cu->oom = true);
+		cu->t = nt;
+		cu->capt = nc;
+	}
+	cu->t[cu->nt++] = (struct cu_top){ lo, hi, first, end };
+	return true;
+}
+
+/* Tags whose children may hold code ranges; types, variables and
+ * parameters are skipped (most of a C++ CU). */
+static bool may_hold_code(int tag)
+{
+	switch (tag) {
+	case DW_TAG_namespace: case DW_TAG_lexical_block: case DW_TAG_subprogram:
+	case DW_TAG_inlined_subroutine: case DW_TAG_entry_point: case DW_TAG_try_block:
+	case DW_TAG_catch_block: case DW_TAG_module: case DW_TAG_with_stmt:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void cu_walk(struct gs_sym_cu *cu, Dwarf_Die *parent, bool in_top, int depth)
+{
+	Dwarf_Die child;
+	if (depth > 128 || dwarf_child(parent, &child) != 0)
+		return;
+	do {
+		int tag = dwarf_tag(&child);
+		if (!may_hold_code(tag))
+			continue;
+		bool fn = is_function_scope(&child);
+		uint32_t first = (uint32_t)cu->n;
+		if (fn) {
+			Dwarf_Addr base, lo, hi;
+			ptrdiff_t off = 0;
+			while ((off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0)
+				if (hi > lo && !push_ent(cu, lo, hi, &child))
+					return;
+		}
+		bool top = fn && !in_top && tag == DW_TAG_subprogram && cu->n > first;
+		cu_walk(cu, &child, in_top || top, depth + 1);
+		if (top)
+			for (uint32_t i = first; i < cu->n && cu->e[i].die.addr == child.addr; i++)
+				if (!push_top(cu, cu->e[i].lo, cu->e[i].hi, first, (uint32_t)cu->n))
+					return;
+	} while (!cu->oom && dwarf_siblingof(&child, &child) == 0);
+}
+
+static int top_cmp(const void *a, const void *b)
+{
+	const struct cu_top *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static void cu_free(struct gs_sym_cu *cu)
+{
+	free(cu->e);
+	free(cu->t);
+	free(cu);
+}
+
+/* The index of cudie's CU, built on first use; NULL on ENOMEM. */
+static struct gs_sym_cu *module_cu(struct gs_sym_module *m, Dwarf_Die *cudie)
+{
+	Dwarf_Off off = dwarf_dieoffset(cudie);
+	size_t lo = 0, hi = m->n_cus;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->cus[mid]->off < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < m->n_cus && m->cus[lo]->off == off)
+		return m->cus[lo];
+	struct gs_sym_cu *cu = calloc(1, sizeof(*cu));
+	struct gs_sym_cu **ncus = realloc(m->cus, (m->n_cus + 1) * sizeof(*ncus));
+	if (!cu || !ncus) {
+		free(cu);
+		if (ncus)
+			m->cus = ncus;
+		return NULL;
+	}
+	m->cus = ncus;
+	cu->off = off;
+	cu_walk(cu, cudie, false, 0);
+	if (cu->oom) {
+		cu_free(cu);
+		return NULL;
+	}
+	qsort(cu->t, cu->nt, sizeof(*cu->t), top_cmp);
+	memmove(&m->cus[lo + 1], &m->cus[lo], (m->n_cus - lo) * sizeof(*ncus));
+	m->cus[lo] = cu;
+	m->n_cus++;
+	return cu;
+}
+
+/* Function scopes containing a, innermost first, into out[]; count or -1
+ * when the index has no function there. */
+static int cu_scopes(const struct gs_sym_cu *cu, uint64_t a, Dwarf_Die *out, int max)
+{
+	size_t lo = 0, hi = cu->nt;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (cu->t[mid].lo <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t k = lo; k > 0 && lo - k < 4; k--) {
+		const struct cu_top *t = &cu->t[k - 1];
+		if (a >= t->hi)
+			continue;
+		int n = 0;
+		for (uint32_t i = t->first; i < t->end; i++)
+			if (a >= cu->e[i].lo && a < cu->e[i].hi && n < max &&
+			    (!n || out[n - 1].addr != cu->e[i].die.addr))
+				out[n++] = cu->e[i].die;
+		/* DIE order is outer first: reverse to innermost first */
+		for (int i = 0; i < n / 2; i++) {
+			Dwarf_Die d = out[i];
+			out[i] = out[n - 1 - i];
+			out[n - 1 - i] = d;
+		}
+		return n ? n : -1;
+	}
+	return -1;
+}
+
+/* CU lookup without .debug_aranges: the ranges of every CU DIE (unit
+ * headers and the CU DIE's own attributes only, not the CUs' contents),
+ * built once per module on the first miss. */
+struct cu_range { uint64_t lo, hi; Dwarf_Off die_off; };
+
+static int range_cmp(const void *a, const void *b)
+{
+	const struct cu_range *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static void build_cu_ranges(struct gs_sym_module *m, Dwarf *dw)
+{
+	m->cu_ranges_built = true;
+	size_t cap = 0;
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+	while (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		Dwarf_Die cudie;
+		if (dwarf_offdie(dw, off + hsize, &cudie)) {
+			Dwarf_Addr base, lo, hi;
+			ptrdiff_t ro = 0;
+			while ((ro = dwarf_ranges(&cudie, ro, &base, &lo, &hi)) > 0) {
+				if (hi <= lo)
+					continue;
+				if (m->n_cu_ranges == cap) {
+					size_t nc = cap ? cap * 2 : 256;
+					void *nr = realloc(m->cu_ranges, nc * sizeof(struct cu_range));
+					if (!nr)
+						return;
+					m->cu_ranges = nr;
+					cap = nc;
+				}
+				((struct cu_range *)m->cu_ranges)[m->n_cu_ranges++] =
+					(struct cu_range){ lo, hi, off + hsize };
+			}
+		}
+		off = next;
+	}
+	qsort(m->cu_ranges, m->n_cu_ranges, sizeof(struct cu_range), range_cmp);
+}
+
+static Dwarf_Die *cu_by_range(struct gs_sym_module *m, Dwarf_Addr da, Dwarf_Addr *bias, Dwarf_Die *out)
+{
+	Dwarf *dw = dwfl_module_getdwarf(m->mod, bias);
+	if (!dw)
+		return NULL;
+	if (!m->cu_ranges_built)
+		build_cu_ranges(m, dw);
+	uint64_t a = da - *bias;
+	const struct cu_range *r = m->cu_ranges;
+	size_t lo = 0, hi = m->n_cu_ranges;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (r[mid].lo <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || a >= r[lo - 1].hi)
+		return NULL;
+	return dwarf_offdie(dw, r[lo - 1].die_off, out);
+}
+
+bool gs_sym_no_cu_index;
+
+static int dwarf_chain(struct gs_sym_module *m, Dwarf_Die *cudie, Dwarf_Addr a, int leaf_line,
+		       const char *leaf_file, struct gs_sym_result *r)
+{
+	struct gs_sym_cu *cu = gs_sym_no_cu_index ? NULL : module_cu(m, cudie);
+	Dwarf_Die scopes[GS_SYM_MAX_INLINE];
+	int n = cu ? cu_scopes(cu, a, scopes, GS_SYM_MAX_INLINE) : -1;
+	if (n > 0)
+		return chain_frames(scopes, n, leaf_line, leaf_file, r);
+	return getscopes_chain(cudie, a, leaf_line, leaf_file, r);
 }
 
 void gs_sym_result_clear(struct gs_sym_result *r)
@@ -462,15 +752,23 @@ int gs_sym_module_resolve(struct gs_sym_module *m, uint64_t vaddr, struct gs_sym
 	if (dl)
 		leaf_file = dwfl_lineinfo(dl, NULL, &leaf_line, NULL, NULL, NULL);
 	Dwarf_Addr cubias = 0;
-	Dwarf_Die *cudie = dwfl_module_addrdie(m->mod, da, &cubias);
+	Dwarf_Die *cudie = dwfl_module_addrdie(m->mod, da, &cubias), cubuf;
+	if (!cudie && (cudie = cu_by_range(m, da, &cubias, &cubuf))) {
+		/* no .debug_aranges (clang's default): libdwfl found no CU */
+		Dwarf_Line *l = dwarf_getsrc_die(cudie, da - cubias);
+		if (l && dwarf_lineno(l, &leaf_line) == 0)
+			leaf_file = dwarf_linesrc(l, NULL, NULL);
+	}
 	int err = 0;
 	if (cudie) {
 		r->has_dwarf = true;
-		err = dwarf_chain(cudie, da - cubias, leaf_line, leaf_file, r);
+		err = dwarf_chain(m, cudie, da - cubias, leaf_line, leaf_file, r);
 		if (err)
 			goto fail;
 	}
-	if (sym) {
+	/* an unsized symbol (assembly, or the nearest one below) is a guess:
+	 * DWARF's function wins over it */
+	if (sym && (sym->size || !r->n)) {
 		r->from_symtab = true;
 		/* The ELF symbol names the out-of-line function best (qualified
 		 * C++ linkage name, .cold parts); DWARF's DW_AT_name is bare. */

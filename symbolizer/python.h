@@ -13,12 +13,16 @@
  * Session wiring (who calls what, when):
  *   py = gs_py_new(profile)                       once, before sampling
  *   gs_py_discover(py, tgid, &cfg, msg, len)      first sight of a process
- *        and after every GS_PROC_EXEC; on 0: gs_sampler_set_py_cfg(s, id,
+ *        and after every GS_PROC_EXEC (retry -ENOENT/-EAGAIN on each poll
+ *        for ~5 s after an exec: the new image maps libpython and sets up
+ *        its runtime a few ms later); on 0: gs_sampler_set_py_cfg(s, id,
  *        &cfg) with a fresh id >= 1 and targets[tgid].py_cfg_id = id;
  *        -ENOENT: not Python (py_cfg_id 0, say nothing); other errors: print
  *        msg once as a note, py_cfg_id 0.
  *   gs_py_fork(py, parent, child)                 on GS_PROC_FORK (the BPF
- *        fork handler already copied the targets entry, py_cfg_id included)
+ *        fork handler already copied the targets entry, py_cfg_id included);
+ *        if the parent is itself still waiting for discovery (a forkserver
+ *        that forks right after its exec), discover the child too.
  *   gs_py_note_frames(py, tgid, frames, n)        for each NEW raw stack while
  *        the run lasts (reads code objects eagerly: workers may exit soon)
  *   gs_py_exit(py, tgid)                          on GS_PROC_EXIT
@@ -66,7 +70,9 @@ struct gs_py *gs_py_new(struct gs_profile *profile);
 void gs_py_free(struct gs_py *py);
 
 /* Find the CPython interpreter of tgid and fill cfg for the BPF walker.
- * 0: found; -ENOENT: no CPython in the process; -ENOTSUP: a Python this
+ * 0: found; -ENOENT: no CPython in the process (yet: right after exec the
+ * interpreter may not be mapped); -EAGAIN: CPython found but not initialized
+ * yet (retry every poll for a few seconds after exec); -ENOTSUP: a Python this
  * version cannot walk (msg names it); -EPROTO: offsets failed the start-up
  * cross-check (msg names the build); -ESRCH/-EPERM: process gone / no
  * access.  msg receives one line in every non-zero case but -ENOENT.
@@ -76,7 +82,9 @@ int gs_py_discover(struct gs_py *py, uint32_t tgid, struct gs_py_cfg *cfg,
 /* Child shares the parent's interpreter state and code cache (fork: same
  * address space).  No-op when the parent is not a known Python process. */
 int gs_py_fork(struct gs_py *py, uint32_t parent, uint32_t child);
-/* Image replaced: forget tgid (call gs_py_discover again for the new one). */
+/* Image replaced: tgid starts over (call gs_py_discover again for the new
+ * image); code objects already read for it stay usable for samples taken
+ * before the exec. */
 void gs_py_exec(struct gs_py *py, uint32_t tgid);
 /* Process gone: cached code objects stay usable. */
 void gs_py_exit(struct gs_py *py, uint32_t tgid);

@@ -43,6 +43,13 @@ struct gs_sym_module {
 	struct gs_sym_elfsym *syms;
 	size_t n_syms;
 	bool syms_loaded;
+	/* DWARF function-range index per CU touched, sorted by CU offset */
+	struct gs_sym_cu **cus;
+	size_t n_cus;
+	/* CU ranges when the file has no .debug_aranges (struct cu_range) */
+	void *cu_ranges;
+	size_t n_cu_ranges;
+	bool cu_ranges_built;
 	/* one profile mapping per load bias */
 	struct gs_sym_bias_map *maps;
 	size_t n_maps;
@@ -86,6 +93,9 @@ struct gs_sym_result {
 /* Fill r for ELF vaddr of m.  Returns 0 (n may be 0) or -ENOMEM. */
 int gs_sym_module_resolve(struct gs_sym_module *m, uint64_t vaddr, struct gs_sym_result *r);
 void gs_sym_result_clear(struct gs_sym_result *r);
+/* Tests: resolve inline chains with dwarf_getscopes instead of the per-CU
+ * index (the two must agree). */
+extern bool gs_sym_no_cu_index;
 
 /* ---- maps snapshots (maps.c) -------------------------------------------- */
 
@@ -138,7 +148,12 @@ int gs_perfmap_path(uint32_t tgid, char *buf, size_t len);
 
 /* ---- kernel (kernel.c) -------------------------------------------------- */
 
-struct gs_ksym { uint64_t addr; char *name; uint32_t module; /* 0 = vmlinux */ };
+struct gs_ksym {
+	uint64_t addr;
+	char *name;
+	uint32_t module; /* 0 = vmlinux */
+	bool global;     /* T/W, not t/w */
+};
 struct gs_kallsyms {
 	struct gs_ksym *s;
 	size_t n;

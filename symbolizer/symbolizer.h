@@ -20,6 +20,30 @@
  *
  * Errors: 0 or a negative errno; an address that cannot be resolved still
  * gets a location ("[unknown]" or "libfoo.so+0x1234"), never an error.
+ *
+ * Details (implementation in symbolizer.c, maps.c, native.c, kernel.c,
+ * perfmap.c, demangle.c):
+ *  - Mappings: one gs_mapping per (file, load bias), shared by every process
+ *    that maps the file at the same address (fork children, non-PIE
+ *    executables), so a location's runtime address always lies in its
+ *    mapping's [start, limit) as pprof expects; pprof merges the per-bias
+ *    mappings of one file by build_id.  start/limit/offset are the file's
+ *    executable segment.  has_functions / has_filenames / has_lines /
+ *    has_inlines are set from what the locations in it actually carry.
+ *  - Location address: the runtime address looked up, i.e. addr - 1 for
+ *    return addresses (the call instruction), addr for the leaf.
+ *  - Fallback names: "libfoo.so+0x1234" where 0x1234 is the ELF virtual
+ *    address (what `addr2line -e libfoo.so 0x1234` takes); "[vdso]" etc. for
+ *    kernel-provided mappings; "[unknown]" elsewhere (mapping id 0).  Perf-map
+ *    (JIT) locations have mapping id 0.
+ *  - Kernel: one "[kernel.kallsyms]" mapping for vmlinux and one "[module]"
+ *    mapping per kernel module, as perf names them.
+ *  - Maps re-read: a miss in a live process re-reads its maps and perf map
+ *    at most once a second; mappings that disappeared (dlclose) are kept.
+ *  - gs_sym_has_process: true once a snapshot exists (also after exit).  A
+ *    process whose maps cannot be read is remembered without a snapshot; its
+ *    addresses become "[unknown]" without re-reading /proc each time.
+ *  - Not thread-safe: one thread owns a gs_symbolizer.
  */
 #ifndef GS_SYMBOLIZER_H
 #define GS_SYMBOLIZER_H
@@ -49,21 +73,31 @@ uint32_t gs_sym_native(struct gs_symbolizer *s, uint32_t tgid, uint64_t addr, bo
 uint32_t gs_sym_kernel(struct gs_symbolizer *s, uint64_t addr);
 
 /* File backing addr in tgid's snapshot (NULL if none), and the mapping's
- * start/offset; used by Python discovery and the CFI table builder. */
+ * start/offset; used by Python discovery and the CFI table builder.
+ * Returns 0, -ESRCH (process unknown and gone) or -ENOENT (addr is not in a
+ * file mapping, also after one re-read).  Works for data segments too
+ * (load_bias valid there).  Strings live as long as the snapshot: copy
+ * them before the next gs_sym_* call on that process. */
 struct gs_sym_mapping_info {
-	const char *path;       /* path as in /proc/PID/maps */
-	const char *open_path;  /* path that opens the file from this process */
+	const char *path;       /* path as in /proc/PID/maps (may end " (deleted)") */
+	const char *open_path;  /* path that opens the file from this process:
+				 * "/proc/self/fd/N" of the symbolizer's own fd,
+				 * valid until gs_sym_free even after the target
+				 * exits or the file is deleted; NULL if the file
+				 * could not be opened */
 	uint64_t start, end, offset;
 	uint64_t load_bias;     /* runtime address - ELF vaddr */
 	char build_id[41];      /* hex, "" if none */
 };
 int gs_sym_mapping_for(struct gs_symbolizer *s, uint32_t tgid, uint64_t addr,
 		       struct gs_sym_mapping_info *out);
-/* Call fn for each file-backed executable mapping of tgid's snapshot. */
+/* Call fn for each file-backed executable mapping of tgid's snapshot, in
+ * address order; a nonzero return from fn stops and is returned. */
 int gs_sym_foreach_mapping(struct gs_symbolizer *s, uint32_t tgid,
 			   int (*fn)(void *ctx, const struct gs_sym_mapping_info *m), void *ctx);
 
-/* Demangle a C++ (Itanium) name; returns malloc'ed string or NULL. */
+/* Demangle a C++ (Itanium) name; returns malloc'ed string or NULL (not
+ * "_Z..." or not valid).  A "@@VERSION" suffix is kept after the result. */
 char *gs_demangle(const char *mangled);
 
 #endif

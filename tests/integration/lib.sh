@@ -19,3 +19,17 @@ pprof() { go tool pprof "$@" 2>"$T/pprof.err"; }
 pprof_traces() { go tool pprof -traces "$@" 2>"$T/pprof.err"; }
 # Fraction check: ratio a/b >= min (floating point via awk).
 ratio_at_least() { awk -v a="$1" -v b="$2" -v m="$3" 'BEGIN{ if (b==0 || a/b < m) exit 1 }'; }
+# Start gpusample in the background with stderr to $T/gs.err and wait until
+# it samples (BPF verification can take a few seconds).  Sets $gs.
+gs_start() {
+	"$GS" "$@" 2>"$T/gs.err" &
+	gs=$!
+	for _ in $(seq 1 300); do
+		grep -q '^gpusample: sampling' "$T/gs.err" 2>/dev/null && return 0
+		kill -0 "$gs" 2>/dev/null || { cat "$T/gs.err"; fail "gpusample exited before sampling"; }
+		sleep 0.1
+	done
+	fail "gpusample did not start sampling within 30 s: $(cat "$T/gs.err")"
+}
+# Wait for the background gpusample; fail on a non-zero exit.
+gs_wait() { wait "$gs" || { cat "$T/gs.err"; fail "gpusample exited with $?"; }; }

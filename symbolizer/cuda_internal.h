@@ -1,16 +1,42 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Internal to symbolizer/cuda.c and symbolizer/join.c: an open-addressing
- * hash map from a key of three u64 words to a u32 value.  Exact keys (no
- * collisions folded together); grows at 50% load; never shrinks.
+ * Internal to symbolizer/cuda.c, symbolizer/join.c and their unit tests:
+ *  - mirrors of the two offline CUPTI parameter structs, so the core builds
+ *    without CUDA headers (tests/unit/test_cuda.c checks them against the
+ *    real cupti_pcsampling.h when it is installed);
+ *  - an open-addressing hash map from a key of three u64 words to a u32
+ *    value.  Exact keys (no collisions folded together); grows at 50% load.
  */
-#ifndef GS_CUDA_KMAP_H
-#define GS_CUDA_KMAP_H
+#ifndef GS_CUDA_INTERNAL_H
+#define GS_CUDA_INTERNAL_H
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+
+/* CUpti_GetSassToSourceCorrelationParams (cupti_pcsampling.h, CUDA 13.0;
+ * unchanged since CUDA 11.3). */
+struct gs_cupti_sass_params {
+	size_t size;
+	const void *cubin;
+	const char *functionName;
+	size_t cubinSize;
+	uint32_t lineNumber;
+	uint64_t pcOffset;
+	char *fileName; /* malloc'ed by CUPTI; caller frees */
+	char *dirName;  /* malloc'ed by CUPTI; caller frees */
+};
+/* CUpti_GetCubinCrcParams */
+struct gs_cupti_crc_params {
+	size_t size;
+	size_t cubinSize;
+	const void *cubin;
+	uint64_t cubinCrc;
+};
+typedef int (*gs_cupti_sass_fn)(struct gs_cupti_sass_params *);
+typedef int (*gs_cupti_crc_fn)(struct gs_cupti_crc_params *);
 
 struct gs_kmap_ent {
 	uint64_t a, b, c;

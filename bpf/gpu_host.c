@@ -1,0 +1,617 @@
+/* SPDX-License-Identifier: MIT */
+/* Host side of the GPU agent (see gpu_host.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include "gpu_host.h"
+
+#define AGENT_NAME "libgpusample_agent.so"
+#define RESCAN_NS 500000000ull
+#define MAX_CUBIN (256u << 20)
+
+struct gpu_proc {
+	struct gs_gpu_proc_info info;
+	struct bpf_link *rec_link, *launch_link;
+	uint64_t cfg_addr;
+	uint64_t last_scan_ns;
+	bool acked;
+	struct gs_gpu_stall_table *tables[16]; /* by arrival; ctx_uid inside */
+	size_t n_tables;
+	/* reason flags per context for counting base samples: (ctx, index) -> flags */
+};
+
+struct cubin {
+	uint64_t crc;
+	void *data;
+	size_t size;
+};
+
+struct gs_gpu_host {
+	struct bpf_program *rec_prog, *launch_prog;
+	struct gs_gpu_host_opts o;
+	struct gpu_proc *procs;
+	size_t n_procs, cap_procs;
+	struct cubin *cubins;
+	size_t n_cubins, cap_cubins;
+	uint32_t next_session;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+const char *gs_gpu_state_name(enum gs_gpu_proc_state s)
+{
+	switch (s) {
+	case GS_GPU_PROC_NO_AGENT: return "no agent";
+	case GS_GPU_PROC_ATTACHED: return "attached";
+	case GS_GPU_PROC_ARMED: return "armed";
+	case GS_GPU_PROC_OFF: return "off";
+	case GS_GPU_PROC_DISARMED: return "disarmed";
+	case GS_GPU_PROC_ERROR: return "error";
+	}
+	return "?";
+}
+
+struct gs_gpu_host *gs_gpu_host_new(struct bpf_program *record_prog, struct bpf_program *launch_prog,
+				    const struct gs_gpu_host_opts *o)
+{
+	struct gs_gpu_host *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return NULL;
+	h->rec_prog = record_prog;
+	h->launch_prog = launch_prog;
+	if (o)
+		h->o = *o;
+	/* Sessions differ across gpusample runs so an agent never mistakes a
+	 * new attach for the previous one. */
+	h->next_session = ((uint32_t)time(NULL) << 8) ^ ((uint32_t)getpid() << 20);
+	if (!h->next_session)
+		h->next_session = 1;
+	elf_version(EV_CURRENT);
+	return h;
+}
+
+static void proc_detach(struct gpu_proc *p)
+{
+	bpf_link__destroy(p->rec_link);
+	bpf_link__destroy(p->launch_link);
+	p->rec_link = p->launch_link = NULL;
+}
+
+void gs_gpu_host_free(struct gs_gpu_host *h)
+{
+	if (!h)
+		return;
+	for (size_t i = 0; i < h->n_procs; i++) {
+		proc_detach(&h->procs[i]);
+		for (size_t k = 0; k < h->procs[i].n_tables; k++)
+			free(h->procs[i].tables[k]);
+	}
+	for (size_t i = 0; i < h->n_cubins; i++)
+		free(h->cubins[i].data);
+	free(h->cubins);
+	free(h->procs);
+	free(h);
+}
+
+static struct gpu_proc *proc_find(struct gs_gpu_host *h, uint32_t tgid, bool create)
+{
+	struct gpu_proc *p;
+
+	for (size_t i = 0; i < h->n_procs; i++)
+		if (h->procs[i].info.tgid == tgid)
+			return &h->procs[i];
+	if (!create)
+		return NULL;
+	if (h->n_procs == h->cap_procs) {
+		size_t cap = h->cap_procs ? h->cap_procs * 2 : 16;
+		p = realloc(h->procs, cap * sizeof(*p));
+		if (!p)
+			return NULL;
+		h->procs = p;
+		h->cap_procs = cap;
+	}
+	p = &h->procs[h->n_procs++];
+	memset(p, 0, sizeof(*p));
+	p->info.tgid = tgid;
+	return p;
+}
+
+/* The agent's path and the start of its offset-0 mapping in tgid. */
+static int find_agent(uint32_t tgid, char *path, size_t len, uint64_t *base)
+{
+	char maps[64], line[4096];
+	FILE *f;
+	int found = 0;
+
+	snprintf(maps, sizeof(maps), "/proc/%u/maps", tgid);
+	f = fopen(maps, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, off;
+		char perms[8], *file;
+		int pos = 0;
+
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &off, &pos) < 4 || !pos)
+			continue;
+		file = line + pos;
+		file[strcspn(file, "\n")] = 0;
+		if (!strstr(file, AGENT_NAME) || strstr(file, " (deleted)") || off != 0)
+			continue;
+		snprintf(path, len, "%s", file);
+		*base = start;
+		found = 1;
+		break;
+	}
+	fclose(f);
+	return found;
+}
+
+/* Address of gs_agent_cfg in tgid: load bias + st_value of the dynamic symbol. */
+static int cfg_address(const char *file, uint64_t base, uint64_t *addr)
+{
+	Elf *e;
+	Elf_Scn *scn = NULL;
+	GElf_Phdr ph;
+	size_t nph;
+	uint64_t first_vaddr = UINT64_MAX;
+	int fd, rc = -ENOENT;
+
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (!e || elf_getphdrnum(e, &nph)) {
+		rc = -EINVAL;
+		goto out;
+	}
+	for (size_t i = 0; i < nph; i++)
+		if (gelf_getphdr(e, i, &ph) && ph.p_type == PT_LOAD && ph.p_offset == 0)
+			first_vaddr = ph.p_vaddr & ~(uint64_t)(sysconf(_SC_PAGESIZE) - 1);
+	if (first_vaddr == UINT64_MAX) {
+		rc = -EINVAL;
+		goto out;
+	}
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < sh.sh_size / (sh.sh_entsize ? sh.sh_entsize : 1); i++) {
+			GElf_Sym sym;
+			const char *n;
+
+			if (!gelf_getsym(d, i, &sym))
+				continue;
+			n = elf_strptr(e, sh.sh_link, sym.st_name);
+			if (n && !strcmp(n, "gs_agent_cfg") && sym.st_size >= sizeof(struct gs_gpu_agent_cfg)) {
+				*addr = base - first_vaddr + sym.st_value;
+				rc = 0;
+				goto out;
+			}
+		}
+	}
+out:
+	if (e)
+		elf_end(e);
+	close(fd);
+	return rc;
+}
+
+static int vm_read(uint32_t tgid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec l = { buf, len }, r = { (void *)(uintptr_t)addr, len };
+	ssize_t n = process_vm_readv(tgid, &l, 1, &r, 1, 0);
+
+	return n == (ssize_t)len ? 0 : (n < 0 ? -errno : -EIO);
+}
+
+static int vm_write(uint32_t tgid, uint64_t addr, const void *buf, size_t len)
+{
+	struct iovec l = { (void *)buf, len }, r = { (void *)(uintptr_t)addr, len };
+	ssize_t n = process_vm_writev(tgid, &l, 1, &r, 1, 0);
+
+	return n == (ssize_t)len ? 0 : (n < 0 ? -errno : -EIO);
+}
+
+static int proc_error(struct gpu_proc *p, int rc, const char *fmt, const char *arg)
+{
+	p->info.state = GS_GPU_PROC_ERROR;
+	snprintf(p->info.message, sizeof(p->info.message), fmt, arg, strerror(-rc));
+	return rc;
+}
+
+static int proc_attach(struct gs_gpu_host *h, struct gpu_proc *p, const char *map_path, uint64_t base)
+{
+	char file[PATH_MAX];
+	struct gs_gpu_agent_cfg cfg;
+	int rc;
+
+	snprintf(p->info.agent_path, sizeof(p->info.agent_path), "%s", map_path);
+	/* Through the target's root: the path is the one inside its mount
+	 * namespace (containers). */
+	snprintf(file, sizeof(file), "/proc/%u/root%s", p->info.tgid, map_path);
+	if ((rc = cfg_address(file, base, &p->cfg_addr)))
+		return proc_error(p, rc, "agent %s has no gs_agent_cfg (%s): agent and gpusample versions differ",
+				  map_path);
+	if ((rc = vm_read(p->info.tgid, p->cfg_addr, &cfg, sizeof(cfg))))
+		return proc_error(p, rc, "cannot read the agent's options in %s (%s): run as root", map_path);
+	if (cfg.magic != GS_GPU_CFG_MAGIC || cfg.version != GS_GPU_CFG_VERSION)
+		return proc_error(p, -EPROTO, "agent %s speaks another options version (%s): use the agent "
+				  "built with this gpusample", map_path);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.magic = GS_GPU_CFG_MAGIC;
+	cfg.version = GS_GPU_CFG_VERSION;
+	cfg.session = h->next_session++;
+	if (!cfg.session)
+		cfg.session = h->next_session++;
+	cfg.sampling_period = h->o.sampling_period;
+	cfg.collection_mode = h->o.serialized ? GS_GPU_MODE_SERIALIZED : GS_GPU_MODE_CONTINUOUS;
+	cfg.launch_events_per_s = h->o.launch_events_per_s;
+	cfg.drain_interval_ms = h->o.drain_interval_ms;
+	cfg.hw_buffer_bytes = h->o.hw_buffer_bytes;
+	if ((rc = vm_write(p->info.tgid, p->cfg_addr, &cfg, sizeof(cfg))))
+		return proc_error(p, rc, "cannot pass options to the agent in %s (%s): run as root", map_path);
+	p->info.session = cfg.session;
+	p->acked = false;
+	p->info.attach_ktime_ns = mono_ns();
+	p->info.armed_ktime_ns = 0;
+	/* The launch probe first: the record probe's semaphore is what arms. */
+	p->launch_link = bpf_program__attach_usdt(h->launch_prog, p->info.tgid, file, "gpusample",
+						  "launch", NULL);
+	if (!p->launch_link)
+		return proc_error(p, -errno, "cannot attach to the agent's launch probe in %s (%s)", map_path);
+	p->rec_link = bpf_program__attach_usdt(h->rec_prog, p->info.tgid, file, "gpusample", "record", NULL);
+	if (!p->rec_link) {
+		rc = -errno;
+		proc_detach(p);
+		return proc_error(p, rc, "cannot attach to the agent's record probe in %s (%s)", map_path);
+	}
+	p->info.state = GS_GPU_PROC_ATTACHED;
+	snprintf(p->info.message, sizeof(p->info.message), "attached to %s", map_path);
+	return 1;
+}
+
+static int scan(struct gs_gpu_host *h, struct gpu_proc *p)
+{
+	char path[PATH_MAX];
+	uint64_t base;
+	int rc;
+
+	p->last_scan_ns = mono_ns();
+	if (p->rec_link)
+		return 1;
+	rc = find_agent(p->info.tgid, path, sizeof(path), &base);
+	if (rc <= 0)
+		return rc;
+	return proc_attach(h, p, path, base);
+}
+
+int gs_gpu_host_add_process(struct gs_gpu_host *h, uint32_t tgid)
+{
+	struct gpu_proc *p = proc_find(h, tgid, true);
+
+	if (!p)
+		return -ENOMEM;
+	if (p->info.state == GS_GPU_PROC_ERROR)
+		return -EIO; /* reported once; don't retry every tick */
+	/* After exec the old links point into a gone image. */
+	if (p->rec_link && find_agent(tgid, (char[PATH_MAX]){ 0 }, PATH_MAX, &(uint64_t){ 0 }) <= 0) {
+		proc_detach(p);
+		p->info.state = GS_GPU_PROC_NO_AGENT;
+	}
+	return scan(h, p);
+}
+
+void gs_gpu_host_remove_process(struct gs_gpu_host *h, uint32_t tgid)
+{
+	struct gpu_proc *p = proc_find(h, tgid, false);
+
+	if (p)
+		proc_detach(p); /* info kept for the report */
+}
+
+void gs_gpu_host_poll(struct gs_gpu_host *h)
+{
+	uint64_t now = mono_ns();
+
+	for (size_t i = 0; i < h->n_procs; i++) {
+		struct gpu_proc *p = &h->procs[i];
+		if (p->info.state == GS_GPU_PROC_NO_AGENT && now - p->last_scan_ns >= RESCAN_NS)
+			scan(h, p);
+	}
+}
+
+static void store_cubin(struct gs_gpu_host *h, uint32_t tgid, const struct gs_gpu_cubin *c)
+{
+	struct cubin *b;
+	void *data;
+
+	if (!c->addr || !c->size || c->size > MAX_CUBIN)
+		return;
+	for (size_t i = 0; i < h->n_cubins; i++)
+		if (h->cubins[i].crc == c->crc)
+			return;
+	data = malloc(c->size);
+	if (!data)
+		return;
+	if (vm_read(tgid, c->addr, data, c->size)) {
+		free(data);
+		return;
+	}
+	if (h->n_cubins == h->cap_cubins) {
+		size_t cap = h->cap_cubins ? h->cap_cubins * 2 : 32;
+		b = realloc(h->cubins, cap * sizeof(*b));
+		if (!b) {
+			free(data);
+			return;
+		}
+		h->cubins = b;
+		h->cap_cubins = cap;
+	}
+	b = &h->cubins[h->n_cubins++];
+	b->crc = c->crc;
+	b->data = data;
+	b->size = c->size;
+}
+
+static void store_table(struct gpu_proc *p, const struct gs_gpu_stall_table *t)
+{
+	struct gs_gpu_stall_table *copy = malloc(t->hdr.size);
+
+	if (!copy)
+		return;
+	memcpy(copy, t, t->hdr.size);
+	for (size_t i = 0; i < p->n_tables; i++)
+		if (p->tables[i]->gpu.ctx_uid == t->gpu.ctx_uid) {
+			free(p->tables[i]);
+			p->tables[i] = copy;
+			return;
+		}
+	if (p->n_tables < sizeof(p->tables) / sizeof(*p->tables))
+		p->tables[p->n_tables++] = copy;
+	else
+		free(copy);
+}
+
+/* Warp samples of a batch: base stall reasons only (no _not_issued twins,
+ * no counters), as classified by the context's stall table. */
+static uint64_t batch_samples(struct gpu_proc *p, const struct gs_gpu_pc_batch *b)
+{
+	const struct gs_gpu_stall_table *t = NULL;
+	const struct gs_gpu_stall_count *cnt;
+	const struct gs_gpu_stall_reason *r;
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < p->n_tables; i++)
+		if (p->tables[i]->gpu.ctx_uid == b->gpu.ctx_uid)
+			t = p->tables[i];
+	if (!t)
+		return 0;
+	if (sizeof(*b) + (uint64_t)b->n_pcs * sizeof(struct gs_gpu_pc) +
+		    (uint64_t)b->n_counts * sizeof(*cnt) > b->hdr.size)
+		return 0;
+	cnt = (const void *)((const char *)(b + 1) + b->n_pcs * sizeof(struct gs_gpu_pc));
+	r = (const void *)(t + 1);
+	for (uint32_t i = 0; i < b->n_counts; i++)
+		for (uint32_t k = 0; k < t->n_reasons; k++)
+			if (r[k].index == cnt[i].reason_index) {
+				if (!r[k].flags)
+					sum += cnt[i].samples;
+				break;
+			}
+	return sum;
+}
+
+void gs_gpu_host_on_record(struct gs_gpu_host *h, const struct gs_rec_hdr *rec)
+{
+	const struct gs_gpu_common *gc = (const void *)(rec + 1);
+	struct gpu_proc *p;
+
+	if (rec->type < GS_REC_GPU_PC_BATCH || rec->type > GS_REC_GPU_STATUS ||
+	    rec->size < sizeof(*rec) + sizeof(*gc))
+		return;
+	p = proc_find(h, gc->tgid, true);
+	if (!p)
+		return;
+	switch (rec->type) {
+	case GS_REC_GPU_STATUS: {
+		const struct gs_gpu_status *s = (const void *)rec;
+		if (rec->size < sizeof(*s))
+			return;
+		snprintf(p->info.message, sizeof(p->info.message), "%s", s->message);
+		p->info.contexts = s->contexts;
+		p->info.contexts_armed = s->contexts_armed;
+		p->info.dropped_samples = s->dropped_samples;
+		p->info.hw_buffer_full = s->hw_buffer_full;
+		if (s->reason)
+			p->info.reason = s->reason;
+		if (s->gpu.ctx_uid)
+			return; /* per-context detail; the process state follows process records */
+		if (s->state == GS_GPU_ST_ARMED) {
+			p->info.state = GS_GPU_PROC_ARMED;
+			if (!p->info.armed_ktime_ns)
+				p->info.armed_ktime_ns = rec->ktime_ns;
+		} else if (s->state == GS_GPU_ST_OFF) {
+			p->info.state = GS_GPU_PROC_OFF;
+		} else if (s->state == GS_GPU_ST_DISARMED) {
+			if (p->info.state != GS_GPU_PROC_OFF)
+				p->info.state = GS_GPU_PROC_DISARMED;
+			if (s->session == p->info.session)
+				p->acked = true;
+		}
+		return;
+	}
+	case GS_REC_GPU_CUBIN:
+		if (rec->size >= sizeof(struct gs_gpu_cubin))
+			store_cubin(h, gc->tgid, (const void *)rec);
+		return;
+	case GS_REC_GPU_STALL_TABLE: {
+		const struct gs_gpu_stall_table *t = (const void *)rec;
+		if (rec->size >= sizeof(*t) + (uint64_t)t->n_reasons * sizeof(struct gs_gpu_stall_reason))
+			store_table(p, t);
+		return;
+	}
+	case GS_REC_GPU_PC_BATCH:
+		if (rec->size >= sizeof(struct gs_gpu_pc_batch)) {
+			p->info.batches++;
+			p->info.samples += batch_samples(p, (const void *)rec);
+		}
+		return;
+	case GS_REC_GPU_LAUNCH:
+		p->info.launch_events++;
+		return;
+	}
+}
+
+int gs_gpu_host_detach(struct gs_gpu_host *h, int (*poll)(void *ctx, int timeout_ms), void *ctx,
+		       int timeout_ms)
+{
+	uint64_t deadline = mono_ns() + (uint64_t)timeout_ms * 1000000ull;
+	int waiting = 0;
+
+	for (size_t i = 0; i < h->n_procs; i++) {
+		struct gpu_proc *p = &h->procs[i];
+		uint32_t req = p->info.session;
+		if (!p->rec_link)
+			continue;
+		if (vm_write(p->info.tgid, p->cfg_addr + offsetof(struct gs_gpu_agent_cfg, detach_req),
+			     &req, sizeof(req)) == 0 && kill(p->info.tgid, 0) == 0)
+			waiting++;
+		else
+			p->acked = true; /* gone: nothing to wait for */
+	}
+	while (waiting && mono_ns() < deadline) {
+		if (poll)
+			poll(ctx, 20);
+		waiting = 0;
+		for (size_t i = 0; i < h->n_procs; i++) {
+			struct gpu_proc *p = &h->procs[i];
+			if (p->rec_link && !p->acked && kill(p->info.tgid, 0) == 0)
+				waiting++;
+		}
+	}
+	for (size_t i = 0; i < h->n_procs; i++)
+		proc_detach(&h->procs[i]);
+	return waiting;
+}
+
+const void *gs_gpu_host_cubin(struct gs_gpu_host *h, uint64_t crc, size_t *size)
+{
+	for (size_t i = 0; i < h->n_cubins; i++)
+		if (h->cubins[i].crc == crc) {
+			if (size)
+				*size = h->cubins[i].size;
+			return h->cubins[i].data;
+		}
+	return NULL;
+}
+
+const struct gs_gpu_stall_table *gs_gpu_host_stall_table(struct gs_gpu_host *h, uint32_t tgid,
+							 uint32_t ctx_uid)
+{
+	struct gpu_proc *p = proc_find(h, tgid, false);
+
+	if (!p)
+		return NULL;
+	for (size_t i = 0; i < p->n_tables; i++)
+		if (p->tables[i]->gpu.ctx_uid == ctx_uid)
+			return p->tables[i];
+	return NULL;
+}
+
+int gs_gpu_host_foreach(struct gs_gpu_host *h, int (*fn)(void *ctx, const struct gs_gpu_proc_info *p),
+			void *ctx)
+{
+	for (size_t i = 0; i < h->n_procs; i++) {
+		int rc = fn(ctx, &h->procs[i].info);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static const char *reason_short(uint32_t r)
+{
+	switch (r) {
+	case GS_GPU_R_NO_CUPTI: return "no libcupti";
+	case GS_GPU_R_CUPTI_TOO_OLD: return "CUPTI too old";
+	case GS_GPU_R_PRIVILEGES: return "insufficient privileges";
+	case GS_GPU_R_OTHER_SUBSCRIBER: return "another CUPTI subscriber";
+	case GS_GPU_R_HW_BUSY: return "hardware busy";
+	case GS_GPU_R_UNSUPPORTED_DEVICE: return "unsupported device";
+	case GS_GPU_R_SECOND_CONTEXT: return "second context on a GPU";
+	case GS_GPU_R_OUT_OF_MEMORY: return "out of memory";
+	case GS_GPU_R_HW_BUFFER_FULL: return "hardware buffer full";
+	case GS_GPU_R_NO_DRIVER: return "no CUDA driver";
+	case GS_GPU_R_BAD_CONFIG: return "options refused";
+	default: return "CUPTI error";
+	}
+}
+
+void gs_gpu_host_summary(struct gs_gpu_host *h, char *buf, size_t len)
+{
+	uint32_t armed = 0, ctx = 0, off = 0, reason = 0;
+	uint64_t samples = 0;
+
+	for (size_t i = 0; i < h->n_procs; i++) {
+		const struct gs_gpu_proc_info *p = &h->procs[i].info;
+		samples += p->samples;
+		if (p->state == GS_GPU_PROC_ARMED) {
+			armed++;
+			ctx += p->contexts_armed;
+		} else if (p->state == GS_GPU_PROC_OFF || p->state == GS_GPU_PROC_ERROR) {
+			off++;
+			reason = p->reason;
+		}
+	}
+	if (!armed && !off && !samples)
+		snprintf(buf, len, "GPU: no agent");
+	else if (!armed && off)
+		snprintf(buf, len, "GPU: off (%s)", reason_short(reason));
+	else
+		snprintf(buf, len, "GPU: %u armed (%u ctx), %llu samples%s", armed, ctx,
+			 (unsigned long long)samples, off ? ", some off" : "");
+}
+
+const char *gs_gpu_agent_path(char *buf, size_t len)
+{
+	char exe[PATH_MAX], *slash;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	static const char *const rel[] = { "/" AGENT_NAME, "/../lib/gpusample/" AGENT_NAME };
+
+	if (n <= 0)
+		return NULL;
+	exe[n] = 0;
+	if (!(slash = strrchr(exe, '/')))
+		return NULL;
+	*slash = 0;
+	for (size_t i = 0; i < sizeof(rel) / sizeof(*rel); i++) {
+		char path[PATH_MAX + 64], real[PATH_MAX];
+		snprintf(path, sizeof(path), "%s%s", exe, rel[i]);
+		if (access(path, R_OK) == 0 && realpath(path, real) && strlen(real) < len) {
+			snprintf(buf, len, "%s", real);
+			return buf;
+		}
+	}
+	return NULL;
+}

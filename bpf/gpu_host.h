@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Host side of the GPU agent: find libgpusample_agent.so in target
+ * processes, pass options, attach the USDT handlers of bpf/gpu.bpf.h
+ * (which arms the agent), follow its state, read cubins, detach cleanly.
+ *
+ * Session wiring (cli/session.c):
+ *   h = gs_gpu_host_new(skel->progs.gs_gpu_record, skel->progs.gs_gpu_launch, &opts)
+ *       unless --no-gpu; programs from the one skeleton (gs_sampler_skel()).
+ *   gs_gpu_host_add_process(h, tgid)   every target: at start, on GS_PROC_FORK
+ *                                      and GS_PROC_EXEC (rescans its maps)
+ *   gs_gpu_host_poll(h)                on every poll tick: rescans targets
+ *                                      without an agent (the CUDA driver loads
+ *                                      it at cuInit, possibly much later),
+ *                                      at most every 500 ms per process
+ *   gs_gpu_host_on_record(h, rec)      every GS_REC_GPU_* record from the ring
+ *                                      buffer (reads cubins right away)
+ *   gs_gpu_host_remove_process(h, tgid) on GS_PROC_EXIT
+ *   gs_gpu_host_detach(h, poll, ctx, timeout_ms)  at stop, BEFORE the final
+ *                                      drain: asks each agent to drain and
+ *                                      disarm, polls until each acknowledges
+ *                                      (status DISARMED) or the timeout, then
+ *                                      detaches the probes
+ *   gs_gpu_host_free(h)
+ *
+ * Launch mode (gpusample -- CMD): put these in CMD's environment:
+ *   CUDA_INJECTION64_PATH=<dir of gpusample>/../lib/gpusample/libgpusample_agent.so
+ *       (or the build tree's build/libgpusample_agent.so; gs_gpu_agent_path())
+ *   GS_AGENT_OPTS=period=N[,mode=serialized]   (optional; the host also
+ *       writes the options into the agent before arming it)
+ *
+ * Options reach the agent through process_vm_writev into its exported
+ * `gs_agent_cfg` (struct gs_gpu_agent_cfg, records.h) before the probes are
+ * attached, so they are in place when the agent arms.
+ *
+ * Errors: 0 or a negative errno; messages go to the per-process state
+ * (gs_gpu_host_foreach) and never stop CPU profiling.
+ */
+#ifndef GS_BPF_GPU_HOST_H
+#define GS_BPF_GPU_HOST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "gpusample/records.h"
+
+struct bpf_program;
+struct gs_gpu_host;
+
+struct gs_gpu_host_opts {
+	uint32_t sampling_period;     /* CUPTI exponent 5..31; 0 = CUPTI default */
+	bool serialized;              /* kernel-serialized mode */
+	uint32_t launch_events_per_s; /* 0 = agent default (200) */
+	uint32_t drain_interval_ms;   /* 0 = agent default (100) */
+	uint64_t hw_buffer_bytes;     /* 0 = CUPTI default */
+};
+
+/* Per-process GPU state, for the progress line and the report. */
+enum gs_gpu_proc_state {
+	GS_GPU_PROC_NO_AGENT = 0, /* agent not mapped (yet) */
+	GS_GPU_PROC_ATTACHED,     /* probes attached, agent not heard from yet */
+	GS_GPU_PROC_ARMED,
+	GS_GPU_PROC_OFF,          /* agent reported GPU sampling off (see message) */
+	GS_GPU_PROC_DISARMED,
+	GS_GPU_PROC_ERROR,        /* host could not attach (see message) */
+};
+
+struct gs_gpu_proc_info {
+	uint32_t tgid;
+	enum gs_gpu_proc_state state;
+	uint32_t reason;            /* enum gs_gpu_reason of the last OFF/warning */
+	uint32_t contexts, contexts_armed;
+	uint64_t samples;           /* warp samples (base stall reasons) received */
+	uint64_t batches, launch_events, dropped_samples, hw_buffer_full;
+	uint64_t armed_ktime_ns;    /* ktime of the first ARMED status of this session */
+	uint64_t attach_ktime_ns;   /* CLOCK_MONOTONIC when the probes were attached */
+	uint32_t session;
+	char agent_path[256];
+	char message[GS_GPU_STATUS_MSG_LEN]; /* last status message */
+};
+
+struct gs_gpu_host *gs_gpu_host_new(struct bpf_program *record_prog,
+				    struct bpf_program *launch_prog,
+				    const struct gs_gpu_host_opts *o);
+void gs_gpu_host_free(struct gs_gpu_host *h);
+
+/* Look for the agent in tgid's mappings now and attach if found.
+ * Returns 1 attached (or already), 0 no agent (remembered, rescanned by
+ * gs_gpu_host_poll), <0 error (message in the process info). */
+int gs_gpu_host_add_process(struct gs_gpu_host *h, uint32_t tgid);
+void gs_gpu_host_remove_process(struct gs_gpu_host *h, uint32_t tgid);
+void gs_gpu_host_poll(struct gs_gpu_host *h);
+/* Update state from a GS_REC_GPU_* record; other types are ignored. */
+void gs_gpu_host_on_record(struct gs_gpu_host *h, const struct gs_rec_hdr *rec);
+
+/* Drain-and-disarm handshake, then detach every probe.  poll(ctx, ms) must
+ * poll the ring buffer (feeding gs_gpu_host_on_record).  Returns the number
+ * of agents that did not acknowledge in time. */
+int gs_gpu_host_detach(struct gs_gpu_host *h, int (*poll)(void *ctx, int timeout_ms), void *ctx,
+		       int timeout_ms);
+
+/* Cubin bytes by CRC (read from the agent with process_vm_readv), or NULL. */
+const void *gs_gpu_host_cubin(struct gs_gpu_host *h, uint64_t crc, size_t *size);
+/* Last stall table of (tgid, ctx_uid), or NULL. */
+const struct gs_gpu_stall_table *gs_gpu_host_stall_table(struct gs_gpu_host *h, uint32_t tgid,
+							 uint32_t ctx_uid);
+int gs_gpu_host_foreach(struct gs_gpu_host *h,
+			int (*fn)(void *ctx, const struct gs_gpu_proc_info *p), void *ctx);
+/* "GPU: 2 armed (2 ctx), 12.3k samples" / "GPU: off (insufficient privileges)"
+ * / "GPU: no agent" for the progress line. */
+void gs_gpu_host_summary(struct gs_gpu_host *h, char *buf, size_t len);
+const char *gs_gpu_state_name(enum gs_gpu_proc_state s);
+
+/* Default agent path next to the running gpusample binary (build tree or
+ * installed layout); NULL if not found. */
+const char *gs_gpu_agent_path(char *buf, size_t len);
+
+#endif

@@ -1,0 +1,543 @@
+/* SPDX-License-Identifier: MIT */
+/* CPU sampler: loader and reader of bpf/gpusample.bpf.c (see sampler.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/perf_event.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "bpf/sampler.h"
+#include "bpf/common.bpf.h"
+#include "gpusample.skel.h"
+
+#define GS_RINGBUF_MIN (4u << 20)
+#define GS_RINGBUF_MAX (256u << 20)
+
+struct gs_sampler {
+	struct gpusample_bpf *skel;
+	struct gs_sampler_opts opts;
+	struct ring_buffer *rb;
+	struct bpf_link **cpu_links; /* one per online CPU; owns its perf fd */
+	int n_cpu_links;
+	struct bpf_link *tp_links[3];
+	bool started;
+	/* current poll */
+	gs_record_fn fn;
+	void *fn_ctx;
+	int handled;
+	uint64_t malformed;
+};
+
+static void errf(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void errf(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- libbpf logging ----------------------------------------------------- */
+
+/* libbpf stays quiet unless GS_DEBUG is set (GS_DEBUG=2 adds libbpf's debug
+ * level).  The first warning after a reset is kept so that a failed load can
+ * say why in one line. */
+static char libbpf_warn[256];
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	const char *dbg = getenv("GS_DEBUG");
+	int verbosity = dbg && *dbg ? atoi(dbg) > 1 ? 2 : 1 : 0;
+
+	if (level == LIBBPF_WARN && !libbpf_warn[0]) {
+		va_list ap2;
+
+		va_copy(ap2, ap);
+		vsnprintf(libbpf_warn, sizeof(libbpf_warn), fmt, ap2);
+		va_end(ap2);
+		libbpf_warn[strcspn(libbpf_warn, "\n")] = 0;
+		if (!strncmp(libbpf_warn, "libbpf: ", 8))
+			memmove(libbpf_warn, libbpf_warn + 8, strlen(libbpf_warn + 8) + 1);
+	}
+	if (verbosity == 0 || (level == LIBBPF_DEBUG && verbosity < 2))
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+/* ---- helpers exposed for tests ----------------------------------------- */
+
+int gs_parse_cpu_list(const char *s, bool *cpus, int max)
+{
+	int n = 0;
+
+	memset(cpus, 0, max * sizeof(*cpus));
+	while (*s && *s != '\n') {
+		char *end;
+		long a = strtol(s, &end, 10), b;
+
+		if (end == s || a < 0)
+			return -EINVAL;
+		b = a;
+		s = end;
+		if (*s == '-') {
+			b = strtol(s + 1, &end, 10);
+			if (end == s + 1 || b < a)
+				return -EINVAL;
+			s = end;
+		}
+		if (b >= max)
+			return -ERANGE;
+		for (long c = a; c <= b; c++)
+			if (!cpus[c]) {
+				cpus[c] = true;
+				n++;
+			}
+		if (*s == ',')
+			s++;
+		else if (*s && *s != '\n')
+			return -EINVAL;
+	}
+	return n;
+}
+
+uint32_t gs_ringbuf_size(uint32_t requested, uint32_t n_cpus, uint32_t frequency_hz)
+{
+	uint64_t want, sz;
+
+	if (requested)
+		want = requested; /* caller's choice, rounded up to a valid size */
+	else
+		want = (uint64_t)n_cpus * frequency_hz * GS_CPU_SAMPLE_MAX_SIZE;
+	if (!requested && want < GS_RINGBUF_MIN)
+		want = GS_RINGBUF_MIN;
+	if (want > GS_RINGBUF_MAX)
+		want = GS_RINGBUF_MAX;
+	sz = 4096; /* kernel: power of 2, multiple of the page size */
+	while (sz < want)
+		sz <<= 1;
+	return sz;
+}
+
+/* ---- open / load ----------------------------------------------------- */
+
+static int read_int_file(const char *path, long *out)
+{
+	char buf[64];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = 0;
+	*out = strtol(buf, NULL, 10);
+	return 0;
+}
+
+static int online_cpus(bool *cpus, int max)
+{
+	char buf[4096];
+	int fd = open("/sys/devices/system/cpu/online", O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = 0;
+	return gs_parse_cpu_list(buf, cpus, max);
+}
+
+/* Which sched_process_exit program this kernel can run: the tracepoint got
+ * a `bool group_dead` argument in 6.16; older kernels pass the task only. */
+static bool exit_tp_has_group_dead(void)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	const struct btf_type *t;
+	bool ret = false;
+	int id;
+
+	if (!btf)
+		return false;
+	id = btf__find_by_name_kind(btf, "btf_trace_sched_process_exit", BTF_KIND_TYPEDEF);
+	if (id > 0) {
+		t = btf__type_by_id(btf, btf__resolve_type(btf, id)); /* pointer */
+		if (t && btf_is_ptr(t))
+			t = btf__type_by_id(btf, t->type);
+		ret = t && btf_is_func_proto(t) && btf_vlen(t) >= 3; /* (void *, task, bool) */
+	}
+	btf__free(btf);
+	return ret;
+}
+
+static const char *perm_hint(void)
+{
+	return geteuid() ? "run as root (sudo) or grant CAP_BPF and CAP_PERFMON"
+			 : "the kernel refused even root: check lockdown (/sys/kernel/security/lockdown), "
+			   "SELinux/AppArmor and kernel.unprivileged_bpf_disabled";
+}
+
+int gs_sampler_open(const struct gs_sampler_opts *o, struct gs_sampler **out, char *err,
+		    size_t errlen)
+{
+	static bool cpus[4096];
+	struct gs_sampler *s;
+	long max_rate = 100000;
+	int n_cpus, rc;
+
+	*out = NULL;
+	libbpf_set_print(libbpf_print);
+	if (read_int_file("/proc/sys/kernel/perf_event_max_sample_rate", &max_rate) == 0 &&
+	    (o->frequency_hz < 1 || o->frequency_hz > max_rate)) {
+		errf(err, errlen,
+		     "sampling frequency %u Hz is out of range: this kernel allows 1..%ld Hz "
+		     "(sysctl kernel.perf_event_max_sample_rate); choose a lower -F",
+		     o->frequency_hz, max_rate);
+		return -EINVAL;
+	}
+	if (o->frequency_hz < 1) {
+		errf(err, errlen, "sampling frequency must be at least 1 Hz");
+		return -EINVAL;
+	}
+	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
+		errf(err, errlen,
+		     "this kernel has no BTF (/sys/kernel/btf/vmlinux is missing): it was built "
+		     "without CONFIG_DEBUG_INFO_BTF; gpusample needs a kernel with BTF (5.8 or "
+		     "newer, as shipped by current distributions)");
+		return -ENOTSUP;
+	}
+	n_cpus = online_cpus(cpus, sizeof(cpus) / sizeof(cpus[0]));
+	if (n_cpus <= 0) {
+		errf(err, errlen, "cannot read the online CPUs from /sys/devices/system/cpu/online: %s",
+		     strerror(n_cpus ? -n_cpus : EINVAL));
+		return n_cpus ? n_cpus : -EINVAL;
+	}
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->opts = *o;
+	/* libbpf 1.x raises RLIMIT_MEMLOCK itself on kernels that still charge
+	 * BPF memory to it (before 5.11). */
+	libbpf_warn[0] = 0;
+	s->skel = gpusample_bpf__open();
+	if (!s->skel) {
+		rc = -errno;
+		errf(err, errlen, "cannot open the BPF object: %s (%s)", strerror(-rc), libbpf_warn[0] ? libbpf_warn : "no detail");
+		goto fail;
+	}
+	s->skel->rodata->kernel_stacks = o->kernel_stacks;
+	s->skel->rodata->follow_children = o->follow_children;
+	bpf_map__set_max_entries(s->skel->maps.events,
+				 gs_ringbuf_size(o->ringbuf_bytes, n_cpus, o->frequency_hz));
+	if (exit_tp_has_group_dead())
+		bpf_program__set_autoload(s->skel->progs.gs_proc_exit_live, false);
+	else
+		bpf_program__set_autoload(s->skel->progs.gs_proc_exit_gd, false);
+	if (!o->follow_children)
+		bpf_program__set_autoload(s->skel->progs.gs_proc_fork, false);
+
+	libbpf_warn[0] = 0;
+	rc = gpusample_bpf__load(s->skel);
+	if (rc) {
+		if (rc == -EPERM || rc == -EACCES)
+			errf(err, errlen, "loading the BPF programs was refused (%s): %s",
+			     strerror(-rc), perm_hint());
+		else
+			errf(err, errlen,
+			     "loading the BPF programs failed: %s (libbpf: %s); rerun with GS_DEBUG=1 "
+			     "for the verifier log",
+			     strerror(-rc), libbpf_warn[0] ? libbpf_warn : "no detail");
+		goto fail;
+	}
+	s->rb = NULL;
+	*out = s;
+	return 0;
+fail:
+	gpusample_bpf__destroy(s->skel);
+	free(s);
+	return rc < 0 ? rc : -EINVAL;
+}
+
+int gs_sampler_add_target(struct gs_sampler *s, uint32_t tgid, const struct gs_target *t)
+{
+	return bpf_map__update_elem(s->skel->maps.targets, &tgid, sizeof(tgid), t, sizeof(*t),
+				    BPF_ANY);
+}
+
+int gs_sampler_remove_target(struct gs_sampler *s, uint32_t tgid)
+{
+	return bpf_map__delete_elem(s->skel->maps.targets, &tgid, sizeof(tgid), 0);
+}
+
+int gs_sampler_set_py_cfg(struct gs_sampler *s, uint32_t id, const struct gs_py_cfg *cfg)
+{
+	if (id < 1 || id >= bpf_map__max_entries(s->skel->maps.py_cfgs))
+		return -EINVAL;
+	return bpf_map__update_elem(s->skel->maps.py_cfgs, &id, sizeof(id), cfg, sizeof(*cfg),
+				    BPF_ANY);
+}
+
+/* ---- start / stop ------------------------------------------------------ */
+
+static int on_ring_record(void *ctx, void *data, size_t size)
+{
+	struct gs_sampler *s = ctx;
+	const struct gs_rec_hdr *h = data;
+	int rc;
+
+	if (size < sizeof(*h) || h->size > size || h->size < sizeof(*h) ||
+	    h->version != GS_RECORDS_VERSION) {
+		s->malformed++;
+		return 0;
+	}
+	s->handled++;
+	rc = s->fn ? s->fn(s->fn_ctx, h) : 0;
+	return rc < 0 ? rc : 0;
+}
+
+static int open_cpu_event(uint32_t freq, int cpu)
+{
+	struct perf_event_attr a = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(a),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.freq = 1,
+		.sample_freq = freq,
+	};
+	int fd = syscall(__NR_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
+}
+
+static int attach_cpu_events(struct gs_sampler *s, char *err, size_t errlen)
+{
+	static bool cpus[4096];
+	int max = sizeof(cpus) / sizeof(cpus[0]);
+	int n = online_cpus(cpus, max), rc;
+
+	if (n <= 0) {
+		errf(err, errlen, "cannot read /sys/devices/system/cpu/online");
+		return n ? n : -EINVAL;
+	}
+	s->cpu_links = calloc(n, sizeof(*s->cpu_links));
+	if (!s->cpu_links)
+		return -ENOMEM;
+	for (int cpu = 0; cpu < max && s->n_cpu_links < n; cpu++) {
+		struct bpf_link *l;
+		int fd;
+
+		if (!cpus[cpu])
+			continue;
+		fd = open_cpu_event(s->opts.frequency_hz, cpu);
+		if (fd == -ENODEV)
+			continue; /* went offline since we read the list */
+		if (fd < 0) {
+			long paranoid = 2;
+
+			read_int_file("/proc/sys/kernel/perf_event_paranoid", &paranoid);
+			if (fd == -EACCES || fd == -EPERM)
+				errf(err, errlen,
+				     "perf_event_open on CPU %d refused (%s): %s "
+				     "(kernel.perf_event_paranoid is %ld; system-wide sampling "
+				     "needs CAP_PERFMON or paranoid <= -1)",
+				     cpu, strerror(-fd), perm_hint(), paranoid);
+			else if (fd == -EINVAL)
+				errf(err, errlen,
+				     "perf_event_open on CPU %d rejected %u Hz (EINVAL): the kernel "
+				     "may have lowered kernel.perf_event_max_sample_rate; choose a "
+				     "lower -F",
+				     cpu, s->opts.frequency_hz);
+			else
+				errf(err, errlen, "perf_event_open (cpu-clock) on CPU %d failed: %s",
+				     cpu, strerror(-fd));
+			return fd;
+		}
+		l = bpf_program__attach_perf_event(s->skel->progs.gs_sample, fd);
+		if (!l) {
+			rc = -errno;
+			close(fd);
+			errf(err, errlen, "attaching the sampling program to CPU %d failed: %s%s%s",
+			     cpu, strerror(-rc), rc == -EPERM || rc == -EACCES ? ": " : "",
+			     rc == -EPERM || rc == -EACCES ? perm_hint() : "");
+			return rc;
+		}
+		s->cpu_links[s->n_cpu_links++] = l;
+	}
+	return 0;
+}
+
+static int attach_tracepoints(struct gs_sampler *s, char *err, size_t errlen)
+{
+	struct bpf_program *progs[] = {
+		s->skel->progs.gs_proc_fork,
+		s->skel->progs.gs_proc_exec,
+		s->skel->progs.gs_proc_exit_gd,
+		s->skel->progs.gs_proc_exit_live,
+	};
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+		struct bpf_link *l;
+
+		if (!bpf_program__autoload(progs[i]))
+			continue;
+		l = bpf_program__attach(progs[i]);
+		if (!l) {
+			int rc = -errno;
+
+			errf(err, errlen, "attaching %s failed: %s", bpf_program__section_name(progs[i]),
+			     strerror(-rc));
+			return rc;
+		}
+		s->tp_links[n++] = l;
+	}
+	return 0;
+}
+
+int gs_sampler_start(struct gs_sampler *s, char *err, size_t errlen)
+{
+	int rc;
+
+	if (s->started)
+		return -EALREADY;
+	if (!s->rb) {
+		s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_ring_record, s, NULL);
+		if (!s->rb) {
+			rc = -errno;
+			errf(err, errlen, "cannot map the BPF ring buffer: %s", strerror(-rc));
+			return rc;
+		}
+	}
+	/* Process-tree handlers first, so no fork between here and the first
+	 * sample goes unnoticed. */
+	rc = attach_tracepoints(s, err, errlen);
+	if (!rc)
+		rc = attach_cpu_events(s, err, errlen);
+	if (rc) {
+		gs_sampler_stop(s);
+		return rc;
+	}
+	s->started = true;
+	return 0;
+}
+
+void gs_sampler_stop(struct gs_sampler *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < s->n_cpu_links; i++)
+		bpf_link__destroy(s->cpu_links[i]); /* closes the perf event fd too */
+	free(s->cpu_links);
+	s->cpu_links = NULL;
+	s->n_cpu_links = 0;
+	for (size_t i = 0; i < sizeof(s->tp_links) / sizeof(s->tp_links[0]); i++) {
+		bpf_link__destroy(s->tp_links[i]);
+		s->tp_links[i] = NULL;
+	}
+	s->started = false;
+}
+
+/* ---- reading ----------------------------------------------------------- */
+
+int gs_sampler_poll(struct gs_sampler *s, int timeout_ms, gs_record_fn fn, void *ctx)
+{
+	int rc;
+
+	if (!s->rb)
+		return -EINVAL;
+	s->fn = fn;
+	s->fn_ctx = ctx;
+	s->handled = 0;
+	/* Samples are written without wakeups, so epoll only returns early for
+	 * proc events (forced wakeups); consume everything afterwards either
+	 * way.  A signal (EINTR) still drains. */
+	rc = ring_buffer__poll(s->rb, timeout_ms);
+	if (rc < 0 && rc != -EINTR)
+		return rc;
+	rc = ring_buffer__consume(s->rb);
+	if (rc < 0)
+		return rc;
+	return s->handled;
+}
+
+void gs_sampler_stats(struct gs_sampler *s, struct gs_sampler_stats *st)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	struct gs_stats *per;
+	uint64_t c[GS_STAT_MAX] = { 0 };
+	__u32 zero = 0;
+
+	memset(st, 0, sizeof(*st));
+	if (ncpu <= 0)
+		return;
+	per = calloc(ncpu, sizeof(*per));
+	if (!per)
+		return;
+	if (bpf_map__lookup_elem(s->skel->maps.stats, &zero, sizeof(zero), per,
+				 ncpu * sizeof(*per), 0) == 0) {
+		for (int cpu = 0; cpu < ncpu; cpu++)
+			for (int i = 0; i < GS_STAT_MAX; i++)
+				c[i] += per[cpu].c[i];
+	}
+	free(per);
+	st->samples = c[GS_STAT_SAMPLES];
+	st->lost = c[GS_STAT_LOST] + c[GS_STAT_SCRATCH_ERR] + s->malformed;
+	st->proc_events = c[GS_STAT_PROC_EVENTS];
+	for (int i = 0; i < GS_UNWIND_NR; i++)
+		st->unwind_err[i] = c[GS_STAT_UNWIND0 + i];
+	st->py_errors = c[GS_STAT_PY_ERR];
+	st->py_truncated = c[GS_STAT_PY_TRUNC];
+	st->kstack_errors = c[GS_STAT_KSTACK_ERR];
+	st->children_unfollowed = c[GS_STAT_TARGETS_FULL];
+}
+
+void gs_sampler_close(struct gs_sampler *s)
+{
+	if (!s)
+		return;
+	gs_sampler_stop(s);
+	ring_buffer__free(s->rb);
+	gpusample_bpf__destroy(s->skel);
+	free(s);
+}
+
+struct gpusample_bpf *gs_sampler_skel(struct gs_sampler *s)
+{
+	return s->skel;
+}
+
+int gs_sampler_prog_fds(struct gs_sampler *s, int *fds, int max)
+{
+	struct bpf_program *p;
+	int n = 0;
+
+	bpf_object__for_each_program(p, s->skel->obj)
+	{
+		int fd = bpf_program__fd(p);
+
+		if (fd >= 0 && n < max - 1)
+			fds[n++] = fd;
+	}
+	if (n < max)
+		fds[n] = -1;
+	return n;
+}

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Per-process runtimes of a session: the CPython interpreter (discovery ->
+ * BPF walker configuration, code objects -> frames, merge with native
+ * frames) and the CFI unwind tables of the mapped ELF objects.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/session_int.h"
+#include "gpusample.skel.h"
+
+#define PY_DISCOVERY_WINDOW_NS (5ull * 1000000000ull)
+
+int gs_rt_open(struct session *s)
+{
+	if (s->o->python) {
+		s->py = gs_py_new(&s->prof);
+		if (!s->py)
+			return -ENOMEM;
+	}
+	if (s->o->cfi) {
+		int rc = gs_cfi_open(gs_sampler_skel(s->sampler)->obj, &s->cfi, s->err, sizeof(s->err));
+
+		if (rc) {
+			/* Frame pointers still work; say why stacks may be short. */
+			fprintf(stderr, "gpusample: CFI unwinding off: %s\n", s->err);
+			gs_profile_add_note(&s->prof, "CFI unwinding off (%s): native stacks use frame pointers only",
+					    s->err);
+			s->cfi = NULL;
+		}
+	}
+	return 0;
+}
+
+void gs_rt_close(struct session *s)
+{
+	if (s->cfi)
+		gs_cfi_close(s->cfi);
+	if (s->py)
+		gs_py_free(s->py);
+	s->cfi = NULL;
+	s->py = NULL;
+}
+
+/* Same configuration -> same id: fork-server and spawn workers re-exec the
+ * same interpreter, and py_cfgs has only 64 slots. */
+static uint32_t py_cfg_id(struct session *s, const struct gs_py_cfg *cfg)
+{
+	for (uint32_t i = 1; i <= s->n_py_cfgs; i++)
+		if (!memcmp(&s->py_cfgs[i - 1], cfg, sizeof(*cfg)))
+			return i;
+	if (s->n_py_cfgs == sizeof(s->py_cfgs) / sizeof(s->py_cfgs[0]))
+		return 0;
+	s->py_cfgs[s->n_py_cfgs++] = *cfg;
+	if (gs_sampler_set_py_cfg(s->sampler, s->n_py_cfgs, cfg)) {
+		s->n_py_cfgs--;
+		return 0;
+	}
+	return s->n_py_cfgs;
+}
+
+static void py_discover(struct session *s, struct gs_procinfo *p)
+{
+	struct gs_py_cfg cfg;
+	struct gs_py_info info;
+	char msg[256] = "";
+	uint64_t now = gs_now_ns(CLOCK_MONOTONIC);
+	int rc;
+
+	if (!s->py || p->py_state != GS_PYS_UNKNOWN || p->exited)
+		return;
+	if (!p->py_first_try)
+		p->py_first_try = now;
+	memset(&cfg, 0, sizeof(cfg));
+	rc = gs_py_discover(s->py, p->pid, &cfg, &info, msg, sizeof(msg));
+	if (rc == 0) {
+		p->py_cfg_id = py_cfg_id(s, &cfg);
+		p->py_state = GS_PYS_FOUND;
+		snprintf(p->python, sizeof(p->python), "CPython %s", info.version);
+		gs_session_update_target(s, p);
+		return;
+	}
+	if (rc == -ENOENT || rc == -EAGAIN) {
+		/* Not (yet) an initialised interpreter: libpython may still be
+		 * loading right after exec. */
+		if (now - p->py_first_try > PY_DISCOVERY_WINDOW_NS)
+			p->py_state = GS_PYS_NONE;
+		return;
+	}
+	if (rc == -ESRCH) {
+		p->py_state = GS_PYS_NONE;
+		return;
+	}
+	p->py_state = GS_PYS_UNSUPPORTED;
+	snprintf(p->python, sizeof(p->python), "unsupported Python");
+	gs_profile_add_note(&s->prof, "pid %u (%s): %s; native stacks only", p->pid, p->comm, msg);
+}
+
+void gs_rt_new_process(struct session *s, struct gs_procinfo *p)
+{
+	if (s->cfi)
+		gs_cfi_add_process(s->cfi, p->pid);
+	py_discover(s, p);
+}
+
+void gs_rt_fork(struct session *s, struct gs_procinfo *child)
+{
+	/* Same address space: the BPF fork handler copied the targets entry,
+	 * py_cfg_id included; user space shares caches and tables. */
+	if (s->cfi)
+		gs_cfi_fork(s->cfi, child->ppid, child->pid);
+	if (s->py)
+		gs_py_fork(s->py, child->ppid, child->pid);
+}
+
+void gs_rt_exec(struct session *s, struct gs_procinfo *p)
+{
+	/* A new image: the old interpreter configuration is meaningless now. */
+	p->py_state = GS_PYS_UNKNOWN;
+	p->py_cfg_id = 0;
+	p->py_first_try = 0;
+	p->python[0] = '\0';
+	gs_session_update_target(s, p);
+	if (s->py)
+		gs_py_exec(s->py, p->pid);
+	if (s->cfi)
+		gs_cfi_add_process(s->cfi, p->pid);
+	py_discover(s, p);
+}
+
+void gs_rt_exit(struct session *s, struct gs_procinfo *p)
+{
+	if (s->cfi)
+		gs_cfi_remove_process(s->cfi, p->pid);
+	if (s->py)
+		gs_py_exit(s->py, p->pid);
+}
+
+void gs_rt_tick(struct session *s)
+{
+	if (s->cfi)
+		gs_cfi_refresh(s->cfi);
+	for (uint32_t i = 0; i < s->procs.n; i++)
+		py_discover(s, &s->procs.items[i]);
+}
+
+void gs_rt_new_stack(struct session *s, const struct gs_rawstack *r)
+{
+	/* Read code objects now: the process (a DataLoader worker) may be gone
+	 * by the end of the run. */
+	if (s->py && r->n_python)
+		gs_py_note_frames(s->py, r->tgid, gs_rawstack_py(r), r->n_python);
+}
+
+int gs_rt_user_stack(struct session *s, const struct gs_rawstack *r, uint32_t *out, uint32_t cap)
+{
+	uint32_t native[GS_MAX_USER_FRAMES], py_locs[GS_MAX_PY_FRAMES];
+	const struct gs_py_frame *py = gs_rawstack_py(r);
+	uint32_t n_py = s->py ? r->n_python : 0;
+	uint32_t trunc = 0;
+
+	for (uint32_t i = 0; i < r->n_user; i++)
+		native[i] = gs_sym_native(s->sym, r->tgid, r->frames[r->n_kernel + i], i > 0);
+	if (!n_py) {
+		if (r->n_user > cap)
+			return -ENOSPC;
+		memcpy(out, native, r->n_user * sizeof(*out));
+		return r->n_user;
+	}
+	for (uint32_t i = 0; i < n_py; i++)
+		py_locs[i] = gs_py_location(s->py, r->tgid, &py[i]);
+	if (r->flags & GS_CPU_PY_TRUNC)
+		trunc = gs_py_truncated_location(s->py);
+	return gs_py_merge(&s->prof, native, r->n_user, py_locs, py, n_py, trunc, out, cap);
+}

@@ -1,0 +1,1362 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The GPU agent: CUPTI subscription, dormant/armed state machine, per-context
+ * PC sampling, records out through USDT.  See agent.h for the model.
+ *
+ * Locking: one mutex `g.lock` guards the context table, the cubin store and
+ * every PC-sampling CUPTI call.  The watcher thread takes it normally.  CUDA
+ * application threads (CUPTI callbacks) take it with a bounded wait
+ * (lock_bounded): CUPTI may hold its own locks while dispatching a callback,
+ * and the watcher may be inside CUPTI holding g.lock, so an unbounded wait
+ * could deadlock the job.  On timeout the callback does the minimum without
+ * the lock (queue the context, skip the drain) and the watcher catches up.
+ * Launch callbacks never take the lock.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "agent.h"
+#include "cupti_api.h"
+
+_Static_assert(sizeof(struct gs_gpu_pc) % 8 == 0, "pc entry alignment");
+_Static_assert(sizeof(struct gs_gpu_pc_batch) % 8 == 0, "batch alignment");
+_Static_assert(sizeof(struct gs_gpu_launch) == 64, "launch record is the BPF scratch prefix");
+_Static_assert(sizeof(struct gs_gpu_status) % 8 == 0, "status alignment");
+_Static_assert(sizeof(struct gs_gpu_stall_table) % 8 == 0, "stall table alignment");
+_Static_assert(sizeof(struct gs_gpu_cubin) % 8 == 0, "cubin alignment");
+
+/* Options from gpusample (process_vm_writev before it attaches). */
+__attribute__((visibility("default"))) volatile struct gs_gpu_agent_cfg gs_agent_cfg = {
+	.magic = GS_GPU_CFG_MAGIC,
+	.version = GS_GPU_CFG_VERSION,
+};
+
+enum ctx_state { CTX_IDLE = 0, CTX_ARMED = 1, CTX_OFF = 2 };
+
+struct gs_ctx {
+	CUcontext ctx;
+	uint32_t uid, device;
+	enum ctx_state state;
+	uint32_t reason;
+	int result;
+	char msg[GS_GPU_STATUS_MSG_LEN]; /* why it is off */
+	size_t n_reasons;
+	uint32_t *reason_idx;
+	char (*reason_names)[GS_GPU_STALL_NAME_LEN];
+	uint8_t *reason_flags_by_slot; /* GS_GPU_STALL_* per table slot */
+	void *get_pcs, *cfg_pcs;       /* PCData arrays, stride pcdata_size */
+	CUpti_PCSamplingStallReason *get_sr, *cfg_sr;
+	CUpti_PCSamplingData get_data, cfg_data;
+	uint32_t period, mode, seq, overflows;
+	bool in_use;
+};
+
+struct gs_cubin {
+	uint64_t crc;
+	void *copy;
+	size_t size;
+	uint32_t module_id, ctx_uid, device, flags;
+};
+
+struct name_ent {
+	char *ptr;
+	uint64_t hash;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	struct gs_cupti api;
+	bool cupti_ok, subscribed, exiting, forked;
+	CUpti_SubscriberHandle sub;
+	/* process-wide failure: GPU sampling off */
+	uint32_t off_reason;
+	int off_result;
+	char off_msg[GS_GPU_STATUS_MSG_LEN];
+	struct gs_agent_opts env_opts, opts;
+	struct gs_ctx ctx[GS_AGENT_MAX_CTX];
+	_Atomic(CUcontext) pending[GS_AGENT_MAX_CTX]; /* contexts seen without the lock */
+	struct gs_cubin *cubins;
+	size_t n_cubins, cap_cubins, cubin_bytes;
+	struct name_ent *names; /* CUPTI-allocated function names seen (freed at disarm) */
+	size_t n_names, cap_names;
+	bool armed, launch_cb_on;
+	uint32_t session, reported_session;
+	uint64_t last_drain_ns, last_rate_ns, last_rate_launches;
+	/* counters (status) */
+	uint64_t batches, samples, dropped, hw_full, records_failed;
+	_Atomic uint64_t launches, launch_events;
+	_Atomic uint32_t launch_every, launch_seq;
+	uint64_t recbuf[GS_GPU_REC_MAX / 8];
+} g = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static const CUpti_CallbackId launch_cbids[] = {
+	CUPTI_DRIVER_TRACE_CBID_cuLaunch,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchGrid,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernelMultiDevice,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* Bounded wait for g.lock from an application thread (see top comment). */
+static bool lock_bounded(int ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += (long)ms * 1000000L;
+	ts.tv_sec += ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	return pthread_mutex_timedlock(&g.lock, &ts) == 0;
+}
+
+/* ---- options ----------------------------------------------------------- */
+
+static void default_opts(struct gs_agent_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->mode = GS_GPU_MODE_CONTINUOUS;
+	o->launch_rate = GS_AGENT_LAUNCH_RATE;
+	o->drain_ms = GS_AGENT_DRAIN_MS;
+	o->cubin_keep = 1ull << 30;
+}
+
+int gs_agent_parse_opts(const char *s, struct gs_agent_opts *o)
+{
+	char buf[512], *save = NULL, *tok;
+	int bad = 0;
+
+	if (!s)
+		return 0;
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '='), *end;
+		unsigned long long v;
+
+		if (!eq) {
+			bad = -EINVAL;
+			continue;
+		}
+		*eq++ = 0;
+		if (!strcmp(tok, "mode")) {
+			if (!strcmp(eq, "continuous"))
+				o->mode = GS_GPU_MODE_CONTINUOUS;
+			else if (!strcmp(eq, "serialized"))
+				o->mode = GS_GPU_MODE_SERIALIZED;
+			else
+				bad = -EINVAL;
+			continue;
+		}
+		v = strtoull(eq, &end, 0);
+		if (*end) {
+			bad = -EINVAL;
+			continue;
+		}
+		if (!strcmp(tok, "period") && (v == 0 || (v >= 5 && v <= 31)))
+			o->period = v;
+		else if (!strcmp(tok, "launch_rate") && v > 0)
+			o->launch_rate = v;
+		else if (!strcmp(tok, "drain_ms") && v >= 10)
+			o->drain_ms = v;
+		else if (!strcmp(tok, "hwbuf"))
+			o->hwbuf = v;
+		else if (!strcmp(tok, "scratch"))
+			o->scratch = v;
+		else if (!strcmp(tok, "cubin_keep"))
+			o->cubin_keep = v;
+		else
+			bad = -EINVAL;
+	}
+	return bad;
+}
+
+/* Options for a new session: gpusample's write wins over the environment. */
+static void read_cfg(struct gs_agent_opts *o, uint32_t *session)
+{
+	struct gs_gpu_agent_cfg c;
+
+	memcpy(&c, (const void *)&gs_agent_cfg, sizeof(c));
+	*o = g.env_opts;
+	*session = 0;
+	if (c.magic != GS_GPU_CFG_MAGIC || c.version != GS_GPU_CFG_VERSION || !c.session)
+		return;
+	*session = c.session;
+	if (c.sampling_period >= 5 && c.sampling_period <= 31)
+		o->period = c.sampling_period;
+	if (c.collection_mode == GS_GPU_MODE_SERIALIZED || c.collection_mode == GS_GPU_MODE_CONTINUOUS)
+		o->mode = c.collection_mode;
+	if (c.launch_events_per_s)
+		o->launch_rate = c.launch_events_per_s;
+	if (c.drain_interval_ms >= 10)
+		o->drain_ms = c.drain_interval_ms;
+	if (c.hw_buffer_bytes)
+		o->hwbuf = c.hw_buffer_bytes;
+	if (c.scratch_bytes)
+		o->scratch = c.scratch_bytes;
+	if (c.cubin_keep_bytes)
+		o->cubin_keep = c.cubin_keep_bytes;
+}
+
+/* ---- status records ---------------------------------------------------- */
+
+static uint32_t count_armed(void)
+{
+	uint32_t n = 0;
+
+	for (int i = 0; i < GS_AGENT_MAX_CTX; i++)
+		n += g.ctx[i].in_use && g.ctx[i].state == CTX_ARMED;
+	return n;
+}
+
+static uint32_t count_live(void)
+{
+	uint32_t n = 0;
+
+	for (int i = 0; i < GS_AGENT_MAX_CTX; i++)
+		n += g.ctx[i].in_use;
+	return n;
+}
+
+static void hdr_init(struct gs_rec_hdr *h, uint16_t type, uint32_t size)
+{
+	h->type = type;
+	h->version = GS_RECORDS_VERSION;
+	h->size = size;
+	h->ktime_ns = 0;
+}
+
+/* Status record for the process (c == NULL) or one context. */
+static void emit_status(const struct gs_ctx *c, uint32_t state, uint32_t reason, int result,
+			const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void emit_status(const struct gs_ctx *c, uint32_t state, uint32_t reason, int result,
+			const char *fmt, ...)
+{
+	struct gs_gpu_status s;
+	va_list ap;
+
+	memset(&s, 0, sizeof(s));
+	hdr_init(&s.hdr, GS_REC_GPU_STATUS, sizeof(s));
+	s.gpu.ctx_uid = c ? c->uid : 0;
+	s.gpu.device = c ? c->device : ~0u;
+	s.state = state;
+	s.reason = reason;
+	s.cupti_result = result;
+	s.cupti_version = g.api.version;
+	s.session = g.session;
+	s.contexts = count_live();
+	s.contexts_armed = count_armed();
+	s.launch_every = atomic_load(&g.launch_every);
+	s.batches = g.batches;
+	s.samples = g.samples;
+	s.dropped_samples = g.dropped;
+	s.hw_buffer_full = g.hw_full;
+	s.launches = atomic_load(&g.launches);
+	s.launch_events = atomic_load(&g.launch_events);
+	s.records_failed = g.records_failed;
+	va_start(ap, fmt);
+	vsnprintf(s.message, sizeof(s.message), fmt, ap);
+	va_end(ap);
+	gs_agent_log("status ctx %u state %u reason %u: %s", s.gpu.ctx_uid, state, reason, s.message);
+	gs_emit_record(&s, sizeof(s));
+}
+
+/* Map a CUPTI failure to a reason and a message that says what to do. */
+static uint32_t explain(CUptiResult r, uint32_t device, const char *call, char *msg, size_t len)
+{
+	const char *rs = gs_cupti_strerror(&g.api, r);
+
+	switch (r) {
+	case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
+	case CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES:
+		snprintf(msg, len,
+			 "%s: insufficient privileges for GPU PC sampling: run the job as root or with "
+			 "CAP_SYS_ADMIN (CAP_PERFMON on driver R565+), or set the driver option "
+			 "NVreg_RestrictProfilingToAdminUsers=0", call);
+		return GS_GPU_R_PRIVILEGES;
+	case CUPTI_ERROR_HARDWARE_BUSY:
+		snprintf(msg, len,
+			 "%s: GPU %u performance monitors busy: another profiler or DCGM "
+			 "(dcgm-exporter profiling metrics) holds them; stop it or pause DCGM "
+			 "profiling (dcgmi profile --pause)", call, device);
+		return GS_GPU_R_HW_BUSY;
+	case CUPTI_ERROR_NOT_SUPPORTED:
+	case CUPTI_ERROR_NOT_COMPATIBLE:
+	case CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED:
+	case CUPTI_ERROR_CONFIDENTIAL_COMPUTING_NOT_SUPPORTED:
+	case CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED:
+	case CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED:
+	case CUPTI_ERROR_SLI_DEVICE_NOT_SUPPORTED:
+	case CUPTI_ERROR_WSL_DEVICE_NOT_SUPPORTED:
+	case CUPTI_ERROR_LEGACY_PROFILER_NOT_SUPPORTED:
+		snprintf(msg, len,
+			 "%s: GPU %u does not support PC sampling (%s): needs compute capability 7.5+ "
+			 "on bare metal or an isolated MIG instance", call, device, rs);
+		return GS_GPU_R_UNSUPPORTED_DEVICE;
+	case CUPTI_ERROR_OUT_OF_MEMORY:
+		snprintf(msg, len, "%s: out of memory for PC sampling buffers on GPU %u; lower the "
+			 "hardware buffer size", call, device);
+		return GS_GPU_R_OUT_OF_MEMORY;
+	case CUPTI_ERROR_NOT_INITIALIZED:
+	case CUPTI_ERROR_UNKNOWN:
+		snprintf(msg, len, "%s: CUPTI could not reach the CUDA driver (%s); check that "
+			 "libcupti matches the driver version", call, rs);
+		return GS_GPU_R_NO_DRIVER;
+	default:
+		snprintf(msg, len, "%s failed: %s (%d)", call, rs, (int)r);
+		return GS_GPU_R_CUPTI_ERROR;
+	}
+}
+
+static void set_off(uint32_t reason, int result, const char *msg)
+{
+	g.off_reason = reason;
+	g.off_result = result;
+	snprintf(g.off_msg, sizeof(g.off_msg), "GPU sampling off: %.230s", msg);
+	gs_agent_log("%s", g.off_msg);
+}
+
+/* ---- contexts, cubins, names ------------------------------------------- */
+
+static struct gs_ctx *ctx_find(CUcontext ctx)
+{
+	for (int i = 0; i < GS_AGENT_MAX_CTX; i++)
+		if (g.ctx[i].in_use && g.ctx[i].ctx == ctx)
+			return &g.ctx[i];
+	return NULL;
+}
+
+static struct gs_ctx *ctx_add(CUcontext ctx)
+{
+	struct gs_ctx *c = ctx_find(ctx);
+
+	if (c)
+		return c;
+	for (int i = 0; i < GS_AGENT_MAX_CTX; i++) {
+		c = &g.ctx[i];
+		if (c->in_use)
+			continue;
+		memset(c, 0, sizeof(*c));
+		c->in_use = true;
+		c->ctx = ctx;
+		c->device = ~0u;
+		if (g.api.GetContextId(ctx, &c->uid) != CUPTI_SUCCESS)
+			c->uid = i + 1;
+		if (g.api.GetDeviceId(ctx, &c->device) != CUPTI_SUCCESS)
+			c->device = ~0u;
+		gs_agent_log("context %u on device %u", c->uid, c->device);
+		return c;
+	}
+	return NULL;
+}
+
+static void queue_pending(CUcontext ctx)
+{
+	for (int i = 0; i < GS_AGENT_MAX_CTX; i++) {
+		CUcontext cur = atomic_load(&g.pending[i]);
+		if (cur == ctx)
+			return;
+		if (!cur) {
+			CUcontext expect = NULL;
+			if (atomic_compare_exchange_strong(&g.pending[i], &expect, ctx) || expect == ctx)
+				return;
+		}
+	}
+}
+
+/* Hash of a CUPTI-owned function name, remembering the pointer to free it. */
+static uint64_t name_hash(char *p)
+{
+	struct name_ent *n;
+
+	if (!p)
+		return 0;
+	for (size_t i = 0; i < g.n_names; i++)
+		if (g.names[i].ptr == p)
+			return g.names[i].hash;
+	if (g.n_names == g.cap_names) {
+		size_t cap = g.cap_names ? g.cap_names * 2 : 64;
+		n = realloc(g.names, cap * sizeof(*n));
+		if (!n)
+			return gs_fnv64(p);
+		g.names = n;
+		g.cap_names = cap;
+	}
+	n = &g.names[g.n_names++];
+	n->ptr = p;
+	n->hash = gs_fnv64(p);
+	return n->hash;
+}
+
+/* CUPTI allocates functionName strings and may share one pointer between
+ * records and calls; the client frees each unique pointer once, after it is
+ * done with every record (after Disable). */
+static void free_names(void)
+{
+	for (size_t i = 0; i < g.n_names; i++)
+		free(g.names[i].ptr);
+	g.n_names = 0;
+}
+
+static void emit_cubin(const struct gs_cubin *b, uint32_t extra_flags)
+{
+	struct gs_gpu_cubin r;
+
+	memset(&r, 0, sizeof(r));
+	hdr_init(&r.hdr, GS_REC_GPU_CUBIN, sizeof(r));
+	r.gpu.ctx_uid = b->ctx_uid;
+	r.gpu.device = b->device;
+	r.crc = b->crc;
+	r.addr = (uint64_t)(uintptr_t)b->copy;
+	r.size = b->size;
+	r.module_id = b->module_id;
+	r.flags = b->flags | extra_flags;
+	gs_emit_record(&r, sizeof(r));
+}
+
+static struct gs_cubin *cubin_add(const CUpti_ModuleResourceData *m, const struct gs_ctx *c)
+{
+	CUpti_GetCubinCrcParams p = { .size = CUpti_GetCubinCrcParamsSize };
+	struct gs_cubin *b;
+
+	if (!m || !m->pCubin || !m->cubinSize)
+		return NULL;
+	p.cubin = m->pCubin;
+	p.cubinSize = m->cubinSize;
+	if (g.api.GetCubinCrc(&p) != CUPTI_SUCCESS)
+		return NULL;
+	for (size_t i = 0; i < g.n_cubins; i++)
+		if (g.cubins[i].crc == p.cubinCrc) {
+			g.cubins[i].flags &= ~GS_GPU_CUBIN_UNLOADED;
+			return &g.cubins[i];
+		}
+	if (g.n_cubins == g.cap_cubins) {
+		size_t cap = g.cap_cubins ? g.cap_cubins * 2 : 32;
+		b = realloc(g.cubins, cap * sizeof(*b));
+		if (!b)
+			return NULL;
+		g.cubins = b;
+		g.cap_cubins = cap;
+	}
+	b = &g.cubins[g.n_cubins++];
+	memset(b, 0, sizeof(*b));
+	b->crc = p.cubinCrc;
+	b->size = m->cubinSize;
+	b->module_id = m->moduleId;
+	b->ctx_uid = c ? c->uid : 0;
+	b->device = c ? c->device : ~0u;
+	/* The module data is valid only inside the callback: keep a copy for
+	 * the host to read with process_vm_readv. */
+	if (g.cubin_bytes + m->cubinSize <= g.opts.cubin_keep && (b->copy = malloc(m->cubinSize))) {
+		memcpy(b->copy, m->pCubin, m->cubinSize);
+		g.cubin_bytes += m->cubinSize;
+	} else {
+		b->flags |= GS_GPU_CUBIN_NOT_KEPT;
+	}
+	return b;
+}
+
+/* ---- PC sampling per context ------------------------------------------- */
+
+static void push_ctx(struct gs_ctx *c)
+{
+	if (g.api.CtxPush)
+		g.api.CtxPush(c->ctx);
+}
+
+static void pop_ctx(void)
+{
+	CUcontext dummy;
+
+	if (g.api.CtxPop)
+		g.api.CtxPop(&dummy);
+}
+
+static CUpti_PCSamplingPCData *pc_at(void *base, size_t i)
+{
+	return (CUpti_PCSamplingPCData *)((char *)base + i * g.api.pcdata_size);
+}
+
+/* One CUpti_PCSamplingData with n PCs, each with room for every stall reason. */
+static int alloc_data(CUpti_PCSamplingData *d, void **pcs, CUpti_PCSamplingStallReason **sr,
+		      size_t n, size_t n_reasons)
+{
+	*pcs = calloc(n, g.api.pcdata_size);
+	*sr = calloc(n * (n_reasons ? n_reasons : 1), sizeof(**sr));
+	if (!*pcs || !*sr)
+		return -ENOMEM;
+	memset(d, 0, sizeof(*d));
+	d->size = g.api.data_size;
+	d->collectNumPcs = n;
+	d->pPcData = *pcs;
+	for (size_t i = 0; i < n; i++) {
+		CUpti_PCSamplingPCData *p = pc_at(*pcs, i);
+		p->size = g.api.pcdata_size;
+		p->stallReason = *sr + i * n_reasons;
+	}
+	return 0;
+}
+
+static void free_ctx_buffers(struct gs_ctx *c)
+{
+	free(c->get_pcs);
+	free(c->cfg_pcs);
+	free(c->get_sr);
+	free(c->cfg_sr);
+	free(c->reason_idx);
+	free(c->reason_names);
+	free(c->reason_flags_by_slot);
+	c->get_pcs = c->cfg_pcs = NULL;
+	c->get_sr = c->cfg_sr = NULL;
+	c->reason_idx = NULL;
+	c->reason_names = NULL;
+	c->reason_flags_by_slot = NULL;
+	c->n_reasons = 0;
+}
+
+static uint32_t stall_flags(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n >= 11 && !strcmp(name + n - 11, "_not_issued"))
+		return GS_GPU_STALL_NOT_ISSUED;
+	if (strstr(name, "pcsamp_sample_count") || strstr(name, "samples_data_dropped"))
+		return GS_GPU_STALL_COUNTER;
+	return 0;
+}
+
+static uint32_t flags_of_index(const struct gs_ctx *c, uint32_t idx)
+{
+	for (size_t i = 0; i < c->n_reasons; i++)
+		if (c->reason_idx[i] == idx)
+			return c->reason_flags_by_slot[i];
+	return 0;
+}
+
+static int read_stall_reasons(struct gs_ctx *c, CUptiResult *res)
+{
+	CUpti_PCSamplingGetNumStallReasonsParams np = { .size = CUpti_PCSamplingGetNumStallReasonsParamsSize };
+	CUpti_PCSamplingGetStallReasonsParams sp = { .size = CUpti_PCSamplingGetStallReasonsParamsSize };
+	char **names;
+	size_t n = 0;
+
+	np.ctx = c->ctx;
+	np.numStallReasons = &n;
+	if ((*res = g.api.PCSamplingGetNumStallReasons(&np)) != CUPTI_SUCCESS)
+		return -1;
+	if (!n || n > 1024) {
+		*res = CUPTI_ERROR_UNKNOWN;
+		return -1;
+	}
+	c->reason_idx = calloc(n, sizeof(*c->reason_idx));
+	c->reason_names = calloc(n, sizeof(*c->reason_names));
+	c->reason_flags_by_slot = calloc(n, 1);
+	names = calloc(n, sizeof(*names));
+	if (!c->reason_idx || !c->reason_names || !c->reason_flags_by_slot || !names) {
+		free(names);
+		*res = CUPTI_ERROR_OUT_OF_MEMORY;
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		names[i] = c->reason_names[i];
+	sp.ctx = c->ctx;
+	sp.numStallReasons = n;
+	sp.stallReasonIndex = c->reason_idx;
+	sp.stallReasons = names;
+	*res = g.api.PCSamplingGetStallReasons(&sp);
+	free(names);
+	if (*res != CUPTI_SUCCESS)
+		return -1;
+	c->n_reasons = n;
+	for (size_t i = 0; i < n; i++) {
+		c->reason_names[i][GS_GPU_STALL_NAME_LEN - 1] = 0;
+		c->reason_flags_by_slot[i] = stall_flags(c->reason_names[i]);
+	}
+	return 0;
+}
+
+static void set_attr(CUpti_PCSamplingConfigurationInfo *a, int *n, CUpti_PCSamplingConfigurationAttributeType t)
+{
+	memset(&a[*n], 0, sizeof(a[*n]));
+	a[*n].attributeType = t;
+	(*n)++;
+}
+
+static CUptiResult configure(struct gs_ctx *c, bool with_period)
+{
+	CUpti_PCSamplingConfigurationInfoParams p = { .size = CUpti_PCSamplingConfigurationInfoParamsSize };
+	CUpti_PCSamplingConfigurationInfo a[8];
+	int n = 0;
+
+	set_attr(a, &n, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON);
+	a[n - 1].attributeData.stallReasonData.stallReasonCount = c->n_reasons;
+	a[n - 1].attributeData.stallReasonData.pStallReasonIndex = c->reason_idx;
+	set_attr(a, &n, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER);
+	a[n - 1].attributeData.samplingDataBufferData.samplingDataBuffer = &c->cfg_data;
+	set_attr(a, &n, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE);
+	a[n - 1].attributeData.collectionModeData.collectionMode =
+		g.opts.mode == GS_GPU_MODE_SERIALIZED ? CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED
+						      : CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
+	set_attr(a, &n, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_OUTPUT_DATA_FORMAT);
+	a[n - 1].attributeData.outputDataFormatData.outputDataFormat = CUPTI_PC_SAMPLING_OUTPUT_DATA_FORMAT_PARSED;
+	if (with_period && g.opts.period) {
+		set_attr(a, &n, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD);
+		a[n - 1].attributeData.samplingPeriodData.samplingPeriod = g.opts.period;
+	}
+	if (g.opts.scratch) {
+		set_attr(a, &n, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE);
+		a[n - 1].attributeData.scratchBufferSizeData.scratchBufferSize = g.opts.scratch;
+	}
+	if (g.opts.hwbuf) {
+		set_attr(a, &n, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE);
+		a[n - 1].attributeData.hardwareBufferSizeData.hardwareBufferSize = g.opts.hwbuf;
+	}
+	p.ctx = c->ctx;
+	p.numAttributes = n;
+	p.pPCSamplingConfigurationInfo = a;
+	return g.api.PCSamplingSetConfigurationAttribute(&p);
+}
+
+static uint32_t read_period(struct gs_ctx *c)
+{
+	CUpti_PCSamplingConfigurationInfoParams p = { .size = CUpti_PCSamplingConfigurationInfoParamsSize };
+	CUpti_PCSamplingConfigurationInfo a;
+
+	memset(&a, 0, sizeof(a));
+	a.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD;
+	p.ctx = c->ctx;
+	p.numAttributes = 1;
+	p.pPCSamplingConfigurationInfo = &a;
+	if (g.api.PCSamplingGetConfigurationAttribute(&p) != CUPTI_SUCCESS)
+		return g.opts.period;
+	return a.attributeData.samplingPeriodData.samplingPeriod;
+}
+
+static void emit_stall_table(struct gs_ctx *c)
+{
+	struct gs_gpu_stall_table *t = (void *)g.recbuf;
+	struct gs_gpu_stall_reason *r = (void *)(t + 1);
+	size_t max = (GS_GPU_REC_MAX - sizeof(*t)) / sizeof(*r), n = c->n_reasons;
+	int v;
+
+	if (n > max) {
+		n = max;
+		g.records_failed++;
+	}
+	memset(t, 0, sizeof(*t) + n * sizeof(*r));
+	hdr_init(&t->hdr, GS_REC_GPU_STALL_TABLE, sizeof(*t) + n * sizeof(*r));
+	t->gpu.ctx_uid = c->uid;
+	t->gpu.device = c->device;
+	t->n_reasons = n;
+	t->sampling_period = c->period;
+	t->collection_mode = c->mode;
+	if (g.api.DevAttr && c->device != ~0u) {
+		if (g.api.DevAttr(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, c->device) == CUDA_SUCCESS)
+			t->sm_count = v;
+		if (g.api.DevAttr(&v, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, c->device) == CUDA_SUCCESS)
+			t->clock_khz = v;
+	}
+	for (size_t i = 0; i < n; i++) {
+		r[i].index = c->reason_idx[i];
+		r[i].flags = c->reason_flags_by_slot[i];
+		memcpy(r[i].name, c->reason_names[i], GS_GPU_STALL_NAME_LEN);
+	}
+	gs_emit_record(t, t->hdr.size);
+}
+
+/* Another armed context on the same device?  CUPTI samples one per GPU. */
+static struct gs_ctx *device_owner(const struct gs_ctx *c)
+{
+	for (int i = 0; i < GS_AGENT_MAX_CTX; i++) {
+		struct gs_ctx *o = &g.ctx[i];
+		if (o != c && o->in_use && o->state == CTX_ARMED && o->device == c->device)
+			return o;
+	}
+	return NULL;
+}
+
+static void ctx_fail(struct gs_ctx *c, CUptiResult r, const char *call, bool enabled)
+{
+	char msg[GS_GPU_STATUS_MSG_LEN];
+	CUpti_PCSamplingDisableParams dp = { .size = CUpti_PCSamplingDisableParamsSize };
+
+	c->reason = explain(r, c->device, call, msg, sizeof(msg));
+	c->result = r;
+	snprintf(c->msg, sizeof(c->msg), "%s", msg);
+	if (enabled) {
+		dp.ctx = c->ctx;
+		g.api.PCSamplingDisable(&dp);
+	}
+	free_ctx_buffers(c);
+	c->state = CTX_OFF;
+	emit_status(c, GS_GPU_ST_OFF, c->reason, r, "GPU sampling off for context %u: %s", c->uid, msg);
+}
+
+/* Enable + stall reasons + configuration.  Caller holds g.lock and has the
+ * context current. */
+static int ctx_enable(struct gs_ctx *c)
+{
+	CUpti_PCSamplingEnableParams ep = { .size = CUpti_PCSamplingEnableParamsSize };
+	CUptiResult r;
+
+	ep.ctx = c->ctx;
+	if ((r = g.api.PCSamplingEnable(&ep)) != CUPTI_SUCCESS) {
+		ctx_fail(c, r, "cuptiPCSamplingEnable", false);
+		return -1;
+	}
+	if (!c->reason_idx && read_stall_reasons(c, &r)) {
+		ctx_fail(c, r, "cuptiPCSamplingGetStallReasons", true);
+		return -1;
+	}
+	if (!c->get_pcs &&
+	    (alloc_data(&c->get_data, &c->get_pcs, &c->get_sr, GS_AGENT_GET_PCS, c->n_reasons) ||
+	     alloc_data(&c->cfg_data, &c->cfg_pcs, &c->cfg_sr, GS_AGENT_CFG_PCS, c->n_reasons))) {
+		ctx_fail(c, CUPTI_ERROR_OUT_OF_MEMORY, "allocating PC buffers", true);
+		return -1;
+	}
+	c->mode = g.opts.mode;
+	r = configure(c, true);
+	if (r != CUPTI_SUCCESS && g.opts.period) {
+		/* Explicit periods are refused on some GPUs: fall back to
+		 * CUPTI's default rather than losing GPU sampling. */
+		CUptiResult r2 = configure(c, false);
+		if (r2 == CUPTI_SUCCESS)
+			emit_status(c, GS_GPU_ST_WARNING, GS_GPU_R_BAD_CONFIG, r,
+				    "sampling period 2^%u refused (%s); using CUPTI's default",
+				    g.opts.period, gs_cupti_strerror(&g.api, r));
+		r = r2;
+	}
+	if (r != CUPTI_SUCCESS) {
+		ctx_fail(c, r, "cuptiPCSamplingSetConfigurationAttribute", true);
+		return -1;
+	}
+	c->period = read_period(c);
+	c->state = CTX_ARMED;
+	return 0;
+}
+
+static int ctx_arm(struct gs_ctx *c)
+{
+	struct gs_ctx *o;
+	int rc;
+
+	if (c->state == CTX_ARMED || g.off_reason)
+		return 0;
+	if (c->state == CTX_OFF && c->reason != GS_GPU_R_SECOND_CONTEXT &&
+	    c->reason != GS_GPU_R_HW_BUFFER_FULL)
+		return -1; /* permanent for this context: reported already */
+	if ((o = device_owner(c))) {
+		c->state = CTX_OFF;
+		c->reason = GS_GPU_R_SECOND_CONTEXT;
+		snprintf(c->msg, sizeof(c->msg), "second context on GPU %u (context %u is sampled)",
+			 c->device, o->uid);
+		emit_status(c, GS_GPU_ST_OFF, GS_GPU_R_SECOND_CONTEXT, 0,
+			    "GPU sampling off for context %u: second context on GPU %u; CUPTI samples "
+			    "one context per GPU and context %u is sampled", c->uid, c->device, o->uid);
+		return -1;
+	}
+	rc = ctx_enable(c);
+	if (rc)
+		return rc;
+	emit_stall_table(c);
+	emit_status(c, GS_GPU_ST_ARMED, 0, 0, "context %u on GPU %u armed: %s, period 2^%u",
+		    c->uid, c->device, c->mode == GS_GPU_MODE_SERIALIZED ? "kernel-serialized" : "continuous",
+		    c->period);
+	return 0;
+}
+
+/* Turn one GetData result (d: totalNumPcs PCs) into batch records. */
+static void emit_batches(struct gs_ctx *c, CUpti_PCSamplingData *d, uint32_t flags)
+{
+	struct gs_gpu_pc_batch *b = (void *)g.recbuf;
+	char *area = (char *)(b + 1);
+	const size_t cap = GS_GPU_REC_MAX - sizeof(*b);
+	struct gs_gpu_pc *pcs = NULL;
+	/* static: only ever used under g.lock */
+	static struct gs_gpu_stall_count cnt[GS_GPU_REC_MAX / sizeof(struct gs_gpu_stall_count)];
+	static char names[GS_GPU_REC_MAX];
+	struct { const char *p; uint32_t off; } seen[64];
+	size_t n_pcs = 0, n_cnt = 0, names_len = 0, n_seen = 0;
+	bool first = true;
+	size_t total = d->totalNumPcs;
+
+	/* PCs go straight into the record; counts and names are gathered
+	 * aside and appended when the batch is closed. */
+#define FLUSH(last)                                                                                \
+	do {                                                                                       \
+		size_t sz = sizeof(*b) + n_pcs * sizeof(*pcs) + n_cnt * sizeof(cnt[0]) + names_len; \
+		sz = (sz + 7) & ~(size_t)7;                                                        \
+		memcpy(area + n_pcs * sizeof(*pcs), cnt, n_cnt * sizeof(cnt[0]));                  \
+		memcpy(area + n_pcs * sizeof(*pcs) + n_cnt * sizeof(cnt[0]), names, names_len);    \
+		memset((char *)b + sizeof(*b) + n_pcs * sizeof(*pcs) + n_cnt * sizeof(cnt[0]) +     \
+			       names_len, 0,                                                      \
+		       sz - (sizeof(*b) + n_pcs * sizeof(*pcs) + n_cnt * sizeof(cnt[0]) + names_len)); \
+		hdr_init(&b->hdr, GS_REC_GPU_PC_BATCH, sz);                                        \
+		b->gpu.ctx_uid = c->uid;                                                           \
+		b->gpu.device = c->device;                                                         \
+		b->gpu.tgid = b->gpu.tid = 0;                                                      \
+		b->range_id = d->rangeId;                                                          \
+		b->total_samples = first ? d->totalSamples : 0;                                    \
+		b->dropped_samples = first ? d->droppedSamples : 0;                                \
+		b->non_user_samples = first && g.api.version >= 16 ? d->nonUsrKernelsTotalSamples : 0; \
+		b->n_pcs = n_pcs;                                                                  \
+		b->n_counts = n_cnt;                                                               \
+		b->names_len = names_len;                                                          \
+		b->flags = flags | (first ? GS_GPU_BATCH_FIRST : 0) | ((last) ? GS_GPU_BATCH_LAST : 0); \
+		b->seq = c->seq++;                                                                 \
+		b->sampling_period = c->period;                                                    \
+		if (gs_emit_record(b, sz))                                                         \
+			g.records_failed++;                                                        \
+		else                                                                               \
+			g.batches++;                                                               \
+		first = false;                                                                     \
+		n_pcs = n_cnt = names_len = n_seen = 0;                                            \
+	} while (0)
+
+	pcs = (struct gs_gpu_pc *)area;
+	if (c->mode == GS_GPU_MODE_SERIALIZED)
+		flags |= GS_GPU_BATCH_SERIALIZED;
+	if (g.api.pcdata_size < 64)
+		flags |= GS_GPU_BATCH_NO_CORRELATION;
+	for (size_t i = 0; i < total; i++) {
+		CUpti_PCSamplingPCData *p = pc_at(d->pPcData, i);
+		size_t nsr = p->stallReasonCount, nlen = 0, need;
+		const char *fn = p->functionName ? p->functionName : "";
+		uint32_t name_off = ~0u;
+
+		if (nsr > c->n_reasons)
+			nsr = c->n_reasons;
+		for (size_t k = 0; k < n_seen; k++)
+			if (seen[k].p == fn)
+				name_off = seen[k].off;
+		if (name_off == ~0u) {
+			nlen = strnlen(fn, 4095) + 1;
+		}
+		need = sizeof(*pcs) + nsr * sizeof(cnt[0]) + nlen;
+		if (n_pcs && (sizeof(*pcs) * n_pcs + n_cnt * sizeof(cnt[0]) + names_len + need + 8 > cap ||
+			      (name_off == ~0u && n_seen == 64))) {
+			FLUSH(false);
+			name_off = ~0u;
+			nlen = strnlen(fn, 4095) + 1;
+		}
+		if (name_off == ~0u) {
+			name_off = names_len;
+			memcpy(names + names_len, fn, nlen - 1);
+			names[names_len + nlen - 1] = 0;
+			names_len += nlen;
+			seen[n_seen].p = fn;
+			seen[n_seen++].off = name_off;
+		}
+		struct gs_gpu_pc *o = &pcs[n_pcs++];
+		o->cubin_crc = p->cubinCrc;
+		o->pc_offset = p->pcOffset;
+		o->name_hash = name_hash(p->functionName);
+		o->function_index = p->functionIndex;
+		o->correlation_id = g.api.pcdata_size >= 64 ? p->correlationId : 0;
+		o->name_off = name_off;
+		o->first_count = n_cnt;
+		o->n_counts = nsr;
+		for (size_t k = 0; k < nsr; k++) {
+			cnt[n_cnt].reason_index = p->stallReason[k].pcSamplingStallReasonIndex;
+			cnt[n_cnt].samples = p->stallReason[k].samples;
+			if (!flags_of_index(c, cnt[n_cnt].reason_index))
+				g.samples += cnt[n_cnt].samples;
+			n_cnt++;
+		}
+	}
+	if (n_pcs || first)
+		FLUSH(true);
+#undef FLUSH
+}
+
+static void ctx_disable(struct gs_ctx *c, bool report_leftovers);
+
+/* Hardware buffer overflow: data is lost and CUPTI stays wedged until the
+ * context is disabled and enabled again. */
+static void ctx_recover(struct gs_ctx *c, CUpti_PCSamplingData *d)
+{
+	uint64_t lost = d->droppedSamples;
+	uint32_t old = g.opts.period;
+
+	g.hw_full++;
+	g.dropped += lost;
+	c->overflows++;
+	/* Overflowing again: halve the sample rate rather than lose data
+	 * every drain. */
+	if (c->overflows >= 2 && g.opts.period && g.opts.period < 31)
+		g.opts.period++;
+	ctx_disable(c, true);
+	c->state = CTX_IDLE;
+	if (ctx_enable(c) == 0)
+		emit_status(c, GS_GPU_ST_RECOVERED, GS_GPU_R_HW_BUFFER_FULL, CUPTI_ERROR_OUT_OF_MEMORY,
+			    "hardware buffer full on GPU %u (%" PRIu64 " samples dropped); PC sampling "
+			    "restarted%s: use a longer --gpu-period or a bigger hardware buffer",
+			    c->device, lost, old != g.opts.period ? " with a longer period" : "");
+}
+
+/* GetData until remainingNumPcs is 0.  Caller holds g.lock. */
+static void ctx_drain(struct gs_ctx *c)
+{
+	CUpti_PCSamplingGetDataParams p = { .size = CUpti_PCSamplingGetDataParamsSize };
+
+	if (c->state != CTX_ARMED)
+		return;
+	for (int guard = 0; guard < 4096; guard++) {
+		CUpti_PCSamplingData *d = &c->get_data;
+		CUptiResult r;
+
+		d->totalNumPcs = d->remainingNumPcs = 0;
+		d->totalSamples = d->droppedSamples = 0;
+		if (g.api.version >= 16)
+			d->nonUsrKernelsTotalSamples = 0;
+		if (g.api.version >= 19)
+			d->hardwareBufferFull = 0;
+		p.ctx = c->ctx;
+		p.pcSamplingData = d;
+		r = g.api.PCSamplingGetData(&p);
+		if (r == CUPTI_ERROR_OUT_OF_MEMORY && (g.api.version < 19 || d->hardwareBufferFull)) {
+			ctx_recover(c, d);
+			return;
+		}
+		if (r != CUPTI_SUCCESS) {
+			ctx_fail(c, r, "cuptiPCSamplingGetData", true);
+			return;
+		}
+		g.dropped += d->droppedSamples;
+		if (d->totalNumPcs || d->totalSamples)
+			emit_batches(c, d, 0);
+		if (!d->remainingNumPcs)
+			return;
+	}
+}
+
+static void ctx_disable(struct gs_ctx *c, bool report_leftovers)
+{
+	CUpti_PCSamplingDisableParams dp = { .size = CUpti_PCSamplingDisableParamsSize };
+
+	if (c->state != CTX_ARMED)
+		return;
+	c->cfg_data.totalNumPcs = 0;
+	dp.ctx = c->ctx;
+	g.api.PCSamplingDisable(&dp);
+	/* Disable copies what CUPTI still held into the configured buffer. */
+	if (report_leftovers && c->cfg_data.totalNumPcs <= GS_AGENT_CFG_PCS && c->cfg_data.totalNumPcs)
+		emit_batches(c, &c->cfg_data, 0);
+	c->state = CTX_IDLE;
+}
+
+/* ---- launch callbacks -------------------------------------------------- */
+
+static void set_launch_callbacks(bool on)
+{
+	if (g.launch_cb_on == on || !g.subscribed)
+		return;
+	for (size_t i = 0; i < sizeof(launch_cbids) / sizeof(*launch_cbids); i++)
+		g.api.EnableCallback(on, g.sub, CUPTI_CB_DOMAIN_DRIVER_API, launch_cbids[i]);
+	g.launch_cb_on = on;
+}
+
+static void on_launch(const CUpti_CallbackData *cb, CUpti_CallbackId cbid)
+{
+	uint32_t every = atomic_load(&g.launch_every);
+	struct gs_gpu_launch l;
+	uint64_t n;
+
+	if (cb->callbackSite != CUPTI_API_ENTER)
+		return;
+	n = atomic_fetch_add(&g.launches, 1);
+	if (!ctx_find(cb->context))
+		queue_pending(cb->context); /* late attach: context created before us */
+	if (every > 1 && n % every)
+		return;
+	if (!gs_emit_launch_wanted())
+		return;
+	memset(&l, 0, sizeof(l));
+	hdr_init(&l.hdr, GS_REC_GPU_LAUNCH, sizeof(l));
+	l.gpu.ctx_uid = cb->contextUid;
+	l.gpu.device = ~0u;
+	for (int i = 0; i < GS_AGENT_MAX_CTX; i++) /* lock-free read: uid/device never change while in_use */
+		if (g.ctx[i].in_use && g.ctx[i].uid == cb->contextUid)
+			l.gpu.device = g.ctx[i].device;
+	l.name_hash = gs_fnv64(cb->symbolName);
+	l.correlation_id = cb->correlationId;
+	l.cbid = cbid;
+	l.sample_every = every ? every : 1;
+	l.seq = atomic_fetch_add(&g.launch_seq, 1);
+	l.launches_total = n + 1;
+	gs_emit_launch(&l);
+	atomic_fetch_add(&g.launch_events, 1);
+}
+
+/* Adapt N so that about launch_rate events per second fire. */
+static void adapt_launch_rate(uint64_t now)
+{
+	uint64_t dt = now - g.last_rate_ns, n, d;
+	uint32_t every;
+
+	if (dt < 250000000ull)
+		return;
+	n = atomic_load(&g.launches);
+	d = n - g.last_rate_launches;
+	every = (uint32_t)((d * 1000000000ull / dt + g.opts.launch_rate - 1) / g.opts.launch_rate);
+	atomic_store(&g.launch_every, every ? every : 1);
+	g.last_rate_ns = now;
+	g.last_rate_launches = n;
+}
+
+/* ---- arm / disarm ------------------------------------------------------ */
+
+static void adopt_pending(void)
+{
+	for (int i = 0; i < GS_AGENT_MAX_CTX; i++) {
+		CUcontext ctx = atomic_exchange(&g.pending[i], NULL);
+		if (ctx)
+			ctx_add(ctx);
+	}
+}
+
+static void arm_all(void)
+{
+	adopt_pending();
+	for (int i = 0; i < GS_AGENT_MAX_CTX; i++) {
+		struct gs_ctx *c = &g.ctx[i];
+		if (!c->in_use || c->state == CTX_ARMED)
+			continue;
+		push_ctx(c);
+		ctx_arm(c);
+		pop_ctx();
+	}
+}
+
+static void arm(void)
+{
+	struct gs_agent_opts o;
+	uint32_t session;
+
+	read_cfg(&o, &session);
+	g.opts = o;
+	g.session = session;
+	g.armed = true;
+	g.last_rate_ns = now_ns();
+	g.last_rate_launches = atomic_load(&g.launches);
+	atomic_store(&g.launch_every, 1);
+	if (g.off_reason) {
+		emit_status(NULL, GS_GPU_ST_OFF, g.off_reason, g.off_result, "%s", g.off_msg);
+		return;
+	}
+	arm_all();
+	for (size_t i = 0; i < g.n_cubins; i++)
+		emit_cubin(&g.cubins[i], GS_GPU_CUBIN_REPLAY);
+	if (count_live() && !count_armed()) {
+		/* Every context refused: the process is CPU-only.  Name the
+		 * first context's reason (they share a cause in practice). */
+		for (int i = 0; i < GS_AGENT_MAX_CTX; i++)
+			if (g.ctx[i].in_use && g.ctx[i].state == CTX_OFF) {
+				emit_status(NULL, GS_GPU_ST_OFF, g.ctx[i].reason, g.ctx[i].result,
+					    "GPU sampling off: %.230s", g.ctx[i].msg);
+				return;
+			}
+	}
+	/* Launch callbacks only while something is sampled, or while no
+	 * context is known yet (late attach: the first launch names it). */
+	set_launch_callbacks(count_armed() > 0 || count_live() == 0);
+	emit_status(NULL, GS_GPU_ST_ARMED, 0, 0, "armed: %u of %u contexts sampled, %s, CUPTI %u at %s",
+		    count_armed(), count_live(),
+		    g.opts.mode == GS_GPU_MODE_SERIALIZED ? "kernel-serialized" : "continuous",
+		    g.api.version, g.api.path);
+}
+
+static void disarm(void)
+{
+	set_launch_callbacks(false);
+	for (int i = 0; i < GS_AGENT_MAX_CTX; i++) {
+		struct gs_ctx *c = &g.ctx[i];
+		if (!c->in_use)
+			continue;
+		if (c->state == CTX_ARMED) {
+			push_ctx(c);
+			ctx_drain(c);
+			ctx_disable(c, true);
+			pop_ctx();
+		}
+		if (c->state == CTX_OFF && c->reason == GS_GPU_R_SECOND_CONTEXT)
+			c->state = CTX_IDLE; /* may be the sampled one next time */
+		free_ctx_buffers(c);
+	}
+	free_names();
+	emit_status(NULL, GS_GPU_ST_DISARMED, g.off_reason, g.off_result,
+		    "disarmed: %" PRIu64 " PC samples in %" PRIu64 " batches, %" PRIu64 " dropped, "
+		    "%" PRIu64 " launch events", g.samples, g.batches, g.dropped,
+		    (uint64_t)atomic_load(&g.launch_events));
+	g.armed = false;
+}
+
+/* ---- CUPTI callbacks --------------------------------------------------- */
+
+static void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
+{
+	struct gs_ctx *c;
+
+	switch (cbid) {
+	case CUPTI_CBID_RESOURCE_CONTEXT_CREATED:
+		if (!lock_bounded(100)) {
+			queue_pending(rd->context);
+			return;
+		}
+		c = ctx_add(rd->context);
+		/* Armed: enable right here, on the creating thread, as NVIDIA's
+		 * continuous sample does, so the first kernels are sampled. */
+		if (c && g.armed && !g.exiting)
+			ctx_arm(c);
+		pthread_mutex_unlock(&g.lock);
+		return;
+	case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING:
+		if (!lock_bounded(200))
+			return; /* CUPTI tears PC sampling down with the context */
+		if ((c = ctx_find(rd->context))) {
+			if (c->state == CTX_ARMED && !g.exiting) {
+				ctx_drain(c);
+				ctx_disable(c, true);
+			}
+			free_ctx_buffers(c);
+			c->in_use = false;
+		}
+		pthread_mutex_unlock(&g.lock);
+		return;
+	case CUPTI_CBID_RESOURCE_MODULE_LOADED:
+	case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING: {
+		const CUpti_ModuleResourceData *m = rd->resourceDescriptor;
+		struct gs_cubin *b;
+
+		if (!lock_bounded(100))
+			return;
+		c = ctx_find(rd->context);
+		if (!c)
+			c = ctx_add(rd->context);
+		/* A module load/unload starts a new range: drain first so PCs of
+		 * the old and new module never mix. */
+		if (c && c->state == CTX_ARMED && g.armed && !g.exiting)
+			ctx_drain(c);
+		b = cubin_add(m, c);
+		if (b && cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING)
+			b->flags |= GS_GPU_CUBIN_UNLOADED;
+		if (b && g.armed)
+			emit_cubin(b, 0);
+		pthread_mutex_unlock(&g.lock);
+		return;
+	}
+	default:
+		return;
+	}
+}
+
+static void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+			      const void *data)
+{
+	if (g.forked)
+		return;
+	if (domain == CUPTI_CB_DOMAIN_RESOURCE)
+		on_resource(cbid, data);
+	else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && g.armed)
+		on_launch(data, cbid);
+}
+
+/* ---- watcher ----------------------------------------------------------- */
+
+static bool want_armed(void)
+{
+	uint32_t session = gs_agent_cfg.session, req = gs_agent_cfg.detach_req;
+
+	if (!gs_emit_armed())
+		return false;
+	return !(session && req == session);
+}
+
+static void watcher_tick(void)
+{
+	bool want = want_armed();
+	uint64_t now;
+
+	pthread_mutex_lock(&g.lock);
+	if (g.exiting) {
+		pthread_mutex_unlock(&g.lock);
+		return;
+	}
+	if (want && g.armed && gs_agent_cfg.session != g.session) {
+		disarm(); /* re-attached between two polls: start a new session */
+	}
+	if (want && !g.armed) {
+		arm();
+	} else if (!want && g.armed) {
+		disarm();
+	} else if (g.armed && !g.off_reason) {
+		now = now_ns();
+		arm_all(); /* contexts found late, or freed by a detached sibling */
+		if (count_armed())
+			set_launch_callbacks(true);
+		if (now - g.last_drain_ns >= (uint64_t)g.opts.drain_ms * 1000000ull) {
+			for (int i = 0; i < GS_AGENT_MAX_CTX; i++)
+				if (g.ctx[i].in_use && g.ctx[i].state == CTX_ARMED) {
+					push_ctx(&g.ctx[i]);
+					ctx_drain(&g.ctx[i]);
+					pop_ctx();
+				}
+			g.last_drain_ns = now;
+		}
+		adapt_launch_rate(now);
+	}
+	pthread_mutex_unlock(&g.lock);
+}
+
+static void *watcher(void *arg)
+{
+	struct timespec ts = { 0, GS_AGENT_POLL_MS * 1000000L };
+
+	for (;;) {
+		nanosleep(&ts, NULL);
+		if (g.exiting || g.forked)
+			return NULL;
+		watcher_tick();
+	}
+	return NULL;
+}
+
+static void at_exit(void)
+{
+	/* Bounded: exit must never hang on a watcher stuck inside CUPTI. */
+	if (!lock_bounded(500)) {
+		g.exiting = true;
+		return;
+	}
+	if (g.armed) {
+		for (int i = 0; i < GS_AGENT_MAX_CTX; i++)
+			if (g.ctx[i].in_use && g.ctx[i].state == CTX_ARMED) {
+				ctx_drain(&g.ctx[i]);
+				ctx_disable(&g.ctx[i], true);
+			}
+		emit_status(NULL, GS_GPU_ST_DISARMED, 0, 0,
+			    "process exiting: %" PRIu64 " PC samples in %" PRIu64 " batches",
+			    g.samples, g.batches);
+		g.armed = false;
+	}
+	g.exiting = true;
+	pthread_mutex_unlock(&g.lock);
+}
+
+/* A fork child inherits the agent but no CUDA and no watcher. */
+static void after_fork_child(void)
+{
+	pthread_mutex_init(&g.lock, NULL);
+	g.forked = true;
+	g.armed = false;
+}
+
+static int subscribe(void)
+{
+	char old[256] = "", msg[GS_GPU_STATUS_MSG_LEN];
+	CUptiResult r;
+
+	if (g.api.Subscribe_v2) {
+		CUpti_SubscriberParams sp;
+		memset(&sp, 0, sizeof(sp));
+		sp.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+		sp.subscriberName = GS_AGENT_SUBSCRIBER;
+		sp.oldSubscriberName = old;
+		sp.oldSubscriberSize = sizeof(old);
+		r = g.api.Subscribe_v2(&g.sub, callback, NULL, &sp);
+	} else {
+		r = g.api.Subscribe(&g.sub, callback, NULL);
+	}
+	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+		snprintf(msg, sizeof(msg),
+			 "another CUPTI subscriber holds the only slot: \"%s\" (torch.profiler/Kineto, "
+			 "Nsight Systems/Compute, cuda-gdb, ...); run without it to sample the GPU",
+			 old[0] ? old : "unnamed");
+		set_off(GS_GPU_R_OTHER_SUBSCRIBER, r, msg);
+		return -1;
+	}
+	if (r != CUPTI_SUCCESS) {
+		uint32_t reason = explain(r, ~0u, "cuptiSubscribe", msg, sizeof(msg));
+		set_off(reason, r, msg);
+		return -1;
+	}
+	g.subscribed = true;
+	g.api.EnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
+	g.api.EnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+	g.api.EnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED);
+	g.api.EnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING);
+	return 0;
+}
+
+static void start_watcher(void)
+{
+	sigset_t all, old;
+	pthread_attr_t at;
+	pthread_t t;
+
+	/* The application's signal handlers must never run on our thread. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&at, 256 << 10);
+	if (pthread_create(&t, &at, watcher, NULL) == 0)
+		pthread_setname_np(t, "gs-agent");
+	pthread_attr_destroy(&at);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Entry point called by the CUDA driver (CUDA_INJECTION64_PATH).  Returns 1:
+ * a failure here only turns GPU sampling off; the job always runs. */
+__attribute__((visibility("default"))) int InitializeInjection(void)
+{
+	static int done;
+	char err[GS_GPU_STATUS_MSG_LEN];
+
+	if (__atomic_exchange_n(&done, 1, __ATOMIC_SEQ_CST))
+		return 1;
+	default_opts(&g.env_opts);
+	if (gs_agent_parse_opts(getenv("GS_AGENT_OPTS"), &g.env_opts))
+		gs_agent_log("GS_AGENT_OPTS has unknown or bad entries; ignoring those");
+	g.opts = g.env_opts;
+	atomic_store(&g.launch_every, 1);
+	pthread_mutex_lock(&g.lock);
+	if (gs_cupti_open(&g.api, err, sizeof(err))) {
+		set_off(g.api.lib ? GS_GPU_R_CUPTI_TOO_OLD : GS_GPU_R_NO_CUPTI, 0, err);
+	} else if (g.api.version < 15) {
+		snprintf(err, sizeof(err), "CUPTI API version %u at %.160s has no PC sampling API "
+			 "(needs CUDA 11.3+)", g.api.version, g.api.path);
+		set_off(GS_GPU_R_CUPTI_TOO_OLD, 0, err);
+	} else {
+		g.cupti_ok = true;
+		subscribe();
+	}
+	pthread_mutex_unlock(&g.lock);
+	gs_agent_log("initialized: CUPTI %u (%s), PC record %zu bytes", g.api.version, g.api.path,
+		     g.api.pcdata_size);
+	pthread_atfork(NULL, NULL, after_fork_child);
+	atexit(at_exit);
+	start_watcher();
+	return 1;
+}

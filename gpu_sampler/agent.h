@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libgpusample_agent.so: the in-process GPU agent (CUPTI PC sampling).
+ *
+ * Loading.  The CUDA driver loads the agent through CUDA_INJECTION64_PATH
+ * and calls InitializeInjection() during cuInit.  Launch mode
+ * (gpusample -- CMD) sets, for CMD:
+ *     CUDA_INJECTION64_PATH=<prefix>/lib/gpusample/libgpusample_agent.so
+ *     GS_AGENT_OPTS=period=N,mode=continuous|serialized   (optional)
+ * For -p PID the job must have been started with CUDA_INJECTION64_PATH.
+ * The agent needs only libc; CUPTI is opened with dlopen (see cupti_api.c
+ * for the search order; GS_CUPTI_PATH overrides it, which tests use to load
+ * the CUPTI double).
+ *
+ * Dormant until armed.  InitializeInjection subscribes to CUPTI (subscriber
+ * name "gpusample"), enables resource callbacks only (context created /
+ * destroy starting, module loaded / unload starting) and starts a watcher
+ * thread ("gs-agent").  No PC sampling, no hardware buffer, no launch
+ * callbacks.  The watcher polls the semaphore of probe gpusample:record every
+ * GS_AGENT_POLL_MS; when gpusample attaches (semaphore > 0) it reads
+ * gs_agent_cfg (records.h, struct gs_gpu_agent_cfg) and arms: per live
+ * context Enable -> stall reasons -> configuration (continuous by default)
+ * -> stall table record; cubin notices for every known module; launch
+ * callbacks on.  Disarm (semaphore back to 0, or detach_req == session):
+ * drain, Disable, launch callbacks off, status DISARMED.
+ *
+ * USDT probes (provider "gpusample", sys/sdt.h, with semaphores):
+ *   record(void *rec, uint64_t size)  any GS_REC_GPU_* record but launches
+ *   launch(void *rec, uint64_t size)  struct gs_gpu_launch (64 bytes)
+ *
+ * Drains (cuptiPCSamplingGetData until remainingNumPcs == 0): every
+ * drain_interval_ms on the watcher, at module load / unload, before Disable,
+ * at context destroy and at exit.  Hardware buffer overflow: Disable +
+ * Enable + configure again, dropped samples counted, status RECOVERED.
+ * Every CUPTI failure turns GPU sampling off (for the process or the
+ * context) with a status record naming the cause and what to change; the
+ * application is never stopped or slowed beyond bounded callback work.
+ *
+ * Environment:
+ *   GS_CUPTI_PATH    libcupti to use (full path)
+ *   GS_AGENT_OPTS    comma list: period=5..31, mode=continuous|serialized,
+ *                    launch_rate=N (events/s), drain_ms=N, hwbuf=BYTES,
+ *                    scratch=BYTES, cubin_keep=BYTES
+ *   GS_AGENT_DEBUG   1: log agent decisions to stderr
+ */
+#ifndef GS_AGENT_H
+#define GS_AGENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "gpusample/records.h"
+
+#define GS_AGENT_POLL_MS 50          /* watcher period: arm latency bound */
+#define GS_AGENT_SUBSCRIBER "gpusample"
+#define GS_AGENT_MAX_CTX 64
+#define GS_AGENT_GET_PCS 512         /* PCs per GetData call */
+#define GS_AGENT_CFG_PCS 1024        /* PCs in the SAMPLING_DATA_BUFFER */
+#define GS_AGENT_LAUNCH_RATE 200     /* default launch events per second */
+#define GS_AGENT_DRAIN_MS 100
+
+void gs_agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Effective options (cfg from gpusample, else GS_AGENT_OPTS, else defaults). */
+struct gs_agent_opts {
+	uint32_t period;           /* 0 = CUPTI default */
+	uint32_t mode;             /* GS_GPU_MODE_* */
+	uint32_t launch_rate;
+	uint32_t drain_ms;
+	uint64_t hwbuf, scratch, cubin_keep;
+};
+int gs_agent_parse_opts(const char *s, struct gs_agent_opts *o);
+
+/* emit.c: USDT probes. */
+bool gs_emit_armed(void);         /* record semaphore raised */
+bool gs_emit_launch_wanted(void); /* launch semaphore raised */
+int gs_emit_record(void *rec, uint32_t size);
+void gs_emit_launch(struct gs_gpu_launch *l);
+
+uint64_t gs_fnv64(const char *s);
+
+#endif

@@ -1,0 +1,760 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Terminal report: header, top functions (self/total), processes and
+ * threads, notes, GPU kernels (stall mix, hottest lines, launching Python
+ * line), and a "where the time goes" verdict for the main thread and the
+ * DataLoader workers.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "output/internal.h"
+#include "output/output.h"
+
+/* ---- where-the-time-goes heuristics ------------------------------------- */
+
+enum cls { C_COMPUTE = 0, C_INPUT, C_SYNC, C_N };
+static const char *const cls_name[C_N] = {"CPU compute", "input wait (DataLoader)", "GPU sync"};
+
+enum { K_PY = 1, K_NATIVE = 2 };
+
+/* A CPU (or off-CPU) sample is classified by the leaf-most frame of its
+ * stack that matches a row; no match = CPU compute.  Leaf-most wins, so the
+ * queue get / poll / select / futex frames under a DataLoader `_next_data`
+ * count as input wait, and a `.item()` inside a training step counts as
+ * sync.  base: the function's name without namespaces/classes and
+ * parameters; file: a substring its source file must contain (NULL = any);
+ * kinds: which frame kinds may match. */
+static const struct marker {
+	enum cls cls;
+	const char *base;
+	const char *file;
+	uint8_t kinds;
+} markers[] = {
+	/* torch.utils.data.DataLoader iterators, waiting for or making a batch */
+	{C_INPUT, "__next__", "utils/data/", K_PY},
+	{C_INPUT, "_next_data", "utils/data/", K_PY},
+	{C_INPUT, "_get_data", "utils/data/", K_PY},
+	{C_INPUT, "_try_get_data", "utils/data/", K_PY},
+	/* host waits for the GPU */
+	{C_SYNC, "synchronize", "torch/cuda", K_PY},     /* torch.cuda.synchronize() */
+	{C_SYNC, "cudaStreamSynchronize", NULL, K_NATIVE},
+	{C_SYNC, "cudaDeviceSynchronize", NULL, K_NATIVE},
+	{C_SYNC, "cudaEventSynchronize", NULL, K_NATIVE},
+	{C_SYNC, "cuCtxSynchronize", NULL, K_NATIVE},
+	{C_SYNC, "cuStreamSynchronize", NULL, K_NATIVE},
+	{C_SYNC, "cuEventSynchronize", NULL, K_NATIVE},
+	{C_SYNC, "item", NULL, K_NATIVE},                /* at::Tensor::item() */
+	{C_SYNC, "_local_scalar_dense", NULL, K_NATIVE}, /* what .item() runs */
+	{C_SYNC, "cudaMemcpy", NULL, K_NATIVE},          /* synchronous (D2H) copy */
+	{C_SYNC, "cuMemcpyDtoH", NULL, K_NATIVE},
+	{C_SYNC, "cuMemcpyDtoH_v2", NULL, K_NATIVE},
+};
+
+/* Function name without namespaces/classes and parameters. */
+static const char *base_name(const char *name, char *buf, size_t len)
+{
+	const char *s = gs_short_cxx_name(name, buf, len);
+	const char *c = strrchr(s, ':');
+	const char *d = strrchr(s, '.');
+	if (d && (!c || d > c))
+		c = d;
+	return c ? c + 1 : s;
+}
+
+/* Per-function marker class + 1 (0 = none), computed once. */
+static uint8_t *classify_functions(const struct gs_profile *p, const uint8_t *fn_kind)
+{
+	uint8_t *cls = calloc(p->n_functions + 1, 1);
+	char buf[512];
+	if (!cls)
+		return NULL;
+	for (uint32_t id = 1; id <= p->n_functions; id++) {
+		const struct gs_function *f = gs_profile_function(p, id);
+		const char *b = base_name(gs_profile_str(p, f->name), buf, sizeof(buf));
+		const char *file = gs_profile_str(p, f->file);
+		uint8_t k = fn_kind[id] == GS_FRAME_PYTHON ? K_PY : K_NATIVE;
+		for (size_t m = 0; m < sizeof(markers) / sizeof(markers[0]); m++) {
+			if ((markers[m].kinds & k) && strcmp(b, markers[m].base) == 0 &&
+			    (!markers[m].file || strstr(file, markers[m].file))) {
+				cls[id] = (uint8_t)(markers[m].cls + 1);
+				break;
+			}
+		}
+	}
+	return cls;
+}
+
+static enum cls classify_stack(const struct gs_profile *p, uint32_t st, const uint8_t *fcls)
+{
+	const struct gs_stack *s = &p->stacks[st];
+	for (uint32_t i = 0; i < s->n; i++) { /* leaf first */
+		const struct gs_location *l = gs_profile_location(p, p->stack_locs[s->first + i]);
+		for (uint32_t k = 0; k < l->n_lines; k++) {
+			uint32_t fn = p->lines[l->first_line + k].function;
+			if (fn && fcls[fn])
+				return (enum cls)(fcls[fn] - 1);
+		}
+	}
+	return C_COMPUTE;
+}
+
+/* ---- small helpers -------------------------------------------------------- */
+
+struct rpt {
+	const struct gs_profile *p;
+	FILE *out;
+	unsigned top;
+	bool color;
+	uint8_t *fn_kind;   /* frame kind of each function's first location */
+	int64_t cpu_total;  /* CPU samples */
+};
+
+static void heading(struct rpt *r, const char *s)
+{
+	fprintf(r->out, r->color ? "\n\033[1m%s\033[0m\n" : "\n%s\n", s);
+}
+
+static double pct(int64_t a, int64_t b)
+{
+	return b > 0 ? 100.0 * (double)a / (double)b : 0.0;
+}
+
+static void fmt_ns(char *buf, size_t len, int64_t ns)
+{
+	if (ns >= 10000000000LL)
+		snprintf(buf, len, "%.1f s", (double)ns / 1e9);
+	else if (ns >= 1000000000LL)
+		snprintf(buf, len, "%.2f s", (double)ns / 1e9);
+	else
+		snprintf(buf, len, "%.1f ms", (double)ns / 1e6);
+}
+
+/* Function display name: Python "qualname (file:start)", else short C++. */
+static const char *fn_display(struct rpt *r, uint32_t id, char *buf, size_t len)
+{
+	const struct gs_profile *p = r->p;
+	if (id > p->n_functions) { /* address-only location */
+		struct gs_dframe df = {.type = GS_DF_ADDR, .loc = id - p->n_functions};
+		return gs_dframe_name(p, &df, buf, len);
+	}
+	const struct gs_function *f = gs_profile_function(p, id);
+	const char *name = f->name ? gs_profile_str(p, f->name) : "[unknown]";
+	char tmp[512];
+	if (r->fn_kind[id] == GS_FRAME_PYTHON && f->file)
+		snprintf(buf, len, "%s (%s:%" PRId64 ")", name, gs_short_path(gs_profile_str(p, f->file)),
+			 f->start_line);
+	else if (r->fn_kind[id] == GS_FRAME_KERNEL)
+		snprintf(buf, len, "%s [kernel]", name);
+	else
+		snprintf(buf, len, "%s", gs_short_cxx_name(name, tmp, sizeof(tmp)));
+	if (strlen(buf) > 90)
+		strcpy(buf + 87, "...");
+	return buf;
+}
+
+static bool is_cpu(const struct gs_sample *s)
+{
+	return s->cuda_device < 0;
+}
+
+/* ---- sections --------------------------------------------------------- */
+
+static void header(struct rpt *r, int64_t gpu_total)
+{
+	const struct gs_profile *p = r->p;
+	char d[32];
+	fmt_ns(d, sizeof(d), (int64_t)p->duration_nanos);
+	fprintf(r->out, r->color ? "\033[1mgpusample report\033[0m\n" : "gpusample report\n");
+	fprintf(r->out, "  duration %s, %u Hz, %" PRId64 " CPU samples, %" PRIu64 " lost",
+		d, p->frequency_hz, r->cpu_total, p->lost_samples);
+	if (gpu_total)
+		fprintf(r->out, ", %" PRId64 " GPU PC samples", gpu_total);
+	fprintf(r->out, ", %u processes\n", p->n_processes);
+	if (p->lost_samples && r->cpu_total)
+		fprintf(r->out, "  note: %.1f%% of CPU samples were lost (ring buffer full); "
+			"lower -F or raise the buffer size\n",
+			pct((int64_t)p->lost_samples, r->cpu_total + (int64_t)p->lost_samples));
+}
+
+struct fn_row {
+	uint32_t fn;
+	int64_t self, total;
+};
+
+static int cmp_self(const void *a, const void *b)
+{
+	const struct fn_row *x = a, *y = b;
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	return x->fn < y->fn ? -1 : 1;
+}
+
+static int cmp_total(const void *a, const void *b)
+{
+	const struct fn_row *x = a, *y = b;
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return x->fn < y->fn ? -1 : 1;
+}
+
+static int top_functions(struct rpt *r, const int64_t *stack_cpu)
+{
+	const struct gs_profile *p = r->p;
+	/* rows 1..n_functions: functions; then one per address-only location
+	 * (no symbol), so their self time is not lost */
+	size_t n_rows = (size_t)p->n_functions + p->n_locations + 1;
+	struct fn_row *rows = calloc(n_rows, sizeof(*rows));
+	uint32_t *stamp = calloc(n_rows, sizeof(*stamp));
+	if (!rows || !stamp) {
+		free(rows);
+		free(stamp);
+		return -ENOMEM;
+	}
+	for (uint32_t st = 0; st < p->n_stacks; st++) {
+		int64_t c = stack_cpu[st];
+		const struct gs_stack *s = &p->stacks[st];
+		if (c <= 0 || !s->n)
+			continue;
+		const struct gs_location *leaf = gs_profile_location(p, p->stack_locs[s->first]);
+		if (leaf->n_lines)
+			rows[p->lines[leaf->first_line].function].self += c;
+		else
+			rows[p->n_functions + p->stack_locs[s->first]].self += c;
+		for (uint32_t i = 0; i < s->n; i++) {
+			uint32_t lid = p->stack_locs[s->first + i];
+			const struct gs_location *l = gs_profile_location(p, lid);
+			if (!l->n_lines && stamp[p->n_functions + lid] != st + 1) {
+				stamp[p->n_functions + lid] = st + 1;
+				rows[p->n_functions + lid].total += c;
+			}
+			for (uint32_t k = 0; k < l->n_lines; k++) {
+				uint32_t fn = p->lines[l->first_line + k].function;
+				if (stamp[fn] != st + 1) { /* once per stack (recursion) */
+					stamp[fn] = st + 1;
+					rows[fn].total += c;
+				}
+			}
+		}
+	}
+	size_t n = 0;
+	for (uint32_t id = 1; id < n_rows; id++)
+		if (rows[id].total)
+			rows[n++] = (struct fn_row){id, rows[id].self, rows[id].total};
+	char name[256];
+	for (int pass = 0; pass < 2 && n; pass++) {
+		qsort(rows, n, sizeof(*rows), pass ? cmp_total : cmp_self);
+		heading(r, pass ? "Top functions by total CPU (self + callees)"
+				: "Top functions by self CPU");
+		fprintf(r->out, "  %7s %6s %7s %6s  %s\n", "self", "self%", "total", "total%", "function");
+		for (size_t i = 0; i < n && i < r->top; i++) {
+			if (!pass && !rows[i].self)
+				break;
+			fprintf(r->out, "  %7" PRId64 " %5.1f%% %7" PRId64 " %5.1f%%  %s\n", rows[i].self,
+				pct(rows[i].self, r->cpu_total), rows[i].total, pct(rows[i].total, r->cpu_total),
+				fn_display(r, rows[i].fn, name, sizeof(name)));
+		}
+	}
+	free(rows);
+	free(stamp);
+	return 0;
+}
+
+struct thr {
+	uint32_t pid, tid;
+	gs_str name, role;
+	int64_t samples;
+};
+
+static int cmp_thr(const void *a, const void *b)
+{
+	const struct thr *x = a, *y = b;
+	if (x->samples != y->samples)
+		return x->samples > y->samples ? -1 : 1;
+	return x->tid < y->tid ? -1 : 1;
+}
+
+/* Threads with CPU samples (linear-probing map keyed by (pid, tid)). */
+static struct thr *collect_threads(const struct gs_profile *p, size_t *n_out)
+{
+	size_t cap = 256, n = 0;
+	struct thr *t = calloc(cap, sizeof(*t));
+	uint32_t hcap = 1024;
+	uint32_t *h = calloc(hcap, sizeof(*h));
+	if (!t || !h)
+		goto fail;
+	for (size_t i = 0; i < p->n_samples; i++) {
+		const struct gs_sample *s = &p->samples[i];
+		if (!is_cpu(s) || s->values[GS_V_SAMPLES] <= 0)
+			continue;
+		uint32_t k = (uint32_t)gs_mix64(((uint64_t)s->pid << 32) | s->tid) & (hcap - 1);
+		while (h[k] && !(t[h[k] - 1].pid == s->pid && t[h[k] - 1].tid == s->tid))
+			k = (k + 1) & (hcap - 1);
+		if (!h[k]) {
+			if (n == cap) {
+				cap *= 2;
+				struct thr *nt = realloc(t, cap * sizeof(*t));
+				if (!nt)
+					goto fail;
+				t = nt;
+			}
+			if ((n + 1) * 2 > hcap) { /* grow and rehash */
+				uint32_t ncap = hcap * 2;
+				uint32_t *nh = calloc(ncap, sizeof(*nh));
+				if (!nh)
+					goto fail;
+				for (size_t j = 0; j < n; j++) {
+					uint32_t q = (uint32_t)gs_mix64(((uint64_t)t[j].pid << 32) | t[j].tid) & (ncap - 1);
+					while (nh[q])
+						q = (q + 1) & (ncap - 1);
+					nh[q] = (uint32_t)j + 1;
+				}
+				free(h);
+				h = nh;
+				hcap = ncap;
+				k = (uint32_t)gs_mix64(((uint64_t)s->pid << 32) | s->tid) & (hcap - 1);
+				while (h[k])
+					k = (k + 1) & (hcap - 1);
+			}
+			t[n] = (struct thr){.pid = s->pid, .tid = s->tid, .name = s->thread_name,
+					    .role = s->process_role};
+			h[k] = (uint32_t)++n;
+		}
+		t[h[k] - 1].samples += s->values[GS_V_SAMPLES];
+	}
+	free(h);
+	*n_out = n;
+	return t;
+fail:
+	free(t);
+	free(h);
+	return NULL;
+}
+
+static void processes_and_threads(struct rpt *r, struct thr *t, size_t n)
+{
+	const struct gs_profile *p = r->p;
+	heading(r, "Processes");
+	fprintf(r->out, "  %7s %-16s %-11s %8s %6s  %-16s %s\n", "pid", "comm", "role", "samples",
+		"cpu%", "python", "GPU");
+	for (uint32_t i = 0; i < p->n_processes; i++) {
+		const struct gs_process *pr = &p->processes[i];
+		if (gs_find_process(p, pr->pid) != pr)
+			continue; /* superseded by a later entry (exec) */
+		int64_t c = 0;
+		for (size_t j = 0; j < n; j++)
+			if (t[j].pid == pr->pid)
+				c += t[j].samples;
+		fprintf(r->out, "  %7u %-16s %-11s %8" PRId64 " %5.1f%%  %-16s %s%s\n", pr->pid,
+			gs_profile_str(p, pr->comm), pr->role ? gs_profile_str(p, pr->role) : "-", c,
+			pct(c, r->cpu_total), pr->python ? gs_profile_str(p, pr->python) : "-",
+			pr->gpu ? gs_profile_str(p, pr->gpu) : "-", pr->exited ? " (exited)" : "");
+	}
+	qsort(t, n, sizeof(*t), cmp_thr);
+	heading(r, "Threads");
+	fprintf(r->out, "  %7s %7s %-16s %-11s %8s %6s\n", "pid", "tid", "thread", "role", "samples", "cpu%");
+	for (size_t j = 0; j < n && j < r->top; j++)
+		fprintf(r->out, "  %7u %7u %-16s %-11s %8" PRId64 " %5.1f%%\n", t[j].pid, t[j].tid,
+			t[j].name ? gs_profile_str(p, t[j].name) : "?",
+			t[j].role ? gs_profile_str(p, t[j].role) : "-", t[j].samples, pct(t[j].samples, r->cpu_total));
+	if (n > r->top)
+		fprintf(r->out, "  ... %zu more threads\n", n - r->top);
+}
+
+/* ---- GPU ------------------------------------------------------------------ */
+
+/* Counter keyed by (tag, kernel function, a, b). */
+enum { T_KERNEL = 1, T_REASON, T_LINE, T_LAUNCH };
+struct cnt {
+	uint32_t tag, kfn;
+	uint64_t a, b;
+	int64_t v, ni;
+};
+
+struct counter {
+	struct cnt *e;
+	uint32_t *h;
+	size_t n, cap, hcap;
+};
+
+static uint64_t cnt_hash(uint32_t tag, uint32_t kfn, uint64_t a, uint64_t b)
+{
+	return gs_mix64(gs_mix64(((uint64_t)tag << 32 | kfn) ^ a) ^ (b * 0x9e3779b97f4a7c15ULL));
+}
+
+static int cnt_add(struct counter *c, uint32_t tag, uint32_t kfn, uint64_t a, uint64_t b, int64_t v, int64_t ni)
+{
+	if ((c->n + 1) * 2 > c->hcap) {
+		size_t ncap = c->hcap ? c->hcap * 2 : 1024;
+		uint32_t *nh = calloc(ncap, sizeof(*nh));
+		struct cnt *ne = realloc(c->e, (ncap / 2) * sizeof(*ne));
+		if (!nh || !ne) {
+			free(nh);
+			if (ne)
+				c->e = ne;
+			return -ENOMEM;
+		}
+		c->e = ne;
+		for (size_t i = 0; i < c->n; i++) {
+			size_t k = cnt_hash(ne[i].tag, ne[i].kfn, ne[i].a, ne[i].b) & (ncap - 1);
+			while (nh[k])
+				k = (k + 1) & (ncap - 1);
+			nh[k] = (uint32_t)i + 1;
+		}
+		free(c->h);
+		c->h = nh;
+		c->hcap = ncap;
+	}
+	size_t k = cnt_hash(tag, kfn, a, b) & (c->hcap - 1);
+	while (c->h[k]) {
+		struct cnt *e = &c->e[c->h[k] - 1];
+		if (e->tag == tag && e->kfn == kfn && e->a == a && e->b == b) {
+			e->v += v;
+			e->ni += ni;
+			return 0;
+		}
+		k = (k + 1) & (c->hcap - 1);
+	}
+	c->e[c->n] = (struct cnt){tag, kfn, a, b, v, ni};
+	c->h[k] = (uint32_t)++c->n;
+	return 0;
+}
+
+static int cmp_cnt(const void *x, const void *y)
+{
+	const struct cnt *a = x, *b = y;
+	if (a->tag != b->tag)
+		return a->tag < b->tag ? -1 : 1;
+	if (a->kfn != b->kfn)
+		return a->kfn < b->kfn ? -1 : 1;
+	if (a->v != b->v)
+		return a->v > b->v ? -1 : 1;
+	if (a->a != b->a)
+		return a->a < b->a ? -1 : 1;
+	return a->b < b->b ? -1 : a->b > b->b;
+}
+
+/* Range [*b, *e) of entries with (tag, kfn) in the sorted array. */
+static void cnt_range(const struct counter *c, uint32_t tag, uint32_t kfn, size_t *b, size_t *e)
+{
+	size_t lo = 0, hi = c->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		const struct cnt *m = &c->e[mid];
+		if (m->tag < tag || (m->tag == tag && m->kfn < kfn))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*b = lo;
+	while (lo < c->n && c->e[lo].tag == tag && c->e[lo].kfn == kfn)
+		lo++;
+	*e = lo;
+}
+
+/* The kernel function of a GPU PC location, and its launching Python line:
+ * the first Python frame above the GPU leaf (0 if none). */
+static void gpu_sample_keys(const struct gs_profile *p, const struct gs_sample *s, uint32_t *kfn,
+			    const struct gs_line **leaf_line, uint32_t *launch_loc)
+{
+	const struct gs_stack *st = &p->stacks[s->stack];
+	*kfn = 0;
+	*leaf_line = NULL;
+	*launch_loc = 0;
+	for (uint32_t i = 0; i < st->n; i++) {
+		uint32_t lid = p->stack_locs[st->first + i];
+		const struct gs_location *l = gs_profile_location(p, lid);
+		if (l->kind == GS_FRAME_GPU_PC && !*kfn && l->n_lines) {
+			*kfn = p->lines[l->first_line + l->n_lines - 1].function;
+			*leaf_line = &p->lines[l->first_line];
+		} else if (l->kind == GS_FRAME_PYTHON && l->n_lines) {
+			*launch_loc = lid;
+			return;
+		}
+	}
+}
+
+static int gpu_section(struct rpt *r, int64_t gpu_total, int64_t gpu_ni, uint32_t *top_kernel,
+		       gs_str *top_reason, int64_t *top_reason_n)
+{
+	const struct gs_profile *p = r->p;
+	struct counter c = {0};
+	int rc = 0;
+	for (size_t i = 0; i < p->n_samples && !rc; i++) {
+		const struct gs_sample *s = &p->samples[i];
+		int64_t v = s->values[GS_V_GPU_SAMPLES], ni = s->values[GS_V_GPU_NOT_ISSUED];
+		if (is_cpu(s) || (v <= 0 && ni <= 0))
+			continue;
+		uint32_t kfn, launch;
+		const struct gs_line *ll;
+		gpu_sample_keys(p, s, &kfn, &ll, &launch);
+		rc = cnt_add(&c, T_KERNEL, 0, kfn, 0, v, ni);
+		rc = rc ? rc : cnt_add(&c, T_REASON, kfn, s->cuda_stall_reason, 0, v, ni);
+		rc = rc ? rc : cnt_add(&c, T_REASON, 0, s->cuda_stall_reason, 0, v, ni);
+		if (ll)
+			rc = rc ? rc : cnt_add(&c, T_LINE, kfn, ll->function, (uint64_t)ll->line, v, ni);
+		rc = rc ? rc : cnt_add(&c, T_LAUNCH, kfn, launch, 0, v, ni);
+	}
+	if (rc)
+		goto out;
+	qsort(c.e, c.n, sizeof(*c.e), cmp_cnt);
+	char title[160], name[256], tmp[256];
+	snprintf(title, sizeof(title), "GPU: %" PRId64 " PC samples (%" PRId64 " not issued)", gpu_total, gpu_ni);
+	heading(r, title);
+	size_t rb, re;
+	cnt_range(&c, T_REASON, 0, &rb, &re);
+	fprintf(r->out, "  stall reasons:");
+	for (size_t i = rb; i < re && i < rb + 6; i++)
+		fprintf(r->out, "%s %s %.1f%%", i == rb ? "" : ",",
+			c.e[i].a ? gs_profile_str(p, (gs_str)c.e[i].a) : "unknown", pct(c.e[i].v, gpu_total));
+	fprintf(r->out, "\n");
+	if (re > rb) {
+		*top_reason = (gs_str)c.e[rb].a;
+		*top_reason_n = c.e[rb].v;
+	}
+	heading(r, "Top kernels by GPU samples");
+	size_t kb, ke;
+	cnt_range(&c, T_KERNEL, 0, &kb, &ke);
+	if (ke > kb)
+		*top_kernel = (uint32_t)c.e[kb].a;
+	for (size_t k = kb; k < ke && k < kb + r->top; k++) {
+		uint32_t kfn = (uint32_t)c.e[k].a;
+		const char *kname = kfn ? gs_short_cxx_name(gs_profile_str(p, gs_profile_function(p, kfn)->name),
+							    tmp, sizeof(tmp)) : "[unknown kernel]";
+		fprintf(r->out, "  %8" PRId64 " %5.1f%%  %s\n", c.e[k].v, pct(c.e[k].v, gpu_total), kname);
+		size_t b, e;
+		cnt_range(&c, T_REASON, kfn, &b, &e);
+		fprintf(r->out, "      stalls:");
+		for (size_t i = b; i < e && i < b + 3; i++)
+			fprintf(r->out, "%s %s %.0f%%", i == b ? "" : ",",
+				c.e[i].a ? gs_profile_str(p, (gs_str)c.e[i].a) : "unknown", pct(c.e[i].v, c.e[k].v));
+		fprintf(r->out, "\n");
+		cnt_range(&c, T_LINE, kfn, &b, &e);
+		if (e > b) {
+			fprintf(r->out, "      hottest lines:");
+			for (size_t i = b; i < e && i < b + 3; i++) {
+				const struct gs_function *f = c.e[i].a ? gs_profile_function(p, (uint32_t)c.e[i].a) : NULL;
+				const char *file = f && f->file ? gs_profile_str(p, f->file) : "?";
+				const char *slash = strrchr(file, '/');
+				fprintf(r->out, "%s %s:%" PRIu64 " %.0f%%", i == b ? "" : ",",
+					slash ? slash + 1 : file, c.e[i].b, pct(c.e[i].v, c.e[k].v));
+			}
+			fprintf(r->out, "\n");
+		}
+		cnt_range(&c, T_LAUNCH, kfn, &b, &e);
+		if (e > b) {
+			const struct cnt *l = &c.e[b];
+			if (l->a) {
+				struct gs_dframe df[66];
+				size_t nd = gs_location_dframes(p, (uint32_t)l->a, df, 66);
+				gs_dframe_name(p, &df[nd ? nd - 1 : 0], name, sizeof(name));
+			} else {
+				snprintf(name, sizeof(name), "no Python frame (unknown launch or native caller)");
+			}
+			fprintf(r->out, "      launched from: %s (%.0f%%)\n", name, pct(l->v, c.e[k].v));
+		}
+	}
+	if (ke - kb > r->top)
+		fprintf(r->out, "  ... %zu more kernels\n", ke - kb - r->top);
+out:
+	free(c.e);
+	free(c.h);
+	return rc;
+}
+
+/* ---- verdict ---------------------------------------------------------- */
+
+struct split {
+	int64_t on[C_N];  /* on-CPU ns by class */
+	int64_t off[C_N]; /* off-CPU ns by class */
+	int64_t samples;
+};
+
+static void add_split(const struct gs_profile *p, const struct gs_sample *s, enum cls c, struct split *x)
+{
+	int64_t on = s->values[GS_V_CPU_NS];
+	if (!on)
+		on = s->values[GS_V_SAMPLES] * p->period_ns;
+	x->on[c] += on;
+	x->off[c] += s->values[GS_V_OFFCPU_NS];
+	x->samples += s->values[GS_V_SAMPLES];
+}
+
+static void print_split(struct rpt *r, const struct split *x, int64_t wall, const char *who)
+{
+	int64_t acc = 0;
+	for (int c = 0; c < C_N; c++)
+		acc += x->on[c] + x->off[c];
+	int64_t denom = wall > acc ? wall : acc;
+	char a[32], b[32];
+	fmt_ns(a, sizeof(a), acc);
+	fmt_ns(b, sizeof(b), denom);
+	fprintf(r->out, "  %s: %s sampled of %s\n", who, a, b);
+	for (int c = 0; c < C_N; c++) {
+		int64_t v = x->on[c] + x->off[c];
+		fprintf(r->out, "    %-26s %5.1f%%\n", cls_name[c], pct(v, denom));
+	}
+	if (denom > acc)
+		fprintf(r->out, "    %-26s %5.1f%%\n", "off-CPU, not sampled", pct(denom - acc, denom));
+}
+
+static void verdict(struct rpt *r, uint32_t top_kernel, gs_str top_reason, int64_t top_reason_n,
+		    int64_t gpu_total)
+{
+	const struct gs_profile *p = r->p;
+	uint8_t *fcls = classify_functions(p, r->fn_kind);
+	if (!fcls)
+		return;
+	/* main process: role "main", else the first process, else busiest pid */
+	uint32_t main_pid = 0;
+	bool have_main = false;
+	for (uint32_t i = 0; i < p->n_processes && !have_main; i++)
+		if (p->processes[i].role && !strcmp(gs_profile_str(p, p->processes[i].role), "main")) {
+			main_pid = p->processes[i].pid;
+			have_main = true;
+		}
+	if (!have_main && p->n_processes) {
+		main_pid = p->processes[0].pid;
+		have_main = true;
+	}
+	struct split mt = {0}, wk = {0};
+	uint32_t workers[256];
+	unsigned n_workers = 0;
+	for (size_t i = 0; i < p->n_samples; i++) {
+		const struct gs_sample *s = &p->samples[i];
+		if (!is_cpu(s))
+			continue;
+		if (!have_main && s->values[GS_V_SAMPLES] > 0) {
+			main_pid = s->pid; /* no process table: first sampled pid */
+			have_main = true;
+		}
+		const char *role = s->process_role ? gs_profile_str(p, s->process_role) : "";
+		if (s->pid == main_pid && s->tid == main_pid) {
+			add_split(p, s, classify_stack(p, s->stack, fcls), &mt);
+		} else if (!strcmp(role, "dataloader") || !strcmp(role, "worker")) {
+			add_split(p, s, classify_stack(p, s->stack, fcls), &wk);
+			bool seen = false;
+			for (unsigned w = 0; w < n_workers; w++)
+				seen |= workers[w] == s->pid;
+			if (!seen && n_workers < 256)
+				workers[n_workers++] = s->pid;
+		}
+	}
+	free(fcls);
+	heading(r, "Where the time goes");
+	char who[96];
+	const struct gs_process *mp = gs_find_process(p, main_pid);
+	snprintf(who, sizeof(who), "main thread (%s pid %u)", mp && mp->comm ? gs_profile_str(p, mp->comm) : "?",
+		 main_pid);
+	int64_t wall = (int64_t)p->duration_nanos;
+	print_split(r, &mt, wall, who);
+	if (n_workers) {
+		snprintf(who, sizeof(who), "DataLoader workers (%u process%s)", n_workers,
+			 n_workers == 1 ? "" : "es");
+		int64_t acc = 0;
+		for (int c = 0; c < C_N; c++)
+			acc += wk.on[c];
+		char a[32];
+		fmt_ns(a, sizeof(a), acc);
+		fprintf(r->out, "  %s: %s on-CPU", who, a);
+		if (wall > 0)
+			fprintf(r->out, ", %.0f%% busy on average", pct(acc, wall * n_workers));
+		fprintf(r->out, "\n");
+	}
+	char kname[256] = "";
+	if (gpu_total) {
+		if (top_kernel)
+			gs_short_cxx_name(gs_profile_str(p, gs_profile_function(p, top_kernel)->name), kname,
+					  sizeof(kname));
+		fprintf(r->out, "  GPU compute: %" PRId64 " PC samples; top kernel %s; top stall %s (%.0f%%)\n",
+			gpu_total, top_kernel ? kname : "[unknown]",
+			top_reason ? gs_profile_str(p, top_reason) : "unknown", pct(top_reason_n, gpu_total));
+	}
+	/* one sentence */
+	int64_t in = mt.on[C_INPUT] + mt.off[C_INPUT], sy = mt.on[C_SYNC] + mt.off[C_SYNC];
+	int64_t cpu = mt.on[C_COMPUTE], acc = in + sy + cpu + mt.off[C_COMPUTE];
+	int64_t blocked = (wall > acc ? wall - acc : 0) + mt.off[C_COMPUTE];
+	const char *s;
+	if (mt.samples == 0)
+		s = "No CPU samples from the main thread: nothing to conclude about it.";
+	else if (in >= sy && in >= cpu && in >= blocked)
+		s = "The main thread mostly waits for input batches: the data pipeline is the bottleneck "
+		    "(more DataLoader workers, cheaper transforms, pin_memory).";
+	else if (sy >= cpu && sy >= blocked)
+		s = "The main thread mostly waits for the GPU (synchronize, .item(), device-to-host copies): "
+		    "the GPU is the bottleneck, or sync points serialize each step.";
+	else if (cpu >= blocked)
+		s = gpu_total ? "The main thread is mostly busy on the CPU (Python, op dispatch, host compute): "
+				"it is likely CPU-bound and cannot keep the GPU fed."
+			      : "The main thread is mostly busy on the CPU (Python, op dispatch, compute).";
+	else if (in > sy && in > cpu)
+		s = "The main thread is mostly off-CPU (blocked), and its on-CPU samples point at the "
+		    "input pipeline: it most likely waits for DataLoader batches.";
+	else if (sy > cpu)
+		s = "The main thread is mostly off-CPU (blocked), and its on-CPU samples point at GPU "
+		    "synchronization: it most likely waits for the GPU.";
+	else
+		s = "The main thread is mostly off-CPU (blocked: I/O, locks, a DataLoader queue or a "
+		    "blocking CUDA sync), which on-CPU sampling cannot attribute.";
+	fprintf(r->out, r->color ? "\n\033[1mVerdict:\033[0m %s\n" : "\nVerdict: %s\n", s);
+}
+
+/* ---- entry ---------------------------------------------------------------- */
+
+int gs_write_report(const struct gs_profile *p, const struct gs_report_opts *o, FILE *out)
+{
+	struct rpt r = {.p = p, .out = out, .top = o && o->top ? o->top : 15, .color = o && o->color};
+	int64_t *stack_cpu = calloc(p->n_stacks + 1, sizeof(*stack_cpu));
+	r.fn_kind = calloc(p->n_functions + 1, 1);
+	int rc = 0;
+	if (!stack_cpu || !r.fn_kind) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t i = p->n_locations; i > 0; i--) { /* first location wins */
+		const struct gs_location *l = gs_profile_location(p, i);
+		for (uint32_t k = 0; k < l->n_lines; k++)
+			r.fn_kind[p->lines[l->first_line + k].function] = l->kind;
+	}
+	int64_t gpu_total = 0, gpu_ni = 0;
+	for (size_t i = 0; i < p->n_samples; i++) {
+		const struct gs_sample *s = &p->samples[i];
+		if (is_cpu(s)) {
+			r.cpu_total += s->values[GS_V_SAMPLES];
+			stack_cpu[s->stack] += s->values[GS_V_SAMPLES];
+		} else {
+			gpu_total += s->values[GS_V_GPU_SAMPLES];
+			gpu_ni += s->values[GS_V_GPU_NOT_ISSUED];
+		}
+	}
+	header(&r, gpu_total);
+	if (r.cpu_total)
+		rc = top_functions(&r, stack_cpu);
+	size_t n_thr = 0;
+	struct thr *thr = rc ? NULL : collect_threads(p, &n_thr);
+	if (!rc && !thr)
+		rc = -ENOMEM;
+	if (!rc)
+		processes_and_threads(&r, thr, n_thr);
+	free(thr);
+	if (!rc && p->n_notes) {
+		heading(&r, "Notes");
+		for (uint32_t i = 0; i < p->n_notes; i++)
+			fprintf(out, "  - %s\n", gs_profile_str(p, p->notes[i]));
+	}
+	uint32_t top_kernel = 0;
+	gs_str top_reason = 0;
+	int64_t top_reason_n = 0;
+	if (!rc && gpu_total > 0)
+		rc = gpu_section(&r, gpu_total, gpu_ni, &top_kernel, &top_reason, &top_reason_n);
+	if (!rc)
+		verdict(&r, top_kernel, top_reason, top_reason_n, gpu_total);
+	if (!rc && ferror(out))
+		rc = -EIO;
+out:
+	free(stack_cpu);
+	free(r.fn_kind);
+	return rc;
+}

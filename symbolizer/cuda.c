@@ -1,0 +1,762 @@
+// SPDX-License-Identifier: MIT
+/* GPU PC symbolization: see cuda.h. */
+#include "symbolizer/cuda.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <gelf.h>
+#include <glob.h>
+#include <libelf.h>
+#include <libiberty/demangle.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gpusample/records.h"
+#include "symbolizer/cuda_internal.h"
+
+struct cubin {
+	uint64_t crc;
+	const void *bytes;
+	bool owned;
+	size_t len;
+	char *origin;
+	uint32_t pid;
+	uint32_t mapping; /* 0 until the first location */
+};
+
+struct kfunc {
+	gs_str name, system_name;
+};
+
+struct stall_ent {
+	uint32_t index;
+	uint8_t kind;
+	gs_str reason;
+};
+
+struct stall_table {
+	uint32_t pid, context;
+	int32_t device;
+	struct stall_ent *ents;
+	size_t n;
+};
+
+struct device {
+	uint32_t pid;
+	int32_t device;
+	bool have_info;
+	char name[64], mode[32];
+	uint32_t sm_clock_khz, sm_count, period_exp;
+	uint64_t total, dropped, non_user, drains;
+};
+
+struct gs_cuda {
+	struct gs_profile *p;
+
+	/* libcupti */
+	bool cupti_tried;
+	void *cupti;
+	gs_cupti_sass_fn sass;
+	gs_cupti_crc_fn crc;
+	char *cupti_info;
+	char **candidates;
+	size_t n_candidates, cap_candidates;
+	uint64_t sass_failures, sass_no_line, sass_lines;
+
+	struct cubin *cubins;
+	size_t n_cubins, cap_cubins;
+	struct gs_kmap cubin_by_crc;   /* (crc, 0, 0) -> cubins index */
+	struct gs_kmap mapping_by_crc; /* (crc, 1, 0) -> mapping id (cubin-less CRCs too) */
+
+	struct kfunc *kfuncs;
+	size_t n_kfuncs, cap_kfuncs;
+	struct gs_kmap kfunc_by_key;   /* (crc, mangled gs_str, 0) -> kfuncs index */
+	struct gs_kmap loc_cache;      /* (crc, mangled gs_str, pcOffset) -> location id */
+
+	struct stall_table *tables;
+	size_t n_tables, cap_tables;
+
+	struct device *devices;
+	size_t n_devices, cap_devices;
+};
+
+struct gs_cuda *gs_cuda_new(struct gs_profile *p)
+{
+	struct gs_cuda *c = calloc(1, sizeof(*c));
+	if (c)
+		c->p = p;
+	return c;
+}
+
+void gs_cuda_free(struct gs_cuda *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->n_cubins; i++) {
+		if (c->cubins[i].owned)
+			free((void *)c->cubins[i].bytes);
+		free(c->cubins[i].origin);
+	}
+	free(c->cubins);
+	for (size_t i = 0; i < c->n_tables; i++)
+		free(c->tables[i].ents);
+	free(c->tables);
+	free(c->devices);
+	free(c->kfuncs);
+	gs_kmap_free(&c->cubin_by_crc);
+	gs_kmap_free(&c->mapping_by_crc);
+	gs_kmap_free(&c->kfunc_by_key);
+	gs_kmap_free(&c->loc_cache);
+	for (size_t i = 0; i < c->n_candidates; i++)
+		free(c->candidates[i]);
+	free(c->candidates);
+	free(c->cupti_info);
+	/* libcupti stays loaded: it keeps internal state and threads that are
+	 * not safe to unmap, and a second gs_cuda would load it again anyway. */
+	free(c);
+}
+
+/* ---- libcupti ------------------------------------------------------------ */
+
+int gs_cuda_add_cupti_candidate(struct gs_cuda *c, const char *path)
+{
+	if (!path || !*path)
+		return -EINVAL;
+	if (gs_grow((void **)&c->candidates, &c->cap_candidates, c->n_candidates + 1,
+		    sizeof(char *)))
+		return -ENOMEM;
+	char *d = strdup(path);
+	if (!d)
+		return -ENOMEM;
+	c->candidates[c->n_candidates++] = d;
+	return 0;
+}
+
+int gs_cuda_add_cupti_from_process(struct gs_cuda *c, uint32_t pid)
+{
+	char path[64], line[PATH_MAX + 128];
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	int err = -ENOENT;
+	while (err == -ENOENT && fgets(line, sizeof(line), f)) {
+		char *file = strchr(line, '/');
+		if (!file || !strstr(file, "/libcupti.so"))
+			continue;
+		file[strcspn(file, "\n")] = 0;
+		char full[PATH_MAX + 64];
+		snprintf(full, sizeof(full), "/proc/%u/root%s", pid, file);
+		err = gs_cuda_add_cupti_candidate(c, full);
+	}
+	fclose(f);
+	return err;
+}
+
+/* dlopen one candidate; keep it only if it has both offline entry points. */
+static bool try_cupti(struct gs_cuda *c, const char *path)
+{
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		return false;
+	void *sass = dlsym(h, "cuptiGetSassToSourceCorrelation");
+	void *crc = dlsym(h, "cuptiGetCubinCrc");
+	if (!sass || !crc) {
+		dlclose(h);
+		return false;
+	}
+	c->cupti = h;
+	c->sass = (gs_cupti_sass_fn)sass;
+	c->crc = (gs_cupti_crc_fn)crc;
+	char real[PATH_MAX];
+	Dl_info info;
+	const char *shown = path;
+	if (dladdr(sass, &info) && info.dli_fname && realpath(info.dli_fname, real))
+		shown = real;
+	c->cupti_info = strdup(shown);
+	return true;
+}
+
+static bool try_glob(struct gs_cuda *c, const char *pattern)
+{
+	glob_t g;
+	bool ok = false;
+	if (glob(pattern, 0, NULL, &g) != 0)
+		return false;
+	/* highest version last in sort order: try from the end */
+	for (size_t i = g.gl_pathc; i-- > 0 && !ok;)
+		ok = try_cupti(c, g.gl_pathv[i]);
+	globfree(&g);
+	return ok;
+}
+
+static bool try_dir(struct gs_cuda *c, const char *dir, const char *sub)
+{
+	char pat[PATH_MAX];
+	if (snprintf(pat, sizeof(pat), "%s%s/libcupti.so*", dir, sub) >= (int)sizeof(pat))
+		return false;
+	return try_glob(c, pat);
+}
+
+int gs_cuda_load_cupti(struct gs_cuda *c)
+{
+	if (c->cupti_tried)
+		return c->cupti ? 0 : -ENOENT;
+	c->cupti_tried = true;
+
+	const char *env = getenv("GS_CUPTI_LIB");
+	if (env && !strcmp(env, "none")) {
+		c->cupti_info = strdup("libcupti disabled by GS_CUPTI_LIB=none: GPU source lines "
+				       "unavailable");
+		return -ENOENT;
+	}
+	if (env && *env && try_cupti(c, env))
+		return 0;
+	for (size_t i = 0; i < c->n_candidates; i++)
+		if (try_cupti(c, c->candidates[i]))
+			return 0;
+	static const char *const subs[] = { "/extras/CUPTI/lib64", "/lib64",
+					    "/targets/x86_64-linux/lib", "/lib" };
+	const char *home = getenv("CUDA_HOME");
+	if (!home || !*home)
+		home = getenv("CUDA_PATH");
+	if (home && *home)
+		for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
+			if (try_dir(c, home, subs[i]))
+				return 0;
+	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
+		if (try_dir(c, "/usr/local/cuda", subs[i]))
+			return 0;
+	/* PyTorch wheels bundle CUPTI as the nvidia-cuda-cupti-cuXX package. */
+	static const char *const py[] = {
+		"/usr/lib/python3/dist-packages/nvidia/cuda_cupti/lib/libcupti.so*",
+		"/usr/local/lib/python3*/dist-packages/nvidia/cuda_cupti/lib/libcupti.so*",
+		"/usr/local/lib/python3*/site-packages/nvidia/cuda_cupti/lib/libcupti.so*",
+		"/opt/conda/lib/python3*/site-packages/nvidia/cuda_cupti/lib/libcupti.so*",
+		"/root/.local/lib/python3*/site-packages/nvidia/cuda_cupti/lib/libcupti.so*",
+		"/root/.pyenv/versions/*/lib/python3*/site-packages/nvidia/cuda_cupti/lib/libcupti.so*",
+		"/usr/local/cuda-*/extras/CUPTI/lib64/libcupti.so*",
+		"/usr/local/cuda-*/lib64/libcupti.so*",
+		"/usr/local/cuda-*/lib/libcupti.so*",
+	};
+	const char *venv[] = { getenv("VIRTUAL_ENV"), getenv("CONDA_PREFIX") };
+	for (size_t i = 0; i < 2; i++) {
+		char pat[PATH_MAX];
+		if (venv[i] && *venv[i] &&
+		    snprintf(pat, sizeof(pat),
+			     "%s/lib/python3*/site-packages/nvidia/cuda_cupti/lib/libcupti.so*",
+			     venv[i]) < (int)sizeof(pat) &&
+		    try_glob(c, pat))
+			return 0;
+	}
+	for (size_t i = 0; i < sizeof(py) / sizeof(py[0]); i++)
+		if (try_glob(c, py[i]))
+			return 0;
+	static const char *const sonames[] = { "libcupti.so.13", "libcupti.so.12", "libcupti.so" };
+	for (size_t i = 0; i < sizeof(sonames) / sizeof(sonames[0]); i++)
+		if (try_cupti(c, sonames[i]))
+			return 0;
+	c->cupti_info = strdup("libcupti not found: GPU source lines unavailable; install the CUDA "
+			       "toolkit's CUPTI or set GS_CUPTI_LIB=/path/to/libcupti.so");
+	return -ENOENT;
+}
+
+const char *gs_cuda_cupti_info(const struct gs_cuda *c)
+{
+	return c->cupti_info;
+}
+
+int gs_cuda_cubin_crc(struct gs_cuda *c, const void *cubin, size_t len, uint64_t *crc)
+{
+	if (gs_cuda_load_cupti(c))
+		return -ENOENT;
+	struct gs_cupti_crc_params prm = {
+		.size = sizeof(prm), .cubinSize = len, .cubin = cubin,
+	};
+	if (c->crc(&prm) != 0)
+		return -EINVAL;
+	*crc = prm.cubinCrc;
+	return 0;
+}
+
+/* ---- cubins -------------------------------------------------------------- */
+
+static struct cubin *find_cubin(const struct gs_cuda *c, uint64_t crc)
+{
+	uint32_t i;
+	return gs_kmap_get(&c->cubin_by_crc, crc, 0, 0, &i) ? &c->cubins[i] : NULL;
+}
+
+bool gs_cuda_has_cubin(const struct gs_cuda *c, uint64_t crc)
+{
+	return find_cubin(c, crc) != NULL;
+}
+
+static int add_cubin(struct gs_cuda *c, uint64_t crc, const void *cubin, size_t len,
+		     uint32_t pid, const char *origin, uint64_t *crc_out, bool copy)
+{
+	if (!cubin || !len)
+		return -EINVAL;
+	if (!crc) {
+		int err = gs_cuda_cubin_crc(c, cubin, len, &crc);
+		if (err)
+			return err;
+	}
+	if (crc_out)
+		*crc_out = crc;
+	if (find_cubin(c, crc))
+		return 0;
+	if (gs_grow((void **)&c->cubins, &c->cap_cubins, c->n_cubins + 1, sizeof(struct cubin)))
+		return -ENOMEM;
+	struct cubin *cb = &c->cubins[c->n_cubins];
+	memset(cb, 0, sizeof(*cb));
+	void *copy_of = copy ? malloc(len) : NULL;
+	cb->origin = origin && *origin ? strdup(origin) : NULL;
+	if ((copy && !copy_of) || (origin && *origin && !cb->origin)) {
+		free(copy_of);
+		free(cb->origin);
+		return -ENOMEM;
+	}
+	if (copy)
+		memcpy(copy_of, cubin, len);
+	cb->bytes = copy ? copy_of : cubin;
+	cb->owned = copy;
+	cb->len = len;
+	cb->crc = crc;
+	cb->pid = pid;
+	if (gs_kmap_put(&c->cubin_by_crc, crc, 0, 0, (uint32_t)c->n_cubins)) {
+		free(copy_of);
+		free(cb->origin);
+		return -ENOMEM;
+	}
+	c->n_cubins++;
+	return 0;
+}
+
+int gs_cuda_add_cubin(struct gs_cuda *c, uint64_t crc, const void *cubin, size_t len,
+		      uint32_t pid, const char *origin, uint64_t *crc_out)
+{
+	return add_cubin(c, crc, cubin, len, pid, origin, crc_out, true);
+}
+
+int gs_cuda_add_cubin_borrowed(struct gs_cuda *c, uint64_t crc, const void *cubin, size_t len,
+			       uint32_t pid, const char *origin, uint64_t *crc_out)
+{
+	return add_cubin(c, crc, cubin, len, pid, origin, crc_out, false);
+}
+
+int gs_cuda_cubin_functions(const void *cubin, size_t len,
+			    int (*fn)(void *ctx, const char *name, uint64_t size), void *ctx)
+{
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOTSUP;
+	Elf *e = elf_memory((char *)cubin, len);
+	if (!e)
+		return -EINVAL;
+	int ret = -ENOENT;
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !sh.sh_entsize)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (!d)
+			continue;
+		ret = 0;
+		size_t n = sh.sh_size / sh.sh_entsize;
+		for (size_t i = 0; i < n && !ret; i++) {
+			GElf_Sym s;
+			if (!gelf_getsym(d, (int)i, &s) || GELF_ST_TYPE(s.st_info) != STT_FUNC)
+				continue;
+			const char *name = elf_strptr(e, sh.sh_link, s.st_name);
+			if (name && *name)
+				ret = fn(ctx, name, s.st_size);
+		}
+		break;
+	}
+	elf_end(e);
+	return ret;
+}
+
+/* ---- source lines -------------------------------------------------------- */
+
+int gs_cuda_source_line(struct gs_cuda *c, uint64_t crc, const char *function,
+			uint64_t pc_offset, char *file, size_t file_len, uint32_t *line)
+{
+	*line = 0;
+	if (file_len)
+		file[0] = 0;
+	struct cubin *cb = find_cubin(c, crc);
+	if (!cb || !function || gs_cuda_load_cupti(c))
+		return -ENOENT;
+	struct gs_cupti_sass_params prm = {
+		.size = sizeof(prm), .cubin = cb->bytes, .functionName = function,
+		.cubinSize = cb->len, .pcOffset = pc_offset,
+	};
+	int rc = c->sass(&prm);
+	/* No line info shows up as line 0 / NULL file, with CUPTI_SUCCESS or not. */
+	if (prm.lineNumber && prm.fileName) {
+		const char *f = prm.fileName;
+		if (f[0] != '/' && prm.dirName && prm.dirName[0])
+			snprintf(file, file_len, "%s/%s", prm.dirName, f);
+		else
+			snprintf(file, file_len, "%s", f);
+		*line = prm.lineNumber;
+	}
+	free(prm.fileName);
+	free(prm.dirName);
+	if (rc != 0 && !*line)
+		return -EINVAL;
+	return 0;
+}
+
+/* ---- locations ----------------------------------------------------------- */
+
+static uint32_t cubin_mapping(struct gs_cuda *c, uint64_t crc)
+{
+	uint32_t id;
+	if (gs_kmap_get(&c->mapping_by_crc, crc, 1, 0, &id))
+		return id;
+	struct cubin *cb = find_cubin(c, crc);
+	char buf[64], hex[17];
+	snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)crc);
+	snprintf(buf, sizeof(buf), "cubin:%llx", (unsigned long long)crc);
+	struct gs_mapping m = {
+		.start = 0,
+		.limit = cb && cb->len ? cb->len : 1,
+		.offset = 0,
+		.file = gs_profile_intern(c->p, cb && cb->origin ? cb->origin : buf),
+		.build_id = gs_profile_intern(c->p, hex),
+		.has_functions = true,
+	};
+	if (m.file == (gs_str)-1 || m.build_id == (gs_str)-1)
+		return 0;
+	id = gs_profile_add_mapping(c->p, &m);
+	if (!id || gs_kmap_put(&c->mapping_by_crc, crc, 1, 0, id))
+		return 0;
+	if (cb)
+		cb->mapping = id;
+	return id;
+}
+
+static struct kfunc *kernel_function(struct gs_cuda *c, uint64_t crc, gs_str mangled,
+				     const char *function)
+{
+	uint32_t i;
+	if (gs_kmap_get(&c->kfunc_by_key, crc, mangled, 0, &i))
+		return &c->kfuncs[i];
+	if (gs_grow((void **)&c->kfuncs, &c->cap_kfuncs, c->n_kfuncs + 1, sizeof(struct kfunc)))
+		return NULL;
+	struct kfunc *k = &c->kfuncs[c->n_kfuncs];
+	char *dem = NULL;
+	if (function[0] == '_' && function[1] == 'Z')
+		dem = cplus_demangle(function, DMGL_PARAMS | DMGL_ANSI);
+	if (dem && strcmp(dem, function) != 0) {
+		k->name = gs_profile_intern(c->p, dem);
+		k->system_name = mangled;
+	} else {
+		k->name = mangled;
+		k->system_name = 0;
+	}
+	free(dem);
+	if (k->name == (gs_str)-1)
+		return NULL;
+	if (gs_kmap_put(&c->kfunc_by_key, crc, mangled, 0, (uint32_t)c->n_kfuncs))
+		return NULL;
+	return &c->kfuncs[c->n_kfuncs++];
+}
+
+uint32_t gs_cuda_location(struct gs_cuda *c, uint64_t crc, const char *function,
+			  uint64_t pc_offset)
+{
+	if (!function || !*function)
+		function = "[unknown kernel]";
+	gs_str mangled = gs_profile_intern(c->p, function);
+	if (mangled == (gs_str)-1)
+		return 0;
+	uint32_t id;
+	if (gs_kmap_get(&c->loc_cache, crc, mangled, pc_offset, &id))
+		return id;
+
+	uint32_t mapping = cubin_mapping(c, crc);
+	struct kfunc *k = kernel_function(c, crc, mangled, function);
+	if (!mapping || !k)
+		return 0;
+
+	char file[PATH_MAX];
+	uint32_t line = 0;
+	if (find_cubin(c, crc)) {
+		int rc = gs_cuda_source_line(c, crc, function, pc_offset, file, sizeof(file), &line);
+		if (rc == -EINVAL)
+			c->sass_failures++;
+		else if (!rc && !line)
+			c->sass_no_line++;
+		else if (!rc)
+			c->sass_lines++;
+	}
+	struct gs_function f = { .name = k->name, .system_name = k->system_name };
+	if (line) {
+		f.file = gs_profile_intern(c->p, file);
+		if (f.file == (gs_str)-1)
+			return 0;
+		c->p->mappings[mapping - 1].has_filenames = true;
+		c->p->mappings[mapping - 1].has_lines = true;
+	}
+	uint32_t fid = gs_profile_add_function(c->p, &f);
+	if (!fid)
+		return 0;
+	struct gs_line l = { .function = fid, .line = line };
+	id = gs_profile_add_location(c->p, mapping, pc_offset, GS_FRAME_GPU_PC, &l, 1);
+	if (!id || gs_kmap_put(&c->loc_cache, crc, mangled, pc_offset, id))
+		return 0;
+	return id;
+}
+
+/* ---- stall reasons ------------------------------------------------------- */
+
+#define STALL_PREFIX "smsp__pcsamp_warps_issue_stalled_"
+#define PCSAMP_PREFIX "smsp__pcsamp_"
+#define NOT_ISSUED "_not_issued"
+
+enum gs_stall_kind gs_cuda_stall_short(const char *name, char *buf, size_t len)
+{
+	if (!len)
+		return GS_STALL_BASE;
+	if (!name)
+		name = "";
+	if (!strcmp(name, "smsp__pcsamp_sample_count") ||
+	    !strcmp(name, "smsp__pcsamp_samples_data_dropped")) {
+		snprintf(buf, len, "%s", name + strlen(PCSAMP_PREFIX));
+		return GS_STALL_COUNTER;
+	}
+	const char *s = name;
+	if (!strncmp(s, STALL_PREFIX, strlen(STALL_PREFIX)))
+		s += strlen(STALL_PREFIX);
+	else if (!strncmp(s, PCSAMP_PREFIX, strlen(PCSAMP_PREFIX)))
+		s += strlen(PCSAMP_PREFIX);
+	size_t n = strlen(s), suf = strlen(NOT_ISSUED);
+	enum gs_stall_kind kind = GS_STALL_BASE;
+	if (n > suf && !strcmp(s + n - suf, NOT_ISSUED)) {
+		n -= suf;
+		kind = GS_STALL_NOT_ISSUED;
+	}
+	if (n >= len)
+		n = len - 1;
+	memcpy(buf, s, n);
+	buf[n] = 0;
+	return kind;
+}
+
+static struct stall_table *find_table(struct gs_cuda *c, uint32_t pid, uint32_t context)
+{
+	for (size_t i = 0; i < c->n_tables; i++)
+		if (c->tables[i].pid == pid && c->tables[i].context == context)
+			return &c->tables[i];
+	return NULL;
+}
+
+int gs_cuda_add_stall_table(struct gs_cuda *c, uint32_t pid, uint32_t context, int32_t device,
+			    size_t n, const uint32_t *indices, const char *const *names)
+{
+	struct stall_ent *ents = calloc(n ? n : 1, sizeof(*ents));
+	if (!ents)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		char buf[128];
+		ents[i].index = indices[i];
+		ents[i].kind = gs_cuda_stall_short(names[i], buf, sizeof(buf));
+		ents[i].reason = gs_profile_intern(c->p, buf[0] ? buf : "unnamed");
+		if (ents[i].reason == (gs_str)-1) {
+			free(ents);
+			return -ENOMEM;
+		}
+	}
+	struct stall_table *t = find_table(c, pid, context);
+	if (!t) {
+		if (gs_grow((void **)&c->tables, &c->cap_tables, c->n_tables + 1,
+			    sizeof(struct stall_table))) {
+			free(ents);
+			return -ENOMEM;
+		}
+		t = &c->tables[c->n_tables++];
+		t->ents = NULL;
+	}
+	free(t->ents);
+	t->pid = pid;
+	t->context = context;
+	t->device = device;
+	t->ents = ents;
+	t->n = n;
+	return 0;
+}
+
+int gs_cuda_fold_stalls(struct gs_cuda *c, uint32_t pid, uint32_t context,
+			const struct gs_cuda_stall_in *in, size_t n_in,
+			struct gs_cuda_stall_out *out, size_t max, size_t *n_out)
+{
+	const struct stall_table *t = find_table(c, pid, context);
+	size_t n = 0;
+	*n_out = 0;
+	for (size_t i = 0; i < n_in; i++) {
+		if (!in[i].samples)
+			continue;
+		const struct stall_ent *e = NULL;
+		for (size_t k = 0; t && k < t->n && !e; k++)
+			if (t->ents[k].index == in[i].index)
+				e = &t->ents[k];
+		struct stall_ent unknown;
+		if (!e) {
+			char buf[32];
+			snprintf(buf, sizeof(buf), "stall_%u", in[i].index);
+			unknown.kind = GS_STALL_BASE;
+			unknown.reason = gs_profile_intern(c->p, buf);
+			if (unknown.reason == (gs_str)-1)
+				return -ENOMEM;
+			e = &unknown;
+		}
+		if (e->kind == GS_STALL_COUNTER)
+			continue;
+		size_t k = 0;
+		while (k < n && out[k].reason != e->reason)
+			k++;
+		if (k == n) {
+			if (n == max)
+				return -ENOSPC;
+			out[n++] = (struct gs_cuda_stall_out){ .reason = e->reason };
+		}
+		if (e->kind == GS_STALL_NOT_ISSUED)
+			out[k].not_issued += in[i].samples;
+		else
+			out[k].samples += in[i].samples;
+	}
+	*n_out = n;
+	return 0;
+}
+
+/* ---- devices and comments ------------------------------------------------ */
+
+static struct device *get_device(struct gs_cuda *c, uint32_t pid, int32_t device)
+{
+	for (size_t i = 0; i < c->n_devices; i++)
+		if (c->devices[i].pid == pid && c->devices[i].device == device)
+			return &c->devices[i];
+	if (gs_grow((void **)&c->devices, &c->cap_devices, c->n_devices + 1, sizeof(struct device)))
+		return NULL;
+	struct device *d = &c->devices[c->n_devices++];
+	memset(d, 0, sizeof(*d));
+	d->pid = pid;
+	d->device = device;
+	return d;
+}
+
+int gs_cuda_set_device(struct gs_cuda *c, uint32_t pid, int32_t device,
+		       const struct gs_cuda_device_info *info)
+{
+	struct device *d = get_device(c, pid, device);
+	if (!d)
+		return -ENOMEM;
+	d->have_info = true;
+	snprintf(d->name, sizeof(d->name), "%s", info->name ? info->name : "");
+	snprintf(d->mode, sizeof(d->mode), "%s", info->mode ? info->mode : "");
+	d->sm_clock_khz = info->sm_clock_khz;
+	d->sm_count = info->sm_count;
+	d->period_exp = info->period_exp;
+	return 0;
+}
+
+void gs_cuda_add_counts(struct gs_cuda *c, uint32_t pid, int32_t device, uint64_t total,
+			uint64_t dropped, uint64_t non_user)
+{
+	struct device *d = get_device(c, pid, device);
+	if (!d)
+		return;
+	d->total += total;
+	d->dropped += dropped;
+	d->non_user += non_user;
+	d->drains++;
+}
+
+int gs_cuda_add_comments(struct gs_cuda *c)
+{
+	int err = 0;
+	for (size_t i = 0; i < c->n_devices && !err; i++) {
+		const struct device *d = &c->devices[i];
+		char facts[256] = "";
+		if (d->have_info) {
+			int n = snprintf(facts, sizeof(facts), " (%s%s%u SMs, SM clock %u MHz)",
+					 d->name, d->name[0] ? ", " : "", d->sm_count,
+					 d->sm_clock_khz / 1000);
+			if (d->period_exp && n > 0 && (size_t)n < sizeof(facts)) {
+				double ns = d->sm_clock_khz
+						    ? (double)(1ull << d->period_exp) * 1e6 / d->sm_clock_khz
+						    : 0;
+				snprintf(facts + n, sizeof(facts) - n,
+					 ": PC sampling %s, period 2^%u cycles = %.1f us per sample per SM",
+					 d->mode[0] ? d->mode : "", d->period_exp, ns / 1000);
+			}
+		}
+		err = gs_profile_add_comment(c->p,
+					     "gpu pid %u device %d%s; samples total %llu, dropped %llu, "
+					     "in non-user kernels %llu",
+					     d->pid, d->device, facts, (unsigned long long)d->total,
+					     (unsigned long long)d->dropped,
+					     (unsigned long long)d->non_user);
+	}
+	if (!err && c->n_cubins && c->cupti_tried && !c->cupti)
+		err = gs_profile_add_comment(c->p, "gpu source lines: %s", c->cupti_info);
+	else if (!err && c->sass_no_line && !c->sass_lines)
+		err = gs_profile_add_comment(c->p, "gpu source lines: none of the sampled cubins "
+					     "have line info (build with nvcc -lineinfo)");
+	return err;
+}
+
+/* ---- wire records -------------------------------------------------------- */
+
+int gs_cuda_stall_table_record(struct gs_cuda *c, const struct gs_gpu_stall_table *rec,
+			       size_t size)
+{
+	if (size < sizeof(*rec) || rec->n_reasons > (size - sizeof(*rec)) /
+							   sizeof(struct gs_gpu_stall_reason))
+		return -EINVAL;
+	const struct gs_gpu_stall_reason *r = (const void *)(rec + 1);
+	size_t n = rec->n_reasons;
+	uint32_t *idx = calloc(n ? n : 1, sizeof(*idx));
+	char (*names)[GS_GPU_STALL_NAME_LEN] = calloc(n ? n : 1, sizeof(*names));
+	const char **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
+	int err = -ENOMEM;
+	if (!idx || !names || !ptrs)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		idx[i] = r[i].index;
+		memcpy(names[i], r[i].name, GS_GPU_STALL_NAME_LEN - 1); /* force a NUL */
+		ptrs[i] = names[i];
+	}
+	int32_t device = (int32_t)rec->gpu.device;
+	err = gs_cuda_add_stall_table(c, rec->gpu.tgid, rec->gpu.ctx_uid, device, n, idx, ptrs);
+	if (err)
+		goto out;
+	struct device *d = get_device(c, rec->gpu.tgid, device);
+	if (!d) {
+		err = -ENOMEM;
+		goto out;
+	}
+	d->have_info = true;
+	if (rec->sm_count)
+		d->sm_count = rec->sm_count;
+	if (rec->clock_khz)
+		d->sm_clock_khz = rec->clock_khz;
+	if (rec->sampling_period)
+		d->period_exp = rec->sampling_period;
+	if (rec->collection_mode == GS_GPU_MODE_CONTINUOUS)
+		snprintf(d->mode, sizeof(d->mode), "continuous");
+	else if (rec->collection_mode == GS_GPU_MODE_SERIALIZED)
+		snprintf(d->mode, sizeof(d->mode), "kernel-serialized");
+out:
+	free(idx);
+	free(names);
+	free(ptrs);
+	return err;
+}

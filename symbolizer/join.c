@@ -1,0 +1,678 @@
+// SPDX-License-Identifier: MIT
+/* CPU <-> GPU join: see join.h. */
+#include "symbolizer/join.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpusample/records.h"
+#include "symbolizer/cuda.h"
+#include "symbolizer/cuda_internal.h"
+
+/* Launches older than this before a window's start are dropped from the
+ * per-function time lists (they stay in the whole-run histogram) and from
+ * the correlation-id table. */
+#define KEEP_NS (60ull * 1000000000ull)
+#define CORR_COMPACT_AT (1u << 20)
+
+#define NO_STACK UINT32_MAX
+
+/* A distinct launching context: CPU stack + thread. */
+struct lkey {
+	uint32_t pid, stack, tid;
+	gs_str thread_name, role;
+};
+
+struct launch {
+	uint64_t time;
+	uint32_t lkey, weight;
+};
+
+/* One (kernel function, launching context) pair of a kfn: whole-run count
+ * and the rounding remainders carried between entries. */
+struct hist {
+	uint32_t lkey;
+	uint64_t count;
+	double res_s, res_ni;
+};
+
+/* Launch history of one (pid, kernel function). */
+struct kfn {
+	struct launch *l;
+	size_t n, cap, head; /* live launches are l[head..n) */
+	bool unsorted;
+	struct hist *h;
+	size_t nh, caph;
+	struct gs_kmap h_by_lkey; /* (lkey, 0, 0) -> h index */
+};
+
+struct corr {
+	uint64_t time;
+	uint32_t pid, corr, lkey;
+};
+
+struct agg {
+	uint32_t stack, pid, lkey; /* lkey UINT32_MAX = none (unknown launch) */
+	gs_str reason;
+	int32_t device;
+	uint8_t attr;
+	int64_t s, ni;
+	uint64_t time;
+	int64_t done_s, done_ni;
+};
+
+/* Drain windows of one (pid, device). */
+struct dev_window {
+	uint64_t last_end;   /* end of the newest batch */
+	uint64_t call_start; /* window start of the newest GetData call */
+	bool open;           /* records: the newest batch's drain is not complete */
+};
+
+struct gs_join {
+	struct gs_profile *p;
+	uint64_t t0;
+
+	struct lkey *lkeys;
+	size_t n_lkeys, cap_lkeys;
+	struct gs_kmap lkey_map; /* (pid<<32|stack, tid<<32|name, role) -> lkeys index */
+
+	struct kfn *kfns;
+	size_t n_kfns, cap_kfns;
+	struct gs_kmap kfn_map; /* (pid, fn, 0) -> kfns index */
+
+	struct corr *corrs;
+	size_t n_corrs, cap_corrs;
+	struct gs_kmap corr_map; /* (pid, corr, 0) -> corrs index */
+	uint64_t latest_end;
+
+	struct gs_kmap dev_end; /* (pid, device, 0) -> index into ends */
+	struct dev_window *ends;
+	size_t n_ends, cap_ends;
+
+	struct gs_kmap stack_map; /* (gpu loc, cpu stack, 0) -> combined stack */
+	uint32_t unknown_loc;
+
+	struct agg *aggs;
+	size_t n_aggs, cap_aggs;
+	struct gs_kmap agg_map; /* (stack<<32|reason, lkey<<32|pid, device<<32|attr) */
+
+	struct gs_join_stats st;
+};
+
+struct gs_join *gs_join_new(struct gs_profile *p, uint64_t t0_ns)
+{
+	struct gs_join *j = calloc(1, sizeof(*j));
+	if (j) {
+		j->p = p;
+		j->t0 = t0_ns;
+	}
+	return j;
+}
+
+void gs_join_free(struct gs_join *j)
+{
+	if (!j)
+		return;
+	for (size_t i = 0; i < j->n_kfns; i++) {
+		free(j->kfns[i].l);
+		free(j->kfns[i].h);
+		gs_kmap_free(&j->kfns[i].h_by_lkey);
+	}
+	free(j->kfns);
+	free(j->lkeys);
+	free(j->corrs);
+	free(j->ends);
+	free(j->aggs);
+	gs_kmap_free(&j->lkey_map);
+	gs_kmap_free(&j->kfn_map);
+	gs_kmap_free(&j->corr_map);
+	gs_kmap_free(&j->dev_end);
+	gs_kmap_free(&j->stack_map);
+	gs_kmap_free(&j->agg_map);
+	free(j);
+}
+
+/* ---- launches ------------------------------------------------------------ */
+
+static int get_lkey(struct gs_join *j, const struct gs_join_launch *l, uint32_t *out)
+{
+	uint64_t a = (uint64_t)l->pid << 32 | l->stack;
+	uint64_t b = (uint64_t)l->tid << 32 | l->thread_name;
+	if (gs_kmap_get(&j->lkey_map, a, b, l->process_role, out))
+		return 0;
+	if (gs_grow((void **)&j->lkeys, &j->cap_lkeys, j->n_lkeys + 1, sizeof(struct lkey)))
+		return -ENOMEM;
+	j->lkeys[j->n_lkeys] = (struct lkey){ l->pid, l->stack, l->tid, l->thread_name,
+					      l->process_role };
+	*out = (uint32_t)j->n_lkeys;
+	if (gs_kmap_put(&j->lkey_map, a, b, l->process_role, *out))
+		return -ENOMEM;
+	j->n_lkeys++;
+	return 0;
+}
+
+static struct kfn *get_kfn(struct gs_join *j, uint32_t pid, uint64_t fn, bool create)
+{
+	uint32_t i;
+	if (gs_kmap_get(&j->kfn_map, pid, fn, 0, &i))
+		return &j->kfns[i];
+	if (!create)
+		return NULL;
+	if (gs_grow((void **)&j->kfns, &j->cap_kfns, j->n_kfns + 1, sizeof(struct kfn)))
+		return NULL;
+	memset(&j->kfns[j->n_kfns], 0, sizeof(struct kfn));
+	if (gs_kmap_put(&j->kfn_map, pid, fn, 0, (uint32_t)j->n_kfns))
+		return NULL;
+	return &j->kfns[j->n_kfns++];
+}
+
+static struct hist *get_hist(struct kfn *k, uint32_t lkey)
+{
+	uint32_t i;
+	if (gs_kmap_get(&k->h_by_lkey, lkey, 0, 0, &i))
+		return &k->h[i];
+	if (gs_grow((void **)&k->h, &k->caph, k->nh + 1, sizeof(struct hist)))
+		return NULL;
+	k->h[k->nh] = (struct hist){ .lkey = lkey };
+	if (gs_kmap_put(&k->h_by_lkey, lkey, 0, 0, (uint32_t)k->nh))
+		return NULL;
+	return &k->h[k->nh++];
+}
+
+static int add_corr(struct gs_join *j, const struct gs_join_launch *l, uint32_t lkey)
+{
+	if (j->n_corrs >= CORR_COMPACT_AT && j->latest_end > KEEP_NS) {
+		/* Drop correlation ids far older than the newest drain. */
+		size_t w = 0;
+		gs_kmap_free(&j->corr_map);
+		for (size_t i = 0; i < j->n_corrs; i++) {
+			if (j->corrs[i].time + KEEP_NS < j->latest_end)
+				continue;
+			j->corrs[w] = j->corrs[i];
+			if (gs_kmap_put(&j->corr_map, j->corrs[w].pid, j->corrs[w].corr, 0,
+					(uint32_t)w))
+				return -ENOMEM;
+			w++;
+		}
+		j->n_corrs = w;
+	}
+	if (gs_grow((void **)&j->corrs, &j->cap_corrs, j->n_corrs + 1, sizeof(struct corr)))
+		return -ENOMEM;
+	j->corrs[j->n_corrs] = (struct corr){ l->time_ns, l->pid, l->correlation_id, lkey };
+	if (gs_kmap_put(&j->corr_map, l->pid, l->correlation_id, 0, (uint32_t)j->n_corrs))
+		return -ENOMEM;
+	j->n_corrs++;
+	return 0;
+}
+
+int gs_join_add_launch(struct gs_join *j, const struct gs_join_launch *l)
+{
+	if (l->stack >= j->p->n_stacks)
+		return -EINVAL;
+	uint32_t lkey;
+	int err = get_lkey(j, l, &lkey);
+	if (err)
+		return err;
+	j->st.launches++;
+	if (l->correlation_id && (err = add_corr(j, l, lkey)))
+		return err;
+	if (!l->function)
+		return 0;
+	struct kfn *k = get_kfn(j, l->pid, l->function, true);
+	if (!k)
+		return -ENOMEM;
+	uint32_t w = l->weight ? l->weight : 1;
+	struct hist *h = get_hist(k, lkey);
+	if (!h || gs_grow((void **)&k->l, &k->cap, k->n + 1, sizeof(struct launch)))
+		return -ENOMEM;
+	h->count += w;
+	if (k->n > k->head && k->l[k->n - 1].time > l->time_ns)
+		k->unsorted = true;
+	k->l[k->n++] = (struct launch){ l->time_ns, lkey, w };
+	return 0;
+}
+
+/* ---- output aggregation --------------------------------------------------- */
+
+static int64_t combined_stack(struct gs_join *j, uint32_t gpu_loc, uint32_t cpu_stack)
+{
+	uint32_t id;
+	if (gs_kmap_get(&j->stack_map, gpu_loc, cpu_stack, 0, &id))
+		return id;
+	uint32_t n = 1, *locs;
+	if (cpu_stack == NO_STACK) {
+		if (!j->unknown_loc) {
+			struct gs_function f = { .name = gs_profile_intern(j->p, "[unknown launch]") };
+			uint32_t fid = f.name == (gs_str)-1 ? 0 : gs_profile_add_function(j->p, &f);
+			struct gs_line ln = { .function = fid };
+			j->unknown_loc = fid ? gs_profile_add_location(j->p, 0, 0, GS_FRAME_SPECIAL,
+								       &ln, 1)
+					     : 0;
+			if (!j->unknown_loc)
+				return -ENOMEM;
+		}
+		locs = malloc(2 * sizeof(*locs));
+		if (!locs)
+			return -ENOMEM;
+		locs[n++] = j->unknown_loc;
+	} else {
+		const struct gs_stack *s = &j->p->stacks[cpu_stack];
+		locs = malloc((s->n + 1) * sizeof(*locs));
+		if (!locs)
+			return -ENOMEM;
+		/* copy: stack_locs may move when the new stack is added */
+		memcpy(locs + 1, &j->p->stack_locs[s->first], s->n * sizeof(*locs));
+		n += s->n;
+	}
+	locs[0] = gpu_loc;
+	int64_t st = gs_profile_add_stack(j->p, locs, n);
+	free(locs);
+	if (st < 0)
+		return st;
+	if (gs_kmap_put(&j->stack_map, gpu_loc, cpu_stack, 0, (uint32_t)st))
+		return -ENOMEM;
+	return st;
+}
+
+static int add_out(struct gs_join *j, const struct gs_join_batch *b, const struct gs_join_pc *pc,
+		   uint32_t lkey, int attr, uint64_t s, uint64_t ni)
+{
+	if (!s && !ni)
+		return 0;
+	uint32_t cpu_stack = lkey == NO_STACK ? NO_STACK : j->lkeys[lkey].stack;
+	int64_t st = combined_stack(j, pc->location, cpu_stack);
+	if (st < 0)
+		return (int)st;
+	uint64_t ka = (uint64_t)st << 32 | pc->stall_reason;
+	uint64_t kb = (uint64_t)lkey << 32 | b->pid;
+	uint64_t kc = (uint64_t)(uint32_t)b->device << 32 | (uint32_t)attr;
+	uint32_t i;
+	if (!gs_kmap_get(&j->agg_map, ka, kb, kc, &i)) {
+		if (gs_grow((void **)&j->aggs, &j->cap_aggs, j->n_aggs + 1, sizeof(struct agg)))
+			return -ENOMEM;
+		i = (uint32_t)j->n_aggs;
+		j->aggs[i] = (struct agg){
+			.stack = (uint32_t)st, .pid = b->pid, .lkey = lkey,
+			.reason = pc->stall_reason, .device = b->device, .attr = (uint8_t)attr,
+			.time = b->end_ns > j->t0 ? b->end_ns - j->t0 : 0,
+		};
+		if (gs_kmap_put(&j->agg_map, ka, kb, kc, i))
+			return -ENOMEM;
+		j->n_aggs++;
+	}
+	j->aggs[i].s += (int64_t)s;
+	j->aggs[i].ni += (int64_t)ni;
+	j->st.samples[attr] += s;
+	j->st.not_issued[attr] += ni;
+	return 0;
+}
+
+/* ---- proportional split --------------------------------------------------- */
+
+/* Split total over n shares in proportion to c[] (sum C > 0): floors first,
+ * then the remaining units (< n) to the largest fractional parts plus the
+ * carried remainders res[], which are updated.  out[] sums to total. */
+static void spread(uint64_t total, size_t n, const uint64_t *c, uint64_t C, double *const *res,
+		   uint64_t *out, double *pri, bool *chosen)
+{
+	uint64_t given = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned __int128 q = (unsigned __int128)total * c[i];
+		out[i] = (uint64_t)(q / C);
+		pri[i] = (double)(uint64_t)(q % C) / (double)C + *res[i];
+		chosen[i] = false;
+		given += out[i];
+	}
+	for (uint64_t r = total - given; r > 0; r--) {
+		size_t best = n;
+		for (size_t i = 0; i < n; i++) {
+			if (chosen[i])
+				continue;
+			if (best == n || pri[i] > pri[best] ||
+			    (pri[i] == pri[best] && c[i] > c[best]))
+				best = i;
+		}
+		chosen[best] = true;
+		out[best]++;
+	}
+	for (size_t i = 0; i < n; i++)
+		*res[i] = pri[i] - (chosen[i] ? 1.0 : 0.0);
+}
+
+struct pending {
+	uint64_t fn;
+	const struct gs_join_pc *pc;
+};
+
+static int cmp_pending(const void *a, const void *b)
+{
+	const struct pending *x = a, *y = b;
+	if (x->fn != y->fn)
+		return x->fn < y->fn ? -1 : 1;
+	if (x->pc->location != y->pc->location)
+		return x->pc->location < y->pc->location ? -1 : 1;
+	if (x->pc->stall_reason != y->pc->stall_reason)
+		return x->pc->stall_reason < y->pc->stall_reason ? -1 : 1;
+	return 0;
+}
+
+static int cmp_launch(const void *a, const void *b)
+{
+	const struct launch *x = a, *y = b;
+	return x->time < y->time ? -1 : x->time > y->time;
+}
+
+/* Launch weights per hist entry of k inside [start, end]; falls back to the
+ * whole-run histogram when the window holds none.  Fills idx[]/c[] with
+ * hist indices and weights; returns their count. */
+static size_t distribution(struct kfn *k, uint64_t start, uint64_t end, uint32_t *idx,
+			   uint64_t *c, uint64_t *C)
+{
+	if (k->unsorted) {
+		qsort(k->l + k->head, k->n - k->head, sizeof(struct launch), cmp_launch);
+		k->unsorted = false;
+	}
+	while (k->head < k->n && k->l[k->head].time + KEEP_NS < start)
+		k->head++;
+	if (k->head > 4096 && k->head * 2 > k->n) {
+		memmove(k->l, k->l + k->head, (k->n - k->head) * sizeof(struct launch));
+		k->n -= k->head;
+		k->head = 0;
+	}
+	memset(c, 0, k->nh * sizeof(*c));
+	*C = 0;
+	for (size_t i = k->head; i < k->n && k->l[i].time <= end; i++) {
+		if (k->l[i].time < start)
+			continue;
+		uint32_t h = 0;
+		if (!gs_kmap_get(&k->h_by_lkey, k->l[i].lkey, 0, 0, &h))
+			continue; /* cannot happen: every launch has its hist entry */
+		c[h] += k->l[i].weight;
+		*C += k->l[i].weight;
+	}
+	if (!*C)
+		for (size_t h = 0; h < k->nh; h++) {
+			c[h] = k->h[h].count;
+			*C += c[h];
+		}
+	size_t n = 0;
+	for (size_t h = 0; h < k->nh; h++)
+		if (c[h]) {
+			idx[n] = (uint32_t)h;
+			c[n++] = c[h];
+		}
+	return n;
+}
+
+static int proportional(struct gs_join *j, const struct gs_join_batch *b, uint64_t start,
+			struct kfn *k, const struct pending *pe, size_t npe)
+{
+	size_t nh = k->nh;
+	uint32_t *idx = malloc(nh * sizeof(*idx));
+	uint64_t *c = malloc(nh * sizeof(*c)), *out = malloc(nh * sizeof(*out));
+	double **res = malloc(nh * sizeof(*res)), *pri = malloc(nh * sizeof(*pri));
+	bool *chosen = malloc(nh * sizeof(*chosen));
+	int err = -ENOMEM;
+	if (!idx || !c || !out || !res || !pri || !chosen)
+		goto out;
+	uint64_t C;
+	size_t n = distribution(k, start, b->end_ns, idx, c, &C);
+	err = 0;
+	for (size_t e = 0; e < npe && !err; e++) {
+		const struct gs_join_pc *pc = pe[e].pc;
+		for (size_t i = 0; i < n; i++)
+			res[i] = &k->h[idx[i]].res_s;
+		spread(pc->samples, n, c, C, res, out, pri, chosen);
+		for (size_t i = 0; i < n && !err; i++)
+			err = add_out(j, b, pc, k->h[idx[i]].lkey, GS_JOIN_PROPORTIONAL, out[i], 0);
+		for (size_t i = 0; i < n; i++)
+			res[i] = &k->h[idx[i]].res_ni;
+		spread(pc->not_issued, n, c, C, res, out, pri, chosen);
+		for (size_t i = 0; i < n && !err; i++)
+			err = add_out(j, b, pc, k->h[idx[i]].lkey, GS_JOIN_PROPORTIONAL, 0, out[i]);
+	}
+out:
+	free(idx);
+	free(c);
+	free(out);
+	free(res);
+	free(pri);
+	free(chosen);
+	return err;
+}
+
+/* ---- batches -------------------------------------------------------------- */
+
+static struct dev_window *dev_window(struct gs_join *j, uint32_t pid, int32_t device)
+{
+	uint32_t i;
+	if (!gs_kmap_get(&j->dev_end, pid, (uint32_t)device, 0, &i)) {
+		if (gs_grow((void **)&j->ends, &j->cap_ends, j->n_ends + 1, sizeof(*j->ends)))
+			return NULL;
+		i = (uint32_t)j->n_ends++;
+		j->ends[i] = (struct dev_window){ 0, 0, false };
+		if (gs_kmap_put(&j->dev_end, pid, (uint32_t)device, 0, i))
+			return NULL;
+	}
+	return &j->ends[i];
+}
+
+static int window_start(struct gs_join *j, const struct gs_join_batch *b, uint64_t *start)
+{
+	struct dev_window *w = dev_window(j, b->pid, b->device);
+	if (!w)
+		return -ENOMEM;
+	if (b->same_drain)
+		*start = w->call_start;
+	else if (b->start_ns)
+		*start = b->start_ns;
+	else
+		*start = w->last_end < b->end_ns ? w->last_end : 0;
+	w->call_start = *start;
+	if (b->end_ns > w->last_end)
+		w->last_end = b->end_ns;
+	if (b->end_ns > j->latest_end)
+		j->latest_end = b->end_ns;
+	return 0;
+}
+
+uint64_t gs_join_name_hash(const char *mangled)
+{
+	uint64_t h = GS_FNV64_OFFSET;
+	for (const unsigned char *s = (const unsigned char *)(mangled ? mangled : ""); *s; s++) {
+		h ^= *s;
+		h *= GS_FNV64_PRIME;
+	}
+	return h;
+}
+
+int gs_join_add_pc_batch(struct gs_join *j, const struct gs_join_batch *b,
+			 const struct gs_join_pc *pcs, size_t n)
+{
+	uint64_t start;
+	int err = window_start(j, b, &start);
+	if (err || !n)
+		return err;
+	struct pending *pe = malloc(n * sizeof(*pe));
+	if (!pe)
+		return -ENOMEM;
+	size_t npe = 0;
+	for (size_t i = 0; i < n && !err; i++) {
+		uint32_t ci;
+		if (pcs[i].correlation_id &&
+		    gs_kmap_get(&j->corr_map, b->pid, pcs[i].correlation_id, 0, &ci)) {
+			err = add_out(j, b, &pcs[i], j->corrs[ci].lkey, GS_JOIN_EXACT,
+				      pcs[i].samples, pcs[i].not_issued);
+			continue;
+		}
+		pe[npe++] = (struct pending){ pcs[i].function, &pcs[i] };
+	}
+	if (!err)
+		qsort(pe, npe, sizeof(*pe), cmp_pending);
+	for (size_t g = 0; g < npe && !err;) {
+		size_t e = g;
+		while (e < npe && pe[e].fn == pe[g].fn)
+			e++;
+		struct kfn *k = pe[g].fn ? get_kfn(j, b->pid, pe[g].fn, false) : NULL;
+		if (k && k->nh)
+			err = proportional(j, b, start, k, pe + g, e - g);
+		else
+			for (size_t x = g; x < e && !err; x++)
+				err = add_out(j, b, pe[x].pc, NO_STACK, GS_JOIN_UNKNOWN,
+					      pe[x].pc->samples, pe[x].pc->not_issued);
+		g = e;
+	}
+	free(pe);
+	return err;
+}
+
+/* ---- emit ----------------------------------------------------------------- */
+
+static const char *const attr_name[3] = { "exact", "proportional", "unknown" };
+
+int gs_join_emit(struct gs_join *j, struct gs_join_stats *st)
+{
+	gs_str attr[3];
+	for (int i = 0; i < 3; i++)
+		if ((attr[i] = gs_profile_intern(j->p, attr_name[i])) == (gs_str)-1)
+			return -ENOMEM;
+	for (size_t i = 0; i < j->n_aggs; i++) {
+		struct agg *a = &j->aggs[i];
+		int64_t s = a->s - a->done_s, ni = a->ni - a->done_ni;
+		if (!s && !ni)
+			continue;
+		struct gs_sample smp = {
+			.stack = a->stack, .time_ns = a->time, .pid = a->pid,
+			.cuda_stall_reason = a->reason, .gpu_attribution = attr[a->attr],
+			.cuda_device = a->device,
+		};
+		smp.values[GS_V_GPU_SAMPLES] = s;
+		smp.values[GS_V_GPU_NOT_ISSUED] = ni;
+		if (a->lkey != NO_STACK) {
+			const struct lkey *k = &j->lkeys[a->lkey];
+			smp.tid = k->tid;
+			smp.thread_name = k->thread_name;
+			smp.process_role = k->role;
+		}
+		int err = gs_profile_add_sample(j->p, &smp);
+		if (err)
+			return err;
+		a->done_s = a->s;
+		a->done_ni = a->ni;
+		j->st.emitted++;
+		if (s)
+			j->p->default_sample_type = GS_V_GPU_SAMPLES;
+	}
+	if (st)
+		*st = j->st;
+	return 0;
+}
+
+void gs_join_stats(const struct gs_join *j, struct gs_join_stats *st)
+{
+	*st = j->st;
+}
+
+/* ---- wire records --------------------------------------------------------- */
+
+/* Sizes and offsets of a PC batch inside size bytes; -EINVAL if they lie. */
+static int check_batch(const struct gs_gpu_pc_batch *rec, size_t size)
+{
+	if (size < sizeof(*rec))
+		return -EINVAL;
+	uint64_t need = sizeof(*rec) + (uint64_t)rec->n_pcs * sizeof(struct gs_gpu_pc) +
+			(uint64_t)rec->n_counts * sizeof(struct gs_gpu_stall_count) + rec->names_len;
+	if (need > size)
+		return -EINVAL;
+	const struct gs_gpu_pc *pcs = (const void *)(rec + 1);
+	const char *names = (const char *)((const struct gs_gpu_stall_count *)(pcs + rec->n_pcs) +
+					   rec->n_counts);
+	for (uint32_t i = 0; i < rec->n_pcs; i++) {
+		if ((uint32_t)pcs[i].first_count + pcs[i].n_counts > rec->n_counts)
+			return -EINVAL;
+		if (pcs[i].name_off >= rec->names_len ||
+		    !memchr(names + pcs[i].name_off, 0, rec->names_len - pcs[i].name_off))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+int gs_join_pc_batch_record(struct gs_join *j, struct gs_cuda *c,
+			    const struct gs_gpu_pc_batch *rec, size_t size)
+{
+	int err = check_batch(rec, size);
+	if (err)
+		return err;
+	const struct gs_gpu_pc *pcs = (const void *)(rec + 1);
+	const struct gs_gpu_stall_count *counts = (const void *)(pcs + rec->n_pcs);
+	const char *names = (const char *)(counts + rec->n_counts);
+	uint32_t pid = rec->gpu.tgid;
+	int32_t device = (int32_t)rec->gpu.device;
+	if (rec->total_samples || rec->dropped_samples || rec->non_user_samples)
+		gs_cuda_add_counts(c, pid, device, rec->total_samples, rec->dropped_samples,
+				   rec->non_user_samples);
+
+	/* at most one output entry per (PC, count) pair; PCs may share counts */
+	size_t cap = 1;
+	for (uint32_t i = 0; i < rec->n_pcs; i++)
+		cap += pcs[i].n_counts;
+	struct gs_join_pc *out = malloc(cap * sizeof(*out));
+	struct gs_cuda_stall_in *in = malloc(cap * sizeof(*in));
+	struct gs_cuda_stall_out *folded = malloc(cap * sizeof(*folded));
+	size_t n = 0;
+	err = out && in && folded ? 0 : -ENOMEM;
+	bool serialized = rec->flags & GS_GPU_BATCH_SERIALIZED;
+	for (uint32_t i = 0; i < rec->n_pcs && !err; i++) {
+		const struct gs_gpu_pc *pc = &pcs[i];
+		const char *name = names + pc->name_off;
+		uint32_t loc = gs_cuda_location(c, pc->cubin_crc, name, pc->pc_offset);
+		if (!loc) {
+			err = -ENOMEM;
+			break;
+		}
+		for (uint32_t k = 0; k < pc->n_counts; k++)
+			in[k] = (struct gs_cuda_stall_in){ counts[pc->first_count + k].reason_index,
+							   counts[pc->first_count + k].samples };
+		size_t nf;
+		err = gs_cuda_fold_stalls(c, pid, rec->gpu.ctx_uid, in, pc->n_counts, folded,
+					  cap, &nf);
+		for (size_t k = 0; k < nf && !err; k++)
+			out[n++] = (struct gs_join_pc){
+				.location = loc, .function = pc->name_hash,
+				.correlation_id = serialized ? pc->correlation_id : 0,
+				.stall_reason = folded[k].reason, .samples = folded[k].samples,
+				.not_issued = folded[k].not_issued,
+			};
+	}
+	if (!err) {
+		/* A drain pages through GetData until remainingNumPcs is 0
+		 * (GS_GPU_BATCH_LAST); every page and call of it shares one
+		 * window.  A lost LAST record only merges two windows. */
+		struct dev_window *w = dev_window(j, pid, device);
+		struct gs_join_batch b = {
+			.pid = pid, .device = device, .end_ns = rec->hdr.ktime_ns,
+			.same_drain = w && w->open,
+		};
+		err = w ? gs_join_add_pc_batch(j, &b, out, n) : -ENOMEM;
+		if (!err)
+			w->open = !(rec->flags & GS_GPU_BATCH_LAST);
+	}
+	free(out);
+	free(in);
+	free(folded);
+	return err;
+}
+
+int gs_join_launch_record(struct gs_join *j, const struct gs_gpu_launch *rec, uint32_t stack,
+			  gs_str thread_name, gs_str process_role)
+{
+	struct gs_join_launch l = {
+		.pid = rec->gpu.tgid, .tid = rec->gpu.tid, .correlation_id = rec->correlation_id,
+		.function = rec->name_hash, .time_ns = rec->hdr.ktime_ns, .stack = stack,
+		.weight = rec->sample_every ? rec->sample_every : 1, .thread_name = thread_name,
+		.process_role = process_role,
+	};
+	return gs_join_add_launch(j, &l);
+}

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/* Python/native stack merge (see gs_py_merge in python.h). */
+#include <errno.h>
+#include <string.h>
+#include "symbolizer/python.h"
+
+static bool is_eval_name(const char *n)
+{
+	static const char *const names[] = { "_PyEval_EvalFrameDefault", "PyEval_EvalFrameEx" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		size_t l = strlen(names[i]);
+
+		/* the split-off part: "_PyEval_EvalFrameDefault.cold" (.cold.123) */
+		if (!strncmp(n, names[i], l) && (n[l] == 0 || n[l] == '.'))
+			return true;
+	}
+	return false;
+}
+
+bool gs_py_is_eval_location(const struct gs_profile *p, uint32_t loc)
+{
+	if (!loc || loc > p->n_locations)
+		return false;
+	const struct gs_location *l = gs_profile_location(p, loc);
+
+	if (l->kind != GS_FRAME_NATIVE)
+		return false;
+	/* The eval loop is the outermost function of the inline chain. */
+	for (uint32_t i = 0; i < l->n_lines; i++) {
+		const struct gs_line *ln = &p->lines[l->first_line + i];
+
+		if (ln->function && is_eval_name(gs_profile_str(p, gs_profile_function(p, ln->function)->name)))
+			return true;
+	}
+	return false;
+}
+
+/* Length of the Python group starting at py index i: up to and including
+ * the next frame with GS_PYF_ENTRY (or the end). */
+static uint32_t group_len(const struct gs_py_frame *f, uint32_t i, uint32_t n)
+{
+	uint32_t j = i;
+
+	while (j < n && !(f[j].flags & GS_PYF_ENTRY))
+		j++;
+	return (j < n ? j + 1 : n) - i;
+}
+
+int gs_py_merge(const struct gs_profile *p, const uint32_t *native, uint32_t n_native,
+		const uint32_t *py_locs, const struct gs_py_frame *py_frames, uint32_t n_py,
+		uint32_t trunc_loc, uint32_t *out, uint32_t cap)
+{
+	uint32_t o = 0, pi = 0, insert_at = 0;
+	bool spliced = false;
+
+#define PUT(x)                                                                                     \
+	do {                                                                                       \
+		if (o >= cap)                                                                      \
+			return -ENOSPC;                                                            \
+		out[o++] = (x);                                                            \
+	} while (0)
+
+	for (uint32_t i = 0; i < n_native; i++) {
+		if (pi < n_py && gs_py_is_eval_location(p, native[i])) {
+			uint32_t g = group_len(py_frames, pi, n_py);
+
+			for (uint32_t k = 0; k < g; k++)
+				PUT(py_locs[pi + k]);
+			pi += g;
+			spliced = true;
+			insert_at = o;
+			continue;
+		}
+		PUT(native[i]);
+	}
+	if (!spliced)
+		insert_at = o;
+	if (pi < n_py || trunc_loc) {
+		/* Leftover groups go right after the last splice (or above all
+		 * native frames): shift the native tail up to make room. */
+		uint32_t extra = (n_py - pi) + (trunc_loc ? 1 : 0), tail = o - insert_at;
+
+		if (o + extra > cap)
+			return -ENOSPC;
+		memmove(&out[insert_at + extra], &out[insert_at], tail * sizeof(*out));
+		for (uint32_t k = 0; pi < n_py; k++, pi++)
+			out[insert_at + k] = py_locs[pi];
+		if (trunc_loc)
+			out[insert_at + extra - 1] = trunc_loc;
+		o += extra;
+	}
+	return (int)o;
+#undef PUT
+}

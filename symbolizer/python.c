@@ -1,0 +1,1209 @@
+/* SPDX-License-Identifier: MIT */
+/* CPython discovery and code-object symbolization (see python.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include "symbolizer/python.h"
+
+#define LASTI_NONE 0xffffffffu
+#define MAX_TABLE (256u << 10) /* line table bytes read per code object */
+#define MAX_STR 1024
+
+/* ---------------------------------------------------------------------------
+ * Small u64 -> u64 hash map (key 0 reserved for "empty").
+ */
+struct u64map {
+	uint64_t *k, *v;
+	uint32_t cap, n;
+};
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	return x ^ (x >> 33);
+}
+
+static uint64_t *map_slot(const struct u64map *m, uint64_t key)
+{
+	uint32_t i = (uint32_t)mix64(key) & (m->cap - 1);
+
+	while (m->k[i] && m->k[i] != key)
+		i = (i + 1) & (m->cap - 1);
+	return &m->k[i];
+}
+
+static bool map_get(const struct u64map *m, uint64_t key, uint64_t *val)
+{
+	if (!m->cap)
+		return false;
+	uint64_t *s = map_slot(m, key);
+
+	if (!*s)
+		return false;
+	*val = m->v[s - m->k];
+	return true;
+}
+
+static int map_put(struct u64map *m, uint64_t key, uint64_t val)
+{
+	if ((m->n + 1) * 2 > m->cap) {
+		struct u64map g = { .cap = m->cap ? m->cap * 2 : 64 };
+
+		g.k = calloc(g.cap, 8);
+		g.v = calloc(g.cap, 8);
+		if (!g.k || !g.v) {
+			free(g.k);
+			free(g.v);
+			return -ENOMEM;
+		}
+		for (uint32_t i = 0; i < m->cap; i++)
+			if (m->k[i]) {
+				uint64_t *s = map_slot(&g, m->k[i]);
+
+				*s = m->k[i];
+				g.v[s - g.k] = m->v[i];
+				g.n++;
+			}
+		free(m->k);
+		free(m->v);
+		*m = g;
+	}
+	uint64_t *s = map_slot(m, key);
+
+	if (!*s)
+		m->n++;
+	*s = key;
+	m->v[s - m->k] = val;
+	return 0;
+}
+
+static void map_del(struct u64map *m, uint64_t key)
+{
+	/* Rebuild-free deletion is not needed often: re-insert the cluster. */
+	if (!m->cap)
+		return;
+	uint64_t *s = map_slot(m, key);
+
+	if (!*s)
+		return;
+	uint32_t i = (uint32_t)(s - m->k);
+
+	m->k[i] = 0;
+	m->n--;
+	for (uint32_t j = (i + 1) & (m->cap - 1); m->k[j]; j = (j + 1) & (m->cap - 1)) {
+		uint64_t k = m->k[j], v = m->v[j];
+
+		m->k[j] = 0;
+		m->n--;
+		map_put(m, k, v);
+	}
+}
+
+static void map_free(struct u64map *m)
+{
+	free(m->k);
+	free(m->v);
+	memset(m, 0, sizeof(*m));
+}
+
+/* ---------------------------------------------------------------------------
+ * State: an address space (a process and its fork children until exec) owns
+ * the interpreter layout and the code-object cache.
+ */
+struct py_layout {
+	uint32_t version_hex;
+	uint16_t co_argcount, co_firstlineno, co_filename, co_name, co_qualname, co_table;
+	uint16_t ascii_size, compact_size; /* sizeof(PyASCIIObject), PyCompactUnicodeObject */
+	uint64_t code_type;
+};
+
+struct py_code {
+	uint32_t function;  /* function id in the profile, 0 = not made yet */
+	uint32_t version_hex; /* of the interpreter it came from (line table format) */
+	int32_t firstlineno;
+	char *qualname, *filename;
+	uint8_t *table;
+	uint32_t table_len;
+};
+
+struct py_space {
+	int refs;
+	struct py_layout lay;
+	struct u64map codes;  /* (check << 48 | code) -> struct py_code* */
+	uint32_t *pids;       /* processes sharing it, newest last (read order) */
+	uint32_t n_pids, cap_pids;
+};
+
+struct gs_py {
+	struct gs_profile *p;
+	struct u64map procs;  /* tgid -> struct py_space* */
+	struct u64map retired; /* tgid -> struct py_space* it had before its last exec */
+	struct u64map locs;   /* function << 32 | line -> location id */
+	uint32_t mapping;     /* [python] mapping id */
+	uint32_t unknown_fn, trunc_loc;
+};
+
+struct gs_py *gs_py_new(struct gs_profile *profile)
+{
+	struct gs_py *py = calloc(1, sizeof(*py));
+
+	if (py)
+		py->p = profile;
+	return py;
+}
+
+static void code_free(struct py_code *c)
+{
+	if (!c)
+		return; /* a remembered read failure */
+	free(c->qualname);
+	free(c->filename);
+	free(c->table);
+	free(c);
+}
+
+static void space_put(struct py_space *sp)
+{
+	if (!sp || --sp->refs > 0)
+		return;
+	for (uint32_t i = 0; i < sp->codes.cap; i++)
+		if (sp->codes.k[i])
+			code_free((struct py_code *)(uintptr_t)sp->codes.v[i]);
+	map_free(&sp->codes);
+	free(sp->pids);
+	free(sp);
+}
+
+void gs_py_free(struct gs_py *py)
+{
+	if (!py)
+		return;
+	for (uint32_t i = 0; i < py->procs.cap; i++)
+		if (py->procs.k[i])
+			space_put((struct py_space *)(uintptr_t)py->procs.v[i]);
+	for (uint32_t i = 0; i < py->retired.cap; i++)
+		if (py->retired.k[i])
+			space_put((struct py_space *)(uintptr_t)py->retired.v[i]);
+	map_free(&py->procs);
+	map_free(&py->retired);
+	map_free(&py->locs);
+	free(py);
+}
+
+static struct py_space *space_of(struct gs_py *py, uint32_t tgid)
+{
+	uint64_t v;
+
+	return map_get(&py->procs, tgid, &v) ? (struct py_space *)(uintptr_t)v : NULL;
+}
+
+static int space_add_pid(struct py_space *sp, uint32_t tgid)
+{
+	for (uint32_t i = 0; i < sp->n_pids; i++)
+		if (sp->pids[i] == tgid)
+			return 0;
+	if (sp->n_pids == sp->cap_pids) {
+		uint32_t cap = sp->cap_pids ? sp->cap_pids * 2 : 4;
+		uint32_t *n = realloc(sp->pids, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		sp->pids = n;
+		sp->cap_pids = cap;
+	}
+	sp->pids[sp->n_pids++] = tgid;
+	return 0;
+}
+
+static void space_del_pid(struct py_space *sp, uint32_t tgid)
+{
+	for (uint32_t i = 0; i < sp->n_pids; i++)
+		if (sp->pids[i] == tgid) {
+			memmove(&sp->pids[i], &sp->pids[i + 1], (sp->n_pids - i - 1) * sizeof(uint32_t));
+			sp->n_pids--;
+			return;
+		}
+}
+
+static void forget(struct gs_py *py, uint32_t tgid)
+{
+	struct py_space *sp = space_of(py, tgid);
+
+	if (!sp)
+		return;
+	space_del_pid(sp, tgid);
+	map_del(&py->procs, tgid);
+	space_put(sp);
+}
+
+static int attach(struct gs_py *py, uint32_t tgid, struct py_space *sp)
+{
+	int err;
+
+	forget(py, tgid);
+	if ((err = space_add_pid(sp, tgid)) || (err = map_put(&py->procs, tgid, (uintptr_t)sp)))
+		return err;
+	sp->refs++;
+	return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Target memory.
+ */
+static int rd(uint32_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec l = { buf, len }, r = { (void *)(uintptr_t)addr, len };
+	ssize_t n = process_vm_readv((pid_t)pid, &l, 1, &r, 1, 0);
+
+	if (n == (ssize_t)len)
+		return 0;
+	if (n < 0 && errno == ESRCH)
+		return -ESRCH;
+	/* process_vm_readv can be refused (seccomp, LSM) where /proc/PID/mem works. */
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%u/mem", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	n = pread(fd, buf, len, (off_t)addr);
+	close(fd);
+	return n == (ssize_t)len ? 0 : -EFAULT;
+}
+
+static int rd_u64(uint32_t pid, uint64_t addr, uint64_t *v)
+{
+	return rd(pid, addr, v, 8);
+}
+
+/* ---------------------------------------------------------------------------
+ * ELF files mapped by the target.
+ */
+struct elf_syms {
+	uint64_t runtime, version, gilstate, none, code_type, frame_type, bytes_type;
+	uint64_t getversion, tss_getspecific, pyruntime_section;
+	bool has_runtime;
+};
+
+enum {
+	S_RUNTIME, S_VERSION, S_GILSTATE, S_NONE, S_CODE, S_FRAME, S_BYTES, S_GETVERSION,
+	S_GETSPECIFIC, S_NR
+};
+static const char *const sym_names[S_NR] = {
+	"_PyRuntime", "Py_Version", "PyGILState_GetThisThreadState", "_Py_NoneStruct",
+	"PyCode_Type", "PyFrame_Type", "PyBytes_Type", "Py_GetVersion", "pthread_getspecific",
+};
+
+struct elf_file {
+	int fd;
+	Elf *elf;
+	uint64_t bias;  /* runtime = vaddr + bias */
+	uint64_t sym[S_NR]; /* vaddr, 0 = absent */
+	uint64_t pyruntime_sec;
+	char path[256];
+};
+
+static void elf_close(struct elf_file *f)
+{
+	if (f->elf)
+		elf_end(f->elf);
+	if (f->fd >= 0)
+		close(f->fd);
+	f->elf = NULL;
+	f->fd = -1;
+}
+
+static void scan_symtab(struct elf_file *f, Elf_Scn *scn, GElf_Shdr *sh)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	size_t n = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
+
+	for (size_t i = 0; d && i < n; i++) {
+		GElf_Sym s;
+
+		if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF || !s.st_value)
+			continue;
+		const char *name = elf_strptr(f->elf, sh->sh_link, s.st_name);
+
+		if (!name || (name[0] != '_' && name[0] != 'P' && name[0] != 'p'))
+			continue;
+		for (int k = 0; k < S_NR; k++)
+			if (!f->sym[k] && !strcmp(name, sym_names[k])) {
+				f->sym[k] = s.st_value;
+				break;
+			}
+	}
+}
+
+/* Open path (as reachable from here), read its symbols; bias from the
+ * mapping (start, offset). */
+static int elf_open(struct elf_file *f, const char *open_path, uint64_t start, uint64_t off)
+{
+	GElf_Ehdr eh;
+	size_t shstrndx, nph;
+
+	memset(f, 0, sizeof(*f));
+	f->fd = open(open_path, O_RDONLY | O_CLOEXEC);
+	if (f->fd < 0)
+		return -errno;
+	elf_version(EV_CURRENT);
+	f->elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
+	if (!f->elf || elf_kind(f->elf) != ELF_K_ELF || !gelf_getehdr(f->elf, &eh) ||
+	    elf_getshdrstrndx(f->elf, &shstrndx) || elf_getphdrnum(f->elf, &nph)) {
+		elf_close(f);
+		return -ENOEXEC;
+	}
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(f->elf, (int)i, &ph) && ph.p_type == PT_LOAD &&
+		    off >= (ph.p_offset & ~0xfffull) && off < ph.p_offset + ph.p_filesz) {
+			f->bias = start - (ph.p_vaddr + (off - ph.p_offset));
+			break;
+		}
+	}
+	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(f->elf, scn));) {
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		const char *name = elf_strptr(f->elf, shstrndx, sh.sh_name);
+
+		if (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM)
+			scan_symtab(f, scn, &sh);
+		else if (name && !strcmp(name, ".PyRuntime"))
+			f->pyruntime_sec = sh.sh_addr;
+	}
+	return 0;
+}
+
+/* Read len bytes at vaddr from the file (through the section holding it). */
+static int elf_read(struct elf_file *f, uint64_t vaddr, void *buf, size_t len)
+{
+	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(f->elf, scn));) {
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS || !sh.sh_addr ||
+		    vaddr < sh.sh_addr || vaddr + len > sh.sh_addr + sh.sh_size)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+
+		if (!d || !d->d_buf || vaddr - sh.sh_addr + len > d->d_size)
+			return -EIO;
+		memcpy(buf, (char *)d->d_buf + (vaddr - sh.sh_addr), len);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+struct map_ent {
+	uint64_t start, end, off;
+	char path[256];
+};
+
+/* File-backed mappings of tgid, one per distinct path (the one with the
+ * lowest offset), in /proc/PID/maps order. */
+static int read_maps(uint32_t tgid, struct map_ent **out, int *n_out)
+{
+	char path[64], line[512];
+	struct map_ent *v = NULL;
+	int n = 0, cap = 0;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", tgid);
+	FILE *fp = fopen(path, "re");
+
+	if (!fp)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while (fgets(line, sizeof(line), fp)) {
+		struct map_ent e = {};
+		char perms[8];
+		int pos = 0;
+
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %n", &e.start, &e.end,
+			   perms, &e.off, &pos) < 4 || !pos)
+			continue;
+		char *p = line + pos;
+
+		p[strcspn(p, "\n")] = 0;
+		if (p[0] != '/' || strstr(p, " (deleted)"))
+			continue;
+		snprintf(e.path, sizeof(e.path), "%s", p);
+		int k;
+
+		for (k = 0; k < n && strcmp(v[k].path, e.path); k++)
+			;
+		if (k < n)
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			struct map_ent *nv = realloc(v, cap * sizeof(*nv));
+
+			if (!nv) {
+				free(v);
+				fclose(fp);
+				return -ENOMEM;
+			}
+			v = nv;
+		}
+		v[n++] = e;
+	}
+	fclose(fp);
+	*out = v;
+	*n_out = n;
+	return 0;
+}
+
+static int open_mapped(uint32_t tgid, const struct map_ent *m, struct elf_file *f)
+{
+	char p[512];
+
+	snprintf(p, sizeof(p), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, tgid, m->start, m->end);
+	if (elf_open(f, p, m->start, m->off) == 0)
+		goto ok;
+	snprintf(p, sizeof(p), "/proc/%u/root%s", tgid, m->path);
+	if (elf_open(f, p, m->start, m->off) == 0)
+		goto ok;
+	return -ENOENT;
+ok:
+	snprintf(f->path, sizeof(f->path), "%s", m->path);
+	return 0;
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+
+	return s ? s + 1 : p;
+}
+
+/* ---------------------------------------------------------------------------
+ * Offsets per minor version (x86-64; reference §4.2, verified with gdb on
+ * the pyenv builds), cross-checked at start against PyCode_Type.tp_members,
+ * PyFrame_Type.tp_members (<= 3.10) and _Py_DebugOffsets (3.13).
+ */
+struct py_table {
+	uint32_t minor;
+	uint16_t ts_frame, cframe_current, fr_back, fr_code, fr_lasti, fr_entry;
+	uint16_t co_argcount, co_firstlineno, co_filename, co_name, co_qualname, co_table;
+	uint16_t code_size; /* PyCode_Type.tp_basicsize = co_code_adaptive (3.11+) */
+	uint16_t ascii_size, compact_size;
+	uint16_t tss_off; /* _PyRuntime offset of autoTSSkey (Py_tss_t) when the
+			   * PyGILState_GetThisThreadState decode fails */
+};
+
+static const struct py_table tables[] = {
+	{ 8, 24, 0, 24, 32, 104, 0, 16, 40, 104, 112, 0, 120, 0, 48, 72, 0x570 },
+	{ 9, 24, 0, 24, 32, 104, 0, 16, 40, 104, 112, 0, 120, 0, 48, 72, 0x248 },
+	{ 10, 24, 0, 24, 32, 96, 0, 16, 40, 104, 112, 0, 120, 0, 48, 72, 0x248 },
+	{ 11, 56, 8, 48, 32, 56, 68, 56, 72, 112, 120, 128, 136, 184, 48, 72, 0x250 },
+	{ 12, 56, 0, 8, 0, 56, 70, 52, 68, 112, 120, 128, 136, 192, 40, 56, 0x608 },
+	{ 13, 72, 0, 8, 0, 56, 70, 52, 68, 112, 120, 128, 136, 200, 40, 56, 0x870 },
+};
+
+struct discover {
+	uint32_t tgid;
+	char *msg;
+	size_t msglen;
+	char build[320]; /* "CPython 3.11.7 (/path)" for messages */
+};
+
+static int fail(struct discover *d, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int fail(struct discover *d, int err, const char *fmt, ...)
+{
+	va_list ap;
+	char buf[512];
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (d->msg && d->msglen)
+		snprintf(d->msg, d->msglen, "pid %u: %s%s%s", d->tgid, d->build[0] ? d->build : "",
+			 d->build[0] ? ": " : "", buf);
+	return err;
+}
+
+/* PyMemberDef {name, type, offset, flags, doc}: find name's offset. */
+static int member_offset(uint32_t pid, uint64_t type_obj, const char *name, int64_t *off)
+{
+	uint64_t members;
+
+	if (rd_u64(pid, type_obj + 240, &members) || !members) /* tp_members */
+		return -EFAULT;
+	for (int i = 0; i < 64; i++) {
+		struct { uint64_t name; int32_t type, pad; int64_t offset; int32_t flags, pad2; uint64_t doc; } m;
+		char s[32] = {};
+
+		if (rd(pid, members + (uint64_t)i * sizeof(m), &m, sizeof(m)))
+			return -EFAULT;
+		if (!m.name)
+			return -ENOENT;
+		if (rd(pid, m.name, s, sizeof(s) - 1))
+			continue;
+		if (!strcmp(s, name)) {
+			*off = m.offset;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static int check_member_opt(struct discover *d, uint64_t type_obj, const char *tname,
+			    const char *name, uint32_t want, bool optional)
+{
+	int64_t off;
+	int err = member_offset(d->tgid, type_obj, name, &off);
+
+	if (err == -ENOENT && optional)
+		return 0; /* a getter in this version (3.10 f_lasti): nothing to compare */
+	if (err == -EFAULT) /* libpython mapped but not relocated yet (just exec'd) */
+		return fail(d, -EAGAIN, "interpreter not initialized yet");
+	if (err)
+		return fail(d, -EPROTO, "cannot read %s.tp_members[%s] (%s); unsupported build",
+			    tname, name, strerror(-err));
+	if (off != (int64_t)want)
+		return fail(d, -EPROTO,
+			    "%s.%s is at offset %" PRId64 ", expected %u: unsupported build of this "
+			    "version (Python frames off)", tname, name, off, want);
+	return 0;
+}
+
+static int check_member(struct discover *d, uint64_t type_obj, const char *tname,
+			const char *name, uint32_t want)
+{
+	return check_member_opt(d, type_obj, tname, name, want, false);
+}
+
+static int check_layout(struct discover *d, const struct py_table *t, const struct elf_syms *s)
+{
+	uint32_t pid = d->tgid;
+	int err;
+	uint64_t basicsize;
+
+	if ((err = check_member(d, s->code_type, "PyCode_Type", "co_argcount", t->co_argcount)) ||
+	    (err = check_member(d, s->code_type, "PyCode_Type", "co_firstlineno", t->co_firstlineno)) ||
+	    (err = check_member(d, s->code_type, "PyCode_Type", "co_filename", t->co_filename)) ||
+	    (err = check_member(d, s->code_type, "PyCode_Type", "co_name", t->co_name)) ||
+	    (err = check_member(d, s->code_type, "PyCode_Type",
+				t->minor <= 9 ? "co_lnotab" : "co_linetable", t->co_table)))
+		return err;
+	if (t->co_qualname &&
+	    (err = check_member(d, s->code_type, "PyCode_Type", "co_qualname", t->co_qualname)))
+		return err;
+	if (t->minor <= 10 && s->frame_type &&
+	    ((err = check_member_opt(d, s->frame_type, "PyFrame_Type", "f_back", t->fr_back, true)) ||
+	     (err = check_member_opt(d, s->frame_type, "PyFrame_Type", "f_code", t->fr_code, true)) ||
+	     (err = check_member_opt(d, s->frame_type, "PyFrame_Type", "f_lasti", t->fr_lasti, true))))
+		return err;
+	if (t->code_size) {
+		if (rd_u64(pid, s->code_type + 32, &basicsize))
+			return fail(d, -EPROTO, "cannot read PyCode_Type.tp_basicsize");
+		if (basicsize != t->code_size)
+			return fail(d, -EPROTO, "PyCode_Type.tp_basicsize is %" PRIu64 ", expected %u: "
+				    "unsupported build (Python frames off)", basicsize, t->code_size);
+	}
+	if (s->bytes_type) { /* ob_sval at 32: tp_basicsize = 33 */
+		if (rd_u64(pid, s->bytes_type + 32, &basicsize) || basicsize != 33)
+			return fail(d, -EPROTO, "PyBytes_Type.tp_basicsize is not 33: unsupported build");
+	}
+	return 0;
+}
+
+/* 3.13+: _Py_DebugOffsets at the start of _PyRuntime (3.13.0 layout). */
+static int check_debug_offsets(struct discover *d, const struct py_table *t, uint64_t runtime,
+			       uint32_t version_hex)
+{
+	uint64_t o[45];
+
+	if (rd(d->tgid, runtime, o, sizeof(o)))
+		return fail(d, -EPROTO, "cannot read _Py_DebugOffsets at _PyRuntime");
+	if (memcmp(o, "xdebugpy", 8))
+		return fail(d, -EPROTO, "_PyRuntime does not start with the _Py_DebugOffsets cookie");
+	if ((o[1] >> 16) != (version_hex >> 16))
+		return fail(d, -EPROTO, "_Py_DebugOffsets.version 0x%" PRIx64 " does not match "
+			    "Py_Version 0x%x", o[1], version_hex);
+	if (o[2])
+		return fail(d, -ENOTSUP, "free-threaded build: not supported (native stacks only)");
+	/* thread_state at byte 152 (index 19): size prev next interp current_frame ... */
+	struct { const char *what; uint64_t got, want; } c[] = {
+		{ "thread_state.current_frame", o[23], t->ts_frame },
+		{ "interpreter_frame.previous", o[29], t->fr_back },
+		{ "interpreter_frame.executable", o[30], t->fr_code },
+		{ "interpreter_frame.instr_ptr", o[31], t->fr_lasti },
+		{ "interpreter_frame.owner", o[33], t->fr_entry },
+		{ "code_object.filename", o[35], t->co_filename },
+		{ "code_object.name", o[36], t->co_name },
+		{ "code_object.qualname", o[37], t->co_qualname },
+		{ "code_object.linetable", o[38], t->co_table },
+		{ "code_object.firstlineno", o[39], t->co_firstlineno },
+		{ "code_object.argcount", o[40], t->co_argcount },
+		{ "code_object.co_code_adaptive", o[43], t->code_size },
+	};
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		if (c[i].got != c[i].want)
+			return fail(d, -EPROTO, "_Py_DebugOffsets.%s is %" PRIu64 ", expected %" PRIu64
+				    ": unsupported build (Python frames off)", c[i].what, c[i].got,
+				    c[i].want);
+	return 0;
+}
+
+/* Offset of the TSS key (Py_tss_t._key) in _PyRuntime, from the first
+ * instructions of PyGILState_GetThisThreadState:
+ *   shared lib: mov GOT(%rip),%rax; ... lea OFF(%rax),%reg -> OFF + 4
+ *   static exe: mov OFF(%rip),%edi                        -> target - runtime
+ * (reference §4.1; OTel decodeStub does the same). */
+static int decode_tss_off(struct elf_file *f, uint64_t fn, uint64_t runtime_vaddr, int64_t *off)
+{
+	uint8_t c[48];
+
+	if (elf_read(f, fn, c, sizeof(c)))
+		return -ENOENT;
+	for (size_t i = 0; i + 7 <= sizeof(c); i++) {
+		/* REX.W lea r64, [r/m + disp32] with mod=10, rm != rsp */
+		if ((c[i] == 0x48 || c[i] == 0x4c) && c[i + 1] == 0x8d && (c[i + 2] >> 6) == 2 &&
+		    (c[i + 2] & 7) != 4) {
+			int32_t disp;
+
+			memcpy(&disp, &c[i + 3], 4);
+			if (disp > 0 && disp < 0x100000) {
+				*off = disp + 4;
+				return 0;
+			}
+		}
+		/* mov disp32(%rip),%edi */
+		if (c[i] == 0x8b && c[i + 1] == 0x3d && i + 6 <= sizeof(c)) {
+			int32_t disp;
+
+			memcpy(&disp, &c[i + 2], 4);
+			int64_t t = (int64_t)(fn + i + 6) + disp - (int64_t)runtime_vaddr;
+
+			if (t > 0 && t < 0x100000) {
+				*off = t;
+				return 0;
+			}
+		}
+	}
+	return -ENOENT;
+}
+
+/* glibc pthread_getspecific: add $0x31,%rax; shl $4,%rax; add %fs:0x10,%rax
+ * -> specific_1stblock = 0x31 << 4 (0x310 on glibc 2.36 x86-64). */
+static int decode_1stblock(struct elf_file *f, uint64_t fn, uint32_t *off)
+{
+	uint8_t c[64];
+
+	if (elf_read(f, fn, c, sizeof(c)))
+		return -ENOENT;
+	for (size_t i = 0; i + 8 <= sizeof(c); i++)
+		if (c[i] == 0x48 && c[i + 1] == 0x83 && c[i + 2] == 0xc0 && c[i + 4] == 0x48 &&
+		    c[i + 5] == 0xc1 && c[i + 6] == 0xe0 && c[i + 7] == 0x04) {
+			*off = (uint32_t)c[i + 3] << 4;
+			return 0;
+		}
+	return -ENOENT;
+}
+
+/* PY_VERSION string for builds without Py_Version (< 3.11): Py_GetVersion
+ * passes it as the 4th snprintf argument (lea disp(%rip),%rcx). */
+static int version_from_getversion(struct elf_file *f, uint64_t fn, char *out, size_t len)
+{
+	uint8_t c[96];
+
+	if (elf_read(f, fn, c, sizeof(c)))
+		return -ENOENT;
+	for (size_t i = 0; i + 7 <= sizeof(c); i++)
+		if (c[i] == 0x48 && c[i + 1] == 0x8d && c[i + 2] == 0x0d) {
+			int32_t disp;
+			char s[32] = {};
+
+			memcpy(&disp, &c[i + 3], 4);
+			if (elf_read(f, fn + i + 7 + disp, s, sizeof(s) - 1) &&
+			    elf_read(f, fn + i + 7 + disp, s, 8))
+				continue;
+			unsigned a, b;
+
+			if (sscanf(s, "%u.%u", &a, &b) == 2 && a >= 2 && a <= 3) {
+				snprintf(out, len, "%s", s);
+				return 0;
+			}
+		}
+	return -ENOENT;
+}
+
+static uint32_t hex_from_string(const char *v)
+{
+	unsigned a = 0, b = 0, c = 0;
+
+	sscanf(v, "%u.%u.%u", &a, &b, &c);
+	return a << 24 | b << 16 | c << 8 | 0xf0;
+}
+
+static int find_interpreter(struct discover *d, struct map_ent *maps, int n, struct elf_file *f)
+{
+	/* Pass 0: files named like an interpreter; pass 1: every other file
+	 * (a renamed or embedded interpreter).  The test is the symbol, not the
+	 * name. */
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < n; i++) {
+			bool named = strstr(base_name(maps[i].path), "python") != NULL;
+
+			if (named != (pass == 0))
+				continue;
+			if (open_mapped(d->tgid, &maps[i], f))
+				continue;
+			if ((f->sym[S_RUNTIME] || f->pyruntime_sec) && f->sym[S_GILSTATE])
+				return 0;
+			elf_close(f);
+		}
+	return -ENOENT;
+}
+
+static int find_libc_1stblock(struct discover *d, struct map_ent *maps, int n, uint32_t *off)
+{
+	for (int i = 0; i < n; i++) {
+		if (!strstr(base_name(maps[i].path), "libc"))
+			continue;
+		struct elf_file f;
+
+		if (open_mapped(d->tgid, &maps[i], &f))
+			continue;
+		int err = f.sym[S_GETSPECIFIC] ? decode_1stblock(&f, f.sym[S_GETSPECIFIC], off) : -ENOENT;
+
+		elf_close(&f);
+		if (!err)
+			return 0;
+	}
+	return -ENOENT;
+}
+
+static int discover(struct gs_py *py, struct discover *d, struct gs_py_cfg *cfg,
+		    struct gs_py_info *info, struct py_layout *lay)
+{
+	struct map_ent *maps = NULL;
+	struct elf_file f = { .fd = -1 };
+	struct elf_syms s = {};
+	int n = 0, err;
+	char ver[32] = "";
+	uint32_t hex = 0;
+
+	if ((err = read_maps(d->tgid, &maps, &n)))
+		return err == -ESRCH ? err : fail(d, err, "cannot read /proc/%u/maps", d->tgid);
+	if ((err = find_interpreter(d, maps, n, &f))) {
+		/* An old Python (no _PyRuntime before 3.7) still gets a note. */
+		for (int i = 0; i < n; i++)
+			if (strstr(base_name(maps[i].path), "python2") ||
+			    strstr(base_name(maps[i].path), "libpython2")) {
+				snprintf(d->build, sizeof(d->build), "%s", maps[i].path);
+				err = fail(d, -ENOTSUP, "Python 2 is not supported (native stacks only)");
+				break;
+			}
+		free(maps);
+		return err;
+	}
+	s.runtime = (f.sym[S_RUNTIME] ? f.sym[S_RUNTIME] : f.pyruntime_sec) + f.bias;
+	s.gilstate = f.sym[S_GILSTATE];
+	s.none = f.sym[S_NONE] ? f.sym[S_NONE] + f.bias : 0;
+	s.code_type = f.sym[S_CODE] ? f.sym[S_CODE] + f.bias : 0;
+	s.frame_type = f.sym[S_FRAME] ? f.sym[S_FRAME] + f.bias : 0;
+	s.bytes_type = f.sym[S_BYTES] ? f.sym[S_BYTES] + f.bias : 0;
+	/* Version: Py_Version (3.11+), else the PY_VERSION literal. */
+	if (f.sym[S_VERSION] && !elf_read(&f, f.sym[S_VERSION], &hex, 4)) {
+		snprintf(ver, sizeof(ver), "%u.%u.%u", hex >> 24, (hex >> 16) & 255, (hex >> 8) & 255);
+	} else if (f.sym[S_GETVERSION] && !version_from_getversion(&f, f.sym[S_GETVERSION], ver, sizeof(ver))) {
+		ver[strcspn(ver, " ")] = 0;
+		hex = hex_from_string(ver);
+	} else {
+		snprintf(d->build, sizeof(d->build), "CPython (%s)", f.path);
+		err = fail(d, -ENOTSUP, "cannot tell the Python version (no Py_Version, no "
+			   "Py_GetVersion): Python frames off");
+		goto out;
+	}
+	snprintf(d->build, sizeof(d->build), "CPython %s (%s)", ver, f.path);
+	if (info) {
+		memset(info, 0, sizeof(*info));
+		info->version_hex = hex;
+		snprintf(info->version, sizeof(info->version), "%s", ver);
+		snprintf(info->path, sizeof(info->path), "%s", f.path);
+		info->runtime_addr = s.runtime;
+	}
+	uint32_t major = hex >> 24, minor = (hex >> 16) & 255;
+	const struct py_table *t = NULL;
+
+	for (size_t i = 0; major == 3 && i < sizeof(tables) / sizeof(tables[0]); i++)
+		if (tables[i].minor == minor)
+			t = &tables[i];
+	if (!t) {
+		err = fail(d, -ENOTSUP, "Python %u.%u is not supported (3.8 to 3.13 are); native "
+			   "stacks only", major, minor);
+		goto out;
+	}
+	if (strstr(base_name(f.path), "t.so") || strstr(base_name(f.path), "3.13t")) {
+		err = fail(d, -ENOTSUP, "free-threaded build: not supported (native stacks only)");
+		goto out;
+	}
+	if (!s.code_type || !s.none || !s.gilstate) {
+		err = fail(d, -EPROTO, "PyCode_Type/_Py_NoneStruct/PyGILState_GetThisThreadState "
+			   "not found in the dynamic symbols: unsupported build");
+		goto out;
+	}
+	if ((err = check_layout(d, t, &s)))
+		goto out;
+	if (minor >= 13 && (err = check_debug_offsets(d, t, s.runtime, hex)))
+		goto out;
+	/* TSS key: decode PyGILState_GetThisThreadState, else the table. */
+	int64_t tss_off = 0;
+
+	if (decode_tss_off(&f, s.gilstate, s.runtime - f.bias, &tss_off))
+		tss_off = t->tss_off + 4;
+	int32_t tss[2]; /* Py_tss_t {int _is_initialized; pthread_key_t _key} */
+
+	if (rd(d->tgid, s.runtime + (uint64_t)tss_off - 4, tss, sizeof(tss))) {
+		err = fail(d, -EPROTO, "cannot read the thread-state key at _PyRuntime+0x%" PRIx64,
+			   (uint64_t)tss_off);
+		goto out;
+	}
+	if (tss[0] == 0) { /* interpreter still starting: ask again later */
+		err = fail(d, -EAGAIN, "interpreter not initialized yet");
+		goto out;
+	}
+	if (tss[0] != 1 || tss[1] < 0 || tss[1] >= 32) {
+		err = fail(d, -EPROTO, "thread-state key at _PyRuntime+0x%" PRIx64 " looks wrong "
+			   "(initialized %d, key %d): unsupported build (Python frames off)",
+			   (uint64_t)tss_off, tss[0], tss[1]);
+		goto out;
+	}
+	uint32_t first = 0;
+
+	if (find_libc_1stblock(d, maps, n, &first)) {
+		err = fail(d, -ENOTSUP, "no glibc pthread_getspecific found (musl or static libc): "
+			   "Python frames off");
+		goto out;
+	}
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->version_hex = hex;
+	cfg->tss_key = tss[1];
+	cfg->tls_1stblock = first;
+	cfg->py_none = minor >= 13 ? s.none : 0;
+	cfg->code_type = s.code_type;
+	cfg->ts_frame = t->ts_frame;
+	cfg->cframe_current = t->cframe_current;
+	cfg->fr_back = t->fr_back;
+	cfg->fr_code = t->fr_code;
+	cfg->fr_lasti = t->fr_lasti;
+	cfg->fr_entry = t->fr_entry;
+	cfg->code_adaptive = t->code_size;
+	cfg->code_firstlineno = t->co_firstlineno;
+	cfg->code_argcount = t->co_argcount;
+	*lay = (struct py_layout){
+		.version_hex = hex, .co_argcount = t->co_argcount, .co_firstlineno = t->co_firstlineno,
+		.co_filename = t->co_filename, .co_name = t->co_name, .co_qualname = t->co_qualname,
+		.co_table = t->co_table, .ascii_size = t->ascii_size,
+		.compact_size = t->compact_size, .code_type = s.code_type,
+	};
+	err = 0;
+out:
+	elf_close(&f);
+	free(maps);
+	(void)py;
+	return err;
+}
+
+int gs_py_discover(struct gs_py *py, uint32_t tgid, struct gs_py_cfg *cfg,
+		   struct gs_py_info *info, char *msg, size_t msglen)
+{
+	struct discover d = { .tgid = tgid, .msg = msg, .msglen = msglen };
+	struct py_layout lay;
+	struct py_space *sp;
+	int err;
+
+	if (msg && msglen)
+		msg[0] = 0;
+	err = discover(py, &d, cfg, info, &lay);
+	if (err == -ESRCH && msg && msglen)
+		snprintf(msg, msglen, "pid %u: process exited before its Python runtime was read", tgid);
+	if (err)
+		return err;
+	/* Same address space already known (re-discovery of a fork child)? */
+	sp = space_of(py, tgid);
+	if (sp && !memcmp(&sp->lay, &lay, sizeof(lay)))
+		return 0;
+	sp = calloc(1, sizeof(*sp));
+	if (!sp)
+		return -ENOMEM;
+	sp->lay = lay;
+	err = attach(py, tgid, sp);
+	if (err)
+		free(sp);
+	return err;
+}
+
+int gs_py_fork(struct gs_py *py, uint32_t parent, uint32_t child)
+{
+	struct py_space *sp = space_of(py, parent);
+
+	return sp ? attach(py, child, sp) : 0;
+}
+
+void gs_py_exec(struct gs_py *py, uint32_t tgid)
+{
+	struct py_space *sp = space_of(py, tgid);
+	uint64_t v;
+
+	if (!sp)
+		return;
+	/* Samples taken before the exec still name code objects of the old
+	 * image: keep its cache reachable for this tgid. */
+	if (map_get(&py->retired, tgid, &v))
+		space_put((struct py_space *)(uintptr_t)v);
+	space_del_pid(sp, tgid);
+	map_del(&py->procs, tgid);
+	if (map_put(&py->retired, tgid, (uintptr_t)sp))
+		space_put(sp);
+}
+
+void gs_py_exit(struct gs_py *py, uint32_t tgid)
+{
+	/* Keep the tgid -> space link: samples recorded before the exit still
+	 * need the layout; reads simply fail for it and fall back to others. */
+	(void)py;
+	(void)tgid;
+}
+
+/* ---------------------------------------------------------------------------
+ * Code objects.
+ */
+static char *read_str(uint32_t pid, const struct py_layout *l, uint64_t obj)
+{
+	uint8_t hdr[72];
+	uint64_t length;
+	uint32_t state;
+
+	if (!obj || rd(pid, obj, hdr, sizeof(hdr)))
+		return NULL;
+	memcpy(&length, hdr + 16, 8);
+	memcpy(&state, hdr + 32, 4);
+	unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+
+	if (!compact || (kind != 1 && kind != 2 && kind != 4) || length > MAX_STR)
+		return NULL;
+	uint64_t data = obj + (ascii ? l->ascii_size : l->compact_size);
+	uint8_t *raw = malloc(length * kind + 1);
+	char *out = malloc(length * 4 + 1);
+	size_t o = 0;
+
+	if (!raw || !out || rd(pid, data, raw, length * kind)) {
+		free(raw);
+		free(out);
+		return NULL;
+	}
+	for (uint64_t i = 0; i < length; i++) {
+		uint32_t c = kind == 1 ? raw[i] : kind == 2 ? ((uint16_t *)raw)[i] : ((uint32_t *)raw)[i];
+
+		if (c < 0x80) {
+			out[o++] = (char)c;
+		} else if (c < 0x800) {
+			out[o++] = (char)(0xc0 | c >> 6);
+			out[o++] = (char)(0x80 | (c & 63));
+		} else if (c < 0x10000) {
+			out[o++] = (char)(0xe0 | c >> 12);
+			out[o++] = (char)(0x80 | ((c >> 6) & 63));
+			out[o++] = (char)(0x80 | (c & 63));
+		} else {
+			out[o++] = (char)(0xf0 | c >> 18);
+			out[o++] = (char)(0x80 | ((c >> 12) & 63));
+			out[o++] = (char)(0x80 | ((c >> 6) & 63));
+			out[o++] = (char)(0x80 | (c & 63));
+		}
+	}
+	out[o] = 0;
+	free(raw);
+	return out;
+}
+
+static int read_bytes(uint32_t pid, uint64_t obj, uint8_t **out, uint32_t *len)
+{
+	int64_t size;
+
+	if (!obj || rd(pid, obj + 16, &size, 8) || size < 0 || size > MAX_TABLE)
+		return -EFAULT;
+	*out = malloc(size ? size : 1);
+	if (!*out)
+		return -ENOMEM;
+	if (size && rd(pid, obj + 32, *out, size)) {
+		free(*out);
+		*out = NULL;
+		return -EFAULT;
+	}
+	*len = (uint32_t)size;
+	return 0;
+}
+
+static struct py_code *read_code(uint32_t pid, const struct py_layout *l, uint64_t code,
+				 uint16_t check)
+{
+	uint8_t buf[256];
+	uint64_t type, name, file, table;
+	int32_t first, argc;
+
+	if (rd(pid, code, buf, sizeof(buf)))
+		return NULL;
+	memcpy(&type, buf + 8, 8);
+	memcpy(&first, buf + l->co_firstlineno, 4);
+	memcpy(&argc, buf + l->co_argcount, 4);
+	if (type != l->code_type || gs_py_checksum(first, argc) != check)
+		return NULL;
+	memcpy(&name, buf + (l->co_qualname ? l->co_qualname : l->co_name), 8);
+	memcpy(&file, buf + l->co_filename, 8);
+	memcpy(&table, buf + l->co_table, 8);
+	struct py_code *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->firstlineno = first;
+	c->version_hex = l->version_hex;
+	c->qualname = read_str(pid, l, name);
+	c->filename = read_str(pid, l, file);
+	if (!c->qualname || !c->filename || read_bytes(pid, table, &c->table, &c->table_len)) {
+		code_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+static uint64_t code_key(const struct gs_py_frame *f)
+{
+	return (uint64_t)f->check << 48 | (f->code & 0xffffffffffffull);
+}
+
+/* Cached code object of frame f of tgid, reading it (from tgid, else from
+ * another process of the same address space) when first seen. */
+static struct py_code *code_get(struct gs_py *py, uint32_t tgid, const struct gs_py_frame *f,
+				bool *is_new)
+{
+	struct py_space *sp = space_of(py, tgid);
+	uint64_t v, key = code_key(f);
+	struct py_code *c = NULL;
+
+	*is_new = false;
+	if (!f->code || (f->flags & GS_PYF_BAD_CODE))
+		return NULL;
+	if (sp && map_get(&sp->codes, key, &v) && v)
+		return (struct py_code *)(uintptr_t)v;
+	if (map_get(&py->retired, tgid, &v)) { /* from before an exec */
+		struct py_space *old = (struct py_space *)(uintptr_t)v;
+
+		if (map_get(&old->codes, key, &v) && v)
+			return (struct py_code *)(uintptr_t)v;
+	}
+	if (!sp || map_get(&sp->codes, key, &v))
+		return NULL; /* unknown process, or a known read failure */
+	c = read_code(tgid, &sp->lay, f->code, f->check);
+	for (uint32_t i = sp->n_pids; !c && i-- > 0;)
+		if (sp->pids[i] != tgid)
+			c = read_code(sp->pids[i], &sp->lay, f->code, f->check);
+	/* Remember failures too (as NULL) so dead workers are not re-read. */
+	if (map_put(&sp->codes, key, (uintptr_t)c)) {
+		if (c)
+			code_free(c);
+		return NULL;
+	}
+	*is_new = c != NULL;
+	return c;
+}
+
+int gs_py_note_frames(struct gs_py *py, uint32_t tgid, const struct gs_py_frame *frames,
+		      uint32_t n)
+{
+	int fresh = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		bool is_new;
+
+		code_get(py, tgid, &frames[i], &is_new);
+		fresh += is_new;
+	}
+	return fresh;
+}
+
+static uint32_t python_mapping(struct gs_py *py)
+{
+	if (!py->mapping) {
+		struct gs_mapping m = {
+			.file = gs_profile_intern(py->p, "[python]"),
+			.has_functions = true, .has_filenames = true, .has_lines = true,
+		};
+
+		py->mapping = gs_profile_add_mapping(py->p, &m);
+	}
+	return py->mapping;
+}
+
+static uint32_t location_for(struct gs_py *py, uint32_t fn, int64_t line, enum gs_frame_kind kind)
+{
+	uint64_t key = (uint64_t)fn << 32 | (uint32_t)line, v;
+	struct gs_line l = { .function = fn, .line = line };
+
+	if (!fn)
+		return 0;
+	if (map_get(&py->locs, key, &v))
+		return (uint32_t)v;
+	uint32_t loc = gs_profile_add_location(py->p, python_mapping(py), 0, kind, &l, 1);
+
+	if (loc && map_put(&py->locs, key, loc))
+		return loc;
+	return loc;
+}
+
+static uint32_t special_function(struct gs_py *py, const char *name)
+{
+	struct gs_function fn = { .name = gs_profile_intern(py->p, name) };
+
+	return gs_profile_add_function(py->p, &fn);
+}
+
+uint32_t gs_py_location(struct gs_py *py, uint32_t tgid, const struct gs_py_frame *f)
+{
+	bool is_new;
+	struct py_code *c = code_get(py, tgid, f, &is_new);
+
+	if (!c) {
+		if (!py->unknown_fn)
+			py->unknown_fn = special_function(py, "[unknown python]");
+		return location_for(py, py->unknown_fn, 0, GS_FRAME_PYTHON);
+	}
+	if (!c->function) {
+		struct gs_function fn = {
+			.name = gs_profile_intern(py->p, c->qualname[0] ? c->qualname : "[anonymous]"),
+			.file = gs_profile_intern(py->p, c->filename),
+			.start_line = c->firstlineno,
+		};
+
+		c->function = gs_profile_add_function(py->p, &fn);
+	}
+	int line = gs_py_addr2line(c->version_hex, c->table, c->table_len, c->firstlineno,
+				   f->lasti);
+
+	return location_for(py, c->function, line < 0 ? 0 : line, GS_FRAME_PYTHON);
+}
+
+uint32_t gs_py_truncated_location(struct gs_py *py)
+{
+	if (!py->trunc_loc) {
+		uint32_t fn = special_function(py, "[truncated python stack]");
+
+		py->trunc_loc = location_for(py, fn, 0, GS_FRAME_SPECIAL);
+	}
+	return py->trunc_loc;
+}

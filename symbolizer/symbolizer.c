@@ -1,0 +1,589 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gs_sym_*: the process table (tgid -> maps snapshot), the location cache
+ * and the translation of resolved frames into profile functions, lines,
+ * locations and mappings.  See symbolizer.h for the contract.
+ *
+ * Location cache keys: (profile mapping id, address) for addresses in a file
+ * module, so every process that maps a library at the same place shares the
+ * location; (snapshot id | SNAP_NS, address) for JIT / anonymous / unknown
+ * addresses; (KERNEL_NS, address) for kernel text.
+ *
+ * Not thread-safe: one session thread symbolizes.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/resource.h>
+#include "symbolizer/symbolizer.h"
+#include "symbolizer/sym_internal.h"
+
+#define SNAP_NS (1ull << 62)
+#define KERNEL_NS (1ull << 63)
+#define NOPROC_NS (3ull << 62)
+/* A miss re-reads the maps of a live process at most this often. */
+#define REREAD_INTERVAL_NS 1000000000ull
+
+struct proc {
+	uint32_t tgid; /* 0 = empty slot */
+	bool exited;
+	uint64_t last_reread_ns;
+	struct gs_sym_snapshot *snap;
+};
+
+struct loc_slot { uint64_t k1, k2; uint32_t loc; };
+
+struct kmod_map { uint64_t start, end; uint32_t mapping; };
+
+struct gs_symbolizer {
+	struct gs_profile *p;
+	struct gs_sym_modcache *mc;
+	struct proc *procs;
+	size_t n_procs, cap_procs; /* open addressing, cap power of two */
+	struct loc_slot *locs;
+	size_t n_locs, cap_locs;
+	uint32_t next_snap_id;
+	struct gs_kallsyms ks;
+	struct kmod_map *kmods; /* per kallsyms module index */
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	return x ^ (x >> 33);
+}
+
+/* Keep files of exited processes open: one fd per distinct library. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+struct gs_symbolizer *gs_sym_new(struct gs_profile *p)
+{
+	struct gs_symbolizer *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->p = p;
+	s->mc = gs_sym_modcache_new();
+	s->cap_procs = 64;
+	s->procs = calloc(s->cap_procs, sizeof(*s->procs));
+	s->cap_locs = 4096;
+	s->locs = calloc(s->cap_locs, sizeof(*s->locs));
+	if (!s->mc || !s->procs || !s->locs) {
+		gs_sym_free(s);
+		return NULL;
+	}
+	raise_nofile();
+	return s;
+}
+
+void gs_sym_free(struct gs_symbolizer *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; s->procs && i < s->cap_procs; i++)
+		if (s->procs[i].tgid)
+			gs_sym_snapshot_put(s->procs[i].snap);
+	free(s->procs);
+	free(s->locs);
+	gs_sym_modcache_free(s->mc);
+	gs_kallsyms_free(&s->ks);
+	free(s->kmods);
+	free(s);
+}
+
+/* ---- process table ------------------------------------------------------ */
+
+static struct proc *proc_find(struct gs_symbolizer *s, uint32_t tgid)
+{
+	if (!tgid)
+		return NULL;
+	for (size_t i = mix(tgid) & (s->cap_procs - 1);; i = (i + 1) & (s->cap_procs - 1)) {
+		if (s->procs[i].tgid == tgid)
+			return &s->procs[i];
+		if (!s->procs[i].tgid)
+			return NULL;
+	}
+}
+
+static struct proc *proc_insert(struct gs_symbolizer *s, uint32_t tgid)
+{
+	struct proc *pr = proc_find(s, tgid);
+	if (pr || !tgid) /* tgid 0 marks empty slots (and is no user process) */
+		return pr;
+	if ((s->n_procs + 1) * 2 > s->cap_procs) {
+		size_t nc = s->cap_procs * 2;
+		struct proc *np = calloc(nc, sizeof(*np)), *old = s->procs;
+		if (!np)
+			return NULL;
+		size_t oc = s->cap_procs;
+		s->procs = np;
+		s->cap_procs = nc;
+		for (size_t i = 0; i < oc; i++)
+			if (old[i].tgid)
+				*proc_insert(s, old[i].tgid) = old[i];
+		free(old);
+	}
+	for (size_t i = mix(tgid) & (s->cap_procs - 1);; i = (i + 1) & (s->cap_procs - 1)) {
+		if (!s->procs[i].tgid) {
+			s->procs[i] = (struct proc){ .tgid = tgid };
+			s->n_procs++;
+			return &s->procs[i];
+		}
+	}
+}
+
+static void proc_set_snap(struct proc *pr, struct gs_sym_snapshot *snap)
+{
+	gs_sym_snapshot_put(pr->snap);
+	pr->snap = snap;
+}
+
+static int snapshot_new(struct gs_symbolizer *s, uint32_t tgid)
+{
+	struct gs_sym_snapshot *snap;
+	int err = gs_sym_snapshot_read(s->mc, tgid, ++s->next_snap_id, &snap);
+	if (err)
+		return err;
+	struct proc *pr = proc_insert(s, tgid);
+	if (!pr) {
+		gs_sym_snapshot_put(snap);
+		return -ENOMEM;
+	}
+	proc_set_snap(pr, snap);
+	pr->exited = false;
+	return 0;
+}
+
+int gs_sym_add_process(struct gs_symbolizer *s, uint32_t tgid)
+{
+	struct proc *pr = proc_find(s, tgid);
+	if (pr && pr->snap)
+		return 0;
+	return snapshot_new(s, tgid);
+}
+
+/* Process for an address lookup: snapshot it at first sight; one that cannot
+ * be read (gone, kernel thread) is remembered without a snapshot so that
+ * its other addresses do not retry. */
+static struct proc *proc_get(struct gs_symbolizer *s, uint32_t tgid)
+{
+	struct proc *pr = proc_find(s, tgid);
+	if (!pr && gs_sym_add_process(s, tgid) != 0 && (pr = proc_insert(s, tgid)))
+		pr->exited = true;
+	if (!pr)
+		pr = proc_find(s, tgid);
+	return pr && pr->snap ? pr : NULL;
+}
+
+int gs_sym_exec(struct gs_symbolizer *s, uint32_t tgid)
+{
+	return snapshot_new(s, tgid);
+}
+
+int gs_sym_fork(struct gs_symbolizer *s, uint32_t parent, uint32_t child)
+{
+	struct proc *pp = proc_find(s, parent);
+	if (!pp || !pp->snap)
+		return snapshot_new(s, child);
+	struct gs_sym_snapshot *snap = pp->snap;
+	struct proc *pc = proc_insert(s, child);
+	if (!pc)
+		return -ENOMEM;
+	snap->refs++;
+	proc_set_snap(pc, snap);
+	pc->exited = false;
+	return 0;
+}
+
+void gs_sym_exit(struct gs_symbolizer *s, uint32_t tgid)
+{
+	struct proc *pr = proc_find(s, tgid);
+	if (pr)
+		pr->exited = true; /* keep the snapshot: its samples come later */
+}
+
+bool gs_sym_has_process(struct gs_symbolizer *s, uint32_t tgid)
+{
+	struct proc *pr = proc_find(s, tgid);
+	return pr && pr->snap;
+}
+
+static int map_cmp(const void *a, const void *b)
+{
+	const struct gs_sym_map *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Re-read the maps of a live process after a miss (dlopen after attach).
+ * Mappings of the old snapshot that no longer exist (dlclose) are kept so
+ * that earlier samples in them still resolve. */
+static int reread(struct gs_symbolizer *s, struct proc *pr)
+{
+	uint64_t t = now_ns();
+	if (pr->exited || (pr->last_reread_ns && t - pr->last_reread_ns < REREAD_INTERVAL_NS))
+		return -EAGAIN;
+	pr->last_reread_ns = t;
+	uint32_t tgid = pr->tgid;
+	struct gs_sym_snapshot *snap, *old = pr->snap;
+	int err = gs_sym_snapshot_read(s->mc, tgid, ++s->next_snap_id, &snap);
+	if (err) {
+		if (err == -ESRCH)
+			pr->exited = true;
+		return err;
+	}
+	size_t keep = 0;
+	for (size_t i = 0; i < old->n; i++)
+		if (old->maps[i].mod && !gs_sym_snapshot_find(snap, old->maps[i].start))
+			keep++;
+	if (keep) {
+		struct gs_sym_map *nm = realloc(snap->maps, (snap->n + keep) * sizeof(*nm));
+		if (!nm) {
+			gs_sym_snapshot_put(snap);
+			return -ENOMEM;
+		}
+		snap->maps = nm;
+		size_t n = snap->n;
+		for (size_t i = 0; i < old->n; i++) {
+			const struct gs_sym_map *om = &old->maps[i];
+			if (!om->mod || gs_sym_snapshot_find(snap, om->start))
+				continue;
+			nm[n] = *om;
+			nm[n].path = om->path ? strdup(om->path) : NULL;
+			n++;
+		}
+		snap->n = n;
+		qsort(snap->maps, snap->n, sizeof(*snap->maps), map_cmp);
+	}
+	proc_set_snap(pr, snap);
+	return 0;
+}
+
+/* ---- location cache ----------------------------------------------------- */
+
+static uint32_t *loc_slot(struct gs_symbolizer *s, uint64_t k1, uint64_t k2, bool insert)
+{
+	if (insert && (s->n_locs + 1) * 2 > s->cap_locs) {
+		size_t oc = s->cap_locs, nc = oc * 2;
+		struct loc_slot *old = s->locs, *nl = calloc(nc, sizeof(*nl));
+		if (!nl)
+			return NULL;
+		s->locs = nl;
+		s->cap_locs = nc;
+		for (size_t i = 0; i < oc; i++) {
+			if (!old[i].loc)
+				continue;
+			size_t j = mix(old[i].k1 ^ mix(old[i].k2)) & (nc - 1);
+			while (nl[j].loc)
+				j = (j + 1) & (nc - 1);
+			nl[j] = old[i];
+		}
+		free(old);
+	}
+	for (size_t i = mix(k1 ^ mix(k2)) & (s->cap_locs - 1);; i = (i + 1) & (s->cap_locs - 1)) {
+		struct loc_slot *e = &s->locs[i];
+		if (e->loc && e->k1 == k1 && e->k2 == k2)
+			return &e->loc;
+		if (!e->loc) {
+			if (!insert)
+				return NULL;
+			e->k1 = k1;
+			e->k2 = k2;
+			s->n_locs++;
+			return &e->loc;
+		}
+	}
+}
+
+static uint32_t loc_get(struct gs_symbolizer *s, uint64_t k1, uint64_t k2)
+{
+	uint32_t *l = loc_slot(s, k1, k2, false);
+	return l ? *l : 0;
+}
+
+static uint32_t loc_put(struct gs_symbolizer *s, uint64_t k1, uint64_t k2, uint32_t loc)
+{
+	if (!loc)
+		return 0;
+	uint32_t *l = loc_slot(s, k1, k2, true);
+	if (l)
+		*l = loc;
+	else
+		s->n_locs--; /* allocation failed: not cached */
+	return loc;
+}
+
+/* ---- profile construction ----------------------------------------------- */
+
+static uint32_t add_function(struct gs_symbolizer *s, const char *name, const char *system_name,
+			     const char *file, int64_t start_line)
+{
+	struct gs_function f = {
+		.name = gs_profile_intern(s->p, name && *name ? name : "[unknown]"),
+		.system_name = gs_profile_intern(s->p, system_name),
+		.file = gs_profile_intern(s->p, file),
+		.start_line = start_line,
+	};
+	if (f.name == (gs_str)-1 || f.system_name == (gs_str)-1 || f.file == (gs_str)-1)
+		return 0;
+	return gs_profile_add_function(s->p, &f);
+}
+
+/* One-line location named `name` (fallbacks, perf maps, kernel). */
+static uint32_t add_named_location(struct gs_symbolizer *s, uint32_t mapping, uint64_t addr,
+				   enum gs_frame_kind kind, const char *name, const char *system_name)
+{
+	uint32_t fid = add_function(s, name, system_name, NULL, 0);
+	if (!fid)
+		return 0;
+	struct gs_line l = { .function = fid, .line = 0 };
+	return gs_profile_add_location(s->p, mapping, addr, kind, &l, 1);
+}
+
+static uint32_t module_mapping(struct gs_symbolizer *s, const struct gs_sym_map *m)
+{
+	struct gs_sym_module *mod = m->mod;
+	for (size_t i = 0; i < mod->n_maps; i++)
+		if (mod->maps[i].bias == m->load_bias)
+			return mod->maps[i].mapping_id;
+	struct gs_mapping gm = {
+		.start = m->start,
+		.limit = m->end,
+		.offset = m->offset,
+		.file = gs_profile_intern(s->p, mod->path),
+		.build_id = gs_profile_intern(s->p, mod->build_id),
+	};
+	if (gm.file == (gs_str)-1 || gm.build_id == (gs_str)-1)
+		return 0;
+	uint32_t id = gs_profile_add_mapping(s->p, &gm);
+	struct gs_sym_bias_map *nm = realloc(mod->maps, (mod->n_maps + 1) * sizeof(*nm));
+	if (!id || !nm)
+		return id;
+	mod->maps = nm;
+	mod->maps[mod->n_maps++] = (struct gs_sym_bias_map){ m->load_bias, id };
+	return id;
+}
+
+static uint32_t resolve_in_module(struct gs_symbolizer *s, const struct gs_sym_map *m, uint64_t a)
+{
+	uint32_t mid = module_mapping(s, m);
+	if (!mid)
+		return 0;
+	uint32_t loc = loc_get(s, mid, a);
+	if (loc)
+		return loc;
+	uint64_t vaddr = a - m->load_bias;
+	struct gs_sym_result r;
+	if (!m->has_bias || gs_sym_module_resolve(m->mod, vaddr, &r))
+		memset(&r, 0, sizeof(r));
+	if (!r.n) {
+		/* "libfoo.so+0x1234": ELF vaddr, what addr2line -e libfoo.so takes */
+		char name[300];
+		snprintf(name, sizeof(name), "%s+0x%" PRIx64, m->mod->base,
+			 m->has_bias ? vaddr : a - m->start + m->offset);
+		return loc_put(s, mid, a, add_named_location(s, mid, a, GS_FRAME_NATIVE, name, NULL));
+	}
+	struct gs_line lines[GS_SYM_MAX_INLINE];
+	bool ok = true, files = false, nums = false;
+	for (int i = 0; i < r.n; i++) {
+		const struct gs_sym_frame *f = &r.f[i];
+		lines[i].function = add_function(s, f->name, f->system_name, f->file, f->start_line);
+		lines[i].line = f->line;
+		ok = ok && lines[i].function;
+		files |= f->file != NULL;
+		nums |= f->line > 0;
+	}
+	loc = ok ? gs_profile_add_location(s->p, mid, a, GS_FRAME_NATIVE, lines, (uint32_t)r.n) : 0;
+	if (loc) {
+		/* truthful flags: what this profile's locations actually carry */
+		struct gs_mapping *gm = &s->p->mappings[mid - 1];
+		gm->has_functions = true;
+		gm->has_filenames |= files;
+		gm->has_lines |= nums;
+		gm->has_inlines |= r.n > 1;
+	}
+	gs_sym_result_clear(&r);
+	return loc_put(s, mid, a, loc);
+}
+
+/* Address outside any file module: perf map, else a pseudo-mapping name
+ * ("[vdso]"), else "[unknown]". */
+static uint32_t resolve_other(struct gs_symbolizer *s, const struct gs_sym_snapshot *snap,
+			      const struct gs_sym_map *m, uint64_t a)
+{
+	uint64_t k1 = SNAP_NS | snap->id;
+	uint32_t loc = loc_get(s, k1, a);
+	if (loc)
+		return loc;
+	const struct gs_perfmap_entry *pe = gs_perfmap_find(&snap->perf, a);
+	const char *name = "[unknown]";
+	char *dem = NULL;
+	if (pe)
+		name = dem = gs_demangle(pe->name);
+	if (pe && !dem)
+		name = pe->name;
+	else if (!pe && m && m->path && m->path[0] == '[')
+		name = m->path;
+	loc = add_named_location(s, 0, a, GS_FRAME_NATIVE, name, dem ? pe->name : NULL);
+	free(dem);
+	return loc_put(s, k1, a, loc);
+}
+
+static bool resolvable(const struct gs_sym_snapshot *snap, const struct gs_sym_map *m, uint64_t a)
+{
+	return (m && m->mod) || gs_perfmap_find(&snap->perf, a);
+}
+
+uint32_t gs_sym_native(struct gs_symbolizer *s, uint32_t tgid, uint64_t addr, bool is_return_addr)
+{
+	/* a return address points after the call: look up the call itself */
+	uint64_t a = is_return_addr && addr ? addr - 1 : addr;
+	struct proc *pr = proc_get(s, tgid);
+	if (!pr) {
+		uint32_t loc = loc_get(s, NOPROC_NS, a);
+		return loc ? loc : loc_put(s, NOPROC_NS, a,
+					   add_named_location(s, 0, a, GS_FRAME_NATIVE, "[unknown]", NULL));
+	}
+	const struct gs_sym_map *m = gs_sym_snapshot_find(pr->snap, a);
+	if (!resolvable(pr->snap, m, a)) {
+		uint32_t loc = loc_get(s, SNAP_NS | pr->snap->id, a);
+		if (loc)
+			return loc;
+		if (reread(s, pr) == 0)
+			m = gs_sym_snapshot_find(pr->snap, a);
+	}
+	if (m && m->mod)
+		return resolve_in_module(s, m, a);
+	return resolve_other(s, pr->snap, m, a);
+}
+
+/* ---- kernel ------------------------------------------------------------- */
+
+static int kernel_load(struct gs_symbolizer *s)
+{
+	int err = gs_kallsyms_load(&s->ks, NULL);
+	if (err)
+		return err;
+	s->kmods = calloc(s->ks.n_modules, sizeof(*s->kmods));
+	if (!s->kmods)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->ks.n_modules; i++)
+		s->kmods[i].start = UINT64_MAX;
+	for (size_t i = 0; i < s->ks.n; i++) {
+		struct kmod_map *km = &s->kmods[s->ks.s[i].module];
+		if (s->ks.s[i].addr < km->start)
+			km->start = s->ks.s[i].addr;
+		if (s->ks.s[i].addr + 1 > km->end)
+			km->end = s->ks.s[i].addr + 1;
+	}
+	return 0;
+}
+
+static uint32_t kernel_mapping(struct gs_symbolizer *s, uint32_t module)
+{
+	struct kmod_map *km = &s->kmods[module];
+	if (km->mapping)
+		return km->mapping;
+	char name[256];
+	if (module)
+		snprintf(name, sizeof(name), "[%s]", s->ks.modules[module]);
+	else
+		snprintf(name, sizeof(name), "[kernel.kallsyms]");
+	struct gs_mapping gm = {
+		.start = km->start,
+		.limit = km->end,
+		.file = gs_profile_intern(s->p, name),
+		.has_functions = true,
+	};
+	if (gm.file == (gs_str)-1)
+		return 0;
+	return km->mapping = gs_profile_add_mapping(s->p, &gm);
+}
+
+uint32_t gs_sym_kernel(struct gs_symbolizer *s, uint64_t addr)
+{
+	uint32_t loc = loc_get(s, KERNEL_NS, addr);
+	if (loc)
+		return loc;
+	if (!s->ks.loaded && kernel_load(s))
+		s->ks.all_zero = true; /* unreadable: every frame "[unknown]" */
+	const struct gs_ksym *k = s->kmods ? gs_kallsyms_find(&s->ks, addr) : NULL;
+	if (!k) {
+		loc = add_named_location(s, 0, addr, GS_FRAME_KERNEL, "[unknown]", NULL);
+		return loc_put(s, KERNEL_NS, addr, loc);
+	}
+	uint32_t mid = kernel_mapping(s, k->module);
+	char *dem = gs_demangle(k->name);
+	loc = add_named_location(s, mid, addr, GS_FRAME_KERNEL, dem ? dem : k->name, dem ? k->name : NULL);
+	free(dem);
+	return loc_put(s, KERNEL_NS, addr, loc);
+}
+
+/* ---- mapping queries ---------------------------------------------------- */
+
+static void fill_info(const struct gs_sym_map *m, struct gs_sym_mapping_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->path = m->path;
+	out->open_path = m->mod && m->mod->fd >= 0 ? m->mod->open_path : NULL;
+	out->start = m->start;
+	out->end = m->end;
+	out->offset = m->offset;
+	out->load_bias = m->has_bias ? m->load_bias : 0;
+	if (m->mod)
+		memcpy(out->build_id, m->mod->build_id, sizeof(out->build_id));
+}
+
+int gs_sym_mapping_for(struct gs_symbolizer *s, uint32_t tgid, uint64_t addr,
+		       struct gs_sym_mapping_info *out)
+{
+	struct proc *pr = proc_get(s, tgid);
+	if (!pr)
+		return -ESRCH;
+	const struct gs_sym_map *m = gs_sym_snapshot_find(pr->snap, addr);
+	if ((!m || !m->mod) && reread(s, pr) == 0)
+		m = gs_sym_snapshot_find(pr->snap, addr);
+	if (!m || !m->path || m->path[0] != '/')
+		return -ENOENT;
+	fill_info(m, out);
+	return 0;
+}
+
+int gs_sym_foreach_mapping(struct gs_symbolizer *s, uint32_t tgid,
+			   int (*fn)(void *ctx, const struct gs_sym_mapping_info *m), void *ctx)
+{
+	struct proc *pr = proc_get(s, tgid);
+	if (!pr)
+		return -ESRCH;
+	struct gs_sym_snapshot *snap = pr->snap;
+	snap->refs++; /* fn may call back into us (mapping_for -> reread) */
+	int ret = 0;
+	for (size_t i = 0; i < snap->n && !ret; i++) {
+		const struct gs_sym_map *m = &snap->maps[i];
+		if (!m->exec || !m->mod)
+			continue;
+		struct gs_sym_mapping_info info;
+		fill_info(m, &info);
+		ret = fn(ctx, &info);
+	}
+	gs_sym_snapshot_put(snap);
+	return ret;
+}

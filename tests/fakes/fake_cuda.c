@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * CUDA driver double (libcuda.so.1) for GPU-less tests: the handful of
+ * driver entry points a PyTorch-like program and the gpusample agent use.
+ * Kernels "run" by asking the CUPTI double (when loaded and PC sampling is
+ * on) to produce PC samples.  See fake_drv.h.
+ */
+#include <dlfcn.h>
+#include <elf.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fake_drv.h"
+
+typedef int CUresult;
+#define CUDA_SUCCESS 0
+#define CUDA_ERROR_INVALID_VALUE 1
+#define CUDA_ERROR_NOT_INITIALIZED 3
+#define CUDA_ERROR_INVALID_IMAGE 200
+#define CUDA_ERROR_INVALID_CONTEXT 201
+#define CUDA_ERROR_NOT_FOUND 500
+#define CUDA_ERROR_INVALID_HANDLE 400
+
+/* CUPTI resource / driver callback ids (cupti_callbacks.h, cupti_driver_cbid.h) */
+#define CBID_CONTEXT_CREATED 1
+#define CBID_CONTEXT_DESTROY_STARTING 2
+#define CBID_MODULE_LOADED 6
+#define CBID_MODULE_UNLOAD_STARTING 7
+#define CBID_cuLaunchKernel 307
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static const struct fake_cupti_hooks *hooks;
+static int initialized, ndev = 1, arch[FAKE_MAX_DEVICES];
+static uint32_t next_ctx_uid = 1, next_mod_id = 1;
+static __thread struct fake_ctx *stack[16];
+static __thread int depth;
+
+__attribute__((visibility("default"))) void fake_drv_set_hooks(const struct fake_cupti_hooks *h)
+{
+	hooks = h;
+}
+
+__attribute__((visibility("default"))) int fake_drv_device_arch(int device)
+{
+	return device >= 0 && device < ndev ? arch[device] : 0;
+}
+
+static struct fake_ctx *current(void)
+{
+	return depth ? stack[depth - 1] : NULL;
+}
+
+static int alive(struct fake_ctx *c)
+{
+	return c && c->magic == FAKE_CTX_MAGIC;
+}
+
+static void load_injection(void)
+{
+	const char *p = getenv("CUDA_INJECTION64_PATH");
+	int (*init)(void);
+	void *h;
+
+	if (!p || !*p)
+		return;
+	h = dlopen(p, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		fprintf(stderr, "fake libcuda: cannot load injection %s: %s\n", p, dlerror());
+		return;
+	}
+	*(void **)&init = dlsym(h, "InitializeInjection");
+	if (init)
+		init();
+}
+
+CUresult cuInit(unsigned flags)
+{
+	const char *e;
+
+	pthread_mutex_lock(&lock);
+	if (initialized) {
+		pthread_mutex_unlock(&lock);
+		return CUDA_SUCCESS;
+	}
+	e = getenv("FAKE_CUDA_DEVICES");
+	ndev = e ? atoi(e) : 1;
+	if (ndev < 1 || ndev > FAKE_MAX_DEVICES)
+		ndev = 1;
+	e = getenv("FAKE_CUDA_ARCH");
+	for (int i = 0; i < ndev; i++) {
+		arch[i] = 90;
+		if (e) {
+			const char *p = e;
+			for (int k = 0; k < i && p; k++)
+				if ((p = strchr(p, ',')))
+					p++;
+			if (p && *p)
+				arch[i] = atoi(p);
+		}
+	}
+	initialized = 1;
+	pthread_mutex_unlock(&lock);
+	load_injection(); /* the real driver does this during cuInit */
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDriverGetVersion(int *v)
+{
+	*v = 13000;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetCount(int *n)
+{
+	if (!initialized)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	*n = ndev;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGet(int *dev, int ordinal)
+{
+	if (ordinal < 0 || ordinal >= ndev)
+		return CUDA_ERROR_INVALID_VALUE;
+	*dev = ordinal;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetAttribute(int *v, int attr, int dev)
+{
+	if (dev < 0 || dev >= ndev)
+		return CUDA_ERROR_INVALID_VALUE;
+	switch (attr) {
+	case 13: *v = 1980000; return CUDA_SUCCESS;     /* CLOCK_RATE, kHz */
+	case 16: *v = 132; return CUDA_SUCCESS;         /* MULTIPROCESSOR_COUNT */
+	case 75: *v = arch[dev] / 10; return CUDA_SUCCESS; /* COMPUTE_CAPABILITY_MAJOR */
+	case 76: *v = arch[dev] % 10; return CUDA_SUCCESS;
+	default: return CUDA_ERROR_INVALID_VALUE;
+	}
+}
+
+CUresult cuCtxCreate_v2(struct fake_ctx **out, unsigned flags, int dev)
+{
+	struct fake_ctx *c;
+
+	if (!initialized)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (dev < 0 || dev >= ndev || !out)
+		return CUDA_ERROR_INVALID_VALUE;
+	c = calloc(1, sizeof(*c));
+	c->magic = FAKE_CTX_MAGIC;
+	pthread_mutex_lock(&lock);
+	c->uid = next_ctx_uid++;
+	pthread_mutex_unlock(&lock);
+	c->device = dev;
+	c->arch = arch[dev];
+	if (depth < 16)
+		stack[depth++] = c;
+	*out = c;
+	if (hooks)
+		hooks->resource(CBID_CONTEXT_CREATED, c, NULL);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxDestroy_v2(struct fake_ctx *c)
+{
+	if (!alive(c))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (hooks)
+		hooks->resource(CBID_CONTEXT_DESTROY_STARTING, c, NULL);
+	c->magic = 0; /* never freed: a stale handle stays readable */
+	for (int i = 0; i < depth; i++)
+		if (stack[i] == c)
+			stack[i] = NULL;
+	while (depth && !stack[depth - 1])
+		depth--;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSetCurrent(struct fake_ctx *c)
+{
+	if (c && !alive(c))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!depth)
+		depth = 1;
+	stack[depth - 1] = c;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetCurrent(struct fake_ctx **c)
+{
+	*c = current();
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPushCurrent_v2(struct fake_ctx *c)
+{
+	if (!alive(c) || depth >= 16)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	stack[depth++] = c;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPopCurrent_v2(struct fake_ctx **c)
+{
+	if (!depth)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	depth--;
+	if (c)
+		*c = stack[depth];
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetDevice(int *dev)
+{
+	struct fake_ctx *c = current();
+
+	if (!alive(c))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*dev = c->device;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSynchronize(void)
+{
+	return alive(current()) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+/* Size of an ELF64 image: the furthest byte any header or section covers. */
+static size_t elf_size(const void *image)
+{
+	const Elf64_Ehdr *eh = image;
+	const Elf64_Shdr *sh;
+	size_t end;
+
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64)
+		return 0;
+	end = eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
+	sh = (const Elf64_Shdr *)((const char *)image + eh->e_shoff);
+	for (int i = 0; i < eh->e_shnum; i++)
+		if (sh[i].sh_type != SHT_NOBITS && sh[i].sh_offset + sh[i].sh_size > end)
+			end = sh[i].sh_offset + sh[i].sh_size;
+	if (eh->e_phoff + (size_t)eh->e_phnum * eh->e_phentsize > end)
+		end = eh->e_phoff + (size_t)eh->e_phnum * eh->e_phentsize;
+	return end;
+}
+
+CUresult cuModuleLoadData(struct fake_module **out, const void *image)
+{
+	struct fake_ctx *c = current();
+	struct fake_module *m;
+	size_t size;
+
+	if (!alive(c))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!image || !(size = elf_size(image)))
+		return CUDA_ERROR_INVALID_IMAGE;
+	m = calloc(1, sizeof(*m));
+	m->ctx = c;
+	m->image = malloc(size);
+	memcpy(m->image, image, size);
+	m->size = size;
+	pthread_mutex_lock(&lock);
+	m->id = next_mod_id++;
+	pthread_mutex_unlock(&lock);
+	*out = m;
+	if (hooks)
+		hooks->resource(CBID_MODULE_LOADED, c, m);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuModuleUnload(struct fake_module *m)
+{
+	if (!m || !alive(m->ctx))
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (hooks)
+		hooks->resource(CBID_MODULE_UNLOAD_STARTING, m->ctx, m);
+	return CUDA_SUCCESS; /* kept: functions may still be referenced by stale handles */
+}
+
+CUresult cuModuleGetFunction(struct fake_func **out, struct fake_module *m, const char *name)
+{
+	const Elf64_Ehdr *eh;
+	const Elf64_Shdr *sh;
+
+	if (!m || !name)
+		return CUDA_ERROR_INVALID_VALUE;
+	eh = m->image;
+	sh = (const Elf64_Shdr *)((const char *)m->image + eh->e_shoff);
+	for (int i = 0; i < eh->e_shnum; i++) {
+		if (sh[i].sh_type != SHT_SYMTAB)
+			continue;
+		const Elf64_Sym *sym = (const void *)((const char *)m->image + sh[i].sh_offset);
+		const char *str = (const char *)m->image + sh[sh[i].sh_link].sh_offset;
+		size_t n = sh[i].sh_size / sizeof(*sym);
+		for (size_t k = 0; k < n; k++) {
+			if (ELF64_ST_TYPE(sym[k].st_info) != STT_FUNC || strcmp(str + sym[k].st_name, name))
+				continue;
+			struct fake_func *f = calloc(1, sizeof(*f));
+			f->mod = m;
+			snprintf(f->name, sizeof(f->name), "%s", name);
+			f->index = k;
+			f->size = sym[k].st_size ? sym[k].st_size : 16;
+			*out = f;
+			return CUDA_SUCCESS;
+		}
+	}
+	return CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult cuLaunchKernel(struct fake_func *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+			unsigned by, unsigned bz, unsigned shmem, void *stream, void **params, void **extra)
+{
+	struct fake_ctx *c = current();
+
+	if (!f || !alive(c))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (f->mod->ctx != c)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (hooks)
+		return hooks->launch(CBID_cuLaunchKernel, "cuLaunchKernel", c, f);
+	return CUDA_SUCCESS;
+}

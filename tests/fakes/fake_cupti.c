@@ -1,0 +1,1021 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * CUPTI double (libcupti.so.13) for GPU-less tests of the gpusample agent.
+ * Models, as far as NVIDIA documents them (docs/reference
+ * cupti_pc_sampling.md §1, §6.2):
+ *   - call order: every PC-sampling call but Enable needs Enable on that
+ *     context first; Start/Stop only with ENABLE_START_STOP_CONTROL; one
+ *     sampled context per device
+ *   - size checks on every params struct, PC record size by API version
+ *     (56 bytes before v22, 56 or 64 from v22), attributeStatus per attribute,
+ *     sampling period 5..31
+ *   - stall-reason tables per architecture, sparse indices served in a
+ *     non-sorted order, each reason with a _not_issued twin
+ *   - GetData paging through collectNumPcs / remainingNumPcs, totals,
+ *     dropped and non-user samples reported once, CUPTI-owned functionName
+ *     strings shared between records and handed to the client at Disable
+ *   - continuous mode: correlationId 0; kernel-serialized: the launch's id
+ *   - callbacks only for (domain, cbid) pairs the subscriber enabled
+ *   - Disable: leftovers copied into the SAMPLING_DATA_BUFFER, excess dropped
+ *
+ * Environment:
+ *   FAKE_CUPTI_VERSION   cuptiGetVersion() value (default 130001)
+ *   FAKE_CUPTI_FAIL      comma list: privileges (Enable), busy (Enable),
+ *                        unsupported (Enable), enable_oom (Enable),
+ *                        subscribers (Subscribe), nodriver (Subscribe),
+ *                        hwfull (hardware buffer overflows once, after
+ *                        FAKE_CUPTI_HWFULL_AFTER samples, default 500)
+ *   FAKE_CUPTI_OLD_SUBSCRIBER  name reported with "subscribers"
+ *                        (default "CUPTI for Kineto")
+ *   FAKE_CUPTI_SAMPLES   warp samples per launch (default 40)
+ *   FAKE_CUPTI_STATS     file written at exit: "key value" lines (call
+ *                        counts per function, samples generated, ...)
+ *   FAKE_CUPTI_REAL      real libcupti for cuptiGetCubinCrc (default
+ *                        /usr/local/cuda/lib64/libcupti.so.13; "" = own CRC)
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cupti.h>
+#include <cupti_pcsampling.h>
+#include "fake_drv.h"
+
+#define API __attribute__((visibility("default")))
+#define MAX_SUB_IDS 1024
+#define MAX_REASONS 64
+#define MAX_CTX 64
+
+/* ---- call counting ----------------------------------------------------- */
+enum call {
+	C_GetVersion, C_GetResultString, C_Subscribe, C_Unsubscribe, C_EnableCallback, C_EnableDomain,
+	C_GetContextId, C_GetDeviceId, C_PCEnable, C_PCDisable, C_PCGetNumStallReasons,
+	C_PCGetStallReasons, C_PCSetConfig, C_PCGetConfig, C_PCStart, C_PCStop, C_PCGetData,
+	C_GetCubinCrc, C_Finalize, C_NR
+};
+static const char *const call_names[C_NR] = {
+	"cuptiGetVersion", "cuptiGetResultString", "cuptiSubscribe", "cuptiUnsubscribe",
+	"cuptiEnableCallback", "cuptiEnableDomain", "cuptiGetContextId", "cuptiGetDeviceId",
+	"cuptiPCSamplingEnable", "cuptiPCSamplingDisable", "cuptiPCSamplingGetNumStallReasons",
+	"cuptiPCSamplingGetStallReasons", "cuptiPCSamplingSetConfigurationAttribute",
+	"cuptiPCSamplingGetConfigurationAttribute", "cuptiPCSamplingStart", "cuptiPCSamplingStop",
+	"cuptiPCSamplingGetData", "cuptiGetCubinCrc", "cuptiFinalize",
+};
+static _Atomic uint64_t calls[C_NR];
+static _Atomic uint64_t st_launches, st_launch_cb, st_resource_cb, st_generated, st_delivered,
+	st_dropped, st_hwfull, st_bad_size, st_order_err, st_enable_ok;
+#define COUNT(c) atomic_fetch_add(&calls[c], 1)
+
+/* ---- stall reason tables ----------------------------------------------- */
+static const char *const base_reasons[] = {
+	"barrier", "branch_resolving", "dispatch_stall", "drain", "imc_miss", "lg_throttle",
+	"long_scoreboard", "math_pipe_throttle", "membar", "mio_throttle", "misc",
+	"no_instructions", "not_selected", "selected", "short_scoreboard", "sleeping",
+	"tex_throttle", "wait", "warpgroup_arrive",
+};
+#define N_BASE (sizeof(base_reasons) / sizeof(*base_reasons))
+
+struct table {
+	size_t n;
+	uint32_t idx[MAX_REASONS];
+	char name[MAX_REASONS][CUPTI_STALL_REASON_STRING_SIZE];
+	int base_slot[MAX_REASONS]; /* slot of a warp-state reason, its twin is +1 */
+	size_t n_base;
+	int count_slot; /* smsp__pcsamp_sample_count */
+};
+static struct table tab90, tab_other;
+
+static void add_reason(struct table *t, uint32_t idx, const char *name)
+{
+	t->idx[t->n] = idx;
+	snprintf(t->name[t->n], CUPTI_STALL_REASON_STRING_SIZE, "%s", name);
+	t->n++;
+}
+
+/* Hopper: 40 reasons, indices 0..39 in name order (as decoded from a real
+ * pc_sampling_continuous file), served in a shuffled order.  Other
+ * architectures: no warpgroup_arrive and no dispatch_stall, sparse indices
+ * starting at 3 (gaps where those would be). */
+static void build_table(struct table *t, bool hopper)
+{
+	struct table tmp = { 0 };
+	char name[CUPTI_STALL_REASON_STRING_SIZE];
+	uint32_t idx = hopper ? 2 : 3;
+
+	add_reason(&tmp, 0, "smsp__pcsamp_sample_count");
+	add_reason(&tmp, 1, "smsp__pcsamp_samples_data_dropped");
+	for (size_t i = 0; i < N_BASE; i++) {
+		bool skip = !hopper && (!strcmp(base_reasons[i], "warpgroup_arrive") ||
+					!strcmp(base_reasons[i], "dispatch_stall"));
+		if (skip) {
+			idx += 2; /* leave the hole */
+			continue;
+		}
+		snprintf(name, sizeof(name), "smsp__pcsamp_warps_issue_stalled_%s", base_reasons[i]);
+		add_reason(&tmp, idx, name);
+		snprintf(name, sizeof(name), "smsp__pcsamp_warps_issue_stalled_%s_not_issued", base_reasons[i]);
+		add_reason(&tmp, idx + 1, name);
+		idx += 2;
+	}
+	/* Deterministic shuffle: odd slots backwards, then even slots. */
+	memset(t, 0, sizeof(*t));
+	for (size_t i = tmp.n; i-- > 0;)
+		if (i % 2)
+			add_reason(t, tmp.idx[i], tmp.name[i]);
+	for (size_t i = 0; i < tmp.n; i++)
+		if (!(i % 2))
+			add_reason(t, tmp.idx[i], tmp.name[i]);
+	t->count_slot = -1;
+	for (size_t i = 0; i < t->n; i++) {
+		if (!strcmp(t->name[i], "smsp__pcsamp_sample_count"))
+			t->count_slot = i;
+		else if (strstr(t->name[i], "_stalled_") && !strstr(t->name[i], "_not_issued"))
+			t->base_slot[t->n_base++] = i;
+	}
+}
+
+static const struct table *table_for(const struct fake_ctx *c)
+{
+	return c->arch == 90 ? &tab90 : &tab_other;
+}
+
+static int twin_slot(const struct table *t, int slot)
+{
+	char want[CUPTI_STALL_REASON_STRING_SIZE + 16];
+
+	snprintf(want, sizeof(want), "%s_not_issued", t->name[slot]);
+	for (size_t i = 0; i < t->n; i++)
+		if (!strcmp(t->name[i], want))
+			return i;
+	return -1;
+}
+
+/* ---- per-context PC sampling state ------------------------------------- */
+struct pcrec {
+	uint64_t crc, off;
+	uint32_t fidx, corr;
+	struct fake_func *f;
+	uint32_t counts[MAX_REASONS]; /* by table slot */
+};
+
+struct pcs_state {
+	struct fake_ctx *ctx;
+	bool enabled, configured, start_stop, started, hw_full;
+	uint32_t mode, period;
+	uint32_t selected[MAX_REASONS]; /* slots selected */
+	size_t n_selected;
+	CUpti_PCSamplingData *cfg_buf;
+	struct pcrec *recs;
+	size_t n_recs, cap_recs, read_pos;
+	uint64_t range, pend_total, pend_dropped, pend_nonuser, since_drain;
+	char **names; /* CUPTI-owned functionName strings of this enable */
+	size_t n_names;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pcs_state ctxs[MAX_CTX];
+static CUpti_CallbackFunc sub_fn;
+static void *sub_ud;
+static bool subscribed;
+static uint8_t enabled_ids[7][MAX_SUB_IDS];
+static _Atomic uint32_t next_corr = 1;
+static uint32_t version = 130001;
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static char fail[256];
+static bool hwfull_fired;
+
+static bool failing(const char *what)
+{
+	const char *p = fail;
+	size_t n = strlen(what);
+
+	while ((p = strstr(p, what))) {
+		if ((p == fail || p[-1] == ',') && (p[n] == 0 || p[n] == ','))
+			return true;
+		p += n;
+	}
+	return false;
+}
+
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static struct pcs_state *state_of(CUcontext ctx, bool create)
+{
+	struct fake_ctx *c = (struct fake_ctx *)ctx;
+
+	for (int i = 0; i < MAX_CTX; i++)
+		if (ctxs[i].ctx == c)
+			return &ctxs[i];
+	if (!create)
+		return NULL;
+	for (int i = 0; i < MAX_CTX; i++)
+		if (!ctxs[i].ctx) {
+			memset(&ctxs[i], 0, sizeof(ctxs[i]));
+			ctxs[i].ctx = c;
+			return &ctxs[i];
+		}
+	return NULL;
+}
+
+static bool ctx_ok(CUcontext ctx)
+{
+	return ctx && ((struct fake_ctx *)ctx)->magic == FAKE_CTX_MAGIC;
+}
+
+/* ---- core API ---------------------------------------------------------- */
+API CUptiResult cuptiGetVersion(uint32_t *v)
+{
+	COUNT(C_GetVersion);
+	if (!v)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	*v = version;
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiGetResultString(CUptiResult r, const char **s)
+{
+	static const struct { CUptiResult r; const char *s; } names[] = {
+		{ CUPTI_SUCCESS, "CUPTI_SUCCESS" },
+		{ CUPTI_ERROR_INVALID_PARAMETER, "CUPTI_ERROR_INVALID_PARAMETER" },
+		{ CUPTI_ERROR_INVALID_OPERATION, "CUPTI_ERROR_INVALID_OPERATION" },
+		{ CUPTI_ERROR_OUT_OF_MEMORY, "CUPTI_ERROR_OUT_OF_MEMORY" },
+		{ CUPTI_ERROR_NOT_INITIALIZED, "CUPTI_ERROR_NOT_INITIALIZED" },
+		{ CUPTI_ERROR_HARDWARE_BUSY, "CUPTI_ERROR_HARDWARE_BUSY" },
+		{ CUPTI_ERROR_NOT_SUPPORTED, "CUPTI_ERROR_NOT_SUPPORTED" },
+		{ CUPTI_ERROR_INSUFFICIENT_PRIVILEGES, "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES" },
+		{ CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED" },
+		{ CUPTI_ERROR_UNKNOWN, "CUPTI_ERROR_UNKNOWN" },
+	};
+	COUNT(C_GetResultString);
+	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
+		if (names[i].r == r) {
+			*s = names[i].s;
+			return CUPTI_SUCCESS;
+		}
+	*s = "CUPTI_ERROR_UNKNOWN";
+	return CUPTI_ERROR_INVALID_PARAMETER;
+}
+
+API CUptiResult cuptiGetContextId(CUcontext ctx, uint32_t *id)
+{
+	COUNT(C_GetContextId);
+	if (!ctx_ok(ctx) || !id)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	*id = ((struct fake_ctx *)ctx)->uid;
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiGetDeviceId(CUcontext ctx, uint32_t *id)
+{
+	COUNT(C_GetDeviceId);
+	if (!ctx_ok(ctx) || !id)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	*id = ((struct fake_ctx *)ctx)->device;
+	return CUPTI_SUCCESS;
+}
+
+static CUptiResult do_subscribe(CUpti_SubscriberHandle *h, CUpti_CallbackFunc fn, void *ud,
+				CUpti_SubscriberParams *p)
+{
+	COUNT(C_Subscribe);
+	if (!h || !fn)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	if (failing("nodriver"))
+		return CUPTI_ERROR_UNKNOWN; /* what real CUPTI returns without a driver */
+	if (subscribed || failing("subscribers")) {
+		const char *old = getenv("FAKE_CUPTI_OLD_SUBSCRIBER");
+		if (p && p->oldSubscriberName && p->oldSubscriberSize)
+			snprintf(p->oldSubscriberName, p->oldSubscriberSize, "%s",
+				 old ? old : "CUPTI for Kineto");
+		return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+	}
+	subscribed = true;
+	sub_fn = fn;
+	sub_ud = ud;
+	*h = (CUpti_SubscriberHandle)&sub_fn;
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *h, CUpti_CallbackFunc fn, void *ud)
+{
+	return do_subscribe(h, fn, ud, NULL);
+}
+
+API CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *h, CUpti_CallbackFunc fn, void *ud,
+				  CUpti_SubscriberParams *p)
+{
+	if (p && p->structSize < CUpti_SubscriberParams_STRUCT_SIZE) {
+		COUNT(C_Subscribe);
+		atomic_fetch_add(&st_bad_size, 1);
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	}
+	return do_subscribe(h, fn, ud, p);
+}
+
+API CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle h)
+{
+	COUNT(C_Unsubscribe);
+	if (!subscribed || h != (CUpti_SubscriberHandle)&sub_fn)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	subscribed = false;
+	memset(enabled_ids, 0, sizeof(enabled_ids));
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle h, CUpti_CallbackDomain d,
+				    CUpti_CallbackId cbid)
+{
+	COUNT(C_EnableCallback);
+	if (!subscribed || h != (CUpti_SubscriberHandle)&sub_fn || d <= 0 || d >= 7 || cbid >= MAX_SUB_IDS)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	enabled_ids[d][cbid] = enable ? 1 : 0;
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle h, CUpti_CallbackDomain d)
+{
+	COUNT(C_EnableDomain);
+	if (!subscribed || h != (CUpti_SubscriberHandle)&sub_fn || d <= 0 || d >= 7)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	memset(enabled_ids[d], enable ? 1 : 0, MAX_SUB_IDS);
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiFinalize(void)
+{
+	COUNT(C_Finalize);
+	return CUPTI_SUCCESS;
+}
+
+/* ---- callback dispatch from the driver double -------------------------- */
+static bool cb_enabled(int d, int cbid)
+{
+	return subscribed && cbid < MAX_SUB_IDS && enabled_ids[d][cbid];
+}
+
+static void hook_resource(int cbid, struct fake_ctx *c, struct fake_module *m)
+{
+	CUpti_ModuleResourceData md;
+	CUpti_ResourceData rd;
+
+	if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED) {
+		/* A module load starts a new range in continuous mode. */
+		pthread_mutex_lock(&lock);
+		struct pcs_state *s = state_of((CUcontext)c, false);
+		if (s && s->enabled)
+			s->range++;
+		pthread_mutex_unlock(&lock);
+	}
+	if (!cb_enabled(CUPTI_CB_DOMAIN_RESOURCE, cbid))
+		return;
+	memset(&rd, 0, sizeof(rd));
+	rd.context = (CUcontext)c;
+	if (m) {
+		md.moduleId = m->id;
+		md.cubinSize = m->size;
+		md.pCubin = m->image;
+		rd.resourceDescriptor = &md;
+	}
+	atomic_fetch_add(&st_resource_cb, 1);
+	sub_fn(sub_ud, CUPTI_CB_DOMAIN_RESOURCE, cbid, &rd);
+	if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+		/* CUPTI drops its per-context state with the context. */
+		pthread_mutex_lock(&lock);
+		struct pcs_state *s = state_of((CUcontext)c, false);
+		if (s) {
+			free(s->recs);
+			s->ctx = NULL;
+		}
+		pthread_mutex_unlock(&lock);
+	}
+}
+
+static uint64_t crc_of(const void *image, size_t size);
+
+static struct pcrec *rec_for(struct pcs_state *s, struct fake_func *f, uint64_t off, uint32_t corr)
+{
+	uint64_t crc = (uint64_t)(uintptr_t)f->mod->image; /* replaced below */
+
+	crc = crc_of(f->mod->image, f->mod->size);
+	for (size_t i = s->read_pos; i < s->n_recs; i++) {
+		struct pcrec *r = &s->recs[i];
+		if (r->crc == crc && r->fidx == f->index && r->off == off && r->corr == corr)
+			return r;
+	}
+	if (s->n_recs == s->cap_recs) {
+		s->cap_recs = s->cap_recs ? s->cap_recs * 2 : 64;
+		s->recs = realloc(s->recs, s->cap_recs * sizeof(*s->recs));
+	}
+	struct pcrec *r = &s->recs[s->n_recs++];
+	memset(r, 0, sizeof(*r));
+	r->crc = crc;
+	r->off = off;
+	r->fidx = f->index;
+	r->corr = corr;
+	r->f = f;
+	return r;
+}
+
+static bool sampling_active(const struct pcs_state *s)
+{
+	return s && s->enabled && s->configured && (!s->start_stop || s->started);
+}
+
+/* The kernel "runs": FAKE_CUPTI_SAMPLES warp samples over a few PCs. */
+static void run_kernel(struct fake_ctx *c, struct fake_func *f, uint32_t corr)
+{
+	static int per_launch = -1;
+	struct pcs_state *s;
+	const struct table *t = table_for(c);
+	uint64_t limit;
+
+	if (per_launch < 0) {
+		const char *e = getenv("FAKE_CUPTI_SAMPLES");
+		per_launch = e ? atoi(e) : 40;
+	}
+	pthread_mutex_lock(&lock);
+	s = state_of((CUcontext)c, false);
+	if (!sampling_active(s) || !s->n_selected) {
+		pthread_mutex_unlock(&lock);
+		return;
+	}
+	if (s->mode == CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED)
+		s->range++;
+	s->pend_nonuser += 1; /* a little non-user kernel noise per launch */
+	s->pend_total += 1;
+	limit = getenv("FAKE_CUPTI_HWFULL_AFTER") ? strtoull(getenv("FAKE_CUPTI_HWFULL_AFTER"), NULL, 0) : 500;
+	for (int k = 0; k < per_launch; k++) {
+		uint64_t npc = f->size / 16 < 4 ? (f->size / 16 ? f->size / 16 : 1) : 4;
+		uint64_t off = ((rnd() % npc) * 7 % (f->size / 16 ? f->size / 16 : 1)) * 16;
+		int slot = t->base_slot[rnd() % t->n_base], twin = twin_slot(t, slot);
+		bool sel = false;
+
+		for (size_t i = 0; i < s->n_selected; i++)
+			sel |= s->selected[i] == (uint32_t)slot;
+		s->pend_total++;
+		atomic_fetch_add(&st_generated, 1);
+		if (s->hw_full) {
+			s->pend_dropped++;
+			atomic_fetch_add(&st_dropped, 1);
+			continue;
+		}
+		if (failing("hwfull") && !hwfull_fired && ++s->since_drain > limit) {
+			s->hw_full = true; /* sticky until Disable + Enable */
+			hwfull_fired = true; /* once per process */
+			atomic_fetch_add(&st_hwfull, 1);
+			s->pend_dropped++;
+			atomic_fetch_add(&st_dropped, 1);
+			continue;
+		}
+		if (!sel)
+			continue;
+		struct pcrec *r = rec_for(s, f, off,
+					  s->mode == CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED ? corr : 0);
+		r->counts[slot]++;
+		if (twin >= 0 && (rnd() & 1))
+			r->counts[twin]++;
+		if (t->count_slot >= 0)
+			r->counts[t->count_slot]++;
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+static int hook_launch(int cbid, const char *api_name, struct fake_ctx *c, struct fake_func *f)
+{
+	CUpti_CallbackData cd;
+	uint32_t corr = atomic_fetch_add(&next_corr, 1);
+	bool cb = cb_enabled(CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+	CUresult ret = CUDA_SUCCESS;
+
+	atomic_fetch_add(&st_launches, 1);
+	memset(&cd, 0, sizeof(cd));
+	cd.functionName = api_name;
+	cd.symbolName = f->name;
+	cd.context = (CUcontext)c;
+	cd.contextUid = c->uid;
+	cd.correlationId = corr;
+	cd.callbackSite = CUPTI_API_ENTER;
+	if (cb) {
+		atomic_fetch_add(&st_launch_cb, 1);
+		sub_fn(sub_ud, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &cd);
+	}
+	run_kernel(c, f, corr);
+	cd.callbackSite = CUPTI_API_EXIT;
+	cd.functionReturnValue = &ret;
+	if (cb)
+		sub_fn(sub_ud, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &cd);
+	return 0;
+}
+
+static const struct fake_cupti_hooks hooks = { hook_resource, hook_launch };
+
+/* ---- PC sampling API --------------------------------------------------- */
+#define CHECK_SIZE(p, sz)                                                                          \
+	do {                                                                                       \
+		if (!(p) || (p)->size != (sz)) {                                                   \
+			atomic_fetch_add(&st_bad_size, 1);                                         \
+			return CUPTI_ERROR_INVALID_PARAMETER;                                      \
+		}                                                                                  \
+	} while (0)
+
+/* Lookup for calls that need a prior Enable on ctx. */
+#define NEED_ENABLED(s, ctx)                                                                       \
+	do {                                                                                       \
+		if (!ctx_ok(ctx))                                                                  \
+			return CUPTI_ERROR_INVALID_PARAMETER;                                      \
+		(s) = state_of(ctx, false);                                                        \
+		if (!(s) || !(s)->enabled) {                                                       \
+			atomic_fetch_add(&st_order_err, 1);                                        \
+			return CUPTI_ERROR_INVALID_OPERATION;                                      \
+		}                                                                                  \
+	} while (0)
+
+API CUptiResult cuptiPCSamplingEnable(CUpti_PCSamplingEnableParams *p)
+{
+	struct pcs_state *s;
+	CUptiResult r = CUPTI_SUCCESS;
+
+	COUNT(C_PCEnable);
+	CHECK_SIZE(p, CUpti_PCSamplingEnableParamsSize);
+	if (!ctx_ok(p->ctx))
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	if (failing("privileges"))
+		return CUPTI_ERROR_INSUFFICIENT_PRIVILEGES;
+	if (failing("busy"))
+		return CUPTI_ERROR_HARDWARE_BUSY;
+	if (failing("unsupported"))
+		return CUPTI_ERROR_NOT_SUPPORTED;
+	if (failing("enable_oom"))
+		return CUPTI_ERROR_OUT_OF_MEMORY;
+	pthread_mutex_lock(&lock);
+	for (int i = 0; i < MAX_CTX; i++)
+		if (ctxs[i].ctx && ctxs[i].enabled && ctxs[i].ctx != (struct fake_ctx *)p->ctx &&
+		    ctxs[i].ctx->device == ((struct fake_ctx *)p->ctx)->device)
+			r = CUPTI_ERROR_INVALID_OPERATION; /* one sampled context per GPU */
+	s = state_of(p->ctx, true);
+	if (r == CUPTI_SUCCESS && s && s->enabled)
+		r = CUPTI_ERROR_INVALID_OPERATION;
+	if (r == CUPTI_SUCCESS && s) {
+		struct fake_ctx *c = s->ctx;
+		memset(s, 0, sizeof(*s));
+		s->ctx = c;
+		s->enabled = true;
+		s->mode = CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
+		s->period = 13;
+		atomic_fetch_add(&st_enable_ok, 1);
+	}
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+/* Copy pending records into d (stride from each record's own size). */
+static void copy_out(struct pcs_state *s, CUpti_PCSamplingData *d, bool once_totals)
+{
+	const struct table *t = table_for(s->ctx);
+	size_t n = 0;
+	char *base = (char *)d->pPcData;
+	size_t stride = d->pPcData ? d->pPcData[0].size : 0;
+
+	while (s->read_pos < s->n_recs && n < d->collectNumPcs) {
+		struct pcrec *r = &s->recs[s->read_pos++];
+		CUpti_PCSamplingPCData *o = (CUpti_PCSamplingPCData *)(base + n * stride);
+		size_t k = 0;
+		char *name = NULL;
+
+		for (size_t i = 0; i < s->n_names; i++)
+			if (!strcmp(s->names[i], r->f->name))
+				name = s->names[i];
+		if (!name) {
+			name = strdup(r->f->name);
+			s->names = realloc(s->names, (s->n_names + 1) * sizeof(*s->names));
+			s->names[s->n_names++] = name;
+		}
+		o->cubinCrc = r->crc;
+		o->pcOffset = r->off;
+		o->functionIndex = r->fidx;
+		o->pad = 0;
+		o->functionName = name;
+		for (size_t i = 0; i < s->n_selected; i++) {
+			uint32_t slot = s->selected[i];
+			if (!r->counts[slot])
+				continue;
+			o->stallReason[k].pcSamplingStallReasonIndex = t->idx[slot];
+			o->stallReason[k].samples = r->counts[slot];
+			if (slot != (uint32_t)t->count_slot && !strstr(t->name[slot], "_not_issued"))
+				atomic_fetch_add(&st_delivered, r->counts[slot]);
+			k++;
+		}
+		o->stallReasonCount = k;
+		if (stride >= 60)
+			o->correlationId = r->corr;
+		n++;
+	}
+	d->totalNumPcs = n;
+	d->remainingNumPcs = s->n_recs - s->read_pos;
+	d->rangeId = s->range;
+	if (once_totals) {
+		d->totalSamples = s->pend_total;
+		d->droppedSamples = s->pend_dropped;
+		if (d->size > offsetof(CUpti_PCSamplingData, nonUsrKernelsTotalSamples))
+			d->nonUsrKernelsTotalSamples = s->pend_nonuser;
+		s->pend_total = s->pend_dropped = s->pend_nonuser = 0;
+	} else {
+		d->totalSamples = d->droppedSamples = 0;
+		if (d->size > offsetof(CUpti_PCSamplingData, nonUsrKernelsTotalSamples))
+			d->nonUsrKernelsTotalSamples = 0;
+	}
+	if (s->read_pos == s->n_recs)
+		s->read_pos = s->n_recs = 0;
+}
+
+static size_t min_data_size(void)
+{
+	if (version >= 19)
+		return offsetof(CUpti_PCSamplingData, hardwareBufferFull) + 1;
+	if (version >= 16)
+		return offsetof(CUpti_PCSamplingData, nonUsrKernelsTotalSamples) + 8;
+	return offsetof(CUpti_PCSamplingData, pPcData) + 8;
+}
+
+/* Client buffer checks: data and per-PC sizes for this API version. */
+static bool data_ok(CUpti_PCSamplingData *d, size_t n_selected)
+{
+	if (!d || d->size < min_data_size() || d->size > sizeof(*d) || !d->pPcData || !d->collectNumPcs)
+		return false;
+	for (size_t i = 0; i < d->collectNumPcs; i++) {
+		CUpti_PCSamplingPCData *p = (void *)((char *)d->pPcData + i * d->pPcData[0].size);
+		if (version < 22 ? p->size != 56 : (p->size != 56 && p->size != 64))
+			return false;
+		if (n_selected && !p->stallReason)
+			return false;
+	}
+	return true;
+}
+
+API CUptiResult cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams *p)
+{
+	struct pcs_state *s;
+	CUpti_PCSamplingData *d;
+	CUptiResult r = CUPTI_SUCCESS;
+
+	COUNT(C_PCGetData);
+	CHECK_SIZE(p, CUpti_PCSamplingGetDataParamsSize);
+	pthread_mutex_lock(&lock);
+	if (!ctx_ok(p->ctx) || !(s = state_of(p->ctx, false)) || !s->enabled || !s->configured) {
+		atomic_fetch_add(&st_order_err, 1);
+		pthread_mutex_unlock(&lock);
+		return ctx_ok(p->ctx) ? CUPTI_ERROR_INVALID_OPERATION : CUPTI_ERROR_INVALID_PARAMETER;
+	}
+	d = p->pcSamplingData;
+	if (!data_ok(d, s->n_selected)) {
+		atomic_fetch_add(&st_bad_size, 1);
+		pthread_mutex_unlock(&lock);
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	}
+	if (d == s->cfg_buf) { /* the configured buffer belongs to CUPTI */
+		pthread_mutex_unlock(&lock);
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	}
+	if (s->hw_full) {
+		d->totalNumPcs = 0;
+		d->remainingNumPcs = 0;
+		d->totalSamples = s->pend_total;
+		d->droppedSamples = s->pend_dropped;
+		s->pend_total = s->pend_dropped = 0;
+		if (d->size > offsetof(CUpti_PCSamplingData, hardwareBufferFull))
+			d->hardwareBufferFull = 1;
+		r = CUPTI_ERROR_OUT_OF_MEMORY;
+	} else {
+		bool first = s->read_pos == 0;
+		copy_out(s, d, first);
+		if (d->size > offsetof(CUpti_PCSamplingData, hardwareBufferFull))
+			d->hardwareBufferFull = 0;
+		s->since_drain = 0;
+	}
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+API CUptiResult cuptiPCSamplingDisable(CUpti_PCSamplingDisableParams *p)
+{
+	struct pcs_state *s;
+
+	COUNT(C_PCDisable);
+	CHECK_SIZE(p, CUpti_PCSamplingDisableParamsSize);
+	pthread_mutex_lock(&lock);
+	if (!ctx_ok(p->ctx) || !(s = state_of(p->ctx, false)) || !s->enabled) {
+		atomic_fetch_add(&st_order_err, 1);
+		pthread_mutex_unlock(&lock);
+		return CUPTI_ERROR_INVALID_OPERATION;
+	}
+	if (s->cfg_buf && !s->hw_full && data_ok(s->cfg_buf, s->n_selected)) {
+		copy_out(s, s->cfg_buf, true);
+		/* what does not fit is discarded */
+		s->read_pos = s->n_recs = 0;
+	}
+	s->enabled = s->configured = s->started = false;
+	s->hw_full = false;
+	s->n_recs = s->read_pos = 0;
+	/* functionName strings now belong to the client */
+	free(s->names);
+	s->names = NULL;
+	s->n_names = 0;
+	pthread_mutex_unlock(&lock);
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiPCSamplingGetNumStallReasons(CUpti_PCSamplingGetNumStallReasonsParams *p)
+{
+	struct pcs_state *s;
+
+	COUNT(C_PCGetNumStallReasons);
+	CHECK_SIZE(p, CUpti_PCSamplingGetNumStallReasonsParamsSize);
+	if (!p->numStallReasons)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	*p->numStallReasons = 0; /* what real CUPTI answers before Enable */
+	NEED_ENABLED(s, p->ctx);
+	*p->numStallReasons = table_for(s->ctx)->n;
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiPCSamplingGetStallReasons(CUpti_PCSamplingGetStallReasonsParams *p)
+{
+	struct pcs_state *s;
+	const struct table *t;
+
+	COUNT(C_PCGetStallReasons);
+	CHECK_SIZE(p, CUpti_PCSamplingGetStallReasonsParamsSize);
+	NEED_ENABLED(s, p->ctx);
+	t = table_for(s->ctx);
+	if (p->numStallReasons != t->n || !p->stallReasonIndex || !p->stallReasons)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	for (size_t i = 0; i < t->n; i++) {
+		if (!p->stallReasons[i])
+			return CUPTI_ERROR_INVALID_PARAMETER;
+		p->stallReasonIndex[i] = t->idx[i];
+		memcpy(p->stallReasons[i], t->name[i], CUPTI_STALL_REASON_STRING_SIZE);
+	}
+	return CUPTI_SUCCESS;
+}
+
+static CUptiResult set_one(struct pcs_state *s, CUpti_PCSamplingConfigurationInfo *a)
+{
+	const struct table *t = table_for(s->ctx);
+
+	switch (a->attributeType) {
+	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD:
+		if (a->attributeData.samplingPeriodData.samplingPeriod < 5 ||
+		    a->attributeData.samplingPeriodData.samplingPeriod > 31)
+			return CUPTI_ERROR_INVALID_OPERATION;
+		s->period = a->attributeData.samplingPeriodData.samplingPeriod;
+		return CUPTI_SUCCESS;
+	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON: {
+		size_t n = a->attributeData.stallReasonData.stallReasonCount;
+		uint32_t *idx = a->attributeData.stallReasonData.pStallReasonIndex;
+		if (!n || n > t->n || !idx)
+			return CUPTI_ERROR_INVALID_OPERATION;
+		s->n_selected = 0;
+		for (size_t i = 0; i < n; i++) {
+			size_t slot = t->n;
+			for (size_t k = 0; k < t->n; k++)
+				if (t->idx[k] == idx[i])
+					slot = k;
+			if (slot == t->n)
+				return CUPTI_ERROR_INVALID_OPERATION; /* index not in this GPU's table */
+			s->selected[s->n_selected++] = slot;
+		}
+		return CUPTI_SUCCESS;
+	}
+	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE:
+	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE:
+		return CUPTI_SUCCESS;
+	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE: {
+		uint32_t m = a->attributeData.collectionModeData.collectionMode;
+		if (m != CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS &&
+		    m != CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED)
+			return CUPTI_ERROR_INVALID_OPERATION;
+		s->mode = m;
+		return CUPTI_SUCCESS;
+	}
+	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL:
+		s->start_stop = a->attributeData.enableStartStopControlData.enableStartStopControl != 0;
+		return CUPTI_SUCCESS;
+	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_OUTPUT_DATA_FORMAT:
+		return a->attributeData.outputDataFormatData.outputDataFormat ==
+				       CUPTI_PC_SAMPLING_OUTPUT_DATA_FORMAT_PARSED
+			       ? CUPTI_SUCCESS
+			       : CUPTI_ERROR_INVALID_OPERATION;
+	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER:
+		s->cfg_buf = a->attributeData.samplingDataBufferData.samplingDataBuffer;
+		return s->cfg_buf ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_OPERATION;
+	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN:
+		return CUPTI_SUCCESS;
+	default:
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	}
+}
+
+API CUptiResult cuptiPCSamplingSetConfigurationAttribute(CUpti_PCSamplingConfigurationInfoParams *p)
+{
+	struct pcs_state *s;
+	CUptiResult r = CUPTI_SUCCESS;
+
+	COUNT(C_PCSetConfig);
+	CHECK_SIZE(p, CUpti_PCSamplingConfigurationInfoParamsSize);
+	if (!p->pPCSamplingConfigurationInfo || !p->numAttributes)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	pthread_mutex_lock(&lock);
+	if (!ctx_ok(p->ctx) || !(s = state_of(p->ctx, false)) || !s->enabled) {
+		atomic_fetch_add(&st_order_err, 1);
+		pthread_mutex_unlock(&lock);
+		return CUPTI_ERROR_INVALID_OPERATION;
+	}
+	for (size_t i = 0; i < p->numAttributes; i++) {
+		CUpti_PCSamplingConfigurationInfo *a = &p->pPCSamplingConfigurationInfo[i];
+		a->attributeStatus = set_one(s, a);
+		if (a->attributeStatus != CUPTI_SUCCESS)
+			r = a->attributeStatus;
+	}
+	if (r == CUPTI_SUCCESS && !s->n_selected) {
+		/* default: every reason */
+		for (size_t k = 0; k < table_for(s->ctx)->n; k++)
+			s->selected[s->n_selected++] = k;
+	}
+	if (r == CUPTI_SUCCESS)
+		s->configured = true;
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+API CUptiResult cuptiPCSamplingGetConfigurationAttribute(CUpti_PCSamplingConfigurationInfoParams *p)
+{
+	struct pcs_state *s;
+
+	COUNT(C_PCGetConfig);
+	CHECK_SIZE(p, CUpti_PCSamplingConfigurationInfoParamsSize);
+	NEED_ENABLED(s, p->ctx);
+	for (size_t i = 0; i < p->numAttributes; i++) {
+		CUpti_PCSamplingConfigurationInfo *a = &p->pPCSamplingConfigurationInfo[i];
+		a->attributeStatus = CUPTI_SUCCESS;
+		switch (a->attributeType) {
+		case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD:
+			a->attributeData.samplingPeriodData.samplingPeriod = s->period;
+			break;
+		case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE:
+			a->attributeData.collectionModeData.collectionMode = s->mode;
+			break;
+		case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL:
+			a->attributeData.enableStartStopControlData.enableStartStopControl = s->start_stop;
+			break;
+		default:
+			a->attributeStatus = CUPTI_ERROR_INVALID_PARAMETER;
+		}
+	}
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiPCSamplingStart(CUpti_PCSamplingStartParams *p)
+{
+	struct pcs_state *s;
+
+	COUNT(C_PCStart);
+	CHECK_SIZE(p, CUpti_PCSamplingStartParamsSize);
+	NEED_ENABLED(s, p->ctx);
+	if (!s->start_stop || s->started)
+		return CUPTI_ERROR_INVALID_OPERATION;
+	s->started = true;
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiPCSamplingStop(CUpti_PCSamplingStopParams *p)
+{
+	struct pcs_state *s;
+
+	COUNT(C_PCStop);
+	CHECK_SIZE(p, CUpti_PCSamplingStopParamsSize);
+	NEED_ENABLED(s, p->ctx);
+	if (!s->start_stop || !s->started)
+		return CUPTI_ERROR_INVALID_OPERATION;
+	s->started = false;
+	s->range++;
+	return CUPTI_SUCCESS;
+}
+
+/* ---- offline ----------------------------------------------------------- */
+static uint32_t crc32_own(const uint8_t *p, size_t n)
+{
+	uint32_t c = ~0u;
+
+	for (size_t i = 0; i < n; i++) {
+		c ^= p[i];
+		for (int k = 0; k < 8; k++)
+			c = (c >> 1) ^ (0xedb88320u & -(c & 1));
+	}
+	return ~c;
+}
+
+/* CRC as the real libcupti computes it, so the symbolizer (which uses the
+ * real library) finds the cubins; cached per image. */
+static uint64_t crc_of(const void *image, size_t size)
+{
+	static struct { const void *image; uint64_t crc; } cache[64];
+	static CUptiResult (*real)(CUpti_GetCubinCrcParams *);
+	static int tried;
+	CUpti_GetCubinCrcParams p = { .size = CUpti_GetCubinCrcParamsSize };
+	uint64_t crc;
+
+	for (int i = 0; i < 64; i++)
+		if (cache[i].image == image)
+			return cache[i].crc;
+	if (!tried) {
+		const char *path = getenv("FAKE_CUPTI_REAL");
+		void *h;
+		tried = 1;
+		if (!path)
+			path = "/usr/local/cuda/lib64/libcupti.so.13";
+		if (*path && (h = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
+			*(void **)&real = dlsym(h, "cuptiGetCubinCrc");
+	}
+	p.cubin = image;
+	p.cubinSize = size;
+	if (real && real(&p) == CUPTI_SUCCESS)
+		crc = p.cubinCrc;
+	else
+		crc = crc32_own(image, size);
+	for (int i = 0; i < 64; i++)
+		if (!cache[i].image) {
+			cache[i].image = image;
+			cache[i].crc = crc;
+			break;
+		}
+	return crc;
+}
+
+API CUptiResult cuptiGetCubinCrc(CUpti_GetCubinCrcParams *p)
+{
+	COUNT(C_GetCubinCrc);
+	CHECK_SIZE(p, CUpti_GetCubinCrcParamsSize);
+	if (!p->cubin || p->cubinSize < 64)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	p->cubinCrc = crc_of(p->cubin, p->cubinSize);
+	return CUPTI_SUCCESS;
+}
+
+/* ---- lifecycle --------------------------------------------------------- */
+API uint64_t fake_cupti_calls(const char *name)
+{
+	for (int i = 0; i < C_NR; i++)
+		if (!strcmp(call_names[i], name))
+			return atomic_load(&calls[i]);
+	return ~0ull;
+}
+
+static void write_stats(void)
+{
+	const char *path = getenv("FAKE_CUPTI_STATS");
+	uint64_t pcs = 0;
+	FILE *f;
+
+	if (!path || !(f = fopen(path, "w")))
+		return;
+	for (int i = 0; i < C_NR; i++) {
+		fprintf(f, "call.%s %llu\n", call_names[i], (unsigned long long)atomic_load(&calls[i]));
+		if (!strncmp(call_names[i], "cuptiPCSampling", 15))
+			pcs += atomic_load(&calls[i]);
+	}
+	fprintf(f, "pcsampling_calls %llu\n", (unsigned long long)pcs);
+	fprintf(f, "launches %llu\n", (unsigned long long)atomic_load(&st_launches));
+	fprintf(f, "launch_callbacks %llu\n", (unsigned long long)atomic_load(&st_launch_cb));
+	fprintf(f, "resource_callbacks %llu\n", (unsigned long long)atomic_load(&st_resource_cb));
+	fprintf(f, "samples_generated %llu\n", (unsigned long long)atomic_load(&st_generated));
+	fprintf(f, "samples_delivered %llu\n", (unsigned long long)atomic_load(&st_delivered));
+	fprintf(f, "samples_dropped %llu\n", (unsigned long long)atomic_load(&st_dropped));
+	fprintf(f, "hw_buffer_full %llu\n", (unsigned long long)atomic_load(&st_hwfull));
+	fprintf(f, "bad_size %llu\n", (unsigned long long)atomic_load(&st_bad_size));
+	fprintf(f, "order_errors %llu\n", (unsigned long long)atomic_load(&st_order_err));
+	fprintf(f, "enables %llu\n", (unsigned long long)atomic_load(&st_enable_ok));
+	fclose(f);
+}
+
+__attribute__((constructor)) static void fake_cupti_init(void)
+{
+	const char *v = getenv("FAKE_CUPTI_VERSION"), *f = getenv("FAKE_CUPTI_FAIL");
+
+	if (v)
+		version = strtoul(v, NULL, 0);
+	if (f)
+		snprintf(fail, sizeof(fail), "%s", f);
+	build_table(&tab90, true);
+	build_table(&tab_other, false);
+	fake_drv_set_hooks(&hooks);
+	atexit(write_stats);
+}

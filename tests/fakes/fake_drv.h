@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared between the CUDA driver double (fake_cuda.c -> libcuda.so.1) and
+ * the CUPTI double (fake_cupti.c -> libcupti.so.13).  The driver owns
+ * devices, contexts, modules and functions; CUPTI registers hooks so that
+ * the driver reports resource events and launches to it, as the real driver
+ * does for the real CUPTI.
+ *
+ * Environment read by the driver double:
+ *   FAKE_CUDA_DEVICES   number of devices (default 1, max 8)
+ *   FAKE_CUDA_ARCH      comma list of SM versions per device (default 90);
+ *                       the CUPTI double serves a different stall-reason
+ *                       table for 90 and for anything else
+ *   CUDA_INJECTION64_PATH  loaded and InitializeInjection() called in cuInit
+ */
+#ifndef GS_FAKE_DRV_H
+#define GS_FAKE_DRV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FAKE_MAX_DEVICES 8
+
+struct fake_ctx {
+	uint32_t magic; /* FAKE_CTX_MAGIC while alive */
+	uint32_t uid;
+	int device;
+	int arch;
+};
+#define FAKE_CTX_MAGIC 0xc0c0c7c7u
+
+struct fake_module {
+	struct fake_ctx *ctx;
+	uint32_t id;
+	void *image; /* driver's copy of the cubin */
+	size_t size;
+};
+
+struct fake_func {
+	struct fake_module *mod;
+	char name[512];
+	uint32_t index;   /* ELF symbol index in the cubin */
+	uint64_t size;    /* st_size: valid pcOffsets are below it */
+	void *cupti_priv; /* CUPTI double's per-function state */
+};
+
+/* Hooks the CUPTI double registers with the driver double. */
+struct fake_cupti_hooks {
+	/* resource event: cbid is a CUpti_CallbackIdResource value; module may be NULL */
+	void (*resource)(int cbid, struct fake_ctx *ctx, struct fake_module *module);
+	/* one kernel launch through driver API cbid: ENTER callback, run, EXIT callback */
+	int (*launch)(int cbid, const char *api_name, struct fake_ctx *ctx, struct fake_func *f);
+};
+
+void fake_drv_set_hooks(const struct fake_cupti_hooks *h);
+int fake_drv_device_arch(int device);
+
+#endif

@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""A PyTorch-shaped CUDA program for the CUDA/CUPTI doubles.
+
+Launches real sm_90 cubin kernels through the driver double's cuLaunchKernel
+(ctypes), from named Python functions (train_step -> forward/backward), so
+launch-site stacks have Python frames.  With CUDA_INJECTION64_PATH set the
+driver double loads the gpusample agent in cuInit, as the real driver does.
+
+usage: gpu_app.py LIBCUDA CUBIN_DIR [--seconds S] [--rate LAUNCHES_PER_S]
+                  [--devices N] [--start-file F] [--stop-file F]
+Prints one line "gpu_app launches=N contexts=N" at exit; exit status 0.
+"""
+import argparse
+import ctypes
+import os
+import sys
+import time
+
+p = argparse.ArgumentParser()
+p.add_argument("libcuda")
+p.add_argument("cubins")
+p.add_argument("--seconds", type=float, default=3.0)
+p.add_argument("--rate", type=float, default=1000.0)
+p.add_argument("--devices", type=int, default=1)
+p.add_argument("--start-file", default=None, help="touch this file once kernels are loaded")
+p.add_argument("--stop-file", default=None, help="stop launching once this file exists")
+args = p.parse_args()
+
+cu = ctypes.CDLL(args.libcuda)
+vp = ctypes.c_void_p
+
+
+def check(rc, what):
+    if rc != 0:
+        sys.exit(f"gpu_app: {what} failed: CUresult {rc}")
+
+
+check(cu.cuInit(0), "cuInit")
+n = ctypes.c_int()
+check(cu.cuDeviceGetCount(ctypes.byref(n)), "cuDeviceGetCount")
+ndev = min(n.value, args.devices)
+
+images = []
+for name in ("kernels_lineinfo.sm_90.cubin", "kernels.sm_90.cubin"):
+    with open(os.path.join(args.cubins, name), "rb") as f:
+        images.append(ctypes.create_string_buffer(f.read()))
+
+ctxs, funcs = [], []
+for dev in range(ndev):
+    ctx = vp()
+    check(cu.cuCtxCreate_v2(ctypes.byref(ctx), 0, dev), "cuCtxCreate")
+    mods = []
+    for img in images:
+        m = vp()
+        check(cu.cuModuleLoadData(ctypes.byref(m), img), "cuModuleLoadData")
+        mods.append(m)
+    fs = {}
+    # axpy from the -lineinfo cubin, the others from the plain one
+    for mod, name in ((mods[0], b"axpy"), (mods[1], b"_Z10reduce_sumPKfPfi"),
+                      (mods[1], b"_Z5scaleIfEvPT_S0_i")):
+        fn = vp()
+        check(cu.cuModuleGetFunction(ctypes.byref(fn), mod, name), "cuModuleGetFunction")
+        fs[name] = fn
+    ctxs.append((ctx, mods))
+    funcs.append(fs)
+
+launches = 0
+
+
+def launch(dev, name):
+    global launches
+    check(cu.cuCtxSetCurrent(ctxs[dev][0]), "cuCtxSetCurrent")
+    check(cu.cuLaunchKernel(funcs[dev][name], 64, 1, 1, 256, 1, 1, 0, None, None, None),
+          "cuLaunchKernel")
+    launches += 1
+
+
+def forward(dev):
+    launch(dev, b"axpy")
+    launch(dev, b"_Z5scaleIfEvPT_S0_i")
+
+
+def backward(dev):
+    launch(dev, b"_Z10reduce_sumPKfPfi")
+
+
+def train_step(dev):
+    forward(dev)
+    backward(dev)
+
+
+if args.start_file:
+    open(args.start_file, "w").close()
+start = time.monotonic()
+step = 0
+while time.monotonic() - start < args.seconds:
+    if args.stop_file and step % 16 == 0 and os.path.exists(args.stop_file):
+        break
+    for dev in range(ndev):
+        train_step(dev)
+    step += 1
+    # pace: 3 launches per device per step
+    due = start + step * 3 * ndev / args.rate
+    delay = due - time.monotonic()
+    if delay > 0:
+        time.sleep(delay)
+
+for ctx, mods in ctxs:
+    cu.cuCtxSetCurrent(ctx)
+    for m in mods:
+        cu.cuModuleUnload(m)
+    check(cu.cuCtxDestroy_v2(ctx), "cuCtxDestroy")
+print(f"gpu_app launches={launches} contexts={len(ctxs)}", flush=True)

@@ -1,0 +1,43 @@
+# Shared by t_gpu_join_*.sh (sourced after lib.sh): run the CUDA/CUPTI
+# doubles' PyTorch-shaped app (tests/fakes/gpu_app.py: train_step ->
+# forward -> axpy, scale<float>; backward -> reduce_sum) under gpusample
+# with the real agent, then read the profile with go tool pprof.
+[ "$(id -u)" -eq 0 ] || skip "needs root (BPF, USDT)"
+AGENT=$ROOT/$BUILD/libgpusample_agent.so
+FAKES=$ROOT/$BUILD/fakes
+for f in "$GS" "$AGENT" "$FAKES/libcuda.so.1" "$FAKES/libcupti.so.13"; do
+	[ -e "$f" ] || fail "$f missing: run make"
+done
+[ -s "$AGENT" ] || fail "$AGENT is empty (gpu_sampler/ not built)"
+CUPTI_REAL=$(ls /usr/local/cuda/extras/CUPTI/lib64/libcupti.so.* /usr/local/cuda/lib64/libcupti.so.* \
+	/usr/local/cuda/lib/libcupti.so.* 2>/dev/null | head -1)
+
+# gpu_run NAME [gpusample options...]: profile the app for ~3 s into $T/NAME.pb.gz
+gpu_run() {
+	local name=$1; shift
+	"$GS" -o "$T/$name" -q --format pprof,folded "$@" -- env \
+		LD_LIBRARY_PATH="$FAKES" CUDA_INJECTION64_PATH="$AGENT" FAKE_CUPTI_REAL="$CUPTI_REAL" \
+		FAKE_CUPTI_STATS="$T/$name.cupti" \
+		/usr/bin/python3 tests/fakes/gpu_app.py "$FAKES/libcuda.so.1" tests/fakes/cubins \
+		--seconds 3 --rate 600 > "$T/$name.out" 2> "$T/$name.err" ||
+		fail "gpusample exited with $?: $(tail -5 "$T/$name.err")"
+	grep -q 'gpu_app launches=' "$T/$name.out" || fail "gpu_app did not finish: $(tail -5 "$T/$name.err")"
+	[ -s "$T/$name.pb.gz" ] || fail "no $T/$name.pb.gz written"
+}
+
+# Number after "Showing nodes accounting for" (what the filters kept).
+accounted() { sed -n 's/.*accounting for \([0-9.]*\).*/\1/p' | head -1; }
+
+# Lines [first, last] of axpy's body in tests/fakes/kernels.cu.
+axpy_lines() {
+	awk '/void axpy\(/ {s=NR} s && /^}/ {print s, NR; exit}' tests/fakes/kernels.cu
+}
+
+# GPU samples whose stack has frame $2 (regex on one frame) among those of
+# kernel leaf $1, from pprof_stacks.py output in $3: prints "with total".
+under() {
+	awk -F'\t' -v k="$1" -v fr="$2" '{
+		n = split($3, f, ";"); if (f[1] !~ k) next; tot += $1
+		for (i = 2; i <= n; i++) if (f[i] ~ fr) { with += $1; break }
+	} END { print with + 0, tot + 0 }' "$3"
+}

@@ -1,0 +1,17 @@
+#!/bin/bash
+# Kernel-serialized mode on request: PC records carry the correlation ids of
+# the launches that produced them; sampled launch events carry the same ids.
+source "$(dirname "$0")/lib.sh"
+source "$ROOT/tests/fakes/gpu_test_lib.sh"
+
+start_app 60 --rate 300
+driver -n 1 -t 1.2 -S -r 1000
+wait_app
+show
+[ "$(val serialized_flag)" = "$(val batches)" ] || fail "batches not marked serialized"
+nz=$(val corr_nonzero); m=$(val corr_matched)
+[ "$nz" -gt 0 ] || fail "no correlation ids in serialized mode"
+# at 300 launches/s every launch is an event: every PC record joins exactly
+ratio_at_least "$m" "$nz" 0.95 || fail "only $m of $nz PC records match a launch event"
+grep -q "armed: .*kernel-serialized" "$T/driver.out" || fail "agent did not switch to serialized mode"
+ok "serialized: $m of $nz PC records joined to launch events by correlation id"

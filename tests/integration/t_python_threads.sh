@@ -1,0 +1,28 @@
+#!/bin/bash
+# Python walker, done-when (2): three threads, two busy in C with the GIL
+# released (hashlib, zlib), one in pure Python; every thread's samples carry
+# its own Python stack (thread bootstrap at the root, the worker's call line
+# at the leaf), on every CPython 3.8-3.13 and Debian's python3.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/python_lib.sh"
+build_py_driver
+f=$PYWL/py_threads.py
+n_py=0
+for py in $(py_versions); do
+	n_py=$((n_py + 1))
+	py_profile "$T/thr.txt" "$py" py_threads.py 3
+	total=$(wc -l < "$T/thr.txt")
+	for w in hash_worker:HASH_LINE zlib_worker:ZLIB_LINE py_worker:PY_LINE; do
+		fn=${w%%:*}; line=$(marker_line "$f" "${w##*:}")
+		# leaf = the worker at its busy line, root = threading's bootstrap
+		n=$(cut -d'|' -f2 "$T/thr.txt" | grep -E "^[A-Za-z._]*_bootstrap@threading.py:[0-9]+;.*;$fn@py_threads.py:$line\$" | wc -l)
+		tids=$(grep -F "$fn@py_threads.py:$line" "$T/thr.txt" | awk '{print $2}' | sort -u | wc -l)
+		echo "$py: $fn: $n samples at line $line, $tids thread(s)"
+		[ "$n" -ge 8 ] || { sort -t'|' -k2 "$T/thr.txt" | cut -d'|' -f2 | uniq -c | sort -rn | head; fail "$py: $fn has $n samples with the right stack"; }
+		[ "$tids" -eq 1 ] || fail "$py: $fn stacks seen on $tids threads"
+	done
+	empty=$(awk -F'|' '$2 == ""' "$T/thr.txt" | wc -l)
+	ratio_at_least $((total - empty)) "$total" 0.9 || fail "$py: $empty of $total samples without Python frames"
+done
+[ "$n_py" -ge 1 ] || skip "no CPython 3.8-3.13 found"
+ok "GIL-released and pure-Python threads on $n_py interpreters"

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/* bpf/gpu_host.c record handling: per-process GPU state, warp-sample
+ * counting against each context's own stall table, summary line. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+#include "bpf/gpu_host.h"
+
+static void hdr(struct gs_rec_hdr *h, uint16_t type, uint32_t size)
+{
+	h->type = type;
+	h->version = GS_RECORDS_VERSION;
+	h->size = size;
+	h->ktime_ns = 1000;
+}
+
+/* Table: index 7 base reason, 8 its _not_issued twin, 0 a counter. */
+static void send_table(struct gs_gpu_host *h, uint32_t tgid, uint32_t ctx, uint32_t base_idx)
+{
+	size_t sz = sizeof(struct gs_gpu_stall_table) + 3 * sizeof(struct gs_gpu_stall_reason);
+	struct gs_gpu_stall_table *t = calloc(1, sz);
+	struct gs_gpu_stall_reason *r = (void *)(t + 1);
+
+	hdr(&t->hdr, GS_REC_GPU_STALL_TABLE, sz);
+	t->gpu.tgid = tgid;
+	t->gpu.ctx_uid = ctx;
+	t->n_reasons = 3;
+	r[0].index = base_idx + 1;
+	r[0].flags = GS_GPU_STALL_NOT_ISSUED;
+	strcpy(r[0].name, "smsp__pcsamp_warps_issue_stalled_wait_not_issued");
+	r[1].index = base_idx;
+	strcpy(r[1].name, "smsp__pcsamp_warps_issue_stalled_wait");
+	r[2].index = 0;
+	r[2].flags = GS_GPU_STALL_COUNTER;
+	strcpy(r[2].name, "smsp__pcsamp_sample_count");
+	gs_gpu_host_on_record(h, &t->hdr);
+	free(t);
+}
+
+/* One PC with counts (idx, n) pairs. */
+static void send_batch(struct gs_gpu_host *h, uint32_t tgid, uint32_t ctx, const uint32_t *idx,
+		       const uint32_t *n, int k)
+{
+	size_t sz = sizeof(struct gs_gpu_pc_batch) + sizeof(struct gs_gpu_pc) +
+		    k * sizeof(struct gs_gpu_stall_count) + 8;
+	struct gs_gpu_pc_batch *b = calloc(1, sz);
+	struct gs_gpu_pc *pc = (void *)(b + 1);
+	struct gs_gpu_stall_count *c = (void *)(pc + 1);
+
+	hdr(&b->hdr, GS_REC_GPU_PC_BATCH, sz);
+	b->gpu.tgid = tgid;
+	b->gpu.ctx_uid = ctx;
+	b->n_pcs = 1;
+	b->n_counts = k;
+	b->names_len = 8;
+	pc->n_counts = k;
+	for (int i = 0; i < k; i++) {
+		c[i].reason_index = idx[i];
+		c[i].samples = n[i];
+	}
+	gs_gpu_host_on_record(h, &b->hdr);
+	free(b);
+}
+
+static void send_status(struct gs_gpu_host *h, uint32_t tgid, uint32_t state, uint32_t reason)
+{
+	struct gs_gpu_status s;
+
+	memset(&s, 0, sizeof(s));
+	hdr(&s.hdr, GS_REC_GPU_STATUS, sizeof(s));
+	s.gpu.tgid = tgid;
+	s.state = state;
+	s.reason = reason;
+	strcpy(s.message, "test");
+	gs_gpu_host_on_record(h, &s.hdr);
+}
+
+static int grab(void *ctx, const struct gs_gpu_proc_info *p)
+{
+	*(struct gs_gpu_proc_info *)ctx = *p;
+	return 1;
+}
+
+Test(gpu_host, counts_base_reasons_per_context)
+{
+	struct gs_gpu_host *h = gs_gpu_host_new(NULL, NULL, NULL);
+	struct gs_gpu_proc_info pi;
+	/* ctx 1: base 7; ctx 2: base 20 (index 7 is nothing there) */
+	uint32_t idx1[] = { 7, 8, 0 }, n1[] = { 5, 3, 5 };
+	uint32_t idx2[] = { 20, 7 }, n2[] = { 4, 100 };
+	char sum[128];
+
+	send_table(h, 42, 1, 7);
+	send_table(h, 42, 2, 20);
+	send_status(h, 42, GS_GPU_ST_ARMED, 0);
+	send_batch(h, 42, 1, idx1, n1, 3);
+	send_batch(h, 42, 2, idx2, n2, 2);
+	cr_assert_eq(gs_gpu_host_foreach(h, grab, &pi), 1);
+	cr_assert_eq(pi.tgid, 42);
+	cr_assert_eq(pi.state, GS_GPU_PROC_ARMED);
+	cr_assert_eq(pi.batches, 2);
+	cr_assert_eq(pi.samples, 5 + 4, "not_issued, counters and foreign indices excluded: %lu",
+		     (unsigned long)pi.samples);
+	cr_assert_not_null(gs_gpu_host_stall_table(h, 42, 2));
+	cr_assert_null(gs_gpu_host_stall_table(h, 42, 3));
+	gs_gpu_host_summary(h, sum, sizeof(sum));
+	cr_assert(strstr(sum, "1 armed") && strstr(sum, "9 samples"), "%s", sum);
+	gs_gpu_host_free(h);
+}
+
+Test(gpu_host, off_reason_in_summary)
+{
+	struct gs_gpu_host *h = gs_gpu_host_new(NULL, NULL, NULL);
+	char sum[128];
+
+	gs_gpu_host_summary(h, sum, sizeof(sum));
+	cr_assert_str_eq(sum, "GPU: no agent");
+	send_status(h, 7, GS_GPU_ST_OFF, GS_GPU_R_PRIVILEGES);
+	gs_gpu_host_summary(h, sum, sizeof(sum));
+	cr_assert_str_eq(sum, "GPU: off (insufficient privileges)");
+	gs_gpu_host_free(h);
+}
+
+Test(gpu_host, ignores_other_and_short_records)
+{
+	struct gs_gpu_host *h = gs_gpu_host_new(NULL, NULL, NULL);
+	struct gs_rec_hdr r;
+	char sum[128];
+
+	hdr(&r, GS_REC_CPU_SAMPLE, sizeof(r));
+	gs_gpu_host_on_record(h, &r);
+	hdr(&r, GS_REC_GPU_STATUS, sizeof(r)); /* shorter than any GPU record */
+	gs_gpu_host_on_record(h, &r);
+	gs_gpu_host_summary(h, sum, sizeof(sum));
+	cr_assert_str_eq(sum, "GPU: no agent");
+	gs_gpu_host_free(h);
+}

@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: MIT
+/*
+ * speedscope JSON: schema validation with speedscope's own schema (ajv,
+ * tests/tools/validate_speedscope.js), content of the profiles, JSON
+ * escaping, and a headless Chromium import (tests/tools/speedscope_import.sh).
+ */
+#include <criterion/criterion.h>
+
+#include "output/internal.h"
+#include "output/output.h"
+#include "output_fixture.h"
+
+static char tmpdir[64];
+
+static void setup(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/gs-ss-XXXXXX");
+	cr_assert_not_null(mkdtemp(tmpdir));
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+	(void)!system(cmd);
+}
+
+TestSuite(speedscope, .init = setup, .fini = teardown, .timeout = 120);
+
+static bool have_validator(void)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/tests/node_modules/ajv/package.json", fx_root());
+	return fx_have("node") && access(path, R_OK) == 0;
+}
+
+/* Validate path; returns the validator's output (--dump included). */
+static char *validate(const char *path, int *st)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd), "node %s/tests/tools/validate_speedscope.js %s --dump 2>&1", fx_root(), path);
+	return fx_run(cmd, st);
+}
+
+static void write_fixture(struct fx *x, char *path, size_t len)
+{
+	fx_build(x);
+	snprintf(path, len, "%s/fx.speedscope.json", tmpdir);
+	char err[256];
+	cr_assert_eq(gs_write_speedscope(&x->p, path, err, sizeof(err)), 0, "%s", err);
+}
+
+Test(speedscope, schema_valid_and_profiles)
+{
+	if (!have_validator())
+		cr_skip_test("node or tests/node_modules missing (cd tests && npm install speedscope@1.25.0 ajv@8)");
+	struct fx x;
+	char path[128];
+	write_fixture(&x, path, sizeof(path));
+	int st;
+	char *out = validate(path, &st);
+	cr_assert_eq(st, 0, "%s", out);
+	cr_assert_not_null(strstr(out, "VALID frames="), "%s", out);
+	/* main process first; GPU profile last and active (GPU is the default) */
+	cr_assert_not_null(strstr(out, "profiles=4 active=3"), "%s", out);
+	cr_assert_not_null(strstr(out, "PROFILE 0\tpython3 pid 1200 tid 1200 (main)\tnanoseconds\tsamples=3\ttotal=100000000"), "%s", out);
+	cr_assert_not_null(strstr(out, "PROFILE 1\tpt_data_worker pid 1201 tid 1201 (dataloader)\tnanoseconds\tsamples=1\ttotal=40000000"), "%s", out);
+	cr_assert_not_null(strstr(out, "PROFILE 3\tGPU0 PC samples (stall reasons)\tnone\tsamples=3\ttotal=170"), "%s", out);
+	/* time order: addmm (t=100ms) < input wait (300ms) < sync (800ms); the
+	 * 5 adjacent input-wait samples are one run of 50 ms */
+	char *a = strstr(out, "P0\tmain;<module> (/home/u/train.py:10);train_step (/home/u/train.py:20);at::native::addmm_out_cpu");
+	char *b = strstr(out, "Queue.get (multiprocessing/queues.py:103);poll;do_syscall_64\t50000000");
+	char *c = strstr(out, "P0\tmain;<module> (/home/u/train.py:10);train_step (/home/u/train.py:22);cudaStreamSynchronize\t20000000");
+	cr_assert(a && b && c && a < b && b < c, "CPU samples not in time order: %s", out);
+	/* GPU leaves: [GPU] kernel -> inlined device fn -> line -> [stall] */
+	cr_assert_not_null(strstr(out, "P3\tmain;<module> (/home/u/train.py:10);train_step (/home/u/train.py:21);"
+				       "cudaLaunchKernel;[GPU] matmul_kernel;load_tile;tile.cuh:42;[stall] long_scoreboard\t120"), "%s", out);
+	cr_assert_not_null(strstr(out, "P3\t[unknown launch];[GPU] matmul_kernel;matmul.cu:43;[stall] long_scoreboard\t10"), "%s", out);
+	free(out);
+	/* frames carry file and line where known */
+	char *json = fx_read_file(path, NULL);
+	cr_assert_not_null(strstr(json, "{\"name\":\"tile.cuh:42\",\"file\":\"/home/u/tile.cuh\",\"line\":42}"), "%s", json);
+	cr_assert_not_null(strstr(json, "\"$schema\":\"https://www.speedscope.app/file-format-schema.json\""));
+	free(json);
+	gs_profile_free(&x.p);
+}
+
+Test(speedscope, empty_profile_is_valid)
+{
+	if (!have_validator())
+		cr_skip_test("node or tests/node_modules missing");
+	struct gs_profile p;
+	gs_profile_init(&p);
+	char path[128], err[256];
+	snprintf(path, sizeof(path), "%s/empty.speedscope.json", tmpdir);
+	cr_assert_eq(gs_write_speedscope(&p, path, err, sizeof(err)), 0, "%s", err);
+	int st;
+	char *out = validate(path, &st);
+	cr_assert_eq(st, 0, "%s", out);
+	free(out);
+	gs_profile_free(&p);
+}
+
+Test(speedscope, json_escape)
+{
+	char out[256];
+	gs_json_escape_buf("plain ascii", out, sizeof(out));
+	cr_assert_str_eq(out, "plain ascii");
+	gs_json_escape_buf("q\"b\\n\nt\tc\x01\x1f", out, sizeof(out));
+	cr_assert_str_eq(out, "q\\\"b\\\\n\\nt\\tc\\u0001\\u001f");
+	/* valid UTF-8 passes through: é € 😀 */
+	gs_json_escape_buf("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", out, sizeof(out));
+	cr_assert_str_eq(out, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+	/* invalid: lone 0xff, overlong '/', surrogate, > U+10FFFF, truncated */
+	gs_json_escape_buf("a\xff" "b", out, sizeof(out));
+	cr_assert_str_eq(out, "a\\ufffdb");
+	gs_json_escape_buf("\xc0\xaf", out, sizeof(out));
+	cr_assert_str_eq(out, "\\ufffd\\ufffd");
+	gs_json_escape_buf("\xed\xa0\x80", out, sizeof(out));
+	cr_assert_str_eq(out, "\\ufffd\\ufffd\\ufffd");
+	gs_json_escape_buf("\xf4\x90\x80\x80", out, sizeof(out));
+	cr_assert_str_eq(out, "\\ufffd\\ufffd\\ufffd\\ufffd");
+	gs_json_escape_buf("x\xe2\x82", out, sizeof(out));
+	cr_assert_str_eq(out, "x\\ufffd\\ufffd");
+	/* truncation never splits an escape */
+	char small[8];
+	gs_json_escape_buf("ab\x01", small, sizeof(small));
+	cr_assert_str_eq(small, "ab");
+}
+
+/* Names with control characters and broken UTF-8 end up as valid JSON
+ * whose strings decode to the expected text. */
+Test(speedscope, hostile_names_parse)
+{
+	if (!have_validator())
+		cr_skip_test("node or tests/node_modules missing");
+	struct gs_profile p;
+	gs_profile_init(&p);
+	struct gs_function f = {.name = gs_profile_intern(&p, "we\"ird\\\x01name\xff\n"),
+				.file = gs_profile_intern(&p, "/tmp/\xe2\x82\xac.py")};
+	struct gs_line l = {.function = gs_profile_add_function(&p, &f), .line = 3};
+	uint32_t loc = gs_profile_add_location(&p, 0, 0, GS_FRAME_PYTHON, &l, 1);
+	struct gs_sample s = {.stack = (uint32_t)gs_profile_add_stack(&p, &loc, 1), .pid = 1, .tid = 1,
+			      .cuda_device = -1, .thread_name = gs_profile_intern(&p, "t\x7f\x80")};
+	s.values[GS_V_SAMPLES] = 1;
+	s.values[GS_V_CPU_NS] = 5;
+	gs_profile_add_sample(&p, &s);
+	char path[128], err[256], cmd[512];
+	snprintf(path, sizeof(path), "%s/hostile.speedscope.json", tmpdir);
+	cr_assert_eq(gs_write_speedscope(&p, path, err, sizeof(err)), 0, "%s", err);
+	int st;
+	char *out = validate(path, &st);
+	cr_assert_eq(st, 0, "%s", out);
+	free(out);
+	snprintf(cmd, sizeof(cmd),
+		 "node -e 'const d=JSON.parse(require(\"fs\").readFileSync(process.argv[1],\"utf8\"));"
+		 "console.log(JSON.stringify(d.shared.frames[0]))' %s", path);
+	out = fx_run(cmd, &st);
+	cr_assert_eq(st, 0, "%s", out);
+	cr_assert_str_eq(out, "{\"name\":\"we\\\"ird\\\\\\u0001name\xef\xbf\xbd\\n (/tmp/\xe2\x82\xac.py:3)\","
+			      "\"file\":\"/tmp/\xe2\x82\xac.py\",\"line\":3}\n");
+	free(out);
+	gs_profile_free(&p);
+}
+
+Test(speedscope, chromium_imports_json_and_pprof, .timeout = 240)
+{
+	char tool[512], cmd[1024], path[128], pb[128], err[256];
+	snprintf(tool, sizeof(tool), "%s/tests/tools/speedscope_import.sh", fx_root());
+	struct fx x;
+	write_fixture(&x, path, sizeof(path));
+	snprintf(pb, sizeof(pb), "%s/fx.pb.gz", tmpdir);
+	cr_assert_eq(gs_write_pprof(&x.p, pb, err, sizeof(err)), 0, "%s", err);
+	int st;
+	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", tool, path);
+	char *out = fx_run(cmd, &st);
+	if (st == 77)
+		cr_skip_test("%s", out);
+	cr_assert_eq(st, 0, "%s", out);
+	cr_assert_not_null(strstr(out, "Importing as speedscope json file"), "%s", out);
+	free(out);
+	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", tool, pb);
+	out = fx_run(cmd, &st);
+	cr_assert_eq(st, 0, "%s", out);
+	cr_assert_not_null(strstr(out, "Importing as protobuf encoded pprof file"), "%s", out);
+	free(out);
+	/* and the checker itself fails on junk */
+	snprintf(cmd, sizeof(cmd), "echo junk > %s/junk.json && %s %s/junk.json 2>&1", tmpdir, tool, tmpdir);
+	out = fx_run(cmd, &st);
+	cr_assert_eq(st, 1, "junk must fail: %s", out);
+	free(out);
+	gs_profile_free(&x.p);
+}
+
+Test(speedscope, refuses_symlink)
+{
+	char link[128], err[256] = "";
+	snprintf(link, sizeof(link), "%s/l.json", tmpdir);
+	cr_assert_eq(symlink("/tmp/gs-nonexistent-target", link), 0);
+	struct gs_profile p;
+	gs_profile_init(&p);
+	cr_assert_lt(gs_write_speedscope(&p, link, err, sizeof(err)), 0);
+	cr_assert_not_null(strstr(err, "symbolic link"), "%s", err);
+	cr_assert_neq(access("/tmp/gs-nonexistent-target", F_OK), 0);
+	gs_profile_free(&p);
+}
+
+Test(speedscope, display_names)
+{
+	char b[256];
+	cr_assert_str_eq(gs_short_cxx_name("void matmul_kernel<float, 128>(float*, float const*, int)", b, sizeof(b)),
+			 "matmul_kernel");
+	cr_assert_str_eq(gs_short_cxx_name("at::native::addmm_out_cpu(at::Tensor const&, at::Tensor const&)", b,
+					   sizeof(b)), "at::native::addmm_out_cpu");
+	cr_assert_str_eq(gs_short_cxx_name("at::Tensor::item() const", b, sizeof(b)), "at::Tensor::item");
+	cr_assert_str_eq(gs_short_cxx_name("void at::native::(anonymous namespace)::vectorized_elementwise_kernel"
+					   "<4, at::native::AddFunctor<float>, at::detail::Array<char*, 3> >"
+					   "(int, at::native::AddFunctor<float>, at::detail::Array<char*, 3>)",
+					   b, sizeof(b)),
+			 "at::native::(anonymous namespace)::vectorized_elementwise_kernel");
+	cr_assert_str_eq(gs_short_cxx_name("std::vector<int>::operator[](unsigned long)", b, sizeof(b)),
+			 "std::vector::operator[]");
+	cr_assert_str_eq(gs_short_cxx_name("operator new(unsigned long)", b, sizeof(b)), "operator new");
+	cr_assert_str_eq(gs_short_cxx_name("main", b, sizeof(b)), "main");
+	cr_assert_str_eq(gs_short_cxx_name("<module>", b, sizeof(b)), "<module>");
+	cr_assert_str_eq(gs_short_path("/usr/lib/python3/dist-packages/torch/nn/modules/module.py"),
+			 "torch/nn/modules/module.py");
+	cr_assert_str_eq(gs_short_path("/root/.pyenv/versions/3.11.7/lib/python3.11/threading.py"), "threading.py");
+	cr_assert_str_eq(gs_short_path("/home/u/train.py"), "/home/u/train.py");
+}

@@ -1,0 +1,47 @@
+# Extra workload rules (included by the Makefile).
+#
+# CFI unwinder workloads: built -O2 -fomit-frame-pointer so that only .eh_frame
+# unwinding can follow them.  nofp_chain calls into libnofp.so (rpath $ORIGIN).
+NOFP_CFLAGS := -O2 -g -fomit-frame-pointer -fno-optimize-sibling-calls -fasynchronous-unwind-tables
+
+$(BUILD)/workloads/libnofp.so: tests/workloads/nofp/libnofp.c
+	@mkdir -p $(dir $@)
+	$(CC) $(NOFP_CFLAGS) -fPIC -shared -o $@ $<
+
+$(BUILD)/workloads/nofp_%: tests/workloads/nofp_%.c $(BUILD)/workloads/libnofp.so
+	@mkdir -p $(dir $@)
+	$(CC) $(NOFP_CFLAGS) -o $@ $< -L$(BUILD)/workloads -lnofp -Wl,-rpath,'$$ORIGIN' -lpthread -lm
+
+# CFI test driver: its own small BPF object including bpf/unwind.bpf.h, plus
+# bpf/cfi.c compiled in directly so it does not depend on the sampler's object.
+$(BUILD)/cfi_probe.bpf.o: tests/cfi/cfi_probe.bpf.c $(BPF_HDRS) bpf/cfi.h $(BUILD)/vmlinux.h
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/tests/cfi_probe: tests/cfi/cfi_probe.c bpf/cfi.c bpf/cfi.h $(BUILD)/cfi_probe.skel.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ tests/cfi/cfi_probe.c bpf/cfi.c $(STATIC_LIBS) $(SYS_LIBS)
+
+TEST_HELPERS += $(BUILD)/workloads/libnofp.so $(BUILD)/tests/cfi_probe
+
+# Symbolizer tests: a C++ shared library (demangling, deleted mappings) that
+# sym_inline dlopens; test_symbolizer finds both next to the workloads.
+$(BUILD)/workloads/libsym_cxx.so: tests/workloads/sym_cxx.cpp
+	@mkdir -p $(dir $@)
+	g++ -O1 -g -fPIC -shared -fno-omit-frame-pointer -o $@ $<
+TEST_HELPERS += $(BUILD)/workloads/libsym_cxx.so
+$(BUILD)/tests/test_symbolizer: | $(BUILD)/workloads/sym_inline $(BUILD)/workloads/libsym_cxx.so
+
+# test_cfi compares rows of libnofp.so with readelf.
+$(BUILD)/tests/test_cfi: $(BUILD)/workloads/libnofp.so
+# the same workload from clang: DWARF 5 without .debug_aranges, file index 0
+$(BUILD)/workloads/sym_inline_clang: tests/workloads/sym_inline.c
+	@mkdir -p $(dir $@)
+	$(CLANG) -O1 -g -fno-omit-frame-pointer -o $@ $<
+TEST_HELPERS += $(BUILD)/workloads/sym_inline_clang
+$(BUILD)/tests/test_symbolizer: | $(BUILD)/workloads/sym_inline_clang
+# libsym_cxx.so without DWARF, which lives in a .gnu_debuglink file beside it
+$(BUILD)/workloads/libsym_cxx_dl.so: $(BUILD)/workloads/libsym_cxx.so
+	objcopy --only-keep-debug $< $@.debug
+	objcopy --strip-debug --add-gnu-debuglink=$@.debug $< $@
+TEST_HELPERS += $(BUILD)/workloads/libsym_cxx_dl.so
+$(BUILD)/tests/test_symbolizer: | $(BUILD)/workloads/libsym_cxx_dl.so
