@@ -45,9 +45,15 @@ enum gs_scratch_slot {
 	GS_SCRATCH_NR = 2,
 };
 
-/* Bytes per scratch slot: room for the largest sample plus a 64-byte prefix
- * that a record embedding a CPU stack (e.g. a GPU launch) may put first. */
+/* Bytes per scratch slot: a 64-byte prefix that a record embedding a CPU
+ * stack (e.g. a GPU launch) may put first, the largest sample, then staging
+ * areas at fixed offsets from the sample where the user unwinder and the
+ * Python walker write before their frames are copied into place (see
+ * gs_fill_stack: fixed offsets keep those loops cheap to verify). */
 #define GS_SCRATCH_PREFIX 64
-#define GS_SCRATCH_SIZE (GS_SCRATCH_PREFIX + GS_CPU_SAMPLE_MAX_SIZE)
+#define GS_STAGE_USER_OFF GS_CPU_SAMPLE_MAX_SIZE /* from the sample's start */
+#define GS_STAGE_PY_OFF (GS_STAGE_USER_OFF + GS_MAX_USER_FRAMES * 8)
+#define GS_STAGE_END (GS_STAGE_PY_OFF + GS_MAX_PY_FRAMES * sizeof(struct gs_py_frame))
+#define GS_SCRATCH_SIZE (GS_SCRATCH_PREFIX + GS_STAGE_END)
 
 #endif

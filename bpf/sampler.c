@@ -258,9 +258,14 @@ int gs_sampler_open(const struct gs_sampler_opts *o, struct gs_sampler **out, ch
 	libbpf_warn[0] = 0;
 	rc = gpusample_bpf__load(s->skel);
 	if (rc) {
-		if (rc == -EPERM || rc == -EACCES)
+		/* The verifier also answers EACCES; without privileges it is a
+		 * permission problem, with them a rejected program. */
+		if ((rc == -EPERM || rc == -EACCES) && geteuid() != 0)
 			errf(err, errlen, "loading the BPF programs was refused (%s): %s",
 			     strerror(-rc), perm_hint());
+		else if (rc == -EPERM)
+			errf(err, errlen, "loading the BPF programs was refused (EPERM): %s (libbpf: %s)",
+			     perm_hint(), libbpf_warn[0] ? libbpf_warn : "no detail");
 		else
 			errf(err, errlen,
 			     "loading the BPF programs failed: %s (libbpf: %s); rerun with GS_DEBUG=1 "

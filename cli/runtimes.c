@@ -104,6 +104,7 @@ void gs_rt_new_process(struct session *s, struct gs_procinfo *p)
 	if (s->cfi)
 		gs_cfi_add_process(s->cfi, p->pid);
 	py_discover(s, p);
+	gs_gpu_add_process(s, p->pid);
 }
 
 void gs_rt_fork(struct session *s, struct gs_procinfo *child)
@@ -114,6 +115,7 @@ void gs_rt_fork(struct session *s, struct gs_procinfo *child)
 		gs_cfi_fork(s->cfi, child->ppid, child->pid);
 	if (s->py)
 		gs_py_fork(s->py, child->ppid, child->pid);
+	gs_gpu_add_process(s, child->pid);
 }
 
 void gs_rt_exec(struct session *s, struct gs_procinfo *p)
@@ -129,6 +131,7 @@ void gs_rt_exec(struct session *s, struct gs_procinfo *p)
 	if (s->cfi)
 		gs_cfi_add_process(s->cfi, p->pid);
 	py_discover(s, p);
+	gs_gpu_add_process(s, p->pid);
 }
 
 void gs_rt_exit(struct session *s, struct gs_procinfo *p)
@@ -137,6 +140,7 @@ void gs_rt_exit(struct session *s, struct gs_procinfo *p)
 		gs_cfi_remove_process(s->cfi, p->pid);
 	if (s->py)
 		gs_py_exit(s->py, p->pid);
+	gs_gpu_remove_process(s, p->pid);
 }
 
 void gs_rt_tick(struct session *s)

@@ -223,17 +223,41 @@ static struct gs_procinfo *first_sight(struct session *s, uint32_t tgid)
 	return p;
 }
 
-static int on_cpu_sample(struct session *s, const struct gs_cpu_sample *cs)
+int64_t gs_session_intern(struct session *s, const struct gs_cpu_sample *cs)
 {
 	size_t words = (size_t)cs->n_kernel + cs->n_user + 2u * cs->n_python;
-	struct raw_sample r;
-	struct gs_procinfo *p;
-	char comm[GS_COMM_LEN + 1];
 	bool is_new;
 	int64_t idx;
 
 	if (cs->hdr.size < sizeof(*cs) + words * sizeof(uint64_t))
-		return 0; /* malformed: ignore rather than read past the record */
+		return -EINVAL; /* malformed: never read past the record */
+	if (!gs_proctab_get(&s->procs, cs->tgid))
+		first_sight(s, cs->tgid);
+	idx = gs_rawstacks_intern(&s->raw, cs, cs->flags & (GS_CPU_USER_TRUNC | GS_CPU_PY_TRUNC), &is_new);
+	if (idx >= 0 && is_new)
+		gs_rt_new_stack(s, &s->raw.items[idx]);
+	return idx;
+}
+
+const char *gs_session_role(struct session *s, uint32_t tgid)
+{
+	struct gs_procinfo *p = gs_proctab_get(&s->procs, tgid);
+
+	return p ? gs_proc_role(p) : "other";
+}
+
+static int on_cpu_sample(struct session *s, const struct gs_cpu_sample *cs)
+{
+	struct raw_sample r;
+	struct gs_procinfo *p;
+	char comm[GS_COMM_LEN + 1];
+	int64_t idx;
+
+	idx = gs_session_intern(s, cs);
+	if (idx == -EINVAL)
+		return 0;
+	if (idx < 0)
+		return (int)idx;
 	p = gs_proctab_get(&s->procs, cs->tgid);
 	if (!p)
 		p = first_sight(s, cs->tgid);
@@ -244,11 +268,6 @@ static int on_cpu_sample(struct session *s, const struct gs_cpu_sample *cs)
 		if (is_dataloader_comm(comm))
 			p->dataloader = true;
 	}
-	idx = gs_rawstacks_intern(&s->raw, cs, cs->flags & (GS_CPU_USER_TRUNC | GS_CPU_PY_TRUNC), &is_new);
-	if (idx < 0)
-		return (int)idx;
-	if (is_new)
-		gs_rt_new_stack(s, &s->raw.items[idx]);
 	r.stack = (uint32_t)idx;
 	r.tid = cs->tid;
 	r.ktime = cs->hdr.ktime_ns;
@@ -309,8 +328,17 @@ static int on_record(void *ctx, const struct gs_rec_hdr *h)
 			on_proc_event(s, (const struct gs_proc_event *)h);
 		return 0;
 	default:
+		if (h->type >= GS_REC_GPU_PC_BATCH && h->type <= GS_REC_GPU_STATUS)
+			gs_gpu_record(s, h);
 		return 0;
 	}
+}
+
+static int poll_records(void *ctx, int timeout_ms)
+{
+	struct session *s = ctx;
+
+	return gs_sampler_poll(s->sampler, timeout_ms, on_record, s);
 }
 
 /* ---- the run loop ------------------------------------------------------- */
@@ -361,11 +389,13 @@ static int run_loop(struct session *s)
 		if (now >= deadline || targets_gone(s))
 			break;
 		gs_rt_tick(s);
+		gs_gpu_tick(s);
 		if (now >= next_progress) {
 			progress(s, false);
 			next_progress = now + 500000000ull;
 		}
 	}
+	gs_gpu_detach(s, poll_records);
 	gs_sampler_stop(s->sampler);
 	/* Drain what BPF queued before the detach. */
 	for (int i = 0; i < 64 && gs_sampler_poll(s->sampler, 0, on_record, s) > 0; i++)
@@ -375,6 +405,7 @@ static int run_loop(struct session *s)
 }
 
 /* ---- building the profile ------------------------------------------------ */
+
 
 static uint32_t special_location(struct session *s, const char *name)
 {
@@ -399,6 +430,13 @@ static int64_t symbolize_stack(struct session *s, const struct gs_rawstack *r, u
 	if (r->flags & GS_CPU_USER_TRUNC)
 		locs[n++] = truncated_loc;
 	return gs_profile_add_stack(&s->prof, locs, n);
+}
+
+int64_t gs_session_stack(struct session *s, const struct gs_rawstack *r)
+{
+	if (!s->truncated_loc)
+		s->truncated_loc = special_location(s, "[truncated]");
+	return symbolize_stack(s, r, s->truncated_loc);
 }
 
 static void add_processes(struct session *s)
@@ -455,12 +493,11 @@ static int build_profile(struct session *s)
 {
 	struct gs_profile *p = &s->prof;
 	uint32_t *stack_ids = calloc(s->raw.n ? s->raw.n : 1, sizeof(*stack_ids));
-	uint32_t truncated = special_location(s, "[truncated]");
 
 	if (!stack_ids)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < s->raw.n; i++) {
-		int64_t id = symbolize_stack(s, &s->raw.items[i], truncated);
+		int64_t id = gs_session_stack(s, &s->raw.items[i]);
 
 		if (id < 0) {
 			free(stack_ids);
@@ -486,6 +523,8 @@ static int build_profile(struct session *s)
 		}
 	}
 	free(stack_ids);
+	if (gs_gpu_finish(s))
+		return -ENOMEM;
 	add_processes(s);
 	add_comments(s);
 	return 0;
@@ -535,6 +574,19 @@ static int w_cpu_folded(struct session *s, const char *path, char *err, size_t l
 	return gs_write_folded(&s->prof, GS_FOLDED_CPU, path, err, len);
 }
 
+static int w_gpu_folded(struct session *s, const char *path, char *err, size_t len)
+{
+	return gs_write_folded(&s->prof, GS_FOLDED_GPU, path, err, len);
+}
+
+static bool has_gpu_samples(const struct gs_profile *p)
+{
+	for (size_t i = p->n_samples; i-- > 0;)
+		if (p->samples[i].cuda_device >= 0)
+			return true;
+	return false;
+}
+
 static int write_outputs(struct session *s)
 {
 	int rc = 0;
@@ -545,6 +597,8 @@ static int write_outputs(struct session *s)
 		rc |= write_one(s, ".speedscope.json", w_speedscope);
 	if (s->o->formats & GS_FMT_FOLDED)
 		rc |= write_one(s, ".cpu.folded", w_cpu_folded);
+	if ((s->o->formats & GS_FMT_FOLDED) && has_gpu_samples(&s->prof))
+		rc |= write_one(s, ".gpu.folded", w_gpu_folded);
 	if (s->o->report) {
 		struct gs_report_opts ro = { .top = 15, .color = isatty(1) };
 
@@ -568,13 +622,17 @@ static int open_sampler(struct session *s)
 		fprintf(stderr, "gpusample: %s\n", s->err);
 		return rc;
 	}
-	return gs_rt_open(s);
+	rc = gs_rt_open(s);
+	return rc ? rc : gs_gpu_open(s);
 }
 
 static int start_launch(struct session *s)
 {
-	int rc = gs_launch_start(&s->launch, s->o->command, s->o->as_root, NULL,
-				 s->err, sizeof(s->err));
+	int rc;
+
+	gs_gpu_launch_env(s);
+	rc = gs_launch_start(&s->launch, s->o->command, s->o->as_root, s->launch_env,
+			     s->err, sizeof(s->err));
 
 	if (rc) {
 		fprintf(stderr, "gpusample: %s\n", s->err);
@@ -597,6 +655,7 @@ static void init_session(struct session *s, const struct gs_options *o)
 
 static void free_session(struct session *s)
 {
+	gs_gpu_close(s);
 	gs_rt_close(s);
 	if (s->sampler)
 		gs_sampler_close(s->sampler);
@@ -656,6 +715,7 @@ static int start(struct session *s)
 		s->launched ? ", starting the command" : "");
 	s->t0_mono = gs_now_ns(CLOCK_MONOTONIC);
 	s->t0_wall = gs_now_ns(CLOCK_REALTIME);
+	gs_gpu_start(s);
 	if (s->launched && (rc = gs_launch_release(&s->launch, s->err, sizeof(s->err)))) {
 		fprintf(stderr, "gpusample: %s\n", s->err);
 		return rc;

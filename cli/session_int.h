@@ -15,6 +15,9 @@
 #include "cli/procs.h"
 #include "cli/rawstacks.h"
 #include "gpusample/profile.h"
+#include "bpf/gpu_host.h"
+#include "symbolizer/cuda.h"
+#include "symbolizer/join.h"
 #include "symbolizer/python.h"
 #include "symbolizer/symbolizer.h"
 
@@ -31,6 +34,12 @@ struct session {
 	struct gs_symbolizer *sym;
 	struct gs_py *py;         /* NULL with --no-python */
 	struct gs_cfi *cfi;       /* NULL with --no-cfi */
+	struct gs_gpu_host *gpu;  /* NULL with --no-gpu */
+	struct gs_cuda *cuda;     /* cubins, stall tables (with gpu) */
+	struct gs_join *join;     /* created at start: needs t0 */
+	uint32_t truncated_loc;   /* "[truncated]" special location, 0 until made */
+	char agent_env[2][600];   /* launch mode: CUDA_INJECTION64_PATH, GS_AGENT_OPTS */
+	char *launch_env[3];
 	struct gs_py_cfg py_cfgs[64]; /* ids 1..n_py_cfgs, deduplicated */
 	uint32_t n_py_cfgs;
 	struct gs_profile prof;
@@ -59,6 +68,26 @@ void gs_rt_tick(struct session *s);   /* from the poll loop */
 void gs_rt_new_stack(struct session *s, const struct gs_rawstack *r);
 /* Leaf-first user part of a stack (native + Python merged); returns count. */
 int gs_rt_user_stack(struct session *s, const struct gs_rawstack *r, uint32_t *out, uint32_t cap);
+/* Symbolize one raw stack into a profile stack (also used for launch
+ * stacks of GPU kernels during the run); returns the stack index or <0. */
+int64_t gs_session_stack(struct session *s, const struct gs_rawstack *r);
+/* Intern a CPU-sample record's stack (new stacks get their Python code
+ * objects read right away); returns the raw stack index or <0. */
+int64_t gs_session_intern(struct session *s, const struct gs_cpu_sample *cs);
+const char *gs_session_role(struct session *s, uint32_t tgid);
+
+/* cli/gpu.c: the GPU agent's records and the CPU<->GPU join. */
+int gs_gpu_open(struct session *s);          /* after the sampler is loaded */
+void gs_gpu_launch_env(struct session *s);   /* fills s->launch_env */
+void gs_gpu_start(struct session *s);        /* t0 known */
+void gs_gpu_add_process(struct session *s, uint32_t tgid);
+void gs_gpu_remove_process(struct session *s, uint32_t tgid);
+void gs_gpu_tick(struct session *s);
+void gs_gpu_record(struct session *s, const struct gs_rec_hdr *h);
+void gs_gpu_detach(struct session *s, int (*poll)(void *ctx, int timeout_ms));
+int gs_gpu_finish(struct session *s);         /* join -> profile samples */
+void gs_gpu_close(struct session *s);
+
 /* Push the targets entry of p (flags, root, py_cfg_id) to BPF. */
 int gs_session_update_target(struct session *s, const struct gs_procinfo *p);
 

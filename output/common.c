@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -236,6 +237,11 @@ const char *gs_short_cxx_name(const char *name, char *buf, size_t len)
 	if (!len)
 		return buf;
 	size_t end = strlen(name);
+	bool had_params = false;
+	if (name[0] == '[') { /* pseudo names: "[unknown python]", "[vdso]" */
+		snprintf(buf, len, "%s", name);
+		return buf;
+	}
 	/* drop trailing " const" and the parameter list "(...)" */
 	while (end && name[end - 1] == ' ')
 		end--;
@@ -247,8 +253,10 @@ const char *gs_short_cxx_name(const char *name, char *buf, size_t len)
 			if (name[i] == ')')
 				depth++;
 			else if (name[i] == '(' && --depth == 0) {
-				if (i > 0)
+				if (i > 0) {
 					end = i;
+					had_params = true;
+				}
 				break;
 			}
 		}
@@ -279,8 +287,8 @@ const char *gs_short_cxx_name(const char *name, char *buf, size_t len)
 			pdepth++;
 		else if (c == ')' && pdepth)
 			pdepth--;
-		if (c == ' ' && pdepth == 0) {
-			o = 0; /* everything so far was a return type */
+		if (c == ' ' && pdepth == 0 && had_params) {
+			o = 0; /* a full signature: everything so far was a return type */
 			continue;
 		}
 		if (o + 1 < len)

@@ -53,6 +53,10 @@ static const struct marker {
 	{C_SYNC, "cuMemcpyDtoH_v2", NULL, K_NATIVE},
 };
 
+/* A process whose CPU stacks run this is a DataLoader worker, whatever its
+ * role label says (torch does not rename worker processes). */
+static const struct marker worker_marker = {C_COMPUTE, "_worker_loop", "utils/data/", K_PY};
+
 /* Function name without namespaces/classes and parameters. */
 static const char *base_name(const char *name, char *buf, size_t len)
 {
@@ -64,7 +68,14 @@ static const char *base_name(const char *name, char *buf, size_t len)
 	return c ? c + 1 : s;
 }
 
-/* Per-function marker class + 1 (0 = none), computed once. */
+static bool marker_matches(const struct marker *m, const char *base, const char *file, uint8_t kind)
+{
+	return (m->kinds & kind) && strcmp(base, m->base) == 0 && (!m->file || strstr(file, m->file));
+}
+
+/* Per-function marker class + 1 (0 = none) in the low bits, and
+ * WORKER_FN for the DataLoader worker loop; computed once. */
+#define WORKER_FN 0x80
 static uint8_t *classify_functions(const struct gs_profile *p, const uint8_t *fn_kind)
 {
 	uint8_t *cls = calloc(p->n_functions + 1, 1);
@@ -77,12 +88,13 @@ static uint8_t *classify_functions(const struct gs_profile *p, const uint8_t *fn
 		const char *file = gs_profile_str(p, f->file);
 		uint8_t k = fn_kind[id] == GS_FRAME_PYTHON ? K_PY : K_NATIVE;
 		for (size_t m = 0; m < sizeof(markers) / sizeof(markers[0]); m++) {
-			if ((markers[m].kinds & k) && strcmp(b, markers[m].base) == 0 &&
-			    (!markers[m].file || strstr(file, markers[m].file))) {
+			if (marker_matches(&markers[m], b, file, k)) {
 				cls[id] = (uint8_t)(markers[m].cls + 1);
 				break;
 			}
 		}
+		if (marker_matches(&worker_marker, b, file, k))
+			cls[id] |= WORKER_FN;
 	}
 	return cls;
 }
@@ -94,8 +106,8 @@ static enum cls classify_stack(const struct gs_profile *p, uint32_t st, const ui
 		const struct gs_location *l = gs_profile_location(p, p->stack_locs[s->first + i]);
 		for (uint32_t k = 0; k < l->n_lines; k++) {
 			uint32_t fn = p->lines[l->first_line + k].function;
-			if (fn && fcls[fn])
-				return (enum cls)(fcls[fn] - 1);
+			if (fn && (fcls[fn] & ~WORKER_FN))
+				return (enum cls)((fcls[fn] & ~WORKER_FN) - 1);
 		}
 	}
 	return C_COMPUTE;
@@ -339,6 +351,7 @@ static void processes_and_threads(struct rpt *r, struct thr *t, size_t n)
 	heading(r, "Processes");
 	fprintf(r->out, "  %7s %-16s %-11s %8s %6s  %-16s %s\n", "pid", "comm", "role", "samples",
 		"cpu%", "python", "GPU");
+	unsigned quiet = 0, shown = 0;
 	for (uint32_t i = 0; i < p->n_processes; i++) {
 		const struct gs_process *pr = &p->processes[i];
 		if (gs_find_process(p, pr->pid) != pr)
@@ -347,11 +360,20 @@ static void processes_and_threads(struct rpt *r, struct thr *t, size_t n)
 		for (size_t j = 0; j < n; j++)
 			if (t[j].pid == pr->pid)
 				c += t[j].samples;
+		/* short-lived helpers (shell wrappers, readlink) clutter the table */
+		if ((!c && !pr->python && !pr->gpu) || shown >= 4 * r->top) {
+			quiet++;
+			continue;
+		}
+		shown++;
 		fprintf(r->out, "  %7u %-16s %-11s %8" PRId64 " %5.1f%%  %-16s %s%s\n", pr->pid,
 			gs_profile_str(p, pr->comm), pr->role ? gs_profile_str(p, pr->role) : "-", c,
 			pct(c, r->cpu_total), pr->python ? gs_profile_str(p, pr->python) : "-",
 			pr->gpu ? gs_profile_str(p, pr->gpu) : "-", pr->exited ? " (exited)" : "");
 	}
+	if (quiet)
+		fprintf(r->out, "  ... %u more processes (no CPU samples, or beyond the first %u)\n", quiet,
+			4 * r->top);
 	qsort(t, n, sizeof(*t), cmp_thr);
 	heading(r, "Threads");
 	fprintf(r->out, "  %7s %7s %-16s %-11s %8s %6s\n", "pid", "tid", "thread", "role", "samples", "cpu%");
@@ -600,6 +622,14 @@ static void print_split(struct rpt *r, const struct split *x, int64_t wall, cons
 		fprintf(r->out, "    %-26s %5.1f%%\n", "off-CPU, not sampled", pct(denom - acc, denom));
 }
 
+static bool pid_in(const uint32_t *pids, unsigned n, uint32_t pid)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (pids[i] == pid)
+			return true;
+	return false;
+}
+
 static void verdict(struct rpt *r, uint32_t top_kernel, gs_str top_reason, int64_t top_reason_n,
 		    int64_t gpu_total)
 {
@@ -609,6 +639,7 @@ static void verdict(struct rpt *r, uint32_t top_kernel, gs_str top_reason, int64
 		return;
 	/* main process: role "main", else the first process, else busiest pid */
 	uint32_t main_pid = 0;
+	gs_str main_comm = 0;
 	bool have_main = false;
 	for (uint32_t i = 0; i < p->n_processes && !have_main; i++)
 		if (p->processes[i].role && !strcmp(gs_profile_str(p, p->processes[i].role), "main")) {
@@ -622,18 +653,49 @@ static void verdict(struct rpt *r, uint32_t top_kernel, gs_str top_reason, int64
 	struct split mt = {0}, wk = {0};
 	uint32_t workers[256];
 	unsigned n_workers = 0;
+	/* workers by stack: any sample running the DataLoader worker loop */
+	uint32_t loop_pids[256];
+	unsigned n_loop = 0;
+	for (size_t i = 0; i < p->n_samples && n_loop < 256; i++) {
+		const struct gs_sample *s = &p->samples[i];
+		if (!is_cpu(s) || (n_loop && loop_pids[n_loop - 1] == s->pid))
+			continue;
+		const struct gs_stack *st = &p->stacks[s->stack];
+		bool hit = false;
+		for (uint32_t k = 0; k < st->n && !hit; k++) {
+			const struct gs_location *l = gs_profile_location(p, p->stack_locs[st->first + k]);
+			for (uint32_t q = 0; q < l->n_lines && !hit; q++)
+				hit = fcls[p->lines[l->first_line + q].function] & WORKER_FN;
+		}
+		bool seen = false;
+		for (unsigned w = 0; w < n_loop && hit; w++)
+			seen |= loop_pids[w] == s->pid;
+		if (hit && !seen)
+			loop_pids[n_loop++] = s->pid;
+	}
+	/* no process table: a pid labelled "main", else the first sampled
+	 * pid that is not a worker */
+	for (int pass = 0; pass < 2 && !have_main; pass++)
+		for (size_t i = 0; i < p->n_samples && !have_main; i++) {
+			const struct gs_sample *s = &p->samples[i];
+			if (!is_cpu(s) || s->values[GS_V_SAMPLES] <= 0 || pid_in(loop_pids, n_loop, s->pid))
+				continue;
+			if (pass == 1 || (s->process_role &&
+					  !strcmp(gs_profile_str(p, s->process_role), "main"))) {
+				main_pid = s->pid;
+				main_comm = s->thread_name;
+				have_main = true;
+			}
+		}
 	for (size_t i = 0; i < p->n_samples; i++) {
 		const struct gs_sample *s = &p->samples[i];
 		if (!is_cpu(s))
 			continue;
-		if (!have_main && s->values[GS_V_SAMPLES] > 0) {
-			main_pid = s->pid; /* no process table: first sampled pid */
-			have_main = true;
-		}
 		const char *role = s->process_role ? gs_profile_str(p, s->process_role) : "";
 		if (s->pid == main_pid && s->tid == main_pid) {
 			add_split(p, s, classify_stack(p, s->stack, fcls), &mt);
-		} else if (!strcmp(role, "dataloader") || !strcmp(role, "worker")) {
+		} else if (!strcmp(role, "dataloader") || !strcmp(role, "worker") ||
+			   pid_in(loop_pids, n_loop, s->pid)) {
 			add_split(p, s, classify_stack(p, s->stack, fcls), &wk);
 			bool seen = false;
 			for (unsigned w = 0; w < n_workers; w++)
@@ -646,7 +708,9 @@ static void verdict(struct rpt *r, uint32_t top_kernel, gs_str top_reason, int64
 	heading(r, "Where the time goes");
 	char who[96];
 	const struct gs_process *mp = gs_find_process(p, main_pid);
-	snprintf(who, sizeof(who), "main thread (%s pid %u)", mp && mp->comm ? gs_profile_str(p, mp->comm) : "?",
+	if (mp && mp->comm)
+		main_comm = mp->comm;
+	snprintf(who, sizeof(who), "main thread (%s pid %u)", main_comm ? gs_profile_str(p, main_comm) : "?",
 		 main_pid);
 	int64_t wall = (int64_t)p->duration_nanos;
 	print_split(r, &mt, wall, who);

@@ -8,7 +8,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 
-BUILD_PKGS="clang llvm gcc make pkg-config bpftool libbpf-dev libelf-dev libdw-dev
+BUILD_PKGS="clang llvm gcc g++ make pkg-config bpftool libbpf-dev libelf-dev libdw-dev
  zlib1g-dev libzstd-dev liblzma-dev libbz2-dev libiberty-dev systemtap-sdt-dev"
 TEST_PKGS="libcriterion-dev golang-go protobuf-compiler python3-torch chromium
  linux-perf bpftrace jq procps file"

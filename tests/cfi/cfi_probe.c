@@ -305,6 +305,7 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < nl; i++)
 		bpf_link__destroy(links[i]);
+	free(links);
 	ring_buffer__consume(rb);
 
 	/* figures */

@@ -145,3 +145,29 @@ Test(report, empty_profile)
 	free(r);
 	gs_profile_free(&p);
 }
+
+/* torch does not rename DataLoader workers: a process running
+ * torch.utils.data's _worker_loop is a worker whatever its role label. */
+Test(report, workers_found_by_stack)
+{
+	struct gs_profile p;
+	gs_profile_init(&p);
+	p.period_ns = FX_PERIOD;
+	p.duration_nanos = 1000000000ULL;
+	struct gs_mapping m = {.file = gs_profile_intern(&p, "[python]")};
+	uint32_t mid = gs_profile_add_mapping(&p, &m);
+	uint32_t f_loop = fx_fn(&p, "_worker_loop", NULL, "/x/dist-packages/torch/utils/data/_utils/worker.py", 200);
+	uint32_t f_main = fx_fn(&p, "<module>", NULL, "/home/u/train.py", 1);
+	uint32_t l_loop = fx_loc(&p, mid, 0, GS_FRAME_PYTHON, f_loop, 250);
+	uint32_t l_main = fx_loc(&p, mid, 0, GS_FRAME_PYTHON, f_main, 3);
+	uint32_t a[] = {l_main, l_loop};
+	fx_samples(&p, a, 2, 20, 61, 61, "python3", "other", 0, 1);
+	fx_samples(&p, a, 2, 30, 62, 62, "python3", "other", 0, 1);
+	uint32_t b[] = {l_main};
+	fx_samples(&p, b, 1, 10, 60, 60, "python3", "main", 0, 1);
+	fx_samples(&p, b, 1, 5, 63, 63, "python3", "other", 0, 1); /* not a worker */
+	char *r = report(&p, 15);
+	HAS(r, "DataLoader workers (2 processes): 500.0 ms on-CPU, 25% busy on average");
+	free(r);
+	gs_profile_free(&p);
+}

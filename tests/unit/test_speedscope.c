@@ -222,6 +222,8 @@ Test(speedscope, display_names)
 			 "std::vector::operator[]");
 	cr_assert_str_eq(gs_short_cxx_name("operator new(unsigned long)", b, sizeof(b)), "operator new");
 	cr_assert_str_eq(gs_short_cxx_name("main", b, sizeof(b)), "main");
+	cr_assert_str_eq(gs_short_cxx_name("[unknown python]", b, sizeof(b)), "[unknown python]");
+	cr_assert_str_eq(gs_short_cxx_name("some name with spaces", b, sizeof(b)), "some name with spaces");
 	cr_assert_str_eq(gs_short_cxx_name("<module>", b, sizeof(b)), "<module>");
 	cr_assert_str_eq(gs_short_path("/usr/lib/python3/dist-packages/torch/nn/modules/module.py"),
 			 "torch/nn/modules/module.py");

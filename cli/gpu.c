@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * GPU side of a session: attach to the agent in each target (bpf/gpu_host),
+ * feed its records to the cubin symbolizer and the join as they arrive (so
+ * memory stays bounded over long runs: the join aggregates), and write the
+ * joined GPU samples into the profile at the end.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/progress.h"
+#include "cli/session_int.h"
+#include "gpusample.skel.h"
+
+int gs_gpu_open(struct session *s)
+{
+	struct gpusample_bpf *skel = gs_sampler_skel(s->sampler);
+	struct gs_gpu_host_opts o = {
+		.sampling_period = s->o->gpu_period_log2,
+		.serialized = s->o->gpu_serialized,
+	};
+
+	if (!s->o->gpu)
+		return 0;
+	s->cuda = gs_cuda_new(&s->prof);
+	if (!s->cuda)
+		return -ENOMEM;
+	s->gpu = gs_gpu_host_new(skel->progs.gs_gpu_record, skel->progs.gs_gpu_launch, &o);
+	if (!s->gpu) {
+		/* CPU profiling goes on; the report says why there is no GPU data. */
+		gs_profile_add_note(&s->prof, "GPU sampling off: cannot set up the GPU agent host side");
+	}
+	return 0;
+}
+
+void gs_gpu_launch_env(struct session *s)
+{
+	char path[512];
+	const char *have = getenv("CUDA_INJECTION64_PATH");
+	int n = 0;
+
+	if (!s->o->gpu)
+		return;
+	if (have && *have) {
+		/* Someone else's injection library: leave it, and say so. */
+		if (!strstr(have, "libgpusample_agent"))
+			fprintf(stderr, "gpusample: CUDA_INJECTION64_PATH is already set (%s); "
+				"GPU sampling needs the gpusample agent there\n", have);
+	} else if (gs_gpu_agent_path(path, sizeof(path))) {
+		snprintf(s->agent_env[0], sizeof(s->agent_env[0]), "CUDA_INJECTION64_PATH=%s", path);
+		s->launch_env[n++] = s->agent_env[0];
+	} else {
+		fprintf(stderr, "gpusample: libgpusample_agent.so not found next to gpusample; "
+			"GPU sampling off (reinstall with make install)\n");
+	}
+	snprintf(s->agent_env[1], sizeof(s->agent_env[1]), "GS_AGENT_OPTS=period=%u%s",
+		 s->o->gpu_period_log2, s->o->gpu_serialized ? ",mode=serialized" : "");
+	s->launch_env[n++] = s->agent_env[1];
+	s->launch_env[n] = NULL;
+}
+
+void gs_gpu_start(struct session *s)
+{
+	if (s->gpu)
+		s->join = gs_join_new(&s->prof, s->t0_mono);
+}
+
+void gs_gpu_add_process(struct session *s, uint32_t tgid)
+{
+	if (s->gpu)
+		gs_gpu_host_add_process(s->gpu, tgid);
+}
+
+void gs_gpu_remove_process(struct session *s, uint32_t tgid)
+{
+	if (s->gpu)
+		gs_gpu_host_remove_process(s->gpu, tgid);
+}
+
+void gs_gpu_tick(struct session *s)
+{
+	char sum[128];
+
+	if (!s->gpu)
+		return;
+	gs_gpu_host_poll(s->gpu);
+	gs_gpu_host_summary(s->gpu, sum, sizeof(sum));
+	gs_progress_set_gpu(sum);
+}
+
+static void on_cubin(struct session *s, const struct gs_gpu_cubin *c)
+{
+	size_t size = 0;
+	const void *bytes = gs_gpu_host_cubin(s->gpu, c->crc, &size);
+
+	if (!bytes || gs_cuda_has_cubin(s->cuda, c->crc))
+		return;
+	/* libcupti for offline SASS->source: prefer the job's own copy. */
+	gs_cuda_add_cupti_from_process(s->cuda, c->gpu.tgid);
+	gs_cuda_add_cubin_borrowed(s->cuda, c->crc, bytes, size, c->gpu.tgid, NULL, NULL);
+}
+
+static void on_launch(struct session *s, const struct gs_gpu_launch *l)
+{
+	const struct gs_cpu_sample *cs = (const void *)((const char *)l + sizeof(*l));
+	char comm[GS_COMM_LEN + 1];
+	int64_t raw, stack;
+
+	if (l->hdr.size < sizeof(*l) + sizeof(*cs) || cs->hdr.size > l->hdr.size - sizeof(*l))
+		return;
+	raw = gs_session_intern(s, cs);
+	if (raw < 0)
+		return;
+	/* Symbolized now (cached per address): the join aggregates as batches
+	 * arrive and needs the launch stack's profile index. */
+	stack = gs_session_stack(s, &s->raw.items[raw]);
+	if (stack < 0)
+		return;
+	memcpy(comm, cs->comm, GS_COMM_LEN);
+	comm[GS_COMM_LEN] = '\0';
+	gs_join_launch_record(s->join, l, (uint32_t)stack, gs_profile_intern(&s->prof, comm),
+			      gs_profile_intern(&s->prof, gs_session_role(s, cs->tgid)));
+}
+
+void gs_gpu_record(struct session *s, const struct gs_rec_hdr *h)
+{
+	if (!s->gpu || !s->join)
+		return;
+	gs_gpu_host_on_record(s->gpu, h);
+	switch (h->type) {
+	case GS_REC_GPU_CUBIN:
+		if (h->size >= sizeof(struct gs_gpu_cubin))
+			on_cubin(s, (const struct gs_gpu_cubin *)h);
+		break;
+	case GS_REC_GPU_STALL_TABLE:
+		gs_cuda_stall_table_record(s->cuda, (const struct gs_gpu_stall_table *)h, h->size);
+		break;
+	case GS_REC_GPU_LAUNCH:
+		if (h->size >= sizeof(struct gs_gpu_launch))
+			on_launch(s, (const struct gs_gpu_launch *)h);
+		break;
+	case GS_REC_GPU_PC_BATCH:
+		gs_join_pc_batch_record(s->join, s->cuda, (const struct gs_gpu_pc_batch *)h, h->size);
+		break;
+	default:
+		break;
+	}
+}
+
+void gs_gpu_detach(struct session *s, int (*poll)(void *ctx, int timeout_ms))
+{
+	int late;
+
+	if (!s->gpu)
+		return;
+	/* The agents drain and disarm first, so their last batches arrive
+	 * before the probes go away. */
+	late = gs_gpu_host_detach(s->gpu, poll, s, 2000);
+	if (late > 0)
+		gs_profile_add_note(&s->prof, "%d GPU agent(s) did not acknowledge the detach in 2 s; "
+				    "their last GPU samples may be missing", late);
+}
+
+static const char *reason_hint(const struct gs_gpu_proc_info *p)
+{
+	return p->message[0] ? p->message : gs_gpu_state_name(p->state);
+}
+
+static int note_process(void *ctx, const struct gs_gpu_proc_info *i)
+{
+	struct session *s = ctx;
+	struct gs_procinfo *p = gs_proctab_get(&s->procs, i->tgid);
+
+	if (!p)
+		return 0;
+	switch (i->state) {
+	case GS_GPU_PROC_NO_AGENT:
+		break;
+	case GS_GPU_PROC_OFF:
+	case GS_GPU_PROC_ERROR:
+		snprintf(p->gpu, sizeof(p->gpu), "off: %.80s", reason_hint(i));
+		gs_profile_add_note(&s->prof, "pid %u: GPU sampling off: %s", i->tgid, reason_hint(i));
+		break;
+	default:
+		snprintf(p->gpu, sizeof(p->gpu), "%s, %llu samples, %llu dropped",
+			 gs_gpu_state_name(i->state), (unsigned long long)i->samples,
+			 (unsigned long long)i->dropped_samples);
+		break;
+	}
+	return 0;
+}
+
+/* -p mode: a CUDA process without the agent gets one line saying how to
+ * enable GPU sampling next time. */
+static int has_cuda(void *ctx, const struct gs_sym_mapping_info *m)
+{
+	(void)ctx;
+	return strstr(m->path, "/libcuda.so") ? 1 : 0;
+}
+
+static void note_missing_agents(struct session *s)
+{
+	char path[512];
+
+	for (uint32_t i = 0; i < s->procs.n; i++) {
+		struct gs_procinfo *p = &s->procs.items[i];
+
+		if (p->gpu[0] || !p->is_root || gs_sym_foreach_mapping(s->sym, p->pid, has_cuda, NULL) <= 0)
+			continue;
+		snprintf(p->gpu, sizeof(p->gpu), "no agent");
+		gs_profile_add_note(&s->prof, "pid %u uses CUDA but has no gpusample agent: start the job "
+				    "with CUDA_INJECTION64_PATH=%s to get GPU samples", p->pid,
+				    gs_gpu_agent_path(path, sizeof(path)) ? path : "<prefix>/lib/gpusample/libgpusample_agent.so");
+	}
+}
+
+int gs_gpu_finish(struct session *s)
+{
+	struct gs_join_stats st;
+	int rc = 0;
+
+	if (!s->gpu)
+		return 0;
+	gs_gpu_host_foreach(s->gpu, note_process, s);
+	note_missing_agents(s);
+	if (s->join) {
+		rc = gs_join_emit(s->join, &st);
+		if (!rc && st.samples[GS_JOIN_UNKNOWN])
+			gs_profile_add_note(&s->prof, "%llu GPU samples from kernels whose launch was never "
+					    "seen are under [unknown launch]",
+					    (unsigned long long)st.samples[GS_JOIN_UNKNOWN]);
+	}
+	gs_cuda_add_comments(s->cuda);
+	return rc;
+}
+
+void gs_gpu_close(struct session *s)
+{
+	if (s->join)
+		gs_join_free(s->join);
+	if (s->gpu)
+		gs_gpu_host_free(s->gpu);
+	if (s->cuda)
+		gs_cuda_free(s->cuda);
+	s->join = NULL;
+	s->gpu = NULL;
+	s->cuda = NULL;
+}
