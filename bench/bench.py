@@ -240,17 +240,84 @@ def gs_samples_from(prefix, stderr_text):
 
 # ---- BPF program statistics -------------------------------------------------------
 
+def prog_ids_of(pid):
+    """IDs of the BPF programs whose fds pid holds (/proc/PID/fdinfo prog_id),
+    so a concurrent gpusample or BCC tool elsewhere on the machine is not
+    counted (Debian's bpftool does not report owning pids)."""
+    ids = set()
+    for fd in glob.glob(f"/proc/{pid}/fd/*"):
+        try:
+            if "bpf-prog" not in os.readlink(fd):
+                continue
+            with open(f"/proc/{pid}/fdinfo/{os.path.basename(fd)}") as f:
+                m = re.search(r"prog_id:\s+(\d+)", f.read())
+            if m:
+                ids.add(int(m.group(1)))
+        except OSError:
+            pass
+    return ids
+
+
 def bpftool_progs(pid):
-    """bpftool's view of the BPF programs held by pid (needs bpftool's pid
-    iterator; falls back to every program when pids are not reported)."""
+    """bpftool prog show --json, restricted to the programs pid holds."""
+    ids = prog_ids_of(pid)
     try:
         txt = subprocess.run(["bpftool", "prog", "show", "--json"], capture_output=True,
                              text=True, timeout=30).stdout
         progs = json.loads(txt)
     except (OSError, ValueError, subprocess.TimeoutExpired):
         return []
-    mine = [p for p in progs if any(x.get("pid") == pid for x in p.get("pids", []))]
-    return mine
+    return [p for p in progs if p.get("id") in ids]
+
+
+def ringbuf_bytes(pid):
+    """Bytes BPF has written so far into each BPF ring buffer that pid holds:
+    the ring's producer position, read from its second mmap page through a
+    copy of the map fd (pidfd_getfd).  Each record counts with its 8-byte
+    ring-buffer header, rounded up to 8 bytes, as the kernel stores it.
+    Returns {map name: bytes}; {} where the kernel or permissions refuse."""
+    import ctypes
+    import mmap
+    libc = ctypes.CDLL(None, use_errno=True)
+    SYS_pidfd_open, SYS_pidfd_getfd = 434, 438  # x86_64
+    out = {}
+    pidfd = libc.syscall(SYS_pidfd_open, pid, 0)
+    if pidfd < 0:
+        return out
+    try:
+        for fdp in glob.glob(f"/proc/{pid}/fdinfo/*"):
+            try:
+                with open(fdp) as f:
+                    info = f.read()
+            except OSError:
+                continue
+            if not re.search(r"map_type:\s+27\b", info):  # BPF_MAP_TYPE_RINGBUF
+                continue
+            mid = re.search(r"map_id:\s+(\d+)", info)
+            fd = libc.syscall(SYS_pidfd_getfd, pidfd, int(os.path.basename(fdp)), 0)
+            if fd < 0:
+                continue
+            try:
+                page = mmap.PAGESIZE
+                m = mmap.mmap(fd, page, mmap.MAP_SHARED, mmap.PROT_READ, offset=page)
+                out[mid.group(1) if mid else fdp] = int.from_bytes(m[:8], "little")
+                m.close()
+            except (OSError, ValueError):
+                pass
+            finally:
+                os.close(fd)
+    finally:
+        os.close(pidfd)
+    return out
+
+
+def kill_tree(pid, sig=signal.SIGKILL):
+    """Signal pid and all its descendants (our own workload trees only)."""
+    for p in reversed(descendants(pid)):
+        try:
+            os.kill(p, sig)
+        except OSError:
+            pass
 
 
 def set_bpf_stats(on):
@@ -483,47 +550,87 @@ class Bench:
 
     # ---- (2) BPF cost, (4) memory over time, (5) data volume -------------------
 
+    def profiled(self, tool, hz, wcmd, prefix, err_path):
+        """Start `tool` (gpusample or perf) on the workload command wcmd.
+        Default: launch mode (`gpusample -- CMD`, `perf record -- CMD`), which
+        follows the whole tree for both.  BENCH_GS_ATTACH=1: start the
+        workload, then `gpusample -p PID` / `perf record -p PIDS`.
+        Returns (profiler Popen, workload root pid or None, stderr file)."""
+        err = open(err_path, "w")
+        wl = None
+        if self.a.attach:
+            wl = subprocess.Popen(wcmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(4)  # imports done, workers started
+            target = ["-p", str(wl.pid)] if tool == "gpusample" else \
+                ["-p", ",".join(str(p) for p in descendants(wl.pid))]
+            tail = []
+        else:
+            target, tail = [], ["--", *wcmd]
+        if tool == "gpusample":
+            cmd = [self.gs, *target, "-F", str(hz), "-q", "-o", prefix, *tail]
+        else:
+            cmd = ["perf", "record", "-F", str(hz), "-g", *target, "-o", prefix + ".perf.data", *tail]
+        g = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+        return g, (wl.pid if wl else None), err
+
+    def stop_profiled(self, g, wl_pid, watch=None):
+        """SIGINT to the profiler; the workload is killed at the same moment
+        (so gpusample's launch mode does not wait for it).  Returns
+        (rc, rusage, seconds from SIGINT to the profiler's exit)."""
+        victims = descendants(wl_pid) if wl_pid else descendants(g.pid)[1:]
+        g.send_signal(signal.SIGINT)
+        t_int = time.monotonic()
+        for p in reversed(victims):
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
+        # VmHWM sampled every 10 ms: in launch mode wait4's ru_maxrss would
+        # include the workload (the profiler's child)
+        rc, ru = wait_watching(g, watch, timeout=900, poll_s=0.01)
+        stop_s = time.monotonic() - t_int
+        if wl_pid:
+            try:
+                os.waitpid(wl_pid, 0)
+            except ChildProcessError:
+                pass
+        return rc, ru, stop_s
+
     def long_run(self):
-        """gpusample attached (-p) to the training loop at the default 99 Hz for
+        """gpusample on the training loop at the default 99 Hz for
         --long-seconds, with kernel.bpf_stats_enabled=1: RSS every second,
         bpftool's run_time_ns/run_cnt per program just before the stop, then
         SIGINT and the written profile's size."""
         d = self.a.long_seconds
-        result = os.path.join(self.tmp, "long.result")
-        wcmd = [PY, TRAIN, "--seconds", str(d + 60), "--warmup", "1", "--workers", "2",
-                "--result", result]
+        wcmd = [PY, TRAIN, "--seconds", str(d + 120), "--warmup", "1", "--workers", "2",
+                "--result", os.path.join(self.tmp, "long.result")]
         prefix = os.path.join(self.tmp, "long")
+        err_path = os.path.join(self.res_dir, "long_gpusample.stderr.txt")
         old = set_bpf_stats(True)
-        wl = subprocess.Popen(wcmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            time.sleep(4)  # imports done, DataLoader workers started
-            err_path = os.path.join(self.res_dir, "long_gpusample.stderr.txt")
-            with open(err_path, "w") as err:
-                g = subprocess.Popen([self.gs, "-p", str(wl.pid), "-F", str(self.a.hz), "-q",
-                                      "-o", prefix], stdout=subprocess.DEVNULL, stderr=err)
-                w = Watch(g.pid)
-                t0 = time.monotonic()
-                series = []
-                while time.monotonic() - t0 < d and g.poll() is None:
-                    w.poll()
-                    if w.samples:
-                        series.append((round(w.samples[-1][0] - t0, 1), w.samples[-1][2]))
-                    time.sleep(1.0)
-                progs = bpftool_progs(g.pid)
-                cpu_run = w.last_cpu()
-                g.send_signal(signal.SIGINT)
-                t_int = time.monotonic()
-                rc, ru = wait_watching(g, None, timeout=600)
-                stop_s = time.monotonic() - t_int
+            g, wl_pid, err = self.profiled("gpusample", self.a.hz, wcmd, prefix, err_path)
+            w = Watch(g.pid)
+            t0 = time.monotonic()
+            series = []
+            while time.monotonic() - t0 < d and g.poll() is None:
+                w.poll()
+                if w.samples:
+                    series.append((round(w.samples[-1][0] - t0, 1), w.samples[-1][2]))
+                time.sleep(1.0)
+            progs = bpftool_progs(g.pid)
+            rb = ringbuf_bytes(g.pid)
+            cpu_run = proc_cpu_s(g.pid)
+            rc, ru, stop_s = self.stop_profiled(g, wl_pid, w)
+            err.close()
         finally:
             set_bpf_stats(old == "1")
-            wl.terminate()
-            wl.wait()
         with open(err_path) as f:
             err_text = f.read()
         with open(os.path.join(self.res_dir, "long_bpftool.json"), "w") as f:
             json.dump(progs, f, indent=1)
         info = gs_samples_from(prefix, err_text)
+        if rb and "ringbuf_bytes" not in info:
+            info["ringbuf_bytes"] = sum(rb.values())
         files = {os.path.basename(p)[len("long"):]: os.path.getsize(p)
                  for p in glob.glob(prefix + ".*")}
         n = len(series)
@@ -532,10 +639,9 @@ class Bench:
             "rss_start_kb": series[min(2, n - 1)][1] if n else None,
             "rss_mid_kb": series[n // 2][1] if n else None,
             "rss_end_kb": series[-1][1] if n else None,
-            "peak_rss_kb_incl_writing": ru.ru_maxrss,
+            "peak_rss_kb_incl_writing": w.peak_kb(),
             "stop_to_exit_s": round(stop_s, 3),
             "cpu_s_while_sampling": cpu_run,
-            "cpu_s_total": ru.ru_utime + ru.ru_stime,
             "samples": info.get("samples"), "lost": info.get("lost"),
             "files": files,
         }
@@ -562,10 +668,12 @@ class Bench:
     def volume(self, info, files):
         n = info.get("samples")
         v = {"samples": n}
-        if info.get("ringbuf_bytes") and info.get("ringbuf_records"):
+        if info.get("ringbuf_bytes") and n:
+            # producer position read just before SIGINT over the samples in the
+            # profile: includes the 8-byte ring-buffer header of each record and
+            # the (few) process events
             v["ringbuf_bytes"] = info["ringbuf_bytes"]
-            v["ringbuf_records"] = info["ringbuf_records"]
-            v["ringbuf_bytes_per_sample"] = round(info["ringbuf_bytes"] / max(n or 1, 1), 1)
+            v["ringbuf_bytes_per_sample"] = round(info["ringbuf_bytes"] / n, 1)
         if n:
             for name, size in files.items():
                 v[f"bytes_per_100k_samples{name}"] = round(size * 100000 / n)
@@ -596,49 +704,40 @@ class Bench:
 
     def large(self):
         """>= 1M samples: the pure-Python burner (2 threads + 2 worker
-        processes) for --large-seconds at --large-hz, under gpusample -p
-        (follows the workers) and under perf record -g -p (the same tgids);
-        then SIGINT and time to exit, and perf report / perf script."""
+        processes) for --large-seconds at --large-hz under gpusample and under
+        perf record -g (the same tree); then SIGINT and time to exit, and
+        perf report / perf script on the perf.data."""
         a = self.a
         out = {"hz": a.large_hz, "seconds": a.large_seconds}
         rate = int(open("/proc/sys/kernel/perf_event_max_sample_rate").read())
         out["perf_event_max_sample_rate_before"] = rate
         for tool in (["gpusample"] if self.gs else []) + (["perf"] if shutil.which("perf") else []):
-            result = os.path.join(self.tmp, f"large-{tool}.result")
-            wl = subprocess.Popen([PY, PYBURN, "--seconds", str(a.large_seconds + 60), "--warmup", "0.5",
-                                   "--threads", "2", "--procs", "2", "--result", result],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(1.5)
+            wcmd = [PY, PYBURN, "--seconds", str(a.large_seconds + 120), "--warmup", "0.5",
+                    "--threads", "2", "--procs", "2"]
             prefix = os.path.join(self.tmp, f"large-{tool}")
             err_path = os.path.join(self.res_dir, f"large_{tool}.stderr.txt")
-            if tool == "gpusample":
-                cmd = [self.gs, "-p", str(wl.pid), "-F", str(a.large_hz), "-q", "-o", prefix]
-            else:
-                pids = ",".join(str(p) for p in descendants(wl.pid))
-                cmd = ["perf", "record", "-F", str(a.large_hz), "-g", "-p", pids,
-                       "-o", prefix + ".perf.data"]
-            with open(err_path, "w") as err:
-                g = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
-                w = Watch(g.pid)
-                t0 = time.monotonic()
-                while time.monotonic() - t0 < a.large_seconds and g.poll() is None:
-                    w.poll()
-                    time.sleep(0.5)
-                rss_before = proc_mem_kb(g.pid)[0]
-                cpu_run = proc_cpu_s(g.pid)
-                g.send_signal(signal.SIGINT)
-                t_int = time.monotonic()
-                rc, ru = wait_watching(g, None, timeout=900)
-                stop_s = time.monotonic() - t_int
-            wl.terminate()
-            wl.wait()
+            g, wl_pid, err = self.profiled(tool, a.large_hz, wcmd, prefix, err_path)
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < a.large_seconds and g.poll() is None:
+                time.sleep(0.5)
+            rss_before = proc_mem_kb(g.pid)[0]
+            rb = ringbuf_bytes(g.pid) if tool == "gpusample" else {}
+            cpu_run = proc_cpu_s(g.pid)
+            # launch mode: ru_maxrss would include the workload's; sample VmHWM
+            w = Watch(g.pid)
+            w.poll()
+            rc, ru, stop_s = self.stop_profiled(g, wl_pid, w)
+            err.close()
             with open(err_path) as f:
                 err_text = f.read()
-            e = {"rc": rc, "stop_to_exit_s": round(stop_s, 3), "peak_rss_kb": ru.ru_maxrss,
+            e = {"rc": rc, "stop_to_exit_s": round(stop_s, 3),
+                 "peak_rss_kb": w.peak_kb(),
                  "rss_before_stop_kb": rss_before, "cpu_s_while_sampling": cpu_run,
-                 "cpu_s_total": round(ru.ru_utime + ru.ru_stime, 3)}
+                 "cpu_s_total_incl_children": round(ru.ru_utime + ru.ru_stime, 3)}
             if tool == "gpusample":
                 info = gs_samples_from(prefix, err_text)
+                if rb and "ringbuf_bytes" not in info:
+                    info["ringbuf_bytes"] = sum(rb.values())
                 e.update(info)
                 e["files"] = {os.path.basename(p)[len(f"large-{tool}"):]: os.path.getsize(p)
                               for p in glob.glob(prefix + ".*")}
@@ -651,7 +750,7 @@ class Bench:
                                   ("script", ["perf", "script", "-i", data])):
                     t = time.monotonic()
                     p = subprocess.Popen(pcmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                    prc, pru = wait_watching(p, None, timeout=900)
+                    prc, pru = wait_watching(p, None, timeout=900, poll_s=0.01)
                     e[f"perf_{sub}_s"] = round(time.monotonic() - t, 3)
                     e[f"perf_{sub}_peak_rss_kb"] = pru.ru_maxrss
                     e[f"perf_{sub}_rc"] = prc
@@ -928,6 +1027,8 @@ def main():
     ap.add_argument("--large-seconds", type=float, default=float(env("BENCH_LARGE_SECONDS", "30")))
     ap.add_argument("--long-seconds", type=float,
                     default=float(env("BENCH_LONG_SECONDS", "600" if env("BENCH_LONG") == "1" else "90")))
+    ap.add_argument("--attach", action="store_true", default=env("BENCH_GS_ATTACH") == "1",
+                    help="large and long runs attach with -p instead of launching")
     ap.add_argument("--workloads", default=env("BENCH_WORKLOADS", "pyburn,train"))
     ap.add_argument("--parts", default=env("BENCH_PARTS", "slowdown,bpf,large,long"),
                     help="any of slowdown,bpf,large,long")

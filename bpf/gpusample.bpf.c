@@ -82,8 +82,14 @@ static __always_inline struct gs_stats *gs_stats_get(void)
 
 static __always_inline void gs_stat_inc(struct gs_stats *st, __u32 idx)
 {
-	if (st && idx < GS_STAT_MAX)
-		st->c[idx]++;
+	__u64 i = idx;
+
+	if (!st || i >= GS_STAT_MAX)
+		return;
+	/* identity for valid slots (GS_STAT_MAX is a power of 2); keeps the
+	 * bound on the register clang indexes with */
+	asm volatile("%[i] &= %[m]" : [i] "+r"(i) : [m] "i"(GS_STAT_MAX - 1));
+	st->c[i]++;
 }
 
 /* v = min(v, max) on the very register used afterwards: clang otherwise
@@ -160,33 +166,38 @@ static __always_inline __u32 gs_fill_stack(void *ctx, struct task_struct *task, 
 	}
 	GS_BOUND(nk, GS_MAX_KERNEL_FRAMES);
 
+	/* The loops store their counts in the record and the copies below read
+	 * them back: a value loaded from a map is not tied to the loop's
+	 * states, so the verifier can prune the loops' many exit states. */
 	n = gs_unwind_user(ctx, task, tgid, ustage, &uerr, &flags);
-	nu = n < 0 ? 0 : n;
+	rec->n_user = n < 0 ? 0 : n > GS_MAX_USER_FRAMES ? GS_MAX_USER_FRAMES : n;
+	rec->unwind_err = uerr;
+	rec->n_python = 0;
+	if (t->py_cfg_id) {
+		n = gs_walk_python(task, t->py_cfg_id, pystage, &flags);
+		rec->n_python = n < 0 ? 0 : n > GS_MAX_PY_FRAMES ? GS_MAX_PY_FRAMES : n;
+	}
+
+	nu = *(volatile __u8 *)&rec->n_user;
+	np = *(volatile __u16 *)&rec->n_python;
+	uerr = *(volatile __u16 *)&rec->unwind_err;
 	GS_BOUND(nu, GS_MAX_USER_FRAMES);
+	GS_BOUND(np, GS_MAX_PY_FRAMES);
+	if (nu)
+		bpf_probe_read_kernel(rec->frames + nk, nu * sizeof(__u64), ustage);
+	if (np)
+		bpf_probe_read_kernel(rec->frames + nk + nu, np * sizeof(struct gs_py_frame),
+				      pystage);
+
 	if (uerr == GS_UNWIND_DEPTH)
 		flags |= GS_CPU_USER_TRUNC;
 	if (uerr < GS_UNWIND_NR)
 		gs_stat_inc(st, GS_STAT_UNWIND0 + uerr);
-	if (nu)
-		bpf_probe_read_kernel(rec->frames + nk, nu * sizeof(__u64), ustage);
-
-	if (t->py_cfg_id) {
-		n = gs_walk_python(task, t->py_cfg_id, pystage, &flags);
-		np = n < 0 ? 0 : n;
-		GS_BOUND(np, GS_MAX_PY_FRAMES);
-		if (flags & GS_CPU_PY_ERR)
-			gs_stat_inc(st, GS_STAT_PY_ERR);
-		if (flags & GS_CPU_PY_TRUNC)
-			gs_stat_inc(st, GS_STAT_PY_TRUNC);
-		if (np)
-			bpf_probe_read_kernel(rec->frames + nk + nu,
-					      np * sizeof(struct gs_py_frame), pystage);
-	}
-
+	if (flags & GS_CPU_PY_ERR)
+		gs_stat_inc(st, GS_STAT_PY_ERR);
+	if (flags & GS_CPU_PY_TRUNC)
+		gs_stat_inc(st, GS_STAT_PY_TRUNC);
 	rec->n_kernel = nk;
-	rec->n_user = nu;
-	rec->n_python = np;
-	rec->unwind_err = uerr;
 	rec->flags = flags;
 	return sizeof(*rec) + (nk + nu) * sizeof(__u64) + np * sizeof(struct gs_py_frame);
 }

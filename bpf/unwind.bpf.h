@@ -7,7 +7,8 @@
  *   static __always_inline int gs_unwind_user(void *ctx, struct task_struct *task,
  *           __u32 tgid, __u64 *ips, __u16 *err, __u16 *flags);
  * Writes up to GS_MAX_USER_FRAMES return addresses (leaf = interrupted user
- * PC first) into ips and returns the count; *err = enum gs_unwind_err.
+ * PC first) into ips and returns the count (verifier-bounded to
+ * [0, GS_MAX_USER_FRAMES]); *err = enum gs_unwind_err.
  * ctx is the program context (perf event or uprobe) for bpf_get_stack.
  * ips must point into a map value (per-CPU scratch) with room for
  * GS_MAX_USER_FRAMES entries.  Sets GS_CPU_USER_CFI in *flags when CFI rows
@@ -318,6 +319,8 @@ static __always_inline int gs_unwind_user(void *ctx, struct task_struct *task, _
 		*err = n >= GS_MAX_USER_FRAMES ? GS_UNWIND_DEPTH : GS_UNWIND_OK;
 		if (n >= GS_MAX_USER_FRAMES)
 			*flags |= GS_CPU_USER_TRUNC;
+		if (n > GS_MAX_USER_FRAMES)
+			n = GS_MAX_USER_FRAMES;
 		return n;
 	}
 
@@ -345,7 +348,12 @@ static __always_inline int gs_unwind_user(void *ctx, struct task_struct *task, _
 		*flags |= GS_CPU_USER_TRUNC;
 	if (w.cfi)
 		*flags |= GS_CPU_USER_CFI;
-	return w.n;
+	/* w.n was written in the callback: the verifier does not know its
+	 * range here, and callers size copies with it. */
+	n = w.n;
+	if (n > GS_MAX_USER_FRAMES)
+		n = GS_MAX_USER_FRAMES;
+	return n;
 }
 
 #endif

@@ -79,6 +79,11 @@ static void py_discover(struct session *s, struct gs_procinfo *p)
 	if (rc == 0) {
 		p->py_cfg_id = py_cfg_id(s, &cfg);
 		p->py_state = GS_PYS_FOUND;
+		/* Found on a retry: the maps snapshot taken at exec (or first
+		 * sight) predates ld.so mapping libpython and its libraries, and
+		 * the process may be gone before the end of the run re-reads it. */
+		if (now != p->py_first_try)
+			gs_sym_exec(s->sym, p->pid);
 		snprintf(p->python, sizeof(p->python), "CPython %s", info.version);
 		gs_session_update_target(s, p);
 		return;
@@ -153,10 +158,18 @@ void gs_rt_tick(struct session *s)
 
 void gs_rt_new_stack(struct session *s, const struct gs_rawstack *r)
 {
+	struct gs_sym_mapping_info mi;
+
 	/* Read code objects now: the process (a DataLoader worker) may be gone
 	 * by the end of the run. */
 	if (s->py && r->n_python)
 		gs_py_note_frames(s->py, r->tgid, gs_rawstack_py(r), r->n_python);
+	/* Likewise the maps: a native address outside the snapshot (a library
+	 * mapped after exec or dlopened after attach) makes the symbolizer
+	 * re-read them now, while the process lives (rate-limited there).
+	 * Symbolization itself still waits for the end of the run. */
+	for (uint32_t i = 0; i < r->n_user; i++)
+		gs_sym_mapping_for(s->sym, r->tgid, r->frames[r->n_kernel + i], &mi);
 }
 
 int gs_rt_user_stack(struct session *s, const struct gs_rawstack *r, uint32_t *out, uint32_t cap)

@@ -439,6 +439,31 @@ int64_t gs_session_stack(struct session *s, const struct gs_rawstack *r)
 	return symbolize_stack(s, r, s->truncated_loc);
 }
 
+/* PyTorch 1.x does not name its DataLoader worker threads; a process whose
+ * stacks run torch.utils.data's _worker_loop is a worker whatever its comm. */
+static void mark_dataloaders(struct session *s, const uint32_t *stack_ids)
+{
+	const struct gs_profile *p = &s->prof;
+
+	for (uint32_t i = 0; i < s->raw.n; i++) {
+		struct gs_procinfo *proc = gs_proctab_get(&s->procs, s->raw.items[i].tgid);
+		const struct gs_stack *st = &p->stacks[stack_ids[i]];
+
+		if (!proc || proc->dataloader || proc->is_root)
+			continue;
+		for (uint32_t k = 0; k < st->n; k++) {
+			const struct gs_location *l = gs_profile_location(p, p->stack_locs[st->first + k]);
+
+			if (l->kind == GS_FRAME_PYTHON && l->n_lines &&
+			    !strcmp(gs_profile_str(p, gs_profile_function(p, p->lines[l->first_line].function)->name),
+				    "_worker_loop")) {
+				proc->dataloader = true;
+				break;
+			}
+		}
+	}
+}
+
 static void add_processes(struct session *s)
 {
 	for (uint32_t i = 0; i < s->procs.n; i++) {
@@ -505,6 +530,7 @@ static int build_profile(struct session *s)
 		}
 		stack_ids[i] = (uint32_t)id;
 	}
+	mark_dataloaders(s, stack_ids);
 	for (size_t i = 0; i < s->n_samples; i++) {
 		const struct raw_sample *r = &s->samples[i];
 		const struct gs_rawstack *rs = &s->raw.items[r->stack];
@@ -779,7 +805,7 @@ int gs_report_file(const char *path)
 	gs_profile_init(&p);
 	rc = gs_read_pprof(path, &p, err, sizeof(err));
 	if (rc) {
-		fprintf(stderr, "gpusample: cannot read %s: %s\n", path, err);
+		fprintf(stderr, "gpusample: %s\n", err);
 		gs_profile_free(&p);
 		return 1;
 	}

@@ -16,13 +16,17 @@ CUPTI_REAL=$(ls /usr/local/cuda/extras/CUPTI/lib64/libcupti.so.* /usr/local/cuda
 gpu_run() {
 	local name=$1; shift
 	"$GS" -o "$T/$name" -q --format pprof,folded "$@" -- env \
-		LD_LIBRARY_PATH="$FAKES" CUDA_INJECTION64_PATH="$AGENT" FAKE_CUPTI_REAL="$CUPTI_REAL" \
+		LD_LIBRARY_PATH="$FAKES" CUDA_INJECTION64_PATH="$AGENT" GS_CUPTI_PATH="$FAKES/libcupti.so.13" \
+		FAKE_CUPTI_REAL="$CUPTI_REAL" \
 		FAKE_CUPTI_STATS="$T/$name.cupti" \
 		/usr/bin/python3 tests/fakes/gpu_app.py "$FAKES/libcuda.so.1" tests/fakes/cubins \
 		--seconds 3 --rate 600 > "$T/$name.out" 2> "$T/$name.err" ||
 		fail "gpusample exited with $?: $(tail -5 "$T/$name.err")"
 	grep -q 'gpu_app launches=' "$T/$name.out" || fail "gpu_app did not finish: $(tail -5 "$T/$name.err")"
 	[ -s "$T/$name.pb.gz" ] || fail "no $T/$name.pb.gz written"
+	# GS_CUPTI_PATH names the double: without it the agent would take the
+	# toolkit's real libcupti, which cannot talk to the driver double.
+	[ -s "$T/$name.cupti" ] || fail "the agent did not use the CUPTI double: $(grep -i 'gpu' "$T/$name.err" | tail -3)"
 }
 
 # Number after "Showing nodes accounting for" (what the filters kept).

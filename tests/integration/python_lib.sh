@@ -1,48 +1,91 @@
 # Helpers for the t_python_*.sh tests (sourced after lib.sh).
-# PY_DRIVER samples a process tree with the Python walker through the
-# sampler API (tests/integration/t_python_driver.c) and prints one line per
-# sample: "TGID TID COMM FLAGS N|root;...;leaf", frames as qualname@file:line.
-PY_DRIVER=$ROOT/$BUILD/tests/t_python_driver
+# Every run goes through the user's path: `gpusample -o PREFIX -q -- PYTHON
+# script.py` (or `-p PID`), and the profile is read back with the real viewer
+# (`go tool pprof -traces -lines`, through tests/tools/pprof_stacks.py).
+# py_stacks turns that into one line per sample:
+#     PID TID COMM|root;...;leaf
+# with only the Python frames, each as qualname@basename:line, plus the
+# special "[truncated python stack]" / "[unknown python]" frames.
 PYWL=$ROOT/tests/workloads
 
-build_py_driver() {
-	[ -f "$ROOT/$BUILD/libgpusample_core.a" ] || fail "$BUILD/libgpusample_core.a missing (run make)"
-	[ "$PY_DRIVER" -nt "$ROOT/tests/integration/t_python_driver.c" ] &&
-		[ "$PY_DRIVER" -nt "$ROOT/$BUILD/libgpusample_core.a" ] && return 0
-	mkdir -p "$(dirname "$PY_DRIVER")"
-	cc -O2 -g -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Werror -D_GNU_SOURCE \
-		-I"$ROOT/include" -I"$ROOT" -I"$ROOT/$BUILD" -o "$PY_DRIVER" \
-		"$ROOT/tests/integration/t_python_driver.c" "$ROOT/$BUILD/libgpusample_core.a" \
-		-Wl,-Bstatic -lbpf -ldw -lelf -lz -llzma -lbz2 -lzstd -liberty -Wl,-Bdynamic \
-		-lpthread -ldl -lm || fail "cannot build the Python walker test driver"
+py_need_gs() {
+	[ -x "$GS" ] || fail "$GS missing (run make BUILD=$BUILD)"
+	go version >/dev/null 2>&1 || fail "go (golang-go) is needed for go tool pprof"
 }
 
 # Interpreters to test: every pyenv CPython 3.8-3.13 plus Debian's python3.
+# GS_PYTHONS="PY1 PY2" overrides (to debug one interpreter).
 py_versions() {
 	local v
+	if [ -n "${GS_PYTHONS:-}" ]; then
+		printf '%s\n' $GS_PYTHONS
+		return
+	fi
 	for v in 3.8 3.9 3.10 3.11 3.12 3.13; do
 		ls -d /root/.pyenv/versions/$v.*/bin/python 2>/dev/null | head -1
 	done
 	[ -x /usr/bin/python3 ] && echo /usr/bin/python3
 }
 
-# py_profile OUT PYTHON SCRIPT SECS [args]: run SCRIPT under PYTHON, attach
-# the driver, release the script (GS_GO), wait for both.  Driver stderr in
-# OUT.err.
-py_profile() {
+py_minor() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])'; }
+
+# py_stacks PROFILE.pb.gz: the Python part of each sample, root first (see top).
+py_stacks() {
+	"$ROOT/tests/tools/pprof_stacks.py" "$1" -lines > "$1.traces" ||
+		fail "go tool pprof -traces -lines $1 failed"
+	awk -F'\t' '
+	function lab(k,   m) {
+		if (!match($2, "(^|,)" k "=[^,]*")) return "?"
+		m = substr($2, RSTART, RLENGTH); sub(/^,?[^=]*=/, "", m); return m
+	}
+	{
+		n = split($3, fr, ";"); out = ""
+		for (i = n; i >= 1; i--) {
+			f = fr[i]
+			if (f ~ /^\[(truncated python stack|unknown python)\]/) {
+				sub(/ *[^ ]*:[0-9]+$/, "", f)
+			} else if (match(f, /^[^ ]+ /)) {
+				name = substr(f, 1, RLENGTH - 1); rest = substr(f, RLENGTH + 1)
+				if (!match(rest, /:[0-9]+$/)) continue
+				file = substr(rest, 1, RSTART - 1); line = substr(rest, RSTART + 1)
+				if (file !~ /\.py$/ && file !~ /^<.*>$/) continue
+				sub(/.*\//, "", file)
+				f = name "@" file ":" line
+			} else continue
+			out = out (out == "" ? "" : ";") f
+		}
+		for (k = 0; k < $1; k++) print lab("pid"), lab("tid"), lab("thread_name") "|" out
+	}' "$1.traces"
+}
+
+# py_launch OUT PYTHON SCRIPT SECS [args]: `gpusample -- PYTHON SCRIPT args`
+# with GS_SECONDS=SECS; OUT gets py_stacks, OUT.pb.gz the profile, OUT.err
+# gpusample's stderr, OUT.full the full -traces text (leaf;...;root).
+py_launch() {
 	local out=$1 py=$2 script=$3 secs=$4
 	shift 4
-	local go=$T/go.$$.$RANDOM ready=$T/ready.$$.$RANDOM
-	GS_GO=$go GS_SECONDS=$secs "$py" "$PYWL/$script" "$@" &
-	local pid=$!
-	sleep 0.3
-	"$PY_DRIVER" -p "$pid" -d $((secs + 20)) -r "$ready" >"$out" 2>"$out.err" &
-	local drv=$!
-	for _ in $(seq 100); do [ -e "$ready" ] && break; sleep 0.1; done
-	[ -e "$ready" ] || { kill $pid $drv 2>/dev/null; cat "$out.err"; fail "driver did not start"; }
+	GS_SECONDS=$secs "$GS" -o "$out" -q --format pprof -- "$py" "$PYWL/$script" "$@" \
+		> "$out.stdout" 2> "$out.err" || { cat "$out.err"; fail "gpusample -- $py $script failed"; }
+	py_stacks "$out.pb.gz" > "$out"
+	cp "$out.pb.gz.traces" "$out.full"
+}
+
+# py_attach OUT PYTHON SCRIPT SECS [args]: start the script (it waits for
+# the GS_GO file), `gpusample -p PID`, then release the script; gpusample
+# ends when the script exits.  Same outputs as py_launch; sets $py_pid.
+py_attach() {
+	local out=$1 py=$2 script=$3 secs=$4
+	shift 4
+	local go=$T/go.$$.$RANDOM
+	GS_GO=$go GS_SECONDS=$secs "$py" "$PYWL/$script" "$@" > "$out.stdout" &
+	py_pid=$!
+	gs_start -p "$py_pid" -d $((secs + 60)) -o "$out" -q --format pprof
 	touch "$go"
-	wait $pid
-	wait $drv || { cat "$out.err"; fail "driver failed"; }
+	wait "$py_pid" || fail "$py $script exited with $?"
+	gs_wait
+	cp "$T/gs.err" "$out.err"
+	py_stacks "$out.pb.gz" > "$out"
+	cp "$out.pb.gz.traces" "$out.full"
 }
 
 # Line number of the line of FILE containing MARKER.

@@ -1,30 +1,58 @@
 #!/bin/bash
-# Python walker, done-when (1): a known call chain on every CPython 3.8-3.13
-# and Debian's python3: >= 95% of the samples inside the busy loop carry
-# exactly <module> -> main -> Worker.run -> inner, leaf line = the loop line.
+# Python frames, done-when (1), through the real CLI (`gpusample -- python
+# py_chain.py`) and the real viewer (go tool pprof -traces -lines), on every
+# CPython 3.8-3.13 and Debian's python3:
+#  - >= 95% of the samples inside the busy loop carry exactly
+#    <module> -> main -> Worker.run -> inner, leaf line = the loop's line
+#    (3.8-3.10 have no co_qualname: `run`, a documented deviation);
+#  - the merge with the native (CFI) stack is right: every
+#    _PyEval_EvalFrameDefault was replaced by its Python frames (none left
+#    in the stack), the Python frames sit between the native leaf part and
+#    the interpreter's native entry (PyEval_EvalCode ... main / _start at the
+#    root), for >= 90% of the loop samples.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/python_lib.sh"
-build_py_driver
+py_need_gs
 f=$PYWL/py_chain.py
 L_LOOP=$(marker_line "$f" LOOP_LINE); L_INNER=$(marker_line "$f" CALL_INNER)
 L_RUN=$(marker_line "$f" CALL_RUN); L_MAIN=$(marker_line "$f" CALL_MAIN)
 n_py=0
 for py in $(py_versions); do
 	n_py=$((n_py + 1))
-	ver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+	ver=$(py_minor "$py")
 	run=Worker.run
 	case $ver in 3.8|3.9|3.10) run=run;; esac # co_qualname exists from 3.11
 	want="<module>@py_chain.py:$L_MAIN;main@py_chain.py:$L_RUN;$run@py_chain.py:$L_INNER;inner@py_chain.py:$L_LOOP"
-	py_profile "$T/chain.txt" "$py" py_chain.py 3
-	cat "$T/chain.txt.err"
-	in_loop=$(grep -c 'inner@py_chain.py' "$T/chain.txt")
-	exact=$(cut -d'|' -f2 "$T/chain.txt" | grep -cxF "$want")
+	py_launch "$T/chain" "$py" py_chain.py 2
+	in_loop=$(grep -c 'inner@py_chain.py' "$T/chain")
+	exact=$(cut -d'|' -f2 "$T/chain" | grep -cxF "$want")
 	echo "$py ($ver): $exact of $in_loop in-loop samples exact"
-	[ "$in_loop" -ge 20 ] || fail "$py: only $in_loop samples in the loop"
+	[ "$in_loop" -ge 20 ] || { cat "$T/chain.err"; fail "$py: only $in_loop samples in the loop"; }
 	ratio_at_least "$exact" "$in_loop" 0.95 || {
-		cut -d'|' -f2 "$T/chain.txt" | sort | uniq -c | sort -rn | head -5
+		cut -d'|' -f2 "$T/chain" | sort | uniq -c | sort -rn | head -5
 		fail "$py: expected >= 95% '$want'"
+	}
+	# Merged native + Python stacks (leaf;...;root in .full).
+	read -r merged loops < <(awk -F'\t' -v inner="^inner .*py_chain.py:$L_LOOP\$" '
+		{ n = split($3, fr, ";"); hit = 0
+		  for (i = 1; i <= n; i++) if (fr[i] ~ inner) hit = i
+		  if (!hit) next
+		  tot += $1; good = 1
+		  for (i = 1; i <= n; i++) if (fr[i] ~ /^_PyEval_EvalFrameDefault/) good = 0
+		  if (fr[n] !~ /^(_start|__libc_start_call_main|__libc_start_main[_a-z]*|main)( |$)/) good = 0
+		  # the module frame sits above the interpreter entry
+		  entry = 0
+		  for (i = hit; i <= n; i++) if (fr[i] ~ /^PyEval_EvalCode /) entry = i
+		  mod = 0
+		  for (i = hit; i <= n; i++) if (fr[i] ~ /^<module> /) mod = i
+		  if (!entry || !mod || mod > entry) good = 0
+		  ok += good * $1 }
+		END { printf "%d %d\n", ok, tot }' "$T/chain.full")
+	echo "$py ($ver): $merged of $loops loop samples merged with native frames down to the root"
+	ratio_at_least "$merged" "$loops" 0.90 || {
+		grep "inner .*py_chain.py:$L_LOOP" "$T/chain.full" | head -3 | tr ';' '\n' | head -60
+		fail "$py: merged stacks wrong (eval frames left or native root missing)"
 	}
 done
 [ "$n_py" -ge 1 ] || skip "no CPython 3.8-3.13 found"
-ok "call chain exact on $n_py interpreters"
+ok "call chain exact and merged with native frames on $n_py interpreters"

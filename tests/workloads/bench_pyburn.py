@@ -16,6 +16,7 @@ With --result FILE the same line is also written to FILE.
 import argparse
 import multiprocessing as mp
 import os
+import signal
 import sys
 import threading
 import time
@@ -45,14 +46,18 @@ def burn(counter, stop):
         counter[0] += 1
 
 
-def worker_main(shared, stop):
-    """A worker process: one thread burning, counting into shared memory."""
+def worker_main(shared, stop, parent):
+    """A worker process: one thread burning, counting into shared memory.
+    Stops with the parent too (killed parents leave no burning orphans)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     local = [0]
     t = threading.Thread(target=burn, args=(local, stop), name="burn-w")
     t.start()
     while not stop.is_set():
         shared.value = local[0]
         stop.wait(0.02)
+        if os.getppid() != parent:
+            stop.set()
     t.join()
     shared.value = local[0]
 
@@ -69,7 +74,7 @@ def main():
     ctx = mp.get_context("fork")
     stop_procs = ctx.Event()
     shared = [ctx.Value("q", 0, lock=False) for _ in range(args.procs)]
-    procs = [ctx.Process(target=worker_main, args=(shared[i], stop_procs), name=f"burn-p{i}")
+    procs = [ctx.Process(target=worker_main, args=(shared[i], stop_procs, os.getpid()), name=f"burn-p{i}")
              for i in range(args.procs)]
     for p in procs:
         p.start()
