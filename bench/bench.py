@@ -37,6 +37,26 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
 
 
+STARTED = []  # every process the bench started, killed (with its tree) on exit
+
+
+def spawn(*args, **kw):
+    p = subprocess.Popen(*args, **kw)
+    STARTED.append(p)
+    return p
+
+
+def cleanup():
+    """Kill what is still running of what we started (Ctrl-C, errors)."""
+    for p in STARTED:
+        if p.poll() is None:
+            kill_tree(p.pid)
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+
+
 def log(msg):
     print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
@@ -44,13 +64,19 @@ def log(msg):
 # ---- /proc helpers ----------------------------------------------------------
 
 def proc_cpu_s(pid):
-    """utime + stime of the process itself (all its threads, not children), s."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLK_TCK
-    except (OSError, IndexError, ValueError):
-        return None
+    """CPU seconds of the process itself (its live threads, not children).
+    From the scheduler's run time (/proc/PID/task/TID/schedstat, ns), not
+    utime/stime: those are tick-sampled (CONFIG_TICK_CPU_ACCOUNTING) and were
+    seen to under-count by 2-4x on a loaded 2-CPU VM."""
+    total, ok = 0, False
+    for p in glob.glob(f"/proc/{pid}/task/*/schedstat"):
+        try:
+            with open(p) as f:
+                total += int(f.read().split()[0])
+            ok = True
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / 1e9 if ok else None
 
 
 def proc_mem_kb(pid):
@@ -101,14 +127,29 @@ def descendants(pid, exclude=()):
     return seen
 
 
+def task_cpu_ns(pid):
+    """{tid: scheduler run time ns} of pid's live threads."""
+    out = {}
+    for p in glob.glob(f"/proc/{pid}/task/*/schedstat"):
+        try:
+            with open(p) as f:
+                out[int(p.split("/")[4])] = int(f.read().split()[0])
+        except (OSError, IndexError, ValueError):
+            pass
+    return out
+
+
 class TreeCPU:
-    """CPU seconds (utime+stime) of a process tree, summed over its live
-    processes at each poll; the job's tree is steady during the window."""
+    """CPU seconds of a process tree (scheduler run time of every thread
+    seen so far; a thread that is gone keeps its last value, so the sum never
+    goes backwards).  The job's tree is steady during the window."""
 
     def __init__(self, root, skip_root=False):
         self.root, self.skip_root = root, skip_root
         self.samples = []  # (monotonic s, cpu s)
         self.last_poll = 0.0
+        self.pids = set()
+        self.tids = {}
 
     def poll(self, every=0.5):
         now = time.monotonic()
@@ -118,7 +159,11 @@ class TreeCPU:
         pids = descendants(self.root)
         if self.skip_root:
             pids = pids[1:]
-        self.samples.append((now, sum(proc_cpu_s(p) or 0.0 for p in pids)))
+        self.pids.update(pids)
+        for p in list(self.pids):
+            for tid, ns in task_cpu_ns(p).items():
+                self.tids[(p, tid)] = max(ns, self.tids.get((p, tid), 0))
+        self.samples.append((time.monotonic(), sum(self.tids.values()) / 1e9))
 
     def cpu_between(self, t0, t1):
         return interp_between([(t, c, 0, 0) for t, c in self.samples], t0, t1)
@@ -401,7 +446,7 @@ class Bench:
         """profile-bpfcc, system-wide (it filters -p by tgid only, so it
         cannot follow a process tree); returns (Popen, file) once attached."""
         f = open(out_path, "w")
-        p = subprocess.Popen([self.bcc, "-F", str(hz), "-f", "--stack-storage-size", "65536"],
+        p = spawn([self.bcc, "-F", str(hz), "-f", "--stack-storage-size", "65536"],
                              stdout=f, stderr=subprocess.STDOUT, env=self.bcc_env)
         deadline = time.monotonic() + 90
         ncpu = os.cpu_count()
@@ -446,7 +491,7 @@ class Bench:
         t_start = time.monotonic()
         err_path = prefix + ".stderr"
         with open(err_path, "w") as err:
-            p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+            p = spawn(cmd, stdout=subprocess.DEVNULL, stderr=err)
             prof_pid = bcc.pid if bcc else (p.pid if cmd is not wcmd else None)
             watch = Watch(prof_pid) if prof_pid else None
             # the job: the workload's tree (under perf/gpusample: the launcher's children)
@@ -543,6 +588,8 @@ class Bench:
                     "profiler_cpu_pct_median": med(cpu), "profiler_cpu_pct_min": mn(cpu),
                     "profiler_cpu_pct_max": mx(cpu),
                     "profiler_peak_rss_kb_median": med(rss),
+                    "profiler_cpu_total_s_median": med([r["profiler_cpu_total_s"] for r in rs
+                                                        if r.get("profiler_cpu_total_s") is not None]),
                     "cpu_per_work_ratio_median": med(cratios), "cpu_per_work_ratio_min": mn(cratios),
                     "cpu_per_work_ratio_max": mx(cratios),
                 }
@@ -559,7 +606,7 @@ class Bench:
         err = open(err_path, "w")
         wl = None
         if self.a.attach:
-            wl = subprocess.Popen(wcmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            wl = spawn(wcmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(4)  # imports done, workers started
             target = ["-p", str(wl.pid)] if tool == "gpusample" else \
                 ["-p", ",".join(str(p) for p in descendants(wl.pid))]
@@ -570,7 +617,7 @@ class Bench:
             cmd = [self.gs, *target, "-F", str(hz), "-q", "-o", prefix, *tail]
         else:
             cmd = ["perf", "record", "-F", str(hz), "-g", *target, "-o", prefix + ".perf.data", *tail]
-        g = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+        g = spawn(cmd, stdout=subprocess.DEVNULL, stderr=err)
         return g, (wl.pid if wl else None), err
 
     def stop_profiled(self, g, wl_pid, watch=None):
@@ -687,7 +734,7 @@ class Bench:
         result = os.path.join(self.tmp, "bccc.result")
         try:
             bcc, f = self.start_bcc(os.path.join(self.tmp, "bcc-cost.folded"), self.a.hz)
-            wl = subprocess.Popen(self.workload_cmd("train", result), stdout=subprocess.DEVNULL,
+            wl = spawn(self.workload_cmd("train", result), stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL)
             wl.wait()
             progs = bpftool_progs(bcc.pid)
@@ -749,7 +796,7 @@ class Bench:
                 for sub, pcmd in (("report", ["perf", "report", "--stdio", "-i", data]),
                                   ("script", ["perf", "script", "-i", data])):
                     t = time.monotonic()
-                    p = subprocess.Popen(pcmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                    p = spawn(pcmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                     prc, pru = wait_watching(p, None, timeout=900, poll_s=0.01)
                     e[f"perf_{sub}_s"] = round(time.monotonic() - t, 3)
                     e[f"perf_{sub}_peak_rss_kb"] = pru.ru_maxrss
@@ -891,9 +938,11 @@ def render(s, a):
                  "BPF programs and perf's in-kernel unwinding, shows up in the job's slowdown). "
                  "CPU per work: (job's CPU time + profiler process's CPU time) per op or step, "
                  "over no profiler's in the same round: the cost in CPU, less sensitive than "
-                 "throughput to other load on the machine.\n")
-        L.append("| workload | profiler | slowdown (median) | overhead | min–max | throughput median (min–max) | CPU per work (median, min–max) | profiler CPU % | runs |")
-        L.append("|---|---|---|---|---|---|---|---|---|")
+                 "throughput to other load on the machine. Profiler CPU s, whole run: the profiler "
+                 "process's CPU from start to its last poll before exit (start-up, sampling and "
+                 "most of the writing; bcc: also its compile).\n")
+        L.append("| workload | profiler | slowdown (median) | overhead | min–max | throughput median (min–max) | CPU per work (median, min–max) | profiler CPU % in window | profiler CPU s, whole run | runs |")
+        L.append("|---|---|---|---|---|---|---|---|---|---|")
         for wl in ("pyburn", "train"):
             for cfg in LABEL:
                 e = sd.get(f"{wl}/{cfg}")
@@ -905,7 +954,7 @@ def render(s, a):
                          f"{fmt(e['throughput_max'], 1)}) | "
                          f"{fmt(e['cpu_per_work_ratio_median'])} ({fmt(e['cpu_per_work_ratio_min'])}–"
                          f"{fmt(e['cpu_per_work_ratio_max'])}) | "
-                         f"{fmt(e['profiler_cpu_pct_median'], 2)} | {e['n']} |")
+                         f"{fmt(e['profiler_cpu_pct_median'], 2)} | {fmt(e['profiler_cpu_total_s_median'], 2)} | {e['n']} |")
         L.append("")
         L.append("### Targets\n")
         for t in s.get("targets", []):
@@ -937,7 +986,8 @@ def render(s, a):
         L.append(f"The pure-Python burner (2 threads + 2 worker processes) sampled at {lg['hz']} Hz per CPU "
                  f"for {lg['seconds']} s; SIGINT, then time until the profiler exits (gpusample: symbolize "
                  "and write pprof + speedscope; perf record: finish perf.data, build-ids) and its peak RSS "
-                 "(wait4 ru_maxrss). perf's profile needs a second step: `perf report --stdio` and "
+                 "(VmHWM, sampled every 10 ms until exit). The workload is killed at the SIGINT so the "
+                 "profiler does not wait for it. perf's profile needs a second step: `perf report --stdio` and "
                  "`perf script` on the same perf.data, timed the same way.\n")
         L.append("| step | samples | seconds | peak RSS | output |")
         L.append("|---|---|---|---|---|")
@@ -960,7 +1010,7 @@ def render(s, a):
     mem = s.get("memory")
     if mem:
         L.append("## 4. gpusample memory over a long run\n")
-        L.append(f"gpusample -p on the training loop at {a.hz} Hz for {mem['seconds']} s "
+        L.append(f"gpusample {'-p' if a.attach else '-- CMD'} on the training loop at {a.hz} Hz for {mem['seconds']} s "
                  f"({'BENCH_LONG=1' if a.long_seconds >= 600 else 'default shortened run; BENCH_LONG=1 runs 600 s'}); "
                  "VmRSS sampled every second.\n")
         L.append("| RSS at 2 s | RSS at middle | RSS at end | peak incl. writing | samples | stop → written | CPU while sampling |")
@@ -972,6 +1022,10 @@ def render(s, a):
         L.append("")
 
     L.append("## 5. Data volume\n")
+    L.append("Ring-buffer bytes: the BPF ring buffer's producer position (read through a copy of "
+             "gpusample's map fd just before the stop) over the samples in the profile; it counts "
+             "each record's 8-byte ring-buffer header and the few process events. Output: file size "
+             "scaled to 100k samples.\n")
     L.append("| run | samples | ring-buffer bytes per sample | output bytes per 100k samples |")
     L.append("|---|---|---|---|")
     for name, v in (("training loop, 99 Hz", s.get("volume_99hz")),
@@ -1023,8 +1077,8 @@ def main():
     ap.add_argument("--window", type=float, default=float(env("BENCH_WINDOW", "5")))
     ap.add_argument("--warmup", type=float, default=float(env("BENCH_WARMUP", "2")))
     ap.add_argument("--hz", type=int, default=99)
-    ap.add_argument("--large-hz", type=int, default=int(env("BENCH_LARGE_HZ", "20000")))
-    ap.add_argument("--large-seconds", type=float, default=float(env("BENCH_LARGE_SECONDS", "30")))
+    ap.add_argument("--large-hz", type=int, default=int(env("BENCH_LARGE_HZ", "25000")))
+    ap.add_argument("--large-seconds", type=float, default=float(env("BENCH_LARGE_SECONDS", "45")))
     ap.add_argument("--long-seconds", type=float,
                     default=float(env("BENCH_LONG_SECONDS", "600" if env("BENCH_LONG") == "1" else "90")))
     ap.add_argument("--attach", action="store_true", default=env("BENCH_GS_ATTACH") == "1",
@@ -1061,6 +1115,7 @@ def main():
         if "large" in parts:
             b.large()
     finally:
+        cleanup()
         s["elapsed_min"] = (time.monotonic() - t_begin) / 60
         with open(os.path.join(b.res_dir, "summary.json"), "w") as f:
             json.dump(s, f, indent=1, default=str)

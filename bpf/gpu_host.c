@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <dirent.h>
 #include <limits.h>
 #include <signal.h>
 #include <stddef.h>
@@ -17,15 +18,22 @@
 #include "gpu_host.h"
 
 #define AGENT_NAME "libgpusample_agent.so"
+#define GS_AGENT_THREAD "gs-agent" /* the agent's watcher thread (gpu_sampler/agent.c) */
 #define RESCAN_NS 500000000ull
+#define INIT_WAIT_NS 3000000000ull /* rescan every tick this long after the agent appears */
 #define MAX_CUBIN (256u << 20)
 
 struct gpu_proc {
 	struct gs_gpu_proc_info info;
 	struct bpf_link *rec_link, *launch_link;
 	uint64_t cfg_addr;
+	uint64_t agent_base;   /* start of the agent's offset-0 mapping when attached */
+	uint64_t error_base;   /* agent_base of the image an attach error was about */
 	uint64_t last_scan_ns;
 	bool acked;
+	bool off_sticky;       /* info.message holds the reason sampling went off */
+	bool gone;             /* exited: never rescanned (the pid may be reused) */
+	uint64_t init_seen_ns; /* agent mapped but not initialized since then (0: not so) */
 	struct gs_gpu_stall_table *tables[16]; /* by arrival; ctx_uid inside */
 	size_t n_tables;
 	/* reason flags per context for counting base samples: (ctx, index) -> flags */
@@ -165,6 +173,40 @@ static int find_agent(uint32_t tgid, char *path, size_t len, uint64_t *base)
 	return found;
 }
 
+/* The agent has finished InitializeInjection (libcupti is loaded, options
+ * parsed) once its watcher thread runs.  Attaching earlier works, but the
+ * unwind tables refreshed just before the attach would then miss libcupti,
+ * and the first launch stacks (which pass through libcupti) would stop
+ * there. */
+static bool agent_ready(uint32_t tgid)
+{
+	char path[64], comm[32];
+	struct dirent *d;
+	bool ready = false;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%u/task", tgid);
+	dir = opendir(path);
+	if (!dir)
+		return false;
+	while (!ready && (d = readdir(dir))) {
+		char file[96];
+		FILE *f;
+
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(file, sizeof(file), "/proc/%u/task/%.16s/comm", tgid, d->d_name);
+		if (!(f = fopen(file, "re")))
+			continue;
+		if (fgets(comm, sizeof(comm), f) && !strncmp(comm, GS_AGENT_THREAD, strlen(GS_AGENT_THREAD)) &&
+		    (comm[strlen(GS_AGENT_THREAD)] == '\n' || !comm[strlen(GS_AGENT_THREAD)]))
+			ready = true;
+		fclose(f);
+	}
+	closedir(dir);
+	return ready;
+}
+
 /* Address of gs_agent_cfg in tgid: load bias + st_value of the dynamic symbol. */
 static int cfg_address(const char *file, uint64_t base, uint64_t *addr)
 {
@@ -246,10 +288,13 @@ static int proc_attach(struct gs_gpu_host *h, struct gpu_proc *p, const char *ma
 	struct gs_gpu_agent_cfg cfg;
 	int rc;
 
-	snprintf(p->info.agent_path, sizeof(p->info.agent_path), "%s", map_path);
+	if (strlen(map_path) >= sizeof(p->info.agent_path) || strlen(map_path) > PATH_MAX - 32)
+		return proc_error(p, -ENAMETOOLONG, "agent path %s is too long (%s)", map_path);
+	snprintf(p->info.agent_path, sizeof(p->info.agent_path), "%.*s",
+		 (int)sizeof(p->info.agent_path) - 1, map_path);
 	/* Through the target's root: the path is the one inside its mount
 	 * namespace (containers). */
-	snprintf(file, sizeof(file), "/proc/%u/root%s", p->info.tgid, map_path);
+	snprintf(file, sizeof(file), "/proc/%u/root%.*s", p->info.tgid, PATH_MAX - 32, map_path);
 	if ((rc = cfg_address(file, base, &p->cfg_addr)))
 		return proc_error(p, rc, "agent %s has no gs_agent_cfg (%s): agent and gpusample versions differ",
 				  map_path);
@@ -273,8 +318,14 @@ static int proc_attach(struct gs_gpu_host *h, struct gpu_proc *p, const char *ma
 		return proc_error(p, rc, "cannot pass options to the agent in %s (%s): run as root", map_path);
 	p->info.session = cfg.session;
 	p->acked = false;
+	p->off_sticky = false;
+	p->agent_base = base;
 	p->info.attach_ktime_ns = mono_ns();
 	p->info.armed_ktime_ns = 0;
+	/* Everything a launch stack walks through must have unwind tables
+	 * before the first launch event: attaching arms the agent. */
+	if (h->o.before_attach)
+		h->o.before_attach(h->o.ctx, p->info.tgid);
 	/* The launch probe first: the record probe's semaphore is what arms. */
 	p->launch_link = bpf_program__attach_usdt(h->launch_prog, p->info.tgid, file, "gpusample",
 						  "launch", NULL);
@@ -291,19 +342,50 @@ static int proc_attach(struct gs_gpu_host *h, struct gpu_proc *p, const char *ma
 	return 1;
 }
 
+/* Attach if the agent is mapped and initialized.  Safe to call any number
+ * of times, in any order with exec events (the session sees those late):
+ * an attachment stays as long as the same agent image is mapped at the same
+ * address; after an exec (agent gone or mapped elsewhere) the old links and
+ * cfg address are dropped first, so nothing is ever written into the new
+ * image at a stale address. */
 static int scan(struct gs_gpu_host *h, struct gpu_proc *p)
 {
 	char path[PATH_MAX];
-	uint64_t base;
+	uint64_t base = 0;
 	int rc;
 
 	p->last_scan_ns = mono_ns();
-	if (p->rec_link)
-		return 1;
 	rc = find_agent(p->info.tgid, path, sizeof(path), &base);
-	if (rc <= 0)
-		return rc;
-	return proc_attach(h, p, path, base);
+	if (rc < 0)
+		return rc; /* gone: the exit event cleans up */
+	if (p->rec_link) {
+		if (rc > 0 && base == p->agent_base)
+			return 1; /* still the image we attached to */
+		proc_detach(p);
+		p->info.state = GS_GPU_PROC_NO_AGENT;
+		snprintf(p->info.message, sizeof(p->info.message), "new program image (exec)");
+	}
+	if (p->info.state == GS_GPU_PROC_ERROR) {
+		if (rc > 0 && base == p->error_base)
+			return -EIO; /* reported once for this image; don't retry every tick */
+		p->info.state = GS_GPU_PROC_NO_AGENT;
+	}
+	if (rc > 0 && !agent_ready(p->info.tgid)) {
+		/* InitializeInjection runs right after the driver maps the agent
+		 * (milliseconds); a forked child of a CUDA process never gets a
+		 * watcher thread (CUDA does not survive fork) and must not be
+		 * rescanned every tick forever. */
+		if (!p->init_seen_ns)
+			p->init_seen_ns = p->last_scan_ns;
+		return 0;
+	}
+	p->init_seen_ns = 0;
+	if (rc == 0)
+		return 0;
+	rc = proc_attach(h, p, path, base);
+	if (rc < 0)
+		p->error_base = base;
+	return rc;
 }
 
 int gs_gpu_host_add_process(struct gs_gpu_host *h, uint32_t tgid)
@@ -312,13 +394,7 @@ int gs_gpu_host_add_process(struct gs_gpu_host *h, uint32_t tgid)
 
 	if (!p)
 		return -ENOMEM;
-	if (p->info.state == GS_GPU_PROC_ERROR)
-		return -EIO; /* reported once; don't retry every tick */
-	/* After exec the old links point into a gone image. */
-	if (p->rec_link && find_agent(tgid, (char[PATH_MAX]){ 0 }, PATH_MAX, &(uint64_t){ 0 }) <= 0) {
-		proc_detach(p);
-		p->info.state = GS_GPU_PROC_NO_AGENT;
-	}
+	p->gone = false; /* a fork/exec event: alive (possibly a reused pid) */
 	return scan(h, p);
 }
 
@@ -326,8 +402,10 @@ void gs_gpu_host_remove_process(struct gs_gpu_host *h, uint32_t tgid)
 {
 	struct gpu_proc *p = proc_find(h, tgid, false);
 
-	if (p)
+	if (p) {
 		proc_detach(p); /* info kept for the report */
+		p->gone = true;
+	}
 }
 
 void gs_gpu_host_poll(struct gs_gpu_host *h)
@@ -336,7 +414,9 @@ void gs_gpu_host_poll(struct gs_gpu_host *h)
 
 	for (size_t i = 0; i < h->n_procs; i++) {
 		struct gpu_proc *p = &h->procs[i];
-		if (p->info.state == GS_GPU_PROC_NO_AGENT && now - p->last_scan_ns >= RESCAN_NS)
+		if (p->info.state == GS_GPU_PROC_NO_AGENT && !p->gone &&
+		    ((p->init_seen_ns && now - p->init_seen_ns < INIT_WAIT_NS) ||
+		     now - p->last_scan_ns >= RESCAN_NS))
 			scan(h, p);
 	}
 }
@@ -438,7 +518,14 @@ void gs_gpu_host_on_record(struct gs_gpu_host *h, const struct gs_rec_hdr *rec)
 		const struct gs_gpu_status *s = (const void *)rec;
 		if (rec->size < sizeof(*s))
 			return;
-		snprintf(p->info.message, sizeof(p->info.message), "%s", s->message);
+		/* Once sampling went off, that reason is what the report must
+		 * say, not the "process exiting: 0 PC samples" that follows. */
+		if (s->state == GS_GPU_ST_ARMED && !s->gpu.ctx_uid)
+			p->off_sticky = false;
+		if (!p->off_sticky)
+			snprintf(p->info.message, sizeof(p->info.message), "%s", s->message);
+		if (s->state == GS_GPU_ST_OFF && !s->gpu.ctx_uid)
+			p->off_sticky = true;
 		p->info.contexts = s->contexts;
 		p->info.contexts_armed = s->contexts_armed;
 		p->info.dropped_samples = s->dropped_samples;
@@ -492,9 +579,15 @@ int gs_gpu_host_detach(struct gs_gpu_host *h, int (*poll)(void *ctx, int timeout
 	for (size_t i = 0; i < h->n_procs; i++) {
 		struct gpu_proc *p = &h->procs[i];
 		uint32_t req = p->info.session;
+		char path[PATH_MAX];
+		uint64_t base = 0;
+
 		if (!p->rec_link)
 			continue;
-		if (vm_write(p->info.tgid, p->cfg_addr + offsetof(struct gs_gpu_agent_cfg, detach_req),
+		/* Only into the image we attached to: after an unseen exec the
+		 * address means something else. */
+		if (find_agent(p->info.tgid, path, sizeof(path), &base) > 0 && base == p->agent_base &&
+		    vm_write(p->info.tgid, p->cfg_addr + offsetof(struct gs_gpu_agent_cfg, detach_req),
 			     &req, sizeof(req)) == 0 && kill(p->info.tgid, 0) == 0)
 			waiting++;
 		else

@@ -8,11 +8,19 @@
  *   h = gs_gpu_host_new(skel->progs.gs_gpu_record, skel->progs.gs_gpu_launch, &opts)
  *       unless --no-gpu; programs from the one skeleton (gs_sampler_skel()).
  *   gs_gpu_host_add_process(h, tgid)   every target: at start, on GS_PROC_FORK
- *                                      and GS_PROC_EXEC (rescans its maps)
+ *                                      and GS_PROC_EXEC (rescans its maps).
+ *                                      Idempotent and safe when events arrive
+ *                                      late: an attachment is kept while the
+ *                                      same agent image stays mapped at the
+ *                                      same address, dropped and redone after
+ *                                      an exec.  Attaches only once the agent
+ *                                      finished initializing (its watcher
+ *                                      thread "gs-agent" runs).
  *   gs_gpu_host_poll(h)                on every poll tick: rescans targets
  *                                      without an agent (the CUDA driver loads
  *                                      it at cuInit, possibly much later),
- *                                      at most every 500 ms per process
+ *                                      at most every 500 ms per process (every
+ *                                      tick while a mapped agent initializes)
  *   gs_gpu_host_on_record(h, rec)      every GS_REC_GPU_* record from the ring
  *                                      buffer (reads cubins right away)
  *   gs_gpu_host_remove_process(h, tgid) on GS_PROC_EXIT
@@ -53,6 +61,13 @@ struct gs_gpu_host_opts {
 	uint32_t launch_events_per_s; /* 0 = agent default (200) */
 	uint32_t drain_interval_ms;   /* 0 = agent default (100) */
 	uint64_t hw_buffer_bytes;     /* 0 = CUPTI default */
+	/* Called right before a process's probes are attached (which arms its
+	 * agent), once the agent finished InitializeInjection (its "gs-agent"
+	 * thread runs, so libcupti is mapped): the session refreshes tgid's
+	 * unwind tables there, so launch stacks walk out of the agent, libcupti
+	 * and libcuda from the very first launch event.  Optional. */
+	void (*before_attach)(void *ctx, uint32_t tgid);
+	void *ctx;
 };
 
 /* Per-process GPU state, for the progress line and the report. */

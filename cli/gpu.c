@@ -14,12 +14,103 @@
 #include "cli/session_int.h"
 #include "gpusample.skel.h"
 
+enum { LIB_OTHER, LIB_AGENT, LIB_DRIVER };
+
+/* Executable code of the agent, libcupti and libcuda in one process: the
+ * frames of a launch stack that belong to the agent's callback path. */
+struct gs_gpu_libs {
+	uint32_t tgid, n;
+	struct {
+		uint64_t start, end;
+		int kind;
+	} r[32];
+};
+
+static int lib_kind_of_path(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	if (!strncmp(base, "libgpusample_agent", 18) || !strncmp(base, "libcupti", 8))
+		return LIB_AGENT;
+	return strncmp(base, "libcuda.so", 10) ? LIB_OTHER : LIB_DRIVER;
+}
+
+static struct gs_gpu_libs *gpu_libs(struct session *s, uint32_t tgid, bool create)
+{
+	for (uint32_t i = 0; i < s->n_gpu_libs; i++)
+		if (s->gpu_libs[i].tgid == tgid)
+			return &s->gpu_libs[i];
+	if (!create)
+		return NULL;
+	if (s->n_gpu_libs == s->cap_gpu_libs) {
+		uint32_t cap = s->cap_gpu_libs ? s->cap_gpu_libs * 2 : 8;
+		struct gs_gpu_libs *n = realloc(s->gpu_libs, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		s->gpu_libs = n;
+		s->cap_gpu_libs = cap;
+	}
+	s->gpu_libs[s->n_gpu_libs] = (struct gs_gpu_libs){ .tgid = tgid };
+	return &s->gpu_libs[s->n_gpu_libs++];
+}
+
+/* Read them from /proc/PID/maps now: the agent has just loaded libcupti,
+ * and the symbolizer's snapshot (rate-limited rereads) may not have it
+ * when the first launch records arrive. */
+static void note_gpu_libs(struct session *s, uint32_t tgid)
+{
+	struct gs_gpu_libs *g = gpu_libs(s, tgid, true);
+	char path[64], line[4096];
+	FILE *f;
+
+	if (!g)
+		return;
+	g->n = 0;
+	snprintf(path, sizeof(path), "/proc/%u/maps", tgid);
+	if (!(f = fopen(path, "re")))
+		return;
+	while (fgets(line, sizeof(line), f) && g->n < sizeof(g->r) / sizeof(g->r[0])) {
+		unsigned long long start, end;
+		char perms[8];
+		int pos = 0, kind;
+
+		if (sscanf(line, "%llx-%llx %7s %*s %*s %*s %n", &start, &end, perms, &pos) < 3 || !pos ||
+		    !strchr(perms, 'x'))
+			continue;
+		line[strcspn(line, "\n")] = 0;
+		if ((kind = lib_kind_of_path(line + pos)) == LIB_OTHER)
+			continue;
+		g->r[g->n].start = start;
+		g->r[g->n].end = end;
+		g->r[g->n++].kind = kind;
+	}
+	fclose(f);
+}
+
+/* Right before the agent in tgid is armed: its launch stacks run through
+ * the agent, libcupti and libcuda, mapped since the last maps snapshot of
+ * the unwinder, which would otherwise only learn of them from the first
+ * launch stacks it failed to walk (those would then all stop at the agent's
+ * first frame, and the join would hang GPU samples under them). */
+static void before_attach(void *ctx, uint32_t tgid)
+{
+	struct session *s = ctx;
+
+	if (s->cfi)
+		gs_cfi_add_process(s->cfi, tgid);
+	note_gpu_libs(s, tgid);
+}
+
 int gs_gpu_open(struct session *s)
 {
 	struct gpusample_bpf *skel = gs_sampler_skel(s->sampler);
 	struct gs_gpu_host_opts o = {
 		.sampling_period = s->o->gpu_period_log2,
 		.serialized = s->o->gpu_serialized,
+		.before_attach = before_attach,
+		.ctx = s,
 	};
 
 	if (!s->o->gpu)
@@ -102,14 +193,77 @@ static void on_cubin(struct session *s, const struct gs_gpu_cubin *c)
 	gs_cuda_add_cubin_borrowed(s->cuda, c->crc, bytes, size, c->gpu.tgid, NULL, NULL);
 }
 
+static int lib_kind(struct session *s, uint32_t tgid, uint64_t addr)
+{
+	struct gs_gpu_libs *g = gpu_libs(s, tgid, false);
+	struct gs_sym_mapping_info mi;
+
+	for (uint32_t i = 0; g && i < g->n; i++)
+		if (addr >= g->r[i].start && addr < g->r[i].end)
+			return g->r[i].kind;
+	if (gs_sym_mapping_for(s->sym, tgid, addr, &mi) || !mi.path)
+		return LIB_OTHER;
+	return lib_kind_of_path(mi.path);
+}
+
+/* Leaf user frames of a launch stack that are the agent's own callback
+ * path (agent, libcupti, the driver's internals) and not the program's: the
+ * stack then starts at the driver API the program called (the outermost
+ * libcuda frame: cuLaunchKernel...), so GPU samples hang right under it in
+ * every viewer.  0 when the walk never left that path (kept as is). */
+static uint32_t launch_frames_to_skip(struct session *s, const struct gs_cpu_sample *cs)
+{
+	const __u64 *user = cs->frames + cs->n_kernel;
+	uint32_t i, driver = UINT32_MAX;
+
+	for (i = 0; i < cs->n_user; i++) {
+		int k = lib_kind(s, cs->tgid, user[i]);
+
+		if (k == LIB_OTHER)
+			break;
+		if (k == LIB_DRIVER)
+			driver = i;
+	}
+	if (i == cs->n_user)
+		return 0;
+	return driver != UINT32_MAX ? driver : i;
+}
+
+/* The launch record's CPU sample minus its first skip user frames, in buf
+ * (a copy of the record, same layout). */
+static const struct gs_cpu_sample *trim_launch_stack(const struct gs_cpu_sample *cs, uint32_t skip,
+						     void *buf, size_t len)
+{
+	struct gs_cpu_sample *t = buf;
+	size_t words = (size_t)cs->n_kernel + cs->n_user + 2u * cs->n_python;
+	size_t size = sizeof(*cs) + words * sizeof(uint64_t);
+
+	if (!skip || size > len || size > cs->hdr.size)
+		return cs;
+	memcpy(t, cs, sizeof(*cs));
+	memcpy(t->frames, cs->frames, cs->n_kernel * sizeof(uint64_t));
+	memcpy(t->frames + cs->n_kernel, cs->frames + cs->n_kernel + skip,
+	       (words - cs->n_kernel - skip) * sizeof(uint64_t));
+	t->n_user = (uint8_t)(cs->n_user - skip);
+	t->hdr.size = (uint32_t)(size - skip * sizeof(uint64_t));
+	return t;
+}
+
 static void on_launch(struct session *s, const struct gs_gpu_launch *l)
 {
 	const struct gs_cpu_sample *cs = (const void *)((const char *)l + sizeof(*l));
+	static uint64_t buf[(sizeof(struct gs_cpu_sample) / 8) + GS_MAX_KERNEL_FRAMES +
+			    GS_MAX_USER_FRAMES + 2 * GS_MAX_PY_FRAMES + 1];
+	size_t words;
 	char comm[GS_COMM_LEN + 1];
 	int64_t raw, stack;
 
 	if (l->hdr.size < sizeof(*l) + sizeof(*cs) || cs->hdr.size > l->hdr.size - sizeof(*l))
 		return;
+	words = (size_t)cs->n_kernel + cs->n_user + 2u * cs->n_python;
+	if (cs->hdr.size < sizeof(*cs) + words * sizeof(uint64_t))
+		return; /* malformed: never read past the record */
+	cs = trim_launch_stack(cs, launch_frames_to_skip(s, cs), buf, sizeof(buf));
 	raw = gs_session_intern(s, cs);
 	if (raw < 0)
 		return;
@@ -238,6 +392,9 @@ int gs_gpu_finish(struct session *s)
 
 void gs_gpu_close(struct session *s)
 {
+	free(s->gpu_libs);
+	s->gpu_libs = NULL;
+	s->n_gpu_libs = s->cap_gpu_libs = 0;
 	if (s->join)
 		gs_join_free(s->join);
 	if (s->gpu)

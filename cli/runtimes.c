@@ -120,6 +120,12 @@ void gs_rt_fork(struct session *s, struct gs_procinfo *child)
 		gs_cfi_fork(s->cfi, child->ppid, child->pid);
 	if (s->py)
 		gs_py_fork(s->py, child->ppid, child->pid);
+	/* The process table copied the parent's Python state as it is now,
+	 * but BPF copied it at fork time: a parent discovered in between (a
+	 * fresh interpreter that forks its workers at once) left the child's
+	 * entry without a py_cfg_id.  Push the current one. */
+	if (child->py_state == GS_PYS_FOUND && gs_proc_alive(child->pid))
+		gs_session_update_target(s, child);
 	gs_gpu_add_process(s, child->pid);
 }
 

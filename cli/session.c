@@ -732,6 +732,12 @@ static int start(struct session *s)
 	}
 	if ((rc = setup_targets(s)))
 		return rc;
+	/* Tables of the processes there at attach were built eagerly (full
+	 * stacks from the first sample); from now on build them when a sample
+	 * first walks through an object, so a fork or dlopen mid-run does not
+	 * stall the ring-buffer consumer for seconds. */
+	if (s->cfi)
+		gs_cfi_set_lazy(s->cfi, true);
 	if ((rc = gs_sampler_start(s->sampler, s->err, sizeof(s->err)))) {
 		fprintf(stderr, "gpusample: %s\n", s->err);
 		return rc;

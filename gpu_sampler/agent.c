@@ -977,6 +977,26 @@ static void set_launch_callbacks(bool on)
 	g.launch_cb_on = on;
 }
 
+/* splitmix64: a well-mixed hash of the launch counter. */
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* Whether launch number n gets an event when 1 in `every` do.  Not
+ * n % every: a training step launches the same kernel sequence over and
+ * over, so a fixed stride keeps picking the same positions of it (3
+ * launches per step and every = 3: always the same kernel), and the other
+ * launch sites would never be seen.  A hash of n picks 1 in `every` on
+ * average with no period, lock-free and without thread-local state. */
+static bool launch_sampled(uint64_t n, uint32_t every)
+{
+	return every <= 1 || mix64(n) % every == 0;
+}
+
 static void on_launch(const CUpti_CallbackData *cb, CUpti_CallbackId cbid)
 {
 	uint32_t every = atomic_load(&g.launch_every);
@@ -988,7 +1008,7 @@ static void on_launch(const CUpti_CallbackData *cb, CUpti_CallbackId cbid)
 	n = atomic_fetch_add(&g.launches, 1);
 	if (!ctx_find(cb->context))
 		queue_pending(cb->context); /* late attach: context created before us */
-	if (every > 1 && n % every)
+	if (!launch_sampled(n, every))
 		return;
 	if (!gs_emit_launch_wanted())
 		return;

@@ -341,6 +341,17 @@ static void emit_sample(struct pb *w, const struct enc *e, const struct agg *g)
 		put_label(w, l[i].key, l[i].str, l[i].num, l[i].unit);
 }
 
+static uint32_t main_mapping(const struct gs_profile *p)
+{
+	for (uint32_t i = 0; i < p->n_mappings; i++) {
+		const char *f = gs_profile_str(p, p->mappings[i].file);
+
+		if (f[0] == '/')
+			return i + 1;
+	}
+	return 0;
+}
+
 static void emit_mapping(struct pb *w, struct pb *m, const struct gs_mapping *mp, uint32_t id)
 {
 	m->n = 0;
@@ -457,8 +468,16 @@ int gs_pprof_encode(const struct gs_profile *p, uint8_t **buf, size_t *len)
 	for (size_t i = 0; i < n_aggs; i++) /* 2: sample */
 		emit_sample(&w, &e, &aggs[i]);
 	free(aggs);
-	for (uint32_t i = 0; i < p->n_mappings; i++) /* 3: mapping */
-		emit_mapping(&w, &m, &p->mappings[i], i + 1);
+	/* 3: mapping.  pprof takes the first Mapping message as the main
+	 * binary ("File:" in its header): lead with the first real file, not
+	 * [kernel.kallsyms] or [python].  Ids are unchanged. */
+	uint32_t main_map = main_mapping(p);
+
+	if (main_map)
+		emit_mapping(&w, &m, &p->mappings[main_map - 1], main_map);
+	for (uint32_t i = 0; i < p->n_mappings; i++)
+		if (i + 1 != main_map)
+			emit_mapping(&w, &m, &p->mappings[i], i + 1);
 	for (uint32_t i = 1; i <= p->n_locations; i++) /* 4: location */
 		emit_location(&w, &m, &sub, p, i);
 	for (uint32_t i = 1; i <= p->n_functions; i++) /* 5: function */

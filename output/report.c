@@ -389,6 +389,7 @@ static void processes_and_threads(struct rpt *r, struct thr *t, size_t n)
 
 /* Counter keyed by (tag, kernel function, a, b). */
 enum { T_KERNEL = 1, T_REASON, T_LINE, T_LAUNCH };
+#define T_LAUNCH_UNKNOWN UINT64_MAX /* b of a T_LAUNCH entry: launch never seen */
 struct cnt {
 	uint32_t tag, kfn;
 	uint64_t a, b;
@@ -476,15 +477,18 @@ static void cnt_range(const struct counter *c, uint32_t tag, uint32_t kfn, size_
 	*e = lo;
 }
 
-/* The kernel function of a GPU PC location, and its launching Python line:
- * the first Python frame above the GPU leaf (0 if none). */
+/* The kernel function of a GPU PC location, and its launch site: the
+ * first two Python frames above the GPU leaf (innermost first, 0 if none).
+ * Two, because the innermost is often a helper shared by every site (a
+ * torch.nn.functional wrapper, the app's own launch()), and the caller is
+ * what tells the sites apart. */
 static void gpu_sample_keys(const struct gs_profile *p, const struct gs_sample *s, uint32_t *kfn,
-			    const struct gs_line **leaf_line, uint32_t *launch_loc)
+			    const struct gs_line **leaf_line, uint32_t launch_loc[2])
 {
 	const struct gs_stack *st = &p->stacks[s->stack];
 	*kfn = 0;
 	*leaf_line = NULL;
-	*launch_loc = 0;
+	launch_loc[0] = launch_loc[1] = 0;
 	for (uint32_t i = 0; i < st->n; i++) {
 		uint32_t lid = p->stack_locs[st->first + i];
 		const struct gs_location *l = gs_profile_location(p, lid);
@@ -492,10 +496,51 @@ static void gpu_sample_keys(const struct gs_profile *p, const struct gs_sample *
 			*kfn = p->lines[l->first_line + l->n_lines - 1].function;
 			*leaf_line = &p->lines[l->first_line];
 		} else if (l->kind == GS_FRAME_PYTHON && l->n_lines) {
-			*launch_loc = lid;
-			return;
+			launch_loc[launch_loc[0] ? 1 : 0] = lid;
+			if (launch_loc[1])
+				return;
 		}
 	}
+}
+
+static bool is_unknown_launch(const struct gs_profile *p, const struct gs_sample *s)
+{
+	return s->gpu_attribution && !strcmp(gs_profile_str(p, s->gpu_attribution), "unknown");
+}
+
+/* "name (file:line)" of a Python location's outermost inlined frame. */
+static void py_site_name(const struct gs_profile *p, uint32_t loc, char *buf, size_t len)
+{
+	struct gs_dframe df[66];
+	size_t nd = gs_location_dframes(p, loc, df, 66);
+
+	if (!nd) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	gs_dframe_name(p, &df[nd - 1], buf, len);
+}
+
+/* One launch site: "launch (app.py:73) <- forward (app.py:86)". */
+static void launch_site_name(const struct gs_profile *p, const struct cnt *l, char *buf, size_t len)
+{
+	char inner[256], outer[256];
+
+	if (l->b == T_LAUNCH_UNKNOWN) {
+		snprintf(buf, len, "[unknown launch] (launch never seen; see the notes)");
+		return;
+	}
+	if (!l->a) {
+		snprintf(buf, len, "no Python frame (native caller)");
+		return;
+	}
+	py_site_name(p, (uint32_t)l->a, inner, sizeof(inner));
+	if (!l->b) {
+		snprintf(buf, len, "%s", inner);
+		return;
+	}
+	py_site_name(p, (uint32_t)l->b, outer, sizeof(outer));
+	snprintf(buf, len, "%.120s <- %.120s", inner, outer);
 }
 
 static int gpu_section(struct rpt *r, int64_t gpu_total, int64_t gpu_ni, uint32_t *top_kernel,
@@ -503,21 +548,27 @@ static int gpu_section(struct rpt *r, int64_t gpu_total, int64_t gpu_ni, uint32_
 {
 	const struct gs_profile *p = r->p;
 	struct counter c = {0};
+	int64_t unknown = 0;
 	int rc = 0;
 	for (size_t i = 0; i < p->n_samples && !rc; i++) {
 		const struct gs_sample *s = &p->samples[i];
 		int64_t v = s->values[GS_V_GPU_SAMPLES], ni = s->values[GS_V_GPU_NOT_ISSUED];
 		if (is_cpu(s) || (v <= 0 && ni <= 0))
 			continue;
-		uint32_t kfn, launch;
+		uint32_t kfn, launch[2];
 		const struct gs_line *ll;
-		gpu_sample_keys(p, s, &kfn, &ll, &launch);
+		bool unk = is_unknown_launch(p, s);
+		gpu_sample_keys(p, s, &kfn, &ll, launch);
+		if (unk)
+			unknown += v;
 		rc = cnt_add(&c, T_KERNEL, 0, kfn, 0, v, ni);
 		rc = rc ? rc : cnt_add(&c, T_REASON, kfn, s->cuda_stall_reason, 0, v, ni);
 		rc = rc ? rc : cnt_add(&c, T_REASON, 0, s->cuda_stall_reason, 0, v, ni);
-		if (ll)
+		/* line 0: the cubin has no line info for that PC */
+		if (ll && ll->line > 0)
 			rc = rc ? rc : cnt_add(&c, T_LINE, kfn, ll->function, (uint64_t)ll->line, v, ni);
-		rc = rc ? rc : cnt_add(&c, T_LAUNCH, kfn, launch, 0, v, ni);
+		rc = rc ? rc : cnt_add(&c, T_LAUNCH, kfn, unk ? 0 : launch[0],
+				       unk ? T_LAUNCH_UNKNOWN : launch[1], v, ni);
 	}
 	if (rc)
 		goto out;
@@ -532,6 +583,11 @@ static int gpu_section(struct rpt *r, int64_t gpu_total, int64_t gpu_ni, uint32_
 		fprintf(r->out, "%s %s %.1f%%", i == rb ? "" : ",",
 			c.e[i].a ? gs_profile_str(p, (gs_str)c.e[i].a) : "unknown", pct(c.e[i].v, gpu_total));
 	fprintf(r->out, "\n");
+	if (unknown)
+		fprintf(r->out, "  %" PRId64 " samples (%.1f%%) are under [unknown launch]: their kernels' "
+			"launches were never seen\n  (launched before gpusample attached, or skipped by "
+			"1-in-N launch sampling); attach earlier or start the job under gpusample\n",
+			unknown, pct(unknown, gpu_total));
 	if (re > rb) {
 		*top_reason = (gs_str)c.e[rb].a;
 		*top_reason_n = c.e[rb].v;
@@ -554,6 +610,9 @@ static int gpu_section(struct rpt *r, int64_t gpu_total, int64_t gpu_ni, uint32_
 				c.e[i].a ? gs_profile_str(p, (gs_str)c.e[i].a) : "unknown", pct(c.e[i].v, c.e[k].v));
 		fprintf(r->out, "\n");
 		cnt_range(&c, T_LINE, kfn, &b, &e);
+		if (e == b && kfn)
+			fprintf(r->out, "      hottest lines: none (cubin built without -lineinfo: "
+				"kernel-level attribution only)\n");
 		if (e > b) {
 			fprintf(r->out, "      hottest lines:");
 			for (size_t i = b; i < e && i < b + 3; i++) {
@@ -566,17 +625,13 @@ static int gpu_section(struct rpt *r, int64_t gpu_total, int64_t gpu_ni, uint32_
 			fprintf(r->out, "\n");
 		}
 		cnt_range(&c, T_LAUNCH, kfn, &b, &e);
-		if (e > b) {
-			const struct cnt *l = &c.e[b];
-			if (l->a) {
-				struct gs_dframe df[66];
-				size_t nd = gs_location_dframes(p, (uint32_t)l->a, df, 66);
-				gs_dframe_name(p, &df[nd ? nd - 1 : 0], name, sizeof(name));
-			} else {
-				snprintf(name, sizeof(name), "no Python frame (unknown launch or native caller)");
-			}
-			fprintf(r->out, "      launched from: %s (%.0f%%)\n", name, pct(l->v, c.e[k].v));
+		for (size_t i = b; i < e && i < b + 3; i++) {
+			launch_site_name(p, &c.e[i], name, sizeof(name));
+			fprintf(r->out, "      %s %3.0f%%  %s\n", i == b ? "launched from:" : "              ",
+				pct(c.e[i].v, c.e[k].v), name);
 		}
+		if (e - b > 3)
+			fprintf(r->out, "                     ... %zu more launch sites\n", e - b - 3);
 	}
 	if (ke - kb > r->top)
 		fprintf(r->out, "  ... %zu more kernels\n", ke - kb - r->top);

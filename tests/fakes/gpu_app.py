@@ -2,8 +2,10 @@
 """A PyTorch-shaped CUDA program for the CUDA/CUPTI doubles.
 
 Launches real sm_90 cubin kernels through the driver double's cuLaunchKernel
-(ctypes), from named Python functions (train_step -> forward/backward), so
-launch-site stacks have Python frames.  With CUDA_INJECTION64_PATH set the
+(ctypes), from named Python functions, so launch-site stacks have Python
+frames.  Every step: train_step -> forward -> axpy; train_step -> backward ->
+reduce_sum; and scale<float> from two call sites, 3:1: forward on 3 steps in
+4, optimizer_step on the 4th (a kernel whose samples must split 3:1).  With CUDA_INJECTION64_PATH set the
 driver double loads the gpusample agent in cuInit, as the real driver does.
 
 usage: gpu_app.py LIBCUDA CUBIN_DIR [--seconds S] [--rate LAUNCHES_PER_S]
@@ -75,18 +77,28 @@ def launch(dev, name):
     launches += 1
 
 
-def forward(dev):
+SCALE = b"_Z5scaleIfEvPT_S0_i"
+
+
+def forward(dev, step):
     launch(dev, b"axpy")
-    launch(dev, b"_Z5scaleIfEvPT_S0_i")
+    if step % 4 != 3:
+        launch(dev, SCALE)  # call site 1 of scale: 3 steps in 4
 
 
 def backward(dev):
     launch(dev, b"_Z10reduce_sumPKfPfi")
 
 
-def train_step(dev):
-    forward(dev)
+def optimizer_step(dev, step):
+    if step % 4 == 3:
+        launch(dev, SCALE)  # call site 2 of scale: 1 step in 4
+
+
+def train_step(dev, step):
+    forward(dev, step)
     backward(dev)
+    optimizer_step(dev, step)
 
 
 if args.start_file:
@@ -97,7 +109,7 @@ while time.monotonic() - start < args.seconds:
     if args.stop_file and step % 16 == 0 and os.path.exists(args.stop_file):
         break
     for dev in range(ndev):
-        train_step(dev)
+        train_step(dev, step)
     step += 1
     # pace: 3 launches per device per step
     due = start + step * 3 * ndev / args.rate

@@ -6,7 +6,7 @@
 # truncation frame at the root, and the 128 frames are the innermost ones.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/python_lib.sh"
-build_py_driver
+py_need_gs
 spin=$(marker_line "$PYWL/py_recurse.py" SPIN_LINE)
 # names (last component of the qualname) and lines, root first, leaf excluded
 sampled() { tr ';' '\n' | sed -E 's/^(.*)@[^@]*:([0-9]+)$/\1 \2/; s/^[^ ]*\.([^. ]+) /\1 /' ; }
@@ -14,7 +14,7 @@ n_py=0
 for py in $(py_versions); do
 	n_py=$((n_py + 1))
 	for depth in 40 200; do
-		py_profile "$T/rec.txt" "$py" py_recurse.py 2 $depth "$T/expect.txt"
+		py_launch "$T/rec.txt" "$py" py_recurse.py 2 $depth "$T/expect.txt"
 		head -n -0 "$T/expect.txt" > "$T/exp"
 		nexp=$(wc -l < "$T/exp")
 		grep -F "spin@py_recurse.py:$spin" "$T/rec.txt" | cut -d'|' -f2 | sort | uniq -c | sort -rn > "$T/stacks"

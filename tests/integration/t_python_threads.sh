@@ -3,14 +3,16 @@
 # released (hashlib, zlib), one in pure Python; every thread's samples carry
 # its own Python stack (thread bootstrap at the root, the worker's call line
 # at the leaf), on every CPython 3.8-3.13 and Debian's python3.
+# Attach mode: `gpusample -p PID` on the running script, read back with
+# go tool pprof -traces -lines.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/python_lib.sh"
-build_py_driver
+py_need_gs
 f=$PYWL/py_threads.py
 n_py=0
 for py in $(py_versions); do
 	n_py=$((n_py + 1))
-	py_profile "$T/thr.txt" "$py" py_threads.py 3
+	py_attach "$T/thr.txt" "$py" py_threads.py 2
 	total=$(wc -l < "$T/thr.txt")
 	for w in hash_worker:HASH_LINE zlib_worker:ZLIB_LINE py_worker:PY_LINE; do
 		fn=${w%%:*}; line=$(marker_line "$f" "${w##*:}")

@@ -17,6 +17,7 @@ def mp_work(secs):
 
 
 def main():
+    print("root=%d" % os.getpid(), flush=True)
     wait_for_go()
     ctx = mp.get_context(sys.argv[1])
     ps = [ctx.Process(target=mp_work, args=(seconds(),)) for _ in range(2)]
