@@ -150,8 +150,8 @@ static __always_inline __u32 gs_fill_stack(void *ctx, struct task_struct *task, 
 					   const struct gs_target *t, bool want_kernel,
 					   struct gs_cpu_sample *rec, struct gs_stats *st)
 {
-	__u64 *ustage = (void *)rec + GS_STAGE_USER_OFF;
 	struct gs_py_frame *pystage = (void *)rec + GS_STAGE_PY_OFF;
+	struct gs_unwind_state *uw;
 	__u64 nk = 0, nu = 0, np = 0;
 	__u16 flags = rec->flags, uerr = GS_UNWIND_OK;
 	long n;
@@ -167,25 +167,29 @@ static __always_inline __u32 gs_fill_stack(void *ctx, struct task_struct *task, 
 	}
 	GS_BOUND(nk, GS_MAX_KERNEL_FRAMES);
 
-	/* The loops store their counts in the record and the copies below read
-	 * them back: a value loaded from a map is not tied to the loop's
-	 * states, so the verifier can prune the loops' many exit states. */
-	n = gs_unwind_user(ctx, task, tgid, ustage, &uerr, &flags);
-	rec->n_user = n < 0 ? 0 : n > GS_MAX_USER_FRAMES ? GS_MAX_USER_FRAMES : n;
-	rec->unwind_err = uerr;
+	/* The walks store their counts in map values and the copies below
+	 * read them back: a value loaded from a map is not tied to the walks'
+	 * states, so the verifier can prune their many exit states.  The
+	 * native walk itself is a global function (gs_unwind_cfi), verified
+	 * once whatever the state here. */
+	uw = gs_unwind_begin(ctx, tgid, &flags);
 	rec->n_python = 0;
 	if (t->py_cfg_id) {
 		n = gs_walk_python(task, t->py_cfg_id, pystage, &flags);
 		rec->n_python = n < 0 ? 0 : n > GS_MAX_PY_FRAMES ? GS_MAX_PY_FRAMES : n;
 	}
 
-	nu = *(volatile __u8 *)&rec->n_user;
+	if (uw) {
+		nu = *(volatile __u32 *)&uw->n;
+		uerr = *(volatile __u16 *)&uw->err;
+	}
 	np = *(volatile __u16 *)&rec->n_python;
-	uerr = *(volatile __u16 *)&rec->unwind_err;
 	GS_BOUND(nu, GS_MAX_USER_FRAMES);
 	GS_BOUND(np, GS_MAX_PY_FRAMES);
-	if (nu)
-		bpf_probe_read_kernel(rec->frames + nk, nu * sizeof(__u64), ustage);
+	if (uw && nu)
+		bpf_probe_read_kernel(rec->frames + nk, nu * sizeof(__u64), uw->ips);
+	if (uw)
+		gs_unwind_end();
 	if (np)
 		bpf_probe_read_kernel(rec->frames + nk + nu, np * sizeof(struct gs_py_frame),
 				      pystage);
@@ -199,6 +203,8 @@ static __always_inline __u32 gs_fill_stack(void *ctx, struct task_struct *task, 
 	if (flags & GS_CPU_PY_TRUNC)
 		gs_stat_inc(st, GS_STAT_PY_TRUNC);
 	rec->n_kernel = nk;
+	rec->n_user = nu;
+	rec->unwind_err = uerr;
 	rec->flags = flags;
 	return sizeof(*rec) + (nk + nu) * sizeof(__u64) + np * sizeof(struct gs_py_frame);
 }

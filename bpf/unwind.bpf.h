@@ -75,16 +75,46 @@ struct {
  * frame-pointer baseline or to honour --no-cfi. */
 volatile __u32 gs_unwind_fp_only;
 
-struct gs_unwind_walk {
+/* The walk's state and output.  It lives in a per-CPU map value, not on the
+ * stack: the verifier does not track map contents, so the per-frame bpf_loop
+ * callback converges after a pass or two instead of being re-verified once
+ * per frame index (a stack struct cost 300-450k verified instructions). */
+struct gs_unwind_state {
 	__u64 pc, sp, bp;
-	__u64 *ips;
-	struct gs_cfi_proc *proc;
-	__u32 tgid;
-	__u32 n;
-	__u16 err;
+	__u32 n;     /* frames written to ips */
+	__u16 err;   /* enum gs_unwind_err */
 	__u8 exact;  /* pc is exact (leaf, or resumed after a signal frame) */
 	__u8 bp_ok;  /* bp holds this frame's real RBP */
 	__u8 cfi;    /* at least one row used */
+	__u8 pad[7];
+	__u64 ips[GS_MAX_USER_FRAMES]; /* leaf first */
+};
+
+/* One state per nesting level: a perf_event sample can interrupt a
+ * uprobe/USDT handler that is unwinding on the same CPU (gs_unwind_begin
+ * takes the next level, gs_unwind_end gives it back; interrupts nest, so a
+ * per-CPU counter is enough). */
+#define GS_UNWIND_NEST 2
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, GS_UNWIND_NEST);
+	__type(key, __u32);
+	__type(value, struct gs_unwind_state);
+} gs_unwind_st SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} gs_unwind_depth SEC(".maps");
+
+/* bpf_loop context: pointers only (constant over the walk). */
+struct gs_unwind_walk {
+	struct gs_unwind_state *w;
+	struct gs_cfi_proc *proc;
+	__u32 tgid;
 };
 
 /* Mapping of proc that contains pc, or NULL. */
@@ -122,38 +152,40 @@ static __always_inline struct gs_cfi_rule *gs_cfi_find_rule(__u32 table_id, __u3
 	void *rows = bpf_map_lookup_elem(&gs_cfi_tables, &table_id);
 	struct gs_cfi_page *page;
 	struct gs_cfi_row *row;
-	__u32 lo, hi, i, first, rule;
+	__u32 lo, hi, i, first, rule = 0, key;
 
 	if (!rows || rel > 0xffffffffULL || (rel >> GS_CFI_PAGE_SHIFT) >= n_pages)
 		return NULL;
-	i = rel >> GS_CFI_PAGE_SHIFT;
-	page = bpf_map_lookup_elem(rows, &i);
+	/* Keys are separate variables: a loop counter whose address is taken
+	 * lives on the stack, where the verifier loses its value and then
+	 * cannot see the loop end. */
+	key = rel >> GS_CFI_PAGE_SHIFT;
+	page = bpf_map_lookup_elem(rows, &key);
 	if (!page)
 		return NULL;
 	first = lo = page->lo;
 	hi = page->hi;
-	/* last row with pc <= rel in [lo, hi) */
+	/* last row with pc <= rel in [lo, hi): lo only grows, so the row of
+	 * its last move is that row; its rule is kept on the way (saves a
+	 * lookup per frame) */
 	for (i = 0; i < GS_CFI_ROW_SEARCH; i++) {
 		__u32 mid;
 
 		if (lo >= hi)
 			break;
-		mid = lo + (hi - lo) / 2;
-		row = bpf_map_lookup_elem(rows, &mid);
+		key = mid = lo + (hi - lo) / 2;
+		row = bpf_map_lookup_elem(rows, &key);
 		if (!row)
 			return NULL;
-		if (rel < row->pc)
+		if (rel < row->pc) {
 			hi = mid;
-		else
+		} else {
 			lo = mid + 1;
+			rule = row->rule;
+		}
 	}
 	if (lo == first)
 		return NULL; /* before the first row */
-	lo--;
-	row = bpf_map_lookup_elem(rows, &lo);
-	if (!row)
-		return NULL;
-	rule = row->rule;
 	return bpf_map_lookup_elem(&gs_cfi_rules, &rule);
 }
 
@@ -162,197 +194,283 @@ static __always_inline int gs_read_user_u64(__u64 *dst, __u64 addr)
 	return bpf_probe_read_user(dst, sizeof(*dst), (const void *)addr);
 }
 
-/* One frame-pointer step: [bp] = caller's RBP, [bp+8] = return address. */
-static __always_inline long gs_unwind_fp_step(struct gs_unwind_walk *w)
+/* Two adjacent stack words in one read: {saved RBP, return address}. */
+static __always_inline int gs_read_user_pair(__u64 *dst, __u64 addr)
 {
-	__u64 ra, nbp;
+	return bpf_probe_read_user(dst, 2 * sizeof(*dst), (const void *)addr);
+}
 
-	if (!w->bp_ok || w->bp < w->sp || (w->bp & 7)) {
-		w->err = GS_UNWIND_NO_TABLE;
-		return 1;
-	}
-	if (gs_read_user_u64(&nbp, w->bp) || gs_read_user_u64(&ra, w->bp + 8)) {
-		w->err = GS_UNWIND_READ_FAULT;
-		return 1;
-	}
-	if (ra == 0)
+/* Stop the walk with err. */
+static __always_inline long gs_unwind_stop(struct gs_unwind_state *w, __u16 err)
+{
+	w->err = err;
+	return 1;
+}
+
+/* One frame-pointer step: [bp] = caller's RBP, [bp+8] = return address. */
+static __always_inline long gs_unwind_fp_step(struct gs_unwind_state *w)
+{
+	__u64 fr[2]; /* saved RBP, return address */
+
+	if (!w->bp_ok || w->bp < w->sp || (w->bp & 7))
+		return gs_unwind_stop(w, GS_UNWIND_NO_TABLE);
+	if (gs_read_user_pair(fr, w->bp))
+		return gs_unwind_stop(w, GS_UNWIND_READ_FAULT);
+	if (fr[1] == 0)
 		return 1; /* outermost frame */
 	w->sp = w->bp + 16;
-	w->bp = nbp;
-	w->pc = ra;
+	w->bp = fr[0];
+	w->pc = fr[1];
 	w->exact = 0;
 	return 0;
 }
 
+/* A signal trampoline frame: rt_sigframe at sp, saved rsp at +cfa_off, rip
+ * right after it, rbp at +rbp_off. */
+static __always_inline long gs_unwind_signal(struct gs_unwind_state *w, const struct gs_cfi_rule *r)
+{
+	__u64 sprip[2], nbp;
+
+	if (gs_read_user_pair(sprip, w->sp + (__s64)r->cfa_off) ||
+	    gs_read_user_u64(&nbp, w->sp + (__s64)r->rbp_off))
+		return gs_unwind_stop(w, GS_UNWIND_READ_FAULT);
+	w->sp = sprip[0];
+	w->bp = nbp;
+	w->bp_ok = 1;
+	w->pc = sprip[1];
+	w->exact = 1; /* the interrupted PC, not a return address */
+	return sprip[1] == 0;
+}
+
+/* One CFI step with rule r; returns 1 to stop the walk. */
+static __always_inline long gs_unwind_cfi_step(struct gs_unwind_state *w, const struct gs_cfi_rule *r)
+{
+	__u64 cfa, fr[2]; /* fr: saved RBP (when at CFA-16), return address */
+	__u8 cfa_type = r->cfa_type, rbp_type = r->rbp_type;
+	__s64 rbp_off = r->rbp_off;
+
+	switch (cfa_type) {
+	case GS_CFA_RSP:
+		cfa = w->sp + (__s64)r->cfa_off;
+		break;
+	case GS_CFA_RBP:
+		if (!w->bp_ok)
+			return gs_unwind_stop(w, GS_UNWIND_BAD_RULE);
+		cfa = w->bp + (__s64)r->cfa_off;
+		break;
+	case GS_CFA_DEREF_RBP:
+		if (!w->bp_ok)
+			return gs_unwind_stop(w, GS_UNWIND_BAD_RULE);
+		if (gs_read_user_u64(&cfa, w->bp + (__s64)r->cfa_off))
+			return gs_unwind_stop(w, GS_UNWIND_READ_FAULT);
+		break;
+	case GS_CFA_PLT:
+		cfa = w->sp + (__s64)r->cfa_off + ((w->pc & 15) >= (__u64)r->rbp_off ? 8 : 0);
+		break;
+	case GS_CFA_SIGNAL:
+		return gs_unwind_signal(w, r);
+	case GS_CFA_END:
+		return 1;
+	default: /* GS_CFA_EXPR */
+		return gs_unwind_stop(w, GS_UNWIND_BAD_RULE);
+	}
+
+	/* The caller's frame is above this one. */
+	if (cfa <= w->sp)
+		return gs_unwind_stop(w, GS_UNWIND_BAD_RULE);
+	if (rbp_type == GS_RBP_CFA && rbp_off == -16) {
+		/* push rbp right after the call (most frames): one read */
+		if (gs_read_user_pair(fr, cfa - 16))
+			return gs_unwind_stop(w, GS_UNWIND_READ_FAULT);
+	} else {
+		if (gs_read_user_u64(&fr[1], cfa - 8))
+			return gs_unwind_stop(w, GS_UNWIND_READ_FAULT);
+		switch (rbp_type) {
+		case GS_RBP_SAME:
+			fr[0] = w->bp;
+			break;
+		case GS_RBP_CFA:
+			if (gs_read_user_u64(&fr[0], cfa + rbp_off))
+				return gs_unwind_stop(w, GS_UNWIND_READ_FAULT);
+			break;
+		case GS_RBP_RBP:
+			if (!w->bp_ok)
+				return gs_unwind_stop(w, GS_UNWIND_BAD_RULE);
+			if (gs_read_user_u64(&fr[0], w->bp + rbp_off))
+				return gs_unwind_stop(w, GS_UNWIND_READ_FAULT);
+			break;
+		default:
+			fr[0] = w->bp; /* unknown in the caller */
+			w->bp_ok = 0;
+			break;
+		}
+	}
+	if (rbp_type == GS_RBP_CFA)
+		w->bp_ok = 1;
+	w->bp = fr[0];
+	w->sp = cfa;
+	w->pc = fr[1];
+	w->exact = 0;
+	return fr[1] == 0; /* 0 return address: outermost frame */
+}
+
 static long gs_unwind_step(__u32 i, void *arg)
 {
-	struct gs_unwind_walk *w = arg;
-	struct gs_cfi_mapping *m = NULL;
+	struct gs_unwind_walk *c = arg;
+	struct gs_unwind_state *w = c->w;
+	struct gs_cfi_mapping *m;
 	struct gs_cfi_rule *r = NULL;
-	__u64 cfa, ra, lookup, nbp;
+	__u64 lookup;
 	__u32 n = w->n;
 
-	if (n >= GS_MAX_USER_FRAMES) {
-		w->err = GS_UNWIND_DEPTH;
-		return 1;
-	}
+	if (n >= GS_MAX_USER_FRAMES)
+		return gs_unwind_stop(w, GS_UNWIND_DEPTH);
 	w->ips[n] = w->pc;
 	w->n = n + 1;
 
 	/* Return addresses point after the call: look up the call itself. */
 	lookup = w->exact ? w->pc : w->pc - 1;
-	if (w->proc) {
-		m = gs_cfi_find_mapping(w->proc, lookup);
-		if (!m || m->table_id == GS_CFI_TABLE_PENDING) {
-			struct gs_cfi_miss_key k = { .tgid = w->tgid, .start = m ? m->start : 0 };
-			__u64 now = bpf_ktime_get_ns();
+	m = gs_cfi_find_mapping(c->proc, lookup);
+	if (!m || m->table_id == GS_CFI_TABLE_PENDING) {
+		struct gs_cfi_miss_key k = { .tgid = c->tgid, .start = m ? m->start : 0 };
+		__u64 now = bpf_ktime_get_ns();
 
-			bpf_map_update_elem(&gs_cfi_miss, &k, &now, BPF_NOEXIST);
-		} else if (m->table_id) {
-			r = gs_cfi_find_rule(m->table_id, m->n_pages, lookup - m->bias);
-		}
+		bpf_map_update_elem(&gs_cfi_miss, &k, &now, BPF_NOEXIST);
+	} else if (m->table_id) {
+		r = gs_cfi_find_rule(m->table_id, m->n_pages, lookup - m->bias);
 	}
 	if (!r || r->cfa_type == GS_CFA_NONE)
 		return gs_unwind_fp_step(w);
-
 	w->cfi = 1;
-	switch (r->cfa_type) {
-	case GS_CFA_RSP:
-		cfa = w->sp + (__s64)r->cfa_off;
-		break;
-	case GS_CFA_RBP:
-		if (!w->bp_ok) {
-			w->err = GS_UNWIND_BAD_RULE;
-			return 1;
-		}
-		cfa = w->bp + (__s64)r->cfa_off;
-		break;
-	case GS_CFA_DEREF_RBP:
-		if (!w->bp_ok) {
-			w->err = GS_UNWIND_BAD_RULE;
-			return 1;
-		}
-		if (gs_read_user_u64(&cfa, w->bp + (__s64)r->cfa_off)) {
-			w->err = GS_UNWIND_READ_FAULT;
-			return 1;
-		}
-		break;
-	case GS_CFA_PLT:
-		cfa = w->sp + (__s64)r->cfa_off + ((w->pc & 15) >= (__u64)r->rbp_off ? 8 : 0);
-		break;
-	case GS_CFA_SIGNAL: {
-		/* rt_sigframe at sp: saved rsp at +cfa_off, rip right after it */
-		__u64 nsp;
-
-		if (gs_read_user_u64(&nsp, w->sp + (__s64)r->cfa_off) ||
-		    gs_read_user_u64(&ra, w->sp + (__s64)r->cfa_off + 8) ||
-		    gs_read_user_u64(&nbp, w->sp + (__s64)r->rbp_off)) {
-			w->err = GS_UNWIND_READ_FAULT;
-			return 1;
-		}
-		w->sp = nsp;
-		w->bp = nbp;
-		w->bp_ok = 1;
-		w->pc = ra;
-		w->exact = 1; /* the interrupted PC, not a return address */
-		return ra == 0;
-	}
-	case GS_CFA_END:
-		return 1;
-	default: /* GS_CFA_EXPR */
-		w->err = GS_UNWIND_BAD_RULE;
-		return 1;
-	}
-
-	/* The caller's frame is above this one. */
-	if (cfa <= w->sp) {
-		w->err = GS_UNWIND_BAD_RULE;
-		return 1;
-	}
-	if (gs_read_user_u64(&ra, cfa - 8)) {
-		w->err = GS_UNWIND_READ_FAULT;
-		return 1;
-	}
-	switch (r->rbp_type) {
-	case GS_RBP_SAME:
-		break;
-	case GS_RBP_CFA:
-		if (gs_read_user_u64(&nbp, cfa + (__s64)r->rbp_off)) {
-			w->err = GS_UNWIND_READ_FAULT;
-			return 1;
-		}
-		w->bp = nbp;
-		w->bp_ok = 1;
-		break;
-	case GS_RBP_RBP:
-		if (!w->bp_ok || gs_read_user_u64(&nbp, w->bp + (__s64)r->rbp_off)) {
-			w->err = w->bp_ok ? GS_UNWIND_READ_FAULT : GS_UNWIND_BAD_RULE;
-			return 1;
-		}
-		w->bp = nbp;
-		break;
-	default:
-		w->bp_ok = 0;
-		break;
-	}
-	w->sp = cfa;
-	w->pc = ra;
-	w->exact = 0;
-	return ra == 0; /* 0 return address: outermost frame */
+	return gs_unwind_cfi_step(w, r);
 }
 
-static __always_inline int gs_unwind_user(void *ctx, struct task_struct *task, __u32 tgid,
-					  __u64 *ips, __u16 *err, __u16 *flags)
+/*
+ * The CFI walk of the current thread's user stack into state `level` of
+ * gs_unwind_st.  A global (non-static) function: the verifier checks it once
+ * per program, on its own, with unknown scalar arguments, whatever the
+ * caller's state; callers see only a scalar result.  Returns the number of
+ * frames (also in the state's n; err set there), or GS_UNWIND_USE_FP when
+ * the process has no CFI entry (or CFI is off): use frame pointers then.
+ */
+#define GS_UNWIND_USE_FP (-2)
+__noinline int gs_unwind_cfi(__u32 tgid, __u32 level)
 {
-	struct gs_unwind_walk w = {};
+	struct gs_unwind_walk c = {};
+	struct gs_unwind_state *w;
+	struct gs_cfi_proc *proc;
 	struct pt_regs *regs;
-	long n;
+	__u64 pc, cs;
 
-	w.proc = gs_unwind_fp_only ? NULL : bpf_map_lookup_elem(&gs_cfi_procs, &tgid);
-	if (!w.proc) {
-		n = bpf_get_stack(ctx, ips, GS_MAX_USER_FRAMES * sizeof(__u64), BPF_F_USER_STACK);
-		if (n < 0) {
-			*err = GS_UNWIND_READ_FAULT;
-			return 0;
-		}
-		n /= sizeof(__u64);
-		*err = n >= GS_MAX_USER_FRAMES ? GS_UNWIND_DEPTH : GS_UNWIND_OK;
-		if (n >= GS_MAX_USER_FRAMES)
-			*flags |= GS_CPU_USER_TRUNC;
-		if (n > GS_MAX_USER_FRAMES)
-			n = GS_MAX_USER_FRAMES;
-		return n;
-	}
-
+	if (gs_unwind_fp_only)
+		return GS_UNWIND_USE_FP;
+	proc = bpf_map_lookup_elem(&gs_cfi_procs, &tgid);
+	if (!proc)
+		return GS_UNWIND_USE_FP;
+	w = bpf_map_lookup_elem(&gs_unwind_st, &level);
+	if (!w)
+		return 0;
+	w->n = 0;
+	w->err = GS_UNWIND_OK;
+	w->cfi = 0;
 	/* User registers as saved on kernel entry: right whether the sample
 	 * interrupted user or kernel mode (the perf regs are kernel regs then). */
 	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 	if (!regs) {
-		*err = GS_UNWIND_READ_FAULT;
+		w->err = GS_UNWIND_READ_FAULT;
 		return 0;
 	}
-	w.pc = BPF_CORE_READ(regs, ip);
-	w.sp = BPF_CORE_READ(regs, sp);
-	w.bp = BPF_CORE_READ(regs, bp);
-	if (!w.pc || (BPF_CORE_READ(regs, cs) & 3) != 3) {
-		*err = GS_UNWIND_OK; /* kernel thread: no user stack */
-		return 0;
+	pc = BPF_CORE_READ(regs, ip);
+	cs = BPF_CORE_READ(regs, cs);
+	if (!pc || (cs & 3) != 3)
+		return 0; /* kernel thread: no user stack */
+	w->pc = pc;
+	w->sp = BPF_CORE_READ(regs, sp);
+	w->bp = BPF_CORE_READ(regs, bp);
+	w->exact = 1;
+	w->bp_ok = 1;
+	c.w = w;
+	c.proc = proc;
+	c.tgid = tgid;
+	bpf_loop(GS_MAX_USER_FRAMES + 1, gs_unwind_step, &c, 0);
+	return w->n;
+}
+
+/*
+ * Unwind the current thread's user stack into this CPU's next free
+ * gs_unwind_state: ips[0..n) (leaf = interrupted user PC first), n <=
+ * GS_MAX_USER_FRAMES, err = enum gs_unwind_err.  ORs GS_CPU_USER_TRUNC /
+ * GS_CPU_USER_CFI into *flags.  Returns the state, or NULL when every
+ * nesting level is taken (no user stack then).  A non-NULL state must be
+ * given back with gs_unwind_end() once its frames are copied.
+ */
+static __always_inline struct gs_unwind_state *gs_unwind_begin(void *ctx, __u32 tgid, __u16 *flags)
+{
+	struct gs_unwind_state *w;
+	__u32 zero = 0, level, *depth;
+	long n;
+
+	depth = bpf_map_lookup_elem(&gs_unwind_depth, &zero);
+	if (!depth)
+		return NULL;
+	level = *depth;
+	if (level >= GS_UNWIND_NEST)
+		return NULL;
+	w = bpf_map_lookup_elem(&gs_unwind_st, &level);
+	if (!w)
+		return NULL;
+	*depth = level + 1;
+
+	n = gs_unwind_cfi(tgid, level);
+	if (n == GS_UNWIND_USE_FP) {
+		/* frame pointers only: the kernel's walk (the cost baseline) */
+		n = bpf_get_stack(ctx, w->ips, GS_MAX_USER_FRAMES * sizeof(__u64), BPF_F_USER_STACK);
+		w->cfi = 0;
+		if (n < 0) {
+			w->n = 0;
+			w->err = GS_UNWIND_READ_FAULT;
+		} else {
+			n /= sizeof(__u64);
+			w->n = n;
+			w->err = n >= GS_MAX_USER_FRAMES ? GS_UNWIND_DEPTH : GS_UNWIND_OK;
+		}
 	}
-	w.ips = ips;
-	w.tgid = tgid;
-	w.exact = 1;
-	w.bp_ok = 1;
-	bpf_loop(GS_MAX_USER_FRAMES + 1, gs_unwind_step, &w, 0);
-	*err = w.err;
-	if (w.err == GS_UNWIND_DEPTH)
+	if (w->err == GS_UNWIND_DEPTH)
 		*flags |= GS_CPU_USER_TRUNC;
-	if (w.cfi)
+	if (w->cfi)
 		*flags |= GS_CPU_USER_CFI;
-	/* w.n was written in the callback: the verifier does not know its
-	 * range here, and callers size copies with it. */
-	n = w.n;
+	return w;
+}
+
+static __always_inline void gs_unwind_end(void)
+{
+	__u32 zero = 0, *depth = bpf_map_lookup_elem(&gs_unwind_depth, &zero);
+
+	if (depth && *depth)
+		*depth -= 1;
+}
+
+/* The original contract (used by tests/cfi/cfi_probe.bpf.c): the frames are
+ * copied into ips (a map value with room for GS_MAX_USER_FRAMES). */
+static __always_inline int gs_unwind_user(void *ctx, struct task_struct *task, __u32 tgid,
+					  __u64 *ips, __u16 *err, __u16 *flags)
+{
+	struct gs_unwind_state *w = gs_unwind_begin(ctx, tgid, flags);
+	__u64 n;
+
+	if (!w) {
+		*err = GS_UNWIND_OK;
+		return 0;
+	}
+	/* n was written by the walk: the verifier does not know its range */
+	n = *(volatile __u32 *)&w->n;
 	if (n > GS_MAX_USER_FRAMES)
 		n = GS_MAX_USER_FRAMES;
+	asm volatile("" : "+r"(n));
+	*err = w->err;
+	if (n)
+		bpf_probe_read_kernel(ips, (n & 0xff) * sizeof(__u64), w->ips);
+	gs_unwind_end();
 	return n;
 }
 

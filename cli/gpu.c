@@ -98,8 +98,21 @@ static void before_attach(void *ctx, uint32_t tgid)
 {
 	struct session *s = ctx;
 
-	if (s->cfi)
+	/* Eagerly, as for the processes there at attach: in lazy mode (on
+	 * once the session started) each object of the launch path (agent,
+	 * libcupti, libcuda, libffi or libtorch_cuda, ...) would get its table
+	 * one refresh round after a stack first walked into it, so launch
+	 * stacks stay broken for the first second or so.  Paid once per GPU
+	 * process, before its agent arms. */
+	if (s->cfi) {
+		bool lazy = s->t0_mono != 0; /* session.c: lazy CFI from start() on */
+
+		if (lazy)
+			gs_cfi_set_lazy(s->cfi, false);
 		gs_cfi_add_process(s->cfi, tgid);
+		if (lazy)
+			gs_cfi_set_lazy(s->cfi, true);
+	}
 	note_gpu_libs(s, tgid);
 }
 
@@ -210,7 +223,9 @@ static int lib_kind(struct session *s, uint32_t tgid, uint64_t addr)
  * path (agent, libcupti, the driver's internals) and not the program's: the
  * stack then starts at the driver API the program called (the outermost
  * libcuda frame: cuLaunchKernel...), so GPU samples hang right under it in
- * every viewer.  0 when the walk never left that path (kept as is). */
+ * every viewer.  When the native walk ended inside that path, the
+ * outermost driver frame is still the best leaf there is (the Python frames
+ * come on top of it); 0 when there is none (kept as is). */
 static uint32_t launch_frames_to_skip(struct session *s, const struct gs_cpu_sample *cs)
 {
 	const __u64 *user = cs->frames + cs->n_kernel;
@@ -224,13 +239,14 @@ static uint32_t launch_frames_to_skip(struct session *s, const struct gs_cpu_sam
 		if (k == LIB_DRIVER)
 			driver = i;
 	}
-	if (i == cs->n_user)
-		return 0;
-	return driver != UINT32_MAX ? driver : i;
+	if (driver != UINT32_MAX)
+		return driver;
+	return i == cs->n_user ? 0 : i;
 }
 
-/* The launch record's CPU sample minus its first skip user frames, in buf
- * (a copy of the record, same layout). */
+/* The launch record's CPU sample minus its kernel frames (the uprobe's
+ * own path into BPF, never the program's) and its first skip user frames,
+ * in buf (a copy of the record, same layout). */
 static const struct gs_cpu_sample *trim_launch_stack(const struct gs_cpu_sample *cs, uint32_t skip,
 						     void *buf, size_t len)
 {
@@ -238,14 +254,15 @@ static const struct gs_cpu_sample *trim_launch_stack(const struct gs_cpu_sample 
 	size_t words = (size_t)cs->n_kernel + cs->n_user + 2u * cs->n_python;
 	size_t size = sizeof(*cs) + words * sizeof(uint64_t);
 
-	if (!skip || size > len || size > cs->hdr.size)
+	if ((!skip && !cs->n_kernel) || size > len || size > cs->hdr.size)
 		return cs;
 	memcpy(t, cs, sizeof(*cs));
-	memcpy(t->frames, cs->frames, cs->n_kernel * sizeof(uint64_t));
-	memcpy(t->frames + cs->n_kernel, cs->frames + cs->n_kernel + skip,
+	memcpy(t->frames, cs->frames + cs->n_kernel + skip,
 	       (words - cs->n_kernel - skip) * sizeof(uint64_t));
 	t->n_user = (uint8_t)(cs->n_user - skip);
-	t->hdr.size = (uint32_t)(size - skip * sizeof(uint64_t));
+	t->n_kernel = 0;
+	t->flags &= (uint16_t)~(GS_CPU_IN_KERNEL | GS_CPU_KSTACK_ERR);
+	t->hdr.size = (uint32_t)(size - (cs->n_kernel + skip) * sizeof(uint64_t));
 	return t;
 }
 
@@ -319,7 +336,11 @@ void gs_gpu_detach(struct session *s, int (*poll)(void *ctx, int timeout_ms))
 
 static const char *reason_hint(const struct gs_gpu_proc_info *p)
 {
-	return p->message[0] ? p->message : gs_gpu_state_name(p->state);
+	static const char prefix[] = "GPU sampling off: "; /* the agent's own wording */
+
+	if (!p->message[0])
+		return gs_gpu_state_name(p->state);
+	return strncmp(p->message, prefix, sizeof(prefix) - 1) ? p->message : p->message + sizeof(prefix) - 1;
 }
 
 static int note_process(void *ctx, const struct gs_gpu_proc_info *i)
@@ -382,8 +403,11 @@ int gs_gpu_finish(struct session *s)
 	if (s->join) {
 		rc = gs_join_emit(s->join, &st);
 		if (!rc && st.samples[GS_JOIN_UNKNOWN])
-			gs_profile_add_note(&s->prof, "%llu GPU samples from kernels whose launch was never "
-					    "seen are under [unknown launch]",
+			gs_profile_add_note(&s->prof, "%llu GPU samples are under [unknown launch] "
+					    "(gpu_attribution=unknown): no launch of their kernel was seen "
+					    "(launched before gpusample attached, or every launch skipped by "
+					    "1-in-N launch sampling); attach earlier or run the job under "
+					    "gpusample -- CMD",
 					    (unsigned long long)st.samples[GS_JOIN_UNKNOWN]);
 	}
 	gs_cuda_add_comments(s->cuda);

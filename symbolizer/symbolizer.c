@@ -425,7 +425,7 @@ static uint32_t resolve_in_module(struct gs_symbolizer *s, const struct gs_sym_m
 }
 
 /* Address outside any file module: perf map, else a pseudo-mapping name
- * ("[vdso]"), else "[unknown]". */
+ * ("[vdso]"), "[jit]" for anonymous executable memory, else "[unknown]". */
 static uint32_t resolve_other(struct gs_symbolizer *s, const struct gs_sym_snapshot *snap,
 			      const struct gs_sym_map *m, uint64_t a)
 {
@@ -442,6 +442,8 @@ static uint32_t resolve_other(struct gs_symbolizer *s, const struct gs_sym_snaps
 		name = pe->name;
 	else if (!pe && m && m->path && m->path[0] == '[')
 		name = m->path;
+	else if (!pe && m && !m->path && m->exec)
+		name = "[jit]"; /* anonymous executable memory: oneDNN, CPython 3.12+ trampolines */
 	loc = add_named_location(s, 0, a, GS_FRAME_NATIVE, name, dem ? pe->name : NULL);
 	free(dem);
 	return loc_put(s, k1, a, loc);

@@ -7,6 +7,12 @@
 #      GPU sample counts, top kernels, the agent's status lines
 #   3. full path: the loop under `gpusample --` (if build/gpusample is wired
 #      for GPU): report, and the step-time ratio with and without gpusample
+#   4. the joined profile in the real viewers (issue 6): go tool pprof
+#      -sample_index=gpu_samples -lines -top (hottest kernel lines), -tags
+#      (stall reasons), -tagfocus on the top stall reason, the Python launch
+#      sites above the hottest kernels (-traces), the [unknown launch] share,
+#      gpu.folded's shape and the speedscope import (if chromium + npm
+#      speedscope are installed)
 # Exit: 0 done (numbers printed), 77 no GPU/PyTorch CUDA here, 1 a step broke.
 #
 # Knobs: STEPS (default 400), PERIOD (CUPTI exponent, default 18), BUILD
@@ -118,19 +124,66 @@ fi
 
 say "3. under gpusample --"
 if [ -x "$ROOT/$BUILD/gpusample" ]; then
-	(cd "$OUT" && "$ROOT/$BUILD/gpusample" --gpu-period "$PERIOD" -o "$OUT/prof" -- \
+	(cd "$OUT" && "$ROOT/$BUILD/gpusample" --gpu-period "$PERIOD" -o "$OUT/prof" \
+		--format pprof,speedscope,folded -- \
 		$PY "$OUT/train.py" "$STEPS" "$OUT/full.step") >"$OUT/full.log" 2>&1
 	rc=$?
 	tail -60 "$OUT/full.log"
 	if [ $rc -eq 0 ] && [ -s "$OUT/full.step" ]; then
 		full=$(cat "$OUT/full.step")
 		echo "step time under gpusample: $(awk -v s="$full" -v b="$base" 'BEGIN{printf "%.3f ms, ratio %.3f", s*1e3, s/b}')"
-		command -v go >/dev/null && go tool pprof -sample_index=gpu_samples -top "$OUT"/prof*.pb.gz 2>/dev/null | head -20
 	else
 		echo "gpusample run failed (rc $rc)"
 	fi
 else
 	echo "no $BUILD/gpusample: skipped"
+fi
+
+say "4. the GPU profile in go tool pprof, speedscope, gpu.folded"
+P=$OUT/prof.pb.gz
+if [ ! -s "$P" ]; then
+	echo "no $P: skipped"
+elif ! command -v go >/dev/null; then
+	echo "go (golang-go) not installed: skipped"
+else
+	pp() { GOFLAGS=-mod=mod GOTOOLCHAIN=local go tool pprof "$@" 2>"$OUT/pprof.err"; }
+	pp -sample_index=gpu_samples -lines -top -nodecount=25 "$P" >"$OUT/gpu_lines.txt" ||
+		{ cat "$OUT/pprof.err"; echo "pprof could not read $P"; exit 1; }
+	total=$(sed -n 's/.* of \([0-9.]*\) total.*/\1/p' "$OUT/gpu_lines.txt" | head -1)
+	echo "GPU samples in the profile: ${total:-0}"
+	awk -v t="${total:-0}" 'BEGIN{exit !(t > 0)}' || { echo "no GPU samples in the profile"; exit 1; }
+	echo "-- hottest kernel lines (-lines -top); a kernel without file:line comes from a cubin without -lineinfo"
+	awk '/flat  flat%/ {f=1; print; next} f && $1 + 0 > 0' "$OUT/gpu_lines.txt" | head -26
+	pp -sample_index=gpu_samples -tags "$P" >"$OUT/gpu_tags.txt"
+	echo "-- stall reasons and attribution (-tags)"
+	awk '/cuda_stall_reason:|gpu_attribution:|cuda_device:/ {f=1} /^ *(pid|tid|thread_name|process_role):/ {f=0} f' \
+		"$OUT/gpu_tags.txt" | head -40
+	top_reason=$(awk '/cuda_stall_reason:/ {f=1; next} f && NF >= 3 {print $NF; exit}' "$OUT/gpu_tags.txt")
+	if [ -n "$top_reason" ]; then
+		echo "-- hottest lines stalled on $top_reason (-tagfocus=cuda_stall_reason=$top_reason)"
+		pp -sample_index=gpu_samples -lines -top -nodecount=10 -tagfocus=cuda_stall_reason="$top_reason" "$P" |
+			awk '/flat  flat%/ {f=1; print; next} f && $1 + 0 > 0'
+	fi
+	echo "-- Python launch sites of the hottest kernels (-traces; innermost Python frames)"
+	"$ROOT/tests/tools/pprof_stacks.py" "$P" -sample_index=gpu_samples -lines >"$OUT/gpu_stacks.txt" 2>/dev/null &&
+		awk -F'\t' '$1 > 0 { n = split($3, f, ";"); k = f[1]; site = "";
+			for (i = 2; i <= n && site == ""; i++) if (f[i] ~ /\.py:[0-9]+$/) site = f[i]
+			key = substr(k, 1, 60) "  <-  " (site == "" ? "(no Python frame)" : site); s[key] += $1 }
+			END { for (x in s) printf "%10d  %s\n", s[x], x }' "$OUT/gpu_stacks.txt" | sort -nr | head -15
+	unknown=$(awk -F'\t' '$3 ~ /\[unknown launch\]/ {n += $1} END {print n+0}' "$OUT/gpu_stacks.txt" 2>/dev/null)
+	under=$(awk -F'\t' '$3 ~ /;train_step( [^;]*)?(;|$)/ {n += $1} END {print n+0}' "$OUT/gpu_stacks.txt" 2>/dev/null)
+	echo "GPU samples under train_step: $under of $total; under [unknown launch]: $unknown"
+	if [ -s "$OUT/prof.gpu.folded" ]; then
+		bad=$(grep -Ecv '^[^;]+(;[^;]+)* [0-9]+$' "$OUT/prof.gpu.folded")
+		stall=$(grep -c ';\[stall\] [a-z_]* [0-9]*$' "$OUT/prof.gpu.folded")
+		echo "gpu.folded: $(wc -l <"$OUT/prof.gpu.folded") lines, $bad malformed, $stall with a [stall] leaf," \
+			"$(awk '{s += $NF} END {print s}' "$OUT/prof.gpu.folded") samples"
+	fi
+	if [ -s "$OUT/prof.speedscope.json" ]; then
+		$PY -c 'import json,sys; d=json.load(open(sys.argv[1])); print("speedscope GPU profiles:", [p["name"] for p in d["profiles"] if p["name"].startswith("GPU")])' \
+			"$OUT/prof.speedscope.json"
+		"$ROOT/tests/tools/speedscope_import.sh" "$OUT/prof.speedscope.json" || echo "(speedscope import: see above)"
+	fi
 fi
 say "summary"
 awk -v b="$base" -v d="$dormant" -v a="$armed" 'BEGIN{printf "baseline %.3f ms  dormant x%.3f  armed x%.3f\n", b*1e3, d/b, a/b}'

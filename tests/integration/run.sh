@@ -5,18 +5,19 @@
 cd "$(dirname "$0")/../.." || exit 1
 if [ "$(id -u)" -ne 0 ]; then echo "integration tests need root (sudo make test)"; exit 1; fi
 pass=0; fail=0; skip=0; failed=""
-mkdir -p build/test-logs
+LOGS=${BUILD:-build}/test-logs
+mkdir -p "$LOGS"
 for t in tests/integration/t_*.sh; do
 	name=$(basename "$t" .sh)
 	if [ -n "${GS_TESTS:-}" ] && ! [[ " $GS_TESTS " == *" $name "* ]]; then continue; fi
 	start=$(date +%s)
-	timeout -k 10 "${GS_TEST_TIMEOUT:-300}" bash "$t" > "build/test-logs/$name.log" 2>&1
+	timeout -k 10 "${GS_TEST_TIMEOUT:-300}" bash "$t" > "$LOGS/$name.log" 2>&1
 	rc=$?
 	secs=$(( $(date +%s) - start ))
 	case $rc in
 	0) pass=$((pass + 1)); echo "PASS $name (${secs}s)";;
-	77) skip=$((skip + 1)); echo "SKIP $name: $(tail -1 "build/test-logs/$name.log")";;
-	*) fail=$((fail + 1)); failed="$failed $name"; echo "FAIL $name (rc=$rc, ${secs}s)"; tail -40 "build/test-logs/$name.log" | sed 's/^/    /';;
+	77) skip=$((skip + 1)); echo "SKIP $name: $(tail -1 "$LOGS/$name.log")";;
+	*) fail=$((fail + 1)); failed="$failed $name"; echo "FAIL $name (rc=$rc, ${secs}s)"; tail -40 "$LOGS/$name.log" | sed 's/^/    /';;
 	esac
 done
 echo "integration: $pass passed, $fail failed, $skip skipped"

@@ -22,4 +22,16 @@ echo "exact axpy: $fwd/$axpy_all under forward; exact reduce_sum: $rs_b/$rs_all 
 [ "$axpy_all" -gt 0 ] || fail "no exact axpy samples"
 [ "$fwd" = "$axpy_all" ] || fail "exact axpy samples outside forward"
 [ "$rs_b" = "$rs_all" ] || fail "exact reduce_sum samples outside backward"
-ok "kernel-serialized join: $exact exact samples, all under their launch sites"
+# The exact Python call site, line included: scale<float> is launched from
+# forward (3 steps in 4) and optimizer_step (the 4th), each at its own line.
+tests/tools/pprof_stacks.py "$P" -sample_index=gpu_samples -tagfocus=gpu_attribution=exact -lines > "$T/lstacks" ||
+	fail "pprof -traces -lines failed"
+l1=$(app_line "call site 1 of scale"); l2=$(app_line "call site 2 of scale")
+read -r sc_1 sc_all < <(under 'scale<float>' "^forward .*gpu_app\\.py:$l1\$" "$T/lstacks")
+read -r sc_2 _ < <(under 'scale<float>' "^optimizer_step .*gpu_app\\.py:$l2\$" "$T/lstacks")
+echo "exact scale<float>: $sc_1 under forward:$l1, $sc_2 under optimizer_step:$l2, of $sc_all"
+[ "$sc_all" -gt 0 ] && [ "$sc_1" -gt 0 ] && [ "$sc_2" -gt 0 ] || fail "exact scale samples missing at one of its call sites"
+[ $((sc_1 + sc_2)) = "$sc_all" ] || fail "exact scale samples outside its two call-site lines"
+awk -v f="$sc_1" -v o="$sc_2" 'BEGIN{ r = f / (f + o); exit !(r > 0.6 && r < 0.9) }' ||
+	fail "exact scale split $sc_1:$sc_2, launched 3:1"
+ok "kernel-serialized join: $exact exact samples, all under their launch sites (scale $sc_1:$sc_2 at lines $l1/$l2)"

@@ -16,12 +16,17 @@ for py in $(py_versions); do
 		py_launch "$T/mp" "$py" py_mp.py 2 $m
 		root=$(sed -n 's/^root=//p' "$T/mp.stdout")
 		[ -n "$root" ] || fail "$py $m: the workload did not start"
-		grep -F "mp_work@py_mp.py:$line" "$T/mp" | awk -v r="$root" '$1 != r {print $1}' | sort | uniq -c > "$T/w"
-		nw=$(awk '$1 >= 5' "$T/w" | wc -l)
-		echo "$py $m: root $root, mp_work samples per worker pid:" $(awk '{print $2 ":" $1}' "$T/w")
+		# per worker pid: samples, samples in mp_work at its busy line
+		awk -v r="$root" -v want="mp_work@py_mp.py:$line" '$1 != r {
+			n[$1]++; if (index($0, want)) w[$1]++ }
+			END { for (p in n) print p, n[p], w[p] + 0 }' "$T/mp" > "$T/w"
+		echo "$py $m: root $root; worker pid samples mp_work:" $(tr ' ' ':' < "$T/w")
+		# >= 3 samples and most of them in mp_work: robust to CPU
+		# starvation on a loaded machine, fails when frames are missing.
+		nw=$(awk '$3 >= 3 && $3 >= 0.6 * $2' "$T/w" | wc -l)
 		[ "$nw" -ge 2 ] || {
-			cat "$T/mp.err"; cut -d'|' -f1 "$T/mp" | sort | uniq -c
-			fail "$py $m: $nw worker pids with >= 5 mp_work samples"
+			cat "$T/mp.err"; cut -d'|' -f2 "$T/mp" | sort | uniq -c | sort -rn | head
+			fail "$py $m: $nw worker pids with their mp_work stacks"
 		}
 	done
 done

@@ -3,7 +3,8 @@
 print one line per sample: VALUE<TAB>LABELS<TAB>leaf;...;root
 
 LABELS is "key=value,key=value" as pprof printed them.  Extra arguments go
-to pprof (e.g. -sample_index=gpu_samples).  Used by the integration tests so
+to pprof (e.g. -sample_index=gpu_samples; -lines prints each frame as
+"function file:line", which the Python tests use for qualname and line).  Used by the integration tests so
 that assertions are made on what a user would see."""
 import re
 import subprocess

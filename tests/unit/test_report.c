@@ -41,7 +41,8 @@ Test(report, sections_and_numbers)
 	HAS(r, "       170 100.0%  matmul_kernel\n");
 	HAS(r, "stalls: long_scoreboard 76%, selected 24%");
 	HAS(r, "hottest lines: tile.cuh:42 71%, matmul.cu:43 29%");
-	HAS(r, "launched from: train_step (/home/u/train.py:21) (94%)");
+	HAS(r, "launched from:  94%  train_step (/home/u/train.py:21) <- <module> (/home/u/train.py:10)");
+	HAS(r, " 6%  no Python frame (native caller)");
 	HAS(r, "main thread (python3 pid 1200): 100.0 ms sampled of 1.00 s");
 	HAS(r, "CPU compute                  3.0%");
 	HAS(r, "input wait (DataLoader)      5.0%");
