@@ -48,6 +48,8 @@ AGENT_SRCS := $(wildcard gpu_sampler/*.c)
 AGENT      := $(BUILD)/libgpusample_agent.so
 
 .PHONY: all deps test unit integration demo bench install clean asan
+# Keep generated BPF objects and skeletons: they are inputs of every object.
+.SECONDARY:
 all: $(BUILD)/gpusample $(AGENT) test-helpers
 
 deps: $(BUILD)/.deps-ok
