@@ -662,7 +662,8 @@ class Bench:
             while time.monotonic() - t0 < d and g.poll() is None:
                 w.poll()
                 if w.samples:
-                    series.append((round(w.samples[-1][0] - t0, 1), w.samples[-1][2]))
+                    series.append((round(w.samples[-1][0] - t0, 1), w.samples[-1][2],
+                                   round(w.samples[-1][1], 3)))
                 time.sleep(1.0)
             progs = bpftool_progs(g.pid)
             rb = ringbuf_bytes(g.pid)
@@ -681,6 +682,12 @@ class Bench:
         files = {os.path.basename(p)[len("long"):]: os.path.getsize(p)
                  for p in glob.glob(prefix + ".*")}
         n = len(series)
+        # gpusample's CPU in the second half: its steady state, after start-up
+        # (unwind tables for the target's libraries, Python runtime discovery)
+        steady = None
+        if n >= 4:
+            (ta, _, ca), (tb, _, cb) = series[n // 2], series[-1]
+            steady = round(100 * (cb - ca) / max(tb - ta, 1e-9), 2)
         mem = {
             "seconds": d, "rc": rc, "series_kb": series,
             "rss_start_kb": series[min(2, n - 1)][1] if n else None,
@@ -689,6 +696,7 @@ class Bench:
             "peak_rss_kb_incl_writing": w.peak_kb(),
             "stop_to_exit_s": round(stop_s, 3),
             "cpu_s_while_sampling": cpu_run,
+            "cpu_pct_steady_second_half": steady,
             "samples": info.get("samples"), "lost": info.get("lost"),
             "files": files,
         }
@@ -1013,12 +1021,13 @@ def render(s, a):
         L.append(f"gpusample {'-p' if a.attach else '-- CMD'} on the training loop at {a.hz} Hz for {mem['seconds']} s "
                  f"({'BENCH_LONG=1' if a.long_seconds >= 600 else 'default shortened run; BENCH_LONG=1 runs 600 s'}); "
                  "VmRSS sampled every second.\n")
-        L.append("| RSS at 2 s | RSS at middle | RSS at end | peak incl. writing | samples | stop → written | CPU while sampling |")
-        L.append("|---|---|---|---|---|---|---|")
+        L.append("| RSS at 2 s | RSS at middle | RSS at end | peak incl. writing | samples | stop → written | CPU while sampling (all) | CPU, second half |")
+        L.append("|---|---|---|---|---|---|---|---|")
         L.append(f"| {kb(mem['rss_start_kb'])} | {kb(mem['rss_mid_kb'])} | {kb(mem['rss_end_kb'])} | "
                  f"{kb(mem['peak_rss_kb_incl_writing'])} | {fmt(mem.get('samples'))} | "
                  f"{fmt(mem['stop_to_exit_s'], 2)} s | {fmt(mem.get('cpu_s_while_sampling'), 2)} s "
-                 f"({fmt(100 * (mem.get('cpu_s_while_sampling') or 0) / mem['seconds'], 2)}% of one CPU) |")
+                 f"({fmt(100 * (mem.get('cpu_s_while_sampling') or 0) / mem['seconds'], 2)}% of one CPU) | "
+                 f"{fmt(mem.get('cpu_pct_steady_second_half'), 2)}% of one CPU |")
         L.append("")
 
     L.append("## 5. Data volume\n")
@@ -1078,7 +1087,7 @@ def main():
     ap.add_argument("--warmup", type=float, default=float(env("BENCH_WARMUP", "2")))
     ap.add_argument("--hz", type=int, default=99)
     ap.add_argument("--large-hz", type=int, default=int(env("BENCH_LARGE_HZ", "25000")))
-    ap.add_argument("--large-seconds", type=float, default=float(env("BENCH_LARGE_SECONDS", "45")))
+    ap.add_argument("--large-seconds", type=float, default=float(env("BENCH_LARGE_SECONDS", "55")))
     ap.add_argument("--long-seconds", type=float,
                     default=float(env("BENCH_LONG_SECONDS", "600" if env("BENCH_LONG") == "1" else "90")))
     ap.add_argument("--attach", action="store_true", default=env("BENCH_GS_ATTACH") == "1",

@@ -9,7 +9,7 @@
 #   BENCH_ROUNDS=5        rounds of the slowdown runs (configurations rotated in each)
 #   BENCH_WINDOW=5        measured seconds per slowdown run (after BENCH_WARMUP=2)
 #   BENCH_LONG=1          memory run of 600 s instead of 90 s (BENCH_LONG_SECONDS=N for any)
-#   BENCH_LARGE_HZ=25000 BENCH_LARGE_SECONDS=45   the >= 1M-sample run
+#   BENCH_LARGE_HZ=25000 BENCH_LARGE_SECONDS=55   the >= 1M-sample run
 #   BENCH_PARTS=slowdown,bpf,large,long           which parts to run
 #   BENCH_OUT=dir         where results.md and results/ go (default bench/)
 set -euo pipefail

@@ -738,6 +738,27 @@ void gs_sym_result_clear(struct gs_sym_result *r)
 	memset(r, 0, sizeof(*r));
 }
 
+int gs_sym_module_function_start(struct gs_sym_module *m, uint64_t vaddr, uint64_t *start)
+{
+	Dwarf_Addr cfi_bias, lo, hi;
+	Dwarf_Frame *frame = NULL;
+	Dwarf_CFI *cfi;
+	bool signal;
+
+	if (!m->mod || !(cfi = dwfl_module_eh_cfi(m->mod, &cfi_bias)))
+		return -ENOENT;
+	/* CFI addresses + cfi_bias = dwfl addresses = ELF vaddr + dwfl_bias */
+	if (dwarf_cfi_addrframe(cfi, vaddr + m->dwfl_bias - cfi_bias, &frame) || !frame)
+		return -ENOENT;
+	if (dwarf_frame_info(frame, &lo, &hi, &signal) < 0) {
+		free(frame);
+		return -ENOENT;
+	}
+	free(frame);
+	*start = lo + cfi_bias - m->dwfl_bias;
+	return 0;
+}
+
 int gs_sym_module_resolve(struct gs_sym_module *m, uint64_t vaddr, struct gs_sym_result *r)
 {
 	memset(r, 0, sizeof(*r));

@@ -92,6 +92,9 @@ struct gs_sym_result {
 };
 /* Fill r for ELF vaddr of m.  Returns 0 (n may be 0) or -ENOMEM. */
 int gs_sym_module_resolve(struct gs_sym_module *m, uint64_t vaddr, struct gs_sym_result *r);
+/* Start (ELF vaddr) of the .eh_frame FDE covering vaddr: the function's
+ * entry even where the symbol was stripped.  -ENOENT without CFI there. */
+int gs_sym_module_function_start(struct gs_sym_module *m, uint64_t vaddr, uint64_t *start);
 void gs_sym_result_clear(struct gs_sym_result *r);
 /* Tests: resolve inline chains with dwarf_getscopes instead of the per-CU
  * index (the two must agree). */

@@ -395,10 +395,15 @@ static uint32_t resolve_in_module(struct gs_symbolizer *s, const struct gs_sym_m
 	if (!m->has_bias || gs_sym_module_resolve(m->mod, vaddr, &r))
 		memset(&r, 0, sizeof(r));
 	if (!r.n) {
-		/* "libfoo.so+0x1234": ELF vaddr, what addr2line -e libfoo.so takes */
+		/* "libfoo.so+0x1234": the ELF vaddr (what addr2line -e libfoo.so
+		 * takes) of the function's entry from .eh_frame when the symbol
+		 * was stripped, so one function is one name; else of the address. */
 		char name[300];
-		snprintf(name, sizeof(name), "%s+0x%" PRIx64, m->mod->base,
-			 m->has_bias ? vaddr : a - m->start + m->offset);
+		uint64_t fn = m->has_bias ? vaddr : a - m->start + m->offset;
+
+		if (m->has_bias)
+			gs_sym_module_function_start(m->mod, vaddr, &fn);
+		snprintf(name, sizeof(name), "%s+0x%" PRIx64, m->mod->base, fn);
 		return loc_put(s, mid, a, add_named_location(s, mid, a, GS_FRAME_NATIVE, name, NULL));
 	}
 	struct gs_line lines[GS_SYM_MAX_INLINE];

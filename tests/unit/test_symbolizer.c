@@ -486,8 +486,8 @@ Test(symbolizer, perf_map_written_after_snapshot)
 	cr_assert_str_eq(S(loc_fn(a, 0)->name), "jitted_plain");
 	cr_assert_str_eq(S(loc_fn(b, 0)->name), "c10::detail::jit_foo()");
 	cr_assert_str_eq(S(loc_fn(b, 0)->system_name), "_ZN3c106detail7jit_fooEv");
-	/* in the region but not in the map */
-	cr_assert_str_eq(S(loc_fn(gs_sym_native(sym, wl.pid, jit + 0x40, false), 0)->name), "[unknown]");
+	/* in the anonymous executable region but not in the map */
+	cr_assert_str_eq(S(loc_fn(gs_sym_native(sym, wl.pid, jit + 0x40, false), 0)->name), "[jit]");
 }
 
 /* ---- kernel ------------------------------------------------------------- */
