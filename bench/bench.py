@@ -534,6 +534,10 @@ class Bench:
                 row["cpu_s_per_kwork"] = round(1000 * (jc + pc) / work, 6)
         if t_exit is not None:
             row["bcc_stop_to_exit_s"] = round(t_exit, 3)
+        if cfg.startswith("torch"):
+            with open(err_path) as f:
+                m = re.search(r"torch_profiler_exit_s=([\d.]+)", f.read())
+            row["torch_profiler_exit_s"] = float(m.group(1)) if m else None
         row["output_bytes"] = dir_bytes(prefix + ".") if cfg not in ("none", "torch_cpu", "torch_stack") else 0
         # keep disk use small: outputs of the slowdown runs are not kept
         for pth in glob.glob(prefix + ".*"):
@@ -829,15 +833,15 @@ def perf_samples(data):
     try:
         txt = subprocess.run(["perf", "report", "--stdio", "-i", data, "--header-only", "-I"],
                              capture_output=True, text=True, timeout=120).stdout
-        txt += subprocess.run(["perf", "report", "--stdio", "-i", data, "--sort", "comm", "-g", "none",
-                               "-n"], capture_output=True, text=True, timeout=600).stdout
+        txt += subprocess.run(["perf", "report", "--stdio", "-i", data, "--no-children", "--sort", "comm",
+                               "-g", "none", "-n"], capture_output=True, text=True, timeout=600).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None
     m = re.search(r"# Samples: (\d+)([KMG]?)", txt)
     # the exact count: sum of the per-comm sample column
     n = 0
     for line in txt.splitlines():
-        mm = re.match(r"\s+[\d.]+%\s+(\d+)\s+\S", line)
+        mm = re.match(r"\s+[\d.]+%\s+(\d+)\s+\S.*$", line)
         if mm:
             n += int(mm.group(1))
     if n:
@@ -964,6 +968,7 @@ def render(s, a):
                          f"{fmt(e['cpu_per_work_ratio_max'])}) | "
                          f"{fmt(e['profiler_cpu_pct_median'], 2)} | {fmt(e['profiler_cpu_total_s_median'], 2)} | {e['n']} |")
         L.append("")
+    if s.get("targets"):
         L.append("### Targets\n")
         for t in s.get("targets", []):
             L.append(f"- {t}")
@@ -1057,24 +1062,47 @@ def targets(s):
     out = []
     sd = s.get("slowdown", {})
     peers = ("perf_fp", "perf_dwarf", "bcc", "torch_cpu", "torch_stack")
-    for wl in ("pyburn", "train"):
+    for wl in ("pyburn", "train") if sd else ():
         g = sd.get(f"{wl}/gpusample")
         if not g or g["slowdown_median"] is None:
             out.append(f"{WL_LABEL[wl]}: gpusample not measured")
             continue
         met = g["slowdown_median"] <= 1.01
+        spread = (g["slowdown_max"] - g["slowdown_min"]) / 2
+        caveat = (f" — but the rounds spread ±{spread * 100:.0f}%, wider than the 1% target: this run "
+                  "cannot resolve 1%; see CPU per work below and BENCH_ROUNDS" if spread > 0.01 else "")
         out.append(f"{WL_LABEL[wl]}: gpusample slowdown at 99 Hz {pct(g['slowdown_median'])} "
                    f"(median; min–max {pct(g['slowdown_min'])} to {pct(g['slowdown_max'])}): "
-                   f"target ≤ +1% **{'met' if met else 'not met'}**")
+                   f"target ≤ +1% **{'met' if met else 'not met'}** on the median{caveat}")
         worse = [LABEL[c] for c in peers if sd.get(f"{wl}/{c}") and sd[f"{wl}/{c}"]["slowdown_median"] is not None
                  and sd[f"{wl}/{c}"]["slowdown_median"] <= g["slowdown_median"]]
-        out.append(f"{WL_LABEL[wl]}: gpusample below every peer: **{'met' if not worse else 'not met'}**"
+        out.append(f"{WL_LABEL[wl]}: gpusample below every peer (medians): **{'met' if not worse else 'not met'}**"
                    + (f" (peers at or below it: {', '.join(worse)})" if worse else ""))
+        if g.get("cpu_per_work_ratio_median") is not None:
+            out.append(f"{WL_LABEL[wl]}: gpusample CPU per work {pct(g['cpu_per_work_ratio_median'])} "
+                       f"(min–max {pct(g['cpu_per_work_ratio_min'])} to {pct(g['cpu_per_work_ratio_max'])}), "
+                       f"its own process {fmt(g['profiler_cpu_pct_median'], 2)}% of one CPU in the window")
+    # A model of the steady-state cost that does not depend on throughput noise:
+    # BPF time per second of sampling plus gpusample's own CPU in the second
+    # half of the long run, as a share of the machine's CPUs.
+    mem, bg = s.get("memory") or {}, s.get("bpf_gpusample") or []
+    samp = [p for p in bg if p.get("name") == "gs_sample" and p.get("ns_per_recorded_sample")]
+    ncpu = os.cpu_count()
+    if mem.get("samples") and samp and mem.get("cpu_pct_steady_second_half") is not None:
+        bpf_share = samp[0]["ns_per_recorded_sample"] * mem["samples"] / (mem["seconds"] * 1e9 * ncpu)
+        user_share = mem["cpu_pct_steady_second_half"] / 100 / ncpu
+        out.append(f"PyTorch CPU training loop, derived steady-state cost of gpusample at 99 Hz: "
+                   f"BPF {bpf_share * 100:.2f}% + its process {user_share * 100:.2f}% = "
+                   f"{(bpf_share + user_share) * 100:.2f}% of the {ncpu} CPUs (from sections 2 and 4: "
+                   f"ns per recorded sample × samples/s, and CPU in the second half of the long run): "
+                   f"target ≤ 1% **{'met' if bpf_share + user_share <= 0.01 else 'not met'}**")
     for c in ("torch_cpu", "torch_stack"):
         t = sd.get(f"train/{c}")
         if t:
             out.append(f"{LABEL[c]} on the same training loop: slowdown {pct(t['slowdown_median'])} "
-                       f"(min–max {pct(t['slowdown_min'])} to {pct(t['slowdown_max'])})")
+                       f"(min–max {pct(t['slowdown_min'])} to {pct(t['slowdown_max'])}), CPU per work "
+                       f"{pct(t['cpu_per_work_ratio_median'])} (min–max {pct(t['cpu_per_work_ratio_min'])} to "
+                       f"{pct(t['cpu_per_work_ratio_max'])})")
     return out
 
 
@@ -1116,13 +1144,13 @@ def main():
             b.slowdown_summary()
             loads = [r["loadavg_1m"] for r in b.rows]
             s["load_median"], s["load_max"] = med(loads), mx(loads)
-            s["targets"] = targets(s)
         if "bpf" in parts:
             b.bcc_cost()
         if "long" in parts and a.gpusample:
             b.long_run()
         if "large" in parts:
             b.large()
+        s["targets"] = targets(s)
     finally:
         cleanup()
         s["elapsed_min"] = (time.monotonic() - t_begin) / 60

@@ -139,12 +139,15 @@ static __always_inline bool gs_regs_kernel(struct bpf_perf_event_data *ctx)
  * point into a scratch slot with GS_STAGE_END bytes behind it (the staging
  * areas).  Reused by the GPU launch-site handler (gpu.bpf.h).
  *
- * Why staging: the unwinder and the Python walker are loops; handing them an
- * output pointer whose offset depends on the kernel stack's depth multiplies
- * the verifier's states (gs_sample, kernel 6.18, clang 14: 926k verified
- * instructions of the 1M limit that way, 640k with staging, 320k with
- * kernel_stacks off).  They write at fixed offsets and one memcpy-like
- * helper call per part moves the frames into place (tens of ns).
+ * Verification cost: the native walk is a global function (unwind.bpf.h,
+ * gs_unwind_cfi) that the verifier checks once per program with unknown
+ * arguments, so the state here does not multiply it.  The Python walker
+ * writes at a fixed offset (the staging area behind the record) and both
+ * walks leave their counts in map values that are read back, bounded, before
+ * one memcpy-like helper call per part moves the frames into place (tens of
+ * ns): an output pointer or count tied to the kernel stack's depth would
+ * multiply the verifier's states.  Kernel 6.18, clang 14: gs_sample ~15k
+ * processed instructions (it was 640k-926k with the walk inlined here).
  */
 static __always_inline __u32 gs_fill_stack(void *ctx, struct task_struct *task, __u32 tgid,
 					   const struct gs_target *t, bool want_kernel,

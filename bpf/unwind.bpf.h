@@ -4,15 +4,23 @@
  * gpusample/records.h).
  *
  * Contract:
+ *   static __always_inline struct gs_unwind_state *gs_unwind_begin(void *ctx,
+ *           __u32 tgid, __u16 *flags);
+ *   static __always_inline void gs_unwind_end(void);
+ * gs_unwind_begin walks the current thread's user stack into this CPU's
+ * next free struct gs_unwind_state (a per-CPU map value): ips[0..n) return
+ * addresses, leaf = interrupted user PC first, n <= GS_MAX_USER_FRAMES (read
+ * it back from the map value and bound it before sizing a copy), err = enum
+ * gs_unwind_err.  Sets GS_CPU_USER_CFI in *flags when CFI rows were used and
+ * GS_CPU_USER_TRUNC when the walk hit GS_MAX_USER_FRAMES.  Returns NULL when
+ * no state is free (nesting deeper than GS_UNWIND_NEST: no user stack);
+ * otherwise the caller copies the frames and calls gs_unwind_end().
+ * ctx is the program context (perf event or uprobe) for bpf_get_stack.
  *   static __always_inline int gs_unwind_user(void *ctx, struct task_struct *task,
  *           __u32 tgid, __u64 *ips, __u16 *err, __u16 *flags);
- * Writes up to GS_MAX_USER_FRAMES return addresses (leaf = interrupted user
- * PC first) into ips and returns the count (verifier-bounded to
- * [0, GS_MAX_USER_FRAMES]); *err = enum gs_unwind_err.
- * ctx is the program context (perf event or uprobe) for bpf_get_stack.
- * ips must point into a map value (per-CPU scratch) with room for
- * GS_MAX_USER_FRAMES entries.  Sets GS_CPU_USER_CFI in *flags when CFI rows
- * were used and GS_CPU_USER_TRUNC when the walk hit GS_MAX_USER_FRAMES.
+ * The same with a copy: writes the frames into ips (a map value with room
+ * for GS_MAX_USER_FRAMES entries), returns their count, *err = enum
+ * gs_unwind_err.  Used by tests/cfi/cfi_probe.bpf.c.
  *
  * How: processes that user space registered in gs_cfi_procs (bpf/cfi.c,
  * gs_cfi_add_process) are walked with .eh_frame rows (bpf/cfi.h): per frame,
@@ -25,7 +33,16 @@
  * entry, or every process while gs_unwind_fp_only is set, use bpf_get_stack
  * (frame pointers only; that is also the cost baseline).
  *
- * The walk runs in bpf_loop (kernel 5.17+), one callback per frame.
+ * The walk runs in bpf_loop (kernel 5.17+), one callback per frame, inside
+ * the global function gs_unwind_cfi.  Verification cost (kernel 6.18, clang
+ * 14): the verifier checks a global function once per program with unknown
+ * arguments, whatever the caller's state, and the walk keeps its state in a
+ * map value, so the callback converges in a pass or two: about 6k processed
+ * instructions for the whole unwinder, where a static inline walk with its
+ * state on the stack cost 300-450k of gs_sample's 1M budget and moved by
+ * hundreds of thousands with small code changes.  Keep it that way: no
+ * pointers or caller state into gs_unwind_cfi, no loop counters whose
+ * address is taken (the verifier then loses the bound and explodes).
  */
 #ifndef GS_UNWIND_BPF_H
 #define GS_UNWIND_BPF_H
@@ -380,13 +397,14 @@ __noinline int gs_unwind_cfi(__u32 tgid, __u32 level)
 		w->err = GS_UNWIND_READ_FAULT;
 		return 0;
 	}
-	pc = BPF_CORE_READ(regs, ip);
-	cs = BPF_CORE_READ(regs, cs);
+	/* Direct loads (a BTF pointer): four probe reads less per sample. */
+	pc = regs->ip;
+	cs = regs->cs;
 	if (!pc || (cs & 3) != 3)
 		return 0; /* kernel thread: no user stack */
 	w->pc = pc;
-	w->sp = BPF_CORE_READ(regs, sp);
-	w->bp = BPF_CORE_READ(regs, bp);
+	w->sp = regs->sp;
+	w->bp = regs->bp;
 	w->exact = 1;
 	w->bp_ok = 1;
 	c.w = w;

@@ -108,7 +108,22 @@ void gs_rt_new_process(struct session *s, struct gs_procinfo *p)
 {
 	if (s->cfi)
 		gs_cfi_add_process(s->cfi, p->pid);
-	py_discover(s, p);
+	/* Seen without a fork record (a descendant found at attach, or one
+	 * whose fork record was lost): the process table copied the parent's
+	 * Python state, which only a fork child shares -- a descendant may
+	 * run another interpreter, or the same one at other addresses (spawn
+	 * and forkserver workers, torchrun's workers).  Discover it itself. */
+	if (p->py_state != GS_PYS_UNKNOWN || p->py_cfg_id) {
+		p->py_state = GS_PYS_UNKNOWN;
+		p->py_cfg_id = 0;
+		p->py_first_try = 0;
+		p->python[0] = '\0';
+		py_discover(s, p);
+		if (p->py_state != GS_PYS_FOUND)
+			gs_session_update_target(s, p); /* drop the copied py_cfg_id */
+	} else {
+		py_discover(s, p);
+	}
 	gs_gpu_add_process(s, p->pid);
 }
 

@@ -858,11 +858,10 @@ static int discover(struct gs_py *py, struct discover *d, struct gs_py_cfg *cfg,
 			   "not found in the dynamic symbols: unsupported build");
 		goto out;
 	}
-	if ((err = check_layout(d, t, &s)))
-		goto out;
-	if (minor >= 13 && (err = check_debug_offsets(d, t, s.runtime, hex)))
-		goto out;
-	/* TSS key: decode PyGILState_GetThisThreadState, else the table. */
+	/* TSS key: decode PyGILState_GetThisThreadState, else the table.
+	 * Read it before the layout cross-checks: it is set by Py_Initialize,
+	 * so once it is, ld.so has finished relocating libpython (right after
+	 * exec, a half-relocated tp_members table reads as garbage). */
 	int64_t tss_off = 0;
 
 	if (decode_tss_off(&f, s.gilstate, s.runtime - f.bias, &tss_off))
@@ -870,7 +869,8 @@ static int discover(struct gs_py *py, struct discover *d, struct gs_py_cfg *cfg,
 	int32_t tss[2]; /* Py_tss_t {int _is_initialized; pthread_key_t _key} */
 
 	if (rd(d->tgid, s.runtime + (uint64_t)tss_off - 4, tss, sizeof(tss))) {
-		err = fail(d, -EPROTO, "cannot read the thread-state key at _PyRuntime+0x%" PRIx64,
+		/* ld.so may not have mapped libpython's data segment yet */
+		err = fail(d, -EAGAIN, "cannot read the thread-state key at _PyRuntime+0x%" PRIx64,
 			   (uint64_t)tss_off);
 		goto out;
 	}
@@ -884,6 +884,10 @@ static int discover(struct gs_py *py, struct discover *d, struct gs_py_cfg *cfg,
 			   (uint64_t)tss_off, tss[0], tss[1]);
 		goto out;
 	}
+	if ((err = check_layout(d, t, &s)))
+		goto out;
+	if (minor >= 13 && (err = check_debug_offsets(d, t, s.runtime, hex)))
+		goto out;
 	uint32_t first = 0;
 
 	if (find_libc_1stblock(d, maps, n, &first)) {

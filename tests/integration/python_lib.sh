@@ -88,5 +88,34 @@ py_attach() {
 	cp "$out.pb.gz.traces" "$out.full"
 }
 
+# py_report PROFILE.pb.gz: the processes (with their Python state) and the
+# notes of a profile, for failure messages.
+py_report() {
+	"$GS" report "$1" 2>&1 | sed -n '/^Processes/,/^$/p; /^Notes/,/^$/p'
+}
+
+# py_attach_tree OUT PYTHON py_mp.py SECS METHOD: start the workers first
+# (GS_READY), wait until both run, then `gpusample -p ROOT`, so that the
+# workers are descendants found at attach time.  Same outputs as py_attach.
+py_attach_tree() {
+	local out=$1 py=$2 script=$3 secs=$4
+	shift 4
+	local go=$T/go.$$.$RANDOM ready=$T/ready.$$.$RANDOM
+	GS_READY=$ready GS_GO=$go GS_SECONDS=$secs "$py" "$PYWL/$script" "$@" > "$out.stdout" &
+	py_pid=$!
+	for _ in $(seq 300); do
+		[ "$(ls "$ready".* 2>/dev/null | wc -l)" -ge 2 ] && break
+		sleep 0.1
+	done
+	[ "$(ls "$ready".* 2>/dev/null | wc -l)" -ge 2 ] || fail "$py $script: workers did not start"
+	gs_start -p "$py_pid" -d $((secs + 60)) -o "$out" -q --format pprof
+	touch "$go"
+	wait "$py_pid" || fail "$py $script exited with $?"
+	gs_wait
+	cp "$T/gs.err" "$out.err"
+	py_stacks "$out.pb.gz" > "$out"
+	cp "$out.pb.gz.traces" "$out.full"
+}
+
 # Line number of the line of FILE containing MARKER.
 marker_line() { grep -n "$2" "$1" | head -1 | cut -d: -f1; }

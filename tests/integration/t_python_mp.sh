@@ -5,15 +5,21 @@
 # every CPython 3.8-3.13 and Debian's python3.  Spawn and forkserver
 # workers are fresh execs of python (discovery after exec; forkserver
 # children fork from a process that may not be discovered yet).
+# attach-spawn: `gpusample -p ROOT` on a tree whose spawn workers already
+# run: each must be discovered on its own (same interpreter, other
+# addresses), not given its parent's configuration.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/python_lib.sh"
 py_need_gs
 line=$(marker_line "$PYWL/py_mp.py" WORK_LINE)
 n=0
 for py in $(py_versions); do
-	for m in fork spawn forkserver; do
+	for m in fork spawn forkserver attach-spawn; do
 		n=$((n + 1))
-		py_launch "$T/mp" "$py" py_mp.py 2 $m
+		case $m in
+		attach-*) py_attach_tree "$T/mp" "$py" py_mp.py 2 ${m#attach-};;
+		*) py_launch "$T/mp" "$py" py_mp.py 2 $m;;
+		esac
 		root=$(sed -n 's/^root=//p' "$T/mp.stdout")
 		[ -n "$root" ] || fail "$py $m: the workload did not start"
 		# per worker pid: samples, samples in mp_work at its busy line
@@ -25,7 +31,8 @@ for py in $(py_versions); do
 		# starvation on a loaded machine, fails when frames are missing.
 		nw=$(awk '$3 >= 3 && $3 >= 0.6 * $2' "$T/w" | wc -l)
 		[ "$nw" -ge 2 ] || {
-			cat "$T/mp.err"; cut -d'|' -f2 "$T/mp" | sort | uniq -c | sort -rn | head
+			cat "$T/mp.err"; py_report "$T/mp.pb.gz"
+			cut -d'|' -f1,2 "$T/mp" | cut -c1-300 | sort | uniq -c | sort -rn | head
 			fail "$py $m: $nw worker pids with their mp_work stacks"
 		}
 	done

@@ -1,0 +1,57 @@
+#!/bin/bash
+# Verifier budget of the BPF object: gs_sample and gs_gpu_launch must each
+# verify in well under the kernel's 1M-instruction limit (< 200k processed
+# instructions), so that one more feature cannot push the object over it and
+# `gpusample -p` starts at once.  Kernel 6.18, clang 14: ~15k and ~11k (the
+# native unwinder is a global BPF function, verified once per program; see
+# bpf/unwind.bpf.h).  Also prints the time from start to "sampling" (not
+# asserted: it depends on the machine's load).
+# Reads verified_insns (kernel 5.16+) of the running gpusample's programs
+# with the bpf(2) syscall (bpftool 7.1 does not print it); skips where the
+# kernel does not report it.
+source "$(dirname "$0")/lib.sh"
+LIMIT=200000
+
+"$WL/cpu_chain" 60 & wl=$!
+t0=$(date +%s%N)
+gs_start -p "$wl" -d 3 -o "$T/v" -q
+t1=$(date +%s%N)
+echo "start to sampling: $(( (t1 - t0) / 1000000 )) ms"
+
+# The programs of this gpusample: prog ids from its fds.
+ids=$(grep -h '^prog_id:' /proc/"$gs"/fdinfo/* 2>/dev/null | awk '{print $2}' | sort -u)
+[ -n "$ids" ] || fail "no BPF program fds in gpusample (pid $gs)"
+# prog id -> "name verified_insns" (struct bpf_prog_info: name at 64,
+# verified_insns at 216, uapi offsets)
+prog_insns() {
+	python3 - "$1" <<'PYEOF'
+import ctypes, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+SYS_bpf = 321  # x86-64
+def bpf(cmd, attr):
+    buf = ctypes.create_string_buffer(attr, 128)
+    r = libc.syscall(SYS_bpf, cmd, buf, 128)
+    if r < 0:
+        sys.exit("bpf(%d): errno %d" % (cmd, ctypes.get_errno()))
+    return r
+fd = bpf(13, struct.pack("III", int(sys.argv[1]), 0, 0))  # BPF_PROG_GET_FD_BY_ID
+info = ctypes.create_string_buffer(232)
+bpf(15, struct.pack("IIQ", fd, 232, ctypes.addressof(info)))  # BPF_OBJ_GET_INFO_BY_FD
+name = info.raw[64:80].split(b"\0")[0].decode()
+print(name, struct.unpack_from("I", info.raw, 216)[0])
+PYEOF
+}
+seen=0
+for id in $ids; do
+	# (ids of short-lived fds, e.g. libbpf feature probes, may be gone)
+	read -r name insns < <(prog_insns "$id" 2>/dev/null) || continue
+	case $name in gs_sample|gs_gpu_launch) ;; *) continue;; esac
+	[ "$insns" -gt 0 ] || skip "this kernel does not report verified_insns (5.16+)"
+	echo "$name: $insns verified instructions"
+	[ "$insns" -lt $LIMIT ] || fail "$name: $insns verified instructions (this test allows $LIMIT of the kernel's 1M)"
+	seen=$((seen + 1))
+done
+gs_wait
+kill "$wl" 2>/dev/null
+[ $seen -eq 2 ] || fail "found $seen of gs_sample and gs_gpu_launch among the programs ($ids)"
+ok "gs_sample and gs_gpu_launch verify under $LIMIT instructions"
