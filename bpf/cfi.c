@@ -652,7 +652,12 @@ struct cfi_obj {
 struct cfi_proc {
 	uint32_t tgid;
 	uint64_t last_ns;
+	uint64_t reread_ns;  /* current back-off between miss-driven re-reads */
+	uint32_t n_files;    /* file-backed executable mappings at the last read */
 };
+
+#define REREAD_MIN_NS 100000000ULL   /* 100 ms */
+#define REREAD_MAX_NS 5000000000ULL  /* 5 s */
 
 struct gs_cfi {
 	int procs_fd, tables_fd, rules_fd, miss_fd;
@@ -998,8 +1003,8 @@ static struct cfi_proc *proc_track(struct gs_cfi *c, uint32_t tgid)
 		c->cap_procs = nc;
 	}
 	p = &c->procs[c->n_procs++];
+	memset(p, 0, sizeof(*p));
 	p->tgid = tgid;
-	p->last_ns = 0;
 	return p;
 }
 
@@ -1024,6 +1029,7 @@ static int add_process(struct gs_cfi *c, uint32_t tgid, const uint64_t *want, si
 	struct gs_cfi_proc *pe = c->scratch;
 	struct cfi_proc *p;
 	char path[64], line[4096];
+	uint32_t n_files = 0;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%u/maps", tgid);
@@ -1053,6 +1059,7 @@ static int add_process(struct gs_cfi *c, uint32_t tgid, const uint64_t *want, si
 		m->end = end;
 		if (ino == 0 || file[0] != '/')
 			continue; /* anonymous/JIT, [vdso]: frame pointers; known, so no miss */
+		n_files++;
 		snprintf(key, sizeof(key), "%x:%x:%llu", maj, min, ino);
 		snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", tgid, start, end);
 		snprintf(alt, sizeof(alt), "/proc/%u/root%s", tgid, file);
@@ -1077,8 +1084,10 @@ static int add_process(struct gs_cfi *c, uint32_t tgid, const uint64_t *want, si
 	if (bpf_map_update_elem(c->procs_fd, &tgid, pe, BPF_ANY))
 		return -errno;
 	p = proc_track(c, tgid);
-	if (p)
+	if (p) {
 		p->last_ns = now_ns();
+		p->n_files = n_files;
+	}
 	return 0;
 }
 
@@ -1149,13 +1158,19 @@ int gs_cfi_refresh(struct gs_cfi *c)
 		}
 		if (!p)
 			continue; /* removed meanwhile */
-		/* an unknown mapping: re-read maps at most every 100 ms (JIT code
-		 * outside the snapshot would otherwise ask on every sample) */
-		if (reread && now_ns() - p->last_ns < 100000000ULL && !ns)
+		/* An unknown mapping: re-read maps, backing off while re-reads
+		 * find nothing new (JIT code outside the snapshot would otherwise
+		 * make us parse /proc/PID/maps of a big process every tick). */
+		if (!p->reread_ns)
+			p->reread_ns = REREAD_MIN_NS;
+		if (reread && now_ns() - p->last_ns < p->reread_ns && !ns)
 			continue;
+		uint32_t before = p->n_files;
 		if (add_process(c, tgid, starts, ns) == 0) {
 			c->st.refreshes++;
 			done++;
+			p->reread_ns = p->n_files != before ? REREAD_MIN_NS
+				     : p->reread_ns * 2 > REREAD_MAX_NS ? REREAD_MAX_NS : p->reread_ns * 2;
 		}
 	}
 	return done;

@@ -20,6 +20,7 @@
 #define AGENT_NAME "libgpusample_agent.so"
 #define GS_AGENT_THREAD "gs-agent" /* the agent's watcher thread (gpu_sampler/agent.c) */
 #define RESCAN_NS 500000000ull
+#define RESCAN_MAX_NS 4000000000ull
 #define INIT_WAIT_NS 3000000000ull /* rescan every tick this long after the agent appears */
 #define MAX_CUBIN (256u << 20)
 
@@ -30,6 +31,7 @@ struct gpu_proc {
 	uint64_t agent_base;   /* start of the agent's offset-0 mapping when attached */
 	uint64_t error_base;   /* agent_base of the image an attach error was about */
 	uint64_t last_scan_ns;
+	uint64_t rescan_ns;    /* back-off between scans while no agent is mapped */
 	bool acked;
 	bool off_sticky;       /* info.message holds the reason sampling went off */
 	bool gone;             /* exited: never rescanned (the pid may be reused) */
@@ -395,6 +397,7 @@ int gs_gpu_host_add_process(struct gs_gpu_host *h, uint32_t tgid)
 	if (!p)
 		return -ENOMEM;
 	p->gone = false; /* a fork/exec event: alive (possibly a reused pid) */
+	p->rescan_ns = RESCAN_NS;
 	return scan(h, p);
 }
 
@@ -414,10 +417,19 @@ void gs_gpu_host_poll(struct gs_gpu_host *h)
 
 	for (size_t i = 0; i < h->n_procs; i++) {
 		struct gpu_proc *p = &h->procs[i];
-		if (p->info.state == GS_GPU_PROC_NO_AGENT && !p->gone &&
-		    ((p->init_seen_ns && now - p->init_seen_ns < INIT_WAIT_NS) ||
-		     now - p->last_scan_ns >= RESCAN_NS))
-			scan(h, p);
+		bool waiting_init = p->init_seen_ns && now - p->init_seen_ns < INIT_WAIT_NS;
+
+		if (p->info.state != GS_GPU_PROC_NO_AGENT || p->gone)
+			continue;
+		if (!p->rescan_ns)
+			p->rescan_ns = RESCAN_NS;
+		if (!waiting_init && now - p->last_scan_ns < p->rescan_ns)
+			continue;
+		/* Parsing /proc/PID/maps of a big job is the profiler's main
+		 * steady cost: back off (0.5 s doubling to 4 s) while no agent
+		 * shows up.  The driver loads it at cuInit, early in a job. */
+		if (scan(h, p) == 0 && !p->init_seen_ns && p->rescan_ns < RESCAN_MAX_NS)
+			p->rescan_ns *= 2;
 	}
 }
 

@@ -37,8 +37,7 @@ static volatile sig_atomic_t g_stop;
 
 static void on_signal(int sig)
 {
-	(void)sig;
-	g_stop = 1;
+	g_stop = sig;
 }
 
 static void install_signals(void)
@@ -617,6 +616,11 @@ static int write_outputs(struct session *s)
 {
 	int rc = 0;
 
+	/* One summary line for logs (the progress line is terminal-only). */
+	fprintf(stderr, "gpusample: %zu CPU samples, %llu lost, %u processes, %.1f s\n",
+		s->n_samples, (unsigned long long)s->prof.lost_samples, s->procs.n,
+		s->prof.duration_nanos / 1e9);
+
 	if (s->o->formats & GS_FMT_PPROF)
 		rc |= write_one(s, ".pb.gz", w_pprof);
 	if (s->o->formats & GS_FMT_SPEEDSCOPE)
@@ -760,10 +764,14 @@ static void finish_launch(struct session *s)
 	if (!s->launched || s->launch_exited)
 		return;
 	if (g_stop) {
-		/* Ctrl-C at a terminal reached the command too; give it a moment
-		 * to exit so its last samples and exit are seen. */
-		for (int i = 0; i < 20 && waitpid(s->launch.pid, NULL, WNOHANG) == 0; i++)
+		/* Ctrl-C at a terminal reached the command too; a signal sent to
+		 * gpusample alone (kill, a job scheduler) is passed on, as perf
+		 * record does, so the command does not outlive its profiler. */
+		for (int i = 0; i < 40 && waitpid(s->launch.pid, NULL, WNOHANG) == 0; i++) {
+			if (i == 4)
+				kill(s->launch.pid, g_stop);
 			usleep(50000);
+		}
 	} else {
 		fprintf(stderr, "gpusample: duration reached; %s (pid %d) keeps running\n",
 			s->o->command[0], s->launch.pid);
