@@ -133,19 +133,29 @@ uint32_t gs_ringbuf_size(uint32_t requested, uint32_t n_cpus, uint32_t frequency
 
 /* ---- open / load ----------------------------------------------------- */
 
-static int read_int_file(const char *path, long *out)
+/* Read a small proc/sysfs file (one read) into buf as a C string. */
+static int read_small_file(const char *path, char *buf, size_t size)
 {
-	char buf[64];
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t n;
 
 	if (fd < 0)
 		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
+	n = read(fd, buf, size - 1);
 	close(fd);
 	if (n <= 0)
 		return -EIO;
 	buf[n] = 0;
+	return 0;
+}
+
+static int read_int_file(const char *path, long *out)
+{
+	char buf[64];
+	int rc = read_small_file(path, buf, sizeof(buf));
+
+	if (rc)
+		return rc;
 	*out = strtol(buf, NULL, 10);
 	return 0;
 }
@@ -153,16 +163,10 @@ static int read_int_file(const char *path, long *out)
 static int online_cpus(bool *cpus, int max)
 {
 	char buf[4096];
-	int fd = open("/sys/devices/system/cpu/online", O_RDONLY | O_CLOEXEC);
-	ssize_t n;
+	int rc = read_small_file("/sys/devices/system/cpu/online", buf, sizeof(buf));
 
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = 0;
+	if (rc)
+		return rc;
 	return gs_parse_cpu_list(buf, cpus, max);
 }
 

@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -38,6 +39,25 @@ int gs_output_fail(char *err, size_t errlen, int rc, const char *what, const cha
 	if (err)
 		snprintf(err, errlen, "%s %s: %s", what, path, strerror(rc < 0 ? -rc : rc));
 	return rc < 0 ? rc : -rc;
+}
+
+int gs_agg_alloc(size_t n_samples, size_t entry_size, uint32_t **table, size_t *cap,
+		 void **entries)
+{
+	size_t c = 1024;
+	while (c < n_samples * 2)
+		c *= 2;
+	uint32_t *tab = calloc(c, sizeof(*tab));
+	void *a = malloc(entry_size * (n_samples ? n_samples : 1));
+	if (!tab || !a) {
+		free(tab);
+		free(a);
+		return -ENOMEM;
+	}
+	*table = tab;
+	*cap = c;
+	*entries = a;
+	return 0;
 }
 
 /* ---- buffered writer ---------------------------------------------------- */

@@ -52,16 +52,11 @@ struct fold_agg {
 static int aggregate(const struct gs_profile *p, enum gs_folded_kind which,
 		     struct fold_agg **out, size_t *n_out)
 {
-	size_t cap = 1024, n = 0;
-	while (cap < p->n_samples * 2)
-		cap *= 2;
-	uint32_t *tab = calloc(cap, sizeof(*tab));
-	struct fold_agg *a = malloc(sizeof(*a) * (p->n_samples ? p->n_samples : 1));
-	if (!tab || !a) {
-		free(tab);
-		free(a);
+	size_t cap, n = 0;
+	uint32_t *tab;
+	struct fold_agg *a;
+	if (gs_agg_alloc(p->n_samples, sizeof(*a), &tab, &cap, (void **)&a))
 		return -ENOMEM;
-	}
 	for (size_t i = 0; i < p->n_samples; i++) {
 		const struct gs_sample *s = &p->samples[i];
 		bool gpu = s->cuda_device >= 0;

@@ -198,17 +198,11 @@ static bool sample_key_eq(const struct gs_sample *a, const struct gs_sample *b)
 /* Aggregate in first-appearance order (deterministic output). */
 static int aggregate(const struct gs_profile *p, struct agg **out, size_t *n_out)
 {
-	size_t cap = 1024;
-	while (cap < p->n_samples * 2)
-		cap *= 2;
-	uint32_t *tab = calloc(cap, sizeof(*tab));
-	struct agg *a = malloc((p->n_samples ? p->n_samples : 1) * sizeof(*a));
-	if (!tab || !a) {
-		free(tab);
-		free(a);
+	size_t cap, n = 0;
+	uint32_t *tab;
+	struct agg *a;
+	if (gs_agg_alloc(p->n_samples, sizeof(*a), &tab, &cap, (void **)&a))
 		return -ENOMEM;
-	}
-	size_t n = 0;
 	for (size_t i = 0; i < p->n_samples; i++) {
 		const struct gs_sample *s = &p->samples[i];
 		size_t h = sample_key_hash(s) & (cap - 1);

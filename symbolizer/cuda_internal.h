@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include "symbolizer/array.h" /* gs_grow */
 
 /* CUpti_GetSassToSourceCorrelationParams (cupti_pcsampling.h, CUDA 13.0;
  * unchanged since CUDA 11.3). */
@@ -121,22 +122,6 @@ static inline void gs_kmap_free(struct gs_kmap *m)
 	free(m->t);
 	m->t = NULL;
 	m->cap = m->n = 0;
-}
-
-/* Grow a plain array to hold need elements (doubling). */
-static inline int gs_grow(void **arr, size_t *cap, size_t need, size_t sz)
-{
-	if (need <= *cap)
-		return 0;
-	size_t ncap = *cap ? *cap : 16;
-	while (ncap < need)
-		ncap *= 2;
-	void *n = realloc(*arr, ncap * sz);
-	if (!n)
-		return -ENOMEM;
-	*arr = n;
-	*cap = ncap;
-	return 0;
 }
 
 #endif

@@ -70,16 +70,8 @@ static int parse(struct gs_kallsyms *k, FILE *f)
 				break;
 			}
 		}
-		if (k->n == scap) {
-			size_t nc = scap ? scap * 2 : 65536;
-			void *ns = realloc(k->s, nc * sizeof(*k->s));
-			if (!ns) {
-				err = -ENOMEM;
-				break;
-			}
-			k->s = ns;
-			scap = nc;
-		}
+		if ((err = gs_grow_from((void **)&k->s, &scap, k->n + 1, sizeof(*k->s), 65536)))
+			break;
 		char *nm = strdup(name);
 		if (!nm) {
 			err = -ENOMEM;
@@ -127,14 +119,7 @@ const struct gs_ksym *gs_kallsyms_find(const struct gs_kallsyms *k, uint64_t add
 {
 	if (k->all_zero)
 		return NULL;
-	size_t lo = 0, hi = k->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (k->s[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = GS_UPPER_BOUND(k->s, k->n, addr, addr);
 	if (!lo)
 		return NULL;
 	/* several names at one address: the first in sorted order */

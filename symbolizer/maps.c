@@ -53,14 +53,7 @@ void gs_sym_snapshot_put(struct gs_sym_snapshot *s)
 
 const struct gs_sym_map *gs_sym_snapshot_find(const struct gs_sym_snapshot *s, uint64_t addr)
 {
-	size_t lo = 0, hi = s->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (s->maps[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = GS_UPPER_BOUND(s->maps, s->n, start, addr);
 	if (lo && addr < s->maps[lo - 1].end)
 		return &s->maps[lo - 1];
 	return NULL;
@@ -136,16 +129,8 @@ static int read_maps(uint32_t tgid, struct gs_sym_snapshot *s)
 		char *path;
 		if (gs_sym_parse_maps_line(line, &m, &path))
 			continue;
-		if (s->n == mcap) {
-			size_t nc = mcap ? mcap * 2 : 256;
-			void *nm = realloc(s->maps, nc * sizeof(*s->maps));
-			if (!nm) {
-				err = -ENOMEM;
-				break;
-			}
-			s->maps = nm;
-			mcap = nc;
-		}
+		if ((err = gs_grow_from((void **)&s->maps, &mcap, s->n + 1, sizeof(*s->maps), 256)))
+			break;
 		if (path && !(m.path = strdup(path))) {
 			err = -ENOMEM;
 			break;

@@ -337,14 +337,7 @@ static const struct gs_sym_elfsym *module_find_sym(struct gs_sym_module *m, uint
 		return NULL;
 	if (!m->syms_loaded)
 		module_load_syms(m);
-	size_t lo = 0, hi = m->n_syms;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (m->syms[mid].addr <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = GS_UPPER_BOUND(m->syms, m->n_syms, addr, vaddr);
 	if (!lo)
 		return NULL;
 	/* nearest symbol at or below; a sized one must contain vaddr, else a
@@ -503,28 +496,16 @@ struct gs_sym_cu {
 
 static bool push_ent(struct gs_sym_cu *cu, uint64_t lo, uint64_t hi, Dwarf_Die *die)
 {
-	if (cu->n == cu->cap) {
-		size_t nc = cu->cap ? cu->cap * 2 : 256;
-		void *ne = realloc(cu->e, nc * sizeof(*cu->e));
-		if (!ne)
-			return !(cu->oom = true);
-		cu->e = ne;
-		cu->cap = nc;
-	}
+	if (gs_grow_from((void **)&cu->e, &cu->cap, cu->n + 1, sizeof(*cu->e), 256))
+		return !(cu->oom = true);
 	cu->e[cu->n++] = (struct cu_ent){ lo, hi, *die };
 	return true;
 }
 
 static bool push_top(struct gs_sym_cu *cu, uint64_t lo, uint64_t hi, uint32_t first, uint32_t end)
 {
-	if (cu->nt == cu->capt) {
-		size_t nc = cu->capt ? cu->capt * 2 : 64;
-		void *nt = realloc(cu->t, nc * sizeof(*cu->t));
-		if (!nt)
-			return !(cu->oom = true);
-		cu->t = nt;
-		cu->capt = nc;
-	}
+	if (gs_grow_from((void **)&cu->t, &cu->capt, cu->nt + 1, sizeof(*cu->t), 64))
+		return !(cu->oom = true);
 	cu->t[cu->nt++] = (struct cu_top){ lo, hi, first, end };
 	return true;
 }
@@ -623,14 +604,7 @@ static struct gs_sym_cu *module_cu(struct gs_sym_module *m, Dwarf_Die *cudie)
  * when the index has no function there. */
 static int cu_scopes(const struct gs_sym_cu *cu, uint64_t a, Dwarf_Die *out, int max)
 {
-	size_t lo = 0, hi = cu->nt;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (cu->t[mid].lo <= a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = GS_UPPER_BOUND(cu->t, cu->nt, lo, a);
 	for (size_t k = lo; k > 0 && lo - k < 4; k--) {
 		const struct cu_top *t = &cu->t[k - 1];
 		if (a >= t->hi)
@@ -676,14 +650,9 @@ static void build_cu_ranges(struct gs_sym_module *m, Dwarf *dw)
 			while ((ro = dwarf_ranges(&cudie, ro, &base, &lo, &hi)) > 0) {
 				if (hi <= lo)
 					continue;
-				if (m->n_cu_ranges == cap) {
-					size_t nc = cap ? cap * 2 : 256;
-					void *nr = realloc(m->cu_ranges, nc * sizeof(struct cu_range));
-					if (!nr)
-						return;
-					m->cu_ranges = nr;
-					cap = nc;
-				}
+				if (gs_grow_from(&m->cu_ranges, &cap, m->n_cu_ranges + 1,
+						 sizeof(struct cu_range), 256))
+					return;
 				((struct cu_range *)m->cu_ranges)[m->n_cu_ranges++] =
 					(struct cu_range){ lo, hi, off + hsize };
 			}
@@ -702,14 +671,7 @@ static Dwarf_Die *cu_by_range(struct gs_sym_module *m, Dwarf_Addr da, Dwarf_Addr
 		build_cu_ranges(m, dw);
 	uint64_t a = da - *bias;
 	const struct cu_range *r = m->cu_ranges;
-	size_t lo = 0, hi = m->n_cu_ranges;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (r[mid].lo <= a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = GS_UPPER_BOUND(r, m->n_cu_ranges, lo, a);
 	if (!lo || a >= r[lo - 1].hi)
 		return NULL;
 	return dwarf_offdie(dw, r[lo - 1].die_off, out);

@@ -41,16 +41,8 @@ int gs_perfmap_parse(FILE *f, struct gs_perfmap *pm)
 			end++;
 		if (!*end || !size)
 			continue;
-		if (pm->n == ecap) {
-			size_t nc = ecap ? ecap * 2 : 64;
-			void *ne = realloc(pm->e, nc * sizeof(*pm->e));
-			if (!ne) {
-				err = -ENOMEM;
-				break;
-			}
-			pm->e = ne;
-			ecap = nc;
-		}
+		if ((err = gs_grow_from((void **)&pm->e, &ecap, pm->n + 1, sizeof(*pm->e), 64)))
+			break;
 		char *name = strdup(end);
 		if (!name) {
 			err = -ENOMEM;
@@ -91,14 +83,7 @@ void gs_perfmap_free(struct gs_perfmap *pm)
 
 const struct gs_perfmap_entry *gs_perfmap_find(const struct gs_perfmap *pm, uint64_t addr)
 {
-	size_t lo = 0, hi = pm->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (pm->e[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = GS_UPPER_BOUND(pm->e, pm->n, start, addr);
 	/* overlapping regions (code re-JITted in place): the nearest start
 	 * that still covers addr */
 	for (size_t i = lo; i > 0 && lo - i < 16; i--) {

@@ -20,6 +20,7 @@
 #include <sys/types.h>
 #include <elfutils/libdwfl.h>
 #include "gpusample/profile.h"
+#include "symbolizer/array.h"
 
 /* ---- modules (native.c) ------------------------------------------------ */
 

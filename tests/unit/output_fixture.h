@@ -253,4 +253,22 @@ static inline char *fx_read_file(const char *path, size_t *len)
 	return b;
 }
 
+/* A Criterion suite whose tests write into `tmpdir`, a fresh
+ * /tmp/gs-TAG-XXXXXX made before and removed after each test (use after
+ * including criterion/criterion.h). */
+#define FX_TMPDIR_SUITE(suite, tag)                                           \
+	static char tmpdir[64];                                                \
+	static void fx_tmpdir_setup(void)                                      \
+	{                                                                      \
+		snprintf(tmpdir, sizeof(tmpdir), "/tmp/gs-" tag "-XXXXXX");     \
+		cr_assert_not_null(mkdtemp(tmpdir));                           \
+	}                                                                      \
+	static void fx_tmpdir_teardown(void)                                   \
+	{                                                                      \
+		char cmd[128];                                                 \
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);               \
+		(void)!system(cmd);                                            \
+	}                                                                      \
+	TestSuite(suite, .init = fx_tmpdir_setup, .fini = fx_tmpdir_teardown, .timeout = 120)
+
 #endif

@@ -14,22 +14,7 @@
 #include "output/output.h"
 #include "output_fixture.h"
 
-static char tmpdir[64];
-
-static void setup(void)
-{
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/gs-pprof-XXXXXX");
-	cr_assert_not_null(mkdtemp(tmpdir));
-}
-
-static void teardown(void)
-{
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	(void)!system(cmd);
-}
-
-TestSuite(pprof, .init = setup, .fini = teardown, .timeout = 120);
+FX_TMPDIR_SUITE(pprof, "pprof");
 
 /* ---- a minimal independent protobuf walker ------------------------------ */
 

@@ -10,22 +10,7 @@
 #include "output/output.h"
 #include "output_fixture.h"
 
-static char tmpdir[64];
-
-static void setup(void)
-{
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/gs-ss-XXXXXX");
-	cr_assert_not_null(mkdtemp(tmpdir));
-}
-
-static void teardown(void)
-{
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	(void)!system(cmd);
-}
-
-TestSuite(speedscope, .init = setup, .fini = teardown, .timeout = 120);
+FX_TMPDIR_SUITE(speedscope, "ss");
 
 static bool have_validator(void)
 {

@@ -21,6 +21,8 @@ import sys
 import threading
 import time
 
+import bench_common
+
 CHUNK = 2000  # loop iterations between counter updates (about 1 ms)
 
 
@@ -100,13 +102,7 @@ def main():
         t.join()
     for p in procs:
         p.join()
-    ops = (c1 - c0) * CHUNK
-    line = (f"ops={ops} seconds={t1 - t0:.3f} ops_per_s={ops / (t1 - t0):.1f} "
-            f"t0={t0:.6f} t1={t1:.6f} pid={os.getpid()}")
-    print(line, flush=True)
-    if args.result:
-        with open(args.result, "w") as f:
-            f.write(line + "\n")
+    bench_common.report("ops", (c1 - c0) * CHUNK, t0, t1, args.result, rate_digits=1)
     return 0
 
 

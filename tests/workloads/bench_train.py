@@ -25,6 +25,7 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 from torch.utils.data import DataLoader  # noqa: E402
 
+import bench_common  # noqa: E402
 from train_torch import SmallNet, SyntheticImages, train_step  # noqa: E402
 
 
@@ -79,13 +80,7 @@ def main():
             te = time.monotonic()
             prof.export_chrome_trace(args.trace)
             print(f"torch_profiler_export_s={time.monotonic() - te:.3f}", file=sys.stderr)
-    n = steps - s0
-    line = (f"steps={n} seconds={t1 - t0:.3f} steps_per_s={n / (t1 - t0):.3f} "
-            f"t0={t0:.6f} t1={t1:.6f} pid={os.getpid()}")
-    print(line, flush=True)
-    if args.result:
-        with open(args.result, "w") as f:
-            f.write(line + "\n")
+    bench_common.report("steps", steps - s0, t0, t1, args.result)
     return 0
 
 
