@@ -100,7 +100,7 @@ TEST_HELPERS := $(UNIT_BINS) $(WORKLOAD_BINS)
 
 test-helpers: $(TEST_HELPERS)
 
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libgpusample_core.a
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libgpusample_core.a $(SKELS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libgpusample_core.a -lcriterion $(STATIC_LIBS) $(SYS_LIBS)
 

@@ -82,8 +82,11 @@ static void py_discover(struct session *s, struct gs_procinfo *p)
 		/* Found on a retry: the maps snapshot taken at exec (or first
 		 * sight) predates ld.so mapping libpython and its libraries, and
 		 * the process may be gone before the end of the run re-reads it. */
-		if (now != p->py_first_try)
+		if (now != p->py_first_try) {
 			gs_sym_exec(s->sym, p->pid);
+			if (s->cfi) /* same for the CFI snapshot: libpython's table */
+				gs_cfi_add_process(s->cfi, p->pid);
+		}
 		snprintf(p->python, sizeof(p->python), "CPython %s", info.version);
 		gs_session_update_target(s, p);
 		return;
@@ -91,8 +94,15 @@ static void py_discover(struct session *s, struct gs_procinfo *p)
 	if (rc == -ENOENT || rc == -EAGAIN) {
 		/* Not (yet) an initialised interpreter: libpython may still be
 		 * loading right after exec. */
-		if (now - p->py_first_try > PY_DISCOVERY_WINDOW_NS)
-			p->py_state = GS_PYS_NONE;
+		if (now - p->py_first_try <= PY_DISCOVERY_WINDOW_NS)
+			return;
+		p->py_state = GS_PYS_NONE;
+		if (rc == -EAGAIN) { /* CPython, but never walkable: say why */
+			p->py_state = GS_PYS_UNSUPPORTED;
+			snprintf(p->python, sizeof(p->python), "unsupported Python");
+			gs_profile_add_note(&s->prof, "pid %u (%s): %s; native stacks only", p->pid,
+					    p->comm, msg);
+		}
 		return;
 	}
 	if (rc == -ESRCH) {

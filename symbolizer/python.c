@@ -891,7 +891,12 @@ static int discover(struct gs_py *py, struct discover *d, struct gs_py_cfg *cfg,
 	uint32_t first = 0;
 
 	if (find_libc_1stblock(d, maps, n, &first)) {
-		err = fail(d, -ENOTSUP, "no glibc pthread_getspecific found (musl or static libc): "
+		/* -EAGAIN, not -ENOTSUP: right after exec, the maps read above
+		 * can predate ld.so mapping libc while the interpreter got
+		 * initialized during our ELF scans (seen under load).  A retry
+		 * reads fresh maps; the session reports this message if it
+		 * never succeeds (musl, static libc). */
+		err = fail(d, -EAGAIN, "no glibc pthread_getspecific found (musl or static libc): "
 			   "Python frames off");
 		goto out;
 	}

@@ -71,8 +71,9 @@ void gs_py_free(struct gs_py *py);
 
 /* Find the CPython interpreter of tgid and fill cfg for the BPF walker.
  * 0: found; -ENOENT: no CPython in the process (yet: right after exec the
- * interpreter may not be mapped); -EAGAIN: CPython found but not initialized
- * yet (retry every poll for a few seconds after exec); -ENOTSUP: a Python this
+ * interpreter may not be mapped); -EAGAIN: CPython found but not walkable
+ * yet -- not initialized, libpython or libc not fully mapped (retry every
+ * poll for a few seconds after exec, then report msg); -ENOTSUP: a Python this
  * version cannot walk (msg names it); -EPROTO: offsets failed the start-up
  * cross-check (msg names the build); -ESRCH/-EPERM: process gone / no
  * access.  msg receives one line in every non-zero case but -ENOENT.

@@ -27,7 +27,7 @@ for py in $(py_versions); do
 	in_loop=$(grep -c 'inner@py_chain.py' "$T/chain")
 	exact=$(cut -d'|' -f2 "$T/chain" | grep -cxF "$want")
 	echo "$py ($ver): $exact of $in_loop in-loop samples exact"
-	[ "$in_loop" -ge 20 ] || { cat "$T/chain.err"; fail "$py: only $in_loop samples in the loop"; }
+	[ "$in_loop" -ge 20 ] || { cat "$T/chain.err"; py_report "$T/chain.pb.gz"; fail "$py: only $in_loop samples in the loop"; }
 	ratio_at_least "$exact" "$in_loop" 0.95 || {
 		cut -d'|' -f2 "$T/chain" | sort | uniq -c | sort -rn | head -5
 		fail "$py: expected >= 95% '$want'"

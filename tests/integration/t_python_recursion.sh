@@ -19,7 +19,7 @@ for py in $(py_versions); do
 		nexp=$(wc -l < "$T/exp")
 		grep -F "spin@py_recurse.py:$spin" "$T/rec.txt" | cut -d'|' -f2 | sort | uniq -c | sort -rn > "$T/stacks"
 		nin=$(awk '{s += $1} END {print s + 0}' "$T/stacks")
-		[ "$nin" -ge 20 ] || fail "$py depth $depth: only $nin samples in spin()"
+		[ "$nin" -ge 20 ] || { py_report "$T/rec.txt.pb.gz"; fail "$py depth $depth: only $nin samples in spin()"; }
 		grep -q 'unknown python' "$T/stacks" && fail "$py depth $depth: placeholder frames"
 		top=$(head -1 "$T/stacks" | awk '{print $1}')
 		ratio_at_least "$top" "$nin" 0.95 || fail "$py depth $depth: stacks differ between samples"
