@@ -118,8 +118,7 @@ integration: deps all
 
 # Unit tests, then integration tests (root: real eBPF on real processes).
 test: deps all
-	@./tests/run_unit.sh $(UNIT_BINS); u=$$?; ./tests/integration/run.sh; i=$$?; \
-	 echo "all: see the unit and integration lines above"; [ $$u -eq 0 ] && [ $$i -eq 0 ]
+	@./tests/run_all.sh $(UNIT_BINS)
 
 asan:
 	$(MAKE) BUILD=build-asan SANITIZE=1 all
