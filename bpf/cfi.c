@@ -882,8 +882,6 @@ static void hex_build_id(Elf *elf, char out[41])
 
 /* Table for one mapped file: cached by file key, then by build-id.  NULL
  * when not cached and !build (lazy: the mapping stays pending). */
-#define GS_CFI_EAGER_BYTES (4ull << 20) /* executable segment size */
-
 static struct cfi_obj *obj_for_file(struct gs_cfi *c, const char *file_key, const char *open_path,
 				    const char *alt_path, bool build)
 {
@@ -1063,11 +1061,9 @@ static int add_process(struct gs_cfi *c, uint32_t tgid, const uint64_t *want, si
 		snprintf(key, sizeof(key), "%x:%x:%llu", maj, min, ino);
 		snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", tgid, start, end);
 		snprintf(alt, sizeof(alt), "/proc/%u/root%s", tgid, file);
-		/* Lazy mode still builds small objects at once (a few ms each):
-		 * only the huge ones (libtorch_cpu, cuDNN) wait for a sample to
-		 * walk through them, so a fresh process has full stacks at once. */
-		o = obj_for_file(c, key, open_path, alt,
-				 !c->lazy || end - start <= GS_CFI_EAGER_BYTES || wanted(start, want, nwant));
+		/* Lazy mode: an object gets its table when a sample first walks
+		 * through it (BPF records the miss and wakes us up at once). */
+		o = obj_for_file(c, key, open_path, alt, !c->lazy || wanted(start, want, nwant));
 		if (!o) {
 			m->table_id = GS_CFI_TABLE_PENDING;
 			m->bias = start - off; /* fixed up when the table exists */

@@ -104,6 +104,7 @@ static __always_inline void *gs_scratch(__u32 slot)
 	return bpf_map_lookup_elem(&scratch, &slot);
 }
 
+#define GS_WAKE_RINGBUF events
 #include "unwind.bpf.h"
 #include "python.bpf.h"
 

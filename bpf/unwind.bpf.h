@@ -352,7 +352,18 @@ static long gs_unwind_step(__u32 i, void *arg)
 		struct gs_cfi_miss_key k = { .tgid = c->tgid, .start = m ? m->start : 0 };
 		__u64 now = bpf_ktime_get_ns();
 
-		bpf_map_update_elem(&gs_cfi_miss, &k, &now, BPF_NOEXIST);
+		/* A known object whose table is still pending (lazy mode): wake
+		 * user space now rather than at its next 200 ms tick, so the
+		 * table exists a few ms later.  Once per object (NOEXIST), never
+		 * for unknown memory such as JIT code (start 0). */
+		if (!bpf_map_update_elem(&gs_cfi_miss, &k, &now, BPF_NOEXIST) && k.start) {
+#ifdef GS_WAKE_RINGBUF /* the includer's ring buffer map, if any */
+			struct gs_rec_hdr wake = { .type = GS_REC_WAKEUP, .version = GS_RECORDS_VERSION,
+						   .size = sizeof(wake), .ktime_ns = now };
+
+			bpf_ringbuf_output(&GS_WAKE_RINGBUF, &wake, sizeof(wake), BPF_RB_FORCE_WAKEUP);
+#endif
+		}
 	} else if (m->table_id) {
 		r = gs_cfi_find_rule(m->table_id, m->n_pages, lookup - m->bias);
 	}

@@ -373,12 +373,18 @@ static int run_loop(struct session *s)
 {
 	uint64_t deadline = s->o->duration_s > 0 ?
 		s->t0_mono + (uint64_t)(s->o->duration_s * 1e9) : UINT64_MAX;
-	uint64_t next_progress = 0;
+	uint64_t next_progress = 0, next_tick = 0;
+	bool tick_pending = false;
 
 	while (!g_stop) {
-		/* 200 ms: records arrive without per-record wakeups (BPF uses
-		 * BPF_RB_NO_WAKEUP for samples); process events do wake us. */
-		int rc = gs_sampler_poll(s->sampler, 200, on_record, s);
+		/* Records arrive without per-record wakeups (BPF_RB_NO_WAKEUP for
+		 * samples); process events and CFI table requests do wake us.
+		 * Ticks (maps re-reads, discovery, GPU scans) run at most every
+		 * 50 ms so a burst of wakeups is handled in one batch. */
+		uint64_t before = gs_now_ns(CLOCK_MONOTONIC);
+		int wait_ms = tick_pending && next_tick > before ?
+			(int)((next_tick - before) / 1000000) + 1 : 200;
+		int rc = gs_sampler_poll(s->sampler, wait_ms, on_record, s);
 		uint64_t now = gs_now_ns(CLOCK_MONOTONIC);
 
 		if (rc < 0 && rc != -EINTR) {
@@ -387,8 +393,12 @@ static int run_loop(struct session *s)
 		}
 		if (now >= deadline || targets_gone(s))
 			break;
-		gs_rt_tick(s);
-		gs_gpu_tick(s);
+		tick_pending = now < next_tick; /* woken early: tick once the 50 ms are up */
+		if (!tick_pending) {
+			gs_rt_tick(s);
+			gs_gpu_tick(s);
+			next_tick = now + 50000000ull;
+		}
 		if (now >= next_progress) {
 			progress(s, false);
 			next_progress = now + 500000000ull;

@@ -35,6 +35,7 @@ enum gs_rec_type {
 	GS_REC_GPU_CUBIN = 5,    /* struct gs_gpu_cubin */
 	GS_REC_GPU_LAUNCH = 6,   /* struct gs_gpu_launch + CPU stack */
 	GS_REC_GPU_STATUS = 7,   /* struct gs_gpu_status */
+	GS_REC_WAKEUP = 8,       /* bare gs_rec_hdr: user space has work (CFI table wanted) */
 };
 
 struct gs_rec_hdr {
