@@ -1053,6 +1053,7 @@ static int add_process(struct gs_cfi *c, uint32_t tgid, const uint64_t *want, si
 		line[strcspn(line, "\n")] = 0;
 		file = line + pos;
 		m = &pe->m[pe->n++];
+		memset(m, 0, sizeof(*m)); /* scratch reused across processes */
 		m->start = start;
 		m->end = end;
 		if (ino == 0 || file[0] != '/')
