@@ -26,6 +26,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "gpusample/procmaps.h"
 #include "gpusample/records.h"
 #include "bpf/cfi.h"
 
@@ -1021,8 +1022,10 @@ static bool wanted(uint64_t start, const uint64_t *want, size_t nwant)
 	return false;
 }
 
-/* Read the maps; build tables now (eager) or only for mappings in want. */
-static int add_process(struct gs_cfi *c, uint32_t tgid, const uint64_t *want, size_t nwant)
+/* Read the maps; build tables now (eager, or force) or only for mappings
+ * in want. */
+static int add_process(struct gs_cfi *c, uint32_t tgid, const uint64_t *want, size_t nwant,
+		       bool force)
 {
 	struct gs_cfi_proc *pe = c->scratch;
 	struct cfi_proc *p;
@@ -1036,45 +1039,41 @@ static int add_process(struct gs_cfi *c, uint32_t tgid, const uint64_t *want, si
 		return errno == ENOENT ? -ESRCH : -errno;
 	memset(pe, 0, offsetof(struct gs_cfi_proc, m));
 	while (fgets(line, sizeof(line), f)) {
-		unsigned long long start, end, off, ino;
-		unsigned maj, min;
-		char perms[8], key[48], open_path[128], alt[4200];
-		int pos = 0;
-		const char *file;
+		char key[48], open_path[128], alt[4200];
+		struct gs_maps_line l;
 		struct gs_cfi_mapping *m;
 		struct cfi_obj *o;
 
-		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj,
-			   &min, &ino, &pos) < 7 ||
-		    !strchr(perms, 'x'))
+		if (gs_maps_parse_line(line, &l) || !l.exec)
 			continue;
 		if (pe->n >= GS_CFI_MAX_MAPPINGS)
 			break;
-		line[strcspn(line, "\n")] = 0;
-		file = line + pos;
 		m = &pe->m[pe->n++];
 		memset(m, 0, sizeof(*m)); /* scratch reused across processes */
-		m->start = start;
-		m->end = end;
-		if (ino == 0 || file[0] != '/')
+		m->start = l.start;
+		m->end = l.end;
+		if (!l.inode || !l.path || l.path[0] != '/')
 			continue; /* anonymous/JIT, [vdso]: frame pointers; known, so no miss */
 		n_files++;
-		snprintf(key, sizeof(key), "%x:%x:%llu", maj, min, ino);
-		snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", tgid, start, end);
-		snprintf(alt, sizeof(alt), "/proc/%u/root%s", tgid, file);
+		snprintf(key, sizeof(key), "%x:%x:%llu", l.dev_major, l.dev_minor,
+			 (unsigned long long)l.inode);
+		snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", tgid,
+			 (unsigned long long)l.start, (unsigned long long)l.end);
+		snprintf(alt, sizeof(alt), "/proc/%u/root%s", tgid, l.path);
 		/* Lazy mode: an object gets its table when a sample first walks
 		 * through it (BPF records the miss and wakes us up at once). */
-		o = obj_for_file(c, key, open_path, alt, !c->lazy || wanted(start, want, nwant));
+		o = obj_for_file(c, key, open_path, alt,
+				 force || !c->lazy || wanted(l.start, want, nwant));
 		if (!o) {
 			m->table_id = GS_CFI_TABLE_PENDING;
-			m->bias = start - off; /* fixed up when the table exists */
+			m->bias = l.start - l.offset; /* fixed up when the table exists */
 			continue;
 		}
 		if (o->status)
 			continue;
 		m->table_id = o->table_id;
 		m->n_pages = o->n_pages;
-		m->bias = mapping_bias(o, start, off);
+		m->bias = mapping_bias(o, l.start, l.offset);
 	}
 	fclose(f);
 	qsort(pe->m, pe->n, sizeof(pe->m[0]), cmp_mapping);
@@ -1090,7 +1089,12 @@ static int add_process(struct gs_cfi *c, uint32_t tgid, const uint64_t *want, si
 
 int gs_cfi_add_process(struct gs_cfi *c, uint32_t tgid)
 {
-	return add_process(c, tgid, NULL, 0);
+	return add_process(c, tgid, NULL, 0, false);
+}
+
+int gs_cfi_build_process(struct gs_cfi *c, uint32_t tgid)
+{
+	return add_process(c, tgid, NULL, 0, true);
 }
 
 int gs_cfi_fork(struct gs_cfi *c, uint32_t parent, uint32_t child)
@@ -1163,7 +1167,7 @@ int gs_cfi_refresh(struct gs_cfi *c)
 		if (reread && now_ns() - p->last_ns < p->reread_ns && !ns)
 			continue;
 		uint32_t before = p->n_files;
-		if (add_process(c, tgid, starts, ns) == 0) {
+		if (add_process(c, tgid, starts, ns, false) == 0) {
 			c->st.refreshes++;
 			done++;
 			p->reread_ns = p->n_files != before ? REREAD_MIN_NS

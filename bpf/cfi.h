@@ -170,6 +170,11 @@ int gs_cfi_open(struct bpf_object *obj, struct gs_cfi **out, char *err, size_t e
 /* Read /proc/tgid/maps, build or reuse tables, write gs_cfi_procs[tgid].
  * -ESRCH if the process is gone.  Objects without CFI get table 0. */
 int gs_cfi_add_process(struct gs_cfi *cfi, uint32_t tgid);
+/* Same, but builds every table now whatever the lazy setting: for a
+ * process whose next stacks must be complete at once (a GPU process right
+ * before its agent arms: launch stacks run through the agent, libcupti and
+ * libcuda). */
+int gs_cfi_build_process(struct gs_cfi *cfi, uint32_t tgid);
 /* child shares parent's mappings (fork without exec); falls back to
  * gs_cfi_add_process when the parent is unknown. */
 int gs_cfi_fork(struct gs_cfi *cfi, uint32_t parent, uint32_t child);

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
+#include "gpusample/procmaps.h"
 #include "gpu_host.h"
 
 #define AGENT_NAME "libgpusample_agent.so"
@@ -156,18 +157,13 @@ static int find_agent(uint32_t tgid, char *path, size_t len, uint64_t *base)
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
-		unsigned long long start, end, off;
-		char perms[8], *file;
-		int pos = 0;
+		struct gs_maps_line l;
 
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &off, &pos) < 4 || !pos)
+		if (gs_maps_parse_line(line, &l) || !l.path || !strstr(l.path, AGENT_NAME) ||
+		    strstr(l.path, " (deleted)") || l.offset != 0)
 			continue;
-		file = line + pos;
-		file[strcspn(file, "\n")] = 0;
-		if (!strstr(file, AGENT_NAME) || strstr(file, " (deleted)") || off != 0)
-			continue;
-		snprintf(path, len, "%s", file);
-		*base = start;
+		snprintf(path, len, "%s", l.path);
+		*base = l.start;
 		found = 1;
 		break;
 	}

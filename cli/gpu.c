@@ -16,16 +16,8 @@
 
 enum { LIB_OTHER, LIB_AGENT, LIB_DRIVER };
 
-/* Executable code of the agent, libcupti and libcuda in one process: the
- * frames of a launch stack that belong to the agent's callback path. */
-struct gs_gpu_libs {
-	uint32_t tgid, n;
-	struct {
-		uint64_t start, end;
-		int kind;
-	} r[32];
-};
-
+/* Which code a launch-stack frame belongs to: the agent's callback path
+ * (agent, libcupti), the driver, or the program. */
 static int lib_kind_of_path(const char *path)
 {
 	const char *base = strrchr(path, '/');
@@ -34,59 +26,6 @@ static int lib_kind_of_path(const char *path)
 	if (!strncmp(base, "libgpusample_agent", 18) || !strncmp(base, "libcupti", 8))
 		return LIB_AGENT;
 	return strncmp(base, "libcuda.so", 10) ? LIB_OTHER : LIB_DRIVER;
-}
-
-static struct gs_gpu_libs *gpu_libs(struct session *s, uint32_t tgid, bool create)
-{
-	for (uint32_t i = 0; i < s->n_gpu_libs; i++)
-		if (s->gpu_libs[i].tgid == tgid)
-			return &s->gpu_libs[i];
-	if (!create)
-		return NULL;
-	if (s->n_gpu_libs == s->cap_gpu_libs) {
-		uint32_t cap = s->cap_gpu_libs ? s->cap_gpu_libs * 2 : 8;
-		struct gs_gpu_libs *n = realloc(s->gpu_libs, cap * sizeof(*n));
-
-		if (!n)
-			return NULL;
-		s->gpu_libs = n;
-		s->cap_gpu_libs = cap;
-	}
-	s->gpu_libs[s->n_gpu_libs] = (struct gs_gpu_libs){ .tgid = tgid };
-	return &s->gpu_libs[s->n_gpu_libs++];
-}
-
-/* Read them from /proc/PID/maps now: the agent has just loaded libcupti,
- * and the symbolizer's snapshot (rate-limited rereads) may not have it
- * when the first launch records arrive. */
-static void note_gpu_libs(struct session *s, uint32_t tgid)
-{
-	struct gs_gpu_libs *g = gpu_libs(s, tgid, true);
-	char path[64], line[4096];
-	FILE *f;
-
-	if (!g)
-		return;
-	g->n = 0;
-	snprintf(path, sizeof(path), "/proc/%u/maps", tgid);
-	if (!(f = fopen(path, "re")))
-		return;
-	while (fgets(line, sizeof(line), f) && g->n < sizeof(g->r) / sizeof(g->r[0])) {
-		unsigned long long start, end;
-		char perms[8];
-		int pos = 0, kind;
-
-		if (sscanf(line, "%llx-%llx %7s %*s %*s %*s %n", &start, &end, perms, &pos) < 3 || !pos ||
-		    !strchr(perms, 'x'))
-			continue;
-		line[strcspn(line, "\n")] = 0;
-		if ((kind = lib_kind_of_path(line + pos)) == LIB_OTHER)
-			continue;
-		g->r[g->n].start = start;
-		g->r[g->n].end = end;
-		g->r[g->n++].kind = kind;
-	}
-	fclose(f);
 }
 
 /* Right before the agent in tgid is armed: its launch stacks run through
@@ -98,22 +37,15 @@ static void before_attach(void *ctx, uint32_t tgid)
 {
 	struct session *s = ctx;
 
-	/* Eagerly, as for the processes there at attach: in lazy mode (on
-	 * once the session started) each object of the launch path (agent,
-	 * libcupti, libcuda, libffi or libtorch_cuda, ...) would get its table
-	 * one refresh round after a stack first walked into it, so launch
-	 * stacks stay broken for the first second or so.  Paid once per GPU
-	 * process, before its agent arms. */
-	if (s->cfi) {
-		bool lazy = s->t0_mono != 0; /* session.c: lazy CFI from start() on */
-
-		if (lazy)
-			gs_cfi_set_lazy(s->cfi, false);
-		gs_cfi_add_process(s->cfi, tgid);
-		if (lazy)
-			gs_cfi_set_lazy(s->cfi, true);
-	}
-	note_gpu_libs(s, tgid);
+	/* Every table now, as for the processes there at attach: lazily, each
+	 * object of the launch path (agent, libcupti, libcuda, libffi or
+	 * libtorch_cuda, ...) would get its table only after a stack first
+	 * walked into it.  Paid once per GPU process, before its agent arms. */
+	if (s->cfi)
+		gs_cfi_build_process(s->cfi, tgid);
+	/* The agent has just loaded libcupti: the symbolizer must know it
+	 * before the first launch records are trimmed (launch_frames_to_skip). */
+	gs_sym_refresh(s->sym, tgid);
 }
 
 int gs_gpu_open(struct session *s)
@@ -208,12 +140,8 @@ static void on_cubin(struct session *s, const struct gs_gpu_cubin *c)
 
 static int lib_kind(struct session *s, uint32_t tgid, uint64_t addr)
 {
-	struct gs_gpu_libs *g = gpu_libs(s, tgid, false);
 	struct gs_sym_mapping_info mi;
 
-	for (uint32_t i = 0; g && i < g->n; i++)
-		if (addr >= g->r[i].start && addr < g->r[i].end)
-			return g->r[i].kind;
 	if (gs_sym_mapping_for(s->sym, tgid, addr, &mi) || !mi.path)
 		return LIB_OTHER;
 	return lib_kind_of_path(mi.path);
@@ -416,9 +344,6 @@ int gs_gpu_finish(struct session *s)
 
 void gs_gpu_close(struct session *s)
 {
-	free(s->gpu_libs);
-	s->gpu_libs = NULL;
-	s->n_gpu_libs = s->cap_gpu_libs = 0;
 	if (s->join)
 		gs_join_free(s->join);
 	if (s->gpu)

@@ -17,7 +17,7 @@ enum gs_format_bits {
 };
 
 struct gs_options {
-	uint32_t pids[GS_MAX_PIDS]; /* -p, root pid namespace after translation */
+	uint32_t pids[GS_MAX_PIDS]; /* -p, as seen from gpusample's pid namespace */
 	int n_pids;
 	char **command;        /* launch mode: argv after "--", NULL-terminated */
 	double duration_s;     /* -d; 0 = until Ctrl-C / target exit */

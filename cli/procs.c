@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <dirent.h>
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +36,7 @@ int gs_proc_stat(uint32_t pid, struct gs_proc_stat *st)
 		n = sizeof(st->comm) - 1;
 	memcpy(st->comm, open_paren + 1, n);
 	/* fields after comm: state ppid pgrp session tty_nr tpgid flags */
-	if (sscanf(close_paren + 2, "%*c %d %*d %*d %*d %*d %lu", &ppid, &flags) != 2)
+	if (sscanf(close_paren + 2, "%c %d %*d %*d %*d %*d %lu", &st->state, &ppid, &flags) != 3)
 		return -EINVAL;
 	st->ppid = (uint32_t)ppid;
 	st->kernel_thread = (flags & PF_KTHREAD) != 0;
@@ -47,20 +46,9 @@ int gs_proc_stat(uint32_t pid, struct gs_proc_stat *st)
 bool gs_proc_alive(uint32_t pid)
 {
 	struct gs_proc_stat st;
-	char path[64], state = 0;
-	FILE *f;
 
-	if (kill((pid_t)pid, 0) && errno == ESRCH)
-		return false;
 	/* A zombie has exited already; its parent just hasn't reaped it. */
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	if (fscanf(f, "%*d (%*[^)]) %c", &state) != 1)
-		state = 0;
-	fclose(f);
-	return state != 'Z' && state != 'X' && gs_proc_stat(pid, &st) == 0;
+	return gs_proc_stat(pid, &st) == 0 && st.state != 'Z' && st.state != 'X';
 }
 
 int gs_check_target(uint32_t pid, char *err, size_t errlen)

@@ -10,6 +10,7 @@
 struct gs_proc_stat {
 	uint32_t pid, ppid;
 	char comm[16];
+	char state;         /* R, S, D, Z, ... */
 	bool kernel_thread; /* PF_KTHREAD */
 };
 

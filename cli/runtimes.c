@@ -72,7 +72,9 @@ static void py_discover(struct session *s, struct gs_procinfo *p)
 
 	if (!s->py || p->py_state != GS_PYS_UNKNOWN || p->exited)
 		return;
-	if (!p->py_first_try)
+	bool retry = p->py_first_try != 0;
+
+	if (!retry)
 		p->py_first_try = now;
 	memset(&cfg, 0, sizeof(cfg));
 	rc = gs_py_discover(s->py, p->pid, &cfg, &info, msg, sizeof(msg));
@@ -82,8 +84,8 @@ static void py_discover(struct session *s, struct gs_procinfo *p)
 		/* Found on a retry: the maps snapshot taken at exec (or first
 		 * sight) predates ld.so mapping libpython and its libraries, and
 		 * the process may be gone before the end of the run re-reads it. */
-		if (now != p->py_first_try) {
-			gs_sym_exec(s->sym, p->pid);
+		if (retry) {
+			gs_sym_refresh(s->sym, p->pid);
 			if (s->cfi) /* same for the CFI snapshot: libpython's table */
 				gs_cfi_add_process(s->cfi, p->pid);
 		}

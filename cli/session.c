@@ -170,16 +170,16 @@ static void add_descendant(void *ctx, uint32_t pid, uint32_t ppid)
 
 static int setup_targets(struct session *s)
 {
-	for (int i = 0; i < s->o->n_pids; i++) {
-		int rc = add_target(s, s->o->pids[i], 0, true);
+	for (int i = 0; i < s->n_roots; i++) {
+		int rc = add_target(s, s->roots[i], 0, true);
 
 		if (rc) {
-			fprintf(stderr, "gpusample: cannot add target %u: %s\n", s->o->pids[i], strerror(-rc));
+			fprintf(stderr, "gpusample: cannot add target %u: %s\n", s->roots[i], strerror(-rc));
 			return rc;
 		}
 	}
 	if (s->o->children)
-		gs_for_each_descendant(s->o->pids, s->o->n_pids, add_descendant, s);
+		gs_for_each_descendant(s->roots, s->n_roots, add_descendant, s);
 	return 0;
 }
 
@@ -351,8 +351,8 @@ static bool targets_gone(struct session *s)
 			s->launch_exited = true;
 		return s->launch_exited;
 	}
-	for (int i = 0; i < s->o->n_pids; i++)
-		if (gs_proc_alive(s->o->pids[i]))
+	for (int i = 0; i < s->n_roots; i++)
+		if (gs_proc_alive(s->roots[i]))
 			return false;
 	return true;
 }
@@ -719,10 +719,17 @@ static int prepare(struct session *s)
 		}
 	if (s->o->command && (rc = start_launch(s)))
 		return rc;
-	snprintf(s->prefix, sizeof(s->prefix), "%s", s->o->prefix ? s->o->prefix : "");
-	if (!s->o->prefix)
-		snprintf(s->prefix, sizeof(s->prefix), "gpusample-%u",
-			 s->launched ? (uint32_t)s->launch.pid : s->o->pids[0]);
+	if (s->launched) {
+		s->roots[0] = (uint32_t)s->launch.pid;
+		s->n_roots = 1;
+	} else {
+		memcpy(s->roots, s->o->pids, sizeof(s->roots));
+		s->n_roots = s->o->n_pids;
+	}
+	if (s->o->prefix)
+		snprintf(s->prefix, sizeof(s->prefix), "%s", s->o->prefix);
+	else
+		snprintf(s->prefix, sizeof(s->prefix), "gpusample-%u", s->roots[0]);
 	if ((rc = check_outputs(s)))
 		return rc;
 	s->sym = gs_sym_new(&s->prof);
@@ -733,17 +740,10 @@ static int prepare(struct session *s)
 
 static int start(struct session *s)
 {
-	uint32_t pid;
 	int rc;
 
-	if (s->launched) {
-		pid = (uint32_t)s->launch.pid;
-		/* Target entry first, then exec: the job is sampled from its first
-		 * instruction and its children are followed from birth. */
-		struct gs_options *o = (struct gs_options *)s->o;
-		o->pids[0] = pid;
-		o->n_pids = 1;
-	}
+	/* Launch mode: the target entry first, then exec, so the job is
+	 * sampled from its first instruction and its children from birth. */
 	if ((rc = setup_targets(s)))
 		return rc;
 	/* Tables of the processes there at attach were built eagerly (full

@@ -28,7 +28,6 @@ struct raw_sample {
 	gs_str comm;
 };
 
-struct gs_gpu_libs;
 
 struct session {
 	const struct gs_options *o;
@@ -39,8 +38,6 @@ struct session {
 	struct gs_gpu_host *gpu;  /* NULL with --no-gpu */
 	struct gs_cuda *cuda;     /* cubins, stall tables (with gpu) */
 	struct gs_join *join;     /* created at start: needs t0 */
-	struct gs_gpu_libs *gpu_libs; /* cli/gpu.c: agent/CUPTI/driver code ranges per GPU process */
-	uint32_t n_gpu_libs, cap_gpu_libs;
 	uint32_t truncated_loc;   /* "[truncated]" special location, 0 until made */
 	char agent_env[2][600];   /* launch mode: CUDA_INJECTION64_PATH, GS_AGENT_OPTS */
 	char *launch_env[3];
@@ -51,6 +48,8 @@ struct session {
 	struct raw_sample *samples;
 	size_t n_samples, cap_samples;
 	struct gs_proctab procs;
+	uint32_t roots[GS_MAX_PIDS]; /* -p PIDs, or the launched command */
+	int n_roots;
 	struct gs_launch launch;
 	bool launched, launch_exited;
 	uint64_t t0_mono, t0_wall;

@@ -7,7 +7,6 @@
 #include <gelf.h>
 #include <glob.h>
 #include <libelf.h>
-#include <libiberty/demangle.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +15,7 @@
 
 #include "gpusample/records.h"
 #include "symbolizer/cuda_internal.h"
+#include "symbolizer/symbolizer.h"
 
 struct cubin {
 	uint64_t crc;
@@ -451,9 +451,7 @@ static struct kfunc *kernel_function(struct gs_cuda *c, uint64_t crc, gs_str man
 	if (gs_grow((void **)&c->kfuncs, &c->cap_kfuncs, c->n_kfuncs + 1, sizeof(struct kfunc)))
 		return NULL;
 	struct kfunc *k = &c->kfuncs[c->n_kfuncs];
-	char *dem = NULL;
-	if (function[0] == '_' && function[1] == 'Z')
-		dem = cplus_demangle(function, DMGL_PARAMS | DMGL_ANSI);
+	char *dem = gs_demangle(function);
 	if (dem && strcmp(dem, function) != 0) {
 		k->name = gs_profile_intern(c->p, dem);
 		k->system_name = mangled;

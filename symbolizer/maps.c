@@ -13,30 +13,23 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include "gpusample/procmaps.h"
 #include "symbolizer/sym_internal.h"
 
 int gs_sym_parse_maps_line(char *line, struct gs_sym_map *m, char **path)
 {
-	/* start-end perms offset major:minor inode [path] */
-	char perms[8];
-	unsigned long long start, end, off, ino;
-	unsigned maj, min;
-	int n = 0;
-	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj, &min,
-		   &ino, &n) < 7)
+	struct gs_maps_line l;
+
+	if (gs_maps_parse_line(line, &l))
 		return -EINVAL;
 	memset(m, 0, sizeof(*m));
-	m->start = start;
-	m->end = end;
-	m->offset = off;
-	m->dev = makedev(maj, min);
-	m->ino = ino;
-	m->exec = strchr(perms, 'x') != NULL;
-	char *p = line + n;
-	size_t len = strlen(p);
-	while (len && (p[len - 1] == '\n' || p[len - 1] == ' '))
-		p[--len] = 0;
-	*path = len ? p : NULL;
+	m->start = l.start;
+	m->end = l.end;
+	m->offset = l.offset;
+	m->dev = makedev(l.dev_major, l.dev_minor);
+	m->ino = l.inode;
+	m->exec = l.exec;
+	*path = l.path;
 	return 0;
 }
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include "gpusample/procmaps.h"
 #include <unistd.h>
 #include "symbolizer/python.h"
 
@@ -428,18 +429,15 @@ static int read_maps(uint32_t tgid, struct map_ent **out, int *n_out)
 		return errno == ENOENT ? -ESRCH : -errno;
 	while (fgets(line, sizeof(line), fp)) {
 		struct map_ent e = {};
-		char perms[8];
-		int pos = 0;
+		struct gs_maps_line l;
 
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %n", &e.start, &e.end,
-			   perms, &e.off, &pos) < 4 || !pos)
+		if (gs_maps_parse_line(line, &l) || !l.path || l.path[0] != '/' ||
+		    strstr(l.path, " (deleted)"))
 			continue;
-		char *p = line + pos;
-
-		p[strcspn(p, "\n")] = 0;
-		if (p[0] != '/' || strstr(p, " (deleted)"))
-			continue;
-		snprintf(e.path, sizeof(e.path), "%s", p);
+		e.start = l.start;
+		e.end = l.end;
+		e.off = l.offset;
+		snprintf(e.path, sizeof(e.path), "%s", l.path);
 		int k;
 
 		for (k = 0; k < n && strcmp(v[k].path, e.path); k++)

@@ -214,6 +214,16 @@ int gs_sym_fork(struct gs_symbolizer *s, uint32_t parent, uint32_t child)
 	return 0;
 }
 
+static int reread(struct gs_symbolizer *s, struct proc *pr, bool now);
+
+int gs_sym_refresh(struct gs_symbolizer *s, uint32_t tgid)
+{
+	struct proc *pr = proc_find(s, tgid);
+	if (!pr || !pr->snap)
+		return gs_sym_add_process(s, tgid);
+	return reread(s, pr, true);
+}
+
 void gs_sym_exit(struct gs_symbolizer *s, uint32_t tgid)
 {
 	struct proc *pr = proc_find(s, tgid);
@@ -236,10 +246,10 @@ static int map_cmp(const void *a, const void *b)
 /* Re-read the maps of a live process after a miss (dlopen after attach).
  * Mappings of the old snapshot that no longer exist (dlclose) are kept so
  * that earlier samples in them still resolve. */
-static int reread(struct gs_symbolizer *s, struct proc *pr)
+static int reread(struct gs_symbolizer *s, struct proc *pr, bool now)
 {
 	uint64_t t = now_ns();
-	if (pr->exited || (pr->last_reread_ns && t - pr->last_reread_ns < REREAD_INTERVAL_NS))
+	if (pr->exited || (!now && pr->last_reread_ns && t - pr->last_reread_ns < REREAD_INTERVAL_NS))
 		return -EAGAIN;
 	pr->last_reread_ns = t;
 	uint32_t tgid = pr->tgid;
@@ -474,7 +484,7 @@ uint32_t gs_sym_native(struct gs_symbolizer *s, uint32_t tgid, uint64_t addr, bo
 		uint32_t loc = loc_get(s, SNAP_NS | pr->snap->id, a);
 		if (loc)
 			return loc;
-		if (reread(s, pr) == 0)
+		if (reread(s, pr, false) == 0)
 			m = gs_sym_snapshot_find(pr->snap, a);
 	}
 	if (m && m->mod)
@@ -566,7 +576,7 @@ int gs_sym_mapping_for(struct gs_symbolizer *s, uint32_t tgid, uint64_t addr,
 	if (!pr)
 		return -ESRCH;
 	const struct gs_sym_map *m = gs_sym_snapshot_find(pr->snap, addr);
-	if ((!m || !m->mod) && reread(s, pr) == 0)
+	if ((!m || !m->mod) && reread(s, pr, false) == 0)
 		m = gs_sym_snapshot_find(pr->snap, addr);
 	if (!m || !m->path || m->path[0] != '/')
 		return -ENOENT;

@@ -63,6 +63,10 @@ int gs_sym_add_process(struct gs_symbolizer *s, uint32_t tgid);
 /* child shares parent's snapshot (same address space after fork). */
 int gs_sym_fork(struct gs_symbolizer *s, uint32_t parent, uint32_t child);
 int gs_sym_exec(struct gs_symbolizer *s, uint32_t tgid);
+/* Re-read tgid's maps now (same image: mappings gone since stay known, so
+ * earlier samples still resolve), e.g. once libraries are known to have
+ * been loaded.  Misses re-read on their own, at most once a second. */
+int gs_sym_refresh(struct gs_symbolizer *s, uint32_t tgid);
 void gs_sym_exit(struct gs_symbolizer *s, uint32_t tgid);
 bool gs_sym_has_process(struct gs_symbolizer *s, uint32_t tgid);
 
