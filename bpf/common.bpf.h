@@ -46,14 +46,22 @@ enum gs_scratch_slot {
 };
 
 /* Bytes per scratch slot: a 64-byte prefix that a record embedding a CPU
- * stack (e.g. a GPU launch) may put first, the largest sample, then staging
- * areas at fixed offsets from the sample where the user unwinder and the
- * Python walker write before their frames are copied into place (see
- * gs_fill_stack: fixed offsets keep those loops cheap to verify). */
+ * stack (e.g. a GPU launch) may put first, the largest sample, then a
+ * staging area at a fixed offset from the sample where the Python walker
+ * writes before its frames are copied into place behind the native ones
+ * (see gs_fill_stack: a fixed offset keeps its loop cheap to verify).  The
+ * native unwinder writes into its own per-level state (unwind.bpf.h). */
 #define GS_SCRATCH_PREFIX 64
-#define GS_STAGE_USER_OFF GS_CPU_SAMPLE_MAX_SIZE /* from the sample's start */
-#define GS_STAGE_PY_OFF (GS_STAGE_USER_OFF + GS_MAX_USER_FRAMES * 8)
+#define GS_STAGE_PY_OFF GS_CPU_SAMPLE_MAX_SIZE /* from the sample's start */
 #define GS_STAGE_END (GS_STAGE_PY_OFF + GS_MAX_PY_FRAMES * sizeof(struct gs_py_frame))
 #define GS_SCRATCH_SIZE (GS_SCRATCH_PREFIX + GS_STAGE_END)
+
+/* Stack walks in progress on one CPU at most: a perf_event sample
+ * (gs_sample) can interrupt a uprobe/USDT handler that is walking stacks
+ * (the GPU launch handler), never the other way round, and perf_event
+ * programs do not nest.  The per-CPU walk state of the native unwinder
+ * (gs_unwind_st) and of the Python walker (py_walk) has one entry per
+ * level; gs_fill_stack takes a level for both and gives it back. */
+#define GS_NEST_MAX 2
 
 #endif

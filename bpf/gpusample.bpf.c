@@ -70,6 +70,16 @@ struct {
 	__type(value, struct gs_scratch);
 } scratch SEC(".maps");
 
+/* Stack walks in progress on this CPU (GS_NEST_MAX, common.bpf.h): the
+ * walk state level that gs_fill_stack takes for the unwinder and the Python
+ * walker.  Interrupts nest, so a counter is enough. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} nest_depth SEC(".maps");
+
 _Static_assert(sizeof(struct gs_cpu_sample) % 8 == 0, "frames must be 8-aligned");
 _Static_assert(sizeof(struct gs_py_frame) % 8 == 0, "py frames must keep 8-alignment");
 
@@ -137,8 +147,10 @@ static __always_inline bool gs_regs_kernel(struct bpf_perf_event_data *ctx)
  * takes the user registers from it); task is bpf_get_current_task() (a plain
  * kernel pointer: read it with BPF_CORE_READ).  want_kernel asks for the
  * kernel stack; only meaningful when ctx interrupted kernel mode.  rec must
- * point into a scratch slot with GS_STAGE_END bytes behind it (the staging
- * areas).  Reused by the GPU launch-site handler (gpu.bpf.h).
+ * point into a scratch slot with GS_STAGE_END bytes behind it (the Python
+ * staging area).  Reused by the GPU launch-site handler (gpu.bpf.h).  When
+ * every walk-state level of this CPU is taken (cannot happen with today's
+ * programs) the record gets the kernel stack only.
  *
  * Verification cost: the native walk is a global function (unwind.bpf.h,
  * gs_unwind_cfi) that the verifier checks once per program with unknown
@@ -155,9 +167,10 @@ static __always_inline __u32 gs_fill_stack(void *ctx, struct task_struct *task, 
 					   struct gs_cpu_sample *rec, struct gs_stats *st)
 {
 	struct gs_py_frame *pystage = (void *)rec + GS_STAGE_PY_OFF;
-	struct gs_unwind_state *uw;
+	struct gs_unwind_state *uw = NULL;
 	__u64 nk = 0, nu = 0, np = 0;
 	__u16 flags = rec->flags, uerr = GS_UNWIND_OK;
+	__u32 zero = 0, level, *depth;
 	long n;
 
 	if (want_kernel) {
@@ -176,30 +189,34 @@ static __always_inline __u32 gs_fill_stack(void *ctx, struct task_struct *task, 
 	 * states, so the verifier can prune their many exit states.  The
 	 * native walk itself is a global function (gs_unwind_cfi), verified
 	 * once whatever the state here. */
-	uw = gs_unwind_begin(ctx, tgid, &flags);
 	rec->n_python = 0;
-	if (t->py_cfg_id) {
-		n = gs_walk_python(task, t->py_cfg_id, pystage, &flags);
-		rec->n_python = n < 0 ? 0 : n > GS_MAX_PY_FRAMES ? GS_MAX_PY_FRAMES : n;
-	}
-
-	if (uw) {
-		nu = *(volatile __u32 *)&uw->n;
-		uerr = *(volatile __u16 *)&uw->err;
+	depth = bpf_map_lookup_elem(&nest_depth, &zero);
+	if (depth && *depth >= GS_NEST_MAX)
+		depth = NULL; /* every level taken: no user or Python stack */
+	if (depth) {
+		level = *depth;
+		*depth = level + 1;
+		uw = gs_unwind_begin(ctx, tgid, level, &flags);
+		if (t->py_cfg_id) {
+			n = gs_walk_python(task, t->py_cfg_id, level, pystage, &flags);
+			rec->n_python = n < 0 ? 0 : n > GS_MAX_PY_FRAMES ? GS_MAX_PY_FRAMES : n;
+		}
+		if (uw) {
+			nu = *(volatile __u32 *)&uw->n;
+			uerr = *(volatile __u16 *)&uw->err;
+		}
 	}
 	np = *(volatile __u16 *)&rec->n_python;
 	GS_BOUND(nu, GS_MAX_USER_FRAMES);
 	GS_BOUND(np, GS_MAX_PY_FRAMES);
 	if (uw && nu)
 		bpf_probe_read_kernel(rec->frames + nk, nu * sizeof(__u64), uw->ips);
-	if (uw)
-		gs_unwind_end();
 	if (np)
 		bpf_probe_read_kernel(rec->frames + nk + nu, np * sizeof(struct gs_py_frame),
 				      pystage);
+	if (depth) /* give the level back once its frames are copied */
+		*depth -= 1;
 
-	if (uerr == GS_UNWIND_DEPTH)
-		flags |= GS_CPU_USER_TRUNC;
 	if (uerr < GS_UNWIND_NR)
 		gs_stat_inc(st, GS_STAT_UNWIND0 + uerr);
 	if (flags & GS_CPU_PY_ERR)

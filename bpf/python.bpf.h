@@ -4,13 +4,15 @@
  *
  * Contract:
  *   static __always_inline int gs_walk_python(struct task_struct *task,
- *           __u32 py_cfg_id, struct gs_py_frame *out, __u16 *flags);
+ *           __u32 py_cfg_id, __u32 level, struct gs_py_frame *out, __u16 *flags);
  * Walks the current thread's Python stack (innermost first) into out[0..n),
  * n <= GS_MAX_PY_FRAMES, sets GS_CPU_PY_TRUNC / GS_CPU_PY_ERR in *flags and
  * returns n (0 when the thread has no Python state).  Defines map py_cfgs
  * (ARRAY of struct gs_py_cfg, key = py_cfg_id).
  * `out` must have room for GS_MAX_PY_FRAMES frames (it is written through a
- * bounded index); `task` is the current task (bpf_get_current_task_btf()).
+ * bounded index); `task` is the current task (read with BPF_CORE_READ).
+ * `level` (< GS_NEST_MAX, common.bpf.h) picks this CPU's walk state: the
+ * caller owns it for the walk (a sample can interrupt a uprobe's walk).
  *
  * How: the PyThreadState comes from the pthread TSS key through the
  * thread's fsbase (task->thread.fsbase, CO-RE), which also works while the
@@ -35,6 +37,7 @@
 #define GS_PYTHON_BPF_H
 
 #include <bpf/bpf_core_read.h>
+#include "common.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -68,7 +71,7 @@ struct gs_py_walk_state {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, GS_NEST_MAX); /* one per nesting level */
 	__type(key, __u32);
 	__type(value, struct gs_py_walk_state);
 } py_walk SEC(".maps");
@@ -220,14 +223,14 @@ fault:
 	return 1;
 }
 
-static __always_inline int gs_walk_python(struct task_struct *task, __u32 py_cfg_id,
+static __always_inline int gs_walk_python(struct task_struct *task, __u32 py_cfg_id, __u32 level,
 					  struct gs_py_frame *out, __u16 *flags)
 {
 	const struct gs_py_cfg *cfg;
 	struct gs_py_walk w = {};
 	struct gs_py_walk_state *st;
 	__u64 fsbase, tstate = 0, frame = 0;
-	__u32 zero = 0, n;
+	__u32 n;
 	__s32 key;
 
 	if (!py_cfg_id)
@@ -252,7 +255,7 @@ static __always_inline int gs_walk_python(struct task_struct *task, __u32 py_cfg
 	if (cfg->version_hex >= 0x030b0000 && cfg->version_hex < 0x030d0000 && frame &&
 	    gs_py_rd(&frame, 8, frame + cfg->cframe_current))
 		goto fault;
-	st = bpf_map_lookup_elem(&py_walk, &zero);
+	st = bpf_map_lookup_elem(&py_walk, &level);
 	if (!st)
 		return 0;
 	if (gs_py_windows(cfg, st)) {

@@ -5,22 +5,18 @@
  *
  * Contract:
  *   static __always_inline struct gs_unwind_state *gs_unwind_begin(void *ctx,
- *           __u32 tgid, __u16 *flags);
- *   static __always_inline void gs_unwind_end(void);
- * gs_unwind_begin walks the current thread's user stack into this CPU's
- * next free struct gs_unwind_state (a per-CPU map value): ips[0..n) return
- * addresses, leaf = interrupted user PC first, n <= GS_MAX_USER_FRAMES (read
- * it back from the map value and bound it before sizing a copy), err = enum
- * gs_unwind_err.  Sets GS_CPU_USER_CFI in *flags when CFI rows were used and
- * GS_CPU_USER_TRUNC when the walk hit GS_MAX_USER_FRAMES.  Returns NULL when
- * no state is free (nesting deeper than GS_UNWIND_NEST: no user stack);
- * otherwise the caller copies the frames and calls gs_unwind_end().
+ *           __u32 tgid, __u32 level, __u16 *flags);
+ * walks the current thread's user stack into this CPU's struct
+ * gs_unwind_state number `level` (a per-CPU map value, level <
+ * GS_NEST_MAX, see common.bpf.h: the caller owns that level until it has
+ * copied the frames): ips[0..n) return addresses, leaf = interrupted user
+ * PC first, n <= GS_MAX_USER_FRAMES (read it back from the map value and
+ * bound it before sizing a copy), err = enum gs_unwind_err.  Sets
+ * GS_CPU_USER_CFI in *flags when CFI rows were used and GS_CPU_USER_TRUNC
+ * when the walk hit GS_MAX_USER_FRAMES.  Returns NULL for a bad level.
  * ctx is the program context (perf event or uprobe) for bpf_get_stack.
- *   static __always_inline int gs_unwind_user(void *ctx, struct task_struct *task,
- *           __u32 tgid, __u64 *ips, __u16 *err, __u16 *flags);
- * The same with a copy: writes the frames into ips (a map value with room
- * for GS_MAX_USER_FRAMES entries), returns their count, *err = enum
- * gs_unwind_err.  Used by tests/cfi/cfi_probe.bpf.c.
+ * Callers: gs_fill_stack (bpf/gpusample.bpf.c) and the test driver
+ * tests/cfi/cfi_probe.bpf.c.
  *
  * How: processes that user space registered in gs_cfi_procs (bpf/cfi.c,
  * gs_cfi_add_process) are walked with .eh_frame rows (bpf/cfi.h): per frame,
@@ -48,6 +44,7 @@
 #define GS_UNWIND_BPF_H
 
 #include "cfi.h"
+#include "common.bpf.h"
 
 /* Inner maps are created by user space per table with max_entries = rows. */
 struct gs_cfi_rows_map {
@@ -107,25 +104,15 @@ struct gs_unwind_state {
 	__u64 ips[GS_MAX_USER_FRAMES]; /* leaf first */
 };
 
-/* One state per nesting level: a perf_event sample can interrupt a
- * uprobe/USDT handler that is unwinding on the same CPU (gs_unwind_begin
- * takes the next level, gs_unwind_end gives it back; interrupts nest, so a
- * per-CPU counter is enough). */
-#define GS_UNWIND_NEST 2
-
+/* One state per nesting level (GS_NEST_MAX, common.bpf.h): a perf_event
+ * sample can interrupt a uprobe/USDT handler that is unwinding on the same
+ * CPU. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, GS_UNWIND_NEST);
+	__uint(max_entries, GS_NEST_MAX);
 	__type(key, __u32);
 	__type(value, struct gs_unwind_state);
 } gs_unwind_st SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} gs_unwind_depth SEC(".maps");
 
 /* bpf_loop context: pointers only (constant over the walk). */
 struct gs_unwind_walk {
@@ -426,30 +413,20 @@ __noinline int gs_unwind_cfi(__u32 tgid, __u32 level)
 }
 
 /*
- * Unwind the current thread's user stack into this CPU's next free
- * gs_unwind_state: ips[0..n) (leaf = interrupted user PC first), n <=
+ * Unwind the current thread's user stack into this CPU's gs_unwind_state
+ * number `level`: ips[0..n) (leaf = interrupted user PC first), n <=
  * GS_MAX_USER_FRAMES, err = enum gs_unwind_err.  ORs GS_CPU_USER_TRUNC /
- * GS_CPU_USER_CFI into *flags.  Returns the state, or NULL when every
- * nesting level is taken (no user stack then).  A non-NULL state must be
- * given back with gs_unwind_end() once its frames are copied.
+ * GS_CPU_USER_CFI into *flags.  Returns the state, or NULL for a level
+ * outside the map.
  */
-static __always_inline struct gs_unwind_state *gs_unwind_begin(void *ctx, __u32 tgid, __u16 *flags)
+static __always_inline struct gs_unwind_state *gs_unwind_begin(void *ctx, __u32 tgid, __u32 level,
+								__u16 *flags)
 {
-	struct gs_unwind_state *w;
-	__u32 zero = 0, level, *depth;
+	struct gs_unwind_state *w = bpf_map_lookup_elem(&gs_unwind_st, &level);
 	long n;
 
-	depth = bpf_map_lookup_elem(&gs_unwind_depth, &zero);
-	if (!depth)
-		return NULL;
-	level = *depth;
-	if (level >= GS_UNWIND_NEST)
-		return NULL;
-	w = bpf_map_lookup_elem(&gs_unwind_st, &level);
 	if (!w)
 		return NULL;
-	*depth = level + 1;
-
 	n = gs_unwind_cfi(tgid, level);
 	if (n == GS_UNWIND_USE_FP) {
 		/* frame pointers only: the kernel's walk (the cost baseline) */
@@ -469,38 +446,6 @@ static __always_inline struct gs_unwind_state *gs_unwind_begin(void *ctx, __u32 
 	if (w->cfi)
 		*flags |= GS_CPU_USER_CFI;
 	return w;
-}
-
-static __always_inline void gs_unwind_end(void)
-{
-	__u32 zero = 0, *depth = bpf_map_lookup_elem(&gs_unwind_depth, &zero);
-
-	if (depth && *depth)
-		*depth -= 1;
-}
-
-/* The original contract (used by tests/cfi/cfi_probe.bpf.c): the frames are
- * copied into ips (a map value with room for GS_MAX_USER_FRAMES). */
-static __always_inline int gs_unwind_user(void *ctx, struct task_struct *task, __u32 tgid,
-					  __u64 *ips, __u16 *err, __u16 *flags)
-{
-	struct gs_unwind_state *w = gs_unwind_begin(ctx, tgid, flags);
-	__u64 n;
-
-	if (!w) {
-		*err = GS_UNWIND_OK;
-		return 0;
-	}
-	/* n was written by the walk: the verifier does not know its range */
-	n = *(volatile __u32 *)&w->n;
-	if (n > GS_MAX_USER_FRAMES)
-		n = GS_MAX_USER_FRAMES;
-	asm volatile("" : "+r"(n));
-	*err = w->err;
-	if (n)
-		bpf_probe_read_kernel(ips, (n & 0xff) * sizeof(__u64), w->ips);
-	gs_unwind_end();
-	return n;
 }
 
 #endif

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Test driver for the CFI unwinder (tests/cfi/cfi_probe.c): cpu-clock samples
- * of the target processes, user stack from gs_unwind_user, one ring-buffer
+ * of the target processes, user stack from gs_unwind_begin (the entry point
+ * gs_fill_stack uses, walk-state level 0: nothing nests here), one ring-buffer
  * record per sample.  Independent of bpf/gpusample.bpf.c so the unwinder can
  * be tested and measured on its own. */
 #include "vmlinux.h"
@@ -40,7 +41,7 @@ struct {
 
 __u64 probe_err[GS_UNWIND_NR];
 __u64 probe_lost;
-__u64 probe_unwind_ns, probe_unwind_cnt, probe_frames; /* cost of gs_unwind_user alone */
+__u64 probe_unwind_ns, probe_unwind_cnt, probe_frames; /* cost of gs_unwind_begin alone */
 
 SEC("perf_event")
 int probe_sample(struct bpf_perf_event_data *ctx)
@@ -48,7 +49,9 @@ int probe_sample(struct bpf_perf_event_data *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, zero = 0;
 	struct probe_sample *s;
-	__u16 err = 0, flags = 0;
+	struct gs_unwind_state *w;
+	__u16 flags = 0;
+	__u64 n, t0;
 
 	if (!bpf_map_lookup_elem(&probe_targets, &tgid))
 		return 0;
@@ -57,18 +60,28 @@ int probe_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	s->tgid = tgid;
 	s->tid = (__u32)id;
-	__u64 t0 = bpf_ktime_get_ns();
-	s->n = gs_unwind_user(ctx, (struct task_struct *)bpf_get_current_task(), tgid, s->ips, &err, &flags);
+	t0 = bpf_ktime_get_ns();
+	w = gs_unwind_begin(ctx, tgid, 0, &flags);
 	__sync_fetch_and_add(&probe_unwind_ns, bpf_ktime_get_ns() - t0);
+	if (!w)
+		return 0;
+	/* n was written by the walk: the verifier does not know its range */
+	n = *(volatile __u32 *)&w->n;
+	if (n > GS_MAX_USER_FRAMES)
+		n = GS_MAX_USER_FRAMES;
+	asm volatile("" : "+r"(n));
+	if (n)
+		bpf_probe_read_kernel(s->ips, (n & 0xff) * sizeof(__u64), w->ips);
+	s->n = n;
+	s->err = w->err;
 	__sync_fetch_and_add(&probe_unwind_cnt, 1);
-	__sync_fetch_and_add(&probe_frames, s->n);
-	s->err = err;
+	__sync_fetch_and_add(&probe_frames, n);
 	/* the perf regs are kernel regs when the sample interrupted a syscall */
 	if ((*(volatile __u64 *)&ctx->regs.cs & 3) == 0) /* ctx loads must be 8 bytes */
 		flags |= GS_CPU_IN_KERNEL;
 	s->flags = flags;
-	if (err < GS_UNWIND_NR)
-		__sync_fetch_and_add(&probe_err[err], 1);
+	if (s->err < GS_UNWIND_NR)
+		__sync_fetch_and_add(&probe_err[s->err], 1);
 	if (bpf_ringbuf_output(&probe_events, s, sizeof(*s), BPF_RB_NO_WAKEUP))
 		__sync_fetch_and_add(&probe_lost, 1);
 	return 0;

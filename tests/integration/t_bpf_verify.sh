@@ -14,44 +14,48 @@ LIMIT=200000
 
 "$WL/cpu_chain" 60 & wl=$!
 t0=$(date +%s%N)
-gs_start -p "$wl" -d 3 -o "$T/v" -q
+# Long enough that the programs are still loaded while they are read below
+# (on a loaded machine that takes seconds); stopped with SIGINT afterwards.
+gs_start -p "$wl" -d 60 -o "$T/v" -q
 t1=$(date +%s%N)
 echo "start to sampling: $(( (t1 - t0) / 1000000 )) ms"
 
 # The programs of this gpusample: prog ids from its fds.
 ids=$(grep -h '^prog_id:' /proc/"$gs"/fdinfo/* 2>/dev/null | awk '{print $2}' | sort -u)
 [ -n "$ids" ] || fail "no BPF program fds in gpusample (pid $gs)"
-# prog id -> "name verified_insns" (struct bpf_prog_info: name at 64,
-# verified_insns at 216, uapi offsets)
+# prog ids -> one "name verified_insns" line each (struct bpf_prog_info: name
+# at 64, verified_insns at 216, uapi offsets); ids of short-lived fds, e.g.
+# libbpf feature probes, may be gone: no line for those.
 prog_insns() {
-	python3 - "$1" <<'PYEOF'
+	python3 - "$@" <<'PYEOF'
 import ctypes, struct, sys
 libc = ctypes.CDLL(None, use_errno=True)
 SYS_bpf = 321  # x86-64
 def bpf(cmd, attr):
     buf = ctypes.create_string_buffer(attr, 128)
-    r = libc.syscall(SYS_bpf, cmd, buf, 128)
-    if r < 0:
-        sys.exit("bpf(%d): errno %d" % (cmd, ctypes.get_errno()))
-    return r
-fd = bpf(13, struct.pack("III", int(sys.argv[1]), 0, 0))  # BPF_PROG_GET_FD_BY_ID
-info = ctypes.create_string_buffer(232)
-bpf(15, struct.pack("IIQ", fd, 232, ctypes.addressof(info)))  # BPF_OBJ_GET_INFO_BY_FD
-name = info.raw[64:80].split(b"\0")[0].decode()
-print(name, struct.unpack_from("I", info.raw, 216)[0])
+    return libc.syscall(SYS_bpf, cmd, buf, 128)
+for pid in sys.argv[1:]:
+    fd = bpf(13, struct.pack("III", int(pid), 0, 0))  # BPF_PROG_GET_FD_BY_ID
+    if fd < 0:
+        continue
+    info = ctypes.create_string_buffer(232)
+    if bpf(15, struct.pack("IIQ", fd, 232, ctypes.addressof(info))) < 0:  # BPF_OBJ_GET_INFO_BY_FD
+        sys.exit("BPF_OBJ_GET_INFO_BY_FD: errno %d" % ctypes.get_errno())
+    name = info.raw[64:80].split(b"\0")[0].decode()
+    print(name, struct.unpack_from("I", info.raw, 216)[0])
 PYEOF
 }
+infos=$(prog_insns $ids) || fail "reading the programs' info failed"
+kill -INT "$gs"
+gs_wait
+kill "$wl" 2>/dev/null
 seen=0
-for id in $ids; do
-	# (ids of short-lived fds, e.g. libbpf feature probes, may be gone)
-	read -r name insns < <(prog_insns "$id" 2>/dev/null) || continue
+while read -r name insns; do
 	case $name in gs_sample|gs_gpu_launch) ;; *) continue;; esac
 	[ "$insns" -gt 0 ] || skip "this kernel does not report verified_insns (5.16+)"
 	echo "$name: $insns verified instructions"
 	[ "$insns" -lt $LIMIT ] || fail "$name: $insns verified instructions (this test allows $LIMIT of the kernel's 1M)"
 	seen=$((seen + 1))
-done
-gs_wait
-kill "$wl" 2>/dev/null
-[ $seen -eq 2 ] || fail "found $seen of gs_sample and gs_gpu_launch among the programs ($ids)"
+done <<< "$infos"
+[ $seen -eq 2 ] || fail "found $seen of gs_sample and gs_gpu_launch among the programs ($(echo $infos))"
 ok "gs_sample and gs_gpu_launch verify under $LIMIT instructions"
