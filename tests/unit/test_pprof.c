@@ -278,14 +278,28 @@ Test(pprof, golden_protoc_decode)
 
 /* ---- go tool pprof ------------------------------------------------------ */
 
-static char *pprof_cmd(const char *args, const char *file, int *st)
+/* Run the shell command cmd; assert that it exits 0 and prints every string
+ * in want (NULL-terminated). */
+static void expect_output(const char *cmd, const char *const *want)
+{
+	int st;
+	char *out = fx_run(cmd, &st);
+	cr_assert_eq(st, 0, "%s: %s", cmd, out);
+	for (; *want; want++)
+		cr_assert_not_null(strstr(out, *want), "%s: no \"%s\" in:\n%s", cmd, *want, out);
+	free(out);
+}
+
+static void expect_pprof(const char *args, const char *file, const char *const *want)
 {
 	char cmd[1024];
 	snprintf(cmd, sizeof(cmd),
 		 "GOFLAGS=-mod=mod GOTOOLCHAIN=local GOCACHE=${GOCACHE:-/tmp/gs-gocache} "
 		 "go tool pprof %s %s 2>&1", args, file);
-	return fx_run(cmd, st);
+	expect_output(cmd, want);
 }
+
+#define WANT(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 Test(pprof, go_tool_pprof_reads_it)
 {
@@ -296,63 +310,32 @@ Test(pprof, go_tool_pprof_reads_it)
 	char path[128], err[256];
 	snprintf(path, sizeof(path), "%s/fx.pb.gz", tmpdir);
 	cr_assert_eq(gs_write_pprof(&x.p, path, err, sizeof(err)), 0, "%s", err);
-	int st;
-	char *out = pprof_cmd("-raw", path, &st);
-	cr_assert_eq(st, 0, "pprof -raw: %s", out);
-	cr_assert_not_null(strstr(out, "gpu_samples/count[dflt]"), "%s", out);
-	cr_assert_not_null(strstr(out, "pid:[0 pid]"), "pid 0 label must survive: %s", out);
-	cr_assert_not_null(strstr(out, "cuda_device:[0 device]"), "%s", out);
-	cr_assert_not_null(strstr(out, "cuda_stall_reason:[long_scoreboard]"), "%s", out);
-	cr_assert_not_null(strstr(out, "process_role:[dataloader]"), "%s", out);
-	cr_assert_not_null(strstr(out, "PeriodType: cpu nanoseconds"), "%s", out);
-	cr_assert_not_null(strstr(out, "Period: 10000000"), "%s", out);
-	free(out);
+	/* pid 0 must survive as a label; system_name, periods, roles too */
+	expect_pprof("-raw", path,
+		     WANT("gpu_samples/count[dflt]", "pid:[0 pid]", "cuda_device:[0 device]",
+			  "cuda_stall_reason:[long_scoreboard]", "process_role:[dataloader]",
+			  "PeriodType: cpu nanoseconds", "Period: 10000000"));
+	expect_pprof("-top", path,
+		     WANT("Type: gpu_samples", "Total samples = 170", "load_tile(float const*) (inline)"));
+	/* <module> must not be demangled away */
+	expect_pprof("-top -sample_index=cpu", path, WANT("Total samples = 150ms", "<module>"));
+	/* the worker pid has 4 of 15 samples */
+	expect_pprof("-top -sample_index=samples -tagfocus=pid=1201", path,
+		     WANT("Total samples = 15", "4 26.67%"));
+	expect_pprof("-top -lines -sample_index=gpu_samples_not_issued", path,
+		     WANT("Total samples = 110", "tile.cuh:42"));
+	expect_pprof("-traces -sample_index=gpu_samples -tagleaf=cuda_stall_reason", path,
+		     WANT("long_scoreboard", "[unknown launch]"));
 
-	out = pprof_cmd("-top", path, &st);
-	cr_assert_eq(st, 0, "%s", out);
-	cr_assert_not_null(strstr(out, "Type: gpu_samples"), "%s", out);
-	cr_assert_not_null(strstr(out, "Total samples = 170"), "%s", out);
-	cr_assert_not_null(strstr(out, "load_tile(float const*) (inline)"), "%s", out);
-	free(out);
-
-	out = pprof_cmd("-top -sample_index=cpu", path, &st);
-	cr_assert_eq(st, 0, "%s", out);
-	cr_assert_not_null(strstr(out, "Total samples = 150ms"), "%s", out);
-	cr_assert_not_null(strstr(out, "<module>"), "<module> must not be demangled away: %s", out);
-	free(out);
-
-	out = pprof_cmd("-top -sample_index=samples -tagfocus=pid=1201", path, &st);
-	cr_assert_eq(st, 0, "%s", out);
-	cr_assert_not_null(strstr(out, "Total samples = 15"), "%s", out);
-	cr_assert_not_null(strstr(out, "4 26.67%"), "worker pid has 4 of 15: %s", out);
-	free(out);
-
-	out = pprof_cmd("-top -lines -sample_index=gpu_samples_not_issued", path, &st);
-	cr_assert_eq(st, 0, "%s", out);
-	cr_assert_not_null(strstr(out, "Total samples = 110"), "%s", out);
-	cr_assert_not_null(strstr(out, "tile.cuh:42"), "%s", out);
-	free(out);
-
-	/* tests/tools/pprof_check (used by integration tests) on the same file */
+	/* tests/tools/pprof_stacks.py (what the integration tests assert on):
+	 * 160 of the 170 GPU samples have their launching CPU chain */
 	char cmd[1024];
-	snprintf(cmd, sizeof(cmd), "%s/tests/tools/pprof_check %s --sample-index gpu_samples "
-		 "--chain '^main$;train_step;cudaLaunchKernel;matmul_kernel' --min-fraction 0.94 2>&1",
+	snprintf(cmd, sizeof(cmd),
+		 "%s/tests/tools/pprof_stacks.py %s -sample_index=gpu_samples | awk -F'\\t' "
+		 "'$3 ~ /matmul_kernel.*;cudaLaunchKernel;.*train_step;.*;main$/ {m += $1} {t += $1} "
+		 "END {printf \"total=%%d matched=%%d\\n\", t, m}'",
 		 fx_root(), path);
-	out = fx_run(cmd, &st);
-	cr_assert_eq(st, 0, "%s", out);
-	cr_assert_not_null(strstr(out, "total=170 matched=160"), "%s", out);
-	free(out);
-	snprintf(cmd, sizeof(cmd), "%s/tests/tools/pprof_check %s --sample-index samples --tag pid=1201 "
-		 "--chain 'train_step' 2>&1", fx_root(), path);
-	out = fx_run(cmd, &st);
-	cr_assert_eq(st, 1, "worker never runs train_step: %s", out);
-	free(out);
-
-	out = pprof_cmd("-traces -sample_index=gpu_samples -tagleaf=cuda_stall_reason", path, &st);
-	cr_assert_eq(st, 0, "%s", out);
-	cr_assert_not_null(strstr(out, "long_scoreboard"), "%s", out);
-	cr_assert_not_null(strstr(out, "[unknown launch]"), "%s", out);
-	free(out);
+	expect_output(cmd, WANT("total=170 matched=160"));
 	gs_profile_free(&x.p);
 }
 

@@ -88,25 +88,23 @@ Test(speedscope, empty_profile_is_valid)
 
 Test(speedscope, json_escape)
 {
+	static const struct { const char *in, *want; } cases[] = {
+		{"plain ascii", "plain ascii"},
+		{"q\"b\\n\nt\tc\x01\x1f", "q\\\"b\\\\n\\nt\\tc\\u0001\\u001f"},
+		/* valid UTF-8 passes through: é € 😀 */
+		{"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"},
+		/* invalid: lone 0xff, overlong '/', surrogate, > U+10FFFF, truncated */
+		{"a\xff" "b", "a\\ufffdb"},
+		{"\xc0\xaf", "\\ufffd\\ufffd"},
+		{"\xed\xa0\x80", "\\ufffd\\ufffd\\ufffd"},
+		{"\xf4\x90\x80\x80", "\\ufffd\\ufffd\\ufffd\\ufffd"},
+		{"x\xe2\x82", "x\\ufffd\\ufffd"},
+	};
 	char out[256];
-	gs_json_escape_buf("plain ascii", out, sizeof(out));
-	cr_assert_str_eq(out, "plain ascii");
-	gs_json_escape_buf("q\"b\\n\nt\tc\x01\x1f", out, sizeof(out));
-	cr_assert_str_eq(out, "q\\\"b\\\\n\\nt\\tc\\u0001\\u001f");
-	/* valid UTF-8 passes through: é € 😀 */
-	gs_json_escape_buf("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", out, sizeof(out));
-	cr_assert_str_eq(out, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
-	/* invalid: lone 0xff, overlong '/', surrogate, > U+10FFFF, truncated */
-	gs_json_escape_buf("a\xff" "b", out, sizeof(out));
-	cr_assert_str_eq(out, "a\\ufffdb");
-	gs_json_escape_buf("\xc0\xaf", out, sizeof(out));
-	cr_assert_str_eq(out, "\\ufffd\\ufffd");
-	gs_json_escape_buf("\xed\xa0\x80", out, sizeof(out));
-	cr_assert_str_eq(out, "\\ufffd\\ufffd\\ufffd");
-	gs_json_escape_buf("\xf4\x90\x80\x80", out, sizeof(out));
-	cr_assert_str_eq(out, "\\ufffd\\ufffd\\ufffd\\ufffd");
-	gs_json_escape_buf("x\xe2\x82", out, sizeof(out));
-	cr_assert_str_eq(out, "x\\ufffd\\ufffd");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		gs_json_escape_buf(cases[i].in, out, sizeof(out));
+		cr_assert_str_eq(out, cases[i].want, "case %zu", i);
+	}
 	/* truncation never splits an escape */
 	char small[8];
 	gs_json_escape_buf("ab\x01", small, sizeof(small));
