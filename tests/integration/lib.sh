@@ -15,8 +15,9 @@ skip() { echo "skipped: $*"; exit 77; }
 ok() { echo "ok: $*"; }
 # pprof as a user would run it.
 pprof() { go tool pprof "$@" 2>"$T/pprof.err"; }
-# Samples in -raw output: prints each sample's stack as "v1 v2 ...: frame;frame" lines, leaf first.
-pprof_traces() { go tool pprof -traces "$@" 2>"$T/pprof.err"; }
+# pprof_stacks PROFILE [pprof args]: one line per sample as read by the real
+# viewer, "VALUE<TAB>LABELS<TAB>leaf;...;root" (tests/tools/pprof_stacks.py).
+pprof_stacks() { "$ROOT/tests/tools/pprof_stacks.py" "$@" 2>"$T/pprof.err"; }
 # Fraction check: ratio a/b >= min (floating point via awk).
 ratio_at_least() { awk -v a="$1" -v b="$2" -v m="$3" 'BEGIN{ if (b==0 || a/b < m) exit 1 }'; }
 # Start gpusample in the background with stderr to $T/gs.err and wait until

@@ -13,26 +13,30 @@ py_need_gs() {
 	go version >/dev/null 2>&1 || fail "go (golang-go) is needed for go tool pprof"
 }
 
-# Interpreters to test: every pyenv CPython 3.8-3.13 plus Debian's python3.
-# GS_PYTHONS="PY1 PY2" overrides (to debug one interpreter).
-py_versions() {
+# py_interpreters: sets PYS to the interpreters to test: every pyenv CPython
+# 3.8-3.13 found (optional: CI has none) plus Debian's python3, which CI
+# installs, so its absence fails.  GS_PYTHONS="PY1 PY2" overrides (to debug
+# one interpreter).
+py_interpreters() {
 	local v
+	PYS=()
 	if [ -n "${GS_PYTHONS:-}" ]; then
-		printf '%s\n' $GS_PYTHONS
+		read -ra PYS <<< "$GS_PYTHONS"
 		return
 	fi
+	[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 missing (make deps)"
 	for v in 3.8 3.9 3.10 3.11 3.12 3.13; do
-		ls -d /root/.pyenv/versions/$v.*/bin/python 2>/dev/null | head -1
+		PYS+=($(ls -d /root/.pyenv/versions/$v.*/bin/python 2>/dev/null | head -1))
 	done
-	[ -x /usr/bin/python3 ] && echo /usr/bin/python3
+	PYS+=(/usr/bin/python3)
 }
 
 py_minor() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])'; }
 
 # py_stacks PROFILE.pb.gz: the Python part of each sample, root first (see top).
 py_stacks() {
-	"$ROOT/tests/tools/pprof_stacks.py" "$1" -lines > "$1.traces" ||
-		fail "go tool pprof -traces -lines $1 failed"
+	pprof_stacks "$1" -lines > "$1.traces" ||
+		fail "go tool pprof -traces -lines $1 failed: $(cat "$T/pprof.err")"
 	awk -F'\t' '
 	function lab(k,   m) {
 		if (!match($2, "(^|,)" k "=[^,]*")) return "?"
@@ -58,16 +62,35 @@ py_stacks() {
 	}' "$1.traces"
 }
 
+# py_read OUT: OUT gets py_stacks of OUT.pb.gz, OUT.full the full -traces
+# text (leaf;...;root).
+py_read() {
+	py_stacks "$1.pb.gz" > "$1"
+	cp "$1.pb.gz.traces" "$1.full"
+}
+
 # py_launch OUT PYTHON SCRIPT SECS [args]: `gpusample -- PYTHON SCRIPT args`
-# with GS_SECONDS=SECS; OUT gets py_stacks, OUT.pb.gz the profile, OUT.err
-# gpusample's stderr, OUT.full the full -traces text (leaf;...;root).
+# with GS_SECONDS=SECS; OUT.pb.gz gets the profile, OUT.err gpusample's
+# stderr, OUT and OUT.full as py_read.
 py_launch() {
 	local out=$1 py=$2 script=$3 secs=$4
 	shift 4
 	GS_SECONDS=$secs "$GS" -o "$out" -q --format pprof -- "$py" "$PYWL/$script" "$@" \
 		> "$out.stdout" 2> "$out.err" || { cat "$out.err"; fail "gpusample -- $py $script failed"; }
-	py_stacks "$out.pb.gz" > "$out"
-	cp "$out.pb.gz.traces" "$out.full"
+	py_read "$out"
+}
+
+# py_profile_running OUT PYTHON SCRIPT SECS GO: `gpusample -p $py_pid` on the
+# script started in the background (waiting for the GS_GO file GO), then
+# release it; gpusample ends when the script exits.  Outputs as py_launch.
+py_profile_running() {
+	local out=$1 py=$2 script=$3 secs=$4 go=$5
+	gs_start -p "$py_pid" -d $((secs + 60)) -o "$out" -q --format pprof
+	touch "$go"
+	wait "$py_pid" || fail "$py $script exited with $?"
+	gs_wait
+	cp "$T/gs.err" "$out.err"
+	py_read "$out"
 }
 
 # py_attach OUT PYTHON SCRIPT SECS [args]: start the script (it waits for
@@ -79,13 +102,7 @@ py_attach() {
 	local go=$T/go.$$.$RANDOM
 	GS_GO=$go GS_SECONDS=$secs "$py" "$PYWL/$script" "$@" > "$out.stdout" &
 	py_pid=$!
-	gs_start -p "$py_pid" -d $((secs + 60)) -o "$out" -q --format pprof
-	touch "$go"
-	wait "$py_pid" || fail "$py $script exited with $?"
-	gs_wait
-	cp "$T/gs.err" "$out.err"
-	py_stacks "$out.pb.gz" > "$out"
-	cp "$out.pb.gz.traces" "$out.full"
+	py_profile_running "$out" "$py" "$script" "$secs" "$go"
 }
 
 # py_report PROFILE.pb.gz: the processes (with their Python state) and the
@@ -108,13 +125,7 @@ py_attach_tree() {
 		sleep 0.1
 	done
 	[ "$(ls "$ready".* 2>/dev/null | wc -l)" -ge 2 ] || fail "$py $script: workers did not start"
-	gs_start -p "$py_pid" -d $((secs + 60)) -o "$out" -q --format pprof
-	touch "$go"
-	wait "$py_pid" || fail "$py $script exited with $?"
-	gs_wait
-	cp "$T/gs.err" "$out.err"
-	py_stacks "$out.pb.gz" > "$out"
-	cp "$out.pb.gz.traces" "$out.full"
+	py_profile_running "$out" "$py" "$script" "$secs" "$go"
 }
 
 # Line number of the line of FILE containing MARKER.

@@ -20,6 +20,10 @@ for t in tests/integration/t_*.sh; do
 	*) fail=$((fail + 1)); failed="$failed $name"; echo "FAIL $name (rc=$rc, ${secs}s)"; tail -40 "$LOGS/$name.log" | sed 's/^/    /';;
 	esac
 done
+# A GS_TESTS name with no test behind it is a failure, not a silent no-op.
+for name in ${GS_TESTS:-}; do
+	[ -f "tests/integration/$name.sh" ] || { fail=$((fail + 1)); failed="$failed $name"; echo "FAIL $name: no tests/integration/$name.sh"; }
+done
 echo "integration: $pass passed, $fail failed, $skip skipped"
 [ -z "$failed" ] || echo "failed:$failed"
 [ "$fail" -eq 0 ]

@@ -6,7 +6,7 @@ source "$(dirname "$0")/lib.sh"
 gs_start -p "$pid" -d 4 -o "$T/chain" -q --no-cfi
 gs_wait
 kill "$pid" 2>/dev/null
-tests/tools/pprof_stacks.py "$T/chain.pb.gz" > "$T/stacks" || fail "pprof could not read the profile: $(cat "$T/pprof.err" 2>/dev/null)"
+pprof_stacks "$T/chain.pb.gz" > "$T/stacks" || fail "pprof could not read the profile: $(cat "$T/pprof.err")"
 in_c=$(awk -F'\t' '{split($3,f,";"); if (f[1]=="c") n+=$1} END{print n+0}' "$T/stacks")
 full=$(awk -F'\t' '$3 ~ /^c;b;a;main(;|$)/ {n+=$1} END{print n+0}' "$T/stacks")
 echo "samples in c: $in_c, with c;b;a;main: $full"

@@ -11,7 +11,7 @@ start=$(date +%s)
 gs_wait
 elapsed=$(( $(date +%s) - start ))
 [ "$elapsed" -lt 20 ] || fail "run did not end when the target exited (${elapsed}s)"
-tests/tools/pprof_stacks.py "$T/fork.pb.gz" > "$T/stacks" || fail "pprof: $(cat "$T/pprof.err")"
+pprof_stacks "$T/fork.pb.gz" > "$T/stacks" || fail "pprof: $(cat "$T/pprof.err")"
 pids=$(awk -F'\t' '{ if (match($2, /pid=[^,]*/)) print substr($2, RSTART, RLENGTH) }' "$T/stacks" | sort -u | wc -l)
 echo "distinct pid labels: $pids"
 [ "$pids" -ge 3 ] || fail "expected samples from parent and two children, got $pids pid labels"

@@ -13,7 +13,7 @@ cat "$T/train.out"
 grep -q 'steps=' "$T/train.out" || fail "the training loop did not finish"
 pprof -top "$T/torch.pb.gz" > "$T/top" || fail "go tool pprof -top failed: $(cat "$T/pprof.err")"
 head -20 "$T/top"
-tests/tools/pprof_stacks.py "$T/torch.pb.gz" > "$T/stacks" || fail "pprof -traces failed"
+pprof_stacks "$T/torch.pb.gz" > "$T/stacks" || fail "pprof -traces failed: $(cat "$T/pprof.err")"
 main_pids=$(grep -o 'process_role=main' "$T/stacks" | wc -l)
 [ "$main_pids" -gt 0 ] || fail "no samples labelled process_role=main"
 workers=$(awk -F'\t' '$2 ~ /process_role=dataloader/ { if (match($2, /pid=[^,]*/)) print substr($2, RSTART, RLENGTH) }' "$T/stacks" | sort -u | wc -l)
@@ -21,10 +21,6 @@ echo "dataloader worker pids: $workers"
 [ "$workers" -ge 2 ] || fail "expected samples from 2 DataLoader workers, got $workers"
 grep -Eq '(at::|torch::|c10::)[A-Za-z_]' "$T/stacks" || fail "no demangled libtorch frames (at::, torch::, c10::)"
 grep -Eq '_Z[NZ]' "$T/top" && fail "mangled names in pprof -top"
-if [ -x tests/tools/speedscope_import.sh ]; then
-	tests/tools/speedscope_import.sh "$T/torch.pb.gz" || fail "speedscope did not import the .pb.gz"
-	tests/tools/speedscope_import.sh "$T/torch.speedscope.json" || fail "speedscope did not import the .speedscope.json"
-else
-	fail "tests/tools/speedscope_import.sh missing"
-fi
+tests/tools/speedscope_import.sh "$T/torch.pb.gz" || fail "speedscope did not import the .pb.gz"
+tests/tools/speedscope_import.sh "$T/torch.speedscope.json" || fail "speedscope did not import the .speedscope.json"
 ok "torch profile: main + $workers workers, demangled libtorch, speedscope imports both files"

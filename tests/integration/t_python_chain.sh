@@ -16,9 +16,8 @@ py_need_gs
 f=$PYWL/py_chain.py
 L_LOOP=$(marker_line "$f" LOOP_LINE); L_INNER=$(marker_line "$f" CALL_INNER)
 L_RUN=$(marker_line "$f" CALL_RUN); L_MAIN=$(marker_line "$f" CALL_MAIN)
-n_py=0
-for py in $(py_versions); do
-	n_py=$((n_py + 1))
+py_interpreters
+for py in "${PYS[@]}"; do
 	ver=$(py_minor "$py")
 	run=Worker.run
 	case $ver in 3.8|3.9|3.10) run=run;; esac # co_qualname exists from 3.11
@@ -58,5 +57,4 @@ for py in $(py_versions); do
 		fail "$py: merged stacks wrong (<module> not above PyEval_EvalCode)"
 	}
 done
-[ "$n_py" -ge 1 ] || skip "no CPython 3.8-3.13 found"
-ok "call chain exact and merged with native frames on $n_py interpreters"
+ok "call chain exact and merged with native frames on ${#PYS[@]} interpreters"

@@ -10,12 +10,10 @@ py_need_gs
 spin=$(marker_line "$PYWL/py_recurse.py" SPIN_LINE)
 # names (last component of the qualname) and lines, root first, leaf excluded
 sampled() { tr ';' '\n' | sed -E 's/^(.*)@[^@]*:([0-9]+)$/\1 \2/; s/^[^ ]*\.([^. ]+) /\1 /' ; }
-n_py=0
-for py in $(py_versions); do
-	n_py=$((n_py + 1))
+py_interpreters
+for py in "${PYS[@]}"; do
 	for depth in 40 200; do
-		py_launch "$T/rec.txt" "$py" py_recurse.py 2 $depth "$T/expect.txt"
-		head -n -0 "$T/expect.txt" > "$T/exp"
+		py_launch "$T/rec.txt" "$py" py_recurse.py 2 $depth "$T/exp"
 		nexp=$(wc -l < "$T/exp")
 		grep -F "spin@py_recurse.py:$spin" "$T/rec.txt" | cut -d'|' -f2 | sort | uniq -c | sort -rn > "$T/stacks"
 		nin=$(awk '{s += $1} END {print s + 0}' "$T/stacks")
@@ -42,5 +40,4 @@ for py in $(py_versions); do
 		echo "$py depth $depth: $nin samples, $ngot frames ok"
 	done
 done
-[ "$n_py" -ge 1 ] || skip "no CPython 3.8-3.13 found"
-ok "recursion through C on $n_py interpreters"
+ok "recursion through C on ${#PYS[@]} interpreters"

@@ -46,10 +46,5 @@ $(BUILD)/workloads/libsym_cxx_dl.so: $(BUILD)/workloads/libsym_cxx.so
 TEST_HELPERS += $(BUILD)/workloads/libsym_cxx_dl.so
 $(BUILD)/tests/test_symbolizer: | $(BUILD)/workloads/libsym_cxx_dl.so
 
-# CPU sampler: test_sampler runs build/workloads/fp_chain; sampler_driver
-# drives the sampler alone against a PID and prints stats and BPF costs.
+# CPU sampler: test_sampler runs build/workloads/fp_chain.
 $(BUILD)/tests/test_sampler: | $(BUILD)/workloads/fp_chain
-$(BUILD)/tests/sampler_driver: tests/sampler_driver.c $(BUILD)/libgpusample_core.a
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libgpusample_core.a $(STATIC_LIBS) $(SYS_LIBS)
-TEST_HELPERS += $(BUILD)/tests/sampler_driver
