@@ -92,8 +92,11 @@ int BPF_USDT(gs_gpu_record, void *ptr, __u64 size)
 	gc = buf + sizeof(*h);
 	gc->tgid = pid_tgid >> 32;
 	gc->tid = (__u32)pid_tgid;
-	/* Wake the reader: cubins should be read while the process lives. */
-	if (bpf_ringbuf_output(&events, buf, size, 0))
+	/* Wake the reader for the rare records it must act on soon (cubins
+	 * are read while the process lives; status, stall tables).  PC
+	 * batches, the bulk, wait for its next poll like CPU samples. */
+	if (bpf_ringbuf_output(&events, buf, size,
+			       h->type == GS_REC_GPU_PC_BATCH ? BPF_RB_NO_WAKEUP : 0))
 		gs_stat_inc(st, GS_STAT_LOST);
 	else
 		gs_stat_inc(st, GS_STAT_GPU_RECORDS);

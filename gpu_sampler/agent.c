@@ -399,13 +399,13 @@ static uint64_t name_hash(char *p)
 		size_t cap = g.cap_names ? g.cap_names * 2 : 64;
 		n = realloc(g.names, cap * sizeof(*n));
 		if (!n)
-			return gs_fnv64(p);
+			return gs_kernel_name_hash(p);
 		g.names = n;
 		g.cap_names = cap;
 	}
 	n = &g.names[g.n_names++];
 	n->ptr = p;
-	n->hash = gs_fnv64(p);
+	n->hash = gs_kernel_name_hash(p);
 	return n->hash;
 }
 
@@ -756,6 +756,15 @@ static int ctx_enable(struct gs_ctx *c)
 	return 0;
 }
 
+/* Whether arming c could succeed now: idle, or a second context whose GPU
+ * has been freed by its sibling.  Any other OFF is permanent for the context
+ * and was reported once; the watcher must not retry (or report) it each tick. */
+static bool ctx_armable(const struct gs_ctx *c)
+{
+	return c->state == CTX_IDLE ||
+	       (c->state == CTX_OFF && c->reason == GS_GPU_R_SECOND_CONTEXT && !device_owner(c));
+}
+
 static int ctx_arm(struct gs_ctx *c)
 {
 	struct gs_ctx *o;
@@ -763,9 +772,8 @@ static int ctx_arm(struct gs_ctx *c)
 
 	if (c->state == CTX_ARMED || g.off_reason)
 		return 0;
-	if (c->state == CTX_OFF && c->reason != GS_GPU_R_SECOND_CONTEXT &&
-	    c->reason != GS_GPU_R_HW_BUFFER_FULL)
-		return -1; /* permanent for this context: reported already */
+	if (!ctx_armable(c))
+		return -1;
 	if ((o = device_owner(c))) {
 		c->state = CTX_OFF;
 		c->reason = GS_GPU_R_SECOND_CONTEXT;
@@ -796,7 +804,9 @@ static void emit_batches(struct gs_ctx *c, CUpti_PCSamplingData *d, uint32_t fla
 	/* static: only ever used under g.lock */
 	static struct gs_gpu_stall_count cnt[GS_GPU_REC_MAX / sizeof(struct gs_gpu_stall_count)];
 	static char names[GS_GPU_REC_MAX];
-	struct { const char *p; uint32_t off; } seen[64];
+	/* names in this batch: offset, and hash (name_hash scans every name
+	 * of the session, so once per name and batch, not once per PC) */
+	struct { const char *p; uint32_t off; uint64_t hash; } seen[64];
 	size_t n_pcs = 0, n_cnt = 0, names_len = 0, n_seen = 0;
 	bool first = true;
 	size_t total = d->totalNumPcs;
@@ -805,13 +815,11 @@ static void emit_batches(struct gs_ctx *c, CUpti_PCSamplingData *d, uint32_t fla
 	 * aside and appended when the batch is closed. */
 #define FLUSH(last)                                                                                \
 	do {                                                                                       \
-		size_t sz = sizeof(*b) + n_pcs * sizeof(*pcs) + n_cnt * sizeof(cnt[0]) + names_len; \
-		sz = (sz + 7) & ~(size_t)7;                                                        \
-		memcpy(area + n_pcs * sizeof(*pcs), cnt, n_cnt * sizeof(cnt[0]));                  \
-		memcpy(area + n_pcs * sizeof(*pcs) + n_cnt * sizeof(cnt[0]), names, names_len);    \
-		memset((char *)b + sizeof(*b) + n_pcs * sizeof(*pcs) + n_cnt * sizeof(cnt[0]) +     \
-			       names_len, 0,                                                      \
-		       sz - (sizeof(*b) + n_pcs * sizeof(*pcs) + n_cnt * sizeof(cnt[0]) + names_len)); \
+		char *cnt_at = area + n_pcs * sizeof(*pcs), *names_at = cnt_at + n_cnt * sizeof(cnt[0]); \
+		size_t used = names_at + names_len - (char *)b, sz = (used + 7) & ~(size_t)7;     \
+		memcpy(cnt_at, cnt, n_cnt * sizeof(cnt[0]));                                       \
+		memcpy(names_at, names, names_len);                                                \
+		memset((char *)b + used, 0, sz - used);                                            \
 		hdr_init(&b->hdr, GS_REC_GPU_PC_BATCH, sz);                                        \
 		b->gpu.ctx_uid = c->uid;                                                           \
 		b->gpu.device = c->device;                                                         \
@@ -844,15 +852,16 @@ static void emit_batches(struct gs_ctx *c, CUpti_PCSamplingData *d, uint32_t fla
 		size_t nsr = p->stallReasonCount, nlen = 0, need;
 		const char *fn = p->functionName ? p->functionName : "";
 		uint32_t name_off = ~0u;
+		size_t k;
 
 		if (nsr > c->n_reasons)
 			nsr = c->n_reasons;
-		for (size_t k = 0; k < n_seen; k++)
-			if (seen[k].p == fn)
-				name_off = seen[k].off;
-		if (name_off == ~0u) {
+		for (k = 0; k < n_seen && seen[k].p != fn; k++)
+			;
+		if (k < n_seen)
+			name_off = seen[k].off;
+		else
 			nlen = strnlen(fn, 4095) + 1;
-		}
 		need = sizeof(*pcs) + nsr * sizeof(cnt[0]) + nlen;
 		if (n_pcs && (sizeof(*pcs) * n_pcs + n_cnt * sizeof(cnt[0]) + names_len + need + 8 > cap ||
 			      (name_off == ~0u && n_seen == 64))) {
@@ -865,21 +874,23 @@ static void emit_batches(struct gs_ctx *c, CUpti_PCSamplingData *d, uint32_t fla
 			memcpy(names + names_len, fn, nlen - 1);
 			names[names_len + nlen - 1] = 0;
 			names_len += nlen;
-			seen[n_seen].p = fn;
-			seen[n_seen++].off = name_off;
+			k = n_seen++;
+			seen[k].p = fn;
+			seen[k].off = name_off;
+			seen[k].hash = name_hash(p->functionName);
 		}
 		struct gs_gpu_pc *o = &pcs[n_pcs++];
 		o->cubin_crc = p->cubinCrc;
 		o->pc_offset = p->pcOffset;
-		o->name_hash = name_hash(p->functionName);
+		o->name_hash = seen[k].hash;
 		o->function_index = p->functionIndex;
 		o->correlation_id = g.api.pcdata_size >= 64 ? p->correlationId : 0;
 		o->name_off = name_off;
 		o->first_count = n_cnt;
 		o->n_counts = nsr;
-		for (size_t k = 0; k < nsr; k++) {
-			cnt[n_cnt].reason_index = p->stallReason[k].pcSamplingStallReasonIndex;
-			cnt[n_cnt].samples = p->stallReason[k].samples;
+		for (size_t j = 0; j < nsr; j++) {
+			cnt[n_cnt].reason_index = p->stallReason[j].pcSamplingStallReasonIndex;
+			cnt[n_cnt].samples = p->stallReason[j].samples;
 			if (!flags_of_index(c, cnt[n_cnt].reason_index))
 				g.samples += cnt[n_cnt].samples;
 			n_cnt++;
@@ -1000,13 +1011,16 @@ static bool launch_sampled(uint64_t n, uint32_t every)
 static void on_launch(const CUpti_CallbackData *cb, CUpti_CallbackId cbid)
 {
 	uint32_t every = atomic_load(&g.launch_every);
+	const struct gs_ctx *c;
 	struct gs_gpu_launch l;
 	uint64_t n;
 
 	if (cb->callbackSite != CUPTI_API_ENTER)
 		return;
 	n = atomic_fetch_add(&g.launches, 1);
-	if (!ctx_find(cb->context))
+	/* Lock-free read: ctx/uid/device never change while in_use. */
+	c = ctx_find(cb->context);
+	if (!c)
 		queue_pending(cb->context); /* late attach: context created before us */
 	if (!launch_sampled(n, every))
 		return;
@@ -1015,11 +1029,8 @@ static void on_launch(const CUpti_CallbackData *cb, CUpti_CallbackId cbid)
 	memset(&l, 0, sizeof(l));
 	hdr_init(&l.hdr, GS_REC_GPU_LAUNCH, sizeof(l));
 	l.gpu.ctx_uid = cb->contextUid;
-	l.gpu.device = ~0u;
-	for (int i = 0; i < GS_AGENT_MAX_CTX; i++) /* lock-free read: uid/device never change while in_use */
-		if (g.ctx[i].in_use && g.ctx[i].uid == cb->contextUid)
-			l.gpu.device = g.ctx[i].device;
-	l.name_hash = gs_fnv64(cb->symbolName);
+	l.gpu.device = c ? c->device : ~0u;
+	l.name_hash = gs_kernel_name_hash(cb->symbolName);
 	l.correlation_id = cb->correlationId;
 	l.cbid = cbid;
 	l.sample_every = every ? every : 1;
@@ -1061,8 +1072,8 @@ static void arm_all(void)
 	adopt_pending();
 	for (int i = 0; i < GS_AGENT_MAX_CTX; i++) {
 		struct gs_ctx *c = &g.ctx[i];
-		if (!c->in_use || c->state == CTX_ARMED)
-			continue;
+		if (!c->in_use || !ctx_armable(c))
+			continue; /* no driver calls for contexts that stay as they are */
 		push_ctx(c);
 		ctx_arm(c);
 		pop_ctx();
@@ -1107,19 +1118,30 @@ static void arm(void)
 		    g.api.version, g.api.path);
 }
 
+/* Drain every armed context (and Disable it), each made current on this
+ * thread for the calls.  Caller holds g.lock. */
+static void drain_armed(bool disable)
+{
+	for (int i = 0; i < GS_AGENT_MAX_CTX; i++) {
+		struct gs_ctx *c = &g.ctx[i];
+		if (!c->in_use || c->state != CTX_ARMED)
+			continue;
+		push_ctx(c);
+		ctx_drain(c);
+		if (disable)
+			ctx_disable(c, true);
+		pop_ctx();
+	}
+}
+
 static void disarm(void)
 {
 	set_launch_callbacks(false);
+	drain_armed(true);
 	for (int i = 0; i < GS_AGENT_MAX_CTX; i++) {
 		struct gs_ctx *c = &g.ctx[i];
 		if (!c->in_use)
 			continue;
-		if (c->state == CTX_ARMED) {
-			push_ctx(c);
-			ctx_drain(c);
-			ctx_disable(c, true);
-			pop_ctx();
-		}
 		if (c->state == CTX_OFF && c->reason == GS_GPU_R_SECOND_CONTEXT)
 			c->state = CTX_IDLE; /* may be the sampled one next time */
 		free_ctx_buffers(c);
@@ -1171,9 +1193,7 @@ static void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 
 		if (!lock_bounded(100))
 			return;
-		c = ctx_find(rd->context);
-		if (!c)
-			c = ctx_add(rd->context);
+		c = ctx_add(rd->context); /* finds it, or adds one created before us */
 		/* A module load/unload starts a new range: drain first so PCs of
 		 * the old and new module never mix. */
 		if (c && c->state == CTX_ARMED && g.armed && !g.exiting)
@@ -1236,12 +1256,7 @@ static void watcher_tick(void)
 		if (count_armed())
 			set_launch_callbacks(true);
 		if (now - g.last_drain_ns >= (uint64_t)g.opts.drain_ms * 1000000ull) {
-			for (int i = 0; i < GS_AGENT_MAX_CTX; i++)
-				if (g.ctx[i].in_use && g.ctx[i].state == CTX_ARMED) {
-					push_ctx(&g.ctx[i]);
-					ctx_drain(&g.ctx[i]);
-					pop_ctx();
-				}
+			drain_armed(false);
 			g.last_drain_ns = now;
 		}
 		adapt_launch_rate(now);

@@ -77,6 +77,5 @@ bool gs_emit_launch_wanted(void); /* launch semaphore raised */
 int gs_emit_record(void *rec, uint32_t size);
 void gs_emit_launch(struct gs_gpu_launch *l);
 
-uint64_t gs_fnv64(const char *s);
 
 #endif

@@ -176,7 +176,6 @@ int gs_cupti_open(struct gs_cupti *c, char *err, size_t errlen)
 		*(void **)&c->CtxPush = dlsym(drv, "cuCtxPushCurrent_v2");
 		*(void **)&c->CtxPop = dlsym(drv, "cuCtxPopCurrent_v2");
 		*(void **)&c->DevAttr = dlsym(drv, "cuDeviceGetAttribute");
-		*(void **)&c->CtxGetDevice = dlsym(drv, "cuCtxGetDevice");
 	}
 	return 0;
 }

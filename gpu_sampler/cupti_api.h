@@ -43,7 +43,6 @@ struct gs_cupti {
 	CUresult (*CtxPush)(CUcontext);
 	CUresult (*CtxPop)(CUcontext *);
 	CUresult (*DevAttr)(int *, CUdevice_attribute, CUdevice);
-	CUresult (*CtxGetDevice)(CUdevice *);
 };
 
 /* Find and bind libcupti.  Returns 0, or -1 with a message in err

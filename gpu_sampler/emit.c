@@ -44,19 +44,6 @@ void gs_emit_launch(struct gs_gpu_launch *l)
 		STAP_PROBE2(gpusample, launch, l, sz);
 }
 
-uint64_t gs_fnv64(const char *s)
-{
-	uint64_t h = GS_FNV64_OFFSET;
-
-	if (!s)
-		return 0;
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= GS_FNV64_PRIME;
-	}
-	return h;
-}
-
 void gs_agent_log(const char *fmt, ...)
 {
 	static int on = -1;

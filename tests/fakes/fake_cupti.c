@@ -717,14 +717,11 @@ API CUptiResult cuptiPCSamplingDisable(CUpti_PCSamplingDisableParams *p)
 		pthread_mutex_unlock(&lock);
 		return CUPTI_ERROR_INVALID_OPERATION;
 	}
-	if (s->cfg_buf && !s->hw_full && data_ok(s->cfg_buf, s->n_selected)) {
+	if (s->cfg_buf && !s->hw_full && data_ok(s->cfg_buf, s->n_selected))
 		copy_out(s, s->cfg_buf, true);
-		/* what does not fit is discarded */
-		s->read_pos = s->n_recs = 0;
-	}
 	s->enabled = s->configured = s->started = false;
 	s->hw_full = false;
-	s->n_recs = s->read_pos = 0;
+	s->n_recs = s->read_pos = 0; /* what did not fit the buffer is discarded */
 	/* functionName strings now belong to the client */
 	free(s->names);
 	s->names = NULL;
@@ -883,31 +880,32 @@ API CUptiResult cuptiPCSamplingGetConfigurationAttribute(CUpti_PCSamplingConfigu
 	return CUPTI_SUCCESS;
 }
 
-API CUptiResult cuptiPCSamplingStart(CUpti_PCSamplingStartParams *p)
+/* Start and Stop share their checks; Stop closes a range. */
+static CUptiResult start_stop(CUcontext ctx, bool start)
 {
 	struct pcs_state *s;
 
+	NEED_ENABLED(s, ctx);
+	if (!s->start_stop || s->started == start)
+		return CUPTI_ERROR_INVALID_OPERATION;
+	s->started = start;
+	if (!start)
+		s->range++;
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiPCSamplingStart(CUpti_PCSamplingStartParams *p)
+{
 	COUNT(C_PCStart);
 	CHECK_SIZE(p, CUpti_PCSamplingStartParamsSize);
-	NEED_ENABLED(s, p->ctx);
-	if (!s->start_stop || s->started)
-		return CUPTI_ERROR_INVALID_OPERATION;
-	s->started = true;
-	return CUPTI_SUCCESS;
+	return start_stop(p->ctx, true);
 }
 
 API CUptiResult cuptiPCSamplingStop(CUpti_PCSamplingStopParams *p)
 {
-	struct pcs_state *s;
-
 	COUNT(C_PCStop);
 	CHECK_SIZE(p, CUpti_PCSamplingStopParamsSize);
-	NEED_ENABLED(s, p->ctx);
-	if (!s->start_stop || !s->started)
-		return CUPTI_ERROR_INVALID_OPERATION;
-	s->started = false;
-	s->range++;
-	return CUPTI_SUCCESS;
+	return start_stop(p->ctx, false);
 }
 
 /* ---- offline ----------------------------------------------------------- */

@@ -9,7 +9,7 @@ reduce_sum; and scale<float> from two call sites, 3:1: forward on 3 steps in
 driver double loads the gpusample agent in cuInit, as the real driver does.
 
 usage: gpu_app.py LIBCUDA CUBIN_DIR [--seconds S] [--rate LAUNCHES_PER_S]
-                  [--devices N] [--start-file F] [--stop-file F]
+                  [--devices N] [--contexts N] [--start-file F] [--stop-file F]
 Prints one line "gpu_app launches=N contexts=N" at exit; exit status 0.
 """
 import argparse
@@ -24,6 +24,8 @@ p.add_argument("cubins")
 p.add_argument("--seconds", type=float, default=3.0)
 p.add_argument("--rate", type=float, default=1000.0)
 p.add_argument("--devices", type=int, default=1)
+p.add_argument("--contexts", type=int, default=0,
+               help="contexts, round-robin over the devices (default: one per device)")
 p.add_argument("--start-file", default=None, help="touch this file once kernels are loaded")
 p.add_argument("--stop-file", default=None, help="stop launching once this file exists")
 args = p.parse_args()
@@ -41,6 +43,7 @@ check(cu.cuInit(0), "cuInit")
 n = ctypes.c_int()
 check(cu.cuDeviceGetCount(ctypes.byref(n)), "cuDeviceGetCount")
 ndev = min(n.value, args.devices)
+nctx = args.contexts or ndev
 
 images = []
 for name in ("kernels_lineinfo.sm_90.cubin", "kernels.sm_90.cubin"):
@@ -48,9 +51,9 @@ for name in ("kernels_lineinfo.sm_90.cubin", "kernels.sm_90.cubin"):
         images.append(ctypes.create_string_buffer(f.read()))
 
 ctxs, funcs = [], []
-for dev in range(ndev):
+for i in range(nctx):
     ctx = vp()
-    check(cu.cuCtxCreate_v2(ctypes.byref(ctx), 0, dev), "cuCtxCreate")
+    check(cu.cuCtxCreate_v2(ctypes.byref(ctx), 0, i % ndev), "cuCtxCreate")
     mods = []
     for img in images:
         m = vp()
@@ -108,11 +111,11 @@ step = 0
 while time.monotonic() - start < args.seconds:
     if args.stop_file and step % 16 == 0 and os.path.exists(args.stop_file):
         break
-    for dev in range(ndev):
+    for dev in range(nctx):  # dev: index of the context (and its functions)
         train_step(dev, step)
     step += 1
-    # pace: 3 launches per device per step
-    due = start + step * 3 * ndev / args.rate
+    # pace: 3 launches per context per step
+    due = start + step * 3 * nctx / args.rate
     delay = due - time.monotonic()
     if delay > 0:
         time.sleep(delay)

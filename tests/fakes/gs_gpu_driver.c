@@ -53,17 +53,6 @@ static struct {
 	int n_kernels;
 } D;
 
-static uint64_t gs_fnv64_check(const char *s)
-{
-	uint64_t h = GS_FNV64_OFFSET;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= GS_FNV64_PRIME;
-	}
-	return h;
-}
-
 static uint64_t mono_ns(void)
 {
 	struct timespec ts;
@@ -140,7 +129,7 @@ static void on_batch(const struct gs_gpu_pc_batch *b)
 			snprintf(D.kernels[D.n_kernels++], sizeof(D.kernels[0]), "%s", name);
 		if (k < 64) {
 			D.kernel_samples[k] += pc_samples;
-			if (gs_fnv64_check(name) != p->name_hash)
+			if (gs_kernel_name_hash(name) != p->name_hash)
 				D.bad_refs++;
 		}
 	}

@@ -7,7 +7,7 @@
 #      real program): the child inherits the injection and gets sampled.
 source "$(dirname "$0")/lib.sh"
 source "$ROOT/tests/fakes/gpu_test_lib.sh"
-[ -x "$GS" ] || skip "$GS not built"
+[ -x "$GS" ] || fail "$GS not built: run make BUILD=$BUILD"
 
 # 1. -p PID
 start_app 60 --rate 600
@@ -22,9 +22,10 @@ echo "-p: $n GPU samples, axpy $fwd/$ax under forward"
 [ "$n" -gt 0 ] || { cat "$T/p.out"; fail "-p PID: no GPU samples"; }
 ratio_at_least "$fwd" "$ax" 0.8 || fail "-p PID: axpy samples not under forward"
 
-# 2. a wrapper that forks the program
+# 2. a wrapper that forks the program (the builtins around python keep bash
+#    from exec'ing it; `exit $?` keeps its exit status)
 (cd "$T" && "$GS" -q -o "$T/w" --format pprof -- bash -c \
-	"true; python3 '$APP_PY' '$FAKES/libcuda.so.1' '$CUBINS' --seconds 2 --rate 600; true") \
+	"true; python3 '$APP_PY' '$FAKES/libcuda.so.1' '$CUBINS' --seconds 2 --rate 600; exit \$?") \
 	> "$T/w.out" 2>&1 || { cat "$T/w.out"; fail "gpusample -- bash -c failed"; }
 pprof -sample_index=gpu_samples -top "$T/w.pb.gz" > "$T/w.top" || fail "pprof failed: $(cat "$T/pprof.err")"
 grep -q reduce_sum "$T/w.top" || { cat "$T/w.top"; fail "bash -c wrapper: no GPU samples from the forked python"; }
