@@ -478,16 +478,6 @@ static int window_start(struct gs_join *j, const struct gs_join_batch *b, uint64
 	return 0;
 }
 
-uint64_t gs_join_name_hash(const char *mangled)
-{
-	uint64_t h = GS_FNV64_OFFSET;
-	for (const unsigned char *s = (const unsigned char *)(mangled ? mangled : ""); *s; s++) {
-		h ^= *s;
-		h *= GS_FNV64_PRIME;
-	}
-	return h;
-}
-
 int gs_join_add_pc_batch(struct gs_join *j, const struct gs_join_batch *b,
 			 const struct gs_join_pc *pcs, size_t n)
 {

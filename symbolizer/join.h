@@ -73,12 +73,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "gpusample/profile.h"
+#include "gpusample/records.h" /* gs_kernel_name_hash */
 
 struct gs_join;
 
-/* Kernel identity shared by launches and PC records: FNV-1a 64 of the full
- * mangled name (records.h GS_FNV64_*, gs_gpu_pc.name_hash). */
-uint64_t gs_join_name_hash(const char *mangled);
+/* Kernel identity shared by launches and PC records: gs_kernel_name_hash()
+ * of the full mangled name (records.h). */
 
 struct gs_join *gs_join_new(struct gs_profile *p, uint64_t t0_ns);
 void gs_join_free(struct gs_join *j);
@@ -86,7 +86,7 @@ void gs_join_free(struct gs_join *j);
 struct gs_join_launch {
 	uint32_t pid, tid;        /* tgid and launching thread */
 	uint32_t correlation_id;  /* CUPTI correlation id; 0 if unknown */
-	uint64_t function;        /* kernel identity: gs_join_name_hash(mangled name); 0 unknown */
+	uint64_t function;        /* kernel identity: gs_kernel_name_hash(mangled name); 0 unknown */
 	uint64_t time_ns;         /* launch ktime */
 	uint32_t stack;           /* profile stack index of the CPU stack (leaf first) */
 	uint32_t weight;          /* launches this event stands for (1-in-N sampling: N); 0 = 1 */
@@ -106,7 +106,7 @@ struct gs_join_batch {
 
 struct gs_join_pc {
 	uint32_t location;        /* GPU PC location id (gs_cuda_location) */
-	uint64_t function;        /* gs_join_name_hash(mangled name), as on the launches */
+	uint64_t function;        /* gs_kernel_name_hash(mangled name), as on the launches */
 	uint32_t correlation_id;  /* 0 in continuous mode */
 	gs_str stall_reason;      /* short name (gs_cuda_fold_stalls) */
 	uint64_t samples;         /* base family */

@@ -179,6 +179,22 @@ struct gs_py_cfg {
 #define GS_GPU_STATUS_MSG_LEN 256
 #define GS_FNV64_OFFSET 0xcbf29ce484222325ULL
 #define GS_FNV64_PRIME 0x100000001b3ULL
+#ifndef __VMLINUX_H__
+/* The kernel identity carried by gs_gpu_pc.name_hash and
+ * gs_gpu_launch.name_hash (agent) and matched by the join (host). */
+static inline __u64 gs_kernel_name_hash(const char *mangled)
+{
+	__u64 h = GS_FNV64_OFFSET;
+
+	if (!mangled)
+		return 0; /* unknown */
+	for (const unsigned char *c = (const unsigned char *)mangled; *c; c++) {
+		h ^= *c;
+		h *= GS_FNV64_PRIME;
+	}
+	return h;
+}
+#endif
 
 /* Common prefix of every GPU record, right after gs_rec_hdr. */
 struct gs_gpu_common {

@@ -500,7 +500,7 @@ Test(cuda, records_end_to_end)
 		.hdr = { .type = GS_REC_GPU_LAUNCH, .version = GS_RECORDS_VERSION,
 			 .ktime_ns = 1500 },
 		.gpu = { .tgid = 500, .tid = 501, .ctx_uid = 3, .device = 0 },
-		.name_hash = gs_join_name_hash("axpy"), .correlation_id = 42, .sample_every = 1,
+		.name_hash = gs_kernel_name_hash("axpy"), .correlation_id = 42, .sample_every = 1,
 	};
 	cr_assert_eq(gs_join_launch_record(j, &lr, stack, gs_profile_intern(&P, "python3"), 0), 0);
 
@@ -518,9 +518,9 @@ Test(cuda, records_end_to_end)
 	bh.names_len = sizeof(names);
 	put(&r, &bh, sizeof(bh));
 	struct gs_gpu_pc pcs[2] = {
-		{ .cubin_crc = crc, .pc_offset = 0x80, .name_hash = gs_join_name_hash("axpy"),
+		{ .cubin_crc = crc, .pc_offset = 0x80, .name_hash = gs_kernel_name_hash("axpy"),
 		  .correlation_id = 42, .name_off = 0, .first_count = 0, .n_counts = 3 },
-		{ .cubin_crc = crc, .pc_offset = 0, .name_hash = gs_join_name_hash(names + 5),
+		{ .cubin_crc = crc, .pc_offset = 0, .name_hash = gs_kernel_name_hash(names + 5),
 		  .correlation_id = 43, .name_off = 5, .first_count = 3, .n_counts = 1 },
 	};
 	put(&r, pcs, sizeof(pcs));
@@ -601,7 +601,7 @@ static size_t batch_rec(struct rec_buf *r, uint64_t t, uint32_t flags, const cha
 	};
 	put(r, &bh, sizeof(bh));
 	struct gs_gpu_pc pc = { .cubin_crc = 5, .pc_offset = 0x10,
-				.name_hash = gs_join_name_hash(name), .n_counts = 1 };
+				.name_hash = gs_kernel_name_hash(name), .n_counts = 1 };
 	put(r, &pc, sizeof(pc));
 	struct gs_gpu_stall_count cnt = { 14, samples };
 	put(r, &cnt, sizeof(cnt));
@@ -614,7 +614,7 @@ static void launch_rec(struct gs_join *j, uint32_t stack, uint64_t t, const char
 {
 	struct gs_gpu_launch lr = {
 		.hdr = { .type = GS_REC_GPU_LAUNCH, .version = GS_RECORDS_VERSION, .ktime_ns = t },
-		.gpu = { .tgid = 600, .tid = 601 }, .name_hash = gs_join_name_hash(name),
+		.gpu = { .tgid = 600, .tid = 601 }, .name_hash = gs_kernel_name_hash(name),
 		.sample_every = 1,
 	};
 	cr_assert_eq(gs_join_launch_record(j, &lr, stack, 0, 0), 0);

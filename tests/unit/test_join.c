@@ -89,16 +89,16 @@ static void launch_(struct gs_join *j, uint32_t stack, uint32_t tid, uint64_t fn
 Test(join, name_hash_is_fnv1a_64)
 {
 	/* FNV-1a 64 test vectors (Fowler/Noll/Vo reference: "" and "a"). */
-	cr_assert_eq(gs_join_name_hash(""), 0xcbf29ce484222325ull);
-	cr_assert_eq(gs_join_name_hash("a"), 0xaf63dc4c8601ec8cull);
-	cr_assert_eq(gs_join_name_hash("foobar"), 0x85944171f73967e8ull);
+	cr_assert_eq(gs_kernel_name_hash(""), 0xcbf29ce484222325ull);
+	cr_assert_eq(gs_kernel_name_hash("a"), 0xaf63dc4c8601ec8cull);
+	cr_assert_eq(gs_kernel_name_hash("foobar"), 0x85944171f73967e8ull);
 }
 
 Test(join, continuous_three_to_one_split_preserves_totals)
 {
 	struct gs_join *j = gs_join_new(&P, 0);
 	uint32_t a = cpu_stack("site_a"), b = cpu_stack("site_b");
-	uint64_t fn = gs_join_name_hash("_Z6kernelPf");
+	uint64_t fn = gs_kernel_name_hash("_Z6kernelPf");
 	/* site_a launches the kernel three times, site_b once, inside the window. */
 	launch(a, 11, fn, 10, 0);
 	launch(b, 12, fn, 20, 0);
@@ -145,7 +145,7 @@ Test(join, uneven_totals_are_kept_exactly)
 {
 	struct gs_join *j = gs_join_new(&P, 0);
 	uint32_t st[3] = { cpu_stack("s0"), cpu_stack("s1"), cpu_stack("s2") };
-	uint64_t fn = gs_join_name_hash("k");
+	uint64_t fn = gs_kernel_name_hash("k");
 	/* weights 5 : 3 : 1 */
 	for (int i = 0; i < 9; i++)
 		launch(st[i < 5 ? 0 : i < 8 ? 1 : 2], 1, fn, 5 + i, 0);
@@ -177,7 +177,7 @@ Test(join, serialized_exact_by_correlation_id)
 {
 	struct gs_join *j = gs_join_new(&P, 0);
 	uint32_t a = cpu_stack("site_a"), b = cpu_stack("site_b");
-	uint64_t fn = gs_join_name_hash("_Z4gemmv");
+	uint64_t fn = gs_kernel_name_hash("_Z4gemmv");
 	launch(a, 21, fn, 10, 7);
 	launch(b, 22, fn, 20, 8);
 	uint32_t loc = gpu_loc("gemm", 0x40);
@@ -205,7 +205,7 @@ Test(join, unmatched_correlation_id_falls_back_to_proportional)
 {
 	struct gs_join *j = gs_join_new(&P, 0);
 	uint32_t a = cpu_stack("site_a");
-	uint64_t fn = gs_join_name_hash("k");
+	uint64_t fn = gs_kernel_name_hash("k");
 	launch(a, 21, fn, 10, 7); /* 1-in-N launch sampling: id 9 was never seen */
 	struct gs_join_pc pc = { .location = gpu_loc("k", 0), .function = fn, .correlation_id = 9,
 				 .stall_reason = gs_profile_intern(&P, "wait"), .samples = 12 };
@@ -220,19 +220,19 @@ Test(join, unknown_launch)
 {
 	struct gs_join *j = gs_join_new(&P, 0);
 	uint32_t a = cpu_stack("site_a");
-	launch(a, 21, gs_join_name_hash("seen"), 10, 1);
+	launch(a, 21, gs_kernel_name_hash("seen"), 10, 1);
 	/* a kernel never launched while we watched, and one from another pid */
 	struct gs_join_pc pcs[] = {
-		{ .location = gpu_loc("unseen", 0), .function = gs_join_name_hash("unseen"),
+		{ .location = gpu_loc("unseen", 0), .function = gs_kernel_name_hash("unseen"),
 		  .stall_reason = gs_profile_intern(&P, "selected"), .samples = 9, .not_issued = 0 },
-		{ .location = gpu_loc("unseen", 16), .function = gs_join_name_hash("unseen"),
+		{ .location = gpu_loc("unseen", 16), .function = gs_kernel_name_hash("unseen"),
 		  .correlation_id = 5, .stall_reason = gs_profile_intern(&P, "selected"),
 		  .samples = 0, .not_issued = 4 },
 	};
 	struct gs_join_batch bt = { .pid = 100, .end_ns = 100 };
 	cr_assert_eq(gs_join_add_pc_batch(j, &bt, pcs, 2), 0);
 	struct gs_join_pc other = { .location = gpu_loc("seen", 0),
-				    .function = gs_join_name_hash("seen"), .correlation_id = 1,
+				    .function = gs_kernel_name_hash("seen"), .correlation_id = 1,
 				    .stall_reason = gs_profile_intern(&P, "selected"),
 				    .samples = 3 };
 	struct gs_join_batch bt2 = { .pid = 200, .end_ns = 100 };
@@ -258,7 +258,7 @@ Test(join, windows_follow_drains)
 {
 	struct gs_join *j = gs_join_new(&P, 0);
 	uint32_t a = cpu_stack("early"), b = cpu_stack("late");
-	uint64_t fn = gs_join_name_hash("k");
+	uint64_t fn = gs_kernel_name_hash("k");
 	gs_str r = gs_profile_intern(&P, "wait");
 	launch(a, 1, fn, 50, 0);
 	launch(b, 1, fn, 150, 0);
@@ -290,7 +290,7 @@ Test(join, launch_weight_counts_sampled_launches)
 {
 	struct gs_join *j = gs_join_new(&P, 0);
 	uint32_t a = cpu_stack("a"), b = cpu_stack("b");
-	uint64_t fn = gs_join_name_hash("k");
+	uint64_t fn = gs_kernel_name_hash("k");
 	struct gs_join_launch la = { .pid = 100, .tid = 1, .function = fn, .time_ns = 10,
 				     .stack = a, .weight = 4 };
 	struct gs_join_launch lb = la;
@@ -320,7 +320,7 @@ Test(join, repeated_batches_aggregate_into_one_sample)
 {
 	struct gs_join *j = gs_join_new(&P, 0);
 	uint32_t a = cpu_stack("a");
-	uint64_t fn = gs_join_name_hash("k");
+	uint64_t fn = gs_kernel_name_hash("k");
 	launch(a, 1, fn, 10, 0);
 	struct gs_join_pc pc = { .location = gpu_loc("k", 0), .function = fn,
 				 .stall_reason = gs_profile_intern(&P, "wait"), .samples = 3 };

@@ -118,7 +118,7 @@ Test(join_pprof, go_tool_pprof_reads_gpu_samples)
 	cr_assert_eq(gs_cuda_add_stall_table(c, 4242, 1, 0, 3, idx, names), 0);
 
 	uint32_t sa = cpu_stack(&P, "launch_a", "main"), sb = cpu_stack(&P, "launch_b", "main");
-	uint64_t fn = gs_join_name_hash("axpy");
+	uint64_t fn = gs_kernel_name_hash("axpy");
 	for (int i = 0; i < 4; i++) {
 		struct gs_join_launch l = { .pid = 4242, .tid = 4243, .function = fn,
 					    .time_ns = 10 + i, .stack = i == 1 ? sb : sa,
