@@ -195,5 +195,5 @@ const char *gs_proc_role(const struct gs_procinfo *p)
 {
 	if (p->dataloader)
 		return "dataloader";
-	return p->is_root ? "main" : "other";
+	return p->main ? "main" : "other";
 }

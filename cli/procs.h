@@ -29,6 +29,7 @@ struct gs_procinfo {
 	uint32_t pid, ppid, root;
 	char comm[16];
 	bool exited, is_root, dataloader;
+	bool main;        /* role "main": the root, or what a wrapper root runs */
 	uint64_t cpu_samples;
 	char python[64]; /* "CPython 3.11.7" or a note */
 	uint8_t py_state;      /* enum gs_py_state */

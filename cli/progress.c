@@ -24,6 +24,6 @@ void gs_progress_line(double elapsed_s, size_t cpu_samples, uint64_t lost,
 	/* \r + erase-line keeps one line updated in place. */
 	fprintf(stderr, "\r\033[Kgpusample: %.1f s | cpu samples %zu | lost %llu | processes %u/%u%s%s%s",
 		elapsed_s, cpu_samples, (unsigned long long)lost, live_procs, all_procs,
-		gpu_summary[0] ? " | gpu " : "", gpu_summary, final ? "\n" : "");
+		gpu_summary[0] ? " | " : "", gpu_summary, final ? "\n" : "");
 	fflush(stderr);
 }

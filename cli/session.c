@@ -143,7 +143,7 @@ static int add_target(struct session *s, uint32_t pid, uint32_t ppid, bool is_ro
 
 	if (!p)
 		return -ENOMEM;
-	p->is_root = is_root;
+	p->is_root = p->main = is_root;
 	if (!gs_proc_stat(pid, &st))
 		memcpy(p->comm, st.comm, sizeof(p->comm));
 	gs_sym_add_process(s->sym, pid);
@@ -458,7 +458,7 @@ static void mark_dataloaders(struct session *s, const uint32_t *stack_ids)
 		struct gs_procinfo *proc = gs_proctab_get(&s->procs, s->raw.items[i].tgid);
 		const struct gs_stack *st = &p->stacks[stack_ids[i]];
 
-		if (!proc || proc->dataloader || proc->is_root)
+		if (!proc || proc->dataloader)
 			continue;
 		for (uint32_t k = 0; k < st->n; k++) {
 			const struct gs_location *l = gs_profile_location(p, p->stack_locs[st->first + k]);
@@ -470,6 +470,31 @@ static void mark_dataloaders(struct session *s, const uint32_t *stack_ids)
 				break;
 			}
 		}
+	}
+}
+
+/* "main" is the training process itself.  Attached through a wrapper
+ * (bash -c, env, a launcher) the root does no work of its own: its busiest
+ * descendant that is not a DataLoader worker takes the role instead, so the
+ * report's main-thread verdict is about the training loop. */
+static void assign_main_roles(struct session *s)
+{
+	for (uint32_t i = 0; i < s->procs.n; i++) {
+		struct gs_procinfo *r = &s->procs.items[i], *best = NULL;
+
+		if (!r->is_root)
+			continue;
+		for (uint32_t k = 0; k < s->procs.n; k++) {
+			struct gs_procinfo *p = &s->procs.items[k];
+
+			if (p->root == r->pid && !p->dataloader &&
+			    (!best || p->cpu_samples > best->cpu_samples))
+				best = p;
+		}
+		if (!best || best == r || r->cpu_samples * 20 > best->cpu_samples)
+			continue; /* the root itself does a real share of the work */
+		r->main = false;
+		best->main = true;
 	}
 }
 
@@ -540,6 +565,7 @@ static int build_profile(struct session *s)
 		stack_ids[i] = (uint32_t)id;
 	}
 	mark_dataloaders(s, stack_ids);
+	assign_main_roles(s);
 	for (size_t i = 0; i < s->n_samples; i++) {
 		const struct raw_sample *r = &s->samples[i];
 		const struct gs_rawstack *rs = &s->raw.items[r->stack];

@@ -184,7 +184,7 @@ static void header(struct rpt *r, int64_t gpu_total)
 		d, p->frequency_hz, r->cpu_total, p->lost_samples);
 	if (gpu_total)
 		fprintf(r->out, ", %" PRId64 " GPU PC samples", gpu_total);
-	fprintf(r->out, ", %u processes\n", p->n_processes);
+	fprintf(r->out, ", %u process%s\n", p->n_processes, p->n_processes == 1 ? "" : "es");
 	if (p->lost_samples && r->cpu_total)
 		fprintf(r->out, "  note: %.1f%% of CPU samples were lost (ring buffer full); "
 			"lower -F or raise the buffer size\n",

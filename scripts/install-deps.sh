@@ -4,7 +4,7 @@
 set -euo pipefail
 
 if [ "$(id -u)" -ne 0 ]; then
-	echo "install-deps: run as root (sudo make deps)" >&2
+	echo "install-deps: run as root (sudo make deps, or make deps as root)" >&2
 	exit 1
 fi
 
