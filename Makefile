@@ -67,9 +67,13 @@ $(BUILD)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) $(BUILD)/vmlinux.h
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/obj/%.o: %.c $(SKELS) $(wildcard include/gpusample/*.h) $(wildcard */*.h)
+# Header dependencies come from the compiler (-MMD -MP): touching one .c or a
+# header rebuilds only what includes it.  Skeletons are order-only: they must
+# exist before any compile, and the .d files track who includes them.
+$(BUILD)/obj/%.o: %.c | $(SKELS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+-include $(CORE_OBJS:.o=.d) $(CLI_OBJS:.o=.d)
 
 $(BUILD)/libgpusample_core.a: $(CORE_OBJS)
 	@rm -f $@

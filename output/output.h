@@ -65,4 +65,36 @@ struct gs_report_opts {
  * time goes" verdict (heuristics table in report.c).  o may be NULL. */
 int gs_write_report(const struct gs_profile *p, const struct gs_report_opts *o, FILE *out);
 
+/* Wall-clock classification: one table (output/walltime.c) maps a sample
+ * (its thread_state label and its frames) to where that wall time went.
+ * Every sample's wall value (cpu + offcpu ns) falls in exactly one category,
+ * so a thread's split sums to its wall time in the profile. */
+enum gs_wall_cat {
+	GS_WALL_COMPUTE = 0,   /* on-CPU work not covered below */
+	GS_WALL_INPUT,         /* main thread waiting on the DataLoader iterator */
+	GS_WALL_CUDA_SYNC,     /* blocked or spinning in a CUDA synchronize/D2H copy */
+	GS_WALL_COLLECTIVE,    /* torch.distributed / gloo / NCCL waits */
+	GS_WALL_GIL,           /* waiting for the GIL (take_gil) */
+	GS_WALL_STARVED,       /* runnable: waiting in the run queue for a CPU */
+	GS_WALL_SLEEP,         /* time.sleep, nanosleep */
+	GS_WALL_OTHER_BLOCKED, /* any other blocking wait */
+	GS_NWALL_CATS
+};
+extern const char *const gs_wall_cat_name[GS_NWALL_CATS]; /* "compute", ... */
+
+/* Category of one sample; GPU samples give -EINVAL. */
+int gs_wall_classify(const struct gs_profile *p, const struct gs_sample *s);
+
+/* Wall split of the samples accepted by keep (NULL = all CPU samples):
+ * ns[] per category, total_ns their sum, top_stack[] the stack index with the
+ * most ns in each category (UINT32_MAX if none). */
+struct gs_wall_split {
+	uint64_t ns[GS_NWALL_CATS];
+	uint64_t total_ns;
+	uint32_t top_stack[GS_NWALL_CATS];
+};
+typedef bool (*gs_sample_pred)(const struct gs_sample *s, void *ctx);
+int gs_wall_split(const struct gs_profile *p, gs_sample_pred keep, void *ctx,
+		  struct gs_wall_split *out);
+
 #endif

@@ -136,7 +136,8 @@ static void pb_msg(struct pb *w, uint32_t field, const struct pb *m)
 enum xstr {
 	XS_PID, XS_TID, XS_THREAD_NAME, XS_PROCESS_ROLE, XS_STALL, XS_DEVICE_KEY,
 	XS_DEVICE_UNIT, XS_ATTRIBUTION, XS_CPU, XS_NANOSECONDS, XS_UNKNOWN,
-	XS_TYPE0, XS_UNIT0 = XS_TYPE0 + GS_NVALUES, XS_N = XS_UNIT0 + GS_NVALUES
+	XS_TYPE0, XS_UNIT0 = XS_TYPE0 + GS_NVALUES, XS_SLABEL0 = XS_UNIT0 + GS_NVALUES,
+	XS_NLABEL0 = XS_SLABEL0 + GS_NSTR_LABELS, XS_N = XS_NLABEL0 + GS_NNUM_LABELS
 };
 
 struct enc {
@@ -159,6 +160,10 @@ static void extra_strings(struct enc *e)
 		want[XS_TYPE0 + i] = gs_value_type[i];
 		want[XS_UNIT0 + i] = gs_value_unit[i];
 	}
+	for (int i = 0; i < GS_NSTR_LABELS; i++)
+		want[XS_SLABEL0 + i] = gs_str_label_key[i];
+	for (int i = 0; i < GS_NNUM_LABELS; i++)
+		want[XS_NLABEL0 + i] = gs_num_label_key[i];
 	for (int i = 0; i < XS_N; i++) {
 		int64_t idx = gs_profile_find_str(e->p, want[i]);
 		for (uint32_t k = 0; idx < 0 && k < e->n_extra; k++)
@@ -184,7 +189,26 @@ static uint64_t sample_key_hash(const struct gs_sample *s)
 	uint64_t h = gs_mix64(s->stack ^ ((uint64_t)s->pid << 32));
 	h = gs_mix64(h ^ s->tid ^ ((uint64_t)s->thread_name << 32));
 	h = gs_mix64(h ^ s->process_role ^ ((uint64_t)s->cuda_stall_reason << 32));
-	return gs_mix64(h ^ s->gpu_attribution ^ ((uint64_t)(uint32_t)s->cuda_device << 32));
+	h = gs_mix64(h ^ s->gpu_attribution ^ ((uint64_t)(uint32_t)s->cuda_device << 32));
+	for (int i = 0; i < GS_NSTR_LABELS; i++)
+		h = gs_mix64(h ^ s->str_labels[i]);
+	for (int i = 0; i < GS_NNUM_LABELS; i++)
+		if (s->num_set & (1u << i))
+			h = gs_mix64(h ^ (uint64_t)s->num_labels[i] ^ ((uint64_t)(i + 1) << 56));
+	return h;
+}
+
+static bool extra_labels_eq(const struct gs_sample *a, const struct gs_sample *b)
+{
+	if (a->num_set != b->num_set)
+		return false;
+	for (int i = 0; i < GS_NSTR_LABELS; i++)
+		if (a->str_labels[i] != b->str_labels[i])
+			return false;
+	for (int i = 0; i < GS_NNUM_LABELS; i++)
+		if ((a->num_set & (1u << i)) && a->num_labels[i] != b->num_labels[i])
+			return false;
+	return true;
 }
 
 static bool sample_key_eq(const struct gs_sample *a, const struct gs_sample *b)
@@ -192,7 +216,8 @@ static bool sample_key_eq(const struct gs_sample *a, const struct gs_sample *b)
 	return a->stack == b->stack && a->pid == b->pid && a->tid == b->tid &&
 	       a->thread_name == b->thread_name && a->process_role == b->process_role &&
 	       a->cuda_stall_reason == b->cuda_stall_reason &&
-	       a->gpu_attribution == b->gpu_attribution && a->cuda_device == b->cuda_device;
+	       a->gpu_attribution == b->gpu_attribution && a->cuda_device == b->cuda_device &&
+	       extra_labels_eq(a, b);
 }
 
 /* Aggregate in first-appearance order (deterministic output). */
@@ -293,6 +318,13 @@ static int sample_labels(const struct enc *e, const struct gs_sample *s, struct 
 		l[n++] = (struct label){e->x[XS_DEVICE_KEY], 0, s->cuda_device, e->x[XS_DEVICE_UNIT]};
 	if (s->gpu_attribution)
 		l[n++] = (struct label){e->x[XS_ATTRIBUTION], s->gpu_attribution, 0, 0};
+	for (int i = 0; i < GS_NSTR_LABELS; i++)
+		if (s->str_labels[i])
+			l[n++] = (struct label){e->x[XS_SLABEL0 + i], s->str_labels[i], 0, 0};
+	for (int i = 0; i < GS_NNUM_LABELS; i++)
+		if (s->num_set & (1u << i)) /* num_unit = key, so a 0 survives */
+			l[n++] = (struct label){e->x[XS_NLABEL0 + i], 0, s->num_labels[i],
+						e->x[XS_NLABEL0 + i]};
 	return n;
 }
 
@@ -302,7 +334,7 @@ static void emit_sample(struct pb *w, const struct enc *e, const struct agg *g)
 	const struct gs_sample *s = &p->samples[g->rep];
 	const struct gs_stack *st = &p->stacks[s->stack];
 	const uint32_t *locs = &p->stack_locs[st->first];
-	struct label l[8];
+	struct label l[8 + GS_NSTR_LABELS + GS_NNUM_LABELS];
 	int nl = sample_labels(e, s, l);
 
 	size_t loc_len = 0, val_len = 0, total = 0;
@@ -972,6 +1004,22 @@ static int dec_locations(struct dec *d)
 	return r.err;
 }
 
+static void dec_extra_label(struct dec *d, const char *k, uint64_t str, uint64_t num,
+			    struct gs_sample *s)
+{
+	for (int i = 0; i < GS_NSTR_LABELS; i++)
+		if (!strcmp(k, gs_str_label_key[i])) {
+			s->str_labels[i] = dstr(d, str);
+			return;
+		}
+	for (int i = 0; i < GS_NNUM_LABELS; i++)
+		if (!strcmp(k, gs_num_label_key[i])) {
+			s->num_labels[i] = (int64_t)num;
+			s->num_set |= 1u << i;
+			return;
+		}
+}
+
 static void dec_label(struct dec *d, struct pbr m, struct gs_sample *s)
 {
 	struct pbr sub;
@@ -1001,6 +1049,8 @@ static void dec_label(struct dec *d, struct pbr m, struct gs_sample *s)
 		s->cuda_stall_reason = dstr(d, str);
 	else if (!strcmp(k, "gpu_attribution"))
 		s->gpu_attribution = dstr(d, str);
+	else
+		dec_extra_label(d, k, str, num, s);
 }
 
 static int dec_samples(struct dec *d)

@@ -17,10 +17,20 @@
 #include "output/internal.h"
 
 const char *const gs_value_type[GS_NVALUES] = {
-	"samples", "cpu", "offcpu", "gpu_samples", "gpu_samples_not_issued",
+	"samples", "cpu", "offcpu", "gpu_samples", "gpu_samples_not_issued", "wall",
 };
 const char *const gs_value_unit[GS_NVALUES] = {
-	"count", "nanoseconds", "nanoseconds", "count", "count",
+	"count", "nanoseconds", "nanoseconds", "count", "count", "nanoseconds",
+};
+const char *const gs_str_label_key[GS_NSTR_LABELS] = {
+	[GS_SL_THREAD_STATE] = "thread_state",
+	[GS_SL_THREAD_ROLE] = "thread_role",
+	[GS_SL_HOST] = "host",
+};
+const char *const gs_num_label_key[GS_NNUM_LABELS] = {
+	[GS_NL_RANK] = "rank",
+	[GS_NL_LOCAL_RANK] = "local_rank",
+	[GS_NL_WORLD_SIZE] = "world_size",
 };
 
 static char gs_empty_string[1];
@@ -288,7 +298,10 @@ int gs_profile_add_sample(struct gs_profile *p, const struct gs_sample *s)
 		p->samples = n;
 		p->cap_samples = ncap;
 	}
-	p->samples[p->n_samples++] = *s;
+	struct gs_sample *d = &p->samples[p->n_samples++];
+	*d = *s;
+	if (!d->values[GS_V_WALL_NS])
+		d->values[GS_V_WALL_NS] = d->values[GS_V_CPU_NS] + d->values[GS_V_OFFCPU_NS];
 	return 0;
 }
 

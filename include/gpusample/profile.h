@@ -25,9 +25,12 @@ typedef uint32_t gs_str; /* index into the string table; 0 = "" */
 enum gs_value {
 	GS_V_SAMPLES = 0,      /* samples/count: CPU samples */
 	GS_V_CPU_NS,           /* cpu/nanoseconds: samples * 1e9/F */
-	GS_V_OFFCPU_NS,        /* offcpu/nanoseconds (reserved; 0 for now) */
+	GS_V_OFFCPU_NS,        /* offcpu/nanoseconds: time off a CPU (blocked
+				* or runnable), from sched_switch */
 	GS_V_GPU_SAMPLES,      /* gpu_samples/count: issued-stall warp samples */
 	GS_V_GPU_NOT_ISSUED,   /* gpu_samples_not_issued/count */
+	GS_V_WALL_NS,          /* wall/nanoseconds: cpu + offcpu of the sample,
+				* so one pprof column is the wall-clock view */
 	GS_NVALUES
 };
 extern const char *const gs_value_type[GS_NVALUES]; /* "samples", "cpu", ... */
@@ -73,6 +76,26 @@ struct gs_stack {
 	uint32_t n;     /* number of location ids, leaf first */
 };
 
+/* Labels beyond the fixed ones of struct gs_sample, written generically by
+ * every writer and read back by the pprof reader: add an enum entry and its
+ * key in output/profile.c (gs_str_label_key / gs_num_label_key), nothing
+ * else.  String labels are 0 when absent; numeric ones are present when
+ * their bit is set in gs_sample.num_set (so rank 0 survives). */
+enum gs_str_label {
+	GS_SL_THREAD_STATE = 0, /* "running" (CPU sample), "runnable", "blocked" */
+	GS_SL_THREAD_ROLE,      /* "main", "dataloader_worker", "pin_memory", ... */
+	GS_SL_HOST,             /* host name of the profiled machine */
+	GS_NSTR_LABELS
+};
+enum gs_num_label {
+	GS_NL_RANK = 0,   /* RANK (torch.distributed global rank) */
+	GS_NL_LOCAL_RANK, /* LOCAL_RANK */
+	GS_NL_WORLD_SIZE, /* WORLD_SIZE */
+	GS_NNUM_LABELS
+};
+extern const char *const gs_str_label_key[GS_NSTR_LABELS]; /* pprof keys */
+extern const char *const gs_num_label_key[GS_NNUM_LABELS];
+
 struct gs_sample {
 	uint32_t stack;            /* stack index (0-based into stacks[]) */
 	int64_t values[GS_NVALUES];
@@ -83,6 +106,9 @@ struct gs_sample {
 	gs_str cuda_stall_reason;  /* short name, 0 for CPU samples */
 	gs_str gpu_attribution;    /* "exact", "proportional", 0 for CPU */
 	int32_t cuda_device;       /* -1 for CPU samples */
+	gs_str str_labels[GS_NSTR_LABELS]; /* enum gs_str_label; 0 = absent */
+	int64_t num_labels[GS_NNUM_LABELS]; /* enum gs_num_label */
+	uint32_t num_set;          /* bit i: num_labels[i] present */
 };
 
 /* One process seen during the run, for the report. */
@@ -145,6 +171,7 @@ uint32_t gs_profile_add_location(struct gs_profile *p, uint32_t mapping,
 				 const struct gs_line *lines, uint32_t n_lines);
 /* Deduplicated; returns the 0-based stack index or -ENOMEM. */
 int64_t gs_profile_add_stack(struct gs_profile *p, const uint32_t *locs, uint32_t n);
+/* Copies *s; a zero wall value is filled in as cpu + offcpu. */
 int gs_profile_add_sample(struct gs_profile *p, const struct gs_sample *s);
 int gs_profile_add_process(struct gs_profile *p, const struct gs_process *proc);
 int gs_profile_add_comment(struct gs_profile *p, const char *fmt, ...)

@@ -236,6 +236,48 @@ Test(pprof, aggregation_keeps_label_sets_apart)
 	gs_profile_free(&p);
 }
 
+/* Extra labels (enum gs_str_label / gs_num_label) keep samples apart, are
+ * written under their keys, and come back; a numeric 0 survives. */
+Test(pprof, extra_labels_round_trip)
+{
+	struct gs_profile p;
+	gs_profile_init(&p);
+	struct gs_function fn = {.name = gs_profile_intern(&p, "f")};
+	struct gs_line l = {.function = gs_profile_add_function(&p, &fn)};
+	uint32_t loc = gs_profile_add_location(&p, 0, 0x10, GS_FRAME_NATIVE, &l, 1);
+	int64_t st = gs_profile_add_stack(&p, &loc, 1);
+	gs_str blocked = gs_profile_intern(&p, "blocked");
+	for (int i = 0; i < 6; i++) {
+		struct gs_sample s = {.stack = (uint32_t)st, .pid = 5, .tid = 5, .cuda_device = -1};
+		s.values[GS_V_OFFCPU_NS] = 100;
+		s.str_labels[GS_SL_THREAD_STATE] = blocked;
+		s.num_labels[GS_NL_RANK] = i % 2; /* rank 0 and rank 1 */
+		s.num_set = 1u << GS_NL_RANK;
+		gs_profile_add_sample(&p, &s);
+	}
+	cr_assert_eq(p.samples[0].values[GS_V_WALL_NS], 100, "wall = cpu + offcpu");
+	char path[128], err[256];
+	snprintf(path, sizeof(path), "%s/extra.pb.gz", tmpdir);
+	cr_assert_eq(gs_write_pprof(&p, path, err, sizeof(err)), 0, "%s", err);
+	struct gs_profile r;
+	gs_profile_init(&r);
+	cr_assert_eq(gs_read_pprof(path, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(r.n_samples, 2, "ranks 0 and 1 -> two pprof samples");
+	bool seen[2] = {false, false};
+	for (size_t i = 0; i < r.n_samples; i++) {
+		const struct gs_sample *s = &r.samples[i];
+		cr_assert(s->num_set & (1u << GS_NL_RANK));
+		cr_assert(s->num_labels[GS_NL_RANK] == 0 || s->num_labels[GS_NL_RANK] == 1);
+		seen[s->num_labels[GS_NL_RANK]] = true;
+		cr_assert_str_eq(gs_profile_str(&r, s->str_labels[GS_SL_THREAD_STATE]), "blocked");
+		cr_assert_eq(s->values[GS_V_OFFCPU_NS], 300);
+		cr_assert_eq(s->values[GS_V_WALL_NS], 300);
+	}
+	cr_assert(seen[0] && seen[1]);
+	gs_profile_free(&r);
+	gs_profile_free(&p);
+}
+
 /* ---- golden file via protoc -------------------------------------------- */
 
 Test(pprof, golden_protoc_decode)

@@ -20,8 +20,11 @@ Test(profile, init_has_empty_string)
 
 Test(profile, value_types_fixed)
 {
-	const char *t[] = {"samples", "cpu", "offcpu", "gpu_samples", "gpu_samples_not_issued"};
-	const char *u[] = {"count", "nanoseconds", "nanoseconds", "count", "count"};
+	const char *t[] = {"samples", "cpu", "offcpu", "gpu_samples", "gpu_samples_not_issued",
+			   "wall"};
+	const char *u[] = {"count", "nanoseconds", "nanoseconds", "count", "count",
+			   "nanoseconds"};
+	cr_assert_eq(GS_NVALUES, sizeof(t) / sizeof(t[0]));
 	for (int i = 0; i < GS_NVALUES; i++) {
 		cr_assert_str_eq(gs_value_type[i], t[i]);
 		cr_assert_str_eq(gs_value_unit[i], u[i]);
