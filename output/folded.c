@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Brendan Gregg folded stacks (reference/output_formats.md §4.1, §5.5):
- * one line per distinct stack, "root;...;leaf COUNT", read by flamegraph.pl,
+ * one line per distinct printed stack, "root;...;leaf COUNT", read by flamegraph.pl,
  * inferno, speedscope, the Firefox Profiler and Pyroscope.
  *
  * cpu.folded: CPU samples (samples/count, not nanoseconds: the Firefox
@@ -93,6 +93,131 @@ static void put_frame(struct gs_wbuf *w, const char *name, bool kernel, bool *fi
 		gs_wbuf_puts(w, "_[k]");
 }
 
+/* ---- one line per distinct printed stack --------------------------------
+ * Distinct model stacks can print the same line (one function and line at
+ * two return addresses).  Each location gets a canonical id shared by all
+ * locations whose frames print the same, and aggregates whose (pid, reason,
+ * canonical ids) agree are summed into the first one. */
+struct canon {
+	uint32_t *of_loc; /* location id -> canonical id (1-based) */
+	char *text;       /* printed frames of each canonical id, NUL-separated */
+	size_t *off;      /* canonical id - 1 -> offset into text */
+	size_t n, len;
+};
+
+static size_t loc_text(const struct gs_profile *p, uint32_t loc, char *out, size_t max)
+{
+	char name[1024], esc[1024];
+	struct gs_dframe df[66];
+	size_t nd = gs_location_dframes(p, loc, df, 66), o = 0;
+	for (size_t j = 0; j < nd; j++) {
+		gs_folded_escape(gs_dframe_name(p, &df[j], name, sizeof(name)), esc, sizeof(esc));
+		int k = snprintf(out + o, max - o, "%s%s%s", j ? ";" : "", esc, df[j].kernel ? "_[k]" : "");
+		if (k < 0 || (size_t)k >= max - o)
+			return max - 1;
+		o += (size_t)k;
+	}
+	return o;
+}
+
+static int canon_build(const struct gs_profile *p, struct canon *c)
+{
+	size_t cap = 1024, tcap = 1 << 16;
+	uint32_t n_loc = p->n_locations;
+	while (cap < 2 * (size_t)n_loc)
+		cap *= 2;
+	uint32_t *tab = calloc(cap, sizeof(*tab));
+	c->of_loc = calloc((size_t)n_loc + 1, sizeof(*c->of_loc));
+	c->off = malloc(((size_t)n_loc + 1) * sizeof(*c->off));
+	c->text = malloc(tcap);
+	c->n = c->len = 0;
+	int rc = tab && c->of_loc && c->off && c->text ? 0 : -ENOMEM;
+	char buf[8192];
+	for (uint32_t id = 1; !rc && id <= n_loc; id++) {
+		size_t n = loc_text(p, id, buf, sizeof(buf));
+		size_t h = gs_hash_bytes(buf, n, 0) & (cap - 1);
+		while (tab[h] && strcmp(c->text + c->off[tab[h] - 1], buf))
+			h = (h + 1) & (cap - 1);
+		if (!tab[h]) {
+			if (c->len + n + 1 > tcap) {
+				while (c->len + n + 1 > tcap)
+					tcap *= 2;
+				char *t = realloc(c->text, tcap);
+				if (!t) {
+					rc = -ENOMEM;
+					break;
+				}
+				c->text = t;
+			}
+			memcpy(c->text + c->len, buf, n + 1);
+			c->off[c->n++] = c->len;
+			c->len += n + 1;
+			tab[h] = (uint32_t)c->n;
+		}
+		c->of_loc[id] = tab[h];
+	}
+	free(tab);
+	return rc;
+}
+
+static void canon_free(struct canon *c)
+{
+	free(c->of_loc);
+	free(c->text);
+	free(c->off);
+}
+
+static uint64_t printed_hash(const struct gs_profile *p, const struct canon *c, const struct fold_agg *a)
+{
+	const struct gs_stack *st = &p->stacks[a->stack];
+	uint64_t h = gs_mix64(((uint64_t)a->pid << 32) ^ a->reason);
+	for (uint32_t i = 0; i < st->n; i++)
+		h = gs_mix64(h ^ c->of_loc[p->stack_locs[st->first + i]]);
+	return h;
+}
+
+static bool printed_eq(const struct gs_profile *p, const struct canon *c,
+		       const struct fold_agg *a, const struct fold_agg *b)
+{
+	const struct gs_stack *x = &p->stacks[a->stack], *y = &p->stacks[b->stack];
+	if (a->pid != b->pid || a->reason != b->reason || x->n != y->n)
+		return false;
+	for (uint32_t i = 0; i < x->n; i++)
+		if (c->of_loc[p->stack_locs[x->first + i]] != c->of_loc[p->stack_locs[y->first + i]])
+			return false;
+	return true;
+}
+
+/* Sum aggregates that print the same into the first; returns the new count. */
+static int merge_printed(const struct gs_profile *p, struct fold_agg *a, size_t *n)
+{
+	struct canon c;
+	int rc = canon_build(p, &c);
+	size_t cap = 1024, out = 0;
+	while (cap < 2 * *n)
+		cap *= 2;
+	uint32_t *tab = rc ? NULL : calloc(cap, sizeof(*tab));
+	if (!tab) {
+		canon_free(&c);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < *n; i++) {
+		size_t h = printed_hash(p, &c, &a[i]) & (cap - 1);
+		while (tab[h] && !printed_eq(p, &c, &a[tab[h] - 1], &a[i]))
+			h = (h + 1) & (cap - 1);
+		if (tab[h]) {
+			a[tab[h] - 1].count += a[i].count;
+			continue;
+		}
+		a[out] = a[i];
+		tab[h] = (uint32_t)++out;
+	}
+	*n = out;
+	free(tab);
+	canon_free(&c);
+	return 0;
+}
+
 static void write_line(const struct gs_profile *p, struct gs_wbuf *w, const struct fold_agg *a,
 		       enum gs_folded_kind which)
 {
@@ -128,6 +253,8 @@ int gs_write_folded(const struct gs_profile *p, enum gs_folded_kind which,
 	struct fold_agg *a;
 	size_t n;
 	int rc = aggregate(p, which, &a, &n);
+	if (!rc && (rc = merge_printed(p, a, &n)))
+		free(a);
 	if (rc)
 		return gs_output_fail(err, errlen, rc, "cannot write", path);
 	int fd = gs_output_open(path, err, errlen);

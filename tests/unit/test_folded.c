@@ -123,6 +123,36 @@ Test(folded, same_stack_aggregates_per_process)
 	gs_profile_free(&p);
 }
 
+/* One function and line at two return addresses are two model stacks that
+ * print the same: one folded line with the summed count. */
+Test(folded, printed_duplicates_merge)
+{
+	struct gs_profile p;
+	gs_profile_init(&p);
+	struct gs_function f = {.name = gs_profile_intern(&p, "work")};
+	struct gs_function m = {.name = gs_profile_intern(&p, "main")};
+	struct gs_line lf = {.function = gs_profile_add_function(&p, &f), .line = 7};
+	struct gs_line lm = {.function = gs_profile_add_function(&p, &m), .line = 3};
+	uint32_t root = gs_profile_add_location(&p, 0, 0x100, GS_FRAME_NATIVE, &lm, 1);
+	for (int i = 0; i < 4; i++) {
+		uint32_t leaf = gs_profile_add_location(&p, 0, 0x200 + (uint64_t)i, GS_FRAME_NATIVE, &lf, 1);
+		uint32_t locs[2] = {leaf, root};
+		int64_t st = gs_profile_add_stack(&p, locs, 2);
+		struct gs_sample s = {.stack = (uint32_t)st, .pid = 10, .tid = 10,
+				      .thread_name = gs_profile_intern(&p, "w"), .cuda_device = -1};
+		s.values[GS_V_SAMPLES] = i + 1;
+		gs_profile_add_sample(&p, &s);
+	}
+	cr_assert_eq(p.n_stacks, 4);
+	char path[128], err[256];
+	snprintf(path, sizeof(path), "%s/printed.folded", tmpdir);
+	cr_assert_eq(gs_write_folded(&p, GS_FOLDED_CPU, path, err, sizeof(err)), 0, "%s", err);
+	char *s = fx_read_file(path, NULL);
+	cr_assert_str_eq(s, "w-10;main;work 10\n");
+	free(s);
+	gs_profile_free(&p);
+}
+
 Test(folded, speedscope_imports_it, .timeout = 120)
 {
 	struct fx x;
