@@ -49,6 +49,37 @@ struct {
 	__type(value, struct gs_target);
 } targets SEC(".maps");
 
+/* A negative filter in front of `targets` for the hottest caller, the
+ * sched_switch handler (every context switch of every CPU): slot tgid &
+ * (GS_TFILTER_SLOTS - 1) counts the `targets` entries that fall in it, so 0
+ * means "not a target" after one inlined array load instead of a hash.
+ * Counted atomically where entries are inserted (BPF_NOEXIST, here and in
+ * bpf/sampler.c through an mmap of this map) and deleted. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, GS_TFILTER_SLOTS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, __u64); /* 8 bytes: the mmap'ed layout of an array (elements are 8-aligned) */
+} target_filter SEC(".maps");
+
+static __always_inline bool gs_maybe_target(__u32 tgid)
+{
+	__u32 k = tgid & (GS_TFILTER_SLOTS - 1);
+	__u64 *n = bpf_map_lookup_elem(&target_filter, &k);
+
+	return n && *n;
+}
+
+static __always_inline void gs_filter_count(__u32 tgid, int delta)
+{
+	__u32 k = tgid & (GS_TFILTER_SLOTS - 1);
+	__u64 *n = bpf_map_lookup_elem(&target_filter, &k);
+
+	if (n)
+		__sync_fetch_and_add(n, delta);
+}
+
 /* Every record goes here; size set by the loader (power of 2). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -165,10 +196,9 @@ static __always_inline bool gs_regs_kernel(struct bpf_perf_event_data *ctx)
  * multiply the verifier's states.  Kernel 6.18, clang 14: gs_sample ~15k
  * processed instructions (it was 640k-926k with the walk inlined here).
  */
-static __always_inline __u32 gs_fill_stack_skip(void *ctx, struct task_struct *task, __u32 tgid,
-						const struct gs_target *t, bool want_kernel,
-						__u32 kernel_skip, struct gs_cpu_sample *rec,
-						struct gs_stats *st)
+static __always_inline __u32 gs_fill_stack(void *ctx, struct task_struct *task, __u32 tgid,
+					   const struct gs_target *t, bool want_kernel,
+					   struct gs_cpu_sample *rec, struct gs_stats *st)
 {
 	struct gs_py_frame *pystage = (void *)rec + GS_STAGE_PY_OFF;
 	struct gs_unwind_state *uw = NULL;
@@ -178,8 +208,7 @@ static __always_inline __u32 gs_fill_stack_skip(void *ctx, struct task_struct *t
 	long n;
 
 	if (want_kernel) {
-		n = bpf_get_stack(ctx, rec->frames, GS_MAX_KERNEL_FRAMES * sizeof(__u64),
-				  kernel_skip & BPF_F_SKIP_FIELD_MASK);
+		n = bpf_get_stack(ctx, rec->frames, GS_MAX_KERNEL_FRAMES * sizeof(__u64), 0);
 		if (n < 0) {
 			flags |= GS_CPU_KSTACK_ERR;
 			gs_stat_inc(st, GS_STAT_KSTACK_ERR);
@@ -233,15 +262,6 @@ static __always_inline __u32 gs_fill_stack_skip(void *ctx, struct task_struct *t
 	rec->unwind_err = uerr;
 	rec->flags = flags;
 	return sizeof(*rec) + (nk + nu) * sizeof(__u64) + np * sizeof(struct gs_py_frame);
-}
-
-/* gs_fill_stack with the first kernel_skip kernel frames left out (the
- * tracing machinery above the traced function). */
-static __always_inline __u32 gs_fill_stack(void *ctx, struct task_struct *task, __u32 tgid,
-					   const struct gs_target *t, bool want_kernel,
-					   struct gs_cpu_sample *rec, struct gs_stats *st)
-{
-	return gs_fill_stack_skip(ctx, task, tgid, t, want_kernel, 0, rec, st);
 }
 
 /* Fill everything of a CPU sample but the stacks and hdr.size. */
@@ -326,6 +346,7 @@ int BPF_PROG(gs_proc_fork, struct task_struct *parent, struct task_struct *child
 {
 	__u32 ptgid = parent->tgid, ctgid = child->tgid;
 	struct gs_target *t, copy;
+	long rc;
 
 	if (!follow_children || ptgid == ctgid) /* a new thread, not a process */
 		return 0;
@@ -333,10 +354,14 @@ int BPF_PROG(gs_proc_fork, struct task_struct *parent, struct task_struct *child
 	if (!t || !(t->flags & GS_TARGET_FOLLOW_CHILDREN))
 		return 0;
 	copy = *t; /* same address space image: Python config stays valid */
-	if (bpf_map_update_elem(&targets, &ctgid, &copy, BPF_ANY)) {
+	rc = bpf_map_update_elem(&targets, &ctgid, &copy, BPF_NOEXIST);
+	if (rc == -17 /* EEXIST: user space was first, keep its entry */)
+		return 0;
+	if (rc) {
 		gs_stat_inc(gs_stats_get(), GS_STAT_TARGETS_FULL);
 		return 0;
 	}
+	gs_filter_count(ctgid, 1);
 	gs_emit_proc(GS_PROC_FORK, ctgid, ptgid, child->comm);
 	return 0;
 }
@@ -364,6 +389,7 @@ static __always_inline void gs_group_exit(struct task_struct *p)
 
 	if (bpf_map_delete_elem(&targets, &tgid))
 		return;
+	gs_filter_count(tgid, -1);
 	gs_emit_proc(GS_PROC_EXIT, tgid, p->real_parent->tgid,
 		     p->group_leader->comm);
 }

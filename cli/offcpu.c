@@ -62,6 +62,7 @@ struct gs_offcpu {
 	struct off_sample *smp;
 	size_t n_smp, cap_smp;
 	uint64_t stacks_lost; /* END without its stack record (or the reverse) */
+	int64_t *trimmed;     /* build time: raw stack -> trimmed profile stack */
 	uint64_t t_stop;
 };
 
@@ -375,6 +376,54 @@ static int add_unsampled(struct session *s, const struct off_thread *t, int stat
 	return gs_profile_add_sample(&s->prof, &smp);
 }
 
+/* The tracer's own frames on top of a switch-out's kernel stack (this
+ * program, bpf_trace_run4, __traceiter_sched_switch): not where the thread
+ * waits, so the sample's stack starts below them (at __schedule). */
+static bool tracer_frame(const struct gs_profile *p, uint32_t loc_id)
+{
+	const struct gs_location *l = gs_profile_location(p, loc_id);
+	const char *fn;
+
+	if (l->kind != GS_FRAME_KERNEL || !l->n_lines)
+		return false;
+	fn = gs_profile_str(p, gs_profile_function(p, p->lines[l->first_line].function)->name);
+	return !strncmp(fn, "bpf_", 4) || !strncmp(fn, "__bpf_", 6) || !strncmp(fn, "__traceiter_", 12);
+}
+
+/* Profile stack of a raw off-CPU stack, tracer frames trimmed; memoized in
+ * o->trimmed (by raw stack index). */
+static int64_t off_stack(struct session *s, uint32_t raw, const uint32_t *stack_ids)
+{
+	struct gs_offcpu *o = s->off;
+	struct gs_profile *p = &s->prof;
+	const struct gs_stack *st;
+	uint32_t k = 0;
+	int64_t id;
+
+	if (!o->trimmed) {
+		o->trimmed = malloc((s->raw.n ? s->raw.n : 1) * sizeof(*o->trimmed));
+		if (!o->trimmed)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < s->raw.n; i++)
+			o->trimmed[i] = -1;
+	}
+	if (o->trimmed[raw] >= 0)
+		return o->trimmed[raw];
+	st = &p->stacks[stack_ids[raw]];
+	while (k < st->n && tracer_frame(p, p->stack_locs[st->first + k]))
+		k++;
+	if (!k || k == st->n) {
+		id = stack_ids[raw];
+	} else {
+		uint32_t first = st->first, n = st->n; /* add_stack may move stacks[] */
+
+		id = gs_profile_add_stack(p, p->stack_locs + first + k, n - k);
+	}
+	if (id >= 0)
+		o->trimmed[raw] = id;
+	return id;
+}
+
 /* Scale the thread's sampled parts of one state to its exact time there. */
 static int add_state(struct session *s, const struct off_thread *t, int state, const uint32_t *stack_ids)
 {
@@ -391,8 +440,8 @@ static int add_state(struct session *s, const struct off_thread *t, int state, c
 	scale = (double)t->exact[state] / sum;
 	for (size_t i = 0; i < o->n_smp; i++) {
 		const struct off_sample *x = &o->smp[i];
+		int64_t stack;
 		struct gs_sample smp = {
-			.stack = stack_ids[x->stack],
 			.time_ns = x->out > s->t0_mono ? x->out - s->t0_mono : 0,
 			.pid = t->tgid, .tid = t->tid, .thread_name = t->comm,
 			.process_role = gs_profile_intern(&s->prof, gs_session_role(s, t->tgid)),
@@ -401,6 +450,9 @@ static int add_state(struct session *s, const struct off_thread *t, int state, c
 
 		if (x->tid != t->tid || x->state != state)
 			continue;
+		if ((stack = off_stack(s, x->stack, stack_ids)) < 0)
+			return (int)stack;
+		smp.stack = (uint32_t)stack;
 		smp.values[GS_V_OFFCPU_NS] = llround(x->w * scale);
 		left -= smp.values[GS_V_OFFCPU_NS];
 		smp.str_labels[GS_SL_THREAD_STATE] = state_name(&s->prof, state);
@@ -511,6 +563,7 @@ void gs_off_free(struct session *s)
 	free(s->off->th);
 	free(s->off->slots);
 	free(s->off->smp);
+	free(s->off->trimmed);
 	free(s->off);
 	s->off = NULL;
 }
