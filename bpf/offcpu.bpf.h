@@ -55,6 +55,15 @@ struct {
 	__type(value, struct gs_offcpu_thr);
 } offcpu_thr SEC(".maps");
 
+/* sched_info.run_delay (CONFIG_SCHED_INFO, set by every distribution
+ * kernel; also what /proc/PID/schedstat's second field shows), 0 without. */
+static __always_inline __u64 gs_run_delay(struct task_struct *p)
+{
+	if (!bpf_core_field_exists(p->sched_info))
+		return 0;
+	return p->sched_info.run_delay;
+}
+
 /* Split the time since th->last_ns (up to now) by the task's counters and
  * move the baseline.  Returns the off-CPU part split into *blocked and
  * *runnable; *on gets the on-CPU part.  Each part is clipped so that the
@@ -62,13 +71,15 @@ struct {
 static __always_inline void gs_off_split(struct gs_offcpu_thr *th, struct task_struct *p, __u64 now,
 					 __u64 *on, __u64 *blocked, __u64 *runnable)
 {
-	__u64 exec = p->se.sum_exec_runtime, delay = p->sched_info.run_delay;
+	__u64 exec = p->se.sum_exec_runtime, delay = gs_run_delay(p);
 	__u64 wall = now > th->last_ns ? now - th->last_ns : 0;
 	__u64 o = exec > th->sum_exec ? exec - th->sum_exec : 0;
 	__u64 r = delay > th->run_delay ? delay - th->run_delay : 0;
 
 	if (o > wall)
 		o = wall;
+	if (!bpf_core_field_exists(p->sched_info) && th->state == GS_OFF_RUNNABLE)
+		r = wall; /* no run_delay: a preempted interval is all run queue */
 	if (r > wall - o)
 		r = wall - o;
 	*on = o;
@@ -144,7 +155,7 @@ static __always_inline struct gs_offcpu_thr *gs_off_new(struct task_struct *p, _
 	} else {
 		th.last_ns = now;
 		th.sum_exec = p->se.sum_exec_runtime;
-		th.run_delay = p->sched_info.run_delay;
+		th.run_delay = gs_run_delay(p);
 		gs_stat_inc(st, GS_STAT_OFF_UNSEEDED);
 	}
 	bpf_map_update_elem(&offcpu_thr, &tid, &th, BPF_NOEXIST);
