@@ -8,7 +8,9 @@
 #            /proc/thread-self/schedstat around the spin:
 #            {"spinners": [{"tid", "wall_s", "run_delay_s", "exec_s"}]}
 #   mixed    busy/sleep threads born and ended inside the window, and a pair
-#            that ping-pongs over pipes (many short blocks):
+#            that ping-pongs over pipes (many short blocks), each giving its
+#            lifetime from its start time in /proc/thread-self/stat (clock
+#            ticks since boot) to its last line (CLOCK_BOOTTIME):
 #            {"threads": [{"tid", "name", "life_s"}]}
 # GS_SECONDS (default 3) is the length of the measured part; GS_GO as in
 # py_common.wait_for_go.
@@ -118,11 +120,15 @@ def mixed(secs):
     lock = threading.Lock()
 
     def lifetime(name, body):
+        # From the kernel's start time of this thread (it can wait for the
+        # GIL a long while before its first line runs) to its last line.
         def run():
-            t0 = pc()
+            with open("/proc/thread-self/stat") as f:
+                born = int(f.read().rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
             body()
             with lock:
-                out.append({"tid": threading.get_native_id(), "name": name, "life_s": pc() - t0})
+                out.append({"tid": threading.get_native_id(), "name": name,
+                            "life_s": time.clock_gettime(time.CLOCK_BOOTTIME) - born})
         return threading.Thread(target=run, name=name)
 
     def busy_sleep(busy, nap, span):
