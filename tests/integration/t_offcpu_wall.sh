@@ -7,8 +7,10 @@
 #     measured it (from the thread's start time in /proc/thread-self/stat, in
 #     10 ms clock ticks, to its last line), within 2% + 10 ms;
 #  2. attach mode (-p, -d 2) on the same workload: every thread that lives
-#     through the whole window (the main thread, blocked in join from before
-#     the window starts) has cpu + offcpu = the profile's duration.
+#     through the whole window (the main thread: a wait loop, then join; the
+#     "napper", asleep from before the window to after it) has cpu + offcpu =
+#     the profile's duration, and the napper's wait has its kernel stack
+#     (nanosleep) under the "since before the window" marker.
 # Also: the ping-pong pair really had its stacks sampled (the comment says
 # switch-outs went without a stack) and --no-offcpu records no offcpu.
 source "$(dirname "$0")/lib.sh"
@@ -46,12 +48,14 @@ py_pid=$!
 gs_start -p "$py_pid" -d 2 -o "$T/a" -q --format pprof
 touch "$T/go"
 gs_wait
-python3 - "$T/a.pb.gz" "$py_pid" <<'EOF' || fail "threads alive through the window: cpu + offcpu != duration (above)"
-import collections, re, subprocess, sys
+wait "$py_pid" || fail "py_offcpu.py mixed (attached) exited with $?"
+python3 - "$T/a.pb.gz" "$py_pid" "$T/a.json" <<'EOF' || fail "threads alive through the window: cpu + offcpu != duration (above)"
+import collections, json, re, subprocess, sys
 sys.path.insert(0, "tests/tools")
 from thread_times import load
 
 prof, main_tid = sys.argv[1], int(sys.argv[2])
+nap_tid = json.load(open(sys.argv[3]))["napper_tid"]
 raw = subprocess.run(["go", "tool", "pprof", "-raw", prof], capture_output=True, text=True).stdout
 dur = float(re.search(r"duration: ([\d.]+) s", raw).group(1))
 tot = collections.Counter()
@@ -59,13 +63,19 @@ for s in load(prof):
     tot[s["tid"]] += s["cpu_s"] + s["offcpu_s"]
 got = tot[main_tid]
 ok = abs(got - dur) <= 0.02 * dur
-print("main tid %d (blocked in join all window): cpu + offcpu %.4f s, duration %.4f s%s"
+nap = [s for s in load(prof) if s["tid"] == nap_tid]
+nap_tot = sum(s["cpu_s"] + s["offcpu_s"] for s in nap)
+seed = sum(s["offcpu_s"] for s in nap if s["frames"][-1].startswith("[off-CPU since before the window")
+           and any("nanosleep" in f for f in s["frames"]))
+print("napper: cpu + offcpu %.4f s, of which %.4f s on its kernel wait (nanosleep) under the marker"
+      % (nap_tot, seed))
+ok = ok and abs(nap_tot - dur) <= 0.02 * dur and seed >= 0.98 * dur
+print("main tid %d (alive all window): cpu + offcpu %.4f s, duration %.4f s%s"
       % (main_tid, got, dur, "" if ok else "  <-- FAIL"))
-others = {t: v for t, v in tot.items() if t != main_tid}
+others = {t: v for t, v in tot.items() if t not in (main_tid, nap_tid)}
 print("other threads:", ", ".join("%d: %.3f s" % kv for kv in sorted(others.items())))
 sys.exit(0 if ok and all(v <= dur * 1.02 for v in others.values()) else 1)
 EOF
-wait "$py_pid"
 
 # --no-offcpu: no offcpu anywhere
 off_launch "$T/n" waits 1 --no-offcpu

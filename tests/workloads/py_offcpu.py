@@ -11,7 +11,8 @@
 #            that ping-pongs over pipes (many short blocks), each giving its
 #            lifetime from its start time in /proc/thread-self/stat (clock
 #            ticks since boot) to its last line (CLOCK_BOOTTIME):
-#            {"threads": [{"tid", "name", "life_s"}]}
+#            {"threads": [{"tid", "name", "life_s"}], "napper_tid"}: the
+#            napper sleeps GS_SECONDS from the start, before GS_GO
 # GS_SECONDS (default 3) is the length of the measured part; GS_GO as in
 # py_common.wait_for_go.
 import json
@@ -170,8 +171,16 @@ def mixed(secs):
 
 def main():
     mode = sys.argv[1]
+    napper = None
+    if mode == "mixed":
+        # asleep before a profiler attaches (and through its window when
+        # that is shorter than GS_SECONDS): the "since before the window" case
+        napper = threading.Thread(target=time.sleep, args=(seconds(),), daemon=True)
+        napper.start()
     wait_for_go()
     res = {"waits": waits, "starved": starved, "mixed": mixed}[mode](seconds())
+    if napper:
+        res["napper_tid"] = napper.native_id
     print(json.dumps(res), flush=True)
 
 
