@@ -467,16 +467,18 @@ static int add_state(struct session *s, const struct off_thread *t, int state, c
 			return (int)stack;
 		smp.stack = (uint32_t)stack;
 		smp.values[GS_V_OFFCPU_NS] = llround(x->w * scale);
+		if (!smp.values[GS_V_OFFCPU_NS])
+			continue;
 		left -= smp.values[GS_V_OFFCPU_NS];
 		smp.str_labels[GS_SL_THREAD_STATE] = state_name(&s->prof, state);
 		if (gs_profile_add_sample(&s->prof, &smp))
 			return -ENOMEM;
 		last = s->prof.n_samples - 1;
 	}
-	if (last != SIZE_MAX) { /* rounding: keep the sum exact */
-		s->prof.samples[last].values[GS_V_OFFCPU_NS] += left;
-		s->prof.samples[last].values[GS_V_WALL_NS] += left;
-	}
+	if (last == SIZE_MAX) /* every part rounded to 0 ns */
+		return left > 0 ? add_unsampled(s, t, state, (uint64_t)left) : 0;
+	s->prof.samples[last].values[GS_V_OFFCPU_NS] += left; /* rounding: keep the sum exact */
+	s->prof.samples[last].values[GS_V_WALL_NS] += left;
 	return 0;
 }
 
