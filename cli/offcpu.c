@@ -39,7 +39,7 @@ enum { ON = 0, BLK = 1, RUN = 2 }; /* exact[] slots; BLK/RUN = enum gs_offcpu_st
 struct off_thread {
 	uint32_t tid, tgid;
 	gs_str comm;
-	int64_t pend_stack; /* stack of the open sampled interval (GS_OFF_RAW), -1 = none */
+	int64_t pend_stack; /* stack of the open sampled interval (see GS_OFF_PROF), -1 = none */
 	uint32_t pend_seq, pend_p;
 	uint64_t pend_out;
 	uint64_t exact[3];  /* ns: on-CPU, blocked, runnable */
@@ -437,21 +437,41 @@ static int64_t off_stack(struct session *s, int64_t raw, const uint32_t *stack_i
 	return id;
 }
 
-/* Scale the thread's sampled parts of one state to its exact time there. */
-static int add_state(struct session *s, const struct off_thread *t, int state, const uint32_t *stack_ids)
+static int by_tid(const void *a, const void *b)
+{
+	const struct off_thread *x = a, *y = b;
+
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* Sampled parts ordered by thread, state, time: each (thread, state) is a run. */
+static int by_thread_state(const void *a, const void *b)
+{
+	const struct off_sample *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->state != y->state)
+		return x->state < y->state ? -1 : 1;
+	return x->out < y->out ? -1 : x->out > y->out;
+}
+
+/* Scale the sampled parts smp[lo, hi) of one thread and state to its exact
+ * time there (see the file comment). */
+static int add_state(struct session *s, const struct off_thread *t, int state, size_t lo, size_t hi,
+		     const uint32_t *stack_ids)
 {
 	struct gs_offcpu *o = s->off;
 	double sum = 0, scale;
 	int64_t left = (int64_t)t->exact[state];
 	size_t last = SIZE_MAX;
 
-	for (size_t i = 0; i < o->n_smp; i++)
-		if (o->smp[i].tid == t->tid && o->smp[i].state == state)
-			sum += o->smp[i].w;
+	for (size_t i = lo; i < hi; i++)
+		sum += o->smp[i].w;
 	if (sum <= 0)
 		return left > 0 ? add_unsampled(s, t, state, (uint64_t)left) : 0;
 	scale = (double)t->exact[state] / sum;
-	for (size_t i = 0; i < o->n_smp; i++) {
+	for (size_t i = lo; i < hi; i++) {
 		const struct off_sample *x = &o->smp[i];
 		int64_t stack;
 		struct gs_sample smp = {
@@ -461,8 +481,6 @@ static int add_state(struct session *s, const struct off_thread *t, int state, c
 			.cuda_device = -1,
 		};
 
-		if (x->tid != t->tid || x->state != state)
-			continue;
 		if ((stack = off_stack(s, x->stack, stack_ids)) < 0)
 			return (int)stack;
 		smp.stack = (uint32_t)stack;
@@ -527,20 +545,38 @@ static int scale_cpu(struct session *s)
 int gs_off_finish(struct session *s, const uint32_t *stack_ids)
 {
 	struct gs_offcpu *o = s->off;
-	uint32_t n_th;
+	size_t i = 0;
 
 	if (scale_cpu(s))
 		return -ENOMEM;
 	if (!o)
 		return 0;
-	n_th = o->n_th;
-	for (uint32_t i = 0; i < n_th; i++) {
-		const struct off_thread *t = &o->th[i];
+	qsort(o->smp, o->n_smp, sizeof(*o->smp), by_thread_state);
+	for (uint32_t k = 0; k < o->n_th; k++) {
+		struct off_thread *t = &o->th[k];
 
 		if (!t->n_cpu && t->exact[ON] && add_unsampled(s, t, ON, t->exact[ON]))
 			return -ENOMEM;
-		if (add_state(s, t, BLK, stack_ids) || add_state(s, t, RUN, stack_ids))
-			return -ENOMEM;
+	}
+	/* threads in tid order, as smp: walk both together */
+	qsort(o->th, o->n_th, sizeof(*o->th), by_tid);
+	if (o->n_slots && rehash(o, o->n_slots)) /* keep thread_find right */
+		return -ENOMEM;
+	for (uint32_t k = 0; k < o->n_th; k++) {
+		const struct off_thread *t = &o->th[k];
+
+		for (int state = BLK; state <= RUN; state++) {
+			size_t lo;
+
+			while (i < o->n_smp && (o->smp[i].tid < t->tid ||
+						(o->smp[i].tid == t->tid && o->smp[i].state < state)))
+				i++; /* parts of no known thread: cannot happen */
+			lo = i;
+			while (i < o->n_smp && o->smp[i].tid == t->tid && o->smp[i].state == state)
+				i++;
+			if (add_state(s, t, state, lo, i, stack_ids))
+				return -ENOMEM;
+		}
 	}
 	return 0;
 }
