@@ -6,6 +6,7 @@
  * joined GPU samples into the profile at the end.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,16 @@ int gs_gpu_open(struct session *s)
 	s->cuda = gs_cuda_new(&s->prof);
 	if (!s->cuda)
 		return -ENOMEM;
+	if (s->o->cupti) {
+		char why[PATH_MAX + 64];
+		int rc = gs_cuda_set_cupti(s->cuda, s->o->cupti, why, sizeof(why));
+		if (rc) {
+			fprintf(stderr, "gpusample: --cupti %s refused: %s; give a libcupti that only "
+				"root can write (e.g. /usr/local/cuda/extras/CUPTI/lib64/libcupti.so), "
+				"or --cupti none\n", s->o->cupti, why);
+			return rc;
+		}
+	}
 	s->gpu = gs_gpu_host_new(skel->progs.gs_gpu_record, skel->progs.gs_gpu_launch, &o);
 	if (!s->gpu) {
 		/* CPU profiling goes on; the report says why there is no GPU data. */
@@ -133,8 +144,6 @@ static void on_cubin(struct session *s, const struct gs_gpu_cubin *c)
 
 	if (!bytes || gs_cuda_has_cubin(s->cuda, c->crc))
 		return;
-	/* libcupti for offline SASS->source: prefer the job's own copy. */
-	gs_cuda_add_cupti_from_process(s->cuda, c->gpu.tgid);
 	gs_cuda_add_cubin_borrowed(s->cuda, c->crc, bytes, size, c->gpu.tgid, NULL, NULL);
 }
 

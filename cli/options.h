@@ -29,6 +29,7 @@ struct gs_options {
 	bool gpu_serialized;        /* --gpu-serialized: kernel-serialized PC sampling */
 	bool offcpu;                /* off-CPU time from sched_switch (--no-offcpu clears) */
 	const char *report_file;    /* `gpusample report FILE` */
+	const char *cupti;          /* --cupti PATH|none: host-side libcupti (checked at start) */
 };
 
 /* Parse argv.  Returns 0, 1 when the caller should exit 0 (help/version

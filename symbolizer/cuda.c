@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "gpusample/records.h"
 #include "symbolizer/cuda_internal.h"
@@ -62,8 +63,8 @@ struct gs_cuda {
 	gs_cupti_sass_fn sass;
 	gs_cupti_crc_fn crc;
 	char *cupti_info;
-	char **candidates;
-	size_t n_candidates, cap_candidates;
+	char *cupti_path; /* --cupti, checked */
+	char skipped[256]; /* why the first untrusted candidate was not loaded */
 	uint64_t sass_failures, sass_no_line, sass_lines;
 
 	struct cubin *cubins;
@@ -110,9 +111,7 @@ void gs_cuda_free(struct gs_cuda *c)
 	gs_kmap_free(&c->mapping_by_crc);
 	gs_kmap_free(&c->kfunc_by_key);
 	gs_kmap_free(&c->loc_cache);
-	for (size_t i = 0; i < c->n_candidates; i++)
-		free(c->candidates[i]);
-	free(c->candidates);
+	free(c->cupti_path);
 	free(c->cupti_info);
 	/* libcupti stays loaded: it keeps internal state and threads that are
 	 * not safe to unmap, and a second gs_cuda would load it again anyway. */
@@ -121,45 +120,83 @@ void gs_cuda_free(struct gs_cuda *c)
 
 /* ---- libcupti ------------------------------------------------------------ */
 
-int gs_cuda_add_cupti_candidate(struct gs_cuda *c, const char *path)
+/* A directory or file root could be handed by someone else: owned by
+ * another user, or writable by group or others (a sticky /tmp included). */
+static int untrusted_node(const char *path, bool dir, char *why, size_t len)
 {
-	if (!path || !*path)
-		return -EINVAL;
-	if (gs_grow((void **)&c->candidates, &c->cap_candidates, c->n_candidates + 1,
-		    sizeof(char *)))
-		return -ENOMEM;
-	char *d = strdup(path);
-	if (!d)
-		return -ENOMEM;
-	c->candidates[c->n_candidates++] = d;
+	struct stat st;
+
+	if (lstat(path, &st))
+		return snprintf(why, len, "%s: %s", path, strerror(errno)), -errno;
+	if (dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))
+		return snprintf(why, len, "%s is not a %s", path, dir ? "directory" : "regular file"),
+		       -EPERM;
+	if (st.st_uid != 0)
+		return snprintf(why, len, "%s is owned by uid %u, not root", path, st.st_uid), -EPERM;
+	if (st.st_mode & (S_IWGRP | S_IWOTH))
+		return snprintf(why, len, "%s is writable by group or others (mode %03o)", path,
+				st.st_mode & 0777),
+		       -EPERM;
 	return 0;
 }
 
-int gs_cuda_add_cupti_from_process(struct gs_cuda *c, uint32_t pid)
+int gs_cuda_trusted_lib(const char *path, char *real, size_t real_len, char *why, size_t len)
 {
-	char path[64], line[PATH_MAX + 128];
-	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	int err = -ENOENT;
-	while (err == -ENOENT && fgets(line, sizeof(line), f)) {
-		char *file = strchr(line, '/');
-		if (!file || !strstr(file, "/libcupti.so"))
-			continue;
-		file[strcspn(file, "\n")] = 0;
-		char full[PATH_MAX + 64];
-		snprintf(full, sizeof(full), "/proc/%u/root%s", pid, file);
-		err = gs_cuda_add_cupti_candidate(c, full);
+	char buf[PATH_MAX];
+
+	if (!path || !*path)
+		return snprintf(why, len, "empty path"), -EINVAL;
+	if (!realpath(path, buf))
+		return snprintf(why, len, "%s: %s", path, strerror(errno)), -errno;
+	int rc = untrusted_node(buf, false, why, len);
+	/* Every directory from the file up to /: symlinks are resolved, so
+	 * none of them can be swapped by a user who cannot write there. */
+	for (char *slash = strrchr(buf, '/'); !rc && slash; slash = strrchr(buf, '/')) {
+		*slash = 0;
+		rc = untrusted_node(buf[0] ? buf : "/", true, why, len);
+		if (!buf[0])
+			break;
 	}
-	fclose(f);
-	return err;
+	if (rc)
+		return rc;
+	if (!realpath(path, buf) || strlen(buf) >= real_len)
+		return snprintf(why, len, "%s: path too long", path), -ENAMETOOLONG;
+	snprintf(real, real_len, "%s", buf);
+	return 0;
 }
 
-/* dlopen one candidate; keep it only if it has both offline entry points. */
+int gs_cuda_set_cupti(struct gs_cuda *c, const char *path, char *why, size_t len)
+{
+	char real[PATH_MAX];
+
+	if (path && !strcmp(path, "none")) {
+		c->cupti_tried = true;
+		free(c->cupti_info);
+		c->cupti_info = strdup("libcupti disabled by --cupti none: GPU source lines "
+				       "unavailable");
+		return 0;
+	}
+	int rc = gs_cuda_trusted_lib(path, real, sizeof(real), why, len);
+	if (rc)
+		return rc;
+	free(c->cupti_path);
+	c->cupti_path = strdup(real);
+	return c->cupti_path ? 0 : -ENOMEM;
+}
+
+/* dlopen one trusted candidate; keep it only if it has both offline entry
+ * points.  Untrusted files are skipped before dlopen ever sees them: a
+ * library's constructor runs at load, as root. */
 static bool try_cupti(struct gs_cuda *c, const char *path)
 {
-	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	char real[PATH_MAX], why[PATH_MAX + 64];
+
+	if (gs_cuda_trusted_lib(path, real, sizeof(real), why, sizeof(why))) {
+		if (!c->skipped[0])
+			snprintf(c->skipped, sizeof(c->skipped), "%.200s", why);
+		return false;
+	}
+	void *h = dlopen(real, RTLD_NOW | RTLD_LOCAL);
 	if (!h)
 		return false;
 	void *sass = dlsym(h, "cuptiGetSassToSourceCorrelation");
@@ -171,12 +208,7 @@ static bool try_cupti(struct gs_cuda *c, const char *path)
 	c->cupti = h;
 	c->sass = (gs_cupti_sass_fn)sass;
 	c->crc = (gs_cupti_crc_fn)crc;
-	char real[PATH_MAX];
-	Dl_info info;
-	const char *shown = path;
-	if (dladdr(sass, &info) && info.dli_fname && realpath(info.dli_fname, real))
-		shown = real;
-	c->cupti_info = strdup(shown);
+	c->cupti_info = strdup(real);
 	return true;
 }
 
@@ -193,13 +225,28 @@ static bool try_glob(struct gs_cuda *c, const char *pattern)
 	return ok;
 }
 
-static bool try_dir(struct gs_cuda *c, const char *dir, const char *sub)
-{
-	char pat[PATH_MAX];
-	if (snprintf(pat, sizeof(pat), "%s%s/libcupti.so*", dir, sub) >= (int)sizeof(pat))
-		return false;
-	return try_glob(c, pat);
-}
+/* Only root-owned system locations, in this order: the toolkit, versioned
+ * toolkits, the distribution's package, then PyTorch wheels installed
+ * system-wide (nvidia-cuda-cupti-cu12: nvidia/cuda_cupti/lib; CUDA 13
+ * wheels: nvidia/cu13/lib).  Never the target's maps or /proc/PID/root,
+ * never the environment (a sudo caller's CUDA_HOME or VIRTUAL_ENV). */
+static const char *const cupti_search[] = {
+	"/usr/local/cuda/extras/CUPTI/lib64/libcupti.so*",
+	"/usr/local/cuda/lib64/libcupti.so*",
+	"/usr/local/cuda/targets/x86_64-linux/lib/libcupti.so*",
+	"/usr/local/cuda/lib/libcupti.so*",
+	"/usr/local/cuda-*/extras/CUPTI/lib64/libcupti.so*",
+	"/usr/local/cuda-*/lib64/libcupti.so*",
+	"/usr/local/cuda-*/lib/libcupti.so*",
+	"/usr/lib/x86_64-linux-gnu/libcupti.so*",
+	"/usr/lib64/libcupti.so*",
+	"/usr/local/lib/python3*/dist-packages/nvidia/cu13/lib/libcupti.so*",
+	"/usr/local/lib/python3*/site-packages/nvidia/cu13/lib/libcupti.so*",
+	"/usr/lib/python3/dist-packages/nvidia/cuda_cupti/lib/libcupti.so*",
+	"/usr/local/lib/python3*/dist-packages/nvidia/cuda_cupti/lib/libcupti.so*",
+	"/usr/local/lib/python3*/site-packages/nvidia/cuda_cupti/lib/libcupti.so*",
+	"/opt/conda/lib/python3*/site-packages/nvidia/cuda_cupti/lib/libcupti.so*",
+};
 
 int gs_cuda_load_cupti(struct gs_cuda *c)
 {
@@ -207,60 +254,23 @@ int gs_cuda_load_cupti(struct gs_cuda *c)
 		return c->cupti ? 0 : -ENOENT;
 	c->cupti_tried = true;
 
-	const char *env = getenv("GS_CUPTI_LIB");
-	if (env && !strcmp(env, "none")) {
-		c->cupti_info = strdup("libcupti disabled by GS_CUPTI_LIB=none: GPU source lines "
-				       "unavailable");
+	if (c->cupti_path) {
+		if (try_cupti(c, c->cupti_path))
+			return 0;
+		c->cupti_info = strdup("the libcupti given with --cupti has no offline SASS "
+				       "correlation (cuptiGetSassToSourceCorrelation): GPU source "
+				       "lines unavailable");
 		return -ENOENT;
 	}
-	if (env && *env && try_cupti(c, env))
-		return 0;
-	for (size_t i = 0; i < c->n_candidates; i++)
-		if (try_cupti(c, c->candidates[i]))
+	for (size_t i = 0; i < sizeof(cupti_search) / sizeof(cupti_search[0]); i++)
+		if (try_glob(c, cupti_search[i]))
 			return 0;
-	static const char *const subs[] = { "/extras/CUPTI/lib64", "/lib64",
-					    "/targets/x86_64-linux/lib", "/lib" };
-	const char *home = getenv("CUDA_HOME");
-	if (!home || !*home)
-		home = getenv("CUDA_PATH");
-	if (home && *home)
-		for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
-			if (try_dir(c, home, subs[i]))
-				return 0;
-	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
-		if (try_dir(c, "/usr/local/cuda", subs[i]))
-			return 0;
-	/* PyTorch wheels bundle CUPTI as the nvidia-cuda-cupti-cuXX package. */
-	static const char *const py[] = {
-		"/usr/lib/python3/dist-packages/nvidia/cuda_cupti/lib/libcupti.so*",
-		"/usr/local/lib/python3*/dist-packages/nvidia/cuda_cupti/lib/libcupti.so*",
-		"/usr/local/lib/python3*/site-packages/nvidia/cuda_cupti/lib/libcupti.so*",
-		"/opt/conda/lib/python3*/site-packages/nvidia/cuda_cupti/lib/libcupti.so*",
-		"/root/.local/lib/python3*/site-packages/nvidia/cuda_cupti/lib/libcupti.so*",
-		"/root/.pyenv/versions/*/lib/python3*/site-packages/nvidia/cuda_cupti/lib/libcupti.so*",
-		"/usr/local/cuda-*/extras/CUPTI/lib64/libcupti.so*",
-		"/usr/local/cuda-*/lib64/libcupti.so*",
-		"/usr/local/cuda-*/lib/libcupti.so*",
-	};
-	const char *venv[] = { getenv("VIRTUAL_ENV"), getenv("CONDA_PREFIX") };
-	for (size_t i = 0; i < 2; i++) {
-		char pat[PATH_MAX];
-		if (venv[i] && *venv[i] &&
-		    snprintf(pat, sizeof(pat),
-			     "%s/lib/python3*/site-packages/nvidia/cuda_cupti/lib/libcupti.so*",
-			     venv[i]) < (int)sizeof(pat) &&
-		    try_glob(c, pat))
-			return 0;
-	}
-	for (size_t i = 0; i < sizeof(py) / sizeof(py[0]); i++)
-		if (try_glob(c, py[i]))
-			return 0;
-	static const char *const sonames[] = { "libcupti.so.13", "libcupti.so.12", "libcupti.so" };
-	for (size_t i = 0; i < sizeof(sonames) / sizeof(sonames[0]); i++)
-		if (try_cupti(c, sonames[i]))
-			return 0;
-	c->cupti_info = strdup("libcupti not found: GPU source lines unavailable; install the CUDA "
-			       "toolkit's CUPTI or set GS_CUPTI_LIB=/path/to/libcupti.so");
+	char msg[512];
+	snprintf(msg, sizeof(msg), "libcupti not found in the CUDA toolkit (/usr/local/cuda): GPU "
+		 "source lines unavailable; install the toolkit's CUPTI or give --cupti PATH (a "
+		 "root-owned file, not group/other-writable)%s%s",
+		 c->skipped[0] ? "; not loaded: " : "", c->skipped);
+	c->cupti_info = strdup(msg);
 	return -ENOENT;
 }
 

@@ -23,13 +23,16 @@
  * and pcOffset.  Results are cached per (cubin, function, pcOffset).
  *
  * libcupti is dlopen'ed on first need, never linked: gpusample links
- * statically and must run on hosts without CUDA.  Search order: $GS_CUPTI_LIB
- * (a file; "none" disables libcupti), paths added with gs_cuda_add_cupti_candidate() (e.g. the libcupti
- * mapped in the target), $CUDA_HOME/{extras/CUPTI/lib64,lib64,lib},
- * /usr/local/cuda/{extras/CUPTI/lib64,lib64,targets/x86_64-linux/lib,lib},
- * PyTorch's bundled nvidia/cuda_cupti/lib in the usual Python site dirs, then
- * the dynamic loader's own path (libcupti.so.13, .12, libcupti.so).  A library
- * without the two offline entry points is skipped (e.g. a CUPTI test double).
+ * statically and must run on hosts without CUDA.  gpusample runs as root and
+ * a library's constructor runs at dlopen, so only trusted files are loaded
+ * (gs_cuda_trusted_lib: root-owned, not group/other-writable, up to /):
+ * the --cupti file (gs_cuda_set_cupti), else the toolkit
+ * (/usr/local/cuda/{extras/CUPTI/lib64,lib64,targets/x86_64-linux/lib,lib},
+ * /usr/local/cuda-*), the distribution's /usr/lib/x86_64-linux-gnu, then
+ * system-wide PyTorch wheels (nvidia/cu13/lib, nvidia/cuda_cupti/lib).  Never
+ * the libcupti the target maps, nothing under /proc/PID/root, and no
+ * environment variable (CUDA_HOME, VIRTUAL_ENV, ... of a sudo caller).  A
+ * library without the two offline entry points is skipped (a CUPTI double).
  * Without libcupti everything still works minus source lines (and minus CRC
  * computation for cubins whose CRC the agent did not report).
  *
@@ -59,13 +62,17 @@ void gs_cuda_free(struct gs_cuda *c);
 
 /* ---- libcupti (offline correlation) ------------------------------------ */
 
-/* Try this file before the built-in search list (e.g. /proc/PID/root/... of
- * the libcupti the target mapped).  Only effective before the first load. */
-int gs_cuda_add_cupti_candidate(struct gs_cuda *c, const char *path);
-/* Add the libcupti that process pid has mapped (the agent loads one; in a
- * PyTorch venv it is the bundled nvidia/cuda_cupti copy), as
- * /proc/PID/root/PATH, so it is tried first.  -ENOENT when pid maps none. */
-int gs_cuda_add_cupti_from_process(struct gs_cuda *c, uint32_t pid);
+/* Whether root may load the library at path: its real path is a regular
+ * file and it and every directory above it are owned by root and not
+ * writable by group or others, so no other user can have written or swapped
+ * it.  real (real_len bytes) gets the resolved path to load.  0 when
+ * trusted; -EPERM (or the stat errno) with a sentence in why otherwise. */
+int gs_cuda_trusted_lib(const char *path, char *real, size_t real_len, char *why, size_t len);
+/* --cupti PATH: load this libcupti instead of searching ("none": no
+ * libcupti, no source lines).  Checked with gs_cuda_trusted_lib() now, so a
+ * bad path is refused before sampling starts (why says what is wrong).
+ * Only effective before the first load. */
+int gs_cuda_set_cupti(struct gs_cuda *c, const char *path, char *why, size_t len);
 /* Load libcupti now if not yet tried.  0 when loaded, -ENOENT when none was
  * found (reason in gs_cuda_cupti_info()). */
 int gs_cuda_load_cupti(struct gs_cuda *c);

@@ -54,7 +54,6 @@
  *   GS_REC_GPU_CUBIN:       bytes = gs_gpu_host_cubin(h, rec->crc, &size);
  *                           gs_cuda_add_cubin_borrowed(c, rec->crc, bytes, size, tgid,
  *                                                      NULL, NULL)
- *                           (once per process also gs_cuda_add_cupti_from_process)
  *   GS_REC_GPU_STALL_TABLE: gs_cuda_stall_table_record(c, rec, hdr.size)
  *   GS_REC_GPU_LAUNCH:      stack = the profile stack of the embedded
  *                           gs_cpu_sample (symbolized like any CPU sample);

@@ -34,3 +34,9 @@ gpu-cubins: tests/fakes/kernels.cu
 	$(NVCC) -arch=sm_90 -cubin -lineinfo -o tests/fakes/cubins/kernels_lineinfo.sm_90.cubin $<
 
 TEST_HELPERS += $(BUILD)/fakes/libcuda.so.1 $(BUILD)/fakes/libcupti.so.13 $(BUILD)/fakes/gs_gpu_driver
+
+# A planted "libcupti" with a constructor (t_gpu_cupti_trust.sh).
+$(BUILD)/fakes/planted/libcupti.so.13: tests/fakes/planted_cupti.c
+	@mkdir -p $(dir $@)
+	$(CC) $(FAKE_CFLAGS) -shared -o $@ $< -ldl
+TEST_HELPERS += $(BUILD)/fakes/planted/libcupti.so.13

@@ -6,6 +6,8 @@
 #include <criterion/criterion.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -411,19 +413,65 @@ Test(cuda, cubin_without_lineinfo)
 	free(b);
 }
 
-Test(cuda, cupti_override_and_missing)
+/* --cupti: a file some other user could have written is refused before it
+ * is ever loaded; "none" turns libcupti off with a sentence saying so. */
+Test(cuda, cupti_option_checked)
 {
-	setenv("GS_CUPTI_LIB", "/nonexistent/libcupti.so", 1);
+	char why[512], real[PATH_MAX], dir[] = "/tmp/gs-cupti.XXXXXX", lib[PATH_MAX];
 	struct gs_cuda *c = gs_cuda_new(&P);
-	cr_assert_eq(gs_cuda_add_cupti_candidate(c, "/also/missing/libcupti.so.13"), 0);
-	/* falls through to the search list: loads or explains */
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(lib, sizeof(lib), "%s/libcupti.so.13", dir);
+	FILE *f = fopen(lib, "w");
+	cr_assert_not_null(f);
+	fclose(f);
+	/* /tmp is writable by everyone: whatever the file's owner */
+	cr_expect_eq(gs_cuda_trusted_lib(lib, real, sizeof(real), why, sizeof(why)), -EPERM);
+	cr_expect(strstr(why, "/tmp") && strstr(why, "writable"), "%s", why);
+	cr_expect_eq(gs_cuda_set_cupti(c, lib, why, sizeof(why)), -EPERM);
+	cr_expect_eq(gs_cuda_set_cupti(c, "/nonexistent/libcupti.so", why, sizeof(why)), -ENOENT);
+	/* a root-owned file in a root-owned directory is accepted */
+	cr_expect_eq(gs_cuda_trusted_lib("/bin/sh", real, sizeof(real), why, sizeof(why)), 0, "%s",
+		     why);
+	/* ... but not a directory */
+	cr_expect_eq(gs_cuda_trusted_lib("/usr/lib", real, sizeof(real), why, sizeof(why)), -EPERM);
+	/* a trusted file without the offline entry points is no libcupti */
+	cr_expect_eq(gs_cuda_set_cupti(c, "/bin/sh", why, sizeof(why)), 0, "%s", why);
+	cr_expect_eq(gs_cuda_load_cupti(c), -ENOENT);
+	cr_expect(strstr(gs_cuda_cupti_info(c), "--cupti") != NULL, "%s", gs_cuda_cupti_info(c));
+	gs_cuda_free(c);
+	c = gs_cuda_new(&P);
+	cr_expect_eq(gs_cuda_set_cupti(c, "none", why, sizeof(why)), 0);
+	cr_expect_eq(gs_cuda_load_cupti(c), -ENOENT);
+	cr_expect(strstr(gs_cuda_cupti_info(c), "--cupti none") != NULL);
+	gs_cuda_free(c);
+	unlink(lib);
+	rmdir(dir);
+}
+
+/* The environment never chooses the library: CUDA_HOME and the other
+ * variables a sudo caller could pass point at a planted one. */
+Test(cuda, cupti_ignores_environment)
+{
+	char dir[] = "/tmp/gs-cupti.XXXXXX", sub[PATH_MAX];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(sub, sizeof(sub), "%s/lib64", dir);
+	mkdir(sub, 0755);
+	const char *vars[] = { "GS_CUPTI_LIB", "CUDA_HOME", "CUDA_PATH", "VIRTUAL_ENV", "CONDA_PREFIX" };
+	for (size_t i = 0; i < 5; i++)
+		setenv(vars[i], i ? dir : "/tmp/x/libcupti.so", 1);
+	struct gs_cuda *c = gs_cuda_new(&P);
 	int rc = gs_cuda_load_cupti(c);
 	cr_expect(rc == 0 || rc == -ENOENT);
-	cr_expect_not_null(gs_cuda_cupti_info(c));
-	if (rc == -ENOENT)
-		cr_expect(strstr(gs_cuda_cupti_info(c), "GS_CUPTI_LIB") != NULL);
+	cr_expect(strstr(gs_cuda_cupti_info(c), "/tmp") == NULL, "%s", gs_cuda_cupti_info(c));
+	if (rc == 0)
+		cr_expect(strncmp(gs_cuda_cupti_info(c), "/usr/", 5) == 0, "%s",
+			  gs_cuda_cupti_info(c));
 	gs_cuda_free(c);
-	unsetenv("GS_CUPTI_LIB");
+	for (size_t i = 0; i < 5; i++)
+		unsetenv(vars[i]);
+	rmdir(sub);
+	rmdir(dir);
 }
 
 Test(cuda, comments_carry_device_facts)
@@ -572,19 +620,6 @@ Test(cuda, records_end_to_end)
 		  "%s", cm);
 	gs_join_free(j);
 	free(cb);
-}
-
-/* libcupti found through a process that maps one (as the agent's host does
- * with the target): this test process after loading it. */
-Test(cuda, cupti_from_process_maps)
-{
-	need_cupti();
-	struct gs_cuda *c = gs_cuda_new(&P);
-	cr_assert_eq(gs_cuda_add_cupti_from_process(c, (uint32_t)getpid()), 0);
-	cr_assert_eq(gs_cuda_load_cupti(c), 0);
-	cr_expect(strstr(gs_cuda_cupti_info(c), "libcupti.so") != NULL, "%s", gs_cuda_cupti_info(c));
-	gs_cuda_free(c);
-	cr_expect_eq(gs_cuda_add_cupti_from_process(C, 0x7ffffff0u), -ENOENT);
 }
 
 /* One PC batch record: n_pcs PCs of kernel name at pc 0x10*i, one count
