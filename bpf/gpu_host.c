@@ -273,6 +273,42 @@ static int vm_write(uint32_t tgid, uint64_t addr, const void *buf, size_t len)
 	return n == (ssize_t)len ? 0 : (n < 0 ? -errno : -EIO);
 }
 
+/* Low 32 bits of a process's start time (clock ticks since boot, field 22
+ * of /proc/PID/stat); 0 when it is gone. */
+static uint32_t proc_start(uint32_t pid)
+{
+	char path[64], buf[1024];
+	unsigned long long start = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	/* comm may hold spaces and parentheses: fields count from the last ')' */
+	char *f = strrchr(buf, ')');
+	if (!f || sscanf(f + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+			 "%*d %*d %llu", &start) != 1)
+		return 0;
+	return (uint32_t)start ? (uint32_t)start : 1;
+}
+
+/* Another live gpusample armed this agent and has not detached: its pid,
+ * else 0.  (A dead owner's probes are gone and the agent disarmed itself.) */
+static uint32_t live_owner(const struct gs_gpu_agent_cfg *cfg)
+{
+	if (!cfg->session || cfg->detach_req == cfg->session || !cfg->owner_pid ||
+	    cfg->owner_pid == (uint32_t)getpid())
+		return 0;
+	return proc_start(cfg->owner_pid) == cfg->owner_start_lo ? cfg->owner_pid : 0;
+}
+
 static int proc_error(struct gpu_proc *p, int rc, const char *fmt, const char *arg)
 {
 	p->info.state = GS_GPU_PROC_ERROR;
@@ -284,6 +320,7 @@ static int proc_attach(struct gs_gpu_host *h, struct gpu_proc *p, const char *ma
 {
 	char file[PATH_MAX];
 	struct gs_gpu_agent_cfg cfg;
+	uint32_t owner;
 	int rc;
 
 	if (strlen(map_path) >= sizeof(p->info.agent_path) || strlen(map_path) > PATH_MAX - 32)
@@ -301,6 +338,15 @@ static int proc_attach(struct gs_gpu_host *h, struct gpu_proc *p, const char *ma
 	if (cfg.magic != GS_GPU_CFG_MAGIC || cfg.version != GS_GPU_CFG_VERSION)
 		return proc_error(p, -EPROTO, "agent %s speaks another options version (%s): use the agent "
 				  "built with this gpusample", map_path);
+	if ((owner = live_owner(&cfg))) {
+		p->info.state = GS_GPU_PROC_ERROR;
+		p->info.reason = GS_GPU_R_OTHER_OWNER;
+		snprintf(p->info.message, sizeof(p->info.message),
+			 "GPU agent already in use by gpusample pid %u: GPU sampling of this process "
+			 "is left to it (one agent, one owner); this run has CPU samples only. Stop "
+			 "pid %u first to get GPU samples here", owner, owner);
+		return -EBUSY;
+	}
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.magic = GS_GPU_CFG_MAGIC;
 	cfg.version = GS_GPU_CFG_VERSION;
@@ -312,6 +358,8 @@ static int proc_attach(struct gs_gpu_host *h, struct gpu_proc *p, const char *ma
 	cfg.launch_events_per_s = h->o.launch_events_per_s;
 	cfg.drain_interval_ms = h->o.drain_interval_ms;
 	cfg.hw_buffer_bytes = h->o.hw_buffer_bytes;
+	cfg.owner_pid = (uint32_t)getpid();
+	cfg.owner_start_lo = proc_start(cfg.owner_pid);
 	if ((rc = vm_write(p->info.tgid, p->cfg_addr, &cfg, sizeof(cfg))))
 		return proc_error(p, rc, "cannot pass options to the agent in %s (%s): run as root", map_path);
 	p->info.session = cfg.session;
@@ -531,7 +579,8 @@ void gs_gpu_host_on_record(struct gs_gpu_host *h, const struct gs_rec_hdr *rec)
 		if (s->state == GS_GPU_ST_ARMED && !s->gpu.ctx_uid)
 			p->off_sticky = false;
 		if (!p->off_sticky)
-			snprintf(p->info.message, sizeof(p->info.message), "%s", s->message);
+			snprintf(p->info.message, sizeof(p->info.message), "%.*s",
+				 (int)sizeof(s->message), s->message); /* no NUL guaranteed */
 		if (s->state == GS_GPU_ST_OFF && !s->gpu.ctx_uid)
 			p->off_sticky = true;
 		p->info.contexts = s->contexts;
@@ -562,7 +611,9 @@ void gs_gpu_host_on_record(struct gs_gpu_host *h, const struct gs_rec_hdr *rec)
 		return;
 	case GS_REC_GPU_STALL_TABLE: {
 		const struct gs_gpu_stall_table *t = (const void *)rec;
-		if (rec->size >= sizeof(*t) + (uint64_t)t->n_reasons * sizeof(struct gs_gpu_stall_reason))
+		/* n_reasons is only read once the fixed part is known to be there */
+		if (rec->size >= sizeof(*t) &&
+		    rec->size >= sizeof(*t) + (uint64_t)t->n_reasons * sizeof(struct gs_gpu_stall_reason))
 			store_table(p, t);
 		return;
 	}
@@ -665,6 +716,7 @@ static const char *reason_short(uint32_t r)
 	case GS_GPU_R_HW_BUFFER_FULL: return "hardware buffer full";
 	case GS_GPU_R_NO_DRIVER: return "no CUDA driver";
 	case GS_GPU_R_BAD_CONFIG: return "options refused";
+	case GS_GPU_R_OTHER_OWNER: return "agent in use by another gpusample";
 	default: return "CUPTI error";
 	}
 }

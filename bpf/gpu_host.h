@@ -101,7 +101,11 @@ void gs_gpu_host_free(struct gs_gpu_host *h);
 
 /* Look for the agent in tgid's mappings now and attach if found.
  * Returns 1 attached (or already), 0 no agent (remembered, rescanned by
- * gs_gpu_host_poll), <0 error (message in the process info). */
+ * gs_gpu_host_poll), <0 error (message in the process info).
+ * One agent, one owner: when another live gpusample armed the agent and
+ * has not detached (gs_gpu_agent_cfg.owner_pid), nothing is written and
+ * nothing attached: -EBUSY, state ERROR, reason GS_GPU_R_OTHER_OWNER, and
+ * a message naming the owner.  The owner's session is never disturbed. */
 int gs_gpu_host_add_process(struct gs_gpu_host *h, uint32_t tgid);
 void gs_gpu_host_remove_process(struct gs_gpu_host *h, uint32_t tgid);
 void gs_gpu_host_poll(struct gs_gpu_host *h);

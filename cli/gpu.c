@@ -114,10 +114,20 @@ void gs_gpu_start(struct session *s)
 		s->join = gs_join_new(&s->prof, s->t0_mono);
 }
 
+static int say_refused(void *ctx, const struct gs_gpu_proc_info *p)
+{
+	if (p->tgid != *(const uint32_t *)ctx)
+		return 0;
+	fprintf(stderr, "gpusample: pid %u: %s\n", p->tgid, p->message);
+	return 1;
+}
+
 void gs_gpu_add_process(struct session *s, uint32_t tgid)
 {
-	if (s->gpu)
-		gs_gpu_host_add_process(s->gpu, tgid);
+	/* A second gpusample on an armed agent is told at once, not only in
+	 * the report at the end. */
+	if (s->gpu && gs_gpu_host_add_process(s->gpu, tgid) == -EBUSY)
+		gs_gpu_host_foreach(s->gpu, say_refused, &tgid);
 }
 
 void gs_gpu_remove_process(struct session *s, uint32_t tgid)

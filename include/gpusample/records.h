@@ -414,6 +414,7 @@ enum gs_gpu_reason {
 	GS_GPU_R_CUPTI_ERROR = 10,      /* any other CUPTI failure: see cupti_result */
 	GS_GPU_R_NO_DRIVER = 11,        /* CUPTI could not reach the driver */
 	GS_GPU_R_BAD_CONFIG = 12,       /* options rejected (period outside 5..31, ...) */
+	GS_GPU_R_OTHER_OWNER = 13,      /* host side: another live gpusample owns the agent */
 };
 struct gs_gpu_status {
 	struct gs_rec_hdr hdr;  /* type GS_REC_GPU_STATUS */
@@ -450,10 +451,11 @@ struct gs_gpu_status {
  * GS_GPU_ST_DISARMED of that session (the agent drains first, so the final
  * PC batches come before it), then detaches the probes.  If the probes go
  * away without this (gpusample killed), the agent disarms on its own;
- * records drained then are lost.
+ * records drained then are lost.  Only the owner (owner_pid) writes here
+ * while its session is open.
  */
 #define GS_GPU_CFG_MAGIC 0x67736367u /* "gcsg" */
-#define GS_GPU_CFG_VERSION 1
+#define GS_GPU_CFG_VERSION 2
 #define GS_GPU_MODE_CONTINUOUS 1
 #define GS_GPU_MODE_SERIALIZED 2
 struct gs_gpu_agent_cfg {
@@ -468,6 +470,13 @@ struct gs_gpu_agent_cfg {
 	__u64 hw_buffer_bytes;  /* 0 = CUPTI default (512 MiB device memory) */
 	__u64 scratch_bytes;    /* 0 = CUPTI default */
 	__u64 cubin_keep_bytes; /* cap on cubin copies; 0 = 1 GiB */
+	/* One agent, one owner: the gpusample that armed it (its pid and the
+	 * process start time, field 22 of /proc/PID/stat, so a reused pid is
+	 * no owner).  A second gpusample finds a live owner here, with
+	 * detach_req != session, and leaves the agent alone (its report says
+	 * so); a dead owner's agent is taken over. */
+	__u32 owner_pid;
+	__u32 owner_start_lo;   /* low 32 bits of the start time in clock ticks */
 };
 
 #endif /* GPUSAMPLE_RECORDS_H */
