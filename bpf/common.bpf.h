@@ -16,7 +16,7 @@
 
 enum gs_stat {
 	GS_STAT_SAMPLES = 0,     /* CPU sample records written to `events` */
-	GS_STAT_LOST = 1,        /* records of any kind that did not fit in `events` */
+	GS_STAT_LOST = 1,        /* CPU samples and proc events that did not fit in `events` */
 	GS_STAT_PROC_EVENTS = 2, /* proc events written */
 	GS_STAT_PY_ERR = 3,      /* Python walks that hit a read fault */
 	GS_STAT_PY_TRUNC = 4,    /* Python walks cut at GS_MAX_PY_FRAMES */
@@ -30,6 +30,9 @@ enum gs_stat {
 	GS_STAT_OFF_UNSAMPLED = 18, /* switch-outs accounted without a stack (p < 1) */
 	GS_STAT_OFF_THR_FULL = 19, /* threads not accounted: `offcpu_thr` full */
 	GS_STAT_OFF_UNSEEDED = 20, /* threads first seen mid-window without a seed */
+	/* GPU (13, 14: bpf/gpu.bpf.h) */
+	GS_STAT_GPU_BAD = 15,    /* GPU records rejected (bad header, read fault) */
+	GS_STAT_GPU_LOST = 21,   /* GPU records and launch events that did not fit in `events` */
 	GS_STAT_MAX = 32,
 };
 

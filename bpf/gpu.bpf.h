@@ -34,7 +34,7 @@
 /* Stats slots named by the GPU part (free slots per common.bpf.h). */
 #define GS_STAT_GPU_RECORDS 13  /* GPU records written to `events` */
 #define GS_STAT_GPU_LAUNCHES 14 /* launch events written */
-#define GS_STAT_GPU_BAD 15      /* records rejected (bad header, read fault) */
+/* GS_STAT_GPU_BAD, GS_STAT_GPU_LOST: common.bpf.h (user space reports them) */
 
 _Static_assert(sizeof(struct gs_gpu_launch) <= GS_SCRATCH_PREFIX,
 	       "launch record must fit the scratch prefix");
@@ -97,7 +97,7 @@ int BPF_USDT(gs_gpu_record, void *ptr, __u64 size)
 	 * batches, the bulk, wait for its next poll like CPU samples. */
 	if (bpf_ringbuf_output(&events, buf, size,
 			       h->type == GS_REC_GPU_PC_BATCH ? BPF_RB_NO_WAKEUP : 0))
-		gs_stat_inc(st, GS_STAT_LOST);
+		gs_stat_inc(st, GS_STAT_GPU_LOST);
 	else
 		gs_stat_inc(st, GS_STAT_GPU_RECORDS);
 	return 0;
@@ -149,7 +149,7 @@ int BPF_USDT(gs_gpu_launch, void *ptr, __u64 size)
 		return 0;
 	l->hdr.size = total;
 	if (bpf_ringbuf_output(&events, buf, total, BPF_RB_NO_WAKEUP))
-		gs_stat_inc(st, GS_STAT_LOST);
+		gs_stat_inc(st, GS_STAT_GPU_LOST);
 	else
 		gs_stat_inc(st, GS_STAT_GPU_LAUNCHES);
 	return 0;

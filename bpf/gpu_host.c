@@ -23,7 +23,9 @@
 #define RESCAN_NS 500000000ull
 #define RESCAN_MAX_NS 4000000000ull
 #define INIT_WAIT_NS 3000000000ull /* rescan every tick this long after the agent appears */
-#define MAX_CUBIN (256u << 20)
+#define CUBIN_MAX_DEFAULT (64ull << 20)    /* per cubin: the largest seen are ~10 MB */
+#define CUBIN_TOTAL_DEFAULT (512ull << 20) /* all cubins of a session */
+#define CUBIN_MAX_COUNT 65536u
 
 struct gpu_proc {
 	struct gs_gpu_proc_info info;
@@ -55,6 +57,10 @@ struct gs_gpu_host {
 	size_t n_procs, cap_procs;
 	struct cubin *cubins;
 	size_t n_cubins, cap_cubins;
+	uint32_t *cubin_slots; /* open addressing by crc: index + 1, 0 = empty */
+	size_t n_slots;        /* 0 or a power of two, > 2 * n_cubins */
+	uint64_t cubin_bytes;  /* kept */
+	struct gs_gpu_cubin_losses lost;
 	uint32_t next_session;
 };
 
@@ -90,6 +96,10 @@ struct gs_gpu_host *gs_gpu_host_new(struct bpf_program *record_prog, struct bpf_
 	h->launch_prog = launch_prog;
 	if (o)
 		h->o = *o;
+	if (!h->o.cubin_max_bytes)
+		h->o.cubin_max_bytes = CUBIN_MAX_DEFAULT;
+	if (!h->o.cubin_total_bytes)
+		h->o.cubin_total_bytes = CUBIN_TOTAL_DEFAULT;
 	/* Sessions differ across gpusample runs so an agent never mistakes a
 	 * new attach for the previous one. */
 	h->next_session = ((uint32_t)time(NULL) << 8) ^ ((uint32_t)getpid() << 20);
@@ -118,6 +128,7 @@ void gs_gpu_host_free(struct gs_gpu_host *h)
 	for (size_t i = 0; i < h->n_cubins; i++)
 		free(h->cubins[i].data);
 	free(h->cubins);
+	free(h->cubin_slots);
 	free(h->procs);
 	free(h);
 }
@@ -477,37 +488,106 @@ void gs_gpu_host_poll(struct gs_gpu_host *h)
 	}
 }
 
+static size_t crc_slot(uint64_t crc, size_t n_slots)
+{
+	crc ^= crc >> 33;
+	crc *= 0xff51afd7ed558ccdull;
+	crc ^= crc >> 33;
+	return (size_t)crc & (n_slots - 1);
+}
+
+/* Index of the cubin with this crc, or -1. */
+static ssize_t cubin_index(const struct gs_gpu_host *h, uint64_t crc)
+{
+	if (!h->n_slots)
+		return -1;
+	for (size_t i = crc_slot(crc, h->n_slots);; i = (i + 1) & (h->n_slots - 1)) {
+		uint32_t v = h->cubin_slots[i];
+		if (!v)
+			return -1;
+		if (h->cubins[v - 1].crc == crc)
+			return v - 1;
+	}
+}
+
+static int index_cubin(struct gs_gpu_host *h, size_t idx)
+{
+	if ((idx + 1) * 2 >= h->n_slots) {
+		size_t n = h->n_slots ? h->n_slots * 2 : 256;
+		uint32_t *t = calloc(n, sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		free(h->cubin_slots);
+		h->cubin_slots = t;
+		h->n_slots = n;
+		for (size_t k = 0; k < idx; k++)
+			index_cubin(h, k);
+	}
+	size_t i = crc_slot(h->cubins[idx].crc, h->n_slots);
+	while (h->cubin_slots[i])
+		i = (i + 1) & (h->n_slots - 1);
+	h->cubin_slots[i] = (uint32_t)idx + 1;
+	return 0;
+}
+
+static void lose_cubin(struct gs_gpu_host *h, uint64_t size, bool over_cap)
+{
+	h->lost.cubins++;
+	h->lost.bytes += size;
+	if (over_cap)
+		h->lost.over_cap++;
+}
+
+/* Read a cubin the agent announced, within the caps: the sizes are the
+ * target's word, so neither one record nor a flood of them may take more
+ * than cubin_max_bytes / cubin_total_bytes of gpusample's memory. */
 static void store_cubin(struct gs_gpu_host *h, uint32_t tgid, const struct gs_gpu_cubin *c)
 {
 	struct cubin *b;
 	void *data;
 
-	if (!c->addr || !c->size || c->size > MAX_CUBIN)
+	if (!c->addr || !c->size || cubin_index(h, c->crc) >= 0)
 		return;
-	for (size_t i = 0; i < h->n_cubins; i++)
-		if (h->cubins[i].crc == c->crc)
-			return;
-	data = malloc(c->size);
-	if (!data)
-		return;
-	if (vm_read(tgid, c->addr, data, c->size)) {
-		free(data);
+	if (c->size > h->o.cubin_max_bytes || h->n_cubins >= CUBIN_MAX_COUNT ||
+	    c->size > h->o.cubin_total_bytes - h->cubin_bytes) {
+		lose_cubin(h, c->size, true);
 		return;
 	}
 	if (h->n_cubins == h->cap_cubins) {
 		size_t cap = h->cap_cubins ? h->cap_cubins * 2 : 32;
 		b = realloc(h->cubins, cap * sizeof(*b));
 		if (!b) {
-			free(data);
+			lose_cubin(h, c->size, false);
 			return;
 		}
 		h->cubins = b;
 		h->cap_cubins = cap;
 	}
-	b = &h->cubins[h->n_cubins++];
+	data = malloc(c->size);
+	if (!data || vm_read(tgid, c->addr, data, c->size)) {
+		free(data);
+		lose_cubin(h, c->size, false);
+		return;
+	}
+	b = &h->cubins[h->n_cubins];
 	b->crc = c->crc;
 	b->data = data;
 	b->size = c->size;
+	if (index_cubin(h, h->n_cubins)) {
+		free(data);
+		lose_cubin(h, c->size, false);
+		return;
+	}
+	h->n_cubins++;
+	h->cubin_bytes += c->size;
+}
+
+void gs_gpu_host_cubin_losses(const struct gs_gpu_host *h, struct gs_gpu_cubin_losses *l)
+{
+	*l = h->lost;
+	l->max_bytes = h->o.cubin_max_bytes;
+	l->total_bytes = h->o.cubin_total_bytes;
+	l->kept_bytes = h->cubin_bytes;
 }
 
 static void store_table(struct gpu_proc *p, const struct gs_gpu_stall_table *t)
@@ -669,13 +749,13 @@ int gs_gpu_host_detach(struct gs_gpu_host *h, int (*poll)(void *ctx, int timeout
 
 const void *gs_gpu_host_cubin(struct gs_gpu_host *h, uint64_t crc, size_t *size)
 {
-	for (size_t i = 0; i < h->n_cubins; i++)
-		if (h->cubins[i].crc == crc) {
-			if (size)
-				*size = h->cubins[i].size;
-			return h->cubins[i].data;
-		}
-	return NULL;
+	ssize_t i = cubin_index(h, crc);
+
+	if (i < 0)
+		return NULL;
+	if (size)
+		*size = h->cubins[i].size;
+	return h->cubins[i].data;
 }
 
 const struct gs_gpu_stall_table *gs_gpu_host_stall_table(struct gs_gpu_host *h, uint32_t tgid,

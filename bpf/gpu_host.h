@@ -61,6 +61,11 @@ struct gs_gpu_host_opts {
 	uint32_t launch_events_per_s; /* 0 = agent default (200) */
 	uint32_t drain_interval_ms;   /* 0 = agent default (100) */
 	uint64_t hw_buffer_bytes;     /* 0 = CUPTI default */
+	/* Caps on cubin bytes read from agents (their sizes are the target's
+	 * word): per cubin and in total; 0 = 64 MiB and 512 MiB.  Cubins over
+	 * a cap are not read and are counted (gs_gpu_host_cubin_losses). */
+	uint64_t cubin_max_bytes;
+	uint64_t cubin_total_bytes;
 	/* Called right before a process's probes are attached (which arms its
 	 * agent), once the agent finished InitializeInjection (its "gs-agent"
 	 * thread runs, so libcupti is mapped): the session refreshes tgid's
@@ -117,6 +122,15 @@ void gs_gpu_host_on_record(struct gs_gpu_host *h, const struct gs_rec_hdr *rec);
  * of agents that did not acknowledge in time. */
 int gs_gpu_host_detach(struct gs_gpu_host *h, int (*poll)(void *ctx, int timeout_ms), void *ctx,
 		       int timeout_ms);
+
+/* Cubins announced but not kept. */
+struct gs_gpu_cubin_losses {
+	uint64_t cubins;      /* not kept, any cause */
+	uint64_t bytes;       /* their announced sizes */
+	uint64_t over_cap;    /* of which over a cap (the rest: read failed, no memory) */
+	uint64_t max_bytes, total_bytes, kept_bytes; /* the caps in force, bytes kept */
+};
+void gs_gpu_host_cubin_losses(const struct gs_gpu_host *h, struct gs_gpu_cubin_losses *l);
 
 /* Cubin bytes by CRC (read from the agent with process_vm_readv), or NULL. */
 const void *gs_gpu_host_cubin(struct gs_gpu_host *h, uint64_t crc, size_t *size);

@@ -54,6 +54,9 @@ struct gs_sampler_stats {
 	uint64_t off_unsampled;       /* switch-outs accounted without a stack */
 	uint64_t off_threads_full;    /* threads not accounted: `offcpu_thr` full */
 	uint64_t off_unseeded;        /* threads first seen mid-window (no seed) */
+	/* GPU agent records, counted apart from CPU samples (issue 12): */
+	uint64_t gpu_lost;            /* GPU records / launch events: ring buffer full */
+	uint64_t gpu_bad;             /* GPU records rejected by BPF (bad header, read fault) */
 };
 
 struct gs_sampler;

@@ -338,6 +338,45 @@ static void note_missing_agents(struct session *s)
 	}
 }
 
+static void note_cubin_losses(struct session *s)
+{
+	struct gs_gpu_cubin_losses l;
+
+	gs_gpu_host_cubin_losses(s->gpu, &l);
+	gs_profile_add_comment(&s->prof, "gpu cubins kept: %llu MiB; not kept: %llu (%llu MiB "
+			       "announced), %llu of them over the caps (%llu MiB per cubin, %llu MiB "
+			       "in all)", (unsigned long long)(l.kept_bytes >> 20),
+			       (unsigned long long)l.cubins, (unsigned long long)(l.bytes >> 20),
+			       (unsigned long long)l.over_cap, (unsigned long long)(l.max_bytes >> 20),
+			       (unsigned long long)(l.total_bytes >> 20));
+	if (l.cubins)
+		gs_profile_add_note(&s->prof, "%llu cubins (%llu MiB announced) were not kept%s: "
+				    "their GPU samples are attributed per kernel and pcOffset, "
+				    "without source lines", (unsigned long long)l.cubins,
+				    (unsigned long long)(l.bytes >> 20),
+				    l.over_cap ? " (over gpusample's cubin memory caps)" : "");
+}
+
+/* GPU records lost on the way are counted apart from CPU samples: a full
+ * ring buffer costs GPU samples and launch stacks, not CPU samples. */
+static void note_gpu_losses(struct session *s)
+{
+	struct gs_sampler_stats st;
+
+	gs_sampler_stats(s->sampler, &st);
+	gs_profile_add_comment(&s->prof, "gpu records lost: %llu (ring buffer full), rejected: %llu",
+			       (unsigned long long)st.gpu_lost, (unsigned long long)st.gpu_bad);
+	if (st.gpu_lost)
+		gs_profile_add_note(&s->prof, "%llu GPU records (PC batches, launch stacks) were lost: "
+				    "the ring buffer was full; GPU samples are undercounted (try a "
+				    "lower -F or a longer --gpu-period)", (unsigned long long)st.gpu_lost);
+	if (st.gpu_bad)
+		gs_profile_add_note(&s->prof, "%llu GPU records from the agent were malformed and "
+				    "dropped (agent and gpusample versions differ?)",
+				    (unsigned long long)st.gpu_bad);
+	note_cubin_losses(s);
+}
+
 int gs_gpu_finish(struct session *s)
 {
 	struct gs_join_stats st;
@@ -345,6 +384,7 @@ int gs_gpu_finish(struct session *s)
 
 	if (!s->gpu)
 		return 0;
+	note_gpu_losses(s);
 	gs_gpu_host_foreach(s->gpu, note_process, s);
 	note_missing_agents(s);
 	if (s->join) {

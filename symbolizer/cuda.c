@@ -8,6 +8,7 @@
 #include <glob.h>
 #include <libelf.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -671,7 +672,7 @@ int gs_cuda_set_device(struct gs_cuda *c, uint32_t pid, int32_t device,
 	snprintf(d->mode, sizeof(d->mode), "%s", info->mode ? info->mode : "");
 	d->sm_clock_khz = info->sm_clock_khz;
 	d->sm_count = info->sm_count;
-	d->period_exp = info->period_exp;
+	d->period_exp = info->period_exp >= 5 && info->period_exp <= 31 ? info->period_exp : 0;
 	return 0;
 }
 
@@ -698,8 +699,9 @@ int gs_cuda_add_comments(struct gs_cuda *c)
 					 d->name, d->name[0] ? ", " : "", d->sm_count,
 					 d->sm_clock_khz / 1000);
 			if (d->period_exp && n > 0 && (size_t)n < sizeof(facts)) {
+				/* period_exp is 5..31 (checked where it is set) */
 				double ns = d->sm_clock_khz
-						    ? (double)(1ull << d->period_exp) * 1e6 / d->sm_clock_khz
+						    ? ldexp(1.0, (int)d->period_exp) * 1e6 / d->sm_clock_khz
 						    : 0;
 				snprintf(facts + n, sizeof(facts) - n,
 					 ": PC sampling %s, period 2^%u cycles = %.1f us per sample per SM",
@@ -756,7 +758,8 @@ int gs_cuda_stall_table_record(struct gs_cuda *c, const struct gs_gpu_stall_tabl
 		d->sm_count = rec->sm_count;
 	if (rec->clock_khz)
 		d->sm_clock_khz = rec->clock_khz;
-	if (rec->sampling_period)
+	/* CUPTI's range; anything else from the target is not a period */
+	if (rec->sampling_period >= 5 && rec->sampling_period <= 31)
 		d->period_exp = rec->sampling_period;
 	if (rec->collection_mode == GS_GPU_MODE_CONTINUOUS)
 		snprintf(d->mode, sizeof(d->mode), "continuous");

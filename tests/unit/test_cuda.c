@@ -693,3 +693,26 @@ Test(cuda, record_pages_share_the_drain_window)
 	cr_expect_eq(gpu_samples_under(locs[0]), 80, "both pages of drain 2 -> site_a");
 	gs_join_free(j);
 }
+
+/* A hostile period exponent (the agent's memory is the target's): no shift
+ * by it, no "2^200" in the comments; a truncated or lying n_reasons is
+ * refused before any reason is read. */
+Test(cuda, stall_table_hostile_fields)
+{
+	struct rec_buf t = { .n = 0 };
+	struct gs_gpu_stall_table th = {
+		.hdr = { .type = GS_REC_GPU_STALL_TABLE, .version = GS_RECORDS_VERSION },
+		.gpu = { .tgid = 9, .ctx_uid = 1, .device = 0 },
+		.n_reasons = 0, .sampling_period = 200, .sm_count = 1, .clock_khz = 1000,
+	};
+	put(&t, &th, sizeof(th));
+	cr_assert_eq(gs_cuda_stall_table_record(C, (void *)t.b, t.n), 0);
+	gs_cuda_add_counts(C, 9, 0, 10, 0, 0);
+	cr_assert_eq(gs_cuda_add_comments(C), 0);
+	cr_assert_geq(P.n_comments, 1);
+	const char *cm = gs_profile_str(&P, P.comments[0]);
+	cr_expect(strstr(cm, "2^200") == NULL && strstr(cm, "period") == NULL, "%s", cm);
+	th.n_reasons = 0x40000000u;
+	cr_expect_eq(gs_cuda_stall_table_record(C, (void *)&th, sizeof(th)), -EINVAL);
+	cr_expect_eq(gs_cuda_stall_table_record(C, (void *)&th, sizeof(th) - 1), -EINVAL);
+}

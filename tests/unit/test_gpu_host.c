@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "bpf/gpu_host.h"
 
 static void hdr(struct gs_rec_hdr *h, uint16_t type, uint32_t size)
@@ -133,5 +134,85 @@ Test(gpu_host, ignores_other_and_short_records)
 	gs_gpu_host_on_record(h, &r);
 	gs_gpu_host_summary(h, sum, sizeof(sum));
 	cr_assert_str_eq(sum, "GPU: no agent");
+	gs_gpu_host_free(h);
+}
+
+static void send_cubin(struct gs_gpu_host *h, uint64_t crc, const void *bytes, uint64_t size)
+{
+	struct gs_gpu_cubin c;
+
+	memset(&c, 0, sizeof(c));
+	hdr(&c.hdr, GS_REC_GPU_CUBIN, sizeof(c));
+	c.gpu.tgid = (uint32_t)getpid(); /* read back from this process */
+	c.crc = crc;
+	c.addr = (uint64_t)(uintptr_t)bytes;
+	c.size = size;
+	gs_gpu_host_on_record(h, &c.hdr);
+}
+
+/* A cubin flood (sizes are the target's word) stays under both caps, with
+ * every cubin not kept counted; kept ones read back byte for byte. */
+Test(gpu_host, cubin_flood_capped)
+{
+	struct gs_gpu_host_opts o = { .cubin_max_bytes = 4096, .cubin_total_bytes = 64 << 10 };
+	struct gs_gpu_host *h = gs_gpu_host_new(NULL, NULL, &o);
+	static unsigned char img[8192];
+	struct gs_gpu_cubin_losses l;
+	size_t size;
+
+	for (size_t i = 0; i < sizeof(img); i++)
+		img[i] = (unsigned char)(i * 7);
+	for (uint64_t crc = 1; crc <= 1000; crc++)
+		send_cubin(h, crc, img, 1000);
+	send_cubin(h, 5000, img, sizeof(img));           /* over the per-cubin cap */
+	send_cubin(h, 5001, img, 1ull << 40);            /* a lie: never allocated */
+	send_cubin(h, 1, img, 1000);                     /* a duplicate: neither kept nor lost */
+	gs_gpu_host_cubin_losses(h, &l);
+	cr_expect_leq(l.kept_bytes, 64 << 10);
+	cr_expect_eq(l.kept_bytes, 65 * 1000, "%llu", (unsigned long long)l.kept_bytes);
+	cr_expect_eq(l.cubins, 1000 - 65 + 2, "%llu", (unsigned long long)l.cubins);
+	cr_expect_eq(l.over_cap, l.cubins);
+	const unsigned char *b = gs_gpu_host_cubin(h, 65, &size);
+	cr_assert_not_null(b);
+	cr_expect_eq(size, 1000);
+	cr_expect_eq(memcmp(b, img, 1000), 0);
+	cr_expect_null(gs_gpu_host_cubin(h, 66, &size));
+	cr_expect_null(gs_gpu_host_cubin(h, 5000, &size));
+	gs_gpu_host_free(h);
+}
+
+/* Records that end inside their fixed part or lie about their counts are
+ * ignored without reading past them; a status message without a NUL is
+ * cut at its field. */
+Test(gpu_host, short_and_lying_records)
+{
+	struct gs_gpu_host *h = gs_gpu_host_new(NULL, NULL, NULL);
+	struct gs_gpu_proc_info pi;
+	size_t tsz = sizeof(struct gs_gpu_stall_table);
+	struct gs_gpu_stall_table *t = calloc(1, tsz);
+	struct gs_gpu_status *s = malloc(sizeof(*s));
+
+	/* header + common only: n_reasons would be past the end */
+	struct { struct gs_rec_hdr h; struct gs_gpu_common c; } *small = calloc(1, sizeof(*small));
+	hdr(&small->h, GS_REC_GPU_STALL_TABLE, sizeof(*small));
+	small->c.tgid = 3;
+	gs_gpu_host_on_record(h, &small->h);
+	hdr(&t->hdr, GS_REC_GPU_STALL_TABLE, tsz);
+	t->gpu.tgid = 3;
+	t->n_reasons = 0xffffffffu;
+	gs_gpu_host_on_record(h, &t->hdr);
+	cr_expect_null(gs_gpu_host_stall_table(h, 3, 0));
+	memset(s, 'A', sizeof(*s));
+	hdr(&s->hdr, GS_REC_GPU_STATUS, sizeof(*s));
+	s->gpu.tgid = 3;
+	s->gpu.ctx_uid = 0;
+	s->state = GS_GPU_ST_ARMED;
+	gs_gpu_host_on_record(h, &s->hdr);
+	cr_assert_eq(gs_gpu_host_foreach(h, grab, &pi), 1);
+	cr_expect_eq(strlen(pi.message), sizeof(s->message) < sizeof(pi.message) ?
+		     sizeof(s->message) : sizeof(pi.message) - 1);
+	free(small);
+	free(t);
+	free(s);
 	gs_gpu_host_free(h);
 }
