@@ -75,6 +75,7 @@ static struct {
 	pthread_mutex_t lock;
 	struct gs_cupti api;
 	bool cupti_ok, subscribed, exiting, forked;
+	bool own_crc; /* CUPTI stamps gs_cubin_hash into PC records (registered) */
 	CUpti_SubscriberHandle sub;
 	/* process-wide failure: GPU sampling off */
 	uint32_t off_reason;
@@ -444,7 +445,11 @@ static struct gs_cubin *cubin_add(const CUpti_ModuleResourceData *m, const struc
 		return NULL;
 	p.cubin = m->pCubin;
 	p.cubinSize = m->cubinSize;
-	if (g.api.GetCubinCrc(&p) != CUPTI_SUCCESS)
+	/* The key must be what CUPTI puts in PC records: our full hash once
+	 * registered, its own (sparse) CRC otherwise. */
+	if (g.own_crc)
+		p.cubinCrc = gs_cubin_hash(m->pCubin, m->cubinSize);
+	else if (g.api.GetCubinCrc(&p) != CUPTI_SUCCESS)
 		return NULL;
 	for (size_t i = 0; i < g.n_cubins; i++)
 		if (g.cubins[i].crc == p.cubinCrc) {
@@ -1307,6 +1312,28 @@ static void after_fork_child(void)
 	g.armed = false;
 }
 
+/* CUPTI's cubin CRC is sparse: cubins that differ in one immediate
+ * collide and would be symbolized against each other.  Ours reads every
+ * byte (records.h); CUPTI calls it at each module load. */
+static void CUPTIAPI compute_crc(const void *cubin, size_t size, uint64_t *crc)
+{
+	*crc = gs_cubin_hash(cubin, size);
+}
+
+static void register_crc(void)
+{
+	CUptiResult r;
+
+	if (!g.api.RegisterComputeCrcCallback) {
+		gs_agent_log("no cuptiRegisterComputeCrcCallback: cubins keyed by CUPTI's sparse CRC");
+		return;
+	}
+	r = g.api.RegisterComputeCrcCallback(compute_crc);
+	g.own_crc = r == CUPTI_SUCCESS;
+	if (!g.own_crc)
+		gs_agent_log("cuptiRegisterComputeCrcCallback: %s", gs_cupti_strerror(&g.api, r));
+}
+
 static int subscribe(void)
 {
 	char old[256] = "", msg[GS_GPU_STATUS_MSG_LEN];
@@ -1385,6 +1412,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 		set_off(GS_GPU_R_CUPTI_TOO_OLD, 0, err);
 	} else {
 		g.cupti_ok = true;
+		register_crc();
 		subscribe();
 	}
 	pthread_mutex_unlock(&g.lock);

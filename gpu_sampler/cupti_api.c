@@ -154,6 +154,7 @@ int gs_cupti_open(struct gs_cupti *c, char *err, size_t errlen)
 	BIND(PCSamplingGetConfigurationAttribute, "cuptiPCSamplingGetConfigurationAttribute", 1);
 	BIND(PCSamplingGetData, "cuptiPCSamplingGetData", 1);
 	BIND(GetCubinCrc, "cuptiGetCubinCrc", 1);
+	BIND(RegisterComputeCrcCallback, "cuptiRegisterComputeCrcCallback", 0);
 
 	if (c->GetVersion(&c->version) != CUPTI_SUCCESS) {
 		snprintf(err, errlen, "cuptiGetVersion failed in %s", c->path);

@@ -37,6 +37,7 @@ struct gs_cupti {
 	CUptiResult (*PCSamplingGetConfigurationAttribute)(CUpti_PCSamplingConfigurationInfoParams *);
 	CUptiResult (*PCSamplingGetData)(CUpti_PCSamplingGetDataParams *);
 	CUptiResult (*GetCubinCrc)(CUpti_GetCubinCrcParams *);
+	CUptiResult (*RegisterComputeCrcCallback)(CUpti_ComputeCrcCallbackFunc); /* optional */
 
 	/* CUDA driver (optional: only to make a context current on the watcher
 	 * thread and to read SM count / clock). */

@@ -80,8 +80,8 @@ int gs_cuda_load_cupti(struct gs_cuda *c);
  * what to do.  Never NULL once gs_cuda_load_cupti() ran; NULL before. */
 const char *gs_cuda_cupti_info(const struct gs_cuda *c);
 
-/* cuptiGetCubinCrc on a cubin image.  -ENOENT without libcupti, -EINVAL when
- * libcupti rejects the image. */
+/* The cubin key, gs_cubin_hash (records.h): the same full 64-bit hash the
+ * agent registers with CUPTI for PC records.  -EINVAL on an empty image. */
 int gs_cuda_cubin_crc(struct gs_cuda *c, const void *cubin, size_t len, uint64_t *crc);
 
 /* ---- cubins ------------------------------------------------------------- */

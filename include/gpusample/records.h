@@ -273,6 +273,34 @@ static inline __u64 gs_kernel_name_hash(const char *mangled)
 	}
 	return h;
 }
+
+/* Cubin identity (gs_gpu_pc.cubin_crc, gs_gpu_cubin.crc, the symbolizer's
+ * key): a hash of every byte.  cuptiGetCubinCrc samples the image sparsely
+ * (one byte flipped at 257 spread offsets of a 7 MB cubin never changed it;
+ * cubins differing in one immediate collide), so the agent registers this
+ * with cuptiRegisterComputeCrcCallback and CUPTI stamps it into PC records.
+ * Each step (xor a word, multiply by an odd constant, rotate) is a
+ * bijection of the state, so images of one length differing in a single
+ * 8-byte word always hash apart.  Never 0 (0 = unknown). */
+static inline __u64 gs_cubin_hash(const void *image, __u64 size)
+{
+	const unsigned char *p = (const unsigned char *)image;
+	__u64 h = GS_FNV64_OFFSET ^ (size * 0x9e3779b97f4a7c15ULL);
+	__u64 i = 0;
+
+	for (; i + 8 <= size; i += 8) {
+		__u64 w;
+		__builtin_memcpy(&w, p + i, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdULL;
+		h = (h << 31) | (h >> 33);
+	}
+	for (; i < size; i++)
+		h = ((h ^ p[i]) * GS_FNV64_PRIME);
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	return h ? h : 1;
+}
 #endif
 
 /* Common prefix of every GPU record, right after gs_rec_hdr. */
@@ -292,7 +320,7 @@ struct gs_gpu_common {
 
 /* One PC (one SASS instruction of one kernel in one range). */
 struct gs_gpu_pc {
-	__u64 cubin_crc;      /* CUpti_PCSamplingPCData.cubinCrc; matches gs_gpu_cubin.crc */
+	__u64 cubin_crc;      /* CUpti_PCSamplingPCData.cubinCrc = gs_cubin_hash (registered) */
 	__u64 pc_offset;      /* function-relative byte offset of the SASS instruction */
 	__u64 name_hash;      /* FNV-1a 64 of the full mangled function name */
 	__u32 function_index; /* symbol index of the function in the cubin's ELF symtab */
@@ -363,7 +391,7 @@ struct gs_gpu_stall_table {
 struct gs_gpu_cubin {
 	struct gs_rec_hdr hdr;  /* type GS_REC_GPU_CUBIN */
 	struct gs_gpu_common gpu;
-	__u64 crc;              /* cuptiGetCubinCrc: matches gs_gpu_pc.cubin_crc */
+	__u64 crc;              /* gs_cubin_hash of the image: matches gs_gpu_pc.cubin_crc */
 	__u64 addr;             /* agent's copy in the target's address space */
 	__u64 size;             /* bytes */
 	__u32 module_id;        /* CUpti_ModuleResourceData.moduleId */

@@ -32,6 +32,13 @@
  *                        counts per function, samples generated, ...)
  *   FAKE_CUPTI_REAL      real libcupti for cuptiGetCubinCrc (default
  *                        /usr/local/cuda/lib64/libcupti.so.13; "" = own CRC)
+ *
+ * Cubin identity, as the real CUPTI: cuptiGetCubinCrc is sparse (it does
+ * not read every byte, so near-identical cubins collide; the double's own
+ * CRC covers the ELF header, the size and one byte per 4 KiB), and the
+ * cubinCrc of PC records is what a callback registered with
+ * cuptiRegisterComputeCrcCallback computed at module load, else the same
+ * sparse CRC.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -921,19 +928,61 @@ static uint32_t crc32_own(const uint8_t *p, size_t n)
 	return ~c;
 }
 
-/* CRC as the real libcupti computes it, so the symbolizer (which uses the
- * real library) finds the cubins; cached per image. */
+static CUpti_ComputeCrcCallbackFunc crc_cb;
+
+API CUptiResult cuptiRegisterComputeCrcCallback(CUpti_ComputeCrcCallbackFunc fn)
+{
+	if (!fn)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	crc_cb = fn;
+	return CUPTI_SUCCESS;
+}
+
+/* Sparse, like the real cuptiGetCubinCrc: header, size, a byte per 4 KiB. */
+static uint64_t sparse_crc(const uint8_t *p, size_t n)
+{
+	uint8_t buf[64 + 8 + 4096];
+	size_t k = n < 64 ? n : 64;
+
+	memcpy(buf, p, k);
+	memcpy(buf + k, &n, sizeof(n));
+	k += sizeof(n);
+	for (size_t off = 4096; off < n && k < sizeof(buf); off += 4096)
+		buf[k++] = p[off];
+	return crc32_own(buf, k);
+}
+
+static uint64_t cupti_crc(const void *image, size_t size);
+
+/* cubinCrc of PC records: the registered callback's value, else CUPTI's. */
 static uint64_t crc_of(const void *image, size_t size)
 {
 	static struct { const void *image; uint64_t crc; } cache[64];
-	static CUptiResult (*real)(CUpti_GetCubinCrcParams *);
-	static int tried;
-	CUpti_GetCubinCrcParams p = { .size = CUpti_GetCubinCrcParamsSize };
-	uint64_t crc;
+	uint64_t crc = 0;
 
 	for (int i = 0; i < 64; i++)
 		if (cache[i].image == image)
 			return cache[i].crc;
+	if (crc_cb)
+		crc_cb(image, size, &crc);
+	else
+		crc = cupti_crc(image, size);
+	for (int i = 0; i < 64; i++)
+		if (!cache[i].image) {
+			cache[i].image = image;
+			cache[i].crc = crc;
+			break;
+		}
+	return crc;
+}
+
+/* cuptiGetCubinCrc: the real library's when it is there, else as sparse. */
+static uint64_t cupti_crc(const void *image, size_t size)
+{
+	static CUptiResult (*real)(CUpti_GetCubinCrcParams *);
+	static int tried;
+	CUpti_GetCubinCrcParams p = { .size = CUpti_GetCubinCrcParamsSize };
+
 	if (!tried) {
 		const char *path = getenv("FAKE_CUPTI_REAL");
 		void *h;
@@ -946,16 +995,8 @@ static uint64_t crc_of(const void *image, size_t size)
 	p.cubin = image;
 	p.cubinSize = size;
 	if (real && real(&p) == CUPTI_SUCCESS)
-		crc = p.cubinCrc;
-	else
-		crc = crc32_own(image, size);
-	for (int i = 0; i < 64; i++)
-		if (!cache[i].image) {
-			cache[i].image = image;
-			cache[i].crc = crc;
-			break;
-		}
-	return crc;
+		return p.cubinCrc;
+	return sparse_crc(image, size);
 }
 
 API CUptiResult cuptiGetCubinCrc(CUpti_GetCubinCrcParams *p)
@@ -964,7 +1005,7 @@ API CUptiResult cuptiGetCubinCrc(CUpti_GetCubinCrcParams *p)
 	CHECK_SIZE(p, CUpti_GetCubinCrcParamsSize);
 	if (!p->cubin || p->cubinSize < 64)
 		return CUPTI_ERROR_INVALID_PARAMETER;
-	p->cubinCrc = crc_of(p->cubin, p->cubinSize);
+	p->cubinCrc = cupti_crc(p->cubin, p->cubinSize);
 	return CUPTI_SUCCESS;
 }
 

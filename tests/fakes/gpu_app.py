@@ -28,6 +28,9 @@ p.add_argument("--contexts", type=int, default=0,
                help="contexts, round-robin over the devices (default: one per device)")
 p.add_argument("--start-file", default=None, help="touch this file once kernels are loaded")
 p.add_argument("--stop-file", default=None, help="stop launching once this file exists")
+p.add_argument("--twin", action="store_true",
+               help="also load a twin of the -lineinfo cubin with one byte of axpy's code "
+               "flipped, and launch its axpy from twin_forward (a near-identical cubin)")
 args = p.parse_args()
 
 cu = ctypes.CDLL(args.libcuda)
@@ -50,6 +53,27 @@ for name in ("kernels_lineinfo.sm_90.cubin", "kernels.sm_90.cubin"):
     with open(os.path.join(args.cubins, name), "rb") as f:
         images.append(ctypes.create_string_buffer(f.read()))
 
+def twin_of(image):
+    """The image with one byte of its .text.axpy section flipped."""
+    import struct
+    b = bytearray(image)
+    shoff, = struct.unpack_from("<Q", b, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", b, 0x3a)
+    def sh(i):
+        return struct.unpack_from("<IIQQQQ", b, shoff + i * shentsize)
+    stroff = sh(shstrndx)[4]
+    for i in range(shnum):
+        name, _, _, _, off, size = sh(i)
+        end = b.index(b"\0", stroff + name)
+        if b[stroff + name:end] == b".text.axpy":
+            b[off + size // 2] ^= 0x01
+            return ctypes.create_string_buffer(bytes(b), len(b))
+    sys.exit("gpu_app: no .text.axpy in the -lineinfo cubin")
+
+
+if args.twin:
+    images.append(twin_of(images[0].raw))
+
 ctxs, funcs = [], []
 for i in range(nctx):
     ctx = vp()
@@ -66,6 +90,10 @@ for i in range(nctx):
         fn = vp()
         check(cu.cuModuleGetFunction(ctypes.byref(fn), mod, name), "cuModuleGetFunction")
         fs[name] = fn
+    if args.twin:
+        fn = vp()
+        check(cu.cuModuleGetFunction(ctypes.byref(fn), mods[2], b"axpy"), "cuModuleGetFunction")
+        fs[b"twin_axpy"] = fn
     ctxs.append((ctx, mods))
     funcs.append(fs)
 
@@ -89,6 +117,10 @@ def forward(dev, step):
         launch(dev, SCALE)  # call site 1 of scale: 3 steps in 4
 
 
+def twin_forward(dev):
+    launch(dev, b"twin_axpy")
+
+
 def backward(dev):
     launch(dev, b"_Z10reduce_sumPKfPfi")
 
@@ -100,6 +132,8 @@ def optimizer_step(dev, step):
 
 def train_step(dev, step):
     forward(dev, step)
+    if args.twin:
+        twin_forward(dev)
     backward(dev)
     optimizer_step(dev, step)
 
