@@ -369,6 +369,7 @@ static int proc_attach(struct gs_gpu_host *h, struct gpu_proc *p, const char *ma
 	cfg.launch_events_per_s = h->o.launch_events_per_s;
 	cfg.drain_interval_ms = h->o.drain_interval_ms;
 	cfg.hw_buffer_bytes = h->o.hw_buffer_bytes;
+	cfg.scratch_bytes = h->o.scratch_bytes;
 	cfg.owner_pid = (uint32_t)getpid();
 	cfg.owner_start_lo = proc_start(cfg.owner_pid);
 	if ((rc = vm_write(p->info.tgid, p->cfg_addr, &cfg, sizeof(cfg))))
@@ -669,6 +670,8 @@ void gs_gpu_host_on_record(struct gs_gpu_host *h, const struct gs_rec_hdr *rec)
 		p->info.hw_buffer_full = s->hw_buffer_full;
 		if (s->reason)
 			p->info.reason = s->reason;
+		if (s->state == GS_GPU_ST_RECOVERED && s->reason == GS_GPU_R_SCRATCH_FULL)
+			p->info.scratch_full++;
 		if (s->gpu.ctx_uid)
 			return; /* per-context detail; the process state follows process records */
 		if (s->state == GS_GPU_ST_ARMED) {
@@ -797,6 +800,7 @@ static const char *reason_short(uint32_t r)
 	case GS_GPU_R_NO_DRIVER: return "no CUDA driver";
 	case GS_GPU_R_BAD_CONFIG: return "options refused";
 	case GS_GPU_R_OTHER_OWNER: return "agent in use by another gpusample";
+	case GS_GPU_R_SCRATCH_FULL: return "scratch buffer full";
 	default: return "CUPTI error";
 	}
 }

@@ -61,6 +61,7 @@ struct gs_gpu_host_opts {
 	uint32_t launch_events_per_s; /* 0 = agent default (200) */
 	uint32_t drain_interval_ms;   /* 0 = agent default (100) */
 	uint64_t hw_buffer_bytes;     /* 0 = CUPTI default */
+	uint64_t scratch_bytes;       /* CUPTI scratch buffer; 0 = agent default (16 MiB) */
 	/* Caps on cubin bytes read from agents (their sizes are the target's
 	 * word): per cubin and in total; 0 = 64 MiB and 512 MiB.  Cubins over
 	 * a cap are not read and are counted (gs_gpu_host_cubin_losses). */
@@ -92,6 +93,7 @@ struct gs_gpu_proc_info {
 	uint32_t contexts, contexts_armed;
 	uint64_t samples;           /* warp samples (base stall reasons) received */
 	uint64_t batches, launch_events, dropped_samples, hw_buffer_full;
+	uint64_t scratch_full;      /* scratch buffer overflows (recovered) seen */
 	uint64_t armed_ktime_ns;    /* ktime of the first ARMED status of this session */
 	uint64_t attach_ktime_ns;   /* CLOCK_MONOTONIC when the probes were attached */
 	uint32_t session;

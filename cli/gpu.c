@@ -55,6 +55,8 @@ int gs_gpu_open(struct session *s)
 	struct gs_gpu_host_opts o = {
 		.sampling_period = s->o->gpu_period_log2,
 		.serialized = s->o->gpu_serialized,
+		.scratch_bytes = (uint64_t)s->o->gpu_scratch_mib << 20,
+		.hw_buffer_bytes = (uint64_t)s->o->gpu_hwbuf_mib << 20,
 		.before_attach = before_attach,
 		.ctx = s,
 	};
@@ -102,8 +104,10 @@ void gs_gpu_launch_env(struct session *s)
 		fprintf(stderr, "gpusample: libgpusample_agent.so not found next to gpusample; "
 			"GPU sampling off (reinstall with make install)\n");
 	}
-	snprintf(s->agent_env[1], sizeof(s->agent_env[1]), "GS_AGENT_OPTS=period=%u%s",
-		 s->o->gpu_period_log2, s->o->gpu_serialized ? ",mode=serialized" : "");
+	snprintf(s->agent_env[1], sizeof(s->agent_env[1]), "GS_AGENT_OPTS=period=%u%s%s%.0u%s%.0u",
+		 s->o->gpu_period_log2, s->o->gpu_serialized ? ",mode=serialized" : "",
+		 s->o->gpu_scratch_mib ? ",scratch=" : "", s->o->gpu_scratch_mib << 20,
+		 s->o->gpu_hwbuf_mib ? ",hwbuf=" : "", s->o->gpu_hwbuf_mib << 20);
 	s->launch_env[n++] = s->agent_env[1];
 	s->launch_env[n] = NULL;
 }
@@ -311,6 +315,16 @@ static int note_process(void *ctx, const struct gs_gpu_proc_info *i)
 			 (unsigned long long)i->dropped_samples);
 		break;
 	}
+	if (i->scratch_full)
+		gs_profile_add_note(&s->prof, "pid %u: the CUPTI scratch buffer overflowed %llu time(s): "
+				    "PC records were lost and sampling restarted with a bigger buffer; "
+				    "start with a larger --gpu-scratch", i->tgid,
+				    (unsigned long long)i->scratch_full);
+	if (i->hw_buffer_full)
+		gs_profile_add_note(&s->prof, "pid %u: the GPU hardware buffer overflowed %llu time(s) "
+				    "(%llu samples dropped); use a longer --gpu-period or a bigger "
+				    "--gpu-hwbuf", i->tgid, (unsigned long long)i->hw_buffer_full,
+				    (unsigned long long)i->dropped_samples);
 	return 0;
 }
 

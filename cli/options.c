@@ -35,6 +35,8 @@ void gs_options_usage(FILE *out)
 "      --no-offcpu         do not record off-CPU time (sched_switch)\n"
 "      --gpu-period N      GPU PC sampling period, 2^N SM cycles (5..31, default 18)\n"
 "      --gpu-serialized    kernel-serialized GPU sampling (exact launch join, slower)\n"
+"      --gpu-scratch MIB   CUPTI scratch buffer for PC records (default 16; grows on overflow)\n"
+"      --gpu-hwbuf MIB     CUPTI hardware buffer in device memory (default CUPTI's, 512)\n"
 "      --cupti PATH        libcupti for GPU source lines (root-owned, not group/other-\n"
 "                          writable; default: the CUDA toolkit's; none: no lines)\n"
 "      --as-root           launch mode: run CMD as root instead of the sudo user\n"
@@ -115,7 +117,7 @@ static int parse_number(const char *what, const char *arg, double lo, double hi,
 enum {
 	OPT_FORMAT = 256, OPT_NO_CHILDREN, OPT_NO_KERNEL, OPT_NO_PYTHON, OPT_NO_CFI,
 	OPT_NO_GPU, OPT_GPU_PERIOD, OPT_GPU_SERIALIZED, OPT_AS_ROOT, OPT_VERSION,
-	OPT_NO_OFFCPU, OPT_CUPTI,
+	OPT_NO_OFFCPU, OPT_CUPTI, OPT_GPU_SCRATCH, OPT_GPU_HWBUF,
 };
 
 static const struct option long_opts[] = {
@@ -134,6 +136,8 @@ static const struct option long_opts[] = {
 	{ "gpu-serialized", no_argument, NULL, OPT_GPU_SERIALIZED },
 	{ "as-root", no_argument, NULL, OPT_AS_ROOT },
 	{ "cupti", required_argument, NULL, OPT_CUPTI },
+	{ "gpu-scratch", required_argument, NULL, OPT_GPU_SCRATCH },
+	{ "gpu-hwbuf", required_argument, NULL, OPT_GPU_HWBUF },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -185,6 +189,16 @@ static int handle_opt(struct gs_options *o, int c, const char *arg)
 	case OPT_GPU_SERIALIZED: o->gpu_serialized = true; return 0;
 	case OPT_AS_ROOT: o->as_root = true; return 0;
 	case OPT_CUPTI: o->cupti = arg; return 0;
+	case OPT_GPU_SCRATCH:
+	case OPT_GPU_HWBUF:
+		if (parse_number(c == OPT_GPU_SCRATCH ? "--gpu-scratch" : "--gpu-hwbuf", arg, 1, 4096, &v) ||
+		    v != (uint32_t)v) {
+			fprintf(stderr, "gpusample: %s takes a whole number of MiB, 1..4096\n",
+				c == OPT_GPU_SCRATCH ? "--gpu-scratch" : "--gpu-hwbuf");
+			return -EINVAL;
+		}
+		*(c == OPT_GPU_SCRATCH ? &o->gpu_scratch_mib : &o->gpu_hwbuf_mib) = (uint32_t)v;
+		return 0;
 	case 'q': o->report = false; return 0;
 	case 'h': gs_options_usage(stdout); return 1;
 	case OPT_VERSION: printf("gpusample %s\n", GS_VERSION); return 1;

@@ -92,7 +92,7 @@ static struct {
 	uint32_t session, reported_session;
 	uint64_t last_drain_ns, last_rate_ns, last_rate_launches;
 	/* counters (status) */
-	uint64_t batches, samples, dropped, hw_full, records_failed;
+	uint64_t batches, samples, dropped, hw_full, scratch_full, records_failed;
 	_Atomic uint64_t launches, launch_events;
 	_Atomic uint32_t launch_every, launch_seq;
 	uint64_t recbuf[GS_GPU_REC_MAX / 8];
@@ -142,6 +142,7 @@ static void default_opts(struct gs_agent_opts *o)
 	o->launch_rate = GS_AGENT_LAUNCH_RATE;
 	o->drain_ms = GS_AGENT_DRAIN_MS;
 	o->cubin_keep = 1ull << 30;
+	o->scratch = GS_AGENT_SCRATCH;
 }
 
 int gs_agent_parse_opts(const char *s, struct gs_agent_opts *o)
@@ -908,6 +909,25 @@ static void emit_batches(struct gs_ctx *c, CUpti_PCSamplingData *d, uint32_t fla
 
 static void ctx_disable(struct gs_ctx *c, bool report_leftovers);
 
+/* Scratch buffer overflow (GetData: OUT_OF_MEMORY, hardwareBufferFull 0):
+ * the PCs that did not fit are lost and CUPTI keeps failing until Disable +
+ * Enable; restart with twice the scratch buffer. */
+static void ctx_recover_scratch(struct gs_ctx *c)
+{
+	uint64_t old = g.opts.scratch ? g.opts.scratch : (1ull << 20);
+
+	g.scratch_full++;
+	if (old < GS_AGENT_SCRATCH_MAX)
+		g.opts.scratch = old * 2;
+	ctx_disable(c, false); /* what CUPTI still holds is incomplete */
+	c->state = CTX_IDLE;
+	if (ctx_enable(c) == 0)
+		emit_status(c, GS_GPU_ST_RECOVERED, GS_GPU_R_SCRATCH_FULL, CUPTI_ERROR_OUT_OF_MEMORY,
+			    "scratch buffer full on GPU %u (%" PRIu64 " MiB): PC records lost; PC "
+			    "sampling restarted with %" PRIu64 " MiB (--gpu-scratch sets the size)",
+			    c->device, old >> 20, g.opts.scratch >> 20);
+}
+
 /* Hardware buffer overflow: data is lost and CUPTI stays wedged until the
  * context is disabled and enabled again. */
 static void ctx_recover(struct gs_ctx *c, CUpti_PCSamplingData *d)
@@ -951,8 +971,15 @@ static void ctx_drain(struct gs_ctx *c)
 		p.ctx = c->ctx;
 		p.pcSamplingData = d;
 		r = g.api.PCSamplingGetData(&p);
+		/* Any OUT_OF_MEMORY is recoverable by Disable + Enable: the
+		 * hardware buffer (hardwareBufferFull, API v19+) or else the
+		 * scratch buffer.  Never off for good. */
 		if (r == CUPTI_ERROR_OUT_OF_MEMORY && (g.api.version < 19 || d->hardwareBufferFull)) {
 			ctx_recover(c, d);
+			return;
+		}
+		if (r == CUPTI_ERROR_OUT_OF_MEMORY) {
+			ctx_recover_scratch(c);
 			return;
 		}
 		if (r != CUPTI_SUCCESS) {

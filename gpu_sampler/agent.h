@@ -58,6 +58,11 @@
 #define GS_AGENT_CFG_PCS 1024        /* PCs in the SAMPLING_DATA_BUFFER */
 #define GS_AGENT_LAUNCH_RATE 200     /* default launch events per second */
 #define GS_AGENT_DRAIN_MS 100
+/* CUPTI's 1 MB scratch buffer holds ~5,500 PCs: PyTorch-class work runs
+ * out (CUPTI_ERROR_OUT_OF_MEMORY).  16 MB, as parcagpu, Proton and
+ * HPCToolkit use; doubled on each overflow up to the max. */
+#define GS_AGENT_SCRATCH (16ull << 20)
+#define GS_AGENT_SCRATCH_MAX (256ull << 20)
 
 void gs_agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

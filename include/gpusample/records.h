@@ -443,6 +443,7 @@ enum gs_gpu_reason {
 	GS_GPU_R_NO_DRIVER = 11,        /* CUPTI could not reach the driver */
 	GS_GPU_R_BAD_CONFIG = 12,       /* options rejected (period outside 5..31, ...) */
 	GS_GPU_R_OTHER_OWNER = 13,      /* host side: another live gpusample owns the agent */
+	GS_GPU_R_SCRATCH_FULL = 14,     /* scratch buffer overflow; recovered, bigger buffer */
 };
 struct gs_gpu_status {
 	struct gs_rec_hdr hdr;  /* type GS_REC_GPU_STATUS */

@@ -28,6 +28,14 @@
  *   FAKE_CUPTI_OLD_SUBSCRIBER  name reported with "subscribers"
  *                        (default "CUPTI for Kineto")
  *   FAKE_CUPTI_SAMPLES   warp samples per launch (default 40)
+ *   FAKE_CUPTI_PC_SPREAD distinct PCs a kernel's samples spread over
+ *                        (default: up to 4 inside the function)
+ *
+ * Scratch buffer, as documented for CUPTI: PC records parsed since the last
+ * GetData wait there; its size (CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_
+ * SCRATCH_BUFFER_SIZE, default 1 MB) holds about 5,500 PCs.  A new PC that
+ * does not fit is lost, and GetData returns CUPTI_ERROR_OUT_OF_MEMORY with
+ * hardwareBufferFull 0 until Disable + Enable.
  *   FAKE_CUPTI_STATS     file written at exit: "key value" lines (call
  *                        counts per function, samples generated, ...)
  *   FAKE_CUPTI_REAL      real libcupti for cuptiGetCubinCrc (default
@@ -73,7 +81,8 @@ static const char *const call_names[C_NR] = {
 };
 static _Atomic uint64_t calls[C_NR];
 static _Atomic uint64_t st_launches, st_launch_cb, st_resource_cb, st_generated, st_delivered,
-	st_dropped, st_hwfull, st_bad_size, st_order_err, st_enable_ok;
+	st_dropped, st_hwfull, st_bad_size, st_order_err, st_enable_ok, st_scratch_full,
+	st_scratch_lost, st_scratch_bytes;
 #define COUNT(c) atomic_fetch_add(&calls[c], 1)
 
 /* ---- stall reason tables ----------------------------------------------- */
@@ -170,7 +179,10 @@ struct pcrec {
 
 struct pcs_state {
 	struct fake_ctx *ctx;
-	bool enabled, configured, start_stop, started, hw_full;
+	bool enabled, configured, start_stop, started, hw_full, scratch_full;
+	uint64_t scratch;        /* bytes configured; 0 = CUPTI's 1 MB */
+	uint32_t *slots;         /* pending recs by key: index + 1, 0 = empty */
+	size_t n_slots;
 	uint32_t mode, period;
 	uint32_t selected[MAX_REASONS]; /* slots selected */
 	size_t n_selected;
@@ -408,15 +420,59 @@ static void hook_resource(int cbid, struct fake_ctx *c, struct fake_module *m)
 
 static uint64_t crc_of(const void *image, size_t size);
 
-static struct pcrec *rec_for(struct pcs_state *s, struct fake_func *f, uint64_t off, uint32_t corr)
+static size_t rec_slot(const struct pcs_state *s, uint64_t crc, uint32_t fidx, uint64_t off,
+		       uint32_t corr)
 {
-	uint64_t crc = (uint64_t)(uintptr_t)f->mod->image; /* replaced below */
+	uint64_t h = (crc ^ (off * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)fidx << 32) ^ corr) *
+		     0xff51afd7ed558ccdull;
+	return (size_t)(h ^ (h >> 29)) & (s->n_slots - 1);
+}
 
-	crc = crc_of(f->mod->image, f->mod->size);
+/* Slot of the pending record with this key, or the empty slot for it. */
+static uint32_t *rec_find(struct pcs_state *s, uint64_t crc, uint32_t fidx, uint64_t off,
+			  uint32_t corr)
+{
+	for (size_t i = rec_slot(s, crc, fidx, off, corr);; i = (i + 1) & (s->n_slots - 1)) {
+		uint32_t v = s->slots[i];
+		if (!v)
+			return &s->slots[i];
+		struct pcrec *r = &s->recs[v - 1];
+		if (r->crc == crc && r->fidx == fidx && r->off == off && r->corr == corr)
+			return &s->slots[i]; /* pending, or already read (stale) */
+	}
+}
+
+static void rec_rehash(struct pcs_state *s)
+{
+	size_t need = (s->n_recs + 1) * 2;
+	if (s->n_slots >= need && s->n_recs)
+		return;
+	size_t n = s->n_slots ? s->n_slots : 1024;
+	while (n < need)
+		n *= 2;
+	free(s->slots);
+	s->slots = calloc(n, sizeof(*s->slots));
+	s->n_slots = n;
 	for (size_t i = s->read_pos; i < s->n_recs; i++) {
 		struct pcrec *r = &s->recs[i];
-		if (r->crc == crc && r->fidx == f->index && r->off == off && r->corr == corr)
-			return r;
+		*rec_find(s, r->crc, r->fidx, r->off, r->corr) = (uint32_t)i + 1;
+	}
+}
+
+static struct pcrec *rec_for(struct pcs_state *s, struct fake_func *f, uint64_t off, uint32_t corr)
+{
+	uint64_t crc = crc_of(f->mod->image, f->mod->size);
+	uint64_t cap = (s->scratch ? s->scratch : (1u << 20)) * 5500 / (1u << 20);
+
+	if (!s->n_slots || (s->n_recs + 1) * 2 > s->n_slots)
+		rec_rehash(s);
+	uint32_t *slot = rec_find(s, crc, f->index, off, corr);
+	if (*slot && *slot - 1 >= s->read_pos)
+		return &s->recs[*slot - 1];
+	if (s->n_recs - s->read_pos >= cap) {
+		s->scratch_full = true; /* sticky until Disable + Enable */
+		atomic_fetch_add(&st_scratch_full, 1);
+		return NULL;
 	}
 	if (s->n_recs == s->cap_recs) {
 		s->cap_recs = s->cap_recs ? s->cap_recs * 2 : 64;
@@ -429,6 +485,7 @@ static struct pcrec *rec_for(struct pcs_state *s, struct fake_func *f, uint64_t 
 	r->fidx = f->index;
 	r->corr = corr;
 	r->f = f;
+	*slot = (uint32_t)(s->n_recs - 1) + 1;
 	return r;
 }
 
@@ -441,6 +498,7 @@ static bool sampling_active(const struct pcs_state *s)
 static void run_kernel(struct fake_ctx *c, struct fake_func *f, uint32_t corr)
 {
 	static int per_launch = -1;
+	static uint64_t spread;
 	struct pcs_state *s;
 	const struct table *t = table_for(c);
 	uint64_t limit;
@@ -448,6 +506,8 @@ static void run_kernel(struct fake_ctx *c, struct fake_func *f, uint32_t corr)
 	if (per_launch < 0) {
 		const char *e = getenv("FAKE_CUPTI_SAMPLES");
 		per_launch = e ? atoi(e) : 40;
+		e = getenv("FAKE_CUPTI_PC_SPREAD");
+		spread = e ? strtoull(e, NULL, 0) : 0;
 	}
 	pthread_mutex_lock(&lock);
 	s = state_of((CUcontext)c, false);
@@ -463,6 +523,8 @@ static void run_kernel(struct fake_ctx *c, struct fake_func *f, uint32_t corr)
 	for (int k = 0; k < per_launch; k++) {
 		uint64_t npc = f->size / 16 < 4 ? (f->size / 16 ? f->size / 16 : 1) : 4;
 		uint64_t off = ((rnd() % npc) * 7 % (f->size / 16 ? f->size / 16 : 1)) * 16;
+		if (spread)
+			off = (rnd() % spread) * 16;
 		int slot = t->base_slot[rnd() % t->n_base], twin = twin_slot(t, slot);
 		bool sel = false;
 
@@ -485,8 +547,12 @@ static void run_kernel(struct fake_ctx *c, struct fake_func *f, uint32_t corr)
 		}
 		if (!sel)
 			continue;
-		struct pcrec *r = rec_for(s, f, off,
-					  s->mode == CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED ? corr : 0);
+		struct pcrec *r = s->scratch_full ? NULL :
+			rec_for(s, f, off, s->mode == CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED ? corr : 0);
+		if (!r) {
+			atomic_fetch_add(&st_scratch_lost, 1);
+			continue;
+		}
 		r->counts[slot]++;
 		if (twin >= 0 && (rnd() & 1))
 			r->counts[twin]++;
@@ -642,6 +708,8 @@ static void copy_out(struct pcs_state *s, CUpti_PCSamplingData *d, bool once_tot
 	}
 	if (s->read_pos == s->n_recs)
 		s->read_pos = s->n_recs = 0;
+	if (!s->n_recs && s->slots)
+		memset(s->slots, 0, s->n_slots * sizeof(*s->slots));
 }
 
 static size_t min_data_size(void)
@@ -692,7 +760,12 @@ API CUptiResult cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams *p)
 		pthread_mutex_unlock(&lock);
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	}
-	if (s->hw_full) {
+	if (s->scratch_full) {
+		d->totalNumPcs = d->remainingNumPcs = 0;
+		if (d->size > offsetof(CUpti_PCSamplingData, hardwareBufferFull))
+			d->hardwareBufferFull = 0;
+		r = CUPTI_ERROR_OUT_OF_MEMORY;
+	} else if (s->hw_full) {
 		d->totalNumPcs = 0;
 		d->remainingNumPcs = 0;
 		d->totalSamples = s->pend_total;
@@ -724,11 +797,13 @@ API CUptiResult cuptiPCSamplingDisable(CUpti_PCSamplingDisableParams *p)
 		pthread_mutex_unlock(&lock);
 		return CUPTI_ERROR_INVALID_OPERATION;
 	}
-	if (s->cfg_buf && !s->hw_full && data_ok(s->cfg_buf, s->n_selected))
+	if (s->cfg_buf && !s->hw_full && !s->scratch_full && data_ok(s->cfg_buf, s->n_selected))
 		copy_out(s, s->cfg_buf, true);
 	s->enabled = s->configured = s->started = false;
-	s->hw_full = false;
+	s->hw_full = s->scratch_full = false;
 	s->n_recs = s->read_pos = 0; /* what did not fit the buffer is discarded */
+	if (s->slots)
+		memset(s->slots, 0, s->n_slots * sizeof(*s->slots));
 	/* functionName strings now belong to the client */
 	free(s->names);
 	s->names = NULL;
@@ -800,6 +875,9 @@ static CUptiResult set_one(struct pcs_state *s, CUpti_PCSamplingConfigurationInf
 		return CUPTI_SUCCESS;
 	}
 	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE:
+		s->scratch = a->attributeData.scratchBufferSizeData.scratchBufferSize;
+		atomic_store(&st_scratch_bytes, s->scratch);
+		return CUPTI_SUCCESS;
 	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE:
 		return CUPTI_SUCCESS;
 	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE: {
@@ -1039,6 +1117,9 @@ static void write_stats(void)
 	fprintf(f, "samples_delivered %llu\n", (unsigned long long)atomic_load(&st_delivered));
 	fprintf(f, "samples_dropped %llu\n", (unsigned long long)atomic_load(&st_dropped));
 	fprintf(f, "hw_buffer_full %llu\n", (unsigned long long)atomic_load(&st_hwfull));
+	fprintf(f, "scratch_full %llu\n", (unsigned long long)atomic_load(&st_scratch_full));
+	fprintf(f, "scratch_lost %llu\n", (unsigned long long)atomic_load(&st_scratch_lost));
+	fprintf(f, "scratch_bytes %llu\n", (unsigned long long)atomic_load(&st_scratch_bytes));
 	fprintf(f, "bad_size %llu\n", (unsigned long long)atomic_load(&st_bad_size));
 	fprintf(f, "order_errors %llu\n", (unsigned long long)atomic_load(&st_order_err));
 	fprintf(f, "enables %llu\n", (unsigned long long)atomic_load(&st_enable_ok));
