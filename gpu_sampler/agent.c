@@ -57,6 +57,20 @@ struct gs_ctx {
 	CUpti_PCSamplingData get_data, cfg_data;
 	uint32_t period, mode, seq, overflows;
 	bool in_use;
+	/* DESTROY_STARTING came while g.lock was busy: the context is gone for
+	 * CUPTI; set without the lock, reaped (no CUPTI call) under it. */
+	_Atomic bool gone;
+};
+
+/* A module loaded while g.lock was busy: copied without the lock, added to
+ * the store by the watcher (a cubin must never be dropped). */
+struct pending_cubin {
+	struct pending_cubin *next;
+	CUcontext ctx;
+	void *copy;
+	size_t size;
+	uint32_t module_id;
+	bool unloaded;
 };
 
 struct gs_cubin {
@@ -84,9 +98,10 @@ static struct {
 	struct gs_agent_opts env_opts, opts;
 	struct gs_ctx ctx[GS_AGENT_MAX_CTX];
 	_Atomic(CUcontext) pending[GS_AGENT_MAX_CTX]; /* contexts seen without the lock */
+	_Atomic(struct pending_cubin *) pending_cubins;
 	struct gs_cubin *cubins;
 	size_t n_cubins, cap_cubins, cubin_bytes;
-	struct name_ent *names; /* CUPTI-allocated function names seen (freed at disarm) */
+	struct name_ent *names; /* CUPTI-allocated function names by pointer (freed at exit) */
 	size_t n_names, cap_names;
 	bool armed, launch_cb_on;
 	uint32_t session, reported_session;
@@ -344,9 +359,27 @@ static void set_off(uint32_t reason, int result, const char *msg)
 static struct gs_ctx *ctx_find(CUcontext ctx)
 {
 	for (int i = 0; i < GS_AGENT_MAX_CTX; i++)
-		if (g.ctx[i].in_use && g.ctx[i].ctx == ctx)
+		if (g.ctx[i].in_use && g.ctx[i].ctx == ctx && !atomic_load(&g.ctx[i].gone))
 			return &g.ctx[i];
 	return NULL;
+}
+
+static void free_ctx_buffers(struct gs_ctx *c);
+
+/* Drop contexts destroyed while the lock was busy, without a CUPTI call:
+ * CUPTI tore their PC sampling down with them, and their CUcontext value
+ * may already name a new context.  Caller holds g.lock. */
+static void reap_gone(void)
+{
+	for (int i = 0; i < GS_AGENT_MAX_CTX; i++) {
+		struct gs_ctx *c = &g.ctx[i];
+		if (!c->in_use || !atomic_load(&c->gone))
+			continue;
+		gs_agent_log("context %u destroyed while busy: dropped", c->uid);
+		free_ctx_buffers(c);
+		c->state = CTX_IDLE;
+		c->in_use = false;
+	}
 }
 
 static struct gs_ctx *ctx_add(CUcontext ctx)
@@ -360,6 +393,7 @@ static struct gs_ctx *ctx_add(CUcontext ctx)
 		if (c->in_use)
 			continue;
 		memset(c, 0, sizeof(*c));
+		atomic_store(&c->gone, false);
 		c->in_use = true;
 		c->ctx = ctx;
 		c->device = ~0u;
@@ -387,38 +421,63 @@ static void queue_pending(CUcontext ctx)
 	}
 }
 
-/* Hash of a CUPTI-owned function name, remembering the pointer to free it. */
+static size_t name_slot(const char *p)
+{
+	uint64_t x = (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull;
+	return (size_t)(x >> 29) & (g.cap_names - 1);
+}
+
+static bool names_grow(void)
+{
+	size_t cap = g.cap_names ? g.cap_names * 2 : 256;
+	struct name_ent *old = g.names, *n = calloc(cap, sizeof(*n));
+	size_t old_cap = g.cap_names;
+
+	if (!n)
+		return false;
+	g.names = n;
+	g.cap_names = cap;
+	for (size_t i = 0; i < old_cap; i++)
+		if (old[i].ptr) {
+			size_t k = name_slot(old[i].ptr);
+			while (g.names[k].ptr)
+				k = (k + 1) & (cap - 1);
+			g.names[k] = old[i];
+		}
+	free(old);
+	return true;
+}
+
+/* Hash of a CUPTI-owned function name, looked up by pointer (one hash per
+ * string, not per record) and remembered so it is freed exactly once. */
 static uint64_t name_hash(char *p)
 {
-	struct name_ent *n;
+	size_t k;
 
 	if (!p)
 		return 0;
-	for (size_t i = 0; i < g.n_names; i++)
-		if (g.names[i].ptr == p)
-			return g.names[i].hash;
-	if (g.n_names == g.cap_names) {
-		size_t cap = g.cap_names ? g.cap_names * 2 : 64;
-		n = realloc(g.names, cap * sizeof(*n));
-		if (!n)
-			return gs_kernel_name_hash(p);
-		g.names = n;
-		g.cap_names = cap;
-	}
-	n = &g.names[g.n_names++];
-	n->ptr = p;
-	n->hash = gs_kernel_name_hash(p);
-	return n->hash;
+	if ((g.n_names + 1) * 2 > g.cap_names && !names_grow())
+		return gs_kernel_name_hash(p); /* not remembered: leaked, never double-freed */
+	for (k = name_slot(p); g.names[k].ptr; k = (k + 1) & (g.cap_names - 1))
+		if (g.names[k].ptr == p)
+			return g.names[k].hash;
+	g.names[k].ptr = p;
+	g.names[k].hash = gs_kernel_name_hash(p);
+	g.n_names++;
+	return g.names[k].hash;
 }
 
-/* CUPTI allocates functionName strings and may share one pointer between
- * records and calls; the client frees each unique pointer once, after it is
- * done with every record (after Disable). */
+/* CUPTI may hand the same functionName pointer out again in a later
+ * session (after Disable + Enable): freeing at disarm would make a second
+ * attach read freed memory and free it twice.  So only at process exit,
+ * when no record can come any more. */
 static void free_names(void)
 {
-	for (size_t i = 0; i < g.n_names; i++)
+	for (size_t i = 0; i < g.cap_names; i++)
 		free(g.names[i].ptr);
-	g.n_names = 0;
+	free(g.names);
+	g.names = NULL;
+	g.n_names = g.cap_names = 0;
 }
 
 static void emit_cubin(const struct gs_cubin *b, uint32_t extra_flags)
@@ -481,6 +540,46 @@ static struct gs_cubin *cubin_add(const CUpti_ModuleResourceData *m, const struc
 		b->flags |= GS_GPU_CUBIN_NOT_KEPT;
 	}
 	return b;
+}
+
+/* Module callback that missed the lock: keep a copy, never drop it. */
+static void queue_cubin(CUcontext ctx, const CUpti_ModuleResourceData *m, bool unloaded)
+{
+	struct pending_cubin *q;
+
+	if (!m || !m->pCubin || !m->cubinSize || !(q = calloc(1, sizeof(*q))))
+		return;
+	if (!(q->copy = malloc(m->cubinSize))) {
+		free(q);
+		return;
+	}
+	memcpy(q->copy, m->pCubin, m->cubinSize);
+	q->ctx = ctx;
+	q->size = m->cubinSize;
+	q->module_id = m->moduleId;
+	q->unloaded = unloaded;
+	q->next = atomic_load(&g.pending_cubins);
+	while (!atomic_compare_exchange_weak(&g.pending_cubins, &q->next, q))
+		;
+}
+
+/* Caller holds g.lock. */
+static void adopt_cubins(void)
+{
+	struct pending_cubin *q = atomic_exchange(&g.pending_cubins, NULL), *next;
+
+	for (; q; q = next) {
+		CUpti_ModuleResourceData m = { .moduleId = q->module_id, .cubinSize = q->size,
+					       .pCubin = q->copy };
+		struct gs_cubin *b = cubin_add(&m, ctx_add(q->ctx));
+		if (b && q->unloaded)
+			b->flags |= GS_GPU_CUBIN_UNLOADED;
+		if (b && g.armed)
+			emit_cubin(b, 0);
+		next = q->next;
+		free(q->copy);
+		free(q);
+	}
 }
 
 /* ---- PC sampling per context ------------------------------------------- */
@@ -776,7 +875,7 @@ static int ctx_arm(struct gs_ctx *c)
 	struct gs_ctx *o;
 	int rc;
 
-	if (c->state == CTX_ARMED || g.off_reason)
+	if (c->state == CTX_ARMED || g.off_reason || atomic_load(&c->gone))
 		return 0;
 	if (!ctx_armable(c))
 		return -1;
@@ -956,7 +1055,7 @@ static void ctx_drain(struct gs_ctx *c)
 {
 	CUpti_PCSamplingGetDataParams p = { .size = CUpti_PCSamplingGetDataParamsSize };
 
-	if (c->state != CTX_ARMED)
+	if (c->state != CTX_ARMED || atomic_load(&c->gone))
 		return;
 	for (int guard = 0; guard < 4096; guard++) {
 		CUpti_PCSamplingData *d = &c->get_data;
@@ -998,7 +1097,7 @@ static void ctx_disable(struct gs_ctx *c, bool report_leftovers)
 {
 	CUpti_PCSamplingDisableParams dp = { .size = CUpti_PCSamplingDisableParamsSize };
 
-	if (c->state != CTX_ARMED)
+	if (c->state != CTX_ARMED || atomic_load(&c->gone))
 		return;
 	c->cfg_data.totalNumPcs = 0;
 	dp.ctx = c->ctx;
@@ -1101,7 +1200,9 @@ static void adopt_pending(void)
 
 static void arm_all(void)
 {
+	reap_gone();
 	adopt_pending();
+	adopt_cubins();
 	for (int i = 0; i < GS_AGENT_MAX_CTX; i++) {
 		struct gs_ctx *c = &g.ctx[i];
 		if (!c->in_use || !ctx_armable(c))
@@ -1178,7 +1279,6 @@ static void disarm(void)
 			c->state = CTX_IDLE; /* may be the sampled one next time */
 		free_ctx_buffers(c);
 	}
-	free_names();
 	emit_status(NULL, GS_GPU_ST_DISARMED, g.off_reason, g.off_result,
 		    "disarmed: %" PRIu64 " PC samples in %" PRIu64 " batches, %" PRIu64 " dropped, "
 		    "%" PRIu64 " launch events", g.samples, g.batches, g.dropped,
@@ -1206,8 +1306,13 @@ static void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 		pthread_mutex_unlock(&g.lock);
 		return;
 	case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING:
-		if (!lock_bounded(200))
-			return; /* CUPTI tears PC sampling down with the context */
+		if (!lock_bounded(200)) {
+			/* CUPTI tears PC sampling down with the context; never
+			 * touch it again (the watcher reaps the entry). */
+			if ((c = ctx_find(rd->context)))
+				atomic_store(&c->gone, true);
+			return;
+		}
 		if ((c = ctx_find(rd->context))) {
 			if (c->state == CTX_ARMED && !g.exiting) {
 				ctx_drain(c);
@@ -1223,8 +1328,11 @@ static void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 		const CUpti_ModuleResourceData *m = rd->resourceDescriptor;
 		struct gs_cubin *b;
 
-		if (!lock_bounded(100))
+		if (!lock_bounded(100)) {
+			queue_cubin(rd->context, m, cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING);
 			return;
+		}
+		adopt_cubins(); /* earlier ones first */
 		c = ctx_add(rd->context); /* finds it, or adds one created before us */
 		/* A module load/unload starts a new range: drain first so PCs of
 		 * the old and new module never mix. */
@@ -1275,6 +1383,8 @@ static void watcher_tick(void)
 		pthread_mutex_unlock(&g.lock);
 		return;
 	}
+	reap_gone();
+	adopt_cubins();
 	if (want && g.armed && gs_agent_cfg.session != g.session) {
 		disarm(); /* re-attached between two polls: start a new session */
 	}
@@ -1316,18 +1426,18 @@ static void at_exit(void)
 		g.exiting = true;
 		return;
 	}
+	/* No GetData or Disable here: at exit the driver may already have torn
+	 * the contexts down (parcagpu avoids the same calls).  Contexts the
+	 * program destroyed were drained at DESTROY_STARTING; what the others
+	 * collected since the last drain (one drain interval) is lost. */
 	if (g.armed) {
-		for (int i = 0; i < GS_AGENT_MAX_CTX; i++)
-			if (g.ctx[i].in_use && g.ctx[i].state == CTX_ARMED) {
-				ctx_drain(&g.ctx[i]);
-				ctx_disable(&g.ctx[i], true);
-			}
 		emit_status(NULL, GS_GPU_ST_DISARMED, 0, 0,
 			    "process exiting: %" PRIu64 " PC samples in %" PRIu64 " batches",
 			    g.samples, g.batches);
 		g.armed = false;
 	}
 	g.exiting = true;
+	free_names(); /* no record can refer to them any more */
 	pthread_mutex_unlock(&g.lock);
 }
 

@@ -190,11 +190,16 @@ struct pcs_state {
 	struct pcrec *recs;
 	size_t n_recs, cap_recs, read_pos;
 	uint64_t range, pend_total, pend_dropped, pend_nonuser, since_drain;
-	char **names; /* CUPTI-owned functionName strings of this enable */
-	size_t n_names;
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* functionName strings, one per function for the life of the process: "might
+ * be shared across all the records including records from activity APIs
+ * representing the same function" (cupti_pcsampling.h), so the same pointer
+ * comes back after Disable + Enable.  The client frees them, once, when it
+ * is done with every record. */
+static char **names;
+static size_t n_names;
 static struct pcs_state ctxs[MAX_CTX];
 static CUpti_CallbackFunc sub_fn;
 static void *sub_ud;
@@ -664,13 +669,13 @@ static void copy_out(struct pcs_state *s, CUpti_PCSamplingData *d, bool once_tot
 		size_t k = 0;
 		char *name = NULL;
 
-		for (size_t i = 0; i < s->n_names; i++)
-			if (!strcmp(s->names[i], r->f->name))
-				name = s->names[i];
+		for (size_t i = 0; i < n_names && !name; i++)
+			if (!strcmp(names[i], r->f->name))
+				name = names[i];
 		if (!name) {
 			name = strdup(r->f->name);
-			s->names = realloc(s->names, (s->n_names + 1) * sizeof(*s->names));
-			s->names[s->n_names++] = name;
+			names = realloc(names, (n_names + 1) * sizeof(*names));
+			names[n_names++] = name;
 		}
 		o->cubinCrc = r->crc;
 		o->pcOffset = r->off;
@@ -804,10 +809,6 @@ API CUptiResult cuptiPCSamplingDisable(CUpti_PCSamplingDisableParams *p)
 	s->n_recs = s->read_pos = 0; /* what did not fit the buffer is discarded */
 	if (s->slots)
 		memset(s->slots, 0, s->n_slots * sizeof(*s->slots));
-	/* functionName strings now belong to the client */
-	free(s->names);
-	s->names = NULL;
-	s->n_names = 0;
 	pthread_mutex_unlock(&lock);
 	return CUPTI_SUCCESS;
 }
