@@ -82,7 +82,7 @@ static const char *const call_names[C_NR] = {
 static _Atomic uint64_t calls[C_NR];
 static _Atomic uint64_t st_launches, st_launch_cb, st_resource_cb, st_generated, st_delivered,
 	st_dropped, st_hwfull, st_bad_size, st_order_err, st_enable_ok, st_scratch_full,
-	st_scratch_lost, st_scratch_bytes;
+	st_scratch_lost, st_scratch_bytes, st_names_freed_early;
 #define COUNT(c) atomic_fetch_add(&calls[c], 1)
 
 /* ---- stall reason tables ----------------------------------------------- */
@@ -198,7 +198,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
  * representing the same function" (cupti_pcsampling.h), so the same pointer
  * comes back after Disable + Enable.  The client frees them, once, when it
  * is done with every record. */
-static char **names;
+static struct { const struct fake_func *f; char *s; } *names;
 static size_t n_names;
 static struct pcs_state ctxs[MAX_CTX];
 static CUpti_CallbackFunc sub_fn;
@@ -670,12 +670,18 @@ static void copy_out(struct pcs_state *s, CUpti_PCSamplingData *d, bool once_tot
 		char *name = NULL;
 
 		for (size_t i = 0; i < n_names && !name; i++)
-			if (!strcmp(names[i], r->f->name))
-				name = names[i];
+			if (names[i].f == r->f) {
+				name = names[i].s;
+				/* A client that freed it already (e.g. at Disable)
+				 * reads and frees it again from here on. */
+				if (strcmp(name, r->f->name))
+					atomic_fetch_add(&st_names_freed_early, 1);
+			}
 		if (!name) {
 			name = strdup(r->f->name);
 			names = realloc(names, (n_names + 1) * sizeof(*names));
-			names[n_names++] = name;
+			names[n_names].f = r->f;
+			names[n_names++].s = name;
 		}
 		o->cubinCrc = r->crc;
 		o->pcOffset = r->off;
@@ -1119,6 +1125,7 @@ static void write_stats(void)
 	fprintf(f, "samples_dropped %llu\n", (unsigned long long)atomic_load(&st_dropped));
 	fprintf(f, "hw_buffer_full %llu\n", (unsigned long long)atomic_load(&st_hwfull));
 	fprintf(f, "scratch_full %llu\n", (unsigned long long)atomic_load(&st_scratch_full));
+	fprintf(f, "names_freed_early %llu\n", (unsigned long long)atomic_load(&st_names_freed_early));
 	fprintf(f, "scratch_lost %llu\n", (unsigned long long)atomic_load(&st_scratch_lost));
 	fprintf(f, "scratch_bytes %llu\n", (unsigned long long)atomic_load(&st_scratch_bytes));
 	fprintf(f, "bad_size %llu\n", (unsigned long long)atomic_load(&st_bad_size));

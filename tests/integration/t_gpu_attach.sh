@@ -21,6 +21,9 @@ gen=$(stat samples_delivered); got=$(val samples)
 [ "${gen:-0}" -gt 1000 ] || fail "double delivered only ${gen:-0} samples"
 [ "$got" = "$gen" ] || fail "host got $got warp samples, CUPTI delivered $gen"
 [ "$(val bad_refs)" = 0 ] || fail "stall indices or name hashes that do not match"
+# CUPTI hands a function's name pointer out again in the second session:
+# the agent must not have freed it at the first disarm.
+[ "$(stat names_freed_early)" = 0 ] || fail "agent freed CUPTI's function names before exit ($(stat names_freed_early) reads of freed names)"
 [ "$(val not_issued)" -gt 0 ] || fail "no _not_issued samples kept apart"
 for k in axpy _Z5scaleIfEvPT_S0_i _Z10reduce_sumPKfPfi; do
 	n=$(awk -v k="$k" '$1 == "kernel" && $2 == k { print $3 }' "$T/driver.out")
