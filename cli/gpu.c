@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/progress.h"
 #include "cli/session_int.h"
@@ -84,6 +85,46 @@ int gs_gpu_open(struct session *s)
 	return 0;
 }
 
+/* RmProfilingAdminOnly from the NVIDIA driver's parameters: 1 when only
+ * admin (root, CAP_SYS_ADMIN) processes may use the GPU's performance
+ * counters, 0 when anyone may, -1 when unknown (no driver).  The file
+ * comes from the nvidia module; GS_NVIDIA_PARAMS names another one for
+ * tests (it only changes the advice below). */
+static int rm_profiling_admin_only(void)
+{
+	const char *path = getenv("GS_NVIDIA_PARAMS");
+	char line[256];
+	int v = -1;
+	FILE *f = fopen(path && *path ? path : "/proc/driver/nvidia/params", "re");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "RmProfilingAdminOnly: %d", &v) == 1)
+			break;
+	fclose(f);
+	return v == 0 || v == 1 ? v : -1;
+}
+
+/* sudo gpusample -- CMD runs CMD as the invoking user: with the driver's
+ * default RmProfilingAdminOnly=1, CUPTI then refuses PC sampling.  Say so
+ * before the run, with both ways out. */
+static void check_gpu_privileges(struct session *s)
+{
+	const char *uid = getenv("SUDO_UID"), *user = getenv("SUDO_USER");
+
+	if (s->o->as_root || geteuid() != 0 || !uid || !strtoul(uid, NULL, 10) ||
+	    rm_profiling_admin_only() != 1)
+		return;
+	fprintf(stderr, "gpusample: the NVIDIA driver lets only admin users sample GPU PCs "
+		"(RmProfilingAdminOnly=1) and CMD will run as %s (uid %s): GPU sampling will be "
+		"refused.  Rerun with --as-root, or set the nvidia module option "
+		"NVreg_RestrictProfilingToAdminUsers=0\n", user && *user ? user : "the sudo user", uid);
+	gs_profile_add_note(&s->prof, "the command ran as uid %s while the NVIDIA driver restricts "
+			    "GPU profiling to admin users (RmProfilingAdminOnly=1): use --as-root or "
+			    "NVreg_RestrictProfilingToAdminUsers=0 for GPU samples", uid);
+}
+
 void gs_gpu_launch_env(struct session *s)
 {
 	char path[512];
@@ -92,6 +133,7 @@ void gs_gpu_launch_env(struct session *s)
 
 	if (!s->o->gpu)
 		return;
+	check_gpu_privileges(s);
 	if (have && *have) {
 		/* Someone else's injection library: leave it, and say so. */
 		if (!strstr(have, "libgpusample_agent"))
