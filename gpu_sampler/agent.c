@@ -1406,10 +1406,26 @@ static void watcher_tick(void)
 	pthread_mutex_unlock(&g.lock);
 }
 
+/* CUPTI "could not reach the driver" at InitializeInjection: on a host
+ * without a GPU that is the driver's CUDA_ERROR_NO_DEVICE.  Asked once the
+ * application's cuInit has returned (never from inside it). */
+static void explain_no_driver(void)
+{
+	if (g.off_reason != GS_GPU_R_NO_DRIVER || !g.api.Init)
+		return;
+	if (g.api.Init(0) == CUDA_ERROR_NO_DEVICE)
+		set_off(GS_GPU_R_NO_DRIVER, CUDA_ERROR_NO_DEVICE,
+			"no CUDA device: the driver sees no GPU (cuInit: CUDA_ERROR_NO_DEVICE); "
+			"CPU profile only");
+}
+
 static void *watcher(void *arg)
 {
 	struct timespec ts = { 0, GS_AGENT_POLL_MS * 1000000L };
 
+	pthread_mutex_lock(&g.lock);
+	explain_no_driver();
+	pthread_mutex_unlock(&g.lock);
 	for (;;) {
 		nanosleep(&ts, NULL);
 		if (g.exiting || g.forked)

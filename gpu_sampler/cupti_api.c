@@ -177,6 +177,7 @@ int gs_cupti_open(struct gs_cupti *c, char *err, size_t errlen)
 		*(void **)&c->CtxPush = dlsym(drv, "cuCtxPushCurrent_v2");
 		*(void **)&c->CtxPop = dlsym(drv, "cuCtxPopCurrent_v2");
 		*(void **)&c->DevAttr = dlsym(drv, "cuDeviceGetAttribute");
+		*(void **)&c->Init = dlsym(drv, "cuInit");
 	}
 	return 0;
 }

@@ -44,6 +44,7 @@ struct gs_cupti {
 	CUresult (*CtxPush)(CUcontext);
 	CUresult (*CtxPop)(CUcontext *);
 	CUresult (*DevAttr)(int *, CUdevice_attribute, CUdevice);
+	CUresult (*Init)(unsigned int); /* cuInit: only after the driver's own cuInit returned */
 };
 
 /* Find and bind libcupti.  Returns 0, or -1 with a message in err

@@ -37,4 +37,7 @@ if [ ! -d "$NPM_DIR/speedscope" ] || [ ! -d "$NPM_DIR/ajv" ]; then
 			speedscope@1.25.0 ajv@8 >/dev/null)
 	fi
 fi
+# The real CUDA driver library (no GPU needed) for t_gpu_real_driver.sh,
+# unpacked into the build folder, never installed.
+"$(dirname "$0")/fetch-libcuda.sh" "$(cd "$(dirname "$0")/.." && pwd)/${BUILD:-build}/realdrv"
 echo "install-deps: ok"
