@@ -99,6 +99,7 @@ WORKLOAD_BINS := $(WORKLOAD_SRCS:tests/workloads/%.c=$(BUILD)/workloads/%)
 # Test helper programs and fakes (GPU double etc.) are added here by their owners.
 TEST_HELPERS := $(UNIT_BINS) $(WORKLOAD_BINS)
 -include tests/fakes/fakes.mk
+-include tests/gpu/devkit.mk
 -include tests/workloads/workloads.mk
 -include tests/unit/cuda/cuda.mk
 

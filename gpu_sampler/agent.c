@@ -39,6 +39,11 @@ __attribute__((visibility("default"))) volatile struct gs_gpu_agent_cfg gs_agent
 	.version = GS_GPU_CFG_VERSION,
 };
 
+/* 1 while a gpusample session has the agent armed (and GPU sampling is not
+ * off process-wide), else 0: read by the device kit's workload so its
+ * timed loop starts only once sampling is on. */
+__attribute__((visibility("default"))) volatile uint32_t gs_agent_armed;
+
 enum ctx_state { CTX_IDLE = 0, CTX_ARMED = 1, CTX_OFF = 2 };
 
 struct gs_ctx {
@@ -1245,6 +1250,7 @@ static void arm(void)
 	/* Launch callbacks only while something is sampled, or while no
 	 * context is known yet (late attach: the first launch names it). */
 	set_launch_callbacks(count_armed() > 0 || count_live() == 0);
+	gs_agent_armed = 1;
 	emit_status(NULL, GS_GPU_ST_ARMED, 0, 0, "armed: %u of %u contexts sampled, %s, CUPTI %u at %s",
 		    count_armed(), count_live(),
 		    g.opts.mode == GS_GPU_MODE_SERIALIZED ? "kernel-serialized" : "continuous",
@@ -1284,6 +1290,7 @@ static void disarm(void)
 		    "%" PRIu64 " launch events", g.samples, g.batches, g.dropped,
 		    (uint64_t)atomic_load(&g.launch_events));
 	g.armed = false;
+	gs_agent_armed = 0;
 }
 
 /* ---- CUPTI callbacks --------------------------------------------------- */

@@ -104,9 +104,12 @@ static void *find_lib(char *err, size_t errlen)
 		snprintf(err, errlen, "GS_CUPTI_PATH=%s cannot be loaded (%s)", env, dlerror());
 		return NULL;
 	}
-	if ((h = open_loaded()) || (h = open_toolkit(getenv("CUDA_HOME"))) ||
-	    (h = open_toolkit(getenv("CUDA_PATH"))) || (h = open_toolkit("/usr/local/cuda")) ||
-	    (h = open_torch_bundle()))
+	/* The job's own copy first: torch's wheel (nvidia/cu13/lib on CUDA 13,
+	 * nvidia/cuda_cupti/lib before) matches the runtime torch was built
+	 * with, and Kineto will load that one later anyway. */
+	if ((h = open_loaded()) || (h = open_torch_bundle()) ||
+	    (h = open_toolkit(getenv("CUDA_HOME"))) || (h = open_toolkit(getenv("CUDA_PATH"))) ||
+	    (h = open_toolkit("/usr/local/cuda")))
 		return h;
 	for (size_t i = 0; i < sizeof(sonames) / sizeof(*sonames); i++)
 		if ((h = try_open(sonames[i], 0)))

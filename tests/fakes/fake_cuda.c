@@ -16,6 +16,7 @@
 typedef int CUresult;
 #define CUDA_SUCCESS 0
 #define CUDA_ERROR_INVALID_VALUE 1
+#define CUDA_ERROR_OUT_OF_MEMORY 2
 #define CUDA_ERROR_NOT_INITIALIZED 3
 #define CUDA_ERROR_INVALID_IMAGE 200
 #define CUDA_ERROR_INVALID_CONTEXT 201
@@ -244,6 +245,25 @@ static size_t elf_size(const void *image)
 	if (eh->e_phoff + (size_t)eh->e_phnum * eh->e_phentsize > end)
 		end = eh->e_phoff + (size_t)eh->e_phnum * eh->e_phentsize;
 	return end;
+}
+
+/* Device memory: host memory here (nothing reads it). */
+CUresult cuMemAlloc_v2(unsigned long long *p, size_t n)
+{
+	void *m = calloc(1, n ? n : 1);
+
+	if (!p || !m) {
+		free(m);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*p = (unsigned long long)(uintptr_t)m;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemFree_v2(unsigned long long p)
+{
+	free((void *)(uintptr_t)p);
+	return CUDA_SUCCESS;
 }
 
 CUresult cuModuleLoadData(struct fake_module **out, const void *image)

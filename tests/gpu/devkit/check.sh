@@ -1,0 +1,127 @@
+#!/bin/bash
+# gpusample device check: run as root on a GPU host that has only a driver,
+# Python and PyTorch (everything else is in this folder, built by
+# `make devkit`).  One call, under 5 minutes, every step under a timeout:
+#   1. facts to diagnose: GPU, driver, profiling permission
+#      (RmProfilingAdminOnly), BTF, perf events, torch and the libcupti it maps
+#   2. CUPTI PC sampling alone (pcsamp_probe, no gpusample)
+#   3. the workload with the agent injected but dormant: step time
+#   4. the same under gpusample -p: the timed loop starts once the agent
+#      reports armed; the profile is read back with `gpusample report`
+#   5. summary: stall reasons, GPU samples, dropped samples, top kernels with
+#      source lines, [unknown launch] share, step-time ratio armed / dormant
+#
+# usage: check.sh [--double] [OUT_DIR]
+#   --double  dry run on the CUDA/CUPTI doubles in double/ (no GPU, no torch)
+#   OUT_DIR   where the (at most 8) output files go (default /tmp/gs-devkit.XXXXXX)
+# Knobs: PYTHON (default /opt/torch/.venv/bin/python3 if present, else python3),
+# STEPS (timed steps, default 200), PERIOD (--gpu-period, default 18).
+# Exit: 0 every step ran and GPU samples came back, 1 otherwise.
+set -u
+KIT=$(cd "$(dirname "$0")" && pwd)
+DOUBLE=0
+[ "${1:-}" = --double ] && { DOUBLE=1; shift; }
+OUT=${1:-$(mktemp -d /tmp/gs-devkit.XXXXXX)}
+mkdir -p "$OUT" || exit 1
+PY=${PYTHON:-$([ -x /opt/torch/.venv/bin/python3 ] && echo /opt/torch/.venv/bin/python3 || echo python3)}
+STEPS=${STEPS:-200}
+PERIOD=${PERIOD:-18}
+GS=$KIT/gpusample
+AGENT=$KIT/libgpusample_agent.so
+SUM=$OUT/summary.txt
+: > "$SUM"
+say() { printf '%s\n' "$*" | tee -a "$SUM"; }
+head_() { printf '\n== %s\n' "$*" | tee -a "$SUM"; }
+FAILED=0
+bad() { say "FAILED: $*"; FAILED=1; }
+[ "$(id -u)" -eq 0 ] || { echo "check.sh: run as root (BPF, USDT)"; exit 1; }
+if [ $DOUBLE = 1 ]; then
+	LIBCUDA=$KIT/double/libcuda.so.1
+	LIBCUPTI=$KIT/double/libcupti.so.13
+	WL=(driver "$LIBCUDA" "$KIT/cubins")
+	export GS_CUPTI_PATH=$LIBCUPTI LD_LIBRARY_PATH=$KIT/double FAKE_CUPTI_STATS=$OUT/double.stats
+else
+	WL=(torch)
+fi
+
+head_ "facts"
+say "host $(uname -n), kernel $(uname -r), mode $([ $DOUBLE = 1 ] && echo 'dry run (CUDA/CUPTI doubles)' || echo 'real GPU')"
+say "gpusample: $("$GS" --version 2>&1)"
+if [ $DOUBLE = 0 ]; then
+	say "GPU: $(timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -4 | tr '\n' ';')"
+	say "driver: $(head -1 /proc/driver/nvidia/version 2>&1)"
+fi
+say "profiling permission: $(grep -h RmProfilingAdminOnly /proc/driver/nvidia/params 2>/dev/null || echo 'no /proc/driver/nvidia/params') (1 = admin only: run the job as root)"
+say "BTF: $([ -r /sys/kernel/btf/vmlinux ] && echo present || echo 'MISSING (/sys/kernel/btf/vmlinux)')"
+say "perf events: perf_event_paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>&1), max_sample_rate=$(cat /proc/sys/kernel/perf_event_max_sample_rate 2>&1)"
+say "python: $PY ($("$PY" -V 2>&1))"
+if [ $DOUBLE = 0 ]; then
+	timeout 40 "$PY" - > "$OUT/workload.log" 2>&1 <<'PY'
+import torch
+print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())
+torch.zeros(1, device="cuda")
+print("device", torch.cuda.get_device_name(0), "capability", torch.cuda.get_device_capability(0))
+import os, glob
+maps = open("/proc/self/maps").read()
+libs = sorted({l.split()[-1] for l in maps.splitlines() if "libcupti" in l or "libcuda.so" in l})
+print("mapped:", " ".join(libs) or "no libcupti/libcuda")
+tl = os.path.join(os.path.dirname(torch.__file__), "..", "nvidia")
+print("torch's libcupti:", " ".join(sorted(glob.glob(os.path.join(tl, "*", "lib", "libcupti.so*")))) or "none")
+PY
+	tee -a "$SUM" < "$OUT/workload.log"
+	LIBCUDA=libcuda.so.1
+	LIBCUPTI=$(grep -o "torch's libcupti: [^ ]*" "$OUT/workload.log" | sed "s/torch's libcupti: //")
+	[ -e "${LIBCUPTI:-/nonexistent}" ] || LIBCUPTI=$(ls /usr/local/cuda/extras/CUPTI/lib64/libcupti.so.* /usr/local/cuda/lib64/libcupti.so.* 2>/dev/null | head -1)
+	[ -n "$LIBCUPTI" ] || LIBCUPTI=libcupti.so.13
+fi
+
+head_ "CUPTI PC sampling alone (pcsamp_probe)"
+timeout 40 "$KIT/pcsamp_probe" "$LIBCUDA" "$LIBCUPTI" "$KIT/cubins/kernels_lineinfo.sm_90.cubin" 200 \
+	2>&1 | tee -a "$SUM"
+[ "${PIPESTATUS[0]}" = 0 ] || bad "pcsamp_probe (exit ${PIPESTATUS[0]})"
+
+head_ "workload, agent injected and dormant"
+CUDA_INJECTION64_PATH=$AGENT timeout 60 "$PY" "$KIT/workload.py" "${WL[@]}" --steps "$STEPS" \
+	--out "$OUT/dormant.txt" >> "$OUT/workload.log" 2>&1 || bad "dormant workload (exit $?): $(tail -2 "$OUT/workload.log")"
+say "dormant: $(cat "$OUT/dormant.txt" 2>/dev/null)"
+
+head_ "workload under gpusample -p (timed once the agent reports armed)"
+CUDA_INJECTION64_PATH=$AGENT timeout 110 "$PY" "$KIT/workload.py" "${WL[@]}" --steps "$STEPS" \
+	--wait-armed "$AGENT" --out "$OUT/armed.txt" >> "$OUT/workload.log" 2>&1 &
+wl=$! pid=
+# the workload is timeout's child; gpusample attaches once it maps the agent
+for _ in $(seq 300); do
+	pid=$(cat "/proc/$wl/task/$wl/children" 2>/dev/null | awk '{print $1}')
+	[ -n "$pid" ] && grep -q "$AGENT" "/proc/$pid/maps" 2>/dev/null && break
+	sleep 0.1
+done
+[ -n "$pid" ] || bad "the workload did not start"
+timeout 105 "$GS" -p "${pid:-$wl}" -d 100 -q --gpu-period "$PERIOD" -o "$OUT/profile" --format pprof \
+	> "$OUT/gpusample.log" 2>&1 || bad "gpusample -p (exit $?): $(tail -2 "$OUT/gpusample.log")"
+wait "$wl" || bad "armed workload (exit $?): $(tail -2 "$OUT/workload.log")"
+say "armed: $(cat "$OUT/armed.txt" 2>/dev/null)"
+grep -i 'gpu\|agent' "$OUT/gpusample.log" | head -5 | tee -a "$SUM"
+
+head_ "profile, read by gpusample report"
+timeout 20 "$GS" report "$OUT/profile.pb.gz" > "$OUT/report.txt" 2>&1 || bad "gpusample report (exit $?)"
+sed -n '/^GPU:/,/^$/p' "$OUT/report.txt" | tee -a "$SUM"
+sed -n '/^Top kernels by GPU samples/,/^$/p' "$OUT/report.txt" | head -40 | tee -a "$SUM"
+gpu=$(sed -n 's/.* \([0-9]*\) GPU PC samples.*/\1/p' "$OUT/report.txt" | head -1)
+say "GPU samples: ${gpu:-0}"
+say "dropped: $(grep -o '[0-9]* dropped[^,]*' "$OUT/report.txt" | head -3 | tr '\n' ';')"
+u=$(grep -o '[0-9]* samples ([0-9.]*%) are under \[unknown launch\]' "$OUT/report.txt" | head -1)
+say "[unknown launch]: ${u:-none (0% of GPU samples)}"
+grep -i 'note\|GPU sampling off\|lost' "$OUT/report.txt" | head -8 | tee -a "$SUM"
+[ "${gpu:-0}" -gt 0 ] || bad "no GPU samples in the profile"
+
+head_ "step time"
+d=$(awk '{print $2}' "$OUT/dormant.txt" 2>/dev/null) a=$(awk '{print $2}' "$OUT/armed.txt" 2>/dev/null)
+if [ -n "$d" ] && [ -n "$a" ]; then
+	say "step-time ratio armed/dormant: $(awk -v a="$a" -v d="$d" 'BEGIN{printf "%.3f (%.3f ms / %.3f ms)", a/d, a, d}')"
+else
+	bad "no step times"
+fi
+say ""
+say "files in $OUT: $(cd "$OUT" && ls | tr '\n' ' ')"
+[ $FAILED = 0 ] && say "device check: OK" || say "device check: FAILED"
+exit $FAILED

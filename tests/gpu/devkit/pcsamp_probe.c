@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: MIT
+/*
+ * CUPTI PC sampling alone, without gpusample or its agent: the device kit's
+ * first question on a GPU host is whether CUPTI samples at all there
+ * (driver, permissions, device).  Loads libcuda and libcupti with dlopen
+ * (types from the CUDA 13.0 headers at build time only), creates a context,
+ * loads a cubin, enables continuous PC sampling with every stall reason
+ * and a 16 MB scratch buffer, launches axpy LAUNCHES times, drains with
+ * cuptiPCSamplingGetData and prints what came back.
+ *
+ * usage: pcsamp_probe LIBCUDA LIBCUPTI CUBIN [LAUNCHES]
+ * Prints "probe: <step>: <result>" lines and a final "probe: ok ..." line;
+ * exit 0 ok, 1 a step failed (the line says which and CUPTI's reason).
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cuda.h>
+#include <cupti.h>
+#include <cupti_pcsampling.h>
+
+static void *need(void *lib, const char *name)
+{
+	void *f = dlsym(lib, name);
+	if (!f) {
+		printf("probe: %s missing: %s\n", name, dlerror());
+		exit(1);
+	}
+	return f;
+}
+#define BIND(lib, var, name) (*(void **)&(var) = need(lib, name))
+
+static CUptiResult (*pcs_result_string)(CUptiResult, const char **);
+
+static void cupti_ok(CUptiResult r, const char *what)
+{
+	const char *s = "?";
+	if (r == CUPTI_SUCCESS)
+		return;
+	pcs_result_string(r, &s);
+	printf("probe: %s: %s (%d)\n", what, s, (int)r);
+	exit(1);
+}
+
+static void cu_ok(CUresult r, const char *what)
+{
+	if (r != CUDA_SUCCESS) {
+		printf("probe: %s: CUresult %d\n", what, (int)r);
+		exit(1);
+	}
+}
+
+static void *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	long n;
+	char *b;
+
+	if (!f || fseek(f, 0, SEEK_END) || (n = ftell(f)) <= 0 || fseek(f, 0, SEEK_SET) ||
+	    !(b = malloc(n)) || fread(b, 1, n, f) != (size_t)n) {
+		printf("probe: cannot read %s\n", path);
+		exit(1);
+	}
+	fclose(f);
+	return b;
+}
+
+int main(int argc, char **argv)
+{
+	CUresult (*Init)(unsigned), (*DevGet)(CUdevice *, int), (*CtxCreate)(CUcontext *, unsigned, CUdevice),
+		(*ModLoad)(CUmodule *, const void *), (*GetFn)(CUfunction *, CUmodule, const char *),
+		(*Launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+			  CUstream, void **, void **),
+		(*Sync)(void), (*MemAlloc)(CUdeviceptr *, size_t);
+	CUptiResult (*NumReasons)(CUpti_PCSamplingGetNumStallReasonsParams *),
+		(*Reasons)(CUpti_PCSamplingGetStallReasonsParams *),
+		(*Enable)(CUpti_PCSamplingEnableParams *), (*Disable)(CUpti_PCSamplingDisableParams *),
+		(*SetCfg)(CUpti_PCSamplingConfigurationInfoParams *),
+		(*GetData)(CUpti_PCSamplingGetDataParams *), (*Version)(uint32_t *);
+
+	if (argc < 4) {
+		fprintf(stderr, "usage: pcsamp_probe LIBCUDA LIBCUPTI CUBIN [LAUNCHES]\n");
+		return 2;
+	}
+	int launches = argc > 4 ? atoi(argv[4]) : 200;
+	void *cu = dlopen(argv[1], RTLD_NOW | RTLD_GLOBAL), *cp;
+	if (!cu) {
+		printf("probe: dlopen %s: %s\n", argv[1], dlerror());
+		return 1;
+	}
+	BIND(cu, Init, "cuInit");
+	BIND(cu, DevGet, "cuDeviceGet");
+	BIND(cu, CtxCreate, "cuCtxCreate_v2");
+	BIND(cu, ModLoad, "cuModuleLoadData");
+	BIND(cu, GetFn, "cuModuleGetFunction");
+	BIND(cu, Launch, "cuLaunchKernel");
+	BIND(cu, Sync, "cuCtxSynchronize");
+	BIND(cu, MemAlloc, "cuMemAlloc_v2");
+	cu_ok(Init(0), "cuInit");
+	if (!(cp = dlopen(argv[2], RTLD_NOW | RTLD_LOCAL))) {
+		printf("probe: dlopen %s: %s\n", argv[2], dlerror());
+		return 1;
+	}
+	BIND(cp, pcs_result_string, "cuptiGetResultString");
+	BIND(cp, Version, "cuptiGetVersion");
+	BIND(cp, NumReasons, "cuptiPCSamplingGetNumStallReasons");
+	BIND(cp, Reasons, "cuptiPCSamplingGetStallReasons");
+	BIND(cp, Enable, "cuptiPCSamplingEnable");
+	BIND(cp, Disable, "cuptiPCSamplingDisable");
+	BIND(cp, SetCfg, "cuptiPCSamplingSetConfigurationAttribute");
+	BIND(cp, GetData, "cuptiPCSamplingGetData");
+	uint32_t ver = 0;
+	cupti_ok(Version(&ver), "cuptiGetVersion");
+	printf("probe: libcupti %s API %u\n", argv[2], ver);
+
+	CUdevice dev;
+	CUcontext ctx;
+	CUmodule mod;
+	CUfunction fn;
+	cu_ok(DevGet(&dev, 0), "cuDeviceGet");
+	cu_ok(CtxCreate(&ctx, 0, dev), "cuCtxCreate");
+	cu_ok(ModLoad(&mod, slurp(argv[3])), "cuModuleLoadData");
+	cu_ok(GetFn(&fn, mod, "axpy"), "cuModuleGetFunction(axpy)");
+
+	CUpti_PCSamplingEnableParams ep = { .size = CUpti_PCSamplingEnableParamsSize, .ctx = ctx };
+	cupti_ok(Enable(&ep), "cuptiPCSamplingEnable");
+	size_t n = 0;
+	CUpti_PCSamplingGetNumStallReasonsParams np = { .size = CUpti_PCSamplingGetNumStallReasonsParamsSize,
+							.ctx = ctx, .numStallReasons = &n };
+	cupti_ok(NumReasons(&np), "cuptiPCSamplingGetNumStallReasons");
+	uint32_t *idx = calloc(n, sizeof(*idx));
+	char **names = calloc(n, sizeof(*names));
+	for (size_t i = 0; i < n; i++)
+		names[i] = calloc(1, CUPTI_STALL_REASON_STRING_SIZE);
+	CUpti_PCSamplingGetStallReasonsParams sp = { .size = CUpti_PCSamplingGetStallReasonsParamsSize,
+						     .ctx = ctx, .numStallReasons = n,
+						     .stallReasonIndex = idx, .stallReasons = names };
+	cupti_ok(Reasons(&sp), "cuptiPCSamplingGetStallReasons");
+	printf("probe: %zu stall reasons (first: %s)\n", n, n ? names[0] : "-");
+
+	enum { NPC = 4096 };
+	CUpti_PCSamplingData cfg = { .size = sizeof(cfg), .collectNumPcs = NPC }, get = cfg;
+	cfg.pPcData = calloc(NPC, sizeof(CUpti_PCSamplingPCData));
+	get.pPcData = calloc(NPC, sizeof(CUpti_PCSamplingPCData));
+	for (size_t i = 0; i < NPC; i++) {
+		cfg.pPcData[i].size = get.pPcData[i].size = sizeof(CUpti_PCSamplingPCData);
+		cfg.pPcData[i].stallReason = calloc(n, sizeof(CUpti_PCSamplingStallReason));
+		get.pPcData[i].stallReason = calloc(n, sizeof(CUpti_PCSamplingStallReason));
+	}
+	CUpti_PCSamplingConfigurationInfo a[4];
+	memset(a, 0, sizeof(a));
+	a[0].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON;
+	a[0].attributeData.stallReasonData.stallReasonCount = n;
+	a[0].attributeData.stallReasonData.pStallReasonIndex = idx;
+	a[1].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER;
+	a[1].attributeData.samplingDataBufferData.samplingDataBuffer = &cfg;
+	a[2].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE;
+	a[2].attributeData.scratchBufferSizeData.scratchBufferSize = 16 << 20;
+	a[3].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE;
+	a[3].attributeData.collectionModeData.collectionMode = CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
+	CUpti_PCSamplingConfigurationInfoParams cp_ = { .size = CUpti_PCSamplingConfigurationInfoParamsSize,
+							.ctx = ctx, .numAttributes = 4,
+							.pPCSamplingConfigurationInfo = a };
+	cupti_ok(SetCfg(&cp_), "cuptiPCSamplingSetConfigurationAttribute");
+
+	CUdeviceptr x, y;
+	int len = 1 << 20;
+	float alpha = 2.0f;
+	cu_ok(MemAlloc(&x, len * sizeof(float)), "cuMemAlloc");
+	cu_ok(MemAlloc(&y, len * sizeof(float)), "cuMemAlloc");
+	void *params[] = { &alpha, &x, &y, &len };
+	for (int i = 0; i < launches; i++)
+		cu_ok(Launch(fn, len / 256, 1, 1, 256, 1, 1, 0, NULL, params, NULL), "cuLaunchKernel");
+	cu_ok(Sync(), "cuCtxSynchronize");
+
+	unsigned long long pcs = 0, samples = 0, total = 0, dropped = 0;
+	CUpti_PCSamplingGetDataParams gp = { .size = CUpti_PCSamplingGetDataParamsSize, .ctx = ctx,
+					     .pcSamplingData = &get };
+	do {
+		get.totalNumPcs = get.remainingNumPcs = 0;
+		cupti_ok(GetData(&gp), "cuptiPCSamplingGetData");
+		pcs += get.totalNumPcs;
+		total += get.totalSamples;
+		dropped += get.droppedSamples;
+		for (size_t i = 0; i < get.totalNumPcs; i++)
+			for (size_t k = 0; k < get.pPcData[i].stallReasonCount; k++)
+				samples += get.pPcData[i].stallReason[k].samples;
+	} while (get.remainingNumPcs);
+	CUpti_PCSamplingDisableParams dp = { .size = CUpti_PCSamplingDisableParamsSize, .ctx = ctx };
+	cupti_ok(Disable(&dp), "cuptiPCSamplingDisable");
+	printf("probe: ok: %d launches of axpy: %llu PCs, %llu stall-reason samples, total %llu, "
+	       "dropped %llu\n", launches, pcs, samples, total, dropped);
+	return samples ? 0 : 1;
+}

@@ -1,0 +1,39 @@
+#!/bin/bash
+# `make devkit` (issue 15 item 1): the kit builds here, is self-contained
+# (copied elsewhere it still runs; gpusample needs only libc and libm), and
+# its check passes a dry run on the CUDA/CUPTI doubles: diagnostic facts
+# first, then CUPTI PC sampling alone, step times dormant and armed (the
+# timed loop waited for armed), the profile read back with `gpusample
+# report` (stall reasons, GPU samples, dropped, top kernels with source
+# lines, [unknown launch] share), at most 8 output files.
+source "$(dirname "$0")/lib.sh"
+[ "$(id -u)" -eq 0 ] || fail "needs root (BPF, USDT)"
+make -s BUILD="$BUILD" devkit > "$T/make.out" 2>&1 || { cat "$T/make.out"; fail "make devkit failed"; }
+cp -a "$ROOT/$BUILD/devkit" "$T/kit"
+extra=$(ldd "$T/kit/gpusample" | grep -vE 'linux-vdso|libc\.so|libm\.so|ld-linux' || true)
+[ -z "$extra" ] || fail "gpusample needs more than libc on the GPU host: $extra"
+for f in gpusample libgpusample_agent.so pcsamp_probe workload.py check.sh cubins/kernels_lineinfo.sm_90.cubin; do
+	[ -e "$T/kit/$f" ] || fail "kit lacks $f"
+done
+start=$(date +%s)
+timeout 300 "$T/kit/check.sh" --double "$T/out" > "$T/check.out" 2>&1 || { cat "$T/check.out"; fail "the kit's check failed its dry run"; }
+secs=$(( $(date +%s) - start ))
+S=$T/out/summary.txt
+sed -n '1,12p' "$S"
+order=$(grep -n -E '^== (facts|CUPTI PC sampling alone|workload, agent injected and dormant|workload under gpusample|profile, read by gpusample report|step time)' "$S" | cut -d: -f1 | tr '\n' ' ')
+[ "$(echo $order | wc -w)" = 6 ] || fail "summary sections missing: $order"
+[ "$(echo $order | tr ' ' '\n' | sort -n | tr '\n' ' ')" = "$order" ] || fail "sections out of order"
+grep -q 'profiling permission:' "$S" && grep -q '^BTF:' "$S" && grep -q '^perf events:' "$S" || fail "facts incomplete"
+grep -q '^probe: ok:' "$S" || fail "pcsamp_probe did not sample"
+grep -q '^  stall reasons:' "$S" || fail "no stall-reason table"
+grep -q '^GPU samples: [1-9]' "$S" || fail "no GPU samples"
+grep -q '^dropped:' "$S" || fail "no dropped samples line"
+grep -q 'hottest lines: kernels.cu:[0-9]' "$S" || fail "no top kernels with source lines"
+grep -q '^\[unknown launch\]:' "$S" || fail "no [unknown launch] share"
+grep -q '^step-time ratio armed/dormant: [0-9]' "$S" || fail "no step-time ratio"
+w=$(sed -n 's/^armed: .*armed_wait_s \([0-9.]*\).*/\1/p' "$S")
+[ -n "$w" ] || fail "the armed loop did not report waiting for armed"
+n=$(ls "$T/out" | wc -l)
+[ "$n" -le 8 ] || fail "$n output files (at most 8): $(ls "$T/out")"
+grep -q '^device check: OK' "$S" || fail "check did not end OK"
+ok "devkit dry run: $secs s, $n files, waited ${w} s for armed, $(grep '^step-time ratio' "$S")"
