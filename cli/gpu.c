@@ -67,6 +67,8 @@ int gs_gpu_open(struct session *s)
 	s->cuda = gs_cuda_new(&s->prof);
 	if (!s->cuda)
 		return -ENOMEM;
+	/* Source lines after collection, off the ring-buffer loop. */
+	gs_cuda_defer_lines(s->cuda, true);
 	if (s->o->cupti) {
 		char why[PATH_MAX + 64];
 		int rc = gs_cuda_set_cupti(s->cuda, s->o->cupti, why, sizeof(why));
@@ -441,6 +443,7 @@ int gs_gpu_finish(struct session *s)
 	if (!s->gpu)
 		return 0;
 	note_gpu_losses(s);
+	int lines_rc = gs_cuda_resolve_lines(s->cuda);
 	gs_gpu_host_foreach(s->gpu, note_process, s);
 	note_missing_agents(s);
 	if (s->join) {
@@ -454,7 +457,7 @@ int gs_gpu_finish(struct session *s)
 					    (unsigned long long)st.samples[GS_JOIN_UNKNOWN]);
 	}
 	gs_cuda_add_comments(s->cuda);
-	return rc;
+	return rc ? rc : lines_rc;
 }
 
 void gs_gpu_close(struct session *s)

@@ -99,6 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	if (!r.h || !r.c || !r.j)
 		abort();
 	gs_cuda_set_cupti(r.c, "none", why, sizeof(why));
+	gs_cuda_defer_lines(r.c, true); /* as the session does */
 	struct gs_function f = { .name = gs_profile_intern(&r.p, "train_step") };
 	struct gs_line l = { .function = gs_profile_add_function(&r.p, &f) };
 	uint32_t loc = gs_profile_add_location(&r.p, 0, 0x1000, GS_FRAME_NATIVE, &l, 1);
@@ -118,6 +119,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 		if (off > len)
 			break;
 	}
+	gs_cuda_resolve_lines(r.c);
 	gs_join_emit(r.j, &st);
 	gs_cuda_add_comments(r.c);
 	gs_join_free(r.j);

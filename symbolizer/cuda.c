@@ -27,6 +27,14 @@ struct cubin {
 	char *origin;
 	uint32_t pid;
 	uint32_t mapping; /* 0 until the first location */
+	int8_t line_info; /* -1 not yet looked at, 0 no line sections, 1 has them */
+};
+
+/* A location whose source line is looked up later (gs_cuda_resolve_lines). */
+struct pending_line {
+	uint32_t loc;
+	uint64_t crc, pc_offset;
+	gs_str mangled;
 };
 
 struct kfunc {
@@ -81,6 +89,10 @@ struct gs_cuda {
 	struct stall_table *tables;
 	size_t n_tables, cap_tables;
 
+	bool defer_lines;
+	struct pending_line *pending;
+	size_t n_pending, cap_pending;
+
 	struct device *devices;
 	size_t n_devices, cap_devices;
 };
@@ -108,6 +120,7 @@ void gs_cuda_free(struct gs_cuda *c)
 	free(c->tables);
 	free(c->devices);
 	free(c->kfuncs);
+	free(c->pending);
 	gs_kmap_free(&c->cubin_by_crc);
 	gs_kmap_free(&c->mapping_by_crc);
 	gs_kmap_free(&c->kfunc_by_key);
@@ -334,6 +347,7 @@ static int add_cubin(struct gs_cuda *c, uint64_t crc, const void *cubin, size_t 
 	cb->len = len;
 	cb->crc = crc;
 	cb->pid = pid;
+	cb->line_info = -1;
 	if (gs_kmap_put(&c->cubin_by_crc, crc, 0, 0, (uint32_t)c->n_cubins)) {
 		free(copy_of);
 		free(cb->origin);
@@ -420,6 +434,38 @@ int gs_cuda_source_line(struct gs_cuda *c, uint64_t crc, const char *function,
 	return 0;
 }
 
+/* Whether a cubin has line tables at all (nvcc -lineinfo or -G): checked
+ * once per cubin from its section names, so cubins without them never cost
+ * a cuptiGetSassToSourceCorrelation call per PC. */
+static bool cubin_line_info(struct cubin *cb)
+{
+	if (cb->line_info >= 0)
+		return cb->line_info;
+	cb->line_info = 0;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return false;
+	Elf *e = elf_memory((char *)cb->bytes, cb->len);
+	size_t shstrndx;
+	if (e && !elf_getshdrstrndx(e, &shstrndx)) {
+		for (Elf_Scn *scn = NULL; (scn = elf_nextscn(e, scn));) {
+			GElf_Shdr sh;
+			const char *n = gelf_getshdr(scn, &sh) ? elf_strptr(e, shstrndx, sh.sh_name) : NULL;
+			if (n && (!strcmp(n, ".debug_line") || !strcmp(n, ".nv_debug_line_sass"))) {
+				cb->line_info = 1;
+				break;
+			}
+		}
+	}
+	if (e)
+		elf_end(e);
+	return cb->line_info;
+}
+
+void gs_cuda_defer_lines(struct gs_cuda *c, bool defer)
+{
+	c->defer_lines = defer;
+}
+
 /* ---- locations ----------------------------------------------------------- */
 
 static uint32_t cubin_mapping(struct gs_cuda *c, uint64_t crc)
@@ -491,33 +537,70 @@ uint32_t gs_cuda_location(struct gs_cuda *c, uint64_t crc, const char *function,
 	if (!mapping || !k)
 		return 0;
 
-	char file[PATH_MAX];
-	uint32_t line = 0;
-	if (find_cubin(c, crc)) {
-		int rc = gs_cuda_source_line(c, crc, function, pc_offset, file, sizeof(file), &line);
-		if (rc == -EINVAL)
-			c->sass_failures++;
-		else if (!rc && !line)
-			c->sass_no_line++;
-		else if (!rc)
-			c->sass_lines++;
-	}
 	struct gs_function f = { .name = k->name, .system_name = k->system_name };
-	if (line) {
-		f.file = gs_profile_intern(c->p, file);
-		if (f.file == (gs_str)-1)
-			return 0;
-		c->p->mappings[mapping - 1].has_filenames = true;
-		c->p->mappings[mapping - 1].has_lines = true;
-	}
 	uint32_t fid = gs_profile_add_function(c->p, &f);
 	if (!fid)
 		return 0;
-	struct gs_line l = { .function = fid, .line = line };
+	struct gs_line l = { .function = fid, .line = 0 };
 	id = gs_profile_add_location(c->p, mapping, pc_offset, GS_FRAME_GPU_PC, &l, 1);
 	if (!id || gs_kmap_put(&c->loc_cache, crc, mangled, pc_offset, id))
 		return 0;
+	struct cubin *cb = find_cubin(c, crc);
+	if (!cb)
+		return id;
+	if (!cubin_line_info(cb)) {
+		c->sass_no_line++;
+		return id;
+	}
+	if (gs_grow((void **)&c->pending, &c->cap_pending, c->n_pending + 1, sizeof(*c->pending)))
+		return id; /* no line for this one, the location stands */
+	c->pending[c->n_pending++] = (struct pending_line){ id, crc, pc_offset, mangled };
+	if (!c->defer_lines)
+		gs_cuda_resolve_lines(c);
 	return id;
+}
+
+/* One location's source line: its Line gets a function with the .cu file
+ * (pprof -lines prints kernel file.cu:N) and the line. */
+static int resolve_one(struct gs_cuda *c, const struct pending_line *pl)
+{
+	char file[PATH_MAX];
+	uint32_t line = 0;
+	const char *function = gs_profile_str(c->p, pl->mangled);
+	int rc = gs_cuda_source_line(c, pl->crc, function, pl->pc_offset, file, sizeof(file), &line);
+
+	if (rc == -EINVAL)
+		c->sass_failures++;
+	else if (!rc && !line)
+		c->sass_no_line++;
+	if (rc || !line)
+		return 0;
+	c->sass_lines++;
+	struct kfunc *k = kernel_function(c, pl->crc, pl->mangled, function);
+	if (!k)
+		return -ENOMEM;
+	struct gs_function f = { .name = k->name, .system_name = k->system_name,
+				 .file = gs_profile_intern(c->p, file) };
+	if (f.file == (gs_str)-1)
+		return -ENOMEM;
+	uint32_t fid = gs_profile_add_function(c->p, &f);
+	if (!fid)
+		return -ENOMEM;
+	struct gs_location *loc = &c->p->locations[pl->loc - 1];
+	c->p->lines[loc->first_line] = (struct gs_line){ .function = fid, .line = line };
+	c->p->mappings[loc->mapping - 1].has_filenames = true;
+	c->p->mappings[loc->mapping - 1].has_lines = true;
+	return 0;
+}
+
+int gs_cuda_resolve_lines(struct gs_cuda *c)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < c->n_pending && !err; i++)
+		err = resolve_one(c, &c->pending[i]);
+	c->n_pending = 0;
+	return err;
 }
 
 /* ---- stall reasons ------------------------------------------------------- */

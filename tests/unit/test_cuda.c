@@ -719,3 +719,43 @@ Test(cuda, stall_table_hostile_fields)
 	cr_expect_eq(gs_cuda_stall_table_record(C, (void *)&th, sizeof(th)), -EINVAL);
 	cr_expect_eq(gs_cuda_stall_table_record(C, (void *)&th, sizeof(th) - 1), -EINVAL);
 }
+
+/* Deferred source lines (the session's mode): locations come back at once
+ * without a line, gs_cuda_resolve_lines() then gives each the line and file
+ * the synchronous lookup gives, under the same location id. */
+Test(cuda, deferred_lines_match_synchronous)
+{
+	need_cupti();
+	size_t len;
+	void *b = cubin("kernels_li.cubin", &len);
+	uint64_t crc;
+	const char *mangled = "_Z5scaleIfLi4EEvPT_S0_i";
+	uint64_t size = fn_size(b, len, mangled);
+	struct gs_profile q;
+	gs_profile_init(&q);
+	struct gs_cuda *d = gs_cuda_new(&q);
+	gs_cuda_defer_lines(d, true);
+	cr_assert_eq(gs_cuda_add_cubin(C, 0, b, len, 1, NULL, &crc), 0);
+	cr_assert_eq(gs_cuda_add_cubin(d, crc, b, len, 1, NULL, NULL), 0);
+	uint32_t ids[512], n = 0, lines = 0;
+	for (uint64_t pc = 0; pc < size && n < 512; pc += 16, n++) {
+		ids[n] = gs_cuda_location(d, crc, mangled, pc);
+		cr_assert_neq(ids[n], 0);
+		cr_expect_eq(q.lines[gs_profile_location(&q, ids[n])->first_line].line, 0, "not yet");
+	}
+	cr_assert_eq(gs_cuda_resolve_lines(d), 0);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t s = gs_cuda_location(C, crc, mangled, (uint64_t)i * 16);
+		const struct gs_line *ls = &P.lines[gs_profile_location(&P, s)->first_line];
+		const struct gs_line *ld = &q.lines[gs_profile_location(&q, ids[i])->first_line];
+		cr_expect_eq(ld->line, ls->line, "pc 0x%x", i * 16);
+		const struct gs_function *fs = gs_profile_function(&P, ls->function);
+		const struct gs_function *fd = gs_profile_function(&q, ld->function);
+		cr_expect_str_eq(gs_profile_str(&q, fd->file), gs_profile_str(&P, fs->file));
+		lines += ld->line != 0;
+	}
+	cr_expect_gt(lines, 0, "no PC of scale resolved to a line");
+	gs_cuda_free(d);
+	gs_profile_free(&q);
+	free(b);
+}
