@@ -10,26 +10,21 @@ export FAKE_CUPTI_PC_SPREAD=17000 FAKE_CUPTI_SAMPLES=200
 gpu_run many
 read -r locs lost lines < <(python3 - "$T/many.pb.gz" <<'PY'
 import gzip, sys
+def varint(b, i):
+    v = s = 0
+    while True:
+        c = b[i]; i += 1; v |= (c & 0x7f) << s; s += 7
+        if c < 0x80:
+            return v, i
 def fields(b):
     i = 0
     while i < len(b):
-        k = 0; s = 0
-        while True:
-            c = b[i]; i += 1; k |= (c & 0x7f) << s; s += 7
-            if c < 0x80: break
+        k, i = varint(b, i)
         f, t = k >> 3, k & 7
         if t == 0:
-            v = 0; s = 0
-            while True:
-                c = b[i]; i += 1; v |= (c & 0x7f) << s; s += 7
-                if c < 0x80: break
-            yield f, v
+            v, i = varint(b, i); yield f, v
         elif t == 2:
-            n = 0; s = 0
-            while True:
-                c = b[i]; i += 1; n |= (c & 0x7f) << s; s += 7
-                if c < 0x80: break
-            yield f, b[i:i + n]; i += n
+            n, i = varint(b, i); yield f, b[i:i + n]; i += n
         elif t == 1: yield f, b[i:i + 8]; i += 8
         elif t == 5: yield f, b[i:i + 4]; i += 4
 p = gzip.open(sys.argv[1]).read()
@@ -40,11 +35,7 @@ for f, v in fields(p):
     elif f == 13:  # packed
         i = 0
         while i < len(v):
-            x = 0; sh = 0
-            while True:
-                c = v[i]; i += 1; x |= (c & 0x7f) << sh; sh += 7
-                if c < 0x80: break
-            comments.append(x)
+            x, i = varint(v, i); comments.append(x)
     elif f == 4:
         locs += 1
         for g, w in fields(v):
