@@ -62,6 +62,9 @@ struct gs_ctx {
 	CUpti_PCSamplingData get_data, cfg_data;
 	uint32_t period, mode, seq, overflows;
 	bool in_use;
+	/* Enable failed on the watcher thread: arm from the next launch
+	 * callback, on an application thread, as Proton and parcagpu do. */
+	bool arm_on_launch;
 	/* DESTROY_STARTING came while g.lock was busy: the context is gone for
 	 * CUPTI; set without the lock, reaped (no CUPTI call) under it. */
 	_Atomic bool gone;
@@ -109,6 +112,7 @@ static struct {
 	struct name_ent *names; /* CUPTI-allocated function names by pointer (freed at exit) */
 	size_t n_names, cap_names;
 	bool armed, launch_cb_on;
+	bool arming_in_launch; /* ctx_enable runs in a launch callback */
 	uint32_t session, reported_session;
 	uint64_t last_drain_ns, last_rate_ns, last_rate_launches;
 	/* counters (status) */
@@ -249,6 +253,15 @@ static uint32_t count_armed(void)
 
 	for (int i = 0; i < GS_AGENT_MAX_CTX; i++)
 		n += g.ctx[i].in_use && g.ctx[i].state == CTX_ARMED;
+	return n;
+}
+
+static uint32_t count_deferred(void)
+{
+	uint32_t n = 0;
+
+	for (int i = 0; i < GS_AGENT_MAX_CTX; i++)
+		n += g.ctx[i].in_use && g.ctx[i].arm_on_launch;
 	return n;
 }
 
@@ -823,6 +836,17 @@ static void ctx_fail(struct gs_ctx *c, CUptiResult r, const char *call, bool ena
 	emit_status(c, GS_GPU_ST_OFF, c->reason, r, "GPU sampling off for context %u: %s", c->uid, msg);
 }
 
+/* Enable failures that another thread may not see: everything but the
+ * permanent ones (permissions, unsupported device, busy counters, memory). */
+static bool enable_retryable(CUptiResult r)
+{
+	char msg[GS_GPU_STATUS_MSG_LEN];
+	uint32_t reason = explain(r, 0, "cuptiPCSamplingEnable", msg, sizeof(msg));
+
+	return reason != GS_GPU_R_PRIVILEGES && reason != GS_GPU_R_UNSUPPORTED_DEVICE &&
+	       reason != GS_GPU_R_HW_BUSY && reason != GS_GPU_R_OUT_OF_MEMORY;
+}
+
 /* Enable + stall reasons + configuration.  Caller holds g.lock and has the
  * context current. */
 static int ctx_enable(struct gs_ctx *c)
@@ -832,6 +856,14 @@ static int ctx_enable(struct gs_ctx *c)
 
 	ep.ctx = c->ctx;
 	if ((r = g.api.PCSamplingEnable(&ep)) != CUPTI_SUCCESS) {
+		if (!g.arming_in_launch && enable_retryable(r)) {
+			c->arm_on_launch = true;
+			c->result = r;
+			emit_status(c, GS_GPU_ST_WARNING, 0, r, "cuptiPCSamplingEnable on the agent's "
+				    "thread: %s; arming context %u from its next kernel launch",
+				    gs_cupti_strerror(&g.api, r), c->uid);
+			return -1;
+		}
 		ctx_fail(c, r, "cuptiPCSamplingEnable", false);
 		return -1;
 	}
@@ -871,6 +903,8 @@ static int ctx_enable(struct gs_ctx *c)
  * and was reported once; the watcher must not retry (or report) it each tick. */
 static bool ctx_armable(const struct gs_ctx *c)
 {
+	if (c->arm_on_launch && !g.arming_in_launch)
+		return false; /* waits for an application thread */
 	return c->state == CTX_IDLE ||
 	       (c->state == CTX_OFF && c->reason == GS_GPU_R_SECOND_CONTEXT && !device_owner(c));
 }
@@ -1144,6 +1178,24 @@ static bool launch_sampled(uint64_t n, uint32_t every)
 	return every <= 1 || mix64(n) % every == 0;
 }
 
+static int ctx_arm(struct gs_ctx *c);
+
+/* On an application thread inside a launch of c (current here): the arm
+ * the watcher could not do.  Bounded lock: never stall the launch. */
+static void arm_in_launch(struct gs_ctx *c)
+{
+	if (!lock_bounded(5))
+		return; /* next launch */
+	if (c->arm_on_launch && g.armed && !g.exiting && !atomic_load(&c->gone)) {
+		g.arming_in_launch = true;
+		c->arm_on_launch = false;
+		if (ctx_arm(c) == 0)
+			gs_agent_log("context %u armed from a launch callback", c->uid);
+		g.arming_in_launch = false;
+	}
+	pthread_mutex_unlock(&g.lock);
+}
+
 static void on_launch(const CUpti_CallbackData *cb, CUpti_CallbackId cbid)
 {
 	uint32_t every = atomic_load(&g.launch_every);
@@ -1158,6 +1210,8 @@ static void on_launch(const CUpti_CallbackData *cb, CUpti_CallbackId cbid)
 	c = ctx_find(cb->context);
 	if (!c)
 		queue_pending(cb->context); /* late attach: context created before us */
+	else if (c->arm_on_launch)
+		arm_in_launch((struct gs_ctx *)c);
 	if (!launch_sampled(n, every))
 		return;
 	if (!gs_emit_launch_wanted())
@@ -1249,7 +1303,7 @@ static void arm(void)
 	}
 	/* Launch callbacks only while something is sampled, or while no
 	 * context is known yet (late attach: the first launch names it). */
-	set_launch_callbacks(count_armed() > 0 || count_live() == 0);
+	set_launch_callbacks(count_armed() > 0 || count_live() == 0 || count_deferred() > 0);
 	gs_agent_armed = 1;
 	emit_status(NULL, GS_GPU_ST_ARMED, 0, 0, "armed: %u of %u contexts sampled, %s, CUPTI %u at %s",
 		    count_armed(), count_live(),
@@ -1283,6 +1337,7 @@ static void disarm(void)
 			continue;
 		if (c->state == CTX_OFF && c->reason == GS_GPU_R_SECOND_CONTEXT)
 			c->state = CTX_IDLE; /* may be the sampled one next time */
+		c->arm_on_launch = false;
 		free_ctx_buffers(c);
 	}
 	emit_status(NULL, GS_GPU_ST_DISARMED, g.off_reason, g.off_result,
@@ -1402,7 +1457,7 @@ static void watcher_tick(void)
 	} else if (g.armed && !g.off_reason) {
 		now = now_ns();
 		arm_all(); /* contexts found late, or freed by a detached sibling */
-		if (count_armed())
+		if (count_armed() || count_deferred())
 			set_launch_callbacks(true);
 		if (now - g.last_drain_ns >= (uint64_t)g.opts.drain_ms * 1000000ull) {
 			drain_armed(false);

@@ -156,6 +156,7 @@ CUresult cuCtxCreate_v2(struct fake_ctx **out, unsigned flags, int dev)
 	pthread_mutex_unlock(&lock);
 	c->device = dev;
 	c->arch = arch[dev];
+	c->creator = (unsigned long)pthread_self();
 	if (depth < 16)
 		stack[depth++] = c;
 	*out = c;

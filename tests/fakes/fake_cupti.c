@@ -23,6 +23,9 @@
  *   FAKE_CUPTI_FAIL      comma list: privileges (Enable), busy (Enable),
  *                        unsupported (Enable), enable_oom (Enable),
  *                        subscribers (Subscribe), nodriver (Subscribe),
+ *                        enable_offthread (Enable from a thread that neither
+ *                        created the context nor launched on it fails with
+ *                        CUPTI_ERROR_INVALID_OPERATION: no document allows it),
  *                        hwfull (hardware buffer overflows once, after
  *                        FAKE_CUPTI_HWFULL_AFTER samples, default 500)
  *   FAKE_CUPTI_OLD_SUBSCRIBER  name reported with "subscribers"
@@ -82,7 +85,7 @@ static const char *const call_names[C_NR] = {
 static _Atomic uint64_t calls[C_NR];
 static _Atomic uint64_t st_launches, st_launch_cb, st_resource_cb, st_generated, st_delivered,
 	st_dropped, st_hwfull, st_bad_size, st_order_err, st_enable_ok, st_scratch_full,
-	st_scratch_lost, st_scratch_bytes, st_names_freed_early;
+	st_scratch_lost, st_scratch_bytes, st_names_freed_early, st_enable_offthread;
 #define COUNT(c) atomic_fetch_add(&calls[c], 1)
 
 /* ---- stall reason tables ----------------------------------------------- */
@@ -575,6 +578,7 @@ static int hook_launch(int cbid, const char *api_name, struct fake_ctx *c, struc
 	CUresult ret = CUDA_SUCCESS;
 
 	atomic_fetch_add(&st_launches, 1);
+	c->launcher = (unsigned long)pthread_self();
 	memset(&cd, 0, sizeof(cd));
 	cd.functionName = api_name;
 	cd.symbolName = f->name;
@@ -634,6 +638,14 @@ API CUptiResult cuptiPCSamplingEnable(CUpti_PCSamplingEnableParams *p)
 		return CUPTI_ERROR_NOT_SUPPORTED;
 	if (failing("enable_oom"))
 		return CUPTI_ERROR_OUT_OF_MEMORY;
+	if (failing("enable_offthread")) {
+		const struct fake_ctx *fc = (const struct fake_ctx *)p->ctx;
+		unsigned long me = (unsigned long)pthread_self();
+		if (me != fc->creator && me != fc->launcher) {
+			atomic_fetch_add(&st_enable_offthread, 1);
+			return CUPTI_ERROR_INVALID_OPERATION;
+		}
+	}
 	pthread_mutex_lock(&lock);
 	for (int i = 0; i < MAX_CTX; i++)
 		if (ctxs[i].ctx && ctxs[i].enabled && ctxs[i].ctx != (struct fake_ctx *)p->ctx &&
@@ -1126,6 +1138,7 @@ static void write_stats(void)
 	fprintf(f, "hw_buffer_full %llu\n", (unsigned long long)atomic_load(&st_hwfull));
 	fprintf(f, "scratch_full %llu\n", (unsigned long long)atomic_load(&st_scratch_full));
 	fprintf(f, "names_freed_early %llu\n", (unsigned long long)atomic_load(&st_names_freed_early));
+	fprintf(f, "enable_offthread_refused %llu\n", (unsigned long long)atomic_load(&st_enable_offthread));
 	fprintf(f, "scratch_lost %llu\n", (unsigned long long)atomic_load(&st_scratch_lost));
 	fprintf(f, "scratch_bytes %llu\n", (unsigned long long)atomic_load(&st_scratch_bytes));
 	fprintf(f, "bad_size %llu\n", (unsigned long long)atomic_load(&st_bad_size));

@@ -26,6 +26,9 @@ struct fake_ctx {
 	uint32_t uid;
 	int device;
 	int arch;
+	/* Threads of the application that used the context (pthread_self):
+	 * the creator and the last launcher. */
+	unsigned long creator, launcher;
 };
 #define FAKE_CTX_MAGIC 0xc0c0c7c7u
 
