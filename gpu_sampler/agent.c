@@ -32,6 +32,9 @@ _Static_assert(sizeof(struct gs_gpu_launch) == 64, "launch record is the BPF scr
 _Static_assert(sizeof(struct gs_gpu_status) % 8 == 0, "status alignment");
 _Static_assert(sizeof(struct gs_gpu_stall_table) % 8 == 0, "stall table alignment");
 _Static_assert(sizeof(struct gs_gpu_cubin) % 8 == 0, "cubin alignment");
+_Static_assert(GS_CBID_GRAPH_LAUNCH == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch &&
+		       GS_CBID_GRAPH_LAUNCH_PTSZ == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+	       "graph launch CBIDs");
 
 /* Options from gpusample (process_vm_writev before it attaches). */
 __attribute__((visibility("default"))) volatile struct gs_gpu_agent_cfg gs_agent_cfg = {
@@ -1151,11 +1154,25 @@ static void ctx_disable(struct gs_ctx *c, bool report_leftovers)
 
 static void set_launch_callbacks(bool on)
 {
+	size_t failed = 0;
+	CUptiResult r = CUPTI_SUCCESS, last = CUPTI_SUCCESS;
+
 	if (g.launch_cb_on == on || !g.subscribed)
 		return;
 	for (size_t i = 0; i < sizeof(launch_cbids) / sizeof(*launch_cbids); i++)
-		g.api.EnableCallback(on, g.sub, CUPTI_CB_DOMAIN_DRIVER_API, launch_cbids[i]);
+		if ((r = g.api.EnableCallback(on, g.sub, CUPTI_CB_DOMAIN_DRIVER_API, launch_cbids[i])) !=
+		    CUPTI_SUCCESS) {
+			failed++;
+			last = r;
+		}
 	g.launch_cb_on = on;
+	/* Launch stacks of those APIs are missing: their samples go to
+	 * [unknown launch].  Said once per change, not per tick. */
+	if (failed)
+		emit_status(NULL, GS_GPU_ST_WARNING, GS_GPU_R_CUPTI_ERROR, last,
+			    "cuptiEnableCallback(%s) failed for %zu of %zu launch APIs: %s",
+			    on ? "on" : "off", failed, sizeof(launch_cbids) / sizeof(*launch_cbids),
+			    gs_cupti_strerror(&g.api, last));
 }
 
 /* splitmix64: a well-mixed hash of the launch counter. */
@@ -1579,10 +1596,17 @@ static int subscribe(void)
 		return -1;
 	}
 	g.subscribed = true;
-	g.api.EnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
-	g.api.EnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
-	g.api.EnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED);
-	g.api.EnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING);
+	static const CUpti_CallbackId res[] = {
+		CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
+		CUPTI_CBID_RESOURCE_MODULE_LOADED, CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING,
+	};
+	for (size_t i = 0; i < sizeof(res) / sizeof(*res); i++)
+		if ((r = g.api.EnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE, res[i])) != CUPTI_SUCCESS) {
+			/* without context and module callbacks nothing can be sampled */
+			uint32_t reason = explain(r, ~0u, "cuptiEnableCallback(resource)", msg, sizeof(msg));
+			set_off(reason, r, msg);
+			return -1;
+		}
 	return 0;
 }
 

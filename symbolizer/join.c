@@ -11,6 +11,11 @@
 #include "symbolizer/cuda.h"
 #include "symbolizer/cuda_internal.h"
 
+/* Function key of CUDA graph launches (no kernel name): 0, which no kernel
+ * name hashes to in practice and which PC records never carry for a known
+ * kernel. */
+#define GRAPH_FN 0
+
 /* Launches older than this before a window's start are dropped from the
  * per-function time lists (they stay in the whole-run histogram) and from
  * the correlation-id table. */
@@ -218,9 +223,10 @@ int gs_join_add_launch(struct gs_join *j, const struct gs_join_launch *l)
 	j->st.launches++;
 	if (l->correlation_id && (err = add_corr(j, l, lkey)))
 		return err;
-	if (!l->function)
+	if (!l->function && !l->graph)
 		return 0;
-	struct kfn *k = get_kfn(j, l->pid, l->function, true);
+	/* graph launches share the function key 0 (GRAPH_FN) */
+	struct kfn *k = get_kfn(j, l->pid, l->graph ? GRAPH_FN : l->function, true);
 	if (!k)
 		return -ENOMEM;
 	uint32_t w = l->weight ? l->weight : 1;
@@ -407,7 +413,7 @@ static size_t distribution(struct kfn *k, uint64_t start, uint64_t end, uint32_t
 }
 
 static int proportional(struct gs_join *j, const struct gs_join_batch *b, uint64_t start,
-			struct kfn *k, const struct pending *pe, size_t npe)
+			struct kfn *k, const struct pending *pe, size_t npe, int attr)
 {
 	size_t nh = k->nh;
 	uint32_t *idx = malloc(nh * sizeof(*idx));
@@ -426,12 +432,12 @@ static int proportional(struct gs_join *j, const struct gs_join_batch *b, uint64
 			res[i] = &k->h[idx[i]].res_s;
 		spread(pc->samples, n, c, C, res, out, pri, chosen);
 		for (size_t i = 0; i < n && !err; i++)
-			err = add_out(j, b, pc, k->h[idx[i]].lkey, GS_JOIN_PROPORTIONAL, out[i], 0);
+			err = add_out(j, b, pc, k->h[idx[i]].lkey, attr, out[i], 0);
 		for (size_t i = 0; i < n; i++)
 			res[i] = &k->h[idx[i]].res_ni;
 		spread(pc->not_issued, n, c, C, res, out, pri, chosen);
 		for (size_t i = 0; i < n && !err; i++)
-			err = add_out(j, b, pc, k->h[idx[i]].lkey, GS_JOIN_PROPORTIONAL, 0, out[i]);
+			err = add_out(j, b, pc, k->h[idx[i]].lkey, attr, 0, out[i]);
 	}
 out:
 	free(idx);
@@ -506,8 +512,11 @@ int gs_join_add_pc_batch(struct gs_join *j, const struct gs_join_batch *b,
 		while (e < npe && pe[e].fn == pe[g].fn)
 			e++;
 		struct kfn *k = pe[g].fn ? get_kfn(j, b->pid, pe[g].fn, false) : NULL;
+		struct kfn *gk = get_kfn(j, b->pid, GRAPH_FN, false);
 		if (k && k->nh)
-			err = proportional(j, b, start, k, pe + g, e - g);
+			err = proportional(j, b, start, k, pe + g, e - g, GS_JOIN_PROPORTIONAL);
+		else if (gk && gk->nh)
+			err = proportional(j, b, start, gk, pe + g, e - g, GS_JOIN_GRAPH);
 		else
 			for (size_t x = g; x < e && !err; x++)
 				err = add_out(j, b, pe[x].pc, NO_STACK, GS_JOIN_UNKNOWN,
@@ -520,12 +529,12 @@ int gs_join_add_pc_batch(struct gs_join *j, const struct gs_join_batch *b,
 
 /* ---- emit ----------------------------------------------------------------- */
 
-static const char *const attr_name[3] = { "exact", "proportional", "unknown" };
+static const char *const attr_name[4] = { "exact", "proportional", "unknown", "graph" };
 
 int gs_join_emit(struct gs_join *j, struct gs_join_stats *st)
 {
-	gs_str attr[3];
-	for (int i = 0; i < 3; i++)
+	gs_str attr[4];
+	for (int i = 0; i < 4; i++)
 		if ((attr[i] = gs_profile_intern(j->p, attr_name[i])) == (gs_str)-1)
 			return -ENOMEM;
 	for (size_t i = 0; i < j->n_aggs; i++) {
@@ -663,6 +672,7 @@ int gs_join_launch_record(struct gs_join *j, const struct gs_gpu_launch *rec, ui
 		.function = rec->name_hash, .time_ns = rec->hdr.ktime_ns, .stack = stack,
 		.weight = rec->sample_every ? rec->sample_every : 1, .thread_name = thread_name,
 		.process_role = process_role,
+		.graph = rec->cbid == GS_CBID_GRAPH_LAUNCH || rec->cbid == GS_CBID_GRAPH_LAUNCH_PTSZ,
 	};
 	return gs_join_add_launch(j, &l);
 }

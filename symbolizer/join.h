@@ -27,8 +27,12 @@
  *      window holds no launch of the function (a long kernel launched
  *      earlier; launches sampled 1 in N), the function's launches over the
  *      whole run so far are used.  Label gpu_attribution=proportional;
- *   3. unknown: no launch of the function was ever seen -> stack
- *      [GPU PC, "[unknown launch]"], tid 0, label gpu_attribution=unknown.
+ *   3. graph: no launch of the function was seen, but the pid launched CUDA
+ *      graphs (cuGraphLaunch: the graph's kernels have no launch callbacks
+ *      of their own) -> spread as in 2. over the graph launches, label
+ *      gpu_attribution=graph;
+ *   4. unknown: neither -> stack [GPU PC, "[unknown launch]"], tid 0,
+ *      label gpu_attribution=unknown.
  *
  * Windows: a batch's samples were collected between the previous drain of
  * that (pid, device) and this one.  start_ns = 0 means exactly that: the
@@ -91,6 +95,7 @@ struct gs_join_launch {
 	uint32_t weight;          /* launches this event stands for (1-in-N sampling: N); 0 = 1 */
 	gs_str thread_name;       /* comm of the launching thread, 0 if unknown */
 	gs_str process_role;      /* "main", "dataloader", ..., 0 if unknown */
+	bool graph;               /* a CUDA graph launch (function is then 0) */
 };
 int gs_join_add_launch(struct gs_join *j, const struct gs_join_launch *l);
 
@@ -115,12 +120,12 @@ int gs_join_add_pc_batch(struct gs_join *j, const struct gs_join_batch *b,
 			 const struct gs_join_pc *pcs, size_t n);
 
 struct gs_join_stats {
-	uint64_t samples[3];      /* gpu_samples by attribution: exact, proportional, unknown */
-	uint64_t not_issued[3];   /* gpu_samples_not_issued, same split */
+	uint64_t samples[4];      /* gpu_samples by attribution: exact, proportional, unknown, graph */
+	uint64_t not_issued[4];   /* gpu_samples_not_issued, same split */
 	uint64_t launches;        /* launch events added */
 	uint64_t emitted;         /* profile samples written by gs_join_emit */
 };
-enum { GS_JOIN_EXACT = 0, GS_JOIN_PROPORTIONAL = 1, GS_JOIN_UNKNOWN = 2 };
+enum { GS_JOIN_EXACT = 0, GS_JOIN_PROPORTIONAL = 1, GS_JOIN_UNKNOWN = 2, GS_JOIN_GRAPH = 3 };
 
 /* ---- wire records (include/gpusample/records.h) -------------------------- */
 

@@ -413,11 +413,17 @@ struct gs_gpu_launch {
 	struct gs_gpu_common gpu;
 	__u64 name_hash;        /* FNV-1a 64 of the full mangled kernel name (symbolName) */
 	__u32 correlation_id;   /* CUpti_CallbackData.correlationId */
-	__u32 cbid;             /* CUPTI driver CBID (cuLaunchKernel = 307, ...) */
+	__u32 cbid;             /* CUPTI driver CBID (cuLaunchKernel = 307, GS_CBID_GRAPH_*) */
 	__u32 sample_every;     /* this event stands for this many launches (>= 1) */
 	__u32 seq;              /* per-process launch event counter (gaps = lost) */
 	__u64 launches_total;   /* launches seen by the agent so far while armed */
 };
+
+/* CUPTI driver CBIDs of cuGraphLaunch(_ptsz) (cupti_driver_cbid.h, CUDA
+ * 13.0): a graph's kernels get no launch callbacks of their own, so the join
+ * hangs PCs of kernels never launched directly under the graph launches. */
+#define GS_CBID_GRAPH_LAUNCH 514
+#define GS_CBID_GRAPH_LAUNCH_PTSZ 515
 
 /* Agent state transitions and failures. */
 enum gs_gpu_state {

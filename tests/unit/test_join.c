@@ -333,3 +333,61 @@ Test(join, repeated_batches_aggregate_into_one_sample)
 	cr_expect_eq(sum_where("a", NULL).s, 300);
 	gs_join_free(j);
 }
+
+/* CUDA graphs: cuGraphLaunch has no kernel name and the graph's kernels
+ * get no launch callbacks; their PCs hang under the graph launch sites
+ * (gpu_attribution=graph), split by how often each launched a graph, not
+ * under [unknown launch].  A kernel launched directly keeps its own sites. */
+Test(join, graph_launch_kernels_under_the_graph_launch)
+{
+	struct gs_join *j = gs_join_new(&P, 0);
+	uint32_t g1 = cpu_stack("replay_a"), g2 = cpu_stack("replay_b"), d = cpu_stack("direct");
+	uint64_t direct = gs_kernel_name_hash("direct_kernel");
+	struct gs_join_launch gl = { .pid = 100, .tid = 7, .time_ns = 10, .stack = g1, .weight = 1,
+				     .graph = true };
+	cr_assert_eq(gs_join_add_launch(j, &gl), 0);
+	gl.time_ns = 20;
+	cr_assert_eq(gs_join_add_launch(j, &gl), 0);
+	gl.stack = g2;
+	gl.time_ns = 30;
+	cr_assert_eq(gs_join_add_launch(j, &gl), 0);
+	launch(d, 8, direct, 40, 0);
+	gs_str r = gs_profile_intern(&P, "wait");
+	struct gs_join_pc pcs[2] = {
+		{ .location = gpu_loc("in_graph", 0), .function = gs_kernel_name_hash("in_graph"),
+		  .stall_reason = r, .samples = 300 },
+		{ .location = gpu_loc("direct_kernel", 0), .function = direct, .stall_reason = r,
+		  .samples = 50 },
+	};
+	struct gs_join_batch bt = { .pid = 100, .device = 0, .end_ns = 100 };
+	cr_assert_eq(gs_join_add_pc_batch(j, &bt, pcs, 2), 0);
+	struct gs_join_stats st;
+	cr_assert_eq(gs_join_emit(j, &st), 0);
+	cr_expect_eq(sum_where("replay_a", "graph").s, 200);
+	cr_expect_eq(sum_where("replay_b", "graph").s, 100);
+	cr_expect_eq(sum_where("direct", "proportional").s, 50);
+	cr_expect_eq(sum_where(NULL, "unknown").s, 0);
+	cr_expect_eq(st.samples[GS_JOIN_GRAPH], 300);
+	gs_join_free(j);
+}
+
+/* The launch record's CBID says whether it is a graph launch. */
+Test(join, graph_launch_record)
+{
+	struct gs_join *j = gs_join_new(&P, 0);
+	uint32_t g = cpu_stack("replay");
+	struct gs_gpu_launch rec = {
+		.hdr = { .type = GS_REC_GPU_LAUNCH, .version = GS_RECORDS_VERSION, .ktime_ns = 5 },
+		.gpu = { .tgid = 100, .tid = 7 }, .name_hash = 0, .cbid = GS_CBID_GRAPH_LAUNCH,
+		.sample_every = 1,
+	};
+	cr_assert_eq(gs_join_launch_record(j, &rec, g, 0, 0), 0);
+	gs_str r = gs_profile_intern(&P, "wait");
+	struct gs_join_pc pc = { .location = gpu_loc("k", 0), .function = gs_kernel_name_hash("k"),
+				 .stall_reason = r, .samples = 9 };
+	struct gs_join_batch bt = { .pid = 100, .device = 0, .end_ns = 100 };
+	cr_assert_eq(gs_join_add_pc_batch(j, &bt, &pc, 1), 0);
+	cr_assert_eq(gs_join_emit(j, NULL), 0);
+	cr_expect_eq(sum_where("replay", "graph").s, 9);
+	gs_join_free(j);
+}
