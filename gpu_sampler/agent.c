@@ -579,6 +579,7 @@ static void queue_cubin(CUcontext ctx, const CUpti_ModuleResourceData *m, bool u
 	q->size = m->cubinSize;
 	q->module_id = m->moduleId;
 	q->unloaded = unloaded;
+	gs_agent_log("module %u loaded while the agent was busy: cubin queued", m->moduleId);
 	q->next = atomic_load(&g.pending_cubins);
 	while (!atomic_compare_exchange_weak(&g.pending_cubins, &q->next, q))
 		;
@@ -592,7 +593,8 @@ static void adopt_cubins(void)
 	for (; q; q = next) {
 		CUpti_ModuleResourceData m = { .moduleId = q->module_id, .cubinSize = q->size,
 					       .pCubin = q->copy };
-		struct gs_cubin *b = cubin_add(&m, ctx_add(q->ctx));
+		/* ctx_find, not ctx_add: the context may be gone by now */
+		struct gs_cubin *b = cubin_add(&m, ctx_find(q->ctx));
 		if (b && q->unloaded)
 			b->flags |= GS_GPU_CUBIN_UNLOADED;
 		if (b && g.armed)
@@ -1103,6 +1105,8 @@ static void ctx_drain(struct gs_ctx *c)
 		CUpti_PCSamplingData *d = &c->get_data;
 		CUptiResult r;
 
+		if (atomic_load(&c->gone))
+			return; /* destroyed while we were in CUPTI */
 		d->totalNumPcs = d->remainingNumPcs = 0;
 		d->totalSamples = d->droppedSamples = 0;
 		if (g.api.version >= 16)
@@ -1385,14 +1389,19 @@ static void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 		pthread_mutex_unlock(&g.lock);
 		return;
 	case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING:
+		/* Marked gone before waiting for the lock, so the watcher starts
+		 * no new CUPTI call on it while we wait (lock-free lookup). */
+		if ((c = ctx_find(rd->context)))
+			atomic_store(&c->gone, true);
 		if (!lock_bounded(200)) {
 			/* CUPTI tears PC sampling down with the context; never
 			 * touch it again (the watcher reaps the entry). */
-			if ((c = ctx_find(rd->context)))
-				atomic_store(&c->gone, true);
+			if (c)
+				gs_agent_log("context %u destroyed while the agent was busy", c->uid);
 			return;
 		}
-		if ((c = ctx_find(rd->context))) {
+		if (c && c->in_use && c->ctx == rd->context) {
+			atomic_store(&c->gone, false); /* ours until it is gone: the last drain */
 			if (c->state == CTX_ARMED && !g.exiting) {
 				ctx_drain(c);
 				ctx_disable(c, true);

@@ -31,6 +31,8 @@
  *   FAKE_CUPTI_OLD_SUBSCRIBER  name reported with "subscribers"
  *                        (default "CUPTI for Kineto")
  *   FAKE_CUPTI_SAMPLES   warp samples per launch (default 40)
+ *   FAKE_CUPTI_GETDATA_MS each cuptiPCSamplingGetData takes this long (a busy
+ *                        GPU; the agent holds its lock meanwhile)
  *   FAKE_CUPTI_PC_SPREAD distinct PCs a kernel's samples spread over
  *                        (default: up to 4 inside the function)
  *
@@ -58,6 +60,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cupti.h>
 #include <cupti_pcsampling.h>
 #include "fake_drv.h"
@@ -85,7 +88,8 @@ static const char *const call_names[C_NR] = {
 static _Atomic uint64_t calls[C_NR];
 static _Atomic uint64_t st_launches, st_launch_cb, st_resource_cb, st_generated, st_delivered,
 	st_dropped, st_hwfull, st_bad_size, st_order_err, st_enable_ok, st_scratch_full,
-	st_scratch_lost, st_scratch_bytes, st_names_freed_early, st_enable_offthread;
+	st_scratch_lost, st_scratch_bytes, st_names_freed_early, st_enable_offthread,
+	st_dead_ctx_calls;
 #define COUNT(c) atomic_fetch_add(&calls[c], 1)
 
 /* ---- stall reason tables ----------------------------------------------- */
@@ -767,6 +771,10 @@ API CUptiResult cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams *p)
 
 	COUNT(C_PCGetData);
 	CHECK_SIZE(p, CUpti_PCSamplingGetDataParamsSize);
+	if (!ctx_ok(p->ctx))
+		atomic_fetch_add(&st_dead_ctx_calls, 1); /* called on a destroyed context */
+	if (getenv("FAKE_CUPTI_GETDATA_MS"))
+		usleep((useconds_t)atoi(getenv("FAKE_CUPTI_GETDATA_MS")) * 1000);
 	pthread_mutex_lock(&lock);
 	if (!ctx_ok(p->ctx) || !(s = state_of(p->ctx, false)) || !s->enabled || !s->configured) {
 		atomic_fetch_add(&st_order_err, 1);
@@ -815,6 +823,8 @@ API CUptiResult cuptiPCSamplingDisable(CUpti_PCSamplingDisableParams *p)
 	COUNT(C_PCDisable);
 	CHECK_SIZE(p, CUpti_PCSamplingDisableParamsSize);
 	pthread_mutex_lock(&lock);
+	if (!ctx_ok(p->ctx))
+		atomic_fetch_add(&st_dead_ctx_calls, 1);
 	if (!ctx_ok(p->ctx) || !(s = state_of(p->ctx, false)) || !s->enabled) {
 		atomic_fetch_add(&st_order_err, 1);
 		pthread_mutex_unlock(&lock);
@@ -1139,6 +1149,7 @@ static void write_stats(void)
 	fprintf(f, "scratch_full %llu\n", (unsigned long long)atomic_load(&st_scratch_full));
 	fprintf(f, "names_freed_early %llu\n", (unsigned long long)atomic_load(&st_names_freed_early));
 	fprintf(f, "enable_offthread_refused %llu\n", (unsigned long long)atomic_load(&st_enable_offthread));
+	fprintf(f, "dead_ctx_calls %llu\n", (unsigned long long)atomic_load(&st_dead_ctx_calls));
 	fprintf(f, "scratch_lost %llu\n", (unsigned long long)atomic_load(&st_scratch_lost));
 	fprintf(f, "scratch_bytes %llu\n", (unsigned long long)atomic_load(&st_scratch_bytes));
 	fprintf(f, "bad_size %llu\n", (unsigned long long)atomic_load(&st_bad_size));

@@ -28,6 +28,8 @@ p.add_argument("--contexts", type=int, default=0,
                help="contexts, round-robin over the devices (default: one per device)")
 p.add_argument("--start-file", default=None, help="touch this file once kernels are loaded")
 p.add_argument("--stop-file", default=None, help="stop launching once this file exists")
+p.add_argument("--late-module", type=float, default=0,
+               help="load the twin cubin as a new module this many seconds into the run")
 p.add_argument("--twin", action="store_true",
                help="also load a twin of the -lineinfo cubin with one byte of axpy's code "
                "flipped, and launch its axpy from twin_forward (a near-identical cubin)")
@@ -71,8 +73,10 @@ def twin_of(image):
     sys.exit("gpu_app: no .text.axpy in the -lineinfo cubin")
 
 
+if args.twin or args.late_module:
+    twin_image = twin_of(images[0].raw)
 if args.twin:
-    images.append(twin_of(images[0].raw))
+    images.append(twin_image)
 
 ctxs, funcs = [], []
 for i in range(nctx):
@@ -142,7 +146,15 @@ if args.start_file:
     open(args.start_file, "w").close()
 start = time.monotonic()
 step = 0
+late_done = False
 while time.monotonic() - start < args.seconds:
+    if args.late_module and not late_done and time.monotonic() - start >= args.late_module:
+        for ctx, mods in ctxs:
+            check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+            m = vp()
+            check(cu.cuModuleLoadData(ctypes.byref(m), twin_image), "cuModuleLoadData (late)")
+            mods.append(m)
+        late_done = True
     if args.stop_file and step % 16 == 0 and os.path.exists(args.stop_file):
         break
     for dev in range(nctx):  # dev: index of the context (and its functions)
