@@ -1127,6 +1127,8 @@ static void ctx_drain(struct gs_ctx *c)
 			ctx_recover_scratch(c);
 			return;
 		}
+		if (atomic_load(&c->gone))
+			return; /* destroyed during the call: its error means nothing */
 		if (r != CUPTI_SUCCESS) {
 			ctx_fail(c, r, "cuptiPCSamplingGetData", true);
 			return;

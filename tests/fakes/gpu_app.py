@@ -29,7 +29,9 @@ p.add_argument("--contexts", type=int, default=0,
 p.add_argument("--start-file", default=None, help="touch this file once kernels are loaded")
 p.add_argument("--stop-file", default=None, help="stop launching once this file exists")
 p.add_argument("--late-module", type=float, default=0,
-               help="load the twin cubin as a new module this many seconds into the run")
+               help="load twins of the -lineinfo cubin as new modules from this many seconds "
+               "into the run, one every 0.3 s")
+p.add_argument("--late-count", type=int, default=1, help="how many late modules (distinct twins)")
 p.add_argument("--twin", action="store_true",
                help="also load a twin of the -lineinfo cubin with one byte of axpy's code "
                "flipped, and launch its axpy from twin_forward (a near-identical cubin)")
@@ -55,8 +57,8 @@ for name in ("kernels_lineinfo.sm_90.cubin", "kernels.sm_90.cubin"):
     with open(os.path.join(args.cubins, name), "rb") as f:
         images.append(ctypes.create_string_buffer(f.read()))
 
-def twin_of(image):
-    """The image with one byte of its .text.axpy section flipped."""
+def twin_of(image, k=0):
+    """The image with one byte (the k-th after the middle) of its .text.axpy section flipped."""
     import struct
     b = bytearray(image)
     shoff, = struct.unpack_from("<Q", b, 0x28)
@@ -68,13 +70,14 @@ def twin_of(image):
         name, _, _, _, off, size = sh(i)
         end = b.index(b"\0", stroff + name)
         if b[stroff + name:end] == b".text.axpy":
-            b[off + size // 2] ^= 0x01
+            b[off + size // 2 + k] ^= 0x01
             return ctypes.create_string_buffer(bytes(b), len(b))
     sys.exit("gpu_app: no .text.axpy in the -lineinfo cubin")
 
 
 if args.twin or args.late_module:
     twin_image = twin_of(images[0].raw)
+late_images = [twin_of(images[0].raw, 1 + k) for k in range(args.late_count if args.late_module else 0)]
 if args.twin:
     images.append(twin_image)
 
@@ -146,15 +149,16 @@ if args.start_file:
     open(args.start_file, "w").close()
 start = time.monotonic()
 step = 0
-late_done = False
+late_done = 0
 while time.monotonic() - start < args.seconds:
-    if args.late_module and not late_done and time.monotonic() - start >= args.late_module:
+    if late_done < len(late_images) and time.monotonic() - start >= args.late_module + 0.3 * late_done:
         for ctx, mods in ctxs:
             check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
             m = vp()
-            check(cu.cuModuleLoadData(ctypes.byref(m), twin_image), "cuModuleLoadData (late)")
+            check(cu.cuModuleLoadData(ctypes.byref(m), late_images[late_done]), "cuModuleLoadData (late)")
+            print(f"gpu_app: late module {late_done} at {time.monotonic() - start:.2f} s", file=sys.stderr, flush=True)
             mods.append(m)
-        late_done = True
+        late_done += 1
     if args.stop_file and step % 16 == 0 and os.path.exists(args.stop_file):
         break
     for dev in range(nctx):  # dev: index of the context (and its functions)

@@ -4,18 +4,19 @@
 # meanwhile.  A module loaded then (its callback's bounded wait for the lock
 # fails) still has its cubin read by the host; contexts destroyed then (at
 # the job's end, while attached) are never touched by CUPTI calls again,
-# and nothing calls GetData or Disable at process exit: the double counts
+# and nothing calls GetData or Disable at process exit (4 late modules, one
+# every 0.3 s: some land while the watcher holds the lock): the double counts
 # no call on a destroyed context, and the job exits 0.
 source "$(dirname "$0")/lib.sh"
 source "$ROOT/tests/fakes/gpu_test_lib.sh"
 export FAKE_CUPTI_GETDATA_MS=900 GS_AGENT_DEBUG=1
-start_app 3 --rate 600 --late-module 1.5
-driver -n 1 -t 6
+start_app 7 --rate 600 --late-module 1.2 --late-count 4
+driver -n 1 -t 10
 wait_app
 show
 grep 'gpusample-agent: .*busy' "$T/app.out" | head -3
 [ "$(val armed_status)" = 1 ] || fail "agent did not arm"
-[ "$(val cubins_read)" = 3 ] || fail "host read $(val cubins_read) cubins, expected 3 (the late module's was dropped?)"
+[ "$(val cubins_read)" = 6 ] || fail "host read $(val cubins_read) cubins, expected 6 (a late module's was dropped?)"
 [ "$(stat dead_ctx_calls)" = 0 ] || fail "$(stat dead_ctx_calls) CUPTI calls on a destroyed context"
 [ "$(val samples)" -gt 0 ] || fail "no samples"
 ok "late module under a busy lock kept ($(val cubins_read) cubins), no CUPTI call on destroyed contexts, clean exit ($(grep -c 'busy' "$T/app.out") busy-lock events)"
