@@ -40,6 +40,32 @@ static int drop_to_sudo_user(void)
 	return 0;
 }
 
+/* Dispositions gpusample was started with, restored in the child: its own
+ * handlers and ignores (SIGPIPE) are not the job's business. */
+static struct sigaction g_orig_pipe, g_orig_hup;
+static bool g_saved;
+
+void gs_launch_save_signals(void)
+{
+	sigaction(SIGPIPE, NULL, &g_orig_pipe);
+	sigaction(SIGHUP, NULL, &g_orig_hup);
+	g_saved = true;
+}
+
+static void restore_signals(void)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	sigset_t none;
+
+	sigemptyset(&dfl.sa_mask);
+	sigaction(SIGPIPE, g_saved && g_orig_pipe.sa_handler == SIG_IGN ? &g_orig_pipe : &dfl, NULL);
+	sigaction(SIGHUP, g_saved && g_orig_hup.sa_handler == SIG_IGN ? &g_orig_hup : &dfl, NULL);
+	sigaction(SIGINT, &dfl, NULL);
+	sigaction(SIGTERM, &dfl, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
 static void child(char **argv, bool as_root, char **env_extra, int go_rd, int err_wr)
 {
 	char c;
@@ -55,8 +81,7 @@ static void child(char **argv, bool as_root, char **env_extra, int go_rd, int er
 		putenv(*kv);
 	if (!as_root && (e = drop_to_sudo_user()) != 0)
 		goto fail;
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
+	restore_signals();
 	execvp(argv[0], argv);
 	e = -errno;
 fail:

@@ -45,6 +45,7 @@ static void install_signals(void)
 	struct sigaction sa = { .sa_handler = on_signal };
 
 	/* No SA_RESTART: the ring-buffer poll must return on Ctrl-C. */
+	gs_launch_save_signals();
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -80,46 +81,6 @@ static int check_privileges(void)
 	fprintf(stderr, "gpusample: needs root to load eBPF programs and read other processes' "
 			"memory: run it with sudo (or grant CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE)\n");
 	return -EPERM;
-}
-
-/* Refuse symlinks and unwritable directories before sampling starts, so a
- * long run never ends with nowhere to write. */
-static int check_output_path(const char *path)
-{
-	char dir[PATH_MAX];
-	struct stat st;
-	const char *slash = strrchr(path, '/');
-
-	if (!lstat(path, &st) && S_ISLNK(st.st_mode)) {
-		fprintf(stderr, "gpusample: output path %s is a symlink; refusing to follow it as root "
-				"(remove it or choose another -o)\n", path);
-		return -ELOOP;
-	}
-	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
-	if (!dir[0])
-		strcpy(dir, "/");
-	if (access(dir, W_OK)) {
-		fprintf(stderr, "gpusample: cannot write to %s: %s (choose another -o PREFIX)\n",
-			dir, strerror(errno));
-		return -errno;
-	}
-	return 0;
-}
-
-static const char *const out_suffix[] = { ".pb.gz", ".speedscope.json", ".cpu.folded" };
-
-static int check_outputs(struct session *s)
-{
-	char path[PATH_MAX + 32];
-
-	for (int i = 0; i < 3; i++) {
-		if (!(s->o->formats & (1u << i)))
-			continue;
-		snprintf(path, sizeof(path), "%s%s", s->prefix, out_suffix[i]);
-		if (check_output_path(path))
-			return -EINVAL;
-	}
-	return 0;
 }
 
 /* ---- targets ------------------------------------------------------------ */
@@ -603,16 +564,6 @@ static int build_profile(struct session *s)
 
 /* ---- writing ------------------------------------------------------------ */
 
-static void give_to_sudo_user(const char *path)
-{
-	const char *uid = getenv("SUDO_UID"), *gid = getenv("SUDO_GID");
-
-	/* Files written as root under sudo belong to the user who asked. */
-	if (uid && gid && geteuid() == 0 &&
-	    chown(path, (uid_t)strtoul(uid, NULL, 10), (gid_t)strtoul(gid, NULL, 10)))
-		fprintf(stderr, "gpusample: warning: chown %s: %s\n", path, strerror(errno));
-}
-
 static int write_one(struct session *s, const char *suffix,
 		     int (*fn)(struct session *, const char *, char *, size_t))
 {
@@ -625,7 +576,6 @@ static int write_one(struct session *s, const char *suffix,
 		fprintf(stderr, "gpusample: cannot write %s: %s\n", path, s->err);
 		return rc;
 	}
-	give_to_sudo_user(path);
 	fprintf(stderr, "gpusample: wrote %s\n", path);
 	return 0;
 }
@@ -768,7 +718,7 @@ static int prepare(struct session *s)
 		snprintf(s->prefix, sizeof(s->prefix), "%s", s->o->prefix);
 	else
 		snprintf(s->prefix, sizeof(s->prefix), "gpusample-%u", s->roots[0]);
-	if ((rc = check_outputs(s)))
+	if ((rc = gs_outputs_check(s)))
 		return rc;
 	s->sym = gs_sym_new(&s->prof);
 	if (!s->sym)
@@ -836,6 +786,7 @@ int gs_session_run(const struct gs_options *o)
 	if (check_privileges())
 		return 1;
 	install_signals();
+	gs_outputs_set_owner();
 	init_session(&s, o);
 	rc = prepare(&s);
 	if (!rc)

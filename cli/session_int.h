@@ -61,6 +61,11 @@ struct session {
 
 uint64_t gs_now_ns(int clk);
 
+/* cli/outputs.c: output files owned by the sudo caller (gs_output_set_owner
+ * from SUDO_UID/SUDO_GID) and every output path checked before sampling. */
+void gs_outputs_set_owner(void);
+int gs_outputs_check(const struct session *s);
+
 /* cli/runtimes.c: Python discovery and CFI tables per process. */
 int gs_rt_open(struct session *s);
 void gs_rt_close(struct session *s);

@@ -10,27 +10,256 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "output/internal.h"
 #include "output/output.h"
 
+/* ---- output files --------------------------------------------------------
+ * gpusample runs as root and often writes into directories other users can
+ * write to (/tmp, a shared project dir, the job's working directory).  So:
+ * the file is created fresh (O_CREAT|O_EXCL|O_NOFOLLOW) under a temporary
+ * name in the target directory, given to the invoking user with fchown on
+ * the descriptor, and renamed into place only at the end.  Whatever already
+ * sits at the path is replaced only if it is a regular file, not hard-linked,
+ * owned by that same user (an earlier profile); anything else (another user's
+ * file, a FIFO, a directory, a device, a symlink) is refused. */
+
+static uid_t g_owner_uid = (uid_t)-1;
+static gid_t g_owner_gid = (gid_t)-1;
+
+void gs_output_set_owner(uid_t uid, gid_t gid)
+{
+	g_owner_uid = uid;
+	g_owner_gid = gid;
+}
+
+static uid_t owner_uid(void)
+{
+	return g_owner_uid == (uid_t)-1 ? geteuid() : g_owner_uid;
+}
+
+struct outfile {
+	int fd, dirfd;
+	bool replace;         /* a file of ours was there at open: exchange it */
+	dev_t old_dev;
+	ino_t old_ino;
+	char base[256], tmp[272];
+	char path[PATH_MAX];
+};
+
+#define GS_MAX_OPEN_OUTPUTS 8
+static struct outfile g_out[GS_MAX_OPEN_OUTPUTS];
+
+/* Split path into a directory fd and the last component. */
+static int open_parent(const char *path, char *base, size_t baselen, char *err, size_t errlen)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	const char *b = slash ? slash + 1 : path;
+	int fd;
+
+	if (!*b || !strcmp(b, ".") || !strcmp(b, "..")) {
+		snprintf(err, errlen, "%s names a directory, not a file (give a file name or "
+			 "prefix, e.g. -o %s%sprofile)", path, path, slash && !slash[1] ? "" : "/");
+		return -EISDIR;
+	}
+	if (strlen(b) >= baselen) {
+		snprintf(err, errlen, "%s: file name too long (choose a shorter -o)", path);
+		return -ENAMETOOLONG;
+	}
+	snprintf(base, baselen, "%s", b);
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		int rc = -errno;
+
+		snprintf(err, errlen, "cannot write %s: directory %s: %s (create it or choose "
+			 "another -o)", path, dir, strerror(-rc));
+		return rc;
+	}
+	return fd;
+}
+
+/* May whatever is at base be replaced?  0 = nothing there, 1 = a file of
+ * ours (its identity in *st), <0 = refuse (err says why). */
+static int check_existing(int dirfd, const char *base, const char *path, struct stat *st,
+			  char *err, size_t errlen)
+{
+	const char *what;
+
+	if (fstatat(dirfd, base, st, AT_SYMLINK_NOFOLLOW)) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(err, errlen, "cannot check %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (S_ISREG(st->st_mode) && st->st_uid == owner_uid() && st->st_nlink == 1)
+		return 1;
+	what = S_ISLNK(st->st_mode) ? "a symlink (symbolic link), never followed as root" : S_ISDIR(st->st_mode) ? "a directory" :
+	       S_ISFIFO(st->st_mode) ? "a FIFO" : S_ISSOCK(st->st_mode) ? "a socket" :
+	       !S_ISREG(st->st_mode) ? "a device" :
+	       st->st_nlink != 1 ? "a file with other hard links" : "a file owned by another user";
+	snprintf(err, errlen, "%s exists and is %s (uid %u); gpusample only replaces its own "
+		 "regular files: remove it or choose another -o", path, what, (unsigned)st->st_uid);
+	return S_ISDIR(st->st_mode) ? -EISDIR : S_ISLNK(st->st_mode) ? -ELOOP : -EEXIST;
+}
+
+/* Create a fresh temporary file next to base: ".base.XXXXXX". */
+static int create_tmp(struct outfile *o, char *err, size_t errlen)
+{
+	for (int tries = 0; tries < 16; tries++) {
+		uint32_t r;
+
+		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+			r = (uint32_t)getpid() * 2654435761u + (uint32_t)tries;
+		snprintf(o->tmp, sizeof(o->tmp), ".%.200s.%08x", o->base, r);
+		o->fd = openat(o->dirfd, o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			       0644);
+		if (o->fd >= 0)
+			return 0;
+		if (errno != EEXIST)
+			break;
+	}
+	int rc = -errno;
+	snprintf(err, errlen, "cannot create %s: %s (check the directory is writable, or "
+		 "choose another -o)", o->path, strerror(-rc));
+	return rc;
+}
+
+static int prepare_output(struct outfile *o, const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	int rc;
+
+	memset(o, 0, sizeof(*o));
+	o->fd = -1;
+	snprintf(o->path, sizeof(o->path), "%s", path);
+	o->dirfd = open_parent(path, o->base, sizeof(o->base), err, errlen);
+	if (o->dirfd < 0)
+		return o->dirfd;
+	rc = check_existing(o->dirfd, o->base, path, &st, err, errlen);
+	if (rc < 0)
+		goto fail;
+	o->replace = rc == 1;
+	o->old_dev = st.st_dev;
+	o->old_ino = st.st_ino;
+	if ((rc = create_tmp(o, err, errlen)))
+		goto fail;
+	/* On the descriptor, never by path: the name can be swapped under us. */
+	if (g_owner_uid != (uid_t)-1 && geteuid() == 0 &&
+	    fchown(o->fd, g_owner_uid, g_owner_gid)) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot give %s to uid %u: %s", path, (unsigned)g_owner_uid,
+			 strerror(-rc));
+		goto fail;
+	}
+	return 0;
+fail:
+	if (o->fd >= 0) {
+		close(o->fd);
+		unlinkat(o->dirfd, o->tmp, 0);
+	}
+	close(o->dirfd);
+	o->fd = o->dirfd = -1;
+	return rc;
+}
+
+int gs_output_check(const char *path, char *err, size_t errlen)
+{
+	struct outfile o;
+	int rc = prepare_output(&o, path, err, errlen);
+
+	if (rc)
+		return rc;
+	close(o.fd);
+	unlinkat(o.dirfd, o.tmp, 0);
+	close(o.dirfd);
+	return 0;
+}
+
 int gs_output_open(const char *path, char *err, size_t errlen)
 {
-	/* Root writes into directories users control: never follow a symlink
-	 * planted at the output path. */
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd >= 0)
-		return fd;
-	int rc = -errno;
-	if (err) {
-		if (rc == -ELOOP)
-			snprintf(err, errlen, "%s is a symbolic link; refusing to write through it "
-				 "(remove it or choose another -o path)", path);
-		else
-			snprintf(err, errlen, "cannot create %s: %s (check the directory exists "
-				 "and is writable, or choose another -o path)", path, strerror(-rc));
+	struct outfile *o = NULL;
+	int rc;
+
+	for (int i = 0; i < GS_MAX_OPEN_OUTPUTS && !o; i++)
+		if (!g_out[i].path[0])
+			o = &g_out[i];
+	if (!o) {
+		snprintf(err, errlen, "too many output files open at once");
+		return -EMFILE;
 	}
+	rc = prepare_output(o, path, err, errlen);
+	if (rc) {
+		o->path[0] = 0;
+		return rc;
+	}
+	return o->fd;
+}
+
+/* Move the finished temporary file to its name.  Nothing there: the rename
+ * must not replace anything that appeared meanwhile.  Our old file there:
+ * exchange, then make sure what came out is the file checked at open. */
+static int publish(struct outfile *o)
+{
+	struct stat st;
+
+	if (!o->replace) {
+		if (!renameat2(o->dirfd, o->tmp, o->dirfd, o->base, RENAME_NOREPLACE))
+			return 0;
+		if (errno != EINVAL)
+			return -errno;
+		/* no RENAME_NOREPLACE here (NFS): link fails if the name exists */
+		if (linkat(o->dirfd, o->tmp, o->dirfd, o->base, 0))
+			return -errno;
+		unlinkat(o->dirfd, o->tmp, 0);
+		return 0;
+	}
+	if (renameat2(o->dirfd, o->tmp, o->dirfd, o->base, RENAME_EXCHANGE))
+		return errno == EINVAL ? (renameat(o->dirfd, o->tmp, o->dirfd, o->base) ? -errno : 0)
+				       : -errno;
+	if (fstatat(o->dirfd, o->tmp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    st.st_dev == o->old_dev && st.st_ino == o->old_ino) {
+		unlinkat(o->dirfd, o->tmp, 0);
+		return 0;
+	}
+	/* Someone else's file was swapped in after the check: put it back. */
+	renameat2(o->dirfd, o->tmp, o->dirfd, o->base, RENAME_EXCHANGE);
+	return -EEXIST;
+}
+
+int gs_output_close(int fd, int rc, char *err, size_t errlen)
+{
+	struct outfile *o = NULL;
+
+	for (int i = 0; i < GS_MAX_OPEN_OUTPUTS && !o; i++)
+		if (g_out[i].path[0] && g_out[i].fd == fd)
+			o = &g_out[i];
+	if (!o) {
+		close(fd);
+		return rc ? rc : -EBADF;
+	}
+	if (close(fd) && !rc)
+		rc = -errno;
+	if (!rc && (rc = publish(o)) && err)
+		snprintf(err, errlen, "cannot put the profile at %s: %s (the path %s meanwhile; "
+			 "choose another -o)", o->path, strerror(-rc),
+			 rc == -EEXIST ? "was taken by someone else" : "could not be replaced");
+	else if (rc && err)
+		gs_output_fail(err, errlen, rc, "cannot write", o->path);
+	if (rc)
+		unlinkat(o->dirfd, o->tmp, 0);
+	close(o->dirfd);
+	o->path[0] = 0;
 	return rc;
 }
 

@@ -264,19 +264,14 @@ int gs_write_folded(const struct gs_profile *p, enum gs_folded_kind which,
 	}
 	struct gs_wbuf *w = malloc(sizeof(*w));
 	if (!w) {
-		close(fd);
 		free(a);
-		return gs_output_fail(err, errlen, -ENOMEM, "cannot write", path);
+		return gs_output_close(fd, -ENOMEM, err, errlen);
 	}
 	gs_wbuf_init(w, fd);
 	for (size_t i = 0; i < n; i++)
 		write_line(p, w, &a[i], which);
-	rc = gs_wbuf_flush(w);
-	if (close(fd) && !rc)
-		rc = -errno;
+	rc = gs_output_close(fd, gs_wbuf_flush(w), err, errlen);
 	free(w);
 	free(a);
-	if (rc)
-		return gs_output_fail(err, errlen, rc, "cannot write", path);
-	return 0;
+	return rc;
 }

@@ -607,11 +607,7 @@ int gs_write_pprof(const struct gs_profile *p, const char *path, char *err, size
 	}
 	rc = gzip_to_fd(fd, buf, len);
 	free(buf);
-	if (close(fd) && !rc)
-		rc = -errno;
-	if (rc)
-		return gs_output_fail(err, errlen, rc, "cannot write", path);
-	return 0;
+	return gs_output_close(fd, rc, err, errlen);
 }
 
 /* ---- reader ------------------------------------------------------------- */

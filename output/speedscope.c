@@ -460,12 +460,7 @@ int gs_write_speedscope(const struct gs_profile *p, const char *path, char *err,
 	gs_wbuf_init(w, fd);
 	rc = write_all_json(&s, w);
 	int frc = gs_wbuf_flush(w);
-	if (!rc)
-		rc = frc;
-	if (close(fd) && !rc)
-		rc = -errno;
-	if (rc)
-		gs_output_fail(err, errlen, rc, "cannot write", path);
+	rc = gs_output_close(fd, rc ? rc : frc, err, errlen);
 out:
 	free(s.frames);
 	free(s.fhash);

@@ -551,8 +551,11 @@ Test(pprof, output_open_refuses_symlink)
 	cr_assert(flags & FD_CLOEXEC);
 	struct stat st;
 	fstat(fd, &st);
-	cr_assert_eq(st.st_size, 0, "O_TRUNC");
-	close(fd);
+	cr_assert_eq(st.st_size, 0, "a fresh file, not the old one");
+	cr_assert_eq(gs_output_close(fd, 0, err, sizeof(err)), 0, "%s", err);
+	keep = fx_read_file(target, NULL);
+	cr_assert_str_eq(keep, "", "our own old file is replaced");
+	free(keep);
 	gs_profile_free(&x.p);
 }
 
