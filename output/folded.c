@@ -30,13 +30,28 @@ void gs_folded_escape(const char *in, char *out, size_t outlen)
 	/* ';' separates frames and a newline ends the record; a trailing
 	 * " <digits>" is fine since only the last token of a line is the
 	 * count.  An empty name would make an empty frame. */
-	for (const char *c = in ? in : ""; *c && o + 1 < outlen; c++) {
-		char ch = *c;
-		if (ch == ';')
-			ch = ':';
-		else if (ch == '\n' || ch == '\r' || ch == '\t' || (unsigned char)ch < 0x20)
-			ch = ' ';
-		out[o++] = ch;
+	for (const unsigned char *c = (const unsigned char *)(in ? in : ""); *c;) {
+		int n = *c < 0x80 ? 1 : gs_utf8_len(c);
+		const char *piece = (const char *)c;
+		char ch = (char)*c;
+		size_t k = (size_t)n;
+
+		if (n == 0) { /* not UTF-8: U+FFFD, so viewers get valid text */
+			piece = "\xef\xbf\xbd";
+			k = 3;
+			n = 1;
+		} else if (n == 1) {
+			if (ch == ';')
+				ch = ':';
+			else if ((unsigned char)ch < 0x20 || ch == 0x7f)
+				ch = ' ';
+			piece = &ch;
+		}
+		if (o + k + 1 > outlen)
+			break; /* whole characters only */
+		memcpy(out + o, piece, k);
+		o += k;
+		c += n;
 	}
 	out[o] = 0;
 	if (!o)
