@@ -597,7 +597,7 @@ int gs_cfi_table_build(const char *path, int fd, struct gs_cfi_table *t)
 	elf_version(EV_CURRENT);
 	if (own && (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return -errno;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf) {
 		err = -EINVAL;
 	} else {
@@ -913,7 +913,7 @@ static struct cfi_obj *obj_for_file(struct gs_cfi *c, const char *file_key, cons
 		c->st.errors++;
 		return o;
 	}
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf) {
 		o->status = -EINVAL;
 		c->st.errors++;
