@@ -11,6 +11,10 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/resource.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +33,40 @@
 #include "gpusample/procmaps.h"
 #include "gpusample/records.h"
 #include "bpf/cfi.h"
+
+/* Bounds on one object's table (docs/SECURITY.md: nothing the target
+ * controls is trusted for sizes): its .eh_frame, its rows, and the time spent.
+ * libtorch_cpu.so, the largest object seen: ~30 MB of .eh_frame, 1.4M rows,
+ * 1.7 s. */
+#define GS_CFI_MAX_EH_FRAME (256u << 20)
+#define GS_CFI_MAX_OBJ_ROWS (1u << 23)
+#define GS_CFI_BUILD_MAX_NS (30ull * 1000000000ull)
+
+struct build_limits {
+	uint64_t deadline_ns;      /* CLOCK_MONOTONIC; stop there, keep the rows so far */
+	const atomic_bool *cancel; /* NULL or: give up (gs_cfi_close) */
+	_Atomic uint64_t *rows;    /* NULL or: progress for the session */
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* 0 = go on; -ETIME = a bound was hit (keep what we have); -ECANCELED. */
+static int check_limits(const struct build_limits *lim, size_t rows)
+{
+	if (lim->rows)
+		atomic_store_explicit(lim->rows, rows, memory_order_relaxed);
+	if (lim->cancel && atomic_load_explicit(lim->cancel, memory_order_relaxed))
+		return -ECANCELED;
+	if (rows >= GS_CFI_MAX_OBJ_ROWS || (lim->deadline_ns && now_ns() > lim->deadline_ns))
+		return -ETIME;
+	return 0;
+}
 
 #define X86_64_RBP 6
 #define X86_64_RSP 7
@@ -435,12 +473,16 @@ static int cie_encoding(struct cie_cache *cc, Elf *elf, Elf_Data *data, Dwarf_Of
 
 /* Rows of one FDE [lo, hi), then a gap marker at hi. */
 static int fde_rows(Dwarf_CFI *cfi, uint64_t lo, uint64_t hi, struct rule_set *rs,
-		    struct row_vec *rv, struct gs_cfi_table *t)
+		    struct row_vec *rv, struct gs_cfi_table *t, const struct build_limits *lim)
 {
 	uint64_t addr = lo;
 	int err;
 
 	while (addr < hi) {
+		if ((rv->n & 15) == 0 && (err = check_limits(lim, rv->n))) {
+			row_push(rv, addr, UINT32_MAX); /* the rest of this FDE: no rule */
+			return err;
+		}
 		Dwarf_Frame *f = NULL;
 		Dwarf_Addr s, e;
 		bool signal = false;
@@ -516,7 +558,7 @@ static int finish_rows(struct row_vec *rv, struct rule_set *rs, struct gs_cfi_ta
 	return 0;
 }
 
-static int build_from_elf(Elf *elf, struct gs_cfi_table *t)
+static int build_from_elf(Elf *elf, struct gs_cfi_table *t, const struct build_limits *lim)
 {
 	GElf_Ehdr eh;
 	Elf_Scn *scn = NULL;
@@ -542,6 +584,8 @@ static int build_from_elf(Elf *elf, struct gs_cfi_table *t)
 			continue;
 		name = elf_strptr(elf, shstrndx, sh.sh_name);
 		if (name && !strcmp(name, ".eh_frame")) {
+			if (sh.sh_size > GS_CFI_MAX_EH_FRAME)
+				return -EFBIG;
 			sh_eh = sh;
 			data = elf_getdata(scn, NULL);
 			break;
@@ -576,8 +620,12 @@ static int build_from_elf(Elf *elf, struct gs_cfi_table *t)
 		if (len == 0 || lo == 0)
 			continue; /* discarded FDE (e.g. from a --gc-sections'd function) */
 		t->n_fdes++;
-		if ((err = fde_rows(cfi, lo, lo + len, &rs, &rv, t)))
+		if ((err = fde_rows(cfi, lo, lo + len, &rs, &rv, t, lim)))
 			break;
+	}
+	if (err == -ETIME) { /* bounded: a table for the FDEs done so far */
+		t->truncated = 1;
+		err = 0;
 	}
 	if (!err)
 		err = finish_rows(&rv, &rs, t);
@@ -587,7 +635,8 @@ static int build_from_elf(Elf *elf, struct gs_cfi_table *t)
 	return err;
 }
 
-int gs_cfi_table_build(const char *path, int fd, struct gs_cfi_table *t)
+static int table_build(const char *path, int fd, struct gs_cfi_table *t,
+		       const struct build_limits *lim)
 {
 	bool own = fd < 0;
 	Elf *elf;
@@ -601,7 +650,7 @@ int gs_cfi_table_build(const char *path, int fd, struct gs_cfi_table *t)
 	if (!elf) {
 		err = -EINVAL;
 	} else {
-		err = build_from_elf(elf, t);
+		err = build_from_elf(elf, t, lim);
 		elf_end(elf);
 	}
 	if (own)
@@ -609,6 +658,13 @@ int gs_cfi_table_build(const char *path, int fd, struct gs_cfi_table *t)
 	if (err)
 		gs_cfi_table_free(t);
 	return err;
+}
+
+int gs_cfi_table_build(const char *path, int fd, struct gs_cfi_table *t)
+{
+	struct build_limits lim = { .deadline_ns = now_ns() + GS_CFI_BUILD_MAX_NS };
+
+	return table_build(path, fd, t, &lim);
 }
 
 void gs_cfi_table_free(struct gs_cfi_table *t)
@@ -652,6 +708,7 @@ struct cfi_obj {
 
 struct cfi_proc {
 	uint32_t tgid;
+	bool pending;        /* mappings wait for tables being built: republish */
 	uint64_t last_ns;
 	uint64_t reread_ns;  /* current back-off between miss-driven re-reads */
 	uint32_t n_files;    /* file-backed executable mappings at the last read */
@@ -672,14 +729,184 @@ struct gs_cfi {
 	struct gs_cfi_stats st;
 	bool verbose;
 	bool lazy;
+	bool async;
+	struct builder *b;     /* async: the builder thread */
+	uint32_t collected;    /* async jobs taken back from the thread */
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
+/* ---- the builder thread ------------------------------------------------------
+ * In async mode tables are built off the session thread, which must keep
+ * reading the ring buffer and answering signals: a crafted or huge object
+ * costs at most its bound there, never the run.  Jobs carry an object index
+ * and an fd; the thread only parses (no BPF, no shared state but the queue);
+ * the session thread collects finished jobs in gs_cfi_refresh, loads them
+ * into BPF and republishes the processes waiting for them.  Until then their
+ * mappings are GS_CFI_TABLE_PENDING (BPF: frame pointers, a miss). */
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+#define GS_CFI_BUILDER_NICE -10 /* see docs/SECURITY.md "priorities" */
+
+struct build_job {
+	struct build_job *next;
+	size_t obj;
+	int fd;
+	char name[160];
+	struct gs_cfi_table t;
+	int err;
+	uint64_t ns;
+};
+
+struct builder {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;       /* work queued, or a job finished */
+	struct build_job *todo, **todo_tail, *done;
+	bool busy, quit;
+	atomic_bool cancel;
+	_Atomic uint64_t rows;   /* rows of the object being built */
+	char current[160];
+	uint32_t queued_total, done_total;
+};
+
+static void *builder_main(void *arg)
+{
+	struct builder *b = arg;
+
+	/* Attach work must finish even when the job keeps every CPU busy with
+	 * hundreds of threads; a niced-up thread gets its share without
+	 * starving the job (a real-time class would). */
+	setpriority(PRIO_PROCESS, (id_t)gettid(), GS_CFI_BUILDER_NICE);
+	pthread_mutex_lock(&b->mu);
+	for (;;) {
+		struct build_job *j;
+		struct build_limits lim = { .cancel = &b->cancel, .rows = &b->rows };
+		uint64_t t0;
+
+		while (!b->quit && !b->todo)
+			pthread_cond_wait(&b->cv, &b->mu);
+		if (b->quit)
+			break;
+		j = b->todo;
+		b->todo = j->next;
+		if (!b->todo)
+			b->todo_tail = &b->todo;
+		b->busy = true;
+		snprintf(b->current, sizeof(b->current), "%s", j->name);
+		atomic_store(&b->rows, 0);
+		pthread_mutex_unlock(&b->mu);
+
+		t0 = now_ns();
+		lim.deadline_ns = t0 + GS_CFI_BUILD_MAX_NS;
+		j->err = table_build(j->name, j->fd, &j->t, &lim);
+		close(j->fd);
+		j->ns = now_ns() - t0;
+
+		pthread_mutex_lock(&b->mu);
+		j->next = b->done;
+		b->done = j;
+		b->busy = false;
+		b->done_total++;
+		pthread_cond_broadcast(&b->cv);
+	}
+	pthread_mutex_unlock(&b->mu);
+	return NULL;
+}
+
+static int builder_start(struct gs_cfi *c)
+{
+	struct builder *b = calloc(1, sizeof(*b));
+	sigset_t all, old;
+	int rc;
+
+	if (!b)
+		return -ENOMEM;
+	pthread_mutex_init(&b->mu, NULL);
+	pthread_cond_init(&b->cv, NULL);
+	b->todo_tail = &b->todo;
+	/* Signals stay with the session thread (its poll must see Ctrl-C). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&b->th, NULL, builder_main, b);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc) {
+		free(b);
+		return -rc;
+	}
+	c->b = b;
+	return 0;
+}
+
+static void free_jobs(struct build_job *j)
+{
+	while (j) {
+		struct build_job *next = j->next;
+
+		if (j->fd >= 0)
+			close(j->fd);
+		gs_cfi_table_free(&j->t);
+		free(j);
+		j = next;
+	}
+}
+
+static void builder_stop(struct gs_cfi *c)
+{
+	struct builder *b = c->b;
+
+	if (!b)
+		return;
+	pthread_mutex_lock(&b->mu);
+	b->quit = true;
+	atomic_store(&b->cancel, true); /* the object in progress stops within ~16 rows */
+	pthread_cond_broadcast(&b->cv);
+	pthread_mutex_unlock(&b->mu);
+	pthread_join(b->th, NULL);
+	free_jobs(b->todo);
+	for (struct build_job *j = b->done; j; j = j->next)
+		j->fd = -1; /* closed by the thread */
+	free_jobs(b->done);
+	pthread_mutex_destroy(&b->mu);
+	pthread_cond_destroy(&b->cv);
+	free(b);
+	c->b = NULL;
+}
+
+static int builder_queue(struct gs_cfi *c, size_t obj, int fd, const char *name)
+{
+	struct build_job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return -ENOMEM;
+	size_t len = strlen(name);
+
+	j->obj = obj;
+	j->fd = fd;
+	if (len >= sizeof(j->name)) { /* keep the end: the file name */
+		name += len - (sizeof(j->name) - 1);
+		len = sizeof(j->name) - 1;
+	}
+	memcpy(j->name, name, len);
+	pthread_mutex_lock(&c->b->mu);
+	*c->b->todo_tail = j;
+	c->b->todo_tail = &j->next;
+	c->b->queued_total++;
+	pthread_cond_signal(&c->b->cv);
+	pthread_mutex_unlock(&c->b->mu);
+	return 0;
+}
+
+/* Take the finished jobs (wait for all queued ones first if asked). */
+static struct build_job *builder_take(struct gs_cfi *c, bool wait_all)
+{
+	struct builder *b = c->b;
+	struct build_job *j;
+
+	pthread_mutex_lock(&b->mu);
+	while (wait_all && (b->todo || b->busy))
+		pthread_cond_wait(&b->cv, &b->mu);
+	j = b->done;
+	b->done = NULL;
+	pthread_mutex_unlock(&b->mu);
+	return j;
 }
 
 static int map_fd(struct bpf_object *obj, const char *name, char *err, size_t errlen)
@@ -732,6 +959,7 @@ void gs_cfi_close(struct gs_cfi *cfi)
 {
 	if (!cfi)
 		return;
+	builder_stop(cfi);
 	rule_set_free(&cfi->rules);
 	free(cfi->objs);
 	free(cfi->procs);
@@ -881,77 +1109,27 @@ static void hex_build_id(Elf *elf, char out[41])
 		sprintf(out + 2 * i, "%02x", ((const uint8_t *)p)[i]);
 }
 
-/* Table for one mapped file: cached by file key, then by build-id.  NULL
- * when not cached and !build (lazy: the mapping stays pending). */
-static struct cfi_obj *obj_for_file(struct gs_cfi *c, const char *file_key, const char *open_path,
-				    const char *alt_path, bool build)
+/* A built table (or the reason there is none) becomes object o's status;
+ * objects with the same build-id that waited for it get the same. */
+static void finish_obj(struct gs_cfi *c, size_t idx, struct gs_cfi_table *t, int err,
+		       uint64_t ns, const char *name)
 {
-	struct cfi_obj *o, *same = NULL;
-	struct gs_cfi_table t;
-	char bid[41];
-	Elf *elf;
-	int fd, err;
+	struct cfi_obj *o = &c->objs[idx];
 	uint32_t n_pages = 0;
-	uint64_t t0;
 
-	for (size_t i = 0; i < c->n_objs; i++)
-		if (!strcmp(c->objs[i].file_key, file_key))
-			return &c->objs[i];
-	if (!build)
-		return NULL;
-	fd = open(open_path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 && alt_path)
-		fd = open(alt_path, O_RDONLY | O_CLOEXEC);
-	if (!(o = obj_new(c))) {
-		if (fd >= 0)
-			close(fd);
-		return NULL;
-	}
-	snprintf(o->file_key, sizeof(o->file_key), "%s", file_key);
-	if (fd < 0) {
-		o->status = -errno;
-		c->st.errors++;
-		return o;
-	}
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!elf) {
-		o->status = -EINVAL;
-		c->st.errors++;
-		close(fd);
-		return o;
-	}
-	hex_build_id(elf, bid);
-	read_loads(elf, o);
-	elf_end(elf);
-	snprintf(o->build_id, sizeof(o->build_id), "%s", bid);
-	for (size_t i = 0; bid[0] && i + 1 < c->n_objs; i++)
-		if (!strcmp(c->objs[i].build_id, bid)) {
-			same = &c->objs[i];
-			break;
-		}
-	if (same) { /* same object under another path or inode: share its table */
-		o->status = same->status;
-		o->table_id = same->table_id;
-		o->n_pages = same->n_pages;
-		close(fd);
-		return o;
-	}
-
-	t0 = now_ns();
-	err = gs_cfi_table_build(open_path, fd, &t);
-	close(fd);
-	if (!err && t.n_rows == 0)
+	if (!err && t->n_rows == 0)
 		err = -ENOENT;
 	if (!err && c->next_table >= GS_CFI_MAX_TABLES)
 		err = -E2BIG;
 	if (!err)
-		err = load_rows(c, &t, c->next_table, &n_pages);
-	c->st.build_ns += now_ns() - t0;
+		err = load_rows(c, t, c->next_table, &n_pages);
+	c->st.build_ns += ns;
 	if (!err) {
 		o->table_id = c->next_table++;
 		o->n_pages = n_pages;
 		c->st.tables++;
-		c->st.rows += t.n_rows;
+		c->st.rows += t->n_rows;
+		c->st.truncated += t->truncated;
 	} else if (err == -ENOENT) {
 		c->st.no_eh_frame++;
 	} else {
@@ -959,8 +1137,89 @@ static struct cfi_obj *obj_for_file(struct gs_cfi *c, const char *file_key, cons
 	}
 	o->status = err;
 	if (c->verbose)
-		fprintf(stderr, "cfi: %s: %s%u rows, %u FDEs, %u expr, %.1f ms\n", alt_path ? alt_path : open_path,
-			err ? strerror(-err) : "", t.n_rows, t.n_fdes, t.n_expr, (now_ns() - t0) / 1e6);
+		fprintf(stderr, "cfi: %s: %s%u rows, %u FDEs, %u expr, %.1f ms%s\n", name,
+			err ? strerror(-err) : "", t->n_rows, t->n_fdes, t->n_expr, ns / 1e6,
+			t->truncated ? " (bound reached: partial table)" : "");
+	for (size_t i = 0; o->build_id[0] && i < c->n_objs; i++) {
+		struct cfi_obj *x = &c->objs[i];
+
+		if (i != idx && x->status == -EINPROGRESS && !strcmp(x->build_id, o->build_id)) {
+			x->status = o->status;
+			x->table_id = o->table_id;
+			x->n_pages = o->n_pages;
+		}
+	}
+}
+
+/* Open the file and read what mapping needs (build-id, PT_LOADs) by pread. */
+static int obj_open(struct cfi_obj *o, const char *open_path, const char *alt_path)
+{
+	int fd = open(open_path, O_RDONLY | O_CLOEXEC);
+	Elf *elf;
+
+	if (fd < 0 && alt_path)
+		fd = open(alt_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf) {
+		close(fd);
+		return -EINVAL;
+	}
+	hex_build_id(elf, o->build_id);
+	read_loads(elf, o);
+	elf_end(elf);
+	return fd;
+}
+
+/* Table for one mapped file: cached by file key, then by build-id.  NULL
+ * when not cached and !build (lazy: the mapping stays pending).  Async: the
+ * object comes back -EINPROGRESS and its table is built by the thread. */
+static struct cfi_obj *obj_for_file(struct gs_cfi *c, const char *file_key, const char *open_path,
+				    const char *alt_path, bool build)
+{
+	const char *name = alt_path ? alt_path : open_path;
+	struct cfi_obj *o;
+	struct gs_cfi_table t;
+	size_t idx;
+	int fd, err;
+	uint64_t t0;
+
+	for (size_t i = 0; i < c->n_objs; i++)
+		if (!strcmp(c->objs[i].file_key, file_key))
+			return &c->objs[i];
+	if (!build || !(o = obj_new(c)))
+		return NULL;
+	idx = (size_t)(o - c->objs);
+	snprintf(o->file_key, sizeof(o->file_key), "%s", file_key);
+	fd = obj_open(o, open_path, alt_path);
+	if (fd < 0) {
+		o->status = fd;
+		c->st.errors++;
+		return o;
+	}
+	for (size_t i = 0; o->build_id[0] && i < idx; i++)
+		if (!strcmp(c->objs[i].build_id, o->build_id)) {
+			/* same object under another path or inode: share its table */
+			o->status = c->objs[i].status;
+			o->table_id = c->objs[i].table_id;
+			o->n_pages = c->objs[i].n_pages;
+			close(fd);
+			return o;
+		}
+	if (c->b) {
+		if ((err = builder_queue(c, idx, fd, name))) {
+			close(fd);
+			o->status = err;
+			return o;
+		}
+		o->status = -EINPROGRESS;
+		return o;
+	}
+	t0 = now_ns();
+	err = gs_cfi_table_build(open_path, fd, &t);
+	close(fd);
+	finish_obj(c, idx, &t, err, now_ns() - t0, name);
 	gs_cfi_table_free(&t);
 	return o;
 }
@@ -1030,7 +1289,7 @@ static int add_process(struct gs_cfi *c, uint32_t tgid, const uint64_t *want, si
 	struct gs_cfi_proc *pe = c->scratch;
 	struct cfi_proc *p;
 	char path[64], line[4096];
-	uint32_t n_files = 0;
+	uint32_t n_files = 0, pending = 0;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%u/maps", tgid);
@@ -1064,7 +1323,8 @@ static int add_process(struct gs_cfi *c, uint32_t tgid, const uint64_t *want, si
 		 * through it (BPF records the miss and wakes us up at once). */
 		o = obj_for_file(c, key, open_path, alt,
 				 force || !c->lazy || wanted(l.start, want, nwant));
-		if (!o) {
+		pending += o && o->status == -EINPROGRESS;
+		if (!o || o->status == -EINPROGRESS) {
 			m->table_id = GS_CFI_TABLE_PENDING;
 			m->bias = l.start - l.offset; /* fixed up when the table exists */
 			continue;
@@ -1083,6 +1343,7 @@ static int add_process(struct gs_cfi *c, uint32_t tgid, const uint64_t *want, si
 	if (p) {
 		p->last_ns = now_ns();
 		p->n_files = n_files;
+		p->pending = pending > 0;
 	}
 	return 0;
 }
@@ -1092,9 +1353,56 @@ int gs_cfi_add_process(struct gs_cfi *c, uint32_t tgid)
 	return add_process(c, tgid, NULL, 0, false);
 }
 
+/* Async: load what the thread finished, then republish the processes
+ * that waited for it.  wait_all: first wait until the queue is empty. */
+static int collect_built(struct gs_cfi *c, bool wait_all)
+{
+	struct build_job *j, *next;
+	int n = 0;
+
+	if (!c->b)
+		return 0;
+	for (j = builder_take(c, wait_all); j; j = next) {
+		next = j->next;
+		finish_obj(c, j->obj, &j->t, j->err, j->ns, j->name);
+		gs_cfi_table_free(&j->t);
+		free(j);
+		c->collected++;
+		n++;
+	}
+	for (size_t i = 0; n && i < c->n_procs; i++)
+		if (c->procs[i].pending && add_process(c, c->procs[i].tgid, NULL, 0, false))
+			c->procs[i].pending = false; /* gone */
+	return n;
+}
+
 int gs_cfi_build_process(struct gs_cfi *c, uint32_t tgid)
 {
-	return add_process(c, tgid, NULL, 0, true);
+	int rc = add_process(c, tgid, NULL, 0, true);
+
+	if (!rc && c->b)
+		collect_built(c, true);
+	return rc;
+}
+
+int gs_cfi_set_async(struct gs_cfi *c)
+{
+	return c->b ? 0 : builder_start(c);
+}
+
+void gs_cfi_progress(struct gs_cfi *c, struct gs_cfi_progress *p)
+{
+	memset(p, 0, sizeof(*p));
+	if (!c->b)
+		return;
+	pthread_mutex_lock(&c->b->mu);
+	p->queued = c->b->queued_total;
+	p->pending = c->b->queued_total - c->collected;
+	if (c->b->busy) {
+		snprintf(p->current, sizeof(p->current), "%s", c->b->current);
+		p->rows = atomic_load(&c->b->rows);
+	}
+	pthread_mutex_unlock(&c->b->mu);
 }
 
 int gs_cfi_fork(struct gs_cfi *c, uint32_t parent, uint32_t child)
@@ -1137,6 +1445,7 @@ int gs_cfi_refresh(struct gs_cfi *c)
 	size_t n = 0;
 	int done = 0;
 
+	collect_built(c, false);
 	/* Collect first, then delete: deleting while iterating restarts the walk. */
 	while (n < 4096 && !bpf_map_get_next_key(c->miss_fd, n ? &prev : NULL, &next)) {
 		keys[n++] = next;

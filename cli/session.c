@@ -312,14 +312,26 @@ static bool targets_gone(struct session *s)
 	int status;
 
 	if (s->launched) {
-		if (!s->launch_exited && waitpid(s->launch.pid, &status, WNOHANG) == s->launch.pid)
+		if (!s->launch_exited && waitpid(s->launch.pid, &status, WNOHANG) == s->launch.pid) {
 			s->launch_exited = true;
+			s->launch_status = status;
+		}
 		return s->launch_exited;
 	}
 	for (int i = 0; i < s->n_roots; i++)
 		if (gs_proc_alive(s->roots[i]))
 			return false;
 	return true;
+}
+
+/* A signal or the targets' exit ends the current phase (noted once). */
+static bool stop_requested(struct session *s)
+{
+	bool gone = !g_stop && targets_gone(s);
+
+	if (g_stop || gone)
+		gs_attach_note_stop(s, g_stop, gone);
+	return g_stop || gone;
 }
 
 static void progress(struct session *s, bool final)
@@ -341,7 +353,8 @@ static int run_loop(struct session *s)
 	uint64_t next_progress = 0, next_tick = 0;
 	bool tick_pending = false;
 
-	while (!g_stop) {
+	s->phase = "sampling";
+	while (!stop_requested(s)) {
 		/* Records arrive without per-record wakeups (BPF_RB_NO_WAKEUP for
 		 * samples); process events and CFI table requests do wake us.
 		 * Ticks (maps re-reads, discovery, GPU scans) run at most every
@@ -356,7 +369,7 @@ static int run_loop(struct session *s)
 			fprintf(stderr, "\ngpusample: ring buffer poll failed: %s\n", strerror(-rc));
 			return rc;
 		}
-		if (now >= deadline || targets_gone(s))
+		if (now >= deadline || stop_requested(s))
 			break;
 		tick_pending = now < next_tick; /* woken early: tick once the 50 ms are up */
 		if (!tick_pending) {
@@ -513,6 +526,7 @@ static void add_comments(struct session *s)
 	if (st.lost)
 		gs_profile_add_note(p, "%llu samples were lost (ring buffer full); try a lower -F",
 				    (unsigned long long)st.lost);
+	gs_attach_add_comments(s);
 }
 
 static int build_profile(struct session *s)
@@ -734,6 +748,10 @@ static int start(struct session *s)
 	 * sampled from its first instruction and its children from birth. */
 	if ((rc = setup_targets(s)))
 		return rc;
+	/* Tables of the processes there at attach: built by the CFI thread
+	 * while this thread reports progress and watches for a stop. */
+	if (gs_attach_build_tables(s, stop_requested))
+		return 1;
 	/* Tables of the processes there at attach were built eagerly (full
 	 * stacks from the first sample); from now on build them when a sample
 	 * first walks through an object, so a fork or dlopen mid-run does not
@@ -767,7 +785,14 @@ static void finish_launch(struct session *s)
 		/* Ctrl-C at a terminal reached the command too; a signal sent to
 		 * gpusample alone (kill, a job scheduler) is passed on, as perf
 		 * record does, so the command does not outlive its profiler. */
-		for (int i = 0; i < 40 && waitpid(s->launch.pid, NULL, WNOHANG) == 0; i++) {
+		for (int i = 0; i < 40; i++) {
+			int st;
+
+			if (waitpid(s->launch.pid, &st, WNOHANG) == s->launch.pid) {
+				s->launch_exited = true;
+				s->launch_status = st;
+				break;
+			}
 			if (i == 4)
 				kill(s->launch.pid, g_stop);
 			usleep(50000);
@@ -788,17 +813,24 @@ int gs_session_run(const struct gs_options *o)
 	install_signals();
 	gs_outputs_set_owner();
 	init_session(&s, o);
+	s.phase = "loading the BPF programs";
 	rc = prepare(&s);
 	if (!rc)
 		rc = start(&s);
-	if (rc) {
+	if (rc < 0) {
 		if (s.launched)
 			kill(s.launch.pid, SIGKILL);
 		free_session(&s);
 		return 1;
 	}
-	run_loop(&s);
-	finish_launch(&s);
+	if (rc == 0) {
+		run_loop(&s);
+		finish_launch(&s);
+	} else if (s.launched) { /* stopped before the command was let go: it never ran */
+		kill(s.launch.pid, SIGKILL);
+		waitpid(s.launch.pid, NULL, 0);
+		s.launched = false;
+	}
 	s.prof.time_nanos = s.t0_wall;
 	s.prof.duration_nanos = gs_off_stop_time(&s) - s.t0_mono;
 	rc = build_profile(&s);
@@ -806,8 +838,9 @@ int gs_session_run(const struct gs_options *o)
 		fprintf(stderr, "gpusample: building the profile failed: %s\n", strerror(-rc));
 	else
 		rc = write_outputs(&s);
+	rc = gs_session_exit_status(&s, rc);
 	free_session(&s);
-	return rc ? 1 : 0;
+	return rc;
 }
 
 int gs_report_file(const char *path)
