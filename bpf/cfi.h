@@ -155,6 +155,10 @@ struct gs_cfi_table {
  * table stops there (t->truncated).  -ENOENT: no .eh_frame; -EINVAL: not an
  * x86-64 ELF; -ENOMEM. */
 int gs_cfi_table_build(const char *path, int fd, struct gs_cfi_table *t);
+/* The same table through libdw's dwarf_cfi_addrframe, one call per row
+ * (quadratic in an FDE's rows): the reference the linear builder is tested
+ * against (tests/unit/test_cfi.c), not for use on target files. */
+int gs_cfi_table_build_libdw(const char *path, int fd, struct gs_cfi_table *t);
 void gs_cfi_table_free(struct gs_cfi_table *t);
 /* Row in effect at ELF address pc (NULL if none or a GS_CFA_NONE gap). */
 const struct gs_cfi_rule *gs_cfi_table_lookup(const struct gs_cfi_table *t, uint64_t pc);
@@ -173,7 +177,7 @@ struct gs_cfi_stats {
 };
 
 /* Async building (the session): tables are built by a thread of their own
- * (nice -10, signals blocked), so a huge or crafted object never blocks the
+ * (signals blocked; it inherits the caller's nice value), so a huge or crafted object never blocks the
  * caller's loop.  gs_cfi_add_process / gs_cfi_refresh then only queue work;
  * mappings stay GS_CFI_TABLE_PENDING until gs_cfi_refresh finds the table
  * built, loads it and republishes the processes that wait for it.

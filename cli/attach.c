@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,6 +22,24 @@
  * (those objects unwind by frame pointers until their table is loaded). */
 #define ATTACH_WAIT_MAX_NS (60ull * 1000000000ull)
 #define PROGRESS_EVERY_NS 1000000000ull
+
+/* gpusample at nice -10 (its CFI thread inherits it): a job with hundreds
+ * of busy threads (nice 0) otherwise leaves the profiler a 1/500 share of a
+ * CPU, and attach took minutes.  At -10 a gpusample thread weighs as much as
+ * ~9 job threads: attach work and ring-buffer reads get done, while the job
+ * keeps nearly all the machine (the threads sleep when idle).  A real-time
+ * class would starve the job's threads on that CPU instead.  The launched
+ * command gets its own nice back (cli/launch.c). */
+#define GS_SESSION_NICE -10
+
+void gs_session_raise_priority(void)
+{
+	errno = 0;
+	int now = getpriority(PRIO_PROCESS, 0);
+
+	if (!errno && now > GS_SESSION_NICE)
+		setpriority(PRIO_PROCESS, 0, GS_SESSION_NICE);
+}
 
 static void sleep_ms(int ms)
 {

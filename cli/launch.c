@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "cli/launch.h"
@@ -44,11 +45,16 @@ static int drop_to_sudo_user(void)
  * handlers and ignores (SIGPIPE) are not the job's business. */
 static struct sigaction g_orig_pipe, g_orig_hup;
 static bool g_saved;
+static int g_orig_nice;
 
 void gs_launch_save_signals(void)
 {
 	sigaction(SIGPIPE, NULL, &g_orig_pipe);
 	sigaction(SIGHUP, NULL, &g_orig_hup);
+	errno = 0;
+	g_orig_nice = getpriority(PRIO_PROCESS, 0);
+	if (errno)
+		g_orig_nice = 0;
 	g_saved = true;
 }
 
@@ -64,6 +70,9 @@ static void restore_signals(void)
 	sigaction(SIGTERM, &dfl, NULL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* gpusample runs niced up (cli/attach.c); the job gets its own nice back */
+	if (g_saved)
+		setpriority(PRIO_PROCESS, 0, g_orig_nice);
 }
 
 static void child(char **argv, bool as_root, char **env_extra, int go_rd, int err_wr)

@@ -811,6 +811,7 @@ int gs_session_run(const struct gs_options *o)
 	if (check_privileges())
 		return 1;
 	install_signals();
+	gs_session_raise_priority();
 	gs_outputs_set_owner();
 	init_session(&s, o);
 	s.phase = "loading the BPF programs";
