@@ -57,7 +57,7 @@ static const char *base_name(const char *path)
 
 int gs_attach_build_tables(struct session *s, bool (*stop)(struct session *))
 {
-	uint64_t t0 = gs_now_ns(CLOCK_MONOTONIC), next = t0 + PROGRESS_EVERY_NS / 2;
+	uint64_t t0 = gs_now_ns(CLOCK_MONOTONIC), next = t0 + PROGRESS_EVERY_NS / 10; /* quiet when quick */
 	struct gs_cfi_progress pr;
 
 	if (!s->cfi)
@@ -92,7 +92,7 @@ int gs_attach_build_tables(struct session *s, bool (*stop)(struct session *))
 		}
 		sleep_ms(20);
 	}
-	if (gs_now_ns(CLOCK_MONOTONIC) - t0 > PROGRESS_EVERY_NS / 2)
+	if (next > t0 + PROGRESS_EVERY_NS / 10) /* a progress line was printed */
 		fprintf(stderr, "gpusample: unwind tables built: %u objects in %.1f s\n", pr.queued,
 			(gs_now_ns(CLOCK_MONOTONIC) - t0) / 1e9);
 	return 0;
