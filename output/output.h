@@ -47,7 +47,8 @@ int gs_pprof_encode(const struct gs_profile *p, uint8_t **buf, size_t *len);
 int gs_write_pprof(const struct gs_profile *p, const char *path, char *err, size_t errlen);
 /* Read a pprof file (gzip or plain) into p, which the caller has set up with
  * gs_profile_init (normally empty); free it with gs_profile_free even on
- * error.
+ * error.  The file is read whole: more than 256 MiB, compressed or after
+ * gunzip, is -EFBIG ("more than 256 MiB" in err), not an attempt.
  * Sample columns are matched to enum gs_value by sample_type name (others
  * ignored); labels pid/tid/thread_name/process_role/cuda_* back into the
  * sample fields; processes, notes, frequency, lost samples and frame kinds

@@ -1151,7 +1151,12 @@ static int decode(struct dec *d)
 	return d->have_meta ? 0 : derive_processes(p);
 }
 
-/* Read the whole file, gunzipping gzip (or zlib) data. */
+/* A profile is read whole into memory, so its size is capped, compressed
+ * or not: a 1 MiB gzip bomb inflated to 1 GB (and 37 s) before this. */
+#define GS_PPROF_MAX_BYTES ((size_t)256 << 20)
+
+/* Read the whole file, gunzipping gzip (or zlib) data.  -EFBIG past
+ * GS_PPROF_MAX_BYTES. */
 static int slurp(const char *path, uint8_t **out, size_t *out_len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -1162,6 +1167,10 @@ static int slurp(const char *path, uint8_t **out, size_t *out_len)
 		int rc = errno ? -errno : -EINVAL;
 		close(fd);
 		return rc;
+	}
+	if ((uint64_t)st.st_size > GS_PPROF_MAX_BYTES) {
+		close(fd);
+		return -EFBIG;
 	}
 	size_t n = (size_t)st.st_size, off = 0;
 	uint8_t *raw = malloc(n ? n : 1);
@@ -1190,20 +1199,25 @@ static int slurp(const char *path, uint8_t **out, size_t *out_len)
 		free(raw);
 		return -ENOMEM;
 	}
-	size_t cap = n * 4 + 4096, len = 0;
+	size_t cap = n < GS_PPROF_MAX_BYTES / 4 ? n * 4 + 4096 : GS_PPROF_MAX_BYTES, len = 0;
 	uint8_t *buf = malloc(cap);
 	int zr = Z_OK, rc = 0;
 	z.next_in = raw;
 	z.avail_in = (uInt)n;
 	while (buf && zr != Z_STREAM_END) {
 		if (len == cap) {
-			uint8_t *nb = realloc(buf, cap * 2);
+			if (cap >= GS_PPROF_MAX_BYTES) {
+				rc = -EFBIG;
+				break;
+			}
+			size_t nc = cap * 2 < GS_PPROF_MAX_BYTES ? cap * 2 : GS_PPROF_MAX_BYTES;
+			uint8_t *nb = realloc(buf, nc);
 			if (!nb) {
 				rc = -ENOMEM;
 				break;
 			}
 			buf = nb;
-			cap *= 2;
+			cap = nc;
 		}
 		z.next_out = buf + len;
 		z.avail_out = (uInt)(cap - len > (1u << 30) ? (1u << 30) : cap - len);
@@ -1238,7 +1252,11 @@ int gs_read_pprof(const char *path, struct gs_profile *p, char *err, size_t errl
 	size_t len = 0;
 	int rc = slurp(path, &buf, &len);
 	if (rc) {
-		if (err)
+		if (err && rc == -EFBIG)
+			snprintf(err, errlen, "cannot read %s: it is (or decompresses to) more than %zu MiB, "
+				 "gpusample's limit for one profile; is it really a pprof profile?", path,
+				 GS_PPROF_MAX_BYTES >> 20);
+		else if (err)
 			snprintf(err, errlen, "cannot read %s: %s", path,
 				 rc == -EBADMSG ? "corrupt gzip data" : strerror(-rc));
 		return rc;

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <zlib.h>
 
 #include "output/output.h"
 #include "output_fixture.h"
@@ -679,4 +680,26 @@ Test(pprof, one_million_samples_call_tree, .timeout = 120)
 Test(pprof, one_million_samples_worst_case, .timeout = 120)
 {
 	scale_run(false, 8.0);
+}
+
+/* A gzip bomb (320 MiB of zeros in ~300 KiB) is refused at the cap, quickly and
+ * without the memory. */
+Test(pprof, gzip_bomb_is_capped, .timeout = 60)
+{
+	char path[128], err[512] = "";
+	snprintf(path, sizeof(path), "%s/bomb.pb.gz", tmpdir);
+	gzFile g = gzopen(path, "wb1");
+	cr_assert_not_null(g);
+	static char zeros[1 << 16];
+	for (int i = 0; i < (320 << 20) / (int)sizeof(zeros); i++)
+		cr_assert_eq(gzwrite(g, zeros, sizeof(zeros)), (int)sizeof(zeros));
+	gzclose(g);
+	struct stat st;
+	stat(path, &st);
+	cr_assert_lt(st.st_size, 2 << 20, "a bomb: %lld bytes", (long long)st.st_size);
+	struct gs_profile p;
+	gs_profile_init(&p);
+	cr_assert_eq(gs_read_pprof(path, &p, err, sizeof(err)), -EFBIG);
+	cr_assert_not_null(strstr(err, "256 MiB"), "%s", err);
+	gs_profile_free(&p);
 }
