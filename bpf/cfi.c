@@ -982,7 +982,8 @@ static int finish_rows(struct row_vec *rv, struct rule_set *rs, struct gs_cfi_ta
 
 	if (none_id < 0)
 		return -ENOMEM;
-	qsort(rv->v, rv->n, sizeof(*rv->v), cmp_raw_row);
+	if (rv->n) /* qsort(NULL, 0): undefined, and UBSan says so */
+		qsort(rv->v, rv->n, sizeof(*rv->v), cmp_raw_row);
 	out = malloc((rv->n ? rv->n : 1) * sizeof(*out));
 	if (!out)
 		return -ENOMEM;

@@ -1049,6 +1049,8 @@ static void dec_label(struct dec *d, struct pbr m, struct gs_sample *s)
 		dec_extra_label(d, k, str, num, s);
 }
 
+#define GS_PPROF_MAX_TOTAL ((int64_t)1 << 61) /* see check_totals */
+
 static int dec_samples(struct dec *d)
 {
 	struct pbr r = d->whole, sub, s2;
@@ -1094,9 +1096,14 @@ static int dec_samples(struct dec *d)
 		if (st < 0)
 			rc = (int)st;
 		s.stack = (uint32_t)st;
-		for (size_t i = 0; i < vals.n && i < (size_t)d->n_cols && i < 16; i++)
-			if (d->col[i] >= 0)
-				s.values[d->col[i]] = (int64_t)vals.v[i];
+		for (size_t i = 0; i < vals.n && i < (size_t)d->n_cols && i < 16; i++) {
+			int64_t x = (int64_t)vals.v[i];
+
+			if (x < -GS_PPROF_MAX_TOTAL || x > GS_PPROF_MAX_TOTAL)
+				rc = -EOVERFLOW; /* before gs_profile_add_sample adds columns up */
+			else if (d->col[i] >= 0)
+				s.values[d->col[i]] = x;
+		}
 		if (!rc)
 			rc = gs_profile_add_sample(d->p, &s);
 	}
@@ -1128,6 +1135,27 @@ static int derive_processes(struct gs_profile *p)
 	return 0;
 }
 
+/* Values from the file are summed by every reader (report, merge): refuse
+ * files whose columns add up past 2^61 in magnitude (73 years of
+ * nanoseconds), so no sum over any subset of samples can overflow. */
+
+static int check_totals(const struct gs_profile *p)
+{
+	int64_t tot[GS_NVALUES] = {0};
+
+	for (size_t i = 0; i < p->n_samples; i++)
+		for (int v = 0; v < GS_NVALUES; v++) {
+			int64_t x = p->samples[i].values[v];
+
+			if (x < -GS_PPROF_MAX_TOTAL || x > GS_PPROF_MAX_TOTAL)
+				return -EOVERFLOW;
+			tot[v] += x < 0 ? -x : x;
+			if (tot[v] > GS_PPROF_MAX_TOTAL)
+				return -EOVERFLOW;
+		}
+	return 0;
+}
+
 static int decode(struct dec *d)
 {
 	int rc = dec_strings(d);
@@ -1141,6 +1169,8 @@ static int decode(struct dec *d)
 		rc = dec_locations(d);
 	if (!rc)
 		rc = dec_samples(d);
+	if (!rc)
+		rc = check_totals(d->p);
 	if (rc)
 		return rc;
 	struct gs_profile *p = d->p;
@@ -1275,6 +1305,7 @@ int gs_read_pprof(const char *path, struct gs_profile *p, char *err, size_t errl
 	if (rc && err)
 		snprintf(err, errlen, "cannot read %s: %s", path,
 			 rc == -EBADMSG ? "not a valid pprof profile (profile.proto, gzip or plain)"
-					: strerror(-rc));
+			 : rc == -EOVERFLOW ? "sample values add up past 2^61: not a real profile"
+					     : strerror(-rc));
 	return rc;
 }

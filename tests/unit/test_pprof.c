@@ -703,3 +703,27 @@ Test(pprof, gzip_bomb_is_capped, .timeout = 60)
 	cr_assert_not_null(strstr(err, "256 MiB"), "%s", err);
 	gs_profile_free(&p);
 }
+
+/* Values that could overflow a sum in any reader (report, merge) are refused. */
+Test(pprof, huge_values_refused)
+{
+	char path[128], err[512] = "";
+	snprintf(path, sizeof(path), "%s/huge.pb.gz", tmpdir);
+	struct gs_profile p, r;
+	gs_profile_init(&p);
+	uint32_t loc = gs_profile_add_location(&p, 0, 0x1000, GS_FRAME_NATIVE, NULL, 0);
+	int64_t st = gs_profile_add_stack(&p, &loc, 1);
+	cr_assert_geq(st, 0);
+	for (int i = 0; i < 2; i++) {
+		struct gs_sample s = {.stack = (uint32_t)st, .pid = 1 + i, .tid = 1, .cuda_device = -1};
+		s.values[GS_V_SAMPLES] = 1;
+		s.values[GS_V_CPU_NS] = INT64_MAX / 2 + 1;
+		cr_assert_eq(gs_profile_add_sample(&p, &s), 0);
+	}
+	cr_assert_eq(gs_write_pprof(&p, path, err, sizeof(err)), 0, "%s", err);
+	gs_profile_init(&r);
+	cr_assert_eq(gs_read_pprof(path, &r, err, sizeof(err)), -EOVERFLOW);
+	cr_assert_not_null(strstr(err, "2^61"), "%s", err);
+	gs_profile_free(&r);
+	gs_profile_free(&p);
+}
