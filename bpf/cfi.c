@@ -156,7 +156,7 @@ static void reduce_signal(Dwarf_Frame *f, const Dwarf_Op *cfa, size_t ncfa, stru
 		return;
 	if (dwarf_frame_register(f, X86_64_RA, mem, &ops, &n) != 0 || !reg_at_rsp(ops, n, &rip_off))
 		return;
-	if (rip_off != op_offset(&cfa[0]) + 8)
+	if ((uint64_t)rip_off != (uint64_t)op_offset(&cfa[0]) + 8)
 		return;
 	if (dwarf_frame_register(f, X86_64_RBP, mem, &ops, &n) != 0 || !reg_at_rsp(ops, n, &rbp_off))
 		return;
@@ -354,21 +354,27 @@ static uint64_t read_uleb(const uint8_t **p, const uint8_t *end)
 
 static int64_t read_sleb(const uint8_t **p, const uint8_t *end)
 {
-	int64_t v = 0;
+	uint64_t v = 0; /* unsigned: shifts into bit 63 are defined */
 	unsigned shift = 0;
 	uint8_t b = 0;
 
 	while (*p < end) {
 		b = *(*p)++;
 		if (shift < 64)
-			v |= (int64_t)(b & 0x7f) << shift;
+			v |= (uint64_t)(b & 0x7f) << shift;
 		shift += 7;
 		if (!(b & 0x80))
 			break;
 	}
 	if (shift < 64 && (b & 0x40))
-		v |= -((int64_t)1 << shift);
-	return v;
+		v |= ~(uint64_t)0 << shift;
+	return (int64_t)v;
+}
+
+/* a * b wrapping (hostile CFI scales offsets by hostile factors) */
+static int64_t wmul(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a * (uint64_t)b);
 }
 
 /* Decode one DW_EH_PE-encoded value at *p; pc_base is the runtime (ELF
@@ -549,7 +555,7 @@ static void reduce_signal_state(const struct frame_state *fs, struct gs_cfi_rule
 	if (!fs->cfa_expr || decode_ops(fs->cfa_e, fs->cfa_elen, c, 3) != 2 ||
 	    c[0].atom != DW_OP_breg7 || c[1].atom != DW_OP_deref)
 		return;
-	if (!rule_breg(&fs->ra, DW_OP_breg7, &rip_off) || rip_off != c[0].num + 8)
+	if (!rule_breg(&fs->ra, DW_OP_breg7, &rip_off) || (uint64_t)rip_off != (uint64_t)c[0].num + 8)
 		return;
 	if (!rule_breg(&fs->rbp, DW_OP_breg7, &rbp_off) || rbp_off < INT16_MIN || rbp_off > INT16_MAX)
 		return;
@@ -684,7 +690,7 @@ static int exec_one(struct exec_ctx *x, const uint8_t **p, const uint8_t *end)
 	case DW_CFA_advance_loc:
 		return advance(x, x->loc + low * caf);
 	case DW_CFA_offset:
-		set_rule(x, low, RR_OFFSET, (int64_t)read_uleb(p, end) * daf, NULL, 0);
+		set_rule(x, low, RR_OFFSET, wmul((int64_t)read_uleb(p, end), daf), NULL, 0);
 		return 0;
 	case DW_CFA_restore:
 		if ((r = tracked(&x->fs, low)))
@@ -715,15 +721,15 @@ static int exec_one(struct exec_ctx *x, const uint8_t **p, const uint8_t *end)
 	}
 	case DW_CFA_offset_extended:
 		reg = read_uleb(p, end);
-		set_rule(x, reg, RR_OFFSET, (int64_t)read_uleb(p, end) * daf, NULL, 0);
+		set_rule(x, reg, RR_OFFSET, wmul((int64_t)read_uleb(p, end), daf), NULL, 0);
 		return 0;
 	case DW_CFA_offset_extended_sf:
 		reg = read_uleb(p, end);
-		set_rule(x, reg, RR_OFFSET, read_sleb(p, end) * daf, NULL, 0);
+		set_rule(x, reg, RR_OFFSET, wmul(read_sleb(p, end), daf), NULL, 0);
 		return 0;
 	case DW_CFA_GNU_negative_offset_extended:
 		reg = read_uleb(p, end);
-		set_rule(x, reg, RR_OFFSET, -(int64_t)read_uleb(p, end) * daf, NULL, 0);
+		set_rule(x, reg, RR_OFFSET, wmul(wmul((int64_t)read_uleb(p, end), daf), -1), NULL, 0);
 		return 0;
 	case DW_CFA_restore_extended:
 		if ((r = tracked(&x->fs, read_uleb(p, end))))
@@ -763,7 +769,7 @@ static int exec_one(struct exec_ctx *x, const uint8_t **p, const uint8_t *end)
 		return 0;
 	case DW_CFA_def_cfa_sf:
 		x->fs.cfa_reg = read_uleb(p, end);
-		x->fs.cfa_off = read_sleb(p, end) * daf;
+		x->fs.cfa_off = wmul(read_sleb(p, end), daf);
 		x->fs.cfa_expr = x->fs.cfa_bad = false;
 		return 0;
 	case DW_CFA_def_cfa_register:
@@ -775,7 +781,7 @@ static int exec_one(struct exec_ctx *x, const uint8_t **p, const uint8_t *end)
 		x->fs.cfa_bad |= x->fs.cfa_expr;
 		return 0;
 	case DW_CFA_def_cfa_offset_sf:
-		x->fs.cfa_off = read_sleb(p, end) * daf;
+		x->fs.cfa_off = wmul(read_sleb(p, end), daf);
 		x->fs.cfa_bad |= x->fs.cfa_expr;
 		return 0;
 	case DW_CFA_def_cfa_expression:
