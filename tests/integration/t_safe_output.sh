@@ -46,11 +46,15 @@ refused_early 'is a directory.*file prefix' -o "$D/"
 refused_early 'cannot write' -o /proc/no-such-dir/x
 refused_early 'cannot (write|create)' -o /proc/self/x
 
+# A busy target for the runs that must collect samples.
+(while :; do :; done) &
+busy=$!
+
 # The chown race: while gpusample samples, the caller keeps planting symlinks
 # to a root-only file at the output path.  That file never changes owner or
 # content; our profile, when it lands, belongs to the caller.
 echo secret > "$T/victim"; chmod 600 "$T/victim"
-SUDO_UID=$uid SUDO_GID=$gid gs_start -q -p $$ -d 2 -o "$D/race"
+SUDO_UID=$uid SUDO_GID=$gid gs_start -q -p $busy -d 2 -o "$D/race"
 setsid setpriv --reuid="$uid" --regid="$gid" --clear-groups sh -c "while :; do ln -sfn '$T/victim' '$D/race.pb.gz' 2>/dev/null; rm -f '$D/race.pb.gz'; done" &
 racer=$!
 wait "$gs"; rc=$?
@@ -75,7 +79,7 @@ ls -a "$D" | grep -q '^\.race' && fail "temporary file left behind: $(ls -a "$D"
 # A normal run under sudo: a fresh file owned by the caller; a second run
 # replaces the caller's own earlier profile.
 for i in 1 2; do
-	SUDO_UID=$uid SUDO_GID=$gid "$GS" -q -p $$ -d 1 -o "$D/mine" 2>"$T/gs.err" ||
+	SUDO_UID=$uid SUDO_GID=$gid "$GS" -q -p $busy -d 1 -o "$D/mine" 2>"$T/gs.err" ||
 		fail "run $i: $(cat "$T/gs.err")"
 	[ "$(stat -c %u:%g "$D/mine.pb.gz")" = "$uid:$gid" ] || fail "run $i: owner $(stat -c %u:%g "$D/mine.pb.gz")"
 done
