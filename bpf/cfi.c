@@ -12,6 +12,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <inttypes.h>
@@ -1247,6 +1249,7 @@ struct builder {
 	pthread_cond_t cv;       /* work queued, or a job finished */
 	struct build_job *todo, **todo_tail, *done;
 	bool busy, quit;
+	pid_t tid;               /* the thread's, for its scheduling */
 	atomic_bool cancel;
 	_Atomic uint64_t rows;   /* rows of the object being built */
 	char current[160];
@@ -1257,9 +1260,10 @@ static void *builder_main(void *arg)
 {
 	struct builder *b = arg;
 
-	/* The thread inherits the caller's nice value (the session runs at
-	 * -10 so that a job with hundreds of busy threads cannot starve it). */
+	/* Scheduling: gs_cfi_builder_sched (the session's choice). */
 	pthread_mutex_lock(&b->mu);
+	b->tid = gettid();
+	pthread_cond_broadcast(&b->cv);
 	for (;;) {
 		struct build_job *j;
 		struct build_limits lim = { .cancel = &b->cancel, .rows = &b->rows };
@@ -1315,8 +1319,22 @@ static int builder_start(struct gs_cfi *c)
 		free(b);
 		return -rc;
 	}
+	pthread_mutex_lock(&b->mu);
+	while (!b->tid)
+		pthread_cond_wait(&b->cv, &b->mu);
+	pthread_mutex_unlock(&b->mu);
 	c->b = b;
 	return 0;
+}
+
+void gs_cfi_builder_sched(struct gs_cfi *c, bool rt, int nice)
+{
+	struct sched_param sp = { .sched_priority = rt ? 1 : 0 };
+
+	if (!c->b)
+		return;
+	setpriority(PRIO_PROCESS, (id_t)c->b->tid, nice);
+	sched_setscheduler(c->b->tid, rt ? SCHED_RR | SCHED_RESET_ON_FORK : SCHED_OTHER, &sp);
 }
 
 static void free_jobs(struct build_job *j)

@@ -177,12 +177,15 @@ struct gs_cfi_stats {
 };
 
 /* Async building (the session): tables are built by a thread of their own
- * (signals blocked; it inherits the caller's nice value), so a huge or crafted object never blocks the
+ * (signals blocked; scheduling set by gs_cfi_builder_sched), so a huge or crafted object never blocks the
  * caller's loop.  gs_cfi_add_process / gs_cfi_refresh then only queue work;
  * mappings stay GS_CFI_TABLE_PENDING until gs_cfi_refresh finds the table
  * built, loads it and republishes the processes that wait for it.
  * gs_cfi_build_process waits for the queue to drain.  0 or -errno. */
 int gs_cfi_set_async(struct gs_cfi *cfi);
+/* Scheduling of the async thread: SCHED_RR priority 1 (rt) or SCHED_OTHER,
+ * and a nice value (the session's choice: cli/attach.c). */
+void gs_cfi_builder_sched(struct gs_cfi *cfi, bool rt, int nice);
 struct gs_cfi_progress {
 	uint32_t queued;   /* objects queued over the run */
 	uint32_t pending;  /* of those, not yet loaded by gs_cfi_refresh */

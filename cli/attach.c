@@ -8,6 +8,7 @@
  * happened (launch mode: the command's own status, as perf record does).
  */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,22 +24,53 @@
 #define ATTACH_WAIT_MAX_NS (60ull * 1000000000ull)
 #define PROGRESS_EVERY_NS 1000000000ull
 
-/* gpusample at nice -10 (its CFI thread inherits it): a job with hundreds
- * of busy threads (nice 0) otherwise leaves the profiler a 1/500 share of a
- * CPU, and attach took minutes.  At -10 a gpusample thread weighs as much as
- * ~9 job threads: attach work and ring-buffer reads get done, while the job
- * keeps nearly all the machine (the threads sleep when idle).  A real-time
- * class would starve the job's threads on that CPU instead.  The launched
- * command gets its own nice back (cli/launch.c). */
+/* Priorities.  Sampling: gpusample at nice -10 (its threads likewise): a
+ * job with hundreds of busy threads at nice 0 otherwise leaves it a 1/500
+ * share of a CPU, and records pile up.  At -10 a gpusample thread weighs as
+ * much as ~9 job threads while sleeping most of the time, so the job keeps
+ * nearly all the machine.
+ * Attach (BPF load and verification, unwind tables: 1-2 s of CPU) is a
+ * bounded burst that nice -10 would still stretch to tens of seconds behind
+ * 500 busy threads, so it runs SCHED_RR at the lowest real-time priority,
+ * with SCHED_RESET_ON_FORK (the launched command and any thread get normal
+ * scheduling), and drops back to nice -10 as soon as sampling starts or the
+ * run stops.  Worst case the job loses one CPU for that burst (the kernel's
+ * real-time throttling bounds it, 95% per second); a real-time class for the
+ * whole run was rejected: it would take CPU from the job whenever gpusample
+ * is busy (symbolizing at the end, a burst of records).  The launched
+ * command also gets its own nice back (cli/launch.c). */
 #define GS_SESSION_NICE -10
+
+static bool g_rt;
 
 void gs_session_raise_priority(void)
 {
+	struct sched_param sp = { .sched_priority = 1 };
+
 	errno = 0;
 	int now = getpriority(PRIO_PROCESS, 0);
 
 	if (!errno && now > GS_SESSION_NICE)
 		setpriority(PRIO_PROCESS, 0, GS_SESSION_NICE);
+	g_rt = sched_setscheduler(0, SCHED_RR | SCHED_RESET_ON_FORK, &sp) == 0;
+}
+
+void gs_session_attach_done(struct session *s)
+{
+	struct sched_param sp = { .sched_priority = 0 };
+
+	if (!g_rt)
+		return;
+	sched_setscheduler(0, SCHED_OTHER, &sp);
+	if (s->cfi)
+		gs_cfi_builder_sched(s->cfi, false, GS_SESSION_NICE);
+	g_rt = false;
+}
+
+void gs_session_attach_builder(struct session *s)
+{
+	if (s->cfi)
+		gs_cfi_builder_sched(s->cfi, g_rt, GS_SESSION_NICE);
 }
 
 static void sleep_ms(int ms)

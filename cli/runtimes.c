@@ -33,6 +33,8 @@ int gs_rt_open(struct session *s)
 		} else if ((rc = gs_cfi_set_async(s->cfi))) {
 			fprintf(stderr, "gpusample: warning: no table-building thread (%s); tables are "
 					"built on the sampling thread\n", strerror(-rc));
+		} else {
+			gs_session_attach_builder(s);
 		}
 	}
 	return 0;

@@ -752,6 +752,7 @@ static int start(struct session *s)
 	 * while this thread reports progress and watches for a stop. */
 	if (gs_attach_build_tables(s, stop_requested))
 		return 1;
+	gs_session_attach_done(s);
 	/* Tables of the processes there at attach were built eagerly (full
 	 * stacks from the first sample); from now on build them when a sample
 	 * first walks through an object, so a fork or dlopen mid-run does not
@@ -824,6 +825,7 @@ int gs_session_run(const struct gs_options *o)
 		free_session(&s);
 		return 1;
 	}
+	gs_session_attach_done(&s); /* no real-time class past attach, whatever happened */
 	if (rc == 0) {
 		run_loop(&s);
 		finish_launch(&s);

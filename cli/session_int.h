@@ -75,8 +75,12 @@ int gs_attach_build_tables(struct session *s, bool (*stop)(struct session *));
 void gs_attach_note_stop(struct session *s, int sig, bool target_gone);
 void gs_attach_add_comments(struct session *s);
 int gs_session_exit_status(struct session *s, int rc);
-/* nice -10 for gpusample and its threads (why: cli/attach.c). */
+/* Priorities (why: cli/attach.c): nice -10 and SCHED_RR during attach;
+ * attach_builder gives the CFI thread the same; attach_done drops both to
+ * nice -10 SCHED_OTHER (call when sampling starts or the run stops). */
 void gs_session_raise_priority(void);
+void gs_session_attach_builder(struct session *s);
+void gs_session_attach_done(struct session *s);
 
 /* cli/outputs.c: output files owned by the sudo caller (gs_output_set_owner
  * from SUDO_UID/SUDO_GID) and every output path checked before sampling. */

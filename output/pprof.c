@@ -1137,11 +1137,16 @@ static int derive_processes(struct gs_profile *p)
 
 /* Values from the file are summed by every reader (report, merge): refuse
  * files whose columns add up past 2^61 in magnitude (73 years of
- * nanoseconds), so no sum over any subset of samples can overflow. */
+ * nanoseconds), so no sum over any subset of samples can overflow; the same
+ * for sample counts times the period (period_ns at most 2^40). */
 
 static int check_totals(const struct gs_profile *p)
 {
 	int64_t tot[GS_NVALUES] = {0};
+
+	/* readers compute samples * period_ns (CPU time of sample counts) */
+	if (p->period_ns < 0 || p->period_ns > ((int64_t)1 << 40))
+		return -EOVERFLOW;
 
 	for (size_t i = 0; i < p->n_samples; i++)
 		for (int v = 0; v < GS_NVALUES; v++) {
@@ -1153,6 +1158,8 @@ static int check_totals(const struct gs_profile *p)
 			if (tot[v] > GS_PPROF_MAX_TOTAL)
 				return -EOVERFLOW;
 		}
+	if (p->period_ns && tot[GS_V_SAMPLES] > GS_PPROF_MAX_TOTAL / p->period_ns)
+		return -EOVERFLOW;
 	return 0;
 }
 

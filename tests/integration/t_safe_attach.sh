@@ -8,10 +8,17 @@ source "$(dirname "$0")/lib.sh"
 [ -x /usr/bin/python3 ] || fail "/usr/bin/python3 missing (make deps)"
 /usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch missing (make deps)"
 
-# torch_target FILE: a PyTorch process (~300 mapped objects) spinning; pid in $tp.
+# torch_target FILE: a PyTorch process (~300 mapped objects) that also maps
+# 24 distinct copies of a 270002-row object (no build-id: each is built), so
+# that building its tables takes a while even at gpusample's attach priority;
+# spinning; pid in $tp.
 torch_target() {
+	"$ROOT/tests/tools/make_cfi_bomb.sh" "$T/big0.so" 135000 -Wl,--build-id=none ||
+		fail "cannot build the test objects"
+	for i in $(seq 1 23); do cp "$T/big0.so" "$T/big$i.so"; done
 	/usr/bin/python3 -c "
-import torch, time
+import ctypes, torch, time
+for i in range(24): ctypes.CDLL('$T/big%d.so' % i)
 open('$1', 'w').close()
 t = time.time()
 while time.time() - t < 120: torch.ones(64, 64).sum()
@@ -37,8 +44,8 @@ torch_target "$T/ready1"
 gs=$!
 wait_line '^gpusample: building unwind tables' ||
 	fail "no progress line while building tables: $(cat "$T/gs.err")"
-grep -q '^gpusample: sampling' "$T/gs.err" && fail "sampling started before the progress line"
 kill -INT $gs
+grep -q '^gpusample: sampling' "$T/gs.err" && fail "tables were built before SIGINT could be sent (the test needs a longer build)"
 t0=$(date +%s%N)
 wait $gs; rc=$?
 ms=$(ms_since $t0)

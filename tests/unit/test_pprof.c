@@ -727,3 +727,23 @@ Test(pprof, huge_values_refused)
 	gs_profile_free(&r);
 	gs_profile_free(&p);
 }
+
+/* Sample counts times a hostile period would overflow in the report. */
+Test(pprof, huge_period_refused)
+{
+	char path[128], err[512] = "";
+	snprintf(path, sizeof(path), "%s/period.pb.gz", tmpdir);
+	struct gs_profile p, r;
+	gs_profile_init(&p);
+	p.period_ns = (int64_t)1 << 50;
+	uint32_t loc = gs_profile_add_location(&p, 0, 0x1000, GS_FRAME_NATIVE, NULL, 0);
+	int64_t st = gs_profile_add_stack(&p, &loc, 1);
+	struct gs_sample s = {.stack = (uint32_t)st, .pid = 1, .tid = 1, .cuda_device = -1};
+	s.values[GS_V_SAMPLES] = 5025125;
+	cr_assert_eq(gs_profile_add_sample(&p, &s), 0);
+	cr_assert_eq(gs_write_pprof(&p, path, err, sizeof(err)), 0, "%s", err);
+	gs_profile_init(&r);
+	cr_assert_eq(gs_read_pprof(path, &r, err, sizeof(err)), -EOVERFLOW, "%s", err);
+	gs_profile_free(&r);
+	gs_profile_free(&p);
+}
