@@ -24,6 +24,9 @@ ifeq ($(SANITIZE),1)
 CFLAGS  += -fsanitize=address,undefined -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined
 STATIC_LIBS_MODE :=
+else ifeq ($(SANITIZE),fuzz)
+CFLAGS  += -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
+STATIC_LIBS_MODE :=
 else
 STATIC_LIBS_MODE := -Wl,-Bstatic
 endif
@@ -47,7 +50,7 @@ SKELS     := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/%.skel.h)
 AGENT_SRCS := $(wildcard gpu_sampler/*.c)
 AGENT      := $(BUILD)/libgpusample_agent.so
 
-.PHONY: all deps test unit integration demo bench install clean asan
+.PHONY: all deps test unit integration demo bench install clean asan fuzz fuzz-build
 # Keep generated BPF objects and skeletons: they are inputs of every object.
 .SECONDARY:
 all: $(BUILD)/gpusample $(AGENT) test-helpers
@@ -129,6 +132,27 @@ asan:
 	$(MAKE) BUILD=build-asan SANITIZE=1 all
 	./tests/run_unit.sh $(UNIT_SRCS:tests/unit/%.c=build-asan/tests/%)
 
+# ---- fuzzing ----------------------------------------------------------------
+# fuzz/fuzz_<name>.c defines LLVMFuzzerTestOneInput; it is linked against the
+# core archive built by clang with -fsanitize=fuzzer-no-link,address,undefined
+# in build-fuzz/, and runs FUZZ_SECONDS on its seeds fuzz/corpus/<name>/
+# (fuzz/run.sh: new inputs in build-fuzz/corpus/<name>/, findings in
+# build-fuzz/crashes/<name>/ fail the run).  New harnesses are picked up.
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD   := build-fuzz
+FUZZ_SRCS    := $(wildcard fuzz/fuzz_*.c)
+FUZZ_BINS    := $(FUZZ_SRCS:fuzz/%.c=$(FUZZ_BUILD)/fuzz/%)
+
+fuzz-build:
+	$(MAKE) BUILD=$(FUZZ_BUILD) CC=$(CLANG) SANITIZE=fuzz WERROR= $(FUZZ_BINS)
+
+$(FUZZ_BUILD)/fuzz/%: fuzz/%.c $(FUZZ_BUILD)/libgpusample_core.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_BUILD)/libgpusample_core.a $(STATIC_LIBS) $(SYS_LIBS)
+
+fuzz: fuzz-build
+	./fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BINS)
+
 demo: deps all
 	./scripts/demo.sh
 
@@ -142,4 +166,4 @@ install: all
 	install -m 0755 $(AGENT) $(DESTDIR)$(PREFIX)/lib/gpusample/libgpusample_agent.so
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan $(FUZZ_BUILD)

@@ -11,6 +11,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +34,40 @@
 #include "gpusample/procmaps.h"
 #include "gpusample/records.h"
 #include "bpf/cfi.h"
+
+/* Bounds on one object's table (docs/SECURITY.md: nothing the target
+ * controls is trusted for sizes): its .eh_frame, its rows, and the time spent.
+ * libtorch_cpu.so, the largest object seen: ~30 MB of .eh_frame, 1.4M rows,
+ * 1.7 s. */
+#define GS_CFI_MAX_EH_FRAME (256u << 20)
+#define GS_CFI_MAX_OBJ_ROWS (1u << 23)
+#define GS_CFI_BUILD_MAX_NS (30ull * 1000000000ull)
+
+struct build_limits {
+	uint64_t deadline_ns;      /* CLOCK_MONOTONIC; stop there, keep the rows so far */
+	const atomic_bool *cancel; /* NULL or: give up (gs_cfi_close) */
+	_Atomic uint64_t *rows;    /* NULL or: progress for the session */
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* 0 = go on; -ETIME = a bound was hit (keep what we have); -ECANCELED. */
+static int check_limits(const struct build_limits *lim, size_t rows)
+{
+	if (lim->rows)
+		atomic_store_explicit(lim->rows, rows, memory_order_relaxed);
+	if (lim->cancel && atomic_load_explicit(lim->cancel, memory_order_relaxed))
+		return -ECANCELED;
+	if (rows >= GS_CFI_MAX_OBJ_ROWS || (lim->deadline_ns && now_ns() > lim->deadline_ns))
+		return -ETIME;
+	return 0;
+}
 
 #define X86_64_RBP 6
 #define X86_64_RSP 7
@@ -119,7 +158,7 @@ static void reduce_signal(Dwarf_Frame *f, const Dwarf_Op *cfa, size_t ncfa, stru
 		return;
 	if (dwarf_frame_register(f, X86_64_RA, mem, &ops, &n) != 0 || !reg_at_rsp(ops, n, &rip_off))
 		return;
-	if (rip_off != op_offset(&cfa[0]) + 8)
+	if ((uint64_t)rip_off != (uint64_t)op_offset(&cfa[0]) + 8)
 		return;
 	if (dwarf_frame_register(f, X86_64_RBP, mem, &ops, &n) != 0 || !reg_at_rsp(ops, n, &rbp_off))
 		return;
@@ -317,21 +356,27 @@ static uint64_t read_uleb(const uint8_t **p, const uint8_t *end)
 
 static int64_t read_sleb(const uint8_t **p, const uint8_t *end)
 {
-	int64_t v = 0;
+	uint64_t v = 0; /* unsigned: shifts into bit 63 are defined */
 	unsigned shift = 0;
 	uint8_t b = 0;
 
 	while (*p < end) {
 		b = *(*p)++;
 		if (shift < 64)
-			v |= (int64_t)(b & 0x7f) << shift;
+			v |= (uint64_t)(b & 0x7f) << shift;
 		shift += 7;
 		if (!(b & 0x80))
 			break;
 	}
 	if (shift < 64 && (b & 0x40))
-		v |= -((int64_t)1 << shift);
-	return v;
+		v |= ~(uint64_t)0 << shift;
+	return (int64_t)v;
+}
+
+/* a * b wrapping (hostile CFI scales offsets by hostile factors) */
+static int64_t wmul(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a * (uint64_t)b);
 }
 
 /* Decode one DW_EH_PE-encoded value at *p; pc_base is the runtime (ELF
@@ -405,42 +450,496 @@ static uint8_t cie_fde_encoding(const Dwarf_CIE *cie)
 	return DW_EH_PE_absptr;
 }
 
+/* ---- linear CFA program execution ------------------------------------------
+ * One pass over an FDE's instructions (after its CIE's initial ones) gives
+ * every row in order: linear in the FDE's size.  (libdw's dwarf_cfi_addrframe
+ * re-runs the program from the FDE start for each row asked for: quadratic,
+ * which a crafted 800 KB .eh_frame turned into 71 s.)  Only what BPF can use
+ * is tracked: the CFA rule and the rules of RBP (6) and the return address
+ * (16); each row's state is reduced exactly as reduce_frame reduces libdw's. */
+
+enum reg_rule { RR_SAME, RR_UNDEF, RR_OFFSET, RR_OTHER, RR_EXPR };
+
+struct reg_state {
+	uint8_t rule;        /* enum reg_rule (RR_OTHER: val_offset, register, val_expression) */
+	int64_t off;         /* RR_OFFSET: saved at CFA + off */
+	const uint8_t *expr; /* RR_EXPR block */
+	size_t expr_len;
+};
+
+struct frame_state {
+	bool cfa_expr, cfa_bad;
+	uint64_t cfa_reg;
+	int64_t cfa_off;
+	const uint8_t *cfa_e;
+	size_t cfa_elen;
+	struct reg_state rbp, ra;
+};
+
+/* A decoded DWARF expression op: enough for the shapes reduce_frame knows. */
+struct xop {
+	uint8_t atom;
+	int64_t num;
+	uint64_t num2;
+};
+
+/* Decode up to max ops of block; -1 if it holds an op not decoded here (no
+ * shape we recognize contains one) or is malformed. */
+static int decode_ops(const uint8_t *p, size_t len, struct xop *o, int max)
+{
+	const uint8_t *end = p + len;
+	int n = 0;
+
+	while (p < end) {
+		uint8_t a = *p++;
+
+		if (n == max)
+			return -1;
+		o[n] = (struct xop){ .atom = a };
+		if (a >= DW_OP_breg0 && a <= DW_OP_breg31)
+			o[n].num = read_sleb(&p, end);
+		else if (a == DW_OP_bregx) {
+			o[n].num2 = read_uleb(&p, end);
+			o[n].num = read_sleb(&p, end);
+		} else if (a == DW_OP_plus_uconst || a == DW_OP_constu)
+			o[n].num = (int64_t)read_uleb(&p, end);
+		else if (a == DW_OP_consts)
+			o[n].num = read_sleb(&p, end);
+		else if (!((a >= DW_OP_lit0 && a <= DW_OP_lit31) || a == DW_OP_deref || a == DW_OP_and ||
+			   a == DW_OP_ge || a == DW_OP_shl || a == DW_OP_plus))
+			return -1;
+		n++;
+	}
+	return n;
+}
+
+/* Register saved at an address CFA + off: DW_CFA_offset, or an expression
+ * rule that computes that (reg_at_cfa's shapes without libdw's prefix). */
+static bool rule_at_cfa(const struct reg_state *r, int64_t *off)
+{
+	struct xop o[3];
+	int n;
+
+	if (r->rule == RR_OFFSET) {
+		*off = r->off;
+		return true;
+	}
+	if (r->rule != RR_EXPR || (n = decode_ops(r->expr, r->expr_len, o, 3)) < 0)
+		return false;
+	if (n == 0)
+		*off = 0;
+	else if (n == 1 && o[0].atom == DW_OP_plus_uconst)
+		*off = o[0].num;
+	else if (n == 2 && o[0].atom == DW_OP_consts && o[1].atom == DW_OP_plus)
+		*off = o[0].num;
+	else
+		return false;
+	return true;
+}
+
+/* Expression rule "address = breg<reg> off". */
+static bool rule_breg(const struct reg_state *r, uint8_t breg, int64_t *off)
+{
+	struct xop o[1];
+
+	if (r->rule != RR_EXPR || decode_ops(r->expr, r->expr_len, o, 1) != 1 || o[0].atom != breg)
+		return false;
+	*off = o[0].num;
+	return true;
+}
+
+static void reduce_signal_state(const struct frame_state *fs, struct gs_cfi_rule *r)
+{
+	struct xop c[3];
+	int64_t rip_off, rbp_off;
+
+	r->cfa_type = GS_CFA_EXPR;
+	if (!fs->cfa_expr || decode_ops(fs->cfa_e, fs->cfa_elen, c, 3) != 2 ||
+	    c[0].atom != DW_OP_breg7 || c[1].atom != DW_OP_deref)
+		return;
+	if (!rule_breg(&fs->ra, DW_OP_breg7, &rip_off) || (uint64_t)rip_off != (uint64_t)c[0].num + 8)
+		return;
+	if (!rule_breg(&fs->rbp, DW_OP_breg7, &rbp_off) || rbp_off < INT16_MIN || rbp_off > INT16_MAX)
+		return;
+	r->cfa_type = GS_CFA_SIGNAL;
+	r->cfa_off = (int32_t)c[0].num;
+	r->rbp_type = GS_RBP_CFA;
+	r->rbp_off = (int16_t)rbp_off;
+}
+
+/* The CFA part of reduce_frame. false: GS_CFA_EXPR, or a PLT row (done). */
+static bool reduce_cfa_state(const struct frame_state *fs, struct gs_cfi_rule *r)
+{
+	struct xop o[10];
+	Dwarf_Op d[9];
+	int n;
+
+	if (!fs->cfa_expr) {
+		if ((fs->cfa_reg != X86_64_RSP && fs->cfa_reg != X86_64_RBP) ||
+		    fs->cfa_off < INT32_MIN || fs->cfa_off > INT32_MAX)
+			return false;
+		r->cfa_type = fs->cfa_reg == X86_64_RSP ? GS_CFA_RSP : GS_CFA_RBP;
+		r->cfa_off = (int32_t)fs->cfa_off;
+		return true;
+	}
+	n = decode_ops(fs->cfa_e, fs->cfa_elen, o, 10);
+	if (n == 2 && o[0].atom == DW_OP_breg6 && o[1].atom == DW_OP_deref &&
+	    o[0].num >= INT32_MIN && o[0].num <= INT32_MAX) {
+		r->cfa_type = GS_CFA_DEREF_RBP;
+		r->cfa_off = (int32_t)o[0].num;
+		return true;
+	}
+	if (n != 9)
+		return false;
+	for (int i = 0; i < 9; i++)
+		d[i] = (Dwarf_Op){ .atom = o[i].atom, .number = (Dwarf_Word)o[i].num };
+	if (is_plt_expr(d, 9, &r->cfa_off, &r->rbp_off))
+		r->cfa_type = GS_CFA_PLT;
+	return false;
+}
+
+static void reduce_state(const struct frame_state *fs, bool signal, struct gs_cfi_rule *r)
+{
+	int64_t off;
+
+	memset(r, 0, sizeof(*r));
+	r->cfa_type = GS_CFA_EXPR;
+	if (fs->cfa_bad || (fs->cfa_expr && !fs->cfa_elen))
+		return;
+	if (signal) {
+		reduce_signal_state(fs, r);
+		return;
+	}
+	if (fs->ra.rule == RR_UNDEF) {
+		r->cfa_type = GS_CFA_END;
+		return;
+	}
+	if (!rule_at_cfa(&fs->ra, &off) || off != -8)
+		return;
+	if (!reduce_cfa_state(fs, r))
+		return;
+	if (fs->rbp.rule == RR_SAME)
+		r->rbp_type = GS_RBP_SAME;
+	else if (rule_at_cfa(&fs->rbp, &off) && off >= INT16_MIN && off <= INT16_MAX) {
+		r->rbp_type = GS_RBP_CFA;
+		r->rbp_off = (int16_t)off;
+	} else if (rule_breg(&fs->rbp, DW_OP_breg6, &off) && off >= INT16_MIN && off <= INT16_MAX) {
+		r->rbp_type = GS_RBP_RBP;
+		r->rbp_off = (int16_t)off;
+	} else {
+		r->rbp_type = GS_RBP_LOST;
+	}
+}
+
+struct cfa_prog {
+	const Dwarf_CIE *cie;
+	uint8_t enc;          /* FDE pointer encoding (DW_CFA_set_loc operands) */
+	uint64_t sec_vaddr;   /* vaddr of the section start (pcrel) */
+	const uint8_t *sec;   /* section start */
+	bool signal;
+};
+
+static struct reg_state *tracked(struct frame_state *fs, uint64_t reg)
+{
+	return reg == X86_64_RBP ? &fs->rbp : reg == X86_64_RA ? &fs->ra : NULL;
+}
+
+#define GS_CFA_STATE_STACK 32
+
+struct exec_ctx {
+	const struct cfa_prog *pg;
+	struct frame_state fs, init;
+	struct frame_state stack[GS_CFA_STATE_STACK];
+	unsigned depth;
+	uint64_t loc, hi;
+	/* row sink; NULL while running the CIE's initial instructions */
+	int (*emit)(void *arg, uint64_t pc, const struct frame_state *fs);
+	void *arg;
+};
+
+/* Move to new_loc: the state so far is the row [loc, new_loc). */
+static int advance(struct exec_ctx *x, uint64_t new_loc)
+{
+	int err;
+
+	if (!x->emit || new_loc <= x->loc)
+		return 0; /* no row in between (a backwards set_loc is ignored) */
+	if (x->loc < x->hi && (err = x->emit(x->arg, x->loc, &x->fs)))
+		return err;
+	x->loc = new_loc;
+	return x->loc >= x->hi ? 1 : 0; /* past the FDE: done */
+}
+
+static void set_rule(struct exec_ctx *x, uint64_t reg, uint8_t rule, int64_t off,
+		     const uint8_t *e, size_t elen)
+{
+	struct reg_state *r = tracked(&x->fs, reg);
+
+	if (r)
+		*r = (struct reg_state){ .rule = rule, .off = off, .expr = e, .expr_len = elen };
+}
+
+/* One instruction at *p.  0 = go on, 1 = past the FDE, <0 = malformed. */
+static int exec_one(struct exec_ctx *x, const uint8_t **p, const uint8_t *end)
+{
+	const Dwarf_CIE *cie = x->pg->cie;
+	uint8_t op = *(*p)++, low = op & 0x3f;
+	uint64_t reg, v, caf = cie->code_alignment_factor;
+	int64_t daf = cie->data_alignment_factor;
+	struct reg_state *r;
+
+	switch (op & 0xc0) {
+	case DW_CFA_advance_loc:
+		return advance(x, x->loc + low * caf);
+	case DW_CFA_offset:
+		set_rule(x, low, RR_OFFSET, wmul((int64_t)read_uleb(p, end), daf), NULL, 0);
+		return 0;
+	case DW_CFA_restore:
+		if ((r = tracked(&x->fs, low)))
+			*r = *tracked(&x->init, low);
+		return 0;
+	}
+	switch (op) {
+	case DW_CFA_nop:
+		return 0;
+	case DW_CFA_set_loc: {
+		uint64_t base = x->pg->sec_vaddr + (uint64_t)(*p - x->pg->sec);
+
+		if (read_encoded(p, end, x->pg->enc, base, &v))
+			return -EINVAL;
+		return advance(x, v);
+	}
+	case DW_CFA_advance_loc1:
+	case DW_CFA_advance_loc2:
+	case DW_CFA_advance_loc4: {
+		size_t n = op == DW_CFA_advance_loc1 ? 1 : op == DW_CFA_advance_loc2 ? 2 : 4;
+		uint32_t d = 0;
+
+		if ((size_t)(end - *p) < n)
+			return -EINVAL;
+		memcpy(&d, *p, n); /* little-endian x86-64 */
+		*p += n;
+		return advance(x, x->loc + d * caf);
+	}
+	case DW_CFA_offset_extended:
+		reg = read_uleb(p, end);
+		set_rule(x, reg, RR_OFFSET, wmul((int64_t)read_uleb(p, end), daf), NULL, 0);
+		return 0;
+	case DW_CFA_offset_extended_sf:
+		reg = read_uleb(p, end);
+		set_rule(x, reg, RR_OFFSET, wmul(read_sleb(p, end), daf), NULL, 0);
+		return 0;
+	case DW_CFA_GNU_negative_offset_extended:
+		reg = read_uleb(p, end);
+		set_rule(x, reg, RR_OFFSET, wmul(wmul((int64_t)read_uleb(p, end), daf), -1), NULL, 0);
+		return 0;
+	case DW_CFA_restore_extended:
+		if ((r = tracked(&x->fs, read_uleb(p, end))))
+			*r = *tracked(&x->init, r == &x->fs.rbp ? X86_64_RBP : X86_64_RA);
+		return 0;
+	case DW_CFA_undefined:
+		set_rule(x, read_uleb(p, end), RR_UNDEF, 0, NULL, 0);
+		return 0;
+	case DW_CFA_same_value:
+		set_rule(x, read_uleb(p, end), RR_SAME, 0, NULL, 0);
+		return 0;
+	case DW_CFA_register:
+		reg = read_uleb(p, end);
+		read_uleb(p, end);
+		set_rule(x, reg, RR_OTHER, 0, NULL, 0);
+		return 0;
+	case DW_CFA_val_offset:
+	case DW_CFA_val_offset_sf:
+		reg = read_uleb(p, end);
+		read_uleb(p, end);
+		set_rule(x, reg, RR_OTHER, 0, NULL, 0);
+		return 0;
+	case DW_CFA_remember_state:
+		if (x->depth == GS_CFA_STATE_STACK)
+			return -E2BIG;
+		x->stack[x->depth++] = x->fs;
+		return 0;
+	case DW_CFA_restore_state:
+		if (!x->depth)
+			return -EINVAL;
+		x->fs = x->stack[--x->depth];
+		return 0;
+	case DW_CFA_def_cfa:
+		x->fs.cfa_reg = read_uleb(p, end);
+		x->fs.cfa_off = (int64_t)read_uleb(p, end);
+		x->fs.cfa_expr = x->fs.cfa_bad = false;
+		return 0;
+	case DW_CFA_def_cfa_sf:
+		x->fs.cfa_reg = read_uleb(p, end);
+		x->fs.cfa_off = wmul(read_sleb(p, end), daf);
+		x->fs.cfa_expr = x->fs.cfa_bad = false;
+		return 0;
+	case DW_CFA_def_cfa_register:
+		x->fs.cfa_reg = read_uleb(p, end);
+		x->fs.cfa_bad |= x->fs.cfa_expr; /* no register rule to change */
+		return 0;
+	case DW_CFA_def_cfa_offset:
+		x->fs.cfa_off = (int64_t)read_uleb(p, end);
+		x->fs.cfa_bad |= x->fs.cfa_expr;
+		return 0;
+	case DW_CFA_def_cfa_offset_sf:
+		x->fs.cfa_off = wmul(read_sleb(p, end), daf);
+		x->fs.cfa_bad |= x->fs.cfa_expr;
+		return 0;
+	case DW_CFA_def_cfa_expression:
+		v = read_uleb(p, end);
+		if (v > (uint64_t)(end - *p))
+			return -EINVAL;
+		x->fs.cfa_expr = true;
+		x->fs.cfa_bad = false;
+		x->fs.cfa_e = *p;
+		x->fs.cfa_elen = v;
+		*p += v;
+		return 0;
+	case DW_CFA_expression:
+	case DW_CFA_val_expression:
+		reg = read_uleb(p, end);
+		v = read_uleb(p, end);
+		if (v > (uint64_t)(end - *p))
+			return -EINVAL;
+		set_rule(x, reg, op == DW_CFA_expression ? RR_EXPR : RR_OTHER, 0, *p, v);
+		*p += v;
+		return 0;
+	case DW_CFA_GNU_args_size:
+		read_uleb(p, end);
+		return 0;
+	default:
+		return -EINVAL; /* unknown: the rest of this FDE is not understood */
+	}
+}
+
+static int exec_prog(struct exec_ctx *x, const uint8_t *p, const uint8_t *end)
+{
+	int rc = 0;
+
+	while (p < end && !(rc = exec_one(x, &p, end)))
+		;
+	return rc;
+}
+
+/* The CIE's initial state: x86-64 ABI defaults (CFA = RSP + 8, RA at
+ * CFA - 8, RBP callee-saved, as libdw's backend sets them), then the CIE's
+ * initial instructions. */
+static int cie_initial_state(const struct cfa_prog *pg, struct frame_state *out)
+{
+	struct exec_ctx x = { .pg = pg };
+
+	x.fs.cfa_reg = X86_64_RSP;
+	x.fs.cfa_off = 8;
+	x.fs.ra = (struct reg_state){ .rule = RR_OFFSET, .off = -8 };
+	x.fs.rbp.rule = RR_SAME;
+	x.init = x.fs;
+	if (exec_prog(&x, pg->cie->initial_instructions, pg->cie->initial_instructions_end) < 0)
+		return -EINVAL;
+	*out = x.fs;
+	return 0;
+}
+
+struct row_sink {
+	struct rule_set *rs;
+	struct row_vec *rv;
+	struct gs_cfi_table *t;
+	const struct build_limits *lim;
+	bool signal;
+};
+
+static int sink_row(void *arg, uint64_t pc, const struct frame_state *fs)
+{
+	struct row_sink *k = arg;
+	struct gs_cfi_rule r;
+	int64_t id;
+	int err;
+
+	if ((k->rv->n & 255) == 0 && (err = check_limits(k->lim, k->rv->n)))
+		return err;
+	reduce_state(fs, k->signal, &r);
+	k->t->n_expr += r.cfa_type == GS_CFA_EXPR;
+	k->t->n_plt += r.cfa_type == GS_CFA_PLT;
+	k->t->n_signal += r.cfa_type == GS_CFA_SIGNAL;
+	id = rule_set_id(k->rs, &r);
+	if (id < 0)
+		return (int)id;
+	return row_push(k->rv, pc, (uint32_t)id);
+}
+
+/* Rows of one FDE [lo, hi) from its instructions [ins, end), then a gap
+ * marker at hi.  A malformed tail ends the FDE's rows there (as libdw). */
+static int fde_rows_linear(const struct cfa_prog *pg, const struct frame_state *init,
+			   const uint8_t *ins, const uint8_t *end, uint64_t lo, uint64_t hi,
+			   struct row_sink *k)
+{
+	struct exec_ctx x = { .pg = pg, .fs = *init, .init = *init, .loc = lo, .hi = hi,
+			      .emit = sink_row, .arg = k };
+	int rc = exec_prog(&x, ins, end);
+
+	if (rc == -ETIME || rc == -ECANCELED || rc == -ENOMEM) {
+		row_push(k->rv, x.loc, UINT32_MAX);
+		return rc;
+	}
+	if (rc >= 0 && x.loc < hi && (rc = sink_row(k, x.loc, &x.fs)) && rc != -EINVAL) {
+		row_push(k->rv, x.loc, UINT32_MAX);
+		return rc;
+	}
+	return row_push(k->rv, hi, UINT32_MAX);
+}
+
+struct cie_ent {
+	Dwarf_Off off;
+	uint8_t enc;
+	bool signal, init_ok;
+	Dwarf_CIE cie;
+	struct frame_state init;
+};
+
 struct cie_cache {
-	Dwarf_Off off[64];
-	uint8_t enc[64];
+	struct cie_ent e[64];
 	unsigned n, next;
 };
 
-static int cie_encoding(struct cie_cache *cc, Elf *elf, Elf_Data *data, Dwarf_Off cie_off,
-			uint8_t *enc)
+/* The CIE at cie_off, decoded once: FDE pointer encoding, signal-frame
+ * flag ('S'), and its initial state for the linear builder. */
+static const struct cie_ent *cie_lookup(struct cie_cache *cc, Elf *elf, Elf_Data *data,
+					uint64_t sec_vaddr, Dwarf_Off cie_off)
 {
 	Dwarf_CFI_Entry e;
 	Dwarf_Off next;
+	struct cie_ent *c;
 
 	for (unsigned i = 0; i < cc->n; i++)
-		if (cc->off[i] == cie_off) {
-			*enc = cc->enc[i];
-			return 0;
-		}
+		if (cc->e[i].off == cie_off)
+			return &cc->e[i];
 	if (dwarf_next_cfi((const unsigned char *)elf_getident(elf, NULL), data, true, cie_off, &next,
 			   &e) != 0 ||
 	    !dwarf_cfi_cie_p(&e))
-		return -1;
-	*enc = cie_fde_encoding(&e.cie);
-	unsigned slot = cc->n < 64 ? cc->n++ : (cc->next++ % 64);
-	cc->off[slot] = cie_off;
-	cc->enc[slot] = *enc;
-	return 0;
+		return NULL;
+	c = &cc->e[cc->n < 64 ? cc->n++ : (cc->next++ % 64)];
+	c->off = cie_off;
+	c->cie = e.cie;
+	c->enc = cie_fde_encoding(&e.cie);
+	c->signal = e.cie.augmentation && strchr(e.cie.augmentation, 'S');
+	struct cfa_prog pg = { .cie = &c->cie, .enc = c->enc, .sec_vaddr = sec_vaddr,
+			       .sec = data->d_buf };
+	c->init_ok = cie_initial_state(&pg, &c->init) == 0;
+	return c;
 }
 
 /* Rows of one FDE [lo, hi), then a gap marker at hi. */
 static int fde_rows(Dwarf_CFI *cfi, uint64_t lo, uint64_t hi, struct rule_set *rs,
-		    struct row_vec *rv, struct gs_cfi_table *t)
+		    struct row_vec *rv, struct gs_cfi_table *t, const struct build_limits *lim)
 {
 	uint64_t addr = lo;
 	int err;
 
 	while (addr < hi) {
+		if ((rv->n & 15) == 0 && (err = check_limits(lim, rv->n))) {
+			row_push(rv, addr, UINT32_MAX); /* the rest of this FDE: no rule */
+			return err;
+		}
 		Dwarf_Frame *f = NULL;
 		Dwarf_Addr s, e;
 		bool signal = false;
@@ -491,7 +990,8 @@ static int finish_rows(struct row_vec *rv, struct rule_set *rs, struct gs_cfi_ta
 
 	if (none_id < 0)
 		return -ENOMEM;
-	qsort(rv->v, rv->n, sizeof(*rv->v), cmp_raw_row);
+	if (rv->n) /* qsort(NULL, 0): undefined, and UBSan says so */
+		qsort(rv->v, rv->n, sizeof(*rv->v), cmp_raw_row);
 	out = malloc((rv->n ? rv->n : 1) * sizeof(*out));
 	if (!out)
 		return -ENOMEM;
@@ -516,7 +1016,8 @@ static int finish_rows(struct row_vec *rv, struct rule_set *rs, struct gs_cfi_ta
 	return 0;
 }
 
-static int build_from_elf(Elf *elf, struct gs_cfi_table *t)
+static int build_from_elf(Elf *elf, struct gs_cfi_table *t, const struct build_limits *lim,
+			  bool libdw)
 {
 	GElf_Ehdr eh;
 	Elf_Scn *scn = NULL;
@@ -542,6 +1043,8 @@ static int build_from_elf(Elf *elf, struct gs_cfi_table *t)
 			continue;
 		name = elf_strptr(elf, shstrndx, sh.sh_name);
 		if (name && !strcmp(name, ".eh_frame")) {
+			if (sh.sh_size > GS_CFI_MAX_EH_FRAME)
+				return -EFBIG;
 			sh_eh = sh;
 			data = elf_getdata(scn, NULL);
 			break;
@@ -549,45 +1052,66 @@ static int build_from_elf(Elf *elf, struct gs_cfi_table *t)
 	}
 	if (!data || !data->d_buf || !data->d_size)
 		return -ENOENT;
-	cfi = dwarf_getcfi_elf(elf);
-	if (!cfi)
+	cfi = libdw ? dwarf_getcfi_elf(elf) : NULL;
+	if (libdw && !cfi)
 		return -ENOENT;
 
+	struct row_sink sink = { .rs = &rs, .rv = &rv, .t = t, .lim = lim };
 	for (;;) {
 		Dwarf_CFI_Entry e;
 		int rc = dwarf_next_cfi(eh.e_ident, data, true, off, &next, &e);
+		const struct cie_ent *ce;
 		const uint8_t *p, *end;
-		uint64_t lo, len;
-		uint8_t enc;
+		uint64_t lo, len, aug;
 
 		if (rc != 0)
 			break; /* 1 = end; -1 = malformed tail: keep what we have */
 		off = next;
 		if (dwarf_cfi_cie_p(&e))
 			continue;
-		if (cie_encoding(&cc, elf, data, e.fde.CIE_pointer, &enc) || enc == DW_EH_PE_omit)
+		ce = cie_lookup(&cc, elf, data, sh_eh.sh_addr, e.fde.CIE_pointer);
+		if (!ce || ce->enc == DW_EH_PE_omit)
 			continue;
 		p = e.fde.start;
 		end = e.fde.end;
-		if (read_encoded(&p, end, enc, sh_eh.sh_addr + (uint64_t)(p - (const uint8_t *)data->d_buf),
+		if (read_encoded(&p, end, ce->enc, sh_eh.sh_addr + (uint64_t)(p - (const uint8_t *)data->d_buf),
 				 &lo) ||
-		    read_encoded(&p, end, enc & 0x0f, 0, &len))
+		    read_encoded(&p, end, ce->enc & 0x0f, 0, &len))
 			continue;
 		if (len == 0 || lo == 0)
 			continue; /* discarded FDE (e.g. from a --gc-sections'd function) */
 		t->n_fdes++;
-		if ((err = fde_rows(cfi, lo, lo + len, &rs, &rv, t)))
+		if (libdw) {
+			if ((err = fde_rows(cfi, lo, lo + len, &rs, &rv, t, lim)))
+				break;
+			continue;
+		}
+		/* instructions follow the FDE's augmentation data */
+		aug = ce->cie.augmentation && ce->cie.augmentation[0] == 'z' ? read_uleb(&p, end)
+									 : ce->cie.fde_augmentation_data_size;
+		if (!ce->init_ok || aug > (uint64_t)(end - p))
+			continue;
+		struct cfa_prog pg = { .cie = &ce->cie, .enc = ce->enc, .sec_vaddr = sh_eh.sh_addr,
+				       .sec = data->d_buf, .signal = ce->signal };
+		sink.signal = ce->signal;
+		if ((err = fde_rows_linear(&pg, &ce->init, p + aug, end, lo, lo + len, &sink)))
 			break;
+	}
+	if (err == -ETIME) { /* bounded: a table for the FDEs done so far */
+		t->truncated = 1;
+		err = 0;
 	}
 	if (!err)
 		err = finish_rows(&rv, &rs, t);
 	free(rv.v);
 	rule_set_free(&rs);
-	dwarf_cfi_end(cfi);
+	if (cfi)
+		dwarf_cfi_end(cfi);
 	return err;
 }
 
-int gs_cfi_table_build(const char *path, int fd, struct gs_cfi_table *t)
+static int table_build(const char *path, int fd, struct gs_cfi_table *t,
+		       const struct build_limits *lim, bool libdw)
 {
 	bool own = fd < 0;
 	Elf *elf;
@@ -597,11 +1121,11 @@ int gs_cfi_table_build(const char *path, int fd, struct gs_cfi_table *t)
 	elf_version(EV_CURRENT);
 	if (own && (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return -errno;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf) {
 		err = -EINVAL;
 	} else {
-		err = build_from_elf(elf, t);
+		err = build_from_elf(elf, t, lim, libdw);
 		elf_end(elf);
 	}
 	if (own)
@@ -609,6 +1133,20 @@ int gs_cfi_table_build(const char *path, int fd, struct gs_cfi_table *t)
 	if (err)
 		gs_cfi_table_free(t);
 	return err;
+}
+
+int gs_cfi_table_build(const char *path, int fd, struct gs_cfi_table *t)
+{
+	struct build_limits lim = { .deadline_ns = now_ns() + GS_CFI_BUILD_MAX_NS };
+
+	return table_build(path, fd, t, &lim, false);
+}
+
+int gs_cfi_table_build_libdw(const char *path, int fd, struct gs_cfi_table *t)
+{
+	struct build_limits lim = { .deadline_ns = now_ns() + GS_CFI_BUILD_MAX_NS };
+
+	return table_build(path, fd, t, &lim, true);
 }
 
 void gs_cfi_table_free(struct gs_cfi_table *t)
@@ -652,6 +1190,7 @@ struct cfi_obj {
 
 struct cfi_proc {
 	uint32_t tgid;
+	bool pending;        /* mappings wait for tables being built: republish */
 	uint64_t last_ns;
 	uint64_t reread_ns;  /* current back-off between miss-driven re-reads */
 	uint32_t n_files;    /* file-backed executable mappings at the last read */
@@ -672,14 +1211,204 @@ struct gs_cfi {
 	struct gs_cfi_stats st;
 	bool verbose;
 	bool lazy;
+	bool async;
+	struct builder *b;     /* async: the builder thread */
+	uint32_t collected;    /* async jobs taken back from the thread */
+	/* inner maps not yet in gs_cfi_tables (flush_tables) */
+#define GS_CFI_PUBLISH_BATCH 256
+	uint32_t pend_id[GS_CFI_PUBLISH_BATCH];
+	int pend_fd[GS_CFI_PUBLISH_BATCH];
+	uint32_t n_pend;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
+static int flush_tables(struct gs_cfi *c);
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+/* ---- the builder thread ------------------------------------------------------
+ * In async mode tables are built off the session thread, which must keep
+ * reading the ring buffer and answering signals: a crafted or huge object
+ * costs at most its bound there, never the run.  Jobs carry an object index
+ * and an fd; the thread only parses (no BPF, no shared state but the queue);
+ * the session thread collects finished jobs in gs_cfi_refresh, loads them
+ * into BPF and republishes the processes waiting for them.  Until then their
+ * mappings are GS_CFI_TABLE_PENDING (BPF: frame pointers, a miss). */
+
+
+struct build_job {
+	struct build_job *next;
+	size_t obj;
+	int fd;
+	char name[160];
+	struct gs_cfi_table t;
+	int err;
+	uint64_t ns;
+};
+
+struct builder {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;       /* work queued, or a job finished */
+	struct build_job *todo, **todo_tail, *done;
+	bool busy, quit;
+	pid_t tid;               /* the thread's, for its scheduling */
+	atomic_bool cancel;
+	_Atomic uint64_t rows;   /* rows of the object being built */
+	char current[160];
+	uint32_t queued_total, done_total;
+};
+
+static void *builder_main(void *arg)
+{
+	struct builder *b = arg;
+
+	/* Scheduling: gs_cfi_builder_sched (the session's choice). */
+	pthread_mutex_lock(&b->mu);
+	b->tid = gettid();
+	pthread_cond_broadcast(&b->cv);
+	for (;;) {
+		struct build_job *j;
+		struct build_limits lim = { .cancel = &b->cancel, .rows = &b->rows };
+		uint64_t t0;
+
+		while (!b->quit && !b->todo)
+			pthread_cond_wait(&b->cv, &b->mu);
+		if (b->quit)
+			break;
+		j = b->todo;
+		b->todo = j->next;
+		if (!b->todo)
+			b->todo_tail = &b->todo;
+		b->busy = true;
+		snprintf(b->current, sizeof(b->current), "%s", j->name);
+		atomic_store(&b->rows, 0);
+		pthread_mutex_unlock(&b->mu);
+
+		t0 = now_ns();
+		lim.deadline_ns = t0 + GS_CFI_BUILD_MAX_NS;
+		j->err = table_build(j->name, j->fd, &j->t, &lim, false);
+		close(j->fd);
+		j->ns = now_ns() - t0;
+
+		pthread_mutex_lock(&b->mu);
+		j->next = b->done;
+		b->done = j;
+		b->busy = false;
+		b->done_total++;
+		pthread_cond_broadcast(&b->cv);
+	}
+	pthread_mutex_unlock(&b->mu);
+	return NULL;
+}
+
+static int builder_start(struct gs_cfi *c)
+{
+	struct builder *b = calloc(1, sizeof(*b));
+	sigset_t all, old;
+	int rc;
+
+	if (!b)
+		return -ENOMEM;
+	pthread_mutex_init(&b->mu, NULL);
+	pthread_cond_init(&b->cv, NULL);
+	b->todo_tail = &b->todo;
+	/* Signals stay with the session thread (its poll must see Ctrl-C). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&b->th, NULL, builder_main, b);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc) {
+		free(b);
+		return -rc;
+	}
+	pthread_mutex_lock(&b->mu);
+	while (!b->tid)
+		pthread_cond_wait(&b->cv, &b->mu);
+	pthread_mutex_unlock(&b->mu);
+	c->b = b;
+	return 0;
+}
+
+void gs_cfi_builder_sched(struct gs_cfi *c, bool rt, int nice)
+{
+	struct sched_param sp = { .sched_priority = rt ? 1 : 0 };
+
+	if (!c->b)
+		return;
+	setpriority(PRIO_PROCESS, (id_t)c->b->tid, nice);
+	sched_setscheduler(c->b->tid, rt ? SCHED_RR | SCHED_RESET_ON_FORK : SCHED_OTHER, &sp);
+}
+
+static void free_jobs(struct build_job *j)
+{
+	while (j) {
+		struct build_job *next = j->next;
+
+		if (j->fd >= 0)
+			close(j->fd);
+		gs_cfi_table_free(&j->t);
+		free(j);
+		j = next;
+	}
+}
+
+static void builder_stop(struct gs_cfi *c)
+{
+	struct builder *b = c->b;
+
+	if (!b)
+		return;
+	pthread_mutex_lock(&b->mu);
+	b->quit = true;
+	atomic_store(&b->cancel, true); /* the object in progress stops within ~16 rows */
+	pthread_cond_broadcast(&b->cv);
+	pthread_mutex_unlock(&b->mu);
+	pthread_join(b->th, NULL);
+	free_jobs(b->todo);
+	for (struct build_job *j = b->done; j; j = j->next)
+		j->fd = -1; /* closed by the thread */
+	free_jobs(b->done);
+	pthread_mutex_destroy(&b->mu);
+	pthread_cond_destroy(&b->cv);
+	free(b);
+	c->b = NULL;
+}
+
+static int builder_queue(struct gs_cfi *c, size_t obj, int fd, const char *name)
+{
+	struct build_job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return -ENOMEM;
+	size_t len = strlen(name);
+
+	j->obj = obj;
+	j->fd = fd;
+	if (len >= sizeof(j->name)) { /* keep the end: the file name */
+		name += len - (sizeof(j->name) - 1);
+		len = sizeof(j->name) - 1;
+	}
+	memcpy(j->name, name, len);
+	pthread_mutex_lock(&c->b->mu);
+	*c->b->todo_tail = j;
+	c->b->todo_tail = &j->next;
+	c->b->queued_total++;
+	pthread_cond_signal(&c->b->cv);
+	pthread_mutex_unlock(&c->b->mu);
+	return 0;
+}
+
+/* Take the finished jobs (wait for all queued ones first if asked). */
+static struct build_job *builder_take(struct gs_cfi *c, bool wait_all)
+{
+	struct builder *b = c->b;
+	struct build_job *j;
+
+	pthread_mutex_lock(&b->mu);
+	while (wait_all && (b->todo || b->busy))
+		pthread_cond_wait(&b->cv, &b->mu);
+	j = b->done;
+	b->done = NULL;
+	pthread_mutex_unlock(&b->mu);
+	return j;
 }
 
 static int map_fd(struct bpf_object *obj, const char *name, char *err, size_t errlen)
@@ -732,6 +1461,8 @@ void gs_cfi_close(struct gs_cfi *cfi)
 {
 	if (!cfi)
 		return;
+	builder_stop(cfi);
+	flush_tables(cfi);
 	rule_set_free(&cfi->rules);
 	free(cfi->objs);
 	free(cfi->procs);
@@ -786,7 +1517,40 @@ static void fill_pages(const struct gs_cfi_table *t, struct gs_cfi_page *pages, 
 	}
 }
 
-/* Create the inner rows map, fill it through mmap, publish it at table_id. */
+/* Inner maps go into gs_cfi_tables in batches: every update of a map-in-map
+ * waits for an RCU grace period (20-130 ms on a loaded machine), which one
+ * at a time made attaching to PyTorch (314 objects) take 5-10 s. */
+static int flush_tables(struct gs_cfi *c)
+{
+	uint32_t n = c->n_pend, fds[GS_CFI_PUBLISH_BATCH];
+	int err = 0;
+
+	if (!n)
+		return 0;
+	for (uint32_t i = 0; i < n; i++)
+		fds[i] = (uint32_t)c->pend_fd[i];
+	if (bpf_map_update_batch(c->tables_fd, c->pend_id, fds, &n, NULL)) {
+		/* no batch updates for this map type (older kernels): one by one */
+		for (uint32_t i = 0; i < c->n_pend; i++)
+			if (bpf_map_update_elem(c->tables_fd, &c->pend_id[i], &c->pend_fd[i], BPF_ANY))
+				err = -errno;
+	}
+	for (uint32_t i = 0; i < c->n_pend; i++)
+		close(c->pend_fd[i]); /* the outer map holds the reference */
+	c->n_pend = 0;
+	return err;
+}
+
+static int queue_table(struct gs_cfi *c, uint32_t table_id, int fd)
+{
+	int err = c->n_pend == GS_CFI_PUBLISH_BATCH ? flush_tables(c) : 0;
+
+	c->pend_id[c->n_pend] = table_id;
+	c->pend_fd[c->n_pend++] = fd;
+	return err;
+}
+
+/* Create the inner rows map, fill it through mmap, queue it for table_id. */
 static int load_rows(struct gs_cfi *c, const struct gs_cfi_table *t, uint32_t table_id,
 		     uint32_t *n_pages_out)
 {
@@ -821,10 +1585,10 @@ static int load_rows(struct gs_cfi *c, const struct gs_cfi_table *t, uint32_t ta
 			rows[n_pages + i].rule = (uint32_t)gid[t->rows[i].rule];
 		}
 		munmap(rows, mbytes);
-		if (bpf_map_update_elem(c->tables_fd, &table_id, &fd, BPF_ANY))
-			err = -errno;
+		err = queue_table(c, table_id, fd);
 	}
-	close(fd); /* the outer map holds the reference */
+	if (err)
+		close(fd);
 	if (!err) {
 		c->st.bpf_bytes += mbytes;
 		*n_pages_out = n_pages;
@@ -881,77 +1645,27 @@ static void hex_build_id(Elf *elf, char out[41])
 		sprintf(out + 2 * i, "%02x", ((const uint8_t *)p)[i]);
 }
 
-/* Table for one mapped file: cached by file key, then by build-id.  NULL
- * when not cached and !build (lazy: the mapping stays pending). */
-static struct cfi_obj *obj_for_file(struct gs_cfi *c, const char *file_key, const char *open_path,
-				    const char *alt_path, bool build)
+/* A built table (or the reason there is none) becomes object o's status;
+ * objects with the same build-id that waited for it get the same. */
+static void finish_obj(struct gs_cfi *c, size_t idx, struct gs_cfi_table *t, int err,
+		       uint64_t ns, const char *name)
 {
-	struct cfi_obj *o, *same = NULL;
-	struct gs_cfi_table t;
-	char bid[41];
-	Elf *elf;
-	int fd, err;
+	struct cfi_obj *o = &c->objs[idx];
 	uint32_t n_pages = 0;
-	uint64_t t0;
 
-	for (size_t i = 0; i < c->n_objs; i++)
-		if (!strcmp(c->objs[i].file_key, file_key))
-			return &c->objs[i];
-	if (!build)
-		return NULL;
-	fd = open(open_path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 && alt_path)
-		fd = open(alt_path, O_RDONLY | O_CLOEXEC);
-	if (!(o = obj_new(c))) {
-		if (fd >= 0)
-			close(fd);
-		return NULL;
-	}
-	snprintf(o->file_key, sizeof(o->file_key), "%s", file_key);
-	if (fd < 0) {
-		o->status = -errno;
-		c->st.errors++;
-		return o;
-	}
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf) {
-		o->status = -EINVAL;
-		c->st.errors++;
-		close(fd);
-		return o;
-	}
-	hex_build_id(elf, bid);
-	read_loads(elf, o);
-	elf_end(elf);
-	snprintf(o->build_id, sizeof(o->build_id), "%s", bid);
-	for (size_t i = 0; bid[0] && i + 1 < c->n_objs; i++)
-		if (!strcmp(c->objs[i].build_id, bid)) {
-			same = &c->objs[i];
-			break;
-		}
-	if (same) { /* same object under another path or inode: share its table */
-		o->status = same->status;
-		o->table_id = same->table_id;
-		o->n_pages = same->n_pages;
-		close(fd);
-		return o;
-	}
-
-	t0 = now_ns();
-	err = gs_cfi_table_build(open_path, fd, &t);
-	close(fd);
-	if (!err && t.n_rows == 0)
+	if (!err && t->n_rows == 0)
 		err = -ENOENT;
 	if (!err && c->next_table >= GS_CFI_MAX_TABLES)
 		err = -E2BIG;
 	if (!err)
-		err = load_rows(c, &t, c->next_table, &n_pages);
-	c->st.build_ns += now_ns() - t0;
+		err = load_rows(c, t, c->next_table, &n_pages);
+	c->st.build_ns += ns;
 	if (!err) {
 		o->table_id = c->next_table++;
 		o->n_pages = n_pages;
 		c->st.tables++;
-		c->st.rows += t.n_rows;
+		c->st.rows += t->n_rows;
+		c->st.truncated += t->truncated;
 	} else if (err == -ENOENT) {
 		c->st.no_eh_frame++;
 	} else {
@@ -959,8 +1673,89 @@ static struct cfi_obj *obj_for_file(struct gs_cfi *c, const char *file_key, cons
 	}
 	o->status = err;
 	if (c->verbose)
-		fprintf(stderr, "cfi: %s: %s%u rows, %u FDEs, %u expr, %.1f ms\n", alt_path ? alt_path : open_path,
-			err ? strerror(-err) : "", t.n_rows, t.n_fdes, t.n_expr, (now_ns() - t0) / 1e6);
+		fprintf(stderr, "cfi: %s: %s%u rows, %u FDEs, %u expr, %.1f ms%s\n", name,
+			err ? strerror(-err) : "", t->n_rows, t->n_fdes, t->n_expr, ns / 1e6,
+			t->truncated ? " (bound reached: partial table)" : "");
+	for (size_t i = 0; o->build_id[0] && i < c->n_objs; i++) {
+		struct cfi_obj *x = &c->objs[i];
+
+		if (i != idx && x->status == -EINPROGRESS && !strcmp(x->build_id, o->build_id)) {
+			x->status = o->status;
+			x->table_id = o->table_id;
+			x->n_pages = o->n_pages;
+		}
+	}
+}
+
+/* Open the file and read what mapping needs (build-id, PT_LOADs) by pread. */
+static int obj_open(struct cfi_obj *o, const char *open_path, const char *alt_path)
+{
+	int fd = open(open_path, O_RDONLY | O_CLOEXEC);
+	Elf *elf;
+
+	if (fd < 0 && alt_path)
+		fd = open(alt_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf) {
+		close(fd);
+		return -EINVAL;
+	}
+	hex_build_id(elf, o->build_id);
+	read_loads(elf, o);
+	elf_end(elf);
+	return fd;
+}
+
+/* Table for one mapped file: cached by file key, then by build-id.  NULL
+ * when not cached and !build (lazy: the mapping stays pending).  Async: the
+ * object comes back -EINPROGRESS and its table is built by the thread. */
+static struct cfi_obj *obj_for_file(struct gs_cfi *c, const char *file_key, const char *open_path,
+				    const char *alt_path, bool build)
+{
+	const char *name = alt_path ? alt_path : open_path;
+	struct cfi_obj *o;
+	struct gs_cfi_table t;
+	size_t idx;
+	int fd, err;
+	uint64_t t0;
+
+	for (size_t i = 0; i < c->n_objs; i++)
+		if (!strcmp(c->objs[i].file_key, file_key))
+			return &c->objs[i];
+	if (!build || !(o = obj_new(c)))
+		return NULL;
+	idx = (size_t)(o - c->objs);
+	snprintf(o->file_key, sizeof(o->file_key), "%s", file_key);
+	fd = obj_open(o, open_path, alt_path);
+	if (fd < 0) {
+		o->status = fd;
+		c->st.errors++;
+		return o;
+	}
+	for (size_t i = 0; o->build_id[0] && i < idx; i++)
+		if (!strcmp(c->objs[i].build_id, o->build_id)) {
+			/* same object under another path or inode: share its table */
+			o->status = c->objs[i].status;
+			o->table_id = c->objs[i].table_id;
+			o->n_pages = c->objs[i].n_pages;
+			close(fd);
+			return o;
+		}
+	if (c->b) {
+		if ((err = builder_queue(c, idx, fd, name))) {
+			close(fd);
+			o->status = err;
+			return o;
+		}
+		o->status = -EINPROGRESS;
+		return o;
+	}
+	t0 = now_ns();
+	err = gs_cfi_table_build(open_path, fd, &t);
+	close(fd);
+	finish_obj(c, idx, &t, err, now_ns() - t0, name);
 	gs_cfi_table_free(&t);
 	return o;
 }
@@ -1030,7 +1825,7 @@ static int add_process(struct gs_cfi *c, uint32_t tgid, const uint64_t *want, si
 	struct gs_cfi_proc *pe = c->scratch;
 	struct cfi_proc *p;
 	char path[64], line[4096];
-	uint32_t n_files = 0;
+	uint32_t n_files = 0, pending = 0;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%u/maps", tgid);
@@ -1064,7 +1859,8 @@ static int add_process(struct gs_cfi *c, uint32_t tgid, const uint64_t *want, si
 		 * through it (BPF records the miss and wakes us up at once). */
 		o = obj_for_file(c, key, open_path, alt,
 				 force || !c->lazy || wanted(l.start, want, nwant));
-		if (!o) {
+		pending += o && o->status == -EINPROGRESS;
+		if (!o || o->status == -EINPROGRESS) {
 			m->table_id = GS_CFI_TABLE_PENDING;
 			m->bias = l.start - l.offset; /* fixed up when the table exists */
 			continue;
@@ -1077,12 +1873,14 @@ static int add_process(struct gs_cfi *c, uint32_t tgid, const uint64_t *want, si
 	}
 	fclose(f);
 	qsort(pe->m, pe->n, sizeof(pe->m[0]), cmp_mapping);
+	flush_tables(c); /* tables first: BPF may look a mapping's table up at once */
 	if (bpf_map_update_elem(c->procs_fd, &tgid, pe, BPF_ANY))
 		return -errno;
 	p = proc_track(c, tgid);
 	if (p) {
 		p->last_ns = now_ns();
 		p->n_files = n_files;
+		p->pending = pending > 0;
 	}
 	return 0;
 }
@@ -1092,9 +1890,56 @@ int gs_cfi_add_process(struct gs_cfi *c, uint32_t tgid)
 	return add_process(c, tgid, NULL, 0, false);
 }
 
+/* Async: load what the thread finished, then republish the processes
+ * that waited for it.  wait_all: first wait until the queue is empty. */
+static int collect_built(struct gs_cfi *c, bool wait_all)
+{
+	struct build_job *j, *next;
+	int n = 0;
+
+	if (!c->b)
+		return 0;
+	for (j = builder_take(c, wait_all); j; j = next) {
+		next = j->next;
+		finish_obj(c, j->obj, &j->t, j->err, j->ns, j->name);
+		gs_cfi_table_free(&j->t);
+		free(j);
+		c->collected++;
+		n++;
+	}
+	for (size_t i = 0; n && i < c->n_procs; i++)
+		if (c->procs[i].pending && add_process(c, c->procs[i].tgid, NULL, 0, false))
+			c->procs[i].pending = false; /* gone */
+	return n;
+}
+
 int gs_cfi_build_process(struct gs_cfi *c, uint32_t tgid)
 {
-	return add_process(c, tgid, NULL, 0, true);
+	int rc = add_process(c, tgid, NULL, 0, true);
+
+	if (!rc && c->b)
+		collect_built(c, true);
+	return rc;
+}
+
+int gs_cfi_set_async(struct gs_cfi *c)
+{
+	return c->b ? 0 : builder_start(c);
+}
+
+void gs_cfi_progress(struct gs_cfi *c, struct gs_cfi_progress *p)
+{
+	memset(p, 0, sizeof(*p));
+	if (!c->b)
+		return;
+	pthread_mutex_lock(&c->b->mu);
+	p->queued = c->b->queued_total;
+	p->pending = c->b->queued_total - c->collected;
+	if (c->b->busy) {
+		snprintf(p->current, sizeof(p->current), "%s", c->b->current);
+		p->rows = atomic_load(&c->b->rows);
+	}
+	pthread_mutex_unlock(&c->b->mu);
 }
 
 int gs_cfi_fork(struct gs_cfi *c, uint32_t parent, uint32_t child)
@@ -1137,6 +1982,7 @@ int gs_cfi_refresh(struct gs_cfi *c)
 	size_t n = 0;
 	int done = 0;
 
+	collect_built(c, false);
 	/* Collect first, then delete: deleting while iterating restarts the walk. */
 	while (n < 4096 && !bpf_map_get_next_key(c->miss_fd, n ? &prev : NULL, &next)) {
 		keys[n++] = next;

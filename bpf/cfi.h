@@ -125,7 +125,8 @@ struct gs_cfi_proc {
  *   gs_cfi_stats(cfi, &st) for the closing figures; gs_cfi_close(cfi).
  * Tables are cached by build-id (else dev:inode:size:mtime), so every process
  * and fork child mapping one library shares one table.
- * Not thread-safe: call from the session thread. */
+ * Not thread-safe: call from the session thread (async mode keeps its
+ * thread to itself). */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -142,12 +143,22 @@ struct gs_cfi_table {
 	uint32_t n_fdes;
 	uint32_t n_expr;           /* rows marked GS_CFA_EXPR */
 	uint32_t n_plt, n_signal;  /* rows marked PLT / SIGNAL */
+	uint32_t truncated;        /* 1: a bound (rows, time) was hit: rows cover the
+				    * FDEs read so far, the rest falls back to frame
+				    * pointers */
 };
 
 /* Build rows from the .eh_frame of the ELF file at path (or of fd when
- * fd >= 0; path then only names it in errors).  -ENOENT: no .eh_frame;
- * -EINVAL: not an x86-64 ELF; -ENOMEM. */
+ * fd >= 0; path then only names it in errors).  The file is read with
+ * pread (a file that shrinks meanwhile is an error, never SIGBUS) and
+ * bounded: .eh_frame above 256 MiB is -EFBIG; past 8M rows or 30 s the
+ * table stops there (t->truncated).  -ENOENT: no .eh_frame; -EINVAL: not an
+ * x86-64 ELF; -ENOMEM. */
 int gs_cfi_table_build(const char *path, int fd, struct gs_cfi_table *t);
+/* The same table through libdw's dwarf_cfi_addrframe, one call per row
+ * (quadratic in an FDE's rows): the reference the linear builder is tested
+ * against (tests/unit/test_cfi.c), not for use on target files. */
+int gs_cfi_table_build_libdw(const char *path, int fd, struct gs_cfi_table *t);
 void gs_cfi_table_free(struct gs_cfi_table *t);
 /* Row in effect at ELF address pc (NULL if none or a GS_CFA_NONE gap). */
 const struct gs_cfi_rule *gs_cfi_table_lookup(const struct gs_cfi_table *t, uint64_t pc);
@@ -162,7 +173,26 @@ struct gs_cfi_stats {
 	uint32_t no_eh_frame;     /* objects without usable CFI (frame pointers) */
 	uint32_t errors;          /* objects that failed to open or load */
 	uint32_t refreshes;       /* process maps re-read after misses */
+	uint32_t truncated;       /* tables cut at their bound (rows, time) */
 };
+
+/* Async building (the session): tables are built by a thread of their own
+ * (signals blocked; scheduling set by gs_cfi_builder_sched), so a huge or crafted object never blocks the
+ * caller's loop.  gs_cfi_add_process / gs_cfi_refresh then only queue work;
+ * mappings stay GS_CFI_TABLE_PENDING until gs_cfi_refresh finds the table
+ * built, loads it and republishes the processes that wait for it.
+ * gs_cfi_build_process waits for the queue to drain.  0 or -errno. */
+int gs_cfi_set_async(struct gs_cfi *cfi);
+/* Scheduling of the async thread: SCHED_RR priority 1 (rt) or SCHED_OTHER,
+ * and a nice value (the session's choice: cli/attach.c). */
+void gs_cfi_builder_sched(struct gs_cfi *cfi, bool rt, int nice);
+struct gs_cfi_progress {
+	uint32_t queued;   /* objects queued over the run */
+	uint32_t pending;  /* of those, not yet loaded by gs_cfi_refresh */
+	uint64_t rows;     /* rows so far of the object being built */
+	char current[160]; /* the object being built now, "" when idle */
+};
+void gs_cfi_progress(struct gs_cfi *cfi, struct gs_cfi_progress *p);
 
 /* Find the gs_cfi_* maps in a loaded BPF object (the sampler's:
  * gs_sampler_skel(s)->obj).  err gets a one-line reason. */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "cli/launch.h"
@@ -40,6 +41,40 @@ static int drop_to_sudo_user(void)
 	return 0;
 }
 
+/* Dispositions gpusample was started with, restored in the child: its own
+ * handlers and ignores (SIGPIPE) are not the job's business. */
+static struct sigaction g_orig_pipe, g_orig_hup;
+static bool g_saved;
+static int g_orig_nice;
+
+void gs_launch_save_signals(void)
+{
+	sigaction(SIGPIPE, NULL, &g_orig_pipe);
+	sigaction(SIGHUP, NULL, &g_orig_hup);
+	errno = 0;
+	g_orig_nice = getpriority(PRIO_PROCESS, 0);
+	if (errno)
+		g_orig_nice = 0;
+	g_saved = true;
+}
+
+static void restore_signals(void)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	sigset_t none;
+
+	sigemptyset(&dfl.sa_mask);
+	sigaction(SIGPIPE, g_saved && g_orig_pipe.sa_handler == SIG_IGN ? &g_orig_pipe : &dfl, NULL);
+	sigaction(SIGHUP, g_saved && g_orig_hup.sa_handler == SIG_IGN ? &g_orig_hup : &dfl, NULL);
+	sigaction(SIGINT, &dfl, NULL);
+	sigaction(SIGTERM, &dfl, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* gpusample runs niced up (cli/attach.c); the job gets its own nice back */
+	if (g_saved)
+		setpriority(PRIO_PROCESS, 0, g_orig_nice);
+}
+
 static void child(char **argv, bool as_root, char **env_extra, int go_rd, int err_wr)
 {
 	char c;
@@ -55,8 +90,7 @@ static void child(char **argv, bool as_root, char **env_extra, int go_rd, int er
 		putenv(*kv);
 	if (!as_root && (e = drop_to_sudo_user()) != 0)
 		goto fail;
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
+	restore_signals();
 	execvp(argv[0], argv);
 	e = -errno;
 fail:

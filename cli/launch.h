@@ -16,6 +16,11 @@ struct gs_launch {
 
 /* Fork CMD; the child waits for gs_launch_release.  env_extra: "K=V"
  * strings set in the child (NULL-terminated, may be NULL). */
+/* Remember the signal dispositions and nice value gpusample was started
+ * with (call before installing its own handlers or raising its priority);
+ * the command gets them back, not gpusample's SIGPIPE ignore, handlers or
+ * priority. */
+void gs_launch_save_signals(void);
 int gs_launch_start(struct gs_launch *l, char **argv, bool as_root,
 		    char **env_extra, char *err, size_t errlen);
 /* Release the child; returns 0 once it has exec'ed, or -errno of the

@@ -30,6 +30,11 @@ int gs_rt_open(struct session *s)
 			gs_profile_add_note(&s->prof, "CFI unwinding off (%s): native stacks use frame pointers only",
 					    s->err);
 			s->cfi = NULL;
+		} else if ((rc = gs_cfi_set_async(s->cfi))) {
+			fprintf(stderr, "gpusample: warning: no table-building thread (%s); tables are "
+					"built on the sampling thread\n", strerror(-rc));
+		} else {
+			gs_session_attach_builder(s);
 		}
 	}
 	return 0;

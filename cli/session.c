@@ -45,6 +45,7 @@ static void install_signals(void)
 	struct sigaction sa = { .sa_handler = on_signal };
 
 	/* No SA_RESTART: the ring-buffer poll must return on Ctrl-C. */
+	gs_launch_save_signals();
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -80,46 +81,6 @@ static int check_privileges(void)
 	fprintf(stderr, "gpusample: needs root to load eBPF programs and read other processes' "
 			"memory: run it with sudo (or grant CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE)\n");
 	return -EPERM;
-}
-
-/* Refuse symlinks and unwritable directories before sampling starts, so a
- * long run never ends with nowhere to write. */
-static int check_output_path(const char *path)
-{
-	char dir[PATH_MAX];
-	struct stat st;
-	const char *slash = strrchr(path, '/');
-
-	if (!lstat(path, &st) && S_ISLNK(st.st_mode)) {
-		fprintf(stderr, "gpusample: output path %s is a symlink; refusing to follow it as root "
-				"(remove it or choose another -o)\n", path);
-		return -ELOOP;
-	}
-	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
-	if (!dir[0])
-		strcpy(dir, "/");
-	if (access(dir, W_OK)) {
-		fprintf(stderr, "gpusample: cannot write to %s: %s (choose another -o PREFIX)\n",
-			dir, strerror(errno));
-		return -errno;
-	}
-	return 0;
-}
-
-static const char *const out_suffix[] = { ".pb.gz", ".speedscope.json", ".cpu.folded" };
-
-static int check_outputs(struct session *s)
-{
-	char path[PATH_MAX + 32];
-
-	for (int i = 0; i < 3; i++) {
-		if (!(s->o->formats & (1u << i)))
-			continue;
-		snprintf(path, sizeof(path), "%s%s", s->prefix, out_suffix[i]);
-		if (check_output_path(path))
-			return -EINVAL;
-	}
-	return 0;
 }
 
 /* ---- targets ------------------------------------------------------------ */
@@ -351,14 +312,26 @@ static bool targets_gone(struct session *s)
 	int status;
 
 	if (s->launched) {
-		if (!s->launch_exited && waitpid(s->launch.pid, &status, WNOHANG) == s->launch.pid)
+		if (!s->launch_exited && waitpid(s->launch.pid, &status, WNOHANG) == s->launch.pid) {
 			s->launch_exited = true;
+			s->launch_status = status;
+		}
 		return s->launch_exited;
 	}
 	for (int i = 0; i < s->n_roots; i++)
 		if (gs_proc_alive(s->roots[i]))
 			return false;
 	return true;
+}
+
+/* A signal or the targets' exit ends the current phase (noted once). */
+static bool stop_requested(struct session *s)
+{
+	bool gone = !g_stop && targets_gone(s);
+
+	if (g_stop || gone)
+		gs_attach_note_stop(s, g_stop, gone);
+	return g_stop || gone;
 }
 
 static void progress(struct session *s, bool final)
@@ -380,7 +353,8 @@ static int run_loop(struct session *s)
 	uint64_t next_progress = 0, next_tick = 0;
 	bool tick_pending = false;
 
-	while (!g_stop) {
+	s->phase = "sampling";
+	while (!stop_requested(s)) {
 		/* Records arrive without per-record wakeups (BPF_RB_NO_WAKEUP for
 		 * samples); process events and CFI table requests do wake us.
 		 * Ticks (maps re-reads, discovery, GPU scans) run at most every
@@ -395,7 +369,7 @@ static int run_loop(struct session *s)
 			fprintf(stderr, "\ngpusample: ring buffer poll failed: %s\n", strerror(-rc));
 			return rc;
 		}
-		if (now >= deadline || targets_gone(s))
+		if (now >= deadline || stop_requested(s))
 			break;
 		tick_pending = now < next_tick; /* woken early: tick once the 50 ms are up */
 		if (!tick_pending) {
@@ -552,6 +526,7 @@ static void add_comments(struct session *s)
 	if (st.lost)
 		gs_profile_add_note(p, "%llu samples were lost (ring buffer full); try a lower -F",
 				    (unsigned long long)st.lost);
+	gs_attach_add_comments(s);
 }
 
 static int build_profile(struct session *s)
@@ -603,16 +578,6 @@ static int build_profile(struct session *s)
 
 /* ---- writing ------------------------------------------------------------ */
 
-static void give_to_sudo_user(const char *path)
-{
-	const char *uid = getenv("SUDO_UID"), *gid = getenv("SUDO_GID");
-
-	/* Files written as root under sudo belong to the user who asked. */
-	if (uid && gid && geteuid() == 0 &&
-	    chown(path, (uid_t)strtoul(uid, NULL, 10), (gid_t)strtoul(gid, NULL, 10)))
-		fprintf(stderr, "gpusample: warning: chown %s: %s\n", path, strerror(errno));
-}
-
 static int write_one(struct session *s, const char *suffix,
 		     int (*fn)(struct session *, const char *, char *, size_t))
 {
@@ -625,7 +590,6 @@ static int write_one(struct session *s, const char *suffix,
 		fprintf(stderr, "gpusample: cannot write %s: %s\n", path, s->err);
 		return rc;
 	}
-	give_to_sudo_user(path);
 	fprintf(stderr, "gpusample: wrote %s\n", path);
 	return 0;
 }
@@ -775,7 +739,7 @@ static int prepare(struct session *s)
 		snprintf(s->prefix, sizeof(s->prefix), "%s", s->o->prefix);
 	else
 		snprintf(s->prefix, sizeof(s->prefix), "gpusample-%u", s->roots[0]);
-	if ((rc = check_outputs(s)))
+	if ((rc = gs_outputs_check(s)))
 		return rc;
 	s->sym = gs_sym_new(&s->prof);
 	if (!s->sym)
@@ -791,6 +755,11 @@ static int start(struct session *s)
 	 * sampled from its first instruction and its children from birth. */
 	if ((rc = setup_targets(s)))
 		return rc;
+	/* Tables of the processes there at attach: built by the CFI thread
+	 * while this thread reports progress and watches for a stop. */
+	if (gs_attach_build_tables(s, stop_requested))
+		return 1;
+	gs_session_attach_done(s);
 	/* Tables of the processes there at attach were built eagerly (full
 	 * stacks from the first sample); from now on build them when a sample
 	 * first walks through an object, so a fork or dlopen mid-run does not
@@ -824,7 +793,14 @@ static void finish_launch(struct session *s)
 		/* Ctrl-C at a terminal reached the command too; a signal sent to
 		 * gpusample alone (kill, a job scheduler) is passed on, as perf
 		 * record does, so the command does not outlive its profiler. */
-		for (int i = 0; i < 40 && waitpid(s->launch.pid, NULL, WNOHANG) == 0; i++) {
+		for (int i = 0; i < 40; i++) {
+			int st;
+
+			if (waitpid(s->launch.pid, &st, WNOHANG) == s->launch.pid) {
+				s->launch_exited = true;
+				s->launch_status = st;
+				break;
+			}
 			if (i == 4)
 				kill(s->launch.pid, g_stop);
 			usleep(50000);
@@ -843,18 +819,28 @@ int gs_session_run(const struct gs_options *o)
 	if (check_privileges())
 		return 1;
 	install_signals();
+	gs_session_raise_priority();
+	gs_outputs_set_owner();
 	init_session(&s, o);
+	s.phase = "loading the BPF programs";
 	rc = prepare(&s);
 	if (!rc)
 		rc = start(&s);
-	if (rc) {
+	if (rc < 0) {
 		if (s.launched)
 			kill(s.launch.pid, SIGKILL);
 		free_session(&s);
 		return 1;
 	}
-	run_loop(&s);
-	finish_launch(&s);
+	gs_session_attach_done(&s); /* no real-time class past attach, whatever happened */
+	if (rc == 0) {
+		run_loop(&s);
+		finish_launch(&s);
+	} else if (s.launched) { /* stopped before the command was let go: it never ran */
+		kill(s.launch.pid, SIGKILL);
+		waitpid(s.launch.pid, NULL, 0);
+		s.launched = false;
+	}
 	s.prof.time_nanos = s.t0_wall;
 	s.prof.duration_nanos = gs_off_stop_time(&s) - s.t0_mono;
 	rc = build_profile(&s);
@@ -862,8 +848,9 @@ int gs_session_run(const struct gs_options *o)
 		fprintf(stderr, "gpusample: building the profile failed: %s\n", strerror(-rc));
 	else
 		rc = write_outputs(&s);
+	rc = gs_session_exit_status(&s, rc);
 	free_session(&s);
-	return rc ? 1 : 0;
+	return rc;
 }
 
 int gs_report_file(const char *path)

@@ -53,6 +53,11 @@ struct session {
 	int n_roots;
 	struct gs_launch launch;
 	bool launched, launch_exited;
+	int launch_status;           /* waitpid status once launch_exited */
+	const char *phase;           /* what the run is doing now (cli/attach.c) */
+	const char *stop_phase;      /* phase when a stop or target exit was seen */
+	char stop_cause[48];         /* "stopped by SIGINT", "the target exited" */
+	uint32_t tables_queued, tables_built; /* attach-time unwind tables */
 	uint64_t t0_mono, t0_wall;
 	char prefix[PATH_MAX];
 	char err[512];
@@ -60,6 +65,27 @@ struct session {
 
 
 uint64_t gs_now_ns(int clk);
+
+/* cli/attach.c: build the attach-time unwind tables with progress lines,
+ * returning 1 as soon as stop(s) says so (a signal, the target gone);
+ * remember why and in which phase a run stopped; comments/notes for a short
+ * run; the process exit status (launch mode: the command's; 1 when nothing
+ * was collected, with the reason on stderr; rc: the writers' result). */
+int gs_attach_build_tables(struct session *s, bool (*stop)(struct session *));
+void gs_attach_note_stop(struct session *s, int sig, bool target_gone);
+void gs_attach_add_comments(struct session *s);
+int gs_session_exit_status(struct session *s, int rc);
+/* Priorities (why: cli/attach.c): nice -10 and SCHED_RR during attach;
+ * attach_builder gives the CFI thread the same; attach_done drops both to
+ * nice -10 SCHED_OTHER (call when sampling starts or the run stops). */
+void gs_session_raise_priority(void);
+void gs_session_attach_builder(struct session *s);
+void gs_session_attach_done(struct session *s);
+
+/* cli/outputs.c: output files owned by the sudo caller (gs_output_set_owner
+ * from SUDO_UID/SUDO_GID) and every output path checked before sampling. */
+void gs_outputs_set_owner(void);
+int gs_outputs_check(const struct session *s);
 
 /* cli/runtimes.c: Python discovery and CFI tables per process. */
 int gs_rt_open(struct session *s);

@@ -10,27 +10,256 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "output/internal.h"
 #include "output/output.h"
 
+/* ---- output files --------------------------------------------------------
+ * gpusample runs as root and often writes into directories other users can
+ * write to (/tmp, a shared project dir, the job's working directory).  So:
+ * the file is created fresh (O_CREAT|O_EXCL|O_NOFOLLOW) under a temporary
+ * name in the target directory, given to the invoking user with fchown on
+ * the descriptor, and renamed into place only at the end.  Whatever already
+ * sits at the path is replaced only if it is a regular file, not hard-linked,
+ * owned by that same user (an earlier profile); anything else (another user's
+ * file, a FIFO, a directory, a device, a symlink) is refused. */
+
+static uid_t g_owner_uid = (uid_t)-1;
+static gid_t g_owner_gid = (gid_t)-1;
+
+void gs_output_set_owner(uid_t uid, gid_t gid)
+{
+	g_owner_uid = uid;
+	g_owner_gid = gid;
+}
+
+static uid_t owner_uid(void)
+{
+	return g_owner_uid == (uid_t)-1 ? geteuid() : g_owner_uid;
+}
+
+struct outfile {
+	int fd, dirfd;
+	bool replace;         /* a file of ours was there at open: exchange it */
+	dev_t old_dev;
+	ino_t old_ino;
+	char base[256], tmp[272];
+	char path[PATH_MAX];
+};
+
+#define GS_MAX_OPEN_OUTPUTS 8
+static struct outfile g_out[GS_MAX_OPEN_OUTPUTS];
+
+/* Split path into a directory fd and the last component. */
+static int open_parent(const char *path, char *base, size_t baselen, char *err, size_t errlen)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	const char *b = slash ? slash + 1 : path;
+	int fd;
+
+	if (!*b || !strcmp(b, ".") || !strcmp(b, "..")) {
+		snprintf(err, errlen, "%s names a directory, not a file (give a file name or "
+			 "prefix, e.g. -o %s%sprofile)", path, path, slash && !slash[1] ? "" : "/");
+		return -EISDIR;
+	}
+	if (strlen(b) >= baselen) {
+		snprintf(err, errlen, "%s: file name too long (choose a shorter -o)", path);
+		return -ENAMETOOLONG;
+	}
+	snprintf(base, baselen, "%s", b);
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		int rc = -errno;
+
+		snprintf(err, errlen, "cannot write %s: directory %s: %s (create it or choose "
+			 "another -o)", path, dir, strerror(-rc));
+		return rc;
+	}
+	return fd;
+}
+
+/* May whatever is at base be replaced?  0 = nothing there, 1 = a file of
+ * ours (its identity in *st), <0 = refuse (err says why). */
+static int check_existing(int dirfd, const char *base, const char *path, struct stat *st,
+			  char *err, size_t errlen)
+{
+	const char *what;
+
+	if (fstatat(dirfd, base, st, AT_SYMLINK_NOFOLLOW)) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(err, errlen, "cannot check %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (S_ISREG(st->st_mode) && st->st_uid == owner_uid() && st->st_nlink == 1)
+		return 1;
+	what = S_ISLNK(st->st_mode) ? "a symlink (symbolic link), never followed as root" : S_ISDIR(st->st_mode) ? "a directory" :
+	       S_ISFIFO(st->st_mode) ? "a FIFO" : S_ISSOCK(st->st_mode) ? "a socket" :
+	       !S_ISREG(st->st_mode) ? "a device" :
+	       st->st_nlink != 1 ? "a file with other hard links" : "a file owned by another user";
+	snprintf(err, errlen, "%s exists and is %s (uid %u); gpusample only replaces its own "
+		 "regular files: remove it or choose another -o", path, what, (unsigned)st->st_uid);
+	return S_ISDIR(st->st_mode) ? -EISDIR : S_ISLNK(st->st_mode) ? -ELOOP : -EEXIST;
+}
+
+/* Create a fresh temporary file next to base: ".base.XXXXXX". */
+static int create_tmp(struct outfile *o, char *err, size_t errlen)
+{
+	for (int tries = 0; tries < 16; tries++) {
+		uint32_t r;
+
+		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+			r = (uint32_t)getpid() * 2654435761u + (uint32_t)tries;
+		snprintf(o->tmp, sizeof(o->tmp), ".%.200s.%08x", o->base, r);
+		o->fd = openat(o->dirfd, o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			       0644);
+		if (o->fd >= 0)
+			return 0;
+		if (errno != EEXIST)
+			break;
+	}
+	int rc = -errno;
+	snprintf(err, errlen, "cannot create %s: %s (check the directory is writable, or "
+		 "choose another -o)", o->path, strerror(-rc));
+	return rc;
+}
+
+static int prepare_output(struct outfile *o, const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	int rc;
+
+	memset(o, 0, sizeof(*o));
+	o->fd = -1;
+	snprintf(o->path, sizeof(o->path), "%s", path);
+	o->dirfd = open_parent(path, o->base, sizeof(o->base), err, errlen);
+	if (o->dirfd < 0)
+		return o->dirfd;
+	rc = check_existing(o->dirfd, o->base, path, &st, err, errlen);
+	if (rc < 0)
+		goto fail;
+	o->replace = rc == 1;
+	o->old_dev = st.st_dev;
+	o->old_ino = st.st_ino;
+	if ((rc = create_tmp(o, err, errlen)))
+		goto fail;
+	/* On the descriptor, never by path: the name can be swapped under us. */
+	if (g_owner_uid != (uid_t)-1 && geteuid() == 0 &&
+	    fchown(o->fd, g_owner_uid, g_owner_gid)) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot give %s to uid %u: %s", path, (unsigned)g_owner_uid,
+			 strerror(-rc));
+		goto fail;
+	}
+	return 0;
+fail:
+	if (o->fd >= 0) {
+		close(o->fd);
+		unlinkat(o->dirfd, o->tmp, 0);
+	}
+	close(o->dirfd);
+	o->fd = o->dirfd = -1;
+	return rc;
+}
+
+int gs_output_check(const char *path, char *err, size_t errlen)
+{
+	struct outfile o;
+	int rc = prepare_output(&o, path, err, errlen);
+
+	if (rc)
+		return rc;
+	close(o.fd);
+	unlinkat(o.dirfd, o.tmp, 0);
+	close(o.dirfd);
+	return 0;
+}
+
 int gs_output_open(const char *path, char *err, size_t errlen)
 {
-	/* Root writes into directories users control: never follow a symlink
-	 * planted at the output path. */
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd >= 0)
-		return fd;
-	int rc = -errno;
-	if (err) {
-		if (rc == -ELOOP)
-			snprintf(err, errlen, "%s is a symbolic link; refusing to write through it "
-				 "(remove it or choose another -o path)", path);
-		else
-			snprintf(err, errlen, "cannot create %s: %s (check the directory exists "
-				 "and is writable, or choose another -o path)", path, strerror(-rc));
+	struct outfile *o = NULL;
+	int rc;
+
+	for (int i = 0; i < GS_MAX_OPEN_OUTPUTS && !o; i++)
+		if (!g_out[i].path[0])
+			o = &g_out[i];
+	if (!o) {
+		snprintf(err, errlen, "too many output files open at once");
+		return -EMFILE;
 	}
+	rc = prepare_output(o, path, err, errlen);
+	if (rc) {
+		o->path[0] = 0;
+		return rc;
+	}
+	return o->fd;
+}
+
+/* Move the finished temporary file to its name.  Nothing there: the rename
+ * must not replace anything that appeared meanwhile.  Our old file there:
+ * exchange, then make sure what came out is the file checked at open. */
+static int publish(struct outfile *o)
+{
+	struct stat st;
+
+	if (!o->replace) {
+		if (!renameat2(o->dirfd, o->tmp, o->dirfd, o->base, RENAME_NOREPLACE))
+			return 0;
+		if (errno != EINVAL)
+			return -errno;
+		/* no RENAME_NOREPLACE here (NFS): link fails if the name exists */
+		if (linkat(o->dirfd, o->tmp, o->dirfd, o->base, 0))
+			return -errno;
+		unlinkat(o->dirfd, o->tmp, 0);
+		return 0;
+	}
+	if (renameat2(o->dirfd, o->tmp, o->dirfd, o->base, RENAME_EXCHANGE))
+		return errno == EINVAL ? (renameat(o->dirfd, o->tmp, o->dirfd, o->base) ? -errno : 0)
+				       : -errno;
+	if (fstatat(o->dirfd, o->tmp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    st.st_dev == o->old_dev && st.st_ino == o->old_ino) {
+		unlinkat(o->dirfd, o->tmp, 0);
+		return 0;
+	}
+	/* Someone else's file was swapped in after the check: put it back. */
+	renameat2(o->dirfd, o->tmp, o->dirfd, o->base, RENAME_EXCHANGE);
+	return -EEXIST;
+}
+
+int gs_output_close(int fd, int rc, char *err, size_t errlen)
+{
+	struct outfile *o = NULL;
+
+	for (int i = 0; i < GS_MAX_OPEN_OUTPUTS && !o; i++)
+		if (g_out[i].path[0] && g_out[i].fd == fd)
+			o = &g_out[i];
+	if (!o) {
+		close(fd);
+		return rc ? rc : -EBADF;
+	}
+	if (close(fd) && !rc)
+		rc = -errno;
+	if (!rc && (rc = publish(o)) && err)
+		snprintf(err, errlen, "cannot put the profile at %s: %s (the path %s meanwhile; "
+			 "choose another -o)", o->path, strerror(-rc),
+			 rc == -EEXIST ? "was taken by someone else" : "could not be replaced");
+	else if (rc && err)
+		gs_output_fail(err, errlen, rc, "cannot write", o->path);
+	if (rc)
+		unlinkat(o->dirfd, o->tmp, 0);
+	close(o->dirfd);
+	o->path[0] = 0;
 	return rc;
 }
 
@@ -137,9 +366,7 @@ void gs_wbuf_i64(struct gs_wbuf *w, int64_t v)
 
 /* ---- JSON escaping ------------------------------------------------------ */
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 if s starts an
- * invalid one (RFC 3629: no overlongs, no surrogates, max U+10FFFF). */
-static int utf8_len(const unsigned char *s)
+int gs_utf8_len(const unsigned char *s)
 {
 	unsigned c = s[0];
 	if (c < 0x80)
@@ -188,7 +415,7 @@ static void json_escape(struct esc_out *o, const char *str)
 		const unsigned char *run = s;
 		int n;
 		/* copy runs of plain characters in one go */
-		while (*s >= 0x20 && *s != '"' && *s != '\\' && (n = utf8_len(s)) > 0)
+		while (*s >= 0x20 && *s != '"' && *s != '\\' && (n = gs_utf8_len(s)) > 0)
 			s += n;
 		if (s > run)
 			esc_put(o, (const char *)run, (size_t)(s - run));
@@ -228,6 +455,119 @@ size_t gs_json_escape_buf(const char *s, char *out, size_t outlen)
 		out[0] = 0;
 	json_escape(&o, s);
 	return o.len;
+}
+
+/* ---- terminal escaping ------------------------------------------------ */
+
+/* Code points that change what a terminal shows without being visible
+ * themselves: C1 controls (U+0080-U+009F, CSI among them) and the bidi
+ * embeddings/overrides/isolates (U+202A-U+202E, U+2066-U+2069). */
+static bool invisible_control(const unsigned char *s, int n)
+{
+	if (n == 2)
+		return s[0] == 0xc2 && s[1] <= 0x9f;
+	if (n == 3 && s[0] == 0xe2)
+		return (s[1] == 0x80 && s[2] >= 0xaa && s[2] <= 0xae) ||
+		       (s[1] == 0x81 && s[2] >= 0xa6 && s[2] <= 0xa9);
+	return false;
+}
+
+/* Bytes of s that gs_term_escape copies verbatim (0 = escape s[0]). */
+static int term_plain_len(const unsigned char *s)
+{
+	int n;
+
+	if (*s >= 0x20 && *s < 0x7f)
+		return 1;
+	if (*s < 0x80 || !(n = gs_utf8_len(s)) || invisible_control(s, n))
+		return 0;
+	return n;
+}
+
+bool gs_term_needs_escape(const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	int n;
+
+	for (; *s; s += n)
+		if (!(n = term_plain_len(s)))
+			return true;
+	return false;
+}
+
+size_t gs_term_escape(const char *str, char *out, size_t outlen)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t o = 0;
+
+	if (!outlen)
+		return 0;
+	while (*s) {
+		int n = term_plain_len(s);
+		char tmp[12];
+		size_t k;
+
+		if (n) {
+			memcpy(tmp, s, (size_t)n);
+			k = (size_t)n;
+		} else if (*s >= 0xc2 && gs_utf8_len(s) > 1) { /* C1 or bidi control */
+			unsigned cp = *s == 0xc2 ? s[1] : ((s[0] & 0x0fu) << 12) | ((s[1] & 0x3fu) << 6) | (s[2] & 0x3fu);
+			n = gs_utf8_len(s);
+			k = (size_t)snprintf(tmp, sizeof(tmp), "\\u%04x", cp);
+		} else {
+			n = 1;
+			k = (size_t)snprintf(tmp, sizeof(tmp), "\\x%02x", *s);
+		}
+		if (o + k + 1 > outlen)
+			break; /* whole pieces only: never half an escape or a sequence */
+		memcpy(out + o, tmp, k);
+		o += k;
+		s += n;
+	}
+	out[o] = 0;
+	return o;
+}
+
+int gs_term_view_init(struct gs_term_view *v, const struct gs_profile *p)
+{
+	memset(v, 0, sizeof(*v));
+	v->p = p;
+	for (uint32_t i = 0; i < p->n_strings; i++) {
+		const char *str = p->strings[i];
+		size_t cap;
+
+		if (!str || !gs_term_needs_escape(str))
+			continue;
+		if (!v->strings) {
+			v->view = *p;
+			v->strings = malloc(p->n_strings * sizeof(*v->strings));
+			v->owned = calloc(p->n_strings, sizeof(*v->owned));
+			if (!v->strings || !v->owned) {
+				gs_term_view_free(v);
+				return -ENOMEM;
+			}
+			memcpy(v->strings, p->strings, p->n_strings * sizeof(*v->strings));
+			v->view.strings = v->strings;
+			v->p = &v->view;
+		}
+		cap = strlen(str) * 6 + 1; /* worst case: every byte a \xNN or \uXXXX */
+		if (!(v->owned[i] = malloc(cap))) {
+			gs_term_view_free(v);
+			return -ENOMEM;
+		}
+		gs_term_escape(str, v->owned[i], cap);
+		v->strings[i] = v->owned[i];
+	}
+	return 0;
+}
+
+void gs_term_view_free(struct gs_term_view *v)
+{
+	for (uint32_t i = 0; v->owned && i < v->view.n_strings; i++)
+		free(v->owned[i]);
+	free(v->owned);
+	free(v->strings);
+	memset(v, 0, sizeof(*v));
 }
 
 /* ---- names -------------------------------------------------------------- */
@@ -480,12 +820,7 @@ int gs_write_buffered(const char *path, int (*body)(void *ctx, struct gs_wbuf *w
 	gs_wbuf_init(w, fd);
 	int rc = body(ctx, w);
 	int frc = gs_wbuf_flush(w);
-	if (!rc)
-		rc = frc;
-	if (close(fd) && !rc)
-		rc = -errno;
-	if (rc)
-		gs_output_fail(err, errlen, rc, "cannot write", path);
+	rc = gs_output_close(fd, rc ? rc : frc, err, errlen);
 	free(w);
 	return rc;
 }

@@ -30,13 +30,28 @@ void gs_folded_escape(const char *in, char *out, size_t outlen)
 	/* ';' separates frames and a newline ends the record; a trailing
 	 * " <digits>" is fine since only the last token of a line is the
 	 * count.  An empty name would make an empty frame. */
-	for (const char *c = in ? in : ""; *c && o + 1 < outlen; c++) {
-		char ch = *c;
-		if (ch == ';')
-			ch = ':';
-		else if (ch == '\n' || ch == '\r' || ch == '\t' || (unsigned char)ch < 0x20)
-			ch = ' ';
-		out[o++] = ch;
+	for (const unsigned char *c = (const unsigned char *)(in ? in : ""); *c;) {
+		int n = *c < 0x80 ? 1 : gs_utf8_len(c);
+		const char *piece = (const char *)c;
+		char ch = (char)*c;
+		size_t k = (size_t)n;
+
+		if (n == 0) { /* not UTF-8: U+FFFD, so viewers get valid text */
+			piece = "\xef\xbf\xbd";
+			k = 3;
+			n = 1;
+		} else if (n == 1) {
+			if (ch == ';')
+				ch = ':';
+			else if ((unsigned char)ch < 0x20 || ch == 0x7f)
+				ch = ' ';
+			piece = &ch;
+		}
+		if (o + k + 1 > outlen)
+			break; /* whole characters only */
+		memcpy(out + o, piece, k);
+		o += k;
+		c += n;
 	}
 	out[o] = 0;
 	if (!o)
@@ -264,19 +279,14 @@ int gs_write_folded(const struct gs_profile *p, enum gs_folded_kind which,
 	}
 	struct gs_wbuf *w = malloc(sizeof(*w));
 	if (!w) {
-		close(fd);
 		free(a);
-		return gs_output_fail(err, errlen, -ENOMEM, "cannot write", path);
+		return gs_output_close(fd, -ENOMEM, err, errlen);
 	}
 	gs_wbuf_init(w, fd);
 	for (size_t i = 0; i < n; i++)
 		write_line(p, w, &a[i], which);
-	rc = gs_wbuf_flush(w);
-	if (close(fd) && !rc)
-		rc = -errno;
+	rc = gs_output_close(fd, gs_wbuf_flush(w), err, errlen);
 	free(w);
 	free(a);
-	if (rc)
-		return gs_output_fail(err, errlen, rc, "cannot write", path);
-	return 0;
+	return rc;
 }

@@ -10,8 +10,8 @@
 #ifndef GS_OUTPUT_INTERNAL_H
 #define GS_OUTPUT_INTERNAL_H
 
-#include <stdint.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <stdio.h>
 #include "gpusample/profile.h"
@@ -148,6 +148,31 @@ void gs_timeline_layout(const struct gs_profile *p, const uint32_t *idx, size_t 
 /* What an off-CPU stack waits in: the display name of its leaf-most
  * user-space frame (the leaf frame when all are kernel); returns buf. */
 const char *gs_wait_name(const struct gs_profile *p, uint32_t stack, char *buf, size_t len);
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 if s starts an
+ * invalid one (RFC 3629: no overlongs, no surrogates, max U+10FFFF). */
+int gs_utf8_len(const unsigned char *s);
+
+/* ---- terminal escaping --------------------------------------------------
+ * Strings from the target (qualnames, file names, comm, thread names, agent
+ * status text) must not drive the terminal that shows the report.  Escaped:
+ * C0 controls, DEL and bytes that are not valid UTF-8 as "\xNN"; C1
+ * controls (U+0080-U+009F) and bidi overrides/isolates as "\uXXXX".  Other
+ * valid UTF-8 is kept. */
+bool gs_term_needs_escape(const char *s);
+/* Escaped s into out (whole escapes only; truncates); returns the length. */
+size_t gs_term_escape(const char *s, char *out, size_t outlen);
+/* A view of p whose string table has every string that needs it escaped
+ * (v->p == p when none does).  Everything but the string table is shared
+ * with p: read-only use (the report).  0 or -ENOMEM; free with
+ * gs_term_view_free. */
+struct gs_term_view {
+	const struct gs_profile *p;
+	struct gs_profile view;
+	char **strings, **owned;
+};
+int gs_term_view_init(struct gs_term_view *v, const struct gs_profile *p);
+void gs_term_view_free(struct gs_term_view *v);
 
 /* Open path via gs_output_open and report errors in err. */
 int gs_output_fail(char *err, size_t errlen, int rc, const char *what, const char *path);

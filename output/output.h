@@ -4,9 +4,14 @@
  * encoder), speedscope JSON, folded stacks, terminal report; and a pprof
  * reader for `gpusample report FILE.pb.gz`.
  *
- * Output files are created with O_CREAT|O_TRUNC|O_NOFOLLOW|O_CLOEXEC, mode
- * 0644: gpusample runs as root, so a symlink at the output path is refused
- * (ELOOP), never followed.  Errors: 0 or a negative errno, with a one-line
+ * Output files (output/common.c): created fresh with O_CREAT|O_EXCL|
+ * O_NOFOLLOW under a temporary name in the target directory, chowned on the
+ * descriptor to the owner set by gs_output_set_owner, renamed into place by
+ * gs_output_close.  An existing entry at the path is replaced only if it is a
+ * regular, singly linked file of that owner (an earlier profile); a symlink,
+ * directory, FIFO, device or another user's file is refused with -EEXIST or
+ * -EISDIR, never followed, truncated or chowned.
+ * Errors: 0 or a negative errno, with a one-line
  * message in err (what failed, and what to do).
  */
 #ifndef GS_OUTPUT_H
@@ -15,10 +20,22 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/types.h>
 #include "gpusample/profile.h"
 
-/* Open path for writing as described above; returns fd or -errno. */
+/* Owner given to every output file (sudo: the invoking user); default: the
+ * euid, with no chown.  Also the only owner whose files may be replaced. */
+void gs_output_set_owner(uid_t uid, gid_t gid);
+/* Could path be written as described above?  Creates and removes a probe
+ * file; run before sampling so a run never ends with nowhere to write. */
+int gs_output_check(const char *path, char *err, size_t errlen);
+/* Open path for writing as described above; returns fd or -errno.  The file
+ * appears at path only through gs_output_close (never close() the fd). */
 int gs_output_open(const char *path, char *err, size_t errlen);
+/* Close fd from gs_output_open.  rc is the writer's result so far: 0 puts
+ * the file at its path, non-zero removes the temporary.  Returns rc, or the
+ * close/rename error, with err filled. */
+int gs_output_close(int fd, int rc, char *err, size_t errlen);
 
 /* Serialized, uncompressed profile.proto bytes (for tests and the gzip
  * writer).  *buf is malloc'ed; caller frees.  Samples with equal (stack,
@@ -30,7 +47,8 @@ int gs_pprof_encode(const struct gs_profile *p, uint8_t **buf, size_t *len);
 int gs_write_pprof(const struct gs_profile *p, const char *path, char *err, size_t errlen);
 /* Read a pprof file (gzip or plain) into p, which the caller has set up with
  * gs_profile_init (normally empty); free it with gs_profile_free even on
- * error.
+ * error.  The file is read whole: more than 256 MiB, compressed or after
+ * gunzip, is -EFBIG ("more than 256 MiB" in err), not an attempt.
  * Sample columns are matched to enum gs_value by sample_type name (others
  * ignored); labels pid/tid/thread_name/process_role/cuda_* back into the
  * sample fields; processes, notes, frequency, lost samples and frame kinds

@@ -607,11 +607,7 @@ int gs_write_pprof(const struct gs_profile *p, const char *path, char *err, size
 	}
 	rc = gzip_to_fd(fd, buf, len);
 	free(buf);
-	if (close(fd) && !rc)
-		rc = -errno;
-	if (rc)
-		return gs_output_fail(err, errlen, rc, "cannot write", path);
-	return 0;
+	return gs_output_close(fd, rc, err, errlen);
 }
 
 /* ---- reader ------------------------------------------------------------- */
@@ -1053,6 +1049,8 @@ static void dec_label(struct dec *d, struct pbr m, struct gs_sample *s)
 		dec_extra_label(d, k, str, num, s);
 }
 
+#define GS_PPROF_MAX_TOTAL ((int64_t)1 << 61) /* see check_totals */
+
 static int dec_samples(struct dec *d)
 {
 	struct pbr r = d->whole, sub, s2;
@@ -1098,9 +1096,14 @@ static int dec_samples(struct dec *d)
 		if (st < 0)
 			rc = (int)st;
 		s.stack = (uint32_t)st;
-		for (size_t i = 0; i < vals.n && i < (size_t)d->n_cols && i < 16; i++)
-			if (d->col[i] >= 0)
-				s.values[d->col[i]] = (int64_t)vals.v[i];
+		for (size_t i = 0; i < vals.n && i < (size_t)d->n_cols && i < 16; i++) {
+			int64_t x = (int64_t)vals.v[i];
+
+			if (x < -GS_PPROF_MAX_TOTAL || x > GS_PPROF_MAX_TOTAL)
+				rc = -EOVERFLOW; /* before gs_profile_add_sample adds columns up */
+			else if (d->col[i] >= 0)
+				s.values[d->col[i]] = x;
+		}
 		if (!rc)
 			rc = gs_profile_add_sample(d->p, &s);
 	}
@@ -1132,6 +1135,34 @@ static int derive_processes(struct gs_profile *p)
 	return 0;
 }
 
+/* Values from the file are summed by every reader (report, merge): refuse
+ * files whose columns add up past 2^61 in magnitude (73 years of
+ * nanoseconds), so no sum over any subset of samples can overflow; the same
+ * for sample counts times the period (period_ns at most 2^40). */
+
+static int check_totals(const struct gs_profile *p)
+{
+	int64_t tot[GS_NVALUES] = {0};
+
+	/* readers compute samples * period_ns (CPU time of sample counts) */
+	if (p->period_ns < 0 || p->period_ns > ((int64_t)1 << 40))
+		return -EOVERFLOW;
+
+	for (size_t i = 0; i < p->n_samples; i++)
+		for (int v = 0; v < GS_NVALUES; v++) {
+			int64_t x = p->samples[i].values[v];
+
+			if (x < -GS_PPROF_MAX_TOTAL || x > GS_PPROF_MAX_TOTAL)
+				return -EOVERFLOW;
+			tot[v] += x < 0 ? -x : x;
+			if (tot[v] > GS_PPROF_MAX_TOTAL)
+				return -EOVERFLOW;
+		}
+	if (p->period_ns && tot[GS_V_SAMPLES] > GS_PPROF_MAX_TOTAL / p->period_ns)
+		return -EOVERFLOW;
+	return 0;
+}
+
 static int decode(struct dec *d)
 {
 	int rc = dec_strings(d);
@@ -1145,6 +1176,8 @@ static int decode(struct dec *d)
 		rc = dec_locations(d);
 	if (!rc)
 		rc = dec_samples(d);
+	if (!rc)
+		rc = check_totals(d->p);
 	if (rc)
 		return rc;
 	struct gs_profile *p = d->p;
@@ -1155,7 +1188,12 @@ static int decode(struct dec *d)
 	return d->have_meta ? 0 : derive_processes(p);
 }
 
-/* Read the whole file, gunzipping gzip (or zlib) data. */
+/* A profile is read whole into memory, so its size is capped, compressed
+ * or not: a 1 MiB gzip bomb inflated to 1 GB (and 37 s) before this. */
+#define GS_PPROF_MAX_BYTES ((size_t)256 << 20)
+
+/* Read the whole file, gunzipping gzip (or zlib) data.  -EFBIG past
+ * GS_PPROF_MAX_BYTES. */
 static int slurp(const char *path, uint8_t **out, size_t *out_len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -1166,6 +1204,10 @@ static int slurp(const char *path, uint8_t **out, size_t *out_len)
 		int rc = errno ? -errno : -EINVAL;
 		close(fd);
 		return rc;
+	}
+	if ((uint64_t)st.st_size > GS_PPROF_MAX_BYTES) {
+		close(fd);
+		return -EFBIG;
 	}
 	size_t n = (size_t)st.st_size, off = 0;
 	uint8_t *raw = malloc(n ? n : 1);
@@ -1194,20 +1236,25 @@ static int slurp(const char *path, uint8_t **out, size_t *out_len)
 		free(raw);
 		return -ENOMEM;
 	}
-	size_t cap = n * 4 + 4096, len = 0;
+	size_t cap = n < GS_PPROF_MAX_BYTES / 4 ? n * 4 + 4096 : GS_PPROF_MAX_BYTES, len = 0;
 	uint8_t *buf = malloc(cap);
 	int zr = Z_OK, rc = 0;
 	z.next_in = raw;
 	z.avail_in = (uInt)n;
 	while (buf && zr != Z_STREAM_END) {
 		if (len == cap) {
-			uint8_t *nb = realloc(buf, cap * 2);
+			if (cap >= GS_PPROF_MAX_BYTES) {
+				rc = -EFBIG;
+				break;
+			}
+			size_t nc = cap * 2 < GS_PPROF_MAX_BYTES ? cap * 2 : GS_PPROF_MAX_BYTES;
+			uint8_t *nb = realloc(buf, nc);
 			if (!nb) {
 				rc = -ENOMEM;
 				break;
 			}
 			buf = nb;
-			cap *= 2;
+			cap = nc;
 		}
 		z.next_out = buf + len;
 		z.avail_out = (uInt)(cap - len > (1u << 30) ? (1u << 30) : cap - len);
@@ -1242,7 +1289,11 @@ int gs_read_pprof(const char *path, struct gs_profile *p, char *err, size_t errl
 	size_t len = 0;
 	int rc = slurp(path, &buf, &len);
 	if (rc) {
-		if (err)
+		if (err && rc == -EFBIG)
+			snprintf(err, errlen, "cannot read %s: it is (or decompresses to) more than %zu MiB, "
+				 "gpusample's limit for one profile; is it really a pprof profile?", path,
+				 GS_PPROF_MAX_BYTES >> 20);
+		else if (err)
 			snprintf(err, errlen, "cannot read %s: %s", path,
 				 rc == -EBADMSG ? "corrupt gzip data" : strerror(-rc));
 		return rc;
@@ -1261,6 +1312,7 @@ int gs_read_pprof(const char *path, struct gs_profile *p, char *err, size_t errl
 	if (rc && err)
 		snprintf(err, errlen, "cannot read %s: %s", path,
 			 rc == -EBADMSG ? "not a valid pprof profile (profile.proto, gzip or plain)"
-					: strerror(-rc));
+			 : rc == -EOVERFLOW ? "sample values add up past 2^61: not a real profile"
+					     : strerror(-rc));
 	return rc;
 }

@@ -562,7 +562,7 @@ static int where_time_goes(struct rpt *r, uint32_t top_kernel, gs_str top_reason
 
 /* ---- entry ---------------------------------------------------------------- */
 
-int gs_write_report(const struct gs_profile *p, const struct gs_report_opts *o, FILE *out)
+static int write_report(const struct gs_profile *p, const struct gs_report_opts *o, FILE *out)
 {
 	struct rpt r = {.p = p, .out = out, .top = o && o->top ? o->top : 15, .color = o && o->color};
 	int64_t *stack_cpu = calloc(p->n_stacks + 1, sizeof(*stack_cpu));
@@ -615,5 +615,18 @@ int gs_write_report(const struct gs_profile *p, const struct gs_report_opts *o, 
 out:
 	free(stack_cpu);
 	free(r.fn_kind);
+	return rc;
+}
+
+/* Every string from the target reaches the terminal escaped: the report
+ * reads a view of the profile whose string table is escaped (output/common.c). */
+int gs_write_report(const struct gs_profile *p, const struct gs_report_opts *o, FILE *out)
+{
+	struct gs_term_view v;
+	int rc = gs_term_view_init(&v, p);
+
+	if (!rc)
+		rc = write_report(v.p, o, out);
+	gs_term_view_free(&v);
 	return rc;
 }

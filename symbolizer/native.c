@@ -10,6 +10,11 @@
  * CU's line table), so only the CUs that contain sampled addresses are
  * parsed.  Debug files (build-id / .gnu_debuglink under /usr/lib/debug) are
  * looked up lazily by libdwfl on the first lookup in the module.
+ *
+ * The target's user may own these files and truncate them while mapped:
+ * every libdwfl call for a module runs under gs_sym_guarded (guard.c), so a
+ * SIGBUS marks that module broken instead of killing gpusample; our own
+ * reads (build-id, PT_LOADs) use libelf's pread mode (ELF_C_READ).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -69,7 +74,7 @@ static void cu_free(struct gs_sym_cu *cu);
 
 static void module_free(struct gs_sym_module *m)
 {
-	if (m->dwfl)
+	if (m->dwfl && !m->broken) /* broken: libdwfl state is mid-update, leak it */
 		dwfl_end(m->dwfl);
 	if (m->fd >= 0)
 		close(m->fd);
@@ -142,7 +147,7 @@ static struct gs_sym_module *key_find(struct gs_sym_modcache *c, const char *key
 static void read_elf_facts(int fd, char build_id[41], GElf_Phdr **loads, size_t *n_loads)
 {
 	build_id[0] = 0;
-	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	Elf *e = elf_begin(fd, ELF_C_READ, NULL); /* pread: a shrunk file is an error, not SIGBUS */
 	if (!e)
 		return;
 	const void *bid;
@@ -700,7 +705,7 @@ void gs_sym_result_clear(struct gs_sym_result *r)
 	memset(r, 0, sizeof(*r));
 }
 
-int gs_sym_module_function_start(struct gs_sym_module *m, uint64_t vaddr, uint64_t *start)
+static int function_start(struct gs_sym_module *m, uint64_t vaddr, uint64_t *start)
 {
 	Dwarf_Addr cfi_bias, lo, hi;
 	Dwarf_Frame *frame = NULL;
@@ -721,9 +726,8 @@ int gs_sym_module_function_start(struct gs_sym_module *m, uint64_t vaddr, uint64
 	return 0;
 }
 
-int gs_sym_module_resolve(struct gs_sym_module *m, uint64_t vaddr, struct gs_sym_result *r)
+static int resolve(struct gs_sym_module *m, uint64_t vaddr, struct gs_sym_result *r)
 {
-	memset(r, 0, sizeof(*r));
 	if (!module_open_dwfl(m))
 		return 0;
 	Dwarf_Addr da = vaddr + m->dwfl_bias;
@@ -782,4 +786,59 @@ nomem:
 fail:
 	gs_sym_result_clear(r);
 	return err;
+}
+
+/* ---- guarded entry points (symbolizer/guard.c) --------------------------- */
+
+struct guarded_call {
+	struct gs_sym_module *m;
+	uint64_t vaddr;
+	struct gs_sym_result *r;
+	uint64_t *start;
+};
+
+static int call_resolve(void *arg)
+{
+	struct guarded_call *c = arg;
+
+	return resolve(c->m, c->vaddr, c->r);
+}
+
+static int call_function_start(void *arg)
+{
+	struct guarded_call *c = arg;
+
+	return function_start(c->m, c->vaddr, c->start);
+}
+
+/* A fault marks the module broken: later lookups fail at once. */
+static int guarded(struct gs_sym_module *m, int (*fn)(void *), struct guarded_call *c)
+{
+	int rc;
+
+	if (m->broken)
+		return -EFAULT;
+	rc = gs_sym_guarded(fn, c);
+	if (rc == -EFAULT)
+		m->broken = true;
+	return rc;
+}
+
+int gs_sym_module_resolve(struct gs_sym_module *m, uint64_t vaddr, struct gs_sym_result *r)
+{
+	struct guarded_call c = { .m = m, .vaddr = vaddr, .r = r };
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	rc = guarded(m, call_resolve, &c);
+	if (rc == -EFAULT)
+		gs_sym_result_clear(r);
+	return rc;
+}
+
+int gs_sym_module_function_start(struct gs_sym_module *m, uint64_t vaddr, uint64_t *start)
+{
+	struct guarded_call c = { .m = m, .vaddr = vaddr, .start = start };
+
+	return guarded(m, call_function_start, &c);
 }

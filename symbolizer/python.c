@@ -360,7 +360,7 @@ static int elf_open(struct elf_file *f, const char *open_path, uint64_t start, u
 	if (f->fd < 0)
 		return -errno;
 	elf_version(EV_CURRENT);
-	f->elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
+	f->elf = elf_begin(f->fd, ELF_C_READ, NULL); /* pread: no SIGBUS if it shrinks */
 	if (!f->elf || elf_kind(f->elf) != ELF_K_ELF || !gelf_getehdr(f->elf, &eh) ||
 	    elf_getshdrstrndx(f->elf, &shstrndx) || elf_getphdrnum(f->elf, &nph)) {
 		elf_close(f);

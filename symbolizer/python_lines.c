@@ -7,6 +7,13 @@
 
 #define GS_LASTI_NONE 0xffffffffu
 
+/* line + delta as CPython computes it (-fwrapv): a hostile table may push
+ * the line past INT_MAX; that must wrap, not be undefined behaviour. */
+static int line_add(int line, int32_t delta)
+{
+	return (int)((uint32_t)line + (uint32_t)delta);
+}
+
 /* <= 3.9 co_lnotab: (byte delta, signed line delta) pairs. */
 int gs_py_line_lnotab(const uint8_t *t, size_t len, int firstlineno, uint32_t lasti)
 {
@@ -19,7 +26,7 @@ int gs_py_line_lnotab(const uint8_t *t, size_t len, int firstlineno, uint32_t la
 		addr += t[i];
 		if (addr > lasti)
 			break;
-		line += (int8_t)t[i + 1];
+		line = line_add(line, (int8_t)t[i + 1]);
 	}
 	return line;
 }
@@ -44,7 +51,7 @@ int gs_py_line_310(const uint8_t *t, size_t len, int firstlineno, uint32_t lasti
 		if (ldelta == -128) {
 			ar_line = -1;
 		} else {
-			line += ldelta;
+			line = line_add(line, ldelta);
 			ar_line = line;
 		}
 		if (start != end && lasti >= start && lasti < end)
@@ -113,17 +120,17 @@ int gs_py_line_311(const uint8_t *t, size_t len, int firstlineno, uint32_t lasti
 			if (read_svarint(t, len, &i, &d) || read_varint(t, len, &i, &u) ||
 			    read_varint(t, len, &i, &u) || read_varint(t, len, &i, &u))
 				return -1;
-			line += d;
+			line = line_add(line, d);
 			ar_line = line;
 			break;
 		case 13:
 			if (read_svarint(t, len, &i, &d))
 				return -1;
-			line += d;
+			line = line_add(line, d);
 			ar_line = line;
 			break;
 		case 10: case 11: case 12:
-			line += (int)code - 10;
+			line = line_add(line, (int32_t)code - 10);
 			ar_line = line;
 			i += 2;
 			break;

@@ -54,8 +54,14 @@ struct gs_sym_module {
 	/* one profile mapping per load bias */
 	struct gs_sym_bias_map *maps;
 	size_t n_maps;
+	bool broken;          /* SIGBUS while reading it (file shrank): never touched again */
 	struct gs_sym_module *next; /* hash chain */
 };
+
+/* guard.c: run fn(arg); a SIGBUS inside (a mapped file that shrank) makes
+ * it return -EFAULT instead of killing gpusample.  State fn was changing is
+ * left as it was at the fault: mark the object broken and leave it alone. */
+int gs_sym_guarded(int (*fn)(void *), void *arg);
 
 struct gs_sym_elfsym {
 	uint64_t addr, size;

@@ -299,3 +299,60 @@ Test(cfi, errors)
 	close(fd);
 	unlink(tmp);
 }
+
+/* ---- the linear builder against libdw's (the reference) -------------------- */
+
+static void assert_same_tables(const char *path)
+{
+	struct gs_cfi_table a, b;
+	int ra = gs_cfi_table_build(path, -1, &a), rb = gs_cfi_table_build_libdw(path, -1, &b);
+	cr_assert_eq(ra, rb, "%s: %d vs libdw %d", path, ra, rb);
+	cr_assert_eq(a.n_rows, b.n_rows, "%s: %u rows vs libdw %u", path, a.n_rows, b.n_rows);
+	cr_assert_eq(a.n_expr, b.n_expr, "%s", path);
+	for (uint32_t i = 0; i < a.n_rows; i++) {
+		cr_assert_eq(a.rows[i].pc, b.rows[i].pc, "%s row %u", path, i);
+		cr_assert(!memcmp(&a.rules[a.rows[i].rule], &b.rules[b.rows[i].rule], sizeof(a.rules[0])),
+			  "%s: rule of row %u (pc 0x%x) differs from libdw's", path, i, a.rows[i].pc);
+	}
+	gs_cfi_table_free(&a);
+	gs_cfi_table_free(&b);
+}
+
+/* Every rule shape on these: PLT expressions, signal trampolines (libc's
+ * __restore_rt), DRAP realignment, remember/restore_state, GNU_args_size. */
+Test(cfi, linear_builder_matches_libdw)
+{
+	static const char *const libs[] = {
+		"/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2",
+		"/usr/lib/x86_64-linux-gnu/libstdc++.so.6", "/usr/lib/x86_64-linux-gnu/libm.so.6",
+		"/usr/bin/python3", "/proc/self/exe",
+	};
+	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
+		cr_assert_eq(access(libs[i], R_OK), 0, "%s missing", libs[i]);
+		assert_same_tables(libs[i]);
+	}
+}
+
+/* ~800 KB of .eh_frame in one FDE of 270002 rows: the quadratic path took
+ * 71 s on this; linear, it is every row (the suite's timeout catches a
+ * regression to quadratic). */
+Test(cfi, huge_fde_is_linear, .timeout = 60)
+{
+	char so[] = "/tmp/gs-bomb-XXXXXX", cmd[256];
+	int fd = mkstemp(so);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "tests/tools/make_cfi_bomb.sh %s 135000", so);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	struct gs_cfi_table t;
+	cr_assert_eq(gs_cfi_table_build(so, -1, &t), 0);
+	cr_assert_eq(t.n_fdes, 1);
+	cr_assert_geq(t.n_rows, 270000, "every push/pop row: %u", t.n_rows);
+	cr_assert_eq(t.truncated, 0);
+	const struct gs_cfi_rule *r = gs_cfi_table_lookup(&t, t.rows[1].pc);
+	cr_assert_not_null(r);
+	cr_assert_eq(r->cfa_type, GS_CFA_RSP);
+	cr_assert_eq(r->cfa_off, 16, "after a push: CFA = RSP + 16");
+	gs_cfi_table_free(&t);
+	unlink(so);
+}

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <zlib.h>
 
 #include "output/output.h"
 #include "output_fixture.h"
@@ -551,8 +552,11 @@ Test(pprof, output_open_refuses_symlink)
 	cr_assert(flags & FD_CLOEXEC);
 	struct stat st;
 	fstat(fd, &st);
-	cr_assert_eq(st.st_size, 0, "O_TRUNC");
-	close(fd);
+	cr_assert_eq(st.st_size, 0, "a fresh file, not the old one");
+	cr_assert_eq(gs_output_close(fd, 0, err, sizeof(err)), 0, "%s", err);
+	keep = fx_read_file(target, NULL);
+	cr_assert_str_eq(keep, "", "our own old file is replaced");
+	free(keep);
 	gs_profile_free(&x.p);
 }
 
@@ -676,4 +680,70 @@ Test(pprof, one_million_samples_call_tree, .timeout = 120)
 Test(pprof, one_million_samples_worst_case, .timeout = 120)
 {
 	scale_run(false, 8.0);
+}
+
+/* A gzip bomb (320 MiB of zeros in ~300 KiB) is refused at the cap, quickly and
+ * without the memory. */
+Test(pprof, gzip_bomb_is_capped, .timeout = 60)
+{
+	char path[128], err[512] = "";
+	snprintf(path, sizeof(path), "%s/bomb.pb.gz", tmpdir);
+	gzFile g = gzopen(path, "wb1");
+	cr_assert_not_null(g);
+	static char zeros[1 << 16];
+	for (int i = 0; i < (320 << 20) / (int)sizeof(zeros); i++)
+		cr_assert_eq(gzwrite(g, zeros, sizeof(zeros)), (int)sizeof(zeros));
+	gzclose(g);
+	struct stat st;
+	stat(path, &st);
+	cr_assert_lt(st.st_size, 2 << 20, "a bomb: %lld bytes", (long long)st.st_size);
+	struct gs_profile p;
+	gs_profile_init(&p);
+	cr_assert_eq(gs_read_pprof(path, &p, err, sizeof(err)), -EFBIG);
+	cr_assert_not_null(strstr(err, "256 MiB"), "%s", err);
+	gs_profile_free(&p);
+}
+
+/* Values that could overflow a sum in any reader (report, merge) are refused. */
+Test(pprof, huge_values_refused)
+{
+	char path[128], err[512] = "";
+	snprintf(path, sizeof(path), "%s/huge.pb.gz", tmpdir);
+	struct gs_profile p, r;
+	gs_profile_init(&p);
+	uint32_t loc = gs_profile_add_location(&p, 0, 0x1000, GS_FRAME_NATIVE, NULL, 0);
+	int64_t st = gs_profile_add_stack(&p, &loc, 1);
+	cr_assert_geq(st, 0);
+	for (int i = 0; i < 2; i++) {
+		struct gs_sample s = {.stack = (uint32_t)st, .pid = 1 + i, .tid = 1, .cuda_device = -1};
+		s.values[GS_V_SAMPLES] = 1;
+		s.values[GS_V_CPU_NS] = INT64_MAX / 2 + 1;
+		cr_assert_eq(gs_profile_add_sample(&p, &s), 0);
+	}
+	cr_assert_eq(gs_write_pprof(&p, path, err, sizeof(err)), 0, "%s", err);
+	gs_profile_init(&r);
+	cr_assert_eq(gs_read_pprof(path, &r, err, sizeof(err)), -EOVERFLOW);
+	cr_assert_not_null(strstr(err, "2^61"), "%s", err);
+	gs_profile_free(&r);
+	gs_profile_free(&p);
+}
+
+/* Sample counts times a hostile period would overflow in the report. */
+Test(pprof, huge_period_refused)
+{
+	char path[128], err[512] = "";
+	snprintf(path, sizeof(path), "%s/period.pb.gz", tmpdir);
+	struct gs_profile p, r;
+	gs_profile_init(&p);
+	p.period_ns = (int64_t)1 << 50;
+	uint32_t loc = gs_profile_add_location(&p, 0, 0x1000, GS_FRAME_NATIVE, NULL, 0);
+	int64_t st = gs_profile_add_stack(&p, &loc, 1);
+	struct gs_sample s = {.stack = (uint32_t)st, .pid = 1, .tid = 1, .cuda_device = -1};
+	s.values[GS_V_SAMPLES] = 5025125;
+	cr_assert_eq(gs_profile_add_sample(&p, &s), 0);
+	cr_assert_eq(gs_write_pprof(&p, path, err, sizeof(err)), 0, "%s", err);
+	gs_profile_init(&r);
+	cr_assert_eq(gs_read_pprof(path, &r, err, sizeof(err)), -EOVERFLOW, "%s", err);
+	gs_profile_free(&r);
+	gs_profile_free(&p);
 }

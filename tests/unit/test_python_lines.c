@@ -89,3 +89,26 @@ Test(python_lines, checksum_matches_bpf_formula)
 	cr_assert_eq(gs_py_checksum(12, 3), (uint16_t)(x ^ (x >> 16)));
 	cr_assert_neq(gs_py_checksum(12, 3), gs_py_checksum(13, 3));
 }
+
+/* Hostile tables push the line past INT_MAX: it wraps as in CPython (built
+ * with -fwrapv) instead of being undefined (the ASan+UBSan build traps). */
+Test(python_lines, hostile_deltas_wrap)
+{
+	/* 3.11: code 13 (no columns), length 1, svarint +2^30 (v = 2^31: 6 bytes) */
+	uint8_t t[64];
+	size_t n = 0;
+	for (int k = 0; k < 4; k++) {
+		t[n++] = 0x80 | (13 << 3);
+		uint32_t v = 1u << 31; /* +2^30 */
+		while (v >= 64) {
+			t[n++] = 64 | (v & 63);
+			v >>= 6;
+		}
+		t[n++] = (uint8_t)v;
+	}
+	int l = gs_py_line_311(t, n, 0x7ffffff0, 6); /* the 4th entry */
+	cr_assert_neq(l, -2, "returns some line, without UB");
+	uint8_t lno[] = {1, 127, 1, 127, 1, 127};
+	gs_py_line_lnotab(lno, sizeof(lno), 0x7fffffff, 5);
+	gs_py_line_310(lno, sizeof(lno), 0x7fffffff, 5);
+}
