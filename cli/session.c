@@ -146,6 +146,7 @@ static int add_target(struct session *s, uint32_t pid, uint32_t ppid, bool is_ro
 	p->is_root = p->main = is_root;
 	if (!gs_proc_stat(pid, &st))
 		memcpy(p->comm, st.comm, sizeof(p->comm));
+	gs_session_read_ranks(p, false);
 	gs_sym_add_process(s->sym, pid);
 	rc = gs_session_update_target(s, p);
 	if (!rc)
@@ -215,6 +216,8 @@ static struct gs_procinfo *first_sight(struct session *s, uint32_t tgid)
 	if (gs_proc_stat(tgid, &st))
 		st.ppid = 0;
 	p = gs_proctab_add(&s->procs, tgid, st.ppid);
+	if (p)
+		gs_session_read_ranks(p, false);
 	if (p && !gs_sym_has_process(s->sym, tgid))
 		gs_sym_add_process(s->sym, tgid);
 	if (p)
@@ -297,6 +300,7 @@ static void on_proc_event(struct session *s, const struct gs_proc_event *ev)
 		gs_sym_exec(s->sym, ev->tgid);
 		if (p) {
 			memcpy(p->comm, ev->comm, sizeof(p->comm));
+			gs_session_read_ranks(p, true);
 			gs_rt_exec(s, p);
 		}
 		break;
@@ -473,31 +477,6 @@ static void mark_dataloaders(struct session *s, const uint32_t *stack_ids)
 	}
 }
 
-/* "main" is the training process itself.  Attached through a wrapper
- * (bash -c, env, a launcher) the root does no work of its own: its busiest
- * descendant that is not a DataLoader worker takes the role instead, so the
- * report's main-thread verdict is about the training loop. */
-static void assign_main_roles(struct session *s)
-{
-	for (uint32_t i = 0; i < s->procs.n; i++) {
-		struct gs_procinfo *r = &s->procs.items[i], *best = NULL;
-
-		if (!r->is_root)
-			continue;
-		for (uint32_t k = 0; k < s->procs.n; k++) {
-			struct gs_procinfo *p = &s->procs.items[k];
-
-			if (p->root == r->pid && !p->dataloader &&
-			    (!best || p->cpu_samples > best->cpu_samples))
-				best = p;
-		}
-		if (!best || best == r || r->cpu_samples * 20 > best->cpu_samples)
-			continue; /* the root itself does a real share of the work */
-		r->main = false;
-		best->main = true;
-	}
-}
-
 static void add_processes(struct session *s)
 {
 	for (uint32_t i = 0; i < s->procs.n; i++) {
@@ -565,7 +544,7 @@ static int build_profile(struct session *s)
 		stack_ids[i] = (uint32_t)id;
 	}
 	mark_dataloaders(s, stack_ids);
-	assign_main_roles(s);
+	gs_proctab_assign_roles(&s->procs);
 	for (size_t i = 0; i < s->n_samples; i++) {
 		const struct raw_sample *r = &s->samples[i];
 		const struct gs_rawstack *rs = &s->raw.items[r->stack];
@@ -578,6 +557,7 @@ static int build_profile(struct session *s)
 			.process_role = gs_profile_intern(p, proc ? gs_proc_role(proc) : "other"),
 			.cuda_device = -1,
 		};
+		gs_session_label_sample(s, proc, &smp);
 		if (gs_profile_add_sample(p, &smp)) {
 			free(stack_ids);
 			return -ENOMEM;
@@ -585,6 +565,8 @@ static int build_profile(struct session *s)
 	}
 	free(stack_ids);
 	if (gs_gpu_finish(s))
+		return -ENOMEM;
+	if (gs_thread_roles(p))
 		return -ENOMEM;
 	add_processes(s);
 	add_comments(s);

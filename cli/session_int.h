@@ -55,6 +55,7 @@ struct session {
 	uint64_t t0_mono, t0_wall;
 	char prefix[PATH_MAX];
 	char err[512];
+	gs_str host_label;        /* GS_SL_HOST of every CPU sample, 0 until set */
 };
 
 
@@ -90,6 +91,13 @@ void gs_gpu_record(struct session *s, const struct gs_rec_hdr *h);
 void gs_gpu_detach(struct session *s, int (*poll)(void *ctx, int timeout_ms));
 int gs_gpu_finish(struct session *s);         /* join -> profile samples */
 void gs_gpu_close(struct session *s);
+
+/* cli/ranks.c: ranks from the environment, host/rank labels, -o expansion. */
+/* (Re)read p's ranks from /proc/PID/environ; after an exec a process that
+ * hides its environment loses what it inherited. */
+void gs_session_read_ranks(struct gs_procinfo *p, bool exec);
+/* Host, rank, local_rank, world_size, node_rank labels of a CPU sample. */
+void gs_session_label_sample(struct session *s, const struct gs_procinfo *p, struct gs_sample *smp);
 
 /* Push the targets entry of p (flags, root, py_cfg_id) to BPF. */
 int gs_session_update_target(struct session *s, const struct gs_procinfo *p);

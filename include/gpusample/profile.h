@@ -91,6 +91,7 @@ enum gs_num_label {
 	GS_NL_RANK = 0,   /* RANK (torch.distributed global rank) */
 	GS_NL_LOCAL_RANK, /* LOCAL_RANK */
 	GS_NL_WORLD_SIZE, /* WORLD_SIZE */
+	GS_NL_NODE_RANK,  /* GROUP_RANK (torchrun's node rank) or SLURM_NODEID */
 	GS_NNUM_LABELS
 };
 extern const char *const gs_str_label_key[GS_NSTR_LABELS]; /* pprof keys */

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Distributed jobs: each process's ranks (from its environment, read by
+ * cli/procs.c) and the host name become labels on every CPU sample, so one
+ * profile of a torchrun job, or a merge of many hosts' profiles, can be cut
+ * by rank (`go tool pprof -tagfocus=rank=1`) and by host.
+ */
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/session_int.h"
+
+void gs_session_read_ranks(struct gs_procinfo *p, bool exec)
+{
+	struct gs_rank_env r;
+
+	/* Unreadable without an exec (the process is gone, or hides it): what
+	 * the fork child inherited from its parent stays right. */
+	if (!gs_proc_rank_env(p->pid, &r) || exec)
+		p->ranks = r;
+}
+
+static gs_str host_label(struct session *s)
+{
+	char host[256];
+
+	if (!s->host_label) {
+		if (gethostname(host, sizeof(host)))
+			strcpy(host, "unknown");
+		host[sizeof(host) - 1] = '\0';
+		s->host_label = gs_profile_intern(&s->prof, host);
+	}
+	return s->host_label;
+}
+
+static void set_num(struct gs_sample *smp, enum gs_num_label l, int64_t v)
+{
+	if (v < 0)
+		return;
+	smp->num_labels[l] = v;
+	smp->num_set |= 1u << l;
+}
+
+void gs_session_label_sample(struct session *s, const struct gs_procinfo *p, struct gs_sample *smp)
+{
+	gs_str host = host_label(s);
+
+	if (host != (gs_str)-1)
+		smp->str_labels[GS_SL_HOST] = host;
+	if (!p)
+		return;
+	set_num(smp, GS_NL_RANK, p->ranks.rank);
+	set_num(smp, GS_NL_LOCAL_RANK, p->ranks.local_rank);
+	set_num(smp, GS_NL_WORLD_SIZE, p->ranks.world_size);
+	set_num(smp, GS_NL_NODE_RANK, p->ranks.node_rank);
+}
