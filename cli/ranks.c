@@ -5,6 +5,7 @@
  * profile of a torchrun job, or a merge of many hosts' profiles, can be cut
  * by rank (`go tool pprof -tagfocus=rank=1`) and by host.
  */
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -53,4 +54,36 @@ void gs_session_label_sample(struct session *s, const struct gs_procinfo *p, str
 	set_num(smp, GS_NL_LOCAL_RANK, p->ranks.local_rank);
 	set_num(smp, GS_NL_WORLD_SIZE, p->ranks.world_size);
 	set_num(smp, GS_NL_NODE_RANK, p->ranks.node_rank);
+}
+
+/* Rank of the profiled root: the launched command inherits gpusample's own
+ * environment; an attached process is read like any other. */
+static int64_t root_rank(const struct session *s)
+{
+	extern char **environ;
+	struct gs_rank_env r = GS_RANK_ENV_UNKNOWN;
+
+	if (s->launched) {
+		for (char **e = environ; e && *e; e++)
+			gs_rank_env_entry(&r, *e, strlen(*e));
+	} else {
+		gs_proc_rank_env(s->roots[0], &r);
+	}
+	return r.rank;
+}
+
+int gs_session_prefix(struct session *s)
+{
+	char host[256];
+	struct gs_prefix_vars v = { .host = host, .pid = s->roots[0], .rank = root_rank(s) };
+	int rc;
+
+	if (gethostname(host, sizeof(host)))
+		host[0] = '\0';
+	host[sizeof(host) - 1] = '\0';
+	rc = gs_expand_prefix(s->o->prefix ? s->o->prefix : "gpusample-%p", &v, s->prefix,
+			      sizeof(s->prefix), s->err, sizeof(s->err));
+	if (rc)
+		fprintf(stderr, "gpusample: %s\n", s->err);
+	return rc;
 }

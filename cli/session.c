@@ -734,11 +734,7 @@ static int prepare(struct session *s)
 		memcpy(s->roots, s->o->pids, sizeof(s->roots));
 		s->n_roots = s->o->n_pids;
 	}
-	if (s->o->prefix)
-		snprintf(s->prefix, sizeof(s->prefix), "%s", s->o->prefix);
-	else
-		snprintf(s->prefix, sizeof(s->prefix), "gpusample-%u", s->roots[0]);
-	if ((rc = check_outputs(s)))
+	if ((rc = gs_session_prefix(s)) || (rc = check_outputs(s)))
 		return rc;
 	s->sym = gs_sym_new(&s->prof);
 	if (!s->sym)
@@ -825,23 +821,4 @@ int gs_session_run(const struct gs_options *o)
 		rc = write_outputs(&s);
 	free_session(&s);
 	return rc ? 1 : 0;
-}
-
-int gs_report_file(const char *path)
-{
-	struct gs_profile p;
-	struct gs_report_opts ro = { .top = 15, .color = isatty(1) };
-	char err[512];
-	int rc;
-
-	gs_profile_init(&p);
-	rc = gs_read_pprof(path, &p, err, sizeof(err));
-	if (rc) {
-		fprintf(stderr, "gpusample: %s\n", err);
-		gs_profile_free(&p);
-		return 1;
-	}
-	gs_write_report(&p, &ro, stdout);
-	gs_profile_free(&p);
-	return 0;
 }

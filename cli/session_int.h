@@ -98,6 +98,9 @@ void gs_gpu_close(struct session *s);
 void gs_session_read_ranks(struct gs_procinfo *p, bool exec);
 /* Host, rank, local_rank, world_size, node_rank labels of a CPU sample. */
 void gs_session_label_sample(struct session *s, const struct gs_procinfo *p, struct gs_sample *smp);
+/* s->prefix from -o (default gpusample-%p) with %h %p %r expanded
+ * (gs_expand_prefix); prints the error itself. */
+int gs_session_prefix(struct session *s);
 
 /* Push the targets entry of p (flags, root, py_cfg_id) to BPF. */
 int gs_session_update_target(struct session *s, const struct gs_procinfo *p);
