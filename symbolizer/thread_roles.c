@@ -26,11 +26,13 @@ const char *const gs_thread_role_name[GS_NTHREAD_ROLES] = {
 	[GS_TR_COLLECTIVE] = "collective",
 };
 
-enum match { M_PY, M_NATIVE, M_COMM };
+enum match { M_PY, M_NATIVE, M_OBJECT, M_COMM };
 
 /* M_PY: the qualname's last component equals name and the file contains
- * file.  M_NATIVE: the (demangled) function name contains name.  M_COMM: the
- * thread name starts with name (used only when no frame matches). */
+ * file.  M_NATIVE: the (demangled) function name contains name.  M_OBJECT:
+ * a native frame in an object whose file name starts with name (pools
+ * shipped stripped).  M_COMM: the thread name starts with name (used only
+ * when no frame matches). */
 static const struct role_row {
 	uint8_t role, match;
 	const char *name, *file;
@@ -49,11 +51,16 @@ static const struct role_row {
 	{ GS_TR_INTRA_OP, M_NATIVE, "tbb::detail::r1::", NULL },
 	{ GS_TR_INTRA_OP, M_NATIVE, "tbb::internal::", NULL },
 	{ GS_TR_INTRA_OP, M_NATIVE, "c10::ThreadPool::main_loop", NULL },
+	{ GS_TR_INTRA_OP, M_OBJECT, "libgomp", NULL },
+	{ GS_TR_INTRA_OP, M_OBJECT, "libiomp", NULL },
+	{ GS_TR_INTRA_OP, M_OBJECT, "libtbb", NULL },
+	{ GS_TR_INTRA_OP, M_OBJECT, "libpthreadpool", NULL }, /* XNNPACK/QNNPACK pool */
 	/* collectives: ProcessGroup worker loops, gloo transport, NCCL */
 	{ GS_TR_COLLECTIVE, M_NATIVE, "c10d::", NULL },
 	{ GS_TR_COLLECTIVE, M_NATIVE, "gloo::", NULL },
 	{ GS_TR_COLLECTIVE, M_NATIVE, "ncclProxy", NULL },
 	{ GS_TR_COLLECTIVE, M_NATIVE, "ncclAsyncJobMain", NULL },
+	{ GS_TR_COLLECTIVE, M_OBJECT, "libnccl", NULL },
 	/* names torch >= 2 gives its threads */
 	{ GS_TR_AUTOGRAD, M_COMM, "pt_autograd", NULL },
 	{ GS_TR_DATALOADER_WORKER, M_COMM, "pt_data_worker", NULL },
@@ -90,6 +97,27 @@ static uint8_t function_role(const struct gs_profile *p, uint32_t fn, uint8_t ki
 	return 0;
 }
 
+/* Role + 1 of the first row of kind m whose name starts s (0 = none). */
+static uint8_t prefix_role(enum match m, const char *s)
+{
+	for (size_t i = 0; i < N_ROWS; i++)
+		if (role_table[i].match == m && !strncmp(s, role_table[i].name, strlen(role_table[i].name)))
+			return (uint8_t)(role_table[i].role + 1);
+	return 0;
+}
+
+/* Role + 1 of a native location's object (0 = none). */
+static uint8_t object_role(const struct gs_profile *p, const struct gs_location *l)
+{
+	const char *file, *slash;
+
+	if (l->kind != GS_FRAME_NATIVE || !l->mapping)
+		return 0;
+	file = gs_profile_str(p, p->mappings[l->mapping - 1].file);
+	slash = strrchr(file, '/');
+	return prefix_role(M_OBJECT, slash ? slash + 1 : file);
+}
+
 /* Role + 1 of each stack: its root-most matching frame (0 = none).  fn_role
  * caches function_role (0xff = not computed). */
 static uint8_t stack_role(const struct gs_profile *p, uint32_t st, uint8_t *fn_role)
@@ -98,6 +126,10 @@ static uint8_t stack_role(const struct gs_profile *p, uint32_t st, uint8_t *fn_r
 
 	for (uint32_t k = s->n; k-- > 0;) {
 		const struct gs_location *l = gs_profile_location(p, p->stack_locs[s->first + k]);
+		uint8_t obj = object_role(p, l);
+
+		if (obj)
+			return obj;
 
 		for (uint32_t j = 0; j < l->n_lines; j++) {
 			uint32_t fn = p->lines[l->first_line + j].function;
@@ -164,12 +196,9 @@ static struct thread *thread_get(struct threads *t, uint32_t pid, uint32_t tid)
 
 static uint8_t comm_role(const struct gs_profile *p, gs_str comm)
 {
-	const char *c = gs_profile_str(p, comm);
+	uint8_t r = prefix_role(M_COMM, gs_profile_str(p, comm));
 
-	for (size_t i = 0; i < N_ROWS; i++)
-		if (role_table[i].match == M_COMM && !strncmp(c, role_table[i].name, strlen(role_table[i].name)))
-			return role_table[i].role;
-	return GS_TR_OTHER;
+	return r ? r - 1 : GS_TR_OTHER;
 }
 
 static enum gs_thread_role decide(const struct gs_profile *p, const struct thread *th)

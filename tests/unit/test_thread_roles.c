@@ -75,6 +75,10 @@ Test(thread_roles, pytorch_job_threads)
 	uint32_t plain[] = { x.l_clone, x.l_conv };
 	fx_samples(p, plain, 2, 1, 100, 106, "python3", "main", 0, 1);
 	fx_samples(p, plain, 2, 1, 100, 107, "pt_autograd_0", "main", 0, 1);
+	/* a stripped pool: only the object's name says what it is */
+	uint32_t m_pool = fx_map(p, "/usr/lib/x86_64-linux-gnu/libpthreadpool.so.0", "cd", 0xa000, 0xb000, false);
+	uint32_t pool[] = { x.l_clone, gs_profile_add_location(p, m_pool, 0xa79e, GS_FRAME_NATIVE, NULL, 0) };
+	fx_samples(p, pool, 2, 2, 100, 108, "python3", "main", 0, 1);
 	/* a forked DataLoader worker: the parent's frames, then _worker_loop */
 	uint32_t w[] = { x.l_start, x.l_main, x.l_mod, x.l_wloop, x.l_getitem };
 	fx_samples(p, w, 5, 6, 200, 200, "python3", "dataloader", 0, 1);
@@ -90,6 +94,7 @@ Test(thread_roles, pytorch_job_threads)
 	cr_assert_str_eq(role_of(p, 105), "collective");
 	cr_assert_str_eq(role_of(p, 106), "other");
 	cr_assert_str_eq(role_of(p, 107), "autograd_engine");
+	cr_assert_str_eq(role_of(p, 108), "intra_op_pool");
 	cr_assert_str_eq(role_of(p, 200), "dataloader_worker");
 	cr_assert_str_eq(role_of(p, 201), "queue_feeder");
 	/* every sample of a thread carries its role */
