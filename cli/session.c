@@ -699,6 +699,7 @@ static void init_session(struct session *s, const struct gs_options *o)
 	s->prof.frequency_hz = o->frequency_hz;
 	s->prof.period_ns = 1000000000ll / o->frequency_hz;
 	s->prof.default_sample_type = GS_V_CPU_NS;
+	s->prof.process_frames = true; /* README: telling processes apart */
 }
 
 static void free_session(struct session *s)

@@ -206,6 +206,7 @@ static void merge_facts(struct gs_profile *dst, const struct gs_profile *src, bo
 		dst->period_ns = src->period_ns;
 		dst->default_sample_type = src->default_sample_type;
 		dst->lost_samples = src->lost_samples;
+		dst->process_frames = src->process_frames;
 		return;
 	}
 	start = dst->time_nanos < src->time_nanos ? dst->time_nanos : src->time_nanos;
@@ -215,6 +216,7 @@ static void merge_facts(struct gs_profile *dst, const struct gs_profile *src, bo
 	dst->time_nanos = start;
 	dst->duration_nanos = end - start;
 	dst->lost_samples += src->lost_samples;
+	dst->process_frames |= src->process_frames;
 	if (src->default_sample_type != GS_V_CPU_NS)
 		dst->default_sample_type = src->default_sample_type;
 }

@@ -10,6 +10,9 @@
 #    _worker_loop -> Images.__getitem__;
 #  - "queue_feeder" threads run multiprocessing's Queue._feed, in the worker
 #    processes (sending batches back) at least.
+#  - in go tool pprof itself every CPU sample's root frame is its process's
+#    "[process main]" / "[process dataloader]", so the main process and its
+#    workers are separate trees without -tagroot.
 # "Runs X": at least 80% of the thread's samples have X in their stack (the
 # main thread: at least 10 samples, its import of torch comes first).
 source "$(dirname "$0")/lib.sh"
@@ -74,3 +77,10 @@ while read -r p t; do
 done <<< "$feeders"
 [ "$nf" -ge 1 ] || fail "no queue_feeder thread in a worker process: $feeders"
 ok "queue_feeder threads (in Queue._feed): $(echo $feeders | wc -w | awk '{print $1/2}'), $nf in workers"
+
+# Viewers tell the processes apart without flags: the process root frame.
+GS_KEEP_PROCESS_FRAME=1 pprof_stacks "$T/pin.pb.gz" > "$T/raw" || fail "pprof: $(cat "$T/pprof.err")"
+bad=$(awk -F'\t' '{ n = split($3, f, ";"); r = ($2 ~ /process_role=dataloader/) ? "[process dataloader]" : "[process main]"
+	if (f[n] != r) print $2 " root " f[n] }' "$T/raw" | head -3)
+[ -z "$bad" ] || fail "samples without their process root frame: $bad"
+ok "every sample's root frame is [process main] or [process dataloader]"
