@@ -35,6 +35,7 @@ void gs_options_usage(FILE *out)
 "      --no-python         do not walk Python frames\n"
 "      --no-cfi            unwind native stacks with frame pointers only\n"
 "      --no-gpu            do not attach to the GPU agent\n"
+"      --no-offcpu         do not record off-CPU time (sched_switch)\n"
 "      --gpu-period N      GPU PC sampling period, 2^N SM cycles (5..31, default 18)\n"
 "      --gpu-serialized    kernel-serialized GPU sampling (exact launch join, slower)\n"
 "      --as-root           launch mode: run CMD as root instead of the sudo user\n"
@@ -117,6 +118,7 @@ static int parse_number(const char *what, const char *arg, double lo, double hi,
 enum {
 	OPT_FORMAT = 256, OPT_NO_CHILDREN, OPT_NO_KERNEL, OPT_NO_PYTHON, OPT_NO_CFI,
 	OPT_NO_GPU, OPT_GPU_PERIOD, OPT_GPU_SERIALIZED, OPT_AS_ROOT, OPT_VERSION,
+	OPT_NO_OFFCPU,
 };
 
 static const struct option long_opts[] = {
@@ -130,6 +132,7 @@ static const struct option long_opts[] = {
 	{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
 	{ "no-cfi", no_argument, NULL, OPT_NO_CFI },
 	{ "no-gpu", no_argument, NULL, OPT_NO_GPU },
+	{ "no-offcpu", no_argument, NULL, OPT_NO_OFFCPU },
 	{ "gpu-period", required_argument, NULL, OPT_GPU_PERIOD },
 	{ "gpu-serialized", no_argument, NULL, OPT_GPU_SERIALIZED },
 	{ "as-root", no_argument, NULL, OPT_AS_ROOT },
@@ -146,6 +149,7 @@ static void set_defaults(struct gs_options *o)
 	o->formats = GS_FMT_PPROF | GS_FMT_SPEEDSCOPE;
 	o->children = o->kernel = o->python = o->cfi = o->gpu = o->report = true;
 	o->gpu_period_log2 = 18;
+	o->offcpu = true;
 }
 
 static int handle_opt(struct gs_options *o, int c, const char *arg)
@@ -174,6 +178,7 @@ static int handle_opt(struct gs_options *o, int c, const char *arg)
 	case OPT_NO_PYTHON: o->python = false; return 0;
 	case OPT_NO_CFI: o->cfi = false; return 0;
 	case OPT_NO_GPU: o->gpu = false; return 0;
+	case OPT_NO_OFFCPU: o->offcpu = false; return 0;
 	case OPT_GPU_PERIOD:
 		if (parse_number("--gpu-period", arg, 5, 31, &v))
 			return -EINVAL;

@@ -28,6 +28,7 @@ struct gs_options {
 	bool children, kernel, python, cfi, gpu, as_root, quiet, report;
 	uint32_t gpu_period_log2;   /* --gpu-period: CUPTI sampling factor (2^n cycles) */
 	bool gpu_serialized;        /* --gpu-serialized: kernel-serialized PC sampling */
+	bool offcpu;                /* off-CPU time from sched_switch (--no-offcpu clears) */
 	const char *report_file;    /* `gpusample report FILE` */
 };
 
