@@ -8,8 +8,8 @@
  * Stats: BPF map `stats`, PERCPU_ARRAY with one element of struct gs_stats.
  * Counters are per CPU and never reset; user space sums them.  Slots are
  * indexed by enum gs_stat.  Other BPF parts (the GPU USDT handlers) may
- * name unused slots (13..31) here; GS_STAT_MAX stays 32 so the map layout
- * does not change.
+ * name unused slots (13..15 GPU, 21..31 free) here; GS_STAT_MAX stays 32 so
+ * the map layout does not change.
  */
 #ifndef GS_COMMON_BPF_H
 #define GS_COMMON_BPF_H
@@ -24,6 +24,12 @@ enum gs_stat {
 	GS_STAT_SCRATCH_ERR = 6, /* no per-CPU scratch (should never happen) */
 	GS_STAT_TARGETS_FULL = 7, /* fork child not followed: `targets` full */
 	GS_STAT_UNWIND0 = 8,     /* GS_STAT_UNWIND0 + enum gs_unwind_err */
+	/* off-CPU (offcpu.bpf.h) */
+	GS_STAT_OFF_STACKS = 16,   /* off-CPU stack records written */
+	GS_STAT_OFF_ENDS = 17,     /* off-CPU end records written */
+	GS_STAT_OFF_UNSAMPLED = 18, /* switch-outs accounted without a stack (p < 1) */
+	GS_STAT_OFF_THR_FULL = 19, /* threads not accounted: `offcpu_thr` full */
+	GS_STAT_OFF_UNSEEDED = 20, /* threads first seen mid-window without a seed */
 	GS_STAT_MAX = 32,
 };
 
@@ -42,7 +48,8 @@ struct gs_stats {
 enum gs_scratch_slot {
 	GS_SCRATCH_SAMPLE = 0,
 	GS_SCRATCH_LAUNCH = 1, /* GPU launch-site handler (gpu.bpf.h) */
-	GS_SCRATCH_NR = 2,
+	GS_SCRATCH_OFFCPU = 2, /* sched_switch handler (offcpu.bpf.h) */
+	GS_SCRATCH_NR = 3,
 };
 
 /* Bytes per scratch slot: a 64-byte prefix that a record embedding a CPU
@@ -59,7 +66,10 @@ enum gs_scratch_slot {
 /* Stack walks in progress on one CPU at most: a perf_event sample
  * (gs_sample) can interrupt a uprobe/USDT handler that is walking stacks
  * (the GPU launch handler), never the other way round, and perf_event
- * programs do not nest.  The per-CPU walk state of the native unwinder
+ * programs do not nest.  The sched_switch handler (offcpu.bpf.h) runs with
+ * interrupts off, so nothing nests inside it; it can only run on top of a
+ * uprobe handler that was preempted (uprobe programs run with migration,
+ * not preemption, disabled on preemptible kernels), which again makes two.  The per-CPU walk state of the native unwinder
  * (gs_unwind_st) and of the Python walker (py_walk) has one entry per
  * level; gs_fill_stack takes a level for both and gives it back. */
 #define GS_NEST_MAX 2

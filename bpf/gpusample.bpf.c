@@ -15,7 +15,10 @@
  *                       passes (task, bool group_dead) (6.16+).
  *   gs_proc_exit_live   same for older kernels (task only): the group is dead
  *                       when signal->live has dropped to 0.  The loader keeps
- *                       exactly one of the two (checks the kernel BTF).
+ *                       exactly one of the two (checks the kernel BTF).  Both
+ *                       also close the exiting thread's off-CPU accounting.
+ *   gs_off_switch    tp_btf/sched_switch: off-CPU time and the stacks
+ *                       threads wait in (offcpu.bpf.h).
  *
  * Other parts of the object are included from headers owned elsewhere:
  * unwind.bpf.h (native unwinder), python.bpf.h (Python walker) and, at the
@@ -162,9 +165,10 @@ static __always_inline bool gs_regs_kernel(struct bpf_perf_event_data *ctx)
  * multiply the verifier's states.  Kernel 6.18, clang 14: gs_sample ~15k
  * processed instructions (it was 640k-926k with the walk inlined here).
  */
-static __always_inline __u32 gs_fill_stack(void *ctx, struct task_struct *task, __u32 tgid,
-					   const struct gs_target *t, bool want_kernel,
-					   struct gs_cpu_sample *rec, struct gs_stats *st)
+static __always_inline __u32 gs_fill_stack_skip(void *ctx, struct task_struct *task, __u32 tgid,
+						const struct gs_target *t, bool want_kernel,
+						__u32 kernel_skip, struct gs_cpu_sample *rec,
+						struct gs_stats *st)
 {
 	struct gs_py_frame *pystage = (void *)rec + GS_STAGE_PY_OFF;
 	struct gs_unwind_state *uw = NULL;
@@ -174,7 +178,8 @@ static __always_inline __u32 gs_fill_stack(void *ctx, struct task_struct *task, 
 	long n;
 
 	if (want_kernel) {
-		n = bpf_get_stack(ctx, rec->frames, GS_MAX_KERNEL_FRAMES * sizeof(__u64), 0);
+		n = bpf_get_stack(ctx, rec->frames, GS_MAX_KERNEL_FRAMES * sizeof(__u64),
+				  kernel_skip & BPF_F_SKIP_FIELD_MASK);
 		if (n < 0) {
 			flags |= GS_CPU_KSTACK_ERR;
 			gs_stat_inc(st, GS_STAT_KSTACK_ERR);
@@ -230,6 +235,15 @@ static __always_inline __u32 gs_fill_stack(void *ctx, struct task_struct *task, 
 	return sizeof(*rec) + (nk + nu) * sizeof(__u64) + np * sizeof(struct gs_py_frame);
 }
 
+/* gs_fill_stack with the first kernel_skip kernel frames left out (the
+ * tracing machinery above the traced function). */
+static __always_inline __u32 gs_fill_stack(void *ctx, struct task_struct *task, __u32 tgid,
+					   const struct gs_target *t, bool want_kernel,
+					   struct gs_cpu_sample *rec, struct gs_stats *st)
+{
+	return gs_fill_stack_skip(ctx, task, tgid, t, want_kernel, 0, rec, st);
+}
+
 /* Fill everything of a CPU sample but the stacks and hdr.size. */
 static __always_inline void gs_fill_head(struct gs_cpu_sample *rec, __u64 pid_tgid)
 {
@@ -279,6 +293,9 @@ int gs_sample(struct bpf_perf_event_data *ctx)
 		gs_stat_inc(st, GS_STAT_SAMPLES);
 	return 0;
 }
+
+/* ---- off-CPU time (tp_btf/sched_switch) -------------------------------- */
+#include "offcpu.bpf.h"
 
 /* ---- process tree ------------------------------------------------------ */
 
@@ -354,6 +371,7 @@ static __always_inline void gs_group_exit(struct task_struct *p)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(gs_proc_exit_gd, struct task_struct *p, bool group_dead)
 {
+	gs_offcpu_exit(p);
 	if (group_dead)
 		gs_group_exit(p);
 	return 0;
@@ -362,6 +380,7 @@ int BPF_PROG(gs_proc_exit_gd, struct task_struct *p, bool group_dead)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(gs_proc_exit_live, struct task_struct *p)
 {
+	gs_offcpu_exit(p);
 	/* do_exit() decrements signal->live before this tracepoint. */
 	if (p->signal->live.counter == 0)
 		gs_group_exit(p);

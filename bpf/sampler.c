@@ -28,7 +28,7 @@ struct gs_sampler {
 	struct ring_buffer *rb;
 	struct bpf_link **cpu_links; /* one per online CPU; owns its perf fd */
 	int n_cpu_links;
-	struct bpf_link *tp_links[3];
+	struct bpf_link *tp_links[4];
 	bool started;
 	/* current poll */
 	gs_record_fn fn;
@@ -258,6 +258,10 @@ int gs_sampler_open(const struct gs_sampler_opts *o, struct gs_sampler **out, ch
 		bpf_program__set_autoload(s->skel->progs.gs_proc_exit_gd, false);
 	if (!o->follow_children)
 		bpf_program__set_autoload(s->skel->progs.gs_proc_fork, false);
+	if (o->offcpu_rate)
+		s->skel->rodata->offcpu_rate = o->offcpu_rate;
+	if (!o->offcpu)
+		bpf_program__set_autoload(s->skel->progs.gs_off_switch, false);
 
 	libbpf_warn[0] = 0;
 	rc = gpusample_bpf__load(s->skel);
@@ -401,6 +405,7 @@ static int attach_tracepoints(struct gs_sampler *s, char *err, size_t errlen)
 		s->skel->progs.gs_proc_exec,
 		s->skel->progs.gs_proc_exit_gd,
 		s->skel->progs.gs_proc_exit_live,
+		s->skel->progs.gs_off_switch,
 	};
 	int n = 0;
 
@@ -409,6 +414,8 @@ static int attach_tracepoints(struct gs_sampler *s, char *err, size_t errlen)
 
 		if (!bpf_program__autoload(progs[i]))
 			continue;
+		if (n == (int)(sizeof(s->tp_links) / sizeof(s->tp_links[0])))
+			return -E2BIG;
 		l = bpf_program__attach(progs[i]);
 		if (!l) {
 			int rc = -errno;
@@ -517,6 +524,43 @@ void gs_sampler_stats(struct gs_sampler *s, struct gs_sampler_stats *st)
 	st->py_truncated = c[GS_STAT_PY_TRUNC];
 	st->kstack_errors = c[GS_STAT_KSTACK_ERR];
 	st->children_unfollowed = c[GS_STAT_TARGETS_FULL];
+	st->off_stacks = c[GS_STAT_OFF_STACKS];
+	st->off_ends = c[GS_STAT_OFF_ENDS];
+	st->off_unsampled = c[GS_STAT_OFF_UNSAMPLED];
+	st->off_threads_full = c[GS_STAT_OFF_THR_FULL];
+	st->off_unseeded = c[GS_STAT_OFF_UNSEEDED];
+}
+
+/* ---- off-CPU accounting ------------------------------------------------ */
+
+void gs_sampler_offcpu_window(struct gs_sampler *s, uint64_t t0_ns)
+{
+	s->skel->bss->offcpu_t0 = t0_ns;
+}
+
+int gs_sampler_offcpu_seed(struct gs_sampler *s, uint32_t tid, const struct gs_offcpu_thr *v)
+{
+	return bpf_map__update_elem(s->skel->maps.offcpu_thr, &tid, sizeof(tid), v, sizeof(*v),
+				    BPF_NOEXIST);
+}
+
+int gs_sampler_offcpu_each(struct gs_sampler *s, gs_offcpu_thr_fn fn, void *ctx)
+{
+	struct bpf_map *m = s->skel->maps.offcpu_thr;
+	struct gs_offcpu_thr v;
+	uint32_t key, next;
+	void *prev = NULL;
+	int rc;
+
+	while (bpf_map__get_next_key(m, prev, &next, sizeof(next)) == 0) {
+		key = next;
+		prev = &key;
+		if (bpf_map__lookup_elem(m, &key, sizeof(key), &v, sizeof(v), 0))
+			continue; /* deleted meanwhile (thread exit) */
+		if ((rc = fn(ctx, key, &v)))
+			return rc;
+	}
+	return 0;
 }
 
 void gs_sampler_close(struct gs_sampler *s)

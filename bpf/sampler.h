@@ -20,12 +20,19 @@
 #include <stdint.h>
 #include "gpusample/records.h"
 
+#define GS_OFF_DEFAULT_RATE 100
+
 struct gs_sampler_opts {
 	uint32_t frequency_hz;   /* per CPU, 1 .. perf_event_max_sample_rate */
 	bool kernel_stacks;      /* record kernel stacks (--no-kernel clears) */
 	bool follow_children;    /* fork handler copies targets entries: a new
 				  * process is followed when this is set AND its
 				  * parent's entry has GS_TARGET_FOLLOW_CHILDREN */
+	bool offcpu;             /* attach tp_btf/sched_switch (--no-offcpu clears) */
+	uint32_t offcpu_rate;    /* off-CPU stack walks per second and thread
+				  * before sampling starts (0 =
+				  * GS_OFF_DEFAULT_RATE); see
+				  * records.h, gs_offcpu_* */
 	uint32_t ringbuf_bytes;  /* 0 = sized for >= 1 s of worst case
 				  * (online CPUs x F x largest sample, power of
 				  * 2, 4 MiB .. 256 MiB); else rounded up to a
@@ -42,6 +49,11 @@ struct gs_sampler_stats {
 	/* Added by the sampler owner (appended; older fields unchanged): */
 	uint64_t kstack_errors;       /* bpf_get_stack(kernel) failures */
 	uint64_t children_unfollowed; /* forks not followed: `targets` map full */
+	uint64_t off_stacks;          /* off-CPU stack records emitted */
+	uint64_t off_ends;            /* off-CPU end records emitted */
+	uint64_t off_unsampled;       /* switch-outs accounted without a stack */
+	uint64_t off_threads_full;    /* threads not accounted: `offcpu_thr` full */
+	uint64_t off_unseeded;        /* threads first seen mid-window (no seed) */
 };
 
 struct gs_sampler;
@@ -68,6 +80,16 @@ int gs_sampler_start(struct gs_sampler *s, char *err, size_t errlen);
  * it drains and returns.  Records with a bad header are dropped (counted in
  * stats.lost).  An fn error stops the drain and is returned. */
 int gs_sampler_poll(struct gs_sampler *s, int timeout_ms, gs_record_fn fn, void *ctx);
+/* Off-CPU accounting (opts.offcpu).  Before gs_sampler_start: set the
+ * window start (CLOCK_MONOTONIC ns; threads born later start at birth) and
+ * seed the threads that exist (their counters read from
+ * /proc/TID/schedstat at `v->last_ns`).  After gs_sampler_stop: call fn for
+ * every thread whose interval is still open.  0 or a negative errno; fn's
+ * error stops the walk and is returned. */
+void gs_sampler_offcpu_window(struct gs_sampler *s, uint64_t t0_ns);
+int gs_sampler_offcpu_seed(struct gs_sampler *s, uint32_t tid, const struct gs_offcpu_thr *v);
+typedef int (*gs_offcpu_thr_fn)(void *ctx, uint32_t tid, const struct gs_offcpu_thr *v);
+int gs_sampler_offcpu_each(struct gs_sampler *s, gs_offcpu_thr_fn fn, void *ctx);
 /* Detach the perf events and tracepoints; records already queued stay. */
 void gs_sampler_stop(struct gs_sampler *s);
 void gs_sampler_stats(struct gs_sampler *s, struct gs_sampler_stats *st);

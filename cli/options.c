@@ -25,13 +25,17 @@ void gs_options_usage(FILE *out)
 "  -F, --frequency HZ      CPU samples per second per CPU (default 99)\n"
 "  -o, --output PREFIX     output prefix (default gpusample-<pid>): writes\n"
 "                          PREFIX.pb.gz, PREFIX.speedscope.json (and with folded:\n"
-"                          PREFIX.cpu.folded, PREFIX.gpu.folded)\n"
-"      --format LIST       comma list of pprof,speedscope,folded (default pprof,speedscope)\n"
+"                          PREFIX.cpu.folded, PREFIX.gpu.folded; with trace:\n"
+"                          PREFIX.trace.json)\n"
+"      --format LIST       comma list of pprof,speedscope,folded,trace (default\n"
+"                          pprof,speedscope; trace = Chrome trace-event JSON for\n"
+"                          Perfetto UI / chrome://tracing)\n"
 "      --no-children       do not follow child processes\n"
 "      --no-kernel         do not record kernel stacks\n"
 "      --no-python         do not walk Python frames\n"
 "      --no-cfi            unwind native stacks with frame pointers only\n"
 "      --no-gpu            do not attach to the GPU agent\n"
+"      --no-offcpu         do not record off-CPU time (sched_switch)\n"
 "      --gpu-period N      GPU PC sampling period, 2^N SM cycles (5..31, default 18)\n"
 "      --gpu-serialized    kernel-serialized GPU sampling (exact launch join, slower)\n"
 "      --as-root           launch mode: run CMD as root instead of the sudo user\n"
@@ -153,8 +157,10 @@ static int parse_formats(struct gs_options *o, const char *arg)
 			o->formats |= GS_FMT_SPEEDSCOPE;
 		else if (!strcmp(tok, "folded"))
 			o->formats |= GS_FMT_FOLDED;
+		else if (!strcmp(tok, "trace"))
+			o->formats |= GS_FMT_TRACE;
 		else {
-			fprintf(stderr, "gpusample: unknown format '%s' (use pprof, speedscope, folded)\n", tok);
+			fprintf(stderr, "gpusample: unknown format '%s' (use pprof, speedscope, folded, trace)\n", tok);
 			free(dup);
 			return -EINVAL;
 		}
@@ -179,6 +185,7 @@ static int parse_number(const char *what, const char *arg, double lo, double hi,
 enum {
 	OPT_FORMAT = 256, OPT_NO_CHILDREN, OPT_NO_KERNEL, OPT_NO_PYTHON, OPT_NO_CFI,
 	OPT_NO_GPU, OPT_GPU_PERIOD, OPT_GPU_SERIALIZED, OPT_AS_ROOT, OPT_VERSION,
+	OPT_NO_OFFCPU,
 };
 
 static const struct option long_opts[] = {
@@ -192,6 +199,7 @@ static const struct option long_opts[] = {
 	{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
 	{ "no-cfi", no_argument, NULL, OPT_NO_CFI },
 	{ "no-gpu", no_argument, NULL, OPT_NO_GPU },
+	{ "no-offcpu", no_argument, NULL, OPT_NO_OFFCPU },
 	{ "gpu-period", required_argument, NULL, OPT_GPU_PERIOD },
 	{ "gpu-serialized", no_argument, NULL, OPT_GPU_SERIALIZED },
 	{ "as-root", no_argument, NULL, OPT_AS_ROOT },
@@ -208,6 +216,7 @@ static void set_defaults(struct gs_options *o)
 	o->formats = GS_FMT_PPROF | GS_FMT_SPEEDSCOPE;
 	o->children = o->kernel = o->python = o->cfi = o->gpu = o->report = true;
 	o->gpu_period_log2 = 18;
+	o->offcpu = true;
 }
 
 static int handle_opt(struct gs_options *o, int c, const char *arg)
@@ -247,6 +256,7 @@ static int handle_opt(struct gs_options *o, int c, const char *arg)
 	case OPT_NO_PYTHON: o->python = false; return 0;
 	case OPT_NO_CFI: o->cfi = false; return 0;
 	case OPT_NO_GPU: o->gpu = false; return 0;
+	case OPT_NO_OFFCPU: o->offcpu = false; return 0;
 	case OPT_GPU_PERIOD:
 		if (parse_number("--gpu-period", arg, 5, 31, &v))
 			return -EINVAL;

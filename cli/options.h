@@ -15,6 +15,7 @@ enum gs_format_bits {
 	GS_FMT_PPROF = 1 << 0,
 	GS_FMT_SPEEDSCOPE = 1 << 1,
 	GS_FMT_FOLDED = 1 << 2,
+	GS_FMT_TRACE = 1 << 3,  /* PREFIX.trace.json */
 };
 
 struct gs_options {
@@ -28,6 +29,7 @@ struct gs_options {
 	bool children, kernel, python, cfi, gpu, as_root, quiet, report;
 	uint32_t gpu_period_log2;   /* --gpu-period: CUPTI sampling factor (2^n cycles) */
 	bool gpu_serialized;        /* --gpu-serialized: kernel-serialized PC sampling */
+	bool offcpu;                /* off-CPU time from sched_switch (--no-offcpu clears) */
 	char **report_files;        /* `gpusample report FILE...` */
 	int n_report_files;
 	const char *merge_out;      /* `gpusample merge OUT IN...` */

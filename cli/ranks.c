@@ -42,10 +42,8 @@ static void set_num(struct gs_sample *smp, enum gs_num_label l, int64_t v)
 	smp->num_set |= 1u << l;
 }
 
-void gs_session_label_sample(struct session *s, const struct gs_procinfo *p, struct gs_sample *smp)
+static void label_sample(gs_str host, const struct gs_procinfo *p, struct gs_sample *smp)
 {
-	gs_str host = host_label(s);
-
 	if (host != (gs_str)-1)
 		smp->str_labels[GS_SL_HOST] = host;
 	if (!p)
@@ -54,6 +52,22 @@ void gs_session_label_sample(struct session *s, const struct gs_procinfo *p, str
 	set_num(smp, GS_NL_LOCAL_RANK, p->ranks.local_rank);
 	set_num(smp, GS_NL_WORLD_SIZE, p->ranks.world_size);
 	set_num(smp, GS_NL_NODE_RANK, p->ranks.node_rank);
+}
+
+void gs_session_label_samples(struct session *s)
+{
+	gs_str host = host_label(s);
+	const struct gs_procinfo *p = NULL;
+
+	for (size_t i = 0; i < s->prof.n_samples; i++) {
+		struct gs_sample *smp = &s->prof.samples[i];
+
+		if (smp->cuda_device >= 0)
+			continue;
+		if (!p || p->pid != smp->pid) /* samples come in runs of one process */
+			p = gs_proctab_get(&s->procs, smp->pid);
+		label_sample(host, p, smp);
+	}
 }
 
 /* Rank of the profiled root: the launched command inherits gpusample's own

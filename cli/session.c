@@ -330,6 +330,10 @@ static int on_record(void *ctx, const struct gs_rec_hdr *h)
 		if (h->size >= sizeof(struct gs_proc_event))
 			on_proc_event(s, (const struct gs_proc_event *)h);
 		return 0;
+	case GS_REC_OFFCPU_STACK:
+	case GS_REC_OFFCPU_END:
+		gs_off_record(s, h);
+		return 0;
 	default:
 		if (h->type >= GS_REC_GPU_PC_BATCH && h->type <= GS_REC_GPU_STATUS)
 			gs_gpu_record(s, h);
@@ -413,6 +417,7 @@ static int run_loop(struct session *s)
 	/* Drain what BPF queued before the detach. */
 	for (int i = 0; i < 64 && gs_sampler_poll(s->sampler, 0, on_record, s) > 0; i++)
 		;
+	gs_off_stop(s);
 	progress(s, true);
 	return 0;
 }
@@ -420,7 +425,7 @@ static int run_loop(struct session *s)
 /* ---- building the profile ------------------------------------------------ */
 
 
-static uint32_t special_location(struct session *s, const char *name)
+uint32_t gs_session_special(struct session *s, const char *name)
 {
 	struct gs_function f = { .name = gs_profile_intern(&s->prof, name) };
 	struct gs_line l = { .function = gs_profile_add_function(&s->prof, &f) };
@@ -448,7 +453,7 @@ static int64_t symbolize_stack(struct session *s, const struct gs_rawstack *r, u
 int64_t gs_session_stack(struct session *s, const struct gs_rawstack *r)
 {
 	if (!s->truncated_loc)
-		s->truncated_loc = special_location(s, "[truncated]");
+		s->truncated_loc = gs_session_special(s, "[truncated]");
 	return symbolize_stack(s, r, s->truncated_loc);
 }
 
@@ -522,6 +527,7 @@ static void add_comments(struct session *s)
 				       (unsigned long long)st.unwind_err[GS_UNWIND_READ_FAULT],
 				       (unsigned long long)st.unwind_err[GS_UNWIND_BAD_RULE],
 				       (unsigned long long)st.unwind_err[GS_UNWIND_DEPTH]);
+	gs_off_comments(s, &st);
 	if (st.lost)
 		gs_profile_add_note(p, "%llu samples were lost (ring buffer full); try a lower -F",
 				    (unsigned long long)st.lost);
@@ -557,13 +563,17 @@ static int build_profile(struct session *s)
 			.process_role = gs_profile_intern(p, proc ? gs_proc_role(proc) : "other"),
 			.cuda_device = -1,
 		};
-		gs_session_label_sample(s, proc, &smp);
 		if (gs_profile_add_sample(p, &smp)) {
 			free(stack_ids);
 			return -ENOMEM;
 		}
 	}
+	if (gs_off_finish(s, stack_ids)) {
+		free(stack_ids);
+		return -ENOMEM;
+	}
 	free(stack_ids);
+	gs_session_label_samples(s);
 	if (gs_gpu_finish(s))
 		return -ENOMEM;
 	if (gs_thread_roles(p))
@@ -622,6 +632,11 @@ static int w_gpu_folded(struct session *s, const char *path, char *err, size_t l
 	return gs_write_folded(&s->prof, GS_FOLDED_GPU, path, err, len);
 }
 
+static int w_trace(struct session *s, const char *path, char *err, size_t len)
+{
+	return gs_write_trace(&s->prof, path, err, len);
+}
+
 static bool has_gpu_samples(const struct gs_profile *p)
 {
 	for (size_t i = p->n_samples; i-- > 0;)
@@ -647,6 +662,8 @@ static int write_outputs(struct session *s)
 		rc |= write_one(s, ".cpu.folded", w_cpu_folded);
 	if ((s->o->formats & GS_FMT_FOLDED) && has_gpu_samples(&s->prof))
 		rc |= write_one(s, ".gpu.folded", w_gpu_folded);
+	if (s->o->formats & GS_FMT_TRACE)
+		rc |= write_one(s, ".trace.json", w_trace);
 	if (s->o->report) {
 		struct gs_report_opts ro = { .top = 15, .color = isatty(1) };
 
@@ -663,6 +680,7 @@ static int open_sampler(struct session *s)
 		.frequency_hz = s->o->frequency_hz,
 		.kernel_stacks = s->o->kernel,
 		.follow_children = s->o->children,
+		.offcpu = s->o->offcpu,
 	};
 	int rc = gs_sampler_open(&so, &s->sampler, s->err, sizeof(s->err));
 
@@ -704,6 +722,7 @@ static void init_session(struct session *s, const struct gs_options *o)
 
 static void free_session(struct session *s)
 {
+	gs_off_free(s);
 	gs_gpu_close(s);
 	gs_rt_close(s);
 	if (s->sampler)
@@ -766,6 +785,8 @@ static int start(struct session *s)
 		s->launched ? ", starting the command" : "");
 	s->t0_mono = gs_now_ns(CLOCK_MONOTONIC);
 	s->t0_wall = gs_now_ns(CLOCK_REALTIME);
+	if ((rc = gs_off_start(s)))
+		return rc;
 	gs_gpu_start(s);
 	if (s->launched && (rc = gs_launch_release(&s->launch, s->err, sizeof(s->err)))) {
 		fprintf(stderr, "gpusample: %s\n", s->err);
@@ -814,7 +835,7 @@ int gs_session_run(const struct gs_options *o)
 	run_loop(&s);
 	finish_launch(&s);
 	s.prof.time_nanos = s.t0_wall;
-	s.prof.duration_nanos = gs_now_ns(CLOCK_MONOTONIC) - s.t0_mono;
+	s.prof.duration_nanos = gs_off_stop_time(&s) - s.t0_mono;
 	rc = build_profile(&s);
 	if (rc)
 		fprintf(stderr, "gpusample: building the profile failed: %s\n", strerror(-rc));

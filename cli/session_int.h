@@ -38,6 +38,7 @@ struct session {
 	struct gs_gpu_host *gpu;  /* NULL with --no-gpu */
 	struct gs_cuda *cuda;     /* cubins, stall tables (with gpu) */
 	struct gs_join *join;     /* created at start: needs t0 */
+	struct gs_offcpu *off;    /* NULL with --no-offcpu (cli/offcpu.c) */
 	uint32_t truncated_loc;   /* "[truncated]" special location, 0 until made */
 	char agent_env[2][600];   /* launch mode: CUDA_INJECTION64_PATH, GS_AGENT_OPTS */
 	char *launch_env[3];
@@ -96,11 +97,28 @@ void gs_gpu_close(struct session *s);
 /* (Re)read p's ranks from /proc/PID/environ; after an exec a process that
  * hides its environment loses what it inherited. */
 void gs_session_read_ranks(struct gs_procinfo *p, bool exec);
-/* Host, rank, local_rank, world_size, node_rank labels of a CPU sample. */
-void gs_session_label_sample(struct session *s, const struct gs_procinfo *p, struct gs_sample *smp);
+/* Host, rank, local_rank, world_size, node_rank labels on every CPU and
+ * off-CPU sample in the profile so far (by its process's ranks). */
+void gs_session_label_samples(struct session *s);
 /* s->prefix from -o (default gpusample-%p) with %h %p %r expanded
  * (gs_expand_prefix); prints the error itself. */
 int gs_session_prefix(struct session *s);
+
+/* "[name]" frame of kind GS_FRAME_SPECIAL; returns its location id. */
+uint32_t gs_session_special(struct session *s, const char *name);
+
+/* cli/offcpu.c: off-CPU records -> samples (see the file comment). */
+int gs_off_start(struct session *s);    /* right after gs_sampler_start and t0 */
+void gs_off_record(struct session *s, const struct gs_rec_hdr *h);
+void gs_off_stop(struct session *s);    /* after the detach and drain */
+/* End of the window: when gs_off_stop closed the threads' intervals, or now
+ * without off-CPU accounting. */
+uint64_t gs_off_stop_time(struct session *s);
+/* After the CPU samples are in the profile; stack_ids maps raw stacks to
+ * profile stacks.  Labels CPU samples "running" also with --no-offcpu. */
+int gs_off_finish(struct session *s, const uint32_t *stack_ids);
+void gs_off_comments(struct session *s, const struct gs_sampler_stats *st);
+void gs_off_free(struct session *s);
 
 /* Push the targets entry of p (flags, root, py_cfg_id) to BPF. */
 int gs_session_update_target(struct session *s, const struct gs_procinfo *p);

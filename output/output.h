@@ -57,6 +57,18 @@ const char *gs_profile_version(const struct gs_profile *p);
  * a GPU column, else the busiest thread. */
 int gs_write_speedscope(const struct gs_profile *p, const char *path, char *err, size_t errlen);
 
+/* Chrome trace-event JSON (Perfetto UI, chrome://tracing): per thread,
+ * state slices (running / runnable / blocked, with the wall-time category)
+ * with their stacks as nested slices on the wall-clock axis from the
+ * profile start; process and thread names; GPU PC-sample batches as
+ * instant events.  Long runs: adjacent identical samples merged, at most
+ * GS_TRACE_MAX_EVENTS events (the rest dropped and counted in
+ * otherData.dropped_events).  Layout in trace.c. */
+#define GS_TRACE_MAX_EVENTS 1000000
+int gs_write_trace(const struct gs_profile *p, const char *path, char *err, size_t errlen);
+int gs_write_trace_capped(const struct gs_profile *p, const char *path, size_t max_events,
+			  char *err, size_t errlen);
+
 /* Brendan Gregg folded stacks: root;...;leaf COUNT.  which = GS_FOLDED_CPU
  * (samples/count, root frame "comm-pid", kernel frames suffixed "_[k]") or
  * GS_FOLDED_GPU (gpu_samples only: the _not_issued column is a subset and is
@@ -120,18 +132,26 @@ extern const char *const gs_wall_cat_name[GS_NWALL_CATS]; /* "compute", ... */
  * and is the one to use over many samples); GPU samples give -EINVAL. */
 int gs_wall_classify(const struct gs_profile *p, const struct gs_sample *s);
 
+/* The category a frame of function fn (a location of enum gs_frame_kind
+ * frame_kind) marks by the table, or -1 when no row matches it. */
+int gs_wall_frame_cat(const struct gs_profile *p, uint32_t fn, uint8_t frame_kind);
+
 /* Wall time of a CPU sample in ns: cpu (samples * period when the cpu
  * column is 0) + offcpu, or its wall column when larger. */
 int64_t gs_wall_ns(const struct gs_profile *p, const struct gs_sample *s);
 
 /* Wall split of the CPU samples accepted by keep (NULL = all CPU samples):
  * ns[] per category, total_ns their sum, top_stack[] the stack index with the
- * most ns in each category (UINT32_MAX if none).  Returns 0 or -ENOMEM.
- * Usable per process, thread or rank through keep/ctx. */
+ * most ns in each category (UINT32_MAX if none); starved_in[] splits
+ * ns[GS_WALL_STARVED] by the category the frames would give (what the
+ * thread was doing when it waited for a CPU: an input wait, a spinning
+ * sync, compute).  Returns 0 or -ENOMEM.  Usable per process, thread or
+ * rank through keep/ctx. */
 struct gs_wall_split {
 	uint64_t ns[GS_NWALL_CATS];
 	uint64_t total_ns;
 	uint32_t top_stack[GS_NWALL_CATS];
+	uint64_t starved_in[GS_NWALL_CATS];
 };
 typedef bool (*gs_sample_pred)(const struct gs_sample *s, void *ctx);
 int gs_wall_split(const struct gs_profile *p, gs_sample_pred keep, void *ctx,

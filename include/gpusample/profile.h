@@ -24,9 +24,19 @@ typedef uint32_t gs_str; /* index into the string table; 0 = "" */
 /* Fixed sample types, in this order, in every profile (so any two merge). */
 enum gs_value {
 	GS_V_SAMPLES = 0,      /* samples/count: CPU samples */
-	GS_V_CPU_NS,           /* cpu/nanoseconds: samples * 1e9/F */
+	GS_V_CPU_NS,           /* cpu/nanoseconds: samples * 1e9/F; with
+				* off-CPU accounting (default) a thread's CPU
+				* samples instead share its exact on-CPU time
+				* (sum_exec_runtime over the window) equally */
 	GS_V_OFFCPU_NS,        /* offcpu/nanoseconds: time off a CPU (blocked
-				* or runnable), from sched_switch */
+				* or runnable), from sched_switch.  An off-CPU
+				* sample has samples = 0, cpu = 0, offcpu = its
+				* duration (scaled, see cli/offcpu.c), time_ns
+				* = its start (the switch-out, or the wake-up
+				* for the runnable part of a blocked interval),
+				* thread_state "blocked" or "runnable".  Per
+				* thread, cpu + offcpu = its wall time in the
+				* window (its lifetime when shorter). */
 	GS_V_GPU_SAMPLES,      /* gpu_samples/count: issued-stall warp samples */
 	GS_V_GPU_NOT_ISSUED,   /* gpu_samples_not_issued/count */
 	GS_V_WALL_NS,          /* wall/nanoseconds: cpu + offcpu of the sample,

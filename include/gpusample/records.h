@@ -20,7 +20,7 @@
 #include <linux/types.h> /* __u8 .. __u64, same as the kernel's */
 #endif
 
-#define GS_RECORDS_VERSION 1
+#define GS_RECORDS_VERSION 2 /* 2: off-CPU records */
 
 #define GS_COMM_LEN 16
 #define GS_MAX_KERNEL_FRAMES 127 /* kernel.perf_event_max_stack default */
@@ -36,6 +36,8 @@ enum gs_rec_type {
 	GS_REC_GPU_LAUNCH = 6,   /* struct gs_gpu_launch + CPU stack */
 	GS_REC_GPU_STATUS = 7,   /* struct gs_gpu_status */
 	GS_REC_WAKEUP = 8,       /* bare gs_rec_hdr: user space has work (CFI table wanted) */
+	GS_REC_OFFCPU_STACK = 9, /* struct gs_offcpu_stack + CPU stack */
+	GS_REC_OFFCPU_END = 10,  /* struct gs_offcpu_end */
 };
 
 struct gs_rec_hdr {
@@ -94,6 +96,82 @@ struct gs_cpu_sample {
 	__u32 pad;
 	char comm[GS_COMM_LEN]; /* thread comm */
 	__u64 frames[];
+};
+
+/* ---- off-CPU time (tp_btf/sched_switch, bpf/offcpu.bpf.h) ---------------
+ *
+ * Accounting is exact; stacks are sampled.  For every thread of a target,
+ * BPF splits the time between two of its switch-outs from the kernel's own
+ * counters: on-CPU = delta of se.sum_exec_runtime, runnable = delta of
+ * sched_info.run_delay (waiting in a run queue: preempted, or woken and not
+ * yet running), blocked = the rest of the wall time between the two
+ * switch-outs.  The three sum to the wall time by construction.
+ *
+ * At a switch-out BPF walks the thread's stack (the same walkers as CPU
+ * samples) with probability p (per thread: 1 while it switches out less than
+ * the configured rate, else rate / switch-outs per second, re-estimated every
+ * 50 ms) and emits GS_REC_OFFCPU_STACK at once.  When the interval that
+ * stack waited in is closed (at the thread's next switch-out, at its exit)
+ * BPF emits GS_REC_OFFCPU_END with the interval's blocked and runnable
+ * parts and the exact time of everything not sampled since the thread's
+ * previous END record.  What is still open at the end of the run is in the
+ * `offcpu_thr` map (struct gs_offcpu_thr), which user space reads after
+ * detaching.  Times are CLOCK_MONOTONIC ns. */
+enum gs_offcpu_state {
+	GS_OFF_BLOCKED = 1,  /* went to sleep: futex, poll, read, nanosleep, D state */
+	GS_OFF_RUNNABLE = 2, /* preempted: stayed in the run queue */
+};
+#define GS_OFF_P_ONE 65536u /* p is in units of 1/65536 */
+
+/* Followed by a complete struct gs_cpu_sample (own hdr, frames) of the
+ * thread at its switch-out; hdr.size covers both.  hdr.ktime_ns = the
+ * switch-out time. */
+struct gs_offcpu_stack {
+	struct gs_rec_hdr hdr; /* type GS_REC_OFFCPU_STACK */
+	__u32 seq;             /* per thread; matched by gs_offcpu_end.seq */
+	__u16 state;           /* enum gs_offcpu_state at the switch-out */
+	__u16 pad;
+	__u32 p;               /* sampling probability, GS_OFF_P_ONE = 1 */
+	__u32 pad2;
+};
+
+/* gs_offcpu_end.flags */
+#define GS_OFFEND_EXIT (1u << 0) /* the thread exited: no more records for it */
+struct gs_offcpu_end {
+	struct gs_rec_hdr hdr; /* type GS_REC_OFFCPU_END; ktime_ns = when closed */
+	__u32 tgid;
+	__u32 tid;
+	__u32 seq;             /* the gs_offcpu_stack closed here; 0 = none */
+	__u16 flags;           /* GS_OFFEND_* */
+	__u16 pad;
+	__u64 blocked_ns;      /* that interval, blocked part (ns) */
+	__u64 runnable_ns;     /* that interval, run-queue part (ns) */
+	/* Exact time of the thread since its previous END record (or the start
+	 * of its window) that is not in blocked_ns / runnable_ns above. */
+	__u64 acc_on_ns;
+	__u64 acc_blocked_ns;
+	__u64 acc_runnable_ns;
+};
+
+/* Value of the BPF hash map `offcpu_thr`, keyed by tid (root pid namespace):
+ * one per thread of a target, from its first switch-out (or from the seed
+ * user space writes at start) until its exit. */
+struct gs_offcpu_thr {
+	__u64 last_ns;     /* CLOCK_MONOTONIC of the last switch-out / window start */
+	__u64 sum_exec;    /* se.sum_exec_runtime then */
+	__u64 run_delay;   /* sched_info.run_delay then */
+	__u64 acc_on_ns;   /* exact time not yet reported (see gs_offcpu_end) */
+	__u64 acc_blocked_ns;
+	__u64 acc_runnable_ns;
+	__u64 win_start;   /* capture-rate window (ktime) */
+	__u32 tgid;
+	__u32 seq;         /* last stack record's seq */
+	__u32 p;           /* capture probability of this window (GS_OFF_P_ONE = 1) */
+	__u16 win_switches;
+	__u16 win_captures;
+	__u8 state;        /* enum gs_offcpu_state of the open interval, 0 = unknown */
+	__u8 captured;     /* the open interval has a stack record (seq) */
+	__u8 pad[6];
 };
 
 enum gs_proc_kind {

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Verifier budget of the BPF object: gs_sample and gs_gpu_launch must each
+# Verifier budget of the BPF object: gs_sample, gs_gpu_launch and
+# gs_off_switch (sched_switch, same stack walkers) must each
 # verify in well under the kernel's 1M-instruction limit (< 200k processed
 # instructions), so that one more feature cannot push the object over it and
 # `gpusample -p` starts at once.  Kernel 6.18, clang 14: ~15k and ~11k (the
@@ -51,11 +52,11 @@ gs_wait
 kill "$wl" 2>/dev/null
 seen=0
 while read -r name insns; do
-	case $name in gs_sample|gs_gpu_launch) ;; *) continue;; esac
+	case $name in gs_sample|gs_gpu_launch|gs_off_switch) ;; *) continue;; esac
 	[ "$insns" -gt 0 ] || skip "this kernel does not report verified_insns (5.16+)"
 	echo "$name: $insns verified instructions"
 	[ "$insns" -lt $LIMIT ] || fail "$name: $insns verified instructions (this test allows $LIMIT of the kernel's 1M)"
 	seen=$((seen + 1))
 done <<< "$infos"
-[ $seen -eq 2 ] || fail "found $seen of gs_sample and gs_gpu_launch among the programs ($(echo $infos))"
-ok "gs_sample and gs_gpu_launch verify under $LIMIT instructions"
+[ $seen -eq 3 ] || fail "found $seen of gs_sample, gs_gpu_launch and gs_off_switch among the programs ($(echo $infos))"
+ok "gs_sample, gs_gpu_launch and gs_off_switch verify under $LIMIT instructions"

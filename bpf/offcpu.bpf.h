@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+/*
+ * Off-CPU time: tp_btf/sched_switch.  Included once by bpf/gpusample.bpf.c
+ * after gs_fill_stack(); records and the per-thread state are described in
+ * include/gpusample/records.h (gs_offcpu_*).
+ *
+ *   gs_off_switch   every context switch on every CPU.  Only the thread
+ *                      leaving the CPU (prev == current) is looked at: the
+ *                      interval that ends when it runs again is measured at
+ *                      its next switch-out from the kernel's counters
+ *                      (sum_exec_runtime, run_delay), so a switch-in needs no
+ *                      work and a switch of a thread outside the target set
+ *                      costs one `targets` lookup.
+ *   gs_offcpu_exit     called from the sched_process_exit handlers for every
+ *                      exiting thread: closes its last interval, frees its
+ *                      `offcpu_thr` entry.
+ *
+ * Why at switch-out: current is prev there, so the same walkers as CPU
+ * samples (bpf_get_stack for the kernel, the CFI unwinder from the saved user
+ * registers, the Python walker) see exactly the stack the thread waits in.
+ *
+ * Cost bound: a stack walk costs microseconds, a switch of a busy target can
+ * come every few microseconds, so stacks are sampled per thread: p = 1 while
+ * the thread switches out less than offcpu_rate times a second, else
+ * offcpu_rate / its rate, re-estimated each GS_OFF_WINDOW_NS, with at most
+ * GS_OFF_WINDOW_CAP walks per window (the first window of a sudden burst).
+ * Time is never sampled: intervals without a stack travel as exact sums in
+ * the END records and user space spreads them over the sampled stacks of the
+ * same thread and state (cli/offcpu.c).
+ *
+ * Scratch: its own slot (GS_SCRATCH_OFFCPU) and one level of nest_depth via
+ * gs_fill_stack; see GS_NEST_MAX in common.bpf.h for why that is enough.
+ */
+#ifndef GS_OFFCPU_BPF_H
+#define GS_OFFCPU_BPF_H
+
+#define GS_OFF_WINDOW_NS 50000000ull /* 50 ms */
+#define GS_OFF_WINDOW_CAP 32         /* stack walks per thread and window, at most */
+#define GS_PF_EXITING 0x00000004     /* include/linux/sched.h */
+
+/* Captures per second and thread before p drops below 1 (loader sets it). */
+const volatile __u32 offcpu_rate = 100;
+/* Window start (CLOCK_MONOTONIC), written by user space once it has seeded
+ * the threads there (0 until then: switches are ignored); threads created
+ * later start their window at birth. */
+volatile __u64 offcpu_t0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768);
+	__type(key, __u32);
+	__type(value, struct gs_offcpu_thr);
+} offcpu_thr SEC(".maps");
+
+/* Split the time since th->last_ns (up to now) by the task's counters and
+ * move the baseline.  Returns the off-CPU part split into *blocked and
+ * *runnable; *on gets the on-CPU part.  Each part is clipped so that the
+ * three sum to the wall time exactly. */
+static __always_inline void gs_off_split(struct gs_offcpu_thr *th, struct task_struct *p, __u64 now,
+					 __u64 *on, __u64 *blocked, __u64 *runnable)
+{
+	__u64 exec = p->se.sum_exec_runtime, delay = p->sched_info.run_delay;
+	__u64 wall = now > th->last_ns ? now - th->last_ns : 0;
+	__u64 o = exec > th->sum_exec ? exec - th->sum_exec : 0;
+	__u64 r = delay > th->run_delay ? delay - th->run_delay : 0;
+
+	if (o > wall)
+		o = wall;
+	if (r > wall - o)
+		r = wall - o;
+	*on = o;
+	*runnable = r;
+	*blocked = wall - o - r;
+	th->last_ns = now;
+	th->sum_exec = exec;
+	th->run_delay = delay;
+}
+
+static __always_inline void gs_off_emit_end(struct gs_offcpu_thr *th, __u32 tid, __u64 now, __u32 seq,
+					    __u16 flags, __u64 blocked, __u64 runnable,
+					    struct gs_stats *st)
+{
+	struct gs_offcpu_end e = {};
+
+	e.hdr.type = GS_REC_OFFCPU_END;
+	e.hdr.version = GS_RECORDS_VERSION;
+	e.hdr.size = sizeof(e);
+	e.hdr.ktime_ns = now;
+	e.tgid = th->tgid;
+	e.tid = tid;
+	e.seq = seq;
+	e.flags = flags;
+	e.blocked_ns = blocked;
+	e.runnable_ns = runnable;
+	e.acc_on_ns = th->acc_on_ns;
+	e.acc_blocked_ns = th->acc_blocked_ns;
+	e.acc_runnable_ns = th->acc_runnable_ns;
+	if (bpf_ringbuf_output(&events, &e, sizeof(e), BPF_RB_NO_WAKEUP)) {
+		gs_stat_inc(st, GS_STAT_LOST);
+		return; /* keep the sums: the next END carries them */
+	}
+	th->acc_on_ns = th->acc_blocked_ns = th->acc_runnable_ns = 0;
+	gs_stat_inc(st, GS_STAT_OFF_ENDS);
+}
+
+/* Close the interval since the last switch-out: its off part belongs to the
+ * stack taken then (if any), its on part is plain on-CPU time. */
+static __always_inline void gs_off_close(struct gs_offcpu_thr *th, struct task_struct *p, __u32 tid,
+					 __u64 now, __u16 flags, struct gs_stats *st)
+{
+	__u64 on, blocked, runnable;
+
+	gs_off_split(th, p, now, &on, &blocked, &runnable);
+	th->acc_on_ns += on;
+	if (th->captured) {
+		th->captured = 0;
+		gs_off_emit_end(th, tid, now, th->seq, flags, blocked, runnable, st);
+		return;
+	}
+	th->acc_blocked_ns += blocked;
+	th->acc_runnable_ns += runnable;
+	if (flags & GS_OFFEND_EXIT)
+		gs_off_emit_end(th, tid, now, 0, flags, 0, 0, st);
+}
+
+/* A new entry: a thread born in the window starts at birth with zero
+ * counters; one that was there before (not seeded by user space: it
+ * appeared between the seed and the attach) starts now. */
+static __always_inline struct gs_offcpu_thr *gs_off_new(struct task_struct *p, __u32 tid, __u32 tgid,
+							__u64 now, struct gs_stats *st)
+{
+	struct gs_offcpu_thr th = {}, *e;
+	__u64 born = p->start_time, t0 = offcpu_t0;
+
+	th.tgid = tgid;
+	th.p = GS_OFF_P_ONE;
+	th.win_start = now;
+	if (born >= t0 && born <= now) {
+		th.last_ns = born;
+		th.state = GS_OFF_RUNNABLE; /* a new task waits for its first run */
+	} else {
+		th.last_ns = now;
+		th.sum_exec = p->se.sum_exec_runtime;
+		th.run_delay = p->sched_info.run_delay;
+		gs_stat_inc(st, GS_STAT_OFF_UNSEEDED);
+	}
+	bpf_map_update_elem(&offcpu_thr, &tid, &th, BPF_NOEXIST);
+	e = bpf_map_lookup_elem(&offcpu_thr, &tid);
+	if (!e)
+		gs_stat_inc(st, GS_STAT_OFF_THR_FULL);
+	return e;
+}
+
+/* Decide whether this switch-out gets a stack: see the file comment. */
+static __always_inline bool gs_off_want_stack(struct gs_offcpu_thr *th, __u64 now)
+{
+	__u64 elapsed = now - th->win_start;
+
+	if (elapsed >= GS_OFF_WINDOW_NS) {
+		__u64 n = th->win_switches ? th->win_switches : 1;
+		__u64 p = (__u64)offcpu_rate * elapsed * GS_OFF_P_ONE / (1000000000ull * n);
+
+		th->p = p >= GS_OFF_P_ONE ? GS_OFF_P_ONE : p ? p : 1;
+		th->win_start = now;
+		th->win_switches = 0;
+		th->win_captures = 0;
+	}
+	if (th->win_switches < 0xffff)
+		th->win_switches++;
+	if (th->win_captures >= GS_OFF_WINDOW_CAP)
+		return false;
+	if (th->p < GS_OFF_P_ONE && (bpf_get_prandom_u32() & (GS_OFF_P_ONE - 1)) >= th->p)
+		return false;
+	th->win_captures++;
+	return true;
+}
+
+/* The stack record: struct gs_offcpu_stack right before a CPU sample that
+ * starts at the usual GS_SCRATCH_PREFIX offset of the scratch slot. */
+static __always_inline void gs_off_emit_stack(void *ctx, struct task_struct *p, __u32 tgid,
+					      const struct gs_target *t, struct gs_offcpu_thr *th,
+					      __u64 now, struct gs_stats *st)
+{
+	void *buf = gs_scratch(GS_SCRATCH_OFFCPU);
+	struct gs_offcpu_stack *h;
+	struct gs_cpu_sample *rec;
+	__u32 size;
+	__u64 total;
+
+	_Static_assert(sizeof(struct gs_offcpu_stack) <= GS_SCRATCH_PREFIX, "fits the prefix");
+	if (!buf) {
+		gs_stat_inc(st, GS_STAT_SCRATCH_ERR);
+		return;
+	}
+	rec = buf + GS_SCRATCH_PREFIX;
+	h = buf + GS_SCRATCH_PREFIX - sizeof(*h);
+	gs_fill_head(rec, bpf_get_current_pid_tgid());
+	rec->flags = GS_CPU_IN_KERNEL;
+	/* skip this program and bpf_trace_run4: the stack starts at __schedule */
+	size = gs_fill_stack_skip(ctx, p, tgid, t, kernel_stacks, 2, rec, st);
+	if (size > GS_CPU_SAMPLE_MAX_SIZE)
+		return;
+	rec->hdr.size = size;
+	th->seq++;
+	h->hdr.type = GS_REC_OFFCPU_STACK;
+	h->hdr.version = GS_RECORDS_VERSION;
+	h->hdr.ktime_ns = now;
+	h->seq = th->seq;
+	h->state = th->state;
+	h->pad = 0;
+	h->p = th->p;
+	h->pad2 = 0;
+	total = sizeof(*h) + size;
+	asm volatile("" : "+r"(total)); /* keep the check on the register used below */
+	if (total > GS_SCRATCH_SIZE - GS_SCRATCH_PREFIX + sizeof(*h))
+		return;
+	h->hdr.size = total;
+	if (bpf_ringbuf_output(&events, h, total, BPF_RB_NO_WAKEUP)) {
+		gs_stat_inc(st, GS_STAT_LOST);
+		return;
+	}
+	th->captured = 1;
+	gs_stat_inc(st, GS_STAT_OFF_STACKS);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(gs_off_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u32 tgid = prev->tgid, tid = prev->pid;
+	struct gs_offcpu_thr *th;
+	struct gs_target *t;
+	struct gs_stats *st;
+	__u64 now;
+
+	t = bpf_map_lookup_elem(&targets, &tgid);
+	if (!t || !tid)
+		return 0;
+	if (!offcpu_t0 || (prev->flags & GS_PF_EXITING))
+		return 0; /* window not open yet (seeding); exit: gs_offcpu_exit */
+	st = gs_stats_get();
+	now = bpf_ktime_get_ns();
+	th = bpf_map_lookup_elem(&offcpu_thr, &tid);
+	if (!th)
+		th = gs_off_new(prev, tid, tgid, now, st);
+	if (!th)
+		return 0;
+	gs_off_close(th, prev, tid, now, 0, st);
+	/* TASK_RUNNING (0) or a preemption: it stays in the run queue. */
+	th->state = preempt || !prev_state ? GS_OFF_RUNNABLE : GS_OFF_BLOCKED;
+	if (gs_off_want_stack(th, now))
+		gs_off_emit_stack(ctx, prev, tgid, t, th, now, st);
+	else
+		gs_stat_inc(st, GS_STAT_OFF_UNSAMPLED);
+	return 0;
+}
+
+/* From sched_process_exit (current == p, for every exiting thread). */
+static __always_inline void gs_offcpu_exit(struct task_struct *p)
+{
+	__u32 tid = p->pid;
+	struct gs_offcpu_thr *th = bpf_map_lookup_elem(&offcpu_thr, &tid);
+
+	if (!th)
+		return;
+	gs_off_close(th, p, tid, bpf_ktime_get_ns(), GS_OFFEND_EXIT, gs_stats_get());
+	bpf_map_delete_elem(&offcpu_thr, &tid);
+}
+
+#endif

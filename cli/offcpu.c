@@ -1,0 +1,516 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Off-CPU time in the session: GS_REC_OFFCPU_* records (bpf/offcpu.bpf.h,
+ * include/gpusample/records.h) -> profile samples.
+ *
+ * Per thread this keeps the exact split of its window into on-CPU, blocked
+ * and runnable time (the kernel's counters, summed from END records and the
+ * open intervals read at stop), and the sampled off-CPU intervals with the
+ * stack each waited in.  At build time:
+ *   - each sampled interval gives one sample per state part (blocked, then
+ *     the run-queue wait after its wake-up) with offcpu = its duration / p
+ *     (the probability its stack was taken), then every such sample of one
+ *     thread and state is scaled by one factor so that they sum to the
+ *     thread's exact time in that state (intervals without a stack are
+ *     spread over the sampled ones in proportion to their duration);
+ *   - a thread's CPU samples share its exact on-CPU time (sum_exec_runtime
+ *     over the window) equally, so cpu/nanoseconds is exact per thread and
+ *     statistical only per stack;
+ *   - time no sample can carry (a state without any sampled stack, on-CPU
+ *     time without a CPU sample) goes on a "[... stack not sampled]" frame.
+ * So for every thread cpu + offcpu = its wall time in the window.
+ */
+#include <errno.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/session_int.h"
+#include "symbolizer/array.h" /* gs_grow */
+
+enum { ON = 0, BLK = 1, RUN = 2 }; /* exact[] slots; BLK/RUN = enum gs_offcpu_state */
+
+struct off_thread {
+	uint32_t tid, tgid;
+	gs_str comm;
+	int64_t pend_stack; /* raw stack of the open sampled interval, -1 = none */
+	uint32_t pend_seq, pend_p;
+	uint64_t pend_out;
+	uint64_t exact[3];  /* ns: on-CPU, blocked, runnable */
+	uint64_t n_cpu;     /* CPU samples in the profile (build time) */
+	int64_t stop_stack; /* profile stack from /proc at stop, -1 = none */
+	bool has_stack;     /* a stack record came for it */
+	bool rem_given;     /* the first of them took the division's remainder */
+};
+
+struct off_sample {
+	uint32_t stack; /* raw stack index */
+	uint32_t tid;
+	uint64_t out;   /* start of this part (CLOCK_MONOTONIC) */
+	double w;       /* duration / p */
+	uint8_t state;  /* BLK or RUN */
+};
+
+struct gs_offcpu {
+	struct off_thread *th;
+	uint32_t n_th, cap_th;
+	uint32_t *slots; /* open addressing on tid: index + 1, 0 = empty */
+	uint32_t n_slots;
+	struct off_sample *smp;
+	size_t n_smp, cap_smp;
+	uint64_t stacks_lost; /* END without its stack record (or the reverse) */
+	uint64_t t_stop;
+};
+
+static int rehash(struct gs_offcpu *o, uint32_t n_slots)
+{
+	uint32_t *slots = calloc(n_slots, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < o->n_th; i++) {
+		uint32_t h = (o->th[i].tid * 2654435761u) & (n_slots - 1);
+
+		while (slots[h])
+			h = (h + 1) & (n_slots - 1);
+		slots[h] = i + 1;
+	}
+	free(o->slots);
+	o->slots = slots;
+	o->n_slots = n_slots;
+	return 0;
+}
+
+static struct off_thread *thread_find(struct gs_offcpu *o, uint32_t tid)
+{
+	if (!o->n_slots)
+		return NULL;
+	for (uint32_t h = (tid * 2654435761u) & (o->n_slots - 1); o->slots[h];
+	     h = (h + 1) & (o->n_slots - 1))
+		if (o->th[o->slots[h] - 1].tid == tid)
+			return &o->th[o->slots[h] - 1];
+	return NULL;
+}
+
+/* The thread's entry, made on first sight; NULL on allocation failure. */
+static struct off_thread *thread_get(struct gs_offcpu *o, uint32_t tid, uint32_t tgid)
+{
+	struct off_thread *t = thread_find(o, tid);
+	size_t cap = o->cap_th;
+	uint32_t h;
+
+	if (t)
+		return t;
+	if ((o->n_th + 1) * 2 > o->n_slots && rehash(o, o->n_slots ? o->n_slots * 2 : 256))
+		return NULL;
+	if (gs_grow((void **)&o->th, &cap, o->n_th + 1, sizeof(*o->th)))
+		return NULL;
+	o->cap_th = (uint32_t)cap;
+	o->th[o->n_th] = (struct off_thread){ .tid = tid, .tgid = tgid, .pend_stack = -1,
+					      .stop_stack = -1 };
+	for (h = (tid * 2654435761u) & (o->n_slots - 1); o->slots[h]; h = (h + 1) & (o->n_slots - 1))
+		;
+	o->slots[h] = ++o->n_th;
+	return &o->th[o->n_th - 1];
+}
+
+static int add_part(struct gs_offcpu *o, const struct off_thread *t, uint64_t out, uint64_t ns,
+		    uint8_t state)
+{
+	if (!ns)
+		return 0;
+	if (gs_grow((void **)&o->smp, &o->cap_smp, o->n_smp + 1, sizeof(*o->smp)))
+		return -ENOMEM;
+	o->smp[o->n_smp++] = (struct off_sample){
+		.stack = (uint32_t)t->pend_stack, .tid = t->tid, .out = out,
+		.w = (double)ns * GS_OFF_P_ONE / (t->pend_p ? t->pend_p : 1), .state = state,
+	};
+	return 0;
+}
+
+/* A sampled interval closed: blocked part first, then the run-queue wait. */
+static void close_sampled(struct gs_offcpu *o, struct off_thread *t, uint64_t blocked, uint64_t runnable)
+{
+	t->exact[BLK] += blocked;
+	t->exact[RUN] += runnable;
+	if (t->pend_stack >= 0) {
+		add_part(o, t, t->pend_out, blocked, BLK);
+		add_part(o, t, t->pend_out + blocked, runnable, RUN);
+	}
+	t->pend_stack = -1;
+}
+
+static void on_stack(struct session *s, const struct gs_offcpu_stack *h)
+{
+	const struct gs_cpu_sample *cs = (const void *)(h + 1);
+	char comm[GS_COMM_LEN + 1];
+	struct off_thread *t;
+	int64_t idx;
+
+	if (h->hdr.size < sizeof(*h) + sizeof(*cs) || cs->hdr.size > h->hdr.size - sizeof(*h))
+		return;
+	idx = gs_session_intern(s, cs);
+	t = thread_get(s->off, cs->tid, cs->tgid);
+	if (idx < 0 || !t)
+		return;
+	if (t->pend_stack >= 0)
+		s->off->stacks_lost++; /* its END was lost: the time stays exact */
+	memcpy(comm, cs->comm, GS_COMM_LEN);
+	comm[GS_COMM_LEN] = '\0';
+	t->comm = gs_profile_intern(&s->prof, comm);
+	t->has_stack = true;
+	t->pend_stack = idx;
+	t->pend_seq = h->seq;
+	t->pend_p = h->p;
+	t->pend_out = h->hdr.ktime_ns;
+}
+
+static void on_end(struct session *s, const struct gs_offcpu_end *e)
+{
+	struct off_thread *t = thread_get(s->off, e->tid, e->tgid);
+
+	if (!t)
+		return;
+	t->exact[ON] += e->acc_on_ns;
+	t->exact[BLK] += e->acc_blocked_ns;
+	t->exact[RUN] += e->acc_runnable_ns;
+	if (!e->seq)
+		return;
+	if (t->pend_stack >= 0 && t->pend_seq != e->seq) {
+		s->off->stacks_lost++;
+		t->pend_stack = -1;
+	}
+	close_sampled(s->off, t, e->blocked_ns, e->runnable_ns);
+}
+
+void gs_off_record(struct session *s, const struct gs_rec_hdr *h)
+{
+	if (!s->off)
+		return;
+	if (h->type == GS_REC_OFFCPU_STACK && h->size >= sizeof(struct gs_offcpu_stack))
+		on_stack(s, (const struct gs_offcpu_stack *)h);
+	else if (h->type == GS_REC_OFFCPU_END && h->size >= sizeof(struct gs_offcpu_end))
+		on_end(s, (const struct gs_offcpu_end *)h);
+}
+
+/* ---- window edges ------------------------------------------------------- */
+
+/* /proc/TGID/task/TID/schedstat: on-CPU ns, run-queue ns. */
+static int read_schedstat(uint32_t tgid, uint32_t tid, uint64_t *exec, uint64_t *delay)
+{
+	char path[64];
+	unsigned long long a, b;
+	FILE *f;
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/schedstat", tgid, tid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	n = fscanf(f, "%llu %llu", &a, &b);
+	fclose(f);
+	if (n != 2)
+		return -EIO;
+	*exec = a;
+	*delay = b;
+	return 0;
+}
+
+static void seed_process(struct session *s, uint32_t tgid)
+{
+	char path[48];
+	struct dirent *d;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%u/task", tgid);
+	dir = opendir(path);
+	if (!dir)
+		return;
+	while ((d = readdir(dir))) {
+		struct gs_offcpu_thr v = { .tgid = tgid, .p = GS_OFF_P_ONE };
+		uint32_t tid = (uint32_t)strtoul(d->d_name, NULL, 10);
+		uint64_t exec, delay;
+
+		if (!tid)
+			continue;
+		v.last_ns = v.win_start = gs_now_ns(CLOCK_MONOTONIC);
+		if (read_schedstat(tgid, tid, &exec, &delay))
+			continue;
+		v.sum_exec = exec;
+		v.run_delay = delay;
+		gs_sampler_offcpu_seed(s->sampler, tid, &v);
+	}
+	closedir(dir);
+}
+
+int gs_off_start(struct session *s)
+{
+	if (!s->o->offcpu)
+		return 0;
+	s->off = calloc(1, sizeof(*s->off));
+	if (!s->off)
+		return -ENOMEM;
+	/* BPF ignores switches until the window is set, so every thread
+	 * there now either gets its seed or, born after t0, starts at birth. */
+	for (uint32_t i = 0; i < s->procs.n; i++)
+		seed_process(s, s->procs.items[i].pid);
+	gs_sampler_offcpu_window(s->sampler, s->t0_mono);
+	return 0;
+}
+
+/* A thread that never switched out in the window (blocked all along, e.g.
+ * in a join or a long sleep) has no stack record: take the kernel functions
+ * it waits in from /proc/TID/stack ("[<0>] do_select+0x65c/0x940" lines,
+ * leaf first) under a marker frame, and its comm from /proc. */
+static void stop_stack(struct session *s, struct off_thread *t)
+{
+	char path[64], line[256], name[GS_COMM_LEN + 1] = "";
+	uint32_t locs[32];
+	uint32_t n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", t->tgid, t->tid);
+	if (!t->comm && (f = fopen(path, "re"))) {
+		if (fgets(name, sizeof(name), f)) {
+			name[strcspn(name, "\n")] = 0;
+			t->comm = gs_profile_intern(&s->prof, name);
+		}
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/stack", t->tgid, t->tid);
+	f = fopen(path, "re");
+	while (f && n < 31 && fgets(line, sizeof(line), f)) {
+		char *fn = strstr(line, "] "), *end;
+
+		if (!fn)
+			continue;
+		fn += 2;
+		end = fn + strcspn(fn, "+ \n");
+		*end = 0;
+		if (*fn)
+			locs[n++] = gs_session_special(s, fn);
+	}
+	if (f)
+		fclose(f);
+	locs[n++] = gs_session_special(s, "[off-CPU all window: user stack not sampled]");
+	t->stop_stack = gs_profile_add_stack(&s->prof, locs, n);
+}
+
+/* A thread's interval still open after the detach: split it like BPF does,
+ * from its schedstat now. */
+static int close_open(void *ctx, uint32_t tid, const struct gs_offcpu_thr *v)
+{
+	struct session *s = ctx;
+	struct off_thread *t = thread_get(s->off, tid, v->tgid);
+	uint64_t now = s->off->t_stop, exec, delay, wall, on, run;
+
+	if (!t)
+		return 0;
+	t->exact[ON] += v->acc_on_ns;
+	t->exact[BLK] += v->acc_blocked_ns;
+	t->exact[RUN] += v->acc_runnable_ns;
+	if (read_schedstat(v->tgid, tid, &exec, &delay))
+		return 0; /* gone meanwhile: its exit record has the rest */
+	if (!t->has_stack)
+		stop_stack(s, t);
+	wall = now > v->last_ns ? now - v->last_ns : 0;
+	on = exec > v->sum_exec ? exec - v->sum_exec : 0;
+	on = on > wall ? wall : on;
+	run = delay > v->run_delay ? delay - v->run_delay : 0;
+	run = run > wall - on ? wall - on : run;
+	t->exact[ON] += on;
+	if (v->captured && t->pend_stack >= 0 && t->pend_seq == v->seq) {
+		close_sampled(s->off, t, wall - on - run, run);
+	} else {
+		t->exact[BLK] += wall - on - run;
+		t->exact[RUN] += run;
+	}
+	return 0;
+}
+
+void gs_off_stop(struct session *s)
+{
+	if (!s->off)
+		return;
+	s->off->t_stop = gs_now_ns(CLOCK_MONOTONIC);
+	gs_sampler_offcpu_each(s->sampler, close_open, s);
+}
+
+uint64_t gs_off_stop_time(struct session *s)
+{
+	return s->off ? s->off->t_stop : gs_now_ns(CLOCK_MONOTONIC);
+}
+
+/* ---- building the profile ----------------------------------------------- */
+
+static gs_str state_name(struct gs_profile *p, int state)
+{
+	return gs_profile_intern(p, state == ON ? "running" : state == BLK ? "blocked" : "runnable");
+}
+
+/* A sample carrying time without a sampled stack: "[blocked: stack not
+ * sampled]" and the like, so the thread's sums stay exact. */
+static int add_unsampled(struct session *s, const struct off_thread *t, int state, uint64_t ns)
+{
+	static const char *const names[] = { "[on-CPU: no CPU sample]", "[blocked: stack not sampled]",
+					     "[runnable: stack not sampled]" };
+	uint32_t loc = gs_session_special(s, names[state]);
+	int64_t stack = state != ON && t->stop_stack >= 0 ? t->stop_stack
+						       : gs_profile_add_stack(&s->prof, &loc, 1);
+	struct gs_sample smp = {
+		.values = { [GS_V_CPU_NS] = state == ON ? (int64_t)ns : 0,
+			    [GS_V_OFFCPU_NS] = state == ON ? 0 : (int64_t)ns },
+		.pid = t->tgid, .tid = t->tid, .thread_name = t->comm,
+		.process_role = gs_profile_intern(&s->prof, gs_session_role(s, t->tgid)),
+		.cuda_device = -1,
+	};
+
+	if (stack < 0)
+		return (int)stack;
+	smp.stack = (uint32_t)stack;
+	smp.str_labels[GS_SL_THREAD_STATE] = state_name(&s->prof, state);
+	return gs_profile_add_sample(&s->prof, &smp);
+}
+
+/* Scale the thread's sampled parts of one state to its exact time there. */
+static int add_state(struct session *s, const struct off_thread *t, int state, const uint32_t *stack_ids)
+{
+	struct gs_offcpu *o = s->off;
+	double sum = 0, scale;
+	int64_t left = (int64_t)t->exact[state];
+	size_t last = SIZE_MAX;
+
+	for (size_t i = 0; i < o->n_smp; i++)
+		if (o->smp[i].tid == t->tid && o->smp[i].state == state)
+			sum += o->smp[i].w;
+	if (sum <= 0)
+		return left > 0 ? add_unsampled(s, t, state, (uint64_t)left) : 0;
+	scale = (double)t->exact[state] / sum;
+	for (size_t i = 0; i < o->n_smp; i++) {
+		const struct off_sample *x = &o->smp[i];
+		struct gs_sample smp = {
+			.stack = stack_ids[x->stack],
+			.time_ns = x->out > s->t0_mono ? x->out - s->t0_mono : 0,
+			.pid = t->tgid, .tid = t->tid, .thread_name = t->comm,
+			.process_role = gs_profile_intern(&s->prof, gs_session_role(s, t->tgid)),
+			.cuda_device = -1,
+		};
+
+		if (x->tid != t->tid || x->state != state)
+			continue;
+		smp.values[GS_V_OFFCPU_NS] = llround(x->w * scale);
+		left -= smp.values[GS_V_OFFCPU_NS];
+		smp.str_labels[GS_SL_THREAD_STATE] = state_name(&s->prof, state);
+		if (gs_profile_add_sample(&s->prof, &smp))
+			return -ENOMEM;
+		last = s->prof.n_samples - 1;
+	}
+	if (last != SIZE_MAX) { /* rounding: keep the sum exact */
+		s->prof.samples[last].values[GS_V_OFFCPU_NS] += left;
+		s->prof.samples[last].values[GS_V_WALL_NS] += left;
+	}
+	return 0;
+}
+
+/* CPU samples: label "running"; with off-CPU accounting, a thread's CPU
+ * samples share its exact on-CPU time. */
+static int scale_cpu(struct session *s)
+{
+	struct gs_profile *p = &s->prof;
+	struct gs_offcpu *o = s->off;
+	size_t n = p->n_samples;
+
+	for (size_t i = 0; i < n; i++) {
+		struct gs_sample *x = &p->samples[i];
+		struct off_thread *t;
+
+		if (x->cuda_device >= 0 || !x->values[GS_V_SAMPLES])
+			continue;
+		x->str_labels[GS_SL_THREAD_STATE] = state_name(p, ON);
+		if (o && (t = thread_find(o, x->tid))) {
+			t->n_cpu++;
+			if (!t->comm)
+				t->comm = x->thread_name;
+		}
+	}
+	if (!o)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		struct gs_sample *x = &p->samples[i];
+		struct off_thread *t;
+		int64_t share;
+
+		if (x->cuda_device >= 0 || !x->values[GS_V_SAMPLES] ||
+		    !(t = thread_find(o, x->tid)) || !t->exact[ON])
+			continue;
+		share = (int64_t)(t->exact[ON] / t->n_cpu);
+		if (!t->rem_given) {
+			share += (int64_t)(t->exact[ON] % t->n_cpu);
+			t->rem_given = true;
+		}
+		x->values[GS_V_WALL_NS] += share - x->values[GS_V_CPU_NS];
+		x->values[GS_V_CPU_NS] = share;
+	}
+	return 0;
+}
+
+int gs_off_finish(struct session *s, const uint32_t *stack_ids)
+{
+	struct gs_offcpu *o = s->off;
+	uint32_t n_th;
+
+	if (scale_cpu(s))
+		return -ENOMEM;
+	if (!o)
+		return 0;
+	n_th = o->n_th;
+	for (uint32_t i = 0; i < n_th; i++) {
+		const struct off_thread *t = &o->th[i];
+
+		if (!t->n_cpu && t->exact[ON] && add_unsampled(s, t, ON, t->exact[ON]))
+			return -ENOMEM;
+		if (add_state(s, t, BLK, stack_ids) || add_state(s, t, RUN, stack_ids))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+void gs_off_comments(struct session *s, const struct gs_sampler_stats *st)
+{
+	struct gs_profile *p = &s->prof;
+
+	if (!s->off) {
+		gs_profile_add_comment(p, "off-CPU: off (--no-offcpu)");
+		return;
+	}
+	gs_profile_add_comment(p, "off-CPU: sched_switch; per thread exact on-CPU (sum_exec_runtime), "
+			       "runnable (run_delay) and blocked time; cpu/nanoseconds of a thread "
+			       "is its exact on-CPU time shared by its CPU samples");
+	gs_profile_add_comment(p, "off-CPU stacks: taken at switch-out with p = 1 up to %u "
+			       "switch-outs/s per thread, then p = %u / rate; %llu stacks, %llu "
+			       "switch-outs without a stack (their time is spread over the sampled "
+			       "stacks of the same thread and state, weights duration / p)",
+			       GS_OFF_DEFAULT_RATE, GS_OFF_DEFAULT_RATE,
+			       (unsigned long long)st->off_stacks, (unsigned long long)st->off_unsampled);
+	if (s->off->stacks_lost || st->off_threads_full || st->off_unseeded)
+		gs_profile_add_comment(p, "off-CPU lost: %llu stack records unmatched, %llu threads "
+				       "not accounted (map full), %llu threads accounted from first "
+				       "sight only",
+				       (unsigned long long)s->off->stacks_lost,
+				       (unsigned long long)st->off_threads_full,
+				       (unsigned long long)st->off_unseeded);
+}
+
+void gs_off_free(struct session *s)
+{
+	if (!s->off)
+		return;
+	free(s->off->th);
+	free(s->off->slots);
+	free(s->off->smp);
+	free(s->off);
+	s->off = NULL;
+}
