@@ -123,11 +123,35 @@ static void table(FILE *out, const struct rank_split *r, size_t n, uint64_t *tmp
 	}
 }
 
+/* The straggler's categories above the other ranks' median, largest first
+ * (at most 3, each at least 2% of its wall time): what holds it back. */
+static void print_excess(FILE *out, const struct rank_split *r, size_t n, size_t s, uint64_t *tmp)
+{
+	double d[GS_NWALL_CATS];
+	int shown = 0;
+
+	for (int c = 0; c < GS_NWALL_CATS; c++)
+		d[c] = c == GS_WALL_COLLECTIVE ? 0 : (double)r[s].x.ns[c] - cat_median(r, n, c, s, tmp);
+	while (shown < 3) {
+		int best = -1;
+
+		for (int c = 0; c < GS_NWALL_CATS; c++)
+			if (d[c] > 0.02 * (double)r[s].x.total_ns && (best < 0 || d[c] > d[best]))
+				best = c;
+		if (best < 0)
+			break;
+		fprintf(out, "%s %s (+%.2f s: %.2f s, %.0f%% of its wall time)",
+			shown ? "," : "; it spends more than the others in", gs_wall_cat_name[best], d[best] / 1e9,
+			(double)r[s].x.ns[best] / 1e9, 100.0 * (double)r[s].x.ns[best] / (double)r[s].x.total_ns);
+		d[best] = 0;
+		shown++;
+	}
+}
+
 static void straggler(FILE *out, const struct rank_split *r, size_t n, uint64_t *tmp)
 {
 	size_t s = 0;
-	int excess_cat = -1;
-	double others, excess = 0;
+	double others;
 
 	for (size_t i = 1; i < n; i++)
 		if (r[i].x.ns[GS_WALL_COLLECTIVE] < r[s].x.ns[GS_WALL_COLLECTIVE])
@@ -139,21 +163,10 @@ static void straggler(FILE *out, const struct rank_split *r, size_t n, uint64_t 
 		fprintf(out, "  No straggler: collective wait is even across ranks.\n");
 		return;
 	}
-	for (int c = 0; c < GS_NWALL_CATS; c++) {
-		double d = (double)r[s].x.ns[c] - cat_median(r, n, c, s, tmp);
-
-		if (c != GS_WALL_COLLECTIVE && d > excess) {
-			excess = d;
-			excess_cat = c;
-		}
-	}
 	fprintf(out, "  Straggler: rank %" PRId64 " -- the other ranks wait %.2f s (median) in collectives "
 		"for it, rank %" PRId64 " only %.2f s",
 		r[s].rank, others / 1e9, r[s].rank, (double)r[s].x.ns[GS_WALL_COLLECTIVE] / 1e9);
-	if (excess_cat >= 0)
-		fprintf(out, "; it spends %.2f s more than the others in %s (%.2f s, %.0f%% of its wall time)",
-			excess / 1e9, gs_wall_cat_name[excess_cat], (double)r[s].x.ns[excess_cat] / 1e9,
-			r[s].x.total_ns ? 100.0 * (double)r[s].x.ns[excess_cat] / (double)r[s].x.total_ns : 0.0);
+	print_excess(out, r, n, s, tmp);
 	fprintf(out, ".\n");
 }
 

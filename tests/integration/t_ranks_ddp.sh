@@ -6,9 +6,11 @@
 #    rank=0 / rank=1 (from RANK in their environment), local_rank,
 #    world_size=2 and host; torchrun itself is not a rank;
 #  - each rank gets its own "where the time goes" and verdict;
-#  - with rank 1 sleeping 60 ms before each step, rank 0's collective wait
+#  - with rank 1 sleeping 100 ms before each step, rank 0's collective wait
 #    (the gradient all-reduce waiting for rank 1) rises against a run
-#    without the sleep, and the cross-rank table names rank 1 the straggler.
+#    without the sleep (share of its wall time: at least 1.5x and 3 points
+#    more, and at least twice rank 1's), and the cross-rank table names
+#    rank 1 the straggler, sleeping, with numbers.
 # Needs the off-CPU samples (gs/offcpu) and the wall-clock split
 # (gs/walltime): waiting in an all-reduce is off-CPU time, so without them
 # the straggler cannot show and this test fails.
@@ -44,8 +46,8 @@ collective_pct() {
 		END { if (!found) print 0 }' "$1"
 }
 
-ddp_run "$T/base" --seconds 3
-ddp_run "$T/slow" --seconds 4 --sleep-rank 1 --sleep-ms 60
+ddp_run "$T/base" --seconds 2
+ddp_run "$T/slow" --seconds 3 --sleep-rank 1 --sleep-ms 100
 cat "$T/slow.ranks"
 
 # Ranks, roles and labels, as go tool pprof reads them.
@@ -75,11 +77,13 @@ s0=$(collective_pct "$T/slow.report" 0)
 s1=$(collective_pct "$T/slow.report" 1)
 echo "collective wait of rank 0: ${b0}% without the sleep, ${s0}% with rank 1 sleeping (rank 1: ${s1}%)"
 sed -n '/^Across ranks/,$p' "$T/slow.report"
-awk -v b="$b0" -v s="$s0" -v o="$s1" 'BEGIN { exit !(s + 0 >= 15 && s >= 2 * b && s >= 2 * o) }' || {
+# (Margins for a loaded machine: the baseline's waits are not zero when the
+# ranks compete for few cores.)
+awk -v b="$b0" -v s="$s0" -v o="$s1" 'BEGIN { exit !(s >= 1.5 * b && s - b >= 3 && s >= 2 * o) }' || {
 	sed -n '/^Where the time goes/,$p' "$T/slow.report"
 	fail "rank 0's collective wait did not rise clearly (${b0}% -> ${s0}%, rank 1 ${s1}%)"
 }
 grep -q '^  collective wait .* rank 0$' "$T/slow.report" || fail "cross-rank table: collective wait max is not at rank 0"
-grep -q '^  Straggler: rank 1 -- the other ranks wait [0-9.]* s (median) in collectives for it, rank 1 only [0-9.]* s; it spends [0-9.]* s more than the others in sleep' "$T/slow.report" ||
+grep -q '^  Straggler: rank 1 -- the other ranks wait [0-9.]* s (median) in collectives for it, rank 1 only [0-9.]* s; it spends more than the others in .*sleep (+[0-9.]* s' "$T/slow.report" ||
 	fail "the report does not name rank 1 the straggler (sleeping)"
 ok "straggler rank 1 named with numbers; rank 0 collective wait ${b0}% -> ${s0}%"

@@ -82,8 +82,8 @@ Test(report_ranks, straggler_named_with_numbers)
 	cr_assert(strstr(out, "  collective wait       0.10 s    1.55 s    3.00 s  rank 0"), "%s", out);
 	cr_assert(strstr(out, "  sleep                 0.00 s    1.50 s    3.00 s  rank 1"), "%s", out);
 	cr_assert(strstr(out, "Straggler: rank 1 -- the other ranks wait 3.00 s (median) in collectives "
-			      "for it, rank 1 only 0.10 s; it spends 3.00 s more than the others in sleep "
-			      "(3.00 s, 59% of its wall time)."), "%s", out);
+			      "for it, rank 1 only 0.10 s; it spends more than the others in sleep "
+			      "(+3.00 s: 3.00 s, 59% of its wall time)."), "%s", out);
 	free(out);
 	gs_profile_free(&d.p);
 }
