@@ -28,7 +28,6 @@
  *     bool exited = 8; }            // strings as string-table indices
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -143,14 +142,15 @@ enum xstr {
 };
 
 /* Process root frames (profile.process_frames): CPU samples get a
- * synthetic root Location "[process ROLE rank N]" so that every pprof view
- * shows each process role (and rank) as its own tree without -tagroot.  The
+ * synthetic root Location "[process ROLE]" so that every pprof view shows
+ * the main process and its DataLoader workers as separate trees without
+ * -tagroot.  Role only, no pid or rank: a merge of 512 ranks stays three
+ * trees, and fleet backends aggregate across runs (ranks are labels).  The
  * encoder adds them after the model's locations, functions and strings;
  * the reader drops them again (and sets process_frames). */
 #define PROC_FRAME_PREFIX "[process "
 struct pframe {
 	gs_str role;
-	int64_t rank; /* -1: none */
 	char name[96];
 };
 
@@ -505,12 +505,11 @@ static int process_frames(struct enc *e, const struct agg *aggs, size_t n_aggs)
 		return -ENOMEM;
 	for (size_t i = 0; i < n_aggs; i++) {
 		const struct gs_sample *s = &p->samples[aggs[i].rep];
-		int64_t rank = s->num_set & (1u << GS_NL_RANK) ? s->num_labels[GS_NL_RANK] : -1;
 		uint32_t k = 0;
 
 		if (s->cuda_device >= 0 || !s->process_role)
 			continue;
-		while (k < e->n_pf && (e->pf[k].role != s->process_role || e->pf[k].rank != rank))
+		while (k < e->n_pf && e->pf[k].role != s->process_role)
 			k++;
 		if (k == e->n_pf) {
 			if (k == cap) {
@@ -519,9 +518,9 @@ static int process_frames(struct enc *e, const struct agg *aggs, size_t n_aggs)
 					return -ENOMEM;
 				e->pf = n;
 			}
-			e->pf[k] = (struct pframe){ .role = s->process_role, .rank = rank };
-			snprintf(e->pf[k].name, sizeof(e->pf[k].name), rank >= 0 ? "%s%s rank %" PRId64 "]" : "%s%s]",
-				 PROC_FRAME_PREFIX, gs_profile_str(p, s->process_role), rank);
+			e->pf[k] = (struct pframe){ .role = s->process_role };
+			snprintf(e->pf[k].name, sizeof(e->pf[k].name), "%s%.80s]", PROC_FRAME_PREFIX,
+				 gs_profile_str(p, s->process_role));
 			e->n_pf++;
 		}
 		e->agg_pf[i] = k + 1;

@@ -160,7 +160,7 @@ struct gs_profile {
 	uint64_t lost_samples;   /* ring buffer drops + BPF-side drops */
 	enum gs_value default_sample_type; /* GS_V_CPU_NS unless GPU data */
 	bool process_frames;     /* pprof: CPU samples get a root frame
-				  * "[process ROLE rank N]" (output/pprof.c) */
+				  * "[process ROLE]" (output/pprof.c) */
 };
 
 void gs_profile_init(struct gs_profile *p);

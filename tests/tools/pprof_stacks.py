@@ -5,7 +5,7 @@ print one line per sample: VALUE<TAB>LABELS<TAB>leaf;...;root
 LABELS is "key=value,key=value" as pprof printed them.  Extra arguments go
 to pprof (e.g. -sample_index=gpu_samples; -lines prints each frame as
 "function file:line", which the Python tests use for qualname and line).
-The synthetic root frame "[process ROLE rank N]" that gpusample puts on CPU
+The synthetic root frame "[process ROLE]" that gpusample puts on CPU
 samples so that viewers show each process role as its own tree is dropped
 (its information is in the process_role and rank labels), so that the
 frames are the thread's own; GS_KEEP_PROCESS_FRAME=1 keeps it.  Used by the integration tests so
