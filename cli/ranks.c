@@ -6,7 +6,10 @@
  * by rank (`go tool pprof -tagfocus=rank=1`) and by host.
  */
 #include <stdio.h>
+#include <errno.h>
+#include <limits.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/session_int.h"
@@ -86,8 +89,49 @@ static int64_t root_rank(const struct session *s)
 	return r.rank;
 }
 
+/* A name made from a template (%h, %p, %r) is meant to be one run's own:
+ * srun starts one gpusample per task, so a file already at the expanded
+ * path is another run's profile, and it is never replaced.  Checked before
+ * the run starts (a run that would only fail at the end is worse); runs
+ * started at the same instant are the output layer's to keep apart. */
+static int refuse_clash(const struct session *s, const char *tmpl)
+{
+	static const struct { unsigned fmt; const char *suffix; } outs[] = {
+		{ GS_FMT_PPROF, ".pb.gz" }, { GS_FMT_SPEEDSCOPE, ".speedscope.json" },
+		{ GS_FMT_FOLDED, ".cpu.folded" }, { GS_FMT_FOLDED, ".gpu.folded" },
+		{ GS_FMT_TRACE, ".trace.json" },
+	};
+	char path[PATH_MAX + 32];
+	struct stat st;
+
+	for (size_t i = 0; i < sizeof(outs) / sizeof(outs[0]); i++) {
+		if (!(s->o->formats & outs[i].fmt))
+			continue;
+		snprintf(path, sizeof(path), "%s%s", s->prefix, outs[i].suffix);
+		if (!lstat(path, &st)) {
+			fprintf(stderr, "gpusample: %s exists: -o %s names one run's files, and this one is "
+				"another run's; not overwriting it (remove it, or add %%p or %%r to -o)\n",
+				path, tmpl);
+			return -EEXIST;
+		}
+	}
+	return 0;
+}
+
+static bool has_escape(const char *tmpl)
+{
+	for (const char *t = strchr(tmpl, '%'); t; t = strchr(t + 2, '%')) {
+		if (t[1] == 'h' || t[1] == 'p' || t[1] == 'r')
+			return true;
+		if (!t[1])
+			break;
+	}
+	return false;
+}
+
 int gs_session_prefix(struct session *s)
 {
+	const char *tmpl = s->o->prefix ? s->o->prefix : "gpusample-%p";
 	char host[256];
 	struct gs_prefix_vars v = { .host = host, .pid = s->roots[0], .rank = root_rank(s) };
 	int rc;
@@ -95,9 +139,10 @@ int gs_session_prefix(struct session *s)
 	if (gethostname(host, sizeof(host)))
 		host[0] = '\0';
 	host[sizeof(host) - 1] = '\0';
-	rc = gs_expand_prefix(s->o->prefix ? s->o->prefix : "gpusample-%p", &v, s->prefix,
-			      sizeof(s->prefix), s->err, sizeof(s->err));
-	if (rc)
+	rc = gs_expand_prefix(tmpl, &v, s->prefix, sizeof(s->prefix), s->err, sizeof(s->err));
+	if (rc) {
 		fprintf(stderr, "gpusample: %s\n", s->err);
-	return rc;
+		return rc;
+	}
+	return has_escape(tmpl) ? refuse_clash(s, tmpl) : 0;
 }
