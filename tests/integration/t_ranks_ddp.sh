@@ -6,7 +6,8 @@
 #    rank=0 / rank=1 (from RANK in their environment), local_rank,
 #    world_size=2 and host; torchrun itself is not a rank;
 #  - each rank gets its own "where the time goes" and verdict;
-#  - with rank 1 sleeping 100 ms before each step, rank 0's collective wait
+#  - with rank 1 sleeping 300 ms before each step (a clear straggler also
+#    on a loaded machine, where steps are slow), rank 0's collective wait
 #    (the gradient all-reduce waiting for rank 1) rises against a run
 #    without the sleep (share of its wall time: at least 1.5x and 3 points
 #    more, and at least twice rank 1's), and the cross-rank table names
@@ -47,7 +48,7 @@ collective_pct() {
 }
 
 ddp_run "$T/base" --seconds 2
-ddp_run "$T/slow" --seconds 3 --sleep-rank 1 --sleep-ms 100
+ddp_run "$T/slow" --seconds 3 --sleep-rank 1 --sleep-ms 300
 cat "$T/slow.ranks"
 
 # Ranks, roles and labels, as go tool pprof reads them.
