@@ -451,3 +451,10 @@ int gs_dframe_eq(const struct gs_dframe *a, const struct gs_dframe *b)
 	return a->type == b->type && a->kernel == b->kernel && a->fn == b->fn &&
 	       a->line == b->line && a->loc == b->loc;
 }
+
+void gs_term_clean(char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
+}

@@ -11,7 +11,9 @@
 #define GS_OUTPUT_INTERNAL_H
 
 #include <stdint.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include "gpusample/profile.h"
 
 /* Hashing (64-bit mix and FNV-1a over bytes). */
@@ -110,6 +112,16 @@ int gs_wbuf_flush(struct gs_wbuf *w);
 void gs_json_escape(struct gs_wbuf *w, const char *s);
 /* Same into a buffer (tests); returns the length written (truncates). */
 size_t gs_json_escape_buf(const char *s, char *out, size_t outlen);
+
+/* Make a target-controlled string safe for a terminal, in place: every
+ * control byte (< 0x20, 0x7f) becomes '?', so names cannot move the cursor
+ * or inject escape sequences into the report. */
+void gs_term_clean(char *s);
+
+/* The report's "Where the time goes" section and verdicts
+ * (output/report_wall.c); gpu_line (may be NULL) is printed after the
+ * splits.  Returns 0 or -ENOMEM. */
+int gs_report_wall(const struct gs_profile *p, FILE *out, bool color, const char *gpu_line);
 
 /* Open path via gs_output_open and report errors in err. */
 int gs_output_fail(char *err, size_t errlen, int rc, const char *what, const char *path);

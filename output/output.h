@@ -65,13 +65,36 @@ struct gs_report_opts {
  * time goes" verdict (heuristics table in report.c).  o may be NULL. */
 int gs_write_report(const struct gs_profile *p, const struct gs_report_opts *o, FILE *out);
 
-/* Wall-clock classification: one table (output/walltime.c) maps a sample
- * (its thread_state label and its frames) to where that wall time went.
- * Every sample's wall value (cpu + offcpu ns) falls in exactly one category,
- * so a thread's split sums to its wall time in the profile. */
+/* Wall-clock classification: one table (output/walltime.c, `rules`) maps a
+ * CPU sample (its thread_state label and its frames) to where that wall
+ * time went.  Every sample's wall value (gs_wall_ns) falls in exactly one
+ * category, so a thread's split sums to its wall time in the profile.
+ *
+ * Order: thread_state "runnable" is CPU starvation, whatever the frames.
+ * Else the highest-priority frame class on any frame of the stack, in this
+ * order (frames matched, Python by qualname's last part and file, native by
+ * symbol without parameters):
+ *   GIL wait    take_gil, PyEval_RestoreThread, PyEval_AcquireThread,
+ *               PyEval_AcquireLock, PyGILState_Ensure
+ *   collective  any function of torch/distributed/distributed_c10d.py,
+ *               torch.distributed barrier; native c10d::* (ProcessGroup*,
+ *               Work::wait, DDP's Reducer), gloo::*, nccl*
+ *   CUDA sync   torch/cuda synchronize; cudaStreamSynchronize,
+ *               cudaDeviceSynchronize, cudaEventSynchronize, cudaMemcpy,
+ *               cuStreamSynchronize*, cuCtxSynchronize*,
+ *               cuEventSynchronize*, cuMemcpyDtoH*,
+ *               c10::cuda::stream_synchronize, *_local_scalar_dense*,
+ *               at::Tensor::item, THPVariable_item, THPVariable_cpu
+ *               (spinning on-CPU there is sync too, not compute)
+ *   input wait  torch/utils/data iterator __next__, _next_data, _get_data,
+ *               _try_get_data (waiting for a batch, or making it with
+ *               num_workers=0)
+ *   sleep       time_sleep, pysleep, usleep, *nanosleep* (libc, kernel)
+ * Else "blocked" (or off-CPU time without a label: an old file) is other
+ * blocking, and on-CPU time is compute. */
 enum gs_wall_cat {
 	GS_WALL_COMPUTE = 0,   /* on-CPU work not covered below */
-	GS_WALL_INPUT,         /* main thread waiting on the DataLoader iterator */
+	GS_WALL_INPUT,         /* waiting on (or running) the DataLoader iterator */
 	GS_WALL_CUDA_SYNC,     /* blocked or spinning in a CUDA synchronize/D2H copy */
 	GS_WALL_COLLECTIVE,    /* torch.distributed / gloo / NCCL waits */
 	GS_WALL_GIL,           /* waiting for the GIL (take_gil) */
@@ -82,12 +105,18 @@ enum gs_wall_cat {
 };
 extern const char *const gs_wall_cat_name[GS_NWALL_CATS]; /* "compute", ... */
 
-/* Category of one sample; GPU samples give -EINVAL. */
+/* Category of one sample (walks its stack; gs_wall_split caches per stack
+ * and is the one to use over many samples); GPU samples give -EINVAL. */
 int gs_wall_classify(const struct gs_profile *p, const struct gs_sample *s);
 
-/* Wall split of the samples accepted by keep (NULL = all CPU samples):
+/* Wall time of a CPU sample in ns: cpu (samples * period when the cpu
+ * column is 0) + offcpu, or its wall column when larger. */
+int64_t gs_wall_ns(const struct gs_profile *p, const struct gs_sample *s);
+
+/* Wall split of the CPU samples accepted by keep (NULL = all CPU samples):
  * ns[] per category, total_ns their sum, top_stack[] the stack index with the
- * most ns in each category (UINT32_MAX if none). */
+ * most ns in each category (UINT32_MAX if none).  Returns 0 or -ENOMEM.
+ * Usable per process, thread or rank through keep/ctx. */
 struct gs_wall_split {
 	uint64_t ns[GS_NWALL_CATS];
 	uint64_t total_ns;

@@ -2,8 +2,8 @@
 /*
  * Terminal report: header, top functions (self/total), processes and
  * threads, notes, GPU kernels (stall mix, hottest lines, launching Python
- * line), and a "where the time goes" verdict for the main thread and the
- * DataLoader workers.
+ * line), and "where the time goes": wall-clock splits and verdicts
+ * (output/report_wall.c, categories from output/walltime.c).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -12,106 +12,6 @@
 
 #include "output/internal.h"
 #include "output/output.h"
-
-/* ---- where-the-time-goes heuristics ------------------------------------- */
-
-enum cls { C_COMPUTE = 0, C_INPUT, C_SYNC, C_N };
-static const char *const cls_name[C_N] = {"CPU compute", "input wait (DataLoader)", "GPU sync"};
-
-enum { K_PY = 1, K_NATIVE = 2 };
-
-/* A CPU (or off-CPU) sample is classified by the leaf-most frame of its
- * stack that matches a row; no match = CPU compute.  Leaf-most wins, so the
- * queue get / poll / select / futex frames under a DataLoader `_next_data`
- * count as input wait, and a `.item()` inside a training step counts as
- * sync.  base: the function's name without namespaces/classes and
- * parameters; file: a substring its source file must contain (NULL = any);
- * kinds: which frame kinds may match. */
-static const struct marker {
-	enum cls cls;
-	const char *base;
-	const char *file;
-	uint8_t kinds;
-} markers[] = {
-	/* torch.utils.data.DataLoader iterators, waiting for or making a batch */
-	{C_INPUT, "__next__", "utils/data/", K_PY},
-	{C_INPUT, "_next_data", "utils/data/", K_PY},
-	{C_INPUT, "_get_data", "utils/data/", K_PY},
-	{C_INPUT, "_try_get_data", "utils/data/", K_PY},
-	/* host waits for the GPU */
-	{C_SYNC, "synchronize", "torch/cuda", K_PY},     /* torch.cuda.synchronize() */
-	{C_SYNC, "cudaStreamSynchronize", NULL, K_NATIVE},
-	{C_SYNC, "cudaDeviceSynchronize", NULL, K_NATIVE},
-	{C_SYNC, "cudaEventSynchronize", NULL, K_NATIVE},
-	{C_SYNC, "cuCtxSynchronize", NULL, K_NATIVE},
-	{C_SYNC, "cuStreamSynchronize", NULL, K_NATIVE},
-	{C_SYNC, "cuEventSynchronize", NULL, K_NATIVE},
-	{C_SYNC, "item", NULL, K_NATIVE},                /* at::Tensor::item() */
-	{C_SYNC, "_local_scalar_dense", NULL, K_NATIVE}, /* what .item() runs */
-	{C_SYNC, "cudaMemcpy", NULL, K_NATIVE},          /* synchronous (D2H) copy */
-	{C_SYNC, "cuMemcpyDtoH", NULL, K_NATIVE},
-	{C_SYNC, "cuMemcpyDtoH_v2", NULL, K_NATIVE},
-};
-
-/* A process whose CPU stacks run this is a DataLoader worker, whatever its
- * role label says (torch does not rename worker processes). */
-static const struct marker worker_marker = {C_COMPUTE, "_worker_loop", "utils/data/", K_PY};
-
-/* Function name without namespaces/classes and parameters. */
-static const char *base_name(const char *name, char *buf, size_t len)
-{
-	const char *s = gs_short_cxx_name(name, buf, len);
-	const char *c = strrchr(s, ':');
-	const char *d = strrchr(s, '.');
-	if (d && (!c || d > c))
-		c = d;
-	return c ? c + 1 : s;
-}
-
-static bool marker_matches(const struct marker *m, const char *base, const char *file, uint8_t kind)
-{
-	return (m->kinds & kind) && strcmp(base, m->base) == 0 && (!m->file || strstr(file, m->file));
-}
-
-/* Per-function marker class + 1 (0 = none) in the low bits, and
- * WORKER_FN for the DataLoader worker loop; computed once. */
-#define WORKER_FN 0x80
-static uint8_t *classify_functions(const struct gs_profile *p, const uint8_t *fn_kind)
-{
-	uint8_t *cls = calloc(p->n_functions + 1, 1);
-	char buf[512];
-	if (!cls)
-		return NULL;
-	for (uint32_t id = 1; id <= p->n_functions; id++) {
-		const struct gs_function *f = gs_profile_function(p, id);
-		const char *b = base_name(gs_profile_str(p, f->name), buf, sizeof(buf));
-		const char *file = gs_profile_str(p, f->file);
-		uint8_t k = fn_kind[id] == GS_FRAME_PYTHON ? K_PY : K_NATIVE;
-		for (size_t m = 0; m < sizeof(markers) / sizeof(markers[0]); m++) {
-			if (marker_matches(&markers[m], b, file, k)) {
-				cls[id] = (uint8_t)(markers[m].cls + 1);
-				break;
-			}
-		}
-		if (marker_matches(&worker_marker, b, file, k))
-			cls[id] |= WORKER_FN;
-	}
-	return cls;
-}
-
-static enum cls classify_stack(const struct gs_profile *p, uint32_t st, const uint8_t *fcls)
-{
-	const struct gs_stack *s = &p->stacks[st];
-	for (uint32_t i = 0; i < s->n; i++) { /* leaf first */
-		const struct gs_location *l = gs_profile_location(p, p->stack_locs[s->first + i]);
-		for (uint32_t k = 0; k < l->n_lines; k++) {
-			uint32_t fn = p->lines[l->first_line + k].function;
-			if (fn && (fcls[fn] & ~WORKER_FN))
-				return (enum cls)((fcls[fn] & ~WORKER_FN) - 1);
-		}
-	}
-	return C_COMPUTE;
-}
 
 /* ---- small helpers -------------------------------------------------------- */
 
@@ -641,183 +541,23 @@ out:
 	return rc;
 }
 
-/* ---- verdict ---------------------------------------------------------- */
+/* ---- where the time goes (output/report_wall.c) --------------------------- */
 
-struct split {
-	int64_t on[C_N];  /* on-CPU ns by class */
-	int64_t off[C_N]; /* off-CPU ns by class */
-	int64_t samples;
-};
-
-static void add_split(const struct gs_profile *p, const struct gs_sample *s, enum cls c, struct split *x)
-{
-	int64_t on = s->values[GS_V_CPU_NS];
-	if (!on)
-		on = s->values[GS_V_SAMPLES] * p->period_ns;
-	x->on[c] += on;
-	x->off[c] += s->values[GS_V_OFFCPU_NS];
-	x->samples += s->values[GS_V_SAMPLES];
-}
-
-static void print_split(struct rpt *r, const struct split *x, int64_t wall, const char *who)
-{
-	int64_t acc = 0;
-	for (int c = 0; c < C_N; c++)
-		acc += x->on[c] + x->off[c];
-	int64_t denom = wall > acc ? wall : acc;
-	char a[32], b[32];
-	fmt_ns(a, sizeof(a), acc);
-	fmt_ns(b, sizeof(b), denom);
-	fprintf(r->out, "  %s: %s sampled of %s\n", who, a, b);
-	for (int c = 0; c < C_N; c++) {
-		int64_t v = x->on[c] + x->off[c];
-		fprintf(r->out, "    %-26s %5.1f%%\n", cls_name[c], pct(v, denom));
-	}
-	if (denom > acc)
-		fprintf(r->out, "    %-26s %5.1f%%\n", "off-CPU, not sampled", pct(denom - acc, denom));
-}
-
-static bool pid_in(const uint32_t *pids, unsigned n, uint32_t pid)
-{
-	for (unsigned i = 0; i < n; i++)
-		if (pids[i] == pid)
-			return true;
-	return false;
-}
-
-static void verdict(struct rpt *r, uint32_t top_kernel, gs_str top_reason, int64_t top_reason_n,
-		    int64_t gpu_total)
+static int where_time_goes(struct rpt *r, uint32_t top_kernel, gs_str top_reason, int64_t top_reason_n,
+			   int64_t gpu_total)
 {
 	const struct gs_profile *p = r->p;
-	uint8_t *fcls = classify_functions(p, r->fn_kind);
-	if (!fcls)
-		return;
-	/* main process: role "main", else the first process, else busiest pid */
-	uint32_t main_pid = 0;
-	gs_str main_comm = 0;
-	bool have_main = false;
-	for (uint32_t i = 0; i < p->n_processes && !have_main; i++)
-		if (p->processes[i].role && !strcmp(gs_profile_str(p, p->processes[i].role), "main")) {
-			main_pid = p->processes[i].pid;
-			have_main = true;
-		}
-	if (!have_main && p->n_processes) {
-		main_pid = p->processes[0].pid;
-		have_main = true;
-	}
-	struct split mt = {0}, wk = {0};
-	uint32_t workers[256];
-	unsigned n_workers = 0;
-	/* workers by stack: any sample running the DataLoader worker loop */
-	uint32_t loop_pids[256];
-	unsigned n_loop = 0;
-	for (size_t i = 0; i < p->n_samples && n_loop < 256; i++) {
-		const struct gs_sample *s = &p->samples[i];
-		if (!is_cpu(s) || (n_loop && loop_pids[n_loop - 1] == s->pid))
-			continue;
-		const struct gs_stack *st = &p->stacks[s->stack];
-		bool hit = false;
-		for (uint32_t k = 0; k < st->n && !hit; k++) {
-			const struct gs_location *l = gs_profile_location(p, p->stack_locs[st->first + k]);
-			for (uint32_t q = 0; q < l->n_lines && !hit; q++)
-				hit = fcls[p->lines[l->first_line + q].function] & WORKER_FN;
-		}
-		bool seen = false;
-		for (unsigned w = 0; w < n_loop && hit; w++)
-			seen |= loop_pids[w] == s->pid;
-		if (hit && !seen)
-			loop_pids[n_loop++] = s->pid;
-	}
-	/* no process table: a pid labelled "main", else the first sampled
-	 * pid that is not a worker */
-	for (int pass = 0; pass < 2 && !have_main; pass++)
-		for (size_t i = 0; i < p->n_samples && !have_main; i++) {
-			const struct gs_sample *s = &p->samples[i];
-			if (!is_cpu(s) || s->values[GS_V_SAMPLES] <= 0 || pid_in(loop_pids, n_loop, s->pid))
-				continue;
-			if (pass == 1 || (s->process_role &&
-					  !strcmp(gs_profile_str(p, s->process_role), "main"))) {
-				main_pid = s->pid;
-				main_comm = s->thread_name;
-				have_main = true;
-			}
-		}
-	for (size_t i = 0; i < p->n_samples; i++) {
-		const struct gs_sample *s = &p->samples[i];
-		if (!is_cpu(s))
-			continue;
-		const char *role = s->process_role ? gs_profile_str(p, s->process_role) : "";
-		if (s->pid == main_pid && s->tid == main_pid) {
-			add_split(p, s, classify_stack(p, s->stack, fcls), &mt);
-		} else if (!strcmp(role, "dataloader") || !strcmp(role, "worker") ||
-			   pid_in(loop_pids, n_loop, s->pid)) {
-			add_split(p, s, classify_stack(p, s->stack, fcls), &wk);
-			bool seen = false;
-			for (unsigned w = 0; w < n_workers; w++)
-				seen |= workers[w] == s->pid;
-			if (!seen && n_workers < 256)
-				workers[n_workers++] = s->pid;
-		}
-	}
-	free(fcls);
-	heading(r, "Where the time goes");
-	char who[96];
-	const struct gs_process *mp = gs_find_process(p, main_pid);
-	if (mp && mp->comm)
-		main_comm = mp->comm;
-	snprintf(who, sizeof(who), "main thread (%s pid %u)", main_comm ? gs_profile_str(p, main_comm) : "?",
-		 main_pid);
-	int64_t wall = (int64_t)p->duration_nanos;
-	print_split(r, &mt, wall, who);
-	if (n_workers) {
-		snprintf(who, sizeof(who), "DataLoader workers (%u process%s)", n_workers,
-			 n_workers == 1 ? "" : "es");
-		int64_t acc = 0;
-		for (int c = 0; c < C_N; c++)
-			acc += wk.on[c];
-		char a[32];
-		fmt_ns(a, sizeof(a), acc);
-		fprintf(r->out, "  %s: %s on-CPU", who, a);
-		if (wall > 0)
-			fprintf(r->out, ", %.0f%% busy on average", pct(acc, wall * n_workers));
-		fprintf(r->out, "\n");
-	}
-	char kname[256] = "";
-	if (gpu_total) {
-		if (top_kernel)
-			gs_short_cxx_name(gs_profile_str(p, gs_profile_function(p, top_kernel)->name), kname,
-					  sizeof(kname));
-		fprintf(r->out, "  GPU compute: %" PRId64 " PC samples; top kernel %s; top stall %s (%.0f%%)\n",
-			gpu_total, top_kernel ? kname : "[unknown]",
-			top_reason ? gs_profile_str(p, top_reason) : "unknown", pct(top_reason_n, gpu_total));
-	}
-	/* one sentence */
-	int64_t in = mt.on[C_INPUT] + mt.off[C_INPUT], sy = mt.on[C_SYNC] + mt.off[C_SYNC];
-	int64_t cpu = mt.on[C_COMPUTE], acc = in + sy + cpu + mt.off[C_COMPUTE];
-	int64_t blocked = (wall > acc ? wall - acc : 0) + mt.off[C_COMPUTE];
-	const char *s;
-	if (mt.samples == 0)
-		s = "No CPU samples from the main thread: nothing to conclude about it.";
-	else if (in >= sy && in >= cpu && in >= blocked)
-		s = "The main thread mostly waits for input batches: the data pipeline is the bottleneck "
-		    "(more DataLoader workers, cheaper transforms, pin_memory).";
-	else if (sy >= cpu && sy >= blocked)
-		s = "The main thread mostly waits for the GPU (synchronize, .item(), device-to-host copies): "
-		    "the GPU is the bottleneck, or sync points serialize each step.";
-	else if (cpu >= blocked)
-		s = gpu_total ? "The main thread is mostly busy on the CPU (Python, op dispatch, host compute): "
-				"it is likely CPU-bound and cannot keep the GPU fed."
-			      : "The main thread is mostly busy on the CPU (Python, op dispatch, compute).";
-	else if (in > sy && in > cpu)
-		s = "The main thread is mostly off-CPU (blocked), and its on-CPU samples point at the "
-		    "input pipeline: it most likely waits for DataLoader batches.";
-	else if (sy > cpu)
-		s = "The main thread is mostly off-CPU (blocked), and its on-CPU samples point at GPU "
-		    "synchronization: it most likely waits for the GPU.";
-	else
-		s = "The main thread is mostly off-CPU (blocked: I/O, locks, a DataLoader queue or a "
-		    "blocking CUDA sync), which on-CPU sampling cannot attribute.";
-	fprintf(r->out, r->color ? "\n\033[1mVerdict:\033[0m %s\n" : "\nVerdict: %s\n", s);
+	char kname[256] = "", line[512];
+	if (!gpu_total)
+		return gs_report_wall(p, r->out, r->color, NULL);
+	if (top_kernel)
+		gs_short_cxx_name(gs_profile_str(p, gs_profile_function(p, top_kernel)->name), kname,
+				  sizeof(kname));
+	snprintf(line, sizeof(line), "GPU compute: %" PRId64 " PC samples; top kernel %s; top stall %s (%.0f%%)",
+		 gpu_total, top_kernel ? kname : "[unknown]",
+		 top_reason ? gs_profile_str(p, top_reason) : "unknown", pct(top_reason_n, gpu_total));
+	gs_term_clean(line);
+	return gs_report_wall(p, r->out, r->color, line);
 }
 
 /* ---- entry ---------------------------------------------------------------- */
@@ -869,7 +609,7 @@ int gs_write_report(const struct gs_profile *p, const struct gs_report_opts *o, 
 	if (!rc && gpu_total > 0)
 		rc = gpu_section(&r, gpu_total, gpu_ni, &top_kernel, &top_reason, &top_reason_n);
 	if (!rc)
-		verdict(&r, top_kernel, top_reason, top_reason_n, gpu_total);
+		rc = where_time_goes(&r, top_kernel, top_reason, top_reason_n, gpu_total);
 	if (!rc && ferror(out))
 		rc = -EIO;
 out:

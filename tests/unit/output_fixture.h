@@ -194,6 +194,43 @@ static inline void fx_build(struct fx *x)
 	gs_profile_add_note(p, "python: 1 frame could not be read (test note)");
 }
 
+/* One off-CPU sample: dur ns in state ("blocked"/"runnable") at t0 on
+ * stack st, as the off-CPU collector makes them (samples 0, cpu 0). */
+static inline void fx_offcpu(struct gs_profile *p, uint32_t st, uint32_t pid, uint32_t tid,
+			     const char *comm, const char *role, const char *state, uint64_t t0,
+			     int64_t dur)
+{
+	struct gs_sample s = {.stack = st, .pid = pid, .tid = tid, .cuda_device = -1, .time_ns = t0,
+			      .thread_name = gs_profile_intern(p, comm),
+			      .process_role = gs_profile_intern(p, role)};
+	s.values[GS_V_OFFCPU_NS] = dur;
+	s.str_labels[GS_SL_THREAD_STATE] = gs_profile_intern(p, state);
+	gs_profile_add_sample(p, &s);
+}
+
+/* The fixture's stacks by what they do (indexes into samples[]). */
+#define FX_ST_SYNC(p) ((p)->samples[0].stack)
+#define FX_ST_CPU(p) ((p)->samples[2].stack)
+#define FX_ST_INPUT(p) ((p)->samples[5].stack)
+#define FX_ST_WORKER(p) ((p)->samples[10].stack)
+
+/* Off-CPU data for the fixture: the main thread's wall time becomes 1 s =
+ * 100 ms on-CPU (30 compute, 50 input, 20 sync) + 600 ms blocked under the
+ * DataLoader + 200 ms runnable in compute + 100 ms blocked in
+ * cudaStreamSynchronize: compute 3%, input 65%, sync 12%, starved 20%.
+ * The worker: 40 ms on-CPU + 50 ms blocked + 10 ms runnable. */
+static inline void fx_add_offcpu(struct fx *x)
+{
+	struct gs_profile *p = &x->p;
+	uint32_t in = FX_ST_INPUT(p), cpu = FX_ST_CPU(p), sync = FX_ST_SYNC(p), w = FX_ST_WORKER(p);
+	for (int i = 0; i < 6; i++)
+		fx_offcpu(p, in, 1200, 1200, "python3", "main", "blocked", 350000000 + i * 100000000ULL, 100000000);
+	fx_offcpu(p, cpu, 1200, 1200, "python3", "main", "runnable", 130000000, 200000000);
+	fx_offcpu(p, sync, 1200, 1200, "python3", "main", "blocked", 820000000, 100000000);
+	fx_offcpu(p, w, 1201, 1201, "pt_data_worker", "dataloader", "blocked", 210000000, 50000000);
+	fx_offcpu(p, w, 1201, 1201, "pt_data_worker", "dataloader", "runnable", 300000000, 10000000);
+}
+
 /* Repository root (tests run from it; GS_SRCDIR overrides). */
 static inline const char *fx_root(void)
 {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* Terminal report: sections, numbers, the where-the-time-goes heuristics,
- * and the same report from a pprof file read back. */
+/* Terminal report: sections, numbers, "where the time goes" (wall-clock
+ * splits per main thread and rank, workers, verdicts), and the same report
+ * from a pprof file read back. */
 #include <criterion/criterion.h>
 
 #include "output/output.h"
@@ -15,6 +16,16 @@ static char *report(const struct gs_profile *p, unsigned top)
 	cr_assert_eq(gs_write_report(p, &o, f), 0);
 	fclose(f);
 	return buf;
+}
+
+/* An empty profile at FX_PERIOD with a [python] mapping (its id). */
+static uint32_t py_profile(struct gs_profile *p, uint64_t duration_ns)
+{
+	gs_profile_init(p);
+	p->period_ns = FX_PERIOD;
+	p->duration_nanos = duration_ns;
+	struct gs_mapping m = {.file = gs_profile_intern(p, "[python]")};
+	return gs_profile_add_mapping(p, &m);
 }
 
 #define HAS(s, needle) cr_assert_not_null(strstr((s), (needle)), "missing \"%s\" in:\n%s", (needle), (s))
@@ -43,14 +54,21 @@ Test(report, sections_and_numbers)
 	HAS(r, "hottest lines: tile.cuh:42 71%, matmul.cu:43 29%");
 	HAS(r, "launched from:  94%  train_step (/home/u/train.py:21) <- <module> (/home/u/train.py:10)");
 	HAS(r, " 6%  no Python frame (native caller)");
-	HAS(r, "main thread (python3 pid 1200): 100.0 ms sampled of 1.00 s");
-	HAS(r, "CPU compute                  3.0%");
-	HAS(r, "input wait (DataLoader)      5.0%");
-	HAS(r, "GPU sync                     2.0%");
-	HAS(r, "off-CPU, not sampled        90.0%");
-	HAS(r, "DataLoader workers (1 process): 40.0 ms on-CPU, 4% busy on average");
+	/* no off-CPU samples: an on-CPU-only split that says so */
+	HAS(r, "main thread (python3 pid 1200): 0.10 s on-CPU of 1.00 s; on-CPU only: this profile has no "
+	       "off-CPU data (--no-offcpu or an older gpusample), so waits do not show");
+	HAS(r, "    compute             0.03 s  30.0%  <module> (train.py:10) > train_step (train.py:20) > "
+	       "python3.11+0x4321\n");
+	HAS(r, "    input wait          0.05 s  50.0%  _BaseDataLoaderIter.__next__ (dataloader.py:630) > "
+	       "_MultiProcessingDataLoaderIter._next_data (dataloader.py:1320) > Queue.get (queues.py:103) > "
+	       "poll\n");
+	HAS(r, "    CUDA sync           0.02 s  20.0%  <module> (train.py:10) > train_step (train.py:22) > "
+	       "cudaStreamSynchronize\n");
+	HAS(r, "DataLoader workers (1 process): 0.04 s on-CPU, 4% busy on average (on-CPU only)");
 	HAS(r, "GPU compute: 170 PC samples; top kernel matmul_kernel; top stall long_scoreboard (76%)");
-	HAS(r, "Verdict: The main thread is mostly off-CPU (blocked), and its on-CPU samples point at the input pipeline");
+	HAS(r, "Verdict: on-CPU only (no off-CPU data, waits do not show; run without --no-offcpu for a "
+	       "wall-clock verdict): of its on-CPU time 50% (0.05 s) is input wait.");
+	cr_assert_null(strstr(r, "not sampled"), "the old misleading row is gone:\n%s", r);
 	free(r);
 	gs_profile_free(&x.p);
 }
@@ -66,31 +84,105 @@ Test(report, top_limits_rows)
 	gs_profile_free(&x.p);
 }
 
-Test(report, verdict_input_when_fully_sampled)
+/* With off-CPU data the split is wall-clock and sums to 100%; the verdict
+ * names the dominant category with its number and the remedy. */
+Test(report, wall_clock_split_and_verdict)
 {
 	struct fx x;
 	fx_build(&x);
-	x.p.duration_nanos = 0; /* unknown wall time: shares of what was sampled */
+	fx_add_offcpu(&x);
 	char *r = report(&x.p, 15);
-	HAS(r, "CPU compute                 30.0%");
-	HAS(r, "input wait (DataLoader)     50.0%");
-	HAS(r, "GPU sync                    20.0%");
-	HAS(r, "Verdict: The main thread mostly waits for input batches");
+	HAS(r, "main thread (python3 pid 1200): 1.00 s of wall time (profile 1.00 s)\n");
+	HAS(r, "    compute             0.03 s   3.0%  <module> (train.py:10) > train_step (train.py:20)");
+	HAS(r, "    input wait          0.65 s  65.0%  _BaseDataLoaderIter.__next__ (dataloader.py:630) > ");
+	HAS(r, "    CUDA sync           0.12 s  12.0%  <module> (train.py:10) > train_step (train.py:22) > "
+	       "cudaStreamSynchronize\n");
+	HAS(r, "    CPU starvation      0.20 s  20.0%  <module> (train.py:10) > train_step (train.py:20)");
+	HAS(r, "DataLoader workers (1 process): busy 40.0% (0.04 s on-CPU), blocked 50.0%, starved 10.0% "
+	       "(runnable, waiting for a CPU)");
+	HAS(r, "Verdict: input wait 65% of the main thread's wall time (0.65 s): input-bound: it waits for "
+	       "DataLoader batches; raise num_workers, set pin_memory=True and persistent_workers=True");
+	HAS(r, "  Next: CPU starvation 20%.");
+	cr_assert_null(strstr(r, "on-CPU only"), "%s", r);
 	free(r);
 	gs_profile_free(&x.p);
 }
 
-/* .item() (native at::Tensor::item) under a training step is sync, even
- * with a DataLoader frame further up; __next__ outside torch.utils.data is
- * not input. */
-Test(report, markers_leaf_most_wins)
+/* A thread that waits for a CPU is starved, never "blocked". */
+Test(report, starved_is_not_blocked)
+{
+	struct fx x;
+	fx_build(&x);
+	fx_offcpu(&x.p, FX_ST_CPU(&x.p), 1200, 1200, "python3", "main", "runnable", 0, 900000000);
+	char *r = report(&x.p, 15);
+	HAS(r, "    CPU starvation      0.90 s  90.0%");
+	HAS(r, "Verdict: CPU starvation 90% of the main thread's wall time (0.90 s): CPU-starved: it is "
+	       "runnable but waits for a CPU (not blocked); the machine runs more busy threads than it "
+	       "has cores: use fewer threads/processes than cores (torch.set_num_threads");
+	char *v = strstr(r, "Verdict:");
+	cr_assert_null(strstr(v, "is blocked"), "%s", v);
+	cr_assert_null(strstr(v, "mostly blocked"), "%s", v);
+	free(r);
+	gs_profile_free(&x.p);
+}
+
+/* Each main process gets its split and verdict, labelled with its rank. */
+Test(report, one_split_per_rank)
 {
 	struct gs_profile p;
-	gs_profile_init(&p);
+	uint32_t mid = py_profile(&p, 1000000000ULL);
+	uint32_t f_ar = fx_fn(&p, "all_reduce", NULL, "/x/dist-packages/torch/distributed/distributed_c10d.py", 1);
+	uint32_t f_step = fx_fn(&p, "step", NULL, "/home/u/ddp.py", 1);
+	uint32_t l_ar = fx_loc(&p, mid, 0, GS_FRAME_PYTHON, f_ar, 9);
+	uint32_t l_step = fx_loc(&p, mid, 0, GS_FRAME_PYTHON, f_step, 3);
+	uint32_t a[] = {l_step, l_ar}, b[] = {l_step};
+	fx_samples(&p, b, 1, 10, 70, 70, "python3", "main", 0, 1);
+	fx_samples(&p, b, 1, 10, 71, 71, "python3", "main", 0, 1);
+	uint32_t st_ar = p.samples[0].stack + 1; /* added next */
+	fx_samples(&p, a, 2, 1, 71, 71, "python3", "main", 0, 1);
+	cr_assert_eq(p.samples[20].stack, st_ar);
+	fx_offcpu(&p, st_ar, 71, 71, "python3", "main", "blocked", 0, 790000000);
+	fx_offcpu(&p, p.samples[0].stack, 70, 70, "python3", "main", "blocked", 0, 100000000);
+	for (size_t i = 0; i < p.n_samples; i++) {
+		p.samples[i].num_labels[GS_NL_RANK] = p.samples[i].pid - 70;
+		p.samples[i].num_set = 1u << GS_NL_RANK;
+	}
+	char *r = report(&p, 15);
+	HAS(r, "rank 0 main thread (python3 pid 70): 0.20 s of wall time");
+	HAS(r, "rank 1 main thread (python3 pid 71): 0.90 s of wall time");
+	HAS(r, "    collective wait     0.80 s  88.9%  step (ddp.py:3) > all_reduce (distributed_c10d.py:9)");
+	HAS(r, "Verdict (rank 0 main thread (python3 pid 70)): compute 50%");
+	HAS(r, "Verdict (rank 1 main thread (python3 pid 71)): collective wait 89% of the main thread's "
+	       "wall time (0.80 s): collective-bound");
+	free(r);
+	gs_profile_free(&p);
+}
+
+/* Target-controlled names cannot put control bytes on the terminal. */
+Test(report, names_are_cleaned)
+{
+	struct gs_profile p;
+	uint32_t mid = py_profile(&p, 0);
+	uint32_t f = fx_fn(&p, "evil\033[2J\n", NULL, "/home/u/x\r.py", 1);
+	uint32_t l = fx_loc(&p, mid, 0, GS_FRAME_PYTHON, f, 2);
+	fx_samples(&p, &l, 1, 3, 80, 80, "py\033thon", "main", 0, 1);
+	char *r = report(&p, 15);
+	char *w = strstr(r, "Where the time goes");
+	cr_assert_not_null(w, "%s", r);
+	HAS(w, "main thread (py?thon pid 80)");
+	HAS(w, "evil?[2J? (x?.py:2)");
+	free(r);
+	gs_profile_free(&p);
+}
+
+/* .item() (native at::Tensor::item) is sync, even with a DataLoader frame
+ * further up, on-CPU or blocked; __next__ outside torch.utils.data is not
+ * input. */
+Test(report, sync_beats_input)
+{
+	struct gs_profile p;
+	uint32_t mid = py_profile(&p, 0);
 	p.frequency_hz = 100;
-	p.period_ns = FX_PERIOD;
-	struct gs_mapping m = {.file = gs_profile_intern(&p, "[python]")};
-	uint32_t mid = gs_profile_add_mapping(&p, &m);
 	uint32_t f_next = fx_fn(&p, "_BaseDataLoaderIter.__next__", NULL,
 				"/x/site-packages/torch/utils/data/dataloader.py", 1);
 	uint32_t f_item = fx_fn(&p, "at::Tensor::item() const", NULL, NULL, 0);
@@ -105,11 +197,13 @@ Test(report, markers_leaf_most_wins)
 	struct gs_process pr = {.pid = 50, .comm = gs_profile_intern(&p, "python3"),
 				.role = gs_profile_intern(&p, "main")};
 	gs_profile_add_process(&p, &pr);
+	fx_offcpu(&p, p.samples[0].stack, 50, 50, "python3", "main", "blocked", 0, 100000000);
 	char *r = report(&p, 15);
-	HAS(r, "CPU compute                 30.0%");
-	HAS(r, "input wait (DataLoader)      0.0%");
-	HAS(r, "GPU sync                    70.0%");
-	HAS(r, "Verdict: The main thread mostly waits for the GPU");
+	HAS(r, "    compute             0.03 s  15.0%  MyIter.__next__ (it.py:3)\n");
+	HAS(r, "    CUDA sync           0.17 s  85.0%  _BaseDataLoaderIter.__next__ (dataloader.py:5) > "
+	       "at::Tensor::item\n");
+	cr_assert_null(strstr(r, "input wait "), "%s", r);
+	HAS(r, "Verdict: CUDA sync 85% of the main thread's wall time (0.17 s): GPU-sync-bound");
 	cr_assert_null(strstr(r, "GPU: "), "no GPU section without GPU samples");
 	free(r);
 	gs_profile_free(&p);
@@ -142,7 +236,7 @@ Test(report, empty_profile)
 	gs_profile_init(&p);
 	char *r = report(&p, 15);
 	HAS(r, "0 CPU samples");
-	HAS(r, "No CPU samples from the main thread");
+	HAS(r, "No CPU samples from the main thread: nothing to conclude about it.");
 	free(r);
 	gs_profile_free(&p);
 }
@@ -152,11 +246,7 @@ Test(report, empty_profile)
 Test(report, workers_found_by_stack)
 {
 	struct gs_profile p;
-	gs_profile_init(&p);
-	p.period_ns = FX_PERIOD;
-	p.duration_nanos = 1000000000ULL;
-	struct gs_mapping m = {.file = gs_profile_intern(&p, "[python]")};
-	uint32_t mid = gs_profile_add_mapping(&p, &m);
+	uint32_t mid = py_profile(&p, 1000000000ULL);
 	uint32_t f_loop = fx_fn(&p, "_worker_loop", NULL, "/x/dist-packages/torch/utils/data/_utils/worker.py", 200);
 	uint32_t f_main = fx_fn(&p, "<module>", NULL, "/home/u/train.py", 1);
 	uint32_t l_loop = fx_loc(&p, mid, 0, GS_FRAME_PYTHON, f_loop, 250);
@@ -168,7 +258,7 @@ Test(report, workers_found_by_stack)
 	fx_samples(&p, b, 1, 10, 60, 60, "python3", "main", 0, 1);
 	fx_samples(&p, b, 1, 5, 63, 63, "python3", "other", 0, 1); /* not a worker */
 	char *r = report(&p, 15);
-	HAS(r, "DataLoader workers (2 processes): 500.0 ms on-CPU, 25% busy on average");
+	HAS(r, "DataLoader workers (2 processes): 0.50 s on-CPU, 25% busy on average (on-CPU only)");
 	free(r);
 	gs_profile_free(&p);
 }

@@ -1,0 +1,445 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The report's "Where the time goes" section and its verdict: for the main
+ * thread of every training process (process_role "main"; labelled with its
+ * rank when samples carry one) a wall-clock split over the categories of
+ * gs_wall_split (output/walltime.c), each with seconds, % and its top stack;
+ * for DataLoader workers busy / blocked / starved; then one verdict per
+ * main thread naming the dominant category and the usual remedy.  CPU
+ * starvation (runnable) is never called blocked.  A profile without
+ * off-CPU data (--no-offcpu, an older gpusample) gets an on-CPU-only split
+ * that says so.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "output/internal.h"
+#include "output/output.h"
+
+#define MAX_MAINS 64
+#define MAX_WORKERS 256
+
+struct who {
+	uint32_t pid;      /* tgid (main thread: tid == pid) */
+	gs_str comm;
+	int64_t rank;      /* -1 if unknown */
+	bool has_rank;
+};
+
+struct wall_ctx {
+	const struct gs_profile *p;
+	FILE *out;
+	bool color;
+	bool offcpu;       /* the profile has off-CPU samples */
+	uint32_t workers[MAX_WORKERS];
+	uint32_t worker_ppid[MAX_WORKERS];
+	unsigned n_workers;
+};
+
+static double pct(uint64_t a, uint64_t b)
+{
+	return b ? 100.0 * (double)a / (double)b : 0.0;
+}
+
+static bool is_cpu(const struct gs_sample *s)
+{
+	return s->cuda_device < 0;
+}
+
+static const char *role_of(const struct gs_profile *p, const struct gs_sample *s)
+{
+	if (s->process_role)
+		return gs_profile_str(p, s->process_role);
+	const struct gs_process *pr = gs_find_process(p, s->pid);
+	return pr && pr->role ? gs_profile_str(p, pr->role) : "";
+}
+
+static bool has_offcpu(const struct gs_profile *p)
+{
+	for (size_t i = 0; i < p->n_samples; i++)
+		if (is_cpu(&p->samples[i]) && p->samples[i].values[GS_V_OFFCPU_NS] > 0)
+			return true;
+	return false;
+}
+
+/* ---- who is who --------------------------------------------------------- */
+
+/* A function of torch.utils.data's worker loop: torch does not rename
+ * worker processes, so their stacks tell. */
+static bool worker_fn(const struct gs_profile *p, uint32_t fn)
+{
+	const struct gs_function *f = gs_profile_function(p, fn);
+	const char *n = gs_profile_str(p, f->name);
+	return !strcmp(n, "_worker_loop") && strstr(gs_profile_str(p, f->file), "utils/data/");
+}
+
+static bool stack_has_worker_loop(const struct gs_profile *p, uint32_t st)
+{
+	const struct gs_stack *s = &p->stacks[st];
+	for (uint32_t i = 0; i < s->n; i++) {
+		const struct gs_location *l = gs_profile_location(p, p->stack_locs[s->first + i]);
+		for (uint32_t k = 0; k < l->n_lines; k++) {
+			uint32_t fn = p->lines[l->first_line + k].function;
+			if (fn && fn <= p->n_functions && l->kind == GS_FRAME_PYTHON && worker_fn(p, fn))
+				return true;
+		}
+	}
+	return false;
+}
+
+static bool in_list(const uint32_t *v, unsigned n, uint32_t x)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (v[i] == x)
+			return true;
+	return false;
+}
+
+static bool is_worker_role(const char *role)
+{
+	return !strcmp(role, "dataloader") || !strcmp(role, "dataloader_worker") || !strcmp(role, "worker");
+}
+
+static void find_workers(struct wall_ctx *w)
+{
+	const struct gs_profile *p = w->p;
+	for (size_t i = 0; i < p->n_samples && w->n_workers < MAX_WORKERS; i++) {
+		const struct gs_sample *s = &p->samples[i];
+		if (!is_cpu(s) || in_list(w->workers, w->n_workers, s->pid))
+			continue;
+		if (!is_worker_role(role_of(p, s)) && !stack_has_worker_loop(p, s->stack))
+			continue;
+		const struct gs_process *pr = gs_find_process(p, s->pid);
+		w->worker_ppid[w->n_workers] = pr ? pr->ppid : 0;
+		w->workers[w->n_workers++] = s->pid;
+	}
+}
+
+static void add_main(struct who *m, unsigned *n, const struct gs_profile *p, uint32_t pid, gs_str comm)
+{
+	for (unsigned i = 0; i < *n; i++)
+		if (m[i].pid == pid)
+			return;
+	if (*n == MAX_MAINS)
+		return;
+	const struct gs_process *pr = gs_find_process(p, pid);
+	m[*n] = (struct who){.pid = pid, .comm = pr && pr->comm ? pr->comm : comm, .rank = -1};
+	for (size_t i = 0; i < p->n_samples; i++) { /* rank label of its samples */
+		const struct gs_sample *s = &p->samples[i];
+		if (s->pid == pid && (s->num_set & (1u << GS_NL_RANK))) {
+			m[*n].rank = s->num_labels[GS_NL_RANK];
+			m[*n].has_rank = true;
+			break;
+		}
+	}
+	(*n)++;
+}
+
+/* Every process with role "main" (process table, then sample labels);
+ * without any, the first process, else the first sampled non-worker. */
+static unsigned find_mains(struct wall_ctx *w, struct who *m)
+{
+	const struct gs_profile *p = w->p;
+	unsigned n = 0;
+	for (uint32_t i = 0; i < p->n_processes; i++) {
+		const struct gs_process *pr = &p->processes[i];
+		if (pr->role && !strcmp(gs_profile_str(p, pr->role), "main"))
+			add_main(m, &n, p, pr->pid, pr->comm);
+	}
+	for (size_t i = 0; i < p->n_samples; i++) {
+		const struct gs_sample *s = &p->samples[i];
+		if (is_cpu(s) && s->process_role && !strcmp(gs_profile_str(p, s->process_role), "main"))
+			add_main(m, &n, p, s->pid, s->thread_name);
+	}
+	if (!n && p->n_processes)
+		add_main(m, &n, p, p->processes[0].pid, p->processes[0].comm);
+	for (size_t i = 0; i < p->n_samples && !n; i++) {
+		const struct gs_sample *s = &p->samples[i];
+		if (is_cpu(s) && s->values[GS_V_SAMPLES] > 0 && s->pid && !in_list(w->workers, w->n_workers, s->pid))
+			add_main(m, &n, p, s->pid, s->thread_name);
+	}
+	return n;
+}
+
+/* ---- one readable line per stack ------------------------------------------ */
+
+static const char *basename_of(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+/* Frame name for a one-line stack: Python "qualname (file.py:line)",
+ * native short C++ name, kernel "name [k]"; control bytes replaced. */
+static void frame_short(const struct gs_profile *p, const struct gs_dframe *f, uint8_t kind,
+			char *buf, size_t len)
+{
+	const struct gs_function *fn = f->type == GS_DF_FUNC || f->type == GS_DF_PYLINE
+					       ? gs_profile_function(p, f->fn) : NULL;
+	char tmp[512];
+	if (fn && f->type == GS_DF_PYLINE && fn->file)
+		snprintf(buf, len, "%s (%s:%" PRId64 ")", gs_profile_str(p, fn->name),
+			 basename_of(gs_profile_str(p, fn->file)), f->line);
+	else if (fn && kind == GS_FRAME_KERNEL)
+		snprintf(buf, len, "%s [k]", gs_profile_str(p, fn->name));
+	else if (fn)
+		snprintf(buf, len, "%s", gs_short_cxx_name(gs_profile_str(p, fn->name), tmp, sizeof(tmp)));
+	else
+		gs_dframe_name(p, f, buf, len);
+	gs_term_clean(buf);
+}
+
+struct pick {
+	struct gs_dframe f;
+	uint8_t kind;
+};
+
+/* The frames worth a glance, root to leaf: the 3 leaf-most Python frames
+ * and the leaf-most user-space native frame below them (the call that
+ * waits: poll, cudaStreamSynchronize, take_gil); no Python: the 3 leaf-most
+ * native frames; nothing in user space: the 2 leaf-most kernel frames. */
+static size_t pick_frames(const struct gs_profile *p, uint32_t st, struct pick *out)
+{
+	const struct gs_stack *s = &p->stacks[st];
+	size_t n_py = 0, n_nat = 0, n_k = 0, n = 0;
+	struct pick py[3], nat[3], k[2]; /* leaf first */
+	struct gs_dframe df[66];
+	for (uint32_t i = 0; i < s->n; i++) { /* leaf first */
+		uint32_t lid = p->stack_locs[s->first + i];
+		const struct gs_location *l = gs_profile_location(p, lid);
+		size_t nd = gs_location_dframes(p, lid, df, 66);
+		for (size_t j = nd; j-- > 0;) { /* callee first */
+			struct pick x = {df[j], l->kind};
+			if (l->kind == GS_FRAME_PYTHON && n_py < 3)
+				py[n_py++] = x;
+			else if (l->kind == GS_FRAME_NATIVE && n_nat < 3 && (!n_py || !n_nat))
+				nat[n_nat++] = x;
+			else if (l->kind == GS_FRAME_KERNEL && n_k < 2)
+				k[n_k++] = x;
+		}
+	}
+	if (n_py) {
+		for (size_t i = n_py; i-- > 0;)
+			out[n++] = py[i];
+		if (n_nat && nat[0].f.type) /* leaf-most native, if below a Python frame */
+			out[n++] = nat[0];
+		return n;
+	}
+	struct pick *src = n_nat ? nat : k;
+	size_t m = n_nat ? n_nat : n_k;
+	for (size_t i = m; i-- > 0;)
+		out[n++] = src[i];
+	return n;
+}
+
+/* "a (x.py:3) > b (y.py:9) > poll" in at most len - 1 chars: frames are
+ * dropped from the root side ("... > ") until it fits, then cut. */
+static void short_stack(const struct gs_profile *p, uint32_t st, char *buf, size_t len)
+{
+	struct pick pk[4];
+	size_t n = st < p->n_stacks ? pick_frames(p, st, pk) : 0;
+	char name[4][256];
+	for (size_t i = 0; i < n; i++)
+		frame_short(p, &pk[i].f, pk[i].kind, name[i], sizeof(name[i]));
+	for (size_t from = 0; from < n; from++) {
+		size_t need = from ? 6 : 0;
+		for (size_t i = from; i < n; i++)
+			need += strlen(name[i]) + (i > from ? 3 : 0);
+		if (need < len || from == n - 1) {
+			size_t used = (size_t)snprintf(buf, len, "%s", from ? "... > " : "");
+			for (size_t i = from; i < n && used < len; i++)
+				used += (size_t)snprintf(buf + used, len - used, "%s%s", i > from ? " > " : "",
+							 name[i]);
+			return;
+		}
+	}
+	snprintf(buf, len, "-");
+}
+
+/* ---- the split -------------------------------------------------------------- */
+
+struct thread_key {
+	uint32_t pid, tid;
+};
+
+static bool keep_thread(const struct gs_sample *s, void *ctx)
+{
+	const struct thread_key *k = ctx;
+	return s->pid == k->pid && s->tid == k->tid;
+}
+
+static void who_name(const struct wall_ctx *w, const struct who *m, char *buf, size_t len)
+{
+	char comm[64];
+	snprintf(comm, sizeof(comm), "%s", m->comm ? gs_profile_str(w->p, m->comm) : "?");
+	gs_term_clean(comm);
+	if (m->has_rank)
+		snprintf(buf, len, "rank %" PRId64 " main thread (%s pid %u)", m->rank, comm, m->pid);
+	else
+		snprintf(buf, len, "main thread (%s pid %u)", comm, m->pid);
+}
+
+static void fmt_s(char *buf, size_t len, uint64_t ns)
+{
+	snprintf(buf, len, ns >= 10000000000ULL ? "%.1f s" : "%.2f s", (double)ns / 1e9);
+}
+
+static void print_split(struct wall_ctx *w, const struct who *m, const struct gs_wall_split *x)
+{
+	char name[128], a[32], b[32], stack[150];
+	who_name(w, m, name, sizeof(name));
+	fmt_s(a, sizeof(a), x->total_ns);
+	fmt_s(b, sizeof(b), w->p->duration_nanos);
+	if (w->offcpu)
+		fprintf(w->out, "  %s: %s of wall time (profile %s)\n", name, a, b);
+	else
+		fprintf(w->out, "  %s: %s on-CPU of %s; on-CPU only: this profile has no off-CPU data "
+			"(--no-offcpu or an older gpusample), so waits do not show\n", name, a, b);
+	for (int c = 0; c < GS_NWALL_CATS; c++) {
+		if (!x->ns[c])
+			continue;
+		fmt_s(a, sizeof(a), x->ns[c]);
+		short_stack(w->p, x->top_stack[c], stack, sizeof(stack));
+		fprintf(w->out, "    %-16s %9s %5.1f%%  %s\n", gs_wall_cat_name[c], a, pct(x->ns[c], x->total_ns),
+			stack);
+	}
+}
+
+/* The worker belongs to main_pid: its parent, or any worker when there is
+ * one main. */
+static bool worker_of(const struct wall_ctx *w, unsigned i, uint32_t main_pid, unsigned n_mains)
+{
+	return n_mains == 1 || w->worker_ppid[i] == main_pid;
+}
+
+/* Busy / blocked / starved of the workers of main_pid: their main
+ * threads' on-CPU time, blocked and runnable off-CPU time. */
+static void print_workers(struct wall_ctx *w, uint32_t main_pid, unsigned n_mains)
+{
+	const struct gs_profile *p = w->p;
+	uint64_t busy = 0, blocked = 0, starved = 0;
+	unsigned n = 0;
+	for (unsigned i = 0; i < w->n_workers; i++)
+		n += worker_of(w, i, main_pid, n_mains);
+	for (size_t i = 0; i < p->n_samples && n; i++) {
+		const struct gs_sample *s = &p->samples[i];
+		if (!is_cpu(s) || s->pid != s->tid)
+			continue;
+		unsigned k = 0;
+		while (k < w->n_workers && w->workers[k] != s->pid)
+			k++;
+		if (k == w->n_workers || !worker_of(w, k, main_pid, n_mains))
+			continue;
+		int64_t off = s->values[GS_V_OFFCPU_NS] > 0 ? s->values[GS_V_OFFCPU_NS] : 0;
+		const char *st = gs_profile_str(p, s->str_labels[GS_SL_THREAD_STATE]);
+		busy += (uint64_t)(gs_wall_ns(p, s) - off);
+		if (!strcmp(st, "runnable"))
+			starved += (uint64_t)off;
+		else
+			blocked += (uint64_t)off;
+	}
+	if (!n)
+		return;
+	uint64_t tot = busy + blocked + starved;
+	char a[32];
+	fmt_s(a, sizeof(a), busy);
+	if (w->offcpu)
+		fprintf(w->out, "  DataLoader workers (%u process%s): busy %.1f%% (%s on-CPU), blocked %.1f%%, "
+			"starved %.1f%% (runnable, waiting for a CPU)\n", n, n == 1 ? "" : "es",
+			pct(busy, tot), a, pct(blocked, tot), pct(starved, tot));
+	else
+		fprintf(w->out, "  DataLoader workers (%u process%s): %s on-CPU, %.0f%% busy on average "
+			"(on-CPU only)\n", n, n == 1 ? "" : "es", a,
+			pct(busy, (uint64_t)p->duration_nanos * n));
+}
+
+/* ---- verdict ------------------------------------------------------------------ */
+
+static const char *const remedy[GS_NWALL_CATS] = {
+	[GS_WALL_COMPUTE] = "CPU-bound: it computes (Python, op dispatch, host math); profile the top "
+			    "functions above, or move work to the GPU",
+	[GS_WALL_INPUT] = "input-bound: it waits for DataLoader batches; raise num_workers, set "
+			  "pin_memory=True and persistent_workers=True, make __getitem__/collate_fn cheaper",
+	[GS_WALL_CUDA_SYNC] = "GPU-sync-bound: it waits for the GPU in synchronize calls; make fewer host "
+			      "syncs (.item(), .cpu(), printing a loss every step, torch.cuda.synchronize), "
+			      "or the GPU itself is the bottleneck (see the GPU section)",
+	[GS_WALL_COLLECTIVE] = "collective-bound: it waits in torch.distributed collectives (allreduce, "
+			       "barrier); a slower rank (straggler) or the interconnect holds it back; compare "
+			       "the ranks, overlap communication with compute",
+	[GS_WALL_GIL] = "GIL-bound: it waits for the GIL held by other threads of the process; move that "
+			"work to processes (DataLoader workers) or native code",
+	[GS_WALL_STARVED] = "CPU-starved: it is runnable but waits for a CPU (not blocked); the machine "
+			    "runs more busy threads than it has cores: use fewer threads/processes than "
+			    "cores (torch.set_num_threads, OMP_NUM_THREADS, num_workers) or more cores",
+	[GS_WALL_SLEEP] = "mostly sleeping: it sits in time.sleep/nanosleep on purpose (a rate limit, a "
+			  "polling loop)",
+	[GS_WALL_OTHER_BLOCKED] = "blocked in other waits (I/O, locks, queues, select); see its top stack",
+};
+
+static void print_verdict(struct wall_ctx *w, const struct who *m, const struct gs_wall_split *x,
+			  bool label)
+{
+	char name[128], lead[160], a[32];
+	who_name(w, m, name, sizeof(name));
+	snprintf(lead, sizeof(lead), label ? "Verdict (%s):" : "Verdict:", name);
+	fprintf(w->out, w->color ? "\n\033[1m%s\033[0m " : "\n%s ", lead);
+	if (!x->total_ns) {
+		fprintf(w->out, "No samples from the main thread: nothing to conclude about it.\n");
+		return;
+	}
+	int best = 0, second = -1;
+	for (int c = 1; c < GS_NWALL_CATS; c++)
+		if (x->ns[c] > x->ns[best])
+			best = c;
+	for (int c = 0; c < GS_NWALL_CATS; c++)
+		if (c != best && x->ns[c] && (second < 0 || x->ns[c] > x->ns[second]))
+			second = c;
+	fmt_s(a, sizeof(a), x->ns[best]);
+	if (!w->offcpu)
+		fprintf(w->out, "on-CPU only (no off-CPU data, waits do not show; run without --no-offcpu "
+			"for a wall-clock verdict): of its on-CPU time %.0f%% (%s) is %s.\n",
+			pct(x->ns[best], x->total_ns), a, gs_wall_cat_name[best]);
+	else
+		fprintf(w->out, "%s %.0f%% of the main thread's wall time (%s): %s.\n",
+			gs_wall_cat_name[best], pct(x->ns[best], x->total_ns), a, remedy[best]);
+	if (w->offcpu && second >= 0 && pct(x->ns[second], x->total_ns) >= 10.0)
+		fprintf(w->out, "  Next: %s %.0f%%.\n", gs_wall_cat_name[second], pct(x->ns[second], x->total_ns));
+}
+
+int gs_report_wall(const struct gs_profile *p, FILE *out, bool color, const char *gpu_line)
+{
+	struct wall_ctx w = {.p = p, .out = out, .color = color, .offcpu = has_offcpu(p)};
+	struct who *mains = calloc(MAX_MAINS, sizeof(*mains));
+	struct gs_wall_split *x = calloc(MAX_MAINS, sizeof(*x));
+	int rc = 0;
+	if (!mains || !x) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	find_workers(&w);
+	unsigned n = find_mains(&w, mains);
+	fprintf(out, color ? "\n\033[1m%s\033[0m\n" : "\n%s\n", "Where the time goes");
+	for (unsigned i = 0; i < n && !rc; i++) {
+		struct thread_key k = {mains[i].pid, mains[i].pid};
+		rc = gs_wall_split(p, keep_thread, &k, &x[i]);
+		if (!rc) {
+			print_split(&w, &mains[i], &x[i]);
+			print_workers(&w, mains[i].pid, n);
+		}
+	}
+	if (!n)
+		fprintf(out, "  no main thread found\n");
+	if (gpu_line)
+		fprintf(out, "  %s\n", gpu_line);
+	for (unsigned i = 0; i < n && !rc; i++)
+		print_verdict(&w, &mains[i], &x[i], n > 1);
+	if (!n)
+		fprintf(out, color ? "\n\033[1mVerdict:\033[0m %s\n" : "\nVerdict: %s\n",
+			"No CPU samples from the main thread: nothing to conclude about it.");
+out:
+	free(mains);
+	free(x);
+	return rc;
+}

@@ -1,0 +1,286 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Wall-clock classification: the one table that says where a sample's wall
+ * time went (API and category meanings in output.h).
+ *
+ * A sample's category comes from its thread_state label and its frames:
+ *   1. thread_state "runnable"                      -> CPU starvation
+ *   2. else the highest-priority frame class found on any frame of the
+ *      stack, priority GIL > collective > CUDA sync > input > sleep
+ *      (a GIL wait is what the thread literally does, whatever called it; a
+ *      collective may synchronize a stream; an .item() inside a collate_fn
+ *      is a host sync; a time.sleep inside a Dataset is input wait)
+ *   3. else "blocked" (or off-CPU time without a label) -> other blocking
+ *   4. else                                          -> compute
+ * Spinning on the CPU inside a synchronize or a collective counts as that
+ * wait, not compute: the frames decide, not the thread state.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "output/internal.h"
+#include "output/output.h"
+
+const char *const gs_wall_cat_name[GS_NWALL_CATS] = {
+	[GS_WALL_COMPUTE] = "compute",
+	[GS_WALL_INPUT] = "input wait",
+	[GS_WALL_CUDA_SYNC] = "CUDA sync",
+	[GS_WALL_COLLECTIVE] = "collective wait",
+	[GS_WALL_GIL] = "GIL wait",
+	[GS_WALL_STARVED] = "CPU starvation",
+	[GS_WALL_SLEEP] = "sleep",
+	[GS_WALL_OTHER_BLOCKED] = "other blocking",
+};
+
+/* Frame classes, in increasing priority (0 = none). */
+enum fcls { F_NONE = 0, F_SLEEP, F_INPUT, F_SYNC, F_COLL, F_GIL, F_N };
+static const enum gs_wall_cat fcls_cat[F_N] = {
+	[F_NONE] = GS_WALL_COMPUTE, [F_SLEEP] = GS_WALL_SLEEP, [F_INPUT] = GS_WALL_INPUT,
+	[F_SYNC] = GS_WALL_CUDA_SYNC, [F_COLL] = GS_WALL_COLLECTIVE, [F_GIL] = GS_WALL_GIL,
+};
+
+enum { K_PY = 1, K_NATIVE = 2, K_KERNEL = 4 };
+enum match {
+	M_BASE,   /* name without namespaces/classes/parameters equals pat */
+	M_PREFIX, /* short C++ name (or the name) starts with pat */
+	M_SUB,    /* short name contains pat */
+	M_FILE,   /* any function whose source file contains file */
+};
+
+struct rule {
+	enum fcls cls;
+	enum match how;
+	const char *pat;  /* NULL for M_FILE */
+	const char *file; /* source file must contain this (NULL = any) */
+	uint8_t kinds;
+};
+
+/* THE table.  Python frames are matched by qualname's last part and file;
+ * native ones by symbol (C++ names without parameters). */
+static const struct rule rules[] = {
+	/* GIL: CPython's take_gil and the exported entry points that call it
+	 * (take_gil is static, so stripped interpreters show only these) */
+	{F_GIL, M_BASE, "take_gil", NULL, K_NATIVE},
+	{F_GIL, M_BASE, "PyEval_RestoreThread", NULL, K_NATIVE},
+	{F_GIL, M_BASE, "PyEval_AcquireThread", NULL, K_NATIVE},
+	{F_GIL, M_BASE, "PyEval_AcquireLock", NULL, K_NATIVE},
+	{F_GIL, M_BASE, "PyGILState_Ensure", NULL, K_NATIVE},
+	/* collectives: torch.distributed (Python), c10d (ProcessGroup*,
+	 * Work::wait, DDP's Reducer), gloo, NCCL */
+	{F_COLL, M_FILE, NULL, "torch/distributed/distributed_c10d.py", K_PY},
+	{F_COLL, M_BASE, "barrier", "torch/distributed/", K_PY},
+	{F_COLL, M_PREFIX, "c10d::", NULL, K_NATIVE},
+	{F_COLL, M_PREFIX, "gloo::", NULL, K_NATIVE},
+	{F_COLL, M_PREFIX, "nccl", NULL, K_NATIVE},
+	{F_COLL, M_PREFIX, "pncclAllReduce", NULL, K_NATIVE},
+	/* host waits for the GPU, spinning or blocked */
+	{F_SYNC, M_BASE, "synchronize", "torch/cuda", K_PY}, /* torch.cuda.synchronize() */
+	{F_SYNC, M_BASE, "cudaStreamSynchronize", NULL, K_NATIVE},
+	{F_SYNC, M_BASE, "cudaDeviceSynchronize", NULL, K_NATIVE},
+	{F_SYNC, M_BASE, "cudaEventSynchronize", NULL, K_NATIVE},
+	{F_SYNC, M_BASE, "cudaMemcpy", NULL, K_NATIVE}, /* synchronous copy (D2H in practice) */
+	{F_SYNC, M_PREFIX, "cuStreamSynchronize", NULL, K_NATIVE}, /* and _ptsz */
+	{F_SYNC, M_PREFIX, "cuCtxSynchronize", NULL, K_NATIVE},
+	{F_SYNC, M_PREFIX, "cuEventSynchronize", NULL, K_NATIVE},
+	{F_SYNC, M_PREFIX, "cuMemcpyDtoH", NULL, K_NATIVE}, /* and _v2 */
+	{F_SYNC, M_PREFIX, "c10::cuda::stream_synchronize", NULL, K_NATIVE},
+	/* what .item() runs: at::_ops::_local_scalar_dense::call,
+	 * at::native::_local_scalar_dense_cuda */
+	{F_SYNC, M_SUB, "_local_scalar_dense", NULL, K_NATIVE},
+	{F_SYNC, M_PREFIX, "at::Tensor::item", NULL, K_NATIVE},       /* Tensor.item() */
+	{F_SYNC, M_BASE, "THPVariable_item", NULL, K_NATIVE},
+	{F_SYNC, M_BASE, "THPVariable_cpu", NULL, K_NATIVE},          /* Tensor.cpu() */
+	/* the DataLoader iterator, waiting for or making a batch */
+	{F_INPUT, M_BASE, "__next__", "utils/data/", K_PY},
+	{F_INPUT, M_BASE, "_next_data", "utils/data/", K_PY},
+	{F_INPUT, M_BASE, "_get_data", "utils/data/", K_PY},
+	{F_INPUT, M_BASE, "_try_get_data", "utils/data/", K_PY},
+	/* sleeping: time.sleep (CPython's time_sleep/pysleep), libc, kernel */
+	{F_SLEEP, M_BASE, "time_sleep", NULL, K_NATIVE},
+	{F_SLEEP, M_BASE, "pysleep", NULL, K_NATIVE},
+	/* time.sleep is a builtin without a Python frame, and stripped
+	 * interpreters hide time_sleep: libc's and the kernel's nanosleep
+	 * family (clock_nanosleep, __x64_sys_clock_nanosleep, do_nanosleep) */
+	{F_SLEEP, M_SUB, "nanosleep", NULL, K_NATIVE | K_KERNEL},
+	{F_SLEEP, M_BASE, "usleep", NULL, K_NATIVE},
+};
+
+/* Name without namespaces/classes and parameters. */
+static const char *base_name(const char *shortname)
+{
+	const char *c = strrchr(shortname, ':');
+	const char *d = strrchr(shortname, '.');
+	if (d && (!c || d > c))
+		c = d;
+	return c ? c + 1 : shortname;
+}
+
+static uint8_t kind_bit(uint8_t frame_kind)
+{
+	if (frame_kind == GS_FRAME_PYTHON)
+		return K_PY;
+	return frame_kind == GS_FRAME_KERNEL ? K_KERNEL : K_NATIVE;
+}
+
+static bool rule_matches(const struct rule *r, const char *shortname, const char *file, uint8_t kind)
+{
+	if (!(r->kinds & kind) || (r->file && !strstr(file, r->file)))
+		return false;
+	switch (r->how) {
+	case M_BASE: return !strcmp(base_name(shortname), r->pat);
+	case M_PREFIX: return !strncmp(shortname, r->pat, strlen(r->pat));
+	case M_SUB: return strstr(shortname, r->pat) != NULL;
+	case M_FILE: return true;
+	}
+	return false;
+}
+
+/* Class of one function seen in a frame of kind frame_kind. */
+static enum fcls function_class(const struct gs_profile *p, uint32_t fn, uint8_t frame_kind)
+{
+	const struct gs_function *f = gs_profile_function(p, fn);
+	const char *name = gs_profile_str(p, f->name), *file = gs_profile_str(p, f->file);
+	uint8_t k = kind_bit(frame_kind);
+	char buf[512];
+	const char *shortname = k == K_PY ? name : gs_short_cxx_name(name, buf, sizeof(buf));
+	enum fcls best = F_NONE;
+
+	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++)
+		if (rules[i].cls > best && rule_matches(&rules[i], shortname, file, k))
+			best = rules[i].cls;
+	return best;
+}
+
+/* Highest class over the frames of stack st; fcache (per function, 0xff =
+ * not yet computed) may be NULL. */
+static enum fcls stack_class(const struct gs_profile *p, uint32_t st, uint8_t *fcache)
+{
+	const struct gs_stack *s = &p->stacks[st];
+	enum fcls best = F_NONE;
+
+	for (uint32_t i = 0; i < s->n; i++) {
+		const struct gs_location *l = gs_profile_location(p, p->stack_locs[s->first + i]);
+		for (uint32_t k = 0; k < l->n_lines; k++) {
+			uint32_t fn = p->lines[l->first_line + k].function;
+			if (!fn || fn > p->n_functions)
+				continue;
+			enum fcls c;
+			if (fcache && fcache[fn] != 0xff) {
+				c = (enum fcls)fcache[fn];
+			} else {
+				c = function_class(p, fn, l->kind);
+				if (fcache)
+					fcache[fn] = (uint8_t)c;
+			}
+			if (c > best)
+				best = c;
+		}
+	}
+	return best;
+}
+
+static bool state_is(const struct gs_profile *p, const struct gs_sample *s, const char *state)
+{
+	gs_str st = s->str_labels[GS_SL_THREAD_STATE];
+	return st && !strcmp(gs_profile_str(p, st), state);
+}
+
+static enum gs_wall_cat category(const struct gs_profile *p, const struct gs_sample *s, enum fcls fc)
+{
+	if (state_is(p, s, "runnable"))
+		return GS_WALL_STARVED;
+	if (fc != F_NONE)
+		return fcls_cat[fc];
+	if (state_is(p, s, "blocked") ||
+	    (!s->str_labels[GS_SL_THREAD_STATE] && s->values[GS_V_OFFCPU_NS] > 0))
+		return GS_WALL_OTHER_BLOCKED;
+	return GS_WALL_COMPUTE;
+}
+
+int gs_wall_classify(const struct gs_profile *p, const struct gs_sample *s)
+{
+	if (s->cuda_device >= 0 || s->stack >= p->n_stacks)
+		return -EINVAL;
+	return (int)category(p, s, stack_class(p, s->stack, NULL));
+}
+
+int64_t gs_wall_ns(const struct gs_profile *p, const struct gs_sample *s)
+{
+	int64_t cpu = s->values[GS_V_CPU_NS];
+	if (!cpu)
+		cpu = s->values[GS_V_SAMPLES] * (p->period_ns > 0 ? p->period_ns : 0);
+	int64_t w = s->values[GS_V_WALL_NS];
+	return w > cpu + s->values[GS_V_OFFCPU_NS] ? w : cpu + s->values[GS_V_OFFCPU_NS];
+}
+
+struct top_acc { /* ns per (category, stack), open addressing */
+	uint64_t *key; /* (cat << 32 | stack) + 1; 0 = empty */
+	uint64_t *ns;
+	size_t cap;
+};
+
+static void top_add(struct top_acc *t, enum gs_wall_cat c, uint32_t st, uint64_t ns)
+{
+	uint64_t key = (((uint64_t)c << 32) | st) + 1;
+	size_t h = gs_mix64(key) & (t->cap - 1);
+	while (t->key[h] && t->key[h] != key)
+		h = (h + 1) & (t->cap - 1);
+	t->key[h] = key;
+	t->ns[h] += ns;
+}
+
+int gs_wall_split(const struct gs_profile *p, gs_sample_pred keep, void *ctx,
+		  struct gs_wall_split *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (int c = 0; c < GS_NWALL_CATS; c++)
+		out->top_stack[c] = UINT32_MAX;
+	uint8_t *fcache = malloc(p->n_functions + 1);
+	uint8_t *scache = malloc(p->n_stacks + 1);
+	struct top_acc t = {.cap = 1024};
+	while (t.cap < 8 * (size_t)p->n_stacks)
+		t.cap *= 2;
+	t.key = calloc(t.cap, sizeof(*t.key));
+	t.ns = calloc(t.cap, sizeof(*t.ns));
+	int rc = 0;
+	if (!fcache || !scache || !t.key || !t.ns) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	memset(fcache, 0xff, p->n_functions + 1);
+	memset(scache, 0xff, p->n_stacks + 1);
+	for (size_t i = 0; i < p->n_samples; i++) {
+		const struct gs_sample *s = &p->samples[i];
+		if (s->cuda_device >= 0 || s->stack >= p->n_stacks || (keep && !keep(s, ctx)))
+			continue;
+		int64_t ns = gs_wall_ns(p, s);
+		if (ns <= 0)
+			continue;
+		if (scache[s->stack] == 0xff)
+			scache[s->stack] = (uint8_t)stack_class(p, s->stack, fcache);
+		enum gs_wall_cat c = category(p, s, (enum fcls)scache[s->stack]);
+		out->ns[c] += (uint64_t)ns;
+		out->total_ns += (uint64_t)ns;
+		/* three categories at most per stack (starved, its frame
+		 * class or blocked/compute), so 8 * n_stacks slots never
+		 * fill past half */
+		top_add(&t, c, s->stack, (uint64_t)ns);
+	}
+	uint64_t best[GS_NWALL_CATS] = {0};
+	for (size_t h = 0; h < t.cap; h++) {
+		if (!t.key[h])
+			continue;
+		uint32_t c = (uint32_t)((t.key[h] - 1) >> 32), st = (uint32_t)(t.key[h] - 1);
+		if (t.ns[h] > best[c] || (t.ns[h] == best[c] && st < out->top_stack[c])) {
+			best[c] = t.ns[h];
+			out->top_stack[c] = st;
+		}
+	}
+out:
+	free(fcache);
+	free(scache);
+	free(t.key);
+	free(t.ns);
+	return rc;
+}
