@@ -123,6 +123,25 @@ void gs_term_clean(char *s);
  * splits.  Returns 0 or -ENOMEM. */
 int gs_report_wall(const struct gs_profile *p, FILE *out, bool color, const char *gpu_line);
 
+/* ---- wall-clock timeline (output/timeline.c) ------------------------- */
+/* Indexes of the CPU samples with wall time, grouped per thread (main
+ * process and main thread first) in time order; *idx malloc'ed. */
+int gs_timeline_order(const struct gs_profile *p, uint32_t **idx, size_t *n);
+/* End of the thread run starting at idx[b] (first index of another thread). */
+size_t gs_timeline_thread_end(const struct gs_profile *p, const uint32_t *idx, size_t b, size_t n);
+/* One thread's samples idx[0..n) on the axis from the profile start, ns
+ * (placement rules in timeline.c); out has n entries, in order, never
+ * overlapping. */
+struct gs_tl_item {
+	uint64_t start, end;
+	uint32_t sample; /* index into p->samples */
+};
+void gs_timeline_layout(const struct gs_profile *p, const uint32_t *idx, size_t n,
+			struct gs_tl_item *out);
+/* What an off-CPU stack waits in: the display name of its leaf-most
+ * user-space frame (the leaf frame when all are kernel); returns buf. */
+const char *gs_wait_name(const struct gs_profile *p, uint32_t stack, char *buf, size_t len);
+
 /* Open path via gs_output_open and report errors in err. */
 int gs_output_fail(char *err, size_t errlen, int rc, const char *what, const char *path);
 

@@ -3,9 +3,14 @@
  * speedscope JSON writer (https://www.speedscope.app/file-format-schema.json,
  * reference/output_formats.md §3.1, §5.4).
  *
- * One shared frame table; one "sampled" profile per CPU thread, samples in
- * time order, weight = CPU nanoseconds, adjacent identical stacks merged (so
- * Time Order is a real flame chart); one "sampled" profile per GPU device,
+ * One shared frame table; one "sampled" profile per CPU thread, all on one
+ * wall-clock axis: startValue 0 = the profile start, endValue = its end (ns,
+ * the same for every thread), samples laid out by output/timeline.c with
+ * empty samples for the stretches where the thread was not seen, adjacent
+ * identical stacks merged, so Time Order is a real timeline.  Off-CPU
+ * stretches end in a "[blocked] WAIT" frame (WAIT = the leaf-most
+ * user-space frame, e.g. "[blocked] poll") or "[runnable]" (waiting for a
+ * CPU) under their stack.  One "sampled" profile per GPU device,
  * unit "none", weight = GPU PC samples (base stall family), stacks ending in
  * "[GPU] kernel" -> inlined device functions -> "file.cu:line" ->
  * "[stall] reason".  Frames: native functions once per function (file and
@@ -33,7 +38,15 @@ struct ss {
 	uint32_t *stack_off, *stack_len;
 	uint32_t *flist;
 	size_t n_flist, cap_flist;
+	/* "[blocked] WAIT" / "[runnable]" frames: type SS_LABEL, fn = index */
+	char **labels;
+	uint32_t n_labels;
+	uint32_t *blocked_label; /* per stack: frame index, UINT32_MAX = not yet */
+	uint32_t runnable_label;
+	struct gs_tl_item *items; /* per CPU sample, in thread/time order */
 };
+
+#define SS_LABEL 0xfe /* gs_dframe.type of a label frame */
 
 static int frame_index(struct ss *s, const struct gs_dframe *f, uint32_t *out)
 {
@@ -113,39 +126,51 @@ static int stack_frames(struct ss *s, uint32_t st, const uint32_t **out, uint32_
 	return 0;
 }
 
-/* ---- CPU threads ---------------------------------------------------------- */
-
-static const struct gs_profile *sort_p;
-static uint32_t sort_main_pid;
-
-/* Profile order: the main process first, then by pid, pid 0 (idle, kernel
- * threads) last; within a process its main thread first, then by tid. */
-static uint64_t pid_rank(uint32_t pid)
+/* Frame index of label text (linear: few distinct waits). */
+static int label_frame(struct ss *s, const char *text, uint32_t *out)
 {
-	if (pid == sort_main_pid)
+	uint32_t i = 0;
+	while (i < s->n_labels && strcmp(s->labels[i], text))
+		i++;
+	if (i == s->n_labels) {
+		char **n = realloc(s->labels, (s->n_labels + 1) * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		s->labels = n;
+		if (!(n[i] = strdup(text)))
+			return -ENOMEM;
+		s->n_labels++;
+	}
+	struct gs_dframe f = {.type = SS_LABEL, .fn = i};
+	return frame_index(s, &f, out);
+}
+
+/* The state frame under an off-CPU sample's stack; UINT32_MAX for CPU
+ * samples. */
+static int state_frame(struct ss *s, const struct gs_sample *sm, uint32_t *out)
+{
+	const struct gs_profile *p = s->p;
+	gs_str st = sm->str_labels[GS_SL_THREAD_STATE];
+	char buf[300], wait[256];
+	*out = UINT32_MAX;
+	if (sm->values[GS_V_OFFCPU_NS] <= 0)
 		return 0;
-	return pid ? pid : UINT64_MAX;
+	if (st && !strcmp(gs_profile_str(p, st), "runnable")) {
+		if (s->runnable_label == UINT32_MAX && label_frame(s, "[runnable]", &s->runnable_label))
+			return -ENOMEM;
+		*out = s->runnable_label;
+		return 0;
+	}
+	if (s->blocked_label[sm->stack] == UINT32_MAX) {
+		snprintf(buf, sizeof(buf), "[blocked] %s", gs_wait_name(p, sm->stack, wait, sizeof(wait)));
+		if (label_frame(s, buf, &s->blocked_label[sm->stack]))
+			return -ENOMEM;
+	}
+	*out = s->blocked_label[sm->stack];
+	return 0;
 }
 
-static int cmp_cpu(const void *a, const void *b)
-{
-	const struct gs_sample *x = &sort_p->samples[*(const uint32_t *)a];
-	const struct gs_sample *y = &sort_p->samples[*(const uint32_t *)b];
-	if (x->pid != y->pid)
-		return pid_rank(x->pid) < pid_rank(y->pid) ? -1 : 1;
-	if (x->tid != y->tid) /* the process's main thread first */
-		return x->tid == x->pid ? -1 : y->tid == y->pid ? 1 : x->tid < y->tid ? -1 : 1;
-	if (x->time_ns != y->time_ns)
-		return x->time_ns < y->time_ns ? -1 : 1;
-	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
-}
-
-static int64_t cpu_weight(const struct gs_profile *p, const struct gs_sample *s)
-{
-	if (s->values[GS_V_CPU_NS])
-		return s->values[GS_V_CPU_NS];
-	return s->values[GS_V_SAMPLES] * (p->period_ns > 0 ? p->period_ns : 1);
-}
+/* ---- CPU threads ---------------------------------------------------------- */
 
 static void put_str(struct gs_wbuf *w, const char *s)
 {
@@ -179,55 +204,68 @@ static void thread_name(const struct gs_profile *p, const struct gs_sample *s, c
 		snprintf(buf + n, len - (size_t)n, " (%s)", role);
 }
 
-/* Samples [b, e) of idx[] are one thread, time ordered. */
-static int write_thread(struct ss *s, struct gs_wbuf *w, bool *first, const uint32_t *idx,
-			size_t b, size_t e, int64_t *total_out)
+static void put_frames(struct gs_wbuf *w, const uint32_t *fr, uint32_t nf, uint32_t extra, bool first)
+{
+	gs_wbuf_puts(w, first ? "[" : ",[");
+	for (uint32_t k = 0; k < nf; k++) {
+		if (k)
+			gs_wbuf_putc(w, ',');
+		gs_wbuf_u64(w, fr[k]);
+	}
+	if (extra != UINT32_MAX) {
+		if (nf)
+			gs_wbuf_putc(w, ',');
+		gs_wbuf_u64(w, extra);
+	}
+	gs_wbuf_putc(w, ']');
+}
+
+/* Items it[0..n) are one thread on the axis [0, axis_end): runs of one
+ * (stack, state frame) without a gap become one sample, gaps empty ones.
+ * wt has room for 2n + 1 weights; *busy = ns not in gaps. */
+static int write_thread(struct ss *s, struct gs_wbuf *w, bool *first, const struct gs_tl_item *it,
+			size_t n, uint64_t axis_end, uint64_t *wt, int64_t *busy)
 {
 	const struct gs_profile *p = s->p;
 	char name[256];
-	thread_name(p, &p->samples[idx[b]], name, sizeof(name));
-	int64_t total = 0;
-	for (size_t i = b; i < e; i++)
-		total += cpu_weight(p, &p->samples[idx[i]]);
+	thread_name(p, &p->samples[it[0].sample], name, sizeof(name));
 	profile_head(w, first, name, "nanoseconds");
-	gs_wbuf_i64(w, total);
+	gs_wbuf_u64(w, axis_end);
 	gs_wbuf_puts(w, ",\"samples\":[");
-	/* merge runs of the same stack; weights are written after */
-	size_t n_runs = 0;
-	for (size_t i = b; i < e;) {
-		uint32_t st = p->samples[idx[i]].stack;
-		size_t j = i + 1;
-		while (j < e && p->samples[idx[j]].stack == st)
-			j++;
+	size_t nw = 0;
+	uint64_t cursor = 0;
+	*busy = 0;
+	for (size_t i = 0; i < n;) {
+		const struct gs_sample *x = &p->samples[it[i].sample];
+		uint32_t lab, lab2, nf;
 		const uint32_t *fr;
-		uint32_t nf;
-		if (stack_frames(s, st, &fr, &nf))
+		if (state_frame(s, x, &lab) || stack_frames(s, x->stack, &fr, &nf))
 			return -ENOMEM;
-		gs_wbuf_puts(w, n_runs ? ",[" : "[");
-		for (uint32_t k = 0; k < nf; k++) {
-			if (k)
-				gs_wbuf_putc(w, ',');
-			gs_wbuf_u64(w, fr[k]);
+		if (it[i].start > cursor) {
+			gs_wbuf_puts(w, nw ? ",[]" : "[]");
+			wt[nw++] = it[i].start - cursor;
 		}
-		gs_wbuf_putc(w, ']');
-		n_runs++;
+		size_t j = i + 1;
+		while (j < n && p->samples[it[j].sample].stack == x->stack && it[j].start == it[j - 1].end &&
+		       !state_frame(s, &p->samples[it[j].sample], &lab2) && lab2 == lab)
+			j++;
+		put_frames(w, fr, nf, lab, nw == 0);
+		wt[nw++] = it[j - 1].end - it[i].start;
+		*busy += (int64_t)wt[nw - 1];
+		cursor = it[j - 1].end;
 		i = j;
+	}
+	if (axis_end > cursor) {
+		gs_wbuf_puts(w, nw ? ",[]" : "[]");
+		wt[nw++] = axis_end - cursor;
 	}
 	gs_wbuf_puts(w, "],\"weights\":[");
-	n_runs = 0;
-	for (size_t i = b; i < e;) {
-		uint32_t st = p->samples[idx[i]].stack;
-		int64_t wsum = 0;
-		size_t j = i;
-		while (j < e && p->samples[idx[j]].stack == st)
-			wsum += cpu_weight(p, &p->samples[idx[j++]]);
-		if (n_runs++)
+	for (size_t i = 0; i < nw; i++) {
+		if (i)
 			gs_wbuf_putc(w, ',');
-		gs_wbuf_i64(w, wsum);
-		i = j;
+		gs_wbuf_u64(w, wt[i]);
 	}
 	gs_wbuf_puts(w, "]}");
-	*total_out = total;
 	return 0;
 }
 
@@ -315,6 +353,11 @@ static void write_frames(struct ss *s, struct gs_wbuf *w)
 	for (uint32_t i = 0; i < s->n_frames; i++) {
 		const struct gs_dframe *f = &s->frames[i];
 		gs_wbuf_puts(w, i ? ",\n{\"name\":" : "\n{\"name\":");
+		if (f->type == SS_LABEL) {
+			put_str(w, s->labels[f->fn]);
+			gs_wbuf_putc(w, '}');
+			continue;
+		}
 		put_str(w, gs_dframe_name(s->p, f, name, sizeof(name)));
 		const char *file = gs_dframe_file(s->p, f);
 		int64_t line = gs_dframe_line(s->p, f);
@@ -332,14 +375,15 @@ static void write_frames(struct ss *s, struct gs_wbuf *w)
 }
 
 /* The frame table is written before the profiles, so walk every stack
- * (and stall leaf) once up front; the cache makes the second walk free. */
+ * (and stall leaf, state frame) once up front; the caches make the second
+ * walk free. */
 static int collect_frames(struct ss *s)
 {
 	const struct gs_profile *p = s->p;
 	for (size_t i = 0; i < p->n_samples; i++) {
 		const uint32_t *fr;
-		uint32_t nf;
-		if (stack_frames(s, p->samples[i].stack, &fr, &nf))
+		uint32_t nf, lab;
+		if (stack_frames(s, p->samples[i].stack, &fr, &nf) || state_frame(s, &p->samples[i], &lab))
 			return -ENOMEM;
 		if (p->samples[i].cuda_device >= 0) {
 			struct gs_dframe sf = {.type = GS_DF_STALL, .fn = p->samples[i].cuda_stall_reason};
@@ -355,20 +399,32 @@ static int write_all_json(struct ss *s, struct gs_wbuf *w)
 {
 	const struct gs_profile *p = s->p;
 	int rc = 0;
-	/* CPU samples grouped by thread, in time order */
+	/* CPU samples grouped by thread, in time order, on one axis */
 	size_t n_cpu = 0;
-	uint32_t *idx = malloc(sizeof(*idx) * (p->n_samples ? p->n_samples : 1));
-	if (!idx)
+	uint32_t *idx;
+	uint64_t *wt = NULL;
+	if (gs_timeline_order(p, &idx, &n_cpu))
 		return -ENOMEM;
+	s->items = malloc(sizeof(*s->items) * (n_cpu + 1));
+	wt = malloc(sizeof(*wt) * (2 * n_cpu + 1));
+	if (!s->items || !wt) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	uint64_t axis_end = p->duration_nanos;
+	for (size_t b = 0; b < n_cpu;) {
+		size_t e = gs_timeline_thread_end(p, idx, b, n_cpu);
+		gs_timeline_layout(p, idx + b, e - b, s->items + b);
+		if (s->items[e - 1].end > axis_end)
+			axis_end = s->items[e - 1].end;
+		b = e;
+	}
 	int32_t devs[64];
 	int n_devs = 0;
 	for (size_t i = 0; i < p->n_samples; i++) {
 		const struct gs_sample *sm = &p->samples[i];
-		if (sm->cuda_device < 0) {
-			if (cpu_weight(p, sm) > 0)
-				idx[n_cpu++] = (uint32_t)i;
+		if (sm->cuda_device < 0)
 			continue;
-		}
 		bool seen = false;
 		for (int d = 0; d < n_devs; d++)
 			seen |= devs[d] == sm->cuda_device;
@@ -381,14 +437,6 @@ static int write_all_json(struct ss *s, struct gs_wbuf *w)
 			devs[b] = devs[b - 1];
 			devs[b - 1] = t;
 		}
-	sort_p = p;
-	sort_main_pid = 0;
-	for (uint32_t i = 0; i < p->n_processes; i++)
-		if (p->processes[i].role && !strcmp(gs_profile_str(p, p->processes[i].role), "main")) {
-			sort_main_pid = p->processes[i].pid;
-			break;
-		}
-	qsort(idx, n_cpu, sizeof(*idx), cmp_cpu);
 
 	rc = collect_frames(s);
 	if (rc)
@@ -409,12 +457,9 @@ static int write_all_json(struct ss *s, struct gs_wbuf *w)
 	int n_prof = 0, best = 0;
 	int64_t best_w = -1;
 	for (size_t b = 0; b < n_cpu && !rc;) {
-		const struct gs_sample *x = &p->samples[idx[b]];
-		size_t e = b + 1;
-		while (e < n_cpu && p->samples[idx[e]].pid == x->pid && p->samples[idx[e]].tid == x->tid)
-			e++;
+		size_t e = gs_timeline_thread_end(p, idx, b, n_cpu);
 		int64_t tw = 0;
-		rc = write_thread(s, w, &first, idx, b, e, &tw);
+		rc = write_thread(s, w, &first, s->items + b, e - b, axis_end, wt, &tw);
 		if (tw > best_w) {
 			best_w = tw;
 			best = n_prof;
@@ -437,21 +482,24 @@ static int write_all_json(struct ss *s, struct gs_wbuf *w)
 	gs_wbuf_puts(w, "}\n");
 out:
 	free(idx);
+	free(wt);
 	return rc;
 }
 
 int gs_write_speedscope(const struct gs_profile *p, const char *path, char *err, size_t errlen)
 {
-	struct ss s = {.p = p};
+	struct ss s = {.p = p, .runnable_label = UINT32_MAX};
 	s.stack_off = malloc(sizeof(uint32_t) * (p->n_stacks + 1));
 	s.stack_len = malloc(sizeof(uint32_t) * (p->n_stacks + 1));
+	s.blocked_label = malloc(sizeof(uint32_t) * (p->n_stacks + 1));
 	struct gs_wbuf *w = malloc(sizeof(*w));
 	int rc = 0, fd = -1;
-	if (!s.stack_off || !s.stack_len || !w) {
+	if (!s.stack_off || !s.stack_len || !s.blocked_label || !w) {
 		rc = gs_output_fail(err, errlen, -ENOMEM, "cannot write", path);
 		goto out;
 	}
 	memset(s.stack_off, 0xff, sizeof(uint32_t) * (p->n_stacks + 1));
+	memset(s.blocked_label, 0xff, sizeof(uint32_t) * (p->n_stacks + 1));
 	fd = gs_output_open(path, err, errlen);
 	if (fd < 0) {
 		rc = fd;
@@ -472,6 +520,11 @@ out:
 	free(s.stack_off);
 	free(s.stack_len);
 	free(s.flist);
+	for (uint32_t i = 0; i < s.n_labels; i++)
+		free(s.labels[i]);
+	free(s.labels);
+	free(s.blocked_label);
+	free(s.items);
 	free(w);
 	return rc;
 }

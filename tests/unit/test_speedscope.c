@@ -48,13 +48,16 @@ Test(speedscope, schema_valid_and_profiles)
 	cr_assert_not_null(strstr(out, "VALID frames="), "%s", out);
 	/* main process first; GPU profile last and active (GPU is the default) */
 	cr_assert_not_null(strstr(out, "profiles=4 active=3"), "%s", out);
-	cr_assert_not_null(strstr(out, "PROFILE 0\tpython3 pid 1200 tid 1200 (main)\tnanoseconds\tsamples=3\ttotal=100000000"), "%s", out);
-	cr_assert_not_null(strstr(out, "PROFILE 1\tpt_data_worker pid 1201 tid 1201 (dataloader)\tnanoseconds\tsamples=1\ttotal=40000000"), "%s", out);
+	/* every thread on the run's axis, 1 s; empty samples where unseen */
+	cr_assert_not_null(strstr(out, "PROFILE 0\tpython3 pid 1200 tid 1200 (main)\tnanoseconds\tsamples=7\ttotal=1000000000"), "%s", out);
+	cr_assert_not_null(strstr(out, "PROFILE 1\tpt_data_worker pid 1201 tid 1201 (dataloader)\tnanoseconds\tsamples=9\ttotal=1000000000"), "%s", out);
+	cr_assert_not_null(strstr(out, "P0\t\t95000000\nP0\tmain;<module>"), "the first tick at 100 ms covers 95-105 ms:\n%s", out);
 	cr_assert_not_null(strstr(out, "PROFILE 3\tGPU0 PC samples (stall reasons)\tnone\tsamples=3\ttotal=170"), "%s", out);
 	/* time order: addmm (t=100ms) < input wait (300ms) < sync (800ms); the
-	 * 5 adjacent input-wait samples are one run of 50 ms */
+	 * 5 adjacent input-wait samples are one run of 50 ms, after a 170 ms gap */
 	char *a = strstr(out, "P0\tmain;<module> (/home/u/train.py:10);train_step (/home/u/train.py:20);at::native::addmm_out_cpu");
-	char *b = strstr(out, "Queue.get (multiprocessing/queues.py:103);poll;do_syscall_64\t50000000");
+	char *b = strstr(out, "P0\t\t170000000\nP0\tmain;<module> (/home/u/train.py:10);_BaseDataLoaderIter.__next__");
+	cr_assert_not_null(strstr(out, "Queue.get (multiprocessing/queues.py:103);poll;do_syscall_64\t50000000"), "%s", out);
 	char *c = strstr(out, "P0\tmain;<module> (/home/u/train.py:10);train_step (/home/u/train.py:22);cudaStreamSynchronize\t20000000");
 	cr_assert(a && b && c && a < b && b < c, "CPU samples not in time order: %s", out);
 	/* GPU leaves: [GPU] kernel -> inlined device fn -> line -> [stall] */
@@ -68,6 +71,57 @@ Test(speedscope, schema_valid_and_profiles)
 	cr_assert_not_null(strstr(json, "\"$schema\":\"https://www.speedscope.app/file-format-schema.json\""));
 	free(json);
 	gs_profile_free(&x.p);
+}
+
+/* Off-CPU stretches on the wall-clock axis: "[blocked] WAIT" and
+ * "[runnable]" frames under their stack, ticks centred on their time,
+ * jitter closed, overlaps pushed later, gaps as empty samples. */
+Test(speedscope, wall_clock_timeline)
+{
+	if (!have_validator())
+		cr_skip_test("node or tests/node_modules missing (cd tests && npm install speedscope@1.25.0 ajv@8)");
+	struct gs_profile p;
+	gs_profile_init(&p);
+	p.period_ns = FX_PERIOD;
+	p.duration_nanos = 300000000;
+	uint32_t m_py = fx_map(&p, "[python]", NULL, 0, 0, true);
+	uint32_t m_lib = fx_map(&p, "/lib/libc.so.6", NULL, 0x1000, 0x9000, false);
+	uint32_t m_k = fx_map(&p, "[kernel.kallsyms]", NULL, 0, 0, false);
+	uint32_t a = fx_loc(&p, m_py, 0, GS_FRAME_PYTHON, fx_fn(&p, "step", NULL, "/home/u/t.py", 1), 3);
+	uint32_t poll = fx_loc(&p, m_lib, 0x1100, GS_FRAME_NATIVE, fx_fn(&p, "poll", NULL, NULL, 0), 0);
+	uint32_t fw = fx_loc(&p, m_k, 0x10, GS_FRAME_KERNEL, fx_fn(&p, "futex_wait", NULL, NULL, 0), 0);
+	uint32_t sa[] = {a}, sb[] = {a, poll, fw};
+	uint32_t ms = 1000000;
+	fx_samples(&p, sa, 1, 2, 10, 10, "python3", "main", 5 * ms, 10 * ms); /* ticks 5, 15 */
+	fx_samples(&p, sa, 1, 1, 10, 10, "python3", "main", 26 * ms, 0);      /* 1 ms late */
+	uint32_t st_a = p.samples[0].stack;
+	fx_samples(&p, sb, 3, 0, 10, 10, "python3", "main", 0, 0);          /* adds stack b only */
+	uint32_t st_b = st_a + 1;
+	fx_offcpu(&p, st_b, 10, 10, "python3", "main", "blocked", 30 * ms, 50 * ms);
+	fx_offcpu(&p, st_a, 10, 10, "python3", "main", "runnable", 80 * ms, 20 * ms);
+	fx_samples(&p, sa, 1, 1, 10, 10, "python3", "main", 105 * ms, 0);
+	fx_samples(&p, sa, 1, 1, 10, 10, "python3", "main", 203 * ms, 0);
+	fx_offcpu(&p, st_b, 10, 11, "python3", "main", "blocked", 0, 300 * ms);
+	char path[128], err[256];
+	snprintf(path, sizeof(path), "%s/wall.speedscope.json", tmpdir);
+	cr_assert_eq(gs_write_speedscope(&p, path, err, sizeof(err)), 0, "%s", err);
+	int st;
+	char *out = validate(path, &st);
+	cr_assert_eq(st, 0, "%s", out);
+	const char *want =
+		"P0\tstep (/home/u/t.py:3)\t31000000\n"
+		"P0\tstep (/home/u/t.py:3);poll;futex_wait;[blocked] poll\t50000000\n"
+		"P0\tstep (/home/u/t.py:3);[runnable]\t20000000\n"
+		"P0\tstep (/home/u/t.py:3)\t10000000\n"
+		"P0\t\t87000000\n"
+		"P0\tstep (/home/u/t.py:3)\t10000000\n"
+		"P0\t\t92000000\n"
+		"P1\tstep (/home/u/t.py:3);poll;futex_wait;[blocked] poll\t300000000\n";
+	cr_assert_not_null(strstr(out, want), "want:\n%s\ngot:\n%s", want, out);
+	cr_assert_not_null(strstr(out, "PROFILE 0\tpython3 pid 10 tid 10 (main)\tnanoseconds\tsamples=7\ttotal=300000000"), "%s", out);
+	cr_assert_not_null(strstr(out, "PROFILE 1\tpython3 pid 10 tid 11 (main)\tnanoseconds\tsamples=1\ttotal=300000000"), "%s", out);
+	free(out);
+	gs_profile_free(&p);
 }
 
 Test(speedscope, empty_profile_is_valid)
