@@ -25,8 +25,11 @@ void gs_options_usage(FILE *out)
 "  -F, --frequency HZ      CPU samples per second per CPU (default 99)\n"
 "  -o, --output PREFIX     output prefix (default gpusample-<pid>): writes\n"
 "                          PREFIX.pb.gz, PREFIX.speedscope.json (and with folded:\n"
-"                          PREFIX.cpu.folded, PREFIX.gpu.folded)\n"
-"      --format LIST       comma list of pprof,speedscope,folded (default pprof,speedscope)\n"
+"                          PREFIX.cpu.folded, PREFIX.gpu.folded; with trace:\n"
+"                          PREFIX.trace.json)\n"
+"      --format LIST       comma list of pprof,speedscope,folded,trace (default\n"
+"                          pprof,speedscope; trace = Chrome trace-event JSON for\n"
+"                          Perfetto UI / chrome://tracing)\n"
 "      --no-children       do not follow child processes\n"
 "      --no-kernel         do not record kernel stacks\n"
 "      --no-python         do not walk Python frames\n"
@@ -86,8 +89,10 @@ static int parse_formats(struct gs_options *o, const char *arg)
 			o->formats |= GS_FMT_SPEEDSCOPE;
 		else if (!strcmp(tok, "folded"))
 			o->formats |= GS_FMT_FOLDED;
+		else if (!strcmp(tok, "trace"))
+			o->formats |= GS_FMT_TRACE;
 		else {
-			fprintf(stderr, "gpusample: unknown format '%s' (use pprof, speedscope, folded)\n", tok);
+			fprintf(stderr, "gpusample: unknown format '%s' (use pprof, speedscope, folded, trace)\n", tok);
 			free(dup);
 			return -EINVAL;
 		}

@@ -14,6 +14,7 @@ enum gs_format_bits {
 	GS_FMT_PPROF = 1 << 0,
 	GS_FMT_SPEEDSCOPE = 1 << 1,
 	GS_FMT_FOLDED = 1 << 2,
+	GS_FMT_TRACE = 1 << 3,  /* PREFIX.trace.json */
 };
 
 struct gs_options {

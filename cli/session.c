@@ -640,6 +640,11 @@ static int w_gpu_folded(struct session *s, const char *path, char *err, size_t l
 	return gs_write_folded(&s->prof, GS_FOLDED_GPU, path, err, len);
 }
 
+static int w_trace(struct session *s, const char *path, char *err, size_t len)
+{
+	return gs_write_trace(&s->prof, path, err, len);
+}
+
 static bool has_gpu_samples(const struct gs_profile *p)
 {
 	for (size_t i = p->n_samples; i-- > 0;)
@@ -665,6 +670,8 @@ static int write_outputs(struct session *s)
 		rc |= write_one(s, ".cpu.folded", w_cpu_folded);
 	if ((s->o->formats & GS_FMT_FOLDED) && has_gpu_samples(&s->prof))
 		rc |= write_one(s, ".gpu.folded", w_gpu_folded);
+	if (s->o->formats & GS_FMT_TRACE)
+		rc |= write_one(s, ".trace.json", w_trace);
 	if (s->o->report) {
 		struct gs_report_opts ro = { .top = 15, .color = isatty(1) };
 

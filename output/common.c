@@ -458,3 +458,34 @@ void gs_term_clean(char *s)
 		if ((unsigned char)*s < 0x20 || *s == 0x7f)
 			*s = '?';
 }
+
+void gs_json_str(struct gs_wbuf *w, const char *s)
+{
+	gs_wbuf_putc(w, '"');
+	gs_json_escape(w, s);
+	gs_wbuf_putc(w, '"');
+}
+
+int gs_write_buffered(const char *path, int (*body)(void *ctx, struct gs_wbuf *w), void *ctx,
+		      char *err, size_t errlen)
+{
+	struct gs_wbuf *w = malloc(sizeof(*w));
+	if (!w)
+		return gs_output_fail(err, errlen, -ENOMEM, "cannot write", path);
+	int fd = gs_output_open(path, err, errlen);
+	if (fd < 0) {
+		free(w);
+		return fd;
+	}
+	gs_wbuf_init(w, fd);
+	int rc = body(ctx, w);
+	int frc = gs_wbuf_flush(w);
+	if (!rc)
+		rc = frc;
+	if (close(fd) && !rc)
+		rc = -errno;
+	if (rc)
+		gs_output_fail(err, errlen, rc, "cannot write", path);
+	free(w);
+	return rc;
+}

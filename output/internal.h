@@ -110,6 +110,13 @@ int gs_wbuf_flush(struct gs_wbuf *w);
  * part of valid UTF-8 (overlong forms, surrogates, > U+10FFFF included) with
  * U+FFFD. */
 void gs_json_escape(struct gs_wbuf *w, const char *s);
+/* A JSON string: '"', gs_json_escape(s), '"'. */
+void gs_json_str(struct gs_wbuf *w, const char *s);
+/* Create path (gs_output_open), write it through body(ctx, w) with a
+ * buffered writer, flush and close; errors (body's, or the file's) are
+ * reported in err as "cannot write PATH: ...".  Returns 0 or -errno. */
+int gs_write_buffered(const char *path, int (*body)(void *ctx, struct gs_wbuf *w), void *ctx,
+		      char *err, size_t errlen);
 /* Same into a buffer (tests); returns the length written (truncates). */
 size_t gs_json_escape_buf(const char *s, char *out, size_t outlen);
 

@@ -46,6 +46,18 @@ int gs_read_pprof(const char *path, struct gs_profile *p, char *err, size_t errl
  * a GPU column, else the busiest thread. */
 int gs_write_speedscope(const struct gs_profile *p, const char *path, char *err, size_t errlen);
 
+/* Chrome trace-event JSON (Perfetto UI, chrome://tracing): per thread,
+ * state slices (running / runnable / blocked, with the wall-time category)
+ * with their stacks as nested slices on the wall-clock axis from the
+ * profile start; process and thread names; GPU PC-sample batches as
+ * instant events.  Long runs: adjacent identical samples merged, at most
+ * GS_TRACE_MAX_EVENTS events (the rest dropped and counted in
+ * otherData.dropped_events).  Layout in trace.c. */
+#define GS_TRACE_MAX_EVENTS 1000000
+int gs_write_trace(const struct gs_profile *p, const char *path, char *err, size_t errlen);
+int gs_write_trace_capped(const struct gs_profile *p, const char *path, size_t max_events,
+			  char *err, size_t errlen);
+
 /* Brendan Gregg folded stacks: root;...;leaf COUNT.  which = GS_FOLDED_CPU
  * (samples/count, root frame "comm-pid", kernel frames suffixed "_[k]") or
  * GS_FOLDED_GPU (gpu_samples only: the _not_issued column is a subset and is

@@ -172,19 +172,13 @@ static int state_frame(struct ss *s, const struct gs_sample *sm, uint32_t *out)
 
 /* ---- CPU threads ---------------------------------------------------------- */
 
-static void put_str(struct gs_wbuf *w, const char *s)
-{
-	gs_wbuf_putc(w, '"');
-	gs_json_escape(w, s);
-	gs_wbuf_putc(w, '"');
-}
 
 static void profile_head(struct gs_wbuf *w, bool *first, const char *name, const char *unit)
 {
 	gs_wbuf_puts(w, *first ? "\n  {" : ",\n  {");
 	*first = false;
 	gs_wbuf_puts(w, "\"type\":\"sampled\",\"name\":");
-	put_str(w, name);
+	gs_json_str(w, name);
 	gs_wbuf_puts(w, ",\"unit\":\"");
 	gs_wbuf_puts(w, unit);
 	gs_wbuf_puts(w, "\",\"startValue\":0,\"endValue\":");
@@ -354,16 +348,16 @@ static void write_frames(struct ss *s, struct gs_wbuf *w)
 		const struct gs_dframe *f = &s->frames[i];
 		gs_wbuf_puts(w, i ? ",\n{\"name\":" : "\n{\"name\":");
 		if (f->type == SS_LABEL) {
-			put_str(w, s->labels[f->fn]);
+			gs_json_str(w, s->labels[f->fn]);
 			gs_wbuf_putc(w, '}');
 			continue;
 		}
-		put_str(w, gs_dframe_name(s->p, f, name, sizeof(name)));
+		gs_json_str(w, gs_dframe_name(s->p, f, name, sizeof(name)));
 		const char *file = gs_dframe_file(s->p, f);
 		int64_t line = gs_dframe_line(s->p, f);
 		if (file) {
 			gs_wbuf_puts(w, ",\"file\":");
-			put_str(w, file);
+			gs_json_str(w, file);
 		}
 		if (line > 0) {
 			gs_wbuf_puts(w, ",\"line\":");
@@ -449,7 +443,7 @@ static int write_all_json(struct ss *s, struct gs_wbuf *w)
 		snprintf(name, sizeof(name), "gpusample: %s (pid %u)", gs_profile_str(p, main_p->comm), main_p->pid);
 	else
 		snprintf(name, sizeof(name), "gpusample profile");
-	put_str(w, name);
+	gs_json_str(w, name);
 	gs_wbuf_puts(w, ",\n");
 	write_frames(s, w);
 	gs_wbuf_puts(w, "\"profiles\":[");
@@ -486,34 +480,25 @@ out:
 	return rc;
 }
 
+static int speedscope_body(void *ctx, struct gs_wbuf *w)
+{
+	return write_all_json(ctx, w);
+}
+
 int gs_write_speedscope(const struct gs_profile *p, const char *path, char *err, size_t errlen)
 {
 	struct ss s = {.p = p, .runnable_label = UINT32_MAX};
 	s.stack_off = malloc(sizeof(uint32_t) * (p->n_stacks + 1));
 	s.stack_len = malloc(sizeof(uint32_t) * (p->n_stacks + 1));
 	s.blocked_label = malloc(sizeof(uint32_t) * (p->n_stacks + 1));
-	struct gs_wbuf *w = malloc(sizeof(*w));
-	int rc = 0, fd = -1;
-	if (!s.stack_off || !s.stack_len || !s.blocked_label || !w) {
+	int rc;
+	if (!s.stack_off || !s.stack_len || !s.blocked_label) {
 		rc = gs_output_fail(err, errlen, -ENOMEM, "cannot write", path);
 		goto out;
 	}
 	memset(s.stack_off, 0xff, sizeof(uint32_t) * (p->n_stacks + 1));
 	memset(s.blocked_label, 0xff, sizeof(uint32_t) * (p->n_stacks + 1));
-	fd = gs_output_open(path, err, errlen);
-	if (fd < 0) {
-		rc = fd;
-		goto out;
-	}
-	gs_wbuf_init(w, fd);
-	rc = write_all_json(&s, w);
-	int frc = gs_wbuf_flush(w);
-	if (!rc)
-		rc = frc;
-	if (close(fd) && !rc)
-		rc = -errno;
-	if (rc)
-		gs_output_fail(err, errlen, rc, "cannot write", path);
+	rc = gs_write_buffered(path, speedscope_body, &s, err, errlen);
 out:
 	free(s.frames);
 	free(s.fhash);
@@ -525,6 +510,5 @@ out:
 	free(s.labels);
 	free(s.blocked_label);
 	free(s.items);
-	free(w);
 	return rc;
 }

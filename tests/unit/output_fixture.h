@@ -217,18 +217,25 @@ static inline void fx_offcpu(struct gs_profile *p, uint32_t st, uint32_t pid, ui
 /* Off-CPU data for the fixture: the main thread's wall time becomes 1 s =
  * 100 ms on-CPU (30 compute, 50 input, 20 sync) + 600 ms blocked under the
  * DataLoader + 200 ms runnable in compute + 100 ms blocked in
- * cudaStreamSynchronize: compute 3%, input 65%, sync 12%, starved 20%.
- * The worker: 40 ms on-CPU + 50 ms blocked + 10 ms runnable. */
+ * cudaStreamSynchronize: compute 3%, input 65%, sync 12%, starved 20%,
+ * tiling [0, 1 s) around the CPU ticks' periods (95-125, 295-345,
+ * 795-815 ms).  The worker: 40 ms on-CPU + 50 ms blocked + 10 ms runnable,
+ * between its ticks (195-265 ms). */
 static inline void fx_add_offcpu(struct fx *x)
 {
 	struct gs_profile *p = &x->p;
 	uint32_t in = FX_ST_INPUT(p), cpu = FX_ST_CPU(p), sync = FX_ST_SYNC(p), w = FX_ST_WORKER(p);
-	for (int i = 0; i < 6; i++)
-		fx_offcpu(p, in, 1200, 1200, "python3", "main", "blocked", 350000000 + i * 100000000ULL, 100000000);
-	fx_offcpu(p, cpu, 1200, 1200, "python3", "main", "runnable", 130000000, 200000000);
-	fx_offcpu(p, sync, 1200, 1200, "python3", "main", "blocked", 820000000, 100000000);
-	fx_offcpu(p, w, 1201, 1201, "pt_data_worker", "dataloader", "blocked", 210000000, 50000000);
-	fx_offcpu(p, w, 1201, 1201, "pt_data_worker", "dataloader", "runnable", 300000000, 10000000);
+	const uint64_t ms = 1000000;
+	fx_offcpu(p, cpu, 1200, 1200, "python3", "main", "runnable", 0, 95 * ms);
+	fx_offcpu(p, in, 1200, 1200, "python3", "main", "blocked", 125 * ms, 150 * ms);
+	fx_offcpu(p, cpu, 1200, 1200, "python3", "main", "runnable", 275 * ms, 20 * ms);
+	fx_offcpu(p, in, 1200, 1200, "python3", "main", "blocked", 345 * ms, 450 * ms);
+	fx_offcpu(p, cpu, 1200, 1200, "python3", "main", "runnable", 815 * ms, 85 * ms);
+	fx_offcpu(p, sync, 1200, 1200, "python3", "main", "blocked", 900 * ms, 100 * ms);
+	for (int i = 0; i < 3; i++)
+		fx_offcpu(p, w, 1201, 1201, "pt_data_worker", "dataloader", "blocked", (205 + 20 * i) * ms, 10 * ms);
+	fx_offcpu(p, w, 1201, 1201, "pt_data_worker", "dataloader", "blocked", 265 * ms, 20 * ms);
+	fx_offcpu(p, w, 1201, 1201, "pt_data_worker", "dataloader", "runnable", 285 * ms, 10 * ms);
 }
 
 /* Repository root (tests run from it; GS_SRCDIR overrides). */

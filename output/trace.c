@@ -1,0 +1,419 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Chrome trace-event JSON (`--format trace`, PREFIX.trace.json) for Perfetto
+ * UI, chrome://tracing and speedscope's trace importer.  Trace Event Format:
+ * JSON object {"traceEvents":[...], "displayTimeUnit", "otherData"}; "ts"
+ * and "dur" in microseconds (3 decimals = ns), from the profile start.
+ *
+ * Per process a process_name (comm, role, rank) and process_sort_index
+ * (main processes first); per thread a thread_name (comm).  Per thread, on
+ * the wall-clock axis of output/timeline.c:
+ *   - state slices ("X", cat "state"): name running / runnable / blocked,
+ *     args category (output/walltime.c) and, when blocked, wait (the
+ *     leaf-most user-space frame); one slice per contiguous stretch of one
+ *     state and category;
+ *   - inside each, its stack as nested "X" slices (cat "stack"), root
+ *     outermost, one slice per frame for as long as consecutive samples
+ *     share it (a flame chart over time).  A parent is written before its
+ *     children, which never outlast it, so equal ts/dur nest in file order
+ *     as the format's readers expect.
+ * GPU PC-sample batches: instant events ("i", thread scope) on a track
+ * "GPU<n> PC samples" of the launching process, name = kernel, args
+ * samples, stall reason and launch site.
+ *
+ * Bounding for long runs: adjacent identical samples are merged first (one
+ * slice per stretch, not per sample); at most GS_TRACE_MAX_EVENTS events
+ * are written, threads in order (main process and main thread first); what
+ * does not fit is dropped and counted in otherData.dropped_events with a
+ * note, never silently.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "output/internal.h"
+#include "output/output.h"
+
+#define MAX_DF_PER_LOC 66
+#define GPU_TID_BASE 0x40000000u /* synthetic tids of the GPU tracks */
+
+struct tr {
+	const struct gs_profile *p;
+	struct gs_wbuf *w;
+	size_t max_events, n_events, dropped;
+	/* stack -> root-first display frames (cached) */
+	struct gs_dframe *pool;
+	size_t n_pool, cap_pool;
+	size_t *off;
+	uint32_t *len;
+	/* one thread's merged runs */
+	struct run *runs;
+	uint8_t *cat; /* per (stack, state): category, 0xff = not yet */
+};
+
+struct run {
+	uint64_t start, end;
+	uint32_t sample; /* first sample of the run */
+	uint8_t state;   /* enum st */
+	uint8_t cat;     /* enum gs_wall_cat */
+};
+
+enum st { ST_RUNNING, ST_RUNNABLE, ST_BLOCKED };
+static const char *const st_name[] = {"running", "runnable", "blocked"};
+
+static enum st state_of(const struct gs_profile *p, const struct gs_sample *s)
+{
+	gs_str l = s->str_labels[GS_SL_THREAD_STATE];
+	if (s->values[GS_V_OFFCPU_NS] <= 0)
+		return ST_RUNNING;
+	return l && !strcmp(gs_profile_str(p, l), "runnable") ? ST_RUNNABLE : ST_BLOCKED;
+}
+
+static int stack_dframes(struct tr *t, uint32_t st, const struct gs_dframe **out, uint32_t *n)
+{
+	if (t->off[st] == SIZE_MAX) {
+		const struct gs_stack *k = &t->p->stacks[st];
+		size_t start = t->n_pool;
+		for (uint32_t i = k->n; i-- > 0;) { /* stored leaf first */
+			if (t->cap_pool - t->n_pool < MAX_DF_PER_LOC) {
+				size_t nc = t->cap_pool ? t->cap_pool * 2 : 4096;
+				struct gs_dframe *np = realloc(t->pool, nc * sizeof(*np));
+				if (!np)
+					return -ENOMEM;
+				t->pool = np;
+				t->cap_pool = nc;
+			}
+			t->n_pool += gs_location_dframes(t->p, t->p->stack_locs[k->first + i], t->pool + t->n_pool,
+							 MAX_DF_PER_LOC);
+		}
+		t->off[st] = start;
+		t->len[st] = (uint32_t)(t->n_pool - start);
+	}
+	*out = t->pool + t->off[st];
+	*n = t->len[st];
+	return 0;
+}
+
+/* ---- JSON pieces ---------------------------------------------------------- */
+
+
+static void put_us(struct gs_wbuf *w, uint64_t ns)
+{
+	char b[32];
+	snprintf(b, sizeof(b), "%" PRIu64 ".%03" PRIu64, ns / 1000, ns % 1000);
+	gs_wbuf_puts(w, b);
+}
+
+/* Start an event: ,{"ph":"X","pid":P,"tid":T,"name": ... (false if over the cap). */
+static bool event_head(struct tr *t, const char *ph, uint32_t pid, uint32_t tid)
+{
+	if (t->n_events >= t->max_events) {
+		t->dropped++;
+		return false;
+	}
+	struct gs_wbuf *w = t->w;
+	gs_wbuf_puts(w, t->n_events++ ? ",\n{\"ph\":\"" : "\n{\"ph\":\"");
+	gs_wbuf_puts(w, ph);
+	gs_wbuf_puts(w, "\",\"pid\":");
+	gs_wbuf_u64(w, pid);
+	gs_wbuf_puts(w, ",\"tid\":");
+	gs_wbuf_u64(w, tid);
+	gs_wbuf_puts(w, ",\"name\":");
+	return true;
+}
+
+static void put_span(struct gs_wbuf *w, const char *cat, uint64_t start, uint64_t end)
+{
+	gs_wbuf_puts(w, ",\"cat\":\"");
+	gs_wbuf_puts(w, cat);
+	gs_wbuf_puts(w, "\",\"ts\":");
+	put_us(w, start);
+	gs_wbuf_puts(w, ",\"dur\":");
+	put_us(w, end - start);
+}
+
+static void meta(struct tr *t, const char *what, uint32_t pid, uint32_t tid, const char *key,
+		 const char *sval, int64_t ival)
+{
+	if (!event_head(t, "M", pid, tid))
+		return;
+	gs_json_str(t->w, what);
+	gs_wbuf_puts(t->w, ",\"args\":{\"");
+	gs_wbuf_puts(t->w, key);
+	gs_wbuf_puts(t->w, "\":");
+	if (sval)
+		gs_json_str(t->w, sval);
+	else
+		gs_wbuf_i64(t->w, ival);
+	gs_wbuf_puts(t->w, "}}");
+}
+
+/* ---- names ------------------------------------------------------------------ */
+
+static void process_names(struct tr *t, const uint32_t *idx, size_t n)
+{
+	const struct gs_profile *p = t->p;
+	uint32_t last = UINT32_MAX;
+	int64_t order = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct gs_sample *s = &p->samples[idx[i]];
+		if (s->pid == last)
+			continue;
+		last = s->pid;
+		const struct gs_process *pr = gs_find_process(p, s->pid);
+		const char *comm = pr && pr->comm ? gs_profile_str(p, pr->comm)
+				   : s->thread_name ? gs_profile_str(p, s->thread_name) : "?";
+		const char *role = s->process_role ? gs_profile_str(p, s->process_role)
+				   : pr && pr->role ? gs_profile_str(p, pr->role) : NULL;
+		char name[256];
+		int k = snprintf(name, sizeof(name), "%s", comm);
+		if (role && k > 0 && (size_t)k < sizeof(name))
+			k += snprintf(name + k, sizeof(name) - (size_t)k, " (%s)", role);
+		if ((s->num_set & (1u << GS_NL_RANK)) && k > 0 && (size_t)k < sizeof(name))
+			snprintf(name + k, sizeof(name) - (size_t)k, " rank %" PRId64, s->num_labels[GS_NL_RANK]);
+		meta(t, "process_name", s->pid, 0, "name", name, 0);
+		meta(t, "process_sort_index", s->pid, 0, "sort_index", NULL, order++);
+	}
+}
+
+/* ---- one thread --------------------------------------------------------- */
+
+/* Merge contiguous items of one (stack, state) into runs; returns count. */
+static size_t make_runs(struct tr *t, const struct gs_tl_item *it, size_t n)
+{
+	const struct gs_profile *p = t->p;
+	size_t nr = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct gs_sample *s = &p->samples[it[i].sample];
+		enum st st = state_of(p, s);
+		struct run *prev = nr ? &t->runs[nr - 1] : NULL;
+		if (prev && prev->end == it[i].start && prev->state == st &&
+		    p->samples[prev->sample].stack == s->stack) {
+			prev->end = it[i].end;
+			continue;
+		}
+		uint8_t *cat = &t->cat[(size_t)s->stack * 3 + st];
+		if (*cat == 0xff) {
+			int c = gs_wall_classify(p, s);
+			*cat = (uint8_t)(c < 0 ? 0 : c);
+		}
+		t->runs[nr++] = (struct run){.start = it[i].start, .end = it[i].end, .sample = it[i].sample,
+					     .state = (uint8_t)st, .cat = *cat};
+	}
+	return nr;
+}
+
+static void state_slice(struct tr *t, const struct run *r, uint64_t end)
+{
+	const struct gs_sample *s = &t->p->samples[r->sample];
+	char wait[256];
+	if (!event_head(t, "X", s->pid, s->tid))
+		return;
+	gs_json_str(t->w, st_name[r->state]);
+	put_span(t->w, "state", r->start, end);
+	gs_wbuf_puts(t->w, ",\"args\":{\"category\":");
+	gs_json_str(t->w, gs_wall_cat_name[r->cat]);
+	if (r->state == ST_BLOCKED) {
+		gs_wbuf_puts(t->w, ",\"wait\":");
+		gs_json_str(t->w, gs_wait_name(t->p, s->stack, wait, sizeof(wait)));
+	}
+	gs_wbuf_puts(t->w, "}}");
+}
+
+static void frame_slice(struct tr *t, const struct gs_sample *s, const struct gs_dframe *f,
+			uint64_t start, uint64_t end)
+{
+	char name[512];
+	if (!event_head(t, "X", s->pid, s->tid))
+		return;
+	gs_json_str(t->w, gs_dframe_name(t->p, f, name, sizeof(name)));
+	put_span(t->w, "stack", start, end);
+	gs_wbuf_putc(t->w, '}');
+}
+
+static const struct gs_dframe *run_frames(struct tr *t, size_t i, uint32_t *n)
+{
+	uint32_t st = t->p->samples[t->runs[i].sample].stack;
+	*n = t->len[st];
+	return t->pool + t->off[st];
+}
+
+/* Runs [b, e) are one state segment: frames as nested slices; a frame at
+ * depth d opened at run i lasts while the following runs share frames
+ * 0..d. */
+static int segment_frames(struct tr *t, const struct gs_sample *s0, size_t b, size_t e)
+{
+	const struct gs_profile *p = t->p;
+	for (size_t i = b; i < e; i++) { /* fill the cache first: the pool may move */
+		const struct gs_dframe *f;
+		uint32_t nf;
+		if (stack_dframes(t, p->samples[t->runs[i].sample].stack, &f, &nf))
+			return -ENOMEM;
+	}
+	for (size_t i = b; i < e; i++) {
+		uint32_t nf, n_prev = 0, c = 0;
+		const struct gs_dframe *f = run_frames(t, i, &nf);
+		const struct gs_dframe *prev = i > b ? run_frames(t, i - 1, &n_prev) : NULL;
+		while (c < nf && c < n_prev && gs_dframe_eq(&f[c], &prev[c]))
+			c++; /* frames still open from the run before */
+		for (uint32_t d = c; d < nf; d++) {
+			size_t j = i + 1;
+			for (; j < e; j++) {
+				uint32_t ng, k = 0;
+				const struct gs_dframe *g = run_frames(t, j, &ng);
+				while (k <= d && k < ng && gs_dframe_eq(&g[k], &f[k]))
+					k++;
+				if (k <= d)
+					break;
+			}
+			frame_slice(t, s0, &f[d], t->runs[i].start, t->runs[j - 1].end);
+		}
+	}
+	return 0;
+}
+
+static int write_thread(struct tr *t, const struct gs_tl_item *it, size_t n)
+{
+	const struct gs_profile *p = t->p;
+	const struct gs_sample *s0 = &p->samples[it[0].sample];
+	meta(t, "thread_name", s0->pid, s0->tid, "name",
+	     s0->thread_name ? gs_profile_str(p, s0->thread_name) : "?", 0);
+	meta(t, "thread_sort_index", s0->pid, s0->tid, "sort_index", NULL, s0->tid == s0->pid ? 0 : s0->tid);
+	size_t nr = make_runs(t, it, n);
+	for (size_t b = 0; b < nr;) {
+		size_t e = b + 1;
+		while (e < nr && t->runs[e].start == t->runs[e - 1].end && t->runs[e].state == t->runs[b].state &&
+		       t->runs[e].cat == t->runs[b].cat)
+			e++;
+		state_slice(t, &t->runs[b], t->runs[e - 1].end);
+		int rc = segment_frames(t, s0, b, e);
+		if (rc)
+			return rc;
+		b = e;
+	}
+	return 0;
+}
+
+/* ---- GPU batches -------------------------------------------------------- */
+
+static void gpu_events(struct tr *t)
+{
+	const struct gs_profile *p = t->p;
+	char name[512], site[512];
+	bool named[64] = {false};
+	for (size_t i = 0; i < p->n_samples; i++) {
+		const struct gs_sample *s = &p->samples[i];
+		if (s->cuda_device < 0 || s->values[GS_V_GPU_SAMPLES] <= 0)
+			continue;
+		uint32_t tid = GPU_TID_BASE + (uint32_t)(s->cuda_device & 63);
+		if (!named[s->cuda_device & 63]) {
+			named[s->cuda_device & 63] = true;
+			snprintf(name, sizeof(name), "GPU%d PC samples", s->cuda_device);
+			meta(t, "thread_name", s->pid, tid, "name", name, 0);
+		}
+		const struct gs_stack *st = &p->stacks[s->stack];
+		struct gs_dframe df[MAX_DF_PER_LOC];
+		snprintf(name, sizeof(name), "[GPU] ?");
+		snprintf(site, sizeof(site), "?");
+		for (uint32_t k = 0; k < st->n; k++) { /* leaf first: kernel, then the launch site */
+			uint32_t lid = p->stack_locs[st->first + k];
+			const struct gs_location *l = gs_profile_location(p, lid);
+			size_t nd = gs_location_dframes(p, lid, df, MAX_DF_PER_LOC);
+			if (l->kind == GS_FRAME_GPU_PC && nd)
+				gs_dframe_name(p, &df[0], name, sizeof(name));
+			else if (l->kind == GS_FRAME_PYTHON && nd) {
+				gs_dframe_name(p, &df[nd - 1], site, sizeof(site));
+				break;
+			}
+		}
+		if (!event_head(t, "i", s->pid, tid))
+			continue;
+		gs_json_str(t->w, name);
+		gs_wbuf_puts(t->w, ",\"cat\":\"gpu\",\"s\":\"t\",\"ts\":");
+		put_us(t->w, s->time_ns);
+		gs_wbuf_puts(t->w, ",\"args\":{\"samples\":");
+		gs_wbuf_i64(t->w, s->values[GS_V_GPU_SAMPLES]);
+		gs_wbuf_puts(t->w, ",\"stall_reason\":");
+		gs_json_str(t->w, s->cuda_stall_reason ? gs_profile_str(p, s->cuda_stall_reason) : "unknown");
+		gs_wbuf_puts(t->w, ",\"launch_site\":");
+		gs_json_str(t->w, site);
+		gs_wbuf_puts(t->w, "}}");
+	}
+}
+
+/* ---- entry ---------------------------------------------------------------- */
+
+static int write_all(struct tr *t)
+{
+	const struct gs_profile *p = t->p;
+	uint32_t *idx;
+	size_t n;
+	int rc = gs_timeline_order(p, &idx, &n);
+	if (rc)
+		return rc;
+	struct gs_tl_item *items = malloc(sizeof(*items) * (n + 1));
+	t->runs = malloc(sizeof(*t->runs) * (n + 1));
+	if (!items || !t->runs) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	gs_wbuf_puts(t->w, "{\"traceEvents\":[");
+	process_names(t, idx, n);
+	for (size_t b = 0; b < n && !rc;) {
+		size_t e = gs_timeline_thread_end(p, idx, b, n);
+		gs_timeline_layout(p, idx + b, e - b, items);
+		rc = write_thread(t, items, e - b);
+		b = e;
+	}
+	gpu_events(t);
+	gs_wbuf_puts(t->w, "\n],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"exporter\":\"gpusample@" GS_VERSION
+		     "\",\"events\":");
+	gs_wbuf_u64(t->w, t->n_events);
+	gs_wbuf_puts(t->w, ",\"dropped_events\":");
+	gs_wbuf_u64(t->w, t->dropped);
+	if (t->dropped)
+		gs_wbuf_puts(t->w, ",\"note\":\"event cap reached: later threads and GPU batches are "
+				   "incomplete; the pprof and speedscope files have everything\"");
+	gs_wbuf_puts(t->w, "}}\n");
+out:
+	free(idx);
+	free(items);
+	return rc;
+}
+
+static int trace_body(void *ctx, struct gs_wbuf *w)
+{
+	struct tr *t = ctx;
+	t->w = w;
+	return write_all(t);
+}
+
+int gs_write_trace_capped(const struct gs_profile *p, const char *path, size_t max_events, char *err,
+			  size_t errlen)
+{
+	struct tr t = {.p = p, .max_events = max_events};
+	t.off = malloc(sizeof(*t.off) * (p->n_stacks + 1));
+	t.len = malloc(sizeof(*t.len) * (p->n_stacks + 1));
+	t.cat = malloc((size_t)(p->n_stacks + 1) * 3);
+	int rc;
+	if (!t.off || !t.len || !t.cat) {
+		rc = gs_output_fail(err, errlen, -ENOMEM, "cannot write", path);
+		goto out;
+	}
+	memset(t.off, 0xff, sizeof(*t.off) * (p->n_stacks + 1));
+	memset(t.cat, 0xff, (size_t)(p->n_stacks + 1) * 3);
+	rc = gs_write_buffered(path, trace_body, &t, err, errlen);
+out:
+	free(t.pool);
+	free(t.off);
+	free(t.len);
+	free(t.runs);
+	free(t.cat);
+	return rc;
+}
+
+int gs_write_trace(const struct gs_profile *p, const char *path, char *err, size_t errlen)
+{
+	return gs_write_trace_capped(p, path, GS_TRACE_MAX_EVENTS, err, errlen);
+}

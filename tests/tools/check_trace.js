@@ -1,0 +1,67 @@
+#!/usr/bin/env node
+// Check a Chrome trace-event JSON file (gpusample --format trace) against the
+// Trace Event Format rules its readers rely on, and dump it for tests.
+// Usage: check_trace.js FILE [--dump]
+//   exit 0 + "VALID events=N threads=N dropped=N"; exit 1 + "INVALID ..." lines.
+//   --dump prints "M pid tid what value", "S pid tid state ts dur category wait"
+//   for state slices, "F pid tid depth name ts dur" for stack slices (depth
+//   from the nesting the readers compute) and "I pid tid name ts samples".
+'use strict';
+const fs = require('fs');
+const file = process.argv[2];
+if (!file) { console.error('usage: check_trace.js FILE [--dump]'); process.exit(2); }
+let doc;
+try { doc = JSON.parse(fs.readFileSync(file, 'utf8')); }
+catch (e) { console.log('INVALID JSON: ' + e.message); process.exit(1); }
+const errors = [];
+if (!doc || !Array.isArray(doc.traceEvents)) { console.log('INVALID no traceEvents array'); process.exit(1); }
+const byThread = new Map();
+const out = [];
+doc.traceEvents.forEach((e, i) => {
+  const where = `event ${i}`;
+  if (!['X', 'M', 'i'].includes(e.ph)) errors.push(`${where}: ph ${e.ph}`);
+  if (!Number.isInteger(e.pid) || !Number.isInteger(e.tid)) errors.push(`${where}: pid/tid not integers`);
+  if (typeof e.name !== 'string') errors.push(`${where}: name not a string`);
+  if (e.ph === 'M') {
+    if (!e.args || (e.args.name === undefined && e.args.sort_index === undefined))
+      errors.push(`${where}: metadata without args.name/sort_index`);
+    out.push(`M ${e.pid} ${e.tid} ${e.name} ${e.args.name !== undefined ? e.args.name : e.args.sort_index}`);
+    return;
+  }
+  if (typeof e.ts !== 'number' || e.ts < 0) errors.push(`${where}: ts ${e.ts}`);
+  if (e.ph === 'i') {
+    if (!['t', 'p', 'g'].includes(e.s)) errors.push(`${where}: instant scope ${e.s}`);
+    out.push(`I ${e.pid} ${e.tid} ${e.name} ${e.ts} ${e.args && e.args.samples}`);
+    return;
+  }
+  if (typeof e.dur !== 'number' || e.dur < 0) errors.push(`${where}: dur ${e.dur}`);
+  const k = `${e.pid} ${e.tid}`;
+  if (!byThread.has(k)) byThread.set(k, []);
+  byThread.get(k).push({ e, i });
+});
+// Readers sort by ts (stable: equal ts keep file order, parent first) and
+// nest by containment; a slice that overlaps its parent's end is an error.
+const eps = 1e-6;
+for (const [k, list] of byThread) {
+  list.sort((a, b) => a.e.ts - b.e.ts || a.i - b.i);
+  const open = [];
+  for (const { e } of list) {
+    while (open.length && open[open.length - 1].ts + open[open.length - 1].dur <= e.ts + eps)
+      open.pop();
+    const parent = open[open.length - 1];
+    if (parent && e.ts + e.dur > parent.ts + parent.dur + eps)
+      errors.push(`thread ${k}: "${e.name}" at ${e.ts} (dur ${e.dur}) overlaps the end of "${parent.name}" at ${parent.ts} (dur ${parent.dur})`);
+    if (!parent && e.cat !== 'state') errors.push(`thread ${k}: stack slice "${e.name}" at ${e.ts} outside a state slice`);
+    if (parent && e.cat === 'state') errors.push(`thread ${k}: state slice at ${e.ts} nested in "${parent.name}"`);
+    if (e.cat === 'state')
+      out.push(`S ${k} ${e.name} ${e.ts} ${e.dur} ${e.args && e.args.category}${e.args && e.args.wait ? ' ' + e.args.wait : ''}`);
+    else
+      out.push(`F ${k} ${open.length} ${e.name} ${e.ts} ${e.dur}`);
+    open.push(e);
+  }
+}
+if (errors.length) { errors.slice(0, 20).forEach(e => console.log('INVALID ' + e)); process.exit(1); }
+const od = doc.otherData || {};
+console.log(`VALID events=${doc.traceEvents.length} threads=${byThread.size} dropped=${od.dropped_events}`);
+if (od.note) console.log(`NOTE ${od.note}`);
+if (process.argv.includes('--dump')) out.forEach(l => console.log(l));
