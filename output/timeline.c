@@ -6,11 +6,12 @@
  *
  * Placement: an off-CPU sample covers [time_ns, time_ns + offcpu) exactly
  * (time_ns is its switch-out); a CPU sample at tick t covers the period
- * centred on t, [t - w/2, t + w/2), w = its cpu ns.  A sample that overlaps
- * the one before (ticks jitter) starts where that one ends, keeping its
- * length; a gap shorter than half a period is closed by extending the
- * sample before, so runs of one stack stay one slice.  Profiles read back
- * from pprof have no times (all 0): their samples lie end to end from 0.
+ * centred on t, [t - w/2, t + w/2), w = its cpu ns.  Positions stay true:
+ * a sample that starts inside the one before (ticks jitter; off-CPU
+ * durations are scaled when switches are sampled) cuts that one short; a
+ * gap shorter than half a period is closed by extending the sample before,
+ * so runs of one stack stay one slice.  Samples with the same start (pprof
+ * files read back have no times, all 0) lie end to end instead.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -86,10 +87,12 @@ void gs_timeline_layout(const struct gs_profile *p, const uint32_t *idx, size_t 
 		uint64_t start = s->time_ns;
 		if (!off) /* CPU sample: the period around its tick */
 			start = start > len / 2 ? start - len / 2 : 0;
-		if (start < cursor)
-			start = cursor;
+		if (i && start < cursor && start > out[i - 1].start)
+			out[i - 1].end = start; /* cut the one before short */
+		else if (start < cursor)
+			start = cursor; /* same start: end to end */
 		else if (i && start - cursor < close)
-			out[i - 1].end = start;
+			out[i - 1].end = start; /* close a small gap */
 		out[i] = (struct gs_tl_item){.start = start, .end = start + len, .sample = idx[i]};
 		cursor = start + len;
 	}

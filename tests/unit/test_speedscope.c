@@ -75,7 +75,7 @@ Test(speedscope, schema_valid_and_profiles)
 
 /* Off-CPU stretches on the wall-clock axis: "[blocked] WAIT" and
  * "[runnable]" frames under their stack, ticks centred on their time,
- * jitter closed, overlaps pushed later, gaps as empty samples. */
+ * jitter closed, an overlapped sample cut short, gaps as empty samples. */
 Test(speedscope, wall_clock_timeline)
 {
 	if (!have_validator())
@@ -109,11 +109,11 @@ Test(speedscope, wall_clock_timeline)
 	char *out = validate(path, &st);
 	cr_assert_eq(st, 0, "%s", out);
 	const char *want =
-		"P0\tstep (/home/u/t.py:3)\t31000000\n"
+		"P0\tstep (/home/u/t.py:3)\t30000000\n"
 		"P0\tstep (/home/u/t.py:3);poll;futex_wait;[blocked] poll\t50000000\n"
 		"P0\tstep (/home/u/t.py:3);[runnable]\t20000000\n"
 		"P0\tstep (/home/u/t.py:3)\t10000000\n"
-		"P0\t\t87000000\n"
+		"P0\t\t88000000\n"
 		"P0\tstep (/home/u/t.py:3)\t10000000\n"
 		"P0\t\t92000000\n"
 		"P1\tstep (/home/u/t.py:3);poll;futex_wait;[blocked] poll\t300000000\n";
