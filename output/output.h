@@ -121,18 +121,26 @@ extern const char *const gs_wall_cat_name[GS_NWALL_CATS]; /* "compute", ... */
  * and is the one to use over many samples); GPU samples give -EINVAL. */
 int gs_wall_classify(const struct gs_profile *p, const struct gs_sample *s);
 
+/* The category a frame of function fn (a location of enum gs_frame_kind
+ * frame_kind) marks by the table, or -1 when no row matches it. */
+int gs_wall_frame_cat(const struct gs_profile *p, uint32_t fn, uint8_t frame_kind);
+
 /* Wall time of a CPU sample in ns: cpu (samples * period when the cpu
  * column is 0) + offcpu, or its wall column when larger. */
 int64_t gs_wall_ns(const struct gs_profile *p, const struct gs_sample *s);
 
 /* Wall split of the CPU samples accepted by keep (NULL = all CPU samples):
  * ns[] per category, total_ns their sum, top_stack[] the stack index with the
- * most ns in each category (UINT32_MAX if none).  Returns 0 or -ENOMEM.
- * Usable per process, thread or rank through keep/ctx. */
+ * most ns in each category (UINT32_MAX if none); starved_in[] splits
+ * ns[GS_WALL_STARVED] by the category the frames would give (what the
+ * thread was doing when it waited for a CPU: an input wait, a spinning
+ * sync, compute).  Returns 0 or -ENOMEM.  Usable per process, thread or
+ * rank through keep/ctx. */
 struct gs_wall_split {
 	uint64_t ns[GS_NWALL_CATS];
 	uint64_t total_ns;
 	uint32_t top_stack[GS_NWALL_CATS];
+	uint64_t starved_in[GS_NWALL_CATS];
 };
 typedef bool (*gs_sample_pred)(const struct gs_sample *s, void *ctx);
 int gs_wall_split(const struct gs_profile *p, gs_sample_pred keep, void *ctx,

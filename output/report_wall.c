@@ -196,15 +196,18 @@ struct pick {
 	uint8_t kind;
 };
 
-/* The frames worth a glance, root to leaf: the 3 leaf-most Python frames
- * and the leaf-most user-space native frame below them (the call that
- * waits: poll, cudaStreamSynchronize, take_gil); no Python: the 3 leaf-most
- * native frames; nothing in user space: the 2 leaf-most kernel frames. */
-static size_t pick_frames(const struct gs_profile *p, uint32_t st, struct pick *out)
+/* The frames worth a glance, root to leaf: the frame that put the time in
+ * category cat (the leaf-most one the table matches: _next_data,
+ * cudaStreamSynchronize, take_gil), the 3 leaf-most Python frames (2 when
+ * that frame is an outer Python one) and the leaf-most user-space native
+ * frame below them (the call that waits: poll, futex); no Python: the 3
+ * leaf-most native frames; nothing in user space: the 2 leaf-most kernel
+ * frames.  out has room for 5. */
+static size_t pick_frames(const struct gs_profile *p, uint32_t st, int cat, struct pick *out)
 {
 	const struct gs_stack *s = &p->stacks[st];
-	size_t n_py = 0, n_nat = 0, n_k = 0, n = 0;
-	struct pick py[3], nat[3], k[2]; /* leaf first */
+	size_t n_py = 0, n_nat = 0, n_k = 0, n = 0, py_at_match = 0;
+	struct pick py[3], nat[3], k[2], match = {0}; /* leaf first */
 	struct gs_dframe df[66];
 	for (uint32_t i = 0; i < s->n; i++) { /* leaf first */
 		uint32_t lid = p->stack_locs[s->first + i];
@@ -212,21 +215,34 @@ static size_t pick_frames(const struct gs_profile *p, uint32_t st, struct pick *
 		size_t nd = gs_location_dframes(p, lid, df, 66);
 		for (size_t j = nd; j-- > 0;) { /* callee first */
 			struct pick x = {df[j], l->kind};
+			bool fn = df[j].type == GS_DF_FUNC || df[j].type == GS_DF_PYLINE;
+			if (!match.f.type && cat >= 0 && fn && l->kind != GS_FRAME_KERNEL &&
+			    gs_wall_frame_cat(p, df[j].fn, l->kind) == cat) {
+				match = x;
+				py_at_match = n_py;
+			}
 			if (l->kind == GS_FRAME_PYTHON && n_py < 3)
 				py[n_py++] = x;
-			else if (l->kind == GS_FRAME_NATIVE && n_nat < 3 && (!n_py || !n_nat))
+			else if (l->kind == GS_FRAME_NATIVE && n_nat < 3 && !n_py)
 				nat[n_nat++] = x;
 			else if (l->kind == GS_FRAME_KERNEL && n_k < 2)
 				k[n_k++] = x;
 		}
 	}
-	if (n_py) {
-		for (size_t i = n_py; i-- > 0;)
-			out[n++] = py[i];
-		if (n_nat && nat[0].f.type) /* leaf-most native, if below a Python frame */
-			out[n++] = nat[0];
-		return n;
+	bool match_py = match.f.type && match.kind == GS_FRAME_PYTHON;
+	bool outer = match_py && py_at_match >= 2; /* not among the 2 leaf-most */
+	if (outer) {
+		out[n++] = match;
+		n_py = n_py > 2 ? 2 : n_py;
 	}
+	for (size_t i = n_py; i-- > 0;)
+		out[n++] = py[i];
+	if (match.f.type && !match_py && (!n_nat || !gs_dframe_eq(&match.f, &nat[0].f)))
+		out[n++] = match;
+	if (n_py && n_nat)
+		out[n++] = nat[0]; /* the leaf-most native, below the Python frames */
+	if (n_py || n)
+		return n;
 	struct pick *src = n_nat ? nat : k;
 	size_t m = n_nat ? n_nat : n_k;
 	for (size_t i = m; i-- > 0;)
@@ -236,11 +252,11 @@ static size_t pick_frames(const struct gs_profile *p, uint32_t st, struct pick *
 
 /* "a (x.py:3) > b (y.py:9) > poll" in at most len - 1 chars: frames are
  * dropped from the root side ("... > ") until it fits, then cut. */
-static void short_stack(const struct gs_profile *p, uint32_t st, char *buf, size_t len)
+static void short_stack(const struct gs_profile *p, uint32_t st, int cat, char *buf, size_t len)
 {
-	struct pick pk[4];
-	size_t n = st < p->n_stacks ? pick_frames(p, st, pk) : 0;
-	char name[4][256];
+	struct pick pk[5];
+	size_t n = st < p->n_stacks ? pick_frames(p, st, cat, pk) : 0;
+	char name[5][256];
 	for (size_t i = 0; i < n; i++)
 		frame_short(p, &pk[i].f, pk[i].kind, name[i], sizeof(name[i]));
 	for (size_t from = 0; from < n; from++) {
@@ -286,9 +302,29 @@ static void fmt_s(char *buf, size_t len, uint64_t ns)
 	snprintf(buf, len, ns >= 10000000000ULL ? "%.1f s" : "%.2f s", (double)ns / 1e9);
 }
 
+/* What the thread was doing while it waited for a CPU, largest first:
+ * "      while in: input wait 12.0%, compute 3.1%" (shares of the total). */
+static void print_starved_in(struct wall_ctx *w, const struct gs_wall_split *x)
+{
+	bool done[GS_NWALL_CATS] = {false};
+	fprintf(w->out, "      while in:");
+	for (int k = 0; k < GS_NWALL_CATS; k++) {
+		int best = -1;
+		for (int c = 0; c < GS_NWALL_CATS; c++)
+			if (!done[c] && x->starved_in[c] && (best < 0 || x->starved_in[c] > x->starved_in[best]))
+				best = c;
+		if (best < 0)
+			break;
+		done[best] = true;
+		fprintf(w->out, "%s %s %.1f%%", k ? "," : "", gs_wall_cat_name[best],
+			pct(x->starved_in[best], x->total_ns));
+	}
+	fprintf(w->out, "\n");
+}
+
 static void print_split(struct wall_ctx *w, const struct who *m, const struct gs_wall_split *x)
 {
-	char name[128], a[32], b[32], stack[150];
+	char name[128], a[32], b[32], stack[200];
 	who_name(w, m, name, sizeof(name));
 	fmt_s(a, sizeof(a), x->total_ns);
 	fmt_s(b, sizeof(b), w->p->duration_nanos);
@@ -301,9 +337,11 @@ static void print_split(struct wall_ctx *w, const struct who *m, const struct gs
 		if (!x->ns[c])
 			continue;
 		fmt_s(a, sizeof(a), x->ns[c]);
-		short_stack(w->p, x->top_stack[c], stack, sizeof(stack));
+		short_stack(w->p, x->top_stack[c], c, stack, sizeof(stack));
 		fprintf(w->out, "    %-16s %9s %5.1f%%  %s\n", gs_wall_cat_name[c], a, pct(x->ns[c], x->total_ns),
 			stack);
+		if (c == GS_WALL_STARVED)
+			print_starved_in(w, x);
 	}
 }
 

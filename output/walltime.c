@@ -198,6 +198,14 @@ static enum gs_wall_cat category(const struct gs_profile *p, const struct gs_sam
 	return GS_WALL_COMPUTE;
 }
 
+int gs_wall_frame_cat(const struct gs_profile *p, uint32_t fn, uint8_t frame_kind)
+{
+	if (!fn || fn > p->n_functions)
+		return -1;
+	enum fcls c = function_class(p, fn, frame_kind);
+	return c == F_NONE ? -1 : (int)fcls_cat[c];
+}
+
 int gs_wall_classify(const struct gs_profile *p, const struct gs_sample *s)
 {
 	if (s->cuda_device >= 0 || s->stack >= p->n_stacks)
@@ -260,6 +268,8 @@ int gs_wall_split(const struct gs_profile *p, gs_sample_pred keep, void *ctx,
 		if (scache[s->stack] == 0xff)
 			scache[s->stack] = (uint8_t)stack_class(p, s->stack, fcache);
 		enum gs_wall_cat c = category(p, s, (enum fcls)scache[s->stack]);
+		if (c == GS_WALL_STARVED)
+			out->starved_in[fcls_cat[scache[s->stack]]] += (uint64_t)ns;
 		out->ns[c] += (uint64_t)ns;
 		out->total_ns += (uint64_t)ns;
 		/* three categories at most per stack (starved, its frame

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "fake_drv.h"
 
 typedef int CUresult;
@@ -222,9 +223,62 @@ CUresult cuCtxGetDevice(int *dev)
 	return CUDA_SUCCESS;
 }
 
+/* "Wait for the GPU" in a synchronize call: FAKE_CUDA_SYNC_MS (default 0:
+ * return at once) per call, spinning on the CPU (FAKE_CUDA_SYNC=spin, like
+ * the real driver's default spin/yield) or blocked on a condition variable
+ * (FAKE_CUDA_SYNC=block, the default, like cudaDeviceScheduleBlockingSync:
+ * a futex wait in the kernel). */
+static pthread_mutex_t wait_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t never;
+static pthread_once_t never_once = PTHREAD_ONCE_INIT;
+
+static void never_init(void)
+{
+	pthread_condattr_t a;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(&never, &a);
+}
+
+static void gpu_wait(void)
+{
+	const char *ms = getenv("FAKE_CUDA_SYNC_MS"), *how = getenv("FAKE_CUDA_SYNC");
+	long ns = ms ? (long)(atof(ms) * 1e6) : 0;
+	struct timespec end, now;
+
+	if (ns <= 0)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += (end.tv_nsec + ns) / 1000000000L;
+	end.tv_nsec = (end.tv_nsec + ns) % 1000000000L;
+	if (how && !strcmp(how, "spin")) {
+		do
+			clock_gettime(CLOCK_MONOTONIC, &now);
+		while (now.tv_sec < end.tv_sec || (now.tv_sec == end.tv_sec && now.tv_nsec < end.tv_nsec));
+		return;
+	}
+	pthread_once(&never_once, never_init);
+	pthread_mutex_lock(&wait_lock);
+	while (pthread_cond_timedwait(&never, &wait_lock, &end) == 0)
+		;
+	pthread_mutex_unlock(&wait_lock);
+}
+
 CUresult cuCtxSynchronize(void)
 {
-	return alive(current()) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+	if (!alive(current()))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	gpu_wait();
+	return CUDA_SUCCESS;
+}
+
+CUresult cuStreamSynchronize(void *stream)
+{
+	if (!alive(current()))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	gpu_wait();
+	return CUDA_SUCCESS;
 }
 
 /* Size of an ELF64 image: the furthest byte any header or section covers. */

@@ -98,6 +98,7 @@ Test(report, wall_clock_split_and_verdict)
 	HAS(r, "    CUDA sync           0.12 s  12.0%  <module> (train.py:10) > train_step (train.py:22) > "
 	       "cudaStreamSynchronize\n");
 	HAS(r, "    CPU starvation      0.20 s  20.0%  <module> (train.py:10) > train_step (train.py:20)");
+	HAS(r, " > python3.11+0x4321\n      while in: compute 20.0%\n");
 	HAS(r, "DataLoader workers (1 process): busy 40.0% (0.04 s on-CPU), blocked 50.0%, starved 10.0% "
 	       "(runnable, waiting for a CPU)");
 	HAS(r, "Verdict: input wait 65% of the main thread's wall time (0.65 s): input-bound: it waits for "
@@ -154,6 +155,44 @@ Test(report, one_split_per_rank)
 	HAS(r, "Verdict (rank 0 main thread (python3 pid 70)): compute 50%");
 	HAS(r, "Verdict (rank 1 main thread (python3 pid 71)): collective wait 89% of the main thread's "
 	       "wall time (0.80 s): collective-bound");
+	free(r);
+	gs_profile_free(&p);
+}
+
+/* A category's top stack names the frame that put the time there (an
+ * outer DataLoader frame), the leaf-most Python frames and the native
+ * call that waits; too long, it loses frames from the root side. */
+Test(report, top_stack_names_the_reason)
+{
+	struct gs_profile p;
+	uint32_t mid = py_profile(&p, 0);
+	const char *dl = "/x/dist-packages/torch/utils/data/dataloader.py";
+	uint32_t l[] = {
+		fx_loc(&p, mid, 0, GS_FRAME_PYTHON, fx_fn(&p, "<module>", NULL, "/home/u/train.py", 1), 5),
+		fx_loc(&p, mid, 0, GS_FRAME_PYTHON, fx_fn(&p, "_BaseDataLoaderIter.__next__", NULL, dl, 620), 630),
+		fx_loc(&p, mid, 0, GS_FRAME_PYTHON, fx_fn(&p, "_MultiProcessingDataLoaderIter._get_data", NULL, dl, 1140), 1150),
+		fx_loc(&p, mid, 0, GS_FRAME_PYTHON, fx_fn(&p, "Queue.get", NULL, "/usr/lib/python3.11/multiprocessing/queues.py", 98), 103),
+		fx_loc(&p, mid, 0, GS_FRAME_PYTHON, fx_fn(&p, "wait", NULL, "/usr/lib/python3.11/multiprocessing/connection.py", 900), 930),
+		fx_loc(&p, mid, 0, GS_FRAME_PYTHON, fx_fn(&p, "_PollLikeSelector.select", NULL, "/usr/lib/python3.11/selectors.py", 400), 415),
+		fx_loc(&p, 0, 0x10, GS_FRAME_NATIVE, fx_fn(&p, "poll", NULL, NULL, 0), 0),
+	};
+	fx_samples(&p, l, 7, 1, 90, 90, "python3", "main", 0, 1);
+	fx_offcpu(&p, p.samples[0].stack, 90, 90, "python3", "main", "blocked", 0, 90000000);
+	char *r = report(&p, 15);
+	HAS(r, "    input wait          0.10 s 100.0%  _MultiProcessingDataLoaderIter._get_data (dataloader.py:1150) > "
+	       "wait (connection.py:930) > _PollLikeSelector.select (selectors.py:415) > poll\n");
+	free(r);
+	/* the same under a 150-character Python name: root-side frames go */
+	char longname[160];
+	memset(longname, 'x', 150);
+	longname[150] = 0;
+	uint32_t deep[] = {l[0], l[1], l[2], l[3], l[4],
+			   fx_loc(&p, mid, 0, GS_FRAME_PYTHON, fx_fn(&p, longname, NULL, "/home/u/l.py", 1), 2), l[6]};
+	fx_samples(&p, deep, 7, 20, 90, 90, "python3", "main", 0, 1);
+	r = report(&p, 15);
+	char want[256];
+	snprintf(want, sizeof(want), "    input wait          0.30 s 100.0%%  ... > wait (connection.py:930) > %s (l.py:2) > poll\n", longname);
+	HAS(r, want);
 	free(r);
 	gs_profile_free(&p);
 }

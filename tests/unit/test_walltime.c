@@ -180,15 +180,24 @@ Test(walltime, split_sums_and_top_stacks)
 	cr_assert_eq(s.top_stack[GS_WALL_CUDA_SYNC], FX_ST_SYNC(&x.p));
 	cr_assert_eq(s.top_stack[GS_WALL_STARVED], FX_ST_CPU(&x.p));
 	cr_assert_eq(s.top_stack[GS_WALL_GIL], UINT32_MAX);
+	cr_assert_eq(s.starved_in[GS_WALL_COMPUTE], 200000000ULL, "runnable in compute frames");
 	pid = 1201;
 	cr_assert_eq(gs_wall_split(&x.p, keep_pid, &pid, &s), 0);
 	cr_assert_eq(s.total_ns, 100000000ULL);
 	cr_assert_eq(s.ns[GS_WALL_COMPUTE], 40000000ULL);
 	cr_assert_eq(s.ns[GS_WALL_OTHER_BLOCKED], 50000000ULL);
 	cr_assert_eq(s.ns[GS_WALL_STARVED], 10000000ULL);
+	/* runnable under the DataLoader and in a sync: split by what it did */
+	fx_offcpu(&x.p, FX_ST_INPUT(&x.p), 1201, 1201, "w", "dataloader", "runnable", 0, 7000000);
+	fx_offcpu(&x.p, FX_ST_SYNC(&x.p), 1201, 1201, "w", "dataloader", "runnable", 0, 3000000);
+	cr_assert_eq(gs_wall_split(&x.p, keep_pid, &pid, &s), 0);
+	cr_assert_eq(s.ns[GS_WALL_STARVED], 20000000ULL);
+	cr_assert_eq(s.starved_in[GS_WALL_COMPUTE], 10000000ULL);
+	cr_assert_eq(s.starved_in[GS_WALL_INPUT], 7000000ULL);
+	cr_assert_eq(s.starved_in[GS_WALL_CUDA_SYNC], 3000000ULL);
 	/* NULL keep: every CPU sample, GPU samples never */
 	cr_assert_eq(gs_wall_split(&x.p, NULL, NULL, &s), 0);
-	cr_assert_eq(s.total_ns, 1000000000ULL + 100000000ULL + 10000000ULL); /* + the pid-0 sample */
+	cr_assert_eq(s.total_ns, 1000000000ULL + 110000000ULL + 10000000ULL); /* + the pid-0 sample */
 	gs_profile_free(&x.p);
 }
 

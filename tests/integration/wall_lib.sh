@@ -1,0 +1,76 @@
+# Helpers for the t_wall_*.sh tests (sourced after lib.sh and python_lib.sh):
+# run a py_wall.py workload under gpusample as a user would, and read the
+# "Where the time goes" section of `gpusample report FILE.pb.gz`.
+
+# wall_attach NAME MODE ARGS...: start tests/workloads/py_wall.py MODE
+# $T/NAME.json ARGS, attach `gpusample -p PID -d 4` once it is ready (its
+# DataLoader workers up, its CUDA context made), stop the loop after gpusample exits, and write the report
+# to $T/NAME.report.  The workload's own figures are in $T/NAME.json.
+wall_attach() {
+	local name=$1 mode=$2 wl
+	shift 2
+	/usr/bin/python3 "$PYWL/py_wall.py" "$mode" "$T/$name.json" "$@" > "$T/$name.out" 2>&1 &
+	wl=$!
+	for _ in $(seq 1 600); do
+		[ -e "$T/$name.json.ready" ] && break
+		kill -0 "$wl" 2>/dev/null || { cat "$T/$name.out"; fail "$mode workload died"; }
+		sleep 0.1
+	done
+	[ -e "$T/$name.json.ready" ] || fail "$mode workload not ready in 60 s"
+	gs_start -p "$wl" -d 4 -q -o "$T/$name"
+	gs_wait
+	touch "$T/$name.json.stop"
+	wait "$wl" || { cat "$T/$name.out"; fail "$mode workload exited with $?"; }
+	wall_report "$name"
+}
+
+# wall_report NAME: $T/NAME.report from $T/NAME.pb.gz; fails when the
+# profile has no off-CPU data (the split would be on-CPU only).
+wall_report() {
+	"$GS" report "$T/$1.pb.gz" > "$T/$1.report" || fail "gpusample report failed"
+	sed -n '/^Where the time goes/,$p' "$T/$1.report"
+	if grep -q "on-CPU only" "$T/$1.report"; then
+		fail "no off-CPU data in the profile: the wall-clock split needs the off-CPU collector"
+	fi
+}
+
+# wall_pct NAME CATEGORY: the % of CATEGORY in the first main thread's
+# split ("    input wait  1.23 s  45.6%  stack"); 0 when absent.
+wall_pct() {
+	awk -v c="$2" '
+		/^Where the time goes/ { on = 1; next }
+		on && /main thread/ && seen++ { exit }
+		on && index($0, "    " c " ") == 1 {
+			for (i = 1; i <= NF; i++) if ($i ~ /%$/) { sub(/%/, "", $i); print $i; found = 1; exit }
+		}
+		END { if (!found) print 0 }' "$T/$1.report"
+}
+
+# wall_in NAME CATEGORY: the % of the first main thread's wall time spent
+# in CATEGORY's frames, whatever the thread state: CATEGORY's row plus the
+# CPU starvation "while in: CATEGORY N%" part (on a loaded machine a thread
+# inside next(loader) or a synchronize also waits for a CPU, and the
+# in-process timers count that too).
+wall_in() {
+	local row starved
+	row=$(wall_pct "$1" "$2")
+	starved=$(awk -v c="$2" '
+		/^Where the time goes/ { on = 1; next }
+		on && /main thread/ && seen++ { exit }
+		on && /^      while in:/ {
+			n = split(substr($0, index($0, ":") + 1), part, ",")
+			for (i = 1; i <= n; i++) {
+				v = part[i]; sub(/^ +/, "", v)
+				if (index(v, c " ") == 1) { v = substr(v, length(c) + 2); sub(/%/, "", v); print v; found = 1 }
+			}
+			exit
+		}
+		END { if (!found) print 0 }' "$T/$1.report")
+	awk -v a="$row" -v b="$starved" 'BEGIN { printf "%.1f", a + b }'
+}
+
+# json_field NAME KEY: a number from the workload's $T/NAME.json.
+json_field() { /usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$T/$1.json" "$2"; }
+
+# within A B TOL: |A - B| <= TOL.
+within() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }'; }

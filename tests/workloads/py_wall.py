@@ -1,0 +1,115 @@
+#!/usr/bin/python3
+"""Wall-clock workloads for the "where the time goes" tests, each measuring
+its own ground truth in-process with time.perf_counter.
+
+  py_wall.py dataset OUT.json --workers N [--item-ms MS]
+      a DataLoader over a Dataset whose __getitem__ sleeps MS per item
+  py_wall.py collate OUT.json --workers N [--collate-ms MS]
+      a DataLoader whose collate_fn sleeps MS per batch
+    Both: the training loop times next(loader) and runs a short on-CPU
+    step; it writes READY (OUT.json + ".ready") once the workers are up and
+    loops until OUT.json + ".stop" exists (at most 60 s), then writes
+    {"pid", "loop_s", "next_s", "next_frac", "steps"}.
+  py_wall.py sync OUT.json LIBCUDA
+      the main thread calls the CUDA driver double's cuStreamSynchronize
+      (its wait set by FAKE_CUDA_SYNC_MS / FAKE_CUDA_SYNC) in a loop with a
+      short on-CPU step; READY / stop as above; writes {"pid", "loop_s",
+      "sync_s", "sync_frac", "steps"}.
+"""
+import argparse
+import ctypes
+import json
+import os
+import sys
+import time
+
+
+def busy(ms):
+    end = time.perf_counter() + ms / 1000.0
+    x = 0
+    while time.perf_counter() < end:
+        x += 1
+    return x
+
+
+def loader(args):
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+    from torch.utils.data._utils.collate import default_collate
+
+    class SleepyItems(Dataset):
+        def __len__(self):
+            return 1 << 30
+
+        def __getitem__(self, i):
+            if args.item_ms:
+                time.sleep(args.item_ms / 1000.0)
+            return torch.zeros(16)
+
+    def slow_collate(batch):
+        time.sleep(args.collate_ms / 1000.0)
+        return default_collate(batch)
+
+    return DataLoader(SleepyItems(), batch_size=args.batch, num_workers=args.workers,
+                      collate_fn=slow_collate if args.mode == "collate" else None)
+
+
+def train(args):
+    it = iter(loader(args))
+    next(it)  # the workers are up
+    open(args.out + ".ready", "w").close()
+    stop = args.out + ".stop"
+    t0 = time.perf_counter()
+    waited, steps = 0.0, 0
+    while not os.path.exists(stop) and time.perf_counter() - t0 < 60:
+        a = time.perf_counter()
+        next(it)
+        waited += time.perf_counter() - a
+        busy(args.step_ms)
+        steps += 1
+    loop = time.perf_counter() - t0
+    json.dump({"pid": os.getpid(), "loop_s": loop, "next_s": waited, "next_frac": waited / loop,
+               "steps": steps}, open(args.out, "w"))
+    os._exit(0)  # no DataLoader teardown
+
+
+def sync(args):
+    cu = ctypes.CDLL(args.libcuda)
+    ctx = ctypes.c_void_p()
+    assert cu.cuInit(0) == 0 and cu.cuCtxCreate_v2(ctypes.byref(ctx), 0, 0) == 0
+    open(args.out + ".ready", "w").close()
+    stop = args.out + ".stop"
+    t0 = time.perf_counter()
+    waited, steps = 0.0, 0
+    while not os.path.exists(stop) and time.perf_counter() - t0 < 60:
+        busy(args.step_ms)
+        a = time.perf_counter()
+        assert cu.cuStreamSynchronize(None) == 0
+        waited += time.perf_counter() - a
+        steps += 1
+    loop = time.perf_counter() - t0
+    json.dump({"pid": os.getpid(), "loop_s": loop, "sync_s": waited, "sync_frac": waited / loop,
+               "steps": steps}, open(args.out, "w"))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("mode", choices=["dataset", "collate", "sync"])
+    p.add_argument("out")
+    p.add_argument("libcuda", nargs="?")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--item-ms", type=float, default=4.0)
+    p.add_argument("--collate-ms", type=float, default=20.0)
+    p.add_argument("--step-ms", type=float, default=4.0)
+    args = p.parse_args()
+    if args.mode == "collate":
+        args.item_ms = 0
+    if args.mode == "sync":
+        sync(args)
+    else:
+        train(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
