@@ -39,11 +39,14 @@ int gs_write_pprof(const struct gs_profile *p, const char *path, char *err, size
  * (time_ns = 0). */
 int gs_read_pprof(const char *path, struct gs_profile *p, char *err, size_t errlen);
 
-/* One time-ordered "sampled" profile per CPU thread (weights in CPU ns,
- * adjacent identical stacks merged), one per GPU device (unit "none",
- * weights = gpu_samples, "[GPU] kernel -> file.cu:line -> [stall] reason"
- * leaves).  activeProfileIndex = the GPU profile when default_sample_type is
- * a GPU column, else the busiest thread. */
+/* One time-ordered "sampled" profile per CPU thread, all on one wall-clock
+ * axis in ns (startValue 0 = the profile start, the same endValue for
+ * every thread; empty samples where a thread was not seen; adjacent
+ * identical stacks merged; off-CPU stretches end in a "[blocked] WAIT" or
+ * "[runnable]" frame), one per GPU device (unit "none", weights =
+ * gpu_samples, "[GPU] kernel -> file.cu:line -> [stall] reason" leaves).
+ * activeProfileIndex = the GPU profile when default_sample_type is a GPU
+ * column, else the thread with the most on-CPU time. */
 int gs_write_speedscope(const struct gs_profile *p, const char *path, char *err, size_t errlen);
 
 /* Chrome trace-event JSON (Perfetto UI, chrome://tracing): per thread,

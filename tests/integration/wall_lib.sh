@@ -6,6 +6,7 @@
 # $T/NAME.json ARGS, attach `gpusample -p PID -d 4` once it is ready (its
 # DataLoader workers up, its CUDA context made), stop the loop after gpusample exits, and write the report
 # to $T/NAME.report.  The workload's own figures are in $T/NAME.json.
+# WALL_GS_ARGS: more gpusample options (e.g. --format).
 wall_attach() {
 	local name=$1 mode=$2 wl
 	shift 2
@@ -17,7 +18,7 @@ wall_attach() {
 		sleep 0.1
 	done
 	[ -e "$T/$name.json.ready" ] || fail "$mode workload not ready in 60 s"
-	gs_start -p "$wl" -d 4 -q -o "$T/$name"
+	gs_start -p "$wl" -d 4 -q -o "$T/$name" ${WALL_GS_ARGS:-}
 	gs_wait
 	touch "$T/$name.json.stop"
 	wait "$wl" || { cat "$T/$name.out"; fail "$mode workload exited with $?"; }
