@@ -40,17 +40,27 @@ static void write_fx(struct fx *x, char *path, size_t len, size_t cap)
 	cr_assert_eq(gs_write_trace_capped(&x->p, path, cap, err, sizeof(err)), 0, "%s", err);
 }
 
+/* The fixture (with off-CPU data) as a trace capped at cap events, checked
+ * (the check must pass); returns the dump. */
+static char *fx_checked(struct fx *x, size_t cap)
+{
+	cr_assert(fx_have("node"), "node is needed (apt-get install nodejs)");
+	char path[128];
+	write_fx(x, path, sizeof(path), cap);
+	int st;
+	char *out = check(path, &st);
+	cr_assert_eq(st, 0, "%s", out);
+	return out;
+}
+
 #define HAS(s, needle) cr_assert_not_null(strstr((s), (needle)), "missing \"%s\" in:\n%s", (needle), (s))
 
 Test(trace, states_stacks_names_gpu)
 {
-	cr_assert(fx_have("node"), "node is needed (apt-get install nodejs)");
 	struct fx x;
 	char path[128];
-	write_fx(&x, path, sizeof(path), GS_TRACE_MAX_EVENTS);
-	int st;
-	char *out = check(path, &st);
-	cr_assert_eq(st, 0, "%s", out);
+	char *out = fx_checked(&x, GS_TRACE_MAX_EVENTS);
+	snprintf(path, sizeof(path), "%s/fx.trace.json", tmpdir);
 	HAS(out, "dropped=0");
 	/* names: main process first */
 	HAS(out, "M 1200 0 process_name python3 (main)\nM 1200 0 process_sort_index 0\n");
@@ -85,13 +95,8 @@ Test(trace, states_stacks_names_gpu)
 
 Test(trace, cap_drops_and_says_so)
 {
-	cr_assert(fx_have("node"), "node is needed (apt-get install nodejs)");
 	struct fx x;
-	char path[128];
-	write_fx(&x, path, sizeof(path), 12);
-	int st;
-	char *out = check(path, &st);
-	cr_assert_eq(st, 0, "%s", out);
+	char *out = fx_checked(&x, 12);
 	HAS(out, "VALID events=12 ");
 	cr_assert_null(strstr(out, "dropped=0"), "%s", out);
 	HAS(out, "NOTE event cap reached");
@@ -105,16 +110,13 @@ Test(trace, cap_cuts_stack_depth_first)
 	cr_assert(fx_have("node"), "node is needed (apt-get install nodejs)");
 	struct fx x;
 	char path[128];
-	write_fx(&x, path, sizeof(path), GS_TRACE_MAX_EVENTS);
-	int st;
-	char *out = check(path, &st);
+	char *out = fx_checked(&x, GS_TRACE_MAX_EVENTS);
 	unsigned full = 0, cut = 0;
 	cr_assert_eq(sscanf(strstr(out, "VALID events="), "VALID events=%u", &full), 1, "%s", out);
 	free(out);
 	gs_profile_free(&x.p);
-	write_fx(&x, path, sizeof(path), full - 1);
-	out = check(path, &st);
-	cr_assert_eq(st, 0, "%s", out);
+	out = fx_checked(&x, full - 1);
+	snprintf(path, sizeof(path), "%s/fx.trace.json", tmpdir);
 	HAS(out, "dropped=0");
 	HAS(out, "NOTE event cap: stacks cut to stack_depth frames");
 	cr_assert_eq(sscanf(strstr(out, "VALID events="), "VALID events=%u", &cut), 1);
