@@ -15,6 +15,11 @@ its own ground truth in-process with time.perf_counter.
       (its wait set by FAKE_CUDA_SYNC_MS / FAKE_CUDA_SYNC) in a loop with a
       short on-CPU step; READY / stop as above; writes {"pid", "loop_s",
       "sync_s", "sync_frac", "steps"}.
+  py_wall.py starve OUT.json
+      the main thread spins on the CPU beside nproc + 1 spinning child
+      processes; READY / stop as above; writes {"pid", "loop_s",
+      "run_delay_frac"}: the main thread's run-queue wait over the loop from
+      /proc/thread-self/schedstat (field 2, ns).
 """
 import argparse
 import ctypes
@@ -92,9 +97,29 @@ def sync(args):
                "steps": steps}, open(args.out, "w"))
 
 
+def run_delay_ns():
+    with open("/proc/thread-self/schedstat") as f:
+        return int(f.read().split()[1])
+
+
+def starve(args):
+    import subprocess
+    kids = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() + 1)]
+    time.sleep(0.5)
+    open(args.out + ".ready", "w").close()
+    stop = args.out + ".stop"
+    t0, d0 = time.perf_counter(), run_delay_ns()
+    while not os.path.exists(stop) and time.perf_counter() - t0 < 60:
+        busy(20)
+    loop, delay = time.perf_counter() - t0, run_delay_ns() - d0
+    for k in kids:
+        k.kill()
+    json.dump({"pid": os.getpid(), "loop_s": loop, "run_delay_frac": delay / 1e9 / loop}, open(args.out, "w"))
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("mode", choices=["dataset", "collate", "sync"])
+    p.add_argument("mode", choices=["dataset", "collate", "sync", "starve"])
     p.add_argument("out")
     p.add_argument("libcuda", nargs="?")
     p.add_argument("--workers", type=int, default=2)
@@ -107,6 +132,8 @@ def main():
         args.item_ms = 0
     if args.mode == "sync":
         sync(args)
+    elif args.mode == "starve":
+        starve(args)
     else:
         train(args)
 
