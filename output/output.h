@@ -98,9 +98,11 @@ int gs_write_report(const struct gs_profile *p, const struct gs_report_opts *o, 
  *               cudaDeviceSynchronize, cudaEventSynchronize, cudaMemcpy,
  *               cuStreamSynchronize*, cuCtxSynchronize*,
  *               cuEventSynchronize*, cuMemcpyDtoH*,
- *               c10::cuda::stream_synchronize, *_local_scalar_dense*,
- *               at::Tensor::item, THPVariable_item, THPVariable_cpu
- *               (spinning on-CPU there is sync too, not compute)
+ *               c10::cuda::stream_synchronize; Tensor.item() / .cpu() of
+ *               a CUDA tensor through *_local_scalar_dense_cuda*,
+ *               c10::cuda::memcpy_and_sync, copy_kernel_cuda (on a CPU
+ *               tensor they are compute); spinning on-CPU there is sync
+ *               too, not compute
  *   input wait  torch/utils/data iterator __next__, _next_data, _get_data,
  *               _try_get_data (waiting for a batch, or making it with
  *               num_workers=0)

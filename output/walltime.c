@@ -85,12 +85,12 @@ static const struct rule rules[] = {
 	{F_SYNC, M_PREFIX, "cuEventSynchronize", NULL, K_NATIVE},
 	{F_SYNC, M_PREFIX, "cuMemcpyDtoH", NULL, K_NATIVE}, /* and _v2 */
 	{F_SYNC, M_PREFIX, "c10::cuda::stream_synchronize", NULL, K_NATIVE},
-	/* what .item() runs: at::_ops::_local_scalar_dense::call,
-	 * at::native::_local_scalar_dense_cuda */
-	{F_SYNC, M_SUB, "_local_scalar_dense", NULL, K_NATIVE},
-	{F_SYNC, M_PREFIX, "at::Tensor::item", NULL, K_NATIVE},       /* Tensor.item() */
-	{F_SYNC, M_BASE, "THPVariable_item", NULL, K_NATIVE},
-	{F_SYNC, M_BASE, "THPVariable_cpu", NULL, K_NATIVE},          /* Tensor.cpu() */
+	/* Tensor.item() and Tensor.cpu() of a CUDA tensor: what they run on
+	 * the CUDA side (on a CPU tensor they are compute:
+	 * _local_scalar_dense_cpu, no sync) */
+	{F_SYNC, M_SUB, "_local_scalar_dense_cuda", NULL, K_NATIVE},
+	{F_SYNC, M_PREFIX, "c10::cuda::memcpy_and_sync", NULL, K_NATIVE},
+	{F_SYNC, M_BASE, "copy_kernel_cuda", NULL, K_NATIVE}, /* blocking copies */
 	/* the DataLoader iterator, waiting for or making a batch */
 	{F_INPUT, M_BASE, "__next__", "utils/data/", K_PY},
 	{F_INPUT, M_BASE, "_next_data", "utils/data/", K_PY},

@@ -4,11 +4,12 @@
 
 # wall_attach NAME MODE ARGS...: start tests/workloads/py_wall.py MODE
 # $T/NAME.json ARGS, attach `gpusample -p PID -d 4` once it is ready (its
-# DataLoader workers up, its CUDA context made), stop the loop after gpusample exits, and write the report
+# DataLoader workers up, its CUDA context made; a pid in the READY file is
+# the process to attach to), stop the loop after gpusample exits, and write the report
 # to $T/NAME.report.  The workload's own figures are in $T/NAME.json.
 # WALL_GS_ARGS: more gpusample options (e.g. --format).
 wall_attach() {
-	local name=$1 mode=$2 wl
+	local name=$1 mode=$2 wl target
 	shift 2
 	/usr/bin/python3 "$PYWL/py_wall.py" "$mode" "$T/$name.json" "$@" > "$T/$name.out" 2>&1 &
 	wl=$!
@@ -18,7 +19,8 @@ wall_attach() {
 		sleep 0.1
 	done
 	[ -e "$T/$name.json.ready" ] || fail "$mode workload not ready in 60 s"
-	gs_start -p "$wl" -d 4 -q -o "$T/$name" ${WALL_GS_ARGS:-}
+	target=$(cat "$T/$name.json.ready")
+	gs_start -p "${target:-$wl}" -d 4 -q -o "$T/$name" ${WALL_GS_ARGS:-}
 	gs_wait
 	touch "$T/$name.json.stop"
 	wait "$wl" || { cat "$T/$name.out"; fail "$mode workload exited with $?"; }

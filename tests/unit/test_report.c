@@ -214,9 +214,9 @@ Test(report, names_are_cleaned)
 	gs_profile_free(&p);
 }
 
-/* .item() (native at::Tensor::item) is sync, even with a DataLoader frame
- * further up, on-CPU or blocked; __next__ outside torch.utils.data is not
- * input. */
+/* .item() of a CUDA tensor (_local_scalar_dense_cuda) is sync, even with
+ * a DataLoader frame further up, on-CPU or blocked; __next__ outside
+ * torch.utils.data is not input. */
 Test(report, sync_beats_input)
 {
 	struct gs_profile p;
@@ -224,7 +224,7 @@ Test(report, sync_beats_input)
 	p.frequency_hz = 100;
 	uint32_t f_next = fx_fn(&p, "_BaseDataLoaderIter.__next__", NULL,
 				"/x/site-packages/torch/utils/data/dataloader.py", 1);
-	uint32_t f_item = fx_fn(&p, "at::Tensor::item() const", NULL, NULL, 0);
+	uint32_t f_item = fx_fn(&p, "at::native::_local_scalar_dense_cuda(at::Tensor const&)", NULL, NULL, 0);
 	uint32_t f_mynext = fx_fn(&p, "MyIter.__next__", NULL, "/home/u/it.py", 1);
 	uint32_t l_next = fx_loc(&p, mid, 0, GS_FRAME_PYTHON, f_next, 5);
 	uint32_t l_item = fx_loc(&p, 0, 0x10, GS_FRAME_NATIVE, f_item, 0);
@@ -240,7 +240,7 @@ Test(report, sync_beats_input)
 	char *r = report(&p, 15);
 	HAS(r, "    compute             0.03 s  15.0%  MyIter.__next__ (it.py:3)\n");
 	HAS(r, "    CUDA sync           0.17 s  85.0%  _BaseDataLoaderIter.__next__ (dataloader.py:5) > "
-	       "at::Tensor::item\n");
+	       "at::native::_local_scalar_dense_cuda\n");
 	cr_assert_null(strstr(r, "input wait "), "%s", r);
 	HAS(r, "Verdict: CUDA sync 85% of the main thread's wall time (0.17 s): GPU-sync-bound");
 	cr_assert_null(strstr(r, "GPU: "), "no GPU section without GPU samples");

@@ -15,6 +15,12 @@ its own ground truth in-process with time.perf_counter.
       (its wait set by FAKE_CUDA_SYNC_MS / FAKE_CUDA_SYNC) in a loop with a
       short on-CPU step; READY / stop as above; writes {"pid", "loop_s",
       "sync_s", "sync_frac", "steps"}.
+  py_wall.py collective OUT.json
+      two gloo ranks (torch.multiprocessing.spawn) all_reduce a tensor in a
+      loop, rank 1 sleeping 30 ms before each step (a straggler), rank 0
+      computing 10 ms; rank 0
+      writes READY (holding its pid) / stops as above and {"pid" (rank 0's), "loop_s",
+      "allreduce_s", "allreduce_frac"}, timing all_reduce with perf_counter.
   py_wall.py starve OUT.json
       the main thread spins on the CPU beside nproc + 1 spinning child
       processes; READY / stop as above; writes {"pid", "loop_s",
@@ -97,6 +103,48 @@ def sync(args):
                "steps": steps}, open(args.out, "w"))
 
 
+def collective_rank(rank, args, port):
+    import torch
+    import torch.distributed as dist
+    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    t = torch.ones(1024)
+    for _ in range(5):
+        dist.all_reduce(t)
+    stop = args.out + ".stop"
+    if rank == 0:
+        with open(args.out + ".ready", "w") as f:
+            f.write(str(os.getpid()))
+    t0 = time.perf_counter()
+    waited, flag = 0.0, torch.zeros(1)
+    while time.perf_counter() - t0 < 60:
+        if rank == 1:
+            time.sleep(0.03)
+        else:
+            busy(10)
+        flag[0] = 1.0 if rank == 0 and os.path.exists(stop) else 0.0
+        a = time.perf_counter()
+        dist.all_reduce(t)
+        dist.all_reduce(flag)  # both ranks leave the loop together
+        waited += time.perf_counter() - a
+        if flag[0] > 0:
+            break
+    loop = time.perf_counter() - t0
+    if rank == 0:
+        json.dump({"pid": os.getpid(), "loop_s": loop, "allreduce_s": waited,
+                   "allreduce_frac": waited / loop}, open(args.out, "w"))
+    dist.destroy_process_group()
+
+
+def collective(args):
+    import socket
+    import torch.multiprocessing as mp
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    mp.spawn(collective_rank, args=(args, port), nprocs=2)
+
+
 def run_delay_ns():
     with open("/proc/thread-self/schedstat") as f:
         return int(f.read().split()[1])
@@ -119,7 +167,7 @@ def starve(args):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("mode", choices=["dataset", "collate", "sync", "starve"])
+    p.add_argument("mode", choices=["dataset", "collate", "sync", "collective", "starve"])
     p.add_argument("out")
     p.add_argument("libcuda", nargs="?")
     p.add_argument("--workers", type=int, default=2)
@@ -132,6 +180,8 @@ def main():
         args.item_ms = 0
     if args.mode == "sync":
         sync(args)
+    elif args.mode == "collective":
+        collective(args)
     elif args.mode == "starve":
         starve(args)
     else:
