@@ -3,7 +3,7 @@
 # side: the main thread spins beside nproc + 1 spinning processes, so it
 # waits for a CPU.  Its CPU starvation share in the report is within 5
 # points of the run-queue wait it measured from /proc/thread-self/schedstat
-# over the loop, and the verdict says CPU-starved, never blocked.
+# over the profile's window, and the verdict says CPU-starved, never blocked.
 # `gpusample -p PID -d 4` on the running loop.  Fails (does not skip)
 # without off-CPU data.
 source "$(dirname "$0")/lib.sh"
@@ -11,9 +11,9 @@ source "$(dirname "$0")/python_lib.sh"
 source "$(dirname "$0")/wall_lib.sh"
 py_need_gs
 wall_attach st starve
-truth=$(awk -v f="$(json_field st run_delay_frac)" 'BEGIN { printf "%.1f", 100 * f }')
+truth=$(window_pct st) || fail "no in-process figure for the profile's window"
 got=$(wall_pct st "CPU starvation")
-echo "schedstat run delay ${truth}% of the loop; report: CPU starvation ${got}%"
+echo "schedstat run delay ${truth}% of the profile's window; report: CPU starvation ${got}%"
 awk -v t="$truth" 'BEGIN { exit !(t >= 10) }' || fail "the main thread was not starved (${truth}%): the test proves nothing"
 within "$got" "$truth" 5 || fail "CPU starvation ${got}% is not within 5 points of ${truth}%"
 grep -q "^Verdict: CPU starvation .*CPU-starved" "$T/st.report" || fail "the verdict does not say CPU-starved"

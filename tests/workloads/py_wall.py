@@ -1,6 +1,9 @@
 #!/usr/bin/python3
 """Wall-clock workloads for the "where the time goes" tests, each measuring
-its own ground truth in-process with time.perf_counter.
+its own ground truth in-process with time.perf_counter (CLOCK_MONOTONIC,
+the same in every process): the JSON also holds "spans", every timed call
+as [start, end] in perf_counter seconds (starve: [time, run delay s]
+points), so a test can take the figure over the profile's window.
 
   py_wall.py dataset OUT.json --workers N [--item-ms MS]
       a DataLoader over a Dataset whose __getitem__ sleeps MS per item
@@ -72,15 +75,18 @@ def train(args):
     stop = args.out + ".stop"
     t0 = time.perf_counter()
     waited, steps = 0.0, 0
+    spans = []
     while not os.path.exists(stop) and time.perf_counter() - t0 < 60:
         a = time.perf_counter()
         next(it)
-        waited += time.perf_counter() - a
+        b = time.perf_counter()
+        waited += b - a
+        spans.append((a, b))
         busy(args.step_ms)
         steps += 1
     loop = time.perf_counter() - t0
     json.dump({"pid": os.getpid(), "loop_s": loop, "next_s": waited, "next_frac": waited / loop,
-               "steps": steps}, open(args.out, "w"))
+               "steps": steps, "spans": spans}, open(args.out, "w"))
     os._exit(0)  # no DataLoader teardown
 
 
@@ -92,15 +98,18 @@ def sync(args):
     stop = args.out + ".stop"
     t0 = time.perf_counter()
     waited, steps = 0.0, 0
+    spans = []
     while not os.path.exists(stop) and time.perf_counter() - t0 < 60:
         busy(args.step_ms)
         a = time.perf_counter()
         assert cu.cuStreamSynchronize(None) == 0
-        waited += time.perf_counter() - a
+        b = time.perf_counter()
+        waited += b - a
+        spans.append((a, b))
         steps += 1
     loop = time.perf_counter() - t0
     json.dump({"pid": os.getpid(), "loop_s": loop, "sync_s": waited, "sync_frac": waited / loop,
-               "steps": steps}, open(args.out, "w"))
+               "steps": steps, "spans": spans}, open(args.out, "w"))
 
 
 def collective_rank(rank, args, port):
@@ -116,7 +125,7 @@ def collective_rank(rank, args, port):
         with open(args.out + ".ready", "w") as f:
             f.write(str(os.getpid()))
     t0 = time.perf_counter()
-    waited, flag = 0.0, torch.zeros(1)
+    waited, flag, spans = 0.0, torch.zeros(1), []
     while time.perf_counter() - t0 < 60:
         if rank == 1:
             time.sleep(0.03)
@@ -126,13 +135,15 @@ def collective_rank(rank, args, port):
         a = time.perf_counter()
         dist.all_reduce(t)
         dist.all_reduce(flag)  # both ranks leave the loop together
-        waited += time.perf_counter() - a
+        b = time.perf_counter()
+        waited += b - a
+        spans.append((a, b))
         if flag[0] > 0:
             break
     loop = time.perf_counter() - t0
     if rank == 0:
         json.dump({"pid": os.getpid(), "loop_s": loop, "allreduce_s": waited,
-                   "allreduce_frac": waited / loop}, open(args.out, "w"))
+                   "allreduce_frac": waited / loop, "spans": spans}, open(args.out, "w"))
     dist.destroy_process_group()
 
 
@@ -157,12 +168,15 @@ def starve(args):
     open(args.out + ".ready", "w").close()
     stop = args.out + ".stop"
     t0, d0 = time.perf_counter(), run_delay_ns()
+    spans = [(t0, d0 / 1e9)]
     while not os.path.exists(stop) and time.perf_counter() - t0 < 60:
         busy(20)
+        spans.append((time.perf_counter(), run_delay_ns() / 1e9))
     loop, delay = time.perf_counter() - t0, run_delay_ns() - d0
     for k in kids:
         k.kill()
-    json.dump({"pid": os.getpid(), "loop_s": loop, "run_delay_frac": delay / 1e9 / loop}, open(args.out, "w"))
+    json.dump({"pid": os.getpid(), "loop_s": loop, "run_delay_frac": delay / 1e9 / loop, "spans": spans},
+              open(args.out, "w"))
 
 
 def main():
