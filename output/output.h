@@ -136,15 +136,20 @@ int64_t gs_wall_ns(const struct gs_profile *p, const struct gs_sample *s);
 
 /* Wall split of the CPU samples accepted by keep (NULL = all CPU samples):
  * ns[] per category, total_ns their sum, top_stack[] the stack index with the
- * most ns in each category (UINT32_MAX if none); starved_in[] splits
+ * most ns in each category (UINT32_MAX if none), top_stacks[][] / top_ns[][]
+ * the GS_WALL_TOP stacks with the most ns, most first (UINT32_MAX / 0 past
+ * the last; top_stacks[c][0] == top_stack[c]); starved_in[] splits
  * ns[GS_WALL_STARVED] by the category the frames would give (what the
  * thread was doing when it waited for a CPU: an input wait, a spinning
  * sync, compute).  Returns 0 or -ENOMEM.  Usable per process, thread or
  * rank through keep/ctx. */
+#define GS_WALL_TOP 3
 struct gs_wall_split {
 	uint64_t ns[GS_NWALL_CATS];
 	uint64_t total_ns;
 	uint32_t top_stack[GS_NWALL_CATS];
+	uint32_t top_stacks[GS_NWALL_CATS][GS_WALL_TOP];
+	uint64_t top_ns[GS_NWALL_CATS][GS_WALL_TOP];
 	uint64_t starved_in[GS_NWALL_CATS];
 };
 typedef bool (*gs_sample_pred)(const struct gs_sample *s, void *ctx);

@@ -322,6 +322,19 @@ static void print_starved_in(struct wall_ctx *w, const struct gs_wall_split *x)
 	fprintf(w->out, "\n");
 }
 
+/* The stacks after the top one, each with its own time:
+ * "      also      0.30 s  30.0%  stack". */
+static void print_more_stacks(struct wall_ctx *w, const struct gs_wall_split *x, int c)
+{
+	char a[32], stack[200];
+	for (int k = 1; k < GS_WALL_TOP && x->top_stacks[c][k] != UINT32_MAX; k++) {
+		fmt_s(a, sizeof(a), x->top_ns[c][k]);
+		short_stack(w->p, x->top_stacks[c][k], c, stack, sizeof(stack));
+		fprintf(w->out, "      %-14s %9s %5.1f%%  %s\n", k == 1 ? "also" : "", a,
+			pct(x->top_ns[c][k], x->total_ns), stack);
+	}
+}
+
 static void print_split(struct wall_ctx *w, const struct who *m, const struct gs_wall_split *x)
 {
 	char name[128], a[32], b[32], stack[200];
@@ -342,6 +355,8 @@ static void print_split(struct wall_ctx *w, const struct who *m, const struct gs
 			stack);
 		if (c == GS_WALL_STARVED)
 			print_starved_in(w, x);
+		if (c == GS_WALL_OTHER_BLOCKED)
+			print_more_stacks(w, x, c);
 	}
 }
 

@@ -238,12 +238,29 @@ static void top_add(struct top_acc *t, enum gs_wall_cat c, uint32_t st, uint64_t
 	t->ns[h] += ns;
 }
 
+/* Insert (st, ns) into category c's top GS_WALL_TOP (most ns first, then
+ * the lower stack index, so the order does not depend on hashing). */
+static void top_keep(struct gs_wall_split *out, uint32_t c, uint32_t st, uint64_t ns)
+{
+	uint32_t *sv = out->top_stacks[c];
+	uint64_t *nv = out->top_ns[c];
+	int i = GS_WALL_TOP;
+	while (i > 0 && (sv[i - 1] == UINT32_MAX || ns > nv[i - 1] || (ns == nv[i - 1] && st < sv[i - 1])))
+		i--;
+	if (i == GS_WALL_TOP)
+		return;
+	memmove(&sv[i + 1], &sv[i], (GS_WALL_TOP - 1 - (size_t)i) * sizeof(*sv));
+	memmove(&nv[i + 1], &nv[i], (GS_WALL_TOP - 1 - (size_t)i) * sizeof(*nv));
+	sv[i] = st;
+	nv[i] = ns;
+}
+
 int gs_wall_split(const struct gs_profile *p, gs_sample_pred keep, void *ctx,
 		  struct gs_wall_split *out)
 {
 	memset(out, 0, sizeof(*out));
-	for (int c = 0; c < GS_NWALL_CATS; c++)
-		out->top_stack[c] = UINT32_MAX;
+	memset(out->top_stack, 0xff, sizeof(out->top_stack));
+	memset(out->top_stacks, 0xff, sizeof(out->top_stacks));
 	uint8_t *fcache = malloc(p->n_functions + 1);
 	uint8_t *scache = malloc(p->n_stacks + 1);
 	struct top_acc t = {.cap = 1024};
@@ -277,16 +294,11 @@ int gs_wall_split(const struct gs_profile *p, gs_sample_pred keep, void *ctx,
 		 * fill past half */
 		top_add(&t, c, s->stack, (uint64_t)ns);
 	}
-	uint64_t best[GS_NWALL_CATS] = {0};
-	for (size_t h = 0; h < t.cap; h++) {
-		if (!t.key[h])
-			continue;
-		uint32_t c = (uint32_t)((t.key[h] - 1) >> 32), st = (uint32_t)(t.key[h] - 1);
-		if (t.ns[h] > best[c] || (t.ns[h] == best[c] && st < out->top_stack[c])) {
-			best[c] = t.ns[h];
-			out->top_stack[c] = st;
-		}
-	}
+	for (size_t h = 0; h < t.cap; h++)
+		if (t.key[h])
+			top_keep(out, (uint32_t)((t.key[h] - 1) >> 32), (uint32_t)(t.key[h] - 1), t.ns[h]);
+	for (int c = 0; c < GS_NWALL_CATS; c++)
+		out->top_stack[c] = out->top_stacks[c][0];
 out:
 	free(fcache);
 	free(scache);

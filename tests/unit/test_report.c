@@ -197,6 +197,30 @@ Test(report, top_stack_names_the_reason)
 	gs_profile_free(&p);
 }
 
+/* Other blocking lists its top stacks, most first: the top one on its
+ * row, the next ones with their own time. */
+Test(report, other_blocking_top_stacks)
+{
+	struct gs_profile p;
+	uint32_t mid = py_profile(&p, 0);
+	const char *names[] = {"wait_select", "wait_lock", "wait_read", "wait_pipe"};
+	uint32_t root = fx_loc(&p, mid, 0, GS_FRAME_PYTHON, fx_fn(&p, "<module>", NULL, "/home/u/io.py", 1), 2);
+	for (int i = 0; i < 4; i++) {
+		uint32_t l[] = {root, fx_loc(&p, mid, 0, GS_FRAME_PYTHON, fx_fn(&p, names[i], NULL, "/home/u/io.py", 10 + i), 11 + i)};
+		fx_samples(&p, l, 2, 0, 40, 40, "python3", "main", 0, 0);
+		fx_offcpu(&p, (uint32_t)i, 40, 40, "python3", "main", "blocked", 0, (4 - i) * 100000000LL);
+	}
+	char *r = report(&p, 15);
+	HAS(r, "    other blocking      1.00 s 100.0%  <module> (io.py:2) > wait_select (io.py:11)\n"
+	       "      also              0.30 s  30.0%  <module> (io.py:2) > wait_lock (io.py:12)\n"
+	       "                        0.20 s  20.0%  <module> (io.py:2) > wait_read (io.py:13)\n"
+	       "\n");
+	cr_assert_null(strstr(r, "wait_pipe"), "three stacks at most:\n%s", r);
+	HAS(r, "Verdict: other blocking 100% of the main thread's wall time (1.00 s): blocked in other waits");
+	free(r);
+	gs_profile_free(&p);
+}
+
 /* Target-controlled names cannot put control bytes on the terminal. */
 Test(report, names_are_cleaned)
 {

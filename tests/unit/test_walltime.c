@@ -186,6 +186,9 @@ Test(walltime, split_sums_and_top_stacks)
 	cr_assert_eq(s.top_stack[GS_WALL_CUDA_SYNC], FX_ST_SYNC(&x.p));
 	cr_assert_eq(s.top_stack[GS_WALL_STARVED], FX_ST_CPU(&x.p));
 	cr_assert_eq(s.top_stack[GS_WALL_GIL], UINT32_MAX);
+	cr_assert_eq(s.top_stacks[GS_WALL_INPUT][0], FX_ST_INPUT(&x.p));
+	cr_assert_eq(s.top_ns[GS_WALL_INPUT][0], 650000000ULL);
+	cr_assert_eq(s.top_stacks[GS_WALL_INPUT][1], UINT32_MAX, "one input stack");
 	cr_assert_eq(s.starved_in[GS_WALL_COMPUTE], 200000000ULL, "runnable in compute frames");
 	pid = 1201;
 	cr_assert_eq(gs_wall_split(&x.p, keep_pid, &pid, &s), 0);
