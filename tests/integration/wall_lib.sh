@@ -3,11 +3,13 @@
 # "Where the time goes" section of `gpusample report FILE.pb.gz`.
 
 # wall_attach NAME MODE ARGS...: start tests/workloads/py_wall.py MODE
-# $T/NAME.json ARGS, attach `gpusample -p PID -d 4` once it is ready (its
+# $T/NAME.json ARGS, attach `gpusample -p PID -d $WALL_SECONDS` once it is ready (its
 # DataLoader workers up, its CUDA context made; a pid in the READY file is
 # the process to attach to), stop the loop after gpusample exits, and write the report
 # to $T/NAME.report.  The workload's own figures are in $T/NAME.json.
-# WALL_GS_ARGS: more gpusample options (e.g. --format).
+# WALL_GS_ARGS: more gpusample options (e.g. --format); WALL_SECONDS: the
+# -d duration (default 4).
+WALL_SECONDS=${WALL_SECONDS:-4}
 wall_attach() {
 	local name=$1 mode=$2 wl target
 	shift 2
@@ -20,7 +22,7 @@ wall_attach() {
 	done
 	[ -e "$T/$name.json.ready" ] || fail "$mode workload not ready in 60 s"
 	target=$(cat "$T/$name.json.ready")
-	gs_start -p "${target:-$wl}" -d 4 -q -o "$T/$name" ${WALL_GS_ARGS:-}
+	gs_start -p "${target:-$wl}" -d "$WALL_SECONDS" -q -o "$T/$name" ${WALL_GS_ARGS:-}
 	/usr/bin/python3 -c 'import time; print(time.monotonic())' > "$T/$name.t0"
 	gs_wait
 	touch "$T/$name.json.stop"
@@ -74,15 +76,15 @@ wall_in() {
 }
 
 # window_pct NAME: the workload's in-process figure over the profile's
-# window (from gpusample starting to sample, $T/NAME.t0, for the 4 s of -d
-# 4): the % of it inside the timed calls ("spans" [start, end]), or for
+# window (from gpusample starting to sample, $T/NAME.t0, for the
+# $WALL_SECONDS of -d): the % of it inside the timed calls ("spans" [start, end]), or for
 # [time, run delay] points the run delay's growth over it.
 window_pct() {
-	/usr/bin/python3 - "$T/$1.json" "$T/$1.t0" <<'PY'
+	/usr/bin/python3 - "$T/$1.json" "$T/$1.t0" "$WALL_SECONDS" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 t0 = float(open(sys.argv[2]).read())
-t1 = t0 + 4.0
+t1 = t0 + float(sys.argv[3])
 sp = d["spans"]
 if "run_delay_frac" in d:  # [time, cumulative run delay]: interpolate at t0, t1
     def at(t):
