@@ -36,6 +36,7 @@ struct wall_ctx {
 	uint32_t workers[MAX_WORKERS];
 	uint32_t worker_ppid[MAX_WORKERS];
 	unsigned n_workers;
+	unsigned n_mains;
 };
 
 static double pct(uint64_t a, uint64_t b)
@@ -455,8 +456,20 @@ static void print_verdict(struct wall_ctx *w, const struct who *m, const struct 
 			"for a wall-clock verdict): of its on-CPU time %.0f%% (%s) is %s.\n",
 			pct(x->ns[best], x->total_ns), a, gs_wall_cat_name[best]);
 	else
-		fprintf(w->out, "%s %.0f%% of the main thread's wall time (%s): %s.\n",
-			gs_wall_cat_name[best], pct(x->ns[best], x->total_ns), a, remedy[best]);
+		fprintf(w->out, "%s %.0f%% of the main thread's wall time (%s): %s", gs_wall_cat_name[best],
+			pct(x->ns[best], x->total_ns), a, remedy[best]);
+	if (w->offcpu && best == GS_WALL_INPUT) {
+		unsigned nw = 0;
+		for (unsigned i = 0; i < w->n_workers; i++)
+			nw += worker_of(w, i, m->pid, w->n_mains);
+		if (nw)
+			fprintf(w->out, " (%u DataLoader worker process%s seen)", nw, nw == 1 ? "" : "es");
+		else
+			fprintf(w->out, " (no DataLoader worker process seen: with num_workers=0 the main "
+				"thread makes every batch itself)");
+	}
+	if (w->offcpu)
+		fprintf(w->out, ".\n");
 	if (w->offcpu && second >= 0 && pct(x->ns[second], x->total_ns) >= 10.0)
 		fprintf(w->out, "  Next: %s %.0f%%.\n", gs_wall_cat_name[second], pct(x->ns[second], x->total_ns));
 }
@@ -473,6 +486,7 @@ int gs_report_wall(const struct gs_profile *p, FILE *out, bool color, const char
 	}
 	find_workers(&w);
 	unsigned n = find_mains(&w, mains);
+	w.n_mains = n;
 	fprintf(out, color ? "\n\033[1m%s\033[0m\n" : "\n%s\n", "Where the time goes");
 	for (unsigned i = 0; i < n && !rc; i++) {
 		struct thread_key k = {mains[i].pid, mains[i].pid};

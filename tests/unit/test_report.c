@@ -102,7 +102,8 @@ Test(report, wall_clock_split_and_verdict)
 	HAS(r, "DataLoader workers (1 process): busy 40.0% (0.04 s on-CPU), blocked 50.0%, starved 10.0% "
 	       "(runnable, waiting for a CPU)");
 	HAS(r, "Verdict: input wait 65% of the main thread's wall time (0.65 s): input-bound: it waits for "
-	       "DataLoader batches; raise num_workers, set pin_memory=True and persistent_workers=True");
+	       "DataLoader batches; raise num_workers, set pin_memory=True and persistent_workers=True, make "
+	       "__getitem__/collate_fn cheaper (1 DataLoader worker process seen).\n");
 	HAS(r, "  Next: CPU starvation 20%.");
 	cr_assert_null(strstr(r, "on-CPU only"), "%s", r);
 	free(r);
