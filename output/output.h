@@ -50,11 +50,14 @@ int gs_profile_merge(struct gs_profile *dst, const struct gs_profile *src, char 
 /* The version in p's "gpusample VERSION" comment, NULL if none. */
 const char *gs_profile_version(const struct gs_profile *p);
 
-/* One time-ordered "sampled" profile per CPU thread (weights in CPU ns,
- * adjacent identical stacks merged), one per GPU device (unit "none",
- * weights = gpu_samples, "[GPU] kernel -> file.cu:line -> [stall] reason"
- * leaves).  activeProfileIndex = the GPU profile when default_sample_type is
- * a GPU column, else the busiest thread. */
+/* One time-ordered "sampled" profile per CPU thread, all on one wall-clock
+ * axis in ns (startValue 0 = the profile start, the same endValue for
+ * every thread; empty samples where a thread was not seen; adjacent
+ * identical stacks merged; off-CPU stretches end in a "[blocked] WAIT" or
+ * "[runnable]" frame), one per GPU device (unit "none", weights =
+ * gpu_samples, "[GPU] kernel -> file.cu:line -> [stall] reason" leaves).
+ * activeProfileIndex = the GPU profile when default_sample_type is a GPU
+ * column, else the thread with the most on-CPU time. */
 int gs_write_speedscope(const struct gs_profile *p, const char *path, char *err, size_t errlen);
 
 /* Chrome trace-event JSON (Perfetto UI, chrome://tracing): per thread,
@@ -106,9 +109,11 @@ int gs_write_report(const struct gs_profile *p, const struct gs_report_opts *o, 
  *               cudaDeviceSynchronize, cudaEventSynchronize, cudaMemcpy,
  *               cuStreamSynchronize*, cuCtxSynchronize*,
  *               cuEventSynchronize*, cuMemcpyDtoH*,
- *               c10::cuda::stream_synchronize, *_local_scalar_dense*,
- *               at::Tensor::item, THPVariable_item, THPVariable_cpu
- *               (spinning on-CPU there is sync too, not compute)
+ *               c10::cuda::stream_synchronize; Tensor.item() / .cpu() of
+ *               a CUDA tensor through *_local_scalar_dense_cuda*,
+ *               c10::cuda::memcpy_and_sync, copy_kernel_cuda (on a CPU
+ *               tensor they are compute); spinning on-CPU there is sync
+ *               too, not compute
  *   input wait  torch/utils/data iterator __next__, _next_data, _get_data,
  *               _try_get_data (waiting for a batch, or making it with
  *               num_workers=0)
@@ -142,15 +147,20 @@ int64_t gs_wall_ns(const struct gs_profile *p, const struct gs_sample *s);
 
 /* Wall split of the CPU samples accepted by keep (NULL = all CPU samples):
  * ns[] per category, total_ns their sum, top_stack[] the stack index with the
- * most ns in each category (UINT32_MAX if none); starved_in[] splits
+ * most ns in each category (UINT32_MAX if none), top_stacks[][] / top_ns[][]
+ * the GS_WALL_TOP stacks with the most ns, most first (UINT32_MAX / 0 past
+ * the last; top_stacks[c][0] == top_stack[c]); starved_in[] splits
  * ns[GS_WALL_STARVED] by the category the frames would give (what the
  * thread was doing when it waited for a CPU: an input wait, a spinning
  * sync, compute).  Returns 0 or -ENOMEM.  Usable per process, thread or
  * rank through keep/ctx. */
+#define GS_WALL_TOP 3
 struct gs_wall_split {
 	uint64_t ns[GS_NWALL_CATS];
 	uint64_t total_ns;
 	uint32_t top_stack[GS_NWALL_CATS];
+	uint32_t top_stacks[GS_NWALL_CATS][GS_WALL_TOP];
+	uint64_t top_ns[GS_NWALL_CATS][GS_WALL_TOP];
 	uint64_t starved_in[GS_NWALL_CATS];
 };
 typedef bool (*gs_sample_pred)(const struct gs_sample *s, void *ctx);

@@ -36,6 +36,7 @@ struct wall_ctx {
 	uint32_t workers[MAX_WORKERS];
 	uint32_t worker_ppid[MAX_WORKERS];
 	unsigned n_workers;
+	unsigned n_mains;
 };
 
 static double pct(uint64_t a, uint64_t b)
@@ -322,6 +323,19 @@ static void print_starved_in(struct wall_ctx *w, const struct gs_wall_split *x)
 	fprintf(w->out, "\n");
 }
 
+/* The stacks after the top one, each with its own time:
+ * "      also      0.30 s  30.0%  stack". */
+static void print_more_stacks(struct wall_ctx *w, const struct gs_wall_split *x, int c)
+{
+	char a[32], stack[200];
+	for (int k = 1; k < GS_WALL_TOP && x->top_stacks[c][k] != UINT32_MAX; k++) {
+		fmt_s(a, sizeof(a), x->top_ns[c][k]);
+		short_stack(w->p, x->top_stacks[c][k], c, stack, sizeof(stack));
+		fprintf(w->out, "      %-14s %9s %5.1f%%  %s\n", k == 1 ? "also" : "", a,
+			pct(x->top_ns[c][k], x->total_ns), stack);
+	}
+}
+
 static void print_split(struct wall_ctx *w, const struct who *m, const struct gs_wall_split *x)
 {
 	char name[128], a[32], b[32], stack[200];
@@ -342,6 +356,8 @@ static void print_split(struct wall_ctx *w, const struct who *m, const struct gs
 			stack);
 		if (c == GS_WALL_STARVED)
 			print_starved_in(w, x);
+		if (c == GS_WALL_OTHER_BLOCKED)
+			print_more_stacks(w, x, c);
 	}
 }
 
@@ -440,8 +456,20 @@ static void print_verdict(struct wall_ctx *w, const struct who *m, const struct 
 			"for a wall-clock verdict): of its on-CPU time %.0f%% (%s) is %s.\n",
 			pct(x->ns[best], x->total_ns), a, gs_wall_cat_name[best]);
 	else
-		fprintf(w->out, "%s %.0f%% of the main thread's wall time (%s): %s.\n",
-			gs_wall_cat_name[best], pct(x->ns[best], x->total_ns), a, remedy[best]);
+		fprintf(w->out, "%s %.0f%% of the main thread's wall time (%s): %s", gs_wall_cat_name[best],
+			pct(x->ns[best], x->total_ns), a, remedy[best]);
+	if (w->offcpu && best == GS_WALL_INPUT) {
+		unsigned nw = 0;
+		for (unsigned i = 0; i < w->n_workers; i++)
+			nw += worker_of(w, i, m->pid, w->n_mains);
+		if (nw)
+			fprintf(w->out, " (%u DataLoader worker process%s seen)", nw, nw == 1 ? "" : "es");
+		else
+			fprintf(w->out, " (no DataLoader worker process seen: with num_workers=0 the main "
+				"thread makes every batch itself)");
+	}
+	if (w->offcpu)
+		fprintf(w->out, ".\n");
 	if (w->offcpu && second >= 0 && pct(x->ns[second], x->total_ns) >= 10.0)
 		fprintf(w->out, "  Next: %s %.0f%%.\n", gs_wall_cat_name[second], pct(x->ns[second], x->total_ns));
 }
@@ -458,6 +486,7 @@ int gs_report_wall(const struct gs_profile *p, FILE *out, bool color, const char
 	}
 	find_workers(&w);
 	unsigned n = find_mains(&w, mains);
+	w.n_mains = n;
 	fprintf(out, color ? "\n\033[1m%s\033[0m\n" : "\n%s\n", "Where the time goes");
 	for (unsigned i = 0; i < n && !rc; i++) {
 		struct thread_key k = {mains[i].pid, mains[i].pid};

@@ -216,7 +216,8 @@ static void put_frames(struct gs_wbuf *w, const uint32_t *fr, uint32_t nf, uint3
 
 /* Items it[0..n) are one thread on the axis [0, axis_end): runs of one
  * (stack, state frame) without a gap become one sample, gaps empty ones.
- * wt has room for 2n + 1 weights; *busy = ns not in gaps. */
+ * wt has room for 2n + 1 weights; *busy = its on-CPU ns (which thread to
+ * open first). */
 static int write_thread(struct ss *s, struct gs_wbuf *w, bool *first, const struct gs_tl_item *it,
 			size_t n, uint64_t axis_end, uint64_t *wt, int64_t *busy)
 {
@@ -245,7 +246,8 @@ static int write_thread(struct ss *s, struct gs_wbuf *w, bool *first, const stru
 			j++;
 		put_frames(w, fr, nf, lab, nw == 0);
 		wt[nw++] = it[j - 1].end - it[i].start;
-		*busy += (int64_t)wt[nw - 1];
+		if (lab == UINT32_MAX)
+			*busy += (int64_t)wt[nw - 1];
 		cursor = it[j - 1].end;
 		i = j;
 	}
@@ -464,7 +466,8 @@ static int write_all_json(struct ss *s, struct gs_wbuf *w)
 	int first_gpu = n_prof;
 	for (int d = 0; d < n_devs && !rc; d++, n_prof++)
 		rc = write_gpu(s, w, &first, devs[d]);
-	/* open the GPU view when GPU data is the default, else the busiest thread */
+	/* open the GPU view when GPU data is the default, else the thread most
+	 * on a CPU */
 	bool gpu_default = p->default_sample_type == GS_V_GPU_SAMPLES ||
 			   p->default_sample_type == GS_V_GPU_NOT_ISSUED;
 	int active = n_devs && (gpu_default || n_cpu == 0) ? first_gpu : best;

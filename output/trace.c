@@ -14,7 +14,11 @@
  *     state and category;
  *   - inside each, its stack as nested "X" slices (cat "stack"), root
  *     outermost, one slice per frame for as long as consecutive samples
- *     share it (a flame chart over time).  A parent is written before its
+ *     share it (a flame chart over time).  Where a stack has Python
+ *     frames, the interpreter's native frames between them are left out
+ *     (the speedscope and pprof files keep them): the Python frames, then
+ *     at most 16 frames below the leaf-most one (the call that waits:
+ *     ffi, cuStreamSynchronize, poll, the kernel).  A parent is written before its
  *     children, which never outlast it, so equal ts/dur nest in file order
  *     as the format's readers expect.
  * GPU PC-sample batches: instant events ("i", thread scope) on a track
@@ -22,10 +26,13 @@
  * samples, stall reason and launch site.
  *
  * Bounding for long runs: adjacent identical samples are merged first (one
- * slice per stretch, not per sample); at most GS_TRACE_MAX_EVENTS events
- * are written, threads in order (main process and main thread first); what
- * does not fit is dropped and counted in otherData.dropped_events with a
- * note, never silently.
+ * slice per stretch, not per sample); at most max_events events
+ * (GS_TRACE_MAX_EVENTS) are written: when the full trace would be larger,
+ * counting passes pick the deepest stack depth (16, 8, 4, 2, 1, 0 frames
+ * under each state slice) that fits, recorded as otherData.stack_depth;
+ * if even state slices alone do not fit, events past the cap are dropped
+ * (threads in order, main process and main thread first) and counted in
+ * otherData.dropped_events with a note, never silently.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -42,6 +49,8 @@ struct tr {
 	const struct gs_profile *p;
 	struct gs_wbuf *w;
 	size_t max_events, n_events, dropped;
+	bool counting;        /* a pass that only counts events */
+	uint32_t depth_limit; /* stack frames under a state slice */
 	/* stack -> root-first display frames (cached) */
 	struct gs_dframe *pool;
 	size_t n_pool, cap_pool;
@@ -70,6 +79,22 @@ static enum st state_of(const struct gs_profile *p, const struct gs_sample *s)
 	return l && !strcmp(gs_profile_str(p, l), "runnable") ? ST_RUNNABLE : ST_BLOCKED;
 }
 
+/* Drop the native frames between Python frames (root-first f[0..n)),
+ * keeping at most 16 below the leaf-most Python frame; returns the count. */
+static uint32_t keep_python_frames(struct gs_dframe *f, uint32_t n)
+{
+	uint32_t last = n, k = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (f[i].type == GS_DF_PYLINE)
+			last = i;
+	if (last == n)
+		return n;
+	for (uint32_t i = 0; i < n; i++)
+		if (f[i].type == GS_DF_PYLINE || (i > last && i <= last + 16))
+			f[k++] = f[i];
+	return k;
+}
+
 static int stack_dframes(struct tr *t, uint32_t st, const struct gs_dframe **out, uint32_t *n)
 {
 	if (t->off[st] == SIZE_MAX) {
@@ -88,7 +113,7 @@ static int stack_dframes(struct tr *t, uint32_t st, const struct gs_dframe **out
 							 MAX_DF_PER_LOC);
 		}
 		t->off[st] = start;
-		t->len[st] = (uint32_t)(t->n_pool - start);
+		t->len[st] = keep_python_frames(t->pool + start, (uint32_t)(t->n_pool - start));
 	}
 	*out = t->pool + t->off[st];
 	*n = t->len[st];
@@ -108,6 +133,10 @@ static void put_us(struct gs_wbuf *w, uint64_t ns)
 /* Start an event: ,{"ph":"X","pid":P,"tid":T,"name": ... (false if over the cap). */
 static bool event_head(struct tr *t, const char *ph, uint32_t pid, uint32_t tid)
 {
+	if (t->counting) {
+		t->n_events++;
+		return false;
+	}
 	if (t->n_events >= t->max_events) {
 		t->dropped++;
 		return false;
@@ -235,7 +264,7 @@ static void frame_slice(struct tr *t, const struct gs_sample *s, const struct gs
 static const struct gs_dframe *run_frames(struct tr *t, size_t i, uint32_t *n)
 {
 	uint32_t st = t->p->samples[t->runs[i].sample].stack;
-	*n = t->len[st];
+	*n = t->len[st] < t->depth_limit ? t->len[st] : t->depth_limit;
 	return t->pool + t->off[st];
 }
 
@@ -344,6 +373,40 @@ static void gpu_events(struct tr *t)
 
 /* ---- entry ---------------------------------------------------------------- */
 
+/* Every event (or, counting, their number in t->n_events). */
+static int emit_all(struct tr *t, const uint32_t *idx, size_t n, struct gs_tl_item *items)
+{
+	const struct gs_profile *p = t->p;
+	int rc = 0;
+	process_names(t, idx, n);
+	for (size_t b = 0; b < n && !rc;) {
+		size_t e = gs_timeline_thread_end(p, idx, b, n);
+		gs_timeline_layout(p, idx + b, e - b, items);
+		rc = write_thread(t, items, e - b);
+		b = e;
+	}
+	gpu_events(t);
+	return rc;
+}
+
+/* The deepest stack depth whose trace fits max_events (0 if none does). */
+static int pick_depth(struct tr *t, const uint32_t *idx, size_t n, struct gs_tl_item *items)
+{
+	static const uint32_t depths[] = {UINT32_MAX, 16, 8, 4, 2, 1, 0};
+	int rc = 0;
+	t->counting = true;
+	for (size_t i = 0; i < sizeof(depths) / sizeof(depths[0]) && !rc; i++) {
+		t->depth_limit = depths[i];
+		t->n_events = 0;
+		rc = emit_all(t, idx, n, items);
+		if (t->n_events <= t->max_events)
+			break;
+	}
+	t->counting = false;
+	t->n_events = 0;
+	return rc;
+}
+
 static int write_all(struct tr *t)
 {
 	const struct gs_profile *p = t->p;
@@ -358,23 +421,24 @@ static int write_all(struct tr *t)
 		rc = -ENOMEM;
 		goto out;
 	}
+	rc = pick_depth(t, idx, n, items);
 	gs_wbuf_puts(t->w, "{\"traceEvents\":[");
-	process_names(t, idx, n);
-	for (size_t b = 0; b < n && !rc;) {
-		size_t e = gs_timeline_thread_end(p, idx, b, n);
-		gs_timeline_layout(p, idx + b, e - b, items);
-		rc = write_thread(t, items, e - b);
-		b = e;
-	}
-	gpu_events(t);
+	rc = rc ? rc : emit_all(t, idx, n, items);
 	gs_wbuf_puts(t->w, "\n],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"exporter\":\"gpusample@" GS_VERSION
 		     "\",\"events\":");
 	gs_wbuf_u64(t->w, t->n_events);
 	gs_wbuf_puts(t->w, ",\"dropped_events\":");
 	gs_wbuf_u64(t->w, t->dropped);
+	if (t->depth_limit != UINT32_MAX) {
+		gs_wbuf_puts(t->w, ",\"stack_depth\":");
+		gs_wbuf_u64(t->w, t->depth_limit);
+	}
 	if (t->dropped)
 		gs_wbuf_puts(t->w, ",\"note\":\"event cap reached: later threads and GPU batches are "
 				   "incomplete; the pprof and speedscope files have everything\"");
+	else if (t->depth_limit != UINT32_MAX)
+		gs_wbuf_puts(t->w, ",\"note\":\"event cap: stacks cut to stack_depth frames under each state "
+				   "slice; the pprof and speedscope files have them whole\"");
 	gs_wbuf_puts(t->w, "}}\n");
 out:
 	free(idx);

@@ -85,12 +85,12 @@ static const struct rule rules[] = {
 	{F_SYNC, M_PREFIX, "cuEventSynchronize", NULL, K_NATIVE},
 	{F_SYNC, M_PREFIX, "cuMemcpyDtoH", NULL, K_NATIVE}, /* and _v2 */
 	{F_SYNC, M_PREFIX, "c10::cuda::stream_synchronize", NULL, K_NATIVE},
-	/* what .item() runs: at::_ops::_local_scalar_dense::call,
-	 * at::native::_local_scalar_dense_cuda */
-	{F_SYNC, M_SUB, "_local_scalar_dense", NULL, K_NATIVE},
-	{F_SYNC, M_PREFIX, "at::Tensor::item", NULL, K_NATIVE},       /* Tensor.item() */
-	{F_SYNC, M_BASE, "THPVariable_item", NULL, K_NATIVE},
-	{F_SYNC, M_BASE, "THPVariable_cpu", NULL, K_NATIVE},          /* Tensor.cpu() */
+	/* Tensor.item() and Tensor.cpu() of a CUDA tensor: what they run on
+	 * the CUDA side (on a CPU tensor they are compute:
+	 * _local_scalar_dense_cpu, no sync) */
+	{F_SYNC, M_SUB, "_local_scalar_dense_cuda", NULL, K_NATIVE},
+	{F_SYNC, M_PREFIX, "c10::cuda::memcpy_and_sync", NULL, K_NATIVE},
+	{F_SYNC, M_BASE, "copy_kernel_cuda", NULL, K_NATIVE}, /* blocking copies */
 	/* the DataLoader iterator, waiting for or making a batch */
 	{F_INPUT, M_BASE, "__next__", "utils/data/", K_PY},
 	{F_INPUT, M_BASE, "_next_data", "utils/data/", K_PY},
@@ -238,12 +238,29 @@ static void top_add(struct top_acc *t, enum gs_wall_cat c, uint32_t st, uint64_t
 	t->ns[h] += ns;
 }
 
+/* Insert (st, ns) into category c's top GS_WALL_TOP (most ns first, then
+ * the lower stack index, so the order does not depend on hashing). */
+static void top_keep(struct gs_wall_split *out, uint32_t c, uint32_t st, uint64_t ns)
+{
+	uint32_t *sv = out->top_stacks[c];
+	uint64_t *nv = out->top_ns[c];
+	int i = GS_WALL_TOP;
+	while (i > 0 && (sv[i - 1] == UINT32_MAX || ns > nv[i - 1] || (ns == nv[i - 1] && st < sv[i - 1])))
+		i--;
+	if (i == GS_WALL_TOP)
+		return;
+	memmove(&sv[i + 1], &sv[i], (GS_WALL_TOP - 1 - (size_t)i) * sizeof(*sv));
+	memmove(&nv[i + 1], &nv[i], (GS_WALL_TOP - 1 - (size_t)i) * sizeof(*nv));
+	sv[i] = st;
+	nv[i] = ns;
+}
+
 int gs_wall_split(const struct gs_profile *p, gs_sample_pred keep, void *ctx,
 		  struct gs_wall_split *out)
 {
 	memset(out, 0, sizeof(*out));
-	for (int c = 0; c < GS_NWALL_CATS; c++)
-		out->top_stack[c] = UINT32_MAX;
+	memset(out->top_stack, 0xff, sizeof(out->top_stack));
+	memset(out->top_stacks, 0xff, sizeof(out->top_stacks));
 	uint8_t *fcache = malloc(p->n_functions + 1);
 	uint8_t *scache = malloc(p->n_stacks + 1);
 	struct top_acc t = {.cap = 1024};
@@ -277,16 +294,11 @@ int gs_wall_split(const struct gs_profile *p, gs_sample_pred keep, void *ctx,
 		 * fill past half */
 		top_add(&t, c, s->stack, (uint64_t)ns);
 	}
-	uint64_t best[GS_NWALL_CATS] = {0};
-	for (size_t h = 0; h < t.cap; h++) {
-		if (!t.key[h])
-			continue;
-		uint32_t c = (uint32_t)((t.key[h] - 1) >> 32), st = (uint32_t)(t.key[h] - 1);
-		if (t.ns[h] > best[c] || (t.ns[h] == best[c] && st < out->top_stack[c])) {
-			best[c] = t.ns[h];
-			out->top_stack[c] = st;
-		}
-	}
+	for (size_t h = 0; h < t.cap; h++)
+		if (t.key[h])
+			top_keep(out, (uint32_t)((t.key[h] - 1) >> 32), (uint32_t)(t.key[h] - 1), t.ns[h]);
+	for (int c = 0; c < GS_NWALL_CATS; c++)
+		out->top_stack[c] = out->top_stacks[c][0];
 out:
 	free(fcache);
 	free(scache);

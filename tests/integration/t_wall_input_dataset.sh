@@ -12,10 +12,6 @@ source "$(dirname "$0")/wall_lib.sh"
 py_need_gs
 /usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch is not installed (make deps)"
 wall_attach ds dataset --workers 2 --item-ms 4
-truth=$(awk -v f="$(json_field ds next_frac)" 'BEGIN { printf "%.1f", 100 * f }')
-row=$(wall_pct ds "input wait")
-got=$(wall_in ds "input wait")
-echo "in-process: next(loader) ${truth}% of the loop ($(json_field ds steps) steps); report: input wait ${row}%, ${got}% with the starvation while in it"
-within "$got" "$truth" 5 || fail "input wait ${got}% is not within 5 points of ${truth}%"
+wall_check ds "input wait" "next(loader)"
 grep -q "^Verdict: input wait .*input-bound" "$T/ds.report" || fail "the verdict does not say input-bound"
 ok "input wait ${got}% vs ${truth}% in-process; verdict input-bound"

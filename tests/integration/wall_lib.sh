@@ -3,11 +3,15 @@
 # "Where the time goes" section of `gpusample report FILE.pb.gz`.
 
 # wall_attach NAME MODE ARGS...: start tests/workloads/py_wall.py MODE
-# $T/NAME.json ARGS, attach `gpusample -p PID -d 4` once it is ready (its
-# DataLoader workers up, its CUDA context made), stop the loop after gpusample exits, and write the report
+# $T/NAME.json ARGS, attach `gpusample -p PID -d $WALL_SECONDS` once it is ready (its
+# DataLoader workers up, its CUDA context made; a pid in the READY file is
+# the process to attach to), stop the loop after gpusample exits, and write the report
 # to $T/NAME.report.  The workload's own figures are in $T/NAME.json.
+# WALL_GS_ARGS: more gpusample options (e.g. --format); WALL_SECONDS: the
+# -d duration (default 4).
+WALL_SECONDS=${WALL_SECONDS:-4}
 wall_attach() {
-	local name=$1 mode=$2 wl
+	local name=$1 mode=$2 wl target
 	shift 2
 	/usr/bin/python3 "$PYWL/py_wall.py" "$mode" "$T/$name.json" "$@" > "$T/$name.out" 2>&1 &
 	wl=$!
@@ -17,7 +21,9 @@ wall_attach() {
 		sleep 0.1
 	done
 	[ -e "$T/$name.json.ready" ] || fail "$mode workload not ready in 60 s"
-	gs_start -p "$wl" -d 4 -q -o "$T/$name"
+	target=$(cat "$T/$name.json.ready")
+	gs_start -p "${target:-$wl}" -d "$WALL_SECONDS" -q -o "$T/$name" ${WALL_GS_ARGS:-}
+	/usr/bin/python3 -c 'import time; print(time.monotonic())' > "$T/$name.t0"
 	gs_wait
 	touch "$T/$name.json.stop"
 	wait "$wl" || { cat "$T/$name.out"; fail "$mode workload exited with $?"; }
@@ -67,6 +73,45 @@ wall_in() {
 		}
 		END { if (!found) print 0 }' "$T/$1.report")
 	awk -v a="$row" -v b="$starved" 'BEGIN { printf "%.1f", a + b }'
+}
+
+# window_pct NAME: the workload's in-process figure over the profile's
+# window (from gpusample starting to sample, $T/NAME.t0, for the
+# $WALL_SECONDS of -d): the % of it inside the timed calls ("spans" [start, end]), or for
+# [time, run delay] points the run delay's growth over it.
+window_pct() {
+	/usr/bin/python3 - "$T/$1.json" "$T/$1.t0" "$WALL_SECONDS" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+t0 = float(open(sys.argv[2]).read())
+t1 = t0 + float(sys.argv[3])
+sp = d["spans"]
+if "run_delay_frac" in d:  # [time, cumulative run delay]: interpolate at t0, t1
+    def at(t):
+        for (ta, da), (tb, db) in zip(sp, sp[1:]):
+            if ta <= t <= tb:
+                return da + (db - da) * (t - ta) / (tb - ta)
+        sys.exit("window %.3f-%.3f outside the loop %.3f-%.3f" % (t0, t1, sp[0][0], sp[-1][0]))
+    print("%.1f" % (100 * (at(t1) - at(t0)) / (t1 - t0)))
+else:
+    if not sp or sp[0][0] > t0 + 0.1 or sp[-1][1] < t1 - 0.1:
+        sys.exit("window %.3f-%.3f outside the loop" % (t0, t1))
+    inside = sum(max(0.0, min(b, t1) - max(a, t0)) for a, b in sp)
+    print("%.1f" % (100 * inside / (t1 - t0)))
+PY
+}
+
+# wall_check NAME CATEGORY WHAT: the report's time in CATEGORY (wall_in)
+# within 5 points of what the workload measured in-process over the same
+# window (window_pct; WHAT names it); prints both, fails otherwise.  Sets
+# $got and $truth.
+wall_check() {
+	local row
+	truth=$(window_pct "$1") || fail "$1: no in-process figure for the profile's window"
+	row=$(wall_pct "$1" "$2")
+	got=$(wall_in "$1" "$2")
+	echo "$1: in-process $3 ${truth}% of the profile's window (whole loop $(json_field "$1" loop_s) s); report: $2 ${row}%, ${got}% with the starvation while in it"
+	within "$got" "$truth" 5 || fail "$1: $2 ${got}% is not within 5 points of ${truth}%"
 }
 
 # json_field NAME KEY: a number from the workload's $T/NAME.json.

@@ -102,7 +102,8 @@ Test(report, wall_clock_split_and_verdict)
 	HAS(r, "DataLoader workers (1 process): busy 40.0% (0.04 s on-CPU), blocked 50.0%, starved 10.0% "
 	       "(runnable, waiting for a CPU)");
 	HAS(r, "Verdict: input wait 65% of the main thread's wall time (0.65 s): input-bound: it waits for "
-	       "DataLoader batches; raise num_workers, set pin_memory=True and persistent_workers=True");
+	       "DataLoader batches; raise num_workers, set pin_memory=True and persistent_workers=True, make "
+	       "__getitem__/collate_fn cheaper (1 DataLoader worker process seen).\n");
 	HAS(r, "  Next: CPU starvation 20%.");
 	cr_assert_null(strstr(r, "on-CPU only"), "%s", r);
 	free(r);
@@ -197,6 +198,30 @@ Test(report, top_stack_names_the_reason)
 	gs_profile_free(&p);
 }
 
+/* Other blocking lists its top stacks, most first: the top one on its
+ * row, the next ones with their own time. */
+Test(report, other_blocking_top_stacks)
+{
+	struct gs_profile p;
+	uint32_t mid = py_profile(&p, 0);
+	const char *names[] = {"wait_select", "wait_lock", "wait_read", "wait_pipe"};
+	uint32_t root = fx_loc(&p, mid, 0, GS_FRAME_PYTHON, fx_fn(&p, "<module>", NULL, "/home/u/io.py", 1), 2);
+	for (int i = 0; i < 4; i++) {
+		uint32_t l[] = {root, fx_loc(&p, mid, 0, GS_FRAME_PYTHON, fx_fn(&p, names[i], NULL, "/home/u/io.py", 10 + i), 11 + i)};
+		fx_samples(&p, l, 2, 0, 40, 40, "python3", "main", 0, 0);
+		fx_offcpu(&p, (uint32_t)i, 40, 40, "python3", "main", "blocked", 0, (4 - i) * 100000000LL);
+	}
+	char *r = report(&p, 15);
+	HAS(r, "    other blocking      1.00 s 100.0%  <module> (io.py:2) > wait_select (io.py:11)\n"
+	       "      also              0.30 s  30.0%  <module> (io.py:2) > wait_lock (io.py:12)\n"
+	       "                        0.20 s  20.0%  <module> (io.py:2) > wait_read (io.py:13)\n"
+	       "\n");
+	cr_assert_null(strstr(r, "wait_pipe"), "three stacks at most:\n%s", r);
+	HAS(r, "Verdict: other blocking 100% of the main thread's wall time (1.00 s): blocked in other waits");
+	free(r);
+	gs_profile_free(&p);
+}
+
 /* Target-controlled names cannot put control bytes on the terminal. */
 Test(report, names_are_cleaned)
 {
@@ -214,9 +239,9 @@ Test(report, names_are_cleaned)
 	gs_profile_free(&p);
 }
 
-/* .item() (native at::Tensor::item) is sync, even with a DataLoader frame
- * further up, on-CPU or blocked; __next__ outside torch.utils.data is not
- * input. */
+/* .item() of a CUDA tensor (_local_scalar_dense_cuda) is sync, even with
+ * a DataLoader frame further up, on-CPU or blocked; __next__ outside
+ * torch.utils.data is not input. */
 Test(report, sync_beats_input)
 {
 	struct gs_profile p;
@@ -224,7 +249,7 @@ Test(report, sync_beats_input)
 	p.frequency_hz = 100;
 	uint32_t f_next = fx_fn(&p, "_BaseDataLoaderIter.__next__", NULL,
 				"/x/site-packages/torch/utils/data/dataloader.py", 1);
-	uint32_t f_item = fx_fn(&p, "at::Tensor::item() const", NULL, NULL, 0);
+	uint32_t f_item = fx_fn(&p, "at::native::_local_scalar_dense_cuda(at::Tensor const&)", NULL, NULL, 0);
 	uint32_t f_mynext = fx_fn(&p, "MyIter.__next__", NULL, "/home/u/it.py", 1);
 	uint32_t l_next = fx_loc(&p, mid, 0, GS_FRAME_PYTHON, f_next, 5);
 	uint32_t l_item = fx_loc(&p, 0, 0x10, GS_FRAME_NATIVE, f_item, 0);
@@ -240,7 +265,7 @@ Test(report, sync_beats_input)
 	char *r = report(&p, 15);
 	HAS(r, "    compute             0.03 s  15.0%  MyIter.__next__ (it.py:3)\n");
 	HAS(r, "    CUDA sync           0.17 s  85.0%  _BaseDataLoaderIter.__next__ (dataloader.py:5) > "
-	       "at::Tensor::item\n");
+	       "at::native::_local_scalar_dense_cuda\n");
 	cr_assert_null(strstr(r, "input wait "), "%s", r);
 	HAS(r, "Verdict: CUDA sync 85% of the main thread's wall time (0.17 s): GPU-sync-bound");
 	cr_assert_null(strstr(r, "GPU: "), "no GPU section without GPU samples");

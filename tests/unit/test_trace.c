@@ -40,17 +40,27 @@ static void write_fx(struct fx *x, char *path, size_t len, size_t cap)
 	cr_assert_eq(gs_write_trace_capped(&x->p, path, cap, err, sizeof(err)), 0, "%s", err);
 }
 
+/* The fixture (with off-CPU data) as a trace capped at cap events, checked
+ * (the check must pass); returns the dump. */
+static char *fx_checked(struct fx *x, size_t cap)
+{
+	cr_assert(fx_have("node"), "node is needed (apt-get install nodejs)");
+	char path[128];
+	write_fx(x, path, sizeof(path), cap);
+	int st;
+	char *out = check(path, &st);
+	cr_assert_eq(st, 0, "%s", out);
+	return out;
+}
+
 #define HAS(s, needle) cr_assert_not_null(strstr((s), (needle)), "missing \"%s\" in:\n%s", (needle), (s))
 
 Test(trace, states_stacks_names_gpu)
 {
-	cr_assert(fx_have("node"), "node is needed (apt-get install nodejs)");
 	struct fx x;
 	char path[128];
-	write_fx(&x, path, sizeof(path), GS_TRACE_MAX_EVENTS);
-	int st;
-	char *out = check(path, &st);
-	cr_assert_eq(st, 0, "%s", out);
+	char *out = fx_checked(&x, GS_TRACE_MAX_EVENTS);
+	snprintf(path, sizeof(path), "%s/fx.trace.json", tmpdir);
 	HAS(out, "dropped=0");
 	/* names: main process first */
 	HAS(out, "M 1200 0 process_name python3 (main)\nM 1200 0 process_sort_index 0\n");
@@ -62,15 +72,16 @@ Test(trace, states_stacks_names_gpu)
 	 * blocked under the DataLoader waiting in poll, ... */
 	HAS(out, "S 1200 1200 runnable 0 95000 CPU starvation\n");
 	HAS(out, "S 1200 1200 running 95000 30000 compute\n"
-		 "F 1200 1200 1 main 95000 30000\n"
-		 "F 1200 1200 2 <module> (/home/u/train.py:10) 95000 30000\n"
-		 "F 1200 1200 3 train_step (/home/u/train.py:20) 95000 30000\n");
+		 "F 1200 1200 1 <module> (/home/u/train.py:10) 95000 30000\n"
+		 "F 1200 1200 2 train_step (/home/u/train.py:20) 95000 30000\n"
+		 "F 1200 1200 3 at::native::addmm_out_cpu(at::Tensor const&, at::Tensor const&) 95000 30000\n"
+		 "F 1200 1200 4 python3.11+0x4321 95000 30000\n");
 	HAS(out, "S 1200 1200 blocked 125000 150000 input wait poll\n");
 	HAS(out, "S 1200 1200 running 295000 50000 input wait\n");
 	HAS(out, "S 1200 1200 blocked 345000 450000 input wait poll\n");
 	HAS(out, "S 1200 1200 running 795000 20000 CUDA sync\n");
 	HAS(out, "S 1200 1200 blocked 900000 100000 CUDA sync cudaStreamSynchronize\n"
-		 "F 1200 1200 1 main 900000 100000\n");
+		 "F 1200 1200 1 <module> (/home/u/train.py:10) 900000 100000\n");
 	HAS(out, "S 1201 1201 runnable 285000 10000 CPU starvation\n");
 	/* GPU batches as instants */
 	HAS(out, "I 1200 1073741824 [GPU] matmul_kernel 900000 120\n");
@@ -84,17 +95,38 @@ Test(trace, states_stacks_names_gpu)
 
 Test(trace, cap_drops_and_says_so)
 {
-	cr_assert(fx_have("node"), "node is needed (apt-get install nodejs)");
 	struct fx x;
-	char path[128];
-	write_fx(&x, path, sizeof(path), 12);
-	int st;
-	char *out = check(path, &st);
-	cr_assert_eq(st, 0, "%s", out);
+	char *out = fx_checked(&x, 12);
 	HAS(out, "VALID events=12 ");
 	cr_assert_null(strstr(out, "dropped=0"), "%s", out);
 	HAS(out, "NOTE event cap reached");
 	free(out);
+	gs_profile_free(&x.p);
+}
+
+/* Over the cap, stacks are cut to the deepest depth that fits first. */
+Test(trace, cap_cuts_stack_depth_first)
+{
+	cr_assert(fx_have("node"), "node is needed (apt-get install nodejs)");
+	struct fx x;
+	char path[128];
+	char *out = fx_checked(&x, GS_TRACE_MAX_EVENTS);
+	unsigned full = 0, cut = 0;
+	cr_assert_eq(sscanf(strstr(out, "VALID events="), "VALID events=%u", &full), 1, "%s", out);
+	free(out);
+	gs_profile_free(&x.p);
+	out = fx_checked(&x, full - 1);
+	snprintf(path, sizeof(path), "%s/fx.trace.json", tmpdir);
+	HAS(out, "dropped=0");
+	HAS(out, "NOTE event cap: stacks cut to stack_depth frames");
+	cr_assert_eq(sscanf(strstr(out, "VALID events="), "VALID events=%u", &cut), 1);
+	cr_assert_lt(cut, full);
+	cr_assert_null(strstr(out, "F 1200 1200 5 "), "depth 4 at most:\n%s", out);
+	HAS(out, "F 1200 1200 4 ");
+	free(out);
+	char *json = fx_read_file(path, NULL);
+	HAS(json, "\"stack_depth\":4");
+	free(json);
 	gs_profile_free(&x.p);
 }
 

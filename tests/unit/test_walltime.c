@@ -91,8 +91,9 @@ Test(walltime, each_category_by_frames)
 	const char *syncs[] = {"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize",
 			       "cuStreamSynchronize", "cuStreamSynchronize_ptsz", "cuCtxSynchronize",
 			       "cudaMemcpy", "cuMemcpyDtoH_v2", "at::native::_local_scalar_dense_cuda(at::Tensor const&)",
-			       "at::_ops::_local_scalar_dense::call(at::Tensor const&)",
-			       "at::Tensor::item() const", "THPVariable_item", "THPVariable_cpu"};
+			       "c10::cuda::memcpy_and_sync(void*, void*, long, cudaMemcpyKind, CUstream_st*)",
+			       "at::native::copy_kernel_cuda(at::TensorIterator&, bool)",
+			       "c10::cuda::stream_synchronize(CUstream_st*)"};
 	for (size_t i = 0; i < sizeof(syncs) / sizeof(syncs[0]); i++) {
 		uint32_t s = nat(&c, syncs[i]), spin = gs_profile_add_location(&c.p, c.m_nat, 0x9000 + i, GS_FRAME_NATIVE, NULL, 0);
 		EXPECT(GS_WALL_CUDA_SYNC, "running", mod, s, spin);
@@ -101,6 +102,10 @@ Test(walltime, each_category_by_frames)
 	EXPECT(GS_WALL_CUDA_SYNC, "blocked", mod, py(&c, "synchronize", "/x/torch/cuda/__init__.py"), futex);
 	EXPECT(GS_WALL_COMPUTE, "running", mod, nat(&c, "cudaMemcpyAsync"));
 	EXPECT(GS_WALL_COMPUTE, "running", mod, nat(&c, "cudaLaunchKernel"));
+	/* .item() of a CPU tensor is no sync */
+	EXPECT(GS_WALL_COMPUTE, "running", mod, nat(&c, "THPVariable_item"),
+	       nat(&c, "at::_ops::_local_scalar_dense::call(at::Tensor const&)"),
+	       nat(&c, "at::native::_local_scalar_dense_cpu(at::Tensor const&)"));
 	/* collectives */
 	EXPECT(GS_WALL_COLLECTIVE, "blocked", mod,
 	       py(&c, "all_reduce", "/x/torch/distributed/distributed_c10d.py"), futex);
@@ -129,7 +134,8 @@ Test(walltime, priority_between_categories)
 	uint32_t next = py(&c, "_BaseDataLoaderIter.__next__", DL);
 	uint32_t coll = py(&c, "collate", "/home/u/train.py");
 	uint32_t sleep = nat(&c, "clock_nanosleep"), gil = nat(&c, "take_gil");
-	uint32_t item = nat(&c, "at::Tensor::item() const"), sync = nat(&c, "cudaStreamSynchronize");
+	uint32_t item = nat(&c, "at::native::_local_scalar_dense_cuda(at::Tensor const&)");
+	uint32_t sync = nat(&c, "cudaStreamSynchronize");
 	uint32_t ar = nat(&c, "c10d::ProcessGroupGloo::AsyncWork::wait()");
 	/* a sleeping collate_fn under the DataLoader is input wait */
 	EXPECT(GS_WALL_INPUT, "blocked", mod, next, coll, sleep);
@@ -180,6 +186,9 @@ Test(walltime, split_sums_and_top_stacks)
 	cr_assert_eq(s.top_stack[GS_WALL_CUDA_SYNC], FX_ST_SYNC(&x.p));
 	cr_assert_eq(s.top_stack[GS_WALL_STARVED], FX_ST_CPU(&x.p));
 	cr_assert_eq(s.top_stack[GS_WALL_GIL], UINT32_MAX);
+	cr_assert_eq(s.top_stacks[GS_WALL_INPUT][0], FX_ST_INPUT(&x.p));
+	cr_assert_eq(s.top_ns[GS_WALL_INPUT][0], 650000000ULL);
+	cr_assert_eq(s.top_stacks[GS_WALL_INPUT][1], UINT32_MAX, "one input stack");
 	cr_assert_eq(s.starved_in[GS_WALL_COMPUTE], 200000000ULL, "runnable in compute frames");
 	pid = 1201;
 	cr_assert_eq(gs_wall_split(&x.p, keep_pid, &pid, &s), 0);
