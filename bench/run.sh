@@ -12,6 +12,8 @@
 #   BENCH_LARGE_HZ=25000 BENCH_LARGE_SECONDS=55   the >= 1M-sample run
 #   BENCH_PARTS=slowdown,bpf,large,long           which parts to run
 #   BENCH_OUT=dir         where results.md and results/ go (default bench/)
+#   BENCH_ONLY=ctxsw      only the context-switch benchmark (bench/ctxsw.py,
+#                         results_ctxsw.md); by default it runs after bench.py
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,4 +36,7 @@ if [ -n "$missing" ]; then
 	     "their rows are skipped" >&2
 fi
 export GPUSAMPLE
-exec /usr/bin/python3 bench/bench.py "$@"
+if [ "${BENCH_ONLY:-}" != ctxsw ]; then
+	/usr/bin/python3 bench/bench.py "$@"
+fi
+exec /usr/bin/python3 bench/ctxsw.py

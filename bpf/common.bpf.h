@@ -37,6 +37,9 @@ struct gs_stats {
 	__u64 c[GS_STAT_MAX];
 };
 
+/* Slots of the `target_filter` map (gpusample.bpf.c); a power of 2. */
+#define GS_TFILTER_SLOTS 65536
+
 /* Largest CPU sample record: header + every stack at its bound. */
 #define GS_CPU_SAMPLE_MAX_SIZE                                                                     \
 	(sizeof(struct gs_cpu_sample) + (GS_MAX_KERNEL_FRAMES + GS_MAX_USER_FRAMES) * 8 +          \

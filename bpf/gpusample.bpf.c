@@ -49,6 +49,37 @@ struct {
 	__type(value, struct gs_target);
 } targets SEC(".maps");
 
+/* A negative filter in front of `targets` for the hottest caller, the
+ * sched_switch handler (every context switch of every CPU): slot tgid &
+ * (GS_TFILTER_SLOTS - 1) counts the `targets` entries that fall in it, so 0
+ * means "not a target" after one inlined array load instead of a hash.
+ * Counted atomically where entries are inserted (BPF_NOEXIST, here and in
+ * bpf/sampler.c through an mmap of this map) and deleted. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, GS_TFILTER_SLOTS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, __u64); /* 8 bytes: the mmap'ed layout of an array (elements are 8-aligned) */
+} target_filter SEC(".maps");
+
+static __always_inline bool gs_maybe_target(__u32 tgid)
+{
+	__u32 k = tgid & (GS_TFILTER_SLOTS - 1);
+	__u64 *n = bpf_map_lookup_elem(&target_filter, &k);
+
+	return n && *n;
+}
+
+static __always_inline void gs_filter_count(__u32 tgid, int delta)
+{
+	__u32 k = tgid & (GS_TFILTER_SLOTS - 1);
+	__u64 *n = bpf_map_lookup_elem(&target_filter, &k);
+
+	if (n)
+		__sync_fetch_and_add(n, delta);
+}
+
 /* Every record goes here; size set by the loader (power of 2). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -326,6 +357,7 @@ int BPF_PROG(gs_proc_fork, struct task_struct *parent, struct task_struct *child
 {
 	__u32 ptgid = parent->tgid, ctgid = child->tgid;
 	struct gs_target *t, copy;
+	long rc;
 
 	if (!follow_children || ptgid == ctgid) /* a new thread, not a process */
 		return 0;
@@ -333,10 +365,14 @@ int BPF_PROG(gs_proc_fork, struct task_struct *parent, struct task_struct *child
 	if (!t || !(t->flags & GS_TARGET_FOLLOW_CHILDREN))
 		return 0;
 	copy = *t; /* same address space image: Python config stays valid */
-	if (bpf_map_update_elem(&targets, &ctgid, &copy, BPF_ANY)) {
+	rc = bpf_map_update_elem(&targets, &ctgid, &copy, BPF_NOEXIST);
+	if (rc == -17 /* EEXIST: user space was first, keep its entry */)
+		return 0;
+	if (rc) {
 		gs_stat_inc(gs_stats_get(), GS_STAT_TARGETS_FULL);
 		return 0;
 	}
+	gs_filter_count(ctgid, 1);
 	gs_emit_proc(GS_PROC_FORK, ctgid, ptgid, child->comm);
 	return 0;
 }
@@ -364,6 +400,7 @@ static __always_inline void gs_group_exit(struct task_struct *p)
 
 	if (bpf_map_delete_elem(&targets, &tgid))
 		return;
+	gs_filter_count(tgid, -1);
 	gs_emit_proc(GS_PROC_EXIT, tgid, p->real_parent->tgid,
 		     p->group_leader->comm);
 }

@@ -10,7 +10,9 @@
  *                      its next switch-out from the kernel's counters
  *                      (sum_exec_runtime, run_delay), so a switch-in needs no
  *                      work and a switch of a thread outside the target set
- *                      costs one `targets` lookup.
+ *                      costs one lookup, in the array `target_filter`; a
+ *                      target thread one `offcpu_thr` lookup (plus `targets`
+ *                      when its stack is taken).
  *   gs_offcpu_exit     called from the sched_process_exit handlers for every
  *                      exiting thread: closes its last interval, frees its
  *                      `offcpu_thr` entry.
@@ -35,11 +37,12 @@
 #define GS_OFFCPU_BPF_H
 
 #define GS_OFF_WINDOW_NS 50000000ull /* 50 ms */
-#define GS_OFF_WINDOW_CAP 32         /* stack walks per thread and window, at most */
+#define GS_OFF_WINDOW_CAP 16         /* stack walks per thread and window, at most */
 #define GS_PF_EXITING 0x00000004     /* include/linux/sched.h */
 
-/* Captures per second and thread before p drops below 1 (loader sets it). */
-const volatile __u32 offcpu_rate = 100;
+/* Stack walks per second and thread before p drops below 1: the loader sets
+ * it (GS_OFF_DEFAULT_RATE, bpf/sampler.h). */
+const volatile __u32 offcpu_rate = 50;
 /* Window start (CLOCK_MONOTONIC), written by user space once it has seeded
  * the threads there (0 until then: switches are ignored); threads created
  * later start their window at birth. */
@@ -52,6 +55,15 @@ struct {
 	__type(value, struct gs_offcpu_thr);
 } offcpu_thr SEC(".maps");
 
+/* sched_info.run_delay (CONFIG_SCHED_INFO, set by every distribution
+ * kernel; also what /proc/PID/schedstat's second field shows), 0 without. */
+static __always_inline __u64 gs_run_delay(struct task_struct *p)
+{
+	if (!bpf_core_field_exists(p->sched_info))
+		return 0;
+	return p->sched_info.run_delay;
+}
+
 /* Split the time since th->last_ns (up to now) by the task's counters and
  * move the baseline.  Returns the off-CPU part split into *blocked and
  * *runnable; *on gets the on-CPU part.  Each part is clipped so that the
@@ -59,13 +71,15 @@ struct {
 static __always_inline void gs_off_split(struct gs_offcpu_thr *th, struct task_struct *p, __u64 now,
 					 __u64 *on, __u64 *blocked, __u64 *runnable)
 {
-	__u64 exec = p->se.sum_exec_runtime, delay = p->sched_info.run_delay;
+	__u64 exec = p->se.sum_exec_runtime, delay = gs_run_delay(p);
 	__u64 wall = now > th->last_ns ? now - th->last_ns : 0;
 	__u64 o = exec > th->sum_exec ? exec - th->sum_exec : 0;
 	__u64 r = delay > th->run_delay ? delay - th->run_delay : 0;
 
 	if (o > wall)
 		o = wall;
+	if (!bpf_core_field_exists(p->sched_info) && th->state == GS_OFF_RUNNABLE)
+		r = wall; /* no run_delay: a preempted interval is all run queue */
 	if (r > wall - o)
 		r = wall - o;
 	*on = o;
@@ -141,7 +155,7 @@ static __always_inline struct gs_offcpu_thr *gs_off_new(struct task_struct *p, _
 	} else {
 		th.last_ns = now;
 		th.sum_exec = p->se.sum_exec_runtime;
-		th.run_delay = p->sched_info.run_delay;
+		th.run_delay = gs_run_delay(p);
 		gs_stat_inc(st, GS_STAT_OFF_UNSEEDED);
 	}
 	bpf_map_update_elem(&offcpu_thr, &tid, &th, BPF_NOEXIST);
@@ -157,11 +171,13 @@ static __always_inline bool gs_off_want_stack(struct gs_offcpu_thr *th, __u64 no
 	__u64 elapsed = now - th->win_start;
 
 	if (elapsed >= GS_OFF_WINDOW_NS) {
-		__u64 n = th->win_switches ? th->win_switches : 1;
-		__u64 p = (__u64)offcpu_rate * elapsed * GS_OFF_P_ONE / (1000000000ull * n);
+		/* the mean of two windows: one burst does not crush p */
+		__u64 n = ((__u64)th->win_switches + th->prev_switches + 1) / 2;
+		__u64 p = (__u64)offcpu_rate * elapsed * GS_OFF_P_ONE / (1000000000ull * (n ? n : 1));
 
 		th->p = p >= GS_OFF_P_ONE ? GS_OFF_P_ONE : p ? p : 1;
 		th->win_start = now;
+		th->prev_switches = th->win_switches;
 		th->win_switches = 0;
 		th->win_captures = 0;
 	}
@@ -196,8 +212,9 @@ static __always_inline void gs_off_emit_stack(void *ctx, struct task_struct *p, 
 	h = buf + GS_SCRATCH_PREFIX - sizeof(*h);
 	gs_fill_head(rec, bpf_get_current_pid_tgid());
 	rec->flags = GS_CPU_IN_KERNEL;
-	/* skip this program and bpf_trace_run4: the stack starts at __schedule */
-	size = gs_fill_stack_skip(ctx, p, tgid, t, kernel_stacks, 2, rec, st);
+	/* the kernel stack starts with this program and the tracepoint's
+	 * machinery; cli/offcpu.c trims those frames by name */
+	size = gs_fill_stack(ctx, p, tgid, t, kernel_stacks, rec, st);
 	if (size > GS_CPU_SAMPLE_MAX_SIZE)
 		return;
 	rec->hdr.size = size;
@@ -228,27 +245,32 @@ int BPF_PROG(gs_off_switch, bool preempt, struct task_struct *prev, struct task_
 	     unsigned int prev_state)
 {
 	__u32 tgid = prev->tgid, tid = prev->pid;
+	struct gs_target *t = NULL;
 	struct gs_offcpu_thr *th;
-	struct gs_target *t;
 	struct gs_stats *st;
 	__u64 now;
 
-	t = bpf_map_lookup_elem(&targets, &tgid);
-	if (!t || !tid)
-		return 0;
+	if (!gs_maybe_target(tgid) || !tid)
+		return 0; /* the common case: one array load */
 	if (!offcpu_t0 || (prev->flags & GS_PF_EXITING))
 		return 0; /* window not open yet (seeding); exit: gs_offcpu_exit */
+	/* An entry exists only for threads of targets: no `targets` lookup on
+	 * the hot path (the filter has collisions, the entry has not). */
+	th = bpf_map_lookup_elem(&offcpu_thr, &tid);
+	if (!th) {
+		t = bpf_map_lookup_elem(&targets, &tgid);
+		if (!t)
+			return 0;
+		th = gs_off_new(prev, tid, tgid, bpf_ktime_get_ns(), gs_stats_get());
+		if (!th)
+			return 0;
+	}
 	st = gs_stats_get();
 	now = bpf_ktime_get_ns();
-	th = bpf_map_lookup_elem(&offcpu_thr, &tid);
-	if (!th)
-		th = gs_off_new(prev, tid, tgid, now, st);
-	if (!th)
-		return 0;
 	gs_off_close(th, prev, tid, now, 0, st);
 	/* TASK_RUNNING (0) or a preemption: it stays in the run queue. */
 	th->state = preempt || !prev_state ? GS_OFF_RUNNABLE : GS_OFF_BLOCKED;
-	if (gs_off_want_stack(th, now))
+	if (gs_off_want_stack(th, now) && (t || (t = bpf_map_lookup_elem(&targets, &tgid))))
 		gs_off_emit_stack(ctx, prev, tgid, t, th, now, st);
 	else
 		gs_stat_inc(st, GS_STAT_OFF_UNSAMPLED);

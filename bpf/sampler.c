@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -29,6 +30,7 @@ struct gs_sampler {
 	struct bpf_link **cpu_links; /* one per online CPU; owns its perf fd */
 	int n_cpu_links;
 	struct bpf_link *tp_links[4];
+	uint64_t *target_filter; /* mmap of the BPF array (GS_TFILTER_SLOTS) */
 	bool started;
 	/* current poll */
 	gs_record_fn fn;
@@ -258,8 +260,7 @@ int gs_sampler_open(const struct gs_sampler_opts *o, struct gs_sampler **out, ch
 		bpf_program__set_autoload(s->skel->progs.gs_proc_exit_gd, false);
 	if (!o->follow_children)
 		bpf_program__set_autoload(s->skel->progs.gs_proc_fork, false);
-	if (o->offcpu_rate)
-		s->skel->rodata->offcpu_rate = o->offcpu_rate;
+	s->skel->rodata->offcpu_rate = o->offcpu_rate ? o->offcpu_rate : GS_OFF_DEFAULT_RATE;
 	if (!o->offcpu)
 		bpf_program__set_autoload(s->skel->progs.gs_off_switch, false);
 
@@ -282,6 +283,14 @@ int gs_sampler_open(const struct gs_sampler_opts *o, struct gs_sampler **out, ch
 		goto fail;
 	}
 	s->rb = NULL;
+	s->target_filter = mmap(NULL, GS_TFILTER_SLOTS * sizeof(uint64_t), PROT_READ | PROT_WRITE,
+				MAP_SHARED, bpf_map__fd(s->skel->maps.target_filter), 0);
+	if (s->target_filter == MAP_FAILED) {
+		rc = -errno;
+		s->target_filter = NULL;
+		errf(err, errlen, "cannot map the BPF target filter: %s", strerror(-rc));
+		goto fail;
+	}
 	*out = s;
 	return 0;
 fail:
@@ -290,15 +299,37 @@ fail:
 	return rc < 0 ? rc : -EINVAL;
 }
 
+/* The target filter counts `targets` entries per slot; BPF inserts (fork)
+ * and deletes (exit) too, so count only what this call really inserted or
+ * deleted, atomically (the same memory BPF adds to). */
+static void filter_count(struct gs_sampler *s, uint32_t tgid, int delta)
+{
+	__atomic_fetch_add(&s->target_filter[tgid & (GS_TFILTER_SLOTS - 1)], (uint64_t)(int64_t)delta,
+			   __ATOMIC_SEQ_CST);
+}
+
 int gs_sampler_add_target(struct gs_sampler *s, uint32_t tgid, const struct gs_target *t)
 {
+	int rc = bpf_map__update_elem(s->skel->maps.targets, &tgid, sizeof(tgid), t, sizeof(*t),
+				      BPF_NOEXIST);
+
+	if (!rc) {
+		filter_count(s, tgid, 1);
+		return 0;
+	}
+	if (rc != -EEXIST)
+		return rc;
 	return bpf_map__update_elem(s->skel->maps.targets, &tgid, sizeof(tgid), t, sizeof(*t),
-				    BPF_ANY);
+				    BPF_EXIST);
 }
 
 int gs_sampler_remove_target(struct gs_sampler *s, uint32_t tgid)
 {
-	return bpf_map__delete_elem(s->skel->maps.targets, &tgid, sizeof(tgid), 0);
+	int rc = bpf_map__delete_elem(s->skel->maps.targets, &tgid, sizeof(tgid), 0);
+
+	if (!rc)
+		filter_count(s, tgid, -1);
+	return rc;
 }
 
 int gs_sampler_set_py_cfg(struct gs_sampler *s, uint32_t id, const struct gs_py_cfg *cfg)
@@ -568,6 +599,8 @@ void gs_sampler_close(struct gs_sampler *s)
 	if (!s)
 		return;
 	gs_sampler_stop(s);
+	if (s->target_filter)
+		munmap(s->target_filter, GS_TFILTER_SLOTS * sizeof(uint64_t));
 	ring_buffer__free(s->rb);
 	gpusample_bpf__destroy(s->skel);
 	free(s);

@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include "gpusample/records.h"
 
-#define GS_OFF_DEFAULT_RATE 100
+#define GS_OFF_DEFAULT_RATE 50
 
 struct gs_sampler_opts {
 	uint32_t frequency_hz;   /* per CPU, 1 .. perf_event_max_sample_rate */

@@ -32,22 +32,23 @@
 #include "symbolizer/array.h" /* gs_grow */
 
 enum { ON = 0, BLK = 1, RUN = 2 }; /* exact[] slots; BLK/RUN = enum gs_offcpu_state */
+/* A sampled interval's stack: a raw stack index (s->raw), or with this bit
+ * a profile stack made during the run (the seed stacks from /proc). */
+#define GS_OFF_PROF (1ll << 40)
 
 struct off_thread {
 	uint32_t tid, tgid;
 	gs_str comm;
-	int64_t pend_stack; /* raw stack of the open sampled interval, -1 = none */
+	int64_t pend_stack; /* stack of the open sampled interval (see GS_OFF_PROF), -1 = none */
 	uint32_t pend_seq, pend_p;
 	uint64_t pend_out;
 	uint64_t exact[3];  /* ns: on-CPU, blocked, runnable */
 	uint64_t n_cpu;     /* CPU samples in the profile (build time) */
-	int64_t stop_stack; /* profile stack from /proc at stop, -1 = none */
-	bool has_stack;     /* a stack record came for it */
 	bool rem_given;     /* the first of them took the division's remainder */
 };
 
 struct off_sample {
-	uint32_t stack; /* raw stack index */
+	int64_t stack;  /* see GS_OFF_PROF */
 	uint32_t tid;
 	uint64_t out;   /* start of this part (CLOCK_MONOTONIC) */
 	double w;       /* duration / p */
@@ -62,6 +63,7 @@ struct gs_offcpu {
 	struct off_sample *smp;
 	size_t n_smp, cap_smp;
 	uint64_t stacks_lost; /* END without its stack record (or the reverse) */
+	int64_t *trimmed;     /* build time: raw stack -> trimmed profile stack */
 	uint64_t t_stop;
 };
 
@@ -109,8 +111,7 @@ static struct off_thread *thread_get(struct gs_offcpu *o, uint32_t tid, uint32_t
 	if (gs_grow((void **)&o->th, &cap, o->n_th + 1, sizeof(*o->th)))
 		return NULL;
 	o->cap_th = (uint32_t)cap;
-	o->th[o->n_th] = (struct off_thread){ .tid = tid, .tgid = tgid, .pend_stack = -1,
-					      .stop_stack = -1 };
+	o->th[o->n_th] = (struct off_thread){ .tid = tid, .tgid = tgid, .pend_stack = -1 };
 	for (h = (tid * 2654435761u) & (o->n_slots - 1); o->slots[h]; h = (h + 1) & (o->n_slots - 1))
 		;
 	o->slots[h] = ++o->n_th;
@@ -125,7 +126,7 @@ static int add_part(struct gs_offcpu *o, const struct off_thread *t, uint64_t ou
 	if (gs_grow((void **)&o->smp, &o->cap_smp, o->n_smp + 1, sizeof(*o->smp)))
 		return -ENOMEM;
 	o->smp[o->n_smp++] = (struct off_sample){
-		.stack = (uint32_t)t->pend_stack, .tid = t->tid, .out = out,
+		.stack = t->pend_stack, .tid = t->tid, .out = out,
 		.w = (double)ns * GS_OFF_P_ONE / (t->pend_p ? t->pend_p : 1), .state = state,
 	};
 	return 0;
@@ -161,7 +162,6 @@ static void on_stack(struct session *s, const struct gs_offcpu_stack *h)
 	memcpy(comm, cs->comm, GS_COMM_LEN);
 	comm[GS_COMM_LEN] = '\0';
 	t->comm = gs_profile_intern(&s->prof, comm);
-	t->has_stack = true;
 	t->pend_stack = idx;
 	t->pend_seq = h->seq;
 	t->pend_p = h->p;
@@ -219,6 +219,56 @@ static int read_schedstat(uint32_t tgid, uint32_t tid, uint64_t *exec, uint64_t 
 	return 0;
 }
 
+/* A thread asleep when the window opens has no stack record for that wait
+ * (it went to sleep before BPF was there): its first interval gets the
+ * kernel functions it waits in from /proc/TID/stack ("[<0>] do_select+0x65c/
+ * 0x940" lines, leaf first) under a marker frame, as a sampled interval
+ * (seq 1 of its seed, closed by BPF like any other).  The thread's comm comes
+ * from /proc too. */
+static void seed_stack(struct session *s, uint32_t tgid, uint32_t tid, struct gs_offcpu_thr *v)
+{
+	char path[64], line[256], name[GS_COMM_LEN + 1] = "";
+	struct off_thread *t = thread_get(s->off, tid, tgid);
+	uint32_t locs[32], n = 0;
+	int64_t id;
+	FILE *f;
+
+	if (!t)
+		return;
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", tgid, tid);
+	if ((f = fopen(path, "re"))) {
+		if (fgets(name, sizeof(name), f)) {
+			name[strcspn(name, "\n")] = 0;
+			t->comm = gs_profile_intern(&s->prof, name);
+		}
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/stack", tgid, tid);
+	f = fopen(path, "re");
+	while (f && n < 31 && fgets(line, sizeof(line), f)) {
+		char *fn = strstr(line, "] ");
+
+		if (!fn)
+			continue;
+		fn += 2;
+		fn[strcspn(fn, "+ \n")] = 0;
+		if (*fn)
+			locs[n++] = gs_session_special(s, fn);
+	}
+	if (f)
+		fclose(f);
+	locs[n++] = gs_session_special(s, "[off-CPU since before the window: user stack not sampled]");
+	id = gs_profile_add_stack(&s->prof, locs, n);
+	if (id < 0)
+		return;
+	t->pend_stack = GS_OFF_PROF | id;
+	t->pend_seq = v->seq = 1;
+	t->pend_p = GS_OFF_P_ONE;
+	t->pend_out = v->last_ns;
+	v->captured = 1;
+	v->state = GS_OFF_BLOCKED;
+}
+
 static void seed_process(struct session *s, uint32_t tgid)
 {
 	char path[48];
@@ -232,6 +282,7 @@ static void seed_process(struct session *s, uint32_t tgid)
 	while ((d = readdir(dir))) {
 		struct gs_offcpu_thr v = { .tgid = tgid, .p = GS_OFF_P_ONE };
 		uint32_t tid = (uint32_t)strtoul(d->d_name, NULL, 10);
+		struct gs_proc_stat st;
 		uint64_t exec, delay;
 
 		if (!tid)
@@ -241,6 +292,8 @@ static void seed_process(struct session *s, uint32_t tgid)
 			continue;
 		v.sum_exec = exec;
 		v.run_delay = delay;
+		if (!gs_proc_stat(tid, &st) && (st.state == 'S' || st.state == 'D'))
+			seed_stack(s, tgid, tid, &v);
 		gs_sampler_offcpu_seed(s->sampler, tid, &v);
 	}
 	closedir(dir);
@@ -261,44 +314,6 @@ int gs_off_start(struct session *s)
 	return 0;
 }
 
-/* A thread that never switched out in the window (blocked all along, e.g.
- * in a join or a long sleep) has no stack record: take the kernel functions
- * it waits in from /proc/TID/stack ("[<0>] do_select+0x65c/0x940" lines,
- * leaf first) under a marker frame, and its comm from /proc. */
-static void stop_stack(struct session *s, struct off_thread *t)
-{
-	char path[64], line[256], name[GS_COMM_LEN + 1] = "";
-	uint32_t locs[32];
-	uint32_t n = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", t->tgid, t->tid);
-	if (!t->comm && (f = fopen(path, "re"))) {
-		if (fgets(name, sizeof(name), f)) {
-			name[strcspn(name, "\n")] = 0;
-			t->comm = gs_profile_intern(&s->prof, name);
-		}
-		fclose(f);
-	}
-	snprintf(path, sizeof(path), "/proc/%u/task/%u/stack", t->tgid, t->tid);
-	f = fopen(path, "re");
-	while (f && n < 31 && fgets(line, sizeof(line), f)) {
-		char *fn = strstr(line, "] "), *end;
-
-		if (!fn)
-			continue;
-		fn += 2;
-		end = fn + strcspn(fn, "+ \n");
-		*end = 0;
-		if (*fn)
-			locs[n++] = gs_session_special(s, fn);
-	}
-	if (f)
-		fclose(f);
-	locs[n++] = gs_session_special(s, "[off-CPU all window: user stack not sampled]");
-	t->stop_stack = gs_profile_add_stack(&s->prof, locs, n);
-}
-
 /* A thread's interval still open after the detach: split it like BPF does,
  * from its schedstat now. */
 static int close_open(void *ctx, uint32_t tid, const struct gs_offcpu_thr *v)
@@ -314,8 +329,6 @@ static int close_open(void *ctx, uint32_t tid, const struct gs_offcpu_thr *v)
 	t->exact[RUN] += v->acc_runnable_ns;
 	if (read_schedstat(v->tgid, tid, &exec, &delay))
 		return 0; /* gone meanwhile: its exit record has the rest */
-	if (!t->has_stack)
-		stop_stack(s, t);
 	wall = now > v->last_ns ? now - v->last_ns : 0;
 	on = exec > v->sum_exec ? exec - v->sum_exec : 0;
 	on = on > wall ? wall : on;
@@ -358,8 +371,7 @@ static int add_unsampled(struct session *s, const struct off_thread *t, int stat
 	static const char *const names[] = { "[on-CPU: no CPU sample]", "[blocked: stack not sampled]",
 					     "[runnable: stack not sampled]" };
 	uint32_t loc = gs_session_special(s, names[state]);
-	int64_t stack = state != ON && t->stop_stack >= 0 ? t->stop_stack
-						       : gs_profile_add_stack(&s->prof, &loc, 1);
+	int64_t stack = gs_profile_add_stack(&s->prof, &loc, 1);
 	struct gs_sample smp = {
 		.values = { [GS_V_CPU_NS] = state == ON ? (int64_t)ns : 0,
 			    [GS_V_OFFCPU_NS] = state == ON ? 0 : (int64_t)ns },
@@ -375,43 +387,116 @@ static int add_unsampled(struct session *s, const struct off_thread *t, int stat
 	return gs_profile_add_sample(&s->prof, &smp);
 }
 
-/* Scale the thread's sampled parts of one state to its exact time there. */
-static int add_state(struct session *s, const struct off_thread *t, int state, const uint32_t *stack_ids)
+/* The tracer's own frames on top of a switch-out's kernel stack (this
+ * program, bpf_trace_run4, __traceiter_sched_switch): not where the thread
+ * waits, so the sample's stack starts below them (at __schedule). */
+static bool tracer_frame(const struct gs_profile *p, uint32_t loc_id)
+{
+	const struct gs_location *l = gs_profile_location(p, loc_id);
+	const char *fn;
+
+	if (l->kind != GS_FRAME_KERNEL || !l->n_lines)
+		return false;
+	fn = gs_profile_str(p, gs_profile_function(p, p->lines[l->first_line].function)->name);
+	return !strncmp(fn, "bpf_", 4) || !strncmp(fn, "__bpf_", 6) || !strncmp(fn, "__traceiter_", 12);
+}
+
+/* Profile stack of a raw off-CPU stack, tracer frames trimmed; memoized in
+ * o->trimmed (by raw stack index). */
+static int64_t off_stack(struct session *s, int64_t raw, const uint32_t *stack_ids)
+{
+	struct gs_offcpu *o = s->off;
+	struct gs_profile *p = &s->prof;
+	const struct gs_stack *st;
+	uint32_t k = 0;
+	int64_t id;
+
+	if (raw & GS_OFF_PROF)
+		return raw & ~GS_OFF_PROF; /* already a profile stack */
+	if (!o->trimmed) {
+		o->trimmed = malloc((s->raw.n ? s->raw.n : 1) * sizeof(*o->trimmed));
+		if (!o->trimmed)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < s->raw.n; i++)
+			o->trimmed[i] = -1;
+	}
+	if (o->trimmed[raw] >= 0)
+		return o->trimmed[raw];
+	st = &p->stacks[stack_ids[raw]];
+	while (k < st->n && tracer_frame(p, p->stack_locs[st->first + k]))
+		k++;
+	if (!k || k == st->n) {
+		id = stack_ids[raw];
+	} else {
+		uint32_t first = st->first, n = st->n; /* add_stack may move stacks[] */
+
+		id = gs_profile_add_stack(p, p->stack_locs + first + k, n - k);
+	}
+	if (id >= 0)
+		o->trimmed[raw] = id;
+	return id;
+}
+
+static int by_tid(const void *a, const void *b)
+{
+	const struct off_thread *x = a, *y = b;
+
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* Sampled parts ordered by thread, state, time: each (thread, state) is a run. */
+static int by_thread_state(const void *a, const void *b)
+{
+	const struct off_sample *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->state != y->state)
+		return x->state < y->state ? -1 : 1;
+	return x->out < y->out ? -1 : x->out > y->out;
+}
+
+/* Scale the sampled parts smp[lo, hi) of one thread and state to its exact
+ * time there (see the file comment). */
+static int add_state(struct session *s, const struct off_thread *t, int state, size_t lo, size_t hi,
+		     const uint32_t *stack_ids)
 {
 	struct gs_offcpu *o = s->off;
 	double sum = 0, scale;
 	int64_t left = (int64_t)t->exact[state];
 	size_t last = SIZE_MAX;
 
-	for (size_t i = 0; i < o->n_smp; i++)
-		if (o->smp[i].tid == t->tid && o->smp[i].state == state)
-			sum += o->smp[i].w;
+	for (size_t i = lo; i < hi; i++)
+		sum += o->smp[i].w;
 	if (sum <= 0)
 		return left > 0 ? add_unsampled(s, t, state, (uint64_t)left) : 0;
 	scale = (double)t->exact[state] / sum;
-	for (size_t i = 0; i < o->n_smp; i++) {
+	for (size_t i = lo; i < hi; i++) {
 		const struct off_sample *x = &o->smp[i];
+		int64_t stack;
 		struct gs_sample smp = {
-			.stack = stack_ids[x->stack],
 			.time_ns = x->out > s->t0_mono ? x->out - s->t0_mono : 0,
 			.pid = t->tgid, .tid = t->tid, .thread_name = t->comm,
 			.process_role = gs_profile_intern(&s->prof, gs_session_role(s, t->tgid)),
 			.cuda_device = -1,
 		};
 
-		if (x->tid != t->tid || x->state != state)
-			continue;
+		if ((stack = off_stack(s, x->stack, stack_ids)) < 0)
+			return (int)stack;
+		smp.stack = (uint32_t)stack;
 		smp.values[GS_V_OFFCPU_NS] = llround(x->w * scale);
+		if (!smp.values[GS_V_OFFCPU_NS])
+			continue;
 		left -= smp.values[GS_V_OFFCPU_NS];
 		smp.str_labels[GS_SL_THREAD_STATE] = state_name(&s->prof, state);
 		if (gs_profile_add_sample(&s->prof, &smp))
 			return -ENOMEM;
 		last = s->prof.n_samples - 1;
 	}
-	if (last != SIZE_MAX) { /* rounding: keep the sum exact */
-		s->prof.samples[last].values[GS_V_OFFCPU_NS] += left;
-		s->prof.samples[last].values[GS_V_WALL_NS] += left;
-	}
+	if (last == SIZE_MAX) /* every part rounded to 0 ns */
+		return left > 0 ? add_unsampled(s, t, state, (uint64_t)left) : 0;
+	s->prof.samples[last].values[GS_V_OFFCPU_NS] += left; /* rounding: keep the sum exact */
+	s->prof.samples[last].values[GS_V_WALL_NS] += left;
 	return 0;
 }
 
@@ -460,20 +545,38 @@ static int scale_cpu(struct session *s)
 int gs_off_finish(struct session *s, const uint32_t *stack_ids)
 {
 	struct gs_offcpu *o = s->off;
-	uint32_t n_th;
+	size_t i = 0;
 
 	if (scale_cpu(s))
 		return -ENOMEM;
 	if (!o)
 		return 0;
-	n_th = o->n_th;
-	for (uint32_t i = 0; i < n_th; i++) {
-		const struct off_thread *t = &o->th[i];
+	qsort(o->smp, o->n_smp, sizeof(*o->smp), by_thread_state);
+	for (uint32_t k = 0; k < o->n_th; k++) {
+		struct off_thread *t = &o->th[k];
 
 		if (!t->n_cpu && t->exact[ON] && add_unsampled(s, t, ON, t->exact[ON]))
 			return -ENOMEM;
-		if (add_state(s, t, BLK, stack_ids) || add_state(s, t, RUN, stack_ids))
-			return -ENOMEM;
+	}
+	/* threads in tid order, as smp: walk both together */
+	qsort(o->th, o->n_th, sizeof(*o->th), by_tid);
+	if (o->n_slots && rehash(o, o->n_slots)) /* keep thread_find right */
+		return -ENOMEM;
+	for (uint32_t k = 0; k < o->n_th; k++) {
+		const struct off_thread *t = &o->th[k];
+
+		for (int state = BLK; state <= RUN; state++) {
+			size_t lo;
+
+			while (i < o->n_smp && (o->smp[i].tid < t->tid ||
+						(o->smp[i].tid == t->tid && o->smp[i].state < state)))
+				i++; /* parts of no known thread: cannot happen */
+			lo = i;
+			while (i < o->n_smp && o->smp[i].tid == t->tid && o->smp[i].state == state)
+				i++;
+			if (add_state(s, t, state, lo, i, stack_ids))
+				return -ENOMEM;
+		}
 	}
 	return 0;
 }
@@ -511,6 +614,7 @@ void gs_off_free(struct session *s)
 	free(s->off->th);
 	free(s->off->slots);
 	free(s->off->smp);
+	free(s->off->trimmed);
 	free(s->off);
 	s->off = NULL;
 }

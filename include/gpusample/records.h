@@ -110,7 +110,7 @@ struct gs_cpu_sample {
  * At a switch-out BPF walks the thread's stack (the same walkers as CPU
  * samples) with probability p (per thread: 1 while it switches out less than
  * the configured rate, else rate / switch-outs per second, re-estimated every
- * 50 ms) and emits GS_REC_OFFCPU_STACK at once.  When the interval that
+ * 50 ms over the last two windows) and emits GS_REC_OFFCPU_STACK at once.  When the interval that
  * stack waited in is closed (at the thread's next switch-out, at its exit)
  * BPF emits GS_REC_OFFCPU_END with the interval's blocked and runnable
  * parts and the exact time of everything not sampled since the thread's
@@ -171,7 +171,8 @@ struct gs_offcpu_thr {
 	__u16 win_captures;
 	__u8 state;        /* enum gs_offcpu_state of the open interval, 0 = unknown */
 	__u8 captured;     /* the open interval has a stack record (seq) */
-	__u8 pad[6];
+	__u16 prev_switches; /* switch-outs of the previous window (rate smoothing) */
+	__u8 pad[4];
 };
 
 enum gs_proc_kind {

@@ -13,13 +13,31 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pprof_stacks import parse_traces, value_of  # noqa: E402
 
 
-def samples(path, index):
-    out = subprocess.run(["go", "tool", "pprof", "-traces", "-sample_index=" + index, path],
-                         capture_output=True, text=True)
+def samples(path, index, *args):
+    out = subprocess.run(["go", "tool", "pprof", "-traces", "-sample_index=" + index] +
+                         list(args) + [path], capture_output=True, text=True)
     if out.returncode != 0:
         sys.stderr.write(out.stderr)
         sys.exit(1)
     return parse_traces(out.stdout)
+
+
+def load(path, *args):
+    """Every sample with a nonzero cpu or offcpu value, as a dict: tid,
+    state, name, cpu_s, offcpu_s, frames (leaf first); args go to pprof
+    (e.g. -lines)."""
+    res = []
+    for index in ("cpu", "offcpu"):
+        for s in samples(path, index, *args):
+            v = value_of(s["value"])
+            if not v:
+                continue
+            lab = s["labels"]
+            res.append({"tid": int(lab.get("tid", "0")), "state": lab.get("thread_state", "?"),
+                        "name": lab.get("thread_name", ""), "frames": s["frames"],
+                        "cpu_s": v if index == "cpu" else 0.0,
+                        "offcpu_s": v if index == "offcpu" else 0.0})
+    return res
 
 
 def main():

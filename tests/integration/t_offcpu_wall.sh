@@ -1,0 +1,86 @@
+#!/bin/bash
+# Off-CPU, issue 11 accounting: for every thread, cpu + offcpu in the
+# profile equals its wall time within 2%.
+#  1. launch mode, threads born and ended inside the window (busy/sleep mixes
+#     and a pipe ping-pong pair that switches thousands of times a second,
+#     so their stacks are sampled with p < 1): their lifetime as the workload
+#     measured it (from the thread's start time in /proc/thread-self/stat, in
+#     10 ms clock ticks, to its last line), within 2% + 10 ms;
+#  2. attach mode (-p, -d 2) on the same workload: every thread that lives
+#     through the whole window (the main thread: a wait loop, then join; the
+#     "napper", asleep from before the window to after it) has cpu + offcpu =
+#     the profile's duration, and the napper's wait has its kernel stack
+#     (nanosleep) under the "since before the window" marker.
+# Also: the ping-pong pair really had its stacks sampled (the comment says
+# switch-outs went without a stack) and --no-offcpu records no offcpu.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/python_lib.sh"
+source "$(dirname "$0")/offcpu_lib.sh"
+f=$PYWL/py_offcpu.py
+off_launch "$T/m" mixed 3
+python3 - "$T/m.pb.gz" "$T/m.json" <<'EOF' || fail "per-thread cpu + offcpu differs from the lifetime (above)"
+import collections, json, sys
+sys.path.insert(0, "tests/tools")
+from thread_times import load
+
+prof, truth = sys.argv[1], json.load(open(sys.argv[2]))["threads"]
+tot = collections.Counter()
+cpu = collections.Counter()
+for s in load(prof):
+    tot[s["tid"]] += s["cpu_s"] + s["offcpu_s"]
+    cpu[s["tid"]] += s["cpu_s"]
+bad = 0
+for w in truth:
+    got, life = tot[w["tid"]], w["life_s"]
+    ok = abs(got - life) <= 0.02 * life + 0.01
+    print("%-13s tid %d: lifetime %.4f s, profile cpu %.4f + offcpu %.4f = %.4f s (%+.2f%%)%s"
+          % (w["name"], w["tid"], life, cpu[w["tid"]], got - cpu[w["tid"]], got,
+             100 * (got - life) / life, "" if ok else "  <-- FAIL"))
+    bad += not ok
+sys.exit(1 if bad else 0)
+EOF
+go tool pprof -raw "$T/m.pb.gz" 2>/dev/null | grep -q 'switch-outs/s per thread.* [1-9][0-9]* switch-outs without a stack' ||
+	fail "the ping-pong pair's stacks were not sampled (p < 1 path untested): $(go tool pprof -raw "$T/m.pb.gz" 2>&1 | grep -i 'off-CPU')"
+
+# 2. attach: threads there for the whole window
+GS_GO=$T/go GS_SECONDS=4 "$OFF_PY" "$OFF_WL" mixed > "$T/a.json" &
+py_pid=$!
+gs_start -p "$py_pid" -d 2 -o "$T/a" -q --format pprof
+touch "$T/go"
+gs_wait
+wait "$py_pid" || fail "py_offcpu.py mixed (attached) exited with $?"
+python3 - "$T/a.pb.gz" "$py_pid" "$T/a.json" <<'EOF' || fail "threads alive through the window: cpu + offcpu != duration (above)"
+import collections, json, re, subprocess, sys
+sys.path.insert(0, "tests/tools")
+from thread_times import load
+
+prof, main_tid = sys.argv[1], int(sys.argv[2])
+nap_tid = json.load(open(sys.argv[3]))["napper_tid"]
+raw = subprocess.run(["go", "tool", "pprof", "-raw", prof], capture_output=True, text=True).stdout
+dur = float(re.search(r"duration: ([\d.]+) s", raw).group(1))
+tot = collections.Counter()
+for s in load(prof):
+    tot[s["tid"]] += s["cpu_s"] + s["offcpu_s"]
+got = tot[main_tid]
+ok = abs(got - dur) <= 0.02 * dur
+nap = [s for s in load(prof) if s["tid"] == nap_tid]
+nap_tot = sum(s["cpu_s"] + s["offcpu_s"] for s in nap)
+seed = sum(s["offcpu_s"] for s in nap if s["frames"][-1].startswith("[off-CPU since before the window")
+           and any("nanosleep" in f for f in s["frames"]))
+print("napper: cpu + offcpu %.4f s, of which %.4f s on its kernel wait (nanosleep) under the marker"
+      % (nap_tot, seed))
+ok = ok and abs(nap_tot - dur) <= 0.02 * dur and seed >= 0.98 * dur
+print("main tid %d (alive all window): cpu + offcpu %.4f s, duration %.4f s%s"
+      % (main_tid, got, dur, "" if ok else "  <-- FAIL"))
+others = {t: v for t, v in tot.items() if t not in (main_tid, nap_tid)}
+print("other threads:", ", ".join("%d: %.3f s" % kv for kv in sorted(others.items())))
+sys.exit(0 if ok and all(v <= dur * 1.02 for v in others.values()) else 1)
+EOF
+
+# --no-offcpu: no offcpu anywhere
+off_launch "$T/n" waits 1 --no-offcpu
+n=$(python3 -c 'import sys; sys.path.insert(0, "tests/tools")
+from thread_times import load
+print(int(sum(s["offcpu_s"] for s in load(sys.argv[1])) * 1e9))' "$T/n.pb.gz")
+[ "$n" = "0" ] || fail "--no-offcpu profile has $n s offcpu"
+ok "cpu + offcpu = wall per thread (lifetimes, whole window); --no-offcpu off"
