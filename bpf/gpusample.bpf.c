@@ -196,10 +196,9 @@ static __always_inline bool gs_regs_kernel(struct bpf_perf_event_data *ctx)
  * multiply the verifier's states.  Kernel 6.18, clang 14: gs_sample ~15k
  * processed instructions (it was 640k-926k with the walk inlined here).
  */
-static __always_inline __u32 gs_fill_stack_skip(void *ctx, struct task_struct *task, __u32 tgid,
-						const struct gs_target *t, bool want_kernel,
-						__u32 kernel_skip, struct gs_cpu_sample *rec,
-						struct gs_stats *st)
+static __always_inline __u32 gs_fill_stack(void *ctx, struct task_struct *task, __u32 tgid,
+					   const struct gs_target *t, bool want_kernel,
+					   struct gs_cpu_sample *rec, struct gs_stats *st)
 {
 	struct gs_py_frame *pystage = (void *)rec + GS_STAGE_PY_OFF;
 	struct gs_unwind_state *uw = NULL;
@@ -209,8 +208,7 @@ static __always_inline __u32 gs_fill_stack_skip(void *ctx, struct task_struct *t
 	long n;
 
 	if (want_kernel) {
-		n = bpf_get_stack(ctx, rec->frames, GS_MAX_KERNEL_FRAMES * sizeof(__u64),
-				  kernel_skip & BPF_F_SKIP_FIELD_MASK);
+		n = bpf_get_stack(ctx, rec->frames, GS_MAX_KERNEL_FRAMES * sizeof(__u64), 0);
 		if (n < 0) {
 			flags |= GS_CPU_KSTACK_ERR;
 			gs_stat_inc(st, GS_STAT_KSTACK_ERR);
@@ -264,15 +262,6 @@ static __always_inline __u32 gs_fill_stack_skip(void *ctx, struct task_struct *t
 	rec->unwind_err = uerr;
 	rec->flags = flags;
 	return sizeof(*rec) + (nk + nu) * sizeof(__u64) + np * sizeof(struct gs_py_frame);
-}
-
-/* gs_fill_stack with the first kernel_skip kernel frames left out (the
- * tracing machinery above the traced function). */
-static __always_inline __u32 gs_fill_stack(void *ctx, struct task_struct *task, __u32 tgid,
-					   const struct gs_target *t, bool want_kernel,
-					   struct gs_cpu_sample *rec, struct gs_stats *st)
-{
-	return gs_fill_stack_skip(ctx, task, tgid, t, want_kernel, 0, rec, st);
 }
 
 /* Fill everything of a CPU sample but the stacks and hdr.size. */
