@@ -108,9 +108,16 @@ TEST_HELPERS := $(UNIT_BINS) $(WORKLOAD_BINS)
 
 test-helpers: $(TEST_HELPERS)
 
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libgpusample_core.a $(SKELS)
+# Unit tests may also test cli/ functions (options, /proc parsing): the cli
+# objects but main go into an archive linked before the core, so a test pulls
+# in only what it calls.
+$(BUILD)/libgpusample_cli.a: $(filter-out $(BUILD)/obj/cli/main.o,$(CLI_OBJS))
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libgpusample_cli.a $(BUILD)/libgpusample_core.a $(SKELS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libgpusample_core.a -lcriterion $(STATIC_LIBS) $(SYS_LIBS)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libgpusample_cli.a $(BUILD)/libgpusample_core.a -lcriterion $(STATIC_LIBS) $(SYS_LIBS)
 
 # Default workload flags: frame pointers (the FP-unwinding tests rely on them);
 # workloads.mk overrides per binary where a test needs -fomit-frame-pointer.

@@ -15,7 +15,9 @@ int main(int argc, char **argv)
 	if (rc < 0)
 		return 2;
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (o.report_file)
-		return gs_report_file(o.report_file);
+	if (o.report_files)
+		return gs_report_files(o.report_files, o.n_report_files);
+	if (o.merge_out)
+		return gs_merge_files(o.merge_out, o.merge_in, o.n_merge_in);
 	return gs_session_run(&o);
 }

@@ -13,7 +13,8 @@ void gs_options_usage(FILE *out)
 	fprintf(out,
 "Usage: gpusample [options] -p PID[,PID...]      attach to running processes\n"
 "       gpusample [options] -- CMD [ARGS...]      launch CMD and profile it\n"
-"       gpusample report FILE.pb.gz               print the report of a saved profile\n"
+"       gpusample report FILE.pb.gz [FILE...]     print the report of saved profiles (merged)\n"
+"       gpusample merge OUT.pb.gz IN.pb.gz...     merge profiles of one version (e.g. per host)\n"
 "\n"
 "Samples every thread of the target process tree (CPU: eBPF, mixed Python +\n"
 "native + kernel stacks; GPU: CUPTI PC sampling through the gpusample agent)\n"
@@ -23,7 +24,8 @@ void gs_options_usage(FILE *out)
 "  -p, --pid PID[,PID...]  processes to attach to (their children are followed)\n"
 "  -d, --duration SECONDS  stop after SECONDS (default: until Ctrl-C or exit)\n"
 "  -F, --frequency HZ      CPU samples per second per CPU (default 99)\n"
-"  -o, --output PREFIX     output prefix (default gpusample-<pid>): writes\n"
+"  -o, --output PREFIX     output prefix (default gpusample-%%p; %%h = host name,\n"
+"                          %%p = pid, %%r = rank from RANK/SLURM_PROCID, %%%% = %%): writes\n"
 "                          PREFIX.pb.gz, PREFIX.speedscope.json (and with folded:\n"
 "                          PREFIX.cpu.folded, PREFIX.gpu.folded; with trace:\n"
 "                          PREFIX.trace.json)\n"
@@ -48,6 +50,73 @@ void gs_options_usage(FILE *out)
 "      --version           print the version\n"
 "\n"
 "View: go tool pprof -http=: PREFIX.pb.gz, or open PREFIX.speedscope.json in speedscope.\n");
+}
+
+static int put_char(char *out, size_t outlen, size_t *n, char c)
+{
+	if (*n + 1 >= outlen)
+		return -ENAMETOOLONG;
+	out[(*n)++] = c;
+	return 0;
+}
+
+static int put_str(char *out, size_t outlen, size_t *n, const char *s, bool host)
+{
+	int rc = 0;
+
+	for (; *s && !rc; s++) {
+		char c = *s;
+
+		/* A host name is a path component here: nothing that could
+		 * climb or split the path. */
+		if (host && !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			      (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+			c = '_';
+		rc = put_char(out, outlen, n, c);
+	}
+	return rc;
+}
+
+int gs_expand_prefix(const char *tmpl, const struct gs_prefix_vars *v, char *out, size_t outlen,
+		     char *err, size_t errlen)
+{
+	char num[24];
+	size_t n = 0;
+	int rc = 0;
+
+	for (const char *t = tmpl; *t && !rc; t++) {
+		if (*t != '%') {
+			rc = put_char(out, outlen, &n, *t);
+			continue;
+		}
+		switch (*++t) {
+		case '%': rc = put_char(out, outlen, &n, '%'); break;
+		case 'h': rc = put_str(out, outlen, &n, v->host && *v->host ? v->host : "unknown", true); break;
+		case 'p':
+			snprintf(num, sizeof(num), "%u", v->pid);
+			rc = put_str(out, outlen, &n, num, false);
+			break;
+		case 'r':
+			if (v->rank < 0) {
+				snprintf(err, errlen, "-o %s: %%r needs the rank, but neither RANK nor "
+					 "OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID is set (use %%h and %%p)", tmpl);
+				return -EINVAL;
+			}
+			snprintf(num, sizeof(num), "%lld", (long long)v->rank);
+			rc = put_str(out, outlen, &n, num, false);
+			break;
+		default:
+			snprintf(err, errlen, "-o %s: unknown %%%s (use %%h host, %%p pid, %%r rank, %%%% for %%)",
+				 tmpl, *t ? (char[2]){ *t, 0 } : "at the end");
+			return -EINVAL;
+		}
+	}
+	if (rc) {
+		snprintf(err, errlen, "-o %s: the expanded name is too long", tmpl);
+		return rc;
+	}
+	out[n] = '\0';
+	return 0;
 }
 
 static int parse_pids(struct gs_options *o, const char *arg)
@@ -178,7 +247,18 @@ static int handle_opt(struct gs_options *o, int c, const char *arg)
 		}
 		o->frequency_hz = (uint32_t)v;
 		return 0;
-	case 'o': o->prefix = arg; return 0;
+	case 'o': {
+		/* Catch a bad escape now, not after a long run. */
+		struct gs_prefix_vars probe = { .host = "h", .pid = 1, .rank = 0 };
+		char out[PATH_MAX], err[256];
+
+		if (gs_expand_prefix(arg, &probe, out, sizeof(out), err, sizeof(err))) {
+			fprintf(stderr, "gpusample: %s\n", err);
+			return -EINVAL;
+		}
+		o->prefix = arg;
+		return 0;
+	}
 	case OPT_FORMAT: return parse_formats(o, arg);
 	case OPT_NO_CHILDREN: o->children = false; return 0;
 	case OPT_NO_KERNEL: o->kernel = false; return 0;
@@ -219,11 +299,22 @@ int gs_options_parse(struct gs_options *o, int argc, char **argv)
 
 	set_defaults(o);
 	if (argc >= 2 && !strcmp(argv[1], "report")) {
-		if (argc != 3) {
-			fprintf(stderr, "gpusample: usage: gpusample report FILE.pb.gz\n");
+		if (argc < 3) {
+			fprintf(stderr, "gpusample: usage: gpusample report FILE.pb.gz [FILE.pb.gz...]\n");
 			return -EINVAL;
 		}
-		o->report_file = argv[2];
+		o->report_files = &argv[2];
+		o->n_report_files = argc - 2;
+		return 0;
+	}
+	if (argc >= 2 && !strcmp(argv[1], "merge")) {
+		if (argc < 4) {
+			fprintf(stderr, "gpusample: usage: gpusample merge OUT.pb.gz IN.pb.gz [IN.pb.gz...]\n");
+			return -EINVAL;
+		}
+		o->merge_out = argv[2];
+		o->merge_in = &argv[3];
+		o->n_merge_in = argc - 3;
 		return 0;
 	}
 	/* '+': stop at the first non-option so "-- CMD -x" reaches CMD intact. */

@@ -5,6 +5,7 @@
 #define GS_CLI_OPTIONS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -31,9 +32,27 @@ struct gs_options {
 	bool offcpu;                /* off-CPU time from sched_switch (--no-offcpu clears) */
 	uint32_t gpu_scratch_mib;   /* --gpu-scratch: CUPTI scratch buffer; 0 = agent default */
 	uint32_t gpu_hwbuf_mib;     /* --gpu-hwbuf: CUPTI hardware buffer; 0 = CUPTI default */
-	const char *report_file;    /* `gpusample report FILE` */
 	const char *cupti;          /* --cupti PATH|none: host-side libcupti (checked at start) */
+	char **report_files;        /* `gpusample report FILE...` */
+	int n_report_files;
+	const char *merge_out;      /* `gpusample merge OUT IN...` */
+	char **merge_in;
+	int n_merge_in;
 };
+
+/* -o PREFIX templates: %h = host name (characters other than letters,
+ * digits, '.', '_' and '-' become '_'), %p = pid of the profiled root (the
+ * launched command, or the first -p PID), %r = its rank (RANK, else
+ * OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID), %% = '%'.  rank < 0 = not
+ * known: a %r template is then refused.  Returns 0, -EINVAL (unknown escape
+ * or unknown rank; err says which) or -ENAMETOOLONG (out too small). */
+struct gs_prefix_vars {
+	const char *host;
+	uint32_t pid;
+	int64_t rank;
+};
+int gs_expand_prefix(const char *tmpl, const struct gs_prefix_vars *v, char *out, size_t outlen,
+		     char *err, size_t errlen);
 
 /* Parse argv.  Returns 0, 1 when the caller should exit 0 (help/version
  * printed), or -EINVAL after printing a one-line error to stderr. */

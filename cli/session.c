@@ -107,6 +107,7 @@ static int add_target(struct session *s, uint32_t pid, uint32_t ppid, bool is_ro
 	p->is_root = p->main = is_root;
 	if (!gs_proc_stat(pid, &st))
 		memcpy(p->comm, st.comm, sizeof(p->comm));
+	gs_session_read_ranks(p, false);
 	gs_sym_add_process(s->sym, pid);
 	rc = gs_session_update_target(s, p);
 	if (!rc)
@@ -176,6 +177,8 @@ static struct gs_procinfo *first_sight(struct session *s, uint32_t tgid)
 	if (gs_proc_stat(tgid, &st))
 		st.ppid = 0;
 	p = gs_proctab_add(&s->procs, tgid, st.ppid);
+	if (p)
+		gs_session_read_ranks(p, false);
 	if (p && !gs_sym_has_process(s->sym, tgid))
 		gs_sym_add_process(s->sym, tgid);
 	if (p)
@@ -258,6 +261,7 @@ static void on_proc_event(struct session *s, const struct gs_proc_event *ev)
 		gs_sym_exec(s->sym, ev->tgid);
 		if (p) {
 			memcpy(p->comm, ev->comm, sizeof(p->comm));
+			gs_session_read_ranks(p, true);
 			gs_rt_exec(s, p);
 		}
 		break;
@@ -452,31 +456,6 @@ static void mark_dataloaders(struct session *s, const uint32_t *stack_ids)
 	}
 }
 
-/* "main" is the training process itself.  Attached through a wrapper
- * (bash -c, env, a launcher) the root does no work of its own: its busiest
- * descendant that is not a DataLoader worker takes the role instead, so the
- * report's main-thread verdict is about the training loop. */
-static void assign_main_roles(struct session *s)
-{
-	for (uint32_t i = 0; i < s->procs.n; i++) {
-		struct gs_procinfo *r = &s->procs.items[i], *best = NULL;
-
-		if (!r->is_root)
-			continue;
-		for (uint32_t k = 0; k < s->procs.n; k++) {
-			struct gs_procinfo *p = &s->procs.items[k];
-
-			if (p->root == r->pid && !p->dataloader &&
-			    (!best || p->cpu_samples > best->cpu_samples))
-				best = p;
-		}
-		if (!best || best == r || r->cpu_samples * 20 > best->cpu_samples)
-			continue; /* the root itself does a real share of the work */
-		r->main = false;
-		best->main = true;
-	}
-}
-
 static void add_processes(struct session *s)
 {
 	for (uint32_t i = 0; i < s->procs.n; i++) {
@@ -546,7 +525,7 @@ static int build_profile(struct session *s)
 		stack_ids[i] = (uint32_t)id;
 	}
 	mark_dataloaders(s, stack_ids);
-	assign_main_roles(s);
+	gs_proctab_assign_roles(&s->procs);
 	for (size_t i = 0; i < s->n_samples; i++) {
 		const struct raw_sample *r = &s->samples[i];
 		const struct gs_rawstack *rs = &s->raw.items[r->stack];
@@ -569,7 +548,10 @@ static int build_profile(struct session *s)
 		return -ENOMEM;
 	}
 	free(stack_ids);
+	gs_session_label_samples(s);
 	if (gs_gpu_finish(s))
+		return -ENOMEM;
+	if (gs_thread_roles(p))
 		return -ENOMEM;
 	add_processes(s);
 	add_comments(s);
@@ -699,6 +681,7 @@ static void init_session(struct session *s, const struct gs_options *o)
 	s->prof.frequency_hz = o->frequency_hz;
 	s->prof.period_ns = 1000000000ll / o->frequency_hz;
 	s->prof.default_sample_type = GS_V_CPU_NS;
+	s->prof.process_frames = true; /* README: telling processes apart */
 }
 
 static void free_session(struct session *s)
@@ -735,11 +718,7 @@ static int prepare(struct session *s)
 		memcpy(s->roots, s->o->pids, sizeof(s->roots));
 		s->n_roots = s->o->n_pids;
 	}
-	if (s->o->prefix)
-		snprintf(s->prefix, sizeof(s->prefix), "%s", s->o->prefix);
-	else
-		snprintf(s->prefix, sizeof(s->prefix), "gpusample-%u", s->roots[0]);
-	if ((rc = gs_outputs_check(s)))
+	if ((rc = gs_session_prefix(s)) || (rc = gs_outputs_check(s)))
 		return rc;
 	s->sym = gs_sym_new(&s->prof);
 	if (!s->sym)
@@ -851,23 +830,4 @@ int gs_session_run(const struct gs_options *o)
 	rc = gs_session_exit_status(&s, rc);
 	free_session(&s);
 	return rc;
-}
-
-int gs_report_file(const char *path)
-{
-	struct gs_profile p;
-	struct gs_report_opts ro = { .top = 15, .color = isatty(1) };
-	char err[512];
-	int rc;
-
-	gs_profile_init(&p);
-	rc = gs_read_pprof(path, &p, err, sizeof(err));
-	if (rc) {
-		fprintf(stderr, "gpusample: %s\n", err);
-		gs_profile_free(&p);
-		return 1;
-	}
-	gs_write_report(&p, &ro, stdout);
-	gs_profile_free(&p);
-	return 0;
 }

@@ -10,7 +10,10 @@
  * in launch mode the command's own failure does not make gpusample fail). */
 int gs_session_run(const struct gs_options *o);
 
-/* `gpusample report FILE`: read a profile back and print the report. */
-int gs_report_file(const char *path);
+/* cli/profiles.c.  `gpusample report FILE...`: read profiles back (several
+ * are merged into one view) and print the report; returns the exit status. */
+int gs_report_files(char **paths, int n);
+/* `gpusample merge OUT IN...`: merge profiles of one version into OUT. */
+int gs_merge_files(const char *out, char **in, int n);
 
 #endif

@@ -61,6 +61,7 @@ struct session {
 	uint64_t t0_mono, t0_wall;
 	char prefix[PATH_MAX];
 	char err[512];
+	gs_str host_label;        /* GS_SL_HOST of every CPU sample, 0 until set */
 };
 
 
@@ -117,6 +118,17 @@ void gs_gpu_record(struct session *s, const struct gs_rec_hdr *h);
 void gs_gpu_detach(struct session *s, int (*poll)(void *ctx, int timeout_ms));
 int gs_gpu_finish(struct session *s);         /* join -> profile samples */
 void gs_gpu_close(struct session *s);
+
+/* cli/ranks.c: ranks from the environment, host/rank labels, -o expansion. */
+/* (Re)read p's ranks from /proc/PID/environ; after an exec a process that
+ * hides its environment loses what it inherited. */
+void gs_session_read_ranks(struct gs_procinfo *p, bool exec);
+/* Host, rank, local_rank, world_size, node_rank labels on every CPU and
+ * off-CPU sample in the profile so far (by its process's ranks). */
+void gs_session_label_samples(struct session *s);
+/* s->prefix from -o (default gpusample-%p) with %h %p %r expanded
+ * (gs_expand_prefix); prints the error itself. */
+int gs_session_prefix(struct session *s);
 
 /* "[name]" frame of kind GS_FRAME_SPECIAL; returns its location id. */
 uint32_t gs_session_special(struct session *s, const char *name);

@@ -129,6 +129,11 @@ void gs_term_clean(char *s);
  * (output/report_wall.c); gpu_line (may be NULL) is printed after the
  * splits.  Returns 0 or -ENOMEM. */
 int gs_report_wall(const struct gs_profile *p, FILE *out, bool color, const char *gpu_line);
+/* The cross-rank table (output/report_ranks.c): with main-thread samples of
+ * two ranks or more, min / median / max per wall category over the ranks,
+ * the rank at the max, and the straggler and input-starved rank when there
+ * is one.  Prints nothing otherwise.  Returns 0 or -ENOMEM. */
+int gs_report_ranks(const struct gs_profile *p, FILE *out, bool color);
 
 /* ---- wall-clock timeline (output/timeline.c) ------------------------- */
 /* Indexes of the CPU samples with wall time, grouped per thread (main

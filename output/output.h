@@ -57,6 +57,17 @@ int gs_write_pprof(const struct gs_profile *p, const char *path, char *err, size
  * (time_ns = 0). */
 int gs_read_pprof(const char *path, struct gs_profile *p, char *err, size_t errlen);
 
+/* Merge src into dst (output/merge.c): dst empty (gs_profile_init) takes
+ * src's run facts and comments; afterwards every sample of src is added
+ * with its labels (values unchanged, so totals add up exactly), processes
+ * and notes appended, the time span widened, lost samples summed.  Both
+ * must come from one gpusample version (the "gpusample VERSION" comment):
+ * -EINVAL with err saying which versions otherwise; -ENOMEM.  dst may be
+ * half-merged after an error: free it. */
+int gs_profile_merge(struct gs_profile *dst, const struct gs_profile *src, char *err, size_t errlen);
+/* The version in p's "gpusample VERSION" comment, NULL if none. */
+const char *gs_profile_version(const struct gs_profile *p);
+
 /* One time-ordered "sampled" profile per CPU thread, all on one wall-clock
  * axis in ns (startValue 0 = the profile start, the same endValue for
  * every thread; empty samples where a thread was not seen; adjacent

@@ -28,6 +28,7 @@
  *     bool exited = 8; }            // strings as string-table indices
  */
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,11 +141,27 @@ enum xstr {
 	XS_NLABEL0 = XS_SLABEL0 + GS_NSTR_LABELS, XS_N = XS_NLABEL0 + GS_NNUM_LABELS
 };
 
+/* Process root frames (profile.process_frames): CPU samples get a
+ * synthetic root Location "[process ROLE]" so that every pprof view shows
+ * the main process and its DataLoader workers as separate trees without
+ * -tagroot.  Role only, no pid or rank: a merge of 512 ranks stays three
+ * trees, and fleet backends aggregate across runs (ranks are labels).  The
+ * encoder adds them after the model's locations, functions and strings;
+ * the reader drops them again (and sets process_frames). */
+#define PROC_FRAME_PREFIX "[process "
+struct pframe {
+	gs_str role;
+	char name[96];
+};
+
 struct enc {
 	const struct gs_profile *p;
 	int64_t x[XS_N];          /* string index of each extra string */
 	const char *extra[XS_N];  /* strings appended after the model's */
 	uint32_t n_extra;
+	struct pframe *pf;        /* process root frames, n_pf of them */
+	uint32_t n_pf;
+	uint32_t *agg_pf;         /* per aggregated sample: pf index + 1, 0 = none */
 };
 
 static void extra_strings(struct enc *e)
@@ -328,7 +345,7 @@ static int sample_labels(const struct enc *e, const struct gs_sample *s, struct 
 	return n;
 }
 
-static void emit_sample(struct pb *w, const struct enc *e, const struct agg *g)
+static void emit_sample(struct pb *w, const struct enc *e, const struct agg *g, size_t ai)
 {
 	const struct gs_profile *p = e->p;
 	const struct gs_sample *s = &p->samples[g->rep];
@@ -336,13 +353,14 @@ static void emit_sample(struct pb *w, const struct enc *e, const struct agg *g)
 	const uint32_t *locs = &p->stack_locs[st->first];
 	struct label l[8 + GS_NSTR_LABELS + GS_NNUM_LABELS];
 	int nl = sample_labels(e, s, l);
+	uint32_t root = e->agg_pf && e->agg_pf[ai] ? p->n_locations + e->agg_pf[ai] : 0;
 
-	size_t loc_len = 0, val_len = 0, total = 0;
+	size_t loc_len = root ? varint_size(root) : 0, val_len = 0, total = 0;
 	for (uint32_t i = 0; i < st->n; i++)
 		loc_len += varint_size(locs[i]);
 	for (int v = 0; v < GS_NVALUES; v++)
 		val_len += varint_size((uint64_t)g->values[v]);
-	if (st->n)
+	if (loc_len)
 		total += 1 + varint_size(loc_len) + loc_len;
 	total += 1 + varint_size(val_len) + val_len;
 	for (int i = 0; i < nl; i++) {
@@ -353,11 +371,13 @@ static void emit_sample(struct pb *w, const struct enc *e, const struct agg *g)
 		return;
 	put_varint(w, (2 << 3) | WT_LEN);
 	put_varint(w, total);
-	if (st->n) { /* 1: location_id, packed, leaf first (the model's order) */
+	if (loc_len) { /* 1: location_id, packed, leaf first (the model's order) */
 		put_varint(w, (1 << 3) | WT_LEN);
 		put_varint(w, loc_len);
 		for (uint32_t i = 0; i < st->n; i++)
 			put_varint(w, locs[i]);
+		if (root)
+			put_varint(w, root);
 	}
 	put_varint(w, (2 << 3) | WT_LEN); /* 2: value, packed, one per sample_type */
 	put_varint(w, val_len);
@@ -475,6 +495,60 @@ static void emit_meta(struct pb *w, struct pb *m, struct pb *sub, const struct g
 	pb_msg(w, GS_PPROF_META_FIELD, m);
 }
 
+/* The process root frame of each aggregated CPU sample with a role. */
+static int process_frames(struct enc *e, const struct agg *aggs, size_t n_aggs)
+{
+	const struct gs_profile *p = e->p;
+	uint32_t cap = 0;
+
+	if (!(e->agg_pf = calloc(n_aggs ? n_aggs : 1, sizeof(*e->agg_pf))))
+		return -ENOMEM;
+	for (size_t i = 0; i < n_aggs; i++) {
+		const struct gs_sample *s = &p->samples[aggs[i].rep];
+		uint32_t k = 0;
+
+		if (s->cuda_device >= 0 || !s->process_role)
+			continue;
+		while (k < e->n_pf && e->pf[k].role != s->process_role)
+			k++;
+		if (k == e->n_pf) {
+			if (k == cap) {
+				void *n = realloc(e->pf, (cap = cap ? cap * 2 : 8) * sizeof(*e->pf));
+				if (!n)
+					return -ENOMEM;
+				e->pf = n;
+			}
+			e->pf[k] = (struct pframe){ .role = s->process_role };
+			snprintf(e->pf[k].name, sizeof(e->pf[k].name), "%s%.80s]", PROC_FRAME_PREFIX,
+				 gs_profile_str(p, s->process_role));
+			e->n_pf++;
+		}
+		e->agg_pf[i] = k + 1;
+	}
+	return 0;
+}
+
+/* field 4: their Locations (after the model's), 5: their Functions. */
+static void emit_process_frames(struct pb *w, struct pb *m, struct pb *lm, const struct enc *e,
+				uint32_t field)
+{
+	const struct gs_profile *p = e->p;
+
+	for (uint32_t k = 0; k < e->n_pf; k++) {
+		m->n = 0;
+		if (field == 4) {
+			pb_u64(m, 1, p->n_locations + 1 + k);
+			lm->n = 0;
+			pb_u64(lm, 1, p->n_functions + 1 + k);
+			pb_msg(m, 4, lm);
+		} else {
+			pb_u64(m, 1, p->n_functions + 1 + k);
+			pb_i64(m, 2, p->n_strings + e->n_extra + k);
+		}
+		pb_msg(w, field, m);
+	}
+}
+
 int gs_pprof_encode(const struct gs_profile *p, uint8_t **buf, size_t *len)
 {
 	struct enc e = {.p = p};
@@ -491,9 +565,12 @@ int gs_pprof_encode(const struct gs_profile *p, uint8_t **buf, size_t *len)
 
 	for (int v = 0; v < GS_NVALUES; v++) /* 1: sample_type */
 		emit_value_type(&w, &m, 1, e.x[XS_TYPE0 + v], e.x[XS_UNIT0 + v]);
+	if (p->process_frames && process_frames(&e, aggs, n_aggs))
+		w.err = -ENOMEM;
 	for (size_t i = 0; i < n_aggs; i++) /* 2: sample */
-		emit_sample(&w, &e, &aggs[i]);
+		emit_sample(&w, &e, &aggs[i], i);
 	free(aggs);
+	free(e.agg_pf);
 	/* 3: mapping.  pprof takes the first Mapping message as the main
 	 * binary ("File:" in its header): lead with the first real file, not
 	 * [kernel.kallsyms] or [python].  Ids are unchanged. */
@@ -506,13 +583,18 @@ int gs_pprof_encode(const struct gs_profile *p, uint8_t **buf, size_t *len)
 			emit_mapping(&w, &m, &p->mappings[i], i + 1);
 	for (uint32_t i = 1; i <= p->n_locations; i++) /* 4: location */
 		emit_location(&w, &m, &sub, p, i);
+	emit_process_frames(&w, &m, &sub, &e, 4);
 	for (uint32_t i = 1; i <= p->n_functions; i++) /* 5: function */
 		emit_function(&w, &m, &e, i);
+	emit_process_frames(&w, &m, &sub, &e, 5);
 	/* 6: string_table; [0] = "" written explicitly */
 	for (uint32_t i = 0; i < p->n_strings; i++)
 		pb_bytes(&w, 6, p->strings[i], strlen(p->strings[i]));
 	for (uint32_t i = 0; i < e.n_extra; i++)
 		pb_bytes(&w, 6, e.extra[i], strlen(e.extra[i]));
+	for (uint32_t i = 0; i < e.n_pf; i++)
+		pb_bytes(&w, 6, e.pf[i].name, strlen(e.pf[i].name));
+	free(e.pf);
 	pb_i64(&w, 9, (int64_t)p->time_nanos); /* once: a second one means concatenation */
 	pb_i64(&w, 10, (int64_t)p->duration_nanos);
 	emit_value_type(&w, &m, 11, e.x[XS_CPU], e.x[XS_NANOSECONDS]);
@@ -954,6 +1036,16 @@ static enum gs_frame_kind guess_kind(const struct gs_profile *p, uint32_t mappin
 	return f[0] == '[' && strcmp(f, "[vdso]") != 0 ? GS_FRAME_SPECIAL : GS_FRAME_NATIVE;
 }
 
+/* A process root frame written by the encoder (see struct pframe). */
+#define PROC_FRAME_LOC UINT32_MAX
+static bool is_process_frame(const struct gs_profile *p, uint32_t fn)
+{
+	const char *name = gs_profile_str(p, gs_profile_function(p, fn)->name);
+	size_t n = strlen(name);
+
+	return !strncmp(name, PROC_FRAME_PREFIX, strlen(PROC_FRAME_PREFIX)) && name[n - 1] == ']';
+}
+
 static int dec_locations(struct dec *d)
 {
 	struct pbr r = d->whole, sub, s2, s3;
@@ -989,6 +1081,12 @@ static int dec_locations(struct dec *d)
 		}
 		if (sub.err)
 			return sub.err;
+		if (!mapping && n == 1 && is_process_frame(d->p, lines[0].function)) {
+			idmap_put(&d->locs, id, PROC_FRAME_LOC);
+			d->p->process_frames = true;
+			idx++;
+			continue;
+		}
 		enum gs_frame_kind kind = idx < d->kinds.n ? (enum gs_frame_kind)d->kinds.v[idx]
 							   : guess_kind(d->p, mapping);
 		uint32_t lid = gs_profile_add_location(d->p, mapping, address, kind, lines, n);
@@ -1087,12 +1185,15 @@ static int dec_samples(struct dec *d)
 			}
 			ids = n;
 		}
+		size_t nid = 0;
 		for (size_t i = 0; i < locs.n; i++) {
-			ids[i] = idmap_get(&d->locs, locs.v[i]);
-			if (!ids[i])
+			ids[nid] = idmap_get(&d->locs, locs.v[i]);
+			if (!ids[nid])
 				rc = -EBADMSG; /* location_id without a Location */
+			if (ids[nid] != PROC_FRAME_LOC)
+				nid++;
 		}
-		int64_t st = gs_profile_add_stack(d->p, ids, (uint32_t)locs.n);
+		int64_t st = gs_profile_add_stack(d->p, ids, (uint32_t)nid);
 		if (st < 0)
 			rc = (int)st;
 		s.stack = (uint32_t)st;

@@ -31,6 +31,7 @@ const char *const gs_num_label_key[GS_NNUM_LABELS] = {
 	[GS_NL_RANK] = "rank",
 	[GS_NL_LOCAL_RANK] = "local_rank",
 	[GS_NL_WORLD_SIZE] = "world_size",
+	[GS_NL_NODE_RANK] = "node_rank",
 };
 
 static char gs_empty_string[1];

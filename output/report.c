@@ -610,6 +610,8 @@ static int write_report(const struct gs_profile *p, const struct gs_report_opts 
 		rc = gpu_section(&r, gpu_total, gpu_ni, &top_kernel, &top_reason, &top_reason_n);
 	if (!rc)
 		rc = where_time_goes(&r, top_kernel, top_reason, top_reason_n, gpu_total);
+	if (!rc)
+		rc = gs_report_ranks(p, out, r.color);
 	if (!rc && ferror(out))
 		rc = -EIO;
 out:

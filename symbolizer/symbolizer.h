@@ -104,4 +104,19 @@ int gs_sym_foreach_mapping(struct gs_symbolizer *s, uint32_t tgid,
  * "_Z..." or not valid).  A "@@VERSION" suffix is kept after the result. */
 char *gs_demangle(const char *mangled);
 
+/* Thread roles (symbolizer/thread_roles.c, one table): label every CPU and
+ * off-CPU sample (cuda_device < 0) of a thread with GS_SL_THREAD_ROLE, one
+ * of gs_thread_role_name[].  A thread's role comes from its frames: per
+ * sample the root-most frame that matches a row of the table, the role with
+ * most such samples winning; the thread whose tid is its process's tgid is
+ * "main" unless it runs the DataLoader worker loop; a thread matching no row
+ * falls back to its name (comm), then "other".  Returns 0 or -ENOMEM. */
+enum gs_thread_role {
+	GS_TR_OTHER = 0, GS_TR_MAIN, GS_TR_DATALOADER_WORKER, GS_TR_PIN_MEMORY,
+	GS_TR_QUEUE_FEEDER, GS_TR_AUTOGRAD, GS_TR_INTRA_OP, GS_TR_COLLECTIVE,
+	GS_NTHREAD_ROLES
+};
+extern const char *const gs_thread_role_name[GS_NTHREAD_ROLES];
+int gs_thread_roles(struct gs_profile *p);
+
 #endif

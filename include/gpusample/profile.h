@@ -101,6 +101,7 @@ enum gs_num_label {
 	GS_NL_RANK = 0,   /* RANK (torch.distributed global rank) */
 	GS_NL_LOCAL_RANK, /* LOCAL_RANK */
 	GS_NL_WORLD_SIZE, /* WORLD_SIZE */
+	GS_NL_NODE_RANK,  /* GROUP_RANK (torchrun's node rank) or SLURM_NODEID */
 	GS_NNUM_LABELS
 };
 extern const char *const gs_str_label_key[GS_NSTR_LABELS]; /* pprof keys */
@@ -158,6 +159,8 @@ struct gs_profile {
 	int64_t period_ns;       /* 1e9 / frequency_hz */
 	uint64_t lost_samples;   /* ring buffer drops + BPF-side drops */
 	enum gs_value default_sample_type; /* GS_V_CPU_NS unless GPU data */
+	bool process_frames;     /* pprof: CPU samples get a root frame
+				  * "[process ROLE]" (output/pprof.c) */
 };
 
 void gs_profile_init(struct gs_profile *p);

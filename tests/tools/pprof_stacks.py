@@ -4,8 +4,13 @@ print one line per sample: VALUE<TAB>LABELS<TAB>leaf;...;root
 
 LABELS is "key=value,key=value" as pprof printed them.  Extra arguments go
 to pprof (e.g. -sample_index=gpu_samples; -lines prints each frame as
-"function file:line", which the Python tests use for qualname and line).  Used by the integration tests so
+"function file:line", which the Python tests use for qualname and line).
+The synthetic root frame "[process ROLE]" that gpusample puts on CPU
+samples so that viewers show each process role as its own tree is dropped
+(its information is in the process_role and rank labels), so that the
+frames are the thread's own; GS_KEEP_PROCESS_FRAME=1 keeps it.  Used by the integration tests so
 that assertions are made on what a user would see."""
+import os
 import re
 import subprocess
 import sys
@@ -39,6 +44,10 @@ def parse_traces(text):
     return samples
 
 
+PROCESS_FRAME = re.compile(r"^\[process [^\]]*\]$")
+KEEP_PROCESS_FRAME = os.environ.get("GS_KEEP_PROCESS_FRAME") == "1"
+
+
 def value_of(v):
     m = re.match(r"^([\d.]+)([a-zµ]*)$", v or "0")
     if not m:
@@ -60,6 +69,8 @@ def main():
     for s in parse_traces(out.stdout):
         labels = ",".join(f"{k}={v}" for k, v in sorted(s["labels"].items()))
         frames = [re.sub(r"\s+\(inline\)$", "", f) for f in s["frames"]]
+        if frames and PROCESS_FRAME.match(frames[-1]) and not KEEP_PROCESS_FRAME:
+            frames.pop()
         print(f"{value_of(s['value']):g}\t{labels}\t{';'.join(frames)}")
     return 0
 

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Saved profiles: `gpusample report FILE...` and `gpusample merge OUT IN...`.
+ * Several files (one per host of a Slurm job, say) are read with
+ * gs_read_pprof and merged with gs_profile_merge, so the report covers all
+ * of them and a merged file keeps every sample's host and rank labels.
+ */
+#include <stdio.h>
+#include <unistd.h>
+
+#include "cli/session.h"
+#include "gpusample/profile.h"
+#include "output/output.h"
+
+/* Read and merge paths[0..n) into p (initialised by the caller). */
+static int read_merged(char **paths, int n, struct gs_profile *p)
+{
+	char err[512];
+
+	for (int i = 0; i < n; i++) {
+		struct gs_profile one;
+		int rc;
+
+		gs_profile_init(&one);
+		rc = gs_read_pprof(paths[i], n == 1 ? p : &one, err, sizeof(err));
+		if (!rc && n > 1) {
+			rc = gs_profile_merge(p, &one, err, sizeof(err));
+			if (rc)
+				fprintf(stderr, "gpusample: %s: %s\n", paths[i], err);
+		} else if (rc) {
+			fprintf(stderr, "gpusample: %s\n", err);
+		}
+		gs_profile_free(&one);
+		if (rc)
+			return rc;
+	}
+	if (n > 1)
+		gs_profile_add_comment(p, "merged from %d profiles", n);
+	return 0;
+}
+
+int gs_report_files(char **paths, int n)
+{
+	struct gs_profile p;
+	struct gs_report_opts ro = { .top = 15, .color = isatty(1) };
+	int rc;
+
+	gs_profile_init(&p);
+	rc = read_merged(paths, n, &p);
+	if (!rc)
+		gs_write_report(&p, &ro, stdout);
+	gs_profile_free(&p);
+	return rc ? 1 : 0;
+}
+
+int gs_merge_files(const char *out, char **in, int n)
+{
+	struct gs_profile p;
+	char err[512];
+	int rc;
+
+	gs_profile_init(&p);
+	rc = read_merged(in, n, &p);
+	if (!rc && (rc = gs_write_pprof(&p, out, err, sizeof(err))))
+		fprintf(stderr, "gpusample: cannot write %s: %s\n", out, err);
+	if (!rc)
+		fprintf(stderr, "gpusample: merged %d profiles (%zu samples) into %s\n", n, p.n_samples, out);
+	gs_profile_free(&p);
+	return rc ? 1 : 0;
+}

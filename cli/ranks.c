@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Distributed jobs: each process's ranks (from its environment, read by
+ * cli/procs.c) and the host name become labels on every CPU sample, so one
+ * profile of a torchrun job, or a merge of many hosts' profiles, can be cut
+ * by rank (`go tool pprof -tagfocus=rank=1`) and by host.
+ */
+#include <stdio.h>
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/session_int.h"
+
+void gs_session_read_ranks(struct gs_procinfo *p, bool exec)
+{
+	struct gs_rank_env r;
+
+	/* Unreadable without an exec (the process is gone, or hides it): what
+	 * the fork child inherited from its parent stays right. */
+	if (!gs_proc_rank_env(p->pid, &r) || exec)
+		p->ranks = r;
+}
+
+static gs_str host_label(struct session *s)
+{
+	char host[256];
+
+	if (!s->host_label) {
+		if (gethostname(host, sizeof(host)))
+			strcpy(host, "unknown");
+		host[sizeof(host) - 1] = '\0';
+		s->host_label = gs_profile_intern(&s->prof, host);
+	}
+	return s->host_label;
+}
+
+static void set_num(struct gs_sample *smp, enum gs_num_label l, int64_t v)
+{
+	if (v < 0)
+		return;
+	smp->num_labels[l] = v;
+	smp->num_set |= 1u << l;
+}
+
+static void label_sample(gs_str host, const struct gs_procinfo *p, struct gs_sample *smp)
+{
+	if (host != (gs_str)-1)
+		smp->str_labels[GS_SL_HOST] = host;
+	if (!p)
+		return;
+	set_num(smp, GS_NL_RANK, p->ranks.rank);
+	set_num(smp, GS_NL_LOCAL_RANK, p->ranks.local_rank);
+	set_num(smp, GS_NL_WORLD_SIZE, p->ranks.world_size);
+	set_num(smp, GS_NL_NODE_RANK, p->ranks.node_rank);
+}
+
+void gs_session_label_samples(struct session *s)
+{
+	gs_str host = host_label(s);
+	const struct gs_procinfo *p = NULL;
+
+	for (size_t i = 0; i < s->prof.n_samples; i++) {
+		struct gs_sample *smp = &s->prof.samples[i];
+
+		if (smp->cuda_device >= 0)
+			continue;
+		if (!p || p->pid != smp->pid) /* samples come in runs of one process */
+			p = gs_proctab_get(&s->procs, smp->pid);
+		label_sample(host, p, smp);
+	}
+}
+
+/* Rank of the profiled root: the launched command inherits gpusample's own
+ * environment; an attached process is read like any other. */
+static int64_t root_rank(const struct session *s)
+{
+	extern char **environ;
+	struct gs_rank_env r = GS_RANK_ENV_UNKNOWN;
+
+	if (s->launched) {
+		for (char **e = environ; e && *e; e++)
+			gs_rank_env_entry(&r, *e, strlen(*e));
+	} else {
+		gs_proc_rank_env(s->roots[0], &r);
+	}
+	return r.rank;
+}
+
+/* A name made from a template (%h, %p, %r) is meant to be one run's own:
+ * srun starts one gpusample per task, so a file already at the expanded
+ * path is another run's profile, and it is never replaced.  Checked before
+ * the run starts (a run that would only fail at the end is worse); runs
+ * started at the same instant are the output layer's to keep apart. */
+static int refuse_clash(const struct session *s, const char *tmpl)
+{
+	static const struct { unsigned fmt; const char *suffix; } outs[] = {
+		{ GS_FMT_PPROF, ".pb.gz" }, { GS_FMT_SPEEDSCOPE, ".speedscope.json" },
+		{ GS_FMT_FOLDED, ".cpu.folded" }, { GS_FMT_FOLDED, ".gpu.folded" },
+		{ GS_FMT_TRACE, ".trace.json" },
+	};
+	char path[PATH_MAX + 32];
+	struct stat st;
+
+	for (size_t i = 0; i < sizeof(outs) / sizeof(outs[0]); i++) {
+		if (!(s->o->formats & outs[i].fmt))
+			continue;
+		snprintf(path, sizeof(path), "%s%s", s->prefix, outs[i].suffix);
+		if (!lstat(path, &st)) {
+			fprintf(stderr, "gpusample: %s exists: -o %s names one run's files, and this one is "
+				"another run's; not overwriting it (remove it, or add %%p or %%r to -o)\n",
+				path, tmpl);
+			return -EEXIST;
+		}
+	}
+	return 0;
+}
+
+static bool has_escape(const char *tmpl)
+{
+	for (const char *t = strchr(tmpl, '%'); t; t = strchr(t + 2, '%')) {
+		if (t[1] == 'h' || t[1] == 'p' || t[1] == 'r')
+			return true;
+		if (!t[1])
+			break;
+	}
+	return false;
+}
+
+int gs_session_prefix(struct session *s)
+{
+	const char *tmpl = s->o->prefix ? s->o->prefix : "gpusample-%p";
+	char host[256];
+	struct gs_prefix_vars v = { .host = host, .pid = s->roots[0], .rank = root_rank(s) };
+	int rc;
+
+	if (gethostname(host, sizeof(host)))
+		host[0] = '\0';
+	host[sizeof(host) - 1] = '\0';
+	rc = gs_expand_prefix(tmpl, &v, s->prefix, sizeof(s->prefix), s->err, sizeof(s->err));
+	if (rc) {
+		fprintf(stderr, "gpusample: %s\n", s->err);
+		return rc;
+	}
+	return has_escape(tmpl) ? refuse_clash(s, tmpl) : 0;
+}

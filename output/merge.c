@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Merging profiles (`gpusample merge`, `gpusample report A B ...`): one
+ * profile per host or per rank becomes one, every sample kept with its
+ * labels (host, rank, pid, ...), so totals add up exactly and a viewer can
+ * still cut by label.  Everything of src is re-interned into dst: strings,
+ * mappings, functions (deduplicated), locations, stacks (deduplicated).
+ * Only profiles written by one gpusample version are merged: the model is
+ * versioned with the tool, so mixing versions could silently misread.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "output/output.h"
+
+#define VERSION_COMMENT "gpusample "
+
+const char *gs_profile_version(const struct gs_profile *p)
+{
+	size_t n = strlen(VERSION_COMMENT);
+
+	for (uint32_t i = 0; i < p->n_comments; i++) {
+		const char *c = gs_profile_str(p, p->comments[i]);
+
+		if (!strncmp(c, VERSION_COMMENT, n) && c[n] && !strchr(c + n, ' '))
+			return c + n;
+	}
+	return NULL;
+}
+
+struct remap {
+	struct gs_profile *dst;
+	const struct gs_profile *src;
+	uint32_t *map_id, *fn_id, *loc_id; /* src id -> dst id, index = src id */
+	int err;
+};
+
+static gs_str str(struct remap *m, gs_str s)
+{
+	gs_str d = s ? gs_profile_intern(m->dst, gs_profile_str(m->src, s)) : 0;
+
+	if (d == (gs_str)-1) {
+		m->err = -ENOMEM;
+		return 0;
+	}
+	return d;
+}
+
+static void merge_mappings(struct remap *m)
+{
+	for (uint32_t i = 0; i < m->src->n_mappings && !m->err; i++) {
+		struct gs_mapping g = m->src->mappings[i];
+
+		g.file = str(m, g.file);
+		g.build_id = str(m, g.build_id);
+		if (!(m->map_id[i + 1] = gs_profile_add_mapping(m->dst, &g)))
+			m->err = -ENOMEM;
+	}
+}
+
+static void merge_functions(struct remap *m)
+{
+	for (uint32_t i = 0; i < m->src->n_functions && !m->err; i++) {
+		struct gs_function f = m->src->functions[i];
+
+		f.name = str(m, f.name);
+		f.system_name = str(m, f.system_name);
+		f.file = str(m, f.file);
+		if (!(m->fn_id[i + 1] = gs_profile_add_function(m->dst, &f)))
+			m->err = -ENOMEM;
+	}
+}
+
+/* Scratch of at least need elements of sz bytes; sets m->err on failure. */
+static void *scratch(struct remap *m, void *buf, uint32_t *cap, uint32_t need, size_t sz)
+{
+	void *n;
+
+	if (need <= *cap)
+		return buf;
+	if (!(n = realloc(buf, need * sz))) {
+		m->err = -ENOMEM;
+		return buf;
+	}
+	*cap = need;
+	return n;
+}
+
+static void merge_locations(struct remap *m)
+{
+	struct gs_line *lines = NULL;
+	uint32_t cap = 0;
+
+	for (uint32_t i = 0; i < m->src->n_locations && !m->err; i++) {
+		const struct gs_location *l = &m->src->locations[i];
+
+		lines = scratch(m, lines, &cap, l->n_lines, sizeof(*lines));
+		if (m->err)
+			break;
+		for (uint32_t k = 0; k < l->n_lines; k++) {
+			lines[k] = m->src->lines[l->first_line + k];
+			lines[k].function = m->fn_id[lines[k].function];
+		}
+		m->loc_id[i + 1] = gs_profile_add_location(m->dst, m->map_id[l->mapping], l->address,
+							   (enum gs_frame_kind)l->kind, lines, l->n_lines);
+		if (!m->loc_id[i + 1])
+			m->err = -ENOMEM;
+	}
+	free(lines);
+}
+
+/* Stacks, then samples pointing at the new stack indices. */
+static void merge_samples(struct remap *m)
+{
+	uint32_t *stack_id = calloc(m->src->n_stacks ? m->src->n_stacks : 1, sizeof(*stack_id));
+	uint32_t *locs = NULL, cap = 0;
+
+	if (!stack_id) {
+		m->err = -ENOMEM;
+		return;
+	}
+	for (uint32_t i = 0; i < m->src->n_stacks && !m->err; i++) {
+		const struct gs_stack *st = &m->src->stacks[i];
+		int64_t id;
+
+		locs = scratch(m, locs, &cap, st->n, sizeof(*locs));
+		if (m->err)
+			break;
+		for (uint32_t k = 0; k < st->n; k++)
+			locs[k] = m->loc_id[m->src->stack_locs[st->first + k]];
+		id = gs_profile_add_stack(m->dst, locs, st->n);
+		if (id < 0)
+			m->err = (int)id;
+		else
+			stack_id[i] = (uint32_t)id;
+	}
+	for (size_t i = 0; i < m->src->n_samples && !m->err; i++) {
+		struct gs_sample s = m->src->samples[i];
+
+		s.stack = stack_id[s.stack];
+		s.thread_name = str(m, s.thread_name);
+		s.process_role = str(m, s.process_role);
+		s.cuda_stall_reason = str(m, s.cuda_stall_reason);
+		s.gpu_attribution = str(m, s.gpu_attribution);
+		for (int k = 0; k < GS_NSTR_LABELS; k++)
+			s.str_labels[k] = str(m, s.str_labels[k]);
+		if (!m->err && gs_profile_add_sample(m->dst, &s))
+			m->err = -ENOMEM;
+	}
+	free(locs);
+	free(stack_id);
+}
+
+static void merge_processes(struct remap *m)
+{
+	for (uint32_t i = 0; i < m->src->n_processes && !m->err; i++) {
+		struct gs_process g = m->src->processes[i];
+
+		g.comm = str(m, g.comm);
+		g.role = str(m, g.role);
+		g.python = str(m, g.python);
+		g.gpu = str(m, g.gpu);
+		if (!m->err && gs_profile_add_process(m->dst, &g))
+			m->err = -ENOMEM;
+	}
+}
+
+static bool has_str(const gs_str *v, uint32_t n, gs_str s)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (v[i] == s)
+			return true;
+	return false;
+}
+
+/* Comments: the first profile's, then what another adds (a comment such as
+ * "duration: 3.1 s" is kept once per distinct text).  Notes likewise. */
+static void merge_texts(struct remap *m)
+{
+	for (uint32_t i = 0; i < m->src->n_comments && !m->err; i++) {
+		gs_str s = str(m, m->src->comments[i]);
+
+		if (!m->err && !has_str(m->dst->comments, m->dst->n_comments, s))
+			m->err = gs_profile_add_comment(m->dst, "%s", gs_profile_str(m->dst, s));
+	}
+	for (uint32_t i = 0; i < m->src->n_notes && !m->err; i++) {
+		gs_str s = str(m, m->src->notes[i]);
+
+		if (!m->err && !has_str(m->dst->notes, m->dst->n_notes, s))
+			m->err = gs_profile_add_note(m->dst, "%s", gs_profile_str(m->dst, s));
+	}
+}
+
+/* Run facts: the union of the time spans, lost samples summed. */
+static void merge_facts(struct gs_profile *dst, const struct gs_profile *src, bool first)
+{
+	uint64_t start, end;
+
+	if (first) {
+		/* The run facts, field by field: all but the tables. */
+		dst->time_nanos = src->time_nanos;
+		dst->duration_nanos = src->duration_nanos;
+		dst->frequency_hz = src->frequency_hz;
+		dst->period_ns = src->period_ns;
+		dst->default_sample_type = src->default_sample_type;
+		dst->lost_samples = src->lost_samples;
+		dst->process_frames = src->process_frames;
+		return;
+	}
+	start = dst->time_nanos < src->time_nanos ? dst->time_nanos : src->time_nanos;
+	end = dst->time_nanos + dst->duration_nanos;
+	if (src->time_nanos + src->duration_nanos > end)
+		end = src->time_nanos + src->duration_nanos;
+	dst->time_nanos = start;
+	dst->duration_nanos = end - start;
+	dst->lost_samples += src->lost_samples;
+	dst->process_frames |= src->process_frames;
+	if (src->default_sample_type != GS_V_CPU_NS)
+		dst->default_sample_type = src->default_sample_type;
+}
+
+int gs_profile_merge(struct gs_profile *dst, const struct gs_profile *src, char *err, size_t errlen)
+{
+	const char *vd = gs_profile_version(dst), *vs = gs_profile_version(src);
+	bool first = dst->n_comments == 0 && dst->n_samples == 0;
+	struct remap m = { .dst = dst, .src = src };
+
+	if (!vs || (!first && !vd)) {
+		snprintf(err, errlen, "not a gpusample profile (no \"gpusample VERSION\" comment): "
+			 "merge only profiles that gpusample wrote");
+		return -EINVAL;
+	}
+	if (!first && strcmp(vd, vs)) {
+		snprintf(err, errlen, "written by gpusample %s, the others by %s: merge profiles of one "
+			 "version (profile again, or merge with the gpusample that wrote them)", vs, vd);
+		return -EINVAL;
+	}
+	m.map_id = calloc((size_t)src->n_mappings + 1, sizeof(uint32_t));
+	m.fn_id = calloc((size_t)src->n_functions + 1, sizeof(uint32_t));
+	m.loc_id = calloc((size_t)src->n_locations + 1, sizeof(uint32_t));
+	if (!m.map_id || !m.fn_id || !m.loc_id)
+		m.err = -ENOMEM;
+	merge_mappings(&m);
+	merge_functions(&m);
+	merge_locations(&m);
+	merge_samples(&m);
+	merge_processes(&m);
+	merge_texts(&m);
+	if (!m.err)
+		merge_facts(dst, src, first);
+	free(m.map_id);
+	free(m.fn_id);
+	free(m.loc_id);
+	if (m.err)
+		snprintf(err, errlen, "merging: %s", strerror(-m.err));
+	return m.err;
+}

@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Thread roles from symbolized frames: which thread of a PyTorch job is the
+ * training loop, a DataLoader worker, the pin-memory thread, a
+ * multiprocessing queue feeder, an autograd device thread, an intra-op pool
+ * worker or a collective (gloo / NCCL / c10d) thread.  Roles are per thread,
+ * decided by the thread's entry: the root-most matching frame of each
+ * sample, so a main thread that calls into OpenMP is still the main thread
+ * and an OpenMP worker that runs a convolution is still a pool worker.
+ * One table; everything else here is bookkeeping.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "symbolizer/symbolizer.h"
+
+const char *const gs_thread_role_name[GS_NTHREAD_ROLES] = {
+	[GS_TR_OTHER] = "other",
+	[GS_TR_MAIN] = "main",
+	[GS_TR_DATALOADER_WORKER] = "dataloader_worker",
+	[GS_TR_PIN_MEMORY] = "pin_memory",
+	[GS_TR_QUEUE_FEEDER] = "queue_feeder",
+	[GS_TR_AUTOGRAD] = "autograd_engine",
+	[GS_TR_INTRA_OP] = "intra_op_pool",
+	[GS_TR_COLLECTIVE] = "collective",
+};
+
+enum match { M_PY, M_NATIVE, M_OBJECT, M_COMM };
+
+/* M_PY: the qualname's last component equals name and the file contains
+ * file.  M_NATIVE: the (demangled) function name contains name.  M_OBJECT:
+ * a native frame in an object whose file name starts with name (pools
+ * shipped stripped).  M_COMM: the thread name starts with name (used only
+ * when no frame matches). */
+static const struct role_row {
+	uint8_t role, match;
+	const char *name, *file;
+} role_table[] = {
+	/* torch.utils.data: worker process loop, pin-memory thread */
+	{ GS_TR_DATALOADER_WORKER, M_PY, "_worker_loop", "torch/utils/data/" },
+	{ GS_TR_PIN_MEMORY, M_PY, "_pin_memory_loop", "torch/utils/data/" },
+	/* multiprocessing.Queue's feeder thread (Queue._feed) */
+	{ GS_TR_QUEUE_FEEDER, M_PY, "_feed", "multiprocessing/queues.py" },
+	/* autograd device threads (CPU-only backward runs on the caller) */
+	{ GS_TR_AUTOGRAD, M_NATIVE, "torch::autograd::Engine::thread_init", NULL },
+	{ GS_TR_AUTOGRAD, M_NATIVE, "torch::autograd::python::PythonEngine::thread_init", NULL },
+	/* intra-op pools: libgomp, LLVM/Intel OpenMP, TBB, at::parallel's own */
+	{ GS_TR_INTRA_OP, M_NATIVE, "gomp_thread_start", NULL },
+	{ GS_TR_INTRA_OP, M_NATIVE, "__kmp_launch_worker", NULL },
+	{ GS_TR_INTRA_OP, M_NATIVE, "tbb::detail::r1::", NULL },
+	{ GS_TR_INTRA_OP, M_NATIVE, "tbb::internal::", NULL },
+	{ GS_TR_INTRA_OP, M_NATIVE, "c10::ThreadPool::main_loop", NULL },
+	{ GS_TR_INTRA_OP, M_OBJECT, "libgomp", NULL },
+	{ GS_TR_INTRA_OP, M_OBJECT, "libiomp", NULL },
+	{ GS_TR_INTRA_OP, M_OBJECT, "libtbb", NULL },
+	{ GS_TR_INTRA_OP, M_OBJECT, "libpthreadpool", NULL }, /* XNNPACK/QNNPACK pool */
+	/* collectives: ProcessGroup worker loops, gloo transport, NCCL */
+	{ GS_TR_COLLECTIVE, M_NATIVE, "c10d::", NULL },
+	{ GS_TR_COLLECTIVE, M_NATIVE, "gloo::", NULL },
+	{ GS_TR_COLLECTIVE, M_NATIVE, "ncclProxy", NULL },
+	{ GS_TR_COLLECTIVE, M_NATIVE, "ncclAsyncJobMain", NULL },
+	{ GS_TR_COLLECTIVE, M_OBJECT, "libnccl", NULL },
+	/* names torch >= 2 gives its threads */
+	{ GS_TR_AUTOGRAD, M_COMM, "pt_autograd", NULL },
+	{ GS_TR_DATALOADER_WORKER, M_COMM, "pt_data_worker", NULL },
+	{ GS_TR_DATALOADER_WORKER, M_COMM, "pt_multiprocess", NULL },
+};
+#define N_ROWS (sizeof(role_table) / sizeof(role_table[0]))
+
+static bool row_matches(const struct role_row *r, uint8_t kind, const char *name, const char *file)
+{
+	const char *dot;
+
+	switch (r->match) {
+	case M_PY:
+		if (kind != GS_FRAME_PYTHON)
+			return false;
+		dot = strrchr(name, '.');
+		return !strcmp(dot ? dot + 1 : name, r->name) && strstr(file, r->file);
+	case M_NATIVE:
+		return kind == GS_FRAME_NATIVE && strstr(name, r->name);
+	default:
+		return false;
+	}
+}
+
+/* Role + 1 of a function seen in a frame of kind (0 = none). */
+static uint8_t function_role(const struct gs_profile *p, uint32_t fn, uint8_t kind)
+{
+	const struct gs_function *f = gs_profile_function(p, fn);
+	const char *name = gs_profile_str(p, f->name), *file = gs_profile_str(p, f->file);
+
+	for (size_t i = 0; i < N_ROWS; i++)
+		if (row_matches(&role_table[i], kind, name, file))
+			return (uint8_t)(role_table[i].role + 1);
+	return 0;
+}
+
+/* Role + 1 of the first row of kind m whose name starts s (0 = none). */
+static uint8_t prefix_role(enum match m, const char *s)
+{
+	for (size_t i = 0; i < N_ROWS; i++)
+		if (role_table[i].match == m && !strncmp(s, role_table[i].name, strlen(role_table[i].name)))
+			return (uint8_t)(role_table[i].role + 1);
+	return 0;
+}
+
+/* Role + 1 of a native location's object (0 = none). */
+static uint8_t object_role(const struct gs_profile *p, const struct gs_location *l)
+{
+	const char *file, *slash;
+
+	if (l->kind != GS_FRAME_NATIVE || !l->mapping)
+		return 0;
+	file = gs_profile_str(p, p->mappings[l->mapping - 1].file);
+	slash = strrchr(file, '/');
+	return prefix_role(M_OBJECT, slash ? slash + 1 : file);
+}
+
+/* Role + 1 of each stack: its root-most matching frame (0 = none).  fn_role
+ * caches function_role (0xff = not computed). */
+static uint8_t stack_role(const struct gs_profile *p, uint32_t st, uint8_t *fn_role)
+{
+	const struct gs_stack *s = &p->stacks[st];
+
+	for (uint32_t k = s->n; k-- > 0;) {
+		const struct gs_location *l = gs_profile_location(p, p->stack_locs[s->first + k]);
+		uint8_t obj = object_role(p, l);
+
+		if (obj)
+			return obj;
+
+		for (uint32_t j = 0; j < l->n_lines; j++) {
+			uint32_t fn = p->lines[l->first_line + j].function;
+
+			if (fn_role[fn] == 0xff)
+				fn_role[fn] = function_role(p, fn, l->kind);
+			if (fn_role[fn])
+				return fn_role[fn];
+		}
+	}
+	return 0;
+}
+
+struct thread {
+	uint32_t pid, tid;
+	gs_str comm;
+	uint32_t votes[GS_NTHREAD_ROLES];
+};
+
+struct threads {
+	struct thread *v;
+	uint32_t n, cap; /* cap: power of two, at most half full */
+};
+
+static uint32_t thread_slot(const struct threads *t, uint32_t pid, uint32_t tid)
+{
+	uint32_t h = (pid * 0x9e3779b1u ^ tid * 0x85ebca77u) & (t->cap - 1);
+
+	while (t->v[h].tid && (t->v[h].pid != pid || t->v[h].tid != tid))
+		h = (h + 1) & (t->cap - 1);
+	return h;
+}
+
+static int threads_grow(struct threads *t)
+{
+	struct threads n = { .cap = t->cap ? t->cap * 2 : 256 };
+
+	n.v = calloc(n.cap, sizeof(*n.v));
+	if (!n.v)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < t->cap; i++)
+		if (t->v[i].tid)
+			n.v[thread_slot(&n, t->v[i].pid, t->v[i].tid)] = t->v[i];
+	n.n = t->n;
+	free(t->v);
+	*t = n;
+	return 0;
+}
+
+static struct thread *thread_get(struct threads *t, uint32_t pid, uint32_t tid)
+{
+	uint32_t h;
+
+	if ((t->n + 1) * 2 > t->cap && threads_grow(t))
+		return NULL;
+	h = thread_slot(t, pid, tid);
+	if (!t->v[h].tid) {
+		t->v[h].pid = pid;
+		t->v[h].tid = tid;
+		t->n++;
+	}
+	return &t->v[h];
+}
+
+static uint8_t comm_role(const struct gs_profile *p, gs_str comm)
+{
+	uint8_t r = prefix_role(M_COMM, gs_profile_str(p, comm));
+
+	return r ? r - 1 : GS_TR_OTHER;
+}
+
+static enum gs_thread_role decide(const struct gs_profile *p, const struct thread *th)
+{
+	uint32_t best = GS_TR_OTHER;
+
+	if (th->votes[GS_TR_DATALOADER_WORKER])
+		return GS_TR_DATALOADER_WORKER;
+	if (th->tid == th->pid)
+		return GS_TR_MAIN;
+	for (uint32_t r = 1; r < GS_NTHREAD_ROLES; r++)
+		if (th->votes[r] > th->votes[best])
+			best = r;
+	return best != GS_TR_OTHER ? best : comm_role(p, th->comm);
+}
+
+static bool is_thread_sample(const struct gs_sample *s)
+{
+	return s->cuda_device < 0 && s->tid;
+}
+
+static int vote(struct gs_profile *p, struct threads *t)
+{
+	uint8_t *fn_role = malloc((size_t)p->n_functions + 1);
+	uint8_t *st_role = malloc((size_t)p->n_stacks + 1);
+
+	if (!fn_role || !st_role) {
+		free(fn_role);
+		free(st_role);
+		return -ENOMEM;
+	}
+	memset(fn_role, 0xff, (size_t)p->n_functions + 1);
+	memset(st_role, 0xff, (size_t)p->n_stacks + 1);
+	for (size_t i = 0; i < p->n_samples; i++) {
+		const struct gs_sample *s = &p->samples[i];
+		struct thread *th;
+
+		if (!is_thread_sample(s))
+			continue;
+		if (!(th = thread_get(t, s->pid, s->tid))) {
+			free(fn_role);
+			free(st_role);
+			return -ENOMEM;
+		}
+		if (st_role[s->stack] == 0xff)
+			st_role[s->stack] = stack_role(p, s->stack, fn_role);
+		th->votes[st_role[s->stack] ? st_role[s->stack] - 1 : GS_TR_OTHER]++;
+		th->comm = s->thread_name;
+	}
+	free(fn_role);
+	free(st_role);
+	return 0;
+}
+
+int gs_thread_roles(struct gs_profile *p)
+{
+	gs_str names[GS_NTHREAD_ROLES];
+	struct threads t = { 0 };
+	int rc = vote(p, &t);
+
+	for (uint32_t r = 0; !rc && r < GS_NTHREAD_ROLES; r++)
+		if ((names[r] = gs_profile_intern(p, gs_thread_role_name[r])) == (gs_str)-1)
+			rc = -ENOMEM;
+	for (size_t i = 0; !rc && i < p->n_samples; i++) {
+		struct gs_sample *s = &p->samples[i];
+
+		if (is_thread_sample(s))
+			s->str_labels[GS_SL_THREAD_ROLE] =
+				names[decide(p, &t.v[thread_slot(&t, s->pid, s->tid)])];
+	}
+	free(t.v);
+	return rc;
+}
