@@ -224,5 +224,13 @@ int gs_rt_user_stack(struct session *s, const struct gs_rawstack *r, uint32_t *o
 		py_locs[i] = gs_py_location(s->py, r->tgid, &py[i]);
 	if (r->flags & GS_CPU_PY_TRUNC)
 		trunc = gs_py_truncated_location(s->py);
-	return gs_py_merge(&s->prof, native, r->n_user, py_locs, py, n_py, trunc, out, cap);
+	struct gs_py_range eval[GS_PY_EVAL_RANGES];
+	struct gs_py_stack st = {
+		.native = native, .native_ips = &r->frames[r->n_kernel], .n_native = r->n_user,
+		.py_locs = py_locs, .py_frames = py, .n_py = n_py, .trunc_loc = trunc,
+		.py_partial = (r->flags & GS_CPU_PY_ERR) != 0,
+		.eval = eval, .n_eval = gs_py_eval_ranges(s->py, r->tgid, eval, GS_PY_EVAL_RANGES),
+	};
+
+	return gs_py_merge(&s->prof, &st, out, cap);
 }

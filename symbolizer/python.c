@@ -127,6 +127,7 @@ struct py_layout {
 	uint16_t co_argcount, co_firstlineno, co_filename, co_name, co_qualname, co_table;
 	uint16_t ascii_size, compact_size; /* sizeof(PyASCIIObject), PyCompactUnicodeObject */
 	uint64_t code_type;
+	struct gs_py_range eval[GS_PY_EVAL_RANGES]; /* runtime; hi == 0: absent */
 };
 
 struct py_code {
@@ -300,11 +301,12 @@ struct elf_syms {
 
 enum {
 	S_RUNTIME, S_VERSION, S_GILSTATE, S_NONE, S_CODE, S_FRAME, S_BYTES, S_GETVERSION,
-	S_GETSPECIFIC, S_NR
+	S_GETSPECIFIC, S_EVAL, S_EVAL_COLD, S_NR
 };
 static const char *const sym_names[S_NR] = {
 	"_PyRuntime", "Py_Version", "PyGILState_GetThisThreadState", "_Py_NoneStruct",
 	"PyCode_Type", "PyFrame_Type", "PyBytes_Type", "Py_GetVersion", "pthread_getspecific",
+	"_PyEval_EvalFrameDefault", "_PyEval_EvalFrameDefault.cold",
 };
 
 struct elf_file {
@@ -312,6 +314,7 @@ struct elf_file {
 	Elf *elf;
 	uint64_t bias;  /* runtime = vaddr + bias */
 	uint64_t sym[S_NR]; /* vaddr, 0 = absent */
+	uint64_t sym_size[S_NR]; /* st_size */
 	uint64_t pyruntime_sec;
 	char path[256];
 };
@@ -343,6 +346,7 @@ static void scan_symtab(struct elf_file *f, Elf_Scn *scn, GElf_Shdr *sh)
 		for (int k = 0; k < S_NR; k++)
 			if (!f->sym[k] && !strcmp(name, sym_names[k])) {
 				f->sym[k] = s.st_value;
+				f->sym_size[k] = s.st_size;
 				break;
 			}
 	}
@@ -786,6 +790,19 @@ static int find_libc_1stblock(struct discover *d, struct map_ent *maps, int n, u
 	return -ENOENT;
 }
 
+/* The eval loop's code, for the merge (gs_py_eval_ranges). */
+static void eval_ranges(const struct elf_file *f, struct gs_py_range *r)
+{
+	static const int syms[GS_PY_EVAL_RANGES] = { S_EVAL, S_EVAL_COLD };
+
+	for (int i = 0; i < GS_PY_EVAL_RANGES; i++) {
+		uint64_t v = f->sym[syms[i]], size = f->sym_size[syms[i]];
+
+		r[i] = v && size ? (struct gs_py_range){ v + f->bias, v + f->bias + size }
+				 : (struct gs_py_range){ 0, 0 };
+	}
+}
+
 static int discover(struct gs_py *py, struct discover *d, struct gs_py_cfg *cfg,
 		    struct gs_py_info *info, struct py_layout *lay)
 {
@@ -919,6 +936,7 @@ static int discover(struct gs_py *py, struct discover *d, struct gs_py_cfg *cfg,
 		.co_table = t->co_table, .ascii_size = t->ascii_size,
 		.compact_size = t->compact_size, .code_type = s.code_type,
 	};
+	eval_ranges(&f, lay->eval);
 	err = 0;
 out:
 	elf_close(&f);
@@ -978,6 +996,21 @@ void gs_py_exec(struct gs_py *py, uint32_t tgid)
 	map_del(&py->procs, tgid);
 	if (map_put(&py->retired, tgid, (uintptr_t)sp))
 		space_put(sp);
+}
+
+uint32_t gs_py_eval_ranges(struct gs_py *py, uint32_t tgid, struct gs_py_range *out,
+			   uint32_t cap)
+{
+	struct py_space *sp = space_of(py, tgid);
+	uint64_t v;
+	uint32_t n = 0;
+
+	if (!sp && map_get(&py->retired, tgid, &v)) /* exec'd into a non-Python image */
+		sp = (struct py_space *)(uintptr_t)v;
+	for (uint32_t i = 0; sp && i < GS_PY_EVAL_RANGES && n < cap; i++)
+		if (sp->lay.eval[i].hi)
+			out[n++] = sp->lay.eval[i];
+	return n;
 }
 
 void gs_py_exit(struct gs_py *py, uint32_t tgid)
