@@ -189,6 +189,23 @@ void gs_rt_tick(struct session *s)
 		py_discover(s, &s->procs.items[i]);
 }
 
+void gs_rt_comments(struct session *s)
+{
+	struct gs_py_stats st;
+
+	if (!s->py)
+		return;
+	gs_py_get_stats(s->py, &st);
+	if (!st.codes_read && !st.codes_failed)
+		return;
+	gs_profile_add_comment(&s->prof, "python code objects: %llu read (%llu of them freed but "
+			       "intact), %llu unreadable (reused or process gone before they were "
+			       "read); %llu of %llu frames of distinct stacks are [unknown python]",
+			       (unsigned long long)st.codes_read, (unsigned long long)st.codes_freed,
+			       (unsigned long long)st.codes_failed,
+			       (unsigned long long)st.frames_unknown, (unsigned long long)st.frames);
+}
+
 void gs_rt_new_stack(struct session *s, const struct gs_rawstack *r)
 {
 	struct gs_sym_mapping_info mi;

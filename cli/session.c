@@ -551,6 +551,7 @@ static void add_comments(struct session *s)
 				       (unsigned long long)st.unwind_err[GS_UNWIND_BAD_RULE],
 				       (unsigned long long)st.unwind_err[GS_UNWIND_DEPTH]);
 	gs_off_comments(s, &st);
+	gs_rt_comments(s);
 	if (st.lost)
 		gs_profile_add_note(p, "%llu samples were lost (ring buffer full); try a lower -F",
 				    (unsigned long long)st.lost);

@@ -154,6 +154,7 @@ struct gs_py {
 	struct u64map locs;   /* function << 32 | line -> location id */
 	uint32_t mapping;     /* [python] mapping id */
 	uint32_t unknown_fn, trunc_loc;
+	struct gs_py_stats st;
 };
 
 struct gs_py *gs_py_new(struct gs_profile *profile)
@@ -1090,8 +1091,17 @@ static int read_bytes(uint32_t pid, uint64_t obj, uint8_t **out, uint32_t *len)
 	return 0;
 }
 
+/* Read the code object at `code`.  The checksum the BPF walker computed at
+ * sample time must match.  A module body's code object is freed as soon as
+ * the import finishes, often before the sample is read (a loaded machine);
+ * free() then overwrites its first 16 bytes (the allocator's list links,
+ * over ob_refcnt and ob_type) but not the fields read here until the
+ * memory is reused.  So a wrong ob_type with a matching checksum and fields
+ * that still decode is taken as that freed object (*freed = true); memory
+ * reused by another code object has the right type and, almost always, a
+ * different checksum. */
 static struct py_code *read_code(uint32_t pid, const struct py_layout *l, uint64_t code,
-				 uint16_t check)
+				 uint16_t check, bool *freed)
 {
 	uint8_t buf[256];
 	uint64_t type, name, file, table;
@@ -1102,8 +1112,9 @@ static struct py_code *read_code(uint32_t pid, const struct py_layout *l, uint64
 	memcpy(&type, buf + 8, 8);
 	memcpy(&first, buf + l->co_firstlineno, 4);
 	memcpy(&argc, buf + l->co_argcount, 4);
-	if (type != l->code_type || gs_py_checksum(first, argc) != check)
+	if (gs_py_checksum(first, argc) != check)
 		return NULL;
+	*freed = type != l->code_type;
 	memcpy(&name, buf + (l->co_qualname ? l->co_qualname : l->co_name), 8);
 	memcpy(&file, buf + l->co_filename, 8);
 	memcpy(&table, buf + l->co_table, 8);
@@ -1149,10 +1160,17 @@ static struct py_code *code_get(struct gs_py *py, uint32_t tgid, const struct gs
 	}
 	if (!sp || map_get(&sp->codes, key, &v))
 		return NULL; /* unknown process, or a known read failure */
-	c = read_code(tgid, &sp->lay, f->code, f->check);
+	bool freed = false;
+
+	c = read_code(tgid, &sp->lay, f->code, f->check, &freed);
 	for (uint32_t i = sp->n_pids; !c && i-- > 0;)
 		if (sp->pids[i] != tgid)
-			c = read_code(sp->pids[i], &sp->lay, f->code, f->check);
+			c = read_code(sp->pids[i], &sp->lay, f->code, f->check, &freed);
+	if (c)
+		py->st.codes_read++;
+	else
+		py->st.codes_failed++;
+	py->st.codes_freed += c && freed;
 	/* Remember failures too (as NULL) so dead workers are not re-read. */
 	if (map_put(&sp->codes, key, (uintptr_t)c)) {
 		if (c)
@@ -1218,7 +1236,9 @@ uint32_t gs_py_location(struct gs_py *py, uint32_t tgid, const struct gs_py_fram
 	bool is_new;
 	struct py_code *c = code_get(py, tgid, f, &is_new);
 
+	py->st.frames++;
 	if (!c) {
+		py->st.frames_unknown++;
 		if (!py->unknown_fn)
 			py->unknown_fn = special_function(py, "[unknown python]");
 		return location_for(py, py->unknown_fn, 0, GS_FRAME_PYTHON);
@@ -1236,6 +1256,11 @@ uint32_t gs_py_location(struct gs_py *py, uint32_t tgid, const struct gs_py_fram
 				   f->lasti);
 
 	return location_for(py, c->function, line < 0 ? 0 : line, GS_FRAME_PYTHON);
+}
+
+void gs_py_get_stats(const struct gs_py *py, struct gs_py_stats *st)
+{
+	*st = py->st;
 }
 
 uint32_t gs_py_truncated_location(struct gs_py *py)

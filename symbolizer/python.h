@@ -100,6 +100,17 @@ int gs_py_note_frames(struct gs_py *py, uint32_t tgid, const struct gs_py_frame 
  * Function {qualname (co_name before 3.11), co_filename, co_firstlineno},
  * Line {current line from the line table}; 0 only on allocation failure. */
 uint32_t gs_py_location(struct gs_py *py, uint32_t tgid, const struct gs_py_frame *frame);
+/* What symbolization could not resolve, for the profile's comments. */
+struct gs_py_stats {
+	uint64_t codes_read;     /* distinct code objects read */
+	uint64_t codes_freed;    /* of which read after they were freed (intact) */
+	uint64_t codes_failed;   /* distinct code objects unreadable (freed or
+				  * reused before they were read, process gone) */
+	uint64_t frames;         /* gs_py_location calls (frames of distinct stacks) */
+	uint64_t frames_unknown; /* of which "[unknown python]" */
+};
+void gs_py_get_stats(const struct gs_py *py, struct gs_py_stats *st);
+
 /* Location of the "[truncated python stack]" marker frame. */
 uint32_t gs_py_truncated_location(struct gs_py *py);
 
