@@ -192,7 +192,14 @@ void gs_rt_tick(struct session *s)
 void gs_rt_comments(struct session *s)
 {
 	struct gs_py_stats st;
+	size_t scanned = 0;
 
+	for (size_t i = 0; i < s->n_samples; i++)
+		scanned += (s->raw.items[s->samples[i].stack].flags & GS_CPU_USER_SCAN) != 0;
+	if (scanned)
+		gs_profile_add_comment(&s->prof, "native stacks: %zu of %zu samples continued past "
+				       "code without an unwind table or frame pointer (JIT) by a "
+				       "stack scan", scanned, s->n_samples);
 	if (!s->py)
 		return;
 	gs_py_get_stats(s->py, &st);

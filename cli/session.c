@@ -233,7 +233,8 @@ int64_t gs_session_intern(struct session *s, const struct gs_cpu_sample *cs)
 	if (!gs_proctab_get(&s->procs, cs->tgid))
 		first_sight(s, cs->tgid);
 	idx = gs_rawstacks_intern(&s->raw, cs,
-				  cs->flags & (GS_CPU_USER_TRUNC | GS_CPU_PY_TRUNC | GS_CPU_PY_ERR),
+				  cs->flags & (GS_CPU_USER_TRUNC | GS_CPU_PY_TRUNC | GS_CPU_PY_ERR |
+					       GS_CPU_USER_SCAN),
 				  &is_new);
 	if (idx >= 0 && is_new)
 		gs_rt_new_stack(s, &s->raw.items[idx]);
