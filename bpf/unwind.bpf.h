@@ -108,7 +108,7 @@ struct gs_unwind_state {
 	__u8 exact;  /* pc is exact (leaf, or resumed after a signal frame) */
 	__u8 bp_ok;  /* bp holds this frame's real RBP */
 	__u8 cfi;    /* at least one row used */
-	__u8 scan;   /* scanning the stack for a return address from scan_at */
+	__u8 scan;   /* 1: scanning the stack from scan_at; 2: found, fix RBP */
 	__u8 scanned; /* a caller was found by a scan */
 	__u8 scan_chunks; /* scan steps left for this walk */
 	__u8 pad[4];
@@ -392,13 +392,50 @@ static __always_inline long gs_unwind_scan_step(struct gs_unwind_walk *c, struct
 			continue;
 		w->pc = v;
 		w->sp = at + 8 * j + 8;
-		w->bp_ok = 0;
 		w->exact = 0;
-		w->scan = 0;
+		w->scan = 2;
 		w->scanned = 1;
 		return 0;
 	}
 	w->scan_at = at + sizeof(w->scan_buf);
+	return 0;
+}
+
+/* RBP-based caller rule with CFA = guess + off: does it lead to a return
+ * address? */
+static __always_inline bool gs_unwind_bp_fits(struct gs_cfi_proc *proc, struct gs_unwind_state *w,
+					      __u64 guess, __s32 off)
+{
+	__u64 cfa = guess + (__s64)off, ret;
+
+	return guess && !(guess & 7) && cfa > w->sp && cfa - w->sp < (1u << 20) &&
+	       !gs_read_user_u64(&ret, cfa - 8) && gs_unwind_is_ret(proc, ret);
+}
+
+/* After a scan found the caller: its RBP is unknown.  When the caller's rule
+ * needs it, try the register as it is (JIT code that leaves RBP alone) and
+ * the slot two words below the return address (a preamble that pushes RBP
+ * second, as oneDNN's does), each only if the rule then yields a return
+ * address.  Else RBP stays unknown (RSP-based rules still work). */
+static __always_inline long gs_unwind_scan_bp(struct gs_unwind_walk *c, struct gs_unwind_state *w)
+{
+	struct gs_cfi_mapping *m = gs_cfi_find_mapping(c->proc, w->pc - 1);
+	struct gs_cfi_rule *r = NULL;
+	__u64 saved = 0;
+
+	w->scan = 0;
+	w->bp_ok = 0;
+	if (m && m->table_id && m->table_id != GS_CFI_TABLE_PENDING && m->table_id != GS_CFI_TABLE_ANON)
+		r = gs_cfi_find_rule(m->table_id, m->n_pages, w->pc - 1 - m->bias);
+	if (!r || r->cfa_type != GS_CFA_RBP)
+		return 0;
+	if (gs_unwind_bp_fits(c->proc, w, w->bp, r->cfa_off)) {
+		w->bp_ok = 1;
+	} else if (!gs_read_user_u64(&saved, w->sp - 24) &&
+		   gs_unwind_bp_fits(c->proc, w, saved, r->cfa_off)) {
+		w->bp = saved;
+		w->bp_ok = 1;
+	}
 	return 0;
 }
 
@@ -431,6 +468,8 @@ static long gs_unwind_step(__u32 i, void *arg)
 	__u64 lookup;
 	__u32 n = w->n;
 
+	if (w->scan == 2)
+		return gs_unwind_scan_bp(c, w);
 	if (w->scan)
 		return gs_unwind_scan_step(c, w);
 	if (n >= GS_MAX_USER_FRAMES)
@@ -521,7 +560,7 @@ __noinline int gs_unwind_cfi(__u32 tgid, __u32 level)
 	c.w = w;
 	c.proc = proc;
 	c.tgid = tgid;
-	bpf_loop(GS_MAX_USER_FRAMES + 1 + GS_UNWIND_SCAN_CHUNKS, gs_unwind_step, &c, 0);
+	bpf_loop(GS_MAX_USER_FRAMES + 1 + 2 * GS_UNWIND_SCAN_CHUNKS, gs_unwind_step, &c, 0);
 	return w->n;
 }
 
