@@ -895,7 +895,12 @@ static int discover(struct gs_py *py, struct discover *d, struct gs_py_cfg *cfg,
 		goto out;
 	}
 	if (tss[0] != 1 || tss[1] < 0 || tss[1] >= 32) {
-		err = fail(d, -EPROTO, "thread-state key at _PyRuntime+0x%" PRIx64 " looks wrong "
+		/* -EAGAIN: within milliseconds of exec the key reads as garbage
+		 * for a moment (seen with spawn workers once samples of young
+		 * processes are read at once; likely ld.so mapping libpython's
+		 * span before its data segment).  The session retries for a few
+		 * seconds, then reports this message. */
+		err = fail(d, -EAGAIN, "thread-state key at _PyRuntime+0x%" PRIx64 " looks wrong "
 			   "(initialized %d, key %d): unsupported build (Python frames off)",
 			   (uint64_t)tss_off, tss[0], tss[1]);
 		goto out;

@@ -73,7 +73,8 @@ void gs_py_free(struct gs_py *py);
 /* Find the CPython interpreter of tgid and fill cfg for the BPF walker.
  * 0: found; -ENOENT: no CPython in the process (yet: right after exec the
  * interpreter may not be mapped); -EAGAIN: CPython found but not walkable
- * yet -- not initialized, libpython or libc not fully mapped (retry every
+ * yet -- not initialized, libpython or libc not fully mapped, the
+ * thread-state key not readable as such yet (retry every
  * poll for a few seconds after exec, then report msg); -ENOTSUP: a Python this
  * version cannot walk (msg names it); -EPROTO: offsets failed the start-up
  * cross-check (msg names the build); -ESRCH/-EPERM: process gone / no
