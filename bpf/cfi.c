@@ -1847,8 +1847,12 @@ static int add_process(struct gs_cfi *c, uint32_t tgid, const uint64_t *want, si
 		memset(m, 0, sizeof(*m)); /* scratch reused across processes */
 		m->start = l.start;
 		m->end = l.end;
+		if (!l.inode && (!l.path || !l.path[0] || !strncmp(l.path, "[anon", 5))) {
+			m->table_id = GS_CFI_TABLE_ANON; /* JIT: scanned; known, so no miss */
+			continue;
+		}
 		if (!l.inode || !l.path || l.path[0] != '/')
-			continue; /* anonymous/JIT, [vdso]: frame pointers; known, so no miss */
+			continue; /* [vdso] and the like: frame pointers; known, so no miss */
 		n_files++;
 		snprintf(key, sizeof(key), "%x:%x:%llu", l.dev_major, l.dev_minor,
 			 (unsigned long long)l.inode);

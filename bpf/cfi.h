@@ -76,12 +76,16 @@ struct gs_cfi_page {
 
 /* One executable file mapping of a process. */
 #define GS_CFI_TABLE_PENDING 0xffffffffu /* table_id: not built yet (lazy mode) */
+#define GS_CFI_TABLE_ANON 0xfffffffeu    /* table_id: anonymous executable memory (JIT
+					  * code: neither a table nor, often, a frame
+					  * pointer): validated FP step or stack scan */
 
 struct gs_cfi_mapping {
 	__u64 start, end; /* runtime [start, end) */
 	__u64 bias;       /* runtime address - ELF vaddr */
 	__u32 table_id;   /* gs_cfi_tables index; 0 = no table (frame pointers);
-			   * GS_CFI_TABLE_PENDING = ask user space for it */
+			   * GS_CFI_TABLE_PENDING = ask user space for it;
+			   * GS_CFI_TABLE_ANON = JIT code (see unwind.bpf.h) */
 	__u32 n_pages;    /* page-index entries at the head of that table */
 };
 

@@ -307,7 +307,9 @@ int gs_sample(struct bpf_perf_event_data *ctx)
 	if (size > GS_CPU_SAMPLE_MAX_SIZE) /* keeps the verifier's bound explicit */
 		return 0;
 	rec->hdr.size = size;
-	if (bpf_ringbuf_output(&events, rec, size, BPF_RB_NO_WAKEUP))
+	if (bpf_ringbuf_output(&events, rec, size,
+			       gs_py_wakeup_flag((struct task_struct *)bpf_get_current_task(),
+						 rec->n_python)))
 		gs_stat_inc(st, GS_STAT_LOST);
 	else
 		gs_stat_inc(st, GS_STAT_SAMPLES);

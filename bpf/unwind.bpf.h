@@ -23,7 +23,15 @@
  * a binary search over the process's sorted mappings, a page-index lookup
  * and a short binary search over that object's rows, then CFA / return address (CFA-8) / saved RBP read
  * from the user stack.  PCs without a row (JIT code, objects without
- * .eh_frame, gaps between FDEs) take one frame-pointer step.  The walk starts
+ * .eh_frame, gaps between FDEs) take one frame-pointer step.  A PC outside
+ * every known mapping (JIT code in anonymous memory, such as oneDNN's
+ * kernels, which keep neither a table nor a frame pointer) takes the
+ * frame-pointer step only when its result validates as a return address
+ * (gs_unwind_is_ret); otherwise the stack is scanned upwards from SP, 8
+ * words per loop step, at most GS_UNWIND_SCAN_CHUNKS steps per walk, for
+ * the first word that validates: the caller's PC, its SP right above that
+ * word (RBP unknown: only RSP-based rules continue), then CFI again.  Such
+ * samples get GS_CPU_USER_SCAN.  The walk starts
  * from the task's user registers (bpf_task_pt_regs), so samples that
  * interrupted the kernel still get the user stack.  Processes without an
  * entry, or every process while gs_unwind_fp_only is set, use bpf_get_stack
@@ -100,9 +108,15 @@ struct gs_unwind_state {
 	__u8 exact;  /* pc is exact (leaf, or resumed after a signal frame) */
 	__u8 bp_ok;  /* bp holds this frame's real RBP */
 	__u8 cfi;    /* at least one row used */
-	__u8 pad[7];
+	__u8 scan;   /* 1: scanning the stack from scan_at; 2: found, fix RBP */
+	__u8 scanned; /* a caller was found by a scan */
+	__u8 scan_chunks; /* scan steps left for this walk */
+	__u8 pad[4];
+	__u64 scan_at;
+	__u64 scan_buf[8];
 	__u64 ips[GS_MAX_USER_FRAMES]; /* leaf first */
 };
+#define GS_UNWIND_SCAN_CHUNKS 64 /* x 8 words: 4 KiB of stack per walk */
 
 /* One state per nesting level (GS_NEST_MAX, common.bpf.h): a perf_event
  * sample can interrupt a uprobe/USDT handler that is unwinding on the same
@@ -318,6 +332,133 @@ static __always_inline long gs_unwind_cfi_step(struct gs_unwind_state *w, const 
 	return fr[1] == 0; /* 0 return address: outermost frame */
 }
 
+/* Length of the `call r/m64` (ff /2) whose ModRM byte is modrm (and SIB
+ * byte sib), prefixes not counted; 0 when modrm is not /2. */
+static __always_inline __u32 gs_call_ff_len(__u8 modrm, __u8 sib)
+{
+	__u8 mod = modrm >> 6, rm = modrm & 7;
+
+	if ((modrm & 0x38) != 0x10)
+		return 0;
+	if (mod == 3)
+		return 2;
+	if (mod == 1)
+		return rm == 4 ? 4 : 3;
+	if (mod == 2)
+		return rm == 4 ? 7 : 6;
+	if (rm == 4)
+		return (sib & 7) == 5 ? 7 : 3;
+	return rm == 5 ? 6 : 2;
+}
+
+/* Is v a return address: inside a mapping with an unwind table (built or
+ * pending), right after a call instruction (e8 rel32, or ff /2 of any
+ * length)?  Reads the 8 code bytes before v. */
+static __always_inline bool gs_unwind_is_ret(struct gs_cfi_proc *proc, __u64 v)
+{
+	struct gs_cfi_mapping *m;
+	__u8 b[8];
+
+	if (v < 8)
+		return false;
+	m = gs_cfi_find_mapping(proc, v - 1);
+	if (!m || !m->table_id || m->table_id == GS_CFI_TABLE_ANON || v - 8 < m->start)
+		return false;
+	if (bpf_probe_read_user(b, sizeof(b), (const void *)(v - 8)))
+		return false;
+	if (b[3] == 0xe8)
+		return true;
+	return (b[6] == 0xff && gs_call_ff_len(b[7], 0) == 2) ||
+	       (b[5] == 0xff && gs_call_ff_len(b[6], b[7]) == 3) ||
+	       (b[4] == 0xff && gs_call_ff_len(b[5], b[6]) == 4) ||
+	       (b[2] == 0xff && gs_call_ff_len(b[3], b[4]) == 6) ||
+	       (b[1] == 0xff && gs_call_ff_len(b[2], b[3]) == 7);
+}
+
+/* One scan step: 8 stack words from scan_at.  Returns 1 to stop the walk. */
+static __always_inline long gs_unwind_scan_step(struct gs_unwind_walk *c, struct gs_unwind_state *w)
+{
+	__u64 at = w->scan_at;
+
+	if (!w->scan_chunks)
+		return gs_unwind_stop(w, GS_UNWIND_NO_TABLE);
+	w->scan_chunks--;
+	if (bpf_probe_read_user(w->scan_buf, sizeof(w->scan_buf), (const void *)at))
+		return gs_unwind_stop(w, GS_UNWIND_READ_FAULT);
+	for (__u32 j = 0; j < 8; j++) {
+		__u64 v = w->scan_buf[j];
+
+		if (!gs_unwind_is_ret(c->proc, v))
+			continue;
+		w->pc = v;
+		w->sp = at + 8 * j + 8;
+		w->exact = 0;
+		w->scan = 2;
+		w->scanned = 1;
+		return 0;
+	}
+	w->scan_at = at + sizeof(w->scan_buf);
+	return 0;
+}
+
+/* RBP-based caller rule with CFA = guess + off: does it lead to a return
+ * address? */
+static __always_inline bool gs_unwind_bp_fits(struct gs_cfi_proc *proc, struct gs_unwind_state *w,
+					      __u64 guess, __s32 off)
+{
+	__u64 cfa = guess + (__s64)off, ret;
+
+	return guess && !(guess & 7) && cfa > w->sp && cfa - w->sp < (1u << 20) &&
+	       !gs_read_user_u64(&ret, cfa - 8) && gs_unwind_is_ret(proc, ret);
+}
+
+/* After a scan found the caller: its RBP is unknown.  When the caller's rule
+ * needs it, try the register as it is (JIT code that leaves RBP alone) and
+ * the slot two words below the return address (a preamble that pushes RBP
+ * second, as oneDNN's does), each only if the rule then yields a return
+ * address.  Else RBP stays unknown (RSP-based rules still work). */
+static __always_inline long gs_unwind_scan_bp(struct gs_unwind_walk *c, struct gs_unwind_state *w)
+{
+	struct gs_cfi_mapping *m = gs_cfi_find_mapping(c->proc, w->pc - 1);
+	struct gs_cfi_rule *r = NULL;
+	__u64 saved = 0;
+
+	w->scan = 0;
+	w->bp_ok = 0;
+	if (m && m->table_id && m->table_id != GS_CFI_TABLE_PENDING && m->table_id != GS_CFI_TABLE_ANON)
+		r = gs_cfi_find_rule(m->table_id, m->n_pages, w->pc - 1 - m->bias);
+	if (!r || r->cfa_type != GS_CFA_RBP)
+		return 0;
+	if (gs_unwind_bp_fits(c->proc, w, w->bp, r->cfa_off)) {
+		w->bp_ok = 1;
+	} else if (!gs_read_user_u64(&saved, w->sp - 24) &&
+		   gs_unwind_bp_fits(c->proc, w, saved, r->cfa_off)) {
+		w->bp = saved;
+		w->bp_ok = 1;
+	}
+	return 0;
+}
+
+/* pc lies in anonymous executable memory (JIT code) or outside every known
+ * mapping (mapped since the last maps read): a frame-pointer step if its
+ * result validates, else start a scan. */
+static __always_inline long gs_unwind_unmapped(struct gs_unwind_walk *c, struct gs_unwind_state *w)
+{
+	__u64 fr[2]; /* saved RBP, return address */
+
+	if (w->bp_ok && w->bp >= w->sp && !(w->bp & 7) && w->bp - w->sp < (1u << 20) &&
+	    !gs_read_user_pair(fr, w->bp) && gs_unwind_is_ret(c->proc, fr[1])) {
+		w->sp = w->bp + 16;
+		w->bp = fr[0];
+		w->pc = fr[1];
+		w->exact = 0;
+		return 0;
+	}
+	w->scan = 1;
+	w->scan_at = w->sp & ~7ull;
+	return 0;
+}
+
 static long gs_unwind_step(__u32 i, void *arg)
 {
 	struct gs_unwind_walk *c = arg;
@@ -327,6 +468,10 @@ static long gs_unwind_step(__u32 i, void *arg)
 	__u64 lookup;
 	__u32 n = w->n;
 
+	if (w->scan == 2)
+		return gs_unwind_scan_bp(c, w);
+	if (w->scan)
+		return gs_unwind_scan_step(c, w);
 	if (n >= GS_MAX_USER_FRAMES)
 		return gs_unwind_stop(w, GS_UNWIND_DEPTH);
 	w->ips[n] = w->pc;
@@ -351,6 +496,10 @@ static long gs_unwind_step(__u32 i, void *arg)
 			bpf_ringbuf_output(&GS_WAKE_RINGBUF, &wake, sizeof(wake), BPF_RB_FORCE_WAKEUP);
 #endif
 		}
+		if (!m)
+			return gs_unwind_unmapped(c, w);
+	} else if (m->table_id == GS_CFI_TABLE_ANON) {
+		return gs_unwind_unmapped(c, w);
 	} else if (m->table_id) {
 		r = gs_cfi_find_rule(m->table_id, m->n_pages, lookup - m->bias);
 	}
@@ -388,6 +537,9 @@ __noinline int gs_unwind_cfi(__u32 tgid, __u32 level)
 	w->n = 0;
 	w->err = GS_UNWIND_OK;
 	w->cfi = 0;
+	w->scan = 0;
+	w->scanned = 0;
+	w->scan_chunks = GS_UNWIND_SCAN_CHUNKS;
 	/* User registers as saved on kernel entry: right whether the sample
 	 * interrupted user or kernel mode (the perf regs are kernel regs then). */
 	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
@@ -408,7 +560,7 @@ __noinline int gs_unwind_cfi(__u32 tgid, __u32 level)
 	c.w = w;
 	c.proc = proc;
 	c.tgid = tgid;
-	bpf_loop(GS_MAX_USER_FRAMES + 1, gs_unwind_step, &c, 0);
+	bpf_loop(GS_MAX_USER_FRAMES + 1 + 2 * GS_UNWIND_SCAN_CHUNKS, gs_unwind_step, &c, 0);
 	return w->n;
 }
 
@@ -445,6 +597,8 @@ static __always_inline struct gs_unwind_state *gs_unwind_begin(void *ctx, __u32 
 		*flags |= GS_CPU_USER_TRUNC;
 	if (w->cfi)
 		*flags |= GS_CPU_USER_CFI;
+	if (w->cfi && w->scanned)
+		*flags |= GS_CPU_USER_SCAN;
 	return w;
 }
 

@@ -88,6 +88,11 @@ static void child(char **argv, bool as_root, char **env_extra, int go_rd, int er
 	prctl(PR_SET_PDEATHSIG, 0);
 	for (char **kv = env_extra; kv && *kv; kv++)
 		putenv(*kv);
+	/* oneDNN's JIT kernels get names through the Linux perf map
+	 * (/tmp/perf-PID.map, symbolizer/perfmap.c): 2 is the perf map (1 is
+	 * VTune).  DNNL_ is the name before oneDNN 2.x.  A user's value wins. */
+	setenv("ONEDNN_JIT_PROFILE", "2", 0);
+	setenv("DNNL_JIT_PROFILE", "2", 0);
 	if (!as_root && (e = drop_to_sudo_user()) != 0)
 		goto fail;
 	restore_signals();

@@ -194,6 +194,30 @@ void gs_rt_tick(struct session *s)
 		py_discover(s, &s->procs.items[i]);
 }
 
+void gs_rt_comments(struct session *s)
+{
+	struct gs_py_stats st;
+	size_t scanned = 0;
+
+	for (size_t i = 0; i < s->n_samples; i++)
+		scanned += (s->raw.items[s->samples[i].stack].flags & GS_CPU_USER_SCAN) != 0;
+	if (scanned)
+		gs_profile_add_comment(&s->prof, "native stacks: %zu of %zu samples continued past "
+				       "code without an unwind table or frame pointer (JIT) by a "
+				       "stack scan", scanned, s->n_samples);
+	if (!s->py)
+		return;
+	gs_py_get_stats(s->py, &st);
+	if (!st.codes_read && !st.codes_failed)
+		return;
+	gs_profile_add_comment(&s->prof, "python code objects: %llu read (%llu of them freed but "
+			       "intact), %llu unreadable (reused or process gone before they were "
+			       "read); %llu of %llu frames of distinct stacks are [unknown python]",
+			       (unsigned long long)st.codes_read, (unsigned long long)st.codes_freed,
+			       (unsigned long long)st.codes_failed,
+			       (unsigned long long)st.frames_unknown, (unsigned long long)st.frames);
+}
+
 void gs_rt_new_stack(struct session *s, const struct gs_rawstack *r)
 {
 	struct gs_sym_mapping_info mi;
@@ -229,5 +253,13 @@ int gs_rt_user_stack(struct session *s, const struct gs_rawstack *r, uint32_t *o
 		py_locs[i] = gs_py_location(s->py, r->tgid, &py[i]);
 	if (r->flags & GS_CPU_PY_TRUNC)
 		trunc = gs_py_truncated_location(s->py);
-	return gs_py_merge(&s->prof, native, r->n_user, py_locs, py, n_py, trunc, out, cap);
+	struct gs_py_range eval[GS_PY_EVAL_RANGES];
+	struct gs_py_stack st = {
+		.native = native, .native_ips = &r->frames[r->n_kernel], .n_native = r->n_user,
+		.py_locs = py_locs, .py_frames = py, .n_py = n_py, .trunc_loc = trunc,
+		.py_partial = (r->flags & GS_CPU_PY_ERR) != 0,
+		.eval = eval, .n_eval = gs_py_eval_ranges(s->py, r->tgid, eval, GS_PY_EVAL_RANGES),
+	};
+
+	return gs_py_merge(&s->prof, &st, out, cap);
 }

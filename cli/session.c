@@ -196,7 +196,10 @@ int64_t gs_session_intern(struct session *s, const struct gs_cpu_sample *cs)
 		return -EINVAL; /* malformed: never read past the record */
 	if (!gs_proctab_get(&s->procs, cs->tgid))
 		first_sight(s, cs->tgid);
-	idx = gs_rawstacks_intern(&s->raw, cs, cs->flags & (GS_CPU_USER_TRUNC | GS_CPU_PY_TRUNC), &is_new);
+	idx = gs_rawstacks_intern(&s->raw, cs,
+				  cs->flags & (GS_CPU_USER_TRUNC | GS_CPU_PY_TRUNC | GS_CPU_PY_ERR |
+					       GS_CPU_USER_SCAN),
+				  &is_new);
 	if (idx >= 0 && is_new)
 		gs_rt_new_stack(s, &s->raw.items[idx]);
 	return idx;
@@ -502,6 +505,7 @@ static void add_comments(struct session *s)
 				       (unsigned long long)st.unwind_err[GS_UNWIND_BAD_RULE],
 				       (unsigned long long)st.unwind_err[GS_UNWIND_DEPTH]);
 	gs_off_comments(s, &st);
+	gs_rt_comments(s);
 	if (st.lost)
 		gs_profile_add_note(p, "%llu samples were lost (ring buffer full); try a lower -F",
 				    (unsigned long long)st.lost);

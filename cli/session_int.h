@@ -96,6 +96,7 @@ void gs_rt_fork(struct session *s, struct gs_procinfo *child);
 void gs_rt_exec(struct session *s, struct gs_procinfo *p);
 void gs_rt_exit(struct session *s, struct gs_procinfo *p);
 void gs_rt_tick(struct session *s);   /* from the poll loop */
+void gs_rt_comments(struct session *s); /* profile comments: what stayed unresolved */
 void gs_rt_new_stack(struct session *s, const struct gs_rawstack *r);
 /* Leaf-first user part of a stack (native + Python merged); returns count. */
 int gs_rt_user_stack(struct session *s, const struct gs_rawstack *r, uint32_t *out, uint32_t cap);

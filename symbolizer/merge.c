@@ -47,11 +47,53 @@ static uint32_t group_len(const struct gs_py_frame *f, uint32_t i, uint32_t n)
 	return (j < n ? j + 1 : n) - i;
 }
 
-int gs_py_merge(const struct gs_profile *p, const uint32_t *native, uint32_t n_native,
-		const uint32_t *py_locs, const struct gs_py_frame *py_frames, uint32_t n_py,
-		uint32_t trunc_loc, uint32_t *out, uint32_t cap)
+static bool in_ranges(const struct gs_py_range *r, uint32_t n, uint64_t pc)
 {
-	uint32_t o = 0, pi = 0, insert_at = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (pc >= r[i].lo && pc < r[i].hi)
+			return true;
+	return false;
+}
+
+/* Is native frame i an eval-loop activation?  By address when the ranges
+ * are known: names fail on stripped code (a .cold part without a symbol)
+ * and cannot tell two interpreters in one process apart. */
+static bool is_eval(const struct gs_profile *p, const struct gs_py_stack *s, uint32_t i)
+{
+	if (s->n_eval && s->native_ips)
+		/* above the leaf, a return address: the call is just before it */
+		return in_ranges(s->eval, s->n_eval, s->native_ips[i] - (i > 0));
+	return gs_py_is_eval_location(p, s->native[i]);
+}
+
+static uint32_t count_groups(const struct gs_py_frame *f, uint32_t n)
+{
+	uint32_t g = 0;
+
+	for (uint32_t i = 0; i < n; i += group_len(f, i, n))
+		g++;
+	return g;
+}
+
+/* How many leaf-most activations get no group (see gs_py_merge). */
+static uint32_t leaf_skip(const struct gs_profile *p, const struct gs_py_stack *s)
+{
+	uint32_t acts = 0, groups;
+
+	if (!s->n_py || s->trunc_loc || s->py_partial ||
+	    !(s->py_frames[s->n_py - 1].flags & GS_PYF_ENTRY))
+		return 0; /* the root end of the Python chain is unknown */
+	for (uint32_t i = 0; i < s->n_native; i++)
+		acts += is_eval(p, s, i);
+	groups = count_groups(s->py_frames, s->n_py);
+	return acts > groups ? acts - groups : 0;
+}
+
+int gs_py_merge(const struct gs_profile *p, const struct gs_py_stack *s, uint32_t *out,
+		uint32_t cap)
+{
+	uint32_t o = 0, pi = 0, insert_at = 0, n_py = s->n_py;
+	uint32_t skip = leaf_skip(p, s);
 	bool spliced = false;
 
 #define PUT(x)                                                                                     \
@@ -61,33 +103,38 @@ int gs_py_merge(const struct gs_profile *p, const uint32_t *native, uint32_t n_n
 		out[o++] = (x);                                                            \
 	} while (0)
 
-	for (uint32_t i = 0; i < n_native; i++) {
-		if (pi < n_py && gs_py_is_eval_location(p, native[i])) {
-			uint32_t g = group_len(py_frames, pi, n_py);
+	for (uint32_t i = 0; i < s->n_native; i++) {
+		if (pi < n_py && is_eval(p, s, i)) {
+			if (skip) { /* an activation without Python frames (yet) */
+				skip--;
+				PUT(s->native[i]);
+				continue;
+			}
+			uint32_t g = group_len(s->py_frames, pi, n_py);
 
 			for (uint32_t k = 0; k < g; k++)
-				PUT(py_locs[pi + k]);
+				PUT(s->py_locs[pi + k]);
 			pi += g;
 			spliced = true;
 			insert_at = o;
 			continue;
 		}
-		PUT(native[i]);
+		PUT(s->native[i]);
 	}
 	if (!spliced)
 		insert_at = o;
-	if (pi < n_py || trunc_loc) {
+	if (pi < n_py || s->trunc_loc) {
 		/* Leftover groups go right after the last splice (or above all
 		 * native frames): shift the native tail up to make room. */
-		uint32_t extra = (n_py - pi) + (trunc_loc ? 1 : 0), tail = o - insert_at;
+		uint32_t extra = (n_py - pi) + (s->trunc_loc ? 1 : 0), tail = o - insert_at;
 
 		if (o + extra > cap)
 			return -ENOSPC;
 		memmove(&out[insert_at + extra], &out[insert_at], tail * sizeof(*out));
 		for (uint32_t k = 0; pi < n_py; k++, pi++)
-			out[insert_at + k] = py_locs[pi];
-		if (trunc_loc)
-			out[insert_at + extra - 1] = trunc_loc;
+			out[insert_at + k] = s->py_locs[pi];
+		if (s->trunc_loc)
+			out[insert_at + extra - 1] = s->trunc_loc;
 		o += extra;
 	}
 	return (int)o;

@@ -127,6 +127,7 @@ struct py_layout {
 	uint16_t co_argcount, co_firstlineno, co_filename, co_name, co_qualname, co_table;
 	uint16_t ascii_size, compact_size; /* sizeof(PyASCIIObject), PyCompactUnicodeObject */
 	uint64_t code_type;
+	struct gs_py_range eval[GS_PY_EVAL_RANGES]; /* runtime; hi == 0: absent */
 };
 
 struct py_code {
@@ -153,6 +154,7 @@ struct gs_py {
 	struct u64map locs;   /* function << 32 | line -> location id */
 	uint32_t mapping;     /* [python] mapping id */
 	uint32_t unknown_fn, trunc_loc;
+	struct gs_py_stats st;
 };
 
 struct gs_py *gs_py_new(struct gs_profile *profile)
@@ -300,11 +302,12 @@ struct elf_syms {
 
 enum {
 	S_RUNTIME, S_VERSION, S_GILSTATE, S_NONE, S_CODE, S_FRAME, S_BYTES, S_GETVERSION,
-	S_GETSPECIFIC, S_NR
+	S_GETSPECIFIC, S_EVAL, S_EVAL_COLD, S_NR
 };
 static const char *const sym_names[S_NR] = {
 	"_PyRuntime", "Py_Version", "PyGILState_GetThisThreadState", "_Py_NoneStruct",
 	"PyCode_Type", "PyFrame_Type", "PyBytes_Type", "Py_GetVersion", "pthread_getspecific",
+	"_PyEval_EvalFrameDefault", "_PyEval_EvalFrameDefault.cold",
 };
 
 struct elf_file {
@@ -312,6 +315,7 @@ struct elf_file {
 	Elf *elf;
 	uint64_t bias;  /* runtime = vaddr + bias */
 	uint64_t sym[S_NR]; /* vaddr, 0 = absent */
+	uint64_t sym_size[S_NR]; /* st_size */
 	uint64_t pyruntime_sec;
 	char path[256];
 };
@@ -343,6 +347,7 @@ static void scan_symtab(struct elf_file *f, Elf_Scn *scn, GElf_Shdr *sh)
 		for (int k = 0; k < S_NR; k++)
 			if (!f->sym[k] && !strcmp(name, sym_names[k])) {
 				f->sym[k] = s.st_value;
+				f->sym_size[k] = s.st_size;
 				break;
 			}
 	}
@@ -786,6 +791,19 @@ static int find_libc_1stblock(struct discover *d, struct map_ent *maps, int n, u
 	return -ENOENT;
 }
 
+/* The eval loop's code, for the merge (gs_py_eval_ranges). */
+static void eval_ranges(const struct elf_file *f, struct gs_py_range *r)
+{
+	static const int syms[GS_PY_EVAL_RANGES] = { S_EVAL, S_EVAL_COLD };
+
+	for (int i = 0; i < GS_PY_EVAL_RANGES; i++) {
+		uint64_t v = f->sym[syms[i]], size = f->sym_size[syms[i]];
+
+		r[i] = v && size ? (struct gs_py_range){ v + f->bias, v + f->bias + size }
+				 : (struct gs_py_range){ 0, 0 };
+	}
+}
+
 static int discover(struct gs_py *py, struct discover *d, struct gs_py_cfg *cfg,
 		    struct gs_py_info *info, struct py_layout *lay)
 {
@@ -877,7 +895,12 @@ static int discover(struct gs_py *py, struct discover *d, struct gs_py_cfg *cfg,
 		goto out;
 	}
 	if (tss[0] != 1 || tss[1] < 0 || tss[1] >= 32) {
-		err = fail(d, -EPROTO, "thread-state key at _PyRuntime+0x%" PRIx64 " looks wrong "
+		/* -EAGAIN: within milliseconds of exec the key reads as garbage
+		 * for a moment (seen with spawn workers once samples of young
+		 * processes are read at once; likely ld.so mapping libpython's
+		 * span before its data segment).  The session retries for a few
+		 * seconds, then reports this message. */
+		err = fail(d, -EAGAIN, "thread-state key at _PyRuntime+0x%" PRIx64 " looks wrong "
 			   "(initialized %d, key %d): unsupported build (Python frames off)",
 			   (uint64_t)tss_off, tss[0], tss[1]);
 		goto out;
@@ -919,6 +942,7 @@ static int discover(struct gs_py *py, struct discover *d, struct gs_py_cfg *cfg,
 		.co_table = t->co_table, .ascii_size = t->ascii_size,
 		.compact_size = t->compact_size, .code_type = s.code_type,
 	};
+	eval_ranges(&f, lay->eval);
 	err = 0;
 out:
 	elf_close(&f);
@@ -978,6 +1002,21 @@ void gs_py_exec(struct gs_py *py, uint32_t tgid)
 	map_del(&py->procs, tgid);
 	if (map_put(&py->retired, tgid, (uintptr_t)sp))
 		space_put(sp);
+}
+
+uint32_t gs_py_eval_ranges(struct gs_py *py, uint32_t tgid, struct gs_py_range *out,
+			   uint32_t cap)
+{
+	struct py_space *sp = space_of(py, tgid);
+	uint64_t v;
+	uint32_t n = 0;
+
+	if (!sp && map_get(&py->retired, tgid, &v)) /* exec'd into a non-Python image */
+		sp = (struct py_space *)(uintptr_t)v;
+	for (uint32_t i = 0; sp && i < GS_PY_EVAL_RANGES && n < cap; i++)
+		if (sp->lay.eval[i].hi)
+			out[n++] = sp->lay.eval[i];
+	return n;
 }
 
 void gs_py_exit(struct gs_py *py, uint32_t tgid)
@@ -1057,8 +1096,17 @@ static int read_bytes(uint32_t pid, uint64_t obj, uint8_t **out, uint32_t *len)
 	return 0;
 }
 
+/* Read the code object at `code`.  The checksum the BPF walker computed at
+ * sample time must match.  A module body's code object is freed as soon as
+ * the import finishes, often before the sample is read (a loaded machine);
+ * free() then overwrites its first 16 bytes (the allocator's list links,
+ * over ob_refcnt and ob_type) but not the fields read here until the
+ * memory is reused.  So a wrong ob_type with a matching checksum and fields
+ * that still decode is taken as that freed object (*freed = true); memory
+ * reused by another code object has the right type and, almost always, a
+ * different checksum. */
 static struct py_code *read_code(uint32_t pid, const struct py_layout *l, uint64_t code,
-				 uint16_t check)
+				 uint16_t check, bool *freed)
 {
 	uint8_t buf[256];
 	uint64_t type, name, file, table;
@@ -1069,8 +1117,9 @@ static struct py_code *read_code(uint32_t pid, const struct py_layout *l, uint64
 	memcpy(&type, buf + 8, 8);
 	memcpy(&first, buf + l->co_firstlineno, 4);
 	memcpy(&argc, buf + l->co_argcount, 4);
-	if (type != l->code_type || gs_py_checksum(first, argc) != check)
+	if (gs_py_checksum(first, argc) != check)
 		return NULL;
+	*freed = type != l->code_type;
 	memcpy(&name, buf + (l->co_qualname ? l->co_qualname : l->co_name), 8);
 	memcpy(&file, buf + l->co_filename, 8);
 	memcpy(&table, buf + l->co_table, 8);
@@ -1116,10 +1165,17 @@ static struct py_code *code_get(struct gs_py *py, uint32_t tgid, const struct gs
 	}
 	if (!sp || map_get(&sp->codes, key, &v))
 		return NULL; /* unknown process, or a known read failure */
-	c = read_code(tgid, &sp->lay, f->code, f->check);
+	bool freed = false;
+
+	c = read_code(tgid, &sp->lay, f->code, f->check, &freed);
 	for (uint32_t i = sp->n_pids; !c && i-- > 0;)
 		if (sp->pids[i] != tgid)
-			c = read_code(sp->pids[i], &sp->lay, f->code, f->check);
+			c = read_code(sp->pids[i], &sp->lay, f->code, f->check, &freed);
+	if (c)
+		py->st.codes_read++;
+	else
+		py->st.codes_failed++;
+	py->st.codes_freed += c && freed;
 	/* Remember failures too (as NULL) so dead workers are not re-read. */
 	if (map_put(&sp->codes, key, (uintptr_t)c)) {
 		if (c)
@@ -1185,7 +1241,9 @@ uint32_t gs_py_location(struct gs_py *py, uint32_t tgid, const struct gs_py_fram
 	bool is_new;
 	struct py_code *c = code_get(py, tgid, f, &is_new);
 
+	py->st.frames++;
 	if (!c) {
+		py->st.frames_unknown++;
 		if (!py->unknown_fn)
 			py->unknown_fn = special_function(py, "[unknown python]");
 		return location_for(py, py->unknown_fn, 0, GS_FRAME_PYTHON);
@@ -1203,6 +1261,11 @@ uint32_t gs_py_location(struct gs_py *py, uint32_t tgid, const struct gs_py_fram
 				   f->lasti);
 
 	return location_for(py, c->function, line < 0 ? 0 : line, GS_FRAME_PYTHON);
+}
+
+void gs_py_get_stats(const struct gs_py *py, struct gs_py_stats *st)
+{
+	*st = py->st;
 }
 
 uint32_t gs_py_truncated_location(struct gs_py *py)

@@ -28,7 +28,8 @@
  *   gs_py_exit(py, tgid)                          on GS_PROC_EXIT
  *   gs_py_location(py, tgid, &frame)              at the end, per frame
  *   gs_py_truncated_location(py)                  for GS_CPU_PY_TRUNC
- *   gs_py_merge(profile, native, py_locs, ...)    per stack, at the end
+ *   gs_py_eval_ranges(py, tgid, ...)              per stack, at the end, then
+ *   gs_py_merge(profile, &stack, out, cap)        (eval activations by address)
  *
  * Reads of the target use process_vm_readv (then /proc/PID/mem); they need
  * the same privileges as the BPF side (root or CAP_SYS_PTRACE).
@@ -72,7 +73,8 @@ void gs_py_free(struct gs_py *py);
 /* Find the CPython interpreter of tgid and fill cfg for the BPF walker.
  * 0: found; -ENOENT: no CPython in the process (yet: right after exec the
  * interpreter may not be mapped); -EAGAIN: CPython found but not walkable
- * yet -- not initialized, libpython or libc not fully mapped (retry every
+ * yet -- not initialized, libpython or libc not fully mapped, the
+ * thread-state key not readable as such yet (retry every
  * poll for a few seconds after exec, then report msg); -ENOTSUP: a Python this
  * version cannot walk (msg names it); -EPROTO: offsets failed the start-up
  * cross-check (msg names the build); -ESRCH/-EPERM: process gone / no
@@ -99,6 +101,17 @@ int gs_py_note_frames(struct gs_py *py, uint32_t tgid, const struct gs_py_frame 
  * Function {qualname (co_name before 3.11), co_filename, co_firstlineno},
  * Line {current line from the line table}; 0 only on allocation failure. */
 uint32_t gs_py_location(struct gs_py *py, uint32_t tgid, const struct gs_py_frame *frame);
+/* What symbolization could not resolve, for the profile's comments. */
+struct gs_py_stats {
+	uint64_t codes_read;     /* distinct code objects read */
+	uint64_t codes_freed;    /* of which read after they were freed (intact) */
+	uint64_t codes_failed;   /* distinct code objects unreadable (freed or
+				  * reused before they were read, process gone) */
+	uint64_t frames;         /* gs_py_location calls (frames of distinct stacks) */
+	uint64_t frames_unknown; /* of which "[unknown python]" */
+};
+void gs_py_get_stats(const struct gs_py *py, struct gs_py_stats *st);
+
 /* Location of the "[truncated python stack]" marker frame. */
 uint32_t gs_py_truncated_location(struct gs_py *py);
 
@@ -114,31 +127,62 @@ int gs_py_line_311(const uint8_t *t, size_t len, int firstlineno, uint32_t lasti
 int gs_py_addr2line(uint32_t version_hex, const uint8_t *t, size_t len, int firstlineno,
 		    uint32_t lasti_bytes);
 
+/* A runtime address range [lo, hi) of one process. */
+struct gs_py_range {
+	uint64_t lo, hi;
+};
+#define GS_PY_EVAL_RANGES 2 /* _PyEval_EvalFrameDefault and its .cold part */
+
+/* The eval loop's code in tgid's address space, as discovery found it in
+ * the interpreter's ELF (symbol value and size plus the load bias): the
+ * function and, where the symbol table names it, its split-off .cold part.
+ * Fills out[0..n) and returns n (0: tgid not a known Python process, or
+ * the symbol was missing; the merge then falls back to names). */
+uint32_t gs_py_eval_ranges(struct gs_py *py, uint32_t tgid, struct gs_py_range *out,
+			   uint32_t cap);
+
+/* One sample's stacks, as the merge reads them. */
+struct gs_py_stack {
+	const uint32_t *native;    /* native user location ids, leaf first */
+	const __u64 *native_ips;   /* their addresses as recorded (return
+				    * addresses above the leaf); NULL: use names */
+	uint32_t n_native;
+	const uint32_t *py_locs;   /* Python location ids, leaf first */
+	const struct gs_py_frame *py_frames; /* the raw frame behind each py_locs[i] */
+	uint32_t n_py;
+	uint32_t trunc_loc;        /* "[truncated python stack]", 0 = none */
+	bool py_partial;           /* GS_CPU_PY_ERR: the Python walk stopped early */
+	const struct gs_py_range *eval; /* gs_py_eval_ranges of the process */
+	uint32_t n_eval;           /* 0: recognise eval frames by name */
+};
+
 /*
  * Merge one sample's Python frames into its native user stack.
- *   native[0..n_native): native user location ids, leaf first;
- *   py_locs[0..n_py): Python location ids, leaf first, with py_frames[i] the
- *       raw frame behind py_locs[i] (only GS_PYF_ENTRY is used: a frame
- *       with it closes one C-level eval invocation; the BPF walker sets it
- *       on every frame for <= 3.10);
- *   trunc_loc: location appended after the root-most Python frame (the
- *       sample had GS_CPU_PY_TRUNC), 0 for none.
- * Each native frame in the eval loop (_PyEval_EvalFrameDefault, its .cold
- * part, PyEval_EvalFrameEx) is replaced by the next group of Python frames.
- * Groups left over (the native walk stopped short of the eval loop, e.g.
- * libpython without frame pointers) go right after the last spliced
- * position, or after all native frames when none was spliced, so that the
- * native leaf frames stay below the whole Python stack.  Python frames are
- * never dropped.  Eval frames are recognised by the function names of the
- * native locations in p.  Kernel frames are not part of this: the caller
- * puts them leaf-most.
+ * Python frames form groups: a frame with GS_PYF_ENTRY closes one C-level
+ * eval invocation (the BPF walker sets it on every frame for <= 3.10, on
+ * the frame below each C entry frame for 3.11+).  Each native frame in the
+ * eval loop is one activation: its address lies in s->eval (else, without
+ * ranges, its function is _PyEval_EvalFrameDefault, its .cold part or
+ * PyEval_EvalFrameEx).  Group k is spliced in place of activation k:
+ *  - counted from the ROOT when the Python chain is complete (its root-most
+ *    frame is an entry, no truncation or read fault) and there are at least
+ *    as many activations as groups: the extra activations are then the
+ *    leaf-most ones (an eval call that has not pushed its frame yet, or one
+ *    that is returning), which keep their native frame;
+ *  - counted from the LEAF otherwise (the native walk stopped short of the
+ *    root, or the Python walk did): groups left over go right after the
+ *    last spliced position (or above all native frames when none was
+ *    spliced, e.g. libpython without an unwind table yet), so that the
+ *    native leaf frames stay below the whole Python stack.
+ * Python frames are never dropped.  trunc_loc goes after the root-most
+ * Python frame.  Kernel frames are not part of this: the caller puts them
+ * leaf-most.
  * Writes leaf-first location ids into out[0..cap) and returns the count, or
  * -ENOSPC when cap is too small (cap >= n_native + n_py + 1 always fits).
  */
-int gs_py_merge(const struct gs_profile *p, const uint32_t *native, uint32_t n_native,
-		const uint32_t *py_locs, const struct gs_py_frame *py_frames, uint32_t n_py,
-		uint32_t trunc_loc, uint32_t *out, uint32_t cap);
-/* True when location id loc (native) is in the CPython eval loop. */
+int gs_py_merge(const struct gs_profile *p, const struct gs_py_stack *s, uint32_t *out,
+		uint32_t cap);
+/* True when location id loc (native) is in the CPython eval loop (by name). */
 bool gs_py_is_eval_location(const struct gs_profile *p, uint32_t loc);
 
 #endif

@@ -66,6 +66,8 @@ struct gs_py_frame {
 #define GS_CPU_KSTACK_ERR (1u << 3)    /* bpf_get_stack(kernel) failed */
 #define GS_CPU_PY_ERR (1u << 4)        /* Python walk failed (read fault) */
 #define GS_CPU_USER_CFI (1u << 5)      /* user frames came from the CFI unwinder */
+#define GS_CPU_USER_SCAN (1u << 6)     /* a caller was found by a stack scan (code
+					* without a table or frame pointer: JIT) */
 
 /* Reasons a native user unwind stopped early; counted in BPF (stats map). */
 enum gs_unwind_err {

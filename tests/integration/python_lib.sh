@@ -65,7 +65,8 @@ py_stacks() {
 # py_read OUT: OUT gets py_stacks of OUT.pb.gz, OUT.full the full -traces
 # text (leaf;...;root).
 py_read() {
-	py_stacks "$1.pb.gz" > "$1"
+	# a subshell: py_stacks's own failure message must not end up in $1
+	(py_stacks "$1.pb.gz") > "$1" || { cat "$1"; exit 1; }
 	cp "$1.pb.gz.traces" "$1.full"
 }
 

@@ -27,6 +27,17 @@ static void setup(void) { gs_profile_init(&p); }
 static void teardown(void) { gs_profile_free(&p); }
 TestSuite(merge, .init = setup, .fini = teardown);
 
+/* Merge by names (no address ranges). */
+static int merge(const uint32_t *nat, uint32_t n_nat, const uint32_t *py,
+		 const struct gs_py_frame *fr, uint32_t n_py, uint32_t trunc, uint32_t *out,
+		 uint32_t cap)
+{
+	struct gs_py_stack s = { .native = nat, .n_native = n_nat, .py_locs = py,
+				 .py_frames = fr, .n_py = n_py, .trunc_loc = trunc };
+
+	return gs_py_merge(&p, &s, out, cap);
+}
+
 static void expect(const uint32_t *got, int n, const uint32_t *want, int nwant)
 {
 	cr_assert_eq(n, nwant, "merged %d frames, want %d", n, nwant);
@@ -44,7 +55,7 @@ Test(merge, per_frame_groups_310)
 	uint32_t py[] = { a, b };
 	struct gs_py_frame fr[] = { { .flags = GS_PYF_ENTRY }, { .flags = GS_PYF_ENTRY } };
 	uint32_t out[16];
-	int n = gs_py_merge(&p, nat, 5, py, fr, 2, 0, out, 16);
+	int n = merge(nat, 5, py, fr, 2, 0, out, 16);
 	uint32_t want[] = { leaf, a, call, b, main_ };
 
 	expect(out, n, want, 5);
@@ -60,7 +71,7 @@ Test(merge, entry_groups_311_and_cold_part)
 	uint32_t py[] = { f1, f2, f3, f4 };
 	struct gs_py_frame fr[] = { { .flags = 0 }, { .flags = GS_PYF_ENTRY }, { 0 }, { .flags = GS_PYF_ENTRY } };
 	uint32_t out[16];
-	int n = gs_py_merge(&p, nat, 4, py, fr, 4, 0, out, 16);
+	int n = merge(nat, 4, py, fr, 4, 0, out, 16);
 	uint32_t want[] = { f1, f2, c, f3, f4, main_ };
 
 	expect(out, n, want, 6);
@@ -75,7 +86,7 @@ Test(merge, no_eval_frames_keeps_native_leaf_below_python)
 	uint32_t py[] = { f1, f2 };
 	struct gs_py_frame fr[] = { { 0 }, { .flags = GS_PYF_ENTRY } };
 	uint32_t out[16];
-	int n = gs_py_merge(&p, nat, 2, py, fr, 2, 0, out, 16);
+	int n = merge(nat, 2, py, fr, 2, 0, out, 16);
 	uint32_t want[] = { leaf, lp, f1, f2 };
 
 	expect(out, n, want, 4);
@@ -89,24 +100,94 @@ Test(merge, leftover_groups_go_after_last_splice_and_truncation_last)
 	uint32_t py[] = { f1, f2, f3 };
 	struct gs_py_frame fr[] = { { .flags = GS_PYF_ENTRY }, { .flags = GS_PYF_ENTRY }, { 0 } };
 	uint32_t out[16];
-	int n = gs_py_merge(&p, nat, 2, py, fr, 3, tr, out, 16);
+	int n = merge(nat, 2, py, fr, 3, tr, out, 16);
 	uint32_t want[] = { f1, f2, f3, tr, tail };
 
 	expect(out, n, want, 5);
 }
 
-Test(merge, more_eval_frames_than_groups_keep_native)
+Test(merge, complete_chain_aligns_from_the_root)
 {
+	/* A generator's eval call returning (3.12 INTERPRETER_EXIT): its
+	 * frames are popped, the C activation is still there.  The complete
+	 * chain (root frame is an entry) belongs to the OUTER activation. */
+	uint32_t ev = native("_PyEval_EvalFrameDefault"), gen = native("gen_send_ex2"),
+		 sum = native("builtin_sum"), root = native("_start");
+	uint32_t f1 = pyloc("consume"), f2 = pyloc("<module>");
+	uint32_t nat[] = { ev, gen, sum, ev, root };
+	uint32_t py[] = { f1, f2 };
+	struct gs_py_frame fr[] = { { 0 }, { .flags = GS_PYF_ENTRY } };
+	uint32_t out[16];
+	int n = merge(nat, 5, py, fr, 2, 0, out, 16);
+	uint32_t want[] = { ev, gen, sum, f1, f2, root };
+
+	expect(out, n, want, 6);
+}
+
+Test(merge, generator_groups_each_in_own_activation)
+{
+	uint32_t ev = native("_PyEval_EvalFrameDefault"), gen = native("gen_send_ex2"),
+		 sum = native("builtin_sum"), root = native("_start"), leaf = native("PyLong_FromLong");
+	uint32_t g = pyloc("gen"), ge = pyloc("<genexpr>"), c = pyloc("consume"), m = pyloc("<module>");
+	uint32_t nat[] = { leaf, ev, gen, ev, gen, sum, ev, root };
+	uint32_t py[] = { g, ge, c, m };
+	struct gs_py_frame fr[] = { { .flags = GS_PYF_ENTRY }, { .flags = GS_PYF_ENTRY }, { 0 },
+				    { .flags = GS_PYF_ENTRY } };
+	uint32_t out[16];
+	int n = merge(nat, 8, py, fr, 4, 0, out, 16);
+	uint32_t want[] = { leaf, g, gen, ge, gen, sum, c, m, root };
+
+	expect(out, n, want, 9);
+}
+
+Test(merge, incomplete_chain_aligns_from_the_leaf)
+{
+	/* Root-most Python frame is no entry (3.11+): the walk stopped short
+	 * of the root, so what it has belongs to the leaf-most activations. */
 	uint32_t ev = native("_PyEval_EvalFrameDefault");
 	uint32_t f1 = pyloc("a");
 	uint32_t nat[] = { ev, ev };
 	uint32_t py[] = { f1 };
-	struct gs_py_frame fr[] = { { .flags = GS_PYF_ENTRY } };
+	struct gs_py_frame fr[] = { { 0 } };
 	uint32_t out[16];
-	int n = gs_py_merge(&p, nat, 2, py, fr, 1, 0, out, 16);
+	int n = merge(nat, 2, py, fr, 1, 0, out, 16);
 	uint32_t want[] = { f1, ev };
 
 	expect(out, n, want, 2);
+	/* a read fault or a truncation says the same */
+	struct gs_py_frame fe[] = { { .flags = GS_PYF_ENTRY } };
+	struct gs_py_stack s = { .native = nat, .n_native = 2, .py_locs = py, .py_frames = fe,
+				 .n_py = 1, .py_partial = true };
+
+	expect(out, gs_py_merge(&p, &s, out, 16), want, 2);
+}
+
+Test(merge, by_address_on_stripped_code_and_not_by_name)
+{
+	/* Stripped binary: the eval loop symbolizes as "python3.11+0x...";
+	 * a foreign function that happens to be named like the eval loop (a
+	 * second interpreter) is not this process's eval loop. */
+	uint32_t ev = native("python3.11+0x52b2f0"), other = native("_PyEval_EvalFrameDefault"),
+		 call = native("python3.11+0x53ad53"), root = native("_start");
+	uint32_t f1 = pyloc("inner"), f2 = pyloc("<module>");
+	uint32_t nat[] = { ev, other, call, ev, root };
+	__u64 ips[] = { 0x52b2f0, 0x900001, 0x53ad53, 0x52b100 + 1, 0x401000 };
+	struct gs_py_range r[] = { { 0x52b0f0, 0x52b0f0 + 43345 } };
+	uint32_t py[] = { f1, f2 };
+	struct gs_py_frame fr[] = { { .flags = GS_PYF_ENTRY }, { .flags = GS_PYF_ENTRY } };
+	uint32_t out[16];
+	struct gs_py_stack s = { .native = nat, .native_ips = ips, .n_native = 5, .py_locs = py,
+				 .py_frames = fr, .n_py = 2, .eval = r, .n_eval = 1 };
+	uint32_t want[] = { f1, other, call, f2, root };
+
+	expect(out, gs_py_merge(&p, &s, out, 16), want, 5);
+	/* a return address just past the range is the call at its end */
+	ips[3] = 0x52b0f0 + 43345;
+	expect(out, gs_py_merge(&p, &s, out, 16), want, 5);
+	ips[3]++;
+	uint32_t want2[] = { f1, f2, other, call, ev, root }; /* leftover after the splice */
+
+	expect(out, gs_py_merge(&p, &s, out, 16), want2, 6);
 }
 
 Test(merge, no_python_is_identity_and_small_cap_fails)
@@ -114,8 +195,8 @@ Test(merge, no_python_is_identity_and_small_cap_fails)
 	uint32_t a = native("f"), b = native("main");
 	uint32_t nat[] = { a, b }, out[4];
 
-	expect(out, gs_py_merge(&p, nat, 2, NULL, NULL, 0, 0, out, 4), nat, 2);
-	cr_assert_eq(gs_py_merge(&p, nat, 2, NULL, NULL, 0, 0, out, 1), -ENOSPC);
+	expect(out, merge(nat, 2, NULL, NULL, 0, 0, out, 4), nat, 2);
+	cr_assert_eq(merge(nat, 2, NULL, NULL, 0, 0, out, 1), -ENOSPC);
 	cr_assert(!gs_py_is_eval_location(&p, a));
 	cr_assert(!gs_py_is_eval_location(&p, 0));
 	cr_assert(!gs_py_is_eval_location(&p, native("_PyEval_EvalFrameDefaultX")));
