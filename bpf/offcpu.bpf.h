@@ -11,8 +11,11 @@
  *                      (sum_exec_runtime, run_delay), so a switch-in needs no
  *                      work and a switch of a thread outside the target set
  *                      costs one lookup, in the array `target_filter`; a
- *                      target thread one `offcpu_thr` lookup (plus `targets`
- *                      when its stack is taken).
+ *                      target thread's switch-out without a stack one task
+ *                      storage lookup and a jiffies read (the fast
+ *                      path: no precise clock, no map write); the
+ *                      `offcpu_thr` hash and the precise clock only where a
+ *                      stack is taken or the interval of one closes.
  *   gs_offcpu_exit     called from the sched_process_exit handlers for every
  *                      exiting thread: closes its last interval, frees its
  *                      `offcpu_thr` entry.
@@ -54,6 +57,31 @@ struct {
 	__type(key, __u32);
 	__type(value, struct gs_offcpu_thr);
 } offcpu_thr SEC(".maps");
+
+/* The per-switch state of a target thread, in the task itself: a task
+ * storage lookup is a few loads where the `offcpu_thr` hash costs a jhash and
+ * a bucket walk, and most switch-outs need nothing else (the fast path).
+ * `offcpu_thr` stays the record of the exact-time baselines, read by user
+ * space (seeds, the intervals still open at stop); it is touched only when a
+ * stack is taken or a sampled interval closes.  win_start is in jiffies:
+ * the window only paces the sampling, and tracing programs may not read the
+ * coarse clock. */
+struct gs_off_fast {
+	__u64 win_start;
+	__u32 p;             /* capture probability of this window (GS_OFF_P_ONE = 1) */
+	__u16 win_switches;  /* switch-outs of this window */
+	__u16 win_captures;
+	__u16 prev_switches; /* of the previous window (rate smoothing) */
+	__u8 captured;       /* mirrors offcpu_thr's: a stack waits for its END */
+	__u8 pad[5];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct gs_off_fast);
+} offcpu_fast SEC(".maps");
 
 /* sched_info.run_delay (CONFIG_SCHED_INFO, set by every distribution
  * kernel; also what /proc/PID/schedstat's second field shows), 0 without. */
@@ -147,8 +175,6 @@ static __always_inline struct gs_offcpu_thr *gs_off_new(struct task_struct *p, _
 	__u64 born = p->start_time, t0 = offcpu_t0;
 
 	th.tgid = tgid;
-	th.p = GS_OFF_P_ONE;
-	th.win_start = now;
 	if (born >= t0 && born <= now) {
 		th.last_ns = born;
 		th.state = GS_OFF_RUNNABLE; /* a new task waits for its first run */
@@ -165,29 +191,42 @@ static __always_inline struct gs_offcpu_thr *gs_off_new(struct task_struct *p, _
 	return e;
 }
 
-/* Decide whether this switch-out gets a stack: see the file comment. */
-static __always_inline bool gs_off_want_stack(struct gs_offcpu_thr *th, __u64 now)
+/* CONFIG_HZ (libbpf reads the kernel's config); 0 where it cannot: then
+ * the window runs on the precise clock. */
+extern unsigned long CONFIG_HZ __kconfig __weak;
+
+static __always_inline __u64 gs_off_tick(void)
 {
-	__u64 elapsed = now - th->win_start;
+	return CONFIG_HZ ? bpf_jiffies64() : bpf_ktime_get_ns();
+}
+
+/* Decide whether this switch-out gets a stack: see the file comment.  now
+ * is gs_off_tick(). */
+static __always_inline bool gs_off_want_stack(struct gs_off_fast *f, __u64 now)
+{
+	__u64 elapsed = now - f->win_start;
+
+	if (CONFIG_HZ)
+		elapsed = elapsed * (1000000000ull / CONFIG_HZ);
 
 	if (elapsed >= GS_OFF_WINDOW_NS) {
 		/* the mean of two windows: one burst does not crush p */
-		__u64 n = ((__u64)th->win_switches + th->prev_switches + 1) / 2;
+		__u64 n = ((__u64)f->win_switches + f->prev_switches + 1) / 2;
 		__u64 p = (__u64)offcpu_rate * elapsed * GS_OFF_P_ONE / (1000000000ull * (n ? n : 1));
 
-		th->p = p >= GS_OFF_P_ONE ? GS_OFF_P_ONE : p ? p : 1;
-		th->win_start = now;
-		th->prev_switches = th->win_switches;
-		th->win_switches = 0;
-		th->win_captures = 0;
+		f->p = p >= GS_OFF_P_ONE ? GS_OFF_P_ONE : p ? p : 1;
+		f->win_start = now;
+		f->prev_switches = f->win_switches;
+		f->win_switches = 0;
+		f->win_captures = 0;
 	}
-	if (th->win_switches < 0xffff)
-		th->win_switches++;
-	if (th->win_captures >= GS_OFF_WINDOW_CAP)
+	if (f->win_switches < 0xffff)
+		f->win_switches++;
+	if (f->win_captures >= GS_OFF_WINDOW_CAP)
 		return false;
-	if (th->p < GS_OFF_P_ONE && (bpf_get_prandom_u32() & (GS_OFF_P_ONE - 1)) >= th->p)
+	if (f->p < GS_OFF_P_ONE && (bpf_get_prandom_u32() & (GS_OFF_P_ONE - 1)) >= f->p)
 		return false;
-	th->win_captures++;
+	f->win_captures++;
 	return true;
 }
 
@@ -195,7 +234,7 @@ static __always_inline bool gs_off_want_stack(struct gs_offcpu_thr *th, __u64 no
  * starts at the usual GS_SCRATCH_PREFIX offset of the scratch slot. */
 static __always_inline void gs_off_emit_stack(void *ctx, struct task_struct *p, __u32 tgid,
 					      const struct gs_target *t, struct gs_offcpu_thr *th,
-					      __u64 now, struct gs_stats *st)
+					      __u32 p_capture, __u64 now, struct gs_stats *st)
 {
 	void *buf = gs_scratch(GS_SCRATCH_OFFCPU);
 	struct gs_offcpu_stack *h;
@@ -225,7 +264,7 @@ static __always_inline void gs_off_emit_stack(void *ctx, struct task_struct *p, 
 	h->seq = th->seq;
 	h->state = th->state;
 	h->pad = 0;
-	h->p = th->p;
+	h->p = p_capture;
 	h->pad2 = 0;
 	total = sizeof(*h) + size;
 	asm volatile("" : "+r"(total)); /* keep the check on the register used below */
@@ -240,40 +279,76 @@ static __always_inline void gs_off_emit_stack(void *ctx, struct task_struct *p, 
 	gs_stat_inc(st, GS_STAT_OFF_STACKS);
 }
 
+/* First switch-out of a target thread seen here: its `offcpu_thr` entry
+ * (seeded by user space, or new) and its fast state. */
+static __always_inline struct gs_off_fast *gs_off_first(struct task_struct *p, __u32 tid, __u32 tgid)
+{
+	struct gs_offcpu_thr *th = bpf_map_lookup_elem(&offcpu_thr, &tid);
+	struct gs_off_fast *f;
+
+	if (!th) {
+		if (!bpf_map_lookup_elem(&targets, &tgid))
+			return NULL;
+		th = gs_off_new(p, tid, tgid, bpf_ktime_get_ns(), gs_stats_get());
+		if (!th)
+			return NULL;
+	}
+	f = bpf_task_storage_get(&offcpu_fast, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!f) {
+		gs_stat_inc(gs_stats_get(), GS_STAT_OFF_THR_FULL);
+		return NULL; /* the baselines stay: the time is still exact */
+	}
+	f->win_start = gs_off_tick();
+	f->p = GS_OFF_P_ONE;
+	f->captured = th->captured;
+	return f;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(gs_off_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
 	__u32 tgid = prev->tgid, tid = prev->pid;
-	struct gs_target *t = NULL;
 	struct gs_offcpu_thr *th;
+	struct gs_target *t;
+	struct gs_off_fast *f;
 	struct gs_stats *st;
+	bool want;
 	__u64 now;
 
 	if (!gs_maybe_target(tgid) || !tid)
 		return 0; /* the common case: one array load */
 	if (!offcpu_t0 || (prev->flags & GS_PF_EXITING))
 		return 0; /* window not open yet (seeding); exit: gs_offcpu_exit */
-	/* An entry exists only for threads of targets: no `targets` lookup on
-	 * the hot path (the filter has collisions, the entry has not). */
-	th = bpf_map_lookup_elem(&offcpu_thr, &tid);
-	if (!th) {
-		t = bpf_map_lookup_elem(&targets, &tgid);
-		if (!t)
-			return 0;
-		th = gs_off_new(prev, tid, tgid, bpf_ktime_get_ns(), gs_stats_get());
-		if (!th)
-			return 0;
-	}
+	/* Storage exists only for threads of targets: no `targets` lookup on
+	 * the hot path (the filter has collisions, the storage has not). */
+	f = bpf_task_storage_get(&offcpu_fast, prev, 0, 0);
+	if (!f && !(f = gs_off_first(prev, tid, tgid)))
+		return 0;
+	want = gs_off_want_stack(f, gs_off_tick());
 	st = gs_stats_get();
+	/* Fast path: no stack now and none waiting for its END.  The time since
+	 * the baseline is not lost: sum_exec_runtime and run_delay are
+	 * cumulative, so the next close splits the whole span at once (without
+	 * run_delay the split needs each interval's state: no fast path). */
+	if (!want && !f->captured && bpf_core_field_exists(prev->sched_info)) {
+		gs_stat_inc(st, GS_STAT_OFF_UNSAMPLED);
+		return 0;
+	}
+	th = bpf_map_lookup_elem(&offcpu_thr, &tid);
+	if (!th)
+		return 0; /* map full at its birth: counted then */
 	now = bpf_ktime_get_ns();
 	gs_off_close(th, prev, tid, now, 0, st);
+	f->captured = 0;
 	/* TASK_RUNNING (0) or a preemption: it stays in the run queue. */
 	th->state = preempt || !prev_state ? GS_OFF_RUNNABLE : GS_OFF_BLOCKED;
-	if (gs_off_want_stack(th, now) && (t || (t = bpf_map_lookup_elem(&targets, &tgid))))
-		gs_off_emit_stack(ctx, prev, tgid, t, th, now, st);
-	else
+	if (want && (t = bpf_map_lookup_elem(&targets, &tgid))) {
+		gs_off_emit_stack(ctx, prev, tgid, t, th, f->p, now, st);
+		f->captured = th->captured;
+	} else {
 		gs_stat_inc(st, GS_STAT_OFF_UNSAMPLED);
+	}
 	return 0;
 }
 

@@ -280,14 +280,14 @@ static void seed_process(struct session *s, uint32_t tgid)
 	if (!dir)
 		return;
 	while ((d = readdir(dir))) {
-		struct gs_offcpu_thr v = { .tgid = tgid, .p = GS_OFF_P_ONE };
+		struct gs_offcpu_thr v = { .tgid = tgid };
 		uint32_t tid = (uint32_t)strtoul(d->d_name, NULL, 10);
 		struct gs_proc_stat st;
 		uint64_t exec, delay;
 
 		if (!tid)
 			continue;
-		v.last_ns = v.win_start = gs_now_ns(CLOCK_MONOTONIC);
+		v.last_ns = gs_now_ns(CLOCK_MONOTONIC);
 		if (read_schedstat(tgid, tid, &exec, &delay))
 			continue;
 		v.sum_exec = exec;

@@ -159,22 +159,17 @@ struct gs_offcpu_end {
  * one per thread of a target, from its first switch-out (or from the seed
  * user space writes at start) until its exit. */
 struct gs_offcpu_thr {
-	__u64 last_ns;     /* CLOCK_MONOTONIC of the last switch-out / window start */
+	__u64 last_ns;     /* CLOCK_MONOTONIC of the baseline: last close / window start */
 	__u64 sum_exec;    /* se.sum_exec_runtime then */
 	__u64 run_delay;   /* sched_info.run_delay then */
 	__u64 acc_on_ns;   /* exact time not yet reported (see gs_offcpu_end) */
 	__u64 acc_blocked_ns;
 	__u64 acc_runnable_ns;
-	__u64 win_start;   /* capture-rate window (ktime) */
 	__u32 tgid;
 	__u32 seq;         /* last stack record's seq */
-	__u32 p;           /* capture probability of this window (GS_OFF_P_ONE = 1) */
-	__u16 win_switches;
-	__u16 win_captures;
-	__u8 state;        /* enum gs_offcpu_state of the open interval, 0 = unknown */
+	__u8 state;        /* enum gs_offcpu_state of the sampled interval, 0 = unknown */
 	__u8 captured;     /* the open interval has a stack record (seq) */
-	__u16 prev_switches; /* switch-outs of the previous window (rate smoothing) */
-	__u8 pad[4];
+	__u8 pad[6];
 };
 
 enum gs_proc_kind {
