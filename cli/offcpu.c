@@ -428,9 +428,13 @@ static int64_t off_stack(struct session *s, int64_t raw, const uint32_t *stack_i
 	if (!k || k == st->n) {
 		id = stack_ids[raw];
 	} else {
-		uint32_t first = st->first, n = st->n; /* add_stack may move stacks[] */
+		/* add_stack may move stacks[] and stack_locs[]: copy the ids out */
+		uint32_t n = st->n - k, locs[GS_MAX_KERNEL_FRAMES + GS_MAX_USER_FRAMES + GS_MAX_PY_FRAMES + 8];
 
-		id = gs_profile_add_stack(p, p->stack_locs + first + k, n - k);
+		if (n > sizeof(locs) / sizeof(locs[0]))
+			n = sizeof(locs) / sizeof(locs[0]);
+		memcpy(locs, p->stack_locs + st->first + k, n * sizeof(locs[0]));
+		id = gs_profile_add_stack(p, locs, n);
 	}
 	if (id >= 0)
 		o->trimmed[raw] = id;

@@ -792,13 +792,6 @@ int gs_dframe_eq(const struct gs_dframe *a, const struct gs_dframe *b)
 	       a->line == b->line && a->loc == b->loc;
 }
 
-void gs_term_clean(char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			*s = '?';
-}
-
 void gs_json_str(struct gs_wbuf *w, const char *s)
 {
 	gs_wbuf_putc(w, '"');

@@ -120,11 +120,6 @@ int gs_write_buffered(const char *path, int (*body)(void *ctx, struct gs_wbuf *w
 /* Same into a buffer (tests); returns the length written (truncates). */
 size_t gs_json_escape_buf(const char *s, char *out, size_t outlen);
 
-/* Make a target-controlled string safe for a terminal, in place: every
- * control byte (< 0x20, 0x7f) becomes '?', so names cannot move the cursor
- * or inject escape sequences into the report. */
-void gs_term_clean(char *s);
-
 /* The report's "Where the time goes" section and verdicts
  * (output/report_wall.c); gpu_line (may be NULL) is printed after the
  * splits.  Returns 0 or -ENOMEM. */

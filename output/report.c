@@ -556,7 +556,6 @@ static int where_time_goes(struct rpt *r, uint32_t top_kernel, gs_str top_reason
 	snprintf(line, sizeof(line), "GPU compute: %" PRId64 " PC samples; top kernel %s; top stall %s (%.0f%%)",
 		 gpu_total, top_kernel ? kname : "[unknown]",
 		 top_reason ? gs_profile_str(p, top_reason) : "unknown", pct(top_reason_n, gpu_total));
-	gs_term_clean(line);
 	return gs_report_wall(p, r->out, r->color, line);
 }
 

@@ -189,7 +189,6 @@ static void frame_short(const struct gs_profile *p, const struct gs_dframe *f, u
 		snprintf(buf, len, "%s", gs_short_cxx_name(gs_profile_str(p, fn->name), tmp, sizeof(tmp)));
 	else
 		gs_dframe_name(p, f, buf, len);
-	gs_term_clean(buf);
 }
 
 struct pick {
@@ -291,7 +290,6 @@ static void who_name(const struct wall_ctx *w, const struct who *m, char *buf, s
 {
 	char comm[64];
 	snprintf(comm, sizeof(comm), "%s", m->comm ? gs_profile_str(w->p, m->comm) : "?");
-	gs_term_clean(comm);
 	if (m->has_rank)
 		snprintf(buf, len, "rank %" PRId64 " main thread (%s pid %u)", m->rank, comm, m->pid);
 	else

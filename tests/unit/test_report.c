@@ -233,8 +233,9 @@ Test(report, names_are_cleaned)
 	char *r = report(&p, 15);
 	char *w = strstr(r, "Where the time goes");
 	cr_assert_not_null(w, "%s", r);
-	HAS(w, "main thread (py?thon pid 80)");
-	HAS(w, "evil?[2J? (x?.py:2)");
+	HAS(w, "main thread (py\\x1bthon pid 80)");
+	HAS(w, "evil\\x1b[2J\\x0a (x\\x0d.py:2)");
+	cr_assert_null(strchr(r, '\033'), "an escape byte reached the report");
 	free(r);
 	gs_profile_free(&p);
 }
