@@ -148,8 +148,12 @@ void gs_gpu_launch_env(struct session *s)
 		fprintf(stderr, "gpusample: libgpusample_agent.so not found next to gpusample; "
 			"GPU sampling off (reinstall with make install)\n");
 	}
-	snprintf(s->agent_env[1], sizeof(s->agent_env[1]), "GS_AGENT_OPTS=period=%u%s%s%.0u%s%.0u",
-		 s->o->gpu_period_log2, s->o->gpu_serialized ? ",mode=serialized" : "",
+	/* subscribe=launch: the agent subscribes to CUPTI in
+	 * InitializeInjection, before the job loads its first module, so every
+	 * cubin is seen (a dormant agent holds no subscription and misses the
+	 * modules loaded meanwhile); it gives CUPTI back at disarm. */
+	snprintf(s->agent_env[1], sizeof(s->agent_env[1]),
+		 "GS_AGENT_OPTS=subscribe=launch,period=%u%s%s%.0u%s%.0u", s->o->gpu_period_log2, s->o->gpu_serialized ? ",mode=serialized" : "",
 		 s->o->gpu_scratch_mib ? ",scratch=" : "", s->o->gpu_scratch_mib << 20,
 		 s->o->gpu_hwbuf_mib ? ",hwbuf=" : "", s->o->gpu_hwbuf_mib << 20);
 	s->launch_env[n++] = s->agent_env[1];

@@ -100,6 +100,15 @@ static struct {
 	pthread_mutex_t lock;
 	struct gs_cupti api;
 	bool cupti_ok, subscribed, exiting, forked;
+	bool shared;       /* subscribed in CUPTI's multi-subscriber mode (13.2+) */
+	_Atomic bool cb_live; /* subscribed: callbacks of an old subscription are ignored */
+	/* Another subscriber holds CUPTI while a session wants it armed:
+	 * its name as CUPTI gave it, whether that was reported, last try. */
+	char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN];
+	int holder_result;
+	bool holder_reported;
+	bool refused_reported; /* every context refused: process OFF said */
+	uint64_t sub_try_ns;
 	bool own_crc; /* CUPTI stamps gs_cubin_hash into PC records (registered) */
 	CUpti_SubscriberHandle sub;
 	/* process-wide failure: GPU sampling off */
@@ -172,6 +181,19 @@ static void default_opts(struct gs_agent_opts *o)
 	o->scratch = GS_AGENT_SCRATCH;
 }
 
+/* Values of the word options, in enum order (enum gs_agent_subscribe;
+ * continuous, serialized). */
+static const char *const subscribe_words[] = { "arm", "launch", "init", NULL };
+static const char *const mode_words[] = { "continuous", "serialized", NULL };
+
+static int word_index(const char *w, const char *const *words)
+{
+	for (int i = 0; words[i]; i++)
+		if (!strcmp(w, words[i]))
+			return i;
+	return -1;
+}
+
 int gs_agent_parse_opts(const char *s, struct gs_agent_opts *o)
 {
 	char buf[512], *save = NULL, *tok;
@@ -189,13 +211,15 @@ int gs_agent_parse_opts(const char *s, struct gs_agent_opts *o)
 			continue;
 		}
 		*eq++ = 0;
-		if (!strcmp(tok, "mode")) {
-			if (!strcmp(eq, "continuous"))
-				o->mode = GS_GPU_MODE_CONTINUOUS;
-			else if (!strcmp(eq, "serialized"))
-				o->mode = GS_GPU_MODE_SERIALIZED;
-			else
+		if (!strcmp(tok, "subscribe") || !strcmp(tok, "mode")) {
+			bool sub = tok[0] == 's';
+			int k = word_index(eq, sub ? subscribe_words : mode_words);
+			if (k < 0)
 				bad = -EINVAL;
+			else if (sub)
+				o->subscribe = k;
+			else
+				o->mode = k ? GS_GPU_MODE_SERIALIZED : GS_GPU_MODE_CONTINUOUS;
 			continue;
 		}
 		v = strtoull(eq, &end, 0);
@@ -1232,10 +1256,11 @@ static void on_launch(const CUpti_CallbackData *cb, CUpti_CallbackId cbid)
 	/* Lock-free read: ctx/uid/device never change while in_use. */
 	c = ctx_find(cb->context);
 	if (!c)
-		queue_pending(cb->context); /* late attach: context created before us */
+		queue_pending(cb->context); /* created while unsubscribed: armed by the watcher */
 	else if (c->arm_on_launch)
 		arm_in_launch((struct gs_ctx *)c);
-	if (!launch_sampled(n, every))
+	/* Launch stacks only for kernels that can have PC samples. */
+	if (!c || c->state != CTX_ARMED || !launch_sampled(n, every))
 		return;
 	if (!gs_emit_launch_wanted())
 		return;
@@ -1295,6 +1320,222 @@ static void arm_all(void)
 	}
 }
 
+/* ---- subscription ------------------------------------------------------ */
+
+static void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+			      const void *data);
+
+/* The watcher's own driver calls (primary context retain / release): the
+ * resource callbacks they cause are handled by the caller. */
+static __thread bool in_driver_call;
+
+static void clear_pending_contexts(void)
+{
+	for (int i = 0; i < GS_AGENT_MAX_CTX; i++)
+		atomic_store(&g.pending[i], NULL);
+}
+
+/* cuptiSubscribe_v2 as "gpusample", asking for the multi-subscriber mode
+ * where CUPTI has it (13.2+); holder gets the name CUPTI gives of the
+ * subscriber that holds the only slot. */
+static CUptiResult subscribe_call(char *holder, size_t len)
+{
+	struct gs_subscriber_params sp;
+	CUptiResult r;
+
+	holder[0] = 0;
+	g.shared = false;
+	if (!g.api.Subscribe_v2)
+		return g.api.Subscribe(&g.sub, callback, NULL);
+	memset(&sp, 0, sizeof(sp));
+	sp.subscriberName = GS_AGENT_SUBSCRIBER;
+	sp.oldSubscriberName = holder;
+	sp.oldSubscriberSize = len;
+	if (g.api.version >= GS_CUPTI_MULTI_SUBSCRIBER_VERSION) {
+		sp.structSize = GS_SUBSCRIBER_PARAMS_MULTI_SIZE;
+		sp.allowMultipleSubscribers = 1;
+		r = g.api.Subscribe_v2(&g.sub, callback, NULL, (CUpti_SubscriberParams *)&sp);
+		if (r != CUPTI_ERROR_INVALID_PARAMETER) {
+			g.shared = r == CUPTI_SUCCESS;
+			return r;
+		}
+		gs_agent_log("CUPTI %u refused the multi-subscriber request; asking with the 13.0 layout",
+			     g.api.version);
+		sp.allowMultipleSubscribers = 0;
+	}
+	sp.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+	return g.api.Subscribe_v2(&g.sub, callback, NULL, (CUpti_SubscriberParams *)&sp);
+}
+
+static void unsubscribe(void);
+
+/* Subscribe and turn the resource callbacks on.  0; -EBUSY when another
+ * subscriber holds CUPTI (g.holder names it); -EIO when CUPTI failed
+ * otherwise (GPU sampling off for the process, set_off). */
+static int subscribe(void)
+{
+	static const CUpti_CallbackId res[] = {
+		CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
+		CUPTI_CBID_RESOURCE_MODULE_LOADED, CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING,
+	};
+	char msg[GS_GPU_STATUS_MSG_LEN];
+	CUptiResult r;
+
+	if (g.subscribed)
+		return 0;
+	r = subscribe_call(g.holder, sizeof(g.holder));
+	g.holder[sizeof(g.holder) - 1] = 0;
+	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+		g.holder_result = r;
+		return -EBUSY;
+	}
+	if (r != CUPTI_SUCCESS) {
+		set_off(explain(r, ~0u, "cuptiSubscribe", msg, sizeof(msg)), r, msg);
+		return -EIO;
+	}
+	clear_pending_contexts(); /* only contexts seen from now on */
+	g.subscribed = true;
+	atomic_store(&g.cb_live, true);
+	gs_agent_log("subscribed to CUPTI%s", g.shared ? " (multi-subscriber mode)" : "");
+	for (size_t i = 0; i < sizeof(res) / sizeof(*res); i++)
+		if ((r = g.api.EnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE, res[i])) != CUPTI_SUCCESS) {
+			/* without context and module callbacks nothing can be sampled */
+			set_off(explain(r, ~0u, "cuptiEnableCallback(resource)", msg, sizeof(msg)), r, msg);
+			unsubscribe();
+			return -EIO;
+		}
+	return 0;
+}
+
+/* Give CUPTI back, so torch.profiler (Kineto) or any other tool can
+ * subscribe.  Contexts are forgotten: their destruction is not seen while
+ * unsubscribed, and a stale CUcontext must never reach CUPTI at the next
+ * arm (they are found again then).  Cubins stay.  Caller holds g.lock,
+ * every context disabled. */
+static void unsubscribe(void)
+{
+	CUptiResult r;
+
+	if (!g.subscribed)
+		return;
+	set_launch_callbacks(false);
+	atomic_store(&g.cb_live, false);
+	if ((r = g.api.Unsubscribe(g.sub)) != CUPTI_SUCCESS)
+		gs_agent_log("cuptiUnsubscribe: %s", gs_cupti_strerror(&g.api, r));
+	g.subscribed = g.shared = false;
+	for (int i = 0; i < GS_AGENT_MAX_CTX; i++) {
+		free_ctx_buffers(&g.ctx[i]);
+		g.ctx[i].in_use = false;
+		g.ctx[i].state = CTX_IDLE;
+	}
+	clear_pending_contexts();
+	gs_agent_log("unsubscribed from CUPTI");
+}
+
+/* Contexts created while unsubscribed, as far as the driver names them:
+ * the devices' active primary contexts (the CUDA runtime's, PyTorch's).
+ * Only an active one is retained, so none is created, and Retain + Release
+ * leaves its count as it was; its destruction is seen from now on.  Other
+ * contexts (cuCtxCreate) are found at their next kernel launch. */
+static void find_primary_contexts(void)
+{
+	int n = 0;
+
+	if (!g.api.DevCount || !g.api.DevGet || !g.api.PrimaryState || !g.api.PrimaryRetain ||
+	    !g.api.PrimaryRelease || g.api.DevCount(&n) != CUDA_SUCCESS)
+		return;
+	for (int i = 0; i < n && i < GS_AGENT_MAX_CTX; i++) {
+		CUdevice dev;
+		CUcontext ctx = NULL;
+		unsigned int flags = 0;
+		int active = 0;
+
+		if (g.api.DevGet(&dev, i) != CUDA_SUCCESS ||
+		    g.api.PrimaryState(dev, &flags, &active) != CUDA_SUCCESS || !active)
+			continue;
+		in_driver_call = true;
+		if (g.api.PrimaryRetain(&ctx, dev) == CUDA_SUCCESS) {
+			if (ctx && !ctx_find(ctx) && ctx_add(ctx))
+				gs_agent_log("primary context of device %d found at arm", i);
+			g.api.PrimaryRelease(dev);
+		}
+		in_driver_call = false;
+	}
+}
+
+/* ---- arm / disarm (continued) ------------------------------------------ */
+
+/* Every known context refused PC sampling: the process is CPU-only.  Launch
+ * callbacks off, and one process status naming the first context's reason
+ * (they share a cause in practice).  A context created later is still
+ * tried (CONTEXT_CREATED). */
+static bool all_refused(void)
+{
+	if (!count_live() || count_armed() || count_deferred())
+		return false;
+	for (int i = 0; i < GS_AGENT_MAX_CTX; i++) {
+		const struct gs_ctx *c = &g.ctx[i];
+		if (!c->in_use || c->state != CTX_OFF)
+			continue;
+		set_launch_callbacks(false);
+		gs_agent_armed = 0;
+		if (!g.refused_reported)
+			emit_status(NULL, GS_GPU_ST_OFF, c->reason, c->result, "GPU sampling off: %.230s",
+				    c->msg);
+		g.refused_reported = true;
+		return true;
+	}
+	return false;
+}
+
+static void emit_armed(void)
+{
+	char held[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 48] = "";
+
+	if (g.holder_reported)
+		snprintf(held, sizeof(held), "; CUPTI was held by \"%s\" until now", g.holder);
+	emit_status(NULL, GS_GPU_ST_ARMED, g.holder_reported ? GS_GPU_R_OTHER_SUBSCRIBER : 0, 0,
+		    "armed: %u of %u contexts sampled, %s, CUPTI %u at %.120s%s%s", count_armed(),
+		    count_live(), g.opts.mode == GS_GPU_MODE_SERIALIZED ? "kernel-serialized" : "continuous",
+		    g.api.version, g.api.path, g.shared ? ", multi-subscriber mode" : "", held);
+}
+
+/* Subscribe, find the contexts and sample them.  While another subscriber
+ * holds CUPTI: status OFF naming it, once per session; the CPU profile goes
+ * on and the watcher asks again every GS_AGENT_SUB_RETRY_MS (a
+ * torch.profiler window ends). */
+static void arm_subscribed(void)
+{
+	int rc = subscribe();
+
+	g.sub_try_ns = now_ns();
+	if (rc == -EBUSY) {
+		if (!g.holder_reported)
+			emit_status(NULL, GS_GPU_ST_OFF, GS_GPU_R_OTHER_SUBSCRIBER, g.holder_result,
+				    "GPU sampling off: another CUPTI subscriber holds CUPTI: \"%s\" "
+				    "(torch.profiler/Kineto, Nsight Systems/Compute, cuda-gdb...); CPU "
+				    "profile only, asking again every second: stop it to sample the GPU",
+				    g.holder[0] ? g.holder : "unnamed");
+		g.holder_reported = true;
+		return;
+	}
+	if (rc) {
+		emit_status(NULL, GS_GPU_ST_OFF, g.off_reason, g.off_result, "%s", g.off_msg);
+		return;
+	}
+	find_primary_contexts();
+	arm_all();
+	for (size_t i = 0; i < g.n_cubins; i++)
+		emit_cubin(&g.cubins[i], GS_GPU_CUBIN_REPLAY);
+	if (all_refused())
+		return;
+	/* Launch callbacks only while something is sampled, or while no
+	 * context is known yet (late attach: the first launch names it). */
+	set_launch_callbacks(count_armed() > 0 || count_live() == 0 || count_deferred() > 0);
+	gs_agent_armed = 1;
+	emit_armed();
+}
+
 static void arm(void)
 {
 	struct gs_agent_opts o;
@@ -1304,6 +1545,7 @@ static void arm(void)
 	g.opts = o;
 	g.session = session;
 	g.armed = true;
+	g.holder_reported = g.refused_reported = false;
 	g.last_rate_ns = now_ns();
 	g.last_rate_launches = atomic_load(&g.launches);
 	atomic_store(&g.launch_every, 1);
@@ -1311,27 +1553,7 @@ static void arm(void)
 		emit_status(NULL, GS_GPU_ST_OFF, g.off_reason, g.off_result, "%s", g.off_msg);
 		return;
 	}
-	arm_all();
-	for (size_t i = 0; i < g.n_cubins; i++)
-		emit_cubin(&g.cubins[i], GS_GPU_CUBIN_REPLAY);
-	if (count_live() && !count_armed()) {
-		/* Every context refused: the process is CPU-only.  Name the
-		 * first context's reason (they share a cause in practice). */
-		for (int i = 0; i < GS_AGENT_MAX_CTX; i++)
-			if (g.ctx[i].in_use && g.ctx[i].state == CTX_OFF) {
-				emit_status(NULL, GS_GPU_ST_OFF, g.ctx[i].reason, g.ctx[i].result,
-					    "GPU sampling off: %.230s", g.ctx[i].msg);
-				return;
-			}
-	}
-	/* Launch callbacks only while something is sampled, or while no
-	 * context is known yet (late attach: the first launch names it). */
-	set_launch_callbacks(count_armed() > 0 || count_live() == 0 || count_deferred() > 0);
-	gs_agent_armed = 1;
-	emit_status(NULL, GS_GPU_ST_ARMED, 0, 0, "armed: %u of %u contexts sampled, %s, CUPTI %u at %s",
-		    count_armed(), count_live(),
-		    g.opts.mode == GS_GPU_MODE_SERIALIZED ? "kernel-serialized" : "continuous",
-		    g.api.version, g.api.path);
+	arm_subscribed();
 }
 
 /* Drain every armed context (and Disable it), each made current on this
@@ -1369,6 +1591,9 @@ static void disarm(void)
 		    (uint64_t)atomic_load(&g.launch_events));
 	g.armed = false;
 	gs_agent_armed = 0;
+	g.holder_reported = false;
+	if (g.env_opts.subscribe != GS_AGENT_SUB_INIT)
+		unsubscribe(); /* dormant again: CUPTI is the user's */
 }
 
 /* ---- CUPTI callbacks --------------------------------------------------- */
@@ -1377,6 +1602,14 @@ static void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 {
 	struct gs_ctx *c;
 
+	if (in_driver_call) {
+		/* The watcher's own Retain / Release, under g.lock: a context
+		 * it made go away is marked gone (reaped without a CUPTI call);
+		 * one it made is not adopted (released right away). */
+		if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING && (c = ctx_find(rd->context)))
+			atomic_store(&c->gone, true);
+		return;
+	}
 	switch (cbid) {
 	case CUPTI_CBID_RESOURCE_CONTEXT_CREATED:
 		if (!lock_bounded(100)) {
@@ -1444,7 +1677,7 @@ static void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 static void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 			      const void *data)
 {
-	if (g.forked)
+	if (g.forked || !atomic_load(&g.cb_live))
 		return;
 	if (domain == CUPTI_CB_DOMAIN_RESOURCE)
 		on_resource(cbid, data);
@@ -1482,11 +1715,22 @@ static void watcher_tick(void)
 		arm();
 	} else if (!want && g.armed) {
 		disarm();
+	} else if (g.armed && !g.off_reason && !g.subscribed) {
+		if (now_ns() - g.sub_try_ns >= GS_AGENT_SUB_RETRY_MS * 1000000ull)
+			arm_subscribed(); /* is CUPTI free now? */
 	} else if (g.armed && !g.off_reason) {
 		now = now_ns();
 		arm_all(); /* contexts found late, or freed by a detached sibling */
-		if (count_armed() || count_deferred())
+		if (count_armed() || count_deferred()) {
 			set_launch_callbacks(true);
+			if (g.refused_reported) { /* a new context took it */
+				g.refused_reported = false;
+				gs_agent_armed = 1;
+				emit_armed();
+			}
+		} else {
+			all_refused();
+		}
 		if (now - g.last_drain_ns >= (uint64_t)g.opts.drain_ms * 1000000ull) {
 			drain_armed(false);
 			g.last_drain_ns = now;
@@ -1496,12 +1740,12 @@ static void watcher_tick(void)
 	pthread_mutex_unlock(&g.lock);
 }
 
-/* CUPTI "could not reach the driver" at InitializeInjection: on a host
- * without a GPU that is the driver's CUDA_ERROR_NO_DEVICE.  Asked once the
+/* A host without a GPU (the driver's CUDA_ERROR_NO_DEVICE): said while
+ * dormant too, since nothing is subscribed then.  Asked once the
  * application's cuInit has returned (never from inside it). */
 static void explain_no_driver(void)
 {
-	if (g.off_reason != GS_GPU_R_NO_DRIVER || !g.api.Init)
+	if (!g.api.Init || (g.off_reason && g.off_reason != GS_GPU_R_NO_DRIVER))
 		return;
 	if (g.api.Init(0) == CUDA_ERROR_NO_DEVICE)
 		set_off(GS_GPU_R_NO_DRIVER, CUDA_ERROR_NO_DEVICE,
@@ -1577,50 +1821,6 @@ static void register_crc(void)
 		gs_agent_log("cuptiRegisterComputeCrcCallback: %s", gs_cupti_strerror(&g.api, r));
 }
 
-static int subscribe(void)
-{
-	char old[256] = "", msg[GS_GPU_STATUS_MSG_LEN];
-	CUptiResult r;
-
-	if (g.api.Subscribe_v2) {
-		CUpti_SubscriberParams sp;
-		memset(&sp, 0, sizeof(sp));
-		sp.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
-		sp.subscriberName = GS_AGENT_SUBSCRIBER;
-		sp.oldSubscriberName = old;
-		sp.oldSubscriberSize = sizeof(old);
-		r = g.api.Subscribe_v2(&g.sub, callback, NULL, &sp);
-	} else {
-		r = g.api.Subscribe(&g.sub, callback, NULL);
-	}
-	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-		snprintf(msg, sizeof(msg),
-			 "another CUPTI subscriber holds the only slot: \"%s\" (torch.profiler/Kineto, "
-			 "Nsight Systems/Compute, cuda-gdb, ...); run without it to sample the GPU",
-			 old[0] ? old : "unnamed");
-		set_off(GS_GPU_R_OTHER_SUBSCRIBER, r, msg);
-		return -1;
-	}
-	if (r != CUPTI_SUCCESS) {
-		uint32_t reason = explain(r, ~0u, "cuptiSubscribe", msg, sizeof(msg));
-		set_off(reason, r, msg);
-		return -1;
-	}
-	g.subscribed = true;
-	static const CUpti_CallbackId res[] = {
-		CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
-		CUPTI_CBID_RESOURCE_MODULE_LOADED, CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING,
-	};
-	for (size_t i = 0; i < sizeof(res) / sizeof(*res); i++)
-		if ((r = g.api.EnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE, res[i])) != CUPTI_SUCCESS) {
-			/* without context and module callbacks nothing can be sampled */
-			uint32_t reason = explain(r, ~0u, "cuptiEnableCallback(resource)", msg, sizeof(msg));
-			set_off(reason, r, msg);
-			return -1;
-		}
-	return 0;
-}
-
 static void start_watcher(void)
 {
 	sigset_t all, old;
@@ -1663,7 +1863,11 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	} else {
 		g.cupti_ok = true;
 		register_crc();
-		subscribe();
+		/* gpusample -- CMD (subscribe=launch) or a job that asked for it:
+		 * subscribed before the first module loads.  Otherwise nothing
+		 * is subscribed until gpusample arms the agent. */
+		if (g.env_opts.subscribe != GS_AGENT_SUB_ARM && subscribe() == -EBUSY)
+			gs_agent_log("CUPTI held by \"%s\": subscribing again at arm", g.holder);
 	}
 	pthread_mutex_unlock(&g.lock);
 	gs_agent_log("initialized: CUPTI %u (%s), PC record %zu bytes", g.api.version, g.api.path,

@@ -12,17 +12,41 @@
  * for the search order; GS_CUPTI_PATH overrides it, which tests use to load
  * the CUPTI double).
  *
- * Dormant until armed.  InitializeInjection subscribes to CUPTI (subscriber
- * name "gpusample"), enables resource callbacks only (context created /
- * destroy starting, module loaded / unload starting) and starts a watcher
- * thread ("gs-agent").  No PC sampling, no hardware buffer, no launch
- * callbacks.  The watcher polls the semaphore of probe gpusample:record every
- * GS_AGENT_POLL_MS; when gpusample attaches (semaphore > 0) it reads
- * gs_agent_cfg (records.h, struct gs_gpu_agent_cfg) and arms: per live
- * context Enable -> stall reasons -> configuration (continuous by default)
- * -> stall table record; cubin notices for every known module; launch
- * callbacks on.  Disarm (semaphore back to 0, or detach_req == session):
- * drain, Disable, launch callbacks off, status DISARMED.
+ * Dormant until armed, and dormant means not subscribed: CUDA 13.0 allows
+ * one CUPTI subscriber per process, and a dormant agent must leave it to
+ * torch.profiler (Kineto).  InitializeInjection only binds libcupti,
+ * registers the cubin hash (cuptiRegisterComputeCrcCallback, no
+ * subscription) and starts a watcher thread ("gs-agent").  The watcher polls
+ * the semaphore of probe gpusample:record every GS_AGENT_POLL_MS; when
+ * gpusample attaches (semaphore > 0) it reads gs_agent_cfg (records.h,
+ * struct gs_gpu_agent_cfg) and arms:
+ *   1. cuptiSubscribe_v2 as "gpusample" (on CUPTI 13.2+ asking for the
+ *      multi-subscriber mode, allowMultipleSubscribers); resource callbacks
+ *      (context created / destroy starting, module loaded / unload
+ *      starting).  When another subscriber holds CUPTI: status OFF naming
+ *      it (reason GS_GPU_R_OTHER_SUBSCRIBER), the CPU profile goes on, and
+ *      the watcher asks again every GS_AGENT_SUB_RETRY_MS.
+ *   2. contexts created while unsubscribed: the devices' active primary
+ *      contexts (the CUDA runtime's, PyTorch's) from the driver
+ *      (cuDevicePrimaryCtxGetState, then Retain + Release, which leaves the
+ *      count as it was); any other context at its next kernel launch.
+ *   3. per context Enable -> stall reasons -> configuration (continuous by
+ *      default) -> stall table record; cubin notices for every known
+ *      module; launch callbacks on.
+ * Disarm (semaphore back to 0, or detach_req == session): drain, Disable,
+ * launch callbacks off, status DISARMED, cuptiUnsubscribe; contexts are
+ * forgotten (their destruction is not seen while unsubscribed) and found
+ * again at the next arm.
+ *
+ * Modules loaded while unsubscribed are never announced: neither CUPTI nor
+ * the driver API can list a process's modules or hand out a module's cubin
+ * afterwards, and recovering them from the .nv_fatbin sections of the
+ * loaded libraries is out of reach (CUDA 13 fatbin entries are
+ * zstd-compressed: all 5,449 ELF entries of libcublasLt.so.13).  CUPTI
+ * still names their kernels in PC records, so their samples are attributed
+ * per kernel and pcOffset without source lines, and gpusample says how many
+ * kernels that is.  gpusample -- CMD sets subscribe=launch, which subscribes
+ * before the first module loads.
  *
  * USDT probes (provider "gpusample", sys/sdt.h, with semaphores):
  *   record(void *rec, uint64_t size)  any GS_REC_GPU_* record but launches
@@ -40,7 +64,8 @@
  *   GS_CUPTI_PATH    libcupti to use (full path)
  *   GS_AGENT_OPTS    comma list: period=5..31, mode=continuous|serialized,
  *                    launch_rate=N (events/s), drain_ms=N, hwbuf=BYTES,
- *                    scratch=BYTES, cubin_keep=BYTES
+ *                    scratch=BYTES, cubin_keep=BYTES,
+ *                    subscribe=arm|launch|init (enum gs_agent_subscribe)
  *   GS_AGENT_DEBUG   1: log agent decisions to stderr
  */
 #ifndef GS_AGENT_H
@@ -52,6 +77,7 @@
 #include "gpusample/records.h"
 
 #define GS_AGENT_POLL_MS 50          /* watcher period: arm latency bound */
+#define GS_AGENT_SUB_RETRY_MS 1000   /* asking again while another subscriber holds CUPTI */
 #define GS_AGENT_SUBSCRIBER "gpusample"
 #define GS_AGENT_MAX_CTX 64
 #define GS_AGENT_GET_PCS 512         /* PCs per GetData call */
@@ -66,10 +92,24 @@
 
 void gs_agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* When the agent holds a CUPTI subscription (GS_AGENT_OPTS subscribe=).
+ * CUDA 13.0 allows one subscriber per process: while the agent holds it,
+ * torch.profiler (Kineto), Nsight and cuda-gdb get
+ * CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED. */
+enum gs_agent_subscribe {
+	GS_AGENT_SUB_ARM = 0,    /* default: from arm to disarm only */
+	GS_AGENT_SUB_LAUNCH = 1, /* from InitializeInjection to the first disarm
+				  * (gpusample -- CMD: every module is seen) */
+	GS_AGENT_SUB_INIT = 2,   /* from InitializeInjection for the life of the
+				  * process: every module of the job is seen by
+				  * any later -p attach, CUPTI is never free */
+};
+
 /* Effective options (cfg from gpusample, else GS_AGENT_OPTS, else defaults). */
 struct gs_agent_opts {
 	uint32_t period;           /* 0 = CUPTI default */
 	uint32_t mode;             /* GS_GPU_MODE_* */
+	uint32_t subscribe;        /* enum gs_agent_subscribe (environment only) */
 	uint32_t launch_rate;
 	uint32_t drain_ms;
 	uint64_t hwbuf, scratch, cubin_keep;

@@ -14,6 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cupti_api.h"
+
+_Static_assert(offsetof(struct gs_subscriber_params, oldSubscriberSize) ==
+		       offsetof(CUpti_SubscriberParams, oldSubscriberSize) &&
+		       CUpti_SubscriberParams_STRUCT_SIZE <= offsetof(struct gs_subscriber_params, allowMultipleSubscribers),
+	       "CUpti_SubscriberParams prefix");
 #include "agent.h"
 
 static const char *const sonames[] = { "libcupti.so.13", "libcupti.so.12", "libcupti.so" };
@@ -181,6 +186,11 @@ int gs_cupti_open(struct gs_cupti *c, char *err, size_t errlen)
 		*(void **)&c->CtxPop = dlsym(drv, "cuCtxPopCurrent_v2");
 		*(void **)&c->DevAttr = dlsym(drv, "cuDeviceGetAttribute");
 		*(void **)&c->Init = dlsym(drv, "cuInit");
+		*(void **)&c->DevCount = dlsym(drv, "cuDeviceGetCount");
+		*(void **)&c->DevGet = dlsym(drv, "cuDeviceGet");
+		*(void **)&c->PrimaryState = dlsym(drv, "cuDevicePrimaryCtxGetState");
+		*(void **)&c->PrimaryRetain = dlsym(drv, "cuDevicePrimaryCtxRetain");
+		*(void **)&c->PrimaryRelease = dlsym(drv, "cuDevicePrimaryCtxRelease_v2");
 	}
 	return 0;
 }

@@ -9,6 +9,8 @@
 #ifndef GS_CUPTI_API_H
 #define GS_CUPTI_API_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <cupti.h>
 #include <cupti_pcsampling.h>
 
@@ -39,13 +41,36 @@ struct gs_cupti {
 	CUptiResult (*GetCubinCrc)(CUpti_GetCubinCrcParams *);
 	CUptiResult (*RegisterComputeCrcCallback)(CUpti_ComputeCrcCallbackFunc); /* optional */
 
-	/* CUDA driver (optional: only to make a context current on the watcher
-	 * thread and to read SM count / clock). */
+	/* CUDA driver (optional: to make a context current on the watcher
+	 * thread, to read SM count / clock, and to find at arm the primary
+	 * contexts created while the agent was not subscribed). */
 	CUresult (*CtxPush)(CUcontext);
 	CUresult (*CtxPop)(CUcontext *);
 	CUresult (*DevAttr)(int *, CUdevice_attribute, CUdevice);
 	CUresult (*Init)(unsigned int); /* cuInit: only after the driver's own cuInit returned */
+	CUresult (*DevCount)(int *);
+	CUresult (*DevGet)(CUdevice *, int);
+	CUresult (*PrimaryState)(CUdevice, unsigned int *, int *);
+	CUresult (*PrimaryRetain)(CUcontext *, CUdevice);
+	CUresult (*PrimaryRelease)(CUdevice);
 };
+
+/* CUPTI 13.2 appended allowMultipleSubscribers to CUpti_SubscriberParams
+ * (docs.nvidia.com/cupti/13.2.0, struct CUpti_SubscriberParams); the 13.0
+ * headers the agent builds with lack it.  The same layout with that field,
+ * passed with the longer structSize only to a CUPTI that knows it. */
+struct gs_subscriber_params {
+	size_t structSize;
+	const char *subscriberName;
+	char *oldSubscriberName;
+	size_t oldSubscriberSize;
+	uint8_t allowMultipleSubscribers;
+};
+#define GS_SUBSCRIBER_PARAMS_MULTI_SIZE (offsetof(struct gs_subscriber_params, allowMultipleSubscribers) + 1)
+/* cuptiGetVersion() from which the field is there: CUDA 13.0.1 reports
+ * 130001 (CUPTI_API_VERSION), so 13.2 is taken as 130200.  A CUPTI that
+ * refuses the longer struct anyway is asked again with the 13.0 size. */
+#define GS_CUPTI_MULTI_SUBSCRIBER_VERSION 130200u
 
 /* Find and bind libcupti.  Returns 0, or -1 with a message in err
  * ("what happened and what to do"). */

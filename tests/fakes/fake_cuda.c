@@ -142,6 +142,20 @@ CUresult cuDeviceGetAttribute(int *v, int attr, int dev)
 	}
 }
 
+static struct fake_ctx *new_ctx(int dev)
+{
+	struct fake_ctx *c = calloc(1, sizeof(*c));
+
+	c->magic = FAKE_CTX_MAGIC;
+	pthread_mutex_lock(&lock);
+	c->uid = next_ctx_uid++;
+	pthread_mutex_unlock(&lock);
+	c->device = dev;
+	c->arch = arch[dev];
+	c->creator = (unsigned long)pthread_self();
+	return c;
+}
+
 CUresult cuCtxCreate_v2(struct fake_ctx **out, unsigned flags, int dev)
 {
 	struct fake_ctx *c;
@@ -150,19 +164,80 @@ CUresult cuCtxCreate_v2(struct fake_ctx **out, unsigned flags, int dev)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	if (dev < 0 || dev >= ndev || !out)
 		return CUDA_ERROR_INVALID_VALUE;
-	c = calloc(1, sizeof(*c));
-	c->magic = FAKE_CTX_MAGIC;
-	pthread_mutex_lock(&lock);
-	c->uid = next_ctx_uid++;
-	pthread_mutex_unlock(&lock);
-	c->device = dev;
-	c->arch = arch[dev];
-	c->creator = (unsigned long)pthread_self();
+	c = new_ctx(dev);
 	if (depth < 16)
 		stack[depth++] = c;
 	*out = c;
 	if (hooks)
 		hooks->resource(CBID_CONTEXT_CREATED, c, NULL);
+	return CUDA_SUCCESS;
+}
+
+/* Primary contexts, the CUDA runtime's (PyTorch's): one per device,
+ * reference-counted.  Retain creates it when inactive (CONTEXT_CREATED) and
+ * does not make it current; the last Release destroys it (DESTROY_STARTING);
+ * GetState says whether it is active.  primary_created counts creations. */
+static struct fake_ctx *primary[FAKE_MAX_DEVICES];
+static int primary_refs[FAKE_MAX_DEVICES];
+static unsigned primary_created;
+
+__attribute__((visibility("default"))) unsigned fake_cuda_primary_created(void)
+{
+	return primary_created;
+}
+
+CUresult cuDevicePrimaryCtxRetain(struct fake_ctx **out, int dev)
+{
+	struct fake_ctx *c = NULL;
+
+	if (!initialized)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (dev < 0 || dev >= ndev || !out)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&lock);
+	if (!primary_refs[dev]++) {
+		pthread_mutex_unlock(&lock);
+		c = new_ctx(dev);
+		pthread_mutex_lock(&lock);
+		primary[dev] = c;
+		primary_created++;
+	}
+	*out = primary[dev];
+	pthread_mutex_unlock(&lock);
+	if (c && hooks)
+		hooks->resource(CBID_CONTEXT_CREATED, c, NULL);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxDestroy_v2(struct fake_ctx *c);
+
+CUresult cuDevicePrimaryCtxRelease_v2(int dev)
+{
+	struct fake_ctx *c = NULL;
+
+	if (dev < 0 || dev >= ndev)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&lock);
+	if (!primary_refs[dev]) {
+		pthread_mutex_unlock(&lock);
+		return CUDA_ERROR_INVALID_CONTEXT;
+	}
+	if (!--primary_refs[dev]) {
+		c = primary[dev];
+		primary[dev] = NULL;
+	}
+	pthread_mutex_unlock(&lock);
+	return c ? cuCtxDestroy_v2(c) : CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxGetState(int dev, unsigned *flags, int *active)
+{
+	if (dev < 0 || dev >= ndev || !flags || !active)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&lock);
+	*flags = 0;
+	*active = primary_refs[dev] > 0;
+	pthread_mutex_unlock(&lock);
 	return CUDA_SUCCESS;
 }
 

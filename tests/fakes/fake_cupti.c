@@ -15,14 +15,19 @@
  *     dropped and non-user samples reported once, CUPTI-owned functionName
  *     strings shared between records and handed to the client at Disable
  *   - continuous mode: correlationId 0; kernel-serialized: the launch's id
- *   - callbacks only for (domain, cbid) pairs the subscriber enabled
+ *   - subscribers: one per process (CUDA 13.0: a second cuptiSubscribe gets
+ *     CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED and cuptiSubscribe_v2
+ *     the holder's name, "CUPTI for <subscriberName>"); from version 130200
+ *     (13.2) several when every one set allowMultipleSubscribers
+ *   - callbacks only for (domain, cbid) pairs each subscriber enabled
  *   - Disable: leftovers copied into the SAMPLING_DATA_BUFFER, excess dropped
  *
  * Environment:
  *   FAKE_CUPTI_VERSION   cuptiGetVersion() value (default 130001)
  *   FAKE_CUPTI_FAIL      comma list: privileges (Enable), busy (Enable),
  *                        unsupported (Enable), enable_oom (Enable),
- *                        subscribers (Subscribe), nodriver (Subscribe),
+ *                        subscribers (Subscribe: a tool outside the process,
+ *                        e.g. Nsight, holds CUPTI), nodriver (Subscribe),
  *                        enable_offthread (Enable from a thread that neither
  *                        created the context nor launched on it fails with
  *                        CUPTI_ERROR_INVALID_OPERATION: no document allows it),
@@ -42,7 +47,9 @@
  * does not fit is lost, and GetData returns CUPTI_ERROR_OUT_OF_MEMORY with
  * hardwareBufferFull 0 until Disable + Enable.
  *   FAKE_CUPTI_STATS     file written at exit: "key value" lines (call
- *                        counts per function, samples generated, ...)
+ *                        counts per function, samples generated,
+ *                        subscribe_ok.<name> / subscribe_refused.<name> per
+ *                        subscriber name, blanks as _, ...)
  *   FAKE_CUPTI_REAL      real libcupti for cuptiGetCubinCrc (default
  *                        /usr/local/cuda/lib64/libcupti.so.13; "" = own CRC)
  *
@@ -208,10 +215,25 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct { const struct fake_func *f; char *s; } *names;
 static size_t n_names;
 static struct pcs_state ctxs[MAX_CTX];
-static CUpti_CallbackFunc sub_fn;
-static void *sub_ud;
-static bool subscribed;
-static uint8_t enabled_ids[7][MAX_SUB_IDS];
+/* Subscribers.  CUDA 13.0: one at a time; a second cuptiSubscribe gets
+ * CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED and, through
+ * cuptiSubscribe_v2, the holder's name ("CUPTI for <subscriberName>").
+ * From 13.2 (version >= 130200) several may subscribe when every one of them
+ * asked for it (CUpti_SubscriberParams.allowMultipleSubscribers); each gets
+ * only the callbacks it enabled. */
+#define MAX_SUBS 4
+#define MULTI_SUB_VERSION 130200u
+struct subscriber {
+	bool used, allow_multi;
+	CUpti_CallbackFunc fn;
+	void *ud;
+	char name[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN];
+	uint8_t ids[7][MAX_SUB_IDS];
+};
+static struct subscriber subs[MAX_SUBS];
+/* subscribe outcomes by subscriber name, for FAKE_CUPTI_STATS */
+static struct { char name[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN]; uint64_t ok, refused; } sub_stats[8];
+static pthread_mutex_t sub_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint32_t next_corr = 1;
 static uint32_t version = 130001;
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -314,70 +336,138 @@ API CUptiResult cuptiGetDeviceId(CUcontext ctx, uint32_t *id)
 	return CUPTI_SUCCESS;
 }
 
-static CUptiResult do_subscribe(CUpti_SubscriberHandle *h, CUpti_CallbackFunc fn, void *ud,
-				CUpti_SubscriberParams *p)
+static void count_subscribe(const char *name, bool ok)
 {
+	for (size_t i = 0; i < sizeof(sub_stats) / sizeof(*sub_stats); i++)
+		if (!sub_stats[i].name[0] || !strcmp(sub_stats[i].name, name)) {
+			snprintf(sub_stats[i].name, sizeof(sub_stats[i].name), "%s", name);
+			if (ok)
+				sub_stats[i].ok++;
+			else
+				sub_stats[i].refused++;
+			return;
+		}
+}
+
+static struct subscriber *sub_of(CUpti_SubscriberHandle h)
+{
+	for (int i = 0; i < MAX_SUBS; i++)
+		if (subs[i].used && h == (CUpti_SubscriberHandle)&subs[i])
+			return &subs[i];
+	return NULL;
+}
+
+/* Whether a new subscriber may join the ones there: none there, or 13.2+
+ * and every one (the new one too) asked for the multi-subscriber mode. */
+static const struct subscriber *refusing_holder(bool allow_multi)
+{
+	for (int i = 0; i < MAX_SUBS; i++)
+		if (subs[i].used && (version < MULTI_SUB_VERSION || !allow_multi || !subs[i].allow_multi))
+			return &subs[i];
+	return NULL;
+}
+
+static CUptiResult do_subscribe(CUpti_SubscriberHandle *h, CUpti_CallbackFunc fn, void *ud,
+				const char *want_name, bool allow_multi, char *old, size_t old_size)
+{
+	const struct subscriber *holder;
+	char name[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN];
+	CUptiResult r = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+
 	COUNT(C_Subscribe);
 	if (!h || !fn)
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	if (failing("nodriver"))
 		return CUPTI_ERROR_UNKNOWN; /* what real CUPTI returns without a driver */
-	if (subscribed || failing("subscribers")) {
-		const char *old = getenv("FAKE_CUPTI_OLD_SUBSCRIBER");
-		if (p && p->oldSubscriberName && p->oldSubscriberSize)
-			snprintf(p->oldSubscriberName, p->oldSubscriberSize, "%s",
-				 old ? old : "CUPTI for Kineto");
-		return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+	snprintf(name, sizeof(name), want_name ? "CUPTI for %.*s" : "CUPTI",
+		 CUPTI_SUBSCRIBER_NAME_MAX_LEN, want_name ? want_name : "");
+	pthread_mutex_lock(&sub_lock);
+	if (failing("subscribers")) { /* a tool outside the process's control (Nsight, ...) */
+		const char *o = getenv("FAKE_CUPTI_OLD_SUBSCRIBER");
+		if (old && old_size)
+			snprintf(old, old_size, "%s", o ? o : "CUPTI for Kineto");
+	} else if ((holder = refusing_holder(allow_multi))) {
+		if (old && old_size)
+			snprintf(old, old_size, "%s", holder->name);
+	} else {
+		r = CUPTI_ERROR_MAX_LIMIT_REACHED;
+		for (int i = 0; i < MAX_SUBS; i++)
+			if (!subs[i].used) {
+				memset(&subs[i], 0, sizeof(subs[i]));
+				subs[i].used = true;
+				subs[i].allow_multi = allow_multi;
+				subs[i].fn = fn;
+				subs[i].ud = ud;
+				snprintf(subs[i].name, sizeof(subs[i].name), "%s", name);
+				*h = (CUpti_SubscriberHandle)&subs[i];
+				r = CUPTI_SUCCESS;
+				break;
+			}
 	}
-	subscribed = true;
-	sub_fn = fn;
-	sub_ud = ud;
-	*h = (CUpti_SubscriberHandle)&sub_fn;
-	return CUPTI_SUCCESS;
+	count_subscribe(name, r == CUPTI_SUCCESS);
+	pthread_mutex_unlock(&sub_lock);
+	return r;
 }
 
 API CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *h, CUpti_CallbackFunc fn, void *ud)
 {
-	return do_subscribe(h, fn, ud, NULL);
+	return do_subscribe(h, fn, ud, NULL, false, NULL, 0);
 }
 
+/* structSize: the 13.0 struct ends at oldSubscriberSize; 13.2 appended
+ * uint8_t allowMultipleSubscribers (read only by a 13.2+ CUPTI). */
 API CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *h, CUpti_CallbackFunc fn, void *ud,
 				  CUpti_SubscriberParams *p)
 {
-	if (p && p->structSize < CUpti_SubscriberParams_STRUCT_SIZE) {
+	const size_t multi_at = CUpti_SubscriberParams_STRUCT_SIZE; /* offset of the 13.2 field */
+	bool allow = false;
+
+	if (p && (p->structSize < CUpti_SubscriberParams_STRUCT_SIZE ||
+		  (version < MULTI_SUB_VERSION && p->structSize != CUpti_SubscriberParams_STRUCT_SIZE) ||
+		  p->structSize > multi_at + 8)) {
 		COUNT(C_Subscribe);
 		atomic_fetch_add(&st_bad_size, 1);
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	}
-	return do_subscribe(h, fn, ud, p);
+	if (p && p->structSize > multi_at)
+		allow = ((const uint8_t *)p)[multi_at] != 0;
+	return do_subscribe(h, fn, ud, p ? p->subscriberName : NULL, allow,
+			    p ? p->oldSubscriberName : NULL, p ? p->oldSubscriberSize : 0);
 }
 
 API CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle h)
 {
+	struct subscriber *sb;
+
 	COUNT(C_Unsubscribe);
-	if (!subscribed || h != (CUpti_SubscriberHandle)&sub_fn)
-		return CUPTI_ERROR_INVALID_PARAMETER;
-	subscribed = false;
-	memset(enabled_ids, 0, sizeof(enabled_ids));
-	return CUPTI_SUCCESS;
+	pthread_mutex_lock(&sub_lock);
+	sb = sub_of(h);
+	if (sb)
+		sb->used = false;
+	pthread_mutex_unlock(&sub_lock);
+	return sb ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
 }
 
 API CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle h, CUpti_CallbackDomain d,
 				    CUpti_CallbackId cbid)
 {
+	struct subscriber *sb = sub_of(h);
+
 	COUNT(C_EnableCallback);
-	if (!subscribed || h != (CUpti_SubscriberHandle)&sub_fn || d <= 0 || d >= 7 || cbid >= MAX_SUB_IDS)
+	if (!sb || d <= 0 || d >= 7 || cbid >= MAX_SUB_IDS)
 		return CUPTI_ERROR_INVALID_PARAMETER;
-	enabled_ids[d][cbid] = enable ? 1 : 0;
+	sb->ids[d][cbid] = enable ? 1 : 0;
 	return CUPTI_SUCCESS;
 }
 
 API CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle h, CUpti_CallbackDomain d)
 {
+	struct subscriber *sb = sub_of(h);
+
 	COUNT(C_EnableDomain);
-	if (!subscribed || h != (CUpti_SubscriberHandle)&sub_fn || d <= 0 || d >= 7)
+	if (!sb || d <= 0 || d >= 7)
 		return CUPTI_ERROR_INVALID_PARAMETER;
-	memset(enabled_ids[d], enable ? 1 : 0, MAX_SUB_IDS);
+	memset(sb->ids[d], enable ? 1 : 0, MAX_SUB_IDS);
 	return CUPTI_SUCCESS;
 }
 
@@ -388,9 +478,28 @@ API CUptiResult cuptiFinalize(void)
 }
 
 /* ---- callback dispatch from the driver double -------------------------- */
+static bool cb_enabled_by(const struct subscriber *sb, int d, int cbid)
+{
+	return sb->used && cbid < MAX_SUB_IDS && sb->ids[d][cbid];
+}
+
 static bool cb_enabled(int d, int cbid)
 {
-	return subscribed && cbid < MAX_SUB_IDS && enabled_ids[d][cbid];
+	for (int i = 0; i < MAX_SUBS; i++)
+		if (cb_enabled_by(&subs[i], d, cbid))
+			return true;
+	return false;
+}
+
+/* One callback to every subscriber that enabled (d, cbid). */
+static void dispatch(int d, int cbid, const void *data)
+{
+	for (int i = 0; i < MAX_SUBS; i++) {
+		struct subscriber *sb = &subs[i];
+		CUpti_CallbackFunc fn = sb->fn;
+		if (cb_enabled_by(sb, d, cbid) && fn)
+			fn(sb->ud, d, cbid, data);
+	}
 }
 
 static void hook_resource(int cbid, struct fake_ctx *c, struct fake_module *m)
@@ -406,8 +515,6 @@ static void hook_resource(int cbid, struct fake_ctx *c, struct fake_module *m)
 			s->range++;
 		pthread_mutex_unlock(&lock);
 	}
-	if (!cb_enabled(CUPTI_CB_DOMAIN_RESOURCE, cbid))
-		return;
 	memset(&rd, 0, sizeof(rd));
 	rd.context = (CUcontext)c;
 	if (m) {
@@ -416,8 +523,11 @@ static void hook_resource(int cbid, struct fake_ctx *c, struct fake_module *m)
 		md.pCubin = m->image;
 		rd.resourceDescriptor = &md;
 	}
-	atomic_fetch_add(&st_resource_cb, 1);
-	sub_fn(sub_ud, CUPTI_CB_DOMAIN_RESOURCE, cbid, &rd);
+	if (cb_enabled(CUPTI_CB_DOMAIN_RESOURCE, cbid)) {
+		atomic_fetch_add(&st_resource_cb, 1);
+		dispatch(CUPTI_CB_DOMAIN_RESOURCE, cbid, &rd);
+	}
+	/* with or without a subscriber */
 	if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
 		/* CUPTI drops its per-context state with the context. */
 		pthread_mutex_lock(&lock);
@@ -592,13 +702,13 @@ static int hook_launch(int cbid, const char *api_name, struct fake_ctx *c, struc
 	cd.callbackSite = CUPTI_API_ENTER;
 	if (cb) {
 		atomic_fetch_add(&st_launch_cb, 1);
-		sub_fn(sub_ud, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &cd);
+		dispatch(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &cd);
 	}
 	run_kernel(c, f, corr);
 	cd.callbackSite = CUPTI_API_EXIT;
 	cd.functionReturnValue = &ret;
 	if (cb)
-		sub_fn(sub_ud, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &cd);
+		dispatch(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &cd);
 	return 0;
 }
 
@@ -1155,6 +1265,15 @@ static void write_stats(void)
 	fprintf(f, "bad_size %llu\n", (unsigned long long)atomic_load(&st_bad_size));
 	fprintf(f, "order_errors %llu\n", (unsigned long long)atomic_load(&st_order_err));
 	fprintf(f, "enables %llu\n", (unsigned long long)atomic_load(&st_enable_ok));
+	for (size_t i = 0; i < sizeof(sub_stats) / sizeof(*sub_stats) && sub_stats[i].name[0]; i++) {
+		char key[sizeof(sub_stats[i].name)];
+		memcpy(key, sub_stats[i].name, sizeof(key));
+		for (char *c = key; *c; c++)
+			if (*c == ' ')
+				*c = '_';
+		fprintf(f, "subscribe_ok.%s %llu\n", key, (unsigned long long)sub_stats[i].ok);
+		fprintf(f, "subscribe_refused.%s %llu\n", key, (unsigned long long)sub_stats[i].refused);
+	}
 	fclose(f);
 }
 

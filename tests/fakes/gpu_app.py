@@ -8,9 +8,17 @@ reduce_sum; and scale<float> from two call sites, 3:1: forward on 3 steps in
 4, optimizer_step on the 4th (a kernel whose samples must split 3:1).  With CUDA_INJECTION64_PATH set the
 driver double loads the gpusample agent in cuInit, as the real driver does.
 
+With --primary the contexts are the devices' primary contexts
+(cuDevicePrimaryCtxRetain), as the CUDA runtime (PyTorch) uses them.  With
+--kineto-dir DIR a torch.profiler (Kineto) stand-in shares the process: it
+subscribes to CUPTI (GS_CUPTI_PATH) as "Kineto" when asked through files in
+DIR (see Kineto below).
+
 usage: gpu_app.py LIBCUDA CUBIN_DIR [--seconds S] [--rate LAUNCHES_PER_S]
                   [--devices N] [--contexts N] [--start-file F] [--stop-file F]
-Prints one line "gpu_app launches=N contexts=N" at exit; exit status 0.
+                  [--primary] [--kineto-dir DIR]
+Prints one line "gpu_app launches=N contexts=N primary_created=N" at exit;
+exit status 0.
 """
 import argparse
 import ctypes
@@ -35,6 +43,9 @@ p.add_argument("--late-count", type=int, default=1, help="how many late modules 
 p.add_argument("--twin", action="store_true",
                help="also load a twin of the -lineinfo cubin with one byte of axpy's code "
                "flipped, and launch its axpy from twin_forward (a near-identical cubin)")
+p.add_argument("--primary", action="store_true",
+               help="use the devices' primary contexts, as the CUDA runtime does")
+p.add_argument("--kineto-dir", default=None, help="a Kineto stand-in driven by files in this folder")
 args = p.parse_args()
 
 cu = ctypes.CDLL(args.libcuda)
@@ -82,9 +93,15 @@ if args.twin:
     images.append(twin_image)
 
 ctxs, funcs = [], []
+if args.primary:
+    nctx = ndev  # one primary context per device
 for i in range(nctx):
     ctx = vp()
-    check(cu.cuCtxCreate_v2(ctypes.byref(ctx), 0, i % ndev), "cuCtxCreate")
+    if args.primary:
+        check(cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), i), "cuDevicePrimaryCtxRetain")
+        check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    else:
+        check(cu.cuCtxCreate_v2(ctypes.byref(ctx), 0, i % ndev), "cuCtxCreate")
     mods = []
     for img in images:
         m = vp()
@@ -105,6 +122,68 @@ for i in range(nctx):
     funcs.append(fs)
 
 launches = 0
+
+
+class SubscriberParams(ctypes.Structure):
+    """CUpti_SubscriberParams; allowMultipleSubscribers is CUPTI 13.2's."""
+    _fields_ = [("structSize", ctypes.c_size_t), ("subscriberName", ctypes.c_char_p),
+                ("oldSubscriberName", ctypes.c_void_p), ("oldSubscriberSize", ctypes.c_size_t),
+                ("allowMultipleSubscribers", ctypes.c_uint8)]
+
+
+class Kineto:
+    """torch.profiler's CUPTI client, as far as subscribing goes: a
+    cuptiSubscribe_v2 as "Kineto" (CUPTI names it "CUPTI for Kineto") with
+    the cuLaunchKernel driver callback on, counting the callbacks it gets.
+    Driven by files the test creates in DIR, each removed once done and
+    answered by a line in DIR/log:
+      sub        subscribe now            -> "sub rc=N old=NAME"
+      sub_multi  same, allowMultipleSubscribers=1 (CUPTI 13.2+)
+      sub_armed  subscribe once the gpusample agent is armed (gs_agent_armed)
+      unsub      unsubscribe              -> "unsub rc=N callbacks=N"
+    """
+    CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p)
+
+    def __init__(self, folder):
+        self.dir = folder
+        self.cupti = ctypes.CDLL(os.environ["GS_CUPTI_PATH"])
+        self.agent = ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"])
+        self.h = vp()
+        self.calls = 0
+        self.cb = self.CB(self.on_callback)
+
+    def on_callback(self, ud, domain, cbid, data):
+        self.calls += 1
+
+    def log(self, line):
+        with open(os.path.join(self.dir, "log"), "a") as f:
+            f.write(line + "\n")
+
+    def subscribe(self, multi):
+        old = ctypes.create_string_buffer(64)
+        sp = SubscriberParams(32 + multi, b"Kineto", ctypes.cast(old, ctypes.c_void_p), 64, multi)
+        rc = self.cupti.cuptiSubscribe_v2(ctypes.byref(self.h), self.cb, None, ctypes.byref(sp))
+        if rc == 0:
+            self.calls = 0
+            self.cupti.cuptiEnableCallback(1, self.h, 1, 307)  # DRIVER_API, cuLaunchKernel
+        self.log(f"sub rc={rc} old={old.value.decode().replace(' ', '_') or '-'}")
+
+    def poll(self):
+        for name in ("sub", "sub_multi", "sub_armed", "unsub"):
+            path = os.path.join(self.dir, name)
+            if not os.path.exists(path):
+                continue
+            if name == "sub_armed" and not ctypes.c_uint32.in_dll(self.agent, "gs_agent_armed").value:
+                continue  # asked again at the next poll
+            os.remove(path)
+            if name == "unsub":
+                rc = self.cupti.cuptiUnsubscribe(self.h)
+                self.log(f"unsub rc={rc} callbacks={self.calls}")
+            else:
+                self.subscribe(1 if name == "sub_multi" else 0)
+
+
+kineto = Kineto(args.kineto_dir) if args.kineto_dir else None
 
 
 def launch(dev, name):
@@ -161,6 +240,8 @@ while time.monotonic() - start < args.seconds:
         late_done += 1
     if args.stop_file and step % 16 == 0 and os.path.exists(args.stop_file):
         break
+    if kineto and step % 8 == 0:
+        kineto.poll()
     for dev in range(nctx):  # dev: index of the context (and its functions)
         train_step(dev, step)
     step += 1
@@ -170,9 +251,13 @@ while time.monotonic() - start < args.seconds:
     if delay > 0:
         time.sleep(delay)
 
-for ctx, mods in ctxs:
+for i, (ctx, mods) in enumerate(ctxs):
     cu.cuCtxSetCurrent(ctx)
     for m in mods:
         cu.cuModuleUnload(m)
-    check(cu.cuCtxDestroy_v2(ctx), "cuCtxDestroy")
-print(f"gpu_app launches={launches} contexts={len(ctxs)}", flush=True)
+    if args.primary:
+        check(cu.cuDevicePrimaryCtxRelease_v2(i), "cuDevicePrimaryCtxRelease")
+    else:
+        check(cu.cuCtxDestroy_v2(ctx), "cuCtxDestroy")
+print(f"gpu_app launches={launches} contexts={len(ctxs)} "
+      f"primary_created={cu.fake_cuda_primary_created()}", flush=True)

@@ -9,7 +9,9 @@
 # no call on a destroyed context, and the job exits 0.
 source "$(dirname "$0")/lib.sh"
 source "$ROOT/tests/fakes/gpu_test_lib.sh"
-export FAKE_CUPTI_GETDATA_MS=900 GS_AGENT_DEBUG=1
+# subscribe=init: the agent sees the 2 modules loaded before the attach too
+# (a dormant agent holds no CUPTI subscription and would miss them).
+export FAKE_CUPTI_GETDATA_MS=900 GS_AGENT_DEBUG=1 GS_AGENT_OPTS=subscribe=init
 start_app 7 --rate 600 --late-module 1.2 --late-count 4
 driver -n 1 -t 10
 wait_app

@@ -59,8 +59,9 @@ check_profile() { # NAME: GPU samples with source lines, no marker
 		{ head -20 "$T/$1.lines"; fail "$1: no source lines: the toolkit's libcupti was not used"; }
 }
 
-# 1. -p PID on the user's job
-setpriv --reuid="$uid" --regid="$gid" --clear-groups /usr/bin/python3 -c "$JOB" "$APP_PY" "$FAKES/libcuda.so.1" \
+# 1. -p PID on the user's job, started with subscribe=init so that the
+#    cubins it loads before the attach are kept (source lines need them)
+GS_AGENT_OPTS=subscribe=init setpriv --reuid="$uid" --regid="$gid" --clear-groups /usr/bin/python3 -c "$JOB" "$APP_PY" "$FAKES/libcuda.so.1" \
 	"$CUBINS" --seconds 30 --rate 600 --start-file "$E/started" --stop-file "$E/stop" > "$T/app.out" 2>&1 &
 APP=$!
 for _ in $(seq 100); do [ -e "$E/started" ] && break; sleep 0.05; done

@@ -1,6 +1,7 @@
 #!/bin/bash
-# Agent injected, nobody attached: launches cause zero PC-sampling calls and
-# no launch callbacks; only resource callbacks are enabled.
+# Agent injected, nobody attached: the agent holds no CUPTI subscription
+# (CUDA 13.0 allows one per process, and it is the user's: torch.profiler),
+# so launches cause no CUPTI callback and no PC-sampling call at all.
 source "$(dirname "$0")/lib.sh"
 source "$ROOT/tests/fakes/gpu_test_lib.sh"
 
@@ -12,7 +13,7 @@ launches=$(stat launches)
 [ "${launches:-0}" -ge 1000 ] || { show; fail "app launched only ${launches:-0} kernels"; }
 [ "$(stat pcsampling_calls)" = 0 ] || { show; fail "PC sampling API called while dormant"; }
 [ "$(stat launch_callbacks)" = 0 ] || { show; fail "launch callbacks delivered while dormant"; }
-[ "$(stat call.cuptiSubscribe)" = 1 ] || { show; fail "agent did not subscribe exactly once"; }
-[ "$(stat call.cuptiEnableCallback)" = 4 ] || { show; fail "expected the 4 resource callbacks only"; }
-[ "$(stat resource_callbacks)" -ge 2 ] || { show; fail "resource callbacks not delivered"; }
-ok "dormant: $launches launches, 0 PC sampling calls, 0 launch callbacks"
+[ "$(stat call.cuptiSubscribe)" = 0 ] || { show; fail "a dormant agent subscribed to CUPTI"; }
+[ "$(stat call.cuptiEnableCallback)" = 0 ] || { show; fail "a dormant agent enabled callbacks"; }
+[ "$(stat resource_callbacks)" = 0 ] || { show; fail "resource callbacks delivered while dormant"; }
+ok "dormant: $launches launches, no subscription, 0 callbacks, 0 PC sampling calls"

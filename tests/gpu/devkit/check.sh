@@ -86,7 +86,10 @@ CUDA_INJECTION64_PATH=$AGENT timeout 60 "$PY" "$KIT/workload.py" "${WL[@]}" --st
 say "dormant: $(cat "$OUT/dormant.txt" 2>/dev/null)"
 
 head_ "workload under gpusample -p (timed once the agent reports armed)"
-CUDA_INJECTION64_PATH=$AGENT timeout 110 "$PY" "$KIT/workload.py" "${WL[@]}" --steps "$STEPS" \
+# subscribe=init: the agent subscribes to CUPTI at cuInit and keeps the
+# cubins of the modules the warm-up loads before the attach (source lines);
+# by default a dormant agent holds no subscription and misses them.
+GS_AGENT_OPTS=subscribe=init CUDA_INJECTION64_PATH=$AGENT timeout 110 "$PY" "$KIT/workload.py" "${WL[@]}" --steps "$STEPS" \
 	--wait-armed "$AGENT" --out "$OUT/armed.txt" >> "$OUT/workload.log" 2>&1 &
 wl=$! pid=
 # the workload is timeout's child; gpusample attaches once it maps the agent
