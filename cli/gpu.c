@@ -204,6 +204,8 @@ static void on_cubin(struct session *s, const struct gs_gpu_cubin *c)
 	size_t size = 0;
 	const void *bytes = gs_gpu_host_cubin(s->gpu, c->crc, &size);
 
+	gs_cuda_cubin_announced(s->cuda, c->crc); /* not kept is not "never announced" */
+
 	if (!bytes || gs_cuda_has_cubin(s->cuda, c->crc))
 		return;
 	gs_cuda_add_cubin_borrowed(s->cuda, c->crc, bytes, size, c->gpu.tgid, NULL, NULL);
@@ -439,9 +441,28 @@ static void note_gpu_losses(struct session *s)
 	note_cubin_losses(s);
 }
 
+/* Kernels of modules the job loaded while its agent was dormant: a dormant
+ * agent holds no CUPTI subscription (torch.profiler may use CUPTI), so it
+ * never saw those modules, and their cubins cannot be had afterwards. */
+static void note_unannounced(struct session *s, uint64_t samples)
+{
+	uint64_t kernels, cubins;
+
+	gs_cuda_unannounced(s->cuda, &kernels, &cubins);
+	if (!kernels)
+		return;
+	gs_profile_add_note(&s->prof, "%llu GPU samples of %llu kernels (%llu cubins) have no source "
+			    "lines: their modules were loaded before gpusample attached, while the agent "
+			    "was dormant (not subscribed to CUPTI), so their cubins were never seen; they "
+			    "are attributed per kernel and pcOffset.  For source lines run the job under "
+			    "gpusample -- CMD, or start it with GS_AGENT_OPTS=subscribe=init",
+			    (unsigned long long)samples, (unsigned long long)kernels,
+			    (unsigned long long)cubins);
+}
+
 int gs_gpu_finish(struct session *s)
 {
-	struct gs_join_stats st;
+	struct gs_join_stats st = { 0 };
 	int rc = 0;
 
 	if (!s->gpu)
@@ -460,6 +481,7 @@ int gs_gpu_finish(struct session *s)
 					    "gpusample -- CMD",
 					    (unsigned long long)st.samples[GS_JOIN_UNKNOWN]);
 	}
+	note_unannounced(s, st.unannounced);
 	gs_cuda_add_comments(s->cuda);
 	return rc ? rc : lines_rc;
 }

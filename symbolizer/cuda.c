@@ -80,6 +80,9 @@ struct gs_cuda {
 	size_t n_cubins, cap_cubins;
 	struct gs_kmap cubin_by_crc;   /* (crc, 0, 0) -> cubins index */
 	struct gs_kmap mapping_by_crc; /* (crc, 1, 0) -> mapping id (cubin-less CRCs too) */
+	struct gs_kmap announced;      /* (crc, 0, 0): the agent announced it, kept or not */
+	struct gs_kmap unannounced;    /* (crc, 0, 0): PC records name it, never announced */
+	uint64_t unannounced_kernels;
 
 	struct kfunc *kfuncs;
 	size_t n_kfuncs, cap_kfuncs;
@@ -123,6 +126,8 @@ void gs_cuda_free(struct gs_cuda *c)
 	free(c->pending);
 	gs_kmap_free(&c->cubin_by_crc);
 	gs_kmap_free(&c->mapping_by_crc);
+	gs_kmap_free(&c->announced);
+	gs_kmap_free(&c->unannounced);
 	gs_kmap_free(&c->kfunc_by_key);
 	gs_kmap_free(&c->loc_cache);
 	free(c->cupti_path);
@@ -495,6 +500,24 @@ static uint32_t cubin_mapping(struct gs_cuda *c, uint64_t crc)
 	return id;
 }
 
+int gs_cuda_cubin_announced(struct gs_cuda *c, uint64_t crc)
+{
+	return gs_kmap_put(&c->announced, crc, 0, 0, 1);
+}
+
+bool gs_cuda_cubin_unannounced(const struct gs_cuda *c, uint64_t crc)
+{
+	uint32_t v;
+
+	return !find_cubin(c, crc) && !gs_kmap_get(&c->announced, crc, 0, 0, &v);
+}
+
+void gs_cuda_unannounced(const struct gs_cuda *c, uint64_t *kernels, uint64_t *cubins)
+{
+	*kernels = c->unannounced_kernels;
+	*cubins = c->unannounced.n;
+}
+
 static struct kfunc *kernel_function(struct gs_cuda *c, uint64_t crc, gs_str mangled,
 				     const char *function)
 {
@@ -504,6 +527,11 @@ static struct kfunc *kernel_function(struct gs_cuda *c, uint64_t crc, gs_str man
 	if (gs_grow((void **)&c->kfuncs, &c->cap_kfuncs, c->n_kfuncs + 1, sizeof(struct kfunc)))
 		return NULL;
 	struct kfunc *k = &c->kfuncs[c->n_kfuncs];
+	if (gs_cuda_cubin_unannounced(c, crc)) {
+		c->unannounced_kernels++;
+		if (gs_kmap_put(&c->unannounced, crc, 0, 0, 1))
+			return NULL;
+	}
 	char *dem = gs_demangle(function);
 	if (dem && strcmp(dem, function) != 0) {
 		k->name = gs_profile_intern(c->p, dem);

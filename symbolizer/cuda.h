@@ -100,6 +100,16 @@ int gs_cuda_add_cubin(struct gs_cuda *c, uint64_t crc, const void *cubin, size_t
 int gs_cuda_add_cubin_borrowed(struct gs_cuda *c, uint64_t crc, const void *cubin, size_t len,
 			       uint32_t pid, const char *origin, uint64_t *crc_out);
 bool gs_cuda_has_cubin(const struct gs_cuda *c, uint64_t crc);
+/* The agent announced this cubin (GS_REC_GPU_CUBIN), whether or not its
+ * bytes could be kept.  0 or -ENOMEM. */
+int gs_cuda_cubin_announced(struct gs_cuda *c, uint64_t crc);
+/* Whether PC records of crc come from a cubin that was never announced and
+ * is not registered: a module loaded while the agent was dormant (it holds
+ * no CUPTI subscription then, and a module's cubin cannot be had later).
+ * Such kernels get locations per kernel and pcOffset, without lines. */
+bool gs_cuda_cubin_unannounced(const struct gs_cuda *c, uint64_t crc);
+/* Distinct kernels (and cubins) located so far from never-announced cubins. */
+void gs_cuda_unannounced(const struct gs_cuda *c, uint64_t *kernels, uint64_t *cubins);
 
 /* Functions (STT_FUNC symbols) of a cubin image, read with libelf: name and
  * size in bytes of SASS (valid pcOffsets are [0, size)).  Calls fn for each;

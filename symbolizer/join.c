@@ -635,8 +635,11 @@ int gs_join_pc_batch_record(struct gs_join *j, struct gs_cuda *c,
 			in[k] = (struct gs_cuda_stall_in){ counts[pc->first_count + k].reason_index,
 							   counts[pc->first_count + k].samples };
 		size_t nf;
+		bool unannounced = gs_cuda_cubin_unannounced(c, pc->cubin_crc);
 		err = gs_cuda_fold_stalls(c, pid, rec->gpu.ctx_uid, in, pc->n_counts, folded,
 					  cap, &nf);
+		for (size_t k = 0; k < nf && unannounced; k++)
+			j->st.unannounced += folded[k].samples;
 		for (size_t k = 0; k < nf && !err; k++)
 			out[n++] = (struct gs_join_pc){
 				.location = loc, .function = pc->name_hash,

@@ -124,6 +124,7 @@ struct gs_join_stats {
 	uint64_t not_issued[4];   /* gpu_samples_not_issued, same split */
 	uint64_t launches;        /* launch events added */
 	uint64_t emitted;         /* profile samples written by gs_join_emit */
+	uint64_t unannounced;     /* gpu_samples of never-announced cubins (gs_cuda_cubin_unannounced) */
 };
 enum { GS_JOIN_EXACT = 0, GS_JOIN_PROPORTIONAL = 1, GS_JOIN_UNKNOWN = 2, GS_JOIN_GRAPH = 3 };
 

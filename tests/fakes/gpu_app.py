@@ -138,9 +138,10 @@ class Kineto:
     Driven by files the test creates in DIR, each removed once done and
     answered by a line in DIR/log:
       sub        subscribe now            -> "sub rc=N old=NAME"
-      sub_multi  same, allowMultipleSubscribers=1 (CUPTI 13.2+)
       sub_armed  subscribe once the gpusample agent is armed (gs_agent_armed)
       unsub      unsubscribe              -> "unsub rc=N callbacks=N"
+    A sub or sub_armed file that says "multi" asks for CUPTI 13.2's
+    multi-subscriber mode (allowMultipleSubscribers=1).
     """
     CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p)
 
@@ -169,18 +170,20 @@ class Kineto:
         self.log(f"sub rc={rc} old={old.value.decode().replace(' ', '_') or '-'}")
 
     def poll(self):
-        for name in ("sub", "sub_multi", "sub_armed", "unsub"):
+        for name in ("sub", "sub_armed", "unsub"):
             path = os.path.join(self.dir, name)
             if not os.path.exists(path):
                 continue
             if name == "sub_armed" and not ctypes.c_uint32.in_dll(self.agent, "gs_agent_armed").value:
                 continue  # asked again at the next poll
+            with open(path) as f:
+                multi = 1 if f.read().strip() == "multi" else 0
             os.remove(path)
             if name == "unsub":
                 rc = self.cupti.cuptiUnsubscribe(self.h)
                 self.log(f"unsub rc={rc} callbacks={self.calls}")
             else:
-                self.subscribe(1 if name == "sub_multi" else 0)
+                self.subscribe(multi)
 
 
 kineto = Kineto(args.kineto_dir) if args.kineto_dir else None
