@@ -659,6 +659,9 @@ void gs_gpu_host_on_record(struct gs_gpu_host *h, const struct gs_rec_hdr *rec)
 		 * say, not the "process exiting: 0 PC samples" that follows. */
 		if (s->state == GS_GPU_ST_ARMED && !s->gpu.ctx_uid)
 			p->off_sticky = false;
+		if (s->state == GS_GPU_ST_ARMED && !s->gpu.ctx_uid && s->reason == GS_GPU_R_OTHER_SUBSCRIBER)
+			snprintf(p->info.late_message, sizeof(p->info.late_message), "%.*s",
+				 (int)sizeof(s->message), s->message);
 		if (!p->off_sticky)
 			snprintf(p->info.message, sizeof(p->info.message), "%.*s",
 				 (int)sizeof(s->message), s->message); /* no NUL guaranteed */

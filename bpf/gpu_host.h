@@ -99,6 +99,9 @@ struct gs_gpu_proc_info {
 	uint32_t session;
 	char agent_path[256];
 	char message[GS_GPU_STATUS_MSG_LEN]; /* last status message */
+	/* ARMED message of a session that armed only once another CUPTI
+	 * subscriber let go (reason GS_GPU_R_OTHER_SUBSCRIBER); "" if none */
+	char late_message[GS_GPU_STATUS_MSG_LEN];
 };
 
 struct gs_gpu_host *gs_gpu_host_new(struct bpf_program *record_prog,

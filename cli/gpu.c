@@ -348,6 +348,7 @@ static int note_process(void *ctx, const struct gs_gpu_proc_info *i)
 {
 	struct session *s = ctx;
 	struct gs_procinfo *p = gs_proctab_get(&s->procs, i->tgid);
+	const char *late;
 
 	if (!p)
 		return 0;
@@ -360,6 +361,9 @@ static int note_process(void *ctx, const struct gs_gpu_proc_info *i)
 		gs_profile_add_note(&s->prof, "pid %u: GPU sampling off: %s", i->tgid, reason_hint(i));
 		break;
 	default:
+		late = strstr(i->late_message, "GPU sampling started late");
+		if (late)
+			gs_profile_add_note(&s->prof, "pid %u: %s", i->tgid, late);
 		snprintf(p->gpu, sizeof(p->gpu), "%s, %llu samples, %llu dropped",
 			 gs_gpu_state_name(i->state), (unsigned long long)i->samples,
 			 (unsigned long long)i->dropped_samples);

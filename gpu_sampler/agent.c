@@ -1378,14 +1378,15 @@ static int subscribe(void)
 		CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
 		CUPTI_CBID_RESOURCE_MODULE_LOADED, CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING,
 	};
-	char msg[GS_GPU_STATUS_MSG_LEN];
+	char msg[GS_GPU_STATUS_MSG_LEN], holder[sizeof(g.holder)];
 	CUptiResult r;
 
 	if (g.subscribed)
 		return 0;
-	r = subscribe_call(g.holder, sizeof(g.holder));
-	g.holder[sizeof(g.holder) - 1] = 0;
+	r = subscribe_call(holder, sizeof(holder));
 	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+		holder[sizeof(holder) - 1] = 0;
+		snprintf(g.holder, sizeof(g.holder), "%s", holder[0] ? holder : "unnamed");
 		g.holder_result = r;
 		return -EBUSY;
 	}
@@ -1490,10 +1491,11 @@ static bool all_refused(void)
 
 static void emit_armed(void)
 {
-	char held[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 48] = "";
+	char held[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 64] = "";
 
 	if (g.holder_reported)
-		snprintf(held, sizeof(held), "; CUPTI was held by \"%s\" until now", g.holder);
+		snprintf(held, sizeof(held), "; GPU sampling started late: \"%s\" held CUPTI until now",
+			 g.holder);
 	emit_status(NULL, GS_GPU_ST_ARMED, g.holder_reported ? GS_GPU_R_OTHER_SUBSCRIBER : 0, 0,
 		    "armed: %u of %u contexts sampled, %s, CUPTI %u at %.120s%s%s", count_armed(),
 		    count_live(), g.opts.mode == GS_GPU_MODE_SERIALIZED ? "kernel-serialized" : "continuous",
@@ -1515,7 +1517,7 @@ static void arm_subscribed(void)
 				    "GPU sampling off: another CUPTI subscriber holds CUPTI: \"%s\" "
 				    "(torch.profiler/Kineto, Nsight Systems/Compute, cuda-gdb...); CPU "
 				    "profile only, asking again every second: stop it to sample the GPU",
-				    g.holder[0] ? g.holder : "unnamed");
+				    g.holder);
 		g.holder_reported = true;
 		return;
 	}

@@ -140,6 +140,8 @@ class Kineto:
       sub        subscribe now            -> "sub rc=N old=NAME"
       sub_armed  subscribe once the gpusample agent is armed (gs_agent_armed)
       unsub      unsubscribe              -> "unsub rc=N callbacks=N"
+      unsub_refused  unsubscribe once someone else was refused CUPTI since
+                 the stand-in subscribed (the CUPTI double's call count)
     A sub or sub_armed file that says "multi" asks for CUPTI 13.2's
     multi-subscriber mode (allowMultipleSubscribers=1).
     """
@@ -152,6 +154,8 @@ class Kineto:
         self.h = vp()
         self.calls = 0
         self.cb = self.CB(self.on_callback)
+        self.cupti.fake_cupti_calls.restype = ctypes.c_uint64
+        self.subscribes = 0  # cuptiSubscribe calls in the process when we subscribed
 
     def on_callback(self, ud, domain, cbid, data):
         self.calls += 1
@@ -166,20 +170,23 @@ class Kineto:
         rc = self.cupti.cuptiSubscribe_v2(ctypes.byref(self.h), self.cb, None, ctypes.byref(sp))
         if rc == 0:
             self.calls = 0
+            self.subscribes = self.cupti.fake_cupti_calls(b"cuptiSubscribe")
             self.cupti.cuptiEnableCallback(1, self.h, 1, 307)  # DRIVER_API, cuLaunchKernel
         self.log(f"sub rc={rc} old={old.value.decode().replace(' ', '_') or '-'}")
 
     def poll(self):
-        for name in ("sub", "sub_armed", "unsub"):
+        for name in ("sub", "sub_armed", "unsub", "unsub_refused"):
             path = os.path.join(self.dir, name)
             if not os.path.exists(path):
                 continue
             if name == "sub_armed" and not ctypes.c_uint32.in_dll(self.agent, "gs_agent_armed").value:
                 continue  # asked again at the next poll
+            if name == "unsub_refused" and self.cupti.fake_cupti_calls(b"cuptiSubscribe") <= self.subscribes:
+                continue
             with open(path) as f:
                 multi = 1 if f.read().strip() == "multi" else 0
             os.remove(path)
-            if name == "unsub":
+            if name.startswith("unsub"):
                 rc = self.cupti.cuptiUnsubscribe(self.h)
                 self.log(f"unsub rc={rc} callbacks={self.calls}")
             else:

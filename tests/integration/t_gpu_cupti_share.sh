@@ -7,6 +7,8 @@
 #   1. agent dormant: Kineto subscribes and gets its callbacks
 #   2. gpusample -p while Kineto holds CUPTI: "GPU sampling off" naming
 #      "CUPTI for Kineto", the CPU profile is written, the job is unharmed
+#   2b. Kineto lets go while gpusample is attached: the agent, asking every
+#      second, arms; the report says CUPTI was held at first
 #   3. Kineto gone: the agent subscribes, finds the primary context created
 #      long before the attach (creating none) and samples it; Kineto asking
 #      meanwhile is refused, with the agent named as the holder
@@ -52,6 +54,17 @@ grep -m1 'CUPTI for Kineto' "$T/held.report"
 r=$(kin unsub)
 expect "Kineto unsubscribes" "$r" "unsub rc=0 "
 [ "${r##*callbacks=}" -gt 0 ] || fail "Kineto got no callbacks while it held CUPTI"
+# 2b. Kineto lets go while gpusample is attached (its profiler window
+#     ends): the agent, asking every second, arms and samples
+expect "Kineto, agent dormant" "$(kin sub)" "sub rc=0 "
+"$GS" -p "$APP" -d 5 -q -o "$T/late" --format pprof > "$T/late.out" 2>&1 &
+gsp=$!
+expect "Kineto lets go once the agent was refused" "$(kin unsub_refused)" "unsub rc=0 "
+wait "$gsp" || { cat "$T/late.out"; fail "gpusample -p (late) failed"; }
+"$GS" report "$T/late.pb.gz" > "$T/late.report" 2>&1 || fail "gpusample report failed"
+grep -Eq '[1-9][0-9]* GPU PC samples' "$T/late.report" || { cat "$T/late.report"; fail "no GPU samples once Kineto let go"; }
+grep -q 'GPU sampling started late: "CUPTI for Kineto" held CUPTI' "$T/late.report" ||
+	{ cat "$T/late.report"; fail "the report does not say that Kineto held CUPTI at first"; }
 # 3.
 driver -n 1 -t 3 &
 drv=$!
@@ -76,7 +89,7 @@ grep -q 'primary_created=1$' "$T/app.out" || { cat "$T/app.out"; fail "the agent
 for k in order_errors bad_size dead_ctx_calls; do
 	[ "$(stat $k)" = 0 ] || { show; fail "CUPTI double: $k $(stat $k)"; }
 done
-[ "$(stat subscribe_ok.CUPTI_for_Kineto)" = 2 ] || { show; fail "Kineto subscribed $(stat subscribe_ok.CUPTI_for_Kineto) times, expected 2"; }
+[ "$(stat subscribe_ok.CUPTI_for_Kineto)" = 3 ] || { show; fail "Kineto subscribed $(stat subscribe_ok.CUPTI_for_Kineto) times, expected 3"; }
 
 # 6.
 rm -f "$K"/*
