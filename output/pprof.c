@@ -125,6 +125,43 @@ static void pb_bytes(struct pb *w, uint32_t field, const void *data, size_t n)
 	}
 }
 
+/* A string field: profile.proto strings are UTF-8 and viewers decode them
+ * so; strings read from the target may not be.  Invalid bytes become U+FFFD
+ * (only strings that need it are copied). */
+static void pb_utf8(struct pb *w, uint32_t field, const char *s)
+{
+	size_t n = strlen(s), bad = 0;
+	for (size_t k = 0; k < n;) {
+		int l = gs_utf8_len((const unsigned char *)s + k);
+		bad += !l;
+		k += l ? (size_t)l : 1;
+	}
+	if (!bad) {
+		pb_bytes(w, field, s, n);
+		return;
+	}
+	char *c = malloc(n + 2 * bad + 1);
+	if (!c) {
+		w->err = -ENOMEM;
+		return;
+	}
+	size_t o = 0;
+	for (size_t k = 0; k < n;) {
+		int l = gs_utf8_len((const unsigned char *)s + k);
+		if (l) {
+			memcpy(c + o, s + k, (size_t)l);
+			o += (size_t)l;
+			k += (size_t)l;
+		} else {
+			memcpy(c + o, "\xef\xbf\xbd", 3);
+			o += 3;
+			k++;
+		}
+	}
+	pb_bytes(w, field, c, o);
+	free(c);
+}
+
 static void pb_msg(struct pb *w, uint32_t field, const struct pb *m)
 {
 	if (m->err)
@@ -589,7 +626,7 @@ int gs_pprof_encode(const struct gs_profile *p, uint8_t **buf, size_t *len)
 	emit_process_frames(&w, &m, &sub, &e, 5);
 	/* 6: string_table; [0] = "" written explicitly */
 	for (uint32_t i = 0; i < p->n_strings; i++)
-		pb_bytes(&w, 6, p->strings[i], strlen(p->strings[i]));
+		pb_utf8(&w, 6, p->strings[i]);
 	for (uint32_t i = 0; i < e.n_extra; i++)
 		pb_bytes(&w, 6, e.extra[i], strlen(e.extra[i]));
 	for (uint32_t i = 0; i < e.n_pf; i++)

@@ -279,6 +279,32 @@ Test(pprof, extra_labels_round_trip)
 	gs_profile_free(&p);
 }
 
+/* Strings from the target that are not UTF-8 reach pprof as U+FFFD. */
+Test(pprof, invalid_utf8_replaced)
+{
+	struct gs_profile p;
+	gs_profile_init(&p);
+	struct gs_function fn = {.name = gs_profile_intern(&p, "f\xff\xc3(")};
+	struct gs_line l = {.function = gs_profile_add_function(&p, &fn)};
+	uint32_t loc = gs_profile_add_location(&p, 0, 0x10, GS_FRAME_NATIVE, &l, 1);
+	int64_t st = gs_profile_add_stack(&p, &loc, 1);
+	struct gs_sample s = {.stack = (uint32_t)st, .pid = 5, .tid = 5, .cuda_device = -1};
+	s.values[GS_V_SAMPLES] = 1;
+	gs_profile_add_sample(&p, &s);
+	char path[128], err[256];
+	snprintf(path, sizeof(path), "%s/utf8.pb.gz", tmpdir);
+	cr_assert_eq(gs_write_pprof(&p, path, err, sizeof(err)), 0, "%s", err);
+	struct gs_profile r;
+	gs_profile_init(&r);
+	cr_assert_eq(gs_read_pprof(path, &r, err, sizeof(err)), 0, "%s", err);
+	bool found = false;
+	for (uint32_t i = 0; i < r.n_strings; i++)
+		found |= !strcmp(r.strings[i], "f\xef\xbf\xbd\xef\xbf\xbd(");
+	cr_assert(found, "the invalid bytes were not replaced by U+FFFD");
+	gs_profile_free(&r);
+	gs_profile_free(&p);
+}
+
 /* ---- golden file via protoc -------------------------------------------- */
 
 Test(pprof, golden_protoc_decode)

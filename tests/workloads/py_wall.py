@@ -163,7 +163,7 @@ def run_delay_ns():
 
 def starve(args):
     import subprocess
-    kids = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() + 1)]
+    kids = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(3 * os.cpu_count())]
     time.sleep(0.5)
     open(args.out + ".ready", "w").close()
     stop = args.out + ".stop"
