@@ -48,7 +48,7 @@ ratio_at_least "$tg" "$tt" 0.99 || fail "intra-op threads: $tg of $tt samples re
 [ -n "$scan" ] || fail "no samples unwound through JIT code by a stack scan (comment missing)"
 # -- launch: oneDNN's perf map is switched on ----------------------------------
 "$GS" -F 199 -o "$T/lau" -q --format pprof -- /usr/bin/python3 "$PYWL/train_torch.py" \
-	--steps 12 --workers 0 --threads 2 > "$T/lau.out" 2> "$T/lau.err" ||
+	--steps 40 --workers 0 --threads 2 > "$T/lau.out" 2> "$T/lau.err" ||
 	{ cat "$T/lau.err"; fail "gpusample -- train_torch.py failed"; }
 pprof_stacks "$T/lau.pb.gz" > "$T/lau.full" || fail "pprof failed: $(cat "$T/pprof.err")"
 jit=$(grep -o ';jit_[a-z0-9_]*\|	jit_[a-z0-9_]*' "$T/lau.full" | sort -u | tr -d ';\t' | tr '\n' ' ')
