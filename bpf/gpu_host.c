@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "gpusample/procmaps.h"
+#include "gpusample/procstat.h"
 #include "gpu_host.h"
 
 #define AGENT_NAME "libgpusample_agent.so"
@@ -284,30 +285,15 @@ static int vm_write(uint32_t tgid, uint64_t addr, const void *buf, size_t len)
 	return n == (ssize_t)len ? 0 : (n < 0 ? -errno : -EIO);
 }
 
-/* Low 32 bits of a process's start time (clock ticks since boot, field 22
- * of /proc/PID/stat); 0 when it is gone. */
+/* Low 32 bits of a process's start time (never 0 for a live one); 0 when
+ * it is gone. */
 static uint32_t proc_start(uint32_t pid)
 {
-	char path[64], buf[1024];
-	unsigned long long start = 0;
-	ssize_t n;
-	int fd;
+	struct gs_proc_stat st;
 
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (gs_proc_stat(pid, &st))
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	/* comm may hold spaces and parentheses: fields count from the last ')' */
-	char *f = strrchr(buf, ')');
-	if (!f || sscanf(f + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
-			 "%*d %*d %llu", &start) != 1)
-		return 0;
-	return (uint32_t)start ? (uint32_t)start : 1;
+	return (uint32_t)st.start_time ? (uint32_t)st.start_time : 1;
 }
 
 /* Another live gpusample armed this agent and has not detached: its pid,

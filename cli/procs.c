@@ -10,42 +10,6 @@
 
 #include "cli/procs.h"
 
-#define PF_KTHREAD 0x00200000u
-
-int gs_proc_stat(uint32_t pid, struct gs_proc_stat *st)
-{
-	char path[64], buf[1024], *open_paren, *close_paren;
-	unsigned long flags = 0;
-	int ppid = 0;
-	size_t n;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return errno == ENOENT ? -ESRCH : -errno;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	/* comm may contain spaces and parentheses: it ends at the last ')'. */
-	open_paren = strchr(buf, '(');
-	close_paren = strrchr(buf, ')');
-	if (!open_paren || !close_paren || close_paren < open_paren)
-		return -EINVAL;
-	memset(st, 0, sizeof(*st));
-	st->pid = pid;
-	n = (size_t)(close_paren - open_paren - 1);
-	if (n >= sizeof(st->comm))
-		n = sizeof(st->comm) - 1;
-	memcpy(st->comm, open_paren + 1, n);
-	/* fields after comm: state ppid pgrp session tty_nr tpgid flags */
-	if (sscanf(close_paren + 2, "%c %d %*d %*d %*d %*d %lu", &st->state, &ppid, &flags) != 3)
-		return -EINVAL;
-	st->ppid = (uint32_t)ppid;
-	st->kernel_thread = (flags & PF_KTHREAD) != 0;
-	return 0;
-}
-
 bool gs_proc_alive(uint32_t pid)
 {
 	struct gs_proc_stat st;

@@ -7,15 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct gs_proc_stat {
-	uint32_t pid, ppid;
-	char comm[16];
-	char state;         /* R, S, D, Z, ... */
-	bool kernel_thread; /* PF_KTHREAD */
-};
+#include "gpusample/procstat.h" /* gs_proc_stat */
 
-/* Read /proc/PID/stat.  -ESRCH if the process does not exist. */
-int gs_proc_stat(uint32_t pid, struct gs_proc_stat *st);
 /* Validate a -p PID: exists, is not a kernel thread.  err gets a one-line
  * message saying what to do. */
 int gs_check_target(uint32_t pid, char *err, size_t errlen);

@@ -24,14 +24,20 @@ void gs_session_read_ranks(struct gs_procinfo *p, bool exec)
 		p->ranks = r;
 }
 
+/* This machine's host name, "unknown" if it has none. */
+static void local_host(char *host, size_t len)
+{
+	if (gethostname(host, len) || !host[0])
+		snprintf(host, len, "unknown");
+	host[len - 1] = '\0';
+}
+
 static gs_str host_label(struct session *s)
 {
 	char host[256];
 
 	if (!s->host_label) {
-		if (gethostname(host, sizeof(host)))
-			strcpy(host, "unknown");
-		host[sizeof(host) - 1] = '\0';
+		local_host(host, sizeof(host));
 		s->host_label = gs_profile_intern(&s->prof, host);
 	}
 	return s->host_label;
@@ -136,9 +142,7 @@ int gs_session_prefix(struct session *s)
 	struct gs_prefix_vars v = { .host = host, .pid = s->roots[0], .rank = root_rank(s) };
 	int rc;
 
-	if (gethostname(host, sizeof(host)))
-		host[0] = '\0';
-	host[sizeof(host) - 1] = '\0';
+	local_host(host, sizeof(host));
 	rc = gs_expand_prefix(tmpl, &v, s->prefix, sizeof(s->prefix), s->err, sizeof(s->err));
 	if (rc) {
 		fprintf(stderr, "gpusample: %s\n", s->err);
