@@ -6,11 +6,13 @@
  * joined GPU samples into the profile at the end.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "cli/progress.h"
 #include "cli/session_int.h"
@@ -91,16 +93,25 @@ int gs_gpu_open(struct session *s)
  * admin (root, CAP_SYS_ADMIN) processes may use the GPU's performance
  * counters, 0 when anyone may, -1 when unknown (no driver).  The file
  * comes from the nvidia module; GS_NVIDIA_PARAMS names another one for
- * tests (it only changes the advice below). */
+ * tests.  Under `sudo -E` that name is the caller's, so it is opened like
+ * every other file root reads for someone else: no symlink followed, no
+ * FIFO waited on, and only a root-owned regular file is believed. */
 static int rm_profiling_admin_only(void)
 {
 	const char *path = getenv("GS_NVIDIA_PARAMS");
 	char line[256];
-	int v = -1;
-	FILE *f = fopen(path && *path ? path : "/proc/driver/nvidia/params", "re");
+	int v = -1, fd;
+	struct stat st;
+	FILE *f;
 
-	if (!f)
+	fd = open(path && *path ? path : "/proc/driver/nvidia/params",
+		  O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
 		return -1;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != 0 || !(f = fdopen(fd, "r"))) {
+		close(fd);
+		return -1;
+	}
 	while (fgets(line, sizeof(line), f))
 		if (sscanf(line, "RmProfilingAdminOnly: %d", &v) == 1)
 			break;

@@ -31,7 +31,16 @@ run asroot "$T/admin" --as-root
 grep -q 'RmProfilingAdminOnly' "$T/asroot.out" && fail "warned although --as-root runs CMD as root"
 run open "$T/open"
 grep -q 'RmProfilingAdminOnly' "$T/open.out" && fail "warned although the driver lets everyone profile"
+# The variable is the caller's under sudo -E: a FIFO there must not hang
+# root, and a file the caller owns is not believed.
+mkfifo "$T/fifo"
+cp "$T/admin" "$T/theirs" && chown "$uid" "$T/theirs"
+for p in fifo theirs; do
+	GS_NVIDIA_PARAMS=$T/$p SUDO_UID=$uid SUDO_GID=$gid SUDO_USER=$U timeout 30 "$GS" -q -o "$T/$p" \
+		--format pprof -- /bin/sleep 0.3 > "$T/$p.out" 2>&1 || { cat "$T/$p.out"; fail "$p at GS_NVIDIA_PARAMS: gpusample failed or hung"; }
+	grep -q 'RmProfilingAdminOnly' "$T/$p.out" && fail "believed a $p at GS_NVIDIA_PARAMS"
+done
 GS_NVIDIA_PARAMS=$T/admin "$GS" -q -o "$T/nosudo" --format pprof -- /bin/sleep 0.3 > "$T/nosudo.out" 2>&1 ||
 	fail "gpusample without sudo failed"
 grep -q 'RmProfilingAdminOnly' "$T/nosudo.out" && fail "warned although CMD runs as root (no sudo)"
-ok "RmProfilingAdminOnly=1 under sudo: told before the run (--as-root, module option) and in the profile; quiet otherwise"
+ok "RmProfilingAdminOnly=1 under sudo: told before the run (--as-root, module option) and in the profile; quiet otherwise; a FIFO or caller-owned file at GS_NVIDIA_PARAMS ignored"
