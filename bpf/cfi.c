@@ -34,6 +34,7 @@
 #include "gpusample/procmaps.h"
 #include "gpusample/records.h"
 #include "bpf/cfi.h"
+#include "util/clock.h"
 
 /* Bounds on one object's table (docs/SECURITY.md: nothing the target
  * controls is trusted for sizes): its .eh_frame, its rows, and the time spent.
@@ -49,14 +50,6 @@ struct build_limits {
 	_Atomic uint64_t *rows;    /* NULL or: progress for the session */
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /* 0 = go on; -ETIME = a bound was hit (keep what we have); -ECANCELED. */
 static int check_limits(const struct build_limits *lim, size_t rows)
 {
@@ -64,7 +57,7 @@ static int check_limits(const struct build_limits *lim, size_t rows)
 		atomic_store_explicit(lim->rows, rows, memory_order_relaxed);
 	if (lim->cancel && atomic_load_explicit(lim->cancel, memory_order_relaxed))
 		return -ECANCELED;
-	if (rows >= GS_CFI_MAX_OBJ_ROWS || (lim->deadline_ns && now_ns() > lim->deadline_ns))
+	if (rows >= GS_CFI_MAX_OBJ_ROWS || (lim->deadline_ns && gs_mono_ns() > lim->deadline_ns))
 		return -ETIME;
 	return 0;
 }
@@ -1137,14 +1130,14 @@ static int table_build(const char *path, int fd, struct gs_cfi_table *t,
 
 int gs_cfi_table_build(const char *path, int fd, struct gs_cfi_table *t)
 {
-	struct build_limits lim = { .deadline_ns = now_ns() + GS_CFI_BUILD_MAX_NS };
+	struct build_limits lim = { .deadline_ns = gs_mono_ns() + GS_CFI_BUILD_MAX_NS };
 
 	return table_build(path, fd, t, &lim, false);
 }
 
 int gs_cfi_table_build_libdw(const char *path, int fd, struct gs_cfi_table *t)
 {
-	struct build_limits lim = { .deadline_ns = now_ns() + GS_CFI_BUILD_MAX_NS };
+	struct build_limits lim = { .deadline_ns = gs_mono_ns() + GS_CFI_BUILD_MAX_NS };
 
 	return table_build(path, fd, t, &lim, true);
 }
@@ -1282,11 +1275,11 @@ static void *builder_main(void *arg)
 		atomic_store(&b->rows, 0);
 		pthread_mutex_unlock(&b->mu);
 
-		t0 = now_ns();
+		t0 = gs_mono_ns();
 		lim.deadline_ns = t0 + GS_CFI_BUILD_MAX_NS;
 		j->err = table_build(j->name, j->fd, &j->t, &lim, false);
 		close(j->fd);
-		j->ns = now_ns() - t0;
+		j->ns = gs_mono_ns() - t0;
 
 		pthread_mutex_lock(&b->mu);
 		j->next = b->done;
@@ -1752,10 +1745,10 @@ static struct cfi_obj *obj_for_file(struct gs_cfi *c, const char *file_key, cons
 		o->status = -EINPROGRESS;
 		return o;
 	}
-	t0 = now_ns();
+	t0 = gs_mono_ns();
 	err = gs_cfi_table_build(open_path, fd, &t);
 	close(fd);
-	finish_obj(c, idx, &t, err, now_ns() - t0, name);
+	finish_obj(c, idx, &t, err, gs_mono_ns() - t0, name);
 	gs_cfi_table_free(&t);
 	return o;
 }
@@ -1882,7 +1875,7 @@ static int add_process(struct gs_cfi *c, uint32_t tgid, const uint64_t *want, si
 		return -errno;
 	p = proc_track(c, tgid);
 	if (p) {
-		p->last_ns = now_ns();
+		p->last_ns = gs_mono_ns();
 		p->n_files = n_files;
 		p->pending = pending > 0;
 	}
@@ -1956,7 +1949,7 @@ int gs_cfi_fork(struct gs_cfi *c, uint32_t parent, uint32_t child)
 		return -errno;
 	p = proc_track(c, child);
 	if (p)
-		p->last_ns = now_ns();
+		p->last_ns = gs_mono_ns();
 	return 0;
 }
 
@@ -2014,7 +2007,7 @@ int gs_cfi_refresh(struct gs_cfi *c)
 		 * make us parse /proc/PID/maps of a big process every tick). */
 		if (!p->reread_ns)
 			p->reread_ns = REREAD_MIN_NS;
-		if (reread && now_ns() - p->last_ns < p->reread_ns && !ns)
+		if (reread && gs_mono_ns() - p->last_ns < p->reread_ns && !ns)
 			continue;
 		uint32_t before = p->n_files;
 		if (add_process(c, tgid, starts, ns, false) == 0) {

@@ -18,6 +18,7 @@
 #include "gpusample/procmaps.h"
 #include "gpusample/procstat.h"
 #include "gpu_host.h"
+#include "util/clock.h"
 
 #define AGENT_NAME "libgpusample_agent.so"
 #define GS_AGENT_THREAD "gs-agent" /* the agent's watcher thread (gpu_sampler/agent.c) */
@@ -64,14 +65,6 @@ struct gs_gpu_host {
 	struct gs_gpu_cubin_losses lost;
 	uint32_t next_session;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 const char *gs_gpu_state_name(enum gs_gpu_proc_state s)
 {
@@ -364,7 +357,7 @@ static int proc_attach(struct gs_gpu_host *h, struct gpu_proc *p, const char *ma
 	p->acked = false;
 	p->off_sticky = false;
 	p->agent_base = base;
-	p->info.attach_ktime_ns = mono_ns();
+	p->info.attach_ktime_ns = gs_mono_ns();
 	p->info.armed_ktime_ns = 0;
 	/* Everything a launch stack walks through must have unwind tables
 	 * before the first launch event: attaching arms the agent. */
@@ -398,7 +391,7 @@ static int scan(struct gs_gpu_host *h, struct gpu_proc *p)
 	uint64_t base = 0;
 	int rc;
 
-	p->last_scan_ns = mono_ns();
+	p->last_scan_ns = gs_mono_ns();
 	rc = find_agent(p->info.tgid, path, sizeof(path), &base);
 	if (rc < 0)
 		return rc; /* gone: the exit event cleans up */
@@ -455,7 +448,7 @@ void gs_gpu_host_remove_process(struct gs_gpu_host *h, uint32_t tgid)
 
 void gs_gpu_host_poll(struct gs_gpu_host *h)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = gs_mono_ns();
 
 	for (size_t i = 0; i < h->n_procs; i++) {
 		struct gpu_proc *p = &h->procs[i];
@@ -704,7 +697,7 @@ void gs_gpu_host_on_record(struct gs_gpu_host *h, const struct gs_rec_hdr *rec)
 int gs_gpu_host_detach(struct gs_gpu_host *h, int (*poll)(void *ctx, int timeout_ms), void *ctx,
 		       int timeout_ms)
 {
-	uint64_t deadline = mono_ns() + (uint64_t)timeout_ms * 1000000ull;
+	uint64_t deadline = gs_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
 	int waiting = 0;
 
 	for (size_t i = 0; i < h->n_procs; i++) {
@@ -724,7 +717,7 @@ int gs_gpu_host_detach(struct gs_gpu_host *h, int (*poll)(void *ctx, int timeout
 		else
 			p->acked = true; /* gone: nothing to wait for */
 	}
-	while (waiting && mono_ns() < deadline) {
+	while (waiting && gs_mono_ns() < deadline) {
 		if (poll)
 			poll(ctx, 20);
 		waiting = 0;

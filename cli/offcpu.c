@@ -29,7 +29,7 @@
 #include <time.h>
 
 #include "cli/session_int.h"
-#include "symbolizer/array.h" /* gs_grow */
+#include "util/vec.h" /* gs_grow */
 
 enum { ON = 0, BLK = 1, RUN = 2 }; /* exact[] slots; BLK/RUN = enum gs_offcpu_state */
 /* A sampled interval's stack: a raw stack index (s->raw), or with this bit

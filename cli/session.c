@@ -53,14 +53,6 @@ static void install_signals(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-uint64_t gs_now_ns(int clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* ---- preflight ---------------------------------------------------------- */
 
 static bool has_cap(const struct __user_cap_data_struct *d, int cap)

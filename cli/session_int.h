@@ -20,6 +20,7 @@
 #include "symbolizer/join.h"
 #include "symbolizer/python.h"
 #include "symbolizer/symbolizer.h"
+#include "util/clock.h" /* gs_now_ns */
 
 struct raw_sample {
 	uint32_t stack; /* index into rawstacks */
@@ -65,7 +66,6 @@ struct session {
 };
 
 
-uint64_t gs_now_ns(int clk);
 
 /* cli/attach.c: build the attach-time unwind tables with progress lines,
  * returning 1 as soon as stop(s) says so (a signal, the target gone);

@@ -16,26 +16,7 @@
 #include <stdio.h>
 #include "gpusample/profile.h"
 
-/* Hashing (64-bit mix and FNV-1a over bytes). */
-static inline uint64_t gs_mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
-static inline uint64_t gs_hash_bytes(const void *data, size_t n, uint64_t seed)
-{
-	const unsigned char *b = data;
-	uint64_t h = 0xcbf29ce484222325ULL ^ seed;
-	for (size_t i = 0; i < n; i++) {
-		h ^= b[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
+#include "util/hash.h" /* gs_mix64, gs_hash_bytes */
 
 /* Storage for aggregating a profile's samples by key: an open-addressing
  * table of *cap (a power of two, at least 1024 and twice n_samples) slots

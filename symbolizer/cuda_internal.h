@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include "symbolizer/array.h" /* gs_grow */
+#include "util/vec.h" /* gs_grow */
 
 /* CUpti_GetSassToSourceCorrelationParams (cupti_pcsampling.h, CUDA 13.0;
  * unchanged since CUDA 11.3). */

@@ -20,7 +20,7 @@
 #include <sys/types.h>
 #include <elfutils/libdwfl.h>
 #include "gpusample/profile.h"
-#include "symbolizer/array.h"
+#include "util/vec.h"
 
 /* ---- modules (native.c) ------------------------------------------------ */
 

@@ -20,6 +20,7 @@
 #include <sys/resource.h>
 #include "symbolizer/symbolizer.h"
 #include "symbolizer/sym_internal.h"
+#include "util/clock.h"
 
 #define SNAP_NS (1ull << 62)
 #define KERNEL_NS (1ull << 63)
@@ -49,13 +50,6 @@ struct gs_symbolizer {
 	struct gs_kallsyms ks;
 	struct kmod_map *kmods; /* per kallsyms module index */
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t mix(uint64_t x)
 {
@@ -248,7 +242,7 @@ static int map_cmp(const void *a, const void *b)
  * that earlier samples in them still resolve. */
 static int reread(struct gs_symbolizer *s, struct proc *pr, bool now)
 {
-	uint64_t t = now_ns();
+	uint64_t t = gs_mono_ns();
 	if (pr->exited || (!now && pr->last_reread_ns && t - pr->last_reread_ns < REREAD_INTERVAL_NS))
 		return -EAGAIN;
 	pr->last_reread_ns = t;

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Array helpers for symbolizer/ (internal): a doubling realloc for push
- * sites and the address search over sorted tables (symbols, mappings, perf
- * maps, DWARF ranges), written once instead of at every use.
+ * The one growable array of the host side: a doubling realloc for push
+ * sites (GS_GROW / GS_PUSH) and the address search over sorted tables
+ * (symbols, mappings, perf maps, DWARF ranges, CFI rows), written once
+ * instead of at every use.
  */
-#ifndef GS_SYM_ARRAY_H
-#define GS_SYM_ARRAY_H
+#ifndef GS_UTIL_VEC_H
+#define GS_UTIL_VEC_H
 
 #include <errno.h>
 #include <stddef.h>
@@ -36,6 +37,13 @@ static inline int gs_grow(void **arr, size_t *cap, size_t need, size_t sz)
 {
 	return gs_grow_from(arr, cap, need, sz, 16);
 }
+
+/* GS_GROW(arr, cap, need): room for need elements in arr (capacity cap, a
+ * size_t lvalue).  GS_PUSH(arr, n, cap, v): append v; n and cap are size_t
+ * lvalues.  Both evaluate to 0 or -ENOMEM. */
+#define GS_GROW(arr, cap, need) gs_grow((void **)&(arr), &(cap), (need), sizeof(*(arr)))
+#define GS_PUSH(arr, n, cap, v)                                                       \
+	(GS_GROW(arr, cap, (n) + 1) ? -ENOMEM : ((arr)[(n)++] = (v), 0))
 
 /* In an array of n elements of sz bytes sorted by the uint64_t at byte
  * offset key_off, the number of elements whose key is <= x: element
