@@ -1198,6 +1198,7 @@ struct gs_cfi {
 	struct cfi_obj *objs;
 	size_t n_objs, cap_objs;
 	uint32_t next_table;
+	uint32_t next_gen; /* gs_cfi_proc.gen of the next write */
 	struct cfi_proc *procs;
 	size_t n_procs, cap_procs;
 	struct gs_cfi_proc *scratch;
@@ -1871,6 +1872,7 @@ static int add_process(struct gs_cfi *c, uint32_t tgid, const uint64_t *want, si
 	fclose(f);
 	qsort(pe->m, pe->n, sizeof(pe->m[0]), cmp_mapping);
 	flush_tables(c); /* tables first: BPF may look a mapping's table up at once */
+	pe->gen = ++c->next_gen ? c->next_gen : ++c->next_gen; /* never 0: see cfi.h */
 	if (bpf_map_update_elem(c->procs_fd, &tgid, pe, BPF_ANY))
 		return -errno;
 	p = proc_track(c, tgid);

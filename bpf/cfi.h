@@ -104,7 +104,11 @@ struct gs_cfi_miss_key {
 
 struct gs_cfi_proc {
 	__u32 n; /* valid entries of m, sorted by start, non-overlapping */
-	__u32 pad;
+	__u32 gen; /* names this content of m (never 0 from user space; a new
+		    * value at every rewrite, a fork child's copy keeps its
+		    * parent's): tags the BPF side's per-CPU cache of PC -> rule
+		    * (unwind.bpf.h), so a rewrite (exec, dlopen, a table built)
+		    * retires what was cached for the old layout; 0 = no cache */
 	struct gs_cfi_mapping m[GS_CFI_MAX_MAPPINGS];
 };
 

@@ -25,7 +25,7 @@
  * end of this file, gpu.bpf.h (GPU agent USDT handlers).
  *
  * Cost matters: this program runs F times a second on every CPU (the filter
- * path for non-targets is one hash lookup).  Scratch lives in a per-CPU
+ * path for non-targets is one array load, `target_filter`).  Scratch lives in a per-CPU
  * array, never on the 512-byte stack.
  */
 #include "vmlinux.h"
@@ -289,6 +289,11 @@ int gs_sample(struct bpf_perf_event_data *ctx)
 	bool in_kernel;
 	__u32 size;
 
+	/* Most ticks of a busy host hit other processes: the inlined array
+	 * load of the filter, not a hash lookup, turns them away (the hash
+	 * cost ~1 us per run on a loaded VM, bench/results_bpfcost.md). */
+	if (!gs_maybe_target(tgid))
+		return 0;
 	t = bpf_map_lookup_elem(&targets, &tgid);
 	if (!t)
 		return 0;

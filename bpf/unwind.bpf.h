@@ -21,8 +21,10 @@
  * How: processes that user space registered in gs_cfi_procs (bpf/cfi.c,
  * gs_cfi_add_process) are walked with .eh_frame rows (bpf/cfi.h): per frame,
  * a binary search over the process's sorted mappings, a page-index lookup
- * and a short binary search over that object's rows, then CFA / return address (CFA-8) / saved RBP read
- * from the user stack.  PCs without a row (JIT code, objects without
+ * and a short binary search over that object's rows (all three skipped when
+ * the PC is in this CPU's cache, gs_pc_cache), then CFA / return address
+ * (CFA-8) / saved RBP read from the user stack through a window of
+ * GS_UNWIND_WIN bytes (one probe read serves the frames inside it).  PCs without a row (JIT code, objects without
  * .eh_frame, gaps between FDEs) take one frame-pointer step.  A PC outside
  * every known mapping (JIT code in anonymous memory, such as oneDNN's
  * kernels, which keep neither a table nor a frame pointer) takes the
@@ -97,6 +99,14 @@ struct {
  * frame-pointer baseline or to honour --no-cfi. */
 volatile __u32 gs_unwind_fp_only;
 
+/* Stack words are read through a window: GS_UNWIND_WIN bytes, aligned, so
+ * a window never crosses a page and faults only where the word itself
+ * would.  A bpf_probe_read_user costs ~160 ns whatever its size up to a few
+ * hundred bytes (measured, bench/results_bpfcost.md), and consecutive
+ * frames mostly lie in one window: a walk pays a few window reads instead
+ * of one read per frame. */
+#define GS_UNWIND_WIN 1024
+
 /* The walk's state and output.  It lives in a per-CPU map value, not on the
  * stack: the verifier does not track map contents, so the per-frame bpf_loop
  * callback converges after a pass or two instead of being re-verified once
@@ -114,6 +124,8 @@ struct gs_unwind_state {
 	__u8 pad[4];
 	__u64 scan_at;
 	__u64 scan_buf[8];
+	__u64 win_base; /* user address of win[0]; 0 = empty */
+	__u8 win[GS_UNWIND_WIN + 16]; /* + 16: reads at a masked offset stay inside */
 	__u64 ips[GS_MAX_USER_FRAMES]; /* leaf first */
 };
 #define GS_UNWIND_SCAN_CHUNKS 64 /* x 8 words: 4 KiB of stack per walk */
@@ -128,11 +140,47 @@ struct {
 	__type(value, struct gs_unwind_state);
 } gs_unwind_st SEC(".maps");
 
-/* bpf_loop context: pointers only (constant over the walk). */
+/* Per-CPU cache of lookup PC -> what the tables say there, direct-mapped
+ * and tagged with gs_cfi_proc.gen (unique per content of a process's
+ * mappings, so entries of another process or of an older layout miss).
+ * A hit replaces the mapping search and the row search (one inner-map
+ * helper call per step, ~7 per frame: most of a frame's cost before, see
+ * bench/results_bpfcost.md); a training loop's stacks repeat the same
+ * return addresses sample after sample.  Only final answers are kept: a
+ * built table's rule or its gap (frame-pointer step), or an object without
+ * a table; pending tables, JIT code and unknown memory take the full path.
+ * Only nesting level 0 uses it, so a walk that interrupts another on this
+ * CPU never sees an entry half written. */
+#define GS_PCC_SLOTS 4096 /* power of 2; 24 bytes each, per CPU */
+enum gs_pcc_kind { GS_PCC_RULE = 0, GS_PCC_FP = 1 };
+struct gs_pcc_ent {
+	__u64 pc;
+	__u32 gen;  /* 0: empty */
+	__u32 kind; /* enum gs_pcc_kind */
+	struct gs_cfi_rule rule;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, GS_PCC_SLOTS);
+	__type(key, __u32);
+	__type(value, struct gs_pcc_ent);
+} gs_pc_cache SEC(".maps");
+
+/* Slot of (pc, gen): Fibonacci hashing (BPF cannot include util/hash.h:
+ * it needs libc headers). */
+static __always_inline __u32 gs_pcc_slot(__u64 pc, __u32 gen)
+{
+	return ((pc ^ ((__u64)gen << 47)) * 0x9e3779b97f4a7c15ull) >> (64 - 12);
+}
+_Static_assert(GS_PCC_SLOTS == 1 << 12, "slot bits");
+
+/* bpf_loop context: constant over the walk. */
 struct gs_unwind_walk {
 	struct gs_unwind_state *w;
 	struct gs_cfi_proc *proc;
 	__u32 tgid;
+	__u32 gen; /* proc->gen at level 0, else 0: no cache */
 };
 
 /* Mapping of proc that contains pc, or NULL. */
@@ -218,6 +266,28 @@ static __always_inline int gs_read_user_pair(__u64 *dst, __u64 addr)
 	return bpf_probe_read_user(dst, 2 * sizeof(*dst), (const void *)addr);
 }
 
+/* size (8 or 16) bytes of the walked thread's stack at addr into dst,
+ * through the window of w; 0 or a negative errno. */
+static __always_inline int gs_stack_read(struct gs_unwind_state *w, __u64 *dst, __u64 addr,
+					 __u32 size)
+{
+	__u64 base = addr & ~(__u64)(GS_UNWIND_WIN - 1), off = addr - base;
+
+	if (off > GS_UNWIND_WIN - size) /* straddles the window's end */
+		return bpf_probe_read_user(dst, size, (const void *)addr);
+	if (base != w->win_base) {
+		w->win_base = 0;
+		if (bpf_probe_read_user(w->win, GS_UNWIND_WIN, (const void *)base))
+			return -14; /* EFAULT: the word's page is not readable */
+		w->win_base = base;
+	}
+	off &= GS_UNWIND_WIN - 1;
+	dst[0] = *(__u64 *)(w->win + off);
+	if (size > 8)
+		dst[1] = *(__u64 *)(w->win + off + 8);
+	return 0;
+}
+
 /* Stop the walk with err. */
 static __always_inline long gs_unwind_stop(struct gs_unwind_state *w, __u16 err)
 {
@@ -232,7 +302,7 @@ static __always_inline long gs_unwind_fp_step(struct gs_unwind_state *w)
 
 	if (!w->bp_ok || w->bp < w->sp || (w->bp & 7))
 		return gs_unwind_stop(w, GS_UNWIND_NO_TABLE);
-	if (gs_read_user_pair(fr, w->bp))
+	if (gs_stack_read(w, fr, w->bp, 16))
 		return gs_unwind_stop(w, GS_UNWIND_READ_FAULT);
 	if (fr[1] == 0)
 		return 1; /* outermost frame */
@@ -279,7 +349,7 @@ static __always_inline long gs_unwind_cfi_step(struct gs_unwind_state *w, const 
 	case GS_CFA_DEREF_RBP:
 		if (!w->bp_ok)
 			return gs_unwind_stop(w, GS_UNWIND_BAD_RULE);
-		if (gs_read_user_u64(&cfa, w->bp + (__s64)r->cfa_off))
+		if (gs_stack_read(w, &cfa, w->bp + (__s64)r->cfa_off, 8))
 			return gs_unwind_stop(w, GS_UNWIND_READ_FAULT);
 		break;
 	case GS_CFA_PLT:
@@ -298,23 +368,23 @@ static __always_inline long gs_unwind_cfi_step(struct gs_unwind_state *w, const 
 		return gs_unwind_stop(w, GS_UNWIND_BAD_RULE);
 	if (rbp_type == GS_RBP_CFA && rbp_off == -16) {
 		/* push rbp right after the call (most frames): one read */
-		if (gs_read_user_pair(fr, cfa - 16))
+		if (gs_stack_read(w, fr, cfa - 16, 16))
 			return gs_unwind_stop(w, GS_UNWIND_READ_FAULT);
 	} else {
-		if (gs_read_user_u64(&fr[1], cfa - 8))
+		if (gs_stack_read(w, &fr[1], cfa - 8, 8))
 			return gs_unwind_stop(w, GS_UNWIND_READ_FAULT);
 		switch (rbp_type) {
 		case GS_RBP_SAME:
 			fr[0] = w->bp;
 			break;
 		case GS_RBP_CFA:
-			if (gs_read_user_u64(&fr[0], cfa + rbp_off))
+			if (gs_stack_read(w, &fr[0], cfa + rbp_off, 8))
 				return gs_unwind_stop(w, GS_UNWIND_READ_FAULT);
 			break;
 		case GS_RBP_RBP:
 			if (!w->bp_ok)
 				return gs_unwind_stop(w, GS_UNWIND_BAD_RULE);
-			if (gs_read_user_u64(&fr[0], w->bp + rbp_off))
+			if (gs_stack_read(w, &fr[0], w->bp + rbp_off, 8))
 				return gs_unwind_stop(w, GS_UNWIND_READ_FAULT);
 			break;
 		default:
@@ -465,6 +535,7 @@ static long gs_unwind_step(__u32 i, void *arg)
 	struct gs_unwind_state *w = c->w;
 	struct gs_cfi_mapping *m;
 	struct gs_cfi_rule *r = NULL;
+	struct gs_pcc_ent *ce = NULL;
 	__u64 lookup;
 	__u32 n = w->n;
 
@@ -479,6 +550,17 @@ static long gs_unwind_step(__u32 i, void *arg)
 
 	/* Return addresses point after the call: look up the call itself. */
 	lookup = w->exact ? w->pc : w->pc - 1;
+	if (c->gen) {
+		__u32 slot = gs_pcc_slot(lookup, c->gen);
+
+		ce = bpf_map_lookup_elem(&gs_pc_cache, &slot);
+		if (ce && ce->pc == lookup && ce->gen == c->gen) {
+			if (ce->kind == GS_PCC_FP)
+				return gs_unwind_fp_step(w);
+			w->cfi = 1;
+			return gs_unwind_cfi_step(w, &ce->rule);
+		}
+	}
 	m = gs_cfi_find_mapping(c->proc, lookup);
 	if (!m || m->table_id == GS_CFI_TABLE_PENDING) {
 		struct gs_cfi_miss_key k = { .tgid = c->tgid, .start = m ? m->start : 0 };
@@ -502,6 +584,13 @@ static long gs_unwind_step(__u32 i, void *arg)
 		return gs_unwind_unmapped(c, w);
 	} else if (m->table_id) {
 		r = gs_cfi_find_rule(m->table_id, m->n_pages, lookup - m->bias);
+	}
+	if (ce && m && m->table_id != GS_CFI_TABLE_PENDING) { /* final (see gs_pc_cache) */
+		ce->pc = lookup;
+		ce->gen = c->gen;
+		ce->kind = !r || r->cfa_type == GS_CFA_NONE ? GS_PCC_FP : GS_PCC_RULE;
+		if (r)
+			ce->rule = *r;
 	}
 	if (!r || r->cfa_type == GS_CFA_NONE)
 		return gs_unwind_fp_step(w);
@@ -540,6 +629,7 @@ __noinline int gs_unwind_cfi(__u32 tgid, __u32 level)
 	w->scan = 0;
 	w->scanned = 0;
 	w->scan_chunks = GS_UNWIND_SCAN_CHUNKS;
+	w->win_base = 0; /* never a window of another walk */
 	/* User registers as saved on kernel entry: right whether the sample
 	 * interrupted user or kernel mode (the perf regs are kernel regs then). */
 	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
@@ -560,6 +650,7 @@ __noinline int gs_unwind_cfi(__u32 tgid, __u32 level)
 	c.w = w;
 	c.proc = proc;
 	c.tgid = tgid;
+	c.gen = level == 0 ? proc->gen : 0;
 	bpf_loop(GS_MAX_USER_FRAMES + 1 + 2 * GS_UNWIND_SCAN_CHUNKS, gs_unwind_step, &c, 0);
 	return w->n;
 }
