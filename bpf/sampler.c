@@ -254,6 +254,9 @@ int gs_sampler_open(const struct gs_sampler_opts *o, struct gs_sampler **out, ch
 	s->skel->rodata->follow_children = o->follow_children;
 	bpf_map__set_max_entries(s->skel->maps.events,
 				 gs_ringbuf_size(o->ringbuf_bytes, n_cpus, o->frequency_hz));
+	/* the unwinder's PC cache: one element per CPU (unwind.bpf.h) */
+	if (libbpf_num_possible_cpus() > 0)
+		bpf_map__set_max_entries(s->skel->maps.gs_pc_cache, libbpf_num_possible_cpus());
 	if (exit_tp_has_group_dead())
 		bpf_program__set_autoload(s->skel->progs.gs_proc_exit_live, false);
 	else

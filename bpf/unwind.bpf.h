@@ -140,7 +140,7 @@ struct {
 	__type(value, struct gs_unwind_state);
 } gs_unwind_st SEC(".maps");
 
-/* Per-CPU cache of lookup PC -> what the tables say there, direct-mapped
+/* A cache per CPU of lookup PC -> what the tables say there, direct-mapped
  * and tagged with gs_cfi_proc.gen (unique per content of a process's
  * mappings, so entries of another process or of an older layout miss).
  * A hit replaces the mapping search and the row search (one inner-map
@@ -150,7 +150,11 @@ struct {
  * built table's rule or its gap (frame-pointer step), or an object without
  * a table; pending tables, JIT code and unknown memory take the full path.
  * Only nesting level 0 uses it, so a walk that interrupts another on this
- * CPU never sees an entry half written. */
+ * CPU never sees an entry half written.  One plain ARRAY element per CPU
+ * (key = CPU number; the loader sets max_entries to the possible CPUs,
+ * CPUs beyond it go without): a PERCPU_ARRAY allocates each of its
+ * elements apart, so every hit paid a cold load of the element's pointer
+ * before the entry itself. */
 #define GS_PCC_SLOTS 4096 /* power of 2; 24 bytes each, per CPU */
 enum gs_pcc_kind { GS_PCC_RULE = 0, GS_PCC_FP = 1 };
 struct gs_pcc_ent {
@@ -160,11 +164,15 @@ struct gs_pcc_ent {
 	struct gs_cfi_rule rule;
 };
 
+struct gs_pcc {
+	struct gs_pcc_ent e[GS_PCC_SLOTS];
+};
+
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, GS_PCC_SLOTS);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* set by the loader: one per possible CPU */
 	__type(key, __u32);
-	__type(value, struct gs_pcc_ent);
+	__type(value, struct gs_pcc);
 } gs_pc_cache SEC(".maps");
 
 /* Slot of (pc, gen): Fibonacci hashing (BPF cannot include util/hash.h:
@@ -179,8 +187,9 @@ _Static_assert(GS_PCC_SLOTS == 1 << 12, "slot bits");
 struct gs_unwind_walk {
 	struct gs_unwind_state *w;
 	struct gs_cfi_proc *proc;
+	struct gs_pcc *pcc; /* this CPU's cache at level 0 (and proc->gen != 0), else NULL */
 	__u32 tgid;
-	__u32 gen; /* proc->gen at level 0, else 0: no cache */
+	__u32 gen;
 };
 
 /* Mapping of proc that contains pc, or NULL. */
@@ -550,11 +559,9 @@ static long gs_unwind_step(__u32 i, void *arg)
 
 	/* Return addresses point after the call: look up the call itself. */
 	lookup = w->exact ? w->pc : w->pc - 1;
-	if (c->gen) {
-		__u32 slot = gs_pcc_slot(lookup, c->gen);
-
-		ce = bpf_map_lookup_elem(&gs_pc_cache, &slot);
-		if (ce && ce->pc == lookup && ce->gen == c->gen) {
+	if (c->pcc) {
+		ce = &c->pcc->e[gs_pcc_slot(lookup, c->gen) & (GS_PCC_SLOTS - 1)];
+		if (ce->pc == lookup && ce->gen == c->gen) {
 			if (ce->kind == GS_PCC_FP)
 				return gs_unwind_fp_step(w);
 			w->cfi = 1;
@@ -650,7 +657,12 @@ __noinline int gs_unwind_cfi(__u32 tgid, __u32 level)
 	c.w = w;
 	c.proc = proc;
 	c.tgid = tgid;
-	c.gen = level == 0 ? proc->gen : 0;
+	c.gen = proc->gen;
+	if (level == 0 && c.gen) {
+		__u32 cpu = bpf_get_smp_processor_id();
+
+		c.pcc = bpf_map_lookup_elem(&gs_pc_cache, &cpu);
+	}
 	bpf_loop(GS_MAX_USER_FRAMES + 1 + 2 * GS_UNWIND_SCAN_CHUNKS, gs_unwind_step, &c, 0);
 	return w->n;
 }
