@@ -20,6 +20,7 @@ import os
 import re
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -51,7 +52,7 @@ def one_run(binary, seconds, tmp, tag, extra=()):
     err_path = prefix + ".err"
     with open(err_path, "w") as err:
         g = bench.spawn([binary, "-F", "99", "-q", "--format", "folded", "-o", prefix, *extra, "--", *wcmd],
-                        stdout=subprocess_devnull(), stderr=err)
+                        stdout=subprocess.DEVNULL, stderr=err)
         time.sleep(seconds)
         progs = bench.bpftool_progs(g.pid)
         victims = bench.descendants(g.pid)[1:]
@@ -82,11 +83,6 @@ def one_run(binary, seconds, tmp, tag, extra=()):
         if f.startswith(tag + "."):
             os.remove(os.path.join(tmp, f))
     return r
-
-
-def subprocess_devnull():
-    import subprocess
-    return subprocess.DEVNULL
 
 
 def main():
