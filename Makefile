@@ -86,10 +86,11 @@ $(BUILD)/libgpusample_core.a: $(CORE_OBJS)
 $(BUILD)/gpusample: $(CLI_OBJS) $(BUILD)/libgpusample_core.a
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(BUILD)/libgpusample_core.a $(STATIC_LIBS) $(SYS_LIBS)
 
-# The agent: C only, libc only (dlopen is in libc since glibc 2.34).
+# The agent: C only, libc only (dlopen is in libc since glibc 2.34); of
+# util/ only the header-only pieces (hash.h, vec.h).
 AGENT_CFLAGS := -std=gnu11 -O2 -g -fPIC -fvisibility=hidden -Wall -Wextra -Wno-unused-parameter $(WERROR) \
-		-D_GNU_SOURCE -Iinclude -Igpu_sampler -I/usr/local/cuda/include
-$(AGENT): $(AGENT_SRCS) $(wildcard gpu_sampler/*.h) include/gpusample/records.h
+		-D_GNU_SOURCE -Iinclude -I. -Igpu_sampler -I/usr/local/cuda/include
+$(AGENT): $(AGENT_SRCS) $(wildcard gpu_sampler/*.h) include/gpusample/records.h util/hash.h util/vec.h
 	@mkdir -p $(BUILD)
 	$(if $(AGENT_SRCS),$(CC) $(AGENT_CFLAGS) -shared -o $@ $(AGENT_SRCS) -Wl$(comma)--no-undefined -Wl$(comma)-z$(comma)defs,touch $@)
 comma := ,

@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "cli/session_int.h"
+#include "util/hashmap.h"
 #include "util/vec.h" /* gs_grow */
 
 enum { ON = 0, BLK = 1, RUN = 2 }; /* exact[] slots; BLK/RUN = enum gs_offcpu_state */
@@ -57,9 +58,9 @@ struct off_sample {
 
 struct gs_offcpu {
 	struct off_thread *th;
-	uint32_t n_th, cap_th;
-	uint32_t *slots; /* open addressing on tid: index + 1, 0 = empty */
-	uint32_t n_slots;
+	uint32_t n_th;
+	size_t cap_th;
+	struct gs_hmap by_tid; /* tid -> index in th */
 	struct off_sample *smp;
 	size_t n_smp, cap_smp;
 	uint64_t stacks_lost; /* END without its stack record (or the reverse) */
@@ -67,55 +68,35 @@ struct gs_offcpu {
 	uint64_t t_stop;
 };
 
-static int rehash(struct gs_offcpu *o, uint32_t n_slots)
+/* tid -> index in o->th; rebuilt after o->th is reordered. */
+static int reindex(struct gs_offcpu *o)
 {
-	uint32_t *slots = calloc(n_slots, sizeof(*slots));
-
-	if (!slots)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < o->n_th; i++) {
-		uint32_t h = (o->th[i].tid * 2654435761u) & (n_slots - 1);
-
-		while (slots[h])
-			h = (h + 1) & (n_slots - 1);
-		slots[h] = i + 1;
-	}
-	free(o->slots);
-	o->slots = slots;
-	o->n_slots = n_slots;
+	gs_hmap_clear(&o->by_tid);
+	for (uint32_t i = 0; i < o->n_th; i++)
+		if (gs_hmap_put(&o->by_tid, o->th[i].tid, i))
+			return -ENOMEM;
 	return 0;
 }
 
 static struct off_thread *thread_find(struct gs_offcpu *o, uint32_t tid)
 {
-	if (!o->n_slots)
-		return NULL;
-	for (uint32_t h = (tid * 2654435761u) & (o->n_slots - 1); o->slots[h];
-	     h = (h + 1) & (o->n_slots - 1))
-		if (o->th[o->slots[h] - 1].tid == tid)
-			return &o->th[o->slots[h] - 1];
-	return NULL;
+	const uint64_t *i = gs_hmap_get(&o->by_tid, tid);
+
+	return i ? &o->th[*i] : NULL;
 }
 
 /* The thread's entry, made on first sight; NULL on allocation failure. */
 static struct off_thread *thread_get(struct gs_offcpu *o, uint32_t tid, uint32_t tgid)
 {
 	struct off_thread *t = thread_find(o, tid);
-	size_t cap = o->cap_th;
-	uint32_t h;
 
 	if (t)
 		return t;
-	if ((o->n_th + 1) * 2 > o->n_slots && rehash(o, o->n_slots ? o->n_slots * 2 : 256))
+	if (gs_grow((void **)&o->th, &o->cap_th, o->n_th + 1, sizeof(*o->th)) ||
+	    gs_hmap_put(&o->by_tid, tid, o->n_th))
 		return NULL;
-	if (gs_grow((void **)&o->th, &cap, o->n_th + 1, sizeof(*o->th)))
-		return NULL;
-	o->cap_th = (uint32_t)cap;
 	o->th[o->n_th] = (struct off_thread){ .tid = tid, .tgid = tgid, .pend_stack = -1 };
-	for (h = (tid * 2654435761u) & (o->n_slots - 1); o->slots[h]; h = (h + 1) & (o->n_slots - 1))
-		;
-	o->slots[h] = ++o->n_th;
-	return &o->th[o->n_th - 1];
+	return &o->th[o->n_th++];
 }
 
 static int add_part(struct gs_offcpu *o, const struct off_thread *t, uint64_t out, uint64_t ns,
@@ -564,7 +545,7 @@ int gs_off_finish(struct session *s, const uint32_t *stack_ids)
 	}
 	/* threads in tid order, as smp: walk both together */
 	qsort(o->th, o->n_th, sizeof(*o->th), by_tid);
-	if (o->n_slots && rehash(o, o->n_slots)) /* keep thread_find right */
+	if (reindex(o)) /* keep thread_find right */
 		return -ENOMEM;
 	for (uint32_t k = 0; k < o->n_th; k++) {
 		const struct off_thread *t = &o->th[k];
@@ -616,7 +597,7 @@ void gs_off_free(struct session *s)
 	if (!s->off)
 		return;
 	free(s->off->th);
-	free(s->off->slots);
+	gs_hmap_free(&s->off->by_tid);
 	free(s->off->smp);
 	free(s->off->trimmed);
 	free(s->off);

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "gpusample/records.h"
+#include "util/hashmap.h"
 
 struct gs_rawstack {
 	uint32_t tgid;
@@ -19,10 +20,9 @@ struct gs_rawstack {
 
 struct gs_rawstacks {
 	struct gs_rawstack *items;
-	uint32_t n, cap;
-	uint32_t *slots;   /* open addressing: index+1, 0 = empty */
-	uint64_t *hashes;  /* per item */
-	uint32_t n_slots;
+	uint32_t n;
+	size_t cap;
+	struct gs_hmap index; /* stack hash -> item index */
 };
 
 void gs_rawstacks_init(struct gs_rawstacks *t);

@@ -25,6 +25,8 @@
 #include <unistd.h>
 #include "agent.h"
 #include "cupti_api.h"
+#include "util/hash.h" /* gs_mix64 */
+#include "util/vec.h"  /* GS_GROW */
 
 _Static_assert(sizeof(struct gs_gpu_pc) % 8 == 0, "pc entry alignment");
 _Static_assert(sizeof(struct gs_gpu_pc_batch) % 8 == 0, "batch alignment");
@@ -468,8 +470,7 @@ static void queue_pending(CUcontext ctx)
 
 static size_t name_slot(const char *p)
 {
-	uint64_t x = (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull;
-	return (size_t)(x >> 29) & (g.cap_names - 1);
+	return (size_t)gs_mix64((uint64_t)(uintptr_t)p) & (g.cap_names - 1);
 }
 
 static bool names_grow(void)
@@ -561,14 +562,8 @@ static struct gs_cubin *cubin_add(const CUpti_ModuleResourceData *m, const struc
 			g.cubins[i].flags &= ~GS_GPU_CUBIN_UNLOADED;
 			return &g.cubins[i];
 		}
-	if (g.n_cubins == g.cap_cubins) {
-		size_t cap = g.cap_cubins ? g.cap_cubins * 2 : 32;
-		b = realloc(g.cubins, cap * sizeof(*b));
-		if (!b)
-			return NULL;
-		g.cubins = b;
-		g.cap_cubins = cap;
-	}
+	if (GS_GROW(g.cubins, g.cap_cubins, g.n_cubins + 1))
+		return NULL;
 	b = &g.cubins[g.n_cubins++];
 	memset(b, 0, sizeof(*b));
 	b->crc = p.cubinCrc;
@@ -1205,15 +1200,6 @@ static void set_launch_callbacks(bool on)
 			    gs_cupti_strerror(&g.api, last));
 }
 
-/* splitmix64: a well-mixed hash of the launch counter. */
-static uint64_t mix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 /* Whether launch number n gets an event when 1 in `every` do.  Not
  * n % every: a training step launches the same kernel sequence over and
  * over, so a fixed stride keeps picking the same positions of it (3
@@ -1222,7 +1208,7 @@ static uint64_t mix64(uint64_t x)
  * average with no period, lock-free and without thread-local state. */
 static bool launch_sampled(uint64_t n, uint32_t every)
 {
-	return every <= 1 || mix64(n) % every == 0;
+	return every <= 1 || gs_mix64(n) % every == 0;
 }
 
 static int ctx_arm(struct gs_ctx *c);

@@ -120,7 +120,7 @@ static int create_tmp(struct outfile *o, char *err, size_t errlen)
 		uint32_t r;
 
 		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
-			r = (uint32_t)getpid() * 2654435761u + (uint32_t)tries;
+			r = (uint32_t)gs_mix64((uint64_t)getpid() << 8 | (uint64_t)tries);
 		snprintf(o->tmp, sizeof(o->tmp), ".%.200s.%08x", o->base, r);
 		o->fd = openat(o->dirfd, o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 			       0644);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "output/output.h"
+#include "util/vec.h"
 
 #define VERSION_COMMENT "gpusample "
 
@@ -74,24 +75,17 @@ static void merge_functions(struct remap *m)
 }
 
 /* Scratch of at least need elements of sz bytes; sets m->err on failure. */
-static void *scratch(struct remap *m, void *buf, uint32_t *cap, uint32_t need, size_t sz)
+static void *scratch(struct remap *m, void *buf, size_t *cap, uint32_t need, size_t sz)
 {
-	void *n;
-
-	if (need <= *cap)
-		return buf;
-	if (!(n = realloc(buf, need * sz))) {
+	if (gs_grow(&buf, cap, need, sz))
 		m->err = -ENOMEM;
-		return buf;
-	}
-	*cap = need;
-	return n;
+	return buf;
 }
 
 static void merge_locations(struct remap *m)
 {
 	struct gs_line *lines = NULL;
-	uint32_t cap = 0;
+	size_t cap = 0;
 
 	for (uint32_t i = 0; i < m->src->n_locations && !m->err; i++) {
 		const struct gs_location *l = &m->src->locations[i];
@@ -115,7 +109,8 @@ static void merge_locations(struct remap *m)
 static void merge_samples(struct remap *m)
 {
 	uint32_t *stack_id = calloc(m->src->n_stacks ? m->src->n_stacks : 1, sizeof(*stack_id));
-	uint32_t *locs = NULL, cap = 0;
+	uint32_t *locs = NULL;
+	size_t cap = 0;
 
 	if (!stack_id) {
 		m->err = -ENOMEM;

@@ -12,6 +12,8 @@
 
 #include "output/internal.h"
 #include "output/output.h"
+#include "util/hashmap.h"
+#include "util/vec.h"
 
 /* ---- small helpers -------------------------------------------------------- */
 
@@ -188,60 +190,35 @@ static int cmp_thr(const void *a, const void *b)
 	return x->tid < y->tid ? -1 : 1;
 }
 
-/* Threads with CPU samples (linear-probing map keyed by (pid, tid)). */
+/* Threads with CPU samples, found by (pid, tid). */
 static struct thr *collect_threads(const struct gs_profile *p, size_t *n_out)
 {
-	size_t cap = 256, n = 0;
-	struct thr *t = calloc(cap, sizeof(*t));
-	uint32_t hcap = 1024;
-	uint32_t *h = calloc(hcap, sizeof(*h));
-	if (!t || !h)
-		goto fail;
+	struct thr *t = NULL;
+	size_t cap = 0, n = 0;
+	struct gs_hmap by_tid = {0}; /* pid << 32 | tid -> index in t */
 	for (size_t i = 0; i < p->n_samples; i++) {
 		const struct gs_sample *s = &p->samples[i];
 		if (!is_cpu(s) || s->values[GS_V_SAMPLES] <= 0)
 			continue;
-		uint32_t k = (uint32_t)gs_mix64(((uint64_t)s->pid << 32) | s->tid) & (hcap - 1);
-		while (h[k] && !(t[h[k] - 1].pid == s->pid && t[h[k] - 1].tid == s->tid))
-			k = (k + 1) & (hcap - 1);
-		if (!h[k]) {
-			if (n == cap) {
-				cap *= 2;
-				struct thr *nt = realloc(t, cap * sizeof(*t));
-				if (!nt)
-					goto fail;
-				t = nt;
-			}
-			if ((n + 1) * 2 > hcap) { /* grow and rehash */
-				uint32_t ncap = hcap * 2;
-				uint32_t *nh = calloc(ncap, sizeof(*nh));
-				if (!nh)
-					goto fail;
-				for (size_t j = 0; j < n; j++) {
-					uint32_t q = (uint32_t)gs_mix64(((uint64_t)t[j].pid << 32) | t[j].tid) & (ncap - 1);
-					while (nh[q])
-						q = (q + 1) & (ncap - 1);
-					nh[q] = (uint32_t)j + 1;
-				}
-				free(h);
-				h = nh;
-				hcap = ncap;
-				k = (uint32_t)gs_mix64(((uint64_t)s->pid << 32) | s->tid) & (hcap - 1);
-				while (h[k])
-					k = (k + 1) & (hcap - 1);
-			}
+		bool added;
+		uint64_t *k = gs_hmap_slot(&by_tid, (uint64_t)s->pid << 32 | s->tid, &added);
+		if (!k)
+			goto fail;
+		if (added) {
+			if (GS_GROW(t, cap, n + 1))
+				goto fail;
 			t[n] = (struct thr){.pid = s->pid, .tid = s->tid, .name = s->thread_name,
 					    .role = s->process_role};
-			h[k] = (uint32_t)++n;
+			*k = n++;
 		}
-		t[h[k] - 1].samples += s->values[GS_V_SAMPLES];
+		t[*k].samples += s->values[GS_V_SAMPLES];
 	}
-	free(h);
+	gs_hmap_free(&by_tid);
 	*n_out = n;
-	return t;
+	return t ? t : calloc(1, sizeof(*t));
 fail:
 	free(t);
-	free(h);
+	gs_hmap_free(&by_tid);
 	return NULL;
 }
 
@@ -298,50 +275,51 @@ struct cnt {
 
 struct counter {
 	struct cnt *e;
-	uint32_t *h;
-	size_t n, cap, hcap;
+	size_t n, cap;
+	struct gs_hmap index; /* cnt_hash -> index in e */
 };
 
 static uint64_t cnt_hash(uint32_t tag, uint32_t kfn, uint64_t a, uint64_t b)
 {
-	return gs_mix64(gs_mix64(((uint64_t)tag << 32 | kfn) ^ a) ^ (b * 0x9e3779b97f4a7c15ULL));
+	return gs_hash_combine(gs_hash_combine((uint64_t)tag << 32 | kfn, a), b);
+}
+
+struct cnt_key {
+	const struct counter *c;
+	uint32_t tag, kfn;
+	uint64_t a, b;
+};
+
+static bool cnt_eq(const void *ctx, uint64_t i)
+{
+	const struct cnt_key *k = ctx;
+	const struct cnt *e = &k->c->e[i];
+	return e->tag == k->tag && e->kfn == k->kfn && e->a == k->a && e->b == k->b;
+}
+
+/* The entry of this key, or NULL.  Hashes rarely collide: the first entry
+ * under the hash is checked before the general walk. */
+static struct cnt *cnt_find(const struct counter *c, const struct cnt_key *k, uint64_t h)
+{
+	const uint64_t *i = gs_hmap_get(&c->index, h);
+	if (i && !cnt_eq(k, *i))
+		i = gs_hmap_find_by(&c->index, h, cnt_eq, k);
+	return i ? &c->e[*i] : NULL;
 }
 
 static int cnt_add(struct counter *c, uint32_t tag, uint32_t kfn, uint64_t a, uint64_t b, int64_t v, int64_t ni)
 {
-	if ((c->n + 1) * 2 > c->hcap) {
-		size_t ncap = c->hcap ? c->hcap * 2 : 1024;
-		uint32_t *nh = calloc(ncap, sizeof(*nh));
-		struct cnt *ne = realloc(c->e, (ncap / 2) * sizeof(*ne));
-		if (!nh || !ne) {
-			free(nh);
-			if (ne)
-				c->e = ne;
-			return -ENOMEM;
-		}
-		c->e = ne;
-		for (size_t i = 0; i < c->n; i++) {
-			size_t k = cnt_hash(ne[i].tag, ne[i].kfn, ne[i].a, ne[i].b) & (ncap - 1);
-			while (nh[k])
-				k = (k + 1) & (ncap - 1);
-			nh[k] = (uint32_t)i + 1;
-		}
-		free(c->h);
-		c->h = nh;
-		c->hcap = ncap;
+	struct cnt_key key = {c, tag, kfn, a, b};
+	uint64_t h = cnt_hash(tag, kfn, a, b);
+	struct cnt *e = cnt_find(c, &key, h);
+	if (e) {
+		e->v += v;
+		e->ni += ni;
+		return 0;
 	}
-	size_t k = cnt_hash(tag, kfn, a, b) & (c->hcap - 1);
-	while (c->h[k]) {
-		struct cnt *e = &c->e[c->h[k] - 1];
-		if (e->tag == tag && e->kfn == kfn && e->a == a && e->b == b) {
-			e->v += v;
-			e->ni += ni;
-			return 0;
-		}
-		k = (k + 1) & (c->hcap - 1);
-	}
-	c->e[c->n] = (struct cnt){tag, kfn, a, b, v, ni};
-	c->h[k] = (uint32_t)++c->n;
+	if (GS_GROW(c->e, c->cap, c->n + 1) || gs_hmap_add(&c->index, h, c->n))
+		return -ENOMEM;
+	c->e[c->n++] = (struct cnt){tag, kfn, a, b, v, ni};
 	return 0;
 }
 
@@ -537,7 +515,7 @@ static int gpu_section(struct rpt *r, int64_t gpu_total, int64_t gpu_ni, uint32_
 		fprintf(r->out, "  ... %zu more kernels\n", ke - kb - r->top);
 out:
 	free(c.e);
-	free(c.h);
+	gs_hmap_free(&c.index);
 	return rc;
 }
 

@@ -21,6 +21,7 @@
 
 #include "output/internal.h"
 #include "output/output.h"
+#include "util/hashmap.h"
 
 const char *const gs_wall_cat_name[GS_NWALL_CATS] = {
 	[GS_WALL_COMPUTE] = "compute",
@@ -222,22 +223,6 @@ int64_t gs_wall_ns(const struct gs_profile *p, const struct gs_sample *s)
 	return w > cpu + s->values[GS_V_OFFCPU_NS] ? w : cpu + s->values[GS_V_OFFCPU_NS];
 }
 
-struct top_acc { /* ns per (category, stack), open addressing */
-	uint64_t *key; /* (cat << 32 | stack) + 1; 0 = empty */
-	uint64_t *ns;
-	size_t cap;
-};
-
-static void top_add(struct top_acc *t, enum gs_wall_cat c, uint32_t st, uint64_t ns)
-{
-	uint64_t key = (((uint64_t)c << 32) | st) + 1;
-	size_t h = gs_mix64(key) & (t->cap - 1);
-	while (t->key[h] && t->key[h] != key)
-		h = (h + 1) & (t->cap - 1);
-	t->key[h] = key;
-	t->ns[h] += ns;
-}
-
 /* Insert (st, ns) into category c's top GS_WALL_TOP (most ns first, then
  * the lower stack index, so the order does not depend on hashing). */
 static void top_keep(struct gs_wall_split *out, uint32_t c, uint32_t st, uint64_t ns)
@@ -263,13 +248,9 @@ int gs_wall_split(const struct gs_profile *p, gs_sample_pred keep, void *ctx,
 	memset(out->top_stacks, 0xff, sizeof(out->top_stacks));
 	uint8_t *fcache = malloc(p->n_functions + 1);
 	uint8_t *scache = malloc(p->n_stacks + 1);
-	struct top_acc t = {.cap = 1024};
-	while (t.cap < 8 * (size_t)p->n_stacks)
-		t.cap *= 2;
-	t.key = calloc(t.cap, sizeof(*t.key));
-	t.ns = calloc(t.cap, sizeof(*t.ns));
+	struct gs_hmap top = {0}; /* cat << 32 | stack -> ns */
 	int rc = 0;
-	if (!fcache || !scache || !t.key || !t.ns) {
+	if (!fcache || !scache) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -289,20 +270,21 @@ int gs_wall_split(const struct gs_profile *p, gs_sample_pred keep, void *ctx,
 			out->starved_in[fcls_cat[scache[s->stack]]] += (uint64_t)ns;
 		out->ns[c] += (uint64_t)ns;
 		out->total_ns += (uint64_t)ns;
-		/* three categories at most per stack (starved, its frame
-		 * class or blocked/compute), so 8 * n_stacks slots never
-		 * fill past half */
-		top_add(&t, c, s->stack, (uint64_t)ns);
+		uint64_t *acc = gs_hmap_slot(&top, (uint64_t)c << 32 | s->stack, NULL);
+		if (!acc) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		*acc += (uint64_t)ns;
 	}
-	for (size_t h = 0; h < t.cap; h++)
-		if (t.key[h])
-			top_keep(out, (uint32_t)((t.key[h] - 1) >> 32), (uint32_t)(t.key[h] - 1), t.ns[h]);
+	uint64_t key, acc;
+	for (size_t it = 0; gs_hmap_next(&top, &it, &key, &acc);)
+		top_keep(out, (uint32_t)(key >> 32), (uint32_t)key, acc);
 	for (int c = 0; c < GS_NWALL_CATS; c++)
 		out->top_stack[c] = out->top_stacks[c][0];
 out:
 	free(fcache);
 	free(scache);
-	free(t.key);
-	free(t.ns);
+	gs_hmap_free(&top);
 	return rc;
 }

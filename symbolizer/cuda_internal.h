@@ -15,6 +15,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+#include "util/hash.h"
+#include "util/hashmap.h"
 #include "util/vec.h" /* gs_grow */
 
 /* CUpti_GetSassToSourceCorrelationParams (cupti_pcsampling.h, CUDA 13.0;
@@ -39,89 +42,78 @@ struct gs_cupti_crc_params {
 typedef int (*gs_cupti_sass_fn)(struct gs_cupti_sass_params *);
 typedef int (*gs_cupti_crc_fn)(struct gs_cupti_crc_params *);
 
+/* A map from a key of three 64-bit words to a 32-bit value: the entries in
+ * an array, found through the one hash map (util/hashmap.h) in index use.
+ * Zero-initialized; errors -ENOMEM. */
 struct gs_kmap_ent {
 	uint64_t a, b, c;
 	uint32_t v;
-	uint32_t used;
 };
 
 struct gs_kmap {
-	struct gs_kmap_ent *t;
-	size_t cap, n; /* cap is 0 or a power of two */
+	struct gs_kmap_ent *e;
+	size_t n, cap;
+	struct gs_hmap index; /* gs_kmap_hash -> index in e */
+};
+
+struct gs_kmap_key {
+	const struct gs_kmap *m;
+	uint64_t a, b, c;
 };
 
 static inline uint64_t gs_kmap_hash(uint64_t a, uint64_t b, uint64_t c)
 {
-	/* splitmix64-style mixing of each word */
-	uint64_t h = 0x9e3779b97f4a7c15ull;
-	uint64_t w[3] = { a, b, c };
-	for (int i = 0; i < 3; i++) {
-		uint64_t z = w[i] + h;
-		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-		z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-		h ^= z ^ (z >> 31);
-		h *= 0x100000001b3ull;
-	}
-	return h;
+	return gs_hash_combine(gs_hash_combine(gs_mix64(a), b), c);
 }
 
-static inline struct gs_kmap_ent *gs_kmap_slot(const struct gs_kmap *m, uint64_t a, uint64_t b,
-					       uint64_t c)
+static inline bool gs_kmap_eq(const void *ctx, uint64_t i)
 {
-	size_t i = gs_kmap_hash(a, b, c) & (m->cap - 1);
-	for (;;) {
-		struct gs_kmap_ent *e = &m->t[i];
-		if (!e->used || (e->a == a && e->b == b && e->c == c))
-			return e;
-		i = (i + 1) & (m->cap - 1);
-	}
+	const struct gs_kmap_key *k = ctx;
+	const struct gs_kmap_ent *e = &k->m->e[i];
+	return e->a == k->a && e->b == k->b && e->c == k->c;
+}
+
+static inline struct gs_kmap_ent *gs_kmap_find(const struct gs_kmap *m, uint64_t a, uint64_t b,
+					       uint64_t c, uint64_t h)
+{
+	struct gs_kmap_key k = { m, a, b, c };
+	/* hashes rarely collide: check the first entry under h inline */
+	const uint64_t *i = gs_hmap_get(&m->index, h);
+	if (i && !gs_kmap_eq(&k, *i))
+		i = gs_hmap_find_by(&m->index, h, gs_kmap_eq, &k);
+	return i ? &m->e[*i] : NULL;
 }
 
 /* Value for the key, or false when absent. */
 static inline bool gs_kmap_get(const struct gs_kmap *m, uint64_t a, uint64_t b, uint64_t c,
 			       uint32_t *v)
 {
-	if (!m->cap)
-		return false;
-	struct gs_kmap_ent *e = gs_kmap_slot(m, a, b, c);
-	if (!e->used)
-		return false;
-	*v = e->v;
-	return true;
+	const struct gs_kmap_ent *e = gs_kmap_find(m, a, b, c, gs_kmap_hash(a, b, c));
+	if (e)
+		*v = e->v;
+	return e != NULL;
 }
 
+/* Store v under the key (replacing).  0 or -ENOMEM (the map is unchanged). */
 static inline int gs_kmap_put(struct gs_kmap *m, uint64_t a, uint64_t b, uint64_t c, uint32_t v)
 {
-	if ((m->n + 1) * 2 > m->cap) {
-		size_t ncap = m->cap ? m->cap * 2 : 64;
-		struct gs_kmap_ent *nt = calloc(ncap, sizeof(*nt));
-		if (!nt)
-			return -ENOMEM;
-		struct gs_kmap old = *m;
-		m->t = nt;
-		m->cap = ncap;
-		for (size_t i = 0; i < old.cap; i++)
-			if (old.t[i].used)
-				*gs_kmap_slot(m, old.t[i].a, old.t[i].b, old.t[i].c) = old.t[i];
-		free(old.t);
+	uint64_t h = gs_kmap_hash(a, b, c);
+	struct gs_kmap_ent *e = gs_kmap_find(m, a, b, c, h);
+	if (e) {
+		e->v = v;
+		return 0;
 	}
-	struct gs_kmap_ent *e = gs_kmap_slot(m, a, b, c);
-	if (!e->used) {
-		e->a = a;
-		e->b = b;
-		e->c = c;
-		e->used = 1;
-		m->n++;
-	}
-	e->v = v;
+	if (GS_GROW(m->e, m->cap, m->n + 1) || gs_hmap_add(&m->index, h, m->n))
+		return -ENOMEM;
+	m->e[m->n++] = (struct gs_kmap_ent){ a, b, c, v };
 	return 0;
 }
 
 static inline void gs_kmap_free(struct gs_kmap *m)
 {
-	free(m->t);
-	m->t = NULL;
-	m->cap = m->n = 0;
+	free(m->e);
+	gs_hmap_free(&m->index);
+	memset(m, 0, sizeof(*m));
 }
 
 #endif

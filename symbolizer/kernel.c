@@ -34,11 +34,9 @@ static int module_index(struct gs_kallsyms *k, const char *name, size_t len)
 	for (size_t i = k->n_modules; i-- > 1;)
 		if (strlen(k->modules[i]) == len && !memcmp(k->modules[i], name, len))
 			return (int)i;
-	char **nm = realloc(k->modules, (k->n_modules + 1) * sizeof(char *));
-	if (!nm)
+	if (GS_GROW(k->modules, k->cap_modules, k->n_modules + 1))
 		return -ENOMEM;
-	k->modules = nm;
-	if (!(nm[k->n_modules] = strndup(name, len)))
+	if (!(k->modules[k->n_modules] = strndup(name, len)))
 		return -ENOMEM;
 	return (int)k->n_modules++;
 }
@@ -92,9 +90,9 @@ int gs_kallsyms_load(struct gs_kallsyms *k, const char *path)
 {
 	memset(k, 0, sizeof(*k));
 	k->loaded = true;
-	k->modules = calloc(1, sizeof(char *));
-	if (!k->modules)
+	if (GS_GROW(k->modules, k->cap_modules, 1))
 		return -ENOMEM;
+	k->modules[0] = NULL;
 	k->n_modules = 1;
 	FILE *f = fopen(path ? path : "/proc/kallsyms", "re");
 	if (!f)

@@ -168,7 +168,7 @@ struct gs_kallsyms {
 	struct gs_ksym *s;
 	size_t n;
 	char **modules; /* modules[0] = NULL (vmlinux), then module names */
-	size_t n_modules;
+	size_t n_modules, cap_modules;
 	bool loaded, all_zero;
 };
 int gs_kallsyms_load(struct gs_kallsyms *k, const char *path);

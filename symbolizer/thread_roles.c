@@ -14,6 +14,8 @@
 #include <string.h>
 
 #include "symbolizer/symbolizer.h"
+#include "util/hashmap.h"
+#include "util/vec.h"
 
 const char *const gs_thread_role_name[GS_NTHREAD_ROLES] = {
 	[GS_TR_OTHER] = "other",
@@ -151,47 +153,28 @@ struct thread {
 
 struct threads {
 	struct thread *v;
-	uint32_t n, cap; /* cap: power of two, at most half full */
+	size_t n, cap;
+	struct gs_hmap by_tid; /* pid << 32 | tid -> index in v */
 };
 
-static uint32_t thread_slot(const struct threads *t, uint32_t pid, uint32_t tid)
+static struct thread *thread_find(const struct threads *t, uint32_t pid, uint32_t tid)
 {
-	uint32_t h = (pid * 0x9e3779b1u ^ tid * 0x85ebca77u) & (t->cap - 1);
+	const uint64_t *i = gs_hmap_get(&t->by_tid, (uint64_t)pid << 32 | tid);
 
-	while (t->v[h].tid && (t->v[h].pid != pid || t->v[h].tid != tid))
-		h = (h + 1) & (t->cap - 1);
-	return h;
-}
-
-static int threads_grow(struct threads *t)
-{
-	struct threads n = { .cap = t->cap ? t->cap * 2 : 256 };
-
-	n.v = calloc(n.cap, sizeof(*n.v));
-	if (!n.v)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < t->cap; i++)
-		if (t->v[i].tid)
-			n.v[thread_slot(&n, t->v[i].pid, t->v[i].tid)] = t->v[i];
-	n.n = t->n;
-	free(t->v);
-	*t = n;
-	return 0;
+	return i ? &t->v[*i] : NULL;
 }
 
 static struct thread *thread_get(struct threads *t, uint32_t pid, uint32_t tid)
 {
-	uint32_t h;
+	struct thread *th = thread_find(t, pid, tid);
 
-	if ((t->n + 1) * 2 > t->cap && threads_grow(t))
+	if (th)
+		return th;
+	if (GS_GROW(t->v, t->cap, t->n + 1) ||
+	    gs_hmap_put(&t->by_tid, (uint64_t)pid << 32 | tid, t->n))
 		return NULL;
-	h = thread_slot(t, pid, tid);
-	if (!t->v[h].tid) {
-		t->v[h].pid = pid;
-		t->v[h].tid = tid;
-		t->n++;
-	}
-	return &t->v[h];
+	t->v[t->n] = (struct thread){ .pid = pid, .tid = tid };
+	return &t->v[t->n++];
 }
 
 static uint8_t comm_role(const struct gs_profile *p, gs_str comm)
@@ -267,8 +250,9 @@ int gs_thread_roles(struct gs_profile *p)
 
 		if (is_thread_sample(s))
 			s->str_labels[GS_SL_THREAD_ROLE] =
-				names[decide(p, &t.v[thread_slot(&t, s->pid, s->tid)])];
+				names[decide(p, thread_find(&t, s->pid, s->tid))];
 	}
 	free(t.v);
+	gs_hmap_free(&t.by_tid);
 	return rc;
 }

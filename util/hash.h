@@ -34,6 +34,24 @@ static inline uint64_t gs_hash_bytes(const void *data, size_t n, uint64_t seed)
 	return h;
 }
 
+/* FNV-1a over n 64-bit words (a xor-shift folds each product's high bits
+ * down: addresses differ in their low bits), seeded; one multiply per word,
+ * for long keys such as stacks where per-word gs_hash_combine costs 3x.
+ * Callers that index a table mix the result (util/hashmap.h does). */
+static inline uint64_t gs_hash_words(const void *words, size_t n, uint64_t seed)
+{
+	const unsigned char *b = words;
+	uint64_t h = 0xcbf29ce484222325ULL ^ seed;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t w;
+		memcpy(&w, b + i * sizeof(w), sizeof(w)); /* __u64 or uint64_t alike */
+		h ^= w;
+		h *= 0x100000001b3ULL;
+		h ^= h >> 29;
+	}
+	return h;
+}
+
 static inline uint64_t gs_hash_str(const char *s)
 {
 	return gs_mix64(gs_hash_bytes(s, strlen(s), 0));
