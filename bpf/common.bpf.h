@@ -8,7 +8,7 @@
  * Stats: BPF map `stats`, PERCPU_ARRAY with one element of struct gs_stats.
  * Counters are per CPU and never reset; user space sums them.  Slots are
  * indexed by enum gs_stat.  Other BPF parts (the GPU USDT handlers) may
- * name unused slots (13..15 GPU, 21..31 free) here; GS_STAT_MAX stays 32 so
+ * name unused slots (22..31 free) here; GS_STAT_MAX stays 32 so
  * the map layout does not change.
  */
 #ifndef GS_COMMON_BPF_H
@@ -30,7 +30,9 @@ enum gs_stat {
 	GS_STAT_OFF_UNSAMPLED = 18, /* switch-outs accounted without a stack (p < 1) */
 	GS_STAT_OFF_THR_FULL = 19, /* threads not accounted: `offcpu_thr` full */
 	GS_STAT_OFF_UNSEEDED = 20, /* threads first seen mid-window without a seed */
-	/* GPU (13, 14: bpf/gpu.bpf.h) */
+	/* GPU (bpf/gpu.bpf.h) */
+	GS_STAT_GPU_RECORDS = 13,  /* GPU records written to `events` */
+	GS_STAT_GPU_LAUNCHES = 14, /* launch events written */
 	GS_STAT_GPU_BAD = 15,    /* GPU records rejected (bad header, read fault) */
 	GS_STAT_GPU_LOST = 21,   /* GPU records and launch events that did not fit in `events` */
 	GS_STAT_MAX = 32,

@@ -31,10 +31,7 @@
 
 #include <bpf/usdt.bpf.h>
 
-/* Stats slots named by the GPU part (free slots per common.bpf.h). */
-#define GS_STAT_GPU_RECORDS 13  /* GPU records written to `events` */
-#define GS_STAT_GPU_LAUNCHES 14 /* launch events written */
-/* GS_STAT_GPU_BAD, GS_STAT_GPU_LOST: common.bpf.h (user space reports them) */
+/* GS_STAT_GPU_*: common.bpf.h (user space reports them, gpusample/counters.h) */
 
 _Static_assert(sizeof(struct gs_gpu_launch) <= GS_SCRATCH_PREFIX,
 	       "launch record must fit the scratch prefix");

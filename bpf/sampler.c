@@ -563,6 +563,8 @@ void gs_sampler_stats(struct gs_sampler *s, struct gs_sampler_stats *st)
 	st->off_unsampled = c[GS_STAT_OFF_UNSAMPLED];
 	st->off_threads_full = c[GS_STAT_OFF_THR_FULL];
 	st->off_unseeded = c[GS_STAT_OFF_UNSEEDED];
+	st->gpu_records = c[GS_STAT_GPU_RECORDS];
+	st->gpu_launches = c[GS_STAT_GPU_LAUNCHES];
 	st->gpu_lost = c[GS_STAT_GPU_LOST];
 	st->gpu_bad = c[GS_STAT_GPU_BAD];
 }

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "gpusample/counters.h"
 #include "gpusample/records.h"
 
 #define GS_OFF_DEFAULT_RATE 50
@@ -39,24 +40,13 @@ struct gs_sampler_opts {
 				  * power of 2 (>= 4096) */
 };
 
+/* One field per row of GS_BPF_COUNTERS (gpusample/counters.h), then the
+ * native unwinder's stops by cause. */
 struct gs_sampler_stats {
-	uint64_t samples;          /* CPU sample records emitted by BPF */
-	uint64_t lost;             /* records dropped (ring buffer full, scratch) */
-	uint64_t proc_events;
+#define GS_X_FIELD(name, kind, what) uint64_t name;
+	GS_BPF_COUNTERS(GS_X_FIELD)
+#undef GS_X_FIELD
 	uint64_t unwind_err[GS_UNWIND_NR]; /* by enum gs_unwind_err */
-	uint64_t py_errors;        /* Python walks that hit a read fault */
-	uint64_t py_truncated;
-	/* Added by the sampler owner (appended; older fields unchanged): */
-	uint64_t kstack_errors;       /* bpf_get_stack(kernel) failures */
-	uint64_t children_unfollowed; /* forks not followed: `targets` map full */
-	uint64_t off_stacks;          /* off-CPU stack records emitted */
-	uint64_t off_ends;            /* off-CPU end records emitted */
-	uint64_t off_unsampled;       /* switch-outs accounted without a stack */
-	uint64_t off_threads_full;    /* threads not accounted: `offcpu_thr` full */
-	uint64_t off_unseeded;        /* threads first seen mid-window (no seed) */
-	/* GPU agent records, counted apart from CPU samples (issue 12): */
-	uint64_t gpu_lost;            /* GPU records / launch events: ring buffer full */
-	uint64_t gpu_bad;             /* GPU records rejected by BPF (bad header, read fault) */
 };
 
 struct gs_sampler;

@@ -496,6 +496,8 @@ int gs_gpu_finish(struct session *s)
 					    "gpusample -- CMD",
 					    (unsigned long long)st.samples[GS_JOIN_UNKNOWN]);
 	}
+	s->counts[GS_C_gpu_unknown_launch] = st.samples[GS_JOIN_UNKNOWN];
+	s->counts[GS_C_gpu_unannounced] = st.unannounced;
 	note_unannounced(s, st.unannounced);
 	gs_cuda_add_comments(s->cuda);
 	return rc ? rc : lines_rc;

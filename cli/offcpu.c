@@ -574,6 +574,7 @@ void gs_off_comments(struct session *s, const struct gs_sampler_stats *st)
 		gs_profile_add_comment(p, "off-CPU: off (--no-offcpu)");
 		return;
 	}
+	s->counts[GS_C_off_stacks_unmatched] = s->off->stacks_lost;
 	gs_profile_add_comment(p, "off-CPU: sched_switch; per thread exact on-CPU (sum_exec_runtime), "
 			       "runnable (run_delay) and blocked time; cpu/nanoseconds of a thread "
 			       "is its exact on-CPU time shared by its CPU samples");

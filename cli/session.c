@@ -502,6 +502,7 @@ static void add_comments(struct session *s)
 		gs_profile_add_note(p, "%llu samples were lost (ring buffer full); try a lower -F",
 				    (unsigned long long)st.lost);
 	gs_attach_add_comments(s);
+	gs_session_counters(s, &st);
 }
 
 static int build_profile(struct session *s)

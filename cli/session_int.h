@@ -40,6 +40,7 @@ struct session {
 	struct gs_cuda *cuda;     /* cubins, stall tables (with gpu) */
 	struct gs_join *join;     /* created at start: needs t0 */
 	struct gs_offcpu *off;    /* NULL with --no-offcpu (cli/offcpu.c) */
+	uint64_t counts[GS_NCOUNTERS]; /* host counters (gpusample/counters.h), set where counted */
 	uint32_t truncated_loc;   /* "[truncated]" special location, 0 until made */
 	char agent_env[2][600];   /* launch mode: CUDA_INJECTION64_PATH, GS_AGENT_OPTS */
 	char *launch_env[3];
@@ -145,6 +146,8 @@ uint64_t gs_off_stop_time(struct session *s);
  * profile stacks.  Labels CPU samples "running" also with --no-offcpu. */
 int gs_off_finish(struct session *s, const uint32_t *stack_ids);
 void gs_off_comments(struct session *s, const struct gs_sampler_stats *st);
+/* cli/counters.c: the "counters:" profile comment, every BPF and host counter. */
+int gs_session_counters(struct session *s, const struct gs_sampler_stats *st);
 void gs_off_free(struct session *s);
 
 /* Push the targets entry of p (flags, root, py_cfg_id) to BPF. */

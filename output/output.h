@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <sys/types.h>
+#include "gpusample/counters.h"
 #include "gpusample/profile.h"
 
 /* Owner given to every output file (sudo: the invoking user); default: the
@@ -99,6 +100,17 @@ int gs_write_folded(const struct gs_profile *p, enum gs_folded_kind which,
 		    const char *path, char *err, size_t errlen);
 /* Escape one frame name for folded output (';' and newlines replaced). */
 void gs_folded_escape(const char *in, char *out, size_t outlen);
+
+/* ---- counters (gpusample/counters.h) ------------------------------------
+ * gs_profile_add_counters: one profile comment "counters: name=N ..." with
+ * all GS_NCOUNTERS values (0 or -ENOMEM).  gs_profile_counters: the sums of
+ * those comments (a merged profile has one per input) into v; returns how
+ * many there were (0: a profile from before counters, v all 0).
+ * gs_counter_name / gs_counter_is_loss: a row's name and kind. */
+int gs_profile_add_counters(struct gs_profile *p, const uint64_t v[GS_NCOUNTERS]);
+int gs_profile_counters(const struct gs_profile *p, uint64_t v[GS_NCOUNTERS]);
+const char *gs_counter_name(enum gs_counter c);
+bool gs_counter_is_loss(enum gs_counter c);
 
 struct gs_report_opts {
 	unsigned top;   /* rows per table, default 15 */

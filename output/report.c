@@ -76,6 +76,24 @@ static bool is_cpu(const struct gs_sample *s)
 
 /* ---- sections --------------------------------------------------------- */
 
+/* The loss counters other than `lost` (which has the line above), when
+ * any is not zero: "dropped: py_truncated 12, kstack_errors 3". */
+static void dropped(struct rpt *r)
+{
+	uint64_t v[GS_NCOUNTERS];
+	const char *sep = "  dropped: ";
+	if (!gs_profile_counters(r->p, v))
+		return;
+	for (int c = 0; c < GS_NCOUNTERS; c++) {
+		if (c == GS_C_lost || !gs_counter_is_loss(c) || !v[c])
+			continue;
+		fprintf(r->out, "%s%s %" PRIu64, sep, gs_counter_name(c), v[c]);
+		sep = ", ";
+	}
+	if (*sep == ',')
+		fputc('\n', r->out);
+}
+
 static void header(struct rpt *r, int64_t gpu_total)
 {
 	const struct gs_profile *p = r->p;
@@ -91,6 +109,7 @@ static void header(struct rpt *r, int64_t gpu_total)
 		fprintf(r->out, "  note: %.1f%% of CPU samples were lost (ring buffer full); "
 			"lower -F or raise the buffer size\n",
 			pct((int64_t)p->lost_samples, r->cpu_total + (int64_t)p->lost_samples));
+	dropped(r);
 }
 
 struct fn_row {

@@ -10,6 +10,7 @@
 #ifndef GS_TEST_OUTPUT_FIXTURE_H
 #define GS_TEST_OUTPUT_FIXTURE_H
 
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "gpusample/profile.h"
+#include "output/output.h"
 
 #define FX_PERIOD 10000000LL
 #define FX_SAMPLES 15
@@ -236,6 +238,23 @@ static inline void fx_add_offcpu(struct fx *x)
 		fx_offcpu(p, w, 1201, 1201, "pt_data_worker", "dataloader", "blocked", (205 + 20 * i) * ms, 10 * ms);
 	fx_offcpu(p, w, 1201, 1201, "pt_data_worker", "dataloader", "blocked", 265 * ms, 20 * ms);
 	fx_offcpu(p, w, 1201, 1201, "pt_data_worker", "dataloader", "runnable", 285 * ms, 10 * ms);
+}
+
+/* The terminal report of p (default options) as a malloc'ed string; NULL
+ * when gs_write_report fails. */
+static inline char *fx_report(const struct gs_profile *p)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int rc = f ? gs_write_report(p, NULL, f) : -ENOMEM;
+	if (f)
+		fclose(f);
+	if (rc) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
 }
 
 /* Repository root (tests run from it; GS_SRCDIR overrides). */
