@@ -17,6 +17,7 @@
 #include <bpf/libbpf.h>
 #include "gpusample/procmaps.h"
 #include "gpusample/procstat.h"
+#include "gpusample/stall.h"
 #include "gpu_host.h"
 #include "util/clock.h"
 
@@ -611,7 +612,7 @@ static uint64_t batch_samples(struct gpu_proc *p, const struct gs_gpu_pc_batch *
 	for (uint32_t i = 0; i < b->n_counts; i++)
 		for (uint32_t k = 0; k < t->n_reasons; k++)
 			if (r[k].index == cnt[i].reason_index) {
-				if (!r[k].flags)
+				if (gs_stall_kind(r[k].flags) == GS_STALL_BASE)
 					sum += cnt[i].samples;
 				break;
 			}

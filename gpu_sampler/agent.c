@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include "agent.h"
 #include "cupti_api.h"
+#include "gpusample/stall.h"
 #include "util/hash.h" /* gs_mix64 */
 #include "util/vec.h"  /* GS_GROW */
 
@@ -682,17 +683,6 @@ static void free_ctx_buffers(struct gs_ctx *c)
 	c->n_reasons = 0;
 }
 
-static uint32_t stall_flags(const char *name)
-{
-	size_t n = strlen(name);
-
-	if (n >= 11 && !strcmp(name + n - 11, "_not_issued"))
-		return GS_GPU_STALL_NOT_ISSUED;
-	if (strstr(name, "pcsamp_sample_count") || strstr(name, "samples_data_dropped"))
-		return GS_GPU_STALL_COUNTER;
-	return 0;
-}
-
 static uint32_t flags_of_index(const struct gs_ctx *c, uint32_t idx)
 {
 	for (size_t i = 0; i < c->n_reasons; i++)
@@ -738,7 +728,7 @@ static int read_stall_reasons(struct gs_ctx *c, CUptiResult *res)
 	c->n_reasons = n;
 	for (size_t i = 0; i < n; i++) {
 		c->reason_names[i][GS_GPU_STALL_NAME_LEN - 1] = 0;
-		c->reason_flags_by_slot[i] = stall_flags(c->reason_names[i]);
+		c->reason_flags_by_slot[i] = gs_stall_flags_of_name(c->reason_names[i]);
 	}
 	return 0;
 }
@@ -1059,7 +1049,7 @@ static void emit_batches(struct gs_ctx *c, CUpti_PCSamplingData *d, uint32_t fla
 		for (size_t j = 0; j < nsr; j++) {
 			cnt[n_cnt].reason_index = p->stallReason[j].pcSamplingStallReasonIndex;
 			cnt[n_cnt].samples = p->stallReason[j].samples;
-			if (!flags_of_index(c, cnt[n_cnt].reason_index))
+			if (gs_stall_kind(flags_of_index(c, cnt[n_cnt].reason_index)) == GS_STALL_BASE)
 				g.samples += cnt[n_cnt].samples;
 			n_cnt++;
 		}

@@ -635,35 +635,23 @@ int gs_cuda_resolve_lines(struct gs_cuda *c)
 
 #define STALL_PREFIX "smsp__pcsamp_warps_issue_stalled_"
 #define PCSAMP_PREFIX "smsp__pcsamp_"
-#define NOT_ISSUED "_not_issued"
 
-enum gs_stall_kind gs_cuda_stall_short(const char *name, char *buf, size_t len)
+void gs_cuda_stall_short(const char *name, char *buf, size_t len)
 {
 	if (!len)
-		return GS_STALL_BASE;
-	if (!name)
-		name = "";
-	if (!strcmp(name, "smsp__pcsamp_sample_count") ||
-	    !strcmp(name, "smsp__pcsamp_samples_data_dropped")) {
-		snprintf(buf, len, "%s", name + strlen(PCSAMP_PREFIX));
-		return GS_STALL_COUNTER;
-	}
-	const char *s = name;
+		return;
+	const char *s = name ? name : "";
 	if (!strncmp(s, STALL_PREFIX, strlen(STALL_PREFIX)))
 		s += strlen(STALL_PREFIX);
 	else if (!strncmp(s, PCSAMP_PREFIX, strlen(PCSAMP_PREFIX)))
 		s += strlen(PCSAMP_PREFIX);
-	size_t n = strlen(s), suf = strlen(NOT_ISSUED);
-	enum gs_stall_kind kind = GS_STALL_BASE;
-	if (n > suf && !strcmp(s + n - suf, NOT_ISSUED)) {
-		n -= suf;
-		kind = GS_STALL_NOT_ISSUED;
-	}
+	size_t n = strlen(s), suf = strlen(GS_STALL_NOT_ISSUED_SUFFIX);
+	if (n > suf && !strcmp(s + n - suf, GS_STALL_NOT_ISSUED_SUFFIX))
+		n -= suf; /* the twin shares its base's short name */
 	if (n >= len)
 		n = len - 1;
 	memcpy(buf, s, n);
 	buf[n] = 0;
-	return kind;
 }
 
 static struct stall_table *find_table(struct gs_cuda *c, uint32_t pid, uint32_t context)
@@ -675,7 +663,8 @@ static struct stall_table *find_table(struct gs_cuda *c, uint32_t pid, uint32_t 
 }
 
 int gs_cuda_add_stall_table(struct gs_cuda *c, uint32_t pid, uint32_t context, int32_t device,
-			    size_t n, const uint32_t *indices, const char *const *names)
+			    size_t n, const uint32_t *indices, const uint32_t *flags,
+			    const char *const *names)
 {
 	struct stall_ent *ents = calloc(n ? n : 1, sizeof(*ents));
 	if (!ents)
@@ -683,7 +672,8 @@ int gs_cuda_add_stall_table(struct gs_cuda *c, uint32_t pid, uint32_t context, i
 	for (size_t i = 0; i < n; i++) {
 		char buf[128];
 		ents[i].index = indices[i];
-		ents[i].kind = gs_cuda_stall_short(names[i], buf, sizeof(buf));
+		ents[i].kind = (uint8_t)gs_stall_kind(flags[i]);
+		gs_cuda_stall_short(names[i], buf, sizeof(buf));
 		ents[i].reason = gs_profile_intern(c->p, buf[0] ? buf : "unnamed");
 		if (ents[i].reason == (gs_str)-1) {
 			free(ents);
@@ -841,18 +831,21 @@ int gs_cuda_stall_table_record(struct gs_cuda *c, const struct gs_gpu_stall_tabl
 	const struct gs_gpu_stall_reason *r = (const void *)(rec + 1);
 	size_t n = rec->n_reasons;
 	uint32_t *idx = calloc(n ? n : 1, sizeof(*idx));
+	uint32_t *flags = calloc(n ? n : 1, sizeof(*flags));
 	char (*names)[GS_GPU_STALL_NAME_LEN] = calloc(n ? n : 1, sizeof(*names));
 	const char **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
 	int err = -ENOMEM;
-	if (!idx || !names || !ptrs)
+	if (!idx || !flags || !names || !ptrs)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		idx[i] = r[i].index;
+		flags[i] = r[i].flags;
 		memcpy(names[i], r[i].name, GS_GPU_STALL_NAME_LEN - 1); /* force a NUL */
 		ptrs[i] = names[i];
 	}
 	int32_t device = (int32_t)rec->gpu.device;
-	err = gs_cuda_add_stall_table(c, rec->gpu.tgid, rec->gpu.ctx_uid, device, n, idx, ptrs);
+	err = gs_cuda_add_stall_table(c, rec->gpu.tgid, rec->gpu.ctx_uid, device, n, idx, flags,
+				      ptrs);
 	if (err)
 		goto out;
 	struct device *d = get_device(c, rec->gpu.tgid, device);
@@ -874,6 +867,7 @@ int gs_cuda_stall_table_record(struct gs_cuda *c, const struct gs_gpu_stall_tabl
 		snprintf(d->mode, sizeof(d->mode), "kernel-serialized");
 out:
 	free(idx);
+	free(flags);
 	free(names);
 	free(ptrs);
 	return err;

@@ -54,6 +54,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "gpusample/profile.h"
+#include "gpusample/stall.h"
 
 struct gs_cuda;
 
@@ -141,23 +142,20 @@ int gs_cuda_source_line(struct gs_cuda *c, uint64_t crc, const char *function,
 
 /* ---- stall reasons ------------------------------------------------------ */
 
-enum gs_stall_kind {
-	GS_STALL_BASE = 0,      /* a reason: counts into gpu_samples */
-	GS_STALL_NOT_ISSUED,    /* its _not_issued twin: gpu_samples_not_issued */
-	GS_STALL_COUNTER,       /* sample_count / samples_data_dropped: skipped */
-};
-
 /* Short name of a CUPTI stall reason into buf: prefix
  * "smsp__pcsamp_warps_issue_stalled_" and suffix "_not_issued" stripped,
  * e.g. "long_scoreboard".  Names without the prefix are kept as they are
- * (minus "smsp__pcsamp_").  Returns the kind. */
-enum gs_stall_kind gs_cuda_stall_short(const char *name, char *buf, size_t len);
+ * (minus "smsp__pcsamp_").  The kind is not decided here: see
+ * gpusample/stall.h. */
+void gs_cuda_stall_short(const char *name, char *buf, size_t len);
 
-/* Stall table of one context, as cuptiPCSamplingGetStallReasons gave it:
- * n pairs (CUPTI index, full name).  A second table for the same
+/* Stall table of one context, as the agent sent it: n triples (CUPTI
+ * index, GS_GPU_STALL_* flags from the wire, full name); the flags decide
+ * each reason's kind (gs_stall_kind).  A second table for the same
  * (pid, context) replaces the first. */
 int gs_cuda_add_stall_table(struct gs_cuda *c, uint32_t pid, uint32_t context, int32_t device,
-			    size_t n, const uint32_t *indices, const char *const *names);
+			    size_t n, const uint32_t *indices, const uint32_t *flags,
+			    const char *const *names);
 
 /* One PC record's stall reasons as CUPTI gives them (index, samples). */
 struct gs_cuda_stall_in {

@@ -21,6 +21,7 @@
 #include "bpf/sampler.h"
 #include "bpf/gpu_host.h"
 #include "gpusample/profile.h"
+#include "gpusample/stall.h"
 #include "symbolizer/python.h"
 #include "gpusample.skel.h"
 
@@ -112,9 +113,9 @@ static void on_batch(const struct gs_gpu_pc_batch *b)
 					flags = r[j].flags;
 			if (flags == ~0u)
 				D.bad_refs++;
-			else if (flags & GS_GPU_STALL_NOT_ISSUED)
+			else if (gs_stall_kind(flags) == GS_STALL_NOT_ISSUED)
 				D.not_issued += cnt[c].samples;
-			else if (flags & GS_GPU_STALL_COUNTER)
+			else if (gs_stall_kind(flags) == GS_STALL_COUNTER)
 				D.counter_samples += cnt[c].samples;
 			else
 				pc_samples += cnt[c].samples;
@@ -330,8 +331,8 @@ int main(int argc, char **argv)
 		       D.tab[i]->sm_count, D.tab[i]->clock_khz, D.tab[i]->sampling_period);
 		for (uint32_t k = 0; k < D.tab[i]->n_reasons; k++)
 			printf("  reason %3u %-70s%s\n", r[k].index, r[k].name,
-			       r[k].flags & GS_GPU_STALL_NOT_ISSUED ? " (not issued)" :
-			       r[k].flags & GS_GPU_STALL_COUNTER ? " (counter)" : "");
+			       gs_stall_kind(r[k].flags) == GS_STALL_NOT_ISSUED ? " (not issued)" :
+			       gs_stall_kind(r[k].flags) == GS_STALL_COUNTER ? " (counter)" : "");
 	}
 	for (int i = 0; i < D.n_crcs; i++) {
 		size_t sz = 0;

@@ -143,34 +143,75 @@ static uint64_t fn_size(const void *b, size_t len, const char *name)
 
 /* ---- stall reasons ------------------------------------------------------- */
 
-Test(cuda, stall_names_are_shortened)
+/* The one classifier (gpusample/stall.h): names -> wire flags in the agent,
+ * flags -> kind everywhere else; short names carry no kind. */
+static enum gs_stall_kind kind_of(const char *name)
+{
+	return gs_stall_kind(gs_stall_flags_of_name(name));
+}
+
+Test(cuda, stall_names_are_classified_and_shortened)
 {
 	char b[64];
-	cr_expect_eq(gs_cuda_stall_short("smsp__pcsamp_warps_issue_stalled_long_scoreboard", b,
-					 sizeof(b)),
-		     GS_STALL_BASE);
+	cr_expect_eq(kind_of("smsp__pcsamp_warps_issue_stalled_long_scoreboard"), GS_STALL_BASE);
+	gs_cuda_stall_short("smsp__pcsamp_warps_issue_stalled_long_scoreboard", b, sizeof(b));
 	cr_expect_str_eq(b, "long_scoreboard");
-	cr_expect_eq(gs_cuda_stall_short("smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued",
-					 b, sizeof(b)),
+	cr_expect_eq(kind_of("smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued"),
 		     GS_STALL_NOT_ISSUED);
+	gs_cuda_stall_short("smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued", b, sizeof(b));
 	cr_expect_str_eq(b, "long_scoreboard");
-	cr_expect_eq(gs_cuda_stall_short("smsp__pcsamp_warps_issue_stalled_selected", b, sizeof(b)),
-		     GS_STALL_BASE);
+	cr_expect_eq(kind_of("smsp__pcsamp_warps_issue_stalled_selected"), GS_STALL_BASE);
+	gs_cuda_stall_short("smsp__pcsamp_warps_issue_stalled_selected", b, sizeof(b));
 	cr_expect_str_eq(b, "selected");
-	cr_expect_eq(gs_cuda_stall_short("smsp__pcsamp_warps_issue_stalled_not_selected_not_issued",
-					 b, sizeof(b)),
+	cr_expect_eq(kind_of("smsp__pcsamp_warps_issue_stalled_not_selected_not_issued"),
 		     GS_STALL_NOT_ISSUED);
+	gs_cuda_stall_short("smsp__pcsamp_warps_issue_stalled_not_selected_not_issued", b, sizeof(b));
 	cr_expect_str_eq(b, "not_selected");
-	cr_expect_eq(gs_cuda_stall_short("smsp__pcsamp_sample_count", b, sizeof(b)),
-		     GS_STALL_COUNTER);
-	cr_expect_eq(gs_cuda_stall_short("smsp__pcsamp_samples_data_dropped", b, sizeof(b)),
-		     GS_STALL_COUNTER);
+	cr_expect_eq(kind_of("smsp__pcsamp_sample_count"), GS_STALL_COUNTER);
+	cr_expect_eq(kind_of("smsp__pcsamp_samples_data_dropped"), GS_STALL_COUNTER);
+	gs_cuda_stall_short("smsp__pcsamp_samples_data_dropped", b, sizeof(b));
+	cr_expect_str_eq(b, "samples_data_dropped");
+	/* a flag pair: the counter wins */
+	cr_expect_eq(gs_stall_kind(GS_GPU_STALL_COUNTER | GS_GPU_STALL_NOT_ISSUED), GS_STALL_COUNTER);
 	/* unknown spellings survive; tiny buffers truncate without overflow */
-	cr_expect_eq(gs_cuda_stall_short("something_else", b, sizeof(b)), GS_STALL_BASE);
+	cr_expect_eq(kind_of("something_else"), GS_STALL_BASE);
+	gs_cuda_stall_short("something_else", b, sizeof(b));
 	cr_expect_str_eq(b, "something_else");
 	char tiny[5];
 	gs_cuda_stall_short("smsp__pcsamp_warps_issue_stalled_warpgroup_arrive", tiny, sizeof(tiny));
 	cr_expect_str_eq(tiny, "warp");
+}
+
+/* The host trusts the wire flags, not the names: a table whose flags say
+ * otherwise than its names is folded by the flags. */
+Test(cuda, stall_fold_trusts_wire_flags)
+{
+	const char *names[] = { "smsp__pcsamp_warps_issue_stalled_wait_not_issued",
+				"smsp__pcsamp_warps_issue_stalled_barrier",
+				"smsp__pcsamp_sample_count" };
+	uint32_t idx[] = { 1, 2, 3 };
+	uint32_t flags[] = { 0, GS_GPU_STALL_NOT_ISSUED, 0 };
+	cr_assert_eq(gs_cuda_add_stall_table(C, 11, 1, 0, 3, idx, flags, names), 0);
+	struct gs_cuda_stall_in in[] = { { 1, 10 }, { 2, 20 }, { 3, 30 } };
+	struct gs_cuda_stall_out out[4];
+	size_t n;
+	cr_assert_eq(gs_cuda_fold_stalls(C, 11, 1, in, 3, out, 4, &n), 0);
+	cr_assert_eq(n, 3);
+	cr_expect_str_eq(gs_profile_str(&P, out[0].reason), "wait");
+	cr_expect_eq(out[0].samples, 10, "flags 0: base, whatever the name says");
+	cr_expect_eq(out[0].not_issued, 0);
+	cr_expect_str_eq(gs_profile_str(&P, out[1].reason), "barrier");
+	cr_expect_eq(out[1].samples, 0);
+	cr_expect_eq(out[1].not_issued, 20, "GS_GPU_STALL_NOT_ISSUED: the twin column");
+	cr_expect_str_eq(gs_profile_str(&P, out[2].reason), "sample_count");
+	cr_expect_eq(out[2].samples, 30, "a counter name without the flag is not skipped");
+}
+
+/* Wire flags of names, as the agent sends them. */
+static void flags_of(const char *const *names, size_t n, uint32_t *flags)
+{
+	for (size_t i = 0; i < n; i++)
+		flags[i] = gs_stall_flags_of_name(names[i]);
 }
 
 /* The Hopper table layout of the reference (counters first, pairs after),
@@ -185,11 +226,12 @@ Test(cuda, stall_fold_per_context)
 		"smsp__pcsamp_warps_issue_stalled_selected",
 		"smsp__pcsamp_warps_issue_stalled_selected_not_issued",
 	};
-	uint32_t idx[] = { 15, 0, 14, 1, 28, 29 };
-	cr_assert_eq(gs_cuda_add_stall_table(C, 10, 1, 0, 6, idx, names), 0);
+	uint32_t idx[] = { 15, 0, 14, 1, 28, 29 }, flags[6];
+	flags_of(names, 6, flags);
+	cr_assert_eq(gs_cuda_add_stall_table(C, 10, 1, 0, 6, idx, flags, names), 0);
 	/* another context of the same process: another architecture's indices */
 	uint32_t idx2[] = { 13, 0, 12, 1, 26, 27 };
-	cr_assert_eq(gs_cuda_add_stall_table(C, 10, 2, 1, 6, idx2, names), 0);
+	cr_assert_eq(gs_cuda_add_stall_table(C, 10, 2, 1, 6, idx2, flags, names), 0);
 
 	struct gs_cuda_stall_in in[] = { { 0, 100 }, { 14, 42 }, { 15, 39 }, { 28, 7 },
 					 { 1, 3 },   { 99, 5 } };
@@ -534,8 +576,9 @@ Test(cuda, records_end_to_end)
 	put(&t, &th, sizeof(th));
 	struct gs_gpu_stall_reason rs[3] = {
 		{ .index = 14, .name = "smsp__pcsamp_warps_issue_stalled_long_scoreboard" },
-		{ .index = 15, .name = "smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued" },
-		{ .index = 0, .name = "smsp__pcsamp_sample_count" },
+		{ .index = 15, .flags = GS_GPU_STALL_NOT_ISSUED,
+		  .name = "smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued" },
+		{ .index = 0, .flags = GS_GPU_STALL_COUNTER, .name = "smsp__pcsamp_sample_count" },
 	};
 	put(&t, rs, sizeof(rs));
 	cr_assert_eq(gs_cuda_stall_table_record(C, (void *)t.b, t.n), 0);

@@ -114,8 +114,8 @@ Test(join_pprof, go_tool_pprof_reads_gpu_samples)
 	const char *names[] = { "smsp__pcsamp_warps_issue_stalled_long_scoreboard",
 				"smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued",
 				"smsp__pcsamp_warps_issue_stalled_selected" };
-	uint32_t idx[] = { 14, 15, 28 };
-	cr_assert_eq(gs_cuda_add_stall_table(c, 4242, 1, 0, 3, idx, names), 0);
+	uint32_t idx[] = { 14, 15, 28 }, flags[] = { 0, GS_GPU_STALL_NOT_ISSUED, 0 };
+	cr_assert_eq(gs_cuda_add_stall_table(c, 4242, 1, 0, 3, idx, flags, names), 0);
 
 	uint32_t sa = cpu_stack(&P, "launch_a", "main"), sb = cpu_stack(&P, "launch_b", "main");
 	uint64_t fn = gs_kernel_name_hash("axpy");
