@@ -17,6 +17,7 @@
 #include <bpf/libbpf.h>
 #include "gpusample/procmaps.h"
 #include "gpusample/procstat.h"
+#include "gpusample/records_codec.h"
 #include "gpusample/stall.h"
 #include "gpu_host.h"
 #include "util/clock.h"
@@ -595,25 +596,21 @@ static void store_table(struct gpu_proc *p, const struct gs_gpu_stall_table *t)
 static uint64_t batch_samples(struct gpu_proc *p, const struct gs_gpu_pc_batch *b)
 {
 	const struct gs_gpu_stall_table *t = NULL;
-	const struct gs_gpu_stall_count *cnt;
 	const struct gs_gpu_stall_reason *r;
+	struct gs_rec_pc_batch_view v;
 	uint64_t sum = 0;
 
 	for (size_t i = 0; i < p->n_tables; i++)
 		if (p->tables[i]->gpu.ctx_uid == b->gpu.ctx_uid)
 			t = p->tables[i];
-	if (!t)
+	if (!t || gs_rec_pc_batch(&b->hdr, &v))
 		return 0;
-	if (sizeof(*b) + (uint64_t)b->n_pcs * sizeof(struct gs_gpu_pc) +
-		    (uint64_t)b->n_counts * sizeof(*cnt) > b->hdr.size)
-		return 0;
-	cnt = (const void *)((const char *)(b + 1) + b->n_pcs * sizeof(struct gs_gpu_pc));
 	r = (const void *)(t + 1);
 	for (uint32_t i = 0; i < b->n_counts; i++)
 		for (uint32_t k = 0; k < t->n_reasons; k++)
-			if (r[k].index == cnt[i].reason_index) {
+			if (r[k].index == v.counts[i].reason_index) {
 				if (gs_stall_kind(r[k].flags) == GS_STALL_BASE)
-					sum += cnt[i].samples;
+					sum += v.counts[i].samples;
 				break;
 			}
 	return sum;
@@ -676,10 +673,9 @@ void gs_gpu_host_on_record(struct gs_gpu_host *h, const struct gs_rec_hdr *rec)
 			store_cubin(h, gc->tgid, (const void *)rec);
 		return;
 	case GS_REC_GPU_STALL_TABLE: {
-		const struct gs_gpu_stall_table *t = (const void *)rec;
-		/* n_reasons is only read once the fixed part is known to be there */
-		if (rec->size >= sizeof(*t) &&
-		    rec->size >= sizeof(*t) + (uint64_t)t->n_reasons * sizeof(struct gs_gpu_stall_reason))
+		const struct gs_gpu_stall_table *t;
+		const struct gs_gpu_stall_reason *r;
+		if (!gs_rec_stall_table(rec, &t, &r))
 			store_table(p, t);
 		return;
 	}

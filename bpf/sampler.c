@@ -17,6 +17,7 @@
 #include <bpf/libbpf.h>
 
 #include "bpf/sampler.h"
+#include "gpusample/records_codec.h"
 #include "bpf/common.bpf.h"
 #include "gpusample.skel.h"
 
@@ -351,8 +352,7 @@ static int on_ring_record(void *ctx, void *data, size_t size)
 	const struct gs_rec_hdr *h = data;
 	int rc;
 
-	if (size < sizeof(*h) || h->size > size || h->size < sizeof(*h) ||
-	    h->version != GS_RECORDS_VERSION) {
+	if (gs_rec_hdr_check(data, size)) {
 		s->malformed++;
 		return 0;
 	}

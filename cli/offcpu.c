@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "cli/session_int.h"
+#include "gpusample/records_codec.h"
 #include "util/hashmap.h"
 #include "util/vec.h" /* gs_grow */
 
@@ -125,15 +126,14 @@ static void close_sampled(struct gs_offcpu *o, struct off_thread *t, uint64_t bl
 	t->pend_stack = -1;
 }
 
-static void on_stack(struct session *s, const struct gs_offcpu_stack *h)
+/* A stack record the codec accepted: cs is its complete CPU sample. */
+static void on_stack(struct session *s, const struct gs_offcpu_stack *h,
+		     const struct gs_cpu_sample *cs)
 {
-	const struct gs_cpu_sample *cs = (const void *)(h + 1);
 	char comm[GS_COMM_LEN + 1];
 	struct off_thread *t;
 	int64_t idx;
 
-	if (h->hdr.size < sizeof(*h) + sizeof(*cs) || cs->hdr.size > h->hdr.size - sizeof(*h))
-		return;
 	idx = gs_session_intern(s, cs);
 	t = thread_get(s->off, cs->tid, cs->tgid);
 	if (idx < 0 || !t)
@@ -169,11 +169,14 @@ static void on_end(struct session *s, const struct gs_offcpu_end *e)
 
 void gs_off_record(struct session *s, const struct gs_rec_hdr *h)
 {
+	const struct gs_offcpu_stack *os;
+	struct gs_rec_cpu_view v;
+
 	if (!s->off)
 		return;
-	if (h->type == GS_REC_OFFCPU_STACK && h->size >= sizeof(struct gs_offcpu_stack))
-		on_stack(s, (const struct gs_offcpu_stack *)h);
-	else if (h->type == GS_REC_OFFCPU_END && h->size >= sizeof(struct gs_offcpu_end))
+	if (!gs_rec_offcpu_stack(h, &os, &v))
+		on_stack(s, os, v.s);
+	else if (h->type == GS_REC_OFFCPU_END && !gs_rec_check(h))
 		on_end(s, (const struct gs_offcpu_end *)h);
 }
 

@@ -4,8 +4,9 @@
  * into the ring buffer, through every host-side parser and the join:
  * bpf/gpu_host.c (state, stall tables, cubin reads under the caps),
  * symbolizer/cuda.c (stall tables, device facts, cubin ELF, comments) and
- * symbolizer/join.c (launches, PC batches, emit).  The agent runs in the
- * target, so every byte here is hostile.
+ * symbolizer/join.c (launches, PC batches, emit), each record through the
+ * one codec (include/gpusample/records_codec.h) as in the session.  The
+ * agent runs in the target, so every byte here is hostile.
  *
  * Input: records back to back, each starting with its struct gs_rec_hdr;
  * hdr.size (at least the header, 8-aligned as the BPF side requires) says
@@ -32,6 +33,7 @@
 #include "bpf/gpu_host.h"
 #include "gpusample/profile.h"
 #include "gpusample/records.h"
+#include "gpusample/records_codec.h"
 #include "symbolizer/cuda.h"
 #include "symbolizer/join.h"
 
@@ -63,11 +65,13 @@ static void on_record(struct run *r, struct gs_rec_hdr *rec)
 	case GS_REC_GPU_STALL_TABLE:
 		gs_cuda_stall_table_record(r->c, (const void *)rec, rec->size);
 		break;
-	case GS_REC_GPU_LAUNCH:
-		if (rec->size >= sizeof(struct gs_gpu_launch))
-			gs_join_launch_record(r->j, (const void *)rec, r->stack,
-					      gs_profile_intern(&r->p, "python3"), 0);
+	case GS_REC_GPU_LAUNCH: {
+		const struct gs_gpu_launch *l;
+		struct gs_rec_cpu_view cv;
+		if (!gs_rec_gpu_launch(rec, &l, &cv))
+			gs_join_launch_record(r->j, l, r->stack, gs_profile_intern(&r->p, "python3"), 0);
 		break;
+	}
 	case GS_REC_GPU_PC_BATCH:
 		gs_join_pc_batch_record(r->j, r->c, (const void *)rec, rec->size);
 		break;
@@ -113,7 +117,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 			break;
 		struct gs_rec_hdr *rec = malloc(h.size);
 		memcpy(rec, data + off, h.size);
-		on_record(&r, rec);
+		if (!gs_rec_hdr_check(rec, h.size)) /* the sampler's gate (bpf/sampler.c) */
+			on_record(&r, rec);
 		free(rec);
 		off += (h.size + 7) & ~(size_t)7;
 		if (off > len)

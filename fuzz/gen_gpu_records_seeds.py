@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Seed corpus for fuzz/fuzz_gpu_records.c: well-formed GPU record streams
-(layouts of include/gpusample/records.h, GS_RECORDS_VERSION 1) that walk
+(layouts of include/gpusample/records.h, GS_RECORDS_VERSION 2) that walk
 every parser: stall table -> cubin -> launch -> PC batch, in both modes.
 
 usage: fuzz/gen_gpu_records_seeds.py fuzz/corpus/gpu_records
@@ -9,7 +9,7 @@ import os
 import struct
 import sys
 
-V = 1
+V = 2  # GS_RECORDS_VERSION: the codec drops other versions, as the sampler does
 PC_BATCH, STALL_TABLE, CUBIN, LAUNCH, STATUS = 3, 4, 5, 6, 7
 
 

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "gpusample/records.h"
+#include "gpusample/records_codec.h"
 #include "symbolizer/cuda_internal.h"
 #include "symbolizer/symbolizer.h"
 
@@ -825,10 +826,10 @@ int gs_cuda_add_comments(struct gs_cuda *c)
 int gs_cuda_stall_table_record(struct gs_cuda *c, const struct gs_gpu_stall_table *rec,
 			       size_t size)
 {
-	if (size < sizeof(*rec) || rec->n_reasons > (size - sizeof(*rec)) /
-							   sizeof(struct gs_gpu_stall_reason))
-		return -EINVAL;
-	const struct gs_gpu_stall_reason *r = (const void *)(rec + 1);
+	const struct gs_gpu_stall_table *t;
+	const struct gs_gpu_stall_reason *r;
+	if (gs_rec_hdr_check(rec, size) || gs_rec_stall_table(&rec->hdr, &t, &r))
+		return -EINVAL; /* the codec's checks (include/gpusample/records_codec.h) */
 	size_t n = rec->n_reasons;
 	uint32_t *idx = calloc(n ? n : 1, sizeof(*idx));
 	uint32_t *flags = calloc(n ? n : 1, sizeof(*flags));

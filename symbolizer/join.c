@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gpusample/records.h"
+#include "gpusample/records_codec.h"
 #include "symbolizer/cuda.h"
 #include "symbolizer/cuda_internal.h"
 
@@ -576,37 +577,16 @@ void gs_join_stats(const struct gs_join *j, struct gs_join_stats *st)
 
 /* ---- wire records --------------------------------------------------------- */
 
-/* Sizes and offsets of a PC batch inside size bytes; -EINVAL if they lie. */
-static int check_batch(const struct gs_gpu_pc_batch *rec, size_t size)
-{
-	if (size < sizeof(*rec))
-		return -EINVAL;
-	uint64_t need = sizeof(*rec) + (uint64_t)rec->n_pcs * sizeof(struct gs_gpu_pc) +
-			(uint64_t)rec->n_counts * sizeof(struct gs_gpu_stall_count) + rec->names_len;
-	if (need > size)
-		return -EINVAL;
-	const struct gs_gpu_pc *pcs = (const void *)(rec + 1);
-	const char *names = (const char *)((const struct gs_gpu_stall_count *)(pcs + rec->n_pcs) +
-					   rec->n_counts);
-	for (uint32_t i = 0; i < rec->n_pcs; i++) {
-		if ((uint32_t)pcs[i].first_count + pcs[i].n_counts > rec->n_counts)
-			return -EINVAL;
-		if (pcs[i].name_off >= rec->names_len ||
-		    !memchr(names + pcs[i].name_off, 0, rec->names_len - pcs[i].name_off))
-			return -EINVAL;
-	}
-	return 0;
-}
-
 int gs_join_pc_batch_record(struct gs_join *j, struct gs_cuda *c,
 			    const struct gs_gpu_pc_batch *rec, size_t size)
 {
-	int err = check_batch(rec, size);
-	if (err)
-		return err;
-	const struct gs_gpu_pc *pcs = (const void *)(rec + 1);
-	const struct gs_gpu_stall_count *counts = (const void *)(pcs + rec->n_pcs);
-	const char *names = (const char *)(counts + rec->n_counts);
+	struct gs_rec_pc_batch_view v;
+	if (gs_rec_hdr_check(rec, size) || gs_rec_pc_batch(&rec->hdr, &v))
+		return -EINVAL; /* the codec's checks (include/gpusample/records_codec.h) */
+	int err;
+	const struct gs_gpu_pc *pcs = v.pcs;
+	const struct gs_gpu_stall_count *counts = v.counts;
+	const char *names = v.names;
 	uint32_t pid = rec->gpu.tgid;
 	int32_t device = (int32_t)rec->gpu.device;
 	if (rec->total_samples || rec->dropped_samples || rec->non_user_samples)

@@ -21,6 +21,7 @@
 #include "bpf/sampler.h"
 #include "bpf/gpu_host.h"
 #include "gpusample/profile.h"
+#include "gpusample/records_codec.h"
 #include "gpusample/stall.h"
 #include "symbolizer/python.h"
 #include "gpusample.skel.h"
@@ -73,11 +74,13 @@ static struct gs_gpu_stall_table *table_of(uint32_t ctx, int *slot)
 	return NULL;
 }
 
-static void on_batch(const struct gs_gpu_pc_batch *b)
+/* A PC batch the codec accepted (gs_rec_check in on_record). */
+static void on_batch(const struct gs_rec_pc_batch_view *v)
 {
-	const struct gs_gpu_pc *pcs = (const void *)(b + 1);
-	const struct gs_gpu_stall_count *cnt = (const void *)(pcs + b->n_pcs);
-	const char *names = (const char *)(cnt + b->n_counts);
+	const struct gs_gpu_pc_batch *b = v->b;
+	const struct gs_gpu_pc *pcs = v->pcs;
+	const struct gs_gpu_stall_count *cnt = v->counts;
+	const char *names = v->names;
 	int slot = -1;
 	struct gs_gpu_stall_table *t = table_of(b->gpu.ctx_uid, &slot);
 	const struct gs_gpu_stall_reason *r = t ? (const void *)(t + 1) : NULL;
@@ -138,7 +141,13 @@ static void on_batch(const struct gs_gpu_pc_batch *b)
 
 static int on_record(void *ctx, const struct gs_rec_hdr *rec)
 {
+	struct gs_rec_pc_batch_view bv;
+
 	gs_gpu_host_on_record(D.h, rec);
+	if (gs_rec_check(rec)) { /* the one codec: sizes and counts inside bounds */
+		D.bad_refs++;
+		return 0;
+	}
 	switch (rec->type) {
 	case GS_REC_CPU_SAMPLE:
 		D.cpu_samples++;
@@ -154,7 +163,8 @@ static int on_record(void *ctx, const struct gs_rec_hdr *rec)
 		break;
 	}
 	case GS_REC_GPU_PC_BATCH:
-		on_batch((const void *)rec);
+		if (!gs_rec_pc_batch(rec, &bv))
+			on_batch(&bv);
 		break;
 	case GS_REC_GPU_CUBIN: {
 		const struct gs_gpu_cubin *c = (const void *)rec;

@@ -554,6 +554,12 @@ static void *put(struct rec_buf *r, const void *p, size_t n)
 	r->n += n;
 	return at;
 }
+/* End the record in r: pad to 8 bytes, hdr.size = its length (as BPF sends it). */
+static void seal(struct rec_buf *r)
+{
+	r->n = (r->n + 7) & ~(size_t)7;
+	((struct gs_rec_hdr *)r->b)->size = (uint32_t)r->n;
+}
 
 Test(cuda, records_end_to_end)
 {
@@ -581,6 +587,7 @@ Test(cuda, records_end_to_end)
 		{ .index = 0, .flags = GS_GPU_STALL_COUNTER, .name = "smsp__pcsamp_sample_count" },
 	};
 	put(&t, rs, sizeof(rs));
+	seal(&t);
 	cr_assert_eq(gs_cuda_stall_table_record(C, (void *)t.b, t.n), 0);
 	cr_expect_eq(gs_cuda_stall_table_record(C, (void *)t.b, t.n - 8), -EINVAL);
 
@@ -621,7 +628,7 @@ Test(cuda, records_end_to_end)
 	struct gs_gpu_stall_count cnt[4] = { { 14, 30 }, { 15, 20 }, { 0, 55 }, { 14, 6 } };
 	put(&r, cnt, sizeof(cnt));
 	put(&r, names, sizeof(names));
-	r.n = (r.n + 7) & ~(size_t)7;
+	seal(&r);
 	cr_assert_eq(gs_join_pc_batch_record(j, C, (void *)r.b, r.n), 0);
 	/* a lying name offset is refused */
 	struct gs_gpu_pc_batch *bad = (void *)r.b;
@@ -687,7 +694,7 @@ static size_t batch_rec(struct rec_buf *r, uint64_t t, uint32_t flags, const cha
 	struct gs_gpu_stall_count cnt = { 14, samples };
 	put(r, &cnt, sizeof(cnt));
 	put(r, name, nl);
-	r->n = (r->n + 7) & ~(size_t)7;
+	seal(r);
 	return r->n;
 }
 
@@ -752,6 +759,7 @@ Test(cuda, stall_table_hostile_fields)
 		.n_reasons = 0, .sampling_period = 200, .sm_count = 1, .clock_khz = 1000,
 	};
 	put(&t, &th, sizeof(th));
+	seal(&t);
 	cr_assert_eq(gs_cuda_stall_table_record(C, (void *)t.b, t.n), 0);
 	gs_cuda_add_counts(C, 9, 0, 10, 0, 0);
 	cr_assert_eq(gs_cuda_add_comments(C), 0);
@@ -759,6 +767,7 @@ Test(cuda, stall_table_hostile_fields)
 	const char *cm = gs_profile_str(&P, P.comments[0]);
 	cr_expect(strstr(cm, "2^200") == NULL && strstr(cm, "period") == NULL, "%s", cm);
 	th.n_reasons = 0x40000000u;
+	th.hdr.size = sizeof(th); /* only n_reasons lies */
 	cr_expect_eq(gs_cuda_stall_table_record(C, (void *)&th, sizeof(th)), -EINVAL);
 	cr_expect_eq(gs_cuda_stall_table_record(C, (void *)&th, sizeof(th) - 1), -EINVAL);
 }

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The one record codec beside records.h: every record type's sizes and the
+ * counts and offsets inside it are checked here, once, before any consumer
+ * reads a field.  Records come from BPF and, for GPU records, from the agent
+ * in the target's address space: every byte is hostile, no size is trusted.
+ *
+ * Two levels:
+ *  - gs_rec_hdr_check(data, size): the header as delivered (the ring
+ *    buffer's size): hdr.size within [header, size], this GS_RECORDS_VERSION.
+ *    After it, h->size bytes at h are readable.
+ *  - gs_rec_check(h) and the typed decoders: the type's layout inside
+ *    h->size bytes (fixed part, frame counts against their limits and the
+ *    size, nested CPU stacks, PC/count/name tables of a PC batch).
+ * Decoders fill a view of pointers into the record; they copy nothing.
+ * Errors: -EINVAL (sizes or counts lie), -EPROTO (another version),
+ * -ENOENT (gs_rec_check: a type this build does not know), -EBADMSG (the
+ * decoder's type is not the record's).
+ */
+#ifndef GS_RECORDS_CODEC_H
+#define GS_RECORDS_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "gpusample/records.h"
+
+int gs_rec_hdr_check(const void *data, size_t size);
+int gs_rec_check(const struct gs_rec_hdr *h);
+
+/* A CPU stack: the sample and its frame runs. */
+struct gs_rec_cpu_view {
+	const struct gs_cpu_sample *s;
+	const __u64 *kernel, *user;     /* n_kernel, n_user ips */
+	const struct gs_py_frame *py;   /* n_python frames */
+};
+/* GS_REC_CPU_SAMPLE. */
+int gs_rec_cpu_sample(const struct gs_rec_hdr *h, struct gs_rec_cpu_view *v);
+/* GS_REC_OFFCPU_STACK: its fixed part and the CPU stack that follows. */
+int gs_rec_offcpu_stack(const struct gs_rec_hdr *h, const struct gs_offcpu_stack **os,
+			struct gs_rec_cpu_view *v);
+/* GS_REC_GPU_LAUNCH: its fixed part and the launching CPU stack. */
+int gs_rec_gpu_launch(const struct gs_rec_hdr *h, const struct gs_gpu_launch **l,
+		      struct gs_rec_cpu_view *v);
+
+/* GS_REC_GPU_PC_BATCH: every pcs[i] has its counts inside counts[] and its
+ * name_off on a NUL-terminated name inside names[]. */
+struct gs_rec_pc_batch_view {
+	const struct gs_gpu_pc_batch *b;
+	const struct gs_gpu_pc *pcs;            /* b->n_pcs */
+	const struct gs_gpu_stall_count *counts; /* b->n_counts */
+	const char *names;                      /* b->names_len bytes */
+};
+int gs_rec_pc_batch(const struct gs_rec_hdr *h, struct gs_rec_pc_batch_view *v);
+
+/* GS_REC_GPU_STALL_TABLE: reasons[t->n_reasons] inside the record (names
+ * are not NUL-terminated on the wire: copy at most GS_GPU_STALL_NAME_LEN - 1). */
+int gs_rec_stall_table(const struct gs_rec_hdr *h, const struct gs_gpu_stall_table **t,
+		       const struct gs_gpu_stall_reason **reasons);
+
+#endif

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/* The one record codec: see include/gpusample/records_codec.h. */
+#include <errno.h>
+#include <string.h>
+
+#include "gpusample/records_codec.h"
+
+int gs_rec_hdr_check(const void *data, size_t size)
+{
+	const struct gs_rec_hdr *h = data;
+
+	if (size < sizeof(*h) || h->size < sizeof(*h) || h->size > size)
+		return -EINVAL;
+	return h->version == GS_RECORDS_VERSION ? 0 : -EPROTO;
+}
+
+/* A CPU sample at s, of at most room bytes (the rest of its record). */
+static int cpu_stack(const void *at, size_t room, struct gs_rec_cpu_view *v)
+{
+	const struct gs_cpu_sample *s = at;
+
+	if (room < sizeof(*s) || s->hdr.size < sizeof(*s) || s->hdr.size > room)
+		return -EINVAL;
+	if (s->n_kernel > GS_MAX_KERNEL_FRAMES || s->n_user > GS_MAX_USER_FRAMES ||
+	    s->n_python > GS_MAX_PY_FRAMES)
+		return -EINVAL;
+	size_t words = (size_t)s->n_kernel + s->n_user + 2u * s->n_python;
+	if (s->hdr.size - sizeof(*s) < words * sizeof(__u64))
+		return -EINVAL;
+	v->s = s;
+	v->kernel = s->frames;
+	v->user = s->frames + s->n_kernel;
+	v->py = (const struct gs_py_frame *)(s->frames + s->n_kernel + s->n_user);
+	return 0;
+}
+
+static int want(const struct gs_rec_hdr *h, uint16_t type, size_t fixed)
+{
+	if (h->type != type)
+		return -EBADMSG;
+	return h->size < fixed ? -EINVAL : 0;
+}
+
+int gs_rec_cpu_sample(const struct gs_rec_hdr *h, struct gs_rec_cpu_view *v)
+{
+	int rc = want(h, GS_REC_CPU_SAMPLE, sizeof(struct gs_cpu_sample));
+
+	return rc ? rc : cpu_stack(h, h->size, v);
+}
+
+/* A record of type with a fixed part and a complete CPU sample after it. */
+static int nested(const struct gs_rec_hdr *h, uint16_t type, size_t fixed,
+		  struct gs_rec_cpu_view *v)
+{
+	int rc = want(h, type, fixed);
+
+	return rc ? rc : cpu_stack((const char *)h + fixed, h->size - fixed, v);
+}
+
+int gs_rec_offcpu_stack(const struct gs_rec_hdr *h, const struct gs_offcpu_stack **os,
+			struct gs_rec_cpu_view *v)
+{
+	int rc = nested(h, GS_REC_OFFCPU_STACK, sizeof(**os), v);
+
+	if (!rc)
+		*os = (const void *)h;
+	return rc;
+}
+
+int gs_rec_gpu_launch(const struct gs_rec_hdr *h, const struct gs_gpu_launch **l,
+		      struct gs_rec_cpu_view *v)
+{
+	int rc = nested(h, GS_REC_GPU_LAUNCH, sizeof(**l), v);
+
+	if (!rc)
+		*l = (const void *)h;
+	return rc;
+}
+
+int gs_rec_pc_batch(const struct gs_rec_hdr *h, struct gs_rec_pc_batch_view *v)
+{
+	const struct gs_gpu_pc_batch *b = (const void *)h;
+	int rc = want(h, GS_REC_GPU_PC_BATCH, sizeof(*b));
+
+	if (rc)
+		return rc;
+	uint64_t need = sizeof(*b) + (uint64_t)b->n_pcs * sizeof(struct gs_gpu_pc) +
+			(uint64_t)b->n_counts * sizeof(struct gs_gpu_stall_count) + b->names_len;
+	if (need > h->size)
+		return -EINVAL;
+	const struct gs_gpu_pc *pcs = (const void *)(b + 1);
+	const struct gs_gpu_stall_count *counts = (const void *)(pcs + b->n_pcs);
+	const char *names = (const char *)(counts + b->n_counts);
+	for (uint32_t i = 0; i < b->n_pcs; i++) {
+		if ((uint32_t)pcs[i].first_count + pcs[i].n_counts > b->n_counts)
+			return -EINVAL;
+		if (pcs[i].name_off >= b->names_len ||
+		    !memchr(names + pcs[i].name_off, 0, b->names_len - pcs[i].name_off))
+			return -EINVAL;
+	}
+	*v = (struct gs_rec_pc_batch_view){ b, pcs, counts, names };
+	return 0;
+}
+
+int gs_rec_stall_table(const struct gs_rec_hdr *h, const struct gs_gpu_stall_table **t,
+		       const struct gs_gpu_stall_reason **reasons)
+{
+	const struct gs_gpu_stall_table *st = (const void *)h;
+	int rc = want(h, GS_REC_GPU_STALL_TABLE, sizeof(*st));
+
+	if (rc)
+		return rc;
+	if (st->n_reasons > (h->size - sizeof(*st)) / sizeof(struct gs_gpu_stall_reason))
+		return -EINVAL;
+	*t = st;
+	*reasons = (const void *)(st + 1);
+	return 0;
+}
+
+int gs_rec_check(const struct gs_rec_hdr *h)
+{
+	struct gs_rec_cpu_view cv;
+	struct gs_rec_pc_batch_view bv;
+	const struct gs_offcpu_stack *os;
+	const struct gs_gpu_launch *l;
+	const struct gs_gpu_stall_table *t;
+	const struct gs_gpu_stall_reason *r;
+
+	switch (h->type) {
+	case GS_REC_CPU_SAMPLE:
+		return gs_rec_cpu_sample(h, &cv);
+	case GS_REC_OFFCPU_STACK:
+		return gs_rec_offcpu_stack(h, &os, &cv);
+	case GS_REC_GPU_LAUNCH:
+		return gs_rec_gpu_launch(h, &l, &cv);
+	case GS_REC_GPU_PC_BATCH:
+		return gs_rec_pc_batch(h, &bv);
+	case GS_REC_GPU_STALL_TABLE:
+		return gs_rec_stall_table(h, &t, &r);
+	case GS_REC_PROC_EVENT:
+		return want(h, h->type, sizeof(struct gs_proc_event));
+	case GS_REC_OFFCPU_END:
+		return want(h, h->type, sizeof(struct gs_offcpu_end));
+	case GS_REC_GPU_CUBIN:
+		return want(h, h->type, sizeof(struct gs_gpu_cubin));
+	case GS_REC_GPU_STATUS:
+		return want(h, h->type, sizeof(struct gs_gpu_status));
+	case GS_REC_WAKEUP:
+		return 0;
+	default:
+		return -ENOENT;
+	}
+}
