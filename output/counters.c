@@ -42,7 +42,8 @@ int gs_profile_add_counters(struct gs_profile *p, const uint64_t v[GS_NCOUNTERS]
 	size_t len = (size_t)snprintf(line, sizeof(line), "%s", GS_COUNTERS_COMMENT);
 
 	for (int c = 0; c < GS_NCOUNTERS && len < sizeof(line); c++)
-		len += (size_t)snprintf(line + len, sizeof(line) - len, " %s=%" PRIu64, names[c], v[c]);
+		len += (size_t)snprintf(line + len, sizeof(line) - len, " %s=%" PRIu64, names[c],
+					v[c]);
 	if (len >= sizeof(line))
 		return -ENAMETOOLONG;
 	return gs_profile_add_comment(p, "%s", line);
@@ -57,7 +58,8 @@ static void parse_counters(const char *s, uint64_t v[GS_NCOUNTERS])
 			return;
 		uint64_t n = strtoull(eq + 1, (char **)&end, 10);
 		for (int c = 0; c < GS_NCOUNTERS; c++)
-			if (strlen(names[c]) == (size_t)(eq - s) && !memcmp(names[c], s, (size_t)(eq - s)))
+			if (strlen(names[c]) == (size_t)(eq - s) &&
+			    !memcmp(names[c], s, (size_t)(eq - s)))
 				v[c] += n;
 		s = end + strspn(end, " ");
 	}

@@ -25,29 +25,31 @@ enum gs_counter_kind { GS_CK_INFO = 0, GS_CK_LOST = 1 };
 
 /* Counted in BPF (bpf/common.bpf.h GS_STAT_*), read by gs_sampler_stats. */
 #define GS_BPF_COUNTERS(X)                                                                 \
-	X(samples, GS_CK_INFO, "CPU sample records emitted")                                \
-	X(lost, GS_CK_LOST, "CPU samples and proc events dropped: ring buffer full, no "    \
-			    "scratch, bad header")                                          \
-	X(proc_events, GS_CK_INFO, "process events (fork, exec, exit) emitted")             \
-	X(py_errors, GS_CK_LOST, "Python walks cut short by a read fault")                  \
-	X(py_truncated, GS_CK_LOST, "Python walks cut at the frame limit")                   \
-	X(kstack_errors, GS_CK_LOST, "kernel stacks not taken (bpf_get_stack failed)")       \
-	X(children_unfollowed, GS_CK_LOST, "forks not followed: the targets map was full")   \
-	X(off_stacks, GS_CK_INFO, "off-CPU stack records emitted")                           \
-	X(off_ends, GS_CK_INFO, "off-CPU interval end records emitted")                      \
-	X(off_unsampled, GS_CK_INFO, "switch-outs accounted without a stack (p < 1)")        \
-	X(off_threads_full, GS_CK_LOST, "threads not accounted off-CPU: offcpu_thr full")    \
-	X(off_unseeded, GS_CK_LOST, "threads accounted off-CPU from first sight only")       \
-	X(gpu_records, GS_CK_INFO, "GPU agent records passed on")                            \
-	X(gpu_launches, GS_CK_INFO, "GPU launch events passed on")                           \
-	X(gpu_lost, GS_CK_LOST, "GPU records and launch events dropped: ring buffer full")   \
+	X(samples, GS_CK_INFO, "CPU sample records emitted")                               \
+	X(lost, GS_CK_LOST,                                                                \
+	  "CPU samples and proc events dropped: ring buffer full, no "                     \
+	  "scratch, bad header")                                                           \
+	X(proc_events, GS_CK_INFO, "process events (fork, exec, exit) emitted")            \
+	X(py_errors, GS_CK_LOST, "Python walks cut short by a read fault")                 \
+	X(py_truncated, GS_CK_LOST, "Python walks cut at the frame limit")                 \
+	X(kstack_errors, GS_CK_LOST, "kernel stacks not taken (bpf_get_stack failed)")     \
+	X(children_unfollowed, GS_CK_LOST, "forks not followed: the targets map was full") \
+	X(off_stacks, GS_CK_INFO, "off-CPU stack records emitted")                         \
+	X(off_ends, GS_CK_INFO, "off-CPU interval end records emitted")                    \
+	X(off_unsampled, GS_CK_INFO, "switch-outs accounted without a stack (p < 1)")      \
+	X(off_threads_full, GS_CK_LOST, "threads not accounted off-CPU: offcpu_thr full")  \
+	X(off_unseeded, GS_CK_LOST, "threads accounted off-CPU from first sight only")     \
+	X(gpu_records, GS_CK_INFO, "GPU agent records passed on")                          \
+	X(gpu_launches, GS_CK_INFO, "GPU launch events passed on")                         \
+	X(gpu_lost, GS_CK_LOST, "GPU records and launch events dropped: ring buffer full") \
 	X(gpu_bad, GS_CK_LOST, "GPU records rejected by BPF: bad header or read fault")
 
 /* Counted in gpusample itself (cli/ session, symbolizer/ join). */
-#define GS_HOST_COUNTERS(X)                                                                \
-	X(off_stacks_unmatched, GS_CK_LOST, "off-CPU stack records without their interval " \
-					    "end (or the reverse)")                         \
-	X(gpu_unknown_launch, GS_CK_INFO, "GPU samples under [unknown launch]")              \
+#define GS_HOST_COUNTERS(X)                                                     \
+	X(off_stacks_unmatched, GS_CK_LOST,                                     \
+	  "off-CPU stack records without their interval "                       \
+	  "end (or the reverse)")                                               \
+	X(gpu_unknown_launch, GS_CK_INFO, "GPU samples under [unknown launch]") \
 	X(gpu_unannounced, GS_CK_LOST, "GPU samples of cubins never announced (no lines)")
 
 #define GS_COUNTERS(X) GS_BPF_COUNTERS(X) GS_HOST_COUNTERS(X)
@@ -56,7 +58,7 @@ enum gs_counter {
 #define GS_X_ENUM(name, kind, what) GS_C_##name,
 	GS_COUNTERS(GS_X_ENUM)
 #undef GS_X_ENUM
-	GS_NCOUNTERS
+	    GS_NCOUNTERS
 };
 
 /* The prefix of the profile comment that carries every counter. */

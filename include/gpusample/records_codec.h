@@ -30,8 +30,8 @@ int gs_rec_check(const struct gs_rec_hdr *h);
 /* A CPU stack: the sample and its frame runs. */
 struct gs_rec_cpu_view {
 	const struct gs_cpu_sample *s;
-	const __u64 *kernel, *user;     /* n_kernel, n_user ips */
-	const struct gs_py_frame *py;   /* n_python frames */
+	const __u64 *kernel, *user;   /* n_kernel, n_user ips */
+	const struct gs_py_frame *py; /* n_python frames */
 };
 /* GS_REC_CPU_SAMPLE. */
 int gs_rec_cpu_sample(const struct gs_rec_hdr *h, struct gs_rec_cpu_view *v);
@@ -46,9 +46,9 @@ int gs_rec_gpu_launch(const struct gs_rec_hdr *h, const struct gs_gpu_launch **l
  * name_off on a NUL-terminated name inside names[]. */
 struct gs_rec_pc_batch_view {
 	const struct gs_gpu_pc_batch *b;
-	const struct gs_gpu_pc *pcs;            /* b->n_pcs */
+	const struct gs_gpu_pc *pcs;             /* b->n_pcs */
 	const struct gs_gpu_stall_count *counts; /* b->n_counts */
-	const char *names;                      /* b->names_len bytes */
+	const char *names;                       /* b->names_len bytes */
 };
 int gs_rec_pc_batch(const struct gs_rec_hdr *h, struct gs_rec_pc_batch_view *v);
 

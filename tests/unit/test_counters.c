@@ -40,7 +40,8 @@ Test(counters, every_row_named_once_in_the_comment)
 	cr_assert(!strncmp(s, GS_COUNTERS_COMMENT " ", strlen(GS_COUNTERS_COMMENT) + 1), "%s", s);
 	for (int c = 0; c < GS_NCOUNTERS; c++) {
 		char word[96], name[96];
-		snprintf(word, sizeof(word), " %s=%llu", gs_counter_name(c), (unsigned long long)v[c]);
+		snprintf(word, sizeof(word), " %s=%llu", gs_counter_name(c),
+			 (unsigned long long)v[c]);
 		snprintf(name, sizeof(name), " %s=", gs_counter_name(c));
 		cr_assert_eq(count(s, word), 1, "no \"%s\" in %s", word, s);
 		cr_assert_eq(count(s, name), 1, "\"%s\" more than once in %s", name, s);
@@ -53,10 +54,11 @@ Test(counters, every_row_named_once_in_the_comment)
 Test(counters, pprof_round_trip_and_merge_sum)
 {
 	struct fx a, b;
-	uint64_t va[GS_NCOUNTERS] = {0}, vb[GS_NCOUNTERS] = {0}, got[GS_NCOUNTERS];
+	uint64_t va[GS_NCOUNTERS] = { 0 }, vb[GS_NCOUNTERS] = { 0 }, got[GS_NCOUNTERS];
 	fx_build(&a);
 	fx_build(&b);
-	cr_assert_eq(gs_profile_add_comment(&a.p, "gpusample 0.1.0"), 0); /* merge wants one version */
+	cr_assert_eq(gs_profile_add_comment(&a.p, "gpusample 0.1.0"),
+		     0); /* merge wants one version */
 	cr_assert_eq(gs_profile_add_comment(&b.p, "gpusample 0.1.0"), 0);
 	va[GS_C_py_truncated] = 5;
 	va[GS_C_samples] = 100;
@@ -83,7 +85,8 @@ Test(counters, pprof_round_trip_and_merge_sum)
 	cr_assert_eq(got[GS_C_kstack_errors], 2);
 	cr_assert_eq(got[GS_C_samples], 150);
 	char *rep = report(&r);
-	cr_assert_not_null(strstr(rep, "\n  dropped: py_truncated 12, kstack_errors 2\n"), "%s", rep);
+	cr_assert_not_null(strstr(rep, "\n  dropped: py_truncated 12, kstack_errors 2\n"), "%s",
+			   rep);
 	free(rep);
 	gs_profile_free(&r);
 	gs_profile_free(&a.p);
@@ -93,7 +96,7 @@ Test(counters, pprof_round_trip_and_merge_sum)
 Test(counters, no_dropped_line_without_losses)
 {
 	struct fx x;
-	uint64_t v[GS_NCOUNTERS] = {0};
+	uint64_t v[GS_NCOUNTERS] = { 0 };
 	fx_build(&x);
 	char *before = report(&x.p);
 	v[GS_C_samples] = 10;

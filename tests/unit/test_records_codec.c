@@ -14,7 +14,9 @@ static struct gs_rec_hdr *rec(uint16_t type, size_t size)
 {
 	memset(buf, 0, sizeof(buf));
 	struct gs_rec_hdr *h = (void *)buf;
-	*h = (struct gs_rec_hdr){ .type = type, .version = GS_RECORDS_VERSION, .size = (uint32_t)size };
+	*h = (struct gs_rec_hdr){ .type = type,
+				  .version = GS_RECORDS_VERSION,
+				  .size = (uint32_t)size };
 	return h;
 }
 
@@ -23,7 +25,8 @@ static size_t cpu_at(void *at, int k, int u, int p)
 {
 	struct gs_cpu_sample *s = at;
 	size_t size = sizeof(*s) + ((size_t)k + u + 2 * p) * sizeof(__u64);
-	s->hdr = (struct gs_rec_hdr){ .type = GS_REC_CPU_SAMPLE, .version = GS_RECORDS_VERSION,
+	s->hdr = (struct gs_rec_hdr){ .type = GS_REC_CPU_SAMPLE,
+				      .version = GS_RECORDS_VERSION,
 				      .size = (uint32_t)size };
 	s->n_kernel = (uint8_t)k;
 	s->n_user = (uint8_t)u;
@@ -64,7 +67,7 @@ Test(codec, cpu_sample_and_nested_stacks)
 	cpu_at(buf, GS_MAX_KERNEL_FRAMES + 1, 0, 0);
 	cr_expect_eq(gs_rec_cpu_sample(h, &v), -EINVAL, "more kernel frames than BPF takes");
 	cpu_at(buf, 0, 0, 0);
-	cr_expect_eq(gs_rec_offcpu_stack(h, &(const struct gs_offcpu_stack *){0}, &v), -EBADMSG);
+	cr_expect_eq(gs_rec_offcpu_stack(h, &(const struct gs_offcpu_stack *){ 0 }, &v), -EBADMSG);
 
 	/* off-CPU stack and GPU launch: the inner sample must fit the outer record */
 	size_t fixed[] = { sizeof(struct gs_offcpu_stack), sizeof(struct gs_gpu_launch) };
@@ -75,9 +78,11 @@ Test(codec, cpu_sample_and_nested_stacks)
 		h->size = (uint32_t)(fixed[t] + inner);
 		cr_expect_eq(gs_rec_check(h), 0, "type %u", types[t]);
 		h->size -= 8;
-		cr_expect_eq(gs_rec_check(h), -EINVAL, "type %u: inner stack past the outer", types[t]);
+		cr_expect_eq(gs_rec_check(h), -EINVAL, "type %u: inner stack past the outer",
+			     types[t]);
 		h->size = (uint32_t)(fixed[t] + sizeof(struct gs_cpu_sample) - 1);
-		cr_expect_eq(gs_rec_check(h), -EINVAL, "type %u: no room for the inner header", types[t]);
+		cr_expect_eq(gs_rec_check(h), -EINVAL, "type %u: no room for the inner header",
+			     types[t]);
 	}
 }
 
@@ -138,7 +143,10 @@ Test(codec, stall_table_and_fixed_records)
 	st->n_reasons = 0x40000000u;
 	cr_expect_eq(gs_rec_check(&st->hdr), -EINVAL, "n_reasons * size overflowing 32 bits");
 
-	struct { uint16_t type; size_t size; } fixed[] = {
+	struct {
+		uint16_t type;
+		size_t size;
+	} fixed[] = {
 		{ GS_REC_PROC_EVENT, sizeof(struct gs_proc_event) },
 		{ GS_REC_OFFCPU_END, sizeof(struct gs_offcpu_end) },
 		{ GS_REC_GPU_CUBIN, sizeof(struct gs_gpu_cubin) },
