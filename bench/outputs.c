@@ -19,12 +19,14 @@
  * prefix of an earlier one of its thread and changes the last ~6 frames),
  * so neighbours share prefixes as real stacks do.  Per thread, a walk over
  * its stacks at 99 Hz: each visit lasts a geometric number of samples with
- * mean R (-r, the stack persistence; 1 = a new stack every sample), the
- * next stack is a tree neighbour 80% of the time, and 10% of visits are
- * followed by an off-CPU sample (blocked in poll/futex, or runnable) of
- * 5-100 ms.  Deterministic (fixed seed).
+ * mean R (-r, the stack persistence; 1 = a new stack every sample; default
+ * 1.2, what a real 99 Hz run of tests/workloads/train_torch.py with
+ * off-CPU sampling shows: about one run per sample), the next stack is a
+ * tree neighbour 80% of the time, and a fraction B (-b, default 0.3) of
+ * visits is followed by an off-CPU sample (blocked in poll/futex, or
+ * runnable) of 5-100 ms.  Deterministic (fixed seed).
  *
- * Usage: outputs [-n SAMPLES] [-s STACKS] [-t THREADS] [-r RUN] -w WRITER -o PATH
+ * Usage: outputs [-n SAMPLES] [-s STACKS] [-t THREADS] [-r RUN] [-b BLOCKED] -w WRITER -o PATH
  * WRITER: pprof, speedscope, folded, trace, none (model only).
  */
 #include <errno.h>
@@ -176,7 +178,7 @@ static int add_stacks(struct gs_profile *p, struct model *m, uint32_t n, uint32_
 struct opts {
 	size_t n_samples;
 	uint32_t n_stacks, n_threads;
-	double run;
+	double run, blocked;
 	const char *writer, *out;
 };
 
@@ -213,7 +215,7 @@ static int add_samples(struct gs_profile *p, struct model *m, const struct opts 
 				if (gs_profile_add_sample(p, &s))
 					return -ENOMEM;
 			}
-			if (i < n && rnd(m, 10) == 0) { /* blocked (or runnable) until the next tick */
+			if (i < n && rnd01(m) < o->blocked) { /* blocked (or runnable) until the next tick */
 				uint32_t b = (cur - cur % 10 + 9) % per;
 				uint64_t dur = 5000000 + rnd(m, 95000000);
 				s.stack = stacks[t * per + (b < per ? b : per - 1)];
@@ -285,22 +287,23 @@ static int write_one(const struct gs_profile *p, const struct opts *o, char *err
 
 int main(int argc, char **argv)
 {
-	struct opts o = {.n_samples = 5000000, .n_stacks = 4000, .n_threads = 8, .run = 2.0};
+	struct opts o = {.n_samples = 5000000, .n_stacks = 4000, .n_threads = 8, .run = 1.2, .blocked = 0.3};
 	int c;
-	while ((c = getopt(argc, argv, "n:s:t:r:w:o:")) != -1) {
+	while ((c = getopt(argc, argv, "n:s:t:r:b:w:o:")) != -1) {
 		switch (c) {
 		case 'n': o.n_samples = strtoull(optarg, NULL, 0); break;
 		case 's': o.n_stacks = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 't': o.n_threads = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'r': o.run = strtod(optarg, NULL); break;
+		case 'b': o.blocked = strtod(optarg, NULL); break;
 		case 'w': o.writer = optarg; break;
 		case 'o': o.out = optarg; break;
 		default: return 2;
 		}
 	}
 	if (!o.writer || !o.out || o.n_threads == 0 || o.n_threads > 8 || o.n_stacks < 10 * o.n_threads ||
-	    o.run < 1.0) {
-		fprintf(stderr, "usage: %s [-n SAMPLES] [-s STACKS >= 10*THREADS] [-t THREADS 1-8] [-r RUN >= 1] "
+	    o.run < 1.0 || o.blocked < 0 || o.blocked > 1) {
+		fprintf(stderr, "usage: %s [-n SAMPLES] [-s STACKS >= 10*THREADS] [-t THREADS 1-8] [-r RUN >= 1] [-b BLOCKED 0-1] "
 			"-w pprof|speedscope|folded|trace|none -o PATH\n", argv[0]);
 		return 2;
 	}
@@ -327,9 +330,9 @@ int main(int argc, char **argv)
 		bytes = ftell(f);
 		fclose(f);
 	}
-	printf("writer=%s samples=%zu stacks=%u frames=%u threads=%u run=%.1f build_s=%.2f model_rss_mb=%.0f "
+	printf("writer=%s samples=%zu stacks=%u frames=%u threads=%u run=%.1f blocked=%.2f build_s=%.2f model_rss_mb=%.0f "
 	       "peak_rss_mb=%.0f write_s=%.2f bytes=%ld\n",
-	       o.writer, p.n_samples, p.n_stacks, p.n_locations, o.n_threads, o.run, (t1 - t0) / 1e9, model_rss,
+	       o.writer, p.n_samples, p.n_stacks, p.n_locations, o.n_threads, o.run, o.blocked, (t1 - t0) / 1e9, model_rss,
 	       max_rss_mb(), (t2 - t1) / 1e9, bytes);
 	gs_profile_free(&p);
 	return 0;

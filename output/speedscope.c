@@ -41,8 +41,26 @@
 #define NO_FRAME UINT32_MAX
 
 /* The frames written after a CPU sample's stack: none, "[blocked] WAIT",
- * "[runnable]".  A run key is stack * 3 + variant. */
+ * "[runnable]". */
 enum { V_CPU, V_BLOCKED, V_RUNNABLE, N_VARIANTS };
+
+/* Time steps of the long-run policy: runs merged by key within each step
+ * of the thread's timeline (in first-seen order), the finest step whose
+ * file fits GS_SPEEDSCOPE_MAX_BYTES; the last one merges a whole thread. */
+#define MS 1000000ULL
+static const uint64_t step_ns[] = {0,	     10 * MS,	  30 * MS,     100 * MS,    300 * MS,
+				   1000 * MS,  3000 * MS,   10000 * MS,  30000 * MS,  60000 * MS,
+				   120000 * MS, 300000 * MS, 600000 * MS, UINT64_MAX};
+#define N_STEPS (sizeof(step_ns) / sizeof(step_ns[0]))
+
+/* What a run writes: a canonical stack and its state frame.  Numbered
+ * densely as first seen (key_of[stack * N_VARIANTS + variant]). */
+struct key {
+	uint32_t stack, lab;         /* lab: state frame or NO_FRAME */
+	uint32_t text_off, text_len; /* its "[i,j,k" text; UINT32_MAX = not yet */
+	uint32_t entries[N_STEPS];   /* samples it is written as at step i */
+	uint32_t stamp[N_STEPS];     /* the last step (serial) it was seen in */
+};
 
 struct ss {
 	const struct gs_profile *p;
@@ -64,12 +82,20 @@ struct ss {
 	size_t n_labels, cap_labels;
 	uint32_t *blocked_label; /* per stack: frame index, NO_FRAME = not yet */
 	uint32_t runnable_label;
-	/* per run key: runs counted, and its "[i,j,..." text once rendered */
-	uint64_t *key_runs;
-	uint32_t *text_off, *text_len;
+	/* run keys (gap: the empty sample), and their texts */
+	struct key *keys, gap;
+	size_t n_keys, cap_keys;
+	uint32_t *key_of;
+	uint32_t serial[N_STEPS];   /* counting: steps seen so far, all threads */
+	uint64_t bucket[N_STEPS];   /* counting: the current one's number */
+	int64_t runnable_str;       /* gs_str of "runnable", -1 if absent */
+	uint64_t *weights;          /* writing: one thread's, in order */
+	size_t n_weights, cap_weights;
 	char *text;
 	size_t n_text, cap_text;
 	struct gs_tl_item *items; /* one thread's layout */
+	size_t *bounds, n_threads; /* thread t: order[bounds[t] .. bounds[t + 1]) */
+	size_t max_bytes;         /* budget of the threads' samples */
 };
 
 #define SS_LABEL 0xfe /* gs_dframe.type of a label frame */
@@ -178,37 +204,60 @@ static int label_frame(struct ss *s, const char *text, uint32_t *out)
 	return frame_index(s, &f, out);
 }
 
-/* Run key of a CPU sample: its stack's canonical stack and state variant,
- * with the state frame (*lab, NO_FRAME for on-CPU) made on first use. */
-static int sample_key(struct ss *s, const struct gs_sample *sm, uint32_t *key, uint32_t *lab)
+/* The state frame of variant v under canonical stack c (made on first
+ * use). */
+static int state_frame(struct ss *s, uint32_t c, int v, uint32_t *lab)
 {
-	const struct gs_profile *p = s->p;
-	const uint32_t *fr;
-	uint32_t nf;
-	if (stack_frames(s, sm->stack, &fr, &nf))
-		return -ENOMEM;
-	uint32_t c = s->canon[sm->stack];
-	gs_str st = sm->str_labels[GS_SL_THREAD_STATE];
 	*lab = NO_FRAME;
-	*key = c * N_VARIANTS + V_CPU;
-	if (sm->values[GS_V_OFFCPU_NS] <= 0)
-		return 0;
-	if (st && !strcmp(gs_profile_str(p, st), "runnable")) {
+	if (v == V_RUNNABLE) {
 		if (s->runnable_label == NO_FRAME && label_frame(s, "[runnable]", &s->runnable_label))
 			return -ENOMEM;
 		*lab = s->runnable_label;
-		*key = c * N_VARIANTS + V_RUNNABLE;
+	} else if (v == V_BLOCKED) {
+		if (s->blocked_label[c] == NO_FRAME) {
+			char buf[300], wait[256];
+			snprintf(buf, sizeof(buf), "[blocked] %s", gs_wait_name(s->p, c, wait, sizeof(wait)));
+			if (label_frame(s, buf, &s->blocked_label[c]))
+				return -ENOMEM;
+		}
+		*lab = s->blocked_label[c];
+	}
+	return 0;
+}
+
+/* Run key of a CPU sample: its canonical stack and state frame. */
+static int sample_key(struct ss *s, const struct gs_sample *sm, uint32_t *key)
+{
+	uint32_t st = sm->stack;
+	int v = sm->values[GS_V_OFFCPU_NS] <= 0 ? V_CPU
+		: (int64_t)sm->str_labels[GS_SL_THREAD_STATE] == s->runnable_str ? V_RUNNABLE : V_BLOCKED;
+	uint32_t *k = &s->key_of[(size_t)st * N_VARIANTS + (size_t)v];
+	if (*k != NO_FRAME) {
+		*key = *k;
 		return 0;
 	}
-	if (s->blocked_label[c] == NO_FRAME) {
-		char buf[300], wait[256];
-		snprintf(buf, sizeof(buf), "[blocked] %s", gs_wait_name(p, c, wait, sizeof(wait)));
-		if (label_frame(s, buf, &s->blocked_label[c]))
+	const uint32_t *fr;
+	uint32_t nf, c, lab;
+	if (stack_frames(s, st, &fr, &nf))
+		return -ENOMEM;
+	c = s->canon[st];
+	uint32_t *ck = &s->key_of[(size_t)c * N_VARIANTS + (size_t)v];
+	if (*ck == NO_FRAME) { /* the canonical stack's key: made once */
+		struct key nk = {.stack = c, .text_off = UINT32_MAX};
+		if (state_frame(s, c, v, &lab) || s->n_keys >= NO_FRAME - 1)
 			return -ENOMEM;
+		nk.lab = lab;
+		if (GS_PUSH(s->keys, s->n_keys, s->cap_keys, nk))
+			return -ENOMEM;
+		*ck = (uint32_t)(s->n_keys - 1);
 	}
-	*lab = s->blocked_label[c];
-	*key = c * N_VARIANTS + V_BLOCKED;
+	*key = *k = *ck;
 	return 0;
+}
+
+static struct key *key_at(struct ss *s, uint32_t key)
+{
+	return key == NO_FRAME ? &s->gap : &s->keys[key];
 }
 
 /* ---- CPU threads ---------------------------------------------------------- */
@@ -239,67 +288,146 @@ static void thread_name(const struct gs_profile *p, const struct gs_sample *s, c
 }
 
 /* One step of a thread's walk: a run of key (NO_FRAME: an empty sample
- * for a gap) lasting weight ns. */
-typedef int (*run_fn)(struct ss *s, void *ctx, uint32_t key, uint32_t lab, uint64_t weight);
+ * for a gap) from start, lasting weight ns. */
+struct run {
+	uint32_t key;
+	uint64_t start, weight;
+};
+typedef int (*run_fn)(struct ss *s, void *ctx, const struct run *r);
 
 /* Items it[0..n) are one thread on the axis [0, axis_end): runs of one key
  * without a gap become one sample, gaps (and the stretch to axis_end)
  * empty ones; fn sees each in order. */
-static int walk_thread(struct ss *s, const struct gs_tl_item *it, size_t n, uint64_t axis_end, run_fn fn,
-		       void *ctx)
+static int walk_runs(struct ss *s, const struct gs_tl_item *it, size_t n, uint64_t axis_end, run_fn fn,
+		     void *ctx)
 {
 	const struct gs_profile *p = s->p;
 	uint64_t cursor = 0;
 	int rc = 0;
 	for (size_t i = 0; i < n && !rc;) {
-		uint32_t key, lab, key2, lab2;
-		if (sample_key(s, &p->samples[it[i].sample], &key, &lab))
+		struct run r = {.start = it[i].start};
+		uint32_t key2;
+		if (sample_key(s, &p->samples[it[i].sample], &r.key))
 			return -ENOMEM;
-		if (it[i].start > cursor && (rc = fn(s, ctx, NO_FRAME, NO_FRAME, it[i].start - cursor)))
+		struct run gap = {NO_FRAME, cursor, it[i].start - cursor};
+		if (it[i].start > cursor && (rc = fn(s, ctx, &gap)))
 			break;
 		size_t j = i + 1;
 		for (; j < n && it[j].start == it[j - 1].end; j++) {
-			if (sample_key(s, &p->samples[it[j].sample], &key2, &lab2))
+			if (sample_key(s, &p->samples[it[j].sample], &key2))
 				return -ENOMEM;
-			if (key2 != key)
+			if (key2 != r.key)
 				break;
 		}
-		rc = fn(s, ctx, key, lab, it[j - 1].end - it[i].start);
+		r.weight = it[j - 1].end - it[i].start;
+		rc = fn(s, ctx, &r);
 		cursor = it[j - 1].end;
 		i = j;
 	}
+	struct run tail = {NO_FRAME, cursor, axis_end - cursor};
 	if (!rc && axis_end > cursor)
-		rc = fn(s, ctx, NO_FRAME, NO_FRAME, axis_end - cursor);
+		rc = fn(s, ctx, &tail);
 	return rc;
 }
 
-/* Counting pass: runs per key, and a thread's on-CPU ns (which thread to
- * open first). */
-static int count_run(struct ss *s, void *ctx, uint32_t key, uint32_t lab, uint64_t weight)
+/* Runs of one step, merged by key, handed on to fn at the step's end. */
+struct merge {
+	run_fn fn;
+	void *ctx;
+	uint64_t step, end;
+	struct run *e;
+	size_t n, cap;
+	struct gs_hmap index; /* key + 1 -> entry */
+};
+
+static int merge_flush(struct ss *s, struct merge *m)
 {
-	if (key == NO_FRAME)
-		return 0;
-	s->key_runs[key]++;
-	if (lab == NO_FRAME)
-		*(int64_t *)ctx += (int64_t)weight;
+	int rc = 0;
+	for (size_t i = 0; i < m->n && !rc; i++)
+		rc = m->fn(s, m->ctx, &m->e[i]);
+	m->n = 0;
+	gs_hmap_clear(&m->index);
+	return rc;
+}
+
+static int merge_run(struct ss *s, void *ctx, const struct run *r)
+{
+	struct merge *m = ctx;
+	int rc = 0;
+	if (m->n && r->start >= m->end && (rc = merge_flush(s, m)))
+		return rc;
+	if (!m->n)
+		m->end = m->step == UINT64_MAX ? UINT64_MAX : (r->start / m->step + 1) * m->step;
+	bool added;
+	uint64_t *v = gs_hmap_slot(&m->index, (uint64_t)r->key + 1, &added);
+	if (!v || (added && GS_PUSH(m->e, m->n, m->cap, *r)))
+		return -ENOMEM;
+	if (added)
+		*v = m->n - 1;
+	else
+		m->e[*v].weight += r->weight;
+	return 0;
+}
+
+/* walk_runs with runs merged per step (0: as they are). */
+static int walk_thread(struct ss *s, const struct gs_tl_item *it, size_t n, uint64_t axis_end, uint64_t step,
+		       run_fn fn, void *ctx)
+{
+	if (!step)
+		return walk_runs(s, it, n, axis_end, fn, ctx);
+	struct merge m = {.fn = fn, .ctx = ctx, .step = step};
+	int rc = walk_runs(s, it, n, axis_end, merge_run, &m);
+	rc = rc ? rc : merge_flush(s, &m);
+	free(m.e);
+	gs_hmap_free(&m.index);
+	return rc;
+}
+
+/* Counting pass: per key the samples every step writes, and a thread's
+ * on-CPU ns (which thread to open first).  Step i's buckets are numbered
+ * across threads (serial[i]), so a key's stamp tells whether this bucket
+ * already has it. */
+static int count_run(struct ss *s, void *ctx, const struct run *r)
+{
+	struct key *k = key_at(s, r->key);
+	k->entries[0]++;
+	for (size_t i = 1; i < N_STEPS; i++) {
+		uint64_t b = step_ns[i] == UINT64_MAX ? 0 : r->start / step_ns[i];
+		if (b != s->bucket[i]) {
+			s->bucket[i] = b;
+			s->serial[i]++;
+		}
+		if (k->stamp[i] != s->serial[i]) {
+			k->stamp[i] = s->serial[i];
+			k->entries[i]++;
+		}
+	}
+	if (r->key != NO_FRAME && k->lab == NO_FRAME)
+		*(int64_t *)ctx += (int64_t)r->weight;
 	return 0;
 }
 
 /* The text of key's frame list, "[i,j,k" (written indices), made once. */
-static int key_text(struct ss *s, uint32_t key, uint32_t lab, const char **out, uint32_t *len)
+static int key_text(struct ss *s, uint32_t key, const char **out, uint32_t *len)
 {
-	if (s->text_off[key] == UINT32_MAX) {
+	if (key == NO_FRAME) {
+		*out = "[";
+		*len = 1;
+		return 0;
+	}
+	struct key *k = &s->keys[key];
+	if (k->text_off == UINT32_MAX) {
 		const uint32_t *fr;
 		uint32_t nf;
 		char num[16];
-		if (stack_frames(s, key / N_VARIANTS, &fr, &nf))
+		if (stack_frames(s, k->stack, &fr, &nf))
 			return -ENOMEM;
 		size_t start = s->n_text;
-		for (uint32_t k = 0; k <= nf; k++) {
-			uint32_t f = k < nf ? fr[k] : lab;
+		for (uint32_t i = 0; i <= nf; i++) {
+			uint32_t f = i < nf ? fr[i] : k->lab;
 			if (f == NO_FRAME)
 				break;
-			int l = snprintf(num, sizeof(num), "%c%u", k ? ',' : '[', s->rank[f]);
+			int l = snprintf(num, sizeof(num), "%c%u", i ? ',' : '[', s->rank[f]);
 			if (GS_GROW(s->text, s->cap_text, s->n_text + (size_t)l))
 				return -ENOMEM;
 			memcpy(s->text + s->n_text, num, (size_t)l);
@@ -309,49 +437,43 @@ static int key_text(struct ss *s, uint32_t key, uint32_t lab, const char **out, 
 			return -ENOMEM;
 		if (s->n_text > UINT32_MAX)
 			return -ENOMEM;
-		s->text_off[key] = (uint32_t)start;
-		s->text_len[key] = (uint32_t)(s->n_text - start);
+		k->text_off = (uint32_t)start;
+		k->text_len = (uint32_t)(s->n_text - start);
 	}
-	*out = s->text + s->text_off[key];
-	*len = s->text_len[key];
+	*out = s->text + k->text_off;
+	*len = k->text_len;
 	return 0;
 }
 
-struct put_ctx {
-	struct gs_wbuf *w;
-	size_t n; /* samples written so far */
-};
-
-static int put_sample(struct ss *s, void *ctx, uint32_t key, uint32_t lab, uint64_t weight)
+static unsigned digits(uint64_t v)
 {
-	struct put_ctx *c = ctx;
-	if (c->n++)
-		gs_wbuf_putc(c->w, ',');
-	if (key == NO_FRAME) {
-		gs_wbuf_puts(c->w, "[]");
-		return 0;
+	unsigned d = 1;
+	while (v >= 10) {
+		v /= 10;
+		d++;
 	}
+	return d;
+}
+
+/* Writing pass: samples go out as they come, their weights are kept
+ * for the "weights" array that follows. */
+static int put_sample(struct ss *s, void *ctx, const struct run *r)
+{
+	struct gs_wbuf *w = ctx;
 	const char *t;
 	uint32_t len;
-	if (key_text(s, key, lab, &t, &len))
+	if (key_text(s, r->key, &t, &len))
 		return -ENOMEM;
-	gs_wbuf_put(c->w, t, len);
-	gs_wbuf_putc(c->w, ']');
-	return 0;
+	if (s->n_weights)
+		gs_wbuf_putc(w, ',');
+	gs_wbuf_put(w, t, len);
+	gs_wbuf_putc(w, ']');
+	return GS_PUSH(s->weights, s->n_weights, s->cap_weights, r->weight);
 }
 
-static int put_weight(struct ss *s, void *ctx, uint32_t key, uint32_t lab, uint64_t weight)
-{
-	struct put_ctx *c = ctx;
-	if (c->n++)
-		gs_wbuf_putc(c->w, ',');
-	gs_wbuf_u64(c->w, weight);
-	return 0;
-}
-
-/* Thread it[0..n): its samples, then its weights, from one walk each. */
+/* Thread it[0..n): its samples, then its weights. */
 static int write_thread(struct ss *s, struct gs_wbuf *w, bool *first, const struct gs_tl_item *it,
-			size_t n, uint64_t axis_end)
+			size_t n, uint64_t axis_end, uint64_t step)
 {
 	const struct gs_profile *p = s->p;
 	char name[256];
@@ -359,11 +481,14 @@ static int write_thread(struct ss *s, struct gs_wbuf *w, bool *first, const stru
 	profile_head(w, first, name, "nanoseconds");
 	gs_wbuf_u64(w, axis_end);
 	gs_wbuf_puts(w, ",\"samples\":[");
-	struct put_ctx c = {.w = w};
-	int rc = walk_thread(s, it, n, axis_end, put_sample, &c);
+	s->n_weights = 0;
+	int rc = walk_thread(s, it, n, axis_end, step, put_sample, w);
 	gs_wbuf_puts(w, "],\"weights\":[");
-	c.n = 0;
-	rc = rc ? rc : walk_thread(s, it, n, axis_end, put_weight, &c);
+	for (size_t i = 0; i < s->n_weights; i++) {
+		if (i)
+			gs_wbuf_putc(w, ',');
+		gs_wbuf_u64(w, s->weights[i]);
+	}
 	gs_wbuf_puts(w, "]}");
 	return rc;
 }
@@ -507,20 +632,13 @@ static int cmp_uses(const void *a, const void *b, void *uses)
  * written i-th, rank[f] its inverse. */
 static int rank_frames(struct ss *s, uint32_t **order_out)
 {
-	const struct gs_profile *p = s->p;
-	for (uint32_t st = 0; st < p->n_stacks; st++) {
-		for (int v = 0; v < N_VARIANTS; v++) {
-			uint64_t r = s->key_runs[(size_t)st * N_VARIANTS + v];
-			if (!r)
-				continue;
-			const uint32_t *fr = &s->flist[s->stack_off[st]];
-			for (uint32_t k = 0; k < s->stack_len[st]; k++)
-				s->uses[fr[k]] += r;
-			uint32_t lab = v == V_RUNNABLE ? s->runnable_label : v == V_BLOCKED ? s->blocked_label[st]
-									       : NO_FRAME;
-			if (lab != NO_FRAME)
-				s->uses[lab] += r;
-		}
+	for (size_t i = 0; i < s->n_keys; i++) {
+		const struct key *k = &s->keys[i];
+		const uint32_t *fr = &s->flist[s->stack_off[k->stack]];
+		for (uint32_t j = 0; j < s->stack_len[k->stack]; j++)
+			s->uses[fr[j]] += k->entries[0];
+		if (k->lab != NO_FRAME)
+			s->uses[k->lab] += k->entries[0];
 	}
 	uint32_t *order = malloc(sizeof(*order) * (s->n_frames + 1));
 	s->rank = malloc(sizeof(*s->rank) * (s->n_frames + 1));
@@ -560,52 +678,83 @@ static int gpu_devices(const struct gs_profile *p, int32_t devs[64])
 	return n_devs;
 }
 
-/* Counting pass over every thread: the axis end, runs per key, and the
- * thread most on a CPU (*best, its index among the threads). */
-static int count_threads(struct ss *s, const uint32_t *idx, size_t n_cpu, uint64_t *axis_end, int *best)
+/* Thread t's samples: idx[bounds[t] .. bounds[t + 1]), laid out in
+ * s->items. */
+static size_t layout(struct ss *s, const uint32_t *idx, size_t t)
 {
-	const struct gs_profile *p = s->p;
-	int64_t best_w = -1;
-	*axis_end = p->duration_nanos;
-	for (size_t b = 0; b < n_cpu;) { /* the end first: every thread runs to it */
-		size_t e = gs_timeline_thread_end(p, idx, b, n_cpu);
-		gs_timeline_layout(p, idx + b, e - b, s->items);
-		if (s->items[e - b - 1].end > *axis_end)
-			*axis_end = s->items[e - b - 1].end;
+	size_t n = s->bounds[t + 1] - s->bounds[t];
+	gs_timeline_layout(s->p, idx + s->bounds[t], n, s->items);
+	return n;
+}
+
+/* Thread boundaries in the order, and room for the longest one's layout. */
+static int find_bounds(struct ss *s, const uint32_t *idx, size_t n_cpu)
+{
+	size_t most = 1, cap = 0;
+	for (size_t b = 0; b < n_cpu;) {
+		size_t e = gs_timeline_thread_end(s->p, idx, b, n_cpu);
+		if (GS_PUSH(s->bounds, s->n_threads, cap, b))
+			return -ENOMEM;
+		most = e - b > most ? e - b : most;
 		b = e;
 	}
+	if (GS_PUSH(s->bounds, s->n_threads, cap, n_cpu))
+		return -ENOMEM;
+	s->n_threads--;
+	s->items = malloc(sizeof(*s->items) * most);
+	return s->items ? 0 : -ENOMEM;
+}
+
+/* Counting pass over every thread: the axis end, runs per key, and the
+ * thread most on a CPU (*best, its index among the threads). */
+static int count_threads(struct ss *s, const uint32_t *idx, uint64_t *axis_end, int *best)
+{
+	int64_t best_w = -1;
+	*axis_end = s->p->duration_nanos;
+	for (size_t t = 0; t < s->n_threads; t++) { /* the end first: every thread runs to it */
+		size_t n = layout(s, idx, t);
+		if (s->items[n - 1].end > *axis_end)
+			*axis_end = s->items[n - 1].end;
+	}
 	*best = 0;
-	for (size_t b = 0, t = 0; b < n_cpu; t++) {
-		size_t e = gs_timeline_thread_end(p, idx, b, n_cpu);
+	for (size_t t = 0; t < s->n_threads; t++) {
 		int64_t busy = 0;
-		gs_timeline_layout(p, idx + b, e - b, s->items);
-		if (walk_thread(s, s->items, e - b, *axis_end, count_run, &busy))
+		memset(s->bucket, 0xff, sizeof(s->bucket)); /* a new thread: new buckets */
+		if (walk_runs(s, s->items, layout(s, idx, t), *axis_end, count_run, &busy))
 			return -ENOMEM;
 		if (busy > best_w) {
 			best_w = busy;
 			*best = (int)t;
 		}
-		b = e;
 	}
 	return 0;
 }
 
-/* Room for the longest thread's layout. */
-static int alloc_items(struct ss *s, const uint32_t *idx, size_t n_cpu)
+/* The finest step whose samples and weights fit in budget bytes; the
+ * coarsest step when none does.  A sample costs its frames' text, "],",
+ * ',' and a weight of at most digits(axis_end) digits. */
+static int choose_step(struct ss *s, uint64_t axis_end, size_t budget, size_t *step)
 {
-	size_t most = 1;
-	for (size_t b = 0; b < n_cpu;) {
-		size_t e = gs_timeline_thread_end(s->p, idx, b, n_cpu);
-		most = e - b > most ? e - b : most;
-		b = e;
+	uint64_t bytes[N_STEPS] = {0};
+	unsigned wd = digits(axis_end) + 3;
+	for (size_t i = 0; i <= s->n_keys; i++) {
+		const char *t;
+		uint32_t len;
+		uint32_t key = i < s->n_keys ? (uint32_t)i : NO_FRAME;
+		const struct key *k = key_at(s, key);
+		if (key_text(s, key, &t, &len))
+			return -ENOMEM;
+		for (size_t j = 0; j < N_STEPS; j++)
+			bytes[j] += (uint64_t)k->entries[j] * (len + wd);
 	}
-	s->items = malloc(sizeof(*s->items) * most);
-	return s->items ? 0 : -ENOMEM;
+	for (*step = 0; *step + 1 < N_STEPS && bytes[*step] > budget; ++*step)
+		;
+	return 0;
 }
 
-static void file_head(const struct gs_profile *p, struct gs_wbuf *w)
+static void file_head(const struct gs_profile *p, struct gs_wbuf *w, size_t step)
 {
-	char name[256];
+	char name[384];
 	const struct gs_process *main_p = p->n_processes ? &p->processes[0] : NULL;
 	gs_wbuf_puts(w, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n");
 	gs_wbuf_puts(w, "\"exporter\":\"gpusample@" GS_VERSION "\",\n\"name\":");
@@ -613,6 +762,15 @@ static void file_head(const struct gs_profile *p, struct gs_wbuf *w)
 		snprintf(name, sizeof(name), "gpusample: %s (pid %u)", gs_profile_str(p, main_p->comm), main_p->pid);
 	else
 		snprintf(name, sizeof(name), "gpusample profile");
+	if (step) { /* say so where speedscope shows it: the title */
+		size_t k = strlen(name);
+		if (step_ns[step] == UINT64_MAX)
+			snprintf(name + k, sizeof(name) - k, " [long run: each thread's samples merged by stack, "
+				 "no time order]");
+		else
+			snprintf(name + k, sizeof(name) - k, " [long run: time order in %g s steps, samples "
+				 "merged by stack within each]", step_ns[step] / 1e9);
+	}
 	gs_json_str(w, name);
 	gs_wbuf_puts(w, ",\n");
 }
@@ -624,26 +782,24 @@ static int write_all_json(struct ss *s, struct gs_wbuf *w)
 	uint32_t *idx, *order = NULL;
 	uint64_t axis_end;
 	int32_t devs[64];
+	size_t step = 0;
 	int best, n_prof = 0, n_devs = gpu_devices(p, devs);
 	int rc = gs_timeline_order(p, &idx, &n_cpu);
 	if (rc)
 		return rc;
-	rc = alloc_items(s, idx, n_cpu);
-	rc = rc ? rc : count_threads(s, idx, n_cpu, &axis_end, &best);
+	rc = find_bounds(s, idx, n_cpu);
+	rc = rc ? rc : count_threads(s, idx, &axis_end, &best);
 	rc = rc ? rc : collect_gpu_frames(s);
 	rc = rc ? rc : rank_frames(s, &order);
+	rc = rc ? rc : choose_step(s, axis_end, s->max_bytes, &step);
 	if (rc)
 		goto out;
-	file_head(p, w);
+	file_head(p, w, step);
 	write_frames(s, w, order);
 	gs_wbuf_puts(w, "\"profiles\":[");
 	bool first = true;
-	for (size_t b = 0; b < n_cpu && !rc; n_prof++) {
-		size_t e = gs_timeline_thread_end(p, idx, b, n_cpu);
-		gs_timeline_layout(p, idx + b, e - b, s->items);
-		rc = write_thread(s, w, &first, s->items, e - b, axis_end);
-		b = e;
-	}
+	for (size_t t = 0; t < s->n_threads && !rc; t++, n_prof++)
+		rc = write_thread(s, w, &first, s->items, layout(s, idx, t), axis_end, step_ns[step]);
 	int first_gpu = n_prof;
 	for (int d = 0; d < n_devs && !rc; d++, n_prof++)
 		rc = write_gpu(s, w, &first, devs[d]);
@@ -672,20 +828,16 @@ static int speedscope_body(void *ctx, struct gs_wbuf *w)
 /* Per-stack tables, all "not yet". */
 static int alloc_stack_tables(struct ss *s, size_t n)
 {
-	size_t keys = n * N_VARIANTS;
 	s->stack_off = malloc(sizeof(uint32_t) * n);
 	s->stack_len = malloc(sizeof(uint32_t) * n);
 	s->canon = malloc(sizeof(uint32_t) * n);
 	s->blocked_label = malloc(sizeof(uint32_t) * n);
-	s->key_runs = calloc(keys, sizeof(uint64_t));
-	s->text_off = malloc(sizeof(uint32_t) * keys);
-	s->text_len = malloc(sizeof(uint32_t) * keys);
-	if (!s->stack_off || !s->stack_len || !s->canon || !s->blocked_label || !s->key_runs || !s->text_off ||
-	    !s->text_len)
+	s->key_of = malloc(sizeof(uint32_t) * n * N_VARIANTS);
+	if (!s->stack_off || !s->stack_len || !s->canon || !s->blocked_label || !s->key_of)
 		return -ENOMEM;
 	memset(s->stack_off, 0xff, sizeof(uint32_t) * n);
 	memset(s->blocked_label, 0xff, sizeof(uint32_t) * n);
-	memset(s->text_off, 0xff, sizeof(uint32_t) * keys);
+	memset(s->key_of, 0xff, sizeof(uint32_t) * n * N_VARIANTS);
 	return 0;
 }
 
@@ -704,16 +856,19 @@ static void ss_free(struct ss *s)
 		free(s->labels[i]);
 	free(s->labels);
 	free(s->blocked_label);
-	free(s->key_runs);
-	free(s->text_off);
-	free(s->text_len);
+	free(s->keys);
+	free(s->key_of);
+	free(s->weights);
 	free(s->text);
 	free(s->items);
+	free(s->bounds);
 }
 
-int gs_write_speedscope(const struct gs_profile *p, const char *path, char *err, size_t errlen)
+int gs_write_speedscope_capped(const struct gs_profile *p, const char *path, size_t max_bytes, char *err,
+			       size_t errlen)
 {
-	struct ss s = {.p = p, .runnable_label = NO_FRAME};
+	struct ss s = {.p = p, .runnable_label = NO_FRAME, .max_bytes = max_bytes,
+		       .runnable_str = gs_profile_find_str(p, "runnable")};
 	int rc = alloc_stack_tables(&s, (size_t)p->n_stacks + 1);
 	if (rc)
 		rc = gs_output_fail(err, errlen, rc, "cannot write", path);
@@ -721,4 +876,9 @@ int gs_write_speedscope(const struct gs_profile *p, const char *path, char *err,
 		rc = gs_write_buffered(path, speedscope_body, &s, err, errlen);
 	ss_free(&s);
 	return rc;
+}
+
+int gs_write_speedscope(const struct gs_profile *p, const char *path, char *err, size_t errlen)
+{
+	return gs_write_speedscope_capped(p, path, GS_SPEEDSCOPE_MAX_BYTES, err, errlen);
 }
