@@ -28,8 +28,9 @@
  * Bounding for long runs: adjacent identical samples are merged first (one
  * slice per stretch, not per sample); at most max_events events
  * (GS_TRACE_MAX_EVENTS) are written: when the full trace would be larger,
- * counting passes pick the deepest stack depth (16, 8, 4, 2, 1, 0 frames
- * under each state slice) that fits, recorded as otherData.stack_depth;
+ * one counting pass (frame slices per depth) picks the deepest stack depth
+ * (16, 8, 4, 2, 1, 0 frames under each state slice) that fits, recorded
+ * as otherData.stack_depth next to otherData.max_events;
  * if even state slices alone do not fit, events past the cap are dropped
  * (threads in order, main process and main thread first) and counted in
  * otherData.dropped_events with a note, never silently.
@@ -44,6 +45,7 @@
 
 #define MAX_DF_PER_LOC 66
 #define GPU_TID_BASE 0x40000000u /* synthetic tids of the GPU tracks */
+#define COUNT_DEPTHS 17          /* depths counted apart: 0..15, then the rest */
 
 struct tr {
 	const struct gs_profile *p;
@@ -51,6 +53,7 @@ struct tr {
 	size_t max_events, n_events, dropped;
 	bool counting;        /* a pass that only counts events */
 	uint32_t depth_limit; /* stack frames under a state slice */
+	uint64_t opens[COUNT_DEPTHS]; /* counting: frame slices at depth d (the last: deeper) */
 	/* stack -> root-first display frames (cached) */
 	struct gs_dframe *pool;
 	size_t n_pool, cap_pool;
@@ -286,6 +289,11 @@ static int segment_frames(struct tr *t, const struct gs_sample *s0, size_t b, si
 		const struct gs_dframe *prev = i > b ? run_frames(t, i - 1, &n_prev) : NULL;
 		while (c < nf && c < n_prev && gs_dframe_eq(&f[c], &prev[c]))
 			c++; /* frames still open from the run before */
+		if (t->counting) { /* a frame at depth d opens here whatever the limit */
+			for (uint32_t d = c; d < nf; d++)
+				t->opens[d < COUNT_DEPTHS - 1 ? d : COUNT_DEPTHS - 1]++;
+			continue;
+		}
 		for (uint32_t d = c; d < nf; d++) {
 			size_t j = i + 1;
 			for (; j < e; j++) {
@@ -389,17 +397,24 @@ static int emit_all(struct tr *t, const uint32_t *idx, size_t n, struct gs_tl_it
 	return rc;
 }
 
-/* The deepest stack depth whose trace fits max_events (0 if none does). */
+/* The deepest stack depth whose trace fits max_events (0 if none does).
+ * One counting pass: whether a frame slice opens at depth d does not
+ * depend on the limit, so the events at limit D are the others plus the
+ * frame slices counted at depths below D. */
 static int pick_depth(struct tr *t, const uint32_t *idx, size_t n, struct gs_tl_item *items)
 {
 	static const uint32_t depths[] = {UINT32_MAX, 16, 8, 4, 2, 1, 0};
-	int rc = 0;
 	t->counting = true;
-	for (size_t i = 0; i < sizeof(depths) / sizeof(depths[0]) && !rc; i++) {
+	t->depth_limit = UINT32_MAX;
+	t->n_events = 0;
+	memset(t->opens, 0, sizeof(t->opens));
+	int rc = emit_all(t, idx, n, items);
+	for (size_t i = 0; i < sizeof(depths) / sizeof(depths[0]); i++) {
+		uint64_t events = t->n_events;
+		for (uint32_t d = 0; d < COUNT_DEPTHS && d < depths[i]; d++)
+			events += t->opens[d];
 		t->depth_limit = depths[i];
-		t->n_events = 0;
-		rc = emit_all(t, idx, n, items);
-		if (t->n_events <= t->max_events)
+		if (events <= t->max_events)
 			break;
 	}
 	t->counting = false;
@@ -427,6 +442,8 @@ static int write_all(struct tr *t)
 	gs_wbuf_puts(t->w, "\n],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"exporter\":\"gpusample@" GS_VERSION
 		     "\",\"events\":");
 	gs_wbuf_u64(t->w, t->n_events);
+	gs_wbuf_puts(t->w, ",\"max_events\":");
+	gs_wbuf_u64(t->w, t->max_events);
 	gs_wbuf_puts(t->w, ",\"dropped_events\":");
 	gs_wbuf_u64(t->w, t->dropped);
 	if (t->depth_limit != UINT32_MAX) {
