@@ -42,6 +42,7 @@
 
 #include "output/internal.h"
 #include "output/output.h"
+#include "util/vec.h"
 
 #define MAX_DF_PER_LOC 66
 #define GPU_TID_BASE 0x40000000u /* synthetic tids of the GPU tracks */
@@ -59,8 +60,11 @@ struct tr {
 	size_t n_pool, cap_pool;
 	size_t *off;
 	uint32_t *len;
-	/* one thread's merged runs */
+	/* one thread's merged runs; per run, frames shared with the one before
+	 * and the next run sharing fewer (segment_frames) */
 	struct run *runs;
+	uint32_t *lcp, *nxt;
+	size_t *ends, cap_ends; /* per depth: the run a frame slice ends before */
 	uint8_t *cat; /* per (stack, state): category, 0xff = not yet */
 };
 
@@ -271,41 +275,58 @@ static const struct gs_dframe *run_frames(struct tr *t, size_t i, uint32_t *n)
 	return t->pool + t->off[st];
 }
 
+/* Frames of run i shared with run i - 1 (limited to depth_limit). */
+static uint32_t common_frames(struct tr *t, size_t i)
+{
+	uint32_t nf, n_prev, c = 0;
+	const struct gs_dframe *f = run_frames(t, i, &nf);
+	const struct gs_dframe *prev = run_frames(t, i - 1, &n_prev);
+	while (c < nf && c < n_prev && gs_dframe_eq(&f[c], &prev[c]))
+		c++;
+	return c;
+}
+
 /* Runs [b, e) are one state segment: frames as nested slices; a frame at
- * depth d opened at run i lasts while the following runs share frames
- * 0..d. */
+ * depth d opened at run i lasts until the first later run j sharing at
+ * most d frames with the run before it (lcp[j] <= d).  nxt[j] (the first
+ * k > j with lcp[k] < lcp[j]) lets that search skip every run in
+ * between, so a segment costs its frames, not frames times runs. */
 static int segment_frames(struct tr *t, const struct gs_sample *s0, size_t b, size_t e)
 {
 	const struct gs_profile *p = t->p;
+	uint32_t *lcp = t->lcp, *nxt = t->nxt;
 	for (size_t i = b; i < e; i++) { /* fill the cache first: the pool may move */
 		const struct gs_dframe *f;
 		uint32_t nf;
 		if (stack_dframes(t, p->samples[t->runs[i].sample].stack, &f, &nf))
 			return -ENOMEM;
 	}
+	for (size_t i = b; i < e; i++)
+		lcp[i] = i > b ? common_frames(t, i) : 0;
+	for (size_t j = e; j-- > b;) {
+		size_t k = j + 1;
+		while (k < e && lcp[k] >= lcp[j])
+			k = nxt[k];
+		nxt[j] = (uint32_t)k;
+	}
 	for (size_t i = b; i < e; i++) {
-		uint32_t nf, n_prev = 0, c = 0;
+		uint32_t nf;
 		const struct gs_dframe *f = run_frames(t, i, &nf);
-		const struct gs_dframe *prev = i > b ? run_frames(t, i - 1, &n_prev) : NULL;
-		while (c < nf && c < n_prev && gs_dframe_eq(&f[c], &prev[c]))
-			c++; /* frames still open from the run before */
 		if (t->counting) { /* a frame at depth d opens here whatever the limit */
-			for (uint32_t d = c; d < nf; d++)
+			for (uint32_t d = lcp[i]; d < nf; d++)
 				t->opens[d < COUNT_DEPTHS - 1 ? d : COUNT_DEPTHS - 1]++;
 			continue;
 		}
-		for (uint32_t d = c; d < nf; d++) {
-			size_t j = i + 1;
-			for (; j < e; j++) {
-				uint32_t ng, k = 0;
-				const struct gs_dframe *g = run_frames(t, j, &ng);
-				while (k <= d && k < ng && gs_dframe_eq(&g[k], &f[k]))
-					k++;
-				if (k <= d)
-					break;
-			}
-			frame_slice(t, s0, &f[d], t->runs[i].start, t->runs[j - 1].end);
+		if (nf > lcp[i] && GS_GROW(t->ends, t->cap_ends, nf))
+			return -ENOMEM;
+		size_t j = i + 1;
+		for (uint32_t d = nf; d-- > lcp[i];) { /* deepest first: ends only move later */
+			while (j < e && lcp[j] > d)
+				j = nxt[j];
+			t->ends[d] = j;
 		}
+		for (uint32_t d = lcp[i]; d < nf; d++) /* parents first */
+			frame_slice(t, s0, &f[d], t->runs[i].start, t->runs[t->ends[d] - 1].end);
 	}
 	return 0;
 }
@@ -432,7 +453,9 @@ static int write_all(struct tr *t)
 		return rc;
 	struct gs_tl_item *items = malloc(sizeof(*items) * (n + 1));
 	t->runs = malloc(sizeof(*t->runs) * (n + 1));
-	if (!items || !t->runs) {
+	t->lcp = malloc(sizeof(*t->lcp) * (n + 1));
+	t->nxt = malloc(sizeof(*t->nxt) * (n + 1));
+	if (!items || !t->runs || !t->lcp || !t->nxt || n >= UINT32_MAX) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -490,6 +513,9 @@ out:
 	free(t.off);
 	free(t.len);
 	free(t.runs);
+	free(t.lcp);
+	free(t.nxt);
+	free(t.ends);
 	free(t.cat);
 	return rc;
 }
