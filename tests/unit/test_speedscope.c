@@ -319,6 +319,23 @@ Test(speedscope, chromium_imports_json_and_pprof, .timeout = 240)
 	gs_profile_free(&x.p);
 }
 
+/* The long-run form loads in the real speedscope (headless Chromium). */
+Test(speedscope, chromium_imports_long_run, .timeout = 240)
+{
+	char cmd[1024];
+	struct gs_profile p;
+	long_run_profile(&p);
+	free(write_long_run(&p, 20000, "stepped"));
+	snprintf(cmd, sizeof(cmd), "%s/tests/tools/speedscope_import.sh %s/stepped.speedscope.json 2>&1", fx_root(),
+		 tmpdir);
+	int st;
+	char *out = fx_run(cmd, &st);
+	cr_assert_eq(st, 0, "speedscope in Chromium (exit 77: Chromium or speedscope missing): %s", out);
+	cr_assert_not_null(strstr(out, "Importing as speedscope json file"), "%s", out);
+	free(out);
+	gs_profile_free(&p);
+}
+
 Test(speedscope, refuses_symlink)
 {
 	char link[128], err[256] = "";
