@@ -23,7 +23,7 @@ cd "$(dirname "$0")/.."
 BIN=${BENCH_OUT_BIN:-build/bench/outputs}
 N=${BENCH_OUT_SAMPLES:-5000000}
 ARGS=${BENCH_OUT_ARGS:-}
-[ -x "$BIN" ] || { echo "outputs.sh: $BIN missing: run make all" >&2; exit 1; }
+[ -x "$BIN" ] || { echo "outputs.sh: $BIN missing: run make bench-tools" >&2; exit 1; }
 if [ -n "${BENCH_OUT_BASE:-}" ] && [ ! -x "$BENCH_OUT_BASE" ]; then
 	echo "outputs.sh: BENCH_OUT_BASE=$BENCH_OUT_BASE is not an executable" >&2
 	exit 1
