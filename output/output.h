@@ -80,7 +80,7 @@ const char *gs_profile_version(const struct gs_profile *p);
  * Long runs: the file grows with stack changes, not samples.  When the
  * threads' samples and weights would pass max_bytes (GS_SPEEDSCOPE_MAX_BYTES
  * for gs_write_speedscope), each thread's timeline is cut into steps of
- * 10, 30, 100, 300 ms, 1, 3, 10, 30, 60, 120, 300 or 600 s (the finest
+ * 10, 30, 100, 300 ms, 1, 3, 10, 30, 60, 120, 300, 600, 1800 or 3600 s (the finest
  * that fits; else the whole thread) and the samples within a step merged
  * by frames, in first-seen order: flame graph, left heavy and sandwich
  * views stay exact, time order is exact to the step, and the file's name

@@ -50,7 +50,8 @@ enum { V_CPU, V_BLOCKED, V_RUNNABLE, N_VARIANTS };
 #define MS 1000000ULL
 static const uint64_t step_ns[] = {0,	     10 * MS,	  30 * MS,     100 * MS,    300 * MS,
 				   1000 * MS,  3000 * MS,   10000 * MS,  30000 * MS,  60000 * MS,
-				   120000 * MS, 300000 * MS, 600000 * MS, UINT64_MAX};
+				   120000 * MS, 300000 * MS, 600000 * MS, 1800000 * MS, 3600000 * MS,
+				   UINT64_MAX};
 #define N_STEPS (sizeof(step_ns) / sizeof(step_ns[0]))
 
 /* What a run writes: a canonical stack and its state frame.  Numbered
@@ -87,7 +88,7 @@ struct ss {
 	size_t n_keys, cap_keys;
 	uint32_t *key_of;
 	uint32_t serial[N_STEPS];   /* counting: steps seen so far, all threads */
-	uint64_t bucket[N_STEPS];   /* counting: the current one's number */
+	uint64_t bucket_end[N_STEPS]; /* counting: where the current one ends */
 	int64_t runnable_str;       /* gs_str of "runnable", -1 if absent */
 	uint64_t *weights;          /* writing: one thread's, in order */
 	size_t n_weights, cap_weights;
@@ -392,9 +393,9 @@ static int count_run(struct ss *s, void *ctx, const struct run *r)
 	struct key *k = key_at(s, r->key);
 	k->entries[0]++;
 	for (size_t i = 1; i < N_STEPS; i++) {
-		uint64_t b = step_ns[i] == UINT64_MAX ? 0 : r->start / step_ns[i];
-		if (b != s->bucket[i]) {
-			s->bucket[i] = b;
+		if (r->start >= s->bucket_end[i]) { /* runs come in time order */
+			s->bucket_end[i] = step_ns[i] == UINT64_MAX ? UINT64_MAX
+					   : (r->start / step_ns[i] + 1) * step_ns[i];
 			s->serial[i]++;
 		}
 		if (k->stamp[i] != s->serial[i]) {
@@ -719,7 +720,7 @@ static int count_threads(struct ss *s, const uint32_t *idx, uint64_t *axis_end, 
 	*best = 0;
 	for (size_t t = 0; t < s->n_threads; t++) {
 		int64_t busy = 0;
-		memset(s->bucket, 0xff, sizeof(s->bucket)); /* a new thread: new buckets */
+		memset(s->bucket_end, 0, sizeof(s->bucket_end)); /* a new thread: new buckets */
 		if (walk_runs(s, s->items, layout(s, idx, t), *axis_end, count_run, &busy))
 			return -ENOMEM;
 		if (busy > best_w) {
