@@ -50,7 +50,7 @@ SKELS     := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/%.skel.h)
 AGENT_SRCS := $(wildcard gpu_sampler/*.c)
 AGENT      := $(BUILD)/libgpusample_agent.so
 
-.PHONY: all deps test unit integration demo bench install clean asan fuzz fuzz-build \
+.PHONY: all deps test unit integration demo bench bench-tools install clean asan fuzz fuzz-build \
 	format format-check compile_commands.json
 # Keep generated BPF objects and skeletons: they are inputs of every object.
 .SECONDARY:
@@ -106,6 +106,10 @@ WORKLOAD_BINS := $(WORKLOAD_SRCS:tests/workloads/%.c=$(BUILD)/workloads/%)
 # libraries (about 2 s apiece), so `make` after touching one .c stays at a
 # second; `make unit`, `make test` and `make asan` build them.
 TEST_HELPERS := $(WORKLOAD_BINS)
+# bench/*.c: benchmark programs over the core archive (bench/outputs.sh);
+# like unit tests, built on demand: `make bench-tools` (and `make bench`).
+BENCH_SRCS := $(wildcard bench/*.c)
+BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 -include tests/fakes/fakes.mk
 -include tests/gpu/devkit.mk
 -include tests/workloads/workloads.mk
@@ -123,6 +127,10 @@ $(BUILD)/libgpusample_cli.a: $(filter-out $(BUILD)/obj/cli/main.o,$(CLI_OBJS))
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libgpusample_cli.a $(BUILD)/libgpusample_core.a $(SKELS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libgpusample_cli.a $(BUILD)/libgpusample_core.a -lcriterion $(STATIC_LIBS) $(SYS_LIBS)
+
+$(BUILD)/bench/%: bench/%.c $(BUILD)/libgpusample_core.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libgpusample_core.a $(STATIC_LIBS) $(SYS_LIBS)
 
 # Default workload flags: frame pointers (the FP-unwinding tests rely on them);
 # workloads.mk overrides per binary where a test needs -fomit-frame-pointer.
@@ -184,7 +192,9 @@ compile_commands.json:
 demo: deps all
 	./scripts/demo.sh
 
-bench: deps all
+bench-tools: $(BENCH_BINS)
+
+bench: deps all bench-tools
 	GS_BENCH_DEPS=1 ./scripts/install-deps.sh
 	./bench/run.sh
 

@@ -72,11 +72,23 @@ const char *gs_profile_version(const struct gs_profile *p);
 /* One time-ordered "sampled" profile per CPU thread, all on one wall-clock
  * axis in ns (startValue 0 = the profile start, the same endValue for
  * every thread; empty samples where a thread was not seen; adjacent
- * identical stacks merged; off-CPU stretches end in a "[blocked] WAIT" or
- * "[runnable]" frame), one per GPU device (unit "none", weights =
- * gpu_samples, "[GPU] kernel -> file.cu:line -> [stall] reason" leaves).
- * activeProfileIndex = the GPU profile when default_sample_type is a GPU
- * column, else the thread with the most on-CPU time. */
+ * samples with the same frames merged; off-CPU stretches end in a
+ * "[blocked] WAIT" or "[runnable]" frame), one per GPU device (unit
+ * "none", weights = gpu_samples, "[GPU] kernel -> file.cu:line -> [stall]
+ * reason" leaves).  activeProfileIndex = the GPU profile when
+ * default_sample_type is a GPU column, else the thread with the most
+ * on-CPU time.
+ * Long runs: the file grows with stack changes, not samples.  When the
+ * threads' samples and weights would pass max_bytes (GS_SPEEDSCOPE_MAX_BYTES
+ * for gs_write_speedscope), each thread's timeline is cut into steps of
+ * 10, 30, 100, 300 ms, 1, 3, 10, 30, 60, 120, 300, 600, 1800 or 3600 s (the finest
+ * that fits; else the whole thread) and the samples within a step merged
+ * by frames, in first-seen order: flame graph, left heavy and sandwich
+ * views stay exact, time order is exact to the step, and the file's name
+ * says the step.  The pprof file always has every sample's labels. */
+#define GS_SPEEDSCOPE_MAX_BYTES ((size_t)100 << 20)
+int gs_write_speedscope_capped(const struct gs_profile *p, const char *path, size_t max_bytes, char *err,
+			       size_t errlen);
 int gs_write_speedscope(const struct gs_profile *p, const char *path, char *err, size_t errlen);
 
 /* Chrome trace-event JSON (Perfetto UI, chrome://tracing): per thread,
@@ -84,8 +96,10 @@ int gs_write_speedscope(const struct gs_profile *p, const char *path, char *err,
  * with their stacks as nested slices on the wall-clock axis from the
  * profile start; process and thread names; GPU PC-sample batches as
  * instant events.  Long runs: adjacent identical samples merged, at most
- * GS_TRACE_MAX_EVENTS events (the rest dropped and counted in
- * otherData.dropped_events).  Layout in trace.c. */
+ * GS_TRACE_MAX_EVENTS events (otherData.max_events): stacks cut to the
+ * deepest of 16, 8, 4, 2, 1, 0 frames that fits (otherData.stack_depth),
+ * then events past the cap dropped, threads in order, main process first,
+ * and counted in otherData.dropped_events with a note.  Layout in trace.c. */
 #define GS_TRACE_MAX_EVENTS 1000000
 int gs_write_trace(const struct gs_profile *p, const char *path, char *err, size_t errlen);
 int gs_write_trace_capped(const struct gs_profile *p, const char *path, size_t max_events,

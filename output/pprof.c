@@ -37,6 +37,8 @@
 #include <zlib.h>
 
 #include "output/internal.h"
+#include "util/hashmap.h"
+#include "util/vec.h"
 #include "output/output.h"
 
 #define GS_PPROF_META_FIELD 4751
@@ -274,30 +276,49 @@ static bool sample_key_eq(const struct gs_sample *a, const struct gs_sample *b)
 	       extra_labels_eq(a, b);
 }
 
-/* Aggregate in first-appearance order (deterministic output). */
+struct agg_eq_ctx {
+	const struct gs_profile *p;
+	const struct agg *a;
+	const struct gs_sample *s;
+};
+
+static bool agg_eq(const void *ctx, uint64_t v)
+{
+	const struct agg_eq_ctx *c = ctx;
+	return sample_key_eq(&c->p->samples[c->a[v].rep], c->s);
+}
+
+/* Aggregate in first-appearance order (deterministic output).  The index
+ * grows with the aggregates, not the samples, and a sample like the one
+ * before it (the same thread still in the same stack) skips the lookup:
+ * at 5M samples of 100k stacks the lookups' cache misses were the
+ * writer's time. */
 static int aggregate(const struct gs_profile *p, struct agg **out, size_t *n_out)
 {
-	size_t cap, n = 0;
-	uint32_t *tab;
-	struct agg *a;
-	if (gs_agg_alloc(p->n_samples, sizeof(*a), &tab, &cap, (void **)&a))
-		return -ENOMEM;
-	for (size_t i = 0; i < p->n_samples; i++) {
+	struct gs_hmap index = {0};
+	struct agg *a = NULL;
+	size_t n = 0, cap = 0, g = SIZE_MAX;
+	int rc = 0;
+	for (size_t i = 0; i < p->n_samples && !rc; i++) {
 		const struct gs_sample *s = &p->samples[i];
-		size_t h = sample_key_hash(s) & (cap - 1);
-		while (tab[h] && !sample_key_eq(&p->samples[a[tab[h] - 1].rep], s))
-			h = (h + 1) & (cap - 1);
-		if (!tab[h]) {
-			tab[h] = (uint32_t)(n + 1);
-			a[n].rep = (uint32_t)i;
-			memset(a[n].values, 0, sizeof(a[n].values));
-			n++;
+		if (g == SIZE_MAX || !sample_key_eq(&p->samples[i - 1], s)) {
+			uint64_t h = sample_key_hash(s);
+			struct agg_eq_ctx c = {p, a, s};
+			uint64_t *v = gs_hmap_find_by(&index, h, agg_eq, &c);
+			struct agg nw = {.rep = (uint32_t)i};
+			if (v)
+				g = *v;
+			else if (!(rc = GS_PUSH(a, n, cap, nw)))
+				rc = gs_hmap_add(&index, h, g = n - 1);
 		}
-		struct agg *g = &a[tab[h] - 1];
-		for (int v = 0; v < GS_NVALUES; v++)
-			g->values[v] += s->values[v];
+		for (int k = 0; k < GS_NVALUES && !rc; k++)
+			a[g].values[k] += s->values[k];
 	}
-	free(tab);
+	gs_hmap_free(&index);
+	if (rc) {
+		free(a);
+		return rc;
+	}
 	*out = a;
 	*n_out = n;
 	return 0;

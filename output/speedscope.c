@@ -6,16 +6,26 @@
  * One shared frame table; one "sampled" profile per CPU thread, all on one
  * wall-clock axis: startValue 0 = the profile start, endValue = its end (ns,
  * the same for every thread), samples laid out by output/timeline.c with
- * empty samples for the stretches where the thread was not seen, adjacent
- * identical stacks merged, so Time Order is a real timeline.  Off-CPU
- * stretches end in a "[blocked] WAIT" frame (WAIT = the leaf-most
- * user-space frame, e.g. "[blocked] poll") or "[runnable]" (waiting for a
- * CPU) under their stack.  One "sampled" profile per GPU device,
- * unit "none", weight = GPU PC samples (base stall family), stacks ending in
- * "[GPU] kernel" -> inlined device functions -> "file.cu:line" ->
- * "[stall] reason".  Frames: native functions once per function (file and
- * start line when known); Python frames once per line, "qualname
- * (file:line)", because speedscope shows names, not lines.
+ * empty samples for the stretches where the thread was not seen, so Time
+ * Order is a real timeline.  Off-CPU stretches end in a "[blocked] WAIT"
+ * frame (WAIT = the leaf-most user-space frame, e.g. "[blocked] poll") or
+ * "[runnable]" (waiting for a CPU) under their stack.  One "sampled"
+ * profile per GPU device, unit "none", weight = GPU PC samples (base stall
+ * family), stacks ending in "[GPU] kernel" -> inlined device functions ->
+ * "file.cu:line" -> "[stall] reason".  Frames: native functions once per
+ * function (file and start line when known); Python frames once per line,
+ * "qualname (file:line)", because speedscope shows names, not lines.
+ *
+ * Size for long runs (bench/outputs.sh, bench/results_outputs.md): the
+ * file grows with stack changes, not with samples.  A run of adjacent
+ * samples whose written frames are the same (not only the same stack: two
+ * stacks that differ only in addresses inside one native function print
+ * alike) is one sample whose weight is the run's length; frames are
+ * numbered by how many runs use them, so the hottest frames have the
+ * shortest indices; each distinct frame list is rendered to text once.
+ * Memory: per stack and frame, plus the sample order (4 bytes a sample) and
+ * one thread's layout at a time (laid out twice: once to count, once to
+ * write), never a copy of all samples.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -24,79 +34,133 @@
 
 #include "output/internal.h"
 #include "output/output.h"
+#include "util/hashmap.h"
+#include "util/vec.h"
 
 #define MAX_DF_PER_LOC 66
+#define NO_FRAME UINT32_MAX
+
+/* The frames written after a CPU sample's stack: none, "[blocked] WAIT",
+ * "[runnable]". */
+enum { V_CPU, V_BLOCKED, V_RUNNABLE, N_VARIANTS };
+
+/* Time steps of the long-run policy: runs merged by key within each step
+ * of the thread's timeline (in first-seen order), the finest step whose
+ * file fits GS_SPEEDSCOPE_MAX_BYTES; the last one merges a whole thread. */
+#define MS 1000000ULL
+static const uint64_t step_ns[] = {0,	     10 * MS,	  30 * MS,     100 * MS,    300 * MS,
+				   1000 * MS,  3000 * MS,   10000 * MS,  30000 * MS,  60000 * MS,
+				   120000 * MS, 300000 * MS, 600000 * MS, 1800000 * MS, 3600000 * MS,
+				   UINT64_MAX};
+#define N_STEPS (sizeof(step_ns) / sizeof(step_ns[0]))
+
+/* What a run writes: a canonical stack and its state frame.  Numbered
+ * densely as first seen (key_of[stack * N_VARIANTS + variant]). */
+struct key {
+	uint32_t stack, lab;         /* lab: state frame or NO_FRAME */
+	uint32_t text_off, text_len; /* its "[i,j,k" text; UINT32_MAX = not yet */
+	uint32_t entries[N_STEPS];   /* samples it is written as at step i */
+	uint32_t stamp[N_STEPS];     /* the last step (serial) it was seen in */
+};
 
 struct ss {
 	const struct gs_profile *p;
-	/* frame table */
+	/* frame table, in first-seen order; rank[] = index written */
 	struct gs_dframe *frames;
-	uint32_t n_frames, cap_frames;
-	uint32_t *fhash;
-	uint32_t fhash_cap;
-	/* stack -> root-first frame indices (cached; UINT32_MAX = not yet) */
-	uint32_t *stack_off, *stack_len;
+	size_t n_frames, cap_frames;
+	struct gs_hmap fmap;   /* gs_dframe_hash -> frame index */
+	uint64_t *uses;        /* per frame: runs (GPU: entries) using it */
+	size_t cap_uses;
+	uint32_t *rank;
+	/* stack -> root-first frame indices (cached; UINT32_MAX = not yet);
+	 * stacks that print alike share canon[] (the first such stack) */
+	uint32_t *stack_off, *stack_len, *canon;
 	uint32_t *flist;
 	size_t n_flist, cap_flist;
+	struct gs_hmap smap;   /* hash of a frame list -> stack */
 	/* "[blocked] WAIT" / "[runnable]" frames: type SS_LABEL, fn = index */
 	char **labels;
-	uint32_t n_labels;
-	uint32_t *blocked_label; /* per stack: frame index, UINT32_MAX = not yet */
+	size_t n_labels, cap_labels;
+	uint32_t *blocked_label; /* per stack: frame index, NO_FRAME = not yet */
 	uint32_t runnable_label;
-	struct gs_tl_item *items; /* per CPU sample, in thread/time order */
+	/* run keys (gap: the empty sample), and their texts */
+	struct key *keys, gap;
+	size_t n_keys, cap_keys;
+	uint32_t *key_of;
+	uint32_t serial[N_STEPS];   /* counting: steps seen so far, all threads */
+	uint64_t bucket_end[N_STEPS]; /* counting: where the current one ends */
+	int64_t runnable_str;       /* gs_str of "runnable", -1 if absent */
+	uint64_t *weights;          /* writing: one thread's, in order */
+	size_t n_weights, cap_weights;
+	char *text;
+	size_t n_text, cap_text;
+	struct gs_tl_item *items; /* one thread's layout */
+	size_t *bounds, n_threads; /* thread t: order[bounds[t] .. bounds[t + 1]) */
+	size_t max_bytes;         /* budget of the threads' samples */
 };
 
 #define SS_LABEL 0xfe /* gs_dframe.type of a label frame */
 
+struct frame_eq_ctx {
+	const struct ss *s;
+	const struct gs_dframe *f;
+};
+
+static bool frame_eq(const void *ctx, uint64_t v)
+{
+	const struct frame_eq_ctx *c = ctx;
+	return gs_dframe_eq(&c->s->frames[v], c->f);
+}
+
 static int frame_index(struct ss *s, const struct gs_dframe *f, uint32_t *out)
 {
-	if ((uint64_t)(s->n_frames + 1) * 2 > s->fhash_cap) {
-		uint32_t ncap = s->fhash_cap ? s->fhash_cap * 2 : 4096;
-		uint32_t *t = calloc(ncap, sizeof(*t));
-		if (!t)
-			return -ENOMEM;
-		for (uint32_t i = 0; i < s->n_frames; i++) {
-			uint32_t h = (uint32_t)gs_dframe_hash(&s->frames[i]) & (ncap - 1);
-			while (t[h])
-				h = (h + 1) & (ncap - 1);
-			t[h] = i + 1;
-		}
-		free(s->fhash);
-		s->fhash = t;
-		s->fhash_cap = ncap;
+	uint64_t h = gs_dframe_hash(f);
+	struct frame_eq_ctx c = {s, f};
+	uint64_t *v = gs_hmap_find_by(&s->fmap, h, frame_eq, &c);
+	if (v) {
+		*out = (uint32_t)*v;
+		return 0;
 	}
-	uint32_t mask = s->fhash_cap - 1, h = (uint32_t)gs_dframe_hash(f) & mask;
-	for (; s->fhash[h]; h = (h + 1) & mask) {
-		if (gs_dframe_eq(&s->frames[s->fhash[h] - 1], f)) {
-			*out = s->fhash[h] - 1;
-			return 0;
-		}
-	}
-	if (s->n_frames == s->cap_frames) {
-		uint32_t nc = s->cap_frames ? s->cap_frames * 2 : 1024;
-		struct gs_dframe *n = realloc(s->frames, nc * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		s->frames = n;
-		s->cap_frames = nc;
-	}
-	s->frames[s->n_frames] = *f;
-	s->fhash[h] = ++s->n_frames;
-	*out = s->n_frames - 1;
+	if (s->n_frames >= UINT32_MAX - 1 || GS_GROW(s->uses, s->cap_uses, s->n_frames + 1) ||
+	    gs_hmap_add(&s->fmap, h, s->n_frames) || GS_PUSH(s->frames, s->n_frames, s->cap_frames, *f))
+		return -ENOMEM;
+	s->uses[s->n_frames - 1] = 0;
+	*out = (uint32_t)(s->n_frames - 1);
 	return 0;
 }
 
-static int flist_push(struct ss *s, uint32_t v)
+struct list_eq_ctx {
+	const struct ss *s;
+	const uint32_t *fr;
+	uint32_t n;
+};
+
+static bool list_eq(const void *ctx, uint64_t st)
 {
-	if (s->n_flist == s->cap_flist) {
-		size_t nc = s->cap_flist ? s->cap_flist * 2 : 4096;
-		uint32_t *n = realloc(s->flist, nc * sizeof(*n));
-		if (!n)
+	const struct list_eq_ctx *c = ctx;
+	return c->s->stack_len[st] == c->n &&
+	       !memcmp(&c->s->flist[c->s->stack_off[st]], c->fr, c->n * sizeof(*c->fr));
+}
+
+/* Frames of stack st appended at flist[start..]: keep them, or point st at
+ * an earlier stack with the same list. */
+static int set_canon(struct ss *s, uint32_t st, size_t start)
+{
+	uint32_t n = (uint32_t)(s->n_flist - start);
+	uint64_t h = gs_hash_bytes(&s->flist[start], n * sizeof(uint32_t), n);
+	struct list_eq_ctx c = {s, &s->flist[start], n};
+	uint64_t *v = gs_hmap_find_by(&s->smap, h, list_eq, &c);
+	if (v) {
+		s->canon[st] = (uint32_t)*v;
+		s->stack_off[st] = s->stack_off[*v];
+		s->n_flist = start;
+	} else {
+		if (gs_hmap_add(&s->smap, h, st))
 			return -ENOMEM;
-		s->flist = n;
-		s->cap_flist = nc;
+		s->canon[st] = st;
+		s->stack_off[st] = (uint32_t)start;
 	}
-	s->flist[s->n_flist++] = v;
+	s->stack_len[st] = n;
 	return 0;
 }
 
@@ -112,14 +176,12 @@ static int stack_frames(struct ss *s, uint32_t st, const uint32_t **out, uint32_
 			size_t nd = gs_location_dframes(s->p, locs[i], df, MAX_DF_PER_LOC);
 			for (size_t j = 0; j < nd; j++) {
 				uint32_t idx;
-				if (frame_index(s, &df[j], &idx) || flist_push(s, idx))
+				if (frame_index(s, &df[j], &idx) || GS_PUSH(s->flist, s->n_flist, s->cap_flist, idx))
 					return -ENOMEM;
 			}
 		}
-		if (s->n_flist > UINT32_MAX)
+		if (s->n_flist >= UINT32_MAX || set_canon(s, st, start))
 			return -ENOMEM;
-		s->stack_off[st] = (uint32_t)start;
-		s->stack_len[st] = (uint32_t)(s->n_flist - start);
 	}
 	*out = &s->flist[s->stack_off[st]];
 	*n = s->stack_len[st];
@@ -129,49 +191,77 @@ static int stack_frames(struct ss *s, uint32_t st, const uint32_t **out, uint32_
 /* Frame index of label text (linear: few distinct waits). */
 static int label_frame(struct ss *s, const char *text, uint32_t *out)
 {
-	uint32_t i = 0;
+	size_t i = 0;
 	while (i < s->n_labels && strcmp(s->labels[i], text))
 		i++;
 	if (i == s->n_labels) {
-		char **n = realloc(s->labels, (s->n_labels + 1) * sizeof(*n));
-		if (!n)
+		char *d = strdup(text);
+		if (!d || GS_PUSH(s->labels, s->n_labels, s->cap_labels, d)) {
+			free(d);
 			return -ENOMEM;
-		s->labels = n;
-		if (!(n[i] = strdup(text)))
-			return -ENOMEM;
-		s->n_labels++;
+		}
 	}
-	struct gs_dframe f = {.type = SS_LABEL, .fn = i};
+	struct gs_dframe f = {.type = SS_LABEL, .fn = (uint32_t)i};
 	return frame_index(s, &f, out);
 }
 
-/* The state frame under an off-CPU sample's stack; UINT32_MAX for CPU
- * samples. */
-static int state_frame(struct ss *s, const struct gs_sample *sm, uint32_t *out)
+/* The state frame of variant v under canonical stack c (made on first
+ * use). */
+static int state_frame(struct ss *s, uint32_t c, int v, uint32_t *lab)
 {
-	const struct gs_profile *p = s->p;
-	gs_str st = sm->str_labels[GS_SL_THREAD_STATE];
-	char buf[300], wait[256];
-	*out = UINT32_MAX;
-	if (sm->values[GS_V_OFFCPU_NS] <= 0)
-		return 0;
-	if (st && !strcmp(gs_profile_str(p, st), "runnable")) {
-		if (s->runnable_label == UINT32_MAX && label_frame(s, "[runnable]", &s->runnable_label))
+	*lab = NO_FRAME;
+	if (v == V_RUNNABLE) {
+		if (s->runnable_label == NO_FRAME && label_frame(s, "[runnable]", &s->runnable_label))
 			return -ENOMEM;
-		*out = s->runnable_label;
-		return 0;
+		*lab = s->runnable_label;
+	} else if (v == V_BLOCKED) {
+		if (s->blocked_label[c] == NO_FRAME) {
+			char buf[300], wait[256];
+			snprintf(buf, sizeof(buf), "[blocked] %s", gs_wait_name(s->p, c, wait, sizeof(wait)));
+			if (label_frame(s, buf, &s->blocked_label[c]))
+				return -ENOMEM;
+		}
+		*lab = s->blocked_label[c];
 	}
-	if (s->blocked_label[sm->stack] == UINT32_MAX) {
-		snprintf(buf, sizeof(buf), "[blocked] %s", gs_wait_name(p, sm->stack, wait, sizeof(wait)));
-		if (label_frame(s, buf, &s->blocked_label[sm->stack]))
-			return -ENOMEM;
-	}
-	*out = s->blocked_label[sm->stack];
 	return 0;
 }
 
-/* ---- CPU threads ---------------------------------------------------------- */
+/* Run key of a CPU sample: its canonical stack and state frame. */
+static int sample_key(struct ss *s, const struct gs_sample *sm, uint32_t *key)
+{
+	uint32_t st = sm->stack;
+	int v = sm->values[GS_V_OFFCPU_NS] <= 0 ? V_CPU
+		: (int64_t)sm->str_labels[GS_SL_THREAD_STATE] == s->runnable_str ? V_RUNNABLE : V_BLOCKED;
+	uint32_t *k = &s->key_of[(size_t)st * N_VARIANTS + (size_t)v];
+	if (*k != NO_FRAME) {
+		*key = *k;
+		return 0;
+	}
+	const uint32_t *fr;
+	uint32_t nf, c, lab;
+	if (stack_frames(s, st, &fr, &nf))
+		return -ENOMEM;
+	c = s->canon[st];
+	uint32_t *ck = &s->key_of[(size_t)c * N_VARIANTS + (size_t)v];
+	if (*ck == NO_FRAME) { /* the canonical stack's key: made once */
+		struct key nk = {.stack = c, .text_off = UINT32_MAX};
+		if (state_frame(s, c, v, &lab) || s->n_keys >= NO_FRAME - 1)
+			return -ENOMEM;
+		nk.lab = lab;
+		if (GS_PUSH(s->keys, s->n_keys, s->cap_keys, nk))
+			return -ENOMEM;
+		*ck = (uint32_t)(s->n_keys - 1);
+	}
+	*key = *k = *ck;
+	return 0;
+}
 
+static struct key *key_at(struct ss *s, uint32_t key)
+{
+	return key == NO_FRAME ? &s->gap : &s->keys[key];
+}
+
+/* ---- CPU threads ---------------------------------------------------------- */
 
 static void profile_head(struct gs_wbuf *w, bool *first, const char *name, const char *unit)
 {
@@ -198,28 +288,193 @@ static void thread_name(const struct gs_profile *p, const struct gs_sample *s, c
 		snprintf(buf + n, len - (size_t)n, " (%s)", role);
 }
 
-static void put_frames(struct gs_wbuf *w, const uint32_t *fr, uint32_t nf, uint32_t extra, bool first)
+/* One step of a thread's walk: a run of key (NO_FRAME: an empty sample
+ * for a gap) from start, lasting weight ns. */
+struct run {
+	uint32_t key;
+	uint64_t start, weight;
+};
+typedef int (*run_fn)(struct ss *s, void *ctx, const struct run *r);
+
+/* Items it[0..n) are one thread on the axis [0, axis_end): runs of one key
+ * without a gap become one sample, gaps (and the stretch to axis_end)
+ * empty ones; fn sees each in order. */
+static int walk_runs(struct ss *s, const struct gs_tl_item *it, size_t n, uint64_t axis_end, run_fn fn,
+		     void *ctx)
 {
-	gs_wbuf_puts(w, first ? "[" : ",[");
-	for (uint32_t k = 0; k < nf; k++) {
-		if (k)
-			gs_wbuf_putc(w, ',');
-		gs_wbuf_u64(w, fr[k]);
+	const struct gs_profile *p = s->p;
+	uint64_t cursor = 0;
+	int rc = 0;
+	for (size_t i = 0; i < n && !rc;) {
+		struct run r = {.start = it[i].start};
+		uint32_t key2;
+		if (sample_key(s, &p->samples[it[i].sample], &r.key))
+			return -ENOMEM;
+		struct run gap = {NO_FRAME, cursor, it[i].start - cursor};
+		if (it[i].start > cursor && (rc = fn(s, ctx, &gap)))
+			break;
+		size_t j = i + 1;
+		for (; j < n && it[j].start == it[j - 1].end; j++) {
+			if (sample_key(s, &p->samples[it[j].sample], &key2))
+				return -ENOMEM;
+			if (key2 != r.key)
+				break;
+		}
+		r.weight = it[j - 1].end - it[i].start;
+		rc = fn(s, ctx, &r);
+		cursor = it[j - 1].end;
+		i = j;
 	}
-	if (extra != UINT32_MAX) {
-		if (nf)
-			gs_wbuf_putc(w, ',');
-		gs_wbuf_u64(w, extra);
-	}
-	gs_wbuf_putc(w, ']');
+	struct run tail = {NO_FRAME, cursor, axis_end - cursor};
+	if (!rc && axis_end > cursor)
+		rc = fn(s, ctx, &tail);
+	return rc;
 }
 
-/* Items it[0..n) are one thread on the axis [0, axis_end): runs of one
- * (stack, state frame) without a gap become one sample, gaps empty ones.
- * wt has room for 2n + 1 weights; *busy = its on-CPU ns (which thread to
- * open first). */
+/* Runs of one step, merged by key, handed on to fn at the step's end. */
+struct merge {
+	run_fn fn;
+	void *ctx;
+	uint64_t step, end;
+	struct run *e;
+	size_t n, cap;
+	struct gs_hmap index; /* key + 1 -> entry */
+};
+
+static int merge_flush(struct ss *s, struct merge *m)
+{
+	int rc = 0;
+	for (size_t i = 0; i < m->n && !rc; i++)
+		rc = m->fn(s, m->ctx, &m->e[i]);
+	m->n = 0;
+	gs_hmap_clear(&m->index);
+	return rc;
+}
+
+static int merge_run(struct ss *s, void *ctx, const struct run *r)
+{
+	struct merge *m = ctx;
+	int rc = 0;
+	if (m->n && r->start >= m->end && (rc = merge_flush(s, m)))
+		return rc;
+	if (!m->n)
+		m->end = m->step == UINT64_MAX ? UINT64_MAX : (r->start / m->step + 1) * m->step;
+	bool added;
+	uint64_t *v = gs_hmap_slot(&m->index, (uint64_t)r->key + 1, &added);
+	if (!v || (added && GS_PUSH(m->e, m->n, m->cap, *r)))
+		return -ENOMEM;
+	if (added)
+		*v = m->n - 1;
+	else
+		m->e[*v].weight += r->weight;
+	return 0;
+}
+
+/* walk_runs with runs merged per step (0: as they are). */
+static int walk_thread(struct ss *s, const struct gs_tl_item *it, size_t n, uint64_t axis_end, uint64_t step,
+		       run_fn fn, void *ctx)
+{
+	if (!step)
+		return walk_runs(s, it, n, axis_end, fn, ctx);
+	struct merge m = {.fn = fn, .ctx = ctx, .step = step};
+	int rc = walk_runs(s, it, n, axis_end, merge_run, &m);
+	rc = rc ? rc : merge_flush(s, &m);
+	free(m.e);
+	gs_hmap_free(&m.index);
+	return rc;
+}
+
+/* Counting pass: per key the samples every step writes, and a thread's
+ * on-CPU ns (which thread to open first).  Step i's buckets are numbered
+ * across threads (serial[i]), so a key's stamp tells whether this bucket
+ * already has it. */
+static int count_run(struct ss *s, void *ctx, const struct run *r)
+{
+	struct key *k = key_at(s, r->key);
+	k->entries[0]++;
+	for (size_t i = 1; i < N_STEPS; i++) {
+		if (r->start >= s->bucket_end[i]) { /* runs come in time order */
+			s->bucket_end[i] = step_ns[i] == UINT64_MAX ? UINT64_MAX
+					   : (r->start / step_ns[i] + 1) * step_ns[i];
+			s->serial[i]++;
+		}
+		if (k->stamp[i] != s->serial[i]) {
+			k->stamp[i] = s->serial[i];
+			k->entries[i]++;
+		}
+	}
+	if (r->key != NO_FRAME && k->lab == NO_FRAME)
+		*(int64_t *)ctx += (int64_t)r->weight;
+	return 0;
+}
+
+/* The text of key's frame list, "[i,j,k" (written indices), made once. */
+static int key_text(struct ss *s, uint32_t key, const char **out, uint32_t *len)
+{
+	if (key == NO_FRAME) {
+		*out = "[";
+		*len = 1;
+		return 0;
+	}
+	struct key *k = &s->keys[key];
+	if (k->text_off == UINT32_MAX) {
+		const uint32_t *fr;
+		uint32_t nf;
+		char num[16];
+		if (stack_frames(s, k->stack, &fr, &nf))
+			return -ENOMEM;
+		size_t start = s->n_text;
+		for (uint32_t i = 0; i <= nf; i++) {
+			uint32_t f = i < nf ? fr[i] : k->lab;
+			if (f == NO_FRAME)
+				break;
+			int l = snprintf(num, sizeof(num), "%c%u", i ? ',' : '[', s->rank[f]);
+			if (GS_GROW(s->text, s->cap_text, s->n_text + (size_t)l))
+				return -ENOMEM;
+			memcpy(s->text + s->n_text, num, (size_t)l);
+			s->n_text += (size_t)l;
+		}
+		if (s->n_text == start && GS_PUSH(s->text, s->n_text, s->cap_text, '['))
+			return -ENOMEM;
+		if (s->n_text > UINT32_MAX)
+			return -ENOMEM;
+		k->text_off = (uint32_t)start;
+		k->text_len = (uint32_t)(s->n_text - start);
+	}
+	*out = s->text + k->text_off;
+	*len = k->text_len;
+	return 0;
+}
+
+static unsigned digits(uint64_t v)
+{
+	unsigned d = 1;
+	while (v >= 10) {
+		v /= 10;
+		d++;
+	}
+	return d;
+}
+
+/* Writing pass: samples go out as they come, their weights are kept
+ * for the "weights" array that follows. */
+static int put_sample(struct ss *s, void *ctx, const struct run *r)
+{
+	struct gs_wbuf *w = ctx;
+	const char *t;
+	uint32_t len;
+	if (key_text(s, r->key, &t, &len))
+		return -ENOMEM;
+	if (s->n_weights)
+		gs_wbuf_putc(w, ',');
+	gs_wbuf_put(w, t, len);
+	gs_wbuf_putc(w, ']');
+	return GS_PUSH(s->weights, s->n_weights, s->cap_weights, r->weight);
+}
+
+/* Thread it[0..n): its samples, then its weights. */
 static int write_thread(struct ss *s, struct gs_wbuf *w, bool *first, const struct gs_tl_item *it,
-			size_t n, uint64_t axis_end, uint64_t *wt, int64_t *busy)
+			size_t n, uint64_t axis_end, uint64_t step)
 {
 	const struct gs_profile *p = s->p;
 	char name[256];
@@ -227,42 +482,16 @@ static int write_thread(struct ss *s, struct gs_wbuf *w, bool *first, const stru
 	profile_head(w, first, name, "nanoseconds");
 	gs_wbuf_u64(w, axis_end);
 	gs_wbuf_puts(w, ",\"samples\":[");
-	size_t nw = 0;
-	uint64_t cursor = 0;
-	*busy = 0;
-	for (size_t i = 0; i < n;) {
-		const struct gs_sample *x = &p->samples[it[i].sample];
-		uint32_t lab, lab2, nf;
-		const uint32_t *fr;
-		if (state_frame(s, x, &lab) || stack_frames(s, x->stack, &fr, &nf))
-			return -ENOMEM;
-		if (it[i].start > cursor) {
-			gs_wbuf_puts(w, nw ? ",[]" : "[]");
-			wt[nw++] = it[i].start - cursor;
-		}
-		size_t j = i + 1;
-		while (j < n && p->samples[it[j].sample].stack == x->stack && it[j].start == it[j - 1].end &&
-		       !state_frame(s, &p->samples[it[j].sample], &lab2) && lab2 == lab)
-			j++;
-		put_frames(w, fr, nf, lab, nw == 0);
-		wt[nw++] = it[j - 1].end - it[i].start;
-		if (lab == UINT32_MAX)
-			*busy += (int64_t)wt[nw - 1];
-		cursor = it[j - 1].end;
-		i = j;
-	}
-	if (axis_end > cursor) {
-		gs_wbuf_puts(w, nw ? ",[]" : "[]");
-		wt[nw++] = axis_end - cursor;
-	}
+	s->n_weights = 0;
+	int rc = walk_thread(s, it, n, axis_end, step, put_sample, w);
 	gs_wbuf_puts(w, "],\"weights\":[");
-	for (size_t i = 0; i < nw; i++) {
+	for (size_t i = 0; i < s->n_weights; i++) {
 		if (i)
 			gs_wbuf_putc(w, ',');
-		gs_wbuf_u64(w, wt[i]);
+		gs_wbuf_u64(w, s->weights[i]);
 	}
 	gs_wbuf_puts(w, "]}");
-	return 0;
+	return rc;
 }
 
 /* ---- GPU devices ---------------------------------------------------------- */
@@ -325,10 +554,10 @@ static int write_gpu(struct ss *s, struct gs_wbuf *w, bool *first, int32_t dev)
 		}
 		gs_wbuf_puts(w, i ? ",[" : "[");
 		for (uint32_t k = 0; k < nf; k++) {
-			gs_wbuf_u64(w, fr[k]);
+			gs_wbuf_u64(w, s->rank[fr[k]]);
 			gs_wbuf_putc(w, ',');
 		}
-		gs_wbuf_u64(w, stall);
+		gs_wbuf_u64(w, s->rank[stall]);
 		gs_wbuf_putc(w, ']');
 	}
 	gs_wbuf_puts(w, "],\"weights\":[");
@@ -342,12 +571,12 @@ static int write_gpu(struct ss *s, struct gs_wbuf *w, bool *first, int32_t dev)
 	return rc;
 }
 
-static void write_frames(struct ss *s, struct gs_wbuf *w)
+static void write_frames(struct ss *s, struct gs_wbuf *w, const uint32_t *order)
 {
 	char name[1024];
 	gs_wbuf_puts(w, "\"shared\":{\"frames\":[");
-	for (uint32_t i = 0; i < s->n_frames; i++) {
-		const struct gs_dframe *f = &s->frames[i];
+	for (size_t i = 0; i < s->n_frames; i++) {
+		const struct gs_dframe *f = &s->frames[order[i]];
 		gs_wbuf_puts(w, i ? ",\n{\"name\":" : "\n{\"name\":");
 		if (f->type == SS_LABEL) {
 			gs_json_str(w, s->labels[f->fn]);
@@ -370,52 +599,66 @@ static void write_frames(struct ss *s, struct gs_wbuf *w)
 	gs_wbuf_puts(w, "]},\n");
 }
 
-/* The frame table is written before the profiles, so walk every stack
- * (and stall leaf, state frame) once up front; the caches make the second
- * walk free. */
-static int collect_frames(struct ss *s)
+/* GPU samples' frames (and stall leaves) exist before the frame table is
+ * written; each sample counts as one use. */
+static int collect_gpu_frames(struct ss *s)
 {
 	const struct gs_profile *p = s->p;
 	for (size_t i = 0; i < p->n_samples; i++) {
+		const struct gs_sample *sm = &p->samples[i];
 		const uint32_t *fr;
-		uint32_t nf, lab;
-		if (stack_frames(s, p->samples[i].stack, &fr, &nf) || state_frame(s, &p->samples[i], &lab))
+		uint32_t nf, idx;
+		if (sm->cuda_device < 0)
+			continue;
+		struct gs_dframe sf = {.type = GS_DF_STALL, .fn = sm->cuda_stall_reason};
+		if (stack_frames(s, sm->stack, &fr, &nf) || frame_index(s, &sf, &idx))
 			return -ENOMEM;
-		if (p->samples[i].cuda_device >= 0) {
-			struct gs_dframe sf = {.type = GS_DF_STALL, .fn = p->samples[i].cuda_stall_reason};
-			uint32_t idx;
-			if (frame_index(s, &sf, &idx))
-				return -ENOMEM;
-		}
+		s->uses[idx]++;
+		for (uint32_t k = 0; k < nf; k++)
+			s->uses[fr[k]]++;
 	}
 	return 0;
 }
 
-static int write_all_json(struct ss *s, struct gs_wbuf *w)
+static int cmp_uses(const void *a, const void *b, void *uses)
 {
-	const struct gs_profile *p = s->p;
-	int rc = 0;
-	/* CPU samples grouped by thread, in time order, on one axis */
-	size_t n_cpu = 0;
-	uint32_t *idx;
-	uint64_t *wt = NULL;
-	if (gs_timeline_order(p, &idx, &n_cpu))
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	const uint64_t *u = uses;
+	if (u[x] != u[y])
+		return u[x] > u[y] ? -1 : 1;
+	return x < y ? -1 : 1;
+}
+
+/* Number the frames by use, most used first: *order[i] is the frame
+ * written i-th, rank[f] its inverse. */
+static int rank_frames(struct ss *s, uint32_t **order_out)
+{
+	for (size_t i = 0; i < s->n_keys; i++) {
+		const struct key *k = &s->keys[i];
+		const uint32_t *fr = &s->flist[s->stack_off[k->stack]];
+		for (uint32_t j = 0; j < s->stack_len[k->stack]; j++)
+			s->uses[fr[j]] += k->entries[0];
+		if (k->lab != NO_FRAME)
+			s->uses[k->lab] += k->entries[0];
+	}
+	uint32_t *order = malloc(sizeof(*order) * (s->n_frames + 1));
+	s->rank = malloc(sizeof(*s->rank) * (s->n_frames + 1));
+	if (!order || !s->rank) {
+		free(order);
 		return -ENOMEM;
-	s->items = malloc(sizeof(*s->items) * (n_cpu + 1));
-	wt = malloc(sizeof(*wt) * (2 * n_cpu + 1));
-	if (!s->items || !wt) {
-		rc = -ENOMEM;
-		goto out;
 	}
-	uint64_t axis_end = p->duration_nanos;
-	for (size_t b = 0; b < n_cpu;) {
-		size_t e = gs_timeline_thread_end(p, idx, b, n_cpu);
-		gs_timeline_layout(p, idx + b, e - b, s->items + b);
-		if (s->items[e - 1].end > axis_end)
-			axis_end = s->items[e - 1].end;
-		b = e;
-	}
-	int32_t devs[64];
+	for (uint32_t i = 0; i < s->n_frames; i++)
+		order[i] = i;
+	qsort_r(order, s->n_frames, sizeof(*order), cmp_uses, s->uses);
+	for (uint32_t i = 0; i < s->n_frames; i++)
+		s->rank[order[i]] = i;
+	*order_out = order;
+	return 0;
+}
+
+/* Devices with GPU samples, ascending; returns the count (at most 64). */
+static int gpu_devices(const struct gs_profile *p, int32_t devs[64])
+{
 	int n_devs = 0;
 	for (size_t i = 0; i < p->n_samples; i++) {
 		const struct gs_sample *sm = &p->samples[i];
@@ -433,36 +676,131 @@ static int write_all_json(struct ss *s, struct gs_wbuf *w)
 			devs[b] = devs[b - 1];
 			devs[b - 1] = t;
 		}
+	return n_devs;
+}
 
-	rc = collect_frames(s);
-	if (rc)
-		goto out;
+/* Thread t's samples: idx[bounds[t] .. bounds[t + 1]), laid out in
+ * s->items. */
+static size_t layout(struct ss *s, const uint32_t *idx, size_t t)
+{
+	size_t n = s->bounds[t + 1] - s->bounds[t];
+	gs_timeline_layout(s->p, idx + s->bounds[t], n, s->items);
+	return n;
+}
+
+/* Thread boundaries in the order, and room for the longest one's layout. */
+static int find_bounds(struct ss *s, const uint32_t *idx, size_t n_cpu)
+{
+	size_t most = 1, cap = 0;
+	for (size_t b = 0; b < n_cpu;) {
+		size_t e = gs_timeline_thread_end(s->p, idx, b, n_cpu);
+		if (GS_PUSH(s->bounds, s->n_threads, cap, b))
+			return -ENOMEM;
+		most = e - b > most ? e - b : most;
+		b = e;
+	}
+	if (GS_PUSH(s->bounds, s->n_threads, cap, n_cpu))
+		return -ENOMEM;
+	s->n_threads--;
+	s->items = malloc(sizeof(*s->items) * most);
+	return s->items ? 0 : -ENOMEM;
+}
+
+/* Counting pass over every thread: the axis end, runs per key, and the
+ * thread most on a CPU (*best, its index among the threads). */
+static int count_threads(struct ss *s, const uint32_t *idx, uint64_t *axis_end, int *best)
+{
+	int64_t best_w = -1;
+	*axis_end = s->p->duration_nanos;
+	for (size_t t = 0; t < s->n_threads; t++) { /* the end first: every thread runs to it */
+		size_t n = layout(s, idx, t);
+		if (s->items[n - 1].end > *axis_end)
+			*axis_end = s->items[n - 1].end;
+	}
+	*best = 0;
+	for (size_t t = 0; t < s->n_threads; t++) {
+		int64_t busy = 0;
+		memset(s->bucket_end, 0, sizeof(s->bucket_end)); /* a new thread: new buckets */
+		if (walk_runs(s, s->items, layout(s, idx, t), *axis_end, count_run, &busy))
+			return -ENOMEM;
+		if (busy > best_w) {
+			best_w = busy;
+			*best = (int)t;
+		}
+	}
+	return 0;
+}
+
+/* The finest step whose samples and weights fit in budget bytes; the
+ * coarsest step when none does.  A sample costs its frames' text, "],",
+ * ',' and a weight of at most digits(axis_end) digits. */
+static int choose_step(struct ss *s, uint64_t axis_end, size_t budget, size_t *step)
+{
+	uint64_t bytes[N_STEPS] = {0};
+	unsigned wd = digits(axis_end) + 3;
+	for (size_t i = 0; i <= s->n_keys; i++) {
+		const char *t;
+		uint32_t len;
+		uint32_t key = i < s->n_keys ? (uint32_t)i : NO_FRAME;
+		const struct key *k = key_at(s, key);
+		if (key_text(s, key, &t, &len))
+			return -ENOMEM;
+		for (size_t j = 0; j < N_STEPS; j++)
+			bytes[j] += (uint64_t)k->entries[j] * (len + wd);
+	}
+	for (*step = 0; *step + 1 < N_STEPS && bytes[*step] > budget; ++*step)
+		;
+	return 0;
+}
+
+static void file_head(const struct gs_profile *p, struct gs_wbuf *w, size_t step)
+{
+	char name[384];
+	const struct gs_process *main_p = p->n_processes ? &p->processes[0] : NULL;
 	gs_wbuf_puts(w, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n");
 	gs_wbuf_puts(w, "\"exporter\":\"gpusample@" GS_VERSION "\",\n\"name\":");
-	char name[256];
-	const struct gs_process *main_p = p->n_processes ? &p->processes[0] : NULL;
 	if (main_p && main_p->comm)
 		snprintf(name, sizeof(name), "gpusample: %s (pid %u)", gs_profile_str(p, main_p->comm), main_p->pid);
 	else
 		snprintf(name, sizeof(name), "gpusample profile");
+	if (step) { /* say so where speedscope shows it: the title */
+		size_t k = strlen(name);
+		if (step_ns[step] == UINT64_MAX)
+			snprintf(name + k, sizeof(name) - k, " [long run: each thread's samples merged by stack, "
+				 "no time order]");
+		else
+			snprintf(name + k, sizeof(name) - k, " [long run: time order in %g s steps, samples "
+				 "merged by stack within each]", step_ns[step] / 1e9);
+	}
 	gs_json_str(w, name);
 	gs_wbuf_puts(w, ",\n");
-	write_frames(s, w);
+}
+
+static int write_all_json(struct ss *s, struct gs_wbuf *w)
+{
+	const struct gs_profile *p = s->p;
+	size_t n_cpu = 0;
+	uint32_t *idx, *order = NULL;
+	uint64_t axis_end;
+	int32_t devs[64];
+	size_t step = 0;
+	int best, n_prof = 0, n_devs = gpu_devices(p, devs);
+	int rc = gs_timeline_order(p, &idx, &n_cpu);
+	if (rc)
+		return rc;
+	rc = find_bounds(s, idx, n_cpu);
+	rc = rc ? rc : count_threads(s, idx, &axis_end, &best);
+	rc = rc ? rc : collect_gpu_frames(s);
+	rc = rc ? rc : rank_frames(s, &order);
+	rc = rc ? rc : choose_step(s, axis_end, s->max_bytes, &step);
+	if (rc)
+		goto out;
+	file_head(p, w, step);
+	write_frames(s, w, order);
 	gs_wbuf_puts(w, "\"profiles\":[");
 	bool first = true;
-	int n_prof = 0, best = 0;
-	int64_t best_w = -1;
-	for (size_t b = 0; b < n_cpu && !rc;) {
-		size_t e = gs_timeline_thread_end(p, idx, b, n_cpu);
-		int64_t tw = 0;
-		rc = write_thread(s, w, &first, s->items + b, e - b, axis_end, wt, &tw);
-		if (tw > best_w) {
-			best_w = tw;
-			best = n_prof;
-		}
-		n_prof++;
-		b = e;
-	}
+	for (size_t t = 0; t < s->n_threads && !rc; t++, n_prof++)
+		rc = write_thread(s, w, &first, s->items, layout(s, idx, t), axis_end, step_ns[step]);
 	int first_gpu = n_prof;
 	for (int d = 0; d < n_devs && !rc; d++, n_prof++)
 		rc = write_gpu(s, w, &first, devs[d]);
@@ -479,7 +817,7 @@ static int write_all_json(struct ss *s, struct gs_wbuf *w)
 	gs_wbuf_puts(w, "}\n");
 out:
 	free(idx);
-	free(wt);
+	free(order);
 	return rc;
 }
 
@@ -488,30 +826,60 @@ static int speedscope_body(void *ctx, struct gs_wbuf *w)
 	return write_all_json(ctx, w);
 }
 
+/* Per-stack tables, all "not yet". */
+static int alloc_stack_tables(struct ss *s, size_t n)
+{
+	s->stack_off = malloc(sizeof(uint32_t) * n);
+	s->stack_len = malloc(sizeof(uint32_t) * n);
+	s->canon = malloc(sizeof(uint32_t) * n);
+	s->blocked_label = malloc(sizeof(uint32_t) * n);
+	s->key_of = malloc(sizeof(uint32_t) * n * N_VARIANTS);
+	if (!s->stack_off || !s->stack_len || !s->canon || !s->blocked_label || !s->key_of)
+		return -ENOMEM;
+	memset(s->stack_off, 0xff, sizeof(uint32_t) * n);
+	memset(s->blocked_label, 0xff, sizeof(uint32_t) * n);
+	memset(s->key_of, 0xff, sizeof(uint32_t) * n * N_VARIANTS);
+	return 0;
+}
+
+static void ss_free(struct ss *s)
+{
+	free(s->frames);
+	gs_hmap_free(&s->fmap);
+	gs_hmap_free(&s->smap);
+	free(s->uses);
+	free(s->rank);
+	free(s->stack_off);
+	free(s->stack_len);
+	free(s->canon);
+	free(s->flist);
+	for (size_t i = 0; i < s->n_labels; i++)
+		free(s->labels[i]);
+	free(s->labels);
+	free(s->blocked_label);
+	free(s->keys);
+	free(s->key_of);
+	free(s->weights);
+	free(s->text);
+	free(s->items);
+	free(s->bounds);
+}
+
+int gs_write_speedscope_capped(const struct gs_profile *p, const char *path, size_t max_bytes, char *err,
+			       size_t errlen)
+{
+	struct ss s = {.p = p, .runnable_label = NO_FRAME, .max_bytes = max_bytes,
+		       .runnable_str = gs_profile_find_str(p, "runnable")};
+	int rc = alloc_stack_tables(&s, (size_t)p->n_stacks + 1);
+	if (rc)
+		rc = gs_output_fail(err, errlen, rc, "cannot write", path);
+	else
+		rc = gs_write_buffered(path, speedscope_body, &s, err, errlen);
+	ss_free(&s);
+	return rc;
+}
+
 int gs_write_speedscope(const struct gs_profile *p, const char *path, char *err, size_t errlen)
 {
-	struct ss s = {.p = p, .runnable_label = UINT32_MAX};
-	s.stack_off = malloc(sizeof(uint32_t) * (p->n_stacks + 1));
-	s.stack_len = malloc(sizeof(uint32_t) * (p->n_stacks + 1));
-	s.blocked_label = malloc(sizeof(uint32_t) * (p->n_stacks + 1));
-	int rc;
-	if (!s.stack_off || !s.stack_len || !s.blocked_label) {
-		rc = gs_output_fail(err, errlen, -ENOMEM, "cannot write", path);
-		goto out;
-	}
-	memset(s.stack_off, 0xff, sizeof(uint32_t) * (p->n_stacks + 1));
-	memset(s.blocked_label, 0xff, sizeof(uint32_t) * (p->n_stacks + 1));
-	rc = gs_write_buffered(path, speedscope_body, &s, err, errlen);
-out:
-	free(s.frames);
-	free(s.fhash);
-	free(s.stack_off);
-	free(s.stack_len);
-	free(s.flist);
-	for (uint32_t i = 0; i < s.n_labels; i++)
-		free(s.labels[i]);
-	free(s.labels);
-	free(s.blocked_label);
-	free(s.items);
-	return rc;
+	return gs_write_speedscope_capped(p, path, GS_SPEEDSCOPE_MAX_BYTES, err, errlen);
 }

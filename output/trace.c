@@ -28,8 +28,9 @@
  * Bounding for long runs: adjacent identical samples are merged first (one
  * slice per stretch, not per sample); at most max_events events
  * (GS_TRACE_MAX_EVENTS) are written: when the full trace would be larger,
- * counting passes pick the deepest stack depth (16, 8, 4, 2, 1, 0 frames
- * under each state slice) that fits, recorded as otherData.stack_depth;
+ * one counting pass (frame slices per depth) picks the deepest stack depth
+ * (16, 8, 4, 2, 1, 0 frames under each state slice) that fits, recorded
+ * as otherData.stack_depth next to otherData.max_events;
  * if even state slices alone do not fit, events past the cap are dropped
  * (threads in order, main process and main thread first) and counted in
  * otherData.dropped_events with a note, never silently.
@@ -41,9 +42,11 @@
 
 #include "output/internal.h"
 #include "output/output.h"
+#include "util/vec.h"
 
 #define MAX_DF_PER_LOC 66
 #define GPU_TID_BASE 0x40000000u /* synthetic tids of the GPU tracks */
+#define COUNT_DEPTHS 17          /* depths counted apart: 0..15, then the rest */
 
 struct tr {
 	const struct gs_profile *p;
@@ -51,13 +54,17 @@ struct tr {
 	size_t max_events, n_events, dropped;
 	bool counting;        /* a pass that only counts events */
 	uint32_t depth_limit; /* stack frames under a state slice */
+	uint64_t opens[COUNT_DEPTHS]; /* counting: frame slices at depth d (the last: deeper) */
 	/* stack -> root-first display frames (cached) */
 	struct gs_dframe *pool;
 	size_t n_pool, cap_pool;
 	size_t *off;
 	uint32_t *len;
-	/* one thread's merged runs */
+	/* one thread's merged runs; per run, frames shared with the one before
+	 * and the next run sharing fewer (segment_frames) */
 	struct run *runs;
+	uint32_t *lcp, *nxt;
+	size_t *ends, cap_ends; /* per depth: the run a frame slice ends before */
 	uint8_t *cat; /* per (stack, state): category, 0xff = not yet */
 };
 
@@ -268,36 +275,58 @@ static const struct gs_dframe *run_frames(struct tr *t, size_t i, uint32_t *n)
 	return t->pool + t->off[st];
 }
 
+/* Frames of run i shared with run i - 1 (limited to depth_limit). */
+static uint32_t common_frames(struct tr *t, size_t i)
+{
+	uint32_t nf, n_prev, c = 0;
+	const struct gs_dframe *f = run_frames(t, i, &nf);
+	const struct gs_dframe *prev = run_frames(t, i - 1, &n_prev);
+	while (c < nf && c < n_prev && gs_dframe_eq(&f[c], &prev[c]))
+		c++;
+	return c;
+}
+
 /* Runs [b, e) are one state segment: frames as nested slices; a frame at
- * depth d opened at run i lasts while the following runs share frames
- * 0..d. */
+ * depth d opened at run i lasts until the first later run j sharing at
+ * most d frames with the run before it (lcp[j] <= d).  nxt[j] (the first
+ * k > j with lcp[k] < lcp[j]) lets that search skip every run in
+ * between, so a segment costs its frames, not frames times runs. */
 static int segment_frames(struct tr *t, const struct gs_sample *s0, size_t b, size_t e)
 {
 	const struct gs_profile *p = t->p;
+	uint32_t *lcp = t->lcp, *nxt = t->nxt;
 	for (size_t i = b; i < e; i++) { /* fill the cache first: the pool may move */
 		const struct gs_dframe *f;
 		uint32_t nf;
 		if (stack_dframes(t, p->samples[t->runs[i].sample].stack, &f, &nf))
 			return -ENOMEM;
 	}
+	for (size_t i = b; i < e; i++)
+		lcp[i] = i > b ? common_frames(t, i) : 0;
+	for (size_t j = e; j-- > b;) {
+		size_t k = j + 1;
+		while (k < e && lcp[k] >= lcp[j])
+			k = nxt[k];
+		nxt[j] = (uint32_t)k;
+	}
 	for (size_t i = b; i < e; i++) {
-		uint32_t nf, n_prev = 0, c = 0;
+		uint32_t nf;
 		const struct gs_dframe *f = run_frames(t, i, &nf);
-		const struct gs_dframe *prev = i > b ? run_frames(t, i - 1, &n_prev) : NULL;
-		while (c < nf && c < n_prev && gs_dframe_eq(&f[c], &prev[c]))
-			c++; /* frames still open from the run before */
-		for (uint32_t d = c; d < nf; d++) {
-			size_t j = i + 1;
-			for (; j < e; j++) {
-				uint32_t ng, k = 0;
-				const struct gs_dframe *g = run_frames(t, j, &ng);
-				while (k <= d && k < ng && gs_dframe_eq(&g[k], &f[k]))
-					k++;
-				if (k <= d)
-					break;
-			}
-			frame_slice(t, s0, &f[d], t->runs[i].start, t->runs[j - 1].end);
+		if (t->counting) { /* a frame at depth d opens here whatever the limit */
+			for (uint32_t d = lcp[i]; d < nf; d++)
+				t->opens[d < COUNT_DEPTHS - 1 ? d : COUNT_DEPTHS - 1]++;
+			continue;
 		}
+		if (nf > lcp[i] && GS_GROW(t->ends, t->cap_ends, nf))
+			return -ENOMEM;
+		size_t j = i + 1;
+		for (uint32_t d = nf; d-- > lcp[i];) { /* deepest first: ends only move later */
+			while (j < e && lcp[j] > d)
+				j = nxt[j];
+			t->ends[d] = j;
+		}
+		for (uint32_t d = lcp[i]; d < nf; d++) /* parents first */
+			frame_slice(t, s0, &f[d], t->runs[i].start, t->runs[t->ends[d] - 1].end);
 	}
 	return 0;
 }
@@ -389,17 +418,24 @@ static int emit_all(struct tr *t, const uint32_t *idx, size_t n, struct gs_tl_it
 	return rc;
 }
 
-/* The deepest stack depth whose trace fits max_events (0 if none does). */
+/* The deepest stack depth whose trace fits max_events (0 if none does).
+ * One counting pass: whether a frame slice opens at depth d does not
+ * depend on the limit, so the events at limit D are the others plus the
+ * frame slices counted at depths below D. */
 static int pick_depth(struct tr *t, const uint32_t *idx, size_t n, struct gs_tl_item *items)
 {
 	static const uint32_t depths[] = {UINT32_MAX, 16, 8, 4, 2, 1, 0};
-	int rc = 0;
 	t->counting = true;
-	for (size_t i = 0; i < sizeof(depths) / sizeof(depths[0]) && !rc; i++) {
+	t->depth_limit = UINT32_MAX;
+	t->n_events = 0;
+	memset(t->opens, 0, sizeof(t->opens));
+	int rc = emit_all(t, idx, n, items);
+	for (size_t i = 0; i < sizeof(depths) / sizeof(depths[0]); i++) {
+		uint64_t events = t->n_events;
+		for (uint32_t d = 0; d < COUNT_DEPTHS && d < depths[i]; d++)
+			events += t->opens[d];
 		t->depth_limit = depths[i];
-		t->n_events = 0;
-		rc = emit_all(t, idx, n, items);
-		if (t->n_events <= t->max_events)
+		if (events <= t->max_events)
 			break;
 	}
 	t->counting = false;
@@ -417,7 +453,9 @@ static int write_all(struct tr *t)
 		return rc;
 	struct gs_tl_item *items = malloc(sizeof(*items) * (n + 1));
 	t->runs = malloc(sizeof(*t->runs) * (n + 1));
-	if (!items || !t->runs) {
+	t->lcp = malloc(sizeof(*t->lcp) * (n + 1));
+	t->nxt = malloc(sizeof(*t->nxt) * (n + 1));
+	if (!items || !t->runs || !t->lcp || !t->nxt || n >= UINT32_MAX) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -427,6 +465,8 @@ static int write_all(struct tr *t)
 	gs_wbuf_puts(t->w, "\n],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"exporter\":\"gpusample@" GS_VERSION
 		     "\",\"events\":");
 	gs_wbuf_u64(t->w, t->n_events);
+	gs_wbuf_puts(t->w, ",\"max_events\":");
+	gs_wbuf_u64(t->w, t->max_events);
 	gs_wbuf_puts(t->w, ",\"dropped_events\":");
 	gs_wbuf_u64(t->w, t->dropped);
 	if (t->depth_limit != UINT32_MAX) {
@@ -473,6 +513,9 @@ out:
 	free(t.off);
 	free(t.len);
 	free(t.runs);
+	free(t.lcp);
+	free(t.nxt);
+	free(t.ends);
 	free(t.cat);
 	return rc;
 }

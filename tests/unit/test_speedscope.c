@@ -124,6 +124,96 @@ Test(speedscope, wall_clock_timeline)
 	gs_profile_free(&p);
 }
 
+/* Sum of the weights of the dumped samples whose line starts with head. */
+static uint64_t dump_sum(const char *out, const char *head)
+{
+	uint64_t sum = 0;
+	size_t hl = strlen(head);
+	for (const char *l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (!strncmp(l, head, hl))
+			sum += strtoull(l + hl, NULL, 10);
+	return sum;
+}
+
+/* A long run: 2000 alternating 10 ms samples of two stacks, a 1 s gap,
+ * 100 samples of two stacks that print alike.  Uncapped, every change is a
+ * sample and the look-alikes are one; under a byte budget samples merge
+ * within time steps (named in the title) and every stack keeps its total;
+ * with no room at all, one sample per stack and thread. */
+static void long_run_profile(struct gs_profile *p)
+{
+	uint32_t ms = 1000000;
+	gs_profile_init(p);
+	p->period_ns = FX_PERIOD;
+	p->duration_nanos = 22000ull * ms;
+	uint32_t m_py = fx_map(p, "[python]", NULL, 0, 0, true);
+	uint32_t m_lib = fx_map(p, "/lib/libm.so.6", NULL, 0x1000, 0x9000, false);
+	uint32_t step = fx_loc(p, m_py, 0, GS_FRAME_PYTHON, fx_fn(p, "step", NULL, "/t.py", 1), 3);
+	uint32_t fwd = fx_loc(p, m_py, 0, GS_FRAME_PYTHON, fx_fn(p, "fwd", NULL, "/t.py", 6), 7);
+	uint32_t bwd = fx_loc(p, m_py, 0, GS_FRAME_PYTHON, fx_fn(p, "bwd", NULL, "/t.py", 8), 9);
+	uint32_t mm = fx_fn(p, "matmul", NULL, NULL, 0);
+	uint32_t mm1 = fx_loc(p, m_lib, 0x1100, GS_FRAME_NATIVE, mm, 0);
+	uint32_t mm2 = fx_loc(p, m_lib, 0x1140, GS_FRAME_NATIVE, mm, 0);
+	uint32_t a[] = {step, fwd}, b[] = {step, bwd}, c1[] = {step, mm1}, c2[] = {step, mm2};
+	for (int i = 0; i < 2000; i++)
+		fx_samples(p, i % 2 ? b : a, 2, 1, 10, 10, "python3", "main", 5ull * ms + i * 10ull * ms, 0);
+	for (int i = 0; i < 100; i++)
+		fx_samples(p, i % 2 ? c2 : c1, 2, 1, 10, 10, "python3", "main", 21005ull * ms + i * 10ull * ms, 0);
+}
+
+static char *write_long_run(struct gs_profile *p, size_t max_bytes, const char *name)
+{
+	char path[128], err[256];
+	snprintf(path, sizeof(path), "%s/%s.speedscope.json", tmpdir, name);
+	cr_assert_eq(gs_write_speedscope_capped(p, path, max_bytes, err, sizeof(err)), 0, "%s", err);
+	int st;
+	char *out = validate(path, &st);
+	cr_assert_eq(st, 0, "%s", out);
+	size_t len;
+	char *doc = fx_read_file(path, &len);
+	cr_assert_not_null(doc);
+	const char *note = strstr(doc, "[long run: ");
+	cr_assert(max_bytes == SIZE_MAX ? !note : note != NULL, "title note wrong for budget %zu: %.300s",
+		  max_bytes, doc);
+	if (max_bytes != SIZE_MAX && max_bytes > 1) /* the budget holds: frames table aside */
+		cr_assert_lt(len, max_bytes + 2048, "%zu bytes for a budget of %zu", len, max_bytes);
+	free(doc);
+	return out;
+}
+
+static void assert_totals(const char *out)
+{
+	uint64_t s = 1000000000ull;
+	cr_assert_eq(dump_sum(out, "P0\tstep (/t.py:3);fwd (/t.py:7)\t"), 10 * s, "%s", out);
+	cr_assert_eq(dump_sum(out, "P0\tstep (/t.py:3);bwd (/t.py:9)\t"), 10 * s, "%s", out);
+	cr_assert_eq(dump_sum(out, "P0\tstep (/t.py:3);matmul\t"), s, "%s", out);
+	cr_assert_eq(dump_sum(out, "P0\t\t"), s, "%s", out);
+}
+
+Test(speedscope, long_run_merges_within_steps)
+{
+	cr_assert(have_validator(), "node or tests/node_modules missing (cd tests && npm install speedscope@1.25.0 ajv@8)");
+	struct gs_profile p;
+	long_run_profile(&p);
+	char *out = write_long_run(&p, SIZE_MAX, "exact");
+	cr_assert_not_null(strstr(out, "\tsamples=2002\ttotal=22000000000"), "%s", out);
+	assert_totals(out);
+	free(out);
+
+	out = write_long_run(&p, 20000, "stepped");
+	const char *n = strstr(out, "\tsamples=");
+	cr_assert(n && strtoul(n + 9, NULL, 10) < 1000, "%s", out);
+	cr_assert_not_null(strstr(out, "\ttotal=22000000000"), "%s", out);
+	assert_totals(out);
+	free(out);
+
+	out = write_long_run(&p, 1, "whole");
+	cr_assert_not_null(strstr(out, "\tsamples=4\ttotal=22000000000"), "%s", out);
+	assert_totals(out);
+	free(out);
+	gs_profile_free(&p);
+}
+
 Test(speedscope, empty_profile_is_valid)
 {
 	if (!have_validator())
@@ -227,6 +317,23 @@ Test(speedscope, chromium_imports_json_and_pprof, .timeout = 240)
 	cr_assert_eq(st, 1, "junk must fail: %s", out);
 	free(out);
 	gs_profile_free(&x.p);
+}
+
+/* The long-run form loads in the real speedscope (headless Chromium). */
+Test(speedscope, chromium_imports_long_run, .timeout = 240)
+{
+	char cmd[1024];
+	struct gs_profile p;
+	long_run_profile(&p);
+	free(write_long_run(&p, 20000, "stepped"));
+	snprintf(cmd, sizeof(cmd), "%s/tests/tools/speedscope_import.sh %s/stepped.speedscope.json 2>&1", fx_root(),
+		 tmpdir);
+	int st;
+	char *out = fx_run(cmd, &st);
+	cr_assert_eq(st, 0, "speedscope in Chromium (exit 77: Chromium or speedscope missing): %s", out);
+	cr_assert_not_null(strstr(out, "Importing as speedscope json file"), "%s", out);
+	free(out);
+	gs_profile_free(&p);
 }
 
 Test(speedscope, refuses_symlink)

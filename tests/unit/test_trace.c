@@ -124,8 +124,10 @@ Test(trace, cap_cuts_stack_depth_first)
 	cr_assert_null(strstr(out, "F 1200 1200 5 "), "depth 4 at most:\n%s", out);
 	HAS(out, "F 1200 1200 4 ");
 	free(out);
-	char *json = fx_read_file(path, NULL);
+	char *json = fx_read_file(path, NULL), cap[64];
 	HAS(json, "\"stack_depth\":4");
+	snprintf(cap, sizeof(cap), "\"max_events\":%u,", full - 1);
+	HAS(json, cap); /* the cap in force is in the file */
 	free(json);
 	gs_profile_free(&x.p);
 }
