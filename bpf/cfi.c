@@ -31,7 +31,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "gpusample/procmaps.h"
+#include "proc/proc.h"
 #include "gpusample/records.h"
 #include "bpf/cfi.h"
 #include "util/clock.h"
@@ -1817,59 +1817,57 @@ static int add_process(struct gs_cfi *c, uint32_t tgid, const uint64_t *want, si
 		       bool force)
 {
 	struct gs_cfi_proc *pe = c->scratch;
+	struct gs_proc_maps *snap;
 	struct cfi_proc *p;
-	char path[64], line[4096];
 	uint32_t n_files = 0, pending = 0;
-	FILE *f;
+	int err = gs_proc_maps_read(tgid, &snap);
 
-	snprintf(path, sizeof(path), "/proc/%u/maps", tgid);
-	f = fopen(path, "re");
-	if (!f)
-		return errno == ENOENT ? -ESRCH : -errno;
+	if (err)
+		return err;
 	memset(pe, 0, offsetof(struct gs_cfi_proc, m));
-	while (fgets(line, sizeof(line), f)) {
+	for (size_t i = 0; i < snap->n; i++) {
+		const struct gs_maps_line *l = &snap->m[i];
 		char key[48], open_path[128], alt[4200];
-		struct gs_maps_line l;
 		struct gs_cfi_mapping *m;
 		struct cfi_obj *o;
 
-		if (gs_maps_parse_line(line, &l) || !l.exec)
+		if (!l->exec)
 			continue;
 		if (pe->n >= GS_CFI_MAX_MAPPINGS)
 			break;
 		m = &pe->m[pe->n++];
 		memset(m, 0, sizeof(*m)); /* scratch reused across processes */
-		m->start = l.start;
-		m->end = l.end;
-		if (!l.inode && (!l.path || !l.path[0] || !strncmp(l.path, "[anon", 5))) {
+		m->start = l->start;
+		m->end = l->end;
+		if (!l->inode && (!l->path || !l->path[0] || !strncmp(l->path, "[anon", 5))) {
 			m->table_id = GS_CFI_TABLE_ANON; /* JIT: scanned; known, so no miss */
 			continue;
 		}
-		if (!l.inode || !l.path || l.path[0] != '/')
+		if (!l->inode || !l->path || l->path[0] != '/')
 			continue; /* [vdso] and the like: frame pointers; known, so no miss */
 		n_files++;
-		snprintf(key, sizeof(key), "%x:%x:%llu", l.dev_major, l.dev_minor,
-			 (unsigned long long)l.inode);
+		snprintf(key, sizeof(key), "%x:%x:%llu", l->dev_major, l->dev_minor,
+			 (unsigned long long)l->inode);
 		snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", tgid,
-			 (unsigned long long)l.start, (unsigned long long)l.end);
-		snprintf(alt, sizeof(alt), "/proc/%u/root%s", tgid, l.path);
+			 (unsigned long long)l->start, (unsigned long long)l->end);
+		snprintf(alt, sizeof(alt), "/proc/%u/root%s", tgid, l->path);
 		/* Lazy mode: an object gets its table when a sample first walks
 		 * through it (BPF records the miss and wakes us up at once). */
 		o = obj_for_file(c, key, open_path, alt,
-				 force || !c->lazy || wanted(l.start, want, nwant));
+				 force || !c->lazy || wanted(l->start, want, nwant));
 		pending += o && o->status == -EINPROGRESS;
 		if (!o || o->status == -EINPROGRESS) {
 			m->table_id = GS_CFI_TABLE_PENDING;
-			m->bias = l.start - l.offset; /* fixed up when the table exists */
+			m->bias = l->start - l->offset; /* fixed up when the table exists */
 			continue;
 		}
 		if (o->status)
 			continue;
 		m->table_id = o->table_id;
 		m->n_pages = o->n_pages;
-		m->bias = mapping_bias(o, l.start, l.offset);
+		m->bias = mapping_bias(o, l->start, l->offset);
 	}
-	fclose(f);
+	gs_proc_maps_put(snap);
 	qsort(pe->m, pe->n, sizeof(pe->m[0]), cmp_mapping);
 	flush_tables(c); /* tables first: BPF may look a mapping's table up at once */
 	pe->gen = ++c->next_gen ? c->next_gen : ++c->next_gen; /* never 0: see cfi.h */

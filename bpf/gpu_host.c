@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
-#include "gpusample/procmaps.h"
+#include "proc/proc.h"
 #include "gpusample/procstat.h"
 #include "gpusample/records_codec.h"
 #include "gpusample/stall.h"
@@ -155,26 +155,22 @@ static struct gpu_proc *proc_find(struct gs_gpu_host *h, uint32_t tgid, bool cre
 /* The agent's path and the start of its offset-0 mapping in tgid. */
 static int find_agent(uint32_t tgid, char *path, size_t len, uint64_t *base)
 {
-	char maps[64], line[4096];
-	FILE *f;
-	int found = 0;
+	struct gs_proc_maps *snap;
+	int found = 0, err = gs_proc_maps_read(tgid, &snap);
 
-	snprintf(maps, sizeof(maps), "/proc/%u/maps", tgid);
-	f = fopen(maps, "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		struct gs_maps_line l;
+	if (err)
+		return err;
+	for (size_t i = 0; i < snap->n && !found; i++) {
+		const struct gs_maps_line *l = &snap->m[i];
 
-		if (gs_maps_parse_line(line, &l) || !l.path || !strstr(l.path, AGENT_NAME) ||
-		    strstr(l.path, " (deleted)") || l.offset != 0)
+		if (!l->path || !strstr(l->path, AGENT_NAME) || strstr(l->path, " (deleted)") ||
+		    l->offset != 0)
 			continue;
-		snprintf(path, len, "%s", l.path);
-		*base = l.start;
+		snprintf(path, len, "%s", l->path);
+		*base = l->start;
 		found = 1;
-		break;
 	}
-	fclose(f);
+	gs_proc_maps_put(snap);
 	return found;
 }
 
@@ -264,14 +260,6 @@ out:
 	return rc;
 }
 
-static int vm_read(uint32_t tgid, uint64_t addr, void *buf, size_t len)
-{
-	struct iovec l = { buf, len }, r = { (void *)(uintptr_t)addr, len };
-	ssize_t n = process_vm_readv(tgid, &l, 1, &r, 1, 0);
-
-	return n == (ssize_t)len ? 0 : (n < 0 ? -errno : -EIO);
-}
-
 static int vm_write(uint32_t tgid, uint64_t addr, const void *buf, size_t len)
 {
 	struct iovec l = { (void *)buf, len }, r = { (void *)(uintptr_t)addr, len };
@@ -325,7 +313,7 @@ static int proc_attach(struct gs_gpu_host *h, struct gpu_proc *p, const char *ma
 	if ((rc = cfg_address(file, base, &p->cfg_addr)))
 		return proc_error(p, rc, "agent %s has no gs_agent_cfg (%s): agent and gpusample versions differ",
 				  map_path);
-	if ((rc = vm_read(p->info.tgid, p->cfg_addr, &cfg, sizeof(cfg))))
+	if ((rc = gs_proc_mem_read(p->info.tgid, p->cfg_addr, &cfg, sizeof(cfg), NULL)))
 		return proc_error(p, rc, "cannot read the agent's options in %s (%s): run as root", map_path);
 	if (cfg.magic != GS_GPU_CFG_MAGIC || cfg.version != GS_GPU_CFG_VERSION)
 		return proc_error(p, -EPROTO, "agent %s speaks another options version (%s): use the agent "
@@ -546,7 +534,7 @@ static void store_cubin(struct gs_gpu_host *h, uint32_t tgid, const struct gs_gp
 		h->cap_cubins = cap;
 	}
 	data = malloc(c->size);
-	if (!data || vm_read(tgid, c->addr, data, c->size)) {
+	if (!data || gs_proc_mem_read(tgid, c->addr, data, c->size, NULL)) {
 		free(data);
 		lose_cubin(h, c->size, false);
 		return;

@@ -13,33 +13,18 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include "gpusample/procmaps.h"
+#include "proc/proc.h"
 #include "symbolizer/sym_internal.h"
-
-int gs_sym_parse_maps_line(char *line, struct gs_sym_map *m, char **path)
-{
-	struct gs_maps_line l;
-
-	if (gs_maps_parse_line(line, &l))
-		return -EINVAL;
-	memset(m, 0, sizeof(*m));
-	m->start = l.start;
-	m->end = l.end;
-	m->offset = l.offset;
-	m->dev = makedev(l.dev_major, l.dev_minor);
-	m->ino = l.inode;
-	m->exec = l.exec;
-	*path = l.path;
-	return 0;
-}
 
 void gs_sym_snapshot_put(struct gs_sym_snapshot *s)
 {
 	if (!s || --s->refs > 0)
 		return;
 	for (size_t i = 0; i < s->n; i++)
-		free(s->maps[i].path);
+		if (s->maps[i].own_path)
+			free((char *)s->maps[i].path);
 	free(s->maps);
+	gs_proc_maps_put(s->raw);
 	gs_perfmap_free(&s->perf);
 	free(s);
 }
@@ -107,35 +92,25 @@ static int open_modules(struct gs_sym_modcache *c, uint32_t tgid, struct gs_sym_
 	return 0;
 }
 
+/* The mappings of proc/'s snapshot, with the symbolizer's fields. */
 static int read_maps(uint32_t tgid, struct gs_sym_snapshot *s)
 {
-	char p[64];
-	snprintf(p, sizeof(p), "/proc/%u/maps", tgid);
-	FILE *f = fopen(p, "re");
-	if (!f)
-		return errno == ENOENT ? -ESRCH : -errno;
-	char *line = NULL;
-	size_t cap = 0, mcap = 0;
-	int err = 0;
-	while (getline(&line, &cap, f) > 0) {
-		struct gs_sym_map m;
-		char *path;
-		if (gs_sym_parse_maps_line(line, &m, &path))
-			continue;
-		if ((err = gs_grow_from((void **)&s->maps, &mcap, s->n + 1, sizeof(*s->maps), 256)))
-			break;
-		if (path && !(m.path = strdup(path))) {
-			err = -ENOMEM;
-			break;
-		}
-		s->maps[s->n++] = m;
-	}
-	free(line);
-	fclose(f);
+	int err = gs_proc_maps_read(tgid, &s->raw);
+	if (err)
+		return err;
 	/* a zombie or kernel thread has an empty maps file */
-	if (!err && !s->n)
-		err = -ESRCH;
-	return err;
+	if (!s->raw->n)
+		return -ESRCH;
+	if (!(s->maps = calloc(s->raw->n, sizeof(*s->maps))))
+		return -ENOMEM;
+	for (size_t i = 0; i < s->raw->n; i++) {
+		const struct gs_maps_line *l = &s->raw->m[i];
+		s->maps[i] = (struct gs_sym_map){ .start = l->start, .end = l->end,
+			.offset = l->offset, .dev = makedev(l->dev_major, l->dev_minor),
+			.ino = l->inode, .exec = l->exec, .path = l->path };
+	}
+	s->n = s->raw->n;
+	return 0;
 }
 
 int gs_sym_snapshot_read(struct gs_sym_modcache *c, uint32_t tgid, uint32_t id,

@@ -9,9 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
-#include "gpusample/procmaps.h"
+#include <limits.h>
 #include <unistd.h>
+#include "proc/proc.h"
+#include "util/vec.h"
 #include "symbolizer/python.h"
 
 #define LASTI_NONE 0xffffffffu
@@ -266,24 +267,7 @@ static int attach(struct gs_py *py, uint32_t tgid, struct py_space *sp)
  */
 static int rd(uint32_t pid, uint64_t addr, void *buf, size_t len)
 {
-	struct iovec l = { buf, len }, r = { (void *)(uintptr_t)addr, len };
-	ssize_t n = process_vm_readv((pid_t)pid, &l, 1, &r, 1, 0);
-
-	if (n == (ssize_t)len)
-		return 0;
-	if (n < 0 && errno == ESRCH)
-		return -ESRCH;
-	/* process_vm_readv can be refused (seccomp, LSM) where /proc/PID/mem works. */
-	char path[64];
-
-	snprintf(path, sizeof(path), "/proc/%u/mem", pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	n = pread(fd, buf, len, (off_t)addr);
-	close(fd);
-	return n == (ssize_t)len ? 0 : -EFAULT;
+	return gs_proc_mem_read(pid, addr, buf, len, NULL);
 }
 
 static int rd_u64(uint32_t pid, uint64_t addr, uint64_t *v)
@@ -423,48 +407,33 @@ struct map_ent {
  * lowest offset), in /proc/PID/maps order. */
 static int read_maps(uint32_t tgid, struct map_ent **out, int *n_out)
 {
-	char path[64], line[512];
+	struct gs_proc_maps *snap;
 	struct map_ent *v = NULL;
-	int n = 0, cap = 0;
+	size_t n = 0, cap = 0;
+	int err = gs_proc_maps_read(tgid, &snap);
 
-	snprintf(path, sizeof(path), "/proc/%u/maps", tgid);
-	FILE *fp = fopen(path, "re");
+	if (err)
+		return err;
+	for (size_t i = 0; i < snap->n && !err; i++) {
+		const struct gs_maps_line *l = &snap->m[i];
+		struct map_ent e = { l->start, l->end, l->offset, "" };
+		size_t k;
 
-	if (!fp)
-		return errno == ENOENT ? -ESRCH : -errno;
-	while (fgets(line, sizeof(line), fp)) {
-		struct map_ent e = {};
-		struct gs_maps_line l;
-
-		if (gs_maps_parse_line(line, &l) || !l.path || l.path[0] != '/' ||
-		    strstr(l.path, " (deleted)"))
+		if (!l->path || l->path[0] != '/' || strstr(l->path, " (deleted)"))
 			continue;
-		e.start = l.start;
-		e.end = l.end;
-		e.off = l.offset;
-		snprintf(e.path, sizeof(e.path), "%s", l.path);
-		int k;
-
+		snprintf(e.path, sizeof(e.path), "%s", l->path);
 		for (k = 0; k < n && strcmp(v[k].path, e.path); k++)
 			;
-		if (k < n)
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			struct map_ent *nv = realloc(v, cap * sizeof(*nv));
-
-			if (!nv) {
-				free(v);
-				fclose(fp);
-				return -ENOMEM;
-			}
-			v = nv;
-		}
-		v[n++] = e;
+		if (k == n)
+			err = GS_PUSH(v, n, cap, e);
 	}
-	fclose(fp);
+	gs_proc_maps_put(snap);
+	if (err || n > INT_MAX) {
+		free(v);
+		return err ? err : -E2BIG;
+	}
 	*out = v;
-	*n_out = n;
+	*n_out = (int)n;
 	return 0;
 }
 

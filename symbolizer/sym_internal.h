@@ -20,6 +20,7 @@
 #include <sys/types.h>
 #include <elfutils/libdwfl.h>
 #include "gpusample/profile.h"
+#include "proc/proc.h"
 #include "util/vec.h"
 
 /* ---- modules (native.c) ------------------------------------------------ */
@@ -113,9 +114,10 @@ struct gs_sym_map {
 	uint64_t start, end, offset;
 	uint64_t dev, ino;
 	uint64_t load_bias;      /* runtime - ELF vaddr (valid if mod && has_bias) */
-	char *path;              /* NULL for anonymous mappings */
+	const char *path;        /* NULL for anonymous mappings; in raw's text
+				  * unless own_path (kept from an older snapshot) */
 	struct gs_sym_module *mod; /* NULL unless the file has an exec mapping */
-	bool exec, has_bias;
+	bool exec, has_bias, own_path;
 };
 
 struct gs_perfmap_entry { uint64_t start, size; char *name; };
@@ -131,6 +133,7 @@ struct gs_sym_snapshot {
 	struct gs_sym_map *maps; /* sorted by start */
 	size_t n;
 	struct gs_perfmap perf;
+	struct gs_proc_maps *raw; /* as read by proc/; owns the paths */
 };
 
 /* Read /proc/PID/maps (+ perf map), open modules.  -ESRCH if gone. */
@@ -138,9 +141,6 @@ int gs_sym_snapshot_read(struct gs_sym_modcache *c, uint32_t tgid, uint32_t id,
 			 struct gs_sym_snapshot **out);
 void gs_sym_snapshot_put(struct gs_sym_snapshot *s);
 const struct gs_sym_map *gs_sym_snapshot_find(const struct gs_sym_snapshot *s, uint64_t addr);
-/* Parse one maps line; path is set to the path inside line (not copied),
- * NULL for anonymous.  Returns 0 or -EINVAL. */
-int gs_sym_parse_maps_line(char *line, struct gs_sym_map *m, char **path);
 
 /* ---- perf maps (perfmap.c) ---------------------------------------------- */
 

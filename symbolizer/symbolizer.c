@@ -271,7 +271,9 @@ static int reread(struct gs_symbolizer *s, struct proc *pr, bool now)
 			if (!om->mod || gs_sym_snapshot_find(snap, om->start))
 				continue;
 			nm[n] = *om;
+			/* the old snapshot's text goes away with it */
 			nm[n].path = om->path ? strdup(om->path) : NULL;
+			nm[n].own_path = nm[n].path != NULL;
 			n++;
 		}
 		snap->n = n;

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The one reader of /proc/PID/maps.  The file is read whole into one
+ * buffer first (a bounded loop of read()), then parsed in place, so that a
+ * snapshot is two allocations and its paths cost no copies.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "proc/proc.h"
+#include "util/vec.h"
+
+/* The whole file, NUL-terminated, in *text (*len bytes). */
+static int slurp(int fd, char **text, size_t *len)
+{
+	char *buf = NULL;
+	size_t cap = 0, n = 0;
+
+	for (;;) {
+		if (GS_GROW(buf, cap, n + 65536 + 1)) {
+			free(buf);
+			return -ENOMEM;
+		}
+		ssize_t r = read(fd, buf + n, cap - n - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int err = errno == ENOENT ? -ESRCH : -errno;
+			free(buf);
+			return err;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+		if (n > GS_PROC_MAPS_MAX_BYTES) {
+			free(buf);
+			return -EFBIG;
+		}
+	}
+	buf[n] = '\0';
+	*text = buf;
+	*len = n;
+	return 0;
+}
+
+static int parse(struct gs_proc_maps *s, char *text)
+{
+	size_t cap = 0;
+
+	for (char *line = text, *nl; *line; line = nl) {
+		struct gs_maps_line l;
+
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl++ = '\0';
+		else
+			nl = line + strlen(line);
+		if (gs_maps_parse_line(line, &l))
+			continue;
+		if (GS_PUSH(s->m, s->n, cap, l))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int gs_proc_maps_read(uint32_t tgid, struct gs_proc_maps **out)
+{
+	char path[64];
+	size_t len;
+	int fd, err;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", tgid);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	struct gs_proc_maps *s = calloc(1, sizeof(*s));
+	if (!s) {
+		close(fd);
+		return -ENOMEM;
+	}
+	s->tgid = tgid;
+	s->refs = 1;
+	err = slurp(fd, &s->text, &len);
+	close(fd);
+	if (!err)
+		err = parse(s, s->text);
+	if (err) {
+		gs_proc_maps_put(s);
+		return err;
+	}
+	*out = s;
+	return 0;
+}
+
+struct gs_proc_maps *gs_proc_maps_get(struct gs_proc_maps *s)
+{
+	s->refs++;
+	return s;
+}
+
+void gs_proc_maps_put(struct gs_proc_maps *s)
+{
+	if (!s || --s->refs > 0)
+		return;
+	free(s->m);
+	free(s->text);
+	free(s);
+}
+
+const struct gs_maps_line *gs_proc_maps_find(const struct gs_proc_maps *s, uint64_t addr)
+{
+	size_t i = GS_UPPER_BOUND(s->m, s->n, start, addr);
+
+	return i && addr < s->m[i - 1].end ? &s->m[i - 1] : NULL;
+}
