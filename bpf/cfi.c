@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 #include <dwarf.h>
@@ -35,6 +36,8 @@
 #include "gpusample/records.h"
 #include "bpf/cfi.h"
 #include "util/clock.h"
+#include "util/hashmap.h"
+#include "util/vec.h"
 
 /* Bounds on one object's table (docs/SECURITY.md: nothing the target
  * controls is trusted for sizes): its .eh_frame, its rows, and the time spent.
@@ -1171,9 +1174,9 @@ const struct gs_cfi_rule *gs_cfi_table_lookup(const struct gs_cfi_table *t, uint
 
 #define GS_CFI_MAX_LOADS 8
 
+/* CFI state of one object of proc/'s ELF cache (by gs_elf_obj.id: files
+ * with the same build-id are one object there, so they share a table). */
 struct cfi_obj {
-	char file_key[48];  /* "maj:min:ino" from /proc/PID/maps */
-	char build_id[41];  /* hex, "" if none */
 	int status;         /* 0 table loaded, <0 why not (table_id 0: frame pointers) */
 	uint32_t table_id;
 	uint32_t n_pages;
@@ -1195,6 +1198,8 @@ struct cfi_proc {
 struct gs_cfi {
 	int procs_fd, tables_fd, rules_fd, miss_fd;
 	struct rule_set rules; /* global rule ids = gs_cfi_rules indices */
+	struct gs_elf_cache *elf; /* shared with the symbolizer (gs_cfi_set_elf_cache) */
+	struct gs_hmap by_elf;    /* gs_elf_obj.id -> index in objs */
 	struct cfi_obj *objs;
 	size_t n_objs, cap_objs;
 	uint32_t next_table;
@@ -1436,8 +1441,22 @@ int gs_cfi_open(struct bpf_object *obj, struct gs_cfi **out, char *err, size_t e
 		return -ENOENT;
 	}
 	c->next_table = 1; /* 0 = no table */
-	elf_version(EV_CURRENT);
+	if (!(c->elf = gs_elf_cache_new())) {
+		free(c->scratch);
+		free(c);
+		snprintf(err, errlen, "out of memory for CFI tables (or libelf unusable)");
+		return -ENOMEM;
+	}
 	*out = c;
+	return 0;
+}
+
+int gs_cfi_set_elf_cache(struct gs_cfi *cfi, struct gs_elf_cache *elf)
+{
+	if (cfi->n_objs)
+		return -EBUSY; /* objects refer to the old cache's ids */
+	gs_elf_cache_put(cfi->elf);
+	cfi->elf = gs_elf_cache_ref(elf);
 	return 0;
 }
 
@@ -1458,6 +1477,8 @@ void gs_cfi_close(struct gs_cfi *cfi)
 	builder_stop(cfi);
 	flush_tables(cfi);
 	rule_set_free(&cfi->rules);
+	gs_hmap_free(&cfi->by_elf);
+	gs_elf_cache_put(cfi->elf);
 	free(cfi->objs);
 	free(cfi->procs);
 	free(cfi->scratch);
@@ -1592,51 +1613,28 @@ out:
 	return err;
 }
 
-static struct cfi_obj *obj_new(struct gs_cfi *c)
+static struct cfi_obj *obj_new(struct gs_cfi *c, uint32_t elf_id)
 {
-	if (c->n_objs == c->cap_objs) {
-		size_t nc = c->cap_objs ? c->cap_objs * 2 : 64;
-		struct cfi_obj *no = realloc(c->objs, nc * sizeof(*no));
-
-		if (!no)
-			return NULL;
-		c->objs = no;
-		c->cap_objs = nc;
-	}
+	if (GS_GROW(c->objs, c->cap_objs, c->n_objs + 1) ||
+	    gs_hmap_put(&c->by_elf, elf_id, c->n_objs))
+		return NULL;
 	memset(&c->objs[c->n_objs], 0, sizeof(c->objs[0]));
 	return &c->objs[c->n_objs++];
 }
 
-static void read_loads(Elf *elf, struct cfi_obj *o)
+/* The executable PT_LOADs, for the mapping bias. */
+static void copy_loads(const struct gs_elf_obj *eo, struct cfi_obj *o)
 {
-	size_t n = 0;
+	for (size_t i = 0; i < eo->n_loads && o->n_load < GS_CFI_MAX_LOADS; i++) {
+		const GElf_Phdr *ph = &eo->loads[i];
 
-	if (elf_getphdrnum(elf, &n))
-		return;
-	for (size_t i = 0; i < n && o->n_load < GS_CFI_MAX_LOADS; i++) {
-		GElf_Phdr ph;
-
-		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
+		if (!(ph->p_flags & PF_X))
 			continue;
-		o->load[o->n_load].vaddr = ph.p_vaddr;
-		o->load[o->n_load].offset = ph.p_offset;
-		o->load[o->n_load].filesz = ph.p_filesz;
+		o->load[o->n_load].vaddr = ph->p_vaddr;
+		o->load[o->n_load].offset = ph->p_offset;
+		o->load[o->n_load].filesz = ph->p_filesz;
 		o->n_load++;
 	}
-}
-
-static void hex_build_id(Elf *elf, char out[41])
-{
-	const void *p;
-	ssize_t n = dwelf_elf_gnu_build_id(elf, &p);
-
-	out[0] = 0;
-	if (n <= 0)
-		return;
-	if (n > 20)
-		n = 20;
-	for (ssize_t i = 0; i < n; i++)
-		sprintf(out + 2 * i, "%02x", ((const uint8_t *)p)[i]);
 }
 
 /* A built table (or the reason there is none) becomes object o's status;
@@ -1670,75 +1668,54 @@ static void finish_obj(struct gs_cfi *c, size_t idx, struct gs_cfi_table *t, int
 		fprintf(stderr, "cfi: %s: %s%u rows, %u FDEs, %u expr, %.1f ms%s\n", name,
 			err ? strerror(-err) : "", t->n_rows, t->n_fdes, t->n_expr, ns / 1e6,
 			t->truncated ? " (bound reached: partial table)" : "");
-	for (size_t i = 0; o->build_id[0] && i < c->n_objs; i++) {
-		struct cfi_obj *x = &c->objs[i];
-
-		if (i != idx && x->status == -EINPROGRESS && !strcmp(x->build_id, o->build_id)) {
-			x->status = o->status;
-			x->table_id = o->table_id;
-			x->n_pages = o->n_pages;
-		}
-	}
 }
 
-/* Open the file and read what mapping needs (build-id, PT_LOADs) by pread. */
-static int obj_open(struct cfi_obj *o, const char *open_path, const char *alt_path)
+/* The cached CFI object of a mapped file, or NULL. */
+static struct cfi_obj *obj_cached(struct gs_cfi *c, uint64_t dev, uint64_t ino)
 {
-	int fd = open(open_path, O_RDONLY | O_CLOEXEC);
-	Elf *elf;
+	struct gs_elf_obj *eo = gs_elf_find(c->elf, dev, ino);
+	uint64_t *v = eo ? gs_hmap_get(&c->by_elf, eo->id) : NULL;
 
-	if (fd < 0 && alt_path)
-		fd = open(alt_path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!elf) {
-		close(fd);
-		return -EINVAL;
-	}
-	hex_build_id(elf, o->build_id);
-	read_loads(elf, o);
-	elf_end(elf);
-	return fd;
+	return v ? &c->objs[*v] : NULL;
 }
 
-/* Table for one mapped file: cached by file key, then by build-id.  NULL
- * when not cached and !build (lazy: the mapping stays pending).  Async: the
- * object comes back -EINPROGRESS and its table is built by the thread. */
-static struct cfi_obj *obj_for_file(struct gs_cfi *c, const char *file_key, const char *open_path,
-				    const char *alt_path, bool build)
+/* Table for one mapped file: the file through proc/'s ELF cache, the
+ * table by ELF object.  NULL when not cached and !build (lazy: the mapping
+ * stays pending).  Async: the object comes back -EINPROGRESS and its table
+ * is built by the thread. */
+static struct cfi_obj *obj_for_file(struct gs_cfi *c, uint32_t tgid, const struct gs_maps_line *l,
+				    bool build)
 {
-	const char *name = alt_path ? alt_path : open_path;
-	struct cfi_obj *o;
+	char open_path[128], alt[4200];
+	uint64_t dev = makedev(l->dev_major, l->dev_minor);
+	struct cfi_obj *o = obj_cached(c, dev, l->inode);
+	struct gs_elf_obj *eo;
 	struct gs_cfi_table t;
-	size_t idx;
 	int fd, err;
 	uint64_t t0;
 
-	for (size_t i = 0; i < c->n_objs; i++)
-		if (!strcmp(c->objs[i].file_key, file_key))
-			return &c->objs[i];
-	if (!build || !(o = obj_new(c)))
+	if (o || !build)
+		return o;
+	snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", tgid,
+		 (unsigned long long)l->start, (unsigned long long)l->end);
+	snprintf(alt, sizeof(alt), "/proc/%u/root%s", tgid, l->path);
+	const char *paths[] = { open_path, alt };
+	if (gs_elf_get(c->elf, l->path, paths, 2, dev, l->inode, &eo))
 		return NULL;
-	idx = (size_t)(o - c->objs);
-	snprintf(o->file_key, sizeof(o->file_key), "%s", file_key);
-	fd = obj_open(o, open_path, alt_path);
-	if (fd < 0) {
-		o->status = fd;
+	uint64_t *same = gs_hmap_get(&c->by_elf, eo->id); /* same build-id, another file */
+	if (same)
+		return &c->objs[*same];
+	if (!(o = obj_new(c, eo->id)))
+		return NULL;
+	copy_loads(eo, o);
+	if (eo->fd < 0 || (fd = dup(eo->fd)) < 0) {
+		o->status = eo->fd < 0 ? eo->err : -errno;
 		c->st.errors++;
 		return o;
 	}
-	for (size_t i = 0; o->build_id[0] && i < idx; i++)
-		if (!strcmp(c->objs[i].build_id, o->build_id)) {
-			/* same object under another path or inode: share its table */
-			o->status = c->objs[i].status;
-			o->table_id = c->objs[i].table_id;
-			o->n_pages = c->objs[i].n_pages;
-			close(fd);
-			return o;
-		}
+	size_t idx = (size_t)(o - c->objs);
 	if (c->b) {
-		if ((err = builder_queue(c, idx, fd, name))) {
+		if ((err = builder_queue(c, idx, fd, alt))) {
 			close(fd);
 			o->status = err;
 			return o;
@@ -1749,9 +1726,9 @@ static struct cfi_obj *obj_for_file(struct gs_cfi *c, const char *file_key, cons
 	t0 = gs_mono_ns();
 	err = gs_cfi_table_build(open_path, fd, &t);
 	close(fd);
-	finish_obj(c, idx, &t, err, gs_mono_ns() - t0, name);
+	finish_obj(c, idx, &t, err, gs_mono_ns() - t0, alt);
 	gs_cfi_table_free(&t);
-	return o;
+	return &c->objs[idx];
 }
 
 static uint64_t mapping_bias(const struct cfi_obj *o, uint64_t start, uint64_t offset)
@@ -1827,7 +1804,6 @@ static int add_process(struct gs_cfi *c, uint32_t tgid, const uint64_t *want, si
 	memset(pe, 0, offsetof(struct gs_cfi_proc, m));
 	for (size_t i = 0; i < snap->n; i++) {
 		const struct gs_maps_line *l = &snap->m[i];
-		char key[48], open_path[128], alt[4200];
 		struct gs_cfi_mapping *m;
 		struct cfi_obj *o;
 
@@ -1846,15 +1822,9 @@ static int add_process(struct gs_cfi *c, uint32_t tgid, const uint64_t *want, si
 		if (!l->inode || !l->path || l->path[0] != '/')
 			continue; /* [vdso] and the like: frame pointers; known, so no miss */
 		n_files++;
-		snprintf(key, sizeof(key), "%x:%x:%llu", l->dev_major, l->dev_minor,
-			 (unsigned long long)l->inode);
-		snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", tgid,
-			 (unsigned long long)l->start, (unsigned long long)l->end);
-		snprintf(alt, sizeof(alt), "/proc/%u/root%s", tgid, l->path);
 		/* Lazy mode: an object gets its table when a sample first walks
 		 * through it (BPF records the miss and wakes us up at once). */
-		o = obj_for_file(c, key, open_path, alt,
-				 force || !c->lazy || wanted(l->start, want, nwant));
+		o = obj_for_file(c, tgid, l, force || !c->lazy || wanted(l->start, want, nwant));
 		pending += o && o->status == -EINPROGRESS;
 		if (!o || o->status == -EINPROGRESS) {
 			m->table_id = GS_CFI_TABLE_PENDING;

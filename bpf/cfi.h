@@ -131,8 +131,9 @@ struct gs_cfi_proc {
  * first 1-3 refresh rounds of a process have shorter stacks.
  *   on GS_PROC_EXIT: gs_cfi_remove_process(cfi, tgid)
  *   gs_cfi_stats(cfi, &st) for the closing figures; gs_cfi_close(cfi).
- * Tables are cached by build-id (else dev:inode:size:mtime), so every process
- * and fork child mapping one library shares one table.
+ * Tables are kept per object of proc/'s ELF cache (build-id, else
+ * dev:inode), so every process and fork child mapping one library shares
+ * one table.
  * Not thread-safe: call from the session thread (async mode keeps its
  * thread to itself). */
 #include <stdbool.h>
@@ -205,6 +206,12 @@ void gs_cfi_progress(struct gs_cfi *cfi, struct gs_cfi_progress *p);
 /* Find the gs_cfi_* maps in a loaded BPF object (the sampler's:
  * gs_sampler_skel(s)->obj).  err gets a one-line reason. */
 int gs_cfi_open(struct bpf_object *obj, struct gs_cfi **out, char *err, size_t errlen);
+/* Open target files through elf (proc/proc.h; a reference is taken)
+ * instead of the cache of its own gs_cfi_open made: the symbolizer's
+ * (gs_sym_elf_cache), so each library is opened once, one fd for both.
+ * Before the first process is added: -EBUSY after. */
+struct gs_elf_cache;
+int gs_cfi_set_elf_cache(struct gs_cfi *cfi, struct gs_elf_cache *elf);
 /* Read /proc/tgid/maps, build or reuse tables, write gs_cfi_procs[tgid].
  * -ESRCH if the process is gone.  Objects without CFI get table 0. */
 int gs_cfi_add_process(struct gs_cfi *cfi, uint32_t tgid);

@@ -24,6 +24,10 @@ int gs_rt_open(struct session *s)
 	if (s->o->cfi) {
 		int rc = gs_cfi_open(gs_sampler_skel(s->sampler)->obj, &s->cfi, s->err, sizeof(s->err));
 
+		/* One ELF cache: each library opened once for symbols and CFI
+		 * (cannot fail: no process was added yet). */
+		if (!rc && s->sym)
+			gs_cfi_set_elf_cache(s->cfi, gs_sym_elf_cache(s->sym));
 		if (rc) {
 			/* Frame pointers still work; say why stacks may be short. */
 			fprintf(stderr, "gpusample: CFI unwinding off: %s\n", s->err);

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <gelf.h>
 #include "gpusample/procmaps.h"
 
 /* ---- maps snapshots ------------------------------------------------------ */
@@ -61,5 +62,71 @@ const struct gs_maps_line *gs_proc_maps_find(const struct gs_proc_maps *s, uint6
  * short read: *got, when got is not NULL, says how many leading bytes of
  * buf are valid) or another -errno of opening /proc/tgid/mem. */
 int gs_proc_mem_read(uint32_t tgid, uint64_t addr, void *buf, size_t len, size_t *got);
+
+/* ---- ELF objects ---------------------------------------------------------- */
+
+/* One ELF file mapped by the target set, opened once and shared by every
+ * component that reads it (the native symbolizer, the CFI table builder):
+ * identical files (same build-id) under other paths or inodes are the same
+ * object.  A file without a build-id, or one that could not be opened, is
+ * an object of its own keyed by dev:inode. */
+struct gs_elf_obj {
+	uint32_t id;          /* 0, 1, ... in order of first open: an index for
+			       * components' per-object state */
+	char key[48];         /* build-id hex, else "dev:inode" */
+	char build_id[41];    /* hex, "" if none */
+	int fd;               /* owned by the cache; -1: not open (see gs_elf_get) */
+	int err;              /* fd -1: why (-errno of the last open; -EMFILE: the
+			       * fd bound); else 0 */
+	Elf *elf;             /* ELF_C_READ on fd (pread: a file that shrinks is
+			       * a read error, not SIGBUS); NULL if fd < 0 or not ELF */
+	GElf_Phdr *loads;     /* the PT_LOAD program headers */
+	size_t n_loads;
+	char *path;           /* as first seen in /proc/PID/maps */
+	uint64_t dev, ino;    /* as first seen */
+};
+
+struct gs_elf_cache;
+
+/* Bound on the fds the cache keeps: RLIMIT_NOFILE's soft limit less
+ * GS_ELF_FD_RESERVE for everything else gpusample opens (BPF maps and
+ * programs, perf events, ring buffers, outputs), at least GS_ELF_FD_MIN.
+ * The limit is never raised.  libdwfl's own opens (a dup per module, debug
+ * files) are transient: it maps the file and closes the fd. */
+#define GS_ELF_FD_RESERVE 256
+#define GS_ELF_FD_MIN 32
+
+struct gs_elf_stats {
+	size_t objects;       /* distinct objects */
+	size_t open_fds;      /* fds held now (<= max_fds) */
+	size_t max_fds;
+	size_t fd_refused;    /* objects left without an fd by that bound */
+};
+
+/* A new cache (references: 1), NULL on ENOMEM or when libelf is unusable. */
+struct gs_elf_cache *gs_elf_cache_new(void);
+/* One more reference (returns c); drop one: at 0 every fd is closed. */
+struct gs_elf_cache *gs_elf_cache_ref(struct gs_elf_cache *c);
+void gs_elf_cache_put(struct gs_elf_cache *c);
+
+/* The object already opened for the file dev:ino, or NULL (opens nothing). */
+struct gs_elf_obj *gs_elf_find(const struct gs_elf_cache *c, uint64_t dev, uint64_t ino);
+
+/* The object for a file mapped at path (as maps prints it) with dev:ino:
+ * the cached one, else open_paths are tried in order (O_RDONLY|O_CLOEXEC:
+ * /proc/PID/map_files/START-END, then /proc/PID/root/PATH, so the file is
+ * the one the target maps, seen in its mount namespace), the build-id and
+ * PT_LOADs read by pread, and an object with the same build-id reused.  A
+ * file that cannot be opened, or is opened beyond the fd bound, yields an
+ * object with fd -1 (its build-id and PT_LOADs still read in the second
+ * case).  Returns 0 and *out, or -ENOMEM. */
+int gs_elf_get(struct gs_elf_cache *c, const char *path, const char *const *open_paths,
+	       size_t n_open, uint64_t dev, uint64_t ino, struct gs_elf_obj **out);
+
+/* ELF vaddr of a file offset (PT_LOAD math; a page-aligned mapping offset
+ * below an unaligned p_offset still matches); false if in no PT_LOAD. */
+bool gs_elf_off_to_vaddr(const struct gs_elf_obj *o, uint64_t off, uint64_t *vaddr);
+
+void gs_elf_stats(const struct gs_elf_cache *c, struct gs_elf_stats *st);
 
 #endif

@@ -28,14 +28,12 @@
 #include <gelf.h>
 #include "symbolizer/symbolizer.h"
 #include "symbolizer/sym_internal.h"
+#include "util/hashmap.h"
 
-#define MODCACHE_BUCKETS 1024
-
-struct gs_sym_alias { uint64_t dev, ino; struct gs_sym_module *m; struct gs_sym_alias *next; };
-
+/* The symbolizer's state per ELF object of proc/'s cache, by object id. */
 struct gs_sym_modcache {
-	struct gs_sym_module *b[MODCACHE_BUCKETS];
-	struct gs_sym_alias *alias[MODCACHE_BUCKETS];
+	struct gs_elf_cache *elf;
+	struct gs_hmap by_obj;   /* gs_elf_obj.id -> struct gs_sym_module * */
 	size_t count;
 };
 
@@ -47,27 +45,22 @@ static const Dwfl_Callbacks dwfl_cbs = {
 	.debuginfo_path = &debuginfo_path,
 };
 
-static uint32_t hash_str(const char *s)
+struct gs_sym_modcache *gs_sym_modcache_new(struct gs_elf_cache *elf)
 {
-	uint32_t h = 2166136261u;
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 16777619u;
-	return h;
-}
-
-static uint32_t hash_devino(uint64_t dev, uint64_t ino)
-{
-	uint64_t x = (dev * 0x9e3779b97f4a7c15ull) ^ ino;
-	x ^= x >> 29;
-	x *= 0xbf58476d1ce4e5b9ull;
-	return (uint32_t)(x ^ (x >> 32));
-}
-
-struct gs_sym_modcache *gs_sym_modcache_new(void)
-{
-	if (elf_version(EV_CURRENT) == EV_NONE)
+	struct gs_sym_modcache *c = calloc(1, sizeof(*c));
+	if (!c)
 		return NULL;
-	return calloc(1, sizeof(struct gs_sym_modcache));
+	c->elf = elf ? gs_elf_cache_ref(elf) : gs_elf_cache_new();
+	if (!c->elf) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+struct gs_elf_cache *gs_sym_modcache_elf(struct gs_sym_modcache *c)
+{
+	return c->elf;
 }
 
 static void cu_free(struct gs_sym_cu *cu);
@@ -76,12 +69,8 @@ static void module_free(struct gs_sym_module *m)
 {
 	if (m->dwfl && !m->broken) /* broken: libdwfl state is mid-update, leak it */
 		dwfl_end(m->dwfl);
-	if (m->fd >= 0)
-		close(m->fd);
-	free(m->key);
 	free(m->path);
 	free(m->file_name);
-	free(m->loads);
 	free(m->syms);
 	free(m->maps);
 	for (size_t i = 0; i < m->n_cus; i++)
@@ -95,16 +84,11 @@ void gs_sym_modcache_free(struct gs_sym_modcache *c)
 {
 	if (!c)
 		return;
-	for (size_t i = 0; i < MODCACHE_BUCKETS; i++) {
-		for (struct gs_sym_module *m = c->b[i], *n; m; m = n) {
-			n = m->next;
-			module_free(m);
-		}
-		for (struct gs_sym_alias *a = c->alias[i], *n; a; a = n) {
-			n = a->next;
-			free(a);
-		}
-	}
+	uint64_t key, val;
+	for (size_t it = 0; gs_hmap_next(&c->by_obj, &it, &key, &val);)
+		module_free((struct gs_sym_module *)(uintptr_t)val);
+	gs_hmap_free(&c->by_obj);
+	gs_elf_cache_put(c->elf);
 	free(c);
 }
 
@@ -113,140 +97,56 @@ size_t gs_sym_modcache_count(const struct gs_sym_modcache *c)
 	return c->count;
 }
 
-static struct gs_sym_module *alias_find(struct gs_sym_modcache *c, uint64_t dev, uint64_t ino)
+static struct gs_sym_module *module_new(struct gs_elf_obj *o, const char *path,
+				       const char *file_name)
 {
-	for (struct gs_sym_alias *a = c->alias[hash_devino(dev, ino) % MODCACHE_BUCKETS]; a; a = a->next)
-		if (a->dev == dev && a->ino == ino)
-			return a->m;
-	return NULL;
-}
-
-static int alias_add(struct gs_sym_modcache *c, uint64_t dev, uint64_t ino, struct gs_sym_module *m)
-{
-	if (!ino)
-		return 0;
-	struct gs_sym_alias *a = malloc(sizeof(*a));
-	if (!a)
-		return -ENOMEM;
-	uint32_t h = hash_devino(dev, ino) % MODCACHE_BUCKETS;
-	*a = (struct gs_sym_alias){ dev, ino, m, c->alias[h] };
-	c->alias[h] = a;
-	return 0;
-}
-
-static struct gs_sym_module *key_find(struct gs_sym_modcache *c, const char *key)
-{
-	for (struct gs_sym_module *m = c->b[hash_str(key) % MODCACHE_BUCKETS]; m; m = m->next)
-		if (!strcmp(m->key, key))
-			return m;
-	return NULL;
-}
-
-/* Build-id and PT_LOAD headers from the file; the Elf is not kept (libdwfl
- * opens its own from a dup of the fd when the module is first resolved). */
-static void read_elf_facts(int fd, char build_id[41], GElf_Phdr **loads, size_t *n_loads)
-{
-	build_id[0] = 0;
-	Elf *e = elf_begin(fd, ELF_C_READ, NULL); /* pread: a shrunk file is an error, not SIGBUS */
-	if (!e)
-		return;
-	const void *bid;
-	ssize_t n = dwelf_elf_gnu_build_id(e, &bid);
-	if (n > 0 && n <= 20) {
-		for (ssize_t i = 0; i < n; i++)
-			snprintf(build_id + 2 * i, 3, "%02x", ((const uint8_t *)bid)[i]);
+	struct gs_sym_module *m = calloc(1, sizeof(*m));
+	if (!m || !(m->path = strdup(path)) || !(m->file_name = strdup(file_name ? file_name : path))) {
+		if (m)
+			module_free(m);
+		return NULL;
 	}
-	size_t phnum = 0;
-	if (elf_getphdrnum(e, &phnum) == 0 && phnum) {
-		*loads = calloc(phnum, sizeof(GElf_Phdr));
-		for (size_t i = 0; *loads && i < phnum; i++) {
-			GElf_Phdr ph;
-			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD)
-				(*loads)[(*n_loads)++] = ph;
-		}
-	}
-	elf_end(e);
+	const char *slash = strrchr(m->path, '/');
+	m->base = slash ? slash + 1 : m->path;
+	m->obj = o;
+	m->key = o->key;
+	memcpy(m->build_id, o->build_id, sizeof(m->build_id));
+	m->fd = o->fd;
+	m->dev = o->dev;
+	m->ino = o->ino;
+	m->loads = o->loads;
+	m->n_loads = o->n_loads;
+	if (m->fd >= 0)
+		snprintf(m->open_path, sizeof(m->open_path), "/proc/self/fd/%d", m->fd);
+	return m;
 }
 
 struct gs_sym_module *gs_sym_module_get(struct gs_sym_modcache *c, const char *path,
 					const char *const *open_paths, size_t n_open,
 					const char *file_name, uint64_t dev, uint64_t ino)
 {
-	struct gs_sym_module *m = alias_find(c, dev, ino);
-	if (m)
-		return m;
-	int fd = -1;
-	for (size_t i = 0; i < n_open && fd < 0; i++)
-		fd = open(open_paths[i], O_RDONLY | O_CLOEXEC);
-	char bid[41] = "";
-	GElf_Phdr *loads = NULL;
-	size_t n_loads = 0;
-	if (fd >= 0)
-		read_elf_facts(fd, bid, &loads, &n_loads);
-	char key[64];
-	if (bid[0])
-		snprintf(key, sizeof(key), "%s", bid);
-	else
-		snprintf(key, sizeof(key), "%llx:%llu", (unsigned long long)dev, (unsigned long long)ino);
-	/* Same build-id under another path or inode: reuse, only remember
-	 * the inode.  A file we could not open is never shared by build-id. */
-	if (fd >= 0 && (m = key_find(c, key))) {
-		close(fd);
-		free(loads);
-		return alias_add(c, dev, ino, m) ? NULL : m;
-	}
-	m = calloc(1, sizeof(*m));
-	if (!m || !(m->key = strdup(key)) || !(m->path = strdup(path)) ||
-	    !(m->file_name = strdup(file_name ? file_name : path))) {
-		if (m) {
-			m->fd = -1;
-			module_free(m);
-		}
-		free(loads);
-		if (fd >= 0)
-			close(fd);
+	struct gs_elf_obj *o;
+	bool added;
+	if (gs_elf_get(c->elf, path, open_paths, n_open, dev, ino, &o))
+		return NULL;
+	uint64_t *slot = gs_hmap_slot(&c->by_obj, o->id, &added);
+	if (!slot)
+		return NULL;
+	if (!added)
+		return (struct gs_sym_module *)(uintptr_t)*slot;
+	struct gs_sym_module *m = module_new(o, path, file_name);
+	if (!m) {
+		gs_hmap_del(&c->by_obj, o->id, NULL);
 		return NULL;
 	}
-	const char *slash = strrchr(m->path, '/');
-	m->base = slash ? slash + 1 : m->path;
-	memcpy(m->build_id, bid, sizeof(bid));
-	m->fd = fd;
-	m->dev = dev;
-	m->ino = ino;
-	m->loads = loads;
-	m->n_loads = n_loads;
-	if (fd >= 0)
-		snprintf(m->open_path, sizeof(m->open_path), "/proc/self/fd/%d", fd);
-	uint32_t h = hash_str(m->key) % MODCACHE_BUCKETS;
-	m->next = c->b[h];
-	c->b[h] = m;
+	*slot = (uintptr_t)m;
 	c->count++;
-	return alias_add(c, dev, ino, m) ? NULL : m;
+	return m;
 }
 
 bool gs_sym_module_off_to_vaddr(const struct gs_sym_module *m, uint64_t off, uint64_t *vaddr)
 {
-	for (size_t i = 0; i < m->n_loads; i++) {
-		const GElf_Phdr *ph = &m->loads[i];
-		if (off >= ph->p_offset && off < ph->p_offset + ph->p_memsz) {
-			*vaddr = off - ph->p_offset + ph->p_vaddr;
-			return true;
-		}
-	}
-	/* map offsets are page-aligned, p_offset may not be: use the segment
-	 * whose page-aligned start matches. */
-	for (size_t i = 0; i < m->n_loads; i++) {
-		const GElf_Phdr *ph = &m->loads[i];
-		uint64_t al = ph->p_align > 1 ? ph->p_align : 4096;
-		if (al > 4096)
-			al = 4096;
-		uint64_t start = ph->p_offset & ~(al - 1);
-		if (off >= start && off < ph->p_offset + ph->p_memsz) {
-			*vaddr = off - ph->p_offset + ph->p_vaddr;
-			return true;
-		}
-	}
-	return false;
+	return gs_elf_off_to_vaddr(m->obj, off, vaddr);
 }
 
 /* ---- libdwfl ------------------------------------------------------------ */

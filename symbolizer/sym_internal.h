@@ -28,18 +28,19 @@
 struct gs_sym_bias_map { uint64_t bias; uint32_t mapping_id; };
 
 struct gs_sym_module {
-	char *key;            /* build-id hex or "dev:inode" */
+	struct gs_elf_obj *obj; /* proc/'s, shared with the CFI builder */
+	const char *key;      /* obj's: build-id hex or "dev:inode" */
 	char build_id[41];    /* hex, "" if none */
 	char *path;           /* path as first seen in maps */
 	char *file_name;      /* where libdwfl looks for .gnu_debuglink files */
 	const char *base;     /* basename of path, points into path */
 	char open_path[40];   /* "/proc/self/fd/N" while the symbolizer lives */
-	int fd;               /* ours; libdwfl gets a dup */
+	int fd;               /* obj's (the cache owns it); libdwfl gets a dup */
 	uint64_t dev, ino;
 	Dwfl *dwfl;
 	Dwfl_Module *mod;
 	uint64_t dwfl_bias;   /* dwfl address = ELF vaddr + dwfl_bias */
-	GElf_Phdr *loads;     /* PT_LOAD headers */
+	const GElf_Phdr *loads; /* obj's PT_LOAD headers */
 	size_t n_loads;
 	/* sorted function symbols (ELF vaddr), built on first lookup */
 	struct gs_sym_elfsym *syms;
@@ -56,7 +57,6 @@ struct gs_sym_module {
 	struct gs_sym_bias_map *maps;
 	size_t n_maps;
 	bool broken;          /* SIGBUS while reading it (file shrank): never touched again */
-	struct gs_sym_module *next; /* hash chain */
 };
 
 /* guard.c: run fn(arg); a SIGBUS inside (a mapped file that shrank) makes
@@ -70,7 +70,9 @@ struct gs_sym_elfsym {
 };
 
 struct gs_sym_modcache;
-struct gs_sym_modcache *gs_sym_modcache_new(void);
+/* elf: proc/'s cache to share (a reference is taken), NULL for a new one. */
+struct gs_sym_modcache *gs_sym_modcache_new(struct gs_elf_cache *elf);
+struct gs_elf_cache *gs_sym_modcache_elf(struct gs_sym_modcache *c);
 void gs_sym_modcache_free(struct gs_sym_modcache *c);
 /* Module for a file seen in a process.  open_paths are tried in order
  * (map_files, then root/path); file_name is the name libdwfl uses to look

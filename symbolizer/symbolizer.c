@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/resource.h>
 #include "symbolizer/symbolizer.h"
 #include "symbolizer/sym_internal.h"
 #include "util/clock.h"
@@ -60,23 +59,13 @@ static uint64_t mix(uint64_t x)
 	return x ^ (x >> 33);
 }
 
-/* Keep files of exited processes open: one fd per distinct library. */
-static void raise_nofile(void)
-{
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
-
 struct gs_symbolizer *gs_sym_new(struct gs_profile *p)
 {
 	struct gs_symbolizer *s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
 	s->p = p;
-	s->mc = gs_sym_modcache_new();
+	s->mc = gs_sym_modcache_new(NULL);
 	s->cap_procs = 64;
 	s->procs = calloc(s->cap_procs, sizeof(*s->procs));
 	s->cap_locs = 4096;
@@ -85,8 +74,12 @@ struct gs_symbolizer *gs_sym_new(struct gs_profile *p)
 		gs_sym_free(s);
 		return NULL;
 	}
-	raise_nofile();
 	return s;
+}
+
+struct gs_elf_cache *gs_sym_elf_cache(struct gs_symbolizer *s)
+{
+	return gs_sym_modcache_elf(s->mc);
 }
 
 void gs_sym_free(struct gs_symbolizer *s)

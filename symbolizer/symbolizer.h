@@ -56,6 +56,11 @@ struct gs_symbolizer;
 
 struct gs_symbolizer *gs_sym_new(struct gs_profile *p);
 void gs_sym_free(struct gs_symbolizer *s);
+/* proc/'s cache of ELF objects this symbolizer opens files through (one fd
+ * per distinct object, bounded as proc/proc.h says): hand it to the CFI
+ * builder (gs_cfi_set_elf_cache) so each file is opened once. */
+struct gs_elf_cache;
+struct gs_elf_cache *gs_sym_elf_cache(struct gs_symbolizer *s);
 
 /* Snapshot maps of tgid (first sight, or again after exec).  -ESRCH if the
  * process is gone. */

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -123,6 +125,128 @@ Test(proc_mem, falls_back_to_proc_mem)
 	if (!c)
 		_exit(read_under_seccomp());
 	cr_assert_eq(waitpid(c, &st, 0), c);
+	cr_assert(WIFEXITED(st));
+	cr_assert_eq(WEXITSTATUS(st), 0, "child step %d failed", WEXITSTATUS(st));
+}
+
+/* ---- ELF objects ---------------------------------------------------------- */
+
+static void copy_file(const char *from, const char *to)
+{
+	char cmd[8300];
+
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", from, to);
+	cr_assert_eq(system(cmd), 0);
+}
+
+static struct gs_elf_obj *get(struct gs_elf_cache *c, const char *path)
+{
+	struct stat st;
+	struct gs_elf_obj *o = NULL;
+	const char *paths[] = { "/nonexistent/first", path };
+
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(gs_elf_get(c, path, paths, 2, st.st_dev, st.st_ino, &o), 0);
+	cr_assert_not_null(o);
+	return o;
+}
+
+Test(proc_elf, one_object_per_build_id)
+{
+	char self[4096], a[64], b[64];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	struct gs_elf_cache *c = gs_elf_cache_new();
+	struct gs_elf_stats st;
+
+	cr_assert_gt(n, 0);
+	self[n] = 0;
+	snprintf(a, sizeof(a), "/tmp/gs_test_proc_a.%d", getpid());
+	snprintf(b, sizeof(b), "/tmp/gs_test_proc_b.%d", getpid());
+	copy_file(self, a);
+	copy_file(self, b);
+	struct gs_elf_obj *oa = get(c, a), *ob = get(c, b), *os = get(c, self);
+	cr_assert_eq(strlen(oa->build_id), 40, "test binary has a build-id: %s", oa->build_id);
+	cr_assert_eq(oa, ob, "same build-id, other inode: one object");
+	cr_assert_eq(oa, os);
+	cr_assert_geq(oa->fd, 0);
+	cr_assert_not_null(oa->elf);
+	cr_assert_gt(oa->n_loads, 1);
+	struct stat sb;
+	cr_assert_eq(stat(b, &sb), 0);
+	cr_assert_eq(gs_elf_find(c, sb.st_dev, sb.st_ino), oa, "the second inode is remembered");
+	cr_assert_null(gs_elf_find(c, sb.st_dev, sb.st_ino + 1000003));
+	/* the offset of the first executable segment maps to its vaddr */
+	for (size_t i = 0; i < oa->n_loads; i++) {
+		uint64_t v;
+		cr_assert(gs_elf_off_to_vaddr(oa, oa->loads[i].p_offset, &v));
+		cr_assert_eq(v, oa->loads[i].p_vaddr);
+	}
+	/* a file that cannot be opened: its own object, with the reason */
+	struct gs_elf_obj *gone = NULL;
+	const char *none[] = { "/nonexistent/x" };
+	cr_assert_eq(gs_elf_get(c, "/nonexistent/x", none, 1, 1, 77, &gone), 0);
+	cr_assert_eq(gone->fd, -1);
+	cr_assert_eq(gone->err, -ENOENT);
+	cr_assert_neq(gone, oa);
+	gs_elf_stats(c, &st);
+	cr_assert_eq(st.objects, 2);
+	cr_assert_eq(st.open_fds, 1);
+	unlink(a);
+	unlink(b);
+	gs_elf_cache_put(c);
+}
+
+/* Under a small RLIMIT_NOFILE the cache keeps at most its bound of fds and
+ * says which objects went without: the limit is not raised. */
+static int fd_bound_child(const char *dir, int files)
+{
+	struct rlimit rl = { GS_ELF_FD_RESERVE + 4, GS_ELF_FD_RESERVE + 4 };
+	struct gs_elf_cache *c;
+	struct gs_elf_stats st;
+	int without = 0;
+
+	if (setrlimit(RLIMIT_NOFILE, &rl) || !(c = gs_elf_cache_new()))
+		return 2;
+	gs_elf_stats(c, &st);
+	if (st.max_fds != GS_ELF_FD_MIN)
+		return 3;
+	for (int i = 0; i < files; i++) {
+		char p[128];
+		struct gs_elf_obj *o;
+		snprintf(p, sizeof(p), "%s/f%d", dir, i);
+		o = get(c, p);
+		without += o->fd < 0 && o->err == -EMFILE;
+	}
+	gs_elf_stats(c, &st);
+	if (st.open_fds != GS_ELF_FD_MIN || st.fd_refused != (size_t)(files - GS_ELF_FD_MIN) ||
+	    without != files - GS_ELF_FD_MIN || getrlimit(RLIMIT_NOFILE, &rl) ||
+	    rl.rlim_cur != GS_ELF_FD_RESERVE + 4)
+		return 4;
+	gs_elf_cache_put(c);
+	return 0;
+}
+
+Test(proc_elf, fds_bounded_by_rlimit)
+{
+	char dir[] = "/tmp/gs_test_proc_XXXXXX";
+	int files = GS_ELF_FD_MIN + 8, st;
+
+	cr_assert_not_null(mkdtemp(dir));
+	for (int i = 0; i < files; i++) {
+		char p[128];
+		snprintf(p, sizeof(p), "%s/f%d", dir, i);
+		FILE *f = fopen(p, "w");
+		cr_assert_not_null(f);
+		fprintf(f, "not an ELF file %d\n", i); /* no build-id: one object each */
+		fclose(f);
+	}
+	pid_t c = fork();
+	if (!c)
+		_exit(fd_bound_child(dir, files));
+	cr_assert_eq(waitpid(c, &st, 0), c);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
 	cr_assert(WIFEXITED(st));
 	cr_assert_eq(WEXITSTATUS(st), 0, "child step %d failed", WEXITSTATUS(st));
 }

@@ -673,7 +673,7 @@ Test(symbolizer, cu_index_matches_getscopes)
 	const char *lib = "/root/.pyenv/versions/3.11.7/lib/libpython3.11.so.1.0";
 	if (access(lib, R_OK))
 		cr_skip_test("%s not installed", lib);
-	struct gs_sym_modcache *c = gs_sym_modcache_new();
+	struct gs_sym_modcache *c = gs_sym_modcache_new(NULL);
 	const char *paths[] = { lib };
 	struct gs_sym_module *m = gs_sym_module_get(c, lib, paths, 1, lib, 0, 1);
 	cr_assert(m && m->fd >= 0);

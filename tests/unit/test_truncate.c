@@ -69,7 +69,7 @@ Test(truncate, symbolizer_survives_a_shrunk_module, .timeout = 60)
 	free(copy_self(path, sizeof(path), &size));
 	uint64_t lo, hi;
 	text_range(path, &lo, &hi);
-	struct gs_sym_modcache *c = gs_sym_modcache_new();
+	struct gs_sym_modcache *c = gs_sym_modcache_new(NULL);
 	const char *paths[] = {path};
 	struct stat st;
 	stat(path, &st);

@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The one cache of ELF objects: by dev:inode (every file seen, several
+ * per object when the same library is reached through other paths or
+ * inodes) and by key (build-id).  Both indexes are util/hashmap.h over
+ * arrays held here.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+#include <elfutils/libdwelf.h>
+#include "proc/proc.h"
+#include "util/hash.h"
+#include "util/hashmap.h"
+#include "util/vec.h"
+
+struct file_alias {
+	uint64_t dev, ino;
+	uint32_t obj;
+};
+
+struct gs_elf_cache {
+	unsigned refs;
+	struct gs_elf_obj **objs;
+	size_t n_objs, cap_objs;
+	struct file_alias *files;
+	size_t n_files, cap_files;
+	struct gs_hmap by_file;  /* hash(dev, ino) -> index in files */
+	struct gs_hmap by_key;   /* hash(key) -> index in objs (build-id keys only) */
+	struct gs_elf_stats st;
+};
+
+static size_t fd_budget(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return 65536;
+	if (rl.rlim_cur < GS_ELF_FD_RESERVE + GS_ELF_FD_MIN)
+		return GS_ELF_FD_MIN;
+	return (size_t)rl.rlim_cur - GS_ELF_FD_RESERVE;
+}
+
+struct gs_elf_cache *gs_elf_cache_new(void)
+{
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return NULL;
+	struct gs_elf_cache *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->refs = 1;
+	c->st.max_fds = fd_budget();
+	return c;
+}
+
+struct gs_elf_cache *gs_elf_cache_ref(struct gs_elf_cache *c)
+{
+	c->refs++;
+	return c;
+}
+
+static void obj_free(struct gs_elf_obj *o)
+{
+	if (o->elf)
+		elf_end(o->elf);
+	if (o->fd >= 0)
+		close(o->fd);
+	free(o->loads);
+	free(o->path);
+	free(o);
+}
+
+void gs_elf_cache_put(struct gs_elf_cache *c)
+{
+	if (!c || --c->refs > 0)
+		return;
+	for (size_t i = 0; i < c->n_objs; i++)
+		obj_free(c->objs[i]);
+	free(c->objs);
+	free(c->files);
+	gs_hmap_free(&c->by_file);
+	gs_hmap_free(&c->by_key);
+	free(c);
+}
+
+static uint64_t file_hash(uint64_t dev, uint64_t ino)
+{
+	return gs_hash_combine(gs_mix64(dev), ino);
+}
+
+struct file_q {
+	const struct gs_elf_cache *c;
+	uint64_t dev, ino;
+};
+
+static bool file_eq(const void *ctx, uint64_t val)
+{
+	const struct file_q *q = ctx;
+	const struct file_alias *f = &q->c->files[val];
+
+	return f->dev == q->dev && f->ino == q->ino;
+}
+
+struct gs_elf_obj *gs_elf_find(const struct gs_elf_cache *c, uint64_t dev, uint64_t ino)
+{
+	struct file_q q = { c, dev, ino };
+	uint64_t *v = gs_hmap_find_by(&c->by_file, file_hash(dev, ino), file_eq, &q);
+
+	return v ? c->objs[c->files[*v].obj] : NULL;
+}
+
+struct key_q {
+	const struct gs_elf_cache *c;
+	const char *key;
+};
+
+static bool key_eq(const void *ctx, uint64_t val)
+{
+	const struct key_q *q = ctx;
+
+	return !strcmp(q->c->objs[val]->key, q->key);
+}
+
+static int alias_add(struct gs_elf_cache *c, uint64_t dev, uint64_t ino, uint32_t obj)
+{
+	struct file_alias f = { dev, ino, obj };
+
+	if (!ino) /* no identity to find it by again */
+		return 0;
+	if (GS_PUSH(c->files, c->n_files, c->cap_files, f))
+		return -ENOMEM;
+	if (gs_hmap_add(&c->by_file, file_hash(dev, ino), c->n_files - 1)) {
+		c->n_files--;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Build-id and PT_LOADs by pread; o->elf stays open for later readers. */
+static void read_facts(struct gs_elf_obj *o)
+{
+	const void *bid;
+	size_t phnum = 0;
+
+	o->elf = elf_begin(o->fd, ELF_C_READ, NULL);
+	if (!o->elf)
+		return;
+	ssize_t n = dwelf_elf_gnu_build_id(o->elf, &bid);
+	for (ssize_t i = 0; n > 0 && n <= 20 && i < n; i++)
+		snprintf(o->build_id + 2 * i, 3, "%02x", ((const uint8_t *)bid)[i]);
+	if (elf_getphdrnum(o->elf, &phnum) || !phnum || !(o->loads = calloc(phnum, sizeof(GElf_Phdr))))
+		return;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(o->elf, (int)i, &ph) && ph.p_type == PT_LOAD)
+			o->loads[o->n_loads++] = ph;
+	}
+}
+
+static int open_first(const char *const *paths, size_t n)
+{
+	int fd = -1;
+
+	for (size_t i = 0; i < n && fd < 0; i++)
+		fd = open(paths[i], O_RDONLY | O_CLOEXEC);
+	return fd >= 0 ? fd : (n ? -errno : -ENOENT);
+}
+
+/* Over the fd bound: keep the facts, give the fd back. */
+static void enforce_budget(struct gs_elf_cache *c, struct gs_elf_obj *o)
+{
+	if (o->fd < 0)
+		return;
+	if (c->st.open_fds < c->st.max_fds) {
+		c->st.open_fds++;
+		return;
+	}
+	if (o->elf)
+		elf_end(o->elf);
+	o->elf = NULL;
+	close(o->fd);
+	o->fd = -1;
+	o->err = -EMFILE;
+	c->st.fd_refused++;
+}
+
+static int insert(struct gs_elf_cache *c, struct gs_elf_obj *o)
+{
+	uint32_t id = (uint32_t)c->n_objs;
+
+	o->id = id;
+	if (GS_PUSH(c->objs, c->n_objs, c->cap_objs, o))
+		return -ENOMEM;
+	if (o->build_id[0] && gs_hmap_add(&c->by_key, gs_hash_str(o->key), id)) {
+		c->n_objs--;
+		return -ENOMEM;
+	}
+	if (alias_add(c, o->dev, o->ino, id)) {
+		if (o->build_id[0])
+			gs_hmap_del_entry(&c->by_key, gs_hash_str(o->key), id);
+		c->n_objs--;
+		return -ENOMEM;
+	}
+	c->st.objects++;
+	enforce_budget(c, o);
+	return 0;
+}
+
+int gs_elf_get(struct gs_elf_cache *c, const char *path, const char *const *open_paths,
+	       size_t n_open, uint64_t dev, uint64_t ino, struct gs_elf_obj **out)
+{
+	struct gs_elf_obj *o = gs_elf_find(c, dev, ino);
+
+	if (o) {
+		*out = o;
+		return 0;
+	}
+	if (!(o = calloc(1, sizeof(*o))) || !(o->path = strdup(path))) {
+		free(o);
+		return -ENOMEM;
+	}
+	o->dev = dev;
+	o->ino = ino;
+	o->fd = open_first(open_paths, n_open);
+	if (o->fd >= 0)
+		read_facts(o);
+	else
+		o->err = o->fd, o->fd = -1;
+	if (o->build_id[0])
+		snprintf(o->key, sizeof(o->key), "%s", o->build_id);
+	else
+		snprintf(o->key, sizeof(o->key), "%llx:%llu", (unsigned long long)dev,
+			 (unsigned long long)ino);
+	/* Same build-id under another path or inode: one object, one more
+	 * file.  A file we could not open is never shared by build-id. */
+	struct key_q q = { c, o->key };
+	uint64_t *same = o->build_id[0] ? gs_hmap_find_by(&c->by_key, gs_hash_str(o->key), key_eq, &q)
+					: NULL;
+	if (same) {
+		uint32_t id = (uint32_t)*same;
+
+		obj_free(o);
+		if (alias_add(c, dev, ino, id))
+			return -ENOMEM;
+		*out = c->objs[id];
+		return 0;
+	}
+	int err = insert(c, o);
+	if (err) {
+		obj_free(o);
+		return err;
+	}
+	*out = o;
+	return 0;
+}
+
+bool gs_elf_off_to_vaddr(const struct gs_elf_obj *o, uint64_t off, uint64_t *vaddr)
+{
+	for (size_t i = 0; i < o->n_loads; i++) {
+		const GElf_Phdr *ph = &o->loads[i];
+		if (off >= ph->p_offset && off < ph->p_offset + ph->p_memsz) {
+			*vaddr = off - ph->p_offset + ph->p_vaddr;
+			return true;
+		}
+	}
+	/* map offsets are page-aligned, p_offset may not be: use the segment
+	 * whose page-aligned start matches. */
+	for (size_t i = 0; i < o->n_loads; i++) {
+		const GElf_Phdr *ph = &o->loads[i];
+		uint64_t al = ph->p_align > 1 ? ph->p_align : 4096;
+		if (al > 4096)
+			al = 4096;
+		uint64_t start = ph->p_offset & ~(al - 1);
+		if (off >= start && off < ph->p_offset + ph->p_memsz) {
+			*vaddr = off - ph->p_offset + ph->p_vaddr;
+			return true;
+		}
+	}
+	return false;
+}
+
+void gs_elf_stats(const struct gs_elf_cache *c, struct gs_elf_stats *st)
+{
+	*st = c->st;
+}
