@@ -42,6 +42,8 @@ struct gpu_proc {
 	bool acked;
 	bool off_sticky;       /* info.message holds the reason sampling went off */
 	bool gone;             /* exited: never rescanned (the pid may be reused) */
+	bool ready;            /* options written, probes not attached: waits for
+				* gs_gpu_host_arm (listed by gs_gpu_host_next_ready) */
 	uint64_t init_seen_ns; /* agent mapped but not initialized since then (0: not so) */
 	struct gs_gpu_stall_table *tables[16]; /* by arrival; ctx_uid inside */
 	size_t n_tables;
@@ -349,10 +351,24 @@ static int proc_attach(struct gs_gpu_host *h, struct gpu_proc *p, const char *ma
 	p->agent_base = base;
 	p->info.attach_ktime_ns = gs_mono_ns();
 	p->info.armed_ktime_ns = 0;
-	/* Everything a launch stack walks through must have unwind tables
-	 * before the first launch event: attaching arms the agent. */
-	if (h->o.before_attach)
-		h->o.before_attach(h->o.ctx, p->info.tgid);
+	/* Attaching arms the agent: everything a launch stack walks through
+	 * must have unwind tables before the first launch event, so the
+	 * caller prepares them first (gs_gpu_host_next_ready), then arms. */
+	p->ready = true;
+	return 1;
+}
+
+/* Attach the USDT probes of a configured process (the record probe's
+ * semaphore is what arms the agent).  map_path: its agent_path; not
+ * inlined, so messages truncate at run time as in proc_attach. */
+static __attribute__((noinline)) int proc_arm(struct gs_gpu_host *h, struct gpu_proc *p,
+					       const char *map_path)
+{
+	char file[PATH_MAX];
+	int rc;
+
+	p->ready = false;
+	snprintf(file, sizeof(file), "/proc/%u/root%s", p->info.tgid, map_path);
 	/* The launch probe first: the record probe's semaphore is what arms. */
 	p->launch_link = bpf_program__attach_usdt(h->launch_prog, p->info.tgid, file, "gpusample",
 						  "launch", NULL);
@@ -391,6 +407,11 @@ static int scan(struct gs_gpu_host *h, struct gpu_proc *p)
 		proc_detach(p);
 		p->info.state = GS_GPU_PROC_NO_AGENT;
 		snprintf(p->info.message, sizeof(p->info.message), "new program image (exec)");
+	}
+	if (p->ready) {
+		if (rc > 0 && base == p->agent_base)
+			return 1; /* configured, the caller arms it next */
+		p->ready = false; /* exec'ed since: configure the new image */
 	}
 	if (p->info.state == GS_GPU_PROC_ERROR) {
 		if (rc > 0 && base == p->error_base)
@@ -433,7 +454,28 @@ void gs_gpu_host_remove_process(struct gs_gpu_host *h, uint32_t tgid)
 	if (p) {
 		proc_detach(p); /* info kept for the report */
 		p->gone = true;
+		p->ready = false;
 	}
+}
+
+uint32_t gs_gpu_host_next_ready(const struct gs_gpu_host *h)
+{
+	for (size_t i = 0; i < h->n_procs; i++)
+		if (h->procs[i].ready && !h->procs[i].gone)
+			return h->procs[i].info.tgid;
+	return 0;
+}
+
+int gs_gpu_host_arm(struct gs_gpu_host *h, uint32_t tgid)
+{
+	struct gpu_proc *p = proc_find(h, tgid, false);
+
+	if (!p || !p->ready || p->gone)
+		return -ENOENT;
+	int rc = proc_arm(h, p, p->info.agent_path);
+	if (rc < 0)
+		p->error_base = p->agent_base;
+	return rc;
 }
 
 void gs_gpu_host_poll(struct gs_gpu_host *h)
@@ -444,7 +486,7 @@ void gs_gpu_host_poll(struct gs_gpu_host *h)
 		struct gpu_proc *p = &h->procs[i];
 		bool waiting_init = p->init_seen_ns && now - p->init_seen_ns < INIT_WAIT_NS;
 
-		if (p->info.state != GS_GPU_PROC_NO_AGENT || p->gone)
+		if (p->info.state != GS_GPU_PROC_NO_AGENT || p->gone || p->ready)
 			continue;
 		if (!p->rescan_ns)
 			p->rescan_ns = RESCAN_NS;

@@ -16,6 +16,8 @@
  *                                      an exec.  Attaches only once the agent
  *                                      finished initializing (its watcher
  *                                      thread "gs-agent" runs).
+ *   after each of those two: for every tgid = gs_gpu_host_next_ready(h),
+ *       prepare its unwind tables, then gs_gpu_host_arm(h, tgid)
  *   gs_gpu_host_poll(h)                on every poll tick: rescans targets
  *                                      without an agent (the CUDA driver loads
  *                                      it at cuInit, possibly much later),
@@ -67,13 +69,6 @@ struct gs_gpu_host_opts {
 	 * a cap are not read and are counted (gs_gpu_host_cubin_losses). */
 	uint64_t cubin_max_bytes;
 	uint64_t cubin_total_bytes;
-	/* Called right before a process's probes are attached (which arms its
-	 * agent), once the agent finished InitializeInjection (its "gs-agent"
-	 * thread runs, so libcupti is mapped): the session refreshes tgid's
-	 * unwind tables there, so launch stacks walk out of the agent, libcupti
-	 * and libcuda from the very first launch event.  Optional. */
-	void (*before_attach)(void *ctx, uint32_t tgid);
-	void *ctx;
 };
 
 /* Per-process GPU state, for the progress line and the report. */
@@ -109,8 +104,10 @@ struct gs_gpu_host *gs_gpu_host_new(struct bpf_program *record_prog,
 				    const struct gs_gpu_host_opts *o);
 void gs_gpu_host_free(struct gs_gpu_host *h);
 
-/* Look for the agent in tgid's mappings now and attach if found.
- * Returns 1 attached (or already), 0 no agent (remembered, rescanned by
+/* Look for the agent in tgid's mappings now; once it finished
+ * InitializeInjection (its "gs-agent" thread runs, so libcupti is mapped)
+ * write its options and mark the process ready to arm.  Returns 1 ready
+ * (or already attached), 0 no agent (remembered, rescanned by
  * gs_gpu_host_poll), <0 error (message in the process info).
  * One agent, one owner: when another live gpusample armed the agent and
  * has not detached (gs_gpu_agent_cfg.owner_pid), nothing is written and
@@ -119,6 +116,16 @@ void gs_gpu_host_free(struct gs_gpu_host *h);
 int gs_gpu_host_add_process(struct gs_gpu_host *h, uint32_t tgid);
 void gs_gpu_host_remove_process(struct gs_gpu_host *h, uint32_t tgid);
 void gs_gpu_host_poll(struct gs_gpu_host *h);
+/* A process ready to arm (after add_process or poll), 0 when none.  The
+ * caller prepares what its launch stacks need (unwind tables and symbols
+ * of the agent, libcupti and libcuda, mapped since the last snapshot: the
+ * very first launch events must walk out of them), then arms it with
+ * gs_gpu_host_arm: attaching the probes is what arms the agent.  No call
+ * goes back up into the caller. */
+uint32_t gs_gpu_host_next_ready(const struct gs_gpu_host *h);
+/* Attach tgid's probes: 1 attached, -ENOENT not ready, <0 error (message
+ * in the process info). */
+int gs_gpu_host_arm(struct gs_gpu_host *h, uint32_t tgid);
 /* Update state from a GS_REC_GPU_* record; other types are ignored. */
 void gs_gpu_host_on_record(struct gs_gpu_host *h, const struct gs_rec_hdr *rec);
 

@@ -37,19 +37,24 @@ static int lib_kind_of_path(const char *path)
  * the unwinder, which would otherwise only learn of them from the first
  * launch stacks it failed to walk (those would then all stop at the agent's
  * first frame, and the join would hang GPU samples under them). */
-static void before_attach(void *ctx, uint32_t tgid)
+static void prepare_and_arm(struct session *s)
 {
-	struct session *s = ctx;
+	uint32_t tgid;
 
-	/* Every table now, as for the processes there at attach: lazily, each
-	 * object of the launch path (agent, libcupti, libcuda, libffi or
-	 * libtorch_cuda, ...) would get its table only after a stack first
-	 * walked into it.  Paid once per GPU process, before its agent arms. */
-	if (s->cfi)
-		gs_cfi_build_process(s->cfi, tgid);
-	/* The agent has just loaded libcupti: the symbolizer must know it
-	 * before the first launch records are trimmed (launch_frames_to_skip). */
-	gs_sym_refresh(s->sym, tgid);
+	while ((tgid = gs_gpu_host_next_ready(s->gpu))) {
+		/* Every table now, as for the processes there at attach: lazily,
+		 * each object of the launch path (agent, libcupti, libcuda,
+		 * libffi or libtorch_cuda, ...) would get its table only after a
+		 * stack first walked into it.  Paid once per GPU process, before
+		 * its agent arms. */
+		if (s->cfi)
+			gs_cfi_build_process(s->cfi, tgid);
+		/* The agent has just loaded libcupti: the symbolizer must know
+		 * it before the first launch records are trimmed
+		 * (launch_frames_to_skip). */
+		gs_sym_refresh(s->sym, tgid);
+		gs_gpu_host_arm(s->gpu, tgid); /* an error is in the process info */
+	}
 }
 
 int gs_gpu_open(struct session *s)
@@ -60,8 +65,6 @@ int gs_gpu_open(struct session *s)
 		.serialized = s->o->gpu_serialized,
 		.scratch_bytes = (uint64_t)s->o->gpu_scratch_mib << 20,
 		.hw_buffer_bytes = (uint64_t)s->o->gpu_hwbuf_mib << 20,
-		.before_attach = before_attach,
-		.ctx = s,
 	};
 
 	if (!s->o->gpu)
@@ -189,8 +192,11 @@ void gs_gpu_add_process(struct session *s, uint32_t tgid)
 {
 	/* A second gpusample on an armed agent is told at once, not only in
 	 * the report at the end. */
-	if (s->gpu && gs_gpu_host_add_process(s->gpu, tgid) == -EBUSY)
+	if (!s->gpu)
+		return;
+	if (gs_gpu_host_add_process(s->gpu, tgid) == -EBUSY)
 		gs_gpu_host_foreach(s->gpu, say_refused, &tgid);
+	prepare_and_arm(s);
 }
 
 void gs_gpu_remove_process(struct session *s, uint32_t tgid)
@@ -206,6 +212,7 @@ void gs_gpu_tick(struct session *s)
 	if (!s->gpu)
 		return;
 	gs_gpu_host_poll(s->gpu);
+	prepare_and_arm(s);
 	gs_gpu_host_summary(s->gpu, sum, sizeof(sum));
 	gs_progress_set_gpu(sum);
 }

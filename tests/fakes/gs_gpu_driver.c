@@ -225,6 +225,15 @@ static int poll_fn(void *ctx, int ms)
 	return gs_sampler_poll(D.s, ms, on_record, NULL);
 }
 
+/* No unwind tables to prepare here: arm what is ready at once. */
+static void arm_ready(void)
+{
+	uint32_t tgid;
+
+	while ((tgid = gs_gpu_host_next_ready(D.h)))
+		gs_gpu_host_arm(D.h, tgid);
+}
+
 static void run_for(double secs)
 {
 	uint64_t end = mono_ns() + (uint64_t)(secs * 1e9);
@@ -232,6 +241,7 @@ static void run_for(double secs)
 	while (mono_ns() < end && kill(D.tgid, 0) == 0) {
 		gs_sampler_poll(D.s, 50, on_record, NULL);
 		gs_gpu_host_poll(D.h);
+		arm_ready();
 	}
 }
 
@@ -290,6 +300,8 @@ int main(int argc, char **argv)
 		while ((rc = gs_gpu_host_add_process(D.h, D.tgid)) == 0 && mono_ns() < deadline &&
 		       kill(D.tgid, 0) == 0)
 			run_for(0.02);
+		if (rc > 0 && gs_gpu_host_next_ready(D.h) == D.tgid)
+			rc = gs_gpu_host_arm(D.h, D.tgid);
 		if (rc <= 0) {
 			printf("attach_failed %d\n", rc);
 			break;
