@@ -285,33 +285,32 @@ static const struct gs_cpu_sample *trim_launch_stack(const struct gs_cpu_sample 
 	return t;
 }
 
-static void on_launch(struct session *s, const struct gs_gpu_launch *l)
+const struct gs_cpu_sample *gs_gpu_launch_sample(struct session *s, const struct gs_rec_hdr *h)
 {
+	const struct gs_gpu_launch *l = (const void *)h;
 	const struct gs_cpu_sample *cs = (const void *)((const char *)l + sizeof(*l));
 	static uint64_t buf[(sizeof(struct gs_cpu_sample) / 8) + GS_MAX_KERNEL_FRAMES +
 			    GS_MAX_USER_FRAMES + 2 * GS_MAX_PY_FRAMES + 1];
 	size_t words;
-	char comm[GS_COMM_LEN + 1];
-	int64_t raw, stack;
 
-	if (l->hdr.size < sizeof(*l) + sizeof(*cs) || cs->hdr.size > l->hdr.size - sizeof(*l))
-		return;
+	if (!s->gpu || !s->join || h->type != GS_REC_GPU_LAUNCH || h->size < sizeof(*l) + sizeof(*cs) ||
+	    cs->hdr.size > l->hdr.size - sizeof(*l))
+		return NULL;
 	words = (size_t)cs->n_kernel + cs->n_user + 2u * cs->n_python;
 	if (cs->hdr.size < sizeof(*cs) + words * sizeof(uint64_t))
-		return; /* malformed: never read past the record */
-	cs = trim_launch_stack(cs, launch_frames_to_skip(s, cs), buf, sizeof(buf));
-	raw = gs_session_intern(s, cs);
-	if (raw < 0)
-		return;
-	/* Symbolized now (cached per address): the join aggregates as batches
-	 * arrive and needs the launch stack's profile index. */
-	stack = gs_session_stack(s, &s->raw.items[raw]);
-	if (stack < 0)
-		return;
+		return NULL; /* malformed: never read past the record */
+	return trim_launch_stack(cs, launch_frames_to_skip(s, cs), buf, sizeof(buf));
+}
+
+void gs_gpu_launch_stack(struct session *s, const struct gs_rec_hdr *h,
+			 const struct gs_cpu_sample *cs, uint32_t stack, const char *role)
+{
+	char comm[GS_COMM_LEN + 1];
+
 	memcpy(comm, cs->comm, GS_COMM_LEN);
 	comm[GS_COMM_LEN] = '\0';
-	gs_join_launch_record(s->join, l, (uint32_t)stack, gs_profile_intern(&s->prof, comm),
-			      gs_profile_intern(&s->prof, gs_session_role(s, cs->tgid)));
+	gs_join_launch_record(s->join, (const struct gs_gpu_launch *)h, stack,
+			      gs_profile_intern(&s->prof, comm), gs_profile_intern(&s->prof, role));
 }
 
 void gs_gpu_record(struct session *s, const struct gs_rec_hdr *h)
@@ -327,9 +326,7 @@ void gs_gpu_record(struct session *s, const struct gs_rec_hdr *h)
 	case GS_REC_GPU_STALL_TABLE:
 		gs_cuda_stall_table_record(s->cuda, (const struct gs_gpu_stall_table *)h, h->size);
 		break;
-	case GS_REC_GPU_LAUNCH:
-		if (h->size >= sizeof(struct gs_gpu_launch))
-			on_launch(s, (const struct gs_gpu_launch *)h);
+	case GS_REC_GPU_LAUNCH: /* the session symbolizes its stack: gs_gpu_launch_sample */
 		break;
 	case GS_REC_GPU_PC_BATCH:
 		gs_join_pc_batch_record(s->join, s->cuda, (const struct gs_gpu_pc_batch *)h, h->size);

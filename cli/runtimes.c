@@ -54,6 +54,17 @@ void gs_rt_close(struct session *s)
 	s->py = NULL;
 }
 
+int gs_session_update_target(struct session *s, const struct gs_procinfo *p)
+{
+	struct gs_target t = {
+		.flags = s->o->children ? GS_TARGET_FOLLOW_CHILDREN : 0,
+		.py_cfg_id = p->py_cfg_id,
+		.root_tgid = p->root,
+	};
+
+	return gs_sampler_add_target(s->sampler, p->pid, &t);
+}
+
 /* Same configuration -> same id: fork-server and spawn workers re-exec the
  * same interpreter, and py_cfgs has only 64 slots. */
 static uint32_t py_cfg_id(struct session *s, const struct gs_py_cfg *cfg)

@@ -77,17 +77,6 @@ static int check_privileges(void)
 
 /* ---- targets ------------------------------------------------------------ */
 
-int gs_session_update_target(struct session *s, const struct gs_procinfo *p)
-{
-	struct gs_target t = {
-		.flags = s->o->children ? GS_TARGET_FOLLOW_CHILDREN : 0,
-		.py_cfg_id = p->py_cfg_id,
-		.root_tgid = p->root,
-	};
-
-	return gs_sampler_add_target(s->sampler, p->pid, &t);
-}
-
 static int add_target(struct session *s, uint32_t pid, uint32_t ppid, bool is_root)
 {
 	struct gs_procinfo *p = gs_proctab_add(&s->procs, pid, ppid);
@@ -161,49 +150,6 @@ static int push_sample(struct session *s, const struct raw_sample *r)
 	return 0;
 }
 
-static struct gs_procinfo *first_sight(struct session *s, uint32_t tgid)
-{
-	struct gs_proc_stat st;
-	struct gs_procinfo *p;
-
-	if (gs_proc_stat(tgid, &st))
-		st.ppid = 0;
-	p = gs_proctab_add(&s->procs, tgid, st.ppid);
-	if (p)
-		gs_session_read_ranks(p, false);
-	if (p && !gs_sym_has_process(s->sym, tgid))
-		gs_sym_add_process(s->sym, tgid);
-	if (p)
-		gs_rt_new_process(s, p);
-	return p;
-}
-
-int64_t gs_session_intern(struct session *s, const struct gs_cpu_sample *cs)
-{
-	size_t words = (size_t)cs->n_kernel + cs->n_user + 2u * cs->n_python;
-	bool is_new;
-	int64_t idx;
-
-	if (cs->hdr.size < sizeof(*cs) + words * sizeof(uint64_t))
-		return -EINVAL; /* malformed: never read past the record */
-	if (!gs_proctab_get(&s->procs, cs->tgid))
-		first_sight(s, cs->tgid);
-	idx = gs_rawstacks_intern(&s->raw, cs,
-				  cs->flags & (GS_CPU_USER_TRUNC | GS_CPU_PY_TRUNC | GS_CPU_PY_ERR |
-					       GS_CPU_USER_SCAN),
-				  &is_new);
-	if (idx >= 0 && is_new)
-		gs_rt_new_stack(s, &s->raw.items[idx]);
-	return idx;
-}
-
-const char *gs_session_role(struct session *s, uint32_t tgid)
-{
-	struct gs_procinfo *p = gs_proctab_get(&s->procs, tgid);
-
-	return p ? gs_proc_role(p) : "other";
-}
-
 static int on_cpu_sample(struct session *s, const struct gs_cpu_sample *cs)
 {
 	struct raw_sample r;
@@ -218,7 +164,7 @@ static int on_cpu_sample(struct session *s, const struct gs_cpu_sample *cs)
 		return (int)idx;
 	p = gs_proctab_get(&s->procs, cs->tgid);
 	if (!p)
-		p = first_sight(s, cs->tgid);
+		p = gs_session_first_sight(s, cs->tgid);
 	memcpy(comm, cs->comm, GS_COMM_LEN);
 	comm[GS_COMM_LEN] = '\0';
 	if (p) {
@@ -252,7 +198,7 @@ static void on_proc_event(struct session *s, const struct gs_proc_event *ev)
 	case GS_PROC_EXEC:
 		p = gs_proctab_get(&s->procs, ev->tgid);
 		if (!p)
-			p = first_sight(s, ev->tgid);
+			p = gs_session_first_sight(s, ev->tgid);
 		gs_sym_exec(s->sym, ev->tgid);
 		if (p) {
 			memcpy(p->comm, ev->comm, sizeof(p->comm));
@@ -269,6 +215,21 @@ static void on_proc_event(struct session *s, const struct gs_proc_event *ev)
 		gs_sym_exit(s->sym, ev->tgid);
 		break;
 	}
+}
+
+/* A kernel launch's CPU stack: interned and symbolized now (cached per
+ * address), since the join aggregates as batches arrive and needs the
+ * launch stack's profile index; gpu.c trims it and hands it to the join. */
+static void on_launch(struct session *s, const struct gs_rec_hdr *h)
+{
+	const struct gs_cpu_sample *cs = gs_gpu_launch_sample(s, h);
+	int64_t raw, stack;
+
+	if (!cs || (raw = gs_session_intern(s, cs)) < 0)
+		return;
+	stack = gs_session_stack(s, &s->raw.items[raw]);
+	if (stack >= 0)
+		gs_gpu_launch_stack(s, h, cs, (uint32_t)stack, gs_session_role(s, cs->tgid));
 }
 
 static int on_record(void *ctx, const struct gs_rec_hdr *h)
@@ -293,6 +254,8 @@ static int on_record(void *ctx, const struct gs_rec_hdr *h)
 	default:
 		if (h->type >= GS_REC_GPU_PC_BATCH && h->type <= GS_REC_GPU_STATUS)
 			gs_gpu_record(s, h);
+		if (h->type == GS_REC_GPU_LAUNCH)
+			on_launch(s, h);
 		return 0;
 	}
 }
@@ -393,38 +356,6 @@ static int run_loop(struct session *s)
 
 /* ---- building the profile ------------------------------------------------ */
 
-
-uint32_t gs_session_special(struct session *s, const char *name)
-{
-	struct gs_function f = { .name = gs_profile_intern(&s->prof, name) };
-	struct gs_line l = { .function = gs_profile_add_function(&s->prof, &f) };
-
-	return gs_profile_add_location(&s->prof, 0, 0, GS_FRAME_SPECIAL, &l, 1);
-}
-
-static int64_t symbolize_stack(struct session *s, const struct gs_rawstack *r, uint32_t truncated_loc)
-{
-	uint32_t locs[GS_MAX_KERNEL_FRAMES + GS_MAX_USER_FRAMES + GS_MAX_PY_FRAMES + 2];
-	uint32_t n = 0;
-	int rc;
-
-	for (uint32_t i = 0; i < r->n_kernel; i++)
-		locs[n++] = gs_sym_kernel(s->sym, r->frames[i]);
-	rc = gs_rt_user_stack(s, r, locs + n, (uint32_t)(sizeof(locs) / sizeof(locs[0]) - n - 1));
-	if (rc < 0)
-		return rc;
-	n += (uint32_t)rc;
-	if (r->flags & GS_CPU_USER_TRUNC)
-		locs[n++] = truncated_loc;
-	return gs_profile_add_stack(&s->prof, locs, n);
-}
-
-int64_t gs_session_stack(struct session *s, const struct gs_rawstack *r)
-{
-	if (!s->truncated_loc)
-		s->truncated_loc = gs_session_special(s, "[truncated]");
-	return symbolize_stack(s, r, s->truncated_loc);
-}
 
 /* PyTorch 1.x does not name its DataLoader worker threads; a process whose
  * stacks run torch.utils.data's _worker_loop is a worker whatever its comm. */

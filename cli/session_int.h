@@ -101,13 +101,20 @@ void gs_rt_comments(struct session *s); /* profile comments: what stayed unresol
 void gs_rt_new_stack(struct session *s, const struct gs_rawstack *r);
 /* Leaf-first user part of a stack (native + Python merged); returns count. */
 int gs_rt_user_stack(struct session *s, const struct gs_rawstack *r, uint32_t *out, uint32_t cap);
-/* Symbolize one raw stack into a profile stack (also used for launch
+/* Push the targets entry of p (flags, root, py_cfg_id) to BPF. */
+int gs_session_update_target(struct session *s, const struct gs_procinfo *p);
+
+/* cli/stacks.c (calls only down: runtimes.c, ranks.c, procs.c):
+ * Symbolize one raw stack into a profile stack (also used for launch
  * stacks of GPU kernels during the run); returns the stack index or <0. */
 int64_t gs_session_stack(struct session *s, const struct gs_rawstack *r);
 /* Intern a CPU-sample record's stack (new stacks get their Python code
  * objects read right away); returns the raw stack index or <0. */
 int64_t gs_session_intern(struct session *s, const struct gs_cpu_sample *cs);
 const char *gs_session_role(struct session *s, uint32_t tgid);
+/* A process seen for the first time (no fork record): table entry, ranks,
+ * maps snapshot, runtimes.  NULL on ENOMEM. */
+struct gs_procinfo *gs_session_first_sight(struct session *s, uint32_t tgid);
 
 /* cli/gpu.c: the GPU agent's records and the CPU<->GPU join. */
 int gs_gpu_open(struct session *s);          /* after the sampler is loaded */
@@ -117,6 +124,13 @@ void gs_gpu_add_process(struct session *s, uint32_t tgid);
 void gs_gpu_remove_process(struct session *s, uint32_t tgid);
 void gs_gpu_tick(struct session *s);
 void gs_gpu_record(struct session *s, const struct gs_rec_hdr *h);
+/* A GS_REC_GPU_LAUNCH record's CPU sample trimmed to the program's frames
+ * (a static copy, valid until the next call); NULL when malformed or
+ * without GPU.  The caller interns and symbolizes it, then hands the
+ * stack to the join with gs_gpu_launch_stack. */
+const struct gs_cpu_sample *gs_gpu_launch_sample(struct session *s, const struct gs_rec_hdr *h);
+void gs_gpu_launch_stack(struct session *s, const struct gs_rec_hdr *h,
+			 const struct gs_cpu_sample *cs, uint32_t stack, const char *role);
 void gs_gpu_detach(struct session *s, int (*poll)(void *ctx, int timeout_ms));
 int gs_gpu_finish(struct session *s);         /* join -> profile samples */
 void gs_gpu_close(struct session *s);
@@ -149,8 +163,5 @@ void gs_off_comments(struct session *s, const struct gs_sampler_stats *st);
 /* cli/counters.c: the "counters:" profile comment, every BPF and host counter. */
 int gs_session_counters(struct session *s, const struct gs_sampler_stats *st);
 void gs_off_free(struct session *s);
-
-/* Push the targets entry of p (flags, root, py_cfg_id) to BPF. */
-int gs_session_update_target(struct session *s, const struct gs_procinfo *p);
 
 #endif

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Stacks of the session: CPU-sample records interned (first sight of a
+ * process starts its runtimes), raw stacks symbolized into profile
+ * stacks, special frames.  Below session.c, gpu.c and offcpu.c, above
+ * runtimes.c: nothing here calls back up.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "cli/procs.h"
+#include "cli/rawstacks.h"
+#include "cli/session_int.h"
+#include "gpusample/profile.h"
+#include "symbolizer/symbolizer.h"
+
+struct gs_procinfo *gs_session_first_sight(struct session *s, uint32_t tgid)
+{
+	struct gs_proc_stat st;
+	struct gs_procinfo *p;
+
+	if (gs_proc_stat(tgid, &st))
+		st.ppid = 0;
+	p = gs_proctab_add(&s->procs, tgid, st.ppid);
+	if (p)
+		gs_session_read_ranks(p, false);
+	if (p && !gs_sym_has_process(s->sym, tgid))
+		gs_sym_add_process(s->sym, tgid);
+	if (p)
+		gs_rt_new_process(s, p);
+	return p;
+}
+
+int64_t gs_session_intern(struct session *s, const struct gs_cpu_sample *cs)
+{
+	size_t words = (size_t)cs->n_kernel + cs->n_user + 2u * cs->n_python;
+	bool is_new;
+	int64_t idx;
+
+	if (cs->hdr.size < sizeof(*cs) + words * sizeof(uint64_t))
+		return -EINVAL; /* malformed: never read past the record */
+	if (!gs_proctab_get(&s->procs, cs->tgid))
+		gs_session_first_sight(s, cs->tgid);
+	idx = gs_rawstacks_intern(&s->raw, cs,
+				  cs->flags & (GS_CPU_USER_TRUNC | GS_CPU_PY_TRUNC | GS_CPU_PY_ERR |
+					       GS_CPU_USER_SCAN),
+				  &is_new);
+	if (idx >= 0 && is_new)
+		gs_rt_new_stack(s, &s->raw.items[idx]);
+	return idx;
+}
+
+const char *gs_session_role(struct session *s, uint32_t tgid)
+{
+	struct gs_procinfo *p = gs_proctab_get(&s->procs, tgid);
+
+	return p ? gs_proc_role(p) : "other";
+}
+
+uint32_t gs_session_special(struct session *s, const char *name)
+{
+	struct gs_function f = { .name = gs_profile_intern(&s->prof, name) };
+	struct gs_line l = { .function = gs_profile_add_function(&s->prof, &f) };
+
+	return gs_profile_add_location(&s->prof, 0, 0, GS_FRAME_SPECIAL, &l, 1);
+}
+
+static int64_t symbolize_stack(struct session *s, const struct gs_rawstack *r, uint32_t truncated_loc)
+{
+	uint32_t locs[GS_MAX_KERNEL_FRAMES + GS_MAX_USER_FRAMES + GS_MAX_PY_FRAMES + 2];
+	uint32_t n = 0;
+	int rc;
+
+	for (uint32_t i = 0; i < r->n_kernel; i++)
+		locs[n++] = gs_sym_kernel(s->sym, r->frames[i]);
+	rc = gs_rt_user_stack(s, r, locs + n, (uint32_t)(sizeof(locs) / sizeof(locs[0]) - n - 1));
+	if (rc < 0)
+		return rc;
+	n += (uint32_t)rc;
+	if (r->flags & GS_CPU_USER_TRUNC)
+		locs[n++] = truncated_loc;
+	return gs_profile_add_stack(&s->prof, locs, n);
+}
+
+int64_t gs_session_stack(struct session *s, const struct gs_rawstack *r)
+{
+	if (!s->truncated_loc)
+		s->truncated_loc = gs_session_special(s, "[truncated]");
+	return symbolize_stack(s, r, s->truncated_loc);
+}
