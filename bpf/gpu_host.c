@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,9 +22,11 @@
 #include "gpusample/stall.h"
 #include "gpu_host.h"
 #include "util/clock.h"
+#include "util/hashmap.h"
 
 #define AGENT_NAME "libgpusample_agent.so"
 #define GS_AGENT_THREAD "gs-agent" /* the agent's watcher thread (gpu_sampler/agent.c) */
+#define GS_AGENT_USDT_PROVIDER "gpusample" /* gpu_sampler/emit.c's STAP_PROBE2 */
 #define RESCAN_NS 500000000ull
 #define RESCAN_MAX_NS 4000000000ull
 #define INIT_WAIT_NS 3000000000ull /* rescan every tick this long after the agent appears */
@@ -68,6 +71,8 @@ struct gs_gpu_host {
 	uint64_t cubin_bytes;  /* kept */
 	struct gs_gpu_cubin_losses lost;
 	uint32_t next_session;
+	struct gs_elf_cache *elf;  /* the session's (opts.elf) or our own */
+	struct gs_hmap probed;     /* gs_elf_obj.id -> 1 not the agent, 2 the agent */
 };
 
 const char *gs_gpu_state_name(enum gs_gpu_proc_state s)
@@ -104,6 +109,11 @@ struct gs_gpu_host *gs_gpu_host_new(struct bpf_program *record_prog, struct bpf_
 	if (!h->next_session)
 		h->next_session = 1;
 	elf_version(EV_CURRENT);
+	h->elf = h->o.elf ? gs_elf_cache_ref(h->o.elf) : gs_elf_cache_new();
+	if (!h->elf) {
+		free(h);
+		return NULL;
+	}
 	return h;
 }
 
@@ -128,6 +138,8 @@ void gs_gpu_host_free(struct gs_gpu_host *h)
 	free(h->cubins);
 	free(h->cubin_slots);
 	free(h->procs);
+	gs_hmap_free(&h->probed);
+	gs_elf_cache_put(h->elf);
 	free(h);
 }
 
@@ -154,8 +166,32 @@ static struct gpu_proc *proc_find(struct gs_gpu_host *h, uint32_t tgid, bool cre
 	return p;
 }
 
+/* Is this mapped file the agent?  Recognised by its USDT notes (provider
+ * "gpusample"), not its name: asked once per ELF object of the cache. */
+static bool is_agent(struct gs_gpu_host *h, uint32_t tgid, const struct gs_maps_line *l)
+{
+	char mf[80], root[4200];
+	const char *paths[] = { mf, root };
+	uint64_t dev = makedev(l->dev_major, l->dev_minor);
+	struct gs_elf_obj *o;
+	bool added;
+
+	snprintf(mf, sizeof(mf), "/proc/%u/map_files/%llx-%llx", tgid, (unsigned long long)l->start,
+		 (unsigned long long)l->end);
+	snprintf(root, sizeof(root), "/proc/%u/root%s", tgid, l->path);
+	if (!(o = gs_elf_find(h->elf, dev, l->inode)) &&
+	    gs_elf_get(h->elf, l->path, paths, 2, dev, l->inode, &o))
+		return false;
+	uint64_t *v = gs_hmap_slot(&h->probed, o->id, &added);
+	if (!v)
+		return false;
+	if (added)
+		*v = 1 + (gs_elf_usdt_provider(o, GS_AGENT_USDT_PROVIDER) > 0);
+	return *v == 2;
+}
+
 /* The agent's path and the start of its offset-0 mapping in tgid. */
-static int find_agent(uint32_t tgid, char *path, size_t len, uint64_t *base)
+static int find_agent(struct gs_gpu_host *h, uint32_t tgid, char *path, size_t len, uint64_t *base)
 {
 	struct gs_proc_maps *snap;
 	int found = 0, err = gs_proc_maps_read(tgid, &snap);
@@ -165,8 +201,8 @@ static int find_agent(uint32_t tgid, char *path, size_t len, uint64_t *base)
 	for (size_t i = 0; i < snap->n && !found; i++) {
 		const struct gs_maps_line *l = &snap->m[i];
 
-		if (!l->path || !strstr(l->path, AGENT_NAME) || strstr(l->path, " (deleted)") ||
-		    l->offset != 0)
+		if (!l->path || l->path[0] != '/' || !l->inode || strstr(l->path, " (deleted)") ||
+		    l->offset != 0 || !is_agent(h, tgid, l))
 			continue;
 		snprintf(path, len, "%s", l->path);
 		*base = l->start;
@@ -398,7 +434,7 @@ static int scan(struct gs_gpu_host *h, struct gpu_proc *p)
 	int rc;
 
 	p->last_scan_ns = gs_mono_ns();
-	rc = find_agent(p->info.tgid, path, sizeof(path), &base);
+	rc = find_agent(h, p->info.tgid, path, sizeof(path), &base);
 	if (rc < 0)
 		return rc; /* gone: the exit event cleans up */
 	if (p->rec_link) {
@@ -737,7 +773,7 @@ int gs_gpu_host_detach(struct gs_gpu_host *h, int (*poll)(void *ctx, int timeout
 			continue;
 		/* Only into the image we attached to: after an unseen exec the
 		 * address means something else. */
-		if (find_agent(p->info.tgid, path, sizeof(path), &base) > 0 && base == p->agent_base &&
+		if (find_agent(h, p->info.tgid, path, sizeof(path), &base) > 0 && base == p->agent_base &&
 		    vm_write(p->info.tgid, p->cfg_addr + offsetof(struct gs_gpu_agent_cfg, detach_req),
 			     &req, sizeof(req)) == 0 && kill(p->info.tgid, 0) == 0)
 			waiting++;

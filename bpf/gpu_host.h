@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Host side of the GPU agent: find libgpusample_agent.so in target
- * processes, pass options, attach the USDT handlers of bpf/gpu.bpf.h
+ * Host side of the GPU agent: find the agent in target processes (the
+ * mapped ELF object with USDT probes of provider "gpusample", whatever its
+ * file name), pass options, attach the USDT handlers of bpf/gpu.bpf.h
  * (which arms the agent), follow its state, read cubins, detach cleanly.
  *
  * Session wiring (cli/session.c):
@@ -56,6 +57,7 @@
 
 struct bpf_program;
 struct gs_gpu_host;
+struct gs_elf_cache;
 
 struct gs_gpu_host_opts {
 	uint32_t sampling_period;     /* CUPTI exponent 5..31; 0 = CUPTI default */
@@ -69,6 +71,9 @@ struct gs_gpu_host_opts {
 	 * a cap are not read and are counted (gs_gpu_host_cubin_losses). */
 	uint64_t cubin_max_bytes;
 	uint64_t cubin_total_bytes;
+	/* proc/'s ELF cache to open target files through (the symbolizer's:
+	 * gs_sym_elf_cache); NULL: one of its own.  A reference is taken. */
+	struct gs_elf_cache *elf;
 };
 
 /* Per-process GPU state, for the progress line and the report. */

@@ -65,6 +65,7 @@ int gs_gpu_open(struct session *s)
 		.serialized = s->o->gpu_serialized,
 		.scratch_bytes = (uint64_t)s->o->gpu_scratch_mib << 20,
 		.hw_buffer_bytes = (uint64_t)s->o->gpu_hwbuf_mib << 20,
+		.elf = s->sym ? gs_sym_elf_cache(s->sym) : NULL,
 	};
 
 	if (!s->o->gpu)

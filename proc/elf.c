@@ -288,3 +288,47 @@ void gs_elf_stats(const struct gs_elf_cache *c, struct gs_elf_stats *st)
 {
 	*st = c->st;
 }
+
+/* One stapsdt note: pc, base, semaphore (ELF class words), then the
+ * provider, name and argument strings. */
+static bool note_has_provider(const GElf_Nhdr *nh, const char *name, const char *desc,
+			      size_t word, const char *provider)
+{
+	if (nh->n_type != 3 /* NT_STAPSDT */ || nh->n_namesz != 8 || memcmp(name, "stapsdt", 8) ||
+	    nh->n_descsz <= 3 * word)
+		return false;
+	size_t n = nh->n_descsz - 3 * word;
+	const char *prov = desc + 3 * word;
+	return strnlen(prov, n) < n && !strcmp(prov, provider);
+}
+
+int gs_elf_usdt_provider(const struct gs_elf_obj *o, const char *provider)
+{
+	size_t shstrndx, word;
+	Elf_Scn *scn = NULL;
+
+	if (!o->elf || elf_kind(o->elf) != ELF_K_ELF || elf_getshdrstrndx(o->elf, &shstrndx))
+		return 0;
+	word = gelf_getclass(o->elf) == ELFCLASS32 ? 4 : 8;
+	while ((scn = elf_nextscn(o->elf, scn))) {
+		GElf_Shdr sh;
+		const char *sname;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE ||
+		    !(sname = elf_strptr(o->elf, shstrndx, sh.sh_name)) || strcmp(sname, ".note.stapsdt"))
+			continue;
+		if (sh.sh_size > GS_ELF_NOTES_MAX)
+			return -EIO;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (!d)
+			return -EIO;
+		GElf_Nhdr nh;
+		size_t off = 0, name_off, desc_off, next;
+		while ((next = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+			if (note_has_provider(&nh, (const char *)d->d_buf + name_off,
+					      (const char *)d->d_buf + desc_off, word, provider))
+				return 1;
+			off = next;
+		}
+	}
+	return 0;
+}

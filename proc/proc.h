@@ -129,4 +129,12 @@ bool gs_elf_off_to_vaddr(const struct gs_elf_obj *o, uint64_t off, uint64_t *vad
 
 void gs_elf_stats(const struct gs_elf_cache *c, struct gs_elf_stats *st);
 
+/* Does o carry a USDT probe (a .note.stapsdt note, owner "stapsdt") of
+ * this provider?  How a runtime recognises its own library whatever the
+ * file is called.  Reads at most GS_ELF_NOTES_MAX bytes of notes by pread.
+ * Returns 1 yes, 0 no (also for an object without fd), -EIO on a
+ * malformed note section. */
+#define GS_ELF_NOTES_MAX (1u << 20)
+int gs_elf_usdt_provider(const struct gs_elf_obj *o, const char *provider);
+
 #endif

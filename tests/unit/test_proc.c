@@ -250,3 +250,30 @@ Test(proc_elf, fds_bounded_by_rlimit)
 	cr_assert(WIFEXITED(st));
 	cr_assert_eq(WEXITSTATUS(st), 0, "child step %d failed", WEXITSTATUS(st));
 }
+
+/* The GPU agent is recognised by its USDT notes (gpu_sampler/emit.c), here
+ * under another file name: BUILD/libgpusample_agent.so, next to BUILD/tests
+ * (make all builds it; missing, the test fails). */
+Test(proc_elf, usdt_provider)
+{
+	char exe[4096], agent[4200], copy[64];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	struct gs_elf_cache *c = gs_elf_cache_new();
+
+	cr_assert_gt(n, 0);
+	exe[n] = 0;
+	struct gs_elf_obj *self = get(c, exe);
+	*strrchr(exe, '/') = 0; /* BUILD/tests */
+	*strrchr(exe, '/') = 0; /* BUILD */
+	snprintf(agent, sizeof(agent), "%s/libgpusample_agent.so", exe);
+	cr_assert_eq(access(agent, R_OK), 0, "%s missing: run make all", agent);
+	snprintf(copy, sizeof(copy), "/tmp/gs_test_proc_renamed.%d.so", getpid());
+	copy_file(agent, copy);
+	struct gs_elf_obj *o = get(c, copy);
+	cr_assert_eq(gs_elf_usdt_provider(o, "gpusample"), 1);
+	cr_assert_eq(gs_elf_usdt_provider(o, "gpusampl"), 0);
+	cr_assert_eq(gs_elf_usdt_provider(o, "libc"), 0);
+	cr_assert_eq(gs_elf_usdt_provider(self, "gpusample"), 0);
+	unlink(copy);
+	gs_elf_cache_put(c);
+}
