@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "cli/session_int.h"
+#include "proc/proc.h"
 #include "gpusample.skel.h"
 
 #define PY_DISCOVERY_WINDOW_NS (5ull * 1000000000ull)
@@ -209,11 +210,28 @@ void gs_rt_tick(struct session *s)
 		py_discover(s, &s->procs.items[i]);
 }
 
+/* Libraries left without an fd by the ELF cache's bound: their frames
+ * are unsymbolized and their stacks use frame pointers only. */
+static void elf_comments(struct session *s)
+{
+	struct gs_elf_stats es;
+
+	if (!s->sym)
+		return;
+	gs_elf_stats(gs_sym_elf_cache(s->sym), &es);
+	if (es.fd_refused)
+		gs_profile_add_note(&s->prof, "%zu of %zu libraries not kept open (at most %zu file "
+				    "descriptors, RLIMIT_NOFILE less %d): no symbols or unwind tables "
+				    "in them; raise the soft limit (ulimit -n) to get them",
+				    es.fd_refused, es.objects, es.max_fds, GS_ELF_FD_RESERVE);
+}
+
 void gs_rt_comments(struct session *s)
 {
 	struct gs_py_stats st;
 	size_t scanned = 0;
 
+	elf_comments(s);
 	for (size_t i = 0; i < s->n_samples; i++)
 		scanned += (s->raw.items[s->samples[i].stack].flags & GS_CPU_USER_SCAN) != 0;
 	if (scanned)
