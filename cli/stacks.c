@@ -41,10 +41,10 @@ int64_t gs_session_intern(struct session *s, const struct gs_cpu_sample *cs)
 		return -EINVAL; /* malformed: never read past the record */
 	if (!gs_proctab_get(&s->procs, cs->tgid))
 		gs_session_first_sight(s, cs->tgid);
-	idx = gs_rawstacks_intern(&s->raw, cs,
-				  cs->flags & (GS_CPU_USER_TRUNC | GS_CPU_PY_TRUNC | GS_CPU_PY_ERR |
-					       GS_CPU_USER_SCAN),
-				  &is_new);
+	idx = gs_rawstacks_intern(
+	    &s->raw, cs,
+	    cs->flags & (GS_CPU_USER_TRUNC | GS_CPU_PY_TRUNC | GS_CPU_PY_ERR | GS_CPU_USER_SCAN),
+	    &is_new);
 	if (idx >= 0 && is_new)
 		gs_rt_new_stack(s, &s->raw.items[idx]);
 	return idx;
@@ -65,7 +65,8 @@ uint32_t gs_session_special(struct session *s, const char *name)
 	return gs_profile_add_location(&s->prof, 0, 0, GS_FRAME_SPECIAL, &l, 1);
 }
 
-static int64_t symbolize_stack(struct session *s, const struct gs_rawstack *r, uint32_t truncated_loc)
+static int64_t symbolize_stack(struct session *s, const struct gs_rawstack *r,
+			       uint32_t truncated_loc)
 {
 	uint32_t locs[GS_MAX_KERNEL_FRAMES + GS_MAX_USER_FRAMES + GS_MAX_PY_FRAMES + 2];
 	uint32_t n = 0;

@@ -29,8 +29,8 @@ struct gs_elf_cache {
 	size_t n_objs, cap_objs;
 	struct file_alias *files;
 	size_t n_files, cap_files;
-	struct gs_hmap by_file;  /* hash(dev, ino) -> index in files */
-	struct gs_hmap by_key;   /* hash(key) -> index in objs (build-id keys only) */
+	struct gs_hmap by_file; /* hash(dev, ino) -> index in files */
+	struct gs_hmap by_key;  /* hash(key) -> index in objs (build-id keys only) */
 	struct gs_elf_stats st;
 };
 
@@ -152,7 +152,8 @@ static void read_facts(struct gs_elf_obj *o)
 	ssize_t n = dwelf_elf_gnu_build_id(o->elf, &bid);
 	for (ssize_t i = 0; n > 0 && n <= 20 && i < n; i++)
 		snprintf(o->build_id + 2 * i, 3, "%02x", ((const uint8_t *)bid)[i]);
-	if (elf_getphdrnum(o->elf, &phnum) || !phnum || !(o->loads = calloc(phnum, sizeof(GElf_Phdr))))
+	if (elf_getphdrnum(o->elf, &phnum) || !phnum ||
+	    !(o->loads = calloc(phnum, sizeof(GElf_Phdr))))
 		return;
 	for (size_t i = 0; i < phnum; i++) {
 		GElf_Phdr ph;
@@ -239,8 +240,9 @@ int gs_elf_get(struct gs_elf_cache *c, const char *path, const char *const *open
 	/* Same build-id under another path or inode: one object, one more
 	 * file.  A file we could not open is never shared by build-id. */
 	struct key_q q = { c, o->key };
-	uint64_t *same = o->build_id[0] ? gs_hmap_find_by(&c->by_key, gs_hash_str(o->key), key_eq, &q)
-					: NULL;
+	uint64_t *same = o->build_id[0]
+			     ? gs_hmap_find_by(&c->by_key, gs_hash_str(o->key), key_eq, &q)
+			     : NULL;
 	if (same) {
 		uint32_t id = (uint32_t)*same;
 
@@ -291,8 +293,8 @@ void gs_elf_stats(const struct gs_elf_cache *c, struct gs_elf_stats *st)
 
 /* One stapsdt note: pc, base, semaphore (ELF class words), then the
  * provider, name and argument strings. */
-static bool note_has_provider(const GElf_Nhdr *nh, const char *name, const char *desc,
-			      size_t word, const char *provider)
+static bool note_has_provider(const GElf_Nhdr *nh, const char *name, const char *desc, size_t word,
+			      const char *provider)
 {
 	if (nh->n_type != 3 /* NT_STAPSDT */ || nh->n_namesz != 8 || memcmp(name, "stapsdt", 8) ||
 	    nh->n_descsz <= 3 * word)
@@ -314,7 +316,8 @@ int gs_elf_usdt_provider(const struct gs_elf_obj *o, const char *provider)
 		GElf_Shdr sh;
 		const char *sname;
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE ||
-		    !(sname = elf_strptr(o->elf, shstrndx, sh.sh_name)) || strcmp(sname, ".note.stapsdt"))
+		    !(sname = elf_strptr(o->elf, shstrndx, sh.sh_name)) ||
+		    strcmp(sname, ".note.stapsdt"))
 			continue;
 		if (sh.sh_size > GS_ELF_NOTES_MAX)
 			return -EIO;

@@ -28,7 +28,7 @@ struct gs_proc_maps {
 	uint32_t tgid;
 	size_t n;
 	struct gs_maps_line *m;
-	char *text;           /* the file as read; paths point into it */
+	char *text; /* the file as read; paths point into it */
 	unsigned refs;
 };
 
@@ -71,19 +71,19 @@ int gs_proc_mem_read(uint32_t tgid, uint64_t addr, void *buf, size_t len, size_t
  * object.  A file without a build-id, or one that could not be opened, is
  * an object of its own keyed by dev:inode. */
 struct gs_elf_obj {
-	uint32_t id;          /* 0, 1, ... in order of first open: an index for
-			       * components' per-object state */
-	char key[48];         /* build-id hex, else "dev:inode" */
-	char build_id[41];    /* hex, "" if none */
-	int fd;               /* owned by the cache; -1: not open (see gs_elf_get) */
-	int err;              /* fd -1: why (-errno of the last open; -EMFILE: the
-			       * fd bound); else 0 */
-	Elf *elf;             /* ELF_C_READ on fd (pread: a file that shrinks is
-			       * a read error, not SIGBUS); NULL if fd < 0 or not ELF */
-	GElf_Phdr *loads;     /* the PT_LOAD program headers */
+	uint32_t id;       /* 0, 1, ... in order of first open: an index for
+			    * components' per-object state */
+	char key[48];      /* build-id hex, else "dev:inode" */
+	char build_id[41]; /* hex, "" if none */
+	int fd;            /* owned by the cache; -1: not open (see gs_elf_get) */
+	int err;           /* fd -1: why (-errno of the last open; -EMFILE: the
+			    * fd bound); else 0 */
+	Elf *elf;          /* ELF_C_READ on fd (pread: a file that shrinks is
+			    * a read error, not SIGBUS); NULL if fd < 0 or not ELF */
+	GElf_Phdr *loads;  /* the PT_LOAD program headers */
 	size_t n_loads;
-	char *path;           /* as first seen in /proc/PID/maps */
-	uint64_t dev, ino;    /* as first seen */
+	char *path;        /* as first seen in /proc/PID/maps */
+	uint64_t dev, ino; /* as first seen */
 };
 
 struct gs_elf_cache;
@@ -94,13 +94,13 @@ struct gs_elf_cache;
  * The limit is never raised.  libdwfl's own opens (a dup per module, debug
  * files) are transient: it maps the file and closes the fd. */
 #define GS_ELF_FD_RESERVE 256
-#define GS_ELF_FD_MIN 32
+#define GS_ELF_FD_MIN     32
 
 struct gs_elf_stats {
-	size_t objects;       /* distinct objects */
-	size_t open_fds;      /* fds held now (<= max_fds) */
+	size_t objects;  /* distinct objects */
+	size_t open_fds; /* fds held now (<= max_fds) */
 	size_t max_fds;
-	size_t fd_refused;    /* objects left without an fd by that bound */
+	size_t fd_refused; /* objects left without an fd by that bound */
 };
 
 /* A new cache (references: 1), NULL on ENOMEM or when libelf is unusable. */

@@ -17,7 +17,10 @@
 
 #include "proc/proc.h"
 
-static int marker(void) { return 42; }
+static int marker(void)
+{
+	return 42;
+}
 
 Test(proc_maps, own_process)
 {
@@ -68,17 +71,20 @@ Test(proc_mem, full_short_and_bounded)
 	cr_assert_neq(p, MAP_FAILED);
 	memset(p, 'a', pg);
 	strcpy(p + 100, "remote");
-	cr_assert_eq(gs_proc_mem_read((uint32_t)getpid(), (uint64_t)(uintptr_t)(p + 100), buf, 7, &got), 0);
+	cr_assert_eq(
+	    gs_proc_mem_read((uint32_t)getpid(), (uint64_t)(uintptr_t)(p + 100), buf, 7, &got), 0);
 	cr_assert_eq(got, 7);
 	cr_assert_str_eq(buf, "remote");
 	/* across the end of a mapping: a short read, and how short */
 	cr_assert_eq(munmap(p + pg, pg), 0);
-	cr_assert_eq(gs_proc_mem_read((uint32_t)getpid(), (uint64_t)(uintptr_t)(p + pg - 16), buf,
-				      32, &got), -EFAULT);
+	cr_assert_eq(
+	    gs_proc_mem_read((uint32_t)getpid(), (uint64_t)(uintptr_t)(p + pg - 16), buf, 32, &got),
+	    -EFAULT);
 	cr_assert_eq(got, 16);
 	cr_assert_eq(buf[0], 'a');
 	cr_assert_eq(gs_proc_mem_read((uint32_t)getpid(), (uint64_t)(uintptr_t)p, buf,
-				      GS_PROC_MEM_MAX_BYTES + 1, &got), -E2BIG);
+				      GS_PROC_MEM_MAX_BYTES + 1, &got),
+		     -E2BIG);
 	munmap(p, pg);
 }
 
@@ -108,11 +114,13 @@ static int read_under_seccomp(void)
 	char buf[sizeof(secret)], probe;
 	struct iovec l = { &probe, 1 }, r = { (void *)secret, 1 };
 
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
 		return 2;
 	if (process_vm_readv(getpid(), &l, 1, &r, 1, 0) != -1 || errno != EPERM)
 		return 3; /* the filter must really refuse it */
-	if (gs_proc_mem_read((uint32_t)getpid(), (uint64_t)(uintptr_t)secret, buf, sizeof(buf), NULL))
+	if (gs_proc_mem_read((uint32_t)getpid(), (uint64_t)(uintptr_t)secret, buf, sizeof(buf),
+			     NULL))
 		return 4;
 	return memcmp(buf, secret, sizeof(buf)) ? 5 : 0;
 }
