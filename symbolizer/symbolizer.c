@@ -19,6 +19,8 @@
 #include <time.h>
 #include "symbolizer/symbolizer.h"
 #include "symbolizer/sym_internal.h"
+#include "util/hash.h"
+#include "util/hashmap.h"
 #include "util/clock.h"
 
 #define SNAP_NS (1ull << 62)
@@ -28,7 +30,7 @@
 #define REREAD_INTERVAL_NS 1000000000ull
 
 struct proc {
-	uint32_t tgid; /* 0 = empty slot */
+	uint32_t tgid;
 	bool exited;
 	uint64_t last_reread_ns;
 	struct gs_sym_snapshot *snap;
@@ -41,23 +43,14 @@ struct kmod_map { uint64_t start, end; uint32_t mapping; };
 struct gs_symbolizer {
 	struct gs_profile *p;
 	struct gs_sym_modcache *mc;
-	struct proc *procs;
-	size_t n_procs, cap_procs; /* open addressing, cap power of two */
-	struct loc_slot *locs;
+	struct gs_hmap procs;  /* tgid -> struct proc * */
+	struct loc_slot *locs; /* the location cache's entries */
 	size_t n_locs, cap_locs;
+	struct gs_hmap loc_index; /* hash(k1, k2) -> index in locs */
 	uint32_t next_snap_id;
 	struct gs_kallsyms ks;
 	struct kmod_map *kmods; /* per kallsyms module index */
 };
-
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	return x ^ (x >> 33);
-}
 
 struct gs_symbolizer *gs_sym_new(struct gs_profile *p)
 {
@@ -66,11 +59,7 @@ struct gs_symbolizer *gs_sym_new(struct gs_profile *p)
 		return NULL;
 	s->p = p;
 	s->mc = gs_sym_modcache_new(NULL);
-	s->cap_procs = 64;
-	s->procs = calloc(s->cap_procs, sizeof(*s->procs));
-	s->cap_locs = 4096;
-	s->locs = calloc(s->cap_locs, sizeof(*s->locs));
-	if (!s->mc || !s->procs || !s->locs) {
+	if (!s->mc) {
 		gs_sym_free(s);
 		return NULL;
 	}
@@ -86,11 +75,15 @@ void gs_sym_free(struct gs_symbolizer *s)
 {
 	if (!s)
 		return;
-	for (size_t i = 0; s->procs && i < s->cap_procs; i++)
-		if (s->procs[i].tgid)
-			gs_sym_snapshot_put(s->procs[i].snap);
-	free(s->procs);
+	uint64_t tgid, val;
+	for (size_t it = 0; gs_hmap_next(&s->procs, &it, &tgid, &val);) {
+		struct proc *pr = (struct proc *)(uintptr_t)val;
+		gs_sym_snapshot_put(pr->snap);
+		free(pr);
+	}
+	gs_hmap_free(&s->procs);
 	free(s->locs);
+	gs_hmap_free(&s->loc_index);
 	gs_sym_modcache_free(s->mc);
 	gs_kallsyms_free(&s->ks);
 	free(s->kmods);
@@ -101,41 +94,26 @@ void gs_sym_free(struct gs_symbolizer *s)
 
 static struct proc *proc_find(struct gs_symbolizer *s, uint32_t tgid)
 {
-	if (!tgid)
-		return NULL;
-	for (size_t i = mix(tgid) & (s->cap_procs - 1);; i = (i + 1) & (s->cap_procs - 1)) {
-		if (s->procs[i].tgid == tgid)
-			return &s->procs[i];
-		if (!s->procs[i].tgid)
-			return NULL;
-	}
+	uint64_t *v = gs_hmap_get(&s->procs, tgid);
+	return v ? (struct proc *)(uintptr_t)*v : NULL;
 }
 
 static struct proc *proc_insert(struct gs_symbolizer *s, uint32_t tgid)
 {
-	struct proc *pr = proc_find(s, tgid);
-	if (pr || !tgid) /* tgid 0 marks empty slots (and is no user process) */
-		return pr;
-	if ((s->n_procs + 1) * 2 > s->cap_procs) {
-		size_t nc = s->cap_procs * 2;
-		struct proc *np = calloc(nc, sizeof(*np)), *old = s->procs;
-		if (!np)
-			return NULL;
-		size_t oc = s->cap_procs;
-		s->procs = np;
-		s->cap_procs = nc;
-		for (size_t i = 0; i < oc; i++)
-			if (old[i].tgid)
-				*proc_insert(s, old[i].tgid) = old[i];
-		free(old);
+	bool added;
+	uint64_t *v = gs_hmap_slot(&s->procs, tgid, &added);
+	if (!v)
+		return NULL;
+	if (!added)
+		return (struct proc *)(uintptr_t)*v;
+	struct proc *pr = calloc(1, sizeof(*pr));
+	if (!pr) {
+		gs_hmap_del(&s->procs, tgid, NULL);
+		return NULL;
 	}
-	for (size_t i = mix(tgid) & (s->cap_procs - 1);; i = (i + 1) & (s->cap_procs - 1)) {
-		if (!s->procs[i].tgid) {
-			s->procs[i] = (struct proc){ .tgid = tgid };
-			s->n_procs++;
-			return &s->procs[i];
-		}
-	}
+	pr->tgid = tgid;
+	*v = (uintptr_t)pr;
+	return pr;
 }
 
 static void proc_set_snap(struct proc *pr, struct gs_sym_snapshot *snap)
@@ -278,57 +256,50 @@ static int reread(struct gs_symbolizer *s, struct proc *pr, bool now)
 
 /* ---- location cache ----------------------------------------------------- */
 
-static uint32_t *loc_slot(struct gs_symbolizer *s, uint64_t k1, uint64_t k2, bool insert)
+struct loc_q {
+	const struct gs_symbolizer *s;
+	uint64_t k1, k2;
+};
+
+static bool loc_eq(const void *ctx, uint64_t val)
 {
-	if (insert && (s->n_locs + 1) * 2 > s->cap_locs) {
-		size_t oc = s->cap_locs, nc = oc * 2;
-		struct loc_slot *old = s->locs, *nl = calloc(nc, sizeof(*nl));
-		if (!nl)
-			return NULL;
-		s->locs = nl;
-		s->cap_locs = nc;
-		for (size_t i = 0; i < oc; i++) {
-			if (!old[i].loc)
-				continue;
-			size_t j = mix(old[i].k1 ^ mix(old[i].k2)) & (nc - 1);
-			while (nl[j].loc)
-				j = (j + 1) & (nc - 1);
-			nl[j] = old[i];
-		}
-		free(old);
-	}
-	for (size_t i = mix(k1 ^ mix(k2)) & (s->cap_locs - 1);; i = (i + 1) & (s->cap_locs - 1)) {
-		struct loc_slot *e = &s->locs[i];
-		if (e->loc && e->k1 == k1 && e->k2 == k2)
-			return &e->loc;
-		if (!e->loc) {
-			if (!insert)
-				return NULL;
-			e->k1 = k1;
-			e->k2 = k2;
-			s->n_locs++;
-			return &e->loc;
-		}
-	}
+	const struct loc_q *q = ctx;
+	const struct loc_slot *e = &q->s->locs[val];
+	return e->k1 == q->k1 && e->k2 == q->k2;
+}
+
+static uint64_t loc_hash(uint64_t k1, uint64_t k2)
+{
+	return gs_hash_combine(gs_mix64(k1), k2);
 }
 
 static uint32_t loc_get(struct gs_symbolizer *s, uint64_t k1, uint64_t k2)
 {
-	uint32_t *l = loc_slot(s, k1, k2, false);
-	return l ? *l : 0;
+	struct loc_q q = { s, k1, k2 };
+	uint64_t *v = gs_hmap_find_by(&s->loc_index, loc_hash(k1, k2), loc_eq, &q);
+	return v ? s->locs[*v].loc : 0;
 }
 
+/* Cache loc under (k1, k2); an allocation failure leaves it uncached. */
 static uint32_t loc_put(struct gs_symbolizer *s, uint64_t k1, uint64_t k2, uint32_t loc)
 {
 	if (!loc)
 		return 0;
-	uint32_t *l = loc_slot(s, k1, k2, true);
-	if (l)
-		*l = loc;
-	else
-		s->n_locs--; /* allocation failed: not cached */
+	struct loc_q q = { s, k1, k2 };
+	uint64_t *v = gs_hmap_find_by(&s->loc_index, loc_hash(k1, k2), loc_eq, &q);
+	if (v) {
+		s->locs[*v].loc = loc;
+		return loc;
+	}
+	struct loc_slot e = { k1, k2, loc };
+	if (GS_PUSH(s->locs, s->n_locs, s->cap_locs, e))
+		return loc;
+	if (gs_hmap_add(&s->loc_index, loc_hash(k1, k2), s->n_locs - 1))
+		s->n_locs--;
 	return loc;
 }
+
+
 
 /* ---- profile construction ----------------------------------------------- */
 
