@@ -1206,6 +1206,7 @@ struct gs_cfi {
 	uint32_t next_gen; /* gs_cfi_proc.gen of the next write */
 	struct cfi_proc *procs;
 	size_t n_procs, cap_procs;
+	struct gs_hmap proc_index; /* tgid -> index in procs */
 	struct gs_cfi_proc *scratch;
 	struct gs_cfi_stats st;
 	bool verbose;
@@ -1478,6 +1479,7 @@ void gs_cfi_close(struct gs_cfi *cfi)
 	flush_tables(cfi);
 	rule_set_free(&cfi->rules);
 	gs_hmap_free(&cfi->by_elf);
+	gs_hmap_free(&cfi->proc_index);
 	gs_elf_cache_put(cfi->elf);
 	free(cfi->objs);
 	free(cfi->procs);
@@ -1746,10 +1748,9 @@ static uint64_t mapping_bias(const struct cfi_obj *o, uint64_t start, uint64_t o
 
 static struct cfi_proc *proc_find(struct gs_cfi *c, uint32_t tgid)
 {
-	for (size_t i = 0; i < c->n_procs; i++)
-		if (c->procs[i].tgid == tgid)
-			return &c->procs[i];
-	return NULL;
+	uint64_t *v = gs_hmap_get(&c->proc_index, tgid);
+
+	return v ? &c->procs[*v] : NULL;
 }
 
 static struct cfi_proc *proc_track(struct gs_cfi *c, uint32_t tgid)
@@ -1758,15 +1759,9 @@ static struct cfi_proc *proc_track(struct gs_cfi *c, uint32_t tgid)
 
 	if (p)
 		return p;
-	if (c->n_procs == c->cap_procs) {
-		size_t nc = c->cap_procs ? c->cap_procs * 2 : 64;
-		struct cfi_proc *np = realloc(c->procs, nc * sizeof(*np));
-
-		if (!np)
-			return NULL;
-		c->procs = np;
-		c->cap_procs = nc;
-	}
+	if (GS_GROW(c->procs, c->cap_procs, c->n_procs + 1) ||
+	    gs_hmap_put(&c->proc_index, tgid, c->n_procs))
+		return NULL;
 	p = &c->procs[c->n_procs++];
 	memset(p, 0, sizeof(*p));
 	p->tgid = tgid;
@@ -1928,8 +1923,12 @@ void gs_cfi_remove_process(struct gs_cfi *c, uint32_t tgid)
 	struct cfi_proc *p = proc_find(c, tgid);
 
 	bpf_map_delete_elem(c->procs_fd, &tgid); /* its misses are dropped by refresh */
-	if (p)
-		*p = c->procs[--c->n_procs];
+	if (!p)
+		return;
+	gs_hmap_del(&c->proc_index, tgid, NULL);
+	*p = c->procs[--c->n_procs]; /* the last one moves into its place */
+	if (p != &c->procs[c->n_procs])
+		gs_hmap_put(&c->proc_index, p->tgid, (uint64_t)(p - c->procs)); /* no growth: cannot fail */
 }
 
 static int cmp_miss(const void *a, const void *b)

@@ -23,6 +23,7 @@
 #include "gpu_host.h"
 #include "util/clock.h"
 #include "util/hashmap.h"
+#include "util/vec.h"
 
 #define AGENT_NAME "libgpusample_agent.so"
 #define GS_AGENT_THREAD "gs-agent" /* the agent's watcher thread (gpu_sampler/agent.c) */
@@ -62,8 +63,9 @@ struct cubin {
 struct gs_gpu_host {
 	struct bpf_program *rec_prog, *launch_prog;
 	struct gs_gpu_host_opts o;
-	struct gpu_proc *procs;
+	struct gpu_proc *procs;    /* kept after exit, for the report */
 	size_t n_procs, cap_procs;
+	struct gs_hmap proc_index; /* tgid -> index in procs */
 	struct cubin *cubins;
 	size_t n_cubins, cap_cubins;
 	uint32_t *cubin_slots; /* open addressing by crc: index + 1, 0 = empty */
@@ -139,27 +141,21 @@ void gs_gpu_host_free(struct gs_gpu_host *h)
 	free(h->cubin_slots);
 	free(h->procs);
 	gs_hmap_free(&h->probed);
+	gs_hmap_free(&h->proc_index);
 	gs_elf_cache_put(h->elf);
 	free(h);
 }
 
 static struct gpu_proc *proc_find(struct gs_gpu_host *h, uint32_t tgid, bool create)
 {
+	uint64_t *v = gs_hmap_get(&h->proc_index, tgid);
 	struct gpu_proc *p;
 
-	for (size_t i = 0; i < h->n_procs; i++)
-		if (h->procs[i].info.tgid == tgid)
-			return &h->procs[i];
-	if (!create)
+	if (v)
+		return &h->procs[*v];
+	if (!create || GS_GROW(h->procs, h->cap_procs, h->n_procs + 1) ||
+	    gs_hmap_put(&h->proc_index, tgid, h->n_procs))
 		return NULL;
-	if (h->n_procs == h->cap_procs) {
-		size_t cap = h->cap_procs ? h->cap_procs * 2 : 16;
-		p = realloc(h->procs, cap * sizeof(*p));
-		if (!p)
-			return NULL;
-		h->procs = p;
-		h->cap_procs = cap;
-	}
 	p = &h->procs[h->n_procs++];
 	memset(p, 0, sizeof(*p));
 	p->info.tgid = tgid;
