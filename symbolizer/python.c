@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <unistd.h>
 #include "proc/proc.h"
+#include "util/hashmap.h"
 #include "util/vec.h"
 #include "symbolizer/python.h"
 
@@ -20,103 +21,24 @@
 #define MAX_STR 1024
 
 /* ---------------------------------------------------------------------------
- * Small u64 -> u64 hash map (key 0 reserved for "empty").
+ * u64 -> u64 maps: util/hashmap.h, with the lookups this file makes.
  */
-struct u64map {
-	uint64_t *k, *v;
-	uint32_t cap, n;
-};
-
-static uint64_t mix64(uint64_t x)
+static bool map_get(const struct gs_hmap *m, uint64_t key, uint64_t *val)
 {
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	return x ^ (x >> 33);
+	const uint64_t *v = gs_hmap_get(m, key);
+
+	if (v)
+		*val = *v;
+	return v != NULL;
 }
 
-static uint64_t *map_slot(const struct u64map *m, uint64_t key)
+/* Call fn on every value of m (pointers stored as u64). */
+static void map_each(const struct gs_hmap *m, void (*fn)(void *))
 {
-	uint32_t i = (uint32_t)mix64(key) & (m->cap - 1);
+	uint64_t k, v;
 
-	while (m->k[i] && m->k[i] != key)
-		i = (i + 1) & (m->cap - 1);
-	return &m->k[i];
-}
-
-static bool map_get(const struct u64map *m, uint64_t key, uint64_t *val)
-{
-	if (!m->cap)
-		return false;
-	uint64_t *s = map_slot(m, key);
-
-	if (!*s)
-		return false;
-	*val = m->v[s - m->k];
-	return true;
-}
-
-static int map_put(struct u64map *m, uint64_t key, uint64_t val)
-{
-	if ((m->n + 1) * 2 > m->cap) {
-		struct u64map g = { .cap = m->cap ? m->cap * 2 : 64 };
-
-		g.k = calloc(g.cap, 8);
-		g.v = calloc(g.cap, 8);
-		if (!g.k || !g.v) {
-			free(g.k);
-			free(g.v);
-			return -ENOMEM;
-		}
-		for (uint32_t i = 0; i < m->cap; i++)
-			if (m->k[i]) {
-				uint64_t *s = map_slot(&g, m->k[i]);
-
-				*s = m->k[i];
-				g.v[s - g.k] = m->v[i];
-				g.n++;
-			}
-		free(m->k);
-		free(m->v);
-		*m = g;
-	}
-	uint64_t *s = map_slot(m, key);
-
-	if (!*s)
-		m->n++;
-	*s = key;
-	m->v[s - m->k] = val;
-	return 0;
-}
-
-static void map_del(struct u64map *m, uint64_t key)
-{
-	/* Rebuild-free deletion is not needed often: re-insert the cluster. */
-	if (!m->cap)
-		return;
-	uint64_t *s = map_slot(m, key);
-
-	if (!*s)
-		return;
-	uint32_t i = (uint32_t)(s - m->k);
-
-	m->k[i] = 0;
-	m->n--;
-	for (uint32_t j = (i + 1) & (m->cap - 1); m->k[j]; j = (j + 1) & (m->cap - 1)) {
-		uint64_t k = m->k[j], v = m->v[j];
-
-		m->k[j] = 0;
-		m->n--;
-		map_put(m, k, v);
-	}
-}
-
-static void map_free(struct u64map *m)
-{
-	free(m->k);
-	free(m->v);
-	memset(m, 0, sizeof(*m));
+	for (size_t it = 0; gs_hmap_next(m, &it, &k, &v);)
+		fn((void *)(uintptr_t)v);
 }
 
 /* ---------------------------------------------------------------------------
@@ -143,16 +65,16 @@ struct py_code {
 struct py_space {
 	int refs;
 	struct py_layout lay;
-	struct u64map codes;  /* (check << 48 | code) -> struct py_code* */
+	struct gs_hmap codes;  /* (check << 48 | code) -> struct py_code* */
 	uint32_t *pids;       /* processes sharing it, newest last (read order) */
 	uint32_t n_pids, cap_pids;
 };
 
 struct gs_py {
 	struct gs_profile *p;
-	struct u64map procs;  /* tgid -> struct py_space* */
-	struct u64map retired; /* tgid -> struct py_space* it had before its last exec */
-	struct u64map locs;   /* function << 32 | line -> location id */
+	struct gs_hmap procs;  /* tgid -> struct py_space* */
+	struct gs_hmap retired; /* tgid -> struct py_space* it had before its last exec */
+	struct gs_hmap locs;   /* function << 32 | line -> location id */
 	uint32_t mapping;     /* [python] mapping id */
 	uint32_t unknown_fn, trunc_loc;
 	struct gs_py_stats st;
@@ -177,31 +99,35 @@ static void code_free(struct py_code *c)
 	free(c);
 }
 
+static void code_free_v(void *c)
+{
+	code_free(c);
+}
+
 static void space_put(struct py_space *sp)
 {
 	if (!sp || --sp->refs > 0)
 		return;
-	for (uint32_t i = 0; i < sp->codes.cap; i++)
-		if (sp->codes.k[i])
-			code_free((struct py_code *)(uintptr_t)sp->codes.v[i]);
-	map_free(&sp->codes);
+	map_each(&sp->codes, code_free_v);
+	gs_hmap_free(&sp->codes);
 	free(sp->pids);
 	free(sp);
+}
+
+static void space_put_v(void *sp)
+{
+	space_put(sp);
 }
 
 void gs_py_free(struct gs_py *py)
 {
 	if (!py)
 		return;
-	for (uint32_t i = 0; i < py->procs.cap; i++)
-		if (py->procs.k[i])
-			space_put((struct py_space *)(uintptr_t)py->procs.v[i]);
-	for (uint32_t i = 0; i < py->retired.cap; i++)
-		if (py->retired.k[i])
-			space_put((struct py_space *)(uintptr_t)py->retired.v[i]);
-	map_free(&py->procs);
-	map_free(&py->retired);
-	map_free(&py->locs);
+	map_each(&py->procs, space_put_v);
+	map_each(&py->retired, space_put_v);
+	gs_hmap_free(&py->procs);
+	gs_hmap_free(&py->retired);
+	gs_hmap_free(&py->locs);
 	free(py);
 }
 
@@ -247,7 +173,7 @@ static void forget(struct gs_py *py, uint32_t tgid)
 	if (!sp)
 		return;
 	space_del_pid(sp, tgid);
-	map_del(&py->procs, tgid);
+	gs_hmap_del(&py->procs, tgid, NULL);
 	space_put(sp);
 }
 
@@ -256,7 +182,7 @@ static int attach(struct gs_py *py, uint32_t tgid, struct py_space *sp)
 	int err;
 
 	forget(py, tgid);
-	if ((err = space_add_pid(sp, tgid)) || (err = map_put(&py->procs, tgid, (uintptr_t)sp)))
+	if ((err = space_add_pid(sp, tgid)) || (err = gs_hmap_put(&py->procs, tgid, (uintptr_t)sp)))
 		return err;
 	sp->refs++;
 	return 0;
@@ -968,8 +894,8 @@ void gs_py_exec(struct gs_py *py, uint32_t tgid)
 	if (map_get(&py->retired, tgid, &v))
 		space_put((struct py_space *)(uintptr_t)v);
 	space_del_pid(sp, tgid);
-	map_del(&py->procs, tgid);
-	if (map_put(&py->retired, tgid, (uintptr_t)sp))
+	gs_hmap_del(&py->procs, tgid, NULL);
+	if (gs_hmap_put(&py->retired, tgid, (uintptr_t)sp))
 		space_put(sp);
 }
 
@@ -1146,7 +1072,7 @@ static struct py_code *code_get(struct gs_py *py, uint32_t tgid, const struct gs
 		py->st.codes_failed++;
 	py->st.codes_freed += c && freed;
 	/* Remember failures too (as NULL) so dead workers are not re-read. */
-	if (map_put(&sp->codes, key, (uintptr_t)c)) {
+	if (gs_hmap_put(&sp->codes, key, (uintptr_t)c)) {
 		if (c)
 			code_free(c);
 		return NULL;
@@ -1193,7 +1119,7 @@ static uint32_t location_for(struct gs_py *py, uint32_t fn, int64_t line, enum g
 		return (uint32_t)v;
 	uint32_t loc = gs_profile_add_location(py->p, python_mapping(py), 0, kind, &l, 1);
 
-	if (loc && map_put(&py->locs, key, loc))
+	if (loc && gs_hmap_put(&py->locs, key, loc))
 		return loc;
 	return loc;
 }
