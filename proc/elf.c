@@ -147,8 +147,18 @@ static void read_facts(struct gs_elf_obj *o)
 	size_t phnum = 0;
 
 	o->elf = elf_begin(o->fd, ELF_C_READ, NULL);
-	if (!o->elf)
+	if (o->elf && elf_kind(o->elf) != ELF_K_ELF) {
+		/* a data file mapped at offset 0 (locale-archive, a dataset):
+		 * nobody reads it, so it must not hold one of the bounded fds */
+		elf_end(o->elf);
+		o->elf = NULL;
+	}
+	if (!o->elf) {
+		close(o->fd);
+		o->fd = -1;
+		o->err = -ENOEXEC;
 		return;
+	}
 	ssize_t n = dwelf_elf_gnu_build_id(o->elf, &bid);
 	for (ssize_t i = 0; n > 0 && n <= 20 && i < n; i++)
 		snprintf(o->build_id + 2 * i, 3, "%02x", ((const uint8_t *)bid)[i]);

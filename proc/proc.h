@@ -77,7 +77,8 @@ struct gs_elf_obj {
 	char build_id[41]; /* hex, "" if none */
 	int fd;            /* owned by the cache; -1: not open (see gs_elf_get) */
 	int err;           /* fd -1: why (-errno of the last open; -EMFILE: the
-			    * fd bound); else 0 */
+			    * fd bound; -ENOEXEC: not ELF, closed at once);
+			    * else 0 */
 	Elf *elf;          /* ELF_C_READ on fd (pread: a file that shrinks is
 			    * a read error, not SIGBUS); NULL if fd < 0 or not ELF */
 	GElf_Phdr *loads;  /* the PT_LOAD program headers */

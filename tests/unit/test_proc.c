@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* proc/: the maps reader and the remote-memory reader, on real processes. */
 #include <criterion/criterion.h>
+#include <elf.h>
 #include <errno.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -243,9 +244,15 @@ Test(proc_elf, fds_bounded_by_rlimit)
 	for (int i = 0; i < files; i++) {
 		char p[128];
 		snprintf(p, sizeof(p), "%s/f%d", dir, i);
+		/* a bare ELF header and no build-id: one object each */
+		Elf64_Ehdr eh = { .e_ident = { ELFMAG0, ELFMAG1, ELFMAG2, ELFMAG3, ELFCLASS64,
+					       ELFDATA2LSB, EV_CURRENT },
+				  .e_type = ET_DYN, .e_machine = EM_X86_64, .e_version = EV_CURRENT,
+				  .e_ehsize = sizeof(Elf64_Ehdr) };
 		FILE *f = fopen(p, "w");
 		cr_assert_not_null(f);
-		fprintf(f, "not an ELF file %d\n", i); /* no build-id: one object each */
+		fwrite(&eh, sizeof(eh), 1, f);
+		fprintf(f, "%d\n", i);
 		fclose(f);
 	}
 	pid_t c = fork();
@@ -257,6 +264,26 @@ Test(proc_elf, fds_bounded_by_rlimit)
 	cr_assert_eq(system(cmd), 0);
 	cr_assert(WIFEXITED(st));
 	cr_assert_eq(WEXITSTATUS(st), 0, "child step %d failed", WEXITSTATUS(st));
+}
+
+/* A data file mapped at offset 0 (locale-archive) is no ELF object: it
+ * gives its fd back at once instead of holding one of the bounded fds. */
+Test(proc_elf, non_elf_keeps_no_fd)
+{
+	char p[] = "/tmp/gs_test_proc_data_XXXXXX";
+	int fd = mkstemp(p);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, "just data\n", 10), 10);
+	close(fd);
+	struct gs_elf_cache *c = gs_elf_cache_new();
+	struct gs_elf_obj *o = get(c, p);
+	struct gs_elf_stats st;
+	gs_elf_stats(c, &st);
+	cr_assert_eq(o->fd, -1);
+	cr_assert_eq(o->err, -ENOEXEC);
+	cr_assert_eq(st.open_fds, 0);
+	unlink(p);
+	gs_elf_cache_put(c);
 }
 
 /* The GPU agent is recognised by its USDT notes (gpu_sampler/emit.c), here
