@@ -36,6 +36,7 @@
 #include "gpusample/records.h"
 #include "bpf/cfi.h"
 #include "util/clock.h"
+#include "util/log.h"
 #include "util/hashmap.h"
 #include "util/vec.h"
 
@@ -1667,7 +1668,7 @@ static void finish_obj(struct gs_cfi *c, size_t idx, struct gs_cfi_table *t, int
 	}
 	o->status = err;
 	if (c->verbose)
-		fprintf(stderr, "cfi: %s: %s%u rows, %u FDEs, %u expr, %.1f ms%s\n", name,
+		gs_log("cfi: %s: %s%u rows, %u FDEs, %u expr, %.1f ms%s\n", name,
 			err ? strerror(-err) : "", t->n_rows, t->n_fdes, t->n_expr, ns / 1e6,
 			t->truncated ? " (bound reached: partial table)" : "");
 }

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli/session_int.h"
+#include "util/log.h"
 
 /* Past this, sampling starts anyway; what is left is built while sampling
  * (those objects unwind by frame pointers until their table is loaded). */
@@ -108,24 +109,24 @@ int gs_attach_build_tables(struct session *s, bool (*stop)(struct session *))
 			break;
 		now = gs_now_ns(CLOCK_MONOTONIC);
 		if (now - t0 > ATTACH_WAIT_MAX_NS) {
-			fprintf(stderr, "gpusample: unwind tables: %u of %u objects after %.0f s; "
+			gs_log("unwind tables: %u of %u objects after %.0f s; "
 					"sampling starts, the rest are built meanwhile\n",
 				s->tables_built, pr.queued, (now - t0) / 1e9);
 			break;
 		}
 		if (now >= next) {
-			fprintf(stderr, "gpusample: building unwind tables: %u of %u objects done%s%s",
+			gs_log("building unwind tables: %u of %u objects done%s%s",
 				s->tables_built, pr.queued, pr.current[0] ? ", now " : "",
 				pr.current[0] ? base_name(pr.current) : "");
 			if (pr.current[0])
-				fprintf(stderr, " (%llu rows)", (unsigned long long)pr.rows);
-			fprintf(stderr, "\n");
+				gs_log_more(" (%llu rows)", (unsigned long long)pr.rows);
+			gs_log_more("\n");
 			next = now + PROGRESS_EVERY_NS;
 		}
 		sleep_ms(20);
 	}
 	if (next > t0 + PROGRESS_EVERY_NS / 10) /* a progress line was printed */
-		fprintf(stderr, "gpusample: unwind tables built: %u objects in %.1f s\n", pr.queued,
+		gs_log("unwind tables built: %u objects in %.1f s\n", pr.queued,
 			(gs_now_ns(CLOCK_MONOTONIC) - t0) / 1e9);
 	return 0;
 }
@@ -141,7 +142,7 @@ void gs_attach_note_stop(struct session *s, int sig, bool target_gone)
 	else if (target_gone)
 		snprintf(s->stop_cause, sizeof(s->stop_cause), "the target exited");
 	if (s->stop_cause[0] && strcmp(s->stop_phase, "sampling"))
-		fprintf(stderr, "gpusample: %s while %s\n", s->stop_cause, s->stop_phase);
+		gs_log("%s while %s\n", s->stop_cause, s->stop_phase);
 }
 
 void gs_attach_add_comments(struct session *s)
@@ -183,9 +184,9 @@ int gs_session_exit_status(struct session *s, int rc)
 
 		if (s->stop_cause[0])
 			snprintf(why, sizeof(why), " (%s while %s)", s->stop_cause, s->stop_phase);
-		fprintf(stderr, "gpusample: no samples were collected%s; exit status 1\n", why);
+		gs_log("no samples were collected%s; exit status 1\n", why);
 		if (!s->stop_cause[0])
-			fprintf(stderr, "gpusample: the target ran too briefly or was idle (off-CPU) the "
+			gs_log("the target ran too briefly or was idle (off-CPU) the "
 					"whole time: profile for longer (-d) or a busier phase\n");
 		return 1;
 	}

@@ -17,6 +17,7 @@
 #include "cli/progress.h"
 #include "cli/session_int.h"
 #include "gpusample.skel.h"
+#include "util/log.h"
 
 enum { LIB_OTHER, LIB_AGENT, LIB_DRIVER };
 
@@ -79,7 +80,7 @@ int gs_gpu_open(struct session *s)
 		char why[PATH_MAX + 64];
 		int rc = gs_cuda_set_cupti(s->cuda, s->o->cupti, why, sizeof(why));
 		if (rc) {
-			fprintf(stderr, "gpusample: --cupti %s refused: %s; give a libcupti that only "
+			gs_log("--cupti %s refused: %s; give a libcupti that only "
 				"root can write (e.g. /usr/local/cuda/extras/CUPTI/lib64/libcupti.so), "
 				"or --cupti none\n", s->o->cupti, why);
 			return rc;
@@ -133,7 +134,7 @@ static void check_gpu_privileges(struct session *s)
 	if (s->o->as_root || geteuid() != 0 || !uid || !strtoul(uid, NULL, 10) ||
 	    rm_profiling_admin_only() != 1)
 		return;
-	fprintf(stderr, "gpusample: the NVIDIA driver lets only admin users sample GPU PCs "
+	gs_log("the NVIDIA driver lets only admin users sample GPU PCs "
 		"(RmProfilingAdminOnly=1) and CMD will run as %s (uid %s): GPU sampling will be "
 		"refused.  Rerun with --as-root, or set the nvidia module option "
 		"NVreg_RestrictProfilingToAdminUsers=0\n", user && *user ? user : "the sudo user", uid);
@@ -154,13 +155,13 @@ void gs_gpu_launch_env(struct session *s)
 	if (have && *have) {
 		/* Someone else's injection library: leave it, and say so. */
 		if (!strstr(have, "libgpusample_agent"))
-			fprintf(stderr, "gpusample: CUDA_INJECTION64_PATH is already set (%s); "
+			gs_log("CUDA_INJECTION64_PATH is already set (%s); "
 				"GPU sampling needs the gpusample agent there\n", have);
 	} else if (gs_gpu_agent_path(path, sizeof(path))) {
 		snprintf(s->agent_env[0], sizeof(s->agent_env[0]), "CUDA_INJECTION64_PATH=%s", path);
 		s->launch_env[n++] = s->agent_env[0];
 	} else {
-		fprintf(stderr, "gpusample: libgpusample_agent.so not found next to gpusample; "
+		gs_log("libgpusample_agent.so not found next to gpusample; "
 			"GPU sampling off (reinstall with make install)\n");
 	}
 	/* subscribe=launch: the agent subscribes to CUPTI in
@@ -185,7 +186,7 @@ static int say_refused(void *ctx, const struct gs_gpu_proc_info *p)
 {
 	if (p->tgid != *(const uint32_t *)ctx)
 		return 0;
-	fprintf(stderr, "gpusample: pid %u: %s\n", p->tgid, p->message);
+	gs_log("pid %u: %s\n", p->tgid, p->message);
 	return 1;
 }
 

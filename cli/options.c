@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/options.h"
+#include "util/log.h"
 
 void gs_options_usage(FILE *out)
 {
@@ -130,12 +131,12 @@ static int parse_pids(struct gs_options *o, const char *arg)
 		long v = strtol(tok, &end, 10);
 
 		if (*tok == '\0' || *end != '\0' || v <= 0 || v > INT_MAX) {
-			fprintf(stderr, "gpusample: bad PID '%s': give a positive process id, e.g. -p 1234\n", tok);
+			gs_log("bad PID '%s': give a positive process id, e.g. -p 1234\n", tok);
 			free(dup);
 			return -EINVAL;
 		}
 		if (o->n_pids == GS_MAX_PIDS) {
-			fprintf(stderr, "gpusample: at most %d PIDs with -p\n", GS_MAX_PIDS);
+			gs_log("at most %d PIDs with -p\n", GS_MAX_PIDS);
 			free(dup);
 			return -EINVAL;
 		}
@@ -143,7 +144,7 @@ static int parse_pids(struct gs_options *o, const char *arg)
 	}
 	free(dup);
 	if (o->n_pids == 0) {
-		fprintf(stderr, "gpusample: -p needs a PID\n");
+		gs_log("-p needs a PID\n");
 		return -EINVAL;
 	}
 	return 0;
@@ -166,7 +167,7 @@ static int parse_formats(struct gs_options *o, const char *arg)
 		else if (!strcmp(tok, "trace"))
 			o->formats |= GS_FMT_TRACE;
 		else {
-			fprintf(stderr, "gpusample: unknown format '%s' (use pprof, speedscope, folded, trace)\n", tok);
+			gs_log("unknown format '%s' (use pprof, speedscope, folded, trace)\n", tok);
 			free(dup);
 			return -EINVAL;
 		}
@@ -181,7 +182,7 @@ static int parse_number(const char *what, const char *arg, double lo, double hi,
 	double v = strtod(arg, &end);
 
 	if (*arg == '\0' || *end != '\0' || !(v >= lo && v <= hi)) {
-		fprintf(stderr, "gpusample: bad %s '%s' (expected %g..%g)\n", what, arg, lo, hi);
+		gs_log("bad %s '%s' (expected %g..%g)\n", what, arg, lo, hi);
 		return -EINVAL;
 	}
 	*out = v;
@@ -242,7 +243,7 @@ static int handle_opt(struct gs_options *o, int c, const char *arg)
 	case 'F':
 		/* Upper bound checked against perf_event_max_sample_rate later. */
 		if (parse_number("frequency", arg, 1, 1e9, &v) || v != (uint32_t)v) {
-			fprintf(stderr, "gpusample: -F takes a whole number of Hz >= 1\n");
+			gs_log("-F takes a whole number of Hz >= 1\n");
 			return -EINVAL;
 		}
 		o->frequency_hz = (uint32_t)v;
@@ -253,7 +254,7 @@ static int handle_opt(struct gs_options *o, int c, const char *arg)
 		char out[PATH_MAX], err[256];
 
 		if (gs_expand_prefix(arg, &probe, out, sizeof(out), err, sizeof(err))) {
-			fprintf(stderr, "gpusample: %s\n", err);
+			gs_log("%s\n", err);
 			return -EINVAL;
 		}
 		o->prefix = arg;
@@ -278,7 +279,7 @@ static int handle_opt(struct gs_options *o, int c, const char *arg)
 	case OPT_GPU_HWBUF:
 		if (parse_number(c == OPT_GPU_SCRATCH ? "--gpu-scratch" : "--gpu-hwbuf", arg, 1, 4096, &v) ||
 		    v != (uint32_t)v) {
-			fprintf(stderr, "gpusample: %s takes a whole number of MiB, 1..4096\n",
+			gs_log("%s takes a whole number of MiB, 1..4096\n",
 				c == OPT_GPU_SCRATCH ? "--gpu-scratch" : "--gpu-hwbuf");
 			return -EINVAL;
 		}
@@ -288,7 +289,7 @@ static int handle_opt(struct gs_options *o, int c, const char *arg)
 	case 'h': gs_options_usage(stdout); return 1;
 	case OPT_VERSION: printf("gpusample %s\n", GS_VERSION); return 1;
 	default:
-		fprintf(stderr, "Try 'gpusample --help'.\n");
+		gs_log_more("Try 'gpusample --help'.\n");
 		return -EINVAL;
 	}
 }
@@ -300,7 +301,7 @@ int gs_options_parse(struct gs_options *o, int argc, char **argv)
 	set_defaults(o);
 	if (argc >= 2 && !strcmp(argv[1], "report")) {
 		if (argc < 3) {
-			fprintf(stderr, "gpusample: usage: gpusample report FILE.pb.gz [FILE.pb.gz...]\n");
+			gs_log("usage: gpusample report FILE.pb.gz [FILE.pb.gz...]\n");
 			return -EINVAL;
 		}
 		o->report_files = &argv[2];
@@ -309,7 +310,7 @@ int gs_options_parse(struct gs_options *o, int argc, char **argv)
 	}
 	if (argc >= 2 && !strcmp(argv[1], "merge")) {
 		if (argc < 4) {
-			fprintf(stderr, "gpusample: usage: gpusample merge OUT.pb.gz IN.pb.gz [IN.pb.gz...]\n");
+			gs_log("usage: gpusample merge OUT.pb.gz IN.pb.gz [IN.pb.gz...]\n");
 			return -EINVAL;
 		}
 		o->merge_out = argv[2];
@@ -326,11 +327,11 @@ int gs_options_parse(struct gs_options *o, int argc, char **argv)
 	if (optind < argc)
 		o->command = &argv[optind];
 	if (o->n_pids && o->command) {
-		fprintf(stderr, "gpusample: give either -p PID or -- CMD, not both\n");
+		gs_log("give either -p PID or -- CMD, not both\n");
 		return -EINVAL;
 	}
 	if (!o->n_pids && !o->command) {
-		fprintf(stderr, "gpusample: nothing to profile: give -p PID or -- CMD (see --help)\n");
+		gs_log("nothing to profile: give -p PID or -- CMD (see --help)\n");
 		return -EINVAL;
 	}
 	return 0;

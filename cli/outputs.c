@@ -15,6 +15,7 @@
 
 #include "cli/session_int.h"
 #include "output/output.h"
+#include "util/log.h"
 
 /* A decimal id from SUDO_UID / SUDO_GID; -1 if absent or not a number. */
 static long sudo_id(const char *name)
@@ -51,7 +52,7 @@ static int check_prefix(const char *prefix)
 	size_t n = strlen(prefix);
 
 	if (!n || prefix[n - 1] == '/' || (!stat(prefix, &st) && S_ISDIR(st.st_mode))) {
-		fprintf(stderr, "gpusample: -o %s is a directory; -o takes a file prefix "
+		gs_log("-o %s is a directory; -o takes a file prefix "
 				"(e.g. -o %s%sprofile writes %s%sprofile.pb.gz)\n", prefix, prefix,
 			n && prefix[n - 1] == '/' ? "" : "/", prefix,
 			n && prefix[n - 1] == '/' ? "" : "/");
@@ -71,7 +72,7 @@ int gs_outputs_check(const struct session *s)
 			continue;
 		snprintf(path, sizeof(path), "%s%s", s->prefix, out_suffix[i]);
 		if (gs_output_check(path, err, sizeof(err))) {
-			fprintf(stderr, "gpusample: %s\n", err);
+			gs_log("%s\n", err);
 			return -EINVAL;
 		}
 	}

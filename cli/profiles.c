@@ -11,6 +11,7 @@
 #include "cli/session.h"
 #include "gpusample/profile.h"
 #include "output/output.h"
+#include "util/log.h"
 
 /* Read and merge paths[0..n) into p (initialised by the caller). */
 static int read_merged(char **paths, int n, struct gs_profile *p)
@@ -26,9 +27,9 @@ static int read_merged(char **paths, int n, struct gs_profile *p)
 		if (!rc && n > 1) {
 			rc = gs_profile_merge(p, &one, err, sizeof(err));
 			if (rc)
-				fprintf(stderr, "gpusample: %s: %s\n", paths[i], err);
+				gs_log("%s: %s\n", paths[i], err);
 		} else if (rc) {
-			fprintf(stderr, "gpusample: %s\n", err);
+			gs_log("%s\n", err);
 		}
 		gs_profile_free(&one);
 		if (rc)
@@ -62,9 +63,9 @@ int gs_merge_files(const char *out, char **in, int n)
 	gs_profile_init(&p);
 	rc = read_merged(in, n, &p);
 	if (!rc && (rc = gs_write_pprof(&p, out, err, sizeof(err))))
-		fprintf(stderr, "gpusample: cannot write %s: %s\n", out, err);
+		gs_log("cannot write %s: %s\n", out, err);
 	if (!rc)
-		fprintf(stderr, "gpusample: merged %d profiles (%zu samples) into %s\n", n, p.n_samples, out);
+		gs_log("merged %d profiles (%zu samples) into %s\n", n, p.n_samples, out);
 	gs_profile_free(&p);
 	return rc ? 1 : 0;
 }

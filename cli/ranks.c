@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/session_int.h"
+#include "util/log.h"
 
 void gs_session_read_ranks(struct gs_procinfo *p, bool exec)
 {
@@ -115,7 +116,7 @@ static int refuse_clash(const struct session *s, const char *tmpl)
 			continue;
 		snprintf(path, sizeof(path), "%s%s", s->prefix, outs[i].suffix);
 		if (!lstat(path, &st)) {
-			fprintf(stderr, "gpusample: %s exists: -o %s names one run's files, and this one is "
+			gs_log("%s exists: -o %s names one run's files, and this one is "
 				"another run's; not overwriting it (remove it, or add %%p or %%r to -o)\n",
 				path, tmpl);
 			return -EEXIST;
@@ -145,7 +146,7 @@ int gs_session_prefix(struct session *s)
 	local_host(host, sizeof(host));
 	rc = gs_expand_prefix(tmpl, &v, s->prefix, sizeof(s->prefix), s->err, sizeof(s->err));
 	if (rc) {
-		fprintf(stderr, "gpusample: %s\n", s->err);
+		gs_log("%s\n", s->err);
 		return rc;
 	}
 	return has_escape(tmpl) ? refuse_clash(s, tmpl) : 0;

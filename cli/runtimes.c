@@ -12,6 +12,7 @@
 #include "cli/session_int.h"
 #include "proc/proc.h"
 #include "gpusample.skel.h"
+#include "util/log.h"
 
 #define PY_DISCOVERY_WINDOW_NS (5ull * 1000000000ull)
 
@@ -31,12 +32,12 @@ int gs_rt_open(struct session *s)
 			gs_cfi_set_elf_cache(s->cfi, gs_sym_elf_cache(s->sym));
 		if (rc) {
 			/* Frame pointers still work; say why stacks may be short. */
-			fprintf(stderr, "gpusample: CFI unwinding off: %s\n", s->err);
+			gs_log("CFI unwinding off: %s\n", s->err);
 			gs_profile_add_note(&s->prof, "CFI unwinding off (%s): native stacks use frame pointers only",
 					    s->err);
 			s->cfi = NULL;
 		} else if ((rc = gs_cfi_set_async(s->cfi))) {
-			fprintf(stderr, "gpusample: warning: no table-building thread (%s); tables are "
+			gs_log("warning: no table-building thread (%s); tables are "
 					"built on the sampling thread\n", strerror(-rc));
 		} else {
 			gs_session_attach_builder(s);

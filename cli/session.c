@@ -32,6 +32,7 @@
 #include "gpusample/profile.h"
 #include "output/output.h"
 #include "symbolizer/symbolizer.h"
+#include "util/log.h"
 
 static volatile sig_atomic_t g_stop;
 
@@ -70,7 +71,7 @@ static int check_privileges(void)
 	if (!syscall(SYS_capget, &h, d) && has_cap(d, 39 /* CAP_BPF */) &&
 	    has_cap(d, 38 /* CAP_PERFMON */) && has_cap(d, CAP_SYS_PTRACE))
 		return 0;
-	fprintf(stderr, "gpusample: needs root to load eBPF programs and read other processes' "
+	gs_log("needs root to load eBPF programs and read other processes' "
 			"memory: run it with sudo (or grant CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE)\n");
 	return -EPERM;
 }
@@ -117,7 +118,7 @@ static int setup_targets(struct session *s)
 		int rc = add_target(s, s->roots[i], 0, true);
 
 		if (rc) {
-			fprintf(stderr, "gpusample: cannot add target %u: %s\n", s->roots[i], strerror(-rc));
+			gs_log("cannot add target %u: %s\n", s->roots[i], strerror(-rc));
 			return rc;
 		}
 	}
@@ -328,7 +329,8 @@ static int run_loop(struct session *s)
 		uint64_t now = gs_now_ns(CLOCK_MONOTONIC);
 
 		if (rc < 0 && rc != -EINTR) {
-			fprintf(stderr, "\ngpusample: ring buffer poll failed: %s\n", strerror(-rc));
+			gs_log_more("\n");
+			gs_log("ring buffer poll failed: %s\n", strerror(-rc));
 			return rc;
 		}
 		if (now >= deadline || stop_requested(s))
@@ -497,10 +499,10 @@ static int write_one(struct session *s, const char *suffix,
 	snprintf(path, sizeof(path), "%s%s", s->prefix, suffix);
 	rc = fn(s, path, s->err, sizeof(s->err));
 	if (rc) {
-		fprintf(stderr, "gpusample: cannot write %s: %s\n", path, s->err);
+		gs_log("cannot write %s: %s\n", path, s->err);
 		return rc;
 	}
-	fprintf(stderr, "gpusample: wrote %s\n", path);
+	gs_log("wrote %s\n", path);
 	return 0;
 }
 
@@ -542,7 +544,7 @@ static int write_outputs(struct session *s)
 	int rc = 0;
 
 	/* One summary line for logs (the progress line is terminal-only). */
-	fprintf(stderr, "gpusample: %zu CPU samples, %llu lost, %u processes, %.1f s\n",
+	gs_log("%zu CPU samples, %llu lost, %u processes, %.1f s\n",
 		s->n_samples, (unsigned long long)s->prof.lost_samples, s->procs.n,
 		s->prof.duration_nanos / 1e9);
 
@@ -577,7 +579,7 @@ static int open_sampler(struct session *s)
 	int rc = gs_sampler_open(&so, &s->sampler, s->err, sizeof(s->err));
 
 	if (rc) {
-		fprintf(stderr, "gpusample: %s\n", s->err);
+		gs_log("%s\n", s->err);
 		return rc;
 	}
 	rc = gs_rt_open(s);
@@ -593,7 +595,7 @@ static int start_launch(struct session *s)
 			     s->err, sizeof(s->err));
 
 	if (rc) {
-		fprintf(stderr, "gpusample: %s\n", s->err);
+		gs_log("%s\n", s->err);
 		return rc;
 	}
 	s->launched = true;
@@ -634,7 +636,7 @@ static int prepare(struct session *s)
 
 	for (int i = 0; i < s->o->n_pids; i++)
 		if (gs_check_target(s->o->pids[i], err, sizeof(err))) {
-			fprintf(stderr, "gpusample: %s\n", err);
+			gs_log("%s\n", err);
 			return -ESRCH;
 		}
 	if (s->o->command && (rc = start_launch(s)))
@@ -674,10 +676,10 @@ static int start(struct session *s)
 	if (s->cfi)
 		gs_cfi_set_lazy(s->cfi, true);
 	if ((rc = gs_sampler_start(s->sampler, s->err, sizeof(s->err)))) {
-		fprintf(stderr, "gpusample: %s\n", s->err);
+		gs_log("%s\n", s->err);
 		return rc;
 	}
-	fprintf(stderr, "gpusample: sampling %u process%s at %u Hz%s (Ctrl-C to stop)\n",
+	gs_log("sampling %u process%s at %u Hz%s (Ctrl-C to stop)\n",
 		s->procs.n, s->procs.n == 1 ? "" : "es", s->o->frequency_hz,
 		s->launched ? ", starting the command" : "");
 	s->t0_mono = gs_now_ns(CLOCK_MONOTONIC);
@@ -686,7 +688,7 @@ static int start(struct session *s)
 		return rc;
 	gs_gpu_start(s);
 	if (s->launched && (rc = gs_launch_release(&s->launch, s->err, sizeof(s->err)))) {
-		fprintf(stderr, "gpusample: %s\n", s->err);
+		gs_log("%s\n", s->err);
 		return rc;
 	}
 	return 0;
@@ -713,7 +715,7 @@ static void finish_launch(struct session *s)
 			usleep(50000);
 		}
 	} else {
-		fprintf(stderr, "gpusample: duration reached; %s (pid %d) keeps running\n",
+		gs_log("duration reached; %s (pid %d) keeps running\n",
 			s->o->command[0], s->launch.pid);
 	}
 }
@@ -752,7 +754,7 @@ int gs_session_run(const struct gs_options *o)
 	s.prof.duration_nanos = gs_off_stop_time(&s) - s.t0_mono;
 	rc = build_profile(&s);
 	if (rc)
-		fprintf(stderr, "gpusample: building the profile failed: %s\n", strerror(-rc));
+		gs_log("building the profile failed: %s\n", strerror(-rc));
 	else
 		rc = write_outputs(&s);
 	rc = gs_session_exit_status(&s, rc);
