@@ -68,7 +68,7 @@ static int check_limits(const struct build_limits *lim, size_t rows)
 
 #define X86_64_RBP 6
 #define X86_64_RSP 7
-#define X86_64_RA 16
+#define X86_64_RA  16
 
 /* ---- rule reduction ------------------------------------------------------ */
 
@@ -157,7 +157,8 @@ static void reduce_signal(Dwarf_Frame *f, const Dwarf_Op *cfa, size_t ncfa, stru
 		return;
 	if ((uint64_t)rip_off != (uint64_t)op_offset(&cfa[0]) + 8)
 		return;
-	if (dwarf_frame_register(f, X86_64_RBP, mem, &ops, &n) != 0 || !reg_at_rsp(ops, n, &rbp_off))
+	if (dwarf_frame_register(f, X86_64_RBP, mem, &ops, &n) != 0 ||
+	    !reg_at_rsp(ops, n, &rbp_off))
 		return;
 	if (rbp_off < INT16_MIN || rbp_off > INT16_MAX)
 		return;
@@ -388,24 +389,71 @@ static int read_encoded(const uint8_t **p, const uint8_t *end, uint8_t enc, uint
 		return -1;
 	switch (enc & 0x0f) {
 	case DW_EH_PE_absptr:
-		if (end - q < 8) return -1;
-		memcpy(&v, q, 8); q += 8; break;
-	case DW_EH_PE_udata2: { uint16_t x; if (end - q < 2) return -1; memcpy(&x, q, 2); v = x; q += 2; break; }
-	case DW_EH_PE_sdata2: { int16_t x; if (end - q < 2) return -1; memcpy(&x, q, 2); v = (uint64_t)(int64_t)x; q += 2; break; }
-	case DW_EH_PE_udata4: { uint32_t x; if (end - q < 4) return -1; memcpy(&x, q, 4); v = x; q += 4; break; }
-	case DW_EH_PE_sdata4: { int32_t x; if (end - q < 4) return -1; memcpy(&x, q, 4); v = (uint64_t)(int64_t)x; q += 4; break; }
+		if (end - q < 8)
+			return -1;
+		memcpy(&v, q, 8);
+		q += 8;
+		break;
+	case DW_EH_PE_udata2: {
+		uint16_t x;
+		if (end - q < 2)
+			return -1;
+		memcpy(&x, q, 2);
+		v = x;
+		q += 2;
+		break;
+	}
+	case DW_EH_PE_sdata2: {
+		int16_t x;
+		if (end - q < 2)
+			return -1;
+		memcpy(&x, q, 2);
+		v = (uint64_t)(int64_t)x;
+		q += 2;
+		break;
+	}
+	case DW_EH_PE_udata4: {
+		uint32_t x;
+		if (end - q < 4)
+			return -1;
+		memcpy(&x, q, 4);
+		v = x;
+		q += 4;
+		break;
+	}
+	case DW_EH_PE_sdata4: {
+		int32_t x;
+		if (end - q < 4)
+			return -1;
+		memcpy(&x, q, 4);
+		v = (uint64_t)(int64_t)x;
+		q += 4;
+		break;
+	}
 	case DW_EH_PE_udata8:
 	case DW_EH_PE_sdata8:
-		if (end - q < 8) return -1;
-		memcpy(&v, q, 8); q += 8; break;
-	case DW_EH_PE_uleb128: v = read_uleb(&q, end); break;
-	case DW_EH_PE_sleb128: v = (uint64_t)read_sleb(&q, end); break;
-	default: return -1;
+		if (end - q < 8)
+			return -1;
+		memcpy(&v, q, 8);
+		q += 8;
+		break;
+	case DW_EH_PE_uleb128:
+		v = read_uleb(&q, end);
+		break;
+	case DW_EH_PE_sleb128:
+		v = (uint64_t)read_sleb(&q, end);
+		break;
+	default:
+		return -1;
 	}
 	switch (enc & 0x70) {
-	case DW_EH_PE_absptr: break;
-	case DW_EH_PE_pcrel: v += pc_base; break;
-	default: return -1; /* datarel/textrel/funcrel: not used in x86-64 .eh_frame */
+	case DW_EH_PE_absptr:
+		break;
+	case DW_EH_PE_pcrel:
+		v += pc_base;
+		break;
+	default:
+		return -1; /* datarel/textrel/funcrel: not used in x86-64 .eh_frame */
 	}
 	*p = q;
 	*out = v;
@@ -502,8 +550,8 @@ static int decode_ops(const uint8_t *p, size_t len, struct xop *o, int max)
 			o[n].num = (int64_t)read_uleb(&p, end);
 		else if (a == DW_OP_consts)
 			o[n].num = read_sleb(&p, end);
-		else if (!((a >= DW_OP_lit0 && a <= DW_OP_lit31) || a == DW_OP_deref || a == DW_OP_and ||
-			   a == DW_OP_ge || a == DW_OP_shl || a == DW_OP_plus))
+		else if (!((a >= DW_OP_lit0 && a <= DW_OP_lit31) || a == DW_OP_deref ||
+			   a == DW_OP_and || a == DW_OP_ge || a == DW_OP_shl || a == DW_OP_plus))
 			return -1;
 		n++;
 	}
@@ -554,9 +602,11 @@ static void reduce_signal_state(const struct frame_state *fs, struct gs_cfi_rule
 	if (!fs->cfa_expr || decode_ops(fs->cfa_e, fs->cfa_elen, c, 3) != 2 ||
 	    c[0].atom != DW_OP_breg7 || c[1].atom != DW_OP_deref)
 		return;
-	if (!rule_breg(&fs->ra, DW_OP_breg7, &rip_off) || (uint64_t)rip_off != (uint64_t)c[0].num + 8)
+	if (!rule_breg(&fs->ra, DW_OP_breg7, &rip_off) ||
+	    (uint64_t)rip_off != (uint64_t)c[0].num + 8)
 		return;
-	if (!rule_breg(&fs->rbp, DW_OP_breg7, &rbp_off) || rbp_off < INT16_MIN || rbp_off > INT16_MAX)
+	if (!rule_breg(&fs->rbp, DW_OP_breg7, &rbp_off) || rbp_off < INT16_MIN ||
+	    rbp_off > INT16_MAX)
 		return;
 	r->cfa_type = GS_CFA_SIGNAL;
 	r->cfa_off = (int32_t)c[0].num;
@@ -630,9 +680,9 @@ static void reduce_state(const struct frame_state *fs, bool signal, struct gs_cf
 
 struct cfa_prog {
 	const Dwarf_CIE *cie;
-	uint8_t enc;          /* FDE pointer encoding (DW_CFA_set_loc operands) */
-	uint64_t sec_vaddr;   /* vaddr of the section start (pcrel) */
-	const uint8_t *sec;   /* section start */
+	uint8_t enc;        /* FDE pointer encoding (DW_CFA_set_loc operands) */
+	uint64_t sec_vaddr; /* vaddr of the section start (pcrel) */
+	const uint8_t *sec; /* section start */
 	bool signal;
 };
 
@@ -667,8 +717,8 @@ static int advance(struct exec_ctx *x, uint64_t new_loc)
 	return x->loc >= x->hi ? 1 : 0; /* past the FDE: done */
 }
 
-static void set_rule(struct exec_ctx *x, uint64_t reg, uint8_t rule, int64_t off,
-		     const uint8_t *e, size_t elen)
+static void set_rule(struct exec_ctx *x, uint64_t reg, uint8_t rule, int64_t off, const uint8_t *e,
+		     size_t elen)
 {
 	struct reg_state *r = tracked(&x->fs, reg);
 
@@ -728,7 +778,8 @@ static int exec_one(struct exec_ctx *x, const uint8_t **p, const uint8_t *end)
 		return 0;
 	case DW_CFA_GNU_negative_offset_extended:
 		reg = read_uleb(p, end);
-		set_rule(x, reg, RR_OFFSET, wmul(wmul((int64_t)read_uleb(p, end), daf), -1), NULL, 0);
+		set_rule(x, reg, RR_OFFSET, wmul(wmul((int64_t)read_uleb(p, end), daf), -1), NULL,
+			 0);
 		return 0;
 	case DW_CFA_restore_extended:
 		if ((r = tracked(&x->fs, read_uleb(p, end))))
@@ -870,8 +921,9 @@ static int fde_rows_linear(const struct cfa_prog *pg, const struct frame_state *
 			   const uint8_t *ins, const uint8_t *end, uint64_t lo, uint64_t hi,
 			   struct row_sink *k)
 {
-	struct exec_ctx x = { .pg = pg, .fs = *init, .init = *init, .loc = lo, .hi = hi,
-			      .emit = sink_row, .arg = k };
+	struct exec_ctx x = {
+		.pg = pg, .fs = *init, .init = *init, .loc = lo, .hi = hi, .emit = sink_row, .arg = k
+	};
 	int rc = exec_prog(&x, ins, end);
 
 	if (rc == -ETIME || rc == -ECANCELED || rc == -ENOMEM) {
@@ -910,8 +962,8 @@ static const struct cie_ent *cie_lookup(struct cie_cache *cc, Elf *elf, Elf_Data
 	for (unsigned i = 0; i < cc->n; i++)
 		if (cc->e[i].off == cie_off)
 			return &cc->e[i];
-	if (dwarf_next_cfi((const unsigned char *)elf_getident(elf, NULL), data, true, cie_off, &next,
-			   &e) != 0 ||
+	if (dwarf_next_cfi((const unsigned char *)elf_getident(elf, NULL), data, true, cie_off,
+			   &next, &e) != 0 ||
 	    !dwarf_cfi_cie_p(&e))
 		return NULL;
 	c = &cc->e[cc->n < 64 ? cc->n++ : (cc->next++ % 64)];
@@ -919,8 +971,9 @@ static const struct cie_ent *cie_lookup(struct cie_cache *cc, Elf *elf, Elf_Data
 	c->cie = e.cie;
 	c->enc = cie_fde_encoding(&e.cie);
 	c->signal = e.cie.augmentation && strchr(e.cie.augmentation, 'S');
-	struct cfa_prog pg = { .cie = &c->cie, .enc = c->enc, .sec_vaddr = sec_vaddr,
-			       .sec = data->d_buf };
+	struct cfa_prog pg = {
+		.cie = &c->cie, .enc = c->enc, .sec_vaddr = sec_vaddr, .sec = data->d_buf
+	};
 	c->init_ok = cie_initial_state(&pg, &c->init) == 0;
 	return c;
 }
@@ -1028,7 +1081,8 @@ static int build_from_elf(Elf *elf, struct gs_cfi_table *t, const struct build_l
 	Dwarf_Off off = 0, next;
 	int err = 0;
 
-	if (!gelf_getehdr(elf, &eh) || eh.e_machine != EM_X86_64 || eh.e_ident[EI_CLASS] != ELFCLASS64)
+	if (!gelf_getehdr(elf, &eh) || eh.e_machine != EM_X86_64 ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64)
 		return -EINVAL;
 	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
 		return -EINVAL;
@@ -1071,7 +1125,8 @@ static int build_from_elf(Elf *elf, struct gs_cfi_table *t, const struct build_l
 			continue;
 		p = e.fde.start;
 		end = e.fde.end;
-		if (read_encoded(&p, end, ce->enc, sh_eh.sh_addr + (uint64_t)(p - (const uint8_t *)data->d_buf),
+		if (read_encoded(&p, end, ce->enc,
+				 sh_eh.sh_addr + (uint64_t)(p - (const uint8_t *)data->d_buf),
 				 &lo) ||
 		    read_encoded(&p, end, ce->enc & 0x0f, 0, &len))
 			continue;
@@ -1084,12 +1139,16 @@ static int build_from_elf(Elf *elf, struct gs_cfi_table *t, const struct build_l
 			continue;
 		}
 		/* instructions follow the FDE's augmentation data */
-		aug = ce->cie.augmentation && ce->cie.augmentation[0] == 'z' ? read_uleb(&p, end)
-									 : ce->cie.fde_augmentation_data_size;
+		aug = ce->cie.augmentation && ce->cie.augmentation[0] == 'z'
+			  ? read_uleb(&p, end)
+			  : ce->cie.fde_augmentation_data_size;
 		if (!ce->init_ok || aug > (uint64_t)(end - p))
 			continue;
-		struct cfa_prog pg = { .cie = &ce->cie, .enc = ce->enc, .sec_vaddr = sh_eh.sh_addr,
-				       .sec = data->d_buf, .signal = ce->signal };
+		struct cfa_prog pg = { .cie = &ce->cie,
+				       .enc = ce->enc,
+				       .sec_vaddr = sh_eh.sh_addr,
+				       .sec = data->d_buf,
+				       .signal = ce->signal };
 		sink.signal = ce->signal;
 		if ((err = fde_rows_linear(&pg, &ce->init, p + aug, end, lo, lo + len, &sink)))
 			break;
@@ -1178,27 +1237,29 @@ const struct gs_cfi_rule *gs_cfi_table_lookup(const struct gs_cfi_table *t, uint
 /* CFI state of one object of proc/'s ELF cache (by gs_elf_obj.id: files
  * with the same build-id are one object there, so they share a table). */
 struct cfi_obj {
-	int status;         /* 0 table loaded, <0 why not (table_id 0: frame pointers) */
+	int status; /* 0 table loaded, <0 why not (table_id 0: frame pointers) */
 	uint32_t table_id;
 	uint32_t n_pages;
 	unsigned n_load;
-	struct { uint64_t vaddr, offset, filesz; } load[GS_CFI_MAX_LOADS]; /* PF_X PT_LOADs */
+	struct {
+		uint64_t vaddr, offset, filesz;
+	} load[GS_CFI_MAX_LOADS]; /* PF_X PT_LOADs */
 };
 
 struct cfi_proc {
 	uint32_t tgid;
-	bool pending;        /* mappings wait for tables being built: republish */
+	bool pending; /* mappings wait for tables being built: republish */
 	uint64_t last_ns;
-	uint64_t reread_ns;  /* current back-off between miss-driven re-reads */
-	uint32_t n_files;    /* file-backed executable mappings at the last read */
+	uint64_t reread_ns; /* current back-off between miss-driven re-reads */
+	uint32_t n_files;   /* file-backed executable mappings at the last read */
 };
 
-#define REREAD_MIN_NS 100000000ULL   /* 100 ms */
-#define REREAD_MAX_NS 5000000000ULL  /* 5 s */
+#define REREAD_MIN_NS 100000000ULL  /* 100 ms */
+#define REREAD_MAX_NS 5000000000ULL /* 5 s */
 
 struct gs_cfi {
 	int procs_fd, tables_fd, rules_fd, miss_fd;
-	struct rule_set rules; /* global rule ids = gs_cfi_rules indices */
+	struct rule_set rules;    /* global rule ids = gs_cfi_rules indices */
 	struct gs_elf_cache *elf; /* shared with the symbolizer (gs_cfi_set_elf_cache) */
 	struct gs_hmap by_elf;    /* gs_elf_obj.id -> index in objs */
 	struct cfi_obj *objs;
@@ -1213,9 +1274,9 @@ struct gs_cfi {
 	bool verbose;
 	bool lazy;
 	bool async;
-	struct builder *b;     /* async: the builder thread */
-	uint32_t collected;    /* async jobs taken back from the thread */
-	/* inner maps not yet in gs_cfi_tables (flush_tables) */
+	struct builder *b;  /* async: the builder thread */
+	uint32_t collected; /* async jobs taken back from the thread */
+			    /* inner maps not yet in gs_cfi_tables (flush_tables) */
 #define GS_CFI_PUBLISH_BATCH 256
 	uint32_t pend_id[GS_CFI_PUBLISH_BATCH];
 	int pend_fd[GS_CFI_PUBLISH_BATCH];
@@ -1247,12 +1308,12 @@ struct build_job {
 struct builder {
 	pthread_t th;
 	pthread_mutex_t mu;
-	pthread_cond_t cv;       /* work queued, or a job finished */
+	pthread_cond_t cv; /* work queued, or a job finished */
 	struct build_job *todo, **todo_tail, *done;
 	bool busy, quit;
-	pid_t tid;               /* the thread's, for its scheduling */
+	pid_t tid; /* the thread's, for its scheduling */
 	atomic_bool cancel;
-	_Atomic uint64_t rows;   /* rows of the object being built */
+	_Atomic uint64_t rows; /* rows of the object being built */
 	char current[160];
 	uint32_t queued_total, done_total;
 };
@@ -1420,7 +1481,8 @@ static int map_fd(struct bpf_object *obj, const char *name, char *err, size_t er
 	if (fd < 0)
 		snprintf(err, errlen,
 			 "BPF map %s not found or not loaded: the BPF object must include "
-			 "bpf/unwind.bpf.h and be loaded before gs_cfi_open", name);
+			 "bpf/unwind.bpf.h and be loaded before gs_cfi_open",
+			 name);
 	return fd;
 }
 
@@ -1550,7 +1612,8 @@ static int flush_tables(struct gs_cfi *c)
 	if (bpf_map_update_batch(c->tables_fd, c->pend_id, fds, &n, NULL)) {
 		/* no batch updates for this map type (older kernels): one by one */
 		for (uint32_t i = 0; i < c->n_pend; i++)
-			if (bpf_map_update_elem(c->tables_fd, &c->pend_id[i], &c->pend_fd[i], BPF_ANY))
+			if (bpf_map_update_elem(c->tables_fd, &c->pend_id[i], &c->pend_fd[i],
+						BPF_ANY))
 				err = -errno;
 	}
 	for (uint32_t i = 0; i < c->n_pend; i++)
@@ -1642,8 +1705,8 @@ static void copy_loads(const struct gs_elf_obj *eo, struct cfi_obj *o)
 
 /* A built table (or the reason there is none) becomes object o's status;
  * objects with the same build-id that waited for it get the same. */
-static void finish_obj(struct gs_cfi *c, size_t idx, struct gs_cfi_table *t, int err,
-		       uint64_t ns, const char *name)
+static void finish_obj(struct gs_cfi *c, size_t idx, struct gs_cfi_table *t, int err, uint64_t ns,
+		       const char *name)
 {
 	struct cfi_obj *o = &c->objs[idx];
 	uint32_t n_pages = 0;
@@ -1669,8 +1732,8 @@ static void finish_obj(struct gs_cfi *c, size_t idx, struct gs_cfi_table *t, int
 	o->status = err;
 	if (c->verbose)
 		gs_log("cfi: %s: %s%u rows, %u FDEs, %u expr, %.1f ms%s\n", name,
-			err ? strerror(-err) : "", t->n_rows, t->n_fdes, t->n_expr, ns / 1e6,
-			t->truncated ? " (bound reached: partial table)" : "");
+		       err ? strerror(-err) : "", t->n_rows, t->n_fdes, t->n_expr, ns / 1e6,
+		       t->truncated ? " (bound reached: partial table)" : "");
 }
 
 /* The cached CFI object of a mapped file, or NULL. */
@@ -1929,7 +1992,8 @@ void gs_cfi_remove_process(struct gs_cfi *c, uint32_t tgid)
 	gs_hmap_del(&c->proc_index, tgid, NULL);
 	*p = c->procs[--c->n_procs]; /* the last one moves into its place */
 	if (p != &c->procs[c->n_procs])
-		gs_hmap_put(&c->proc_index, p->tgid, (uint64_t)(p - c->procs)); /* no growth: cannot fail */
+		gs_hmap_put(&c->proc_index, p->tgid,
+			    (uint64_t)(p - c->procs)); /* no growth: cannot fail */
 }
 
 static int cmp_miss(const void *a, const void *b)
@@ -1983,8 +2047,9 @@ int gs_cfi_refresh(struct gs_cfi *c)
 		if (add_process(c, tgid, starts, ns, false) == 0) {
 			c->st.refreshes++;
 			done++;
-			p->reread_ns = p->n_files != before ? REREAD_MIN_NS
-				     : p->reread_ns * 2 > REREAD_MAX_NS ? REREAD_MAX_NS : p->reread_ns * 2;
+			p->reread_ns = p->n_files != before               ? REREAD_MIN_NS
+				       : p->reread_ns * 2 > REREAD_MAX_NS ? REREAD_MAX_NS
+									  : p->reread_ns * 2;
 		}
 	}
 	return done;

@@ -34,25 +34,25 @@
 #define GS_BPF_CFI_H
 
 enum gs_cfa_type {
-	GS_CFA_NONE = 0,   /* no CFI covers this pc: frame-pointer fallback */
-	GS_CFA_RSP = 1,    /* CFA = RSP + cfa_off */
-	GS_CFA_RBP = 2,    /* CFA = RBP + cfa_off */
-	GS_CFA_PLT = 3,    /* CFA = RSP + cfa_off + ((RIP & 15) >= rbp_off ? 8 : 0), the
+	GS_CFA_NONE = 0,      /* no CFI covers this pc: frame-pointer fallback */
+	GS_CFA_RSP = 1,       /* CFA = RSP + cfa_off */
+	GS_CFA_RBP = 2,       /* CFA = RBP + cfa_off */
+	GS_CFA_PLT = 3,       /* CFA = RSP + cfa_off + ((RIP & 15) >= rbp_off ? 8 : 0), the
 			    * lazy-binding PLT expression emitted by ld; rbp_off holds the
 			    * threshold (11 for .plt, 10 for some variants) */
-	GS_CFA_SIGNAL = 4, /* signal trampoline (__restore_rt): registers from the
+	GS_CFA_SIGNAL = 4,    /* signal trampoline (__restore_rt): registers from the
 			    * ucontext at RSP (struct rt_sigframe minus pretcode) */
-	GS_CFA_END = 5,    /* return address undefined: outermost frame (_start, clone) */
-	GS_CFA_EXPR = 6,   /* any other DWARF expression or register rule: not followed */
+	GS_CFA_END = 5,       /* return address undefined: outermost frame (_start, clone) */
+	GS_CFA_EXPR = 6,      /* any other DWARF expression or register rule: not followed */
 	GS_CFA_DEREF_RBP = 7, /* CFA = *(RBP + cfa_off): GCC's stack-realignment (DRAP)
 			       * expression DW_OP_breg6 off; DW_OP_deref (AVX kernels) */
 };
 
 enum gs_rbp_type {
-	GS_RBP_SAME = 0,   /* caller's RBP = this frame's RBP (same value / unmentioned) */
-	GS_RBP_CFA = 1,    /* caller's RBP saved at CFA + rbp_off */
-	GS_RBP_LOST = 2,   /* undefined or an expression: unknown in the caller */
-	GS_RBP_RBP = 3,    /* caller's RBP saved at RBP + rbp_off (DW_CFA_expression
+	GS_RBP_SAME = 0, /* caller's RBP = this frame's RBP (same value / unmentioned) */
+	GS_RBP_CFA = 1,  /* caller's RBP saved at CFA + rbp_off */
+	GS_RBP_LOST = 2, /* undefined or an expression: unknown in the caller */
+	GS_RBP_RBP = 3,  /* caller's RBP saved at RBP + rbp_off (DW_CFA_expression
 			    * r6 (DW_OP_breg6 off), with GS_CFA_DEREF_RBP) */
 };
 
@@ -76,7 +76,8 @@ struct gs_cfi_page {
 
 /* One executable file mapping of a process. */
 #define GS_CFI_TABLE_PENDING 0xffffffffu /* table_id: not built yet (lazy mode) */
-#define GS_CFI_TABLE_ANON 0xfffffffeu    /* table_id: anonymous executable memory (JIT
+#define GS_CFI_TABLE_ANON \
+	0xfffffffeu /* table_id: anonymous executable memory (JIT
 					  * code: neither a table nor, often, a frame
 					  * pointer): validated FP step or stack scan */
 
@@ -95,15 +96,15 @@ struct gs_cfi_miss_key {
 	__u64 start; /* mapping start, 0 = PC outside every known mapping */
 };
 
-#define GS_CFI_MAX_MAPPINGS 1024 /* executable mappings per process (torch: ~400) */
-#define GS_CFI_MAX_TABLES 4096   /* distinct ELF objects over the run */
-#define GS_CFI_MAX_RULES 65536   /* distinct rules over the run */
-#define GS_CFI_MAX_PROCS 8192
-#define GS_CFI_ROW_SEARCH 26     /* binary-search steps: up to 2^26 rows per object */
-#define GS_CFI_MAP_SEARCH 11     /* binary-search steps over GS_CFI_MAX_MAPPINGS */
+#define GS_CFI_MAX_MAPPINGS 1024  /* executable mappings per process (torch: ~400) */
+#define GS_CFI_MAX_TABLES   4096  /* distinct ELF objects over the run */
+#define GS_CFI_MAX_RULES    65536 /* distinct rules over the run */
+#define GS_CFI_MAX_PROCS    8192
+#define GS_CFI_ROW_SEARCH   26 /* binary-search steps: up to 2^26 rows per object */
+#define GS_CFI_MAP_SEARCH   11 /* binary-search steps over GS_CFI_MAX_MAPPINGS */
 
 struct gs_cfi_proc {
-	__u32 n; /* valid entries of m, sorted by start, non-overlapping */
+	__u32 n;   /* valid entries of m, sorted by start, non-overlapping */
 	__u32 gen; /* names this content of m (never 0 from user space; a new
 		    * value at every rewrite, a fork child's copy keeps its
 		    * parent's): tags the BPF side's per-CPU cache of PC -> rule
@@ -145,14 +146,14 @@ struct gs_cfi;
 
 /* One object's rows, built in user space (also used by the unit tests). */
 struct gs_cfi_table {
-	struct gs_cfi_row *rows;   /* sorted by pc, merged */
+	struct gs_cfi_row *rows; /* sorted by pc, merged */
 	uint32_t n_rows;
 	struct gs_cfi_rule *rules; /* local rule ids used by rows (before global dedupe) */
 	uint32_t n_rules;
 	uint32_t n_fdes;
-	uint32_t n_expr;           /* rows marked GS_CFA_EXPR */
-	uint32_t n_plt, n_signal;  /* rows marked PLT / SIGNAL */
-	uint32_t truncated;        /* 1: a bound (rows, time) was hit: rows cover the
+	uint32_t n_expr;          /* rows marked GS_CFA_EXPR */
+	uint32_t n_plt, n_signal; /* rows marked PLT / SIGNAL */
+	uint32_t truncated;       /* 1: a bound (rows, time) was hit: rows cover the
 				    * FDEs read so far, the rest falls back to frame
 				    * pointers */
 };
@@ -173,16 +174,16 @@ void gs_cfi_table_free(struct gs_cfi_table *t);
 const struct gs_cfi_rule *gs_cfi_table_lookup(const struct gs_cfi_table *t, uint64_t pc);
 
 struct gs_cfi_stats {
-	uint32_t tables;          /* distinct objects loaded */
-	uint32_t procs;           /* processes in gs_cfi_procs */
-	uint32_t rules;           /* distinct rules */
-	uint64_t rows;            /* rows over all tables */
-	uint64_t bpf_bytes;       /* kernel memory of the tables (rows + rules) */
-	uint64_t build_ns;        /* wall time spent building tables */
-	uint32_t no_eh_frame;     /* objects without usable CFI (frame pointers) */
-	uint32_t errors;          /* objects that failed to open or load */
-	uint32_t refreshes;       /* process maps re-read after misses */
-	uint32_t truncated;       /* tables cut at their bound (rows, time) */
+	uint32_t tables;      /* distinct objects loaded */
+	uint32_t procs;       /* processes in gs_cfi_procs */
+	uint32_t rules;       /* distinct rules */
+	uint64_t rows;        /* rows over all tables */
+	uint64_t bpf_bytes;   /* kernel memory of the tables (rows + rules) */
+	uint64_t build_ns;    /* wall time spent building tables */
+	uint32_t no_eh_frame; /* objects without usable CFI (frame pointers) */
+	uint32_t errors;      /* objects that failed to open or load */
+	uint32_t refreshes;   /* process maps re-read after misses */
+	uint32_t truncated;   /* tables cut at their bound (rows, time) */
 };
 
 /* Async building (the session): tables are built by a thread of their own

@@ -15,26 +15,26 @@
 #define GS_COMMON_BPF_H
 
 enum gs_stat {
-	GS_STAT_SAMPLES = 0,     /* CPU sample records written to `events` */
-	GS_STAT_LOST = 1,        /* CPU samples and proc events that did not fit in `events` */
-	GS_STAT_PROC_EVENTS = 2, /* proc events written */
-	GS_STAT_PY_ERR = 3,      /* Python walks that hit a read fault */
-	GS_STAT_PY_TRUNC = 4,    /* Python walks cut at GS_MAX_PY_FRAMES */
-	GS_STAT_KSTACK_ERR = 5,  /* bpf_get_stack(kernel) failed */
-	GS_STAT_SCRATCH_ERR = 6, /* no per-CPU scratch (should never happen) */
+	GS_STAT_SAMPLES = 0,      /* CPU sample records written to `events` */
+	GS_STAT_LOST = 1,         /* CPU samples and proc events that did not fit in `events` */
+	GS_STAT_PROC_EVENTS = 2,  /* proc events written */
+	GS_STAT_PY_ERR = 3,       /* Python walks that hit a read fault */
+	GS_STAT_PY_TRUNC = 4,     /* Python walks cut at GS_MAX_PY_FRAMES */
+	GS_STAT_KSTACK_ERR = 5,   /* bpf_get_stack(kernel) failed */
+	GS_STAT_SCRATCH_ERR = 6,  /* no per-CPU scratch (should never happen) */
 	GS_STAT_TARGETS_FULL = 7, /* fork child not followed: `targets` full */
-	GS_STAT_UNWIND0 = 8,     /* GS_STAT_UNWIND0 + enum gs_unwind_err */
+	GS_STAT_UNWIND0 = 8,      /* GS_STAT_UNWIND0 + enum gs_unwind_err */
 	/* off-CPU (offcpu.bpf.h) */
-	GS_STAT_OFF_STACKS = 16,   /* off-CPU stack records written */
-	GS_STAT_OFF_ENDS = 17,     /* off-CPU end records written */
+	GS_STAT_OFF_STACKS = 16,    /* off-CPU stack records written */
+	GS_STAT_OFF_ENDS = 17,      /* off-CPU end records written */
 	GS_STAT_OFF_UNSAMPLED = 18, /* switch-outs accounted without a stack (p < 1) */
-	GS_STAT_OFF_THR_FULL = 19, /* threads not accounted: `offcpu_thr` full */
-	GS_STAT_OFF_UNSEEDED = 20, /* threads first seen mid-window without a seed */
+	GS_STAT_OFF_THR_FULL = 19,  /* threads not accounted: `offcpu_thr` full */
+	GS_STAT_OFF_UNSEEDED = 20,  /* threads first seen mid-window without a seed */
 	/* GPU (bpf/gpu.bpf.h) */
 	GS_STAT_GPU_RECORDS = 13,  /* GPU records written to `events` */
 	GS_STAT_GPU_LAUNCHES = 14, /* launch events written */
-	GS_STAT_GPU_BAD = 15,    /* GPU records rejected (bad header, read fault) */
-	GS_STAT_GPU_LOST = 21,   /* GPU records and launch events that did not fit in `events` */
+	GS_STAT_GPU_BAD = 15,      /* GPU records rejected (bad header, read fault) */
+	GS_STAT_GPU_LOST = 21,     /* GPU records and launch events that did not fit in `events` */
 	GS_STAT_MAX = 32,
 };
 
@@ -46,8 +46,8 @@ struct gs_stats {
 #define GS_TFILTER_SLOTS 65536
 
 /* Largest CPU sample record: header + every stack at its bound. */
-#define GS_CPU_SAMPLE_MAX_SIZE                                                                     \
-	(sizeof(struct gs_cpu_sample) + (GS_MAX_KERNEL_FRAMES + GS_MAX_USER_FRAMES) * 8 +          \
+#define GS_CPU_SAMPLE_MAX_SIZE                                                            \
+	(sizeof(struct gs_cpu_sample) + (GS_MAX_KERNEL_FRAMES + GS_MAX_USER_FRAMES) * 8 + \
 	 GS_MAX_PY_FRAMES * sizeof(struct gs_py_frame))
 
 /* Scratch slots in the per-CPU `scratch` map: a perf_event sample and a
@@ -67,9 +67,9 @@ enum gs_scratch_slot {
  * (see gs_fill_stack: a fixed offset keeps its loop cheap to verify).  The
  * native unwinder writes into its own per-level state (unwind.bpf.h). */
 #define GS_SCRATCH_PREFIX 64
-#define GS_STAGE_PY_OFF GS_CPU_SAMPLE_MAX_SIZE /* from the sample's start */
-#define GS_STAGE_END (GS_STAGE_PY_OFF + GS_MAX_PY_FRAMES * sizeof(struct gs_py_frame))
-#define GS_SCRATCH_SIZE (GS_SCRATCH_PREFIX + GS_STAGE_END)
+#define GS_STAGE_PY_OFF   GS_CPU_SAMPLE_MAX_SIZE /* from the sample's start */
+#define GS_STAGE_END      (GS_STAGE_PY_OFF + GS_MAX_PY_FRAMES * sizeof(struct gs_py_frame))
+#define GS_SCRATCH_SIZE   (GS_SCRATCH_PREFIX + GS_STAGE_END)
 
 /* Stack walks in progress on one CPU at most: a perf_event sample
  * (gs_sample) can interrupt a uprobe/USDT handler that is walking stacks

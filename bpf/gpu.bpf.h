@@ -131,8 +131,8 @@ int BPF_USDT(gs_gpu_launch, void *ptr, __u64 size)
 
 	rec = buf + GS_SCRATCH_PREFIX;
 	gs_fill_head(rec, pid_tgid);
-	ssize = gs_fill_stack(ctx, (struct task_struct *)bpf_get_current_task(), tgid, t,
-			      false, rec, st);
+	ssize = gs_fill_stack(ctx, (struct task_struct *)bpf_get_current_task(), tgid, t, false,
+			      rec, st);
 	if (ssize > GS_CPU_SAMPLE_MAX_SIZE)
 		return 0;
 	rec->hdr.size = ssize;

@@ -25,24 +25,24 @@
 #include "util/hashmap.h"
 #include "util/vec.h"
 
-#define AGENT_NAME "libgpusample_agent.so"
-#define GS_AGENT_THREAD "gs-agent" /* the agent's watcher thread (gpu_sampler/agent.c) */
+#define AGENT_NAME             "libgpusample_agent.so"
+#define GS_AGENT_THREAD        "gs-agent"  /* the agent's watcher thread (gpu_sampler/agent.c) */
 #define GS_AGENT_USDT_PROVIDER "gpusample" /* gpu_sampler/emit.c's STAP_PROBE2 */
-#define RESCAN_NS 500000000ull
-#define RESCAN_MAX_NS 4000000000ull
-#define INIT_WAIT_NS 3000000000ull /* rescan every tick this long after the agent appears */
-#define CUBIN_MAX_DEFAULT (64ull << 20)    /* per cubin: the largest seen are ~10 MB */
-#define CUBIN_TOTAL_DEFAULT (512ull << 20) /* all cubins of a session */
-#define CUBIN_MAX_COUNT 65536u
+#define RESCAN_NS              500000000ull
+#define RESCAN_MAX_NS          4000000000ull
+#define INIT_WAIT_NS           3000000000ull /* rescan every tick this long after the agent appears */
+#define CUBIN_MAX_DEFAULT      (64ull << 20)  /* per cubin: the largest seen are ~10 MB */
+#define CUBIN_TOTAL_DEFAULT    (512ull << 20) /* all cubins of a session */
+#define CUBIN_MAX_COUNT        65536u
 
 struct gpu_proc {
 	struct gs_gpu_proc_info info;
 	struct bpf_link *rec_link, *launch_link;
 	uint64_t cfg_addr;
-	uint64_t agent_base;   /* start of the agent's offset-0 mapping when attached */
-	uint64_t error_base;   /* agent_base of the image an attach error was about */
+	uint64_t agent_base; /* start of the agent's offset-0 mapping when attached */
+	uint64_t error_base; /* agent_base of the image an attach error was about */
 	uint64_t last_scan_ns;
-	uint64_t rescan_ns;    /* back-off between scans while no agent is mapped */
+	uint64_t rescan_ns; /* back-off between scans while no agent is mapped */
 	bool acked;
 	bool off_sticky;       /* info.message holds the reason sampling went off */
 	bool gone;             /* exited: never rescanned (the pid may be reused) */
@@ -63,7 +63,7 @@ struct cubin {
 struct gs_gpu_host {
 	struct bpf_program *rec_prog, *launch_prog;
 	struct gs_gpu_host_opts o;
-	struct gpu_proc *procs;    /* kept after exit, for the report */
+	struct gpu_proc *procs; /* kept after exit, for the report */
 	size_t n_procs, cap_procs;
 	struct gs_hmap proc_index; /* tgid -> index in procs */
 	struct cubin *cubins;
@@ -73,24 +73,31 @@ struct gs_gpu_host {
 	uint64_t cubin_bytes;  /* kept */
 	struct gs_gpu_cubin_losses lost;
 	uint32_t next_session;
-	struct gs_elf_cache *elf;  /* the session's (opts.elf) or our own */
-	struct gs_hmap probed;     /* gs_elf_obj.id -> 1 not the agent, 2 the agent */
+	struct gs_elf_cache *elf; /* the session's (opts.elf) or our own */
+	struct gs_hmap probed;    /* gs_elf_obj.id -> 1 not the agent, 2 the agent */
 };
 
 const char *gs_gpu_state_name(enum gs_gpu_proc_state s)
 {
 	switch (s) {
-	case GS_GPU_PROC_NO_AGENT: return "no agent";
-	case GS_GPU_PROC_ATTACHED: return "attached";
-	case GS_GPU_PROC_ARMED: return "armed";
-	case GS_GPU_PROC_OFF: return "off";
-	case GS_GPU_PROC_DISARMED: return "disarmed";
-	case GS_GPU_PROC_ERROR: return "error";
+	case GS_GPU_PROC_NO_AGENT:
+		return "no agent";
+	case GS_GPU_PROC_ATTACHED:
+		return "attached";
+	case GS_GPU_PROC_ARMED:
+		return "armed";
+	case GS_GPU_PROC_OFF:
+		return "off";
+	case GS_GPU_PROC_DISARMED:
+		return "disarmed";
+	case GS_GPU_PROC_ERROR:
+		return "error";
 	}
 	return "?";
 }
 
-struct gs_gpu_host *gs_gpu_host_new(struct bpf_program *record_prog, struct bpf_program *launch_prog,
+struct gs_gpu_host *gs_gpu_host_new(struct bpf_program *record_prog,
+				    struct bpf_program *launch_prog,
 				    const struct gs_gpu_host_opts *o)
 {
 	struct gs_gpu_host *h = calloc(1, sizeof(*h));
@@ -233,7 +240,8 @@ static bool agent_ready(uint32_t tgid)
 		snprintf(file, sizeof(file), "/proc/%u/task/%.16s/comm", tgid, d->d_name);
 		if (!(f = fopen(file, "re")))
 			continue;
-		if (fgets(comm, sizeof(comm), f) && !strncmp(comm, GS_AGENT_THREAD, strlen(GS_AGENT_THREAD)) &&
+		if (fgets(comm, sizeof(comm), f) &&
+		    !strncmp(comm, GS_AGENT_THREAD, strlen(GS_AGENT_THREAD)) &&
 		    (comm[strlen(GS_AGENT_THREAD)] == '\n' || !comm[strlen(GS_AGENT_THREAD)]))
 			ready = true;
 		fclose(f);
@@ -271,7 +279,8 @@ static int cfg_address(const char *file, uint64_t base, uint64_t *addr)
 		GElf_Shdr sh;
 		Elf_Data *d;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !(d = elf_getdata(scn, NULL)))
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM ||
+		    !(d = elf_getdata(scn, NULL)))
 			continue;
 		for (size_t i = 0; i < sh.sh_size / (sh.sh_entsize ? sh.sh_entsize : 1); i++) {
 			GElf_Sym sym;
@@ -280,7 +289,8 @@ static int cfg_address(const char *file, uint64_t base, uint64_t *addr)
 			if (!gelf_getsym(d, i, &sym))
 				continue;
 			n = elf_strptr(e, sh.sh_link, sym.st_name);
-			if (n && !strcmp(n, "gs_agent_cfg") && sym.st_size >= sizeof(struct gs_gpu_agent_cfg)) {
+			if (n && !strcmp(n, "gs_agent_cfg") &&
+			    sym.st_size >= sizeof(struct gs_gpu_agent_cfg)) {
 				*addr = base - first_vaddr + sym.st_value;
 				rc = 0;
 				goto out;
@@ -330,7 +340,8 @@ static int proc_error(struct gpu_proc *p, int rc, const char *fmt, const char *a
 	return rc;
 }
 
-static int proc_attach(struct gs_gpu_host *h, struct gpu_proc *p, const char *map_path, uint64_t base)
+static int proc_attach(struct gs_gpu_host *h, struct gpu_proc *p, const char *map_path,
+		       uint64_t base)
 {
 	char file[PATH_MAX];
 	struct gs_gpu_agent_cfg cfg;
@@ -345,20 +356,26 @@ static int proc_attach(struct gs_gpu_host *h, struct gpu_proc *p, const char *ma
 	 * namespace (containers). */
 	snprintf(file, sizeof(file), "/proc/%u/root%.*s", p->info.tgid, PATH_MAX - 32, map_path);
 	if ((rc = cfg_address(file, base, &p->cfg_addr)))
-		return proc_error(p, rc, "agent %s has no gs_agent_cfg (%s): agent and gpusample versions differ",
-				  map_path);
+		return proc_error(
+		    p, rc, "agent %s has no gs_agent_cfg (%s): agent and gpusample versions differ",
+		    map_path);
 	if ((rc = gs_proc_mem_read(p->info.tgid, p->cfg_addr, &cfg, sizeof(cfg), NULL)))
-		return proc_error(p, rc, "cannot read the agent's options in %s (%s): run as root", map_path);
+		return proc_error(p, rc, "cannot read the agent's options in %s (%s): run as root",
+				  map_path);
 	if (cfg.magic != GS_GPU_CFG_MAGIC || cfg.version != GS_GPU_CFG_VERSION)
-		return proc_error(p, -EPROTO, "agent %s speaks another options version (%s): use the agent "
-				  "built with this gpusample", map_path);
+		return proc_error(p, -EPROTO,
+				  "agent %s speaks another options version (%s): use the agent "
+				  "built with this gpusample",
+				  map_path);
 	if ((owner = live_owner(&cfg))) {
 		p->info.state = GS_GPU_PROC_ERROR;
 		p->info.reason = GS_GPU_R_OTHER_OWNER;
-		snprintf(p->info.message, sizeof(p->info.message),
-			 "GPU agent already in use by gpusample pid %u: GPU sampling of this process "
-			 "is left to it (one agent, one owner); this run has CPU samples only. Stop "
-			 "pid %u first to get GPU samples here", owner, owner);
+		snprintf(
+		    p->info.message, sizeof(p->info.message),
+		    "GPU agent already in use by gpusample pid %u: GPU sampling of this process "
+		    "is left to it (one agent, one owner); this run has CPU samples only. Stop "
+		    "pid %u first to get GPU samples here",
+		    owner, owner);
 		return -EBUSY;
 	}
 	memset(&cfg, 0, sizeof(cfg));
@@ -376,7 +393,8 @@ static int proc_attach(struct gs_gpu_host *h, struct gpu_proc *p, const char *ma
 	cfg.owner_pid = (uint32_t)getpid();
 	cfg.owner_start_lo = proc_start(cfg.owner_pid);
 	if ((rc = vm_write(p->info.tgid, p->cfg_addr, &cfg, sizeof(cfg))))
-		return proc_error(p, rc, "cannot pass options to the agent in %s (%s): run as root", map_path);
+		return proc_error(p, rc, "cannot pass options to the agent in %s (%s): run as root",
+				  map_path);
 	p->info.session = cfg.session;
 	p->acked = false;
 	p->off_sticky = false;
@@ -394,7 +412,7 @@ static int proc_attach(struct gs_gpu_host *h, struct gpu_proc *p, const char *ma
  * semaphore is what arms the agent).  map_path: its agent_path; not
  * inlined, so messages truncate at run time as in proc_attach. */
 static __attribute__((noinline)) int proc_arm(struct gs_gpu_host *h, struct gpu_proc *p,
-					       const char *map_path)
+					      const char *map_path)
 {
 	char file[PATH_MAX];
 	int rc;
@@ -405,12 +423,15 @@ static __attribute__((noinline)) int proc_arm(struct gs_gpu_host *h, struct gpu_
 	p->launch_link = bpf_program__attach_usdt(h->launch_prog, p->info.tgid, file, "gpusample",
 						  "launch", NULL);
 	if (!p->launch_link)
-		return proc_error(p, -errno, "cannot attach to the agent's launch probe in %s (%s)", map_path);
-	p->rec_link = bpf_program__attach_usdt(h->rec_prog, p->info.tgid, file, "gpusample", "record", NULL);
+		return proc_error(p, -errno, "cannot attach to the agent's launch probe in %s (%s)",
+				  map_path);
+	p->rec_link = bpf_program__attach_usdt(h->rec_prog, p->info.tgid, file, "gpusample",
+					       "record", NULL);
 	if (!p->rec_link) {
 		rc = -errno;
 		proc_detach(p);
-		return proc_error(p, rc, "cannot attach to the agent's record probe in %s (%s)", map_path);
+		return proc_error(p, rc, "cannot attach to the agent's record probe in %s (%s)",
+				  map_path);
 	}
 	p->info.state = GS_GPU_PROC_ATTACHED;
 	snprintf(p->info.message, sizeof(p->info.message), "attached to %s", map_path);
@@ -698,7 +719,8 @@ void gs_gpu_host_on_record(struct gs_gpu_host *h, const struct gs_rec_hdr *rec)
 		 * say, not the "process exiting: 0 PC samples" that follows. */
 		if (s->state == GS_GPU_ST_ARMED && !s->gpu.ctx_uid)
 			p->off_sticky = false;
-		if (s->state == GS_GPU_ST_ARMED && !s->gpu.ctx_uid && s->reason == GS_GPU_R_OTHER_SUBSCRIBER)
+		if (s->state == GS_GPU_ST_ARMED && !s->gpu.ctx_uid &&
+		    s->reason == GS_GPU_R_OTHER_SUBSCRIBER)
 			snprintf(p->info.late_message, sizeof(p->info.late_message), "%.*s",
 				 (int)sizeof(s->message), s->message);
 		if (!p->off_sticky)
@@ -769,9 +791,12 @@ int gs_gpu_host_detach(struct gs_gpu_host *h, int (*poll)(void *ctx, int timeout
 			continue;
 		/* Only into the image we attached to: after an unseen exec the
 		 * address means something else. */
-		if (find_agent(h, p->info.tgid, path, sizeof(path), &base) > 0 && base == p->agent_base &&
-		    vm_write(p->info.tgid, p->cfg_addr + offsetof(struct gs_gpu_agent_cfg, detach_req),
-			     &req, sizeof(req)) == 0 && kill(p->info.tgid, 0) == 0)
+		if (find_agent(h, p->info.tgid, path, sizeof(path), &base) > 0 &&
+		    base == p->agent_base &&
+		    vm_write(p->info.tgid,
+			     p->cfg_addr + offsetof(struct gs_gpu_agent_cfg, detach_req), &req,
+			     sizeof(req)) == 0 &&
+		    kill(p->info.tgid, 0) == 0)
 			waiting++;
 		else
 			p->acked = true; /* gone: nothing to wait for */
@@ -815,8 +840,8 @@ const struct gs_gpu_stall_table *gs_gpu_host_stall_table(struct gs_gpu_host *h, 
 	return NULL;
 }
 
-int gs_gpu_host_foreach(struct gs_gpu_host *h, int (*fn)(void *ctx, const struct gs_gpu_proc_info *p),
-			void *ctx)
+int gs_gpu_host_foreach(struct gs_gpu_host *h,
+			int (*fn)(void *ctx, const struct gs_gpu_proc_info *p), void *ctx)
 {
 	for (size_t i = 0; i < h->n_procs; i++) {
 		int rc = fn(ctx, &h->procs[i].info);
@@ -829,20 +854,34 @@ int gs_gpu_host_foreach(struct gs_gpu_host *h, int (*fn)(void *ctx, const struct
 static const char *reason_short(uint32_t r)
 {
 	switch (r) {
-	case GS_GPU_R_NO_CUPTI: return "no libcupti";
-	case GS_GPU_R_CUPTI_TOO_OLD: return "CUPTI too old";
-	case GS_GPU_R_PRIVILEGES: return "insufficient privileges";
-	case GS_GPU_R_OTHER_SUBSCRIBER: return "another CUPTI subscriber";
-	case GS_GPU_R_HW_BUSY: return "hardware busy";
-	case GS_GPU_R_UNSUPPORTED_DEVICE: return "unsupported device";
-	case GS_GPU_R_SECOND_CONTEXT: return "second context on a GPU";
-	case GS_GPU_R_OUT_OF_MEMORY: return "out of memory";
-	case GS_GPU_R_HW_BUFFER_FULL: return "hardware buffer full";
-	case GS_GPU_R_NO_DRIVER: return "no CUDA driver";
-	case GS_GPU_R_BAD_CONFIG: return "options refused";
-	case GS_GPU_R_OTHER_OWNER: return "agent in use by another gpusample";
-	case GS_GPU_R_SCRATCH_FULL: return "scratch buffer full";
-	default: return "CUPTI error";
+	case GS_GPU_R_NO_CUPTI:
+		return "no libcupti";
+	case GS_GPU_R_CUPTI_TOO_OLD:
+		return "CUPTI too old";
+	case GS_GPU_R_PRIVILEGES:
+		return "insufficient privileges";
+	case GS_GPU_R_OTHER_SUBSCRIBER:
+		return "another CUPTI subscriber";
+	case GS_GPU_R_HW_BUSY:
+		return "hardware busy";
+	case GS_GPU_R_UNSUPPORTED_DEVICE:
+		return "unsupported device";
+	case GS_GPU_R_SECOND_CONTEXT:
+		return "second context on a GPU";
+	case GS_GPU_R_OUT_OF_MEMORY:
+		return "out of memory";
+	case GS_GPU_R_HW_BUFFER_FULL:
+		return "hardware buffer full";
+	case GS_GPU_R_NO_DRIVER:
+		return "no CUDA driver";
+	case GS_GPU_R_BAD_CONFIG:
+		return "options refused";
+	case GS_GPU_R_OTHER_OWNER:
+		return "agent in use by another gpusample";
+	case GS_GPU_R_SCRATCH_FULL:
+		return "scratch buffer full";
+	default:
+		return "CUPTI error";
 	}
 }
 

@@ -81,21 +81,21 @@ enum gs_gpu_proc_state {
 	GS_GPU_PROC_NO_AGENT = 0, /* agent not mapped (yet) */
 	GS_GPU_PROC_ATTACHED,     /* probes attached, agent not heard from yet */
 	GS_GPU_PROC_ARMED,
-	GS_GPU_PROC_OFF,          /* agent reported GPU sampling off (see message) */
+	GS_GPU_PROC_OFF, /* agent reported GPU sampling off (see message) */
 	GS_GPU_PROC_DISARMED,
-	GS_GPU_PROC_ERROR,        /* host could not attach (see message) */
+	GS_GPU_PROC_ERROR, /* host could not attach (see message) */
 };
 
 struct gs_gpu_proc_info {
 	uint32_t tgid;
 	enum gs_gpu_proc_state state;
-	uint32_t reason;            /* enum gs_gpu_reason of the last OFF/warning */
+	uint32_t reason; /* enum gs_gpu_reason of the last OFF/warning */
 	uint32_t contexts, contexts_armed;
-	uint64_t samples;           /* warp samples (base stall reasons) received */
+	uint64_t samples; /* warp samples (base stall reasons) received */
 	uint64_t batches, launch_events, dropped_samples, hw_buffer_full;
-	uint64_t scratch_full;      /* scratch buffer overflows (recovered) seen */
-	uint64_t armed_ktime_ns;    /* ktime of the first ARMED status of this session */
-	uint64_t attach_ktime_ns;   /* CLOCK_MONOTONIC when the probes were attached */
+	uint64_t scratch_full;    /* scratch buffer overflows (recovered) seen */
+	uint64_t armed_ktime_ns;  /* ktime of the first ARMED status of this session */
+	uint64_t attach_ktime_ns; /* CLOCK_MONOTONIC when the probes were attached */
 	uint32_t session;
 	char agent_path[256];
 	char message[GS_GPU_STATUS_MSG_LEN]; /* last status message */
@@ -142,9 +142,9 @@ int gs_gpu_host_detach(struct gs_gpu_host *h, int (*poll)(void *ctx, int timeout
 
 /* Cubins announced but not kept. */
 struct gs_gpu_cubin_losses {
-	uint64_t cubins;      /* not kept, any cause */
-	uint64_t bytes;       /* their announced sizes */
-	uint64_t over_cap;    /* of which over a cap (the rest: read failed, no memory) */
+	uint64_t cubins;   /* not kept, any cause */
+	uint64_t bytes;    /* their announced sizes */
+	uint64_t over_cap; /* of which over a cap (the rest: read failed, no memory) */
 	uint64_t max_bytes, total_bytes, kept_bytes; /* the caps in force, bytes kept */
 };
 void gs_gpu_host_cubin_losses(const struct gs_gpu_host *h, struct gs_gpu_cubin_losses *l);

@@ -139,7 +139,7 @@ static __always_inline void gs_stat_inc(struct gs_stats *st, __u32 idx)
 /* v = min(v, max) on the very register used afterwards: clang otherwise
  * may keep using a copy from before a C-level clamp, which the verifier
  * then sees as unbounded.  v must be a 64-bit lvalue. */
-#define GS_BOUND(v, max)                                                                           \
+#define GS_BOUND(v, max) \
 	asm volatile("if %[x] <= %[m] goto +1\n\t%[x] = %[m]" : [x] "+r"(v) : [m] "i"(max))
 
 /* A scratch slot (enum gs_scratch_slot) of this CPU, GS_SCRATCH_SIZE bytes. */
@@ -313,9 +313,9 @@ int gs_sample(struct bpf_perf_event_data *ctx)
 	if (size > GS_CPU_SAMPLE_MAX_SIZE) /* keeps the verifier's bound explicit */
 		return 0;
 	rec->hdr.size = size;
-	if (bpf_ringbuf_output(&events, rec, size,
-			       gs_py_wakeup_flag((struct task_struct *)bpf_get_current_task(),
-						 rec->n_python)))
+	if (bpf_ringbuf_output(
+		&events, rec, size,
+		gs_py_wakeup_flag((struct task_struct *)bpf_get_current_task(), rec->n_python)))
 		gs_stat_inc(st, GS_STAT_LOST);
 	else
 		gs_stat_inc(st, GS_STAT_SAMPLES);
@@ -398,8 +398,7 @@ static __always_inline void gs_group_exit(struct task_struct *p)
 	if (bpf_map_delete_elem(&targets, &tgid))
 		return;
 	gs_filter_count(tgid, -1);
-	gs_emit_proc(GS_PROC_EXIT, tgid, p->real_parent->tgid,
-		     p->group_leader->comm);
+	gs_emit_proc(GS_PROC_EXIT, tgid, p->real_parent->tgid, p->group_leader->comm);
 }
 
 SEC("tp_btf/sched_process_exit")

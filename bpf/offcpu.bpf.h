@@ -39,9 +39,9 @@
 #ifndef GS_OFFCPU_BPF_H
 #define GS_OFFCPU_BPF_H
 
-#define GS_OFF_WINDOW_NS 50000000ull /* 50 ms */
-#define GS_OFF_WINDOW_CAP 16         /* stack walks per thread and window, at most */
-#define GS_PF_EXITING 0x00000004     /* include/linux/sched.h */
+#define GS_OFF_WINDOW_NS  50000000ull /* 50 ms */
+#define GS_OFF_WINDOW_CAP 16          /* stack walks per thread and window, at most */
+#define GS_PF_EXITING     0x00000004  /* include/linux/sched.h */
 
 /* Stack walks per second and thread before p drops below 1: the loader sets
  * it (GS_OFF_DEFAULT_RATE, bpf/sampler.h). */
@@ -68,8 +68,8 @@ struct {
  * coarse clock. */
 struct gs_off_fast {
 	__u64 win_start;
-	__u32 p;             /* capture probability of this window (GS_OFF_P_ONE = 1) */
-	__u16 win_switches;  /* switch-outs of this window */
+	__u32 p;            /* capture probability of this window (GS_OFF_P_ONE = 1) */
+	__u16 win_switches; /* switch-outs of this window */
 	__u16 win_captures;
 	__u16 prev_switches; /* of the previous window (rate smoothing) */
 	__u8 captured;       /* mirrors offcpu_thr's: a stack waits for its END */
@@ -118,8 +118,8 @@ static __always_inline void gs_off_split(struct gs_offcpu_thr *th, struct task_s
 	th->run_delay = delay;
 }
 
-static __always_inline void gs_off_emit_end(struct gs_offcpu_thr *th, __u32 tid, __u64 now, __u32 seq,
-					    __u16 flags, __u64 blocked, __u64 runnable,
+static __always_inline void gs_off_emit_end(struct gs_offcpu_thr *th, __u32 tid, __u64 now,
+					    __u32 seq, __u16 flags, __u64 blocked, __u64 runnable,
 					    struct gs_stats *st)
 {
 	struct gs_offcpu_end e = {};
@@ -168,8 +168,8 @@ static __always_inline void gs_off_close(struct gs_offcpu_thr *th, struct task_s
 /* A new entry: a thread born in the window starts at birth with zero
  * counters; one that was there before (not seeded by user space: it
  * appeared between the seed and the attach) starts now. */
-static __always_inline struct gs_offcpu_thr *gs_off_new(struct task_struct *p, __u32 tid, __u32 tgid,
-							__u64 now, struct gs_stats *st)
+static __always_inline struct gs_offcpu_thr *gs_off_new(struct task_struct *p, __u32 tid,
+							__u32 tgid, __u64 now, struct gs_stats *st)
 {
 	struct gs_offcpu_thr th = {}, *e;
 	__u64 born = p->start_time, t0 = offcpu_t0;
@@ -212,7 +212,8 @@ static __always_inline bool gs_off_want_stack(struct gs_off_fast *f, __u64 now)
 	if (elapsed >= GS_OFF_WINDOW_NS) {
 		/* the mean of two windows: one burst does not crush p */
 		__u64 n = ((__u64)f->win_switches + f->prev_switches + 1) / 2;
-		__u64 p = (__u64)offcpu_rate * elapsed * GS_OFF_P_ONE / (1000000000ull * (n ? n : 1));
+		__u64 p = (__u64)offcpu_rate * elapsed * GS_OFF_P_ONE /
+			  (1000000000ull * (n ? n : 1));
 
 		f->p = p >= GS_OFF_P_ONE ? GS_OFF_P_ONE : p ? p : 1;
 		f->win_start = now;
@@ -281,7 +282,8 @@ static __always_inline void gs_off_emit_stack(void *ctx, struct task_struct *p, 
 
 /* First switch-out of a target thread seen here: its `offcpu_thr` entry
  * (seeded by user space, or new) and its fast state. */
-static __always_inline struct gs_off_fast *gs_off_first(struct task_struct *p, __u32 tid, __u32 tgid)
+static __always_inline struct gs_off_fast *gs_off_first(struct task_struct *p, __u32 tid,
+							__u32 tgid)
 {
 	struct gs_offcpu_thr *th = bpf_map_lookup_elem(&offcpu_thr, &tid);
 	struct gs_off_fast *f;

@@ -59,9 +59,9 @@ struct {
  * sample pays for (about 7 reads per frame before). */
 #define GS_PY_WIN 128 /* power of two; frame and code windows fit easily */
 struct gs_py_walk_state {
-	__u64 frame;  /* next frame to visit, 0 = done */
-	__u32 n;      /* frames written */
-	__u16 flags;  /* GS_CPU_* */
+	__u64 frame; /* next frame to visit, 0 = done */
+	__u32 n;     /* frames written */
+	__u16 flags; /* GS_CPU_* */
 	__u16 pad;
 	__u32 fr_lo, fr_len; /* frame window [fr_lo, fr_lo + fr_len) */
 	__u32 co_lo, co_len; /* code-object window */
@@ -145,8 +145,8 @@ static __always_inline int gs_py_windows(const struct gs_py_cfg *cfg, struct gs_
 		hi = cfg->code_argcount + 4u;
 	st->co_lo = 8;
 	st->co_len = hi - 8;
-	if (st->fr_len > GS_PY_WIN - 8 || st->co_len > GS_PY_WIN - 8 ||
-	    cfg->code_firstlineno < 8 || cfg->code_argcount < 8)
+	if (st->fr_len > GS_PY_WIN - 8 || st->co_len > GS_PY_WIN - 8 || cfg->code_firstlineno < 8 ||
+	    cfg->code_argcount < 8)
 		return -1;
 	return 0;
 }
@@ -170,7 +170,8 @@ static long gs_py_walk_step(__u32 idx, void *ctx)
 	if (ver >= 0x030c0000) {
 		__u8 owner = gs_py_w8(w->fbuf, cfg->fr_entry - lo);
 
-		if (owner == GS_PY_FRAME_OWNED_BY_CSTACK || (cfg->py_none && code == cfg->py_none)) {
+		if (owner == GS_PY_FRAME_OWNED_BY_CSTACK ||
+		    (cfg->py_none && code == cfg->py_none)) {
 			/* C entry (shim) frame: the Python frame below it is the
 			 * first one of that eval invocation. */
 			__u32 last = w->n - 1;
@@ -194,10 +195,11 @@ static long gs_py_walk_step(__u32 idx, void *ctx)
 		f.lasti = lasti < 0 ? 0xffffffffu : (__u32)lasti;
 		f.flags = GS_PYF_ENTRY;
 	} else {
-		__u64 ip = gs_py_w64(w->fbuf, cfg->fr_lasti - lo), first = code + cfg->code_adaptive;
+		__u64 ip = gs_py_w64(w->fbuf, cfg->fr_lasti - lo),
+		      first = code + cfg->code_adaptive;
 
 		f.lasti = ip >= first && ip - first < 0xffffffffull ? (__u32)(ip - first)
-								     : 0xffffffffu;
+								    : 0xffffffffu;
 		if (ver < 0x030c0000 && gs_py_w8(w->fbuf, cfg->fr_entry - lo))
 			f.flags = GS_PYF_ENTRY;
 	}
@@ -206,8 +208,9 @@ static long gs_py_walk_step(__u32 idx, void *ctx)
 	    gs_py_w64(w->cbuf, 8 - w->co_lo) != cfg->code_type)
 		f.flags |= GS_PYF_BAD_CODE;
 	else
-		f.check = gs_py_bpf_checksum((__s32)gs_py_w32(w->cbuf, cfg->code_firstlineno - w->co_lo),
-					     (__s32)gs_py_w32(w->cbuf, cfg->code_argcount - w->co_lo));
+		f.check =
+		    gs_py_bpf_checksum((__s32)gs_py_w32(w->cbuf, cfg->code_firstlineno - w->co_lo),
+				       (__s32)gs_py_w32(w->cbuf, cfg->code_argcount - w->co_lo));
 	{
 		__u32 i = w->n;
 

@@ -41,7 +41,7 @@ struct gs_sampler {
 };
 
 static void errf(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static void errf(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
@@ -198,7 +198,8 @@ static bool exit_tp_has_group_dead(void)
 static const char *perm_hint(void)
 {
 	return geteuid() ? "run as root (sudo) or grant CAP_BPF and CAP_PERFMON"
-			 : "the kernel refused even root: check lockdown (/sys/kernel/security/lockdown), "
+			 : "the kernel refused even root: check lockdown "
+			   "(/sys/kernel/security/lockdown), "
 			   "SELinux/AppArmor and kernel.unprivileged_bpf_disabled";
 }
 
@@ -233,7 +234,8 @@ int gs_sampler_open(const struct gs_sampler_opts *o, struct gs_sampler **out, ch
 	}
 	n_cpus = online_cpus(cpus, sizeof(cpus) / sizeof(cpus[0]));
 	if (n_cpus <= 0) {
-		errf(err, errlen, "cannot read the online CPUs from /sys/devices/system/cpu/online: %s",
+		errf(err, errlen,
+		     "cannot read the online CPUs from /sys/devices/system/cpu/online: %s",
 		     strerror(n_cpus ? -n_cpus : EINVAL));
 		return n_cpus ? n_cpus : -EINVAL;
 	}
@@ -248,7 +250,8 @@ int gs_sampler_open(const struct gs_sampler_opts *o, struct gs_sampler **out, ch
 	s->skel = gpusample_bpf__open();
 	if (!s->skel) {
 		rc = -errno;
-		errf(err, errlen, "cannot open the BPF object: %s (%s)", strerror(-rc), libbpf_warn[0] ? libbpf_warn : "no detail");
+		errf(err, errlen, "cannot open the BPF object: %s (%s)", strerror(-rc),
+		     libbpf_warn[0] ? libbpf_warn : "no detail");
 		goto fail;
 	}
 	s->skel->rodata->kernel_stacks = o->kernel_stacks;
@@ -277,11 +280,13 @@ int gs_sampler_open(const struct gs_sampler_opts *o, struct gs_sampler **out, ch
 			errf(err, errlen, "loading the BPF programs was refused (%s): %s",
 			     strerror(-rc), perm_hint());
 		else if (rc == -EPERM)
-			errf(err, errlen, "loading the BPF programs was refused (EPERM): %s (libbpf: %s)",
+			errf(err, errlen,
+			     "loading the BPF programs was refused (EPERM): %s (libbpf: %s)",
 			     perm_hint(), libbpf_warn[0] ? libbpf_warn : "no detail");
 		else
 			errf(err, errlen,
-			     "loading the BPF programs failed: %s (libbpf: %s); rerun with GS_DEBUG=1 "
+			     "loading the BPF programs failed: %s (libbpf: %s); rerun with "
+			     "GS_DEBUG=1 "
 			     "for the verifier log",
 			     strerror(-rc), libbpf_warn[0] ? libbpf_warn : "no detail");
 		goto fail;
@@ -308,8 +313,8 @@ fail:
  * deleted, atomically (the same memory BPF adds to). */
 static void filter_count(struct gs_sampler *s, uint32_t tgid, int delta)
 {
-	__atomic_fetch_add(&s->target_filter[tgid & (GS_TFILTER_SLOTS - 1)], (uint64_t)(int64_t)delta,
-			   __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(&s->target_filter[tgid & (GS_TFILTER_SLOTS - 1)],
+			   (uint64_t)(int64_t)delta, __ATOMIC_SEQ_CST);
 }
 
 int gs_sampler_add_target(struct gs_sampler *s, uint32_t tgid, const struct gs_target *t)
@@ -408,14 +413,16 @@ static int attach_cpu_events(struct gs_sampler *s, char *err, size_t errlen)
 				     "needs CAP_PERFMON or paranoid <= -1)",
 				     cpu, strerror(-fd), perm_hint(), paranoid);
 			else if (fd == -EINVAL)
-				errf(err, errlen,
-				     "perf_event_open on CPU %d rejected %u Hz (EINVAL): the kernel "
-				     "may have lowered kernel.perf_event_max_sample_rate; choose a "
-				     "lower -F",
-				     cpu, s->opts.frequency_hz);
+				errf(
+				    err, errlen,
+				    "perf_event_open on CPU %d rejected %u Hz (EINVAL): the kernel "
+				    "may have lowered kernel.perf_event_max_sample_rate; choose a "
+				    "lower -F",
+				    cpu, s->opts.frequency_hz);
 			else
-				errf(err, errlen, "perf_event_open (cpu-clock) on CPU %d failed: %s",
-				     cpu, strerror(-fd));
+				errf(err, errlen,
+				     "perf_event_open (cpu-clock) on CPU %d failed: %s", cpu,
+				     strerror(-fd));
 			return fd;
 		}
 		l = bpf_program__attach_perf_event(s->skel->progs.gs_sample, fd);
@@ -435,10 +442,8 @@ static int attach_cpu_events(struct gs_sampler *s, char *err, size_t errlen)
 static int attach_tracepoints(struct gs_sampler *s, char *err, size_t errlen)
 {
 	struct bpf_program *progs[] = {
-		s->skel->progs.gs_proc_fork,
-		s->skel->progs.gs_proc_exec,
-		s->skel->progs.gs_proc_exit_gd,
-		s->skel->progs.gs_proc_exit_live,
+		s->skel->progs.gs_proc_fork,    s->skel->progs.gs_proc_exec,
+		s->skel->progs.gs_proc_exit_gd, s->skel->progs.gs_proc_exit_live,
 		s->skel->progs.gs_off_switch,
 	};
 	int n = 0;
@@ -454,8 +459,8 @@ static int attach_tracepoints(struct gs_sampler *s, char *err, size_t errlen)
 		if (!l) {
 			int rc = -errno;
 
-			errf(err, errlen, "attaching %s failed: %s", bpf_program__section_name(progs[i]),
-			     strerror(-rc));
+			errf(err, errlen, "attaching %s failed: %s",
+			     bpf_program__section_name(progs[i]), strerror(-rc));
 			return rc;
 		}
 		s->tp_links[n++] = l;
@@ -470,7 +475,8 @@ int gs_sampler_start(struct gs_sampler *s, char *err, size_t errlen)
 	if (s->started)
 		return -EALREADY;
 	if (!s->rb) {
-		s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_ring_record, s, NULL);
+		s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_ring_record, s,
+					 NULL);
 		if (!s->rb) {
 			rc = -errno;
 			errf(err, errlen, "cannot map the BPF ring buffer: %s", strerror(-rc));
@@ -542,8 +548,8 @@ void gs_sampler_stats(struct gs_sampler *s, struct gs_sampler_stats *st)
 	per = calloc(ncpu, sizeof(*per));
 	if (!per)
 		return;
-	if (bpf_map__lookup_elem(s->skel->maps.stats, &zero, sizeof(zero), per,
-				 ncpu * sizeof(*per), 0) == 0) {
+	if (bpf_map__lookup_elem(s->skel->maps.stats, &zero, sizeof(zero), per, ncpu * sizeof(*per),
+				 0) == 0) {
 		for (int cpu = 0; cpu < ncpu; cpu++)
 			for (int i = 0; i < GS_STAT_MAX; i++)
 				c[i] += per[cpu].c[i];

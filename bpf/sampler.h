@@ -24,17 +24,17 @@
 #define GS_OFF_DEFAULT_RATE 50
 
 struct gs_sampler_opts {
-	uint32_t frequency_hz;   /* per CPU, 1 .. perf_event_max_sample_rate */
-	bool kernel_stacks;      /* record kernel stacks (--no-kernel clears) */
-	bool follow_children;    /* fork handler copies targets entries: a new
+	uint32_t frequency_hz;  /* per CPU, 1 .. perf_event_max_sample_rate */
+	bool kernel_stacks;     /* record kernel stacks (--no-kernel clears) */
+	bool follow_children;   /* fork handler copies targets entries: a new
 				  * process is followed when this is set AND its
 				  * parent's entry has GS_TARGET_FOLLOW_CHILDREN */
-	bool offcpu;             /* attach tp_btf/sched_switch (--no-offcpu clears) */
-	uint32_t offcpu_rate;    /* off-CPU stack walks per second and thread
+	bool offcpu;            /* attach tp_btf/sched_switch (--no-offcpu clears) */
+	uint32_t offcpu_rate;   /* off-CPU stack walks per second and thread
 				  * before sampling starts (0 =
 				  * GS_OFF_DEFAULT_RATE); see
 				  * records.h, gs_offcpu_* */
-	uint32_t ringbuf_bytes;  /* 0 = sized for >= 1 s of worst case
+	uint32_t ringbuf_bytes; /* 0 = sized for >= 1 s of worst case
 				  * (online CPUs x F x largest sample, power of
 				  * 2, 4 MiB .. 256 MiB); else rounded up to a
 				  * power of 2 (>= 4096) */
@@ -55,8 +55,8 @@ struct gs_sampler;
  * valid for the duration of the call.  Return 0 to continue, <0 to stop. */
 typedef int (*gs_record_fn)(void *ctx, const struct gs_rec_hdr *rec);
 
-int gs_sampler_open(const struct gs_sampler_opts *o, struct gs_sampler **out,
-		    char *err, size_t errlen);
+int gs_sampler_open(const struct gs_sampler_opts *o, struct gs_sampler **out, char *err,
+		    size_t errlen);
 /* Insert / update a `targets` entry (tgid in the root pid namespace).
  * Entries change in BPF too: a fork child of a followed target gets a copy
  * (GS_PROC_FORK), exec sets py_cfg_id to 0 (GS_PROC_EXEC: set it again once

@@ -113,19 +113,19 @@ volatile __u32 gs_unwind_fp_only;
  * per frame index (a stack struct cost 300-450k verified instructions). */
 struct gs_unwind_state {
 	__u64 pc, sp, bp;
-	__u32 n;     /* frames written to ips */
-	__u16 err;   /* enum gs_unwind_err */
-	__u8 exact;  /* pc is exact (leaf, or resumed after a signal frame) */
-	__u8 bp_ok;  /* bp holds this frame's real RBP */
-	__u8 cfi;    /* at least one row used */
-	__u8 scan;   /* 1: scanning the stack from scan_at; 2: found, fix RBP */
-	__u8 scanned; /* a caller was found by a scan */
+	__u32 n;          /* frames written to ips */
+	__u16 err;        /* enum gs_unwind_err */
+	__u8 exact;       /* pc is exact (leaf, or resumed after a signal frame) */
+	__u8 bp_ok;       /* bp holds this frame's real RBP */
+	__u8 cfi;         /* at least one row used */
+	__u8 scan;        /* 1: scanning the stack from scan_at; 2: found, fix RBP */
+	__u8 scanned;     /* a caller was found by a scan */
 	__u8 scan_chunks; /* scan steps left for this walk */
 	__u8 pad[4];
 	__u64 scan_at;
 	__u64 scan_buf[8];
-	__u64 win_base; /* user address of win[0]; 0 = empty */
-	__u8 win[GS_UNWIND_WIN + 16]; /* + 16: reads at a masked offset stay inside */
+	__u64 win_base;                /* user address of win[0]; 0 = empty */
+	__u8 win[GS_UNWIND_WIN + 16];  /* + 16: reads at a masked offset stay inside */
 	__u64 ips[GS_MAX_USER_FRAMES]; /* leaf first */
 };
 #define GS_UNWIND_SCAN_CHUNKS 64 /* x 8 words: 4 KiB of stack per walk */
@@ -223,7 +223,8 @@ static __always_inline struct gs_cfi_mapping *gs_cfi_find_mapping(struct gs_cfi_
 }
 
 /* Rule in effect at ELF address rel in the table, or NULL (no row / gap). */
-static __always_inline struct gs_cfi_rule *gs_cfi_find_rule(__u32 table_id, __u32 n_pages, __u64 rel)
+static __always_inline struct gs_cfi_rule *gs_cfi_find_rule(__u32 table_id, __u32 n_pages,
+							    __u64 rel)
 {
 	void *rows = bpf_map_lookup_elem(&gs_cfi_tables, &table_id);
 	struct gs_cfi_page *page;
@@ -341,7 +342,8 @@ static __always_inline long gs_unwind_signal(struct gs_unwind_state *w, const st
 }
 
 /* One CFI step with rule r; returns 1 to stop the walk. */
-static __always_inline long gs_unwind_cfi_step(struct gs_unwind_state *w, const struct gs_cfi_rule *r)
+static __always_inline long gs_unwind_cfi_step(struct gs_unwind_state *w,
+					       const struct gs_cfi_rule *r)
 {
 	__u64 cfa, fr[2]; /* fr: saved RBP (when at CFA-16), return address */
 	__u8 cfa_type = r->cfa_type, rbp_type = r->rbp_type;
@@ -505,7 +507,8 @@ static __always_inline long gs_unwind_scan_bp(struct gs_unwind_walk *c, struct g
 
 	w->scan = 0;
 	w->bp_ok = 0;
-	if (m && m->table_id && m->table_id != GS_CFI_TABLE_PENDING && m->table_id != GS_CFI_TABLE_ANON)
+	if (m && m->table_id && m->table_id != GS_CFI_TABLE_PENDING &&
+	    m->table_id != GS_CFI_TABLE_ANON)
 		r = gs_cfi_find_rule(m->table_id, m->n_pages, w->pc - 1 - m->bias);
 	if (!r || r->cfa_type != GS_CFA_RBP)
 		return 0;
@@ -580,10 +583,13 @@ static long gs_unwind_step(__u32 i, void *arg)
 		 * for unknown memory such as JIT code (start 0). */
 		if (!bpf_map_update_elem(&gs_cfi_miss, &k, &now, BPF_NOEXIST) && k.start) {
 #ifdef GS_WAKE_RINGBUF /* the includer's ring buffer map, if any */
-			struct gs_rec_hdr wake = { .type = GS_REC_WAKEUP, .version = GS_RECORDS_VERSION,
-						   .size = sizeof(wake), .ktime_ns = now };
+			struct gs_rec_hdr wake = { .type = GS_REC_WAKEUP,
+						   .version = GS_RECORDS_VERSION,
+						   .size = sizeof(wake),
+						   .ktime_ns = now };
 
-			bpf_ringbuf_output(&GS_WAKE_RINGBUF, &wake, sizeof(wake), BPF_RB_FORCE_WAKEUP);
+			bpf_ringbuf_output(&GS_WAKE_RINGBUF, &wake, sizeof(wake),
+					   BPF_RB_FORCE_WAKEUP);
 #endif
 		}
 		if (!m)
@@ -676,7 +682,7 @@ __noinline int gs_unwind_cfi(__u32 tgid, __u32 level)
  * outside the map.
  */
 static __always_inline struct gs_unwind_state *gs_unwind_begin(void *ctx, __u32 tgid, __u32 level,
-								__u16 *flags)
+							       __u16 *flags)
 {
 	struct gs_unwind_state *w = bpf_map_lookup_elem(&gs_unwind_st, &level);
 	long n;
@@ -686,7 +692,8 @@ static __always_inline struct gs_unwind_state *gs_unwind_begin(void *ctx, __u32 
 	n = gs_unwind_cfi(tgid, level);
 	if (n == GS_UNWIND_USE_FP) {
 		/* frame pointers only: the kernel's walk (the cost baseline) */
-		n = bpf_get_stack(ctx, w->ips, GS_MAX_USER_FRAMES * sizeof(__u64), BPF_F_USER_STACK);
+		n = bpf_get_stack(ctx, w->ips, GS_MAX_USER_FRAMES * sizeof(__u64),
+				  BPF_F_USER_STACK);
 		w->cfi = 0;
 		if (n < 0) {
 			w->n = 0;

@@ -23,7 +23,7 @@
 /* Past this, sampling starts anyway; what is left is built while sampling
  * (those objects unwind by frame pointers until their table is loaded). */
 #define ATTACH_WAIT_MAX_NS (60ull * 1000000000ull)
-#define PROGRESS_EVERY_NS 1000000000ull
+#define PROGRESS_EVERY_NS  1000000000ull
 
 /* Priorities.  Sampling: gpusample at nice -10 (its threads likewise): a
  * job with hundreds of busy threads at nice 0 otherwise leaves it a 1/500
@@ -90,7 +90,8 @@ static const char *base_name(const char *path)
 
 int gs_attach_build_tables(struct session *s, bool (*stop)(struct session *))
 {
-	uint64_t t0 = gs_now_ns(CLOCK_MONOTONIC), next = t0 + PROGRESS_EVERY_NS / 10; /* quiet when quick */
+	uint64_t t0 = gs_now_ns(CLOCK_MONOTONIC),
+		 next = t0 + PROGRESS_EVERY_NS / 10; /* quiet when quick */
 	struct gs_cfi_progress pr;
 
 	if (!s->cfi)
@@ -110,14 +111,14 @@ int gs_attach_build_tables(struct session *s, bool (*stop)(struct session *))
 		now = gs_now_ns(CLOCK_MONOTONIC);
 		if (now - t0 > ATTACH_WAIT_MAX_NS) {
 			gs_log("unwind tables: %u of %u objects after %.0f s; "
-					"sampling starts, the rest are built meanwhile\n",
-				s->tables_built, pr.queued, (now - t0) / 1e9);
+			       "sampling starts, the rest are built meanwhile\n",
+			       s->tables_built, pr.queued, (now - t0) / 1e9);
 			break;
 		}
 		if (now >= next) {
-			gs_log("building unwind tables: %u of %u objects done%s%s",
-				s->tables_built, pr.queued, pr.current[0] ? ", now " : "",
-				pr.current[0] ? base_name(pr.current) : "");
+			gs_log("building unwind tables: %u of %u objects done%s%s", s->tables_built,
+			       pr.queued, pr.current[0] ? ", now " : "",
+			       pr.current[0] ? base_name(pr.current) : "");
 			if (pr.current[0])
 				gs_log_more(" (%llu rows)", (unsigned long long)pr.rows);
 			gs_log_more("\n");
@@ -127,7 +128,7 @@ int gs_attach_build_tables(struct session *s, bool (*stop)(struct session *))
 	}
 	if (next > t0 + PROGRESS_EVERY_NS / 10) /* a progress line was printed */
 		gs_log("unwind tables built: %u objects in %.1f s\n", pr.queued,
-			(gs_now_ns(CLOCK_MONOTONIC) - t0) / 1e9);
+		       (gs_now_ns(CLOCK_MONOTONIC) - t0) / 1e9);
 	return 0;
 }
 
@@ -151,11 +152,15 @@ void gs_attach_add_comments(struct session *s)
 
 	if (!s->stop_phase || !s->stop_cause[0] || !strcmp(s->stop_phase, "sampling"))
 		return;
-	gs_profile_add_comment(p, "short run: %s while %s (unwind tables: %u of %u objects built); "
-			       "%zu CPU samples", s->stop_cause, s->stop_phase, s->tables_built,
-			       s->tables_queued, s->n_samples);
-	gs_profile_add_note(p, "the run was %s while %s, before sampling had started: the profile "
-			    "holds no samples", s->stop_cause, s->stop_phase);
+	gs_profile_add_comment(p,
+			       "short run: %s while %s (unwind tables: %u of %u objects built); "
+			       "%zu CPU samples",
+			       s->stop_cause, s->stop_phase, s->tables_built, s->tables_queued,
+			       s->n_samples);
+	gs_profile_add_note(p,
+			    "the run was %s while %s, before sampling had started: the profile "
+			    "holds no samples",
+			    s->stop_cause, s->stop_phase);
 }
 
 static bool collected_nothing(const struct session *s)
@@ -187,7 +192,7 @@ int gs_session_exit_status(struct session *s, int rc)
 		gs_log("no samples were collected%s; exit status 1\n", why);
 		if (!s->stop_cause[0])
 			gs_log("the target ran too briefly or was idle (off-CPU) the "
-					"whole time: profile for longer (-d) or a busier phase\n");
+			       "whole time: profile for longer (-d) or a busier phase\n");
 		return 1;
 	}
 	return 0;

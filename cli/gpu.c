@@ -80,16 +80,19 @@ int gs_gpu_open(struct session *s)
 		char why[PATH_MAX + 64];
 		int rc = gs_cuda_set_cupti(s->cuda, s->o->cupti, why, sizeof(why));
 		if (rc) {
-			gs_log("--cupti %s refused: %s; give a libcupti that only "
-				"root can write (e.g. /usr/local/cuda/extras/CUPTI/lib64/libcupti.so), "
-				"or --cupti none\n", s->o->cupti, why);
+			gs_log(
+			    "--cupti %s refused: %s; give a libcupti that only "
+			    "root can write (e.g. /usr/local/cuda/extras/CUPTI/lib64/libcupti.so), "
+			    "or --cupti none\n",
+			    s->o->cupti, why);
 			return rc;
 		}
 	}
 	s->gpu = gs_gpu_host_new(skel->progs.gs_gpu_record, skel->progs.gs_gpu_launch, &o);
 	if (!s->gpu) {
 		/* CPU profiling goes on; the report says why there is no GPU data. */
-		gs_profile_add_note(&s->prof, "GPU sampling off: cannot set up the GPU agent host side");
+		gs_profile_add_note(&s->prof,
+				    "GPU sampling off: cannot set up the GPU agent host side");
 	}
 	return 0;
 }
@@ -135,12 +138,16 @@ static void check_gpu_privileges(struct session *s)
 	    rm_profiling_admin_only() != 1)
 		return;
 	gs_log("the NVIDIA driver lets only admin users sample GPU PCs "
-		"(RmProfilingAdminOnly=1) and CMD will run as %s (uid %s): GPU sampling will be "
-		"refused.  Rerun with --as-root, or set the nvidia module option "
-		"NVreg_RestrictProfilingToAdminUsers=0\n", user && *user ? user : "the sudo user", uid);
-	gs_profile_add_note(&s->prof, "the command ran as uid %s while the NVIDIA driver restricts "
-			    "GPU profiling to admin users (RmProfilingAdminOnly=1): use --as-root or "
-			    "NVreg_RestrictProfilingToAdminUsers=0 for GPU samples", uid);
+	       "(RmProfilingAdminOnly=1) and CMD will run as %s (uid %s): GPU sampling will be "
+	       "refused.  Rerun with --as-root, or set the nvidia module option "
+	       "NVreg_RestrictProfilingToAdminUsers=0\n",
+	       user && *user ? user : "the sudo user", uid);
+	gs_profile_add_note(
+	    &s->prof,
+	    "the command ran as uid %s while the NVIDIA driver restricts "
+	    "GPU profiling to admin users (RmProfilingAdminOnly=1): use --as-root or "
+	    "NVreg_RestrictProfilingToAdminUsers=0 for GPU samples",
+	    uid);
 }
 
 void gs_gpu_launch_env(struct session *s)
@@ -156,20 +163,23 @@ void gs_gpu_launch_env(struct session *s)
 		/* Someone else's injection library: leave it, and say so. */
 		if (!strstr(have, "libgpusample_agent"))
 			gs_log("CUDA_INJECTION64_PATH is already set (%s); "
-				"GPU sampling needs the gpusample agent there\n", have);
+			       "GPU sampling needs the gpusample agent there\n",
+			       have);
 	} else if (gs_gpu_agent_path(path, sizeof(path))) {
-		snprintf(s->agent_env[0], sizeof(s->agent_env[0]), "CUDA_INJECTION64_PATH=%s", path);
+		snprintf(s->agent_env[0], sizeof(s->agent_env[0]), "CUDA_INJECTION64_PATH=%s",
+			 path);
 		s->launch_env[n++] = s->agent_env[0];
 	} else {
 		gs_log("libgpusample_agent.so not found next to gpusample; "
-			"GPU sampling off (reinstall with make install)\n");
+		       "GPU sampling off (reinstall with make install)\n");
 	}
 	/* subscribe=launch: the agent subscribes to CUPTI in
 	 * InitializeInjection, before the job loads its first module, so every
 	 * cubin is seen (a dormant agent holds no subscription and misses the
 	 * modules loaded meanwhile); it gives CUPTI back at disarm. */
 	snprintf(s->agent_env[1], sizeof(s->agent_env[1]),
-		 "GS_AGENT_OPTS=subscribe=launch,period=%u%s%s%.0u%s%.0u", s->o->gpu_period_log2, s->o->gpu_serialized ? ",mode=serialized" : "",
+		 "GS_AGENT_OPTS=subscribe=launch,period=%u%s%s%.0u%s%.0u", s->o->gpu_period_log2,
+		 s->o->gpu_serialized ? ",mode=serialized" : "",
 		 s->o->gpu_scratch_mib ? ",scratch=" : "", s->o->gpu_scratch_mib << 20,
 		 s->o->gpu_hwbuf_mib ? ",hwbuf=" : "", s->o->gpu_hwbuf_mib << 20);
 	s->launch_env[n++] = s->agent_env[1];
@@ -282,7 +292,7 @@ static const struct gs_cpu_sample *trim_launch_stack(const struct gs_cpu_sample 
 	       (words - cs->n_kernel - skip) * sizeof(uint64_t));
 	t->n_user = (uint8_t)(cs->n_user - skip);
 	t->n_kernel = 0;
-	t->flags &= (uint16_t)~(GS_CPU_IN_KERNEL | GS_CPU_KSTACK_ERR);
+	t->flags &= (uint16_t) ~(GS_CPU_IN_KERNEL | GS_CPU_KSTACK_ERR);
 	t->hdr.size = (uint32_t)(size - (cs->n_kernel + skip) * sizeof(uint64_t));
 	return t;
 }
@@ -295,8 +305,8 @@ const struct gs_cpu_sample *gs_gpu_launch_sample(struct session *s, const struct
 			    GS_MAX_USER_FRAMES + 2 * GS_MAX_PY_FRAMES + 1];
 	size_t words;
 
-	if (!s->gpu || !s->join || h->type != GS_REC_GPU_LAUNCH || h->size < sizeof(*l) + sizeof(*cs) ||
-	    cs->hdr.size > l->hdr.size - sizeof(*l))
+	if (!s->gpu || !s->join || h->type != GS_REC_GPU_LAUNCH ||
+	    h->size < sizeof(*l) + sizeof(*cs) || cs->hdr.size > l->hdr.size - sizeof(*l))
 		return NULL;
 	words = (size_t)cs->n_kernel + cs->n_user + 2u * cs->n_python;
 	if (cs->hdr.size < sizeof(*cs) + words * sizeof(uint64_t))
@@ -331,7 +341,8 @@ void gs_gpu_record(struct session *s, const struct gs_rec_hdr *h)
 	case GS_REC_GPU_LAUNCH: /* the session symbolizes its stack: gs_gpu_launch_sample */
 		break;
 	case GS_REC_GPU_PC_BATCH:
-		gs_join_pc_batch_record(s->join, s->cuda, (const struct gs_gpu_pc_batch *)h, h->size);
+		gs_join_pc_batch_record(s->join, s->cuda, (const struct gs_gpu_pc_batch *)h,
+					h->size);
 		break;
 	default:
 		break;
@@ -348,8 +359,10 @@ void gs_gpu_detach(struct session *s, int (*poll)(void *ctx, int timeout_ms))
 	 * before the probes go away. */
 	late = gs_gpu_host_detach(s->gpu, poll, s, 2000);
 	if (late > 0)
-		gs_profile_add_note(&s->prof, "%d GPU agent(s) did not acknowledge the detach in 2 s; "
-				    "their last GPU samples may be missing", late);
+		gs_profile_add_note(&s->prof,
+				    "%d GPU agent(s) did not acknowledge the detach in 2 s; "
+				    "their last GPU samples may be missing",
+				    late);
 }
 
 static const char *reason_hint(const struct gs_gpu_proc_info *p)
@@ -358,7 +371,8 @@ static const char *reason_hint(const struct gs_gpu_proc_info *p)
 
 	if (!p->message[0])
 		return gs_gpu_state_name(p->state);
-	return strncmp(p->message, prefix, sizeof(prefix) - 1) ? p->message : p->message + sizeof(prefix) - 1;
+	return strncmp(p->message, prefix, sizeof(prefix) - 1) ? p->message
+							       : p->message + sizeof(prefix) - 1;
 }
 
 static int note_process(void *ctx, const struct gs_gpu_proc_info *i)
@@ -375,7 +389,8 @@ static int note_process(void *ctx, const struct gs_gpu_proc_info *i)
 	case GS_GPU_PROC_OFF:
 	case GS_GPU_PROC_ERROR:
 		snprintf(p->gpu, sizeof(p->gpu), "off: %.80s", reason_hint(i));
-		gs_profile_add_note(&s->prof, "pid %u: GPU sampling off: %s", i->tgid, reason_hint(i));
+		gs_profile_add_note(&s->prof, "pid %u: GPU sampling off: %s", i->tgid,
+				    reason_hint(i));
 		break;
 	default:
 		late = strstr(i->late_message, "GPU sampling started late");
@@ -387,14 +402,18 @@ static int note_process(void *ctx, const struct gs_gpu_proc_info *i)
 		break;
 	}
 	if (i->scratch_full)
-		gs_profile_add_note(&s->prof, "pid %u: the CUPTI scratch buffer overflowed %llu time(s): "
-				    "PC records were lost and sampling restarted with a bigger buffer; "
-				    "start with a larger --gpu-scratch", i->tgid,
-				    (unsigned long long)i->scratch_full);
+		gs_profile_add_note(
+		    &s->prof,
+		    "pid %u: the CUPTI scratch buffer overflowed %llu time(s): "
+		    "PC records were lost and sampling restarted with a bigger buffer; "
+		    "start with a larger --gpu-scratch",
+		    i->tgid, (unsigned long long)i->scratch_full);
 	if (i->hw_buffer_full)
-		gs_profile_add_note(&s->prof, "pid %u: the GPU hardware buffer overflowed %llu time(s) "
+		gs_profile_add_note(&s->prof,
+				    "pid %u: the GPU hardware buffer overflowed %llu time(s) "
 				    "(%llu samples dropped); use a longer --gpu-period or a bigger "
-				    "--gpu-hwbuf", i->tgid, (unsigned long long)i->hw_buffer_full,
+				    "--gpu-hwbuf",
+				    i->tgid, (unsigned long long)i->hw_buffer_full,
 				    (unsigned long long)i->dropped_samples);
 	return 0;
 }
@@ -414,12 +433,17 @@ static void note_missing_agents(struct session *s)
 	for (uint32_t i = 0; i < s->procs.n; i++) {
 		struct gs_procinfo *p = &s->procs.items[i];
 
-		if (p->gpu[0] || !p->is_root || gs_sym_foreach_mapping(s->sym, p->pid, has_cuda, NULL) <= 0)
+		if (p->gpu[0] || !p->is_root ||
+		    gs_sym_foreach_mapping(s->sym, p->pid, has_cuda, NULL) <= 0)
 			continue;
 		snprintf(p->gpu, sizeof(p->gpu), "no agent");
-		gs_profile_add_note(&s->prof, "pid %u uses CUDA but has no gpusample agent: start the job "
-				    "with CUDA_INJECTION64_PATH=%s to get GPU samples", p->pid,
-				    gs_gpu_agent_path(path, sizeof(path)) ? path : "<prefix>/lib/gpusample/libgpusample_agent.so");
+		gs_profile_add_note(&s->prof,
+				    "pid %u uses CUDA but has no gpusample agent: start the job "
+				    "with CUDA_INJECTION64_PATH=%s to get GPU samples",
+				    p->pid,
+				    gs_gpu_agent_path(path, sizeof(path))
+					? path
+					: "<prefix>/lib/gpusample/libgpusample_agent.so");
 	}
 }
 
@@ -428,16 +452,20 @@ static void note_cubin_losses(struct session *s)
 	struct gs_gpu_cubin_losses l;
 
 	gs_gpu_host_cubin_losses(s->gpu, &l);
-	gs_profile_add_comment(&s->prof, "gpu cubins kept: %llu MiB; not kept: %llu (%llu MiB "
-			       "announced), %llu of them over the caps (%llu MiB per cubin, %llu MiB "
-			       "in all)", (unsigned long long)(l.kept_bytes >> 20),
-			       (unsigned long long)l.cubins, (unsigned long long)(l.bytes >> 20),
-			       (unsigned long long)l.over_cap, (unsigned long long)(l.max_bytes >> 20),
-			       (unsigned long long)(l.total_bytes >> 20));
+	gs_profile_add_comment(
+	    &s->prof,
+	    "gpu cubins kept: %llu MiB; not kept: %llu (%llu MiB "
+	    "announced), %llu of them over the caps (%llu MiB per cubin, %llu MiB "
+	    "in all)",
+	    (unsigned long long)(l.kept_bytes >> 20), (unsigned long long)l.cubins,
+	    (unsigned long long)(l.bytes >> 20), (unsigned long long)l.over_cap,
+	    (unsigned long long)(l.max_bytes >> 20), (unsigned long long)(l.total_bytes >> 20));
 	if (l.cubins)
-		gs_profile_add_note(&s->prof, "%llu cubins (%llu MiB announced) were not kept%s: "
+		gs_profile_add_note(&s->prof,
+				    "%llu cubins (%llu MiB announced) were not kept%s: "
 				    "their GPU samples are attributed per kernel and pcOffset, "
-				    "without source lines", (unsigned long long)l.cubins,
+				    "without source lines",
+				    (unsigned long long)l.cubins,
 				    (unsigned long long)(l.bytes >> 20),
 				    l.over_cap ? " (over gpusample's cubin memory caps)" : "");
 }
@@ -449,14 +477,18 @@ static void note_gpu_losses(struct session *s)
 	struct gs_sampler_stats st;
 
 	gs_sampler_stats(s->sampler, &st);
-	gs_profile_add_comment(&s->prof, "gpu records lost: %llu (ring buffer full), rejected: %llu",
+	gs_profile_add_comment(&s->prof,
+			       "gpu records lost: %llu (ring buffer full), rejected: %llu",
 			       (unsigned long long)st.gpu_lost, (unsigned long long)st.gpu_bad);
 	if (st.gpu_lost)
-		gs_profile_add_note(&s->prof, "%llu GPU records (PC batches, launch stacks) were lost: "
+		gs_profile_add_note(&s->prof,
+				    "%llu GPU records (PC batches, launch stacks) were lost: "
 				    "the ring buffer was full; GPU samples are undercounted (try a "
-				    "lower -F or a longer --gpu-period)", (unsigned long long)st.gpu_lost);
+				    "lower -F or a longer --gpu-period)",
+				    (unsigned long long)st.gpu_lost);
 	if (st.gpu_bad)
-		gs_profile_add_note(&s->prof, "%llu GPU records from the agent were malformed and "
+		gs_profile_add_note(&s->prof,
+				    "%llu GPU records from the agent were malformed and "
 				    "dropped (agent and gpusample versions differ?)",
 				    (unsigned long long)st.gpu_bad);
 	note_cubin_losses(s);
@@ -472,13 +504,14 @@ static void note_unannounced(struct session *s, uint64_t samples)
 	gs_cuda_unannounced(s->cuda, &kernels, &cubins);
 	if (!kernels)
 		return;
-	gs_profile_add_note(&s->prof, "%llu GPU samples of %llu kernels (%llu cubins) have no source "
-			    "lines: their modules were loaded before gpusample attached, while the agent "
-			    "was dormant (not subscribed to CUPTI), so their cubins were never seen; they "
-			    "are attributed per kernel and pcOffset.  For source lines run the job under "
-			    "gpusample -- CMD, or start it with GS_AGENT_OPTS=subscribe=init",
-			    (unsigned long long)samples, (unsigned long long)kernels,
-			    (unsigned long long)cubins);
+	gs_profile_add_note(
+	    &s->prof,
+	    "%llu GPU samples of %llu kernels (%llu cubins) have no source "
+	    "lines: their modules were loaded before gpusample attached, while the agent "
+	    "was dormant (not subscribed to CUPTI), so their cubins were never seen; they "
+	    "are attributed per kernel and pcOffset.  For source lines run the job under "
+	    "gpusample -- CMD, or start it with GS_AGENT_OPTS=subscribe=init",
+	    (unsigned long long)samples, (unsigned long long)kernels, (unsigned long long)cubins);
 }
 
 int gs_gpu_finish(struct session *s)
@@ -495,12 +528,14 @@ int gs_gpu_finish(struct session *s)
 	if (s->join) {
 		rc = gs_join_emit(s->join, &st);
 		if (!rc && st.samples[GS_JOIN_UNKNOWN])
-			gs_profile_add_note(&s->prof, "%llu GPU samples are under [unknown launch] "
-					    "(gpu_attribution=unknown): no launch of their kernel was seen "
-					    "(launched before gpusample attached, or every launch skipped by "
-					    "1-in-N launch sampling); attach earlier or run the job under "
-					    "gpusample -- CMD",
-					    (unsigned long long)st.samples[GS_JOIN_UNKNOWN]);
+			gs_profile_add_note(
+			    &s->prof,
+			    "%llu GPU samples are under [unknown launch] "
+			    "(gpu_attribution=unknown): no launch of their kernel was seen "
+			    "(launched before gpusample attached, or every launch skipped by "
+			    "1-in-N launch sampling); attach earlier or run the job under "
+			    "gpusample -- CMD",
+			    (unsigned long long)st.samples[GS_JOIN_UNKNOWN]);
 	}
 	s->counts[GS_C_gpu_unknown_launch] = st.samples[GS_JOIN_UNKNOWN];
 	s->counts[GS_C_gpu_unannounced] = st.unannounced;

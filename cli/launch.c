@@ -64,7 +64,8 @@ static void restore_signals(void)
 	sigset_t none;
 
 	sigemptyset(&dfl.sa_mask);
-	sigaction(SIGPIPE, g_saved && g_orig_pipe.sa_handler == SIG_IGN ? &g_orig_pipe : &dfl, NULL);
+	sigaction(SIGPIPE, g_saved && g_orig_pipe.sa_handler == SIG_IGN ? &g_orig_pipe : &dfl,
+		  NULL);
 	sigaction(SIGHUP, g_saved && g_orig_hup.sa_handler == SIG_IGN ? &g_orig_hup : &dfl, NULL);
 	sigaction(SIGINT, &dfl, NULL);
 	sigaction(SIGTERM, &dfl, NULL);
@@ -104,8 +105,8 @@ fail:
 	_exit(127);
 }
 
-int gs_launch_start(struct gs_launch *l, char **argv, bool as_root,
-		    char **env_extra, char *err, size_t errlen)
+int gs_launch_start(struct gs_launch *l, char **argv, bool as_root, char **env_extra, char *err,
+		    size_t errlen)
 {
 	int go[2], ex[2];
 

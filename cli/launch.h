@@ -10,8 +10,8 @@
 
 struct gs_launch {
 	pid_t pid;
-	int go_fd;   /* write end: one byte releases the child */
-	int err_fd;  /* read end: errno of a failed exec, EOF on success */
+	int go_fd;  /* write end: one byte releases the child */
+	int err_fd; /* read end: errno of a failed exec, EOF on success */
 };
 
 /* Fork CMD; the child waits for gs_launch_release.  env_extra: "K=V"
@@ -21,8 +21,8 @@ struct gs_launch {
  * the command gets them back, not gpusample's SIGPIPE ignore, handlers or
  * priority. */
 void gs_launch_save_signals(void);
-int gs_launch_start(struct gs_launch *l, char **argv, bool as_root,
-		    char **env_extra, char *err, size_t errlen);
+int gs_launch_start(struct gs_launch *l, char **argv, bool as_root, char **env_extra, char *err,
+		    size_t errlen);
 /* Release the child; returns 0 once it has exec'ed, or -errno of the
  * failed exec (message in err). */
 int gs_launch_release(struct gs_launch *l, char *err, size_t errlen);

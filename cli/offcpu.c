@@ -44,17 +44,17 @@ struct off_thread {
 	int64_t pend_stack; /* stack of the open sampled interval (see GS_OFF_PROF), -1 = none */
 	uint32_t pend_seq, pend_p;
 	uint64_t pend_out;
-	uint64_t exact[3];  /* ns: on-CPU, blocked, runnable */
-	uint64_t n_cpu;     /* CPU samples in the profile (build time) */
-	bool rem_given;     /* the first of them took the division's remainder */
+	uint64_t exact[3]; /* ns: on-CPU, blocked, runnable */
+	uint64_t n_cpu;    /* CPU samples in the profile (build time) */
+	bool rem_given;    /* the first of them took the division's remainder */
 };
 
 struct off_sample {
-	int64_t stack;  /* see GS_OFF_PROF */
+	int64_t stack; /* see GS_OFF_PROF */
 	uint32_t tid;
-	uint64_t out;   /* start of this part (CLOCK_MONOTONIC) */
-	double w;       /* duration / p */
-	uint8_t state;  /* BLK or RUN */
+	uint64_t out;  /* start of this part (CLOCK_MONOTONIC) */
+	double w;      /* duration / p */
+	uint8_t state; /* BLK or RUN */
 };
 
 struct gs_offcpu {
@@ -108,14 +108,18 @@ static int add_part(struct gs_offcpu *o, const struct off_thread *t, uint64_t ou
 	if (gs_grow((void **)&o->smp, &o->cap_smp, o->n_smp + 1, sizeof(*o->smp)))
 		return -ENOMEM;
 	o->smp[o->n_smp++] = (struct off_sample){
-		.stack = t->pend_stack, .tid = t->tid, .out = out,
-		.w = (double)ns * GS_OFF_P_ONE / (t->pend_p ? t->pend_p : 1), .state = state,
+		.stack = t->pend_stack,
+		.tid = t->tid,
+		.out = out,
+		.w = (double)ns * GS_OFF_P_ONE / (t->pend_p ? t->pend_p : 1),
+		.state = state,
 	};
 	return 0;
 }
 
 /* A sampled interval closed: blocked part first, then the run-queue wait. */
-static void close_sampled(struct gs_offcpu *o, struct off_thread *t, uint64_t blocked, uint64_t runnable)
+static void close_sampled(struct gs_offcpu *o, struct off_thread *t, uint64_t blocked,
+			  uint64_t runnable)
 {
 	t->exact[BLK] += blocked;
 	t->exact[RUN] += runnable;
@@ -241,7 +245,8 @@ static void seed_stack(struct session *s, uint32_t tgid, uint32_t tid, struct gs
 	}
 	if (f)
 		fclose(f);
-	locs[n++] = gs_session_special(s, "[off-CPU since before the window: user stack not sampled]");
+	locs[n++] = gs_session_special(s,
+				       "[off-CPU since before the window: user stack not sampled]");
 	id = gs_profile_add_stack(&s->prof, locs, n);
 	if (id < 0)
 		return;
@@ -345,21 +350,26 @@ uint64_t gs_off_stop_time(struct session *s)
 
 static gs_str state_name(struct gs_profile *p, int state)
 {
-	return gs_profile_intern(p, state == ON ? "running" : state == BLK ? "blocked" : "runnable");
+	return gs_profile_intern(p, state == ON    ? "running"
+				    : state == BLK ? "blocked"
+						   : "runnable");
 }
 
 /* A sample carrying time without a sampled stack: "[blocked: stack not
  * sampled]" and the like, so the thread's sums stay exact. */
 static int add_unsampled(struct session *s, const struct off_thread *t, int state, uint64_t ns)
 {
-	static const char *const names[] = { "[on-CPU: no CPU sample]", "[blocked: stack not sampled]",
+	static const char *const names[] = { "[on-CPU: no CPU sample]",
+					     "[blocked: stack not sampled]",
 					     "[runnable: stack not sampled]" };
 	uint32_t loc = gs_session_special(s, names[state]);
 	int64_t stack = gs_profile_add_stack(&s->prof, &loc, 1);
 	struct gs_sample smp = {
 		.values = { [GS_V_CPU_NS] = state == ON ? (int64_t)ns : 0,
 			    [GS_V_OFFCPU_NS] = state == ON ? 0 : (int64_t)ns },
-		.pid = t->tgid, .tid = t->tid, .thread_name = t->comm,
+		.pid = t->tgid,
+		.tid = t->tid,
+		.thread_name = t->comm,
 		.process_role = gs_profile_intern(&s->prof, gs_session_role(s, t->tgid)),
 		.cuda_device = -1,
 	};
@@ -382,7 +392,8 @@ static bool tracer_frame(const struct gs_profile *p, uint32_t loc_id)
 	if (l->kind != GS_FRAME_KERNEL || !l->n_lines)
 		return false;
 	fn = gs_profile_str(p, gs_profile_function(p, p->lines[l->first_line].function)->name);
-	return !strncmp(fn, "bpf_", 4) || !strncmp(fn, "__bpf_", 6) || !strncmp(fn, "__traceiter_", 12);
+	return !strncmp(fn, "bpf_", 4) || !strncmp(fn, "__bpf_", 6) ||
+	       !strncmp(fn, "__traceiter_", 12);
 }
 
 /* Profile stack of a raw off-CPU stack, tracer frames trimmed; memoized in
@@ -413,7 +424,8 @@ static int64_t off_stack(struct session *s, int64_t raw, const uint32_t *stack_i
 		id = stack_ids[raw];
 	} else {
 		/* add_stack may move stacks[] and stack_locs[]: copy the ids out */
-		uint32_t n = st->n - k, locs[GS_MAX_KERNEL_FRAMES + GS_MAX_USER_FRAMES + GS_MAX_PY_FRAMES + 8];
+		uint32_t n = st->n - k,
+			 locs[GS_MAX_KERNEL_FRAMES + GS_MAX_USER_FRAMES + GS_MAX_PY_FRAMES + 8];
 
 		if (n > sizeof(locs) / sizeof(locs[0]))
 			n = sizeof(locs) / sizeof(locs[0]);
@@ -464,7 +476,9 @@ static int add_state(struct session *s, const struct off_thread *t, int state, s
 		int64_t stack;
 		struct gs_sample smp = {
 			.time_ns = x->out > s->t0_mono ? x->out - s->t0_mono : 0,
-			.pid = t->tgid, .tid = t->tid, .thread_name = t->comm,
+			.pid = t->tgid,
+			.tid = t->tid,
+			.thread_name = t->comm,
 			.process_role = gs_profile_intern(&s->prof, gs_session_role(s, t->tgid)),
 			.cuda_device = -1,
 		};
@@ -556,8 +570,9 @@ int gs_off_finish(struct session *s, const uint32_t *stack_ids)
 		for (int state = BLK; state <= RUN; state++) {
 			size_t lo;
 
-			while (i < o->n_smp && (o->smp[i].tid < t->tid ||
-						(o->smp[i].tid == t->tid && o->smp[i].state < state)))
+			while (i < o->n_smp &&
+			       (o->smp[i].tid < t->tid ||
+				(o->smp[i].tid == t->tid && o->smp[i].state < state)))
 				i++; /* parts of no known thread: cannot happen */
 			lo = i;
 			while (i < o->n_smp && o->smp[i].tid == t->tid && o->smp[i].state == state)
@@ -578,22 +593,26 @@ void gs_off_comments(struct session *s, const struct gs_sampler_stats *st)
 		return;
 	}
 	s->counts[GS_C_off_stacks_unmatched] = s->off->stacks_lost;
-	gs_profile_add_comment(p, "off-CPU: sched_switch; per thread exact on-CPU (sum_exec_runtime), "
+	gs_profile_add_comment(p,
+			       "off-CPU: sched_switch; per thread exact on-CPU (sum_exec_runtime), "
 			       "runnable (run_delay) and blocked time; cpu/nanoseconds of a thread "
 			       "is its exact on-CPU time shared by its CPU samples");
-	gs_profile_add_comment(p, "off-CPU stacks: taken at switch-out with p = 1 up to %u "
+	gs_profile_add_comment(p,
+			       "off-CPU stacks: taken at switch-out with p = 1 up to %u "
 			       "switch-outs/s per thread, then p = %u / rate; %llu stacks, %llu "
 			       "switch-outs without a stack (their time is spread over the sampled "
 			       "stacks of the same thread and state, weights duration / p)",
 			       GS_OFF_DEFAULT_RATE, GS_OFF_DEFAULT_RATE,
-			       (unsigned long long)st->off_stacks, (unsigned long long)st->off_unsampled);
+			       (unsigned long long)st->off_stacks,
+			       (unsigned long long)st->off_unsampled);
 	if (s->off->stacks_lost || st->off_threads_full || st->off_unseeded)
-		gs_profile_add_comment(p, "off-CPU lost: %llu stack records unmatched, %llu threads "
-				       "not accounted (map full), %llu threads accounted from first "
-				       "sight only",
-				       (unsigned long long)s->off->stacks_lost,
-				       (unsigned long long)st->off_threads_full,
-				       (unsigned long long)st->off_unseeded);
+		gs_profile_add_comment(
+		    p,
+		    "off-CPU lost: %llu stack records unmatched, %llu threads "
+		    "not accounted (map full), %llu threads accounted from first "
+		    "sight only",
+		    (unsigned long long)s->off->stacks_lost,
+		    (unsigned long long)st->off_threads_full, (unsigned long long)st->off_unseeded);
 }
 
 void gs_off_free(struct session *s)

@@ -11,46 +11,54 @@
 
 void gs_options_usage(FILE *out)
 {
-	fprintf(out,
-"Usage: gpusample [options] -p PID[,PID...]      attach to running processes\n"
-"       gpusample [options] -- CMD [ARGS...]      launch CMD and profile it\n"
-"       gpusample report FILE.pb.gz [FILE...]     print the report of saved profiles (merged)\n"
-"       gpusample merge OUT.pb.gz IN.pb.gz...     merge profiles of one version (e.g. per host)\n"
-"\n"
-"Samples every thread of the target process tree (CPU: eBPF, mixed Python +\n"
-"native + kernel stacks; GPU: CUPTI PC sampling through the gpusample agent)\n"
-"and writes one profile.  Needs root (sudo).\n"
-"\n"
-"Options:\n"
-"  -p, --pid PID[,PID...]  processes to attach to (their children are followed)\n"
-"  -d, --duration SECONDS  stop after SECONDS (default: until Ctrl-C or exit)\n"
-"  -F, --frequency HZ      CPU samples per second per CPU (default 99)\n"
-"  -o, --output PREFIX     output prefix (default gpusample-%%p; %%h = host name,\n"
-"                          %%p = pid, %%r = rank from RANK/SLURM_PROCID, %%%% = %%): writes\n"
-"                          PREFIX.pb.gz, PREFIX.speedscope.json (and with folded:\n"
-"                          PREFIX.cpu.folded, PREFIX.gpu.folded; with trace:\n"
-"                          PREFIX.trace.json)\n"
-"      --format LIST       comma list of pprof,speedscope,folded,trace (default\n"
-"                          pprof,speedscope; trace = Chrome trace-event JSON for\n"
-"                          Perfetto UI / chrome://tracing)\n"
-"      --no-children       do not follow child processes\n"
-"      --no-kernel         do not record kernel stacks\n"
-"      --no-python         do not walk Python frames\n"
-"      --no-cfi            unwind native stacks with frame pointers only\n"
-"      --no-gpu            do not attach to the GPU agent\n"
-"      --no-offcpu         do not record off-CPU time (sched_switch)\n"
-"      --gpu-period N      GPU PC sampling period, 2^N SM cycles (5..31, default 18)\n"
-"      --gpu-serialized    kernel-serialized GPU sampling (exact launch join, slower)\n"
-"      --gpu-scratch MIB   CUPTI scratch buffer for PC records (default 16; grows on overflow)\n"
-"      --gpu-hwbuf MIB     CUPTI hardware buffer in device memory (default CUPTI's, 512)\n"
-"      --cupti PATH        libcupti for GPU source lines (root-owned, not group/other-\n"
-"                          writable; default: the CUDA toolkit's; none: no lines)\n"
-"      --as-root           launch mode: run CMD as root instead of the sudo user\n"
-"  -q, --quiet             do not print the report\n"
-"  -h, --help              this help\n"
-"      --version           print the version\n"
-"\n"
-"View: go tool pprof -http=: PREFIX.pb.gz, or open PREFIX.speedscope.json in speedscope.\n");
+	fprintf(
+	    out,
+	    "Usage: gpusample [options] -p PID[,PID...]      attach to running processes\n"
+	    "       gpusample [options] -- CMD [ARGS...]      launch CMD and profile it\n"
+	    "       gpusample report FILE.pb.gz [FILE...]     print the report of saved profiles "
+	    "(merged)\n"
+	    "       gpusample merge OUT.pb.gz IN.pb.gz...     merge profiles of one version (e.g. "
+	    "per host)\n"
+	    "\n"
+	    "Samples every thread of the target process tree (CPU: eBPF, mixed Python +\n"
+	    "native + kernel stacks; GPU: CUPTI PC sampling through the gpusample agent)\n"
+	    "and writes one profile.  Needs root (sudo).\n"
+	    "\n"
+	    "Options:\n"
+	    "  -p, --pid PID[,PID...]  processes to attach to (their children are followed)\n"
+	    "  -d, --duration SECONDS  stop after SECONDS (default: until Ctrl-C or exit)\n"
+	    "  -F, --frequency HZ      CPU samples per second per CPU (default 99)\n"
+	    "  -o, --output PREFIX     output prefix (default gpusample-%%p; %%h = host name,\n"
+	    "                          %%p = pid, %%r = rank from RANK/SLURM_PROCID, %%%% = %%): "
+	    "writes\n"
+	    "                          PREFIX.pb.gz, PREFIX.speedscope.json (and with folded:\n"
+	    "                          PREFIX.cpu.folded, PREFIX.gpu.folded; with trace:\n"
+	    "                          PREFIX.trace.json)\n"
+	    "      --format LIST       comma list of pprof,speedscope,folded,trace (default\n"
+	    "                          pprof,speedscope; trace = Chrome trace-event JSON for\n"
+	    "                          Perfetto UI / chrome://tracing)\n"
+	    "      --no-children       do not follow child processes\n"
+	    "      --no-kernel         do not record kernel stacks\n"
+	    "      --no-python         do not walk Python frames\n"
+	    "      --no-cfi            unwind native stacks with frame pointers only\n"
+	    "      --no-gpu            do not attach to the GPU agent\n"
+	    "      --no-offcpu         do not record off-CPU time (sched_switch)\n"
+	    "      --gpu-period N      GPU PC sampling period, 2^N SM cycles (5..31, default 18)\n"
+	    "      --gpu-serialized    kernel-serialized GPU sampling (exact launch join, slower)\n"
+	    "      --gpu-scratch MIB   CUPTI scratch buffer for PC records (default 16; grows on "
+	    "overflow)\n"
+	    "      --gpu-hwbuf MIB     CUPTI hardware buffer in device memory (default CUPTI's, "
+	    "512)\n"
+	    "      --cupti PATH        libcupti for GPU source lines (root-owned, not "
+	    "group/other-\n"
+	    "                          writable; default: the CUDA toolkit's; none: no lines)\n"
+	    "      --as-root           launch mode: run CMD as root instead of the sudo user\n"
+	    "  -q, --quiet             do not print the report\n"
+	    "  -h, --help              this help\n"
+	    "      --version           print the version\n"
+	    "\n"
+	    "View: go tool pprof -http=: PREFIX.pb.gz, or open PREFIX.speedscope.json in "
+	    "speedscope.\n");
 }
 
 static int put_char(char *out, size_t outlen, size_t *n, char c)
@@ -91,24 +99,34 @@ int gs_expand_prefix(const char *tmpl, const struct gs_prefix_vars *v, char *out
 			continue;
 		}
 		switch (*++t) {
-		case '%': rc = put_char(out, outlen, &n, '%'); break;
-		case 'h': rc = put_str(out, outlen, &n, v->host && *v->host ? v->host : "unknown", true); break;
+		case '%':
+			rc = put_char(out, outlen, &n, '%');
+			break;
+		case 'h':
+			rc = put_str(out, outlen, &n, v->host && *v->host ? v->host : "unknown",
+				     true);
+			break;
 		case 'p':
 			snprintf(num, sizeof(num), "%u", v->pid);
 			rc = put_str(out, outlen, &n, num, false);
 			break;
 		case 'r':
 			if (v->rank < 0) {
-				snprintf(err, errlen, "-o %s: %%r needs the rank, but neither RANK nor "
-					 "OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID is set (use %%h and %%p)", tmpl);
+				snprintf(err, errlen,
+					 "-o %s: %%r needs the rank, but neither RANK nor "
+					 "OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID is set "
+					 "(use %%h and %%p)",
+					 tmpl);
 				return -EINVAL;
 			}
 			snprintf(num, sizeof(num), "%lld", (long long)v->rank);
 			rc = put_str(out, outlen, &n, num, false);
 			break;
 		default:
-			snprintf(err, errlen, "-o %s: unknown %%%s (use %%h host, %%p pid, %%r rank, %%%% for %%)",
-				 tmpl, *t ? (char[2]){ *t, 0 } : "at the end");
+			snprintf(
+			    err, errlen,
+			    "-o %s: unknown %%%s (use %%h host, %%p pid, %%r rank, %%%% for %%)",
+			    tmpl, *t ? (char[2]){ *t, 0 } : "at the end");
 			return -EINVAL;
 		}
 	}
@@ -190,9 +208,20 @@ static int parse_number(const char *what, const char *arg, double lo, double hi,
 }
 
 enum {
-	OPT_FORMAT = 256, OPT_NO_CHILDREN, OPT_NO_KERNEL, OPT_NO_PYTHON, OPT_NO_CFI,
-	OPT_NO_GPU, OPT_GPU_PERIOD, OPT_GPU_SERIALIZED, OPT_AS_ROOT, OPT_VERSION,
-	OPT_NO_OFFCPU, OPT_CUPTI, OPT_GPU_SCRATCH, OPT_GPU_HWBUF,
+	OPT_FORMAT = 256,
+	OPT_NO_CHILDREN,
+	OPT_NO_KERNEL,
+	OPT_NO_PYTHON,
+	OPT_NO_CFI,
+	OPT_NO_GPU,
+	OPT_GPU_PERIOD,
+	OPT_GPU_SERIALIZED,
+	OPT_AS_ROOT,
+	OPT_VERSION,
+	OPT_NO_OFFCPU,
+	OPT_CUPTI,
+	OPT_GPU_SCRATCH,
+	OPT_GPU_HWBUF,
 };
 
 static const struct option long_opts[] = {
@@ -234,7 +263,8 @@ static int handle_opt(struct gs_options *o, int c, const char *arg)
 	double v;
 
 	switch (c) {
-	case 'p': return parse_pids(o, arg);
+	case 'p':
+		return parse_pids(o, arg);
 	case 'd':
 		if (parse_number("duration", arg, 0.001, 31536000, &v))
 			return -EINVAL;
@@ -260,34 +290,60 @@ static int handle_opt(struct gs_options *o, int c, const char *arg)
 		o->prefix = arg;
 		return 0;
 	}
-	case OPT_FORMAT: return parse_formats(o, arg);
-	case OPT_NO_CHILDREN: o->children = false; return 0;
-	case OPT_NO_KERNEL: o->kernel = false; return 0;
-	case OPT_NO_PYTHON: o->python = false; return 0;
-	case OPT_NO_CFI: o->cfi = false; return 0;
-	case OPT_NO_GPU: o->gpu = false; return 0;
-	case OPT_NO_OFFCPU: o->offcpu = false; return 0;
+	case OPT_FORMAT:
+		return parse_formats(o, arg);
+	case OPT_NO_CHILDREN:
+		o->children = false;
+		return 0;
+	case OPT_NO_KERNEL:
+		o->kernel = false;
+		return 0;
+	case OPT_NO_PYTHON:
+		o->python = false;
+		return 0;
+	case OPT_NO_CFI:
+		o->cfi = false;
+		return 0;
+	case OPT_NO_GPU:
+		o->gpu = false;
+		return 0;
+	case OPT_NO_OFFCPU:
+		o->offcpu = false;
+		return 0;
 	case OPT_GPU_PERIOD:
 		if (parse_number("--gpu-period", arg, 5, 31, &v))
 			return -EINVAL;
 		o->gpu_period_log2 = (uint32_t)v;
 		return 0;
-	case OPT_GPU_SERIALIZED: o->gpu_serialized = true; return 0;
-	case OPT_AS_ROOT: o->as_root = true; return 0;
-	case OPT_CUPTI: o->cupti = arg; return 0;
+	case OPT_GPU_SERIALIZED:
+		o->gpu_serialized = true;
+		return 0;
+	case OPT_AS_ROOT:
+		o->as_root = true;
+		return 0;
+	case OPT_CUPTI:
+		o->cupti = arg;
+		return 0;
 	case OPT_GPU_SCRATCH:
 	case OPT_GPU_HWBUF:
-		if (parse_number(c == OPT_GPU_SCRATCH ? "--gpu-scratch" : "--gpu-hwbuf", arg, 1, 4096, &v) ||
+		if (parse_number(c == OPT_GPU_SCRATCH ? "--gpu-scratch" : "--gpu-hwbuf", arg, 1,
+				 4096, &v) ||
 		    v != (uint32_t)v) {
 			gs_log("%s takes a whole number of MiB, 1..4096\n",
-				c == OPT_GPU_SCRATCH ? "--gpu-scratch" : "--gpu-hwbuf");
+			       c == OPT_GPU_SCRATCH ? "--gpu-scratch" : "--gpu-hwbuf");
 			return -EINVAL;
 		}
 		*(c == OPT_GPU_SCRATCH ? &o->gpu_scratch_mib : &o->gpu_hwbuf_mib) = (uint32_t)v;
 		return 0;
-	case 'q': o->report = false; return 0;
-	case 'h': gs_options_usage(stdout); return 1;
-	case OPT_VERSION: printf("gpusample %s\n", GS_VERSION); return 1;
+	case 'q':
+		o->report = false;
+		return 0;
+	case 'h':
+		gs_options_usage(stdout);
+		return 1;
+	case OPT_VERSION:
+		printf("gpusample %s\n", GS_VERSION);
+		return 1;
 	default:
 		gs_log_more("Try 'gpusample --help'.\n");
 		return -EINVAL;

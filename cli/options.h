@@ -15,7 +15,7 @@ enum gs_format_bits {
 	GS_FMT_PPROF = 1 << 0,
 	GS_FMT_SPEEDSCOPE = 1 << 1,
 	GS_FMT_FOLDED = 1 << 2,
-	GS_FMT_TRACE = 1 << 3,  /* PREFIX.trace.json */
+	GS_FMT_TRACE = 1 << 3, /* PREFIX.trace.json */
 };
 
 struct gs_options {
@@ -27,15 +27,15 @@ struct gs_options {
 	const char *prefix;    /* -o; NULL = gpusample-<pid> */
 	unsigned formats;      /* enum gs_format_bits */
 	bool children, kernel, python, cfi, gpu, as_root, quiet, report;
-	uint32_t gpu_period_log2;   /* --gpu-period: CUPTI sampling factor (2^n cycles) */
-	bool gpu_serialized;        /* --gpu-serialized: kernel-serialized PC sampling */
-	bool offcpu;                /* off-CPU time from sched_switch (--no-offcpu clears) */
-	uint32_t gpu_scratch_mib;   /* --gpu-scratch: CUPTI scratch buffer; 0 = agent default */
-	uint32_t gpu_hwbuf_mib;     /* --gpu-hwbuf: CUPTI hardware buffer; 0 = CUPTI default */
-	const char *cupti;          /* --cupti PATH|none: host-side libcupti (checked at start) */
-	char **report_files;        /* `gpusample report FILE...` */
+	uint32_t gpu_period_log2; /* --gpu-period: CUPTI sampling factor (2^n cycles) */
+	bool gpu_serialized;      /* --gpu-serialized: kernel-serialized PC sampling */
+	bool offcpu;              /* off-CPU time from sched_switch (--no-offcpu clears) */
+	uint32_t gpu_scratch_mib; /* --gpu-scratch: CUPTI scratch buffer; 0 = agent default */
+	uint32_t gpu_hwbuf_mib;   /* --gpu-hwbuf: CUPTI hardware buffer; 0 = CUPTI default */
+	const char *cupti;        /* --cupti PATH|none: host-side libcupti (checked at start) */
+	char **report_files;      /* `gpusample report FILE...` */
 	int n_report_files;
-	const char *merge_out;      /* `gpusample merge OUT IN...` */
+	const char *merge_out; /* `gpusample merge OUT IN...` */
 	char **merge_in;
 	int n_merge_in;
 };

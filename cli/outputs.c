@@ -53,9 +53,9 @@ static int check_prefix(const char *prefix)
 
 	if (!n || prefix[n - 1] == '/' || (!stat(prefix, &st) && S_ISDIR(st.st_mode))) {
 		gs_log("-o %s is a directory; -o takes a file prefix "
-				"(e.g. -o %s%sprofile writes %s%sprofile.pb.gz)\n", prefix, prefix,
-			n && prefix[n - 1] == '/' ? "" : "/", prefix,
-			n && prefix[n - 1] == '/' ? "" : "/");
+		       "(e.g. -o %s%sprofile writes %s%sprofile.pb.gz)\n",
+		       prefix, prefix, n && prefix[n - 1] == '/' ? "" : "/", prefix,
+		       n && prefix[n - 1] == '/' ? "" : "/");
 		return -EISDIR;
 	}
 	return 0;

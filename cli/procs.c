@@ -32,14 +32,17 @@ int gs_check_target(uint32_t pid, char *err, size_t errlen)
 		return rc;
 	}
 	if (st.kernel_thread) {
-		snprintf(err, errlen, "PID %u (%s) is a kernel thread; gpusample profiles user processes",
-			 pid, st.comm);
+		snprintf(err, errlen,
+			 "PID %u (%s) is a kernel thread; gpusample profiles user processes", pid,
+			 st.comm);
 		return -EINVAL;
 	}
 	return 0;
 }
 
-struct pid_ppid { uint32_t pid, ppid; };
+struct pid_ppid {
+	uint32_t pid, ppid;
+};
 
 static int cmp_pid(const void *a, const void *b)
 {
@@ -81,8 +84,8 @@ static int read_all(struct pid_ppid **out, size_t *n_out)
 	return 0;
 }
 
-static bool descends(const struct pid_ppid *v, size_t n, uint32_t pid,
-		     const uint32_t *roots, int n_roots)
+static bool descends(const struct pid_ppid *v, size_t n, uint32_t pid, const uint32_t *roots,
+		     int n_roots)
 {
 	/* Bounded walk up the parent chain (pid 1 or a cycle ends it). */
 	for (int depth = 0; depth < 256 && pid > 1; depth++) {
@@ -130,7 +133,8 @@ struct gs_procinfo *gs_proctab_add(struct gs_proctab *t, uint32_t pid, uint32_t 
 	if (p)
 		return p;
 	if (t->n == t->cap) {
-		void *n = realloc(t->items, (t->cap = t->cap ? t->cap * 2 : 64) * sizeof(*t->items));
+		void *n = realloc(t->items,
+				  (t->cap = t->cap ? t->cap * 2 : 64) * sizeof(*t->items));
 		if (!n)
 			return NULL;
 		t->items = n;
@@ -245,7 +249,7 @@ void gs_rank_env_parse(struct gs_rank_env *r, const char *buf, size_t n)
 
 /* Bounds: environments of real jobs are tens of KiB; one that is larger
  * is read up to this much and the rest ignored. */
-#define RANK_ENV_MAX (1u << 20)
+#define RANK_ENV_MAX   (1u << 20)
 #define RANK_ENV_CHUNK 65536
 
 int gs_proc_rank_env(uint32_t pid, struct gs_rank_env *r)
@@ -328,7 +332,8 @@ static void wrapper_main(struct gs_proctab *t, struct gs_procinfo *r)
 	for (uint32_t k = 0; k < t->n; k++) {
 		struct gs_procinfo *p = &t->items[k];
 
-		if (p->root == r->pid && !p->dataloader && (!best || p->cpu_samples > best->cpu_samples))
+		if (p->root == r->pid && !p->dataloader &&
+		    (!best || p->cpu_samples > best->cpu_samples))
 			best = p;
 	}
 	if (!best || best == r || r->cpu_samples * 20 > best->cpu_samples)

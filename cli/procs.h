@@ -46,15 +46,15 @@ struct gs_procinfo {
 	uint32_t pid, ppid, root;
 	char comm[16];
 	bool exited, is_root, dataloader;
-	bool main;        /* role "main": the root, or what a wrapper root runs */
+	bool main; /* role "main": the root, or what a wrapper root runs */
 	uint64_t cpu_samples;
-	char python[64]; /* "CPython 3.11.7" or a note */
-	uint8_t py_state;      /* enum gs_py_state */
-	uint32_t py_cfg_id;    /* BPF py_cfgs id, 0 = none */
-	uint64_t py_first_try; /* CLOCK_MONOTONIC ns of the first discovery try */
-	char gpu[96];    /* GPU agent state */
+	char python[64];          /* "CPython 3.11.7" or a note */
+	uint8_t py_state;         /* enum gs_py_state */
+	uint32_t py_cfg_id;       /* BPF py_cfgs id, 0 = none */
+	uint64_t py_first_try;    /* CLOCK_MONOTONIC ns of the first discovery try */
+	char gpu[96];             /* GPU agent state */
 	struct gs_rank_env ranks; /* from the environment; see gs_proctab_assign_roles */
-	bool launcher;   /* spawned the rank processes (torchrun, mpirun): no rank labels */
+	bool launcher; /* spawned the rank processes (torchrun, mpirun): no rank labels */
 };
 
 /* Python discovery per process: a freshly exec'ed interpreter has neither

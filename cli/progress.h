@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 void gs_progress_set_gpu(const char *summary); /* "" when no GPU agent seen */
-void gs_progress_line(double elapsed_s, size_t cpu_samples, uint64_t lost,
-		      uint32_t live_procs, uint32_t all_procs, bool final);
+void gs_progress_line(double elapsed_s, size_t cpu_samples, uint64_t lost, uint32_t live_procs,
+		      uint32_t all_procs, bool final);
 
 #endif

@@ -103,8 +103,11 @@ static int64_t root_rank(const struct session *s)
  * started at the same instant are the output layer's to keep apart. */
 static int refuse_clash(const struct session *s, const char *tmpl)
 {
-	static const struct { unsigned fmt; const char *suffix; } outs[] = {
-		{ GS_FMT_PPROF, ".pb.gz" }, { GS_FMT_SPEEDSCOPE, ".speedscope.json" },
+	static const struct {
+		unsigned fmt;
+		const char *suffix;
+	} outs[] = {
+		{ GS_FMT_PPROF, ".pb.gz" },       { GS_FMT_SPEEDSCOPE, ".speedscope.json" },
 		{ GS_FMT_FOLDED, ".cpu.folded" }, { GS_FMT_FOLDED, ".gpu.folded" },
 		{ GS_FMT_TRACE, ".trace.json" },
 	};
@@ -117,8 +120,9 @@ static int refuse_clash(const struct session *s, const char *tmpl)
 		snprintf(path, sizeof(path), "%s%s", s->prefix, outs[i].suffix);
 		if (!lstat(path, &st)) {
 			gs_log("%s exists: -o %s names one run's files, and this one is "
-				"another run's; not overwriting it (remove it, or add %%p or %%r to -o)\n",
-				path, tmpl);
+			       "another run's; not overwriting it (remove it, or add %%p or %%r to "
+			       "-o)\n",
+			       path, tmpl);
 			return -EEXIST;
 		}
 	}

@@ -73,8 +73,8 @@ static uint64_t stack_hash(const struct gs_cpu_sample *s, uint16_t flags)
 	return gs_hash_words(s->frames, n_words(s), shape);
 }
 
-int64_t gs_rawstacks_intern(struct gs_rawstacks *t, const struct gs_cpu_sample *s,
-			    uint16_t flags, bool *is_new)
+int64_t gs_rawstacks_intern(struct gs_rawstacks *t, const struct gs_cpu_sample *s, uint16_t flags,
+			    bool *is_new)
 {
 	uint64_t h = stack_hash(s, flags);
 	struct probe q = { t, s, flags };

@@ -12,10 +12,10 @@
 
 struct gs_rawstack {
 	uint32_t tgid;
-	uint16_t flags;   /* GS_CPU_* that affect the stack shape */
+	uint16_t flags; /* GS_CPU_* that affect the stack shape */
 	uint8_t n_kernel, n_user;
 	uint16_t n_python;
-	__u64 *frames;    /* kernel ips, user ips, then Python frames (2 u64 each) */
+	__u64 *frames; /* kernel ips, user ips, then Python frames (2 u64 each) */
 };
 
 struct gs_rawstacks {
@@ -29,8 +29,8 @@ void gs_rawstacks_init(struct gs_rawstacks *t);
 void gs_rawstacks_free(struct gs_rawstacks *t);
 /* Returns the stack index (>= 0) or -ENOMEM; *is_new tells whether it was
  * first seen now. */
-int64_t gs_rawstacks_intern(struct gs_rawstacks *t, const struct gs_cpu_sample *s,
-			    uint16_t flags, bool *is_new);
+int64_t gs_rawstacks_intern(struct gs_rawstacks *t, const struct gs_cpu_sample *s, uint16_t flags,
+			    bool *is_new);
 
 static inline const struct gs_py_frame *gs_rawstack_py(const struct gs_rawstack *r)
 {

@@ -24,7 +24,8 @@ int gs_rt_open(struct session *s)
 			return -ENOMEM;
 	}
 	if (s->o->cfi) {
-		int rc = gs_cfi_open(gs_sampler_skel(s->sampler)->obj, &s->cfi, s->err, sizeof(s->err));
+		int rc = gs_cfi_open(gs_sampler_skel(s->sampler)->obj, &s->cfi, s->err,
+				     sizeof(s->err));
 
 		/* One ELF cache: each library opened once for symbols and CFI
 		 * (cannot fail: no process was added yet). */
@@ -33,12 +34,15 @@ int gs_rt_open(struct session *s)
 		if (rc) {
 			/* Frame pointers still work; say why stacks may be short. */
 			gs_log("CFI unwinding off: %s\n", s->err);
-			gs_profile_add_note(&s->prof, "CFI unwinding off (%s): native stacks use frame pointers only",
-					    s->err);
+			gs_profile_add_note(
+			    &s->prof,
+			    "CFI unwinding off (%s): native stacks use frame pointers only",
+			    s->err);
 			s->cfi = NULL;
 		} else if ((rc = gs_cfi_set_async(s->cfi))) {
 			gs_log("warning: no table-building thread (%s); tables are "
-					"built on the sampling thread\n", strerror(-rc));
+			       "built on the sampling thread\n",
+			       strerror(-rc));
 		} else {
 			gs_session_attach_builder(s);
 		}
@@ -221,10 +225,12 @@ static void elf_comments(struct session *s)
 		return;
 	gs_elf_stats(gs_sym_elf_cache(s->sym), &es);
 	if (es.fd_refused)
-		gs_profile_add_note(&s->prof, "%zu of %zu libraries not kept open (at most %zu file "
-				    "descriptors, RLIMIT_NOFILE less %d): no symbols or unwind tables "
-				    "in them; raise the soft limit (ulimit -n) to get them",
-				    es.fd_refused, es.objects, es.max_fds, GS_ELF_FD_RESERVE);
+		gs_profile_add_note(
+		    &s->prof,
+		    "%zu of %zu libraries not kept open (at most %zu file "
+		    "descriptors, RLIMIT_NOFILE less %d): no symbols or unwind tables "
+		    "in them; raise the soft limit (ulimit -n) to get them",
+		    es.fd_refused, es.objects, es.max_fds, GS_ELF_FD_RESERVE);
 }
 
 void gs_rt_comments(struct session *s)
@@ -236,20 +242,24 @@ void gs_rt_comments(struct session *s)
 	for (size_t i = 0; i < s->n_samples; i++)
 		scanned += (s->raw.items[s->samples[i].stack].flags & GS_CPU_USER_SCAN) != 0;
 	if (scanned)
-		gs_profile_add_comment(&s->prof, "native stacks: %zu of %zu samples continued past "
+		gs_profile_add_comment(&s->prof,
+				       "native stacks: %zu of %zu samples continued past "
 				       "code without an unwind table or frame pointer (JIT) by a "
-				       "stack scan", scanned, s->n_samples);
+				       "stack scan",
+				       scanned, s->n_samples);
 	if (!s->py)
 		return;
 	gs_py_get_stats(s->py, &st);
 	if (!st.codes_read && !st.codes_failed)
 		return;
-	gs_profile_add_comment(&s->prof, "python code objects: %llu read (%llu of them freed but "
-			       "intact), %llu unreadable (reused or process gone before they were "
-			       "read); %llu of %llu frames of distinct stacks are [unknown python]",
-			       (unsigned long long)st.codes_read, (unsigned long long)st.codes_freed,
-			       (unsigned long long)st.codes_failed,
-			       (unsigned long long)st.frames_unknown, (unsigned long long)st.frames);
+	gs_profile_add_comment(
+	    &s->prof,
+	    "python code objects: %llu read (%llu of them freed but "
+	    "intact), %llu unreadable (reused or process gone before they were "
+	    "read); %llu of %llu frames of distinct stacks are [unknown python]",
+	    (unsigned long long)st.codes_read, (unsigned long long)st.codes_freed,
+	    (unsigned long long)st.codes_failed, (unsigned long long)st.frames_unknown,
+	    (unsigned long long)st.frames);
 }
 
 void gs_rt_new_stack(struct session *s, const struct gs_rawstack *r)
@@ -289,10 +299,16 @@ int gs_rt_user_stack(struct session *s, const struct gs_rawstack *r, uint32_t *o
 		trunc = gs_py_truncated_location(s->py);
 	struct gs_py_range eval[GS_PY_EVAL_RANGES];
 	struct gs_py_stack st = {
-		.native = native, .native_ips = &r->frames[r->n_kernel], .n_native = r->n_user,
-		.py_locs = py_locs, .py_frames = py, .n_py = n_py, .trunc_loc = trunc,
+		.native = native,
+		.native_ips = &r->frames[r->n_kernel],
+		.n_native = r->n_user,
+		.py_locs = py_locs,
+		.py_frames = py,
+		.n_py = n_py,
+		.trunc_loc = trunc,
 		.py_partial = (r->flags & GS_CPU_PY_ERR) != 0,
-		.eval = eval, .n_eval = gs_py_eval_ranges(s->py, r->tgid, eval, GS_PY_EVAL_RANGES),
+		.eval = eval,
+		.n_eval = gs_py_eval_ranges(s->py, r->tgid, eval, GS_PY_EVAL_RANGES),
 	};
 
 	return gs_py_merge(&s->prof, &st, out, cap);

@@ -72,7 +72,7 @@ static int check_privileges(void)
 	    has_cap(d, 38 /* CAP_PERFMON */) && has_cap(d, CAP_SYS_PTRACE))
 		return 0;
 	gs_log("needs root to load eBPF programs and read other processes' "
-			"memory: run it with sudo (or grant CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE)\n");
+	       "memory: run it with sudo (or grant CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE)\n");
 	return -EPERM;
 }
 
@@ -275,7 +275,8 @@ static bool targets_gone(struct session *s)
 	int status;
 
 	if (s->launched) {
-		if (!s->launch_exited && waitpid(s->launch.pid, &status, WNOHANG) == s->launch.pid) {
+		if (!s->launch_exited &&
+		    waitpid(s->launch.pid, &status, WNOHANG) == s->launch.pid) {
 			s->launch_exited = true;
 			s->launch_status = status;
 		}
@@ -311,8 +312,8 @@ static void progress(struct session *s, bool final)
 
 static int run_loop(struct session *s)
 {
-	uint64_t deadline = s->o->duration_s > 0 ?
-		s->t0_mono + (uint64_t)(s->o->duration_s * 1e9) : UINT64_MAX;
+	uint64_t deadline = s->o->duration_s > 0 ? s->t0_mono + (uint64_t)(s->o->duration_s * 1e9)
+						 : UINT64_MAX;
 	uint64_t next_progress = 0, next_tick = 0;
 	bool tick_pending = false;
 
@@ -323,8 +324,9 @@ static int run_loop(struct session *s)
 		 * Ticks (maps re-reads, discovery, GPU scans) run at most every
 		 * 50 ms so a burst of wakeups is handled in one batch. */
 		uint64_t before = gs_now_ns(CLOCK_MONOTONIC);
-		int wait_ms = tick_pending && next_tick > before ?
-			(int)((next_tick - before) / 1000000) + 1 : 200;
+		int wait_ms = tick_pending && next_tick > before
+				  ? (int)((next_tick - before) / 1000000) + 1
+				  : 200;
 		int rc = gs_sampler_poll(s->sampler, wait_ms, on_record, s);
 		uint64_t now = gs_now_ns(CLOCK_MONOTONIC);
 
@@ -372,11 +374,15 @@ static void mark_dataloaders(struct session *s, const uint32_t *stack_ids)
 		if (!proc || proc->dataloader)
 			continue;
 		for (uint32_t k = 0; k < st->n; k++) {
-			const struct gs_location *l = gs_profile_location(p, p->stack_locs[st->first + k]);
+			const struct gs_location *l =
+			    gs_profile_location(p, p->stack_locs[st->first + k]);
 
 			if (l->kind == GS_FRAME_PYTHON && l->n_lines &&
-			    !strcmp(gs_profile_str(p, gs_profile_function(p, p->lines[l->first_line].function)->name),
-				    "_worker_loop")) {
+			    !strcmp(
+				gs_profile_str(
+				    p,
+				    gs_profile_function(p, p->lines[l->first_line].function)->name),
+				"_worker_loop")) {
 				proc->dataloader = true;
 				break;
 			}
@@ -389,12 +395,14 @@ static void add_processes(struct session *s)
 	for (uint32_t i = 0; i < s->procs.n; i++) {
 		const struct gs_procinfo *p = &s->procs.items[i];
 		struct gs_process gp = {
-			.pid = p->pid, .ppid = p->ppid,
+			.pid = p->pid,
+			.ppid = p->ppid,
 			.comm = gs_profile_intern(&s->prof, p->comm),
 			.role = gs_profile_intern(&s->prof, gs_proc_role(p)),
 			.python = gs_profile_intern(&s->prof, p->python),
 			.gpu = gs_profile_intern(&s->prof, p->gpu),
-			.cpu_samples = p->cpu_samples, .exited = p->exited,
+			.cpu_samples = p->cpu_samples,
+			.exited = p->exited,
 		};
 		gs_profile_add_process(&s->prof, &gp);
 	}
@@ -413,7 +421,8 @@ static void add_comments(struct session *s)
 		size_t len = 0;
 
 		for (char **a = s->o->command; *a && len < sizeof(cmd) - 2; a++)
-			len += (size_t)snprintf(cmd + len, sizeof(cmd) - len, "%s%s", a == s->o->command ? "" : " ", *a);
+			len += (size_t)snprintf(cmd + len, sizeof(cmd) - len, "%s%s",
+						a == s->o->command ? "" : " ", *a);
 		gs_profile_add_comment(p, "command: %s", cmd);
 	}
 	gs_profile_add_comment(p, "cpu sampling: %u Hz per CPU (cpu-clock), %ld ns per sample",
@@ -423,7 +432,8 @@ static void add_comments(struct session *s)
 			       (unsigned long long)st.lost);
 	if (st.unwind_err[GS_UNWIND_NO_TABLE] || st.unwind_err[GS_UNWIND_READ_FAULT] ||
 	    st.unwind_err[GS_UNWIND_BAD_RULE] || st.unwind_err[GS_UNWIND_DEPTH])
-		gs_profile_add_comment(p, "native unwind stops: no table %llu, read fault %llu, "
+		gs_profile_add_comment(p,
+				       "native unwind stops: no table %llu, read fault %llu, "
 				       "bad rule %llu, depth %llu",
 				       (unsigned long long)st.unwind_err[GS_UNWIND_NO_TABLE],
 				       (unsigned long long)st.unwind_err[GS_UNWIND_READ_FAULT],
@@ -464,7 +474,9 @@ static int build_profile(struct session *s)
 			.stack = stack_ids[r->stack],
 			.values = { [GS_V_SAMPLES] = 1, [GS_V_CPU_NS] = p->period_ns },
 			.time_ns = r->ktime > s->t0_mono ? r->ktime - s->t0_mono : 0,
-			.pid = rs->tgid, .tid = r->tid, .thread_name = r->comm,
+			.pid = rs->tgid,
+			.tid = r->tid,
+			.thread_name = r->comm,
 			.process_role = gs_profile_intern(p, proc ? gs_proc_role(proc) : "other"),
 			.cuda_device = -1,
 		};
@@ -544,9 +556,8 @@ static int write_outputs(struct session *s)
 	int rc = 0;
 
 	/* One summary line for logs (the progress line is terminal-only). */
-	gs_log("%zu CPU samples, %llu lost, %u processes, %.1f s\n",
-		s->n_samples, (unsigned long long)s->prof.lost_samples, s->procs.n,
-		s->prof.duration_nanos / 1e9);
+	gs_log("%zu CPU samples, %llu lost, %u processes, %.1f s\n", s->n_samples,
+	       (unsigned long long)s->prof.lost_samples, s->procs.n, s->prof.duration_nanos / 1e9);
 
 	if (s->o->formats & GS_FMT_PPROF)
 		rc |= write_one(s, ".pb.gz", w_pprof);
@@ -591,8 +602,8 @@ static int start_launch(struct session *s)
 	int rc;
 
 	gs_gpu_launch_env(s);
-	rc = gs_launch_start(&s->launch, s->o->command, s->o->as_root, s->launch_env,
-			     s->err, sizeof(s->err));
+	rc = gs_launch_start(&s->launch, s->o->command, s->o->as_root, s->launch_env, s->err,
+			     sizeof(s->err));
 
 	if (rc) {
 		gs_log("%s\n", s->err);
@@ -679,9 +690,9 @@ static int start(struct session *s)
 		gs_log("%s\n", s->err);
 		return rc;
 	}
-	gs_log("sampling %u process%s at %u Hz%s (Ctrl-C to stop)\n",
-		s->procs.n, s->procs.n == 1 ? "" : "es", s->o->frequency_hz,
-		s->launched ? ", starting the command" : "");
+	gs_log("sampling %u process%s at %u Hz%s (Ctrl-C to stop)\n", s->procs.n,
+	       s->procs.n == 1 ? "" : "es", s->o->frequency_hz,
+	       s->launched ? ", starting the command" : "");
 	s->t0_mono = gs_now_ns(CLOCK_MONOTONIC);
 	s->t0_wall = gs_now_ns(CLOCK_REALTIME);
 	if ((rc = gs_off_start(s)))
@@ -715,8 +726,8 @@ static void finish_launch(struct session *s)
 			usleep(50000);
 		}
 	} else {
-		gs_log("duration reached; %s (pid %d) keeps running\n",
-			s->o->command[0], s->launch.pid);
+		gs_log("duration reached; %s (pid %d) keeps running\n", s->o->command[0],
+		       s->launch.pid);
 	}
 }
 

@@ -34,15 +34,15 @@ struct session {
 	const struct gs_options *o;
 	struct gs_sampler *sampler;
 	struct gs_symbolizer *sym;
-	struct gs_py *py;         /* NULL with --no-python */
-	struct gs_cfi *cfi;       /* NULL with --no-cfi */
-	struct gs_gpu_host *gpu;  /* NULL with --no-gpu */
-	struct gs_cuda *cuda;     /* cubins, stall tables (with gpu) */
-	struct gs_join *join;     /* created at start: needs t0 */
-	struct gs_offcpu *off;    /* NULL with --no-offcpu (cli/offcpu.c) */
+	struct gs_py *py;              /* NULL with --no-python */
+	struct gs_cfi *cfi;            /* NULL with --no-cfi */
+	struct gs_gpu_host *gpu;       /* NULL with --no-gpu */
+	struct gs_cuda *cuda;          /* cubins, stall tables (with gpu) */
+	struct gs_join *join;          /* created at start: needs t0 */
+	struct gs_offcpu *off;         /* NULL with --no-offcpu (cli/offcpu.c) */
 	uint64_t counts[GS_NCOUNTERS]; /* host counters (gpusample/counters.h), set where counted */
-	uint32_t truncated_loc;   /* "[truncated]" special location, 0 until made */
-	char agent_env[2][600];   /* launch mode: CUDA_INJECTION64_PATH, GS_AGENT_OPTS */
+	uint32_t truncated_loc;        /* "[truncated]" special location, 0 until made */
+	char agent_env[2][600];        /* launch mode: CUDA_INJECTION64_PATH, GS_AGENT_OPTS */
 	char *launch_env[3];
 	struct gs_py_cfg py_cfgs[64]; /* ids 1..n_py_cfgs, deduplicated */
 	uint32_t n_py_cfgs;
@@ -55,17 +55,16 @@ struct session {
 	int n_roots;
 	struct gs_launch launch;
 	bool launched, launch_exited;
-	int launch_status;           /* waitpid status once launch_exited */
-	const char *phase;           /* what the run is doing now (cli/attach.c) */
-	const char *stop_phase;      /* phase when a stop or target exit was seen */
-	char stop_cause[48];         /* "stopped by SIGINT", "the target exited" */
+	int launch_status;                    /* waitpid status once launch_exited */
+	const char *phase;                    /* what the run is doing now (cli/attach.c) */
+	const char *stop_phase;               /* phase when a stop or target exit was seen */
+	char stop_cause[48];                  /* "stopped by SIGINT", "the target exited" */
 	uint32_t tables_queued, tables_built; /* attach-time unwind tables */
 	uint64_t t0_mono, t0_wall;
 	char prefix[PATH_MAX];
 	char err[512];
-	gs_str host_label;        /* GS_SL_HOST of every CPU sample, 0 until set */
+	gs_str host_label; /* GS_SL_HOST of every CPU sample, 0 until set */
 };
-
 
 
 /* cli/attach.c: build the attach-time unwind tables with progress lines,
@@ -92,11 +91,11 @@ int gs_outputs_check(const struct session *s);
 /* cli/runtimes.c: Python discovery and CFI tables per process. */
 int gs_rt_open(struct session *s);
 void gs_rt_close(struct session *s);
-void gs_rt_new_process(struct session *s, struct gs_procinfo *p);   /* first sight */
+void gs_rt_new_process(struct session *s, struct gs_procinfo *p); /* first sight */
 void gs_rt_fork(struct session *s, struct gs_procinfo *child);
 void gs_rt_exec(struct session *s, struct gs_procinfo *p);
 void gs_rt_exit(struct session *s, struct gs_procinfo *p);
-void gs_rt_tick(struct session *s);   /* from the poll loop */
+void gs_rt_tick(struct session *s);     /* from the poll loop */
 void gs_rt_comments(struct session *s); /* profile comments: what stayed unresolved */
 void gs_rt_new_stack(struct session *s, const struct gs_rawstack *r);
 /* Leaf-first user part of a stack (native + Python merged); returns count. */
@@ -117,9 +116,9 @@ const char *gs_session_role(struct session *s, uint32_t tgid);
 struct gs_procinfo *gs_session_first_sight(struct session *s, uint32_t tgid);
 
 /* cli/gpu.c: the GPU agent's records and the CPU<->GPU join. */
-int gs_gpu_open(struct session *s);          /* after the sampler is loaded */
-void gs_gpu_launch_env(struct session *s);   /* fills s->launch_env */
-void gs_gpu_start(struct session *s);        /* t0 known */
+int gs_gpu_open(struct session *s);        /* after the sampler is loaded */
+void gs_gpu_launch_env(struct session *s); /* fills s->launch_env */
+void gs_gpu_start(struct session *s);      /* t0 known */
 void gs_gpu_add_process(struct session *s, uint32_t tgid);
 void gs_gpu_remove_process(struct session *s, uint32_t tgid);
 void gs_gpu_tick(struct session *s);
@@ -132,7 +131,7 @@ const struct gs_cpu_sample *gs_gpu_launch_sample(struct session *s, const struct
 void gs_gpu_launch_stack(struct session *s, const struct gs_rec_hdr *h,
 			 const struct gs_cpu_sample *cs, uint32_t stack, const char *role);
 void gs_gpu_detach(struct session *s, int (*poll)(void *ctx, int timeout_ms));
-int gs_gpu_finish(struct session *s);         /* join -> profile samples */
+int gs_gpu_finish(struct session *s); /* join -> profile samples */
 void gs_gpu_close(struct session *s);
 
 /* cli/ranks.c: ranks from the environment, host/rank labels, -o expansion. */
@@ -150,9 +149,9 @@ int gs_session_prefix(struct session *s);
 uint32_t gs_session_special(struct session *s, const char *name);
 
 /* cli/offcpu.c: off-CPU records -> samples (see the file comment). */
-int gs_off_start(struct session *s);    /* right after gs_sampler_start and t0 */
+int gs_off_start(struct session *s); /* right after gs_sampler_start and t0 */
 void gs_off_record(struct session *s, const struct gs_rec_hdr *h);
-void gs_off_stop(struct session *s);    /* after the detach and drain */
+void gs_off_stop(struct session *s); /* after the detach and drain */
 /* End of the window: when gs_off_stop closed the threads' intervals, or now
  * without off-CPU accounting. */
 uint64_t gs_off_stop_time(struct session *s);

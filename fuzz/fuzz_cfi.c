@@ -47,10 +47,18 @@ static size_t wrap_eh_frame(const uint8_t *eh, size_t n, uint8_t **out)
 	memcpy(b + off_eh, eh, n);
 	memcpy(b + off_str, shstrtab, sizeof(shstrtab));
 	sh = (Elf64_Shdr *)(b + off_sh);
-	sh[1] = (Elf64_Shdr){ .sh_name = 1, .sh_type = SHT_PROGBITS, .sh_flags = SHF_ALLOC,
-			      .sh_addr = 0x1000, .sh_offset = off_eh, .sh_size = n, .sh_addralign = 8 };
-	sh[2] = (Elf64_Shdr){ .sh_name = 11, .sh_type = SHT_STRTAB, .sh_offset = off_str,
-			      .sh_size = sizeof(shstrtab), .sh_addralign = 1 };
+	sh[1] = (Elf64_Shdr){ .sh_name = 1,
+			      .sh_type = SHT_PROGBITS,
+			      .sh_flags = SHF_ALLOC,
+			      .sh_addr = 0x1000,
+			      .sh_offset = off_eh,
+			      .sh_size = n,
+			      .sh_addralign = 8 };
+	sh[2] = (Elf64_Shdr){ .sh_name = 11,
+			      .sh_type = SHT_STRTAB,
+			      .sh_offset = off_str,
+			      .sh_size = sizeof(shstrtab),
+			      .sh_addralign = 1 };
 	*out = b;
 	return total;
 }

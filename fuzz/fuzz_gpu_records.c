@@ -59,7 +59,8 @@ static void on_record(struct run *r, struct gs_rec_hdr *rec)
 			size_t size = 0;
 			const void *bytes = gs_gpu_host_cubin(r->h, cb->crc, &size);
 			if (bytes && !gs_cuda_has_cubin(r->c, cb->crc))
-				gs_cuda_add_cubin_borrowed(r->c, cb->crc, bytes, size, gc->tgid, NULL, NULL);
+				gs_cuda_add_cubin_borrowed(r->c, cb->crc, bytes, size, gc->tgid,
+							   NULL, NULL);
 		}
 		break;
 	case GS_REC_GPU_STALL_TABLE:
@@ -69,7 +70,8 @@ static void on_record(struct run *r, struct gs_rec_hdr *rec)
 		const struct gs_gpu_launch *l;
 		struct gs_rec_cpu_view cv;
 		if (!gs_rec_gpu_launch(rec, &l, &cv))
-			gs_join_launch_record(r->j, l, r->stack, gs_profile_intern(&r->p, "python3"), 0);
+			gs_join_launch_record(r->j, l, r->stack,
+					      gs_profile_intern(&r->p, "python3"), 0);
 		break;
 	}
 	case GS_REC_GPU_PC_BATCH:

@@ -22,7 +22,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char err[512];
 
 	if (fd < 0) {
-		if ((fd = memfd_create("fuzz_pprof", 0)) < 0 || !(devnull = fopen("/dev/null", "w")))
+		if ((fd = memfd_create("fuzz_pprof", 0)) < 0 ||
+		    !(devnull = fopen("/dev/null", "w")))
 			abort();
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	}

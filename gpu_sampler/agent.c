@@ -36,7 +36,7 @@ _Static_assert(sizeof(struct gs_gpu_status) % 8 == 0, "status alignment");
 _Static_assert(sizeof(struct gs_gpu_stall_table) % 8 == 0, "stall table alignment");
 _Static_assert(sizeof(struct gs_gpu_cubin) % 8 == 0, "cubin alignment");
 _Static_assert(GS_CBID_GRAPH_LAUNCH == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch &&
-		       GS_CBID_GRAPH_LAUNCH_PTSZ == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+		   GS_CBID_GRAPH_LAUNCH_PTSZ == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
 	       "graph launch CBIDs");
 
 /* Options from gpusample (process_vm_writev before it attaches). */
@@ -103,7 +103,7 @@ static struct {
 	pthread_mutex_t lock;
 	struct gs_cupti api;
 	bool cupti_ok, subscribed, exiting, forked;
-	bool shared;       /* subscribed in CUPTI's multi-subscriber mode (13.2+) */
+	bool shared;          /* subscribed in CUPTI's multi-subscriber mode (13.2+) */
 	_Atomic bool cb_live; /* subscribed: callbacks of an old subscription are ignored */
 	/* Another subscriber holds CUPTI while a session wants it armed:
 	 * its name as CUPTI gave it, whether that was reported, last try. */
@@ -261,7 +261,8 @@ static void read_cfg(struct gs_agent_opts *o, uint32_t *session)
 	*session = c.session;
 	if (c.sampling_period >= 5 && c.sampling_period <= 31)
 		o->period = c.sampling_period;
-	if (c.collection_mode == GS_GPU_MODE_SERIALIZED || c.collection_mode == GS_GPU_MODE_CONTINUOUS)
+	if (c.collection_mode == GS_GPU_MODE_SERIALIZED ||
+	    c.collection_mode == GS_GPU_MODE_CONTINUOUS)
 		o->mode = c.collection_mode;
 	if (c.launch_events_per_s)
 		o->launch_rate = c.launch_events_per_s;
@@ -343,7 +344,8 @@ static void emit_status(const struct gs_ctx *c, uint32_t state, uint32_t reason,
 	va_start(ap, fmt);
 	vsnprintf(s.message, sizeof(s.message), fmt, ap);
 	va_end(ap);
-	gs_agent_log("status ctx %u state %u reason %u: %s", s.gpu.ctx_uid, state, reason, s.message);
+	gs_agent_log("status ctx %u state %u reason %u: %s", s.gpu.ctx_uid, state, reason,
+		     s.message);
 	gs_emit_record(&s, sizeof(s));
 }
 
@@ -355,16 +357,19 @@ static uint32_t explain(CUptiResult r, uint32_t device, const char *call, char *
 	switch (r) {
 	case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
 	case CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES:
-		snprintf(msg, len,
-			 "%s: insufficient privileges for GPU PC sampling: run the job as root or with "
-			 "CAP_SYS_ADMIN (CAP_PERFMON on driver R565+), or set the driver option "
-			 "NVreg_RestrictProfilingToAdminUsers=0", call);
+		snprintf(
+		    msg, len,
+		    "%s: insufficient privileges for GPU PC sampling: run the job as root or with "
+		    "CAP_SYS_ADMIN (CAP_PERFMON on driver R565+), or set the driver option "
+		    "NVreg_RestrictProfilingToAdminUsers=0",
+		    call);
 		return GS_GPU_R_PRIVILEGES;
 	case CUPTI_ERROR_HARDWARE_BUSY:
 		snprintf(msg, len,
 			 "%s: GPU %u performance monitors busy: another profiler or DCGM "
 			 "(dcgm-exporter profiling metrics) holds them; stop it or pause DCGM "
-			 "profiling (dcgmi profile --pause)", call, device);
+			 "profiling (dcgmi profile --pause)",
+			 call, device);
 		return GS_GPU_R_HW_BUSY;
 	case CUPTI_ERROR_NOT_SUPPORTED:
 	case CUPTI_ERROR_NOT_COMPATIBLE:
@@ -375,18 +380,24 @@ static uint32_t explain(CUptiResult r, uint32_t device, const char *call, char *
 	case CUPTI_ERROR_SLI_DEVICE_NOT_SUPPORTED:
 	case CUPTI_ERROR_WSL_DEVICE_NOT_SUPPORTED:
 	case CUPTI_ERROR_LEGACY_PROFILER_NOT_SUPPORTED:
-		snprintf(msg, len,
-			 "%s: GPU %u does not support PC sampling (%s): needs compute capability 7.5+ "
-			 "on bare metal or an isolated MIG instance", call, device, rs);
+		snprintf(
+		    msg, len,
+		    "%s: GPU %u does not support PC sampling (%s): needs compute capability 7.5+ "
+		    "on bare metal or an isolated MIG instance",
+		    call, device, rs);
 		return GS_GPU_R_UNSUPPORTED_DEVICE;
 	case CUPTI_ERROR_OUT_OF_MEMORY:
-		snprintf(msg, len, "%s: out of memory for PC sampling buffers on GPU %u; lower the "
-			 "hardware buffer size", call, device);
+		snprintf(msg, len,
+			 "%s: out of memory for PC sampling buffers on GPU %u; lower the "
+			 "hardware buffer size",
+			 call, device);
 		return GS_GPU_R_OUT_OF_MEMORY;
 	case CUPTI_ERROR_NOT_INITIALIZED:
 	case CUPTI_ERROR_UNKNOWN:
-		snprintf(msg, len, "%s: CUPTI could not reach the CUDA driver (%s); check that "
-			 "libcupti matches the driver version", call, rs);
+		snprintf(msg, len,
+			 "%s: CUPTI could not reach the CUDA driver (%s); check that "
+			 "libcupti matches the driver version",
+			 call, rs);
 		return GS_GPU_R_NO_DRIVER;
 	default:
 		snprintf(msg, len, "%s failed: %s (%d)", call, rs, (int)r);
@@ -463,7 +474,8 @@ static void queue_pending(CUcontext ctx)
 			return;
 		if (!cur) {
 			CUcontext expect = NULL;
-			if (atomic_compare_exchange_strong(&g.pending[i], &expect, ctx) || expect == ctx)
+			if (atomic_compare_exchange_strong(&g.pending[i], &expect, ctx) ||
+			    expect == ctx)
 				return;
 		}
 	}
@@ -611,7 +623,8 @@ static void adopt_cubins(void)
 	struct pending_cubin *q = atomic_exchange(&g.pending_cubins, NULL), *next;
 
 	for (; q; q = next) {
-		CUpti_ModuleResourceData m = { .moduleId = q->module_id, .cubinSize = q->size,
+		CUpti_ModuleResourceData m = { .moduleId = q->module_id,
+					       .cubinSize = q->size,
 					       .pCubin = q->copy };
 		/* ctx_find, not ctx_add: the context may be gone by now */
 		struct gs_cubin *b = cubin_add(&m, ctx_find(q->ctx));
@@ -693,8 +706,12 @@ static uint32_t flags_of_index(const struct gs_ctx *c, uint32_t idx)
 
 static int read_stall_reasons(struct gs_ctx *c, CUptiResult *res)
 {
-	CUpti_PCSamplingGetNumStallReasonsParams np = { .size = CUpti_PCSamplingGetNumStallReasonsParamsSize };
-	CUpti_PCSamplingGetStallReasonsParams sp = { .size = CUpti_PCSamplingGetStallReasonsParamsSize };
+	CUpti_PCSamplingGetNumStallReasonsParams np = {
+		.size = CUpti_PCSamplingGetNumStallReasonsParamsSize
+	};
+	CUpti_PCSamplingGetStallReasonsParams sp = {
+		.size = CUpti_PCSamplingGetStallReasonsParamsSize
+	};
 	char **names;
 	size_t n = 0;
 
@@ -733,7 +750,8 @@ static int read_stall_reasons(struct gs_ctx *c, CUptiResult *res)
 	return 0;
 }
 
-static void set_attr(CUpti_PCSamplingConfigurationInfo *a, int *n, CUpti_PCSamplingConfigurationAttributeType t)
+static void set_attr(CUpti_PCSamplingConfigurationInfo *a, int *n,
+		     CUpti_PCSamplingConfigurationAttributeType t)
 {
 	memset(&a[*n], 0, sizeof(a[*n]));
 	a[*n].attributeType = t;
@@ -742,7 +760,9 @@ static void set_attr(CUpti_PCSamplingConfigurationInfo *a, int *n, CUpti_PCSampl
 
 static CUptiResult configure(struct gs_ctx *c, bool with_period)
 {
-	CUpti_PCSamplingConfigurationInfoParams p = { .size = CUpti_PCSamplingConfigurationInfoParamsSize };
+	CUpti_PCSamplingConfigurationInfoParams p = {
+		.size = CUpti_PCSamplingConfigurationInfoParamsSize
+	};
 	CUpti_PCSamplingConfigurationInfo a[8];
 	int n = 0;
 
@@ -753,10 +773,12 @@ static CUptiResult configure(struct gs_ctx *c, bool with_period)
 	a[n - 1].attributeData.samplingDataBufferData.samplingDataBuffer = &c->cfg_data;
 	set_attr(a, &n, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE);
 	a[n - 1].attributeData.collectionModeData.collectionMode =
-		g.opts.mode == GS_GPU_MODE_SERIALIZED ? CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED
-						      : CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
+	    g.opts.mode == GS_GPU_MODE_SERIALIZED
+		? CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED
+		: CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
 	set_attr(a, &n, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_OUTPUT_DATA_FORMAT);
-	a[n - 1].attributeData.outputDataFormatData.outputDataFormat = CUPTI_PC_SAMPLING_OUTPUT_DATA_FORMAT_PARSED;
+	a[n - 1].attributeData.outputDataFormatData.outputDataFormat =
+	    CUPTI_PC_SAMPLING_OUTPUT_DATA_FORMAT_PARSED;
 	if (with_period && g.opts.period) {
 		set_attr(a, &n, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD);
 		a[n - 1].attributeData.samplingPeriodData.samplingPeriod = g.opts.period;
@@ -777,7 +799,9 @@ static CUptiResult configure(struct gs_ctx *c, bool with_period)
 
 static uint32_t read_period(struct gs_ctx *c)
 {
-	CUpti_PCSamplingConfigurationInfoParams p = { .size = CUpti_PCSamplingConfigurationInfoParamsSize };
+	CUpti_PCSamplingConfigurationInfoParams p = {
+		.size = CUpti_PCSamplingConfigurationInfoParamsSize
+	};
 	CUpti_PCSamplingConfigurationInfo a;
 
 	memset(&a, 0, sizeof(a));
@@ -809,7 +833,8 @@ static void emit_stall_table(struct gs_ctx *c)
 	t->sampling_period = c->period;
 	t->collection_mode = c->mode;
 	if (g.api.DevAttr && c->device != ~0u) {
-		if (g.api.DevAttr(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, c->device) == CUDA_SUCCESS)
+		if (g.api.DevAttr(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, c->device) ==
+		    CUDA_SUCCESS)
 			t->sm_count = v;
 		if (g.api.DevAttr(&v, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, c->device) == CUDA_SUCCESS)
 			t->clock_khz = v;
@@ -847,7 +872,8 @@ static void ctx_fail(struct gs_ctx *c, CUptiResult r, const char *call, bool ena
 	}
 	free_ctx_buffers(c);
 	c->state = CTX_OFF;
-	emit_status(c, GS_GPU_ST_OFF, c->reason, r, "GPU sampling off for context %u: %s", c->uid, msg);
+	emit_status(c, GS_GPU_ST_OFF, c->reason, r, "GPU sampling off for context %u: %s", c->uid,
+		    msg);
 }
 
 /* Enable failures that another thread may not see: everything but the
@@ -873,7 +899,8 @@ static int ctx_enable(struct gs_ctx *c)
 		if (!g.arming_in_launch && enable_retryable(r)) {
 			c->arm_on_launch = true;
 			c->result = r;
-			emit_status(c, GS_GPU_ST_WARNING, 0, r, "cuptiPCSamplingEnable on the agent's "
+			emit_status(c, GS_GPU_ST_WARNING, 0, r,
+				    "cuptiPCSamplingEnable on the agent's "
 				    "thread: %s; arming context %u from its next kernel launch",
 				    gs_cupti_strerror(&g.api, r), c->uid);
 			return -1;
@@ -937,17 +964,20 @@ static int ctx_arm(struct gs_ctx *c)
 		c->reason = GS_GPU_R_SECOND_CONTEXT;
 		snprintf(c->msg, sizeof(c->msg), "second context on GPU %u (context %u is sampled)",
 			 c->device, o->uid);
-		emit_status(c, GS_GPU_ST_OFF, GS_GPU_R_SECOND_CONTEXT, 0,
-			    "GPU sampling off for context %u: second context on GPU %u; CUPTI samples "
-			    "one context per GPU and context %u is sampled", c->uid, c->device, o->uid);
+		emit_status(
+		    c, GS_GPU_ST_OFF, GS_GPU_R_SECOND_CONTEXT, 0,
+		    "GPU sampling off for context %u: second context on GPU %u; CUPTI samples "
+		    "one context per GPU and context %u is sampled",
+		    c->uid, c->device, o->uid);
 		return -1;
 	}
 	rc = ctx_enable(c);
 	if (rc)
 		return rc;
 	emit_stall_table(c);
-	emit_status(c, GS_GPU_ST_ARMED, 0, 0, "context %u on GPU %u armed: %s, period 2^%u",
-		    c->uid, c->device, c->mode == GS_GPU_MODE_SERIALIZED ? "kernel-serialized" : "continuous",
+	emit_status(c, GS_GPU_ST_ARMED, 0, 0, "context %u on GPU %u armed: %s, period 2^%u", c->uid,
+		    c->device,
+		    c->mode == GS_GPU_MODE_SERIALIZED ? "kernel-serialized" : "continuous",
 		    c->period);
 	return 0;
 }
@@ -964,40 +994,47 @@ static void emit_batches(struct gs_ctx *c, CUpti_PCSamplingData *d, uint32_t fla
 	static char names[GS_GPU_REC_MAX];
 	/* names in this batch: offset, and hash (name_hash scans every name
 	 * of the session, so once per name and batch, not once per PC) */
-	struct { const char *p; uint32_t off; uint64_t hash; } seen[64];
+	struct {
+		const char *p;
+		uint32_t off;
+		uint64_t hash;
+	} seen[64];
 	size_t n_pcs = 0, n_cnt = 0, names_len = 0, n_seen = 0;
 	bool first = true;
 	size_t total = d->totalNumPcs;
 
 	/* PCs go straight into the record; counts and names are gathered
 	 * aside and appended when the batch is closed. */
-#define FLUSH(last)                                                                                \
-	do {                                                                                       \
-		char *cnt_at = area + n_pcs * sizeof(*pcs), *names_at = cnt_at + n_cnt * sizeof(cnt[0]); \
+#define FLUSH(last)                                                                               \
+	do {                                                                                      \
+		char *cnt_at = area + n_pcs * sizeof(*pcs),                                       \
+		     *names_at = cnt_at + n_cnt * sizeof(cnt[0]);                                 \
 		size_t used = names_at + names_len - (char *)b, sz = (used + 7) & ~(size_t)7;     \
-		memcpy(cnt_at, cnt, n_cnt * sizeof(cnt[0]));                                       \
-		memcpy(names_at, names, names_len);                                                \
-		memset((char *)b + used, 0, sz - used);                                            \
-		hdr_init(&b->hdr, GS_REC_GPU_PC_BATCH, sz);                                        \
-		b->gpu.ctx_uid = c->uid;                                                           \
-		b->gpu.device = c->device;                                                         \
-		b->gpu.tgid = b->gpu.tid = 0;                                                      \
-		b->range_id = d->rangeId;                                                          \
-		b->total_samples = first ? d->totalSamples : 0;                                    \
-		b->dropped_samples = first ? d->droppedSamples : 0;                                \
-		b->non_user_samples = first && g.api.version >= 16 ? d->nonUsrKernelsTotalSamples : 0; \
-		b->n_pcs = n_pcs;                                                                  \
-		b->n_counts = n_cnt;                                                               \
-		b->names_len = names_len;                                                          \
-		b->flags = flags | (first ? GS_GPU_BATCH_FIRST : 0) | ((last) ? GS_GPU_BATCH_LAST : 0); \
-		b->seq = c->seq++;                                                                 \
-		b->sampling_period = c->period;                                                    \
-		if (gs_emit_record(b, sz))                                                         \
-			g.records_failed++;                                                        \
-		else                                                                               \
-			g.batches++;                                                               \
-		first = false;                                                                     \
-		n_pcs = n_cnt = names_len = n_seen = 0;                                            \
+		memcpy(cnt_at, cnt, n_cnt * sizeof(cnt[0]));                                      \
+		memcpy(names_at, names, names_len);                                               \
+		memset((char *)b + used, 0, sz - used);                                           \
+		hdr_init(&b->hdr, GS_REC_GPU_PC_BATCH, sz);                                       \
+		b->gpu.ctx_uid = c->uid;                                                          \
+		b->gpu.device = c->device;                                                        \
+		b->gpu.tgid = b->gpu.tid = 0;                                                     \
+		b->range_id = d->rangeId;                                                         \
+		b->total_samples = first ? d->totalSamples : 0;                                   \
+		b->dropped_samples = first ? d->droppedSamples : 0;                               \
+		b->non_user_samples = first && g.api.version >= 16 ? d->nonUsrKernelsTotalSamples \
+								   : 0;                           \
+		b->n_pcs = n_pcs;                                                                 \
+		b->n_counts = n_cnt;                                                              \
+		b->names_len = names_len;                                                         \
+		b->flags = flags | (first ? GS_GPU_BATCH_FIRST : 0) |                             \
+			   ((last) ? GS_GPU_BATCH_LAST : 0);                                      \
+		b->seq = c->seq++;                                                                \
+		b->sampling_period = c->period;                                                   \
+		if (gs_emit_record(b, sz))                                                        \
+			g.records_failed++;                                                       \
+		else                                                                              \
+			g.batches++;                                                              \
+		first = false;                                                                    \
+		n_pcs = n_cnt = names_len = n_seen = 0;                                           \
 	} while (0)
 
 	pcs = (struct gs_gpu_pc *)area;
@@ -1021,8 +1058,9 @@ static void emit_batches(struct gs_ctx *c, CUpti_PCSamplingData *d, uint32_t fla
 		else
 			nlen = strnlen(fn, 4095) + 1;
 		need = sizeof(*pcs) + nsr * sizeof(cnt[0]) + nlen;
-		if (n_pcs && (sizeof(*pcs) * n_pcs + n_cnt * sizeof(cnt[0]) + names_len + need + 8 > cap ||
-			      (name_off == ~0u && n_seen == 64))) {
+		if (n_pcs &&
+		    (sizeof(*pcs) * n_pcs + n_cnt * sizeof(cnt[0]) + names_len + need + 8 > cap ||
+		     (name_off == ~0u && n_seen == 64))) {
 			FLUSH(false);
 			name_off = ~0u;
 			nlen = strnlen(fn, 4095) + 1;
@@ -1049,7 +1087,8 @@ static void emit_batches(struct gs_ctx *c, CUpti_PCSamplingData *d, uint32_t fla
 		for (size_t j = 0; j < nsr; j++) {
 			cnt[n_cnt].reason_index = p->stallReason[j].pcSamplingStallReasonIndex;
 			cnt[n_cnt].samples = p->stallReason[j].samples;
-			if (gs_stall_kind(flags_of_index(c, cnt[n_cnt].reason_index)) == GS_STALL_BASE)
+			if (gs_stall_kind(flags_of_index(c, cnt[n_cnt].reason_index)) ==
+			    GS_STALL_BASE)
 				g.samples += cnt[n_cnt].samples;
 			n_cnt++;
 		}
@@ -1074,7 +1113,8 @@ static void ctx_recover_scratch(struct gs_ctx *c)
 	ctx_disable(c, false); /* what CUPTI still holds is incomplete */
 	c->state = CTX_IDLE;
 	if (ctx_enable(c) == 0)
-		emit_status(c, GS_GPU_ST_RECOVERED, GS_GPU_R_SCRATCH_FULL, CUPTI_ERROR_OUT_OF_MEMORY,
+		emit_status(c, GS_GPU_ST_RECOVERED, GS_GPU_R_SCRATCH_FULL,
+			    CUPTI_ERROR_OUT_OF_MEMORY,
 			    "scratch buffer full on GPU %u (%" PRIu64 " MiB): PC records lost; PC "
 			    "sampling restarted with %" PRIu64 " MiB (--gpu-scratch sets the size)",
 			    c->device, old >> 20, g.opts.scratch >> 20);
@@ -1097,10 +1137,11 @@ static void ctx_recover(struct gs_ctx *c, CUpti_PCSamplingData *d)
 	ctx_disable(c, true);
 	c->state = CTX_IDLE;
 	if (ctx_enable(c) == 0)
-		emit_status(c, GS_GPU_ST_RECOVERED, GS_GPU_R_HW_BUFFER_FULL, CUPTI_ERROR_OUT_OF_MEMORY,
-			    "hardware buffer full on GPU %u (%" PRIu64 " samples dropped); PC sampling "
-			    "restarted%s: use a longer --gpu-period or a bigger hardware buffer",
-			    c->device, lost, old != g.opts.period ? " with a longer period" : "");
+		emit_status(
+		    c, GS_GPU_ST_RECOVERED, GS_GPU_R_HW_BUFFER_FULL, CUPTI_ERROR_OUT_OF_MEMORY,
+		    "hardware buffer full on GPU %u (%" PRIu64 " samples dropped); PC sampling "
+		    "restarted%s: use a longer --gpu-period or a bigger hardware buffer",
+		    c->device, lost, old != g.opts.period ? " with a longer period" : "");
 }
 
 /* GetData until remainingNumPcs is 0.  Caller holds g.lock. */
@@ -1128,7 +1169,8 @@ static void ctx_drain(struct gs_ctx *c)
 		/* Any OUT_OF_MEMORY is recoverable by Disable + Enable: the
 		 * hardware buffer (hardwareBufferFull, API v19+) or else the
 		 * scratch buffer.  Never off for good. */
-		if (r == CUPTI_ERROR_OUT_OF_MEMORY && (g.api.version < 19 || d->hardwareBufferFull)) {
+		if (r == CUPTI_ERROR_OUT_OF_MEMORY &&
+		    (g.api.version < 19 || d->hardwareBufferFull)) {
 			ctx_recover(c, d);
 			return;
 		}
@@ -1160,7 +1202,8 @@ static void ctx_disable(struct gs_ctx *c, bool report_leftovers)
 	dp.ctx = c->ctx;
 	g.api.PCSamplingDisable(&dp);
 	/* Disable copies what CUPTI still held into the configured buffer. */
-	if (report_leftovers && c->cfg_data.totalNumPcs <= GS_AGENT_CFG_PCS && c->cfg_data.totalNumPcs)
+	if (report_leftovers && c->cfg_data.totalNumPcs <= GS_AGENT_CFG_PCS &&
+	    c->cfg_data.totalNumPcs)
 		emit_batches(c, &c->cfg_data, 0);
 	c->state = CTX_IDLE;
 }
@@ -1175,8 +1218,8 @@ static void set_launch_callbacks(bool on)
 	if (g.launch_cb_on == on || !g.subscribed)
 		return;
 	for (size_t i = 0; i < sizeof(launch_cbids) / sizeof(*launch_cbids); i++)
-		if ((r = g.api.EnableCallback(on, g.sub, CUPTI_CB_DOMAIN_DRIVER_API, launch_cbids[i])) !=
-		    CUPTI_SUCCESS) {
+		if ((r = g.api.EnableCallback(on, g.sub, CUPTI_CB_DOMAIN_DRIVER_API,
+					      launch_cbids[i])) != CUPTI_SUCCESS) {
 			failed++;
 			last = r;
 		}
@@ -1335,8 +1378,9 @@ static CUptiResult subscribe_call(char *holder, size_t len)
 			g.shared = r == CUPTI_SUCCESS;
 			return r;
 		}
-		gs_agent_log("CUPTI %u refused the multi-subscriber request; asking with the 13.0 layout",
-			     g.api.version);
+		gs_agent_log(
+		    "CUPTI %u refused the multi-subscriber request; asking with the 13.0 layout",
+		    g.api.version);
 		sp.allowMultipleSubscribers = 0;
 	}
 	sp.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
@@ -1351,8 +1395,10 @@ static void unsubscribe(void);
 static int subscribe(void)
 {
 	static const CUpti_CallbackId res[] = {
-		CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
-		CUPTI_CBID_RESOURCE_MODULE_LOADED, CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING,
+		CUPTI_CBID_RESOURCE_CONTEXT_CREATED,
+		CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
+		CUPTI_CBID_RESOURCE_MODULE_LOADED,
+		CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING,
 	};
 	char msg[GS_GPU_STATUS_MSG_LEN], holder[sizeof(g.holder)];
 	CUptiResult r;
@@ -1375,9 +1421,11 @@ static int subscribe(void)
 	atomic_store(&g.cb_live, true);
 	gs_agent_log("subscribed to CUPTI%s", g.shared ? " (multi-subscriber mode)" : "");
 	for (size_t i = 0; i < sizeof(res) / sizeof(*res); i++)
-		if ((r = g.api.EnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE, res[i])) != CUPTI_SUCCESS) {
+		if ((r = g.api.EnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE, res[i])) !=
+		    CUPTI_SUCCESS) {
 			/* without context and module callbacks nothing can be sampled */
-			set_off(explain(r, ~0u, "cuptiEnableCallback(resource)", msg, sizeof(msg)), r, msg);
+			set_off(explain(r, ~0u, "cuptiEnableCallback(resource)", msg, sizeof(msg)),
+				r, msg);
 			unsubscribe();
 			return -EIO;
 		}
@@ -1457,8 +1505,8 @@ static bool all_refused(void)
 		set_launch_callbacks(false);
 		gs_agent_armed = 0;
 		if (!g.refused_reported)
-			emit_status(NULL, GS_GPU_ST_OFF, c->reason, c->result, "GPU sampling off: %.230s",
-				    c->msg);
+			emit_status(NULL, GS_GPU_ST_OFF, c->reason, c->result,
+				    "GPU sampling off: %.230s", c->msg);
 		g.refused_reported = true;
 		return true;
 	}
@@ -1470,11 +1518,12 @@ static void emit_armed(void)
 	char held[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 64] = "";
 
 	if (g.holder_reported)
-		snprintf(held, sizeof(held), "; GPU sampling started late: \"%s\" held CUPTI until now",
-			 g.holder);
+		snprintf(held, sizeof(held),
+			 "; GPU sampling started late: \"%s\" held CUPTI until now", g.holder);
 	emit_status(NULL, GS_GPU_ST_ARMED, g.holder_reported ? GS_GPU_R_OTHER_SUBSCRIBER : 0, 0,
 		    "armed: %u of %u contexts sampled, %s, CUPTI %u at %.120s%s%s", count_armed(),
-		    count_live(), g.opts.mode == GS_GPU_MODE_SERIALIZED ? "kernel-serialized" : "continuous",
+		    count_live(),
+		    g.opts.mode == GS_GPU_MODE_SERIALIZED ? "kernel-serialized" : "continuous",
 		    g.api.version, g.api.path, g.shared ? ", multi-subscriber mode" : "", held);
 }
 
@@ -1489,11 +1538,12 @@ static void arm_subscribed(void)
 	g.sub_try_ns = now_ns();
 	if (rc == -EBUSY) {
 		if (!g.holder_reported)
-			emit_status(NULL, GS_GPU_ST_OFF, GS_GPU_R_OTHER_SUBSCRIBER, g.holder_result,
-				    "GPU sampling off: another CUPTI subscriber holds CUPTI: \"%s\" "
-				    "(torch.profiler/Kineto, Nsight Systems/Compute, cuda-gdb...); CPU "
-				    "profile only, asking again every second: stop it to sample the GPU",
-				    g.holder);
+			emit_status(
+			    NULL, GS_GPU_ST_OFF, GS_GPU_R_OTHER_SUBSCRIBER, g.holder_result,
+			    "GPU sampling off: another CUPTI subscriber holds CUPTI: \"%s\" "
+			    "(torch.profiler/Kineto, Nsight Systems/Compute, cuda-gdb...); CPU "
+			    "profile only, asking again every second: stop it to sample the GPU",
+			    g.holder);
 		g.holder_reported = true;
 		return;
 	}
@@ -1565,8 +1615,8 @@ static void disarm(void)
 	}
 	emit_status(NULL, GS_GPU_ST_DISARMED, g.off_reason, g.off_result,
 		    "disarmed: %" PRIu64 " PC samples in %" PRIu64 " batches, %" PRIu64 " dropped, "
-		    "%" PRIu64 " launch events", g.samples, g.batches, g.dropped,
-		    (uint64_t)atomic_load(&g.launch_events));
+		    "%" PRIu64 " launch events",
+		    g.samples, g.batches, g.dropped, (uint64_t)atomic_load(&g.launch_events));
 	g.armed = false;
 	gs_agent_armed = 0;
 	g.holder_reported = false;
@@ -1584,7 +1634,8 @@ static void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 		/* The watcher's own Retain / Release, under g.lock: a context
 		 * it made go away is marked gone (reaped without a CUPTI call);
 		 * one it made is not adopted (released right away). */
-		if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING && (c = ctx_find(rd->context)))
+		if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING &&
+		    (c = ctx_find(rd->context)))
 			atomic_store(&c->gone, true);
 		return;
 	}
@@ -1610,7 +1661,8 @@ static void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 			/* CUPTI tears PC sampling down with the context; never
 			 * touch it again (the watcher reaps the entry). */
 			if (c)
-				gs_agent_log("context %u destroyed while the agent was busy", c->uid);
+				gs_agent_log("context %u destroyed while the agent was busy",
+					     c->uid);
 			return;
 		}
 		if (c && c->in_use && c->ctx == rd->context) {
@@ -1630,10 +1682,11 @@ static void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 		struct gs_cubin *b;
 
 		if (!lock_bounded(100)) {
-			queue_cubin(rd->context, m, cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING);
+			queue_cubin(rd->context, m,
+				    cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING);
 			return;
 		}
-		adopt_cubins(); /* earlier ones first */
+		adopt_cubins();           /* earlier ones first */
 		c = ctx_add(rd->context); /* finds it, or adds one created before us */
 		/* A module load/unload starts a new range: drain first so PCs of
 		 * the old and new module never mix. */
@@ -1790,7 +1843,8 @@ static void register_crc(void)
 	CUptiResult r;
 
 	if (!g.api.RegisterComputeCrcCallback) {
-		gs_agent_log("no cuptiRegisterComputeCrcCallback: cubins keyed by CUPTI's sparse CRC");
+		gs_agent_log(
+		    "no cuptiRegisterComputeCrcCallback: cubins keyed by CUPTI's sparse CRC");
 		return;
 	}
 	r = g.api.RegisterComputeCrcCallback(compute_crc);
@@ -1835,8 +1889,10 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	if (gs_cupti_open(&g.api, err, sizeof(err))) {
 		set_off(g.api.lib ? GS_GPU_R_CUPTI_TOO_OLD : GS_GPU_R_NO_CUPTI, 0, err);
 	} else if (g.api.version < 15) {
-		snprintf(err, sizeof(err), "CUPTI API version %u at %.160s has no PC sampling API "
-			 "(needs CUDA 11.3+)", g.api.version, g.api.path);
+		snprintf(err, sizeof(err),
+			 "CUPTI API version %u at %.160s has no PC sampling API "
+			 "(needs CUDA 11.3+)",
+			 g.api.version, g.api.path);
 		set_off(GS_GPU_R_CUPTI_TOO_OLD, 0, err);
 	} else {
 		g.cupti_ok = true;

@@ -76,18 +76,18 @@
 #include <stdint.h>
 #include "gpusample/records.h"
 
-#define GS_AGENT_POLL_MS 50          /* watcher period: arm latency bound */
-#define GS_AGENT_SUB_RETRY_MS 1000   /* asking again while another subscriber holds CUPTI */
-#define GS_AGENT_SUBSCRIBER "gpusample"
-#define GS_AGENT_MAX_CTX 64
-#define GS_AGENT_GET_PCS 512         /* PCs per GetData call */
-#define GS_AGENT_CFG_PCS 1024        /* PCs in the SAMPLING_DATA_BUFFER */
-#define GS_AGENT_LAUNCH_RATE 200     /* default launch events per second */
-#define GS_AGENT_DRAIN_MS 100
+#define GS_AGENT_POLL_MS      50   /* watcher period: arm latency bound */
+#define GS_AGENT_SUB_RETRY_MS 1000 /* asking again while another subscriber holds CUPTI */
+#define GS_AGENT_SUBSCRIBER   "gpusample"
+#define GS_AGENT_MAX_CTX      64
+#define GS_AGENT_GET_PCS      512  /* PCs per GetData call */
+#define GS_AGENT_CFG_PCS      1024 /* PCs in the SAMPLING_DATA_BUFFER */
+#define GS_AGENT_LAUNCH_RATE  200  /* default launch events per second */
+#define GS_AGENT_DRAIN_MS     100
 /* CUPTI's 1 MB scratch buffer holds ~5,500 PCs: PyTorch-class work runs
  * out (CUPTI_ERROR_OUT_OF_MEMORY).  16 MB, as parcagpu, Proton and
  * HPCToolkit use; doubled on each overflow up to the max. */
-#define GS_AGENT_SCRATCH (16ull << 20)
+#define GS_AGENT_SCRATCH     (16ull << 20)
 #define GS_AGENT_SCRATCH_MAX (256ull << 20)
 
 void gs_agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -107,9 +107,9 @@ enum gs_agent_subscribe {
 
 /* Effective options (cfg from gpusample, else GS_AGENT_OPTS, else defaults). */
 struct gs_agent_opts {
-	uint32_t period;           /* 0 = CUPTI default */
-	uint32_t mode;             /* GS_GPU_MODE_* */
-	uint32_t subscribe;        /* enum gs_agent_subscribe (environment only) */
+	uint32_t period;    /* 0 = CUPTI default */
+	uint32_t mode;      /* GS_GPU_MODE_* */
+	uint32_t subscribe; /* enum gs_agent_subscribe (environment only) */
 	uint32_t launch_rate;
 	uint32_t drain_ms;
 	uint64_t hwbuf, scratch, cubin_keep;

@@ -17,7 +17,8 @@
 
 _Static_assert(offsetof(struct gs_subscriber_params, oldSubscriberSize) ==
 		       offsetof(CUpti_SubscriberParams, oldSubscriberSize) &&
-		       CUpti_SubscriberParams_STRUCT_SIZE <= offsetof(struct gs_subscriber_params, allowMultipleSubscribers),
+		   CUpti_SubscriberParams_STRUCT_SIZE <=
+		       offsetof(struct gs_subscriber_params, allowMultipleSubscribers),
 	       "CUpti_SubscriberParams prefix");
 #include "agent.h"
 
@@ -63,7 +64,8 @@ static void *open_loaded(void)
 static void *open_toolkit(const char *root)
 {
 	static const char *const subdirs[] = { "extras/CUPTI/lib64", "lib64",
-					       "targets/x86_64-linux/lib", "targets/sbsa-linux/lib" };
+					       "targets/x86_64-linux/lib",
+					       "targets/sbsa-linux/lib" };
 	char path[1024];
 
 	if (!root || !*root)
@@ -125,14 +127,16 @@ static void *find_lib(char *err, size_t errlen)
 	return NULL;
 }
 
-#define BIND(field, name, required)                                                                \
-	do {                                                                                       \
-		*(void **)&c->field = dlsym(c->lib, name);                                         \
-		if (!c->field && (required)) {                                                     \
-			snprintf(err, errlen, "%s has no %s: CUPTI too old for PC sampling "     \
-				 "(needs CUDA 11.3+)", c->path, name);                             \
-			return -1;                                                                 \
-		}                                                                                  \
+#define BIND(field, name, required)                                             \
+	do {                                                                    \
+		*(void **)&c->field = dlsym(c->lib, name);                      \
+		if (!c->field && (required)) {                                  \
+			snprintf(err, errlen,                                   \
+				 "%s has no %s: CUPTI too old for PC sampling " \
+				 "(needs CUDA 11.3+)",                          \
+				 c->path, name);                                \
+			return -1;                                              \
+		}                                                               \
 	} while (0)
 
 int gs_cupti_open(struct gs_cupti *c, char *err, size_t errlen)

@@ -17,9 +17,9 @@
 struct gs_cupti {
 	void *lib;
 	char path[512];
-	uint32_t version;     /* cuptiGetVersion() */
-	size_t pcdata_size;   /* CUpti_PCSamplingPCData stride: 56 before v22, 64 from v22 */
-	size_t data_size;     /* CUpti_PCSamplingData.size for this version */
+	uint32_t version;   /* cuptiGetVersion() */
+	size_t pcdata_size; /* CUpti_PCSamplingPCData stride: 56 before v22, 64 from v22 */
+	size_t data_size;   /* CUpti_PCSamplingData.size for this version */
 
 	CUptiResult (*GetVersion)(uint32_t *);
 	CUptiResult (*GetResultString)(CUptiResult, const char **);
@@ -35,8 +35,10 @@ struct gs_cupti {
 	CUptiResult (*PCSamplingDisable)(CUpti_PCSamplingDisableParams *);
 	CUptiResult (*PCSamplingGetNumStallReasons)(CUpti_PCSamplingGetNumStallReasonsParams *);
 	CUptiResult (*PCSamplingGetStallReasons)(CUpti_PCSamplingGetStallReasonsParams *);
-	CUptiResult (*PCSamplingSetConfigurationAttribute)(CUpti_PCSamplingConfigurationInfoParams *);
-	CUptiResult (*PCSamplingGetConfigurationAttribute)(CUpti_PCSamplingConfigurationInfoParams *);
+	CUptiResult (*PCSamplingSetConfigurationAttribute)(
+	    CUpti_PCSamplingConfigurationInfoParams *);
+	CUptiResult (*PCSamplingGetConfigurationAttribute)(
+	    CUpti_PCSamplingConfigurationInfoParams *);
 	CUptiResult (*PCSamplingGetData)(CUpti_PCSamplingGetDataParams *);
 	CUptiResult (*GetCubinCrc)(CUpti_GetCubinCrcParams *);
 	CUptiResult (*RegisterComputeCrcCallback)(CUpti_ComputeCrcCallbackFunc); /* optional */
@@ -66,7 +68,8 @@ struct gs_subscriber_params {
 	size_t oldSubscriberSize;
 	uint8_t allowMultipleSubscribers;
 };
-#define GS_SUBSCRIBER_PARAMS_MULTI_SIZE (offsetof(struct gs_subscriber_params, allowMultipleSubscribers) + 1)
+#define GS_SUBSCRIBER_PARAMS_MULTI_SIZE \
+	(offsetof(struct gs_subscriber_params, allowMultipleSubscribers) + 1)
 /* cuptiGetVersion() from which the field is there: CUDA 13.0.1 reports
  * 130001 (CUPTI_API_VERSION), so 13.2 is taken as 130200.  A CUPTI that
  * refuses the longer struct anyway is asked again with the 13.0 size. */

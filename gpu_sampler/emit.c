@@ -10,9 +10,9 @@
 #include "agent.h"
 
 __extension__ unsigned short gpusample_record_semaphore __attribute__((unused))
-	__attribute__((section(".probes"))) __attribute__((visibility("hidden")));
+__attribute__((section(".probes"))) __attribute__((visibility("hidden")));
 __extension__ unsigned short gpusample_launch_semaphore __attribute__((unused))
-	__attribute__((section(".probes"))) __attribute__((visibility("hidden")));
+__attribute__((section(".probes"))) __attribute__((visibility("hidden")));
 
 bool gs_emit_armed(void)
 {

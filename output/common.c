@@ -44,7 +44,7 @@ static uid_t owner_uid(void)
 
 struct outfile {
 	int fd, dirfd;
-	bool replace;         /* a file of ours was there at open: exchange it */
+	bool replace; /* a file of ours was there at open: exchange it */
 	dev_t old_dev;
 	ino_t old_ino;
 	char base[256], tmp[272];
@@ -63,8 +63,10 @@ static int open_parent(const char *path, char *base, size_t baselen, char *err, 
 	int fd;
 
 	if (!*b || !strcmp(b, ".") || !strcmp(b, "..")) {
-		snprintf(err, errlen, "%s names a directory, not a file (give a file name or "
-			 "prefix, e.g. -o %s%sprofile)", path, path, slash && !slash[1] ? "" : "/");
+		snprintf(err, errlen,
+			 "%s names a directory, not a file (give a file name or "
+			 "prefix, e.g. -o %s%sprofile)",
+			 path, path, slash && !slash[1] ? "" : "/");
 		return -EISDIR;
 	}
 	if (strlen(b) >= baselen) {
@@ -82,8 +84,10 @@ static int open_parent(const char *path, char *base, size_t baselen, char *err, 
 	if (fd < 0) {
 		int rc = -errno;
 
-		snprintf(err, errlen, "cannot write %s: directory %s: %s (create it or choose "
-			 "another -o)", path, dir, strerror(-rc));
+		snprintf(err, errlen,
+			 "cannot write %s: directory %s: %s (create it or choose "
+			 "another -o)",
+			 path, dir, strerror(-rc));
 		return rc;
 	}
 	return fd;
@@ -91,8 +95,8 @@ static int open_parent(const char *path, char *base, size_t baselen, char *err, 
 
 /* May whatever is at base be replaced?  0 = nothing there, 1 = a file of
  * ours (its identity in *st), <0 = refuse (err says why). */
-static int check_existing(int dirfd, const char *base, const char *path, struct stat *st,
-			  char *err, size_t errlen)
+static int check_existing(int dirfd, const char *base, const char *path, struct stat *st, char *err,
+			  size_t errlen)
 {
 	const char *what;
 
@@ -104,12 +108,17 @@ static int check_existing(int dirfd, const char *base, const char *path, struct 
 	}
 	if (S_ISREG(st->st_mode) && st->st_uid == owner_uid() && st->st_nlink == 1)
 		return 1;
-	what = S_ISLNK(st->st_mode) ? "a symlink (symbolic link), never followed as root" : S_ISDIR(st->st_mode) ? "a directory" :
-	       S_ISFIFO(st->st_mode) ? "a FIFO" : S_ISSOCK(st->st_mode) ? "a socket" :
-	       !S_ISREG(st->st_mode) ? "a device" :
-	       st->st_nlink != 1 ? "a file with other hard links" : "a file owned by another user";
-	snprintf(err, errlen, "%s exists and is %s (uid %u); gpusample only replaces its own "
-		 "regular files: remove it or choose another -o", path, what, (unsigned)st->st_uid);
+	what = S_ISLNK(st->st_mode)    ? "a symlink (symbolic link), never followed as root"
+	       : S_ISDIR(st->st_mode)  ? "a directory"
+	       : S_ISFIFO(st->st_mode) ? "a FIFO"
+	       : S_ISSOCK(st->st_mode) ? "a socket"
+	       : !S_ISREG(st->st_mode) ? "a device"
+	       : st->st_nlink != 1     ? "a file with other hard links"
+				       : "a file owned by another user";
+	snprintf(err, errlen,
+		 "%s exists and is %s (uid %u); gpusample only replaces its own "
+		 "regular files: remove it or choose another -o",
+		 path, what, (unsigned)st->st_uid);
 	return S_ISDIR(st->st_mode) ? -EISDIR : S_ISLNK(st->st_mode) ? -ELOOP : -EEXIST;
 }
 
@@ -122,16 +131,18 @@ static int create_tmp(struct outfile *o, char *err, size_t errlen)
 		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
 			r = (uint32_t)gs_mix64((uint64_t)getpid() << 8 | (uint64_t)tries);
 		snprintf(o->tmp, sizeof(o->tmp), ".%.200s.%08x", o->base, r);
-		o->fd = openat(o->dirfd, o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-			       0644);
+		o->fd = openat(o->dirfd, o->tmp,
+			       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 		if (o->fd >= 0)
 			return 0;
 		if (errno != EEXIST)
 			break;
 	}
 	int rc = -errno;
-	snprintf(err, errlen, "cannot create %s: %s (check the directory is writable, or "
-		 "choose another -o)", o->path, strerror(-rc));
+	snprintf(err, errlen,
+		 "cannot create %s: %s (check the directory is writable, or "
+		 "choose another -o)",
+		 o->path, strerror(-rc));
 	return rc;
 }
 
@@ -155,8 +166,7 @@ static int prepare_output(struct outfile *o, const char *path, char *err, size_t
 	if ((rc = create_tmp(o, err, errlen)))
 		goto fail;
 	/* On the descriptor, never by path: the name can be swapped under us. */
-	if (g_owner_uid != (uid_t)-1 && geteuid() == 0 &&
-	    fchown(o->fd, g_owner_uid, g_owner_gid)) {
+	if (g_owner_uid != (uid_t)-1 && geteuid() == 0 && fchown(o->fd, g_owner_uid, g_owner_gid)) {
 		rc = -errno;
 		snprintf(err, errlen, "cannot give %s to uid %u: %s", path, (unsigned)g_owner_uid,
 			 strerror(-rc));
@@ -225,10 +235,11 @@ static int publish(struct outfile *o)
 		return 0;
 	}
 	if (renameat2(o->dirfd, o->tmp, o->dirfd, o->base, RENAME_EXCHANGE))
-		return errno == EINVAL ? (renameat(o->dirfd, o->tmp, o->dirfd, o->base) ? -errno : 0)
-				       : -errno;
-	if (fstatat(o->dirfd, o->tmp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    st.st_dev == o->old_dev && st.st_ino == o->old_ino) {
+		return errno == EINVAL
+			   ? (renameat(o->dirfd, o->tmp, o->dirfd, o->base) ? -errno : 0)
+			   : -errno;
+	if (fstatat(o->dirfd, o->tmp, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == o->old_dev &&
+	    st.st_ino == o->old_ino) {
 		unlinkat(o->dirfd, o->tmp, 0);
 		return 0;
 	}
@@ -251,8 +262,10 @@ int gs_output_close(int fd, int rc, char *err, size_t errlen)
 	if (close(fd) && !rc)
 		rc = -errno;
 	if (!rc && (rc = publish(o)) && err)
-		snprintf(err, errlen, "cannot put the profile at %s: %s (the path %s meanwhile; "
-			 "choose another -o)", o->path, strerror(-rc),
+		snprintf(err, errlen,
+			 "cannot put the profile at %s: %s (the path %s meanwhile; "
+			 "choose another -o)",
+			 o->path, strerror(-rc),
 			 rc == -EEXIST ? "was taken by someone else" : "could not be replaced");
 	else if (rc && err)
 		gs_output_fail(err, errlen, rc, "cannot write", o->path);
@@ -270,8 +283,7 @@ int gs_output_fail(char *err, size_t errlen, int rc, const char *what, const cha
 	return rc < 0 ? rc : -rc;
 }
 
-int gs_agg_alloc(size_t n_samples, size_t entry_size, uint32_t **table, size_t *cap,
-		 void **entries)
+int gs_agg_alloc(size_t n_samples, size_t entry_size, uint32_t **table, size_t *cap, void **entries)
 {
 	size_t c = 1024;
 	while (c < n_samples * 2)
@@ -423,13 +435,27 @@ static void json_escape(struct esc_out *o, const char *str)
 			break;
 		char tmp[8];
 		switch (*s) {
-		case '"': esc_put(o, "\\\"", 2); break;
-		case '\\': esc_put(o, "\\\\", 2); break;
-		case '\n': esc_put(o, "\\n", 2); break;
-		case '\r': esc_put(o, "\\r", 2); break;
-		case '\t': esc_put(o, "\\t", 2); break;
-		case '\b': esc_put(o, "\\b", 2); break;
-		case '\f': esc_put(o, "\\f", 2); break;
+		case '"':
+			esc_put(o, "\\\"", 2);
+			break;
+		case '\\':
+			esc_put(o, "\\\\", 2);
+			break;
+		case '\n':
+			esc_put(o, "\\n", 2);
+			break;
+		case '\r':
+			esc_put(o, "\\r", 2);
+			break;
+		case '\t':
+			esc_put(o, "\\t", 2);
+			break;
+		case '\b':
+			esc_put(o, "\\b", 2);
+			break;
+		case '\f':
+			esc_put(o, "\\f", 2);
+			break;
 		default:
 			if (*s < 0x20) {
 				snprintf(tmp, sizeof(tmp), "\\u%04x", *s);
@@ -444,13 +470,13 @@ static void json_escape(struct esc_out *o, const char *str)
 
 void gs_json_escape(struct gs_wbuf *w, const char *s)
 {
-	struct esc_out o = {.w = w};
+	struct esc_out o = { .w = w };
 	json_escape(&o, s);
 }
 
 size_t gs_json_escape_buf(const char *s, char *out, size_t outlen)
 {
-	struct esc_out o = {.buf = out, .cap = outlen};
+	struct esc_out o = { .buf = out, .cap = outlen };
 	if (outlen)
 		out[0] = 0;
 	json_escape(&o, s);
@@ -511,7 +537,9 @@ size_t gs_term_escape(const char *str, char *out, size_t outlen)
 			memcpy(tmp, s, (size_t)n);
 			k = (size_t)n;
 		} else if (*s >= 0xc2 && gs_utf8_len(s) > 1) { /* C1 or bidi control */
-			unsigned cp = *s == 0xc2 ? s[1] : ((s[0] & 0x0fu) << 12) | ((s[1] & 0x3fu) << 6) | (s[2] & 0x3fu);
+			unsigned cp = *s == 0xc2 ? s[1]
+						 : ((s[0] & 0x0fu) << 12) | ((s[1] & 0x3fu) << 6) |
+						       (s[2] & 0x3fu);
 			n = gs_utf8_len(s);
 			k = (size_t)snprintf(tmp, sizeof(tmp), "\\u%04x", cp);
 		} else {
@@ -574,7 +602,7 @@ void gs_term_view_free(struct gs_term_view *v)
 
 const char *gs_short_path(const char *path)
 {
-	static const char *const anchors[] = {"/site-packages/", "/dist-packages/"};
+	static const char *const anchors[] = { "/site-packages/", "/dist-packages/" };
 	if (!path)
 		return NULL;
 	for (size_t i = 0; i < sizeof(anchors) / sizeof(anchors[0]); i++) {
@@ -671,8 +699,8 @@ const struct gs_process *gs_find_process(const struct gs_profile *p, uint32_t pi
 
 /* ---- display frames ----------------------------------------------------- */
 
-size_t gs_location_dframes(const struct gs_profile *p, uint32_t loc_id,
-			   struct gs_dframe *out, size_t max)
+size_t gs_location_dframes(const struct gs_profile *p, uint32_t loc_id, struct gs_dframe *out,
+			   size_t max)
 {
 	const struct gs_location *loc = gs_profile_location(p, loc_id);
 	const struct gs_line *lines = &p->lines[loc->first_line];
@@ -680,25 +708,29 @@ size_t gs_location_dframes(const struct gs_profile *p, uint32_t loc_id,
 	if (!max)
 		return 0;
 	if (loc->n_lines == 0) {
-		out[n++] = (struct gs_dframe){.type = GS_DF_ADDR, .loc = loc_id,
-					      .kernel = loc->kind == GS_FRAME_KERNEL};
+		out[n++] = (struct gs_dframe){ .type = GS_DF_ADDR,
+					       .loc = loc_id,
+					       .kernel = loc->kind == GS_FRAME_KERNEL };
 		return n;
 	}
 	if (loc->kind == GS_FRAME_GPU_PC) {
 		/* [GPU] kernel (outermost line's function), inlined device
 		 * functions, then the leaf source line. */
 		const struct gs_line *k = &lines[loc->n_lines - 1];
-		out[n++] = (struct gs_dframe){.type = GS_DF_GPU_KERNEL, .fn = k->function};
+		out[n++] = (struct gs_dframe){ .type = GS_DF_GPU_KERNEL, .fn = k->function };
 		for (uint32_t i = loc->n_lines - 1; i-- > 0 && n < max;)
-			out[n++] = (struct gs_dframe){.type = GS_DF_GPU_INLINE, .fn = lines[i].function};
+			out[n++] = (struct gs_dframe){ .type = GS_DF_GPU_INLINE,
+						       .fn = lines[i].function };
 		if (lines[0].line > 0 && n < max)
-			out[n++] = (struct gs_dframe){.type = GS_DF_GPU_LINE, .fn = lines[0].function,
-						      .line = lines[0].line};
+			out[n++] = (struct gs_dframe){ .type = GS_DF_GPU_LINE,
+						       .fn = lines[0].function,
+						       .line = lines[0].line };
 		return n;
 	}
 	/* inline chain: lines[] is callee first, display is caller first */
 	for (uint32_t i = loc->n_lines; i-- > 0 && n < max;) {
-		struct gs_dframe f = {.fn = lines[i].function, .kernel = loc->kind == GS_FRAME_KERNEL};
+		struct gs_dframe f = { .fn = lines[i].function,
+				       .kernel = loc->kind == GS_FRAME_KERNEL };
 		if (loc->kind == GS_FRAME_PYTHON) {
 			f.type = GS_DF_PYLINE;
 			f.line = lines[i].line;
@@ -716,8 +748,8 @@ static const char *basename_of(const char *path)
 	return s ? s + 1 : path;
 }
 
-const char *gs_dframe_name(const struct gs_profile *p, const struct gs_dframe *f,
-			   char *buf, size_t len)
+const char *gs_dframe_name(const struct gs_profile *p, const struct gs_dframe *f, char *buf,
+			   size_t len)
 {
 	const struct gs_function *fn = NULL;
 	if (f->type != GS_DF_ADDR && f->type != GS_DF_STALL && f->fn)
@@ -729,7 +761,8 @@ const char *gs_dframe_name(const struct gs_profile *p, const struct gs_dframe *f
 	switch (f->type) {
 	case GS_DF_PYLINE:
 		if (file && f->line > 0)
-			snprintf(buf, len, "%s (%s:%" PRId64 ")", name, gs_short_path(file), f->line);
+			snprintf(buf, len, "%s (%s:%" PRId64 ")", name, gs_short_path(file),
+				 f->line);
 		else if (file)
 			snprintf(buf, len, "%s (%s)", name, gs_short_path(file));
 		else

@@ -64,8 +64,8 @@ struct fold_agg {
 	int64_t count;
 };
 
-static int aggregate(const struct gs_profile *p, enum gs_folded_kind which,
-		     struct fold_agg **out, size_t *n_out)
+static int aggregate(const struct gs_profile *p, enum gs_folded_kind which, struct fold_agg **out,
+		     size_t *n_out)
 {
 	size_t cap, n = 0;
 	uint32_t *tab;
@@ -75,12 +75,17 @@ static int aggregate(const struct gs_profile *p, enum gs_folded_kind which,
 	for (size_t i = 0; i < p->n_samples; i++) {
 		const struct gs_sample *s = &p->samples[i];
 		bool gpu = s->cuda_device >= 0;
-		int64_t c = which == GS_FOLDED_GPU ? s->values[GS_V_GPU_SAMPLES] : s->values[GS_V_SAMPLES];
+		int64_t c = which == GS_FOLDED_GPU ? s->values[GS_V_GPU_SAMPLES]
+						   : s->values[GS_V_SAMPLES];
 		if (gpu != (which == GS_FOLDED_GPU) || c <= 0)
 			continue;
-		struct fold_agg k = {.stack = s->stack, .pid = gpu ? 0 : s->pid,
-				     .reason = gpu ? s->cuda_stall_reason : 0, .comm = s->thread_name};
-		size_t h = gs_mix64(k.stack ^ ((uint64_t)k.pid << 32) ^ ((uint64_t)k.reason << 11)) & (cap - 1);
+		struct fold_agg k = { .stack = s->stack,
+				      .pid = gpu ? 0 : s->pid,
+				      .reason = gpu ? s->cuda_stall_reason : 0,
+				      .comm = s->thread_name };
+		size_t h = gs_mix64(k.stack ^ ((uint64_t)k.pid << 32) ^
+				    ((uint64_t)k.reason << 11)) &
+			   (cap - 1);
 		while (tab[h] && !(a[tab[h] - 1].stack == k.stack && a[tab[h] - 1].pid == k.pid &&
 				   a[tab[h] - 1].reason == k.reason))
 			h = (h + 1) & (cap - 1);
@@ -127,7 +132,8 @@ static size_t loc_text(const struct gs_profile *p, uint32_t loc, char *out, size
 	size_t nd = gs_location_dframes(p, loc, df, 66), o = 0;
 	for (size_t j = 0; j < nd; j++) {
 		gs_folded_escape(gs_dframe_name(p, &df[j], name, sizeof(name)), esc, sizeof(esc));
-		int k = snprintf(out + o, max - o, "%s%s%s", j ? ";" : "", esc, df[j].kernel ? "_[k]" : "");
+		int k = snprintf(out + o, max - o, "%s%s%s", j ? ";" : "", esc,
+				 df[j].kernel ? "_[k]" : "");
 		if (k < 0 || (size_t)k >= max - o)
 			return max - 1;
 		o += (size_t)k;
@@ -182,7 +188,8 @@ static void canon_free(struct canon *c)
 	free(c->off);
 }
 
-static uint64_t printed_hash(const struct gs_profile *p, const struct canon *c, const struct fold_agg *a)
+static uint64_t printed_hash(const struct gs_profile *p, const struct canon *c,
+			     const struct fold_agg *a)
 {
 	const struct gs_stack *st = &p->stacks[a->stack];
 	uint64_t h = gs_mix64(((uint64_t)a->pid << 32) ^ a->reason);
@@ -191,14 +198,15 @@ static uint64_t printed_hash(const struct gs_profile *p, const struct canon *c, 
 	return h;
 }
 
-static bool printed_eq(const struct gs_profile *p, const struct canon *c,
-		       const struct fold_agg *a, const struct fold_agg *b)
+static bool printed_eq(const struct gs_profile *p, const struct canon *c, const struct fold_agg *a,
+		       const struct fold_agg *b)
 {
 	const struct gs_stack *x = &p->stacks[a->stack], *y = &p->stacks[b->stack];
 	if (a->pid != b->pid || a->reason != b->reason || x->n != y->n)
 		return false;
 	for (uint32_t i = 0; i < x->n; i++)
-		if (c->of_loc[p->stack_locs[x->first + i]] != c->of_loc[p->stack_locs[y->first + i]])
+		if (c->of_loc[p->stack_locs[x->first + i]] !=
+		    c->of_loc[p->stack_locs[y->first + i]])
 			return false;
 	return true;
 }
@@ -241,7 +249,9 @@ static void write_line(const struct gs_profile *p, struct gs_wbuf *w, const stru
 	if (which == GS_FOLDED_CPU) {
 		const struct gs_process *pr = gs_find_process(p, a->pid);
 		snprintf(name, sizeof(name), "%s-%u",
-			 pr && pr->comm ? gs_profile_str(p, pr->comm) : a->comm ? gs_profile_str(p, a->comm) : "pid",
+			 pr && pr->comm ? gs_profile_str(p, pr->comm)
+			 : a->comm      ? gs_profile_str(p, a->comm)
+					: "pid",
 			 a->pid);
 		put_frame(w, name, false, &first);
 	}
@@ -251,10 +261,11 @@ static void write_line(const struct gs_profile *p, struct gs_wbuf *w, const stru
 	for (uint32_t i = st->n; i-- > 0;) {
 		size_t nd = gs_location_dframes(p, locs[i], df, 66);
 		for (size_t j = 0; j < nd; j++)
-			put_frame(w, gs_dframe_name(p, &df[j], name, sizeof(name)), df[j].kernel, &first);
+			put_frame(w, gs_dframe_name(p, &df[j], name, sizeof(name)), df[j].kernel,
+				  &first);
 	}
 	if (which == GS_FOLDED_GPU) {
-		struct gs_dframe sf = {.type = GS_DF_STALL, .fn = a->reason};
+		struct gs_dframe sf = { .type = GS_DF_STALL, .fn = a->reason };
 		put_frame(w, gs_dframe_name(p, &sf, name, sizeof(name)), false, &first);
 	}
 	gs_wbuf_putc(w, ' ');
@@ -262,8 +273,8 @@ static void write_line(const struct gs_profile *p, struct gs_wbuf *w, const stru
 	gs_wbuf_putc(w, '\n');
 }
 
-int gs_write_folded(const struct gs_profile *p, enum gs_folded_kind which,
-		    const char *path, char *err, size_t errlen)
+int gs_write_folded(const struct gs_profile *p, enum gs_folded_kind which, const char *path,
+		    char *err, size_t errlen)
 {
 	struct fold_agg *a;
 	size_t n;

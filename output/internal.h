@@ -41,20 +41,20 @@ enum gs_dframe_type {
 };
 
 struct gs_dframe {
-	uint8_t type;    /* enum gs_dframe_type */
-	uint8_t kernel;  /* kernel-space frame (folded adds _[k]) */
-	uint32_t fn;     /* function id (GS_DF_STALL: gs_str of the reason) */
+	uint8_t type;   /* enum gs_dframe_type */
+	uint8_t kernel; /* kernel-space frame (folded adds _[k]) */
+	uint32_t fn;    /* function id (GS_DF_STALL: gs_str of the reason) */
 	int64_t line;
-	uint32_t loc;    /* location id (GS_DF_ADDR) */
+	uint32_t loc; /* location id (GS_DF_ADDR) */
 };
 
 /* Expand location id into display frames, caller first.  Returns the count
  * written (at most max; a location expands to at most n_lines + 2). */
-size_t gs_location_dframes(const struct gs_profile *p, uint32_t loc,
-			   struct gs_dframe *out, size_t max);
+size_t gs_location_dframes(const struct gs_profile *p, uint32_t loc, struct gs_dframe *out,
+			   size_t max);
 /* Display name; returns buf. */
-const char *gs_dframe_name(const struct gs_profile *p, const struct gs_dframe *f,
-			   char *buf, size_t len);
+const char *gs_dframe_name(const struct gs_profile *p, const struct gs_dframe *f, char *buf,
+			   size_t len);
 /* File and line for viewers that show them (NULL/0 if unknown). */
 const char *gs_dframe_file(const struct gs_profile *p, const struct gs_dframe *f);
 int64_t gs_dframe_line(const struct gs_profile *p, const struct gs_dframe *f);
@@ -74,7 +74,7 @@ const struct gs_process *gs_find_process(const struct gs_profile *p, uint32_t pi
 /* Buffered writer over an fd (stdio is too slow for multi-MB JSON). */
 struct gs_wbuf {
 	int fd;
-	int err;       /* first negative errno */
+	int err; /* first negative errno */
 	size_t n;
 	char buf[1 << 16];
 };

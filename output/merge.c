@@ -97,8 +97,9 @@ static void merge_locations(struct remap *m)
 			lines[k] = m->src->lines[l->first_line + k];
 			lines[k].function = m->fn_id[lines[k].function];
 		}
-		m->loc_id[i + 1] = gs_profile_add_location(m->dst, m->map_id[l->mapping], l->address,
-							   (enum gs_frame_kind)l->kind, lines, l->n_lines);
+		m->loc_id[i + 1] = gs_profile_add_location(m->dst, m->map_id[l->mapping],
+							   l->address, (enum gs_frame_kind)l->kind,
+							   lines, l->n_lines);
 		if (!m->loc_id[i + 1])
 			m->err = -ENOMEM;
 	}
@@ -223,13 +224,16 @@ int gs_profile_merge(struct gs_profile *dst, const struct gs_profile *src, char 
 	struct remap m = { .dst = dst, .src = src };
 
 	if (!vs || (!first && !vd)) {
-		snprintf(err, errlen, "not a gpusample profile (no \"gpusample VERSION\" comment): "
+		snprintf(err, errlen,
+			 "not a gpusample profile (no \"gpusample VERSION\" comment): "
 			 "merge only profiles that gpusample wrote");
 		return -EINVAL;
 	}
 	if (!first && strcmp(vd, vs)) {
-		snprintf(err, errlen, "written by gpusample %s, the others by %s: merge profiles of one "
-			 "version (profile again, or merge with the gpusample that wrote them)", vs, vd);
+		snprintf(err, errlen,
+			 "written by gpusample %s, the others by %s: merge profiles of one "
+			 "version (profile again, or merge with the gpusample that wrote them)",
+			 vs, vd);
 		return -EINVAL;
 	}
 	m.map_id = calloc((size_t)src->n_mappings + 1, sizeof(uint32_t));

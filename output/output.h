@@ -65,7 +65,8 @@ int gs_read_pprof(const char *path, struct gs_profile *p, char *err, size_t errl
  * must come from one gpusample version (the "gpusample VERSION" comment):
  * -EINVAL with err saying which versions otherwise; -ENOMEM.  dst may be
  * half-merged after an error: free it. */
-int gs_profile_merge(struct gs_profile *dst, const struct gs_profile *src, char *err, size_t errlen);
+int gs_profile_merge(struct gs_profile *dst, const struct gs_profile *src, char *err,
+		     size_t errlen);
 /* The version in p's "gpusample VERSION" comment, NULL if none. */
 const char *gs_profile_version(const struct gs_profile *p);
 
@@ -87,8 +88,8 @@ const char *gs_profile_version(const struct gs_profile *p);
  * views stay exact, time order is exact to the step, and the file's name
  * says the step.  The pprof file always has every sample's labels. */
 #define GS_SPEEDSCOPE_MAX_BYTES ((size_t)100 << 20)
-int gs_write_speedscope_capped(const struct gs_profile *p, const char *path, size_t max_bytes, char *err,
-			       size_t errlen);
+int gs_write_speedscope_capped(const struct gs_profile *p, const char *path, size_t max_bytes,
+			       char *err, size_t errlen);
 int gs_write_speedscope(const struct gs_profile *p, const char *path, char *err, size_t errlen);
 
 /* Chrome trace-event JSON (Perfetto UI, chrome://tracing): per thread,
@@ -110,8 +111,8 @@ int gs_write_trace_capped(const struct gs_profile *p, const char *path, size_t m
  * GS_FOLDED_GPU (gpu_samples only: the _not_issued column is a subset and is
  * never added; stacks end "[GPU] kernel;...;file.cu:line;[stall] reason"). */
 enum gs_folded_kind { GS_FOLDED_CPU, GS_FOLDED_GPU };
-int gs_write_folded(const struct gs_profile *p, enum gs_folded_kind which,
-		    const char *path, char *err, size_t errlen);
+int gs_write_folded(const struct gs_profile *p, enum gs_folded_kind which, const char *path,
+		    char *err, size_t errlen);
 /* Escape one frame name for folded output (';' and newlines replaced). */
 void gs_folded_escape(const char *in, char *out, size_t outlen);
 
@@ -127,7 +128,7 @@ const char *gs_counter_name(enum gs_counter c);
 bool gs_counter_is_loss(enum gs_counter c);
 
 struct gs_report_opts {
-	unsigned top;   /* rows per table, default 15 */
+	unsigned top; /* rows per table, default 15 */
 	bool color;
 };
 /* Header, top functions (self/total), processes and threads, notes, GPU

@@ -174,10 +174,22 @@ static void pb_msg(struct pb *w, uint32_t field, const struct pb *m)
 /* ---- strings the encoder adds to the model's table ---------------------- */
 
 enum xstr {
-	XS_PID, XS_TID, XS_THREAD_NAME, XS_PROCESS_ROLE, XS_STALL, XS_DEVICE_KEY,
-	XS_DEVICE_UNIT, XS_ATTRIBUTION, XS_CPU, XS_NANOSECONDS, XS_UNKNOWN,
-	XS_TYPE0, XS_UNIT0 = XS_TYPE0 + GS_NVALUES, XS_SLABEL0 = XS_UNIT0 + GS_NVALUES,
-	XS_NLABEL0 = XS_SLABEL0 + GS_NSTR_LABELS, XS_N = XS_NLABEL0 + GS_NNUM_LABELS
+	XS_PID,
+	XS_TID,
+	XS_THREAD_NAME,
+	XS_PROCESS_ROLE,
+	XS_STALL,
+	XS_DEVICE_KEY,
+	XS_DEVICE_UNIT,
+	XS_ATTRIBUTION,
+	XS_CPU,
+	XS_NANOSECONDS,
+	XS_UNKNOWN,
+	XS_TYPE0,
+	XS_UNIT0 = XS_TYPE0 + GS_NVALUES,
+	XS_SLABEL0 = XS_UNIT0 + GS_NVALUES,
+	XS_NLABEL0 = XS_SLABEL0 + GS_NSTR_LABELS,
+	XS_N = XS_NLABEL0 + GS_NNUM_LABELS
 };
 
 /* Process root frames (profile.process_frames): CPU samples get a
@@ -195,22 +207,28 @@ struct pframe {
 
 struct enc {
 	const struct gs_profile *p;
-	int64_t x[XS_N];          /* string index of each extra string */
-	const char *extra[XS_N];  /* strings appended after the model's */
+	int64_t x[XS_N];         /* string index of each extra string */
+	const char *extra[XS_N]; /* strings appended after the model's */
 	uint32_t n_extra;
-	struct pframe *pf;        /* process root frames, n_pf of them */
+	struct pframe *pf; /* process root frames, n_pf of them */
 	uint32_t n_pf;
-	uint32_t *agg_pf;         /* per aggregated sample: pf index + 1, 0 = none */
+	uint32_t *agg_pf; /* per aggregated sample: pf index + 1, 0 = none */
 };
 
 static void extra_strings(struct enc *e)
 {
 	const char *want[XS_N] = {
-		[XS_PID] = "pid", [XS_TID] = "tid", [XS_THREAD_NAME] = "thread_name",
-		[XS_PROCESS_ROLE] = "process_role", [XS_STALL] = "cuda_stall_reason",
-		[XS_DEVICE_KEY] = "cuda_device", [XS_DEVICE_UNIT] = "device",
-		[XS_ATTRIBUTION] = "gpu_attribution", [XS_CPU] = "cpu",
-		[XS_NANOSECONDS] = "nanoseconds", [XS_UNKNOWN] = "[unknown]",
+		[XS_PID] = "pid",
+		[XS_TID] = "tid",
+		[XS_THREAD_NAME] = "thread_name",
+		[XS_PROCESS_ROLE] = "process_role",
+		[XS_STALL] = "cuda_stall_reason",
+		[XS_DEVICE_KEY] = "cuda_device",
+		[XS_DEVICE_UNIT] = "device",
+		[XS_ATTRIBUTION] = "gpu_attribution",
+		[XS_CPU] = "cpu",
+		[XS_NANOSECONDS] = "nanoseconds",
+		[XS_UNKNOWN] = "[unknown]",
 	};
 	for (int i = 0; i < GS_NVALUES; i++) {
 		want[XS_TYPE0 + i] = gs_value_type[i];
@@ -295,7 +313,7 @@ static bool agg_eq(const void *ctx, uint64_t v)
  * writer's time. */
 static int aggregate(const struct gs_profile *p, struct agg **out, size_t *n_out)
 {
-	struct gs_hmap index = {0};
+	struct gs_hmap index = { 0 };
 	struct agg *a = NULL;
 	size_t n = 0, cap = 0, g = SIZE_MAX;
 	int rc = 0;
@@ -303,9 +321,9 @@ static int aggregate(const struct gs_profile *p, struct agg **out, size_t *n_out
 		const struct gs_sample *s = &p->samples[i];
 		if (g == SIZE_MAX || !sample_key_eq(&p->samples[i - 1], s)) {
 			uint64_t h = sample_key_hash(s);
-			struct agg_eq_ctx c = {p, a, s};
+			struct agg_eq_ctx c = { p, a, s };
 			uint64_t *v = gs_hmap_find_by(&index, h, agg_eq, &c);
-			struct agg nw = {.rep = (uint32_t)i};
+			struct agg nw = { .rep = (uint32_t)i };
 			if (v)
 				g = *v;
 			else if (!(rc = GS_PUSH(a, n, cap, nw)))
@@ -380,26 +398,27 @@ static int sample_labels(const struct enc *e, const struct gs_sample *s, struct 
 {
 	int n = 0;
 	bool gpu = s->cuda_device >= 0;
-	l[n++] = (struct label){e->x[XS_PID], 0, s->pid, e->x[XS_PID]};
+	l[n++] = (struct label){ e->x[XS_PID], 0, s->pid, e->x[XS_PID] };
 	if (!gpu || s->tid)
-		l[n++] = (struct label){e->x[XS_TID], 0, s->tid, e->x[XS_TID]};
+		l[n++] = (struct label){ e->x[XS_TID], 0, s->tid, e->x[XS_TID] };
 	if (s->thread_name)
-		l[n++] = (struct label){e->x[XS_THREAD_NAME], s->thread_name, 0, 0};
+		l[n++] = (struct label){ e->x[XS_THREAD_NAME], s->thread_name, 0, 0 };
 	if (s->process_role)
-		l[n++] = (struct label){e->x[XS_PROCESS_ROLE], s->process_role, 0, 0};
+		l[n++] = (struct label){ e->x[XS_PROCESS_ROLE], s->process_role, 0, 0 };
 	if (s->cuda_stall_reason)
-		l[n++] = (struct label){e->x[XS_STALL], s->cuda_stall_reason, 0, 0};
+		l[n++] = (struct label){ e->x[XS_STALL], s->cuda_stall_reason, 0, 0 };
 	if (gpu)
-		l[n++] = (struct label){e->x[XS_DEVICE_KEY], 0, s->cuda_device, e->x[XS_DEVICE_UNIT]};
+		l[n++] = (struct label){ e->x[XS_DEVICE_KEY], 0, s->cuda_device,
+					 e->x[XS_DEVICE_UNIT] };
 	if (s->gpu_attribution)
-		l[n++] = (struct label){e->x[XS_ATTRIBUTION], s->gpu_attribution, 0, 0};
+		l[n++] = (struct label){ e->x[XS_ATTRIBUTION], s->gpu_attribution, 0, 0 };
 	for (int i = 0; i < GS_NSTR_LABELS; i++)
 		if (s->str_labels[i])
-			l[n++] = (struct label){e->x[XS_SLABEL0 + i], s->str_labels[i], 0, 0};
+			l[n++] = (struct label){ e->x[XS_SLABEL0 + i], s->str_labels[i], 0, 0 };
 	for (int i = 0; i < GS_NNUM_LABELS; i++)
 		if (s->num_set & (1u << i)) /* num_unit = key, so a 0 survives */
-			l[n++] = (struct label){e->x[XS_NLABEL0 + i], 0, s->num_labels[i],
-						e->x[XS_NLABEL0 + i]};
+			l[n++] = (struct label){ e->x[XS_NLABEL0 + i], 0, s->num_labels[i],
+						 e->x[XS_NLABEL0 + i] };
 	return n;
 }
 
@@ -472,8 +491,8 @@ static void emit_mapping(struct pb *w, struct pb *m, const struct gs_mapping *mp
 	pb_msg(w, 3, m);
 }
 
-static void emit_location(struct pb *w, struct pb *m, struct pb *lm,
-			  const struct gs_profile *p, uint32_t id)
+static void emit_location(struct pb *w, struct pb *m, struct pb *lm, const struct gs_profile *p,
+			  uint32_t id)
 {
 	const struct gs_location *l = gs_profile_location(p, id);
 	m->n = 0;
@@ -571,14 +590,15 @@ static int process_frames(struct enc *e, const struct agg *aggs, size_t n_aggs)
 			k++;
 		if (k == e->n_pf) {
 			if (k == cap) {
-				void *n = realloc(e->pf, (cap = cap ? cap * 2 : 8) * sizeof(*e->pf));
+				void *n = realloc(e->pf,
+						  (cap = cap ? cap * 2 : 8) * sizeof(*e->pf));
 				if (!n)
 					return -ENOMEM;
 				e->pf = n;
 			}
 			e->pf[k] = (struct pframe){ .role = s->process_role };
-			snprintf(e->pf[k].name, sizeof(e->pf[k].name), "%s%.80s]", PROC_FRAME_PREFIX,
-				 gs_profile_str(p, s->process_role));
+			snprintf(e->pf[k].name, sizeof(e->pf[k].name), "%s%.80s]",
+				 PROC_FRAME_PREFIX, gs_profile_str(p, s->process_role));
 			e->n_pf++;
 		}
 		e->agg_pf[i] = k + 1;
@@ -609,8 +629,8 @@ static void emit_process_frames(struct pb *w, struct pb *m, struct pb *lm, const
 
 int gs_pprof_encode(const struct gs_profile *p, uint8_t **buf, size_t *len)
 {
-	struct enc e = {.p = p};
-	struct pb w = {0}, m = {0}, sub = {0};
+	struct enc e = { .p = p };
+	struct pb w = { 0 }, m = { 0 }, sub = { 0 };
 	struct agg *aggs = NULL;
 	size_t n_aggs = 0;
 	int rc;
@@ -705,7 +725,7 @@ static int write_all(int fd, const void *b, size_t n)
  * like Go's runtime/pprof: multi-MB profiles compress ~5x either way. */
 static int gzip_to_fd(int fd, const uint8_t *data, size_t len)
 {
-	z_stream z = {0};
+	z_stream z = { 0 };
 	uint8_t out[1 << 16];
 	int rc = 0;
 	if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
@@ -805,7 +825,7 @@ static bool rd_field(struct pbr *r, uint32_t *field, int *wt, uint64_t *val, str
 			r->err = -EBADMSG;
 			break;
 		}
-		*sub = (struct pbr){.p = r->p, .end = r->p + n};
+		*sub = (struct pbr){ .p = r->p, .end = r->p + n };
 		r->p += n;
 		break;
 	}
@@ -816,7 +836,8 @@ static bool rd_field(struct pbr *r, uint32_t *field, int *wt, uint64_t *val, str
 }
 
 /* Repeated scalar, packed (WT_LEN) or not: call fn for each value. */
-static void rd_repeated(int wt, uint64_t val, struct pbr *sub, void (*fn)(void *, uint64_t), void *ctx)
+static void rd_repeated(int wt, uint64_t val, struct pbr *sub, void (*fn)(void *, uint64_t),
+			void *ctx)
 {
 	if (wt == WT_VARINT) {
 		fn(ctx, val);
@@ -898,10 +919,10 @@ static uint32_t idmap_get(const struct idmap *m, uint64_t k)
 struct dec {
 	struct gs_profile *p;
 	struct pbr whole;
-	gs_str *str;      /* file string index -> model gs_str */
+	gs_str *str; /* file string index -> model gs_str */
 	size_t n_str;
 	struct idmap maps, fns, locs;
-	int col[16];      /* file sample column -> enum gs_value, -1 = ignored */
+	int col[16]; /* file sample column -> enum gs_value, -1 = ignored */
 	int n_cols;
 	struct u64vec kinds, notes;
 	size_t n_maps, n_fns, n_locs; /* counted in the first pass */
@@ -971,18 +992,34 @@ static void dec_meta(struct dec *d, struct pbr m)
 		else if (f == 6)
 			rd_repeated(wt, v, &sub, u64vec_push, &d->kinds);
 		else if (f == 4 && wt == WT_LEN) {
-			struct gs_process pr = {0};
+			struct gs_process pr = { 0 };
 			struct pbr s2;
 			while (rd_field(&sub, &f, &wt, &v, &s2)) {
 				switch (f) {
-				case 1: pr.pid = (uint32_t)v; break;
-				case 2: pr.ppid = (uint32_t)v; break;
-				case 3: pr.comm = dstr(d, v); break;
-				case 4: pr.role = dstr(d, v); break;
-				case 5: pr.python = dstr(d, v); break;
-				case 6: pr.gpu = dstr(d, v); break;
-				case 7: pr.cpu_samples = v; break;
-				case 8: pr.exited = v != 0; break;
+				case 1:
+					pr.pid = (uint32_t)v;
+					break;
+				case 2:
+					pr.ppid = (uint32_t)v;
+					break;
+				case 3:
+					pr.comm = dstr(d, v);
+					break;
+				case 4:
+					pr.role = dstr(d, v);
+					break;
+				case 5:
+					pr.python = dstr(d, v);
+					break;
+				case 6:
+					pr.gpu = dstr(d, v);
+					break;
+				case 7:
+					pr.cpu_samples = v;
+					break;
+				case 8:
+					pr.exited = v != 0;
+					break;
 				}
 			}
 			gs_profile_add_process(d->p, &pr);
@@ -1015,20 +1052,40 @@ static int dec_tables(struct dec *d)
 			break;
 		}
 		case 3: { /* mapping */
-			struct gs_mapping m = {0};
+			struct gs_mapping m = { 0 };
 			uint64_t id = 0;
 			while (rd_field(&sub, &g, &wt2, &v2, &s2)) {
 				switch (g) {
-				case 1: id = v2; break;
-				case 2: m.start = v2; break;
-				case 3: m.limit = v2; break;
-				case 4: m.offset = v2; break;
-				case 5: m.file = dstr(d, v2); break;
-				case 6: m.build_id = dstr(d, v2); break;
-				case 7: m.has_functions = v2; break;
-				case 8: m.has_filenames = v2; break;
-				case 9: m.has_lines = v2; break;
-				case 10: m.has_inlines = v2; break;
+				case 1:
+					id = v2;
+					break;
+				case 2:
+					m.start = v2;
+					break;
+				case 3:
+					m.limit = v2;
+					break;
+				case 4:
+					m.offset = v2;
+					break;
+				case 5:
+					m.file = dstr(d, v2);
+					break;
+				case 6:
+					m.build_id = dstr(d, v2);
+					break;
+				case 7:
+					m.has_functions = v2;
+					break;
+				case 8:
+					m.has_filenames = v2;
+					break;
+				case 9:
+					m.has_lines = v2;
+					break;
+				case 10:
+					m.has_inlines = v2;
+					break;
 				}
 			}
 			uint32_t mid = gs_profile_add_mapping(p, &m);
@@ -1038,15 +1095,25 @@ static int dec_tables(struct dec *d)
 			break;
 		}
 		case 5: { /* function */
-			struct gs_function fn = {0};
+			struct gs_function fn = { 0 };
 			uint64_t id = 0;
 			while (rd_field(&sub, &g, &wt2, &v2, &s2)) {
 				switch (g) {
-				case 1: id = v2; break;
-				case 2: fn.name = dstr(d, v2); break;
-				case 3: fn.system_name = dstr(d, v2); break;
-				case 4: fn.file = dstr(d, v2); break;
-				case 5: fn.start_line = (int64_t)v2; break;
+				case 1:
+					id = v2;
+					break;
+				case 2:
+					fn.name = dstr(d, v2);
+					break;
+				case 3:
+					fn.system_name = dstr(d, v2);
+					break;
+				case 4:
+					fn.file = dstr(d, v2);
+					break;
+				case 5:
+					fn.start_line = (int64_t)v2;
+					break;
 				}
 			}
 			uint32_t fid = gs_profile_add_function(p, &fn);
@@ -1055,11 +1122,17 @@ static int dec_tables(struct dec *d)
 			idmap_put(&d->fns, id, fid);
 			break;
 		}
-		case 9: p->time_nanos = v; break;
-		case 10: p->duration_nanos = v; break;
-		case 12: p->period_ns = (int64_t)v; break;
+		case 9:
+			p->time_nanos = v;
+			break;
+		case 10:
+			p->duration_nanos = v;
+			break;
+		case 12:
+			p->period_ns = (int64_t)v;
+			break;
 		case 13: {
-			struct u64vec c = {0};
+			struct u64vec c = { 0 };
 			rd_repeated(wt, v, &sub, u64vec_push, &c);
 			for (size_t i = 0; i < c.n; i++)
 				gs_profile_add_comment(p, "%s", gs_profile_str(p, dstr(d, c.v[i])));
@@ -1125,7 +1198,7 @@ static int dec_locations(struct dec *d)
 			else if (g == 3)
 				address = v2;
 			else if (g == 4 && wt2 == WT_LEN && n < 64) {
-				lines[n] = (struct gs_line){0};
+				lines[n] = (struct gs_line){ 0 };
 				while (rd_field(&s2, &h, &wt3, &v3, &s3)) {
 					if (h == 1 && !(lines[n].function = idmap_get(&d->fns, v3)))
 						return -EBADMSG; /* function_id without a Function */
@@ -1213,14 +1286,14 @@ static int dec_samples(struct dec *d)
 	uint32_t f, g;
 	int wt, wt2;
 	uint64_t v, v2;
-	struct u64vec locs = {0}, vals = {0};
+	struct u64vec locs = { 0 }, vals = { 0 };
 	uint32_t *ids = NULL;
 	size_t ids_cap = 0;
 	int rc = 0;
 	while (!rc && rd_field(&r, &f, &wt, &v, &sub)) {
 		if (f != 2 || wt != WT_LEN)
 			continue;
-		struct gs_sample s = {.cuda_device = -1};
+		struct gs_sample s = { .cuda_device = -1 };
 		locs.n = vals.n = 0;
 		while (rd_field(&sub, &g, &wt2, &v2, &s2)) {
 			if (g == 1)
@@ -1281,8 +1354,9 @@ static int derive_processes(struct gs_profile *p)
 			continue;
 		struct gs_process *pr = (struct gs_process *)gs_find_process(p, s->pid);
 		if (!pr) {
-			struct gs_process np = {.pid = s->pid, .comm = s->thread_name,
-						.role = s->process_role};
+			struct gs_process np = { .pid = s->pid,
+						 .comm = s->thread_name,
+						 .role = s->process_role };
 			if (gs_profile_add_process(p, &np))
 				return -ENOMEM;
 			pr = &p->processes[p->n_processes - 1];
@@ -1301,7 +1375,7 @@ static int derive_processes(struct gs_profile *p)
 
 static int check_totals(const struct gs_profile *p)
 {
-	int64_t tot[GS_NVALUES] = {0};
+	int64_t tot[GS_NVALUES] = { 0 };
 
 	/* readers compute samples * period_ns (CPU time of sample counts) */
 	if (p->period_ns < 0 || p->period_ns > ((int64_t)1 << 40))
@@ -1340,7 +1414,9 @@ static int decode(struct dec *d)
 	if (rc)
 		return rc;
 	struct gs_profile *p = d->p;
-	p->frequency_hz = d->freq ? d->freq : p->period_ns > 0 ? (uint32_t)(1000000000 / p->period_ns) : 0;
+	p->frequency_hz = d->freq            ? d->freq
+			  : p->period_ns > 0 ? (uint32_t)(1000000000 / p->period_ns)
+					     : 0;
 	p->lost_samples = d->lost;
 	for (size_t i = 0; i < d->notes.n; i++)
 		gs_profile_add_note(p, "%s", gs_profile_str(p, dstr(d, d->notes.v[i])));
@@ -1390,7 +1466,7 @@ static int slurp(const char *path, uint8_t **out, size_t *out_len)
 		*out_len = n;
 		return 0;
 	}
-	z_stream z = {0};
+	z_stream z = { 0 };
 	if (inflateInit2(&z, 15 + 32) != Z_OK) {
 		free(raw);
 		return -ENOMEM;
@@ -1449,15 +1525,16 @@ int gs_read_pprof(const char *path, struct gs_profile *p, char *err, size_t errl
 	int rc = slurp(path, &buf, &len);
 	if (rc) {
 		if (err && rc == -EFBIG)
-			snprintf(err, errlen, "cannot read %s: it is (or decompresses to) more than %zu MiB, "
-				 "gpusample's limit for one profile; is it really a pprof profile?", path,
-				 GS_PPROF_MAX_BYTES >> 20);
+			snprintf(err, errlen,
+				 "cannot read %s: it is (or decompresses to) more than %zu MiB, "
+				 "gpusample's limit for one profile; is it really a pprof profile?",
+				 path, GS_PPROF_MAX_BYTES >> 20);
 		else if (err)
 			snprintf(err, errlen, "cannot read %s: %s", path,
 				 rc == -EBADMSG ? "corrupt gzip data" : strerror(-rc));
 		return rc;
 	}
-	struct dec d = {.p = p, .whole = {.p = buf, .end = buf + len}};
+	struct dec d = { .p = p, .whole = { .p = buf, .end = buf + len } };
 	for (int i = 0; i < 16; i++)
 		d.col[i] = -1;
 	rc = decode(&d);
@@ -1472,6 +1549,6 @@ int gs_read_pprof(const char *path, struct gs_profile *p, char *err, size_t errl
 		snprintf(err, errlen, "cannot read %s: %s", path,
 			 rc == -EBADMSG ? "not a valid pprof profile (profile.proto, gzip or plain)"
 			 : rc == -EOVERFLOW ? "sample values add up past 2^61: not a real profile"
-					     : strerror(-rc));
+					    : strerror(-rc));
 	return rc;
 }

@@ -221,9 +221,9 @@ uint32_t gs_profile_add_function(struct gs_profile *p, const struct gs_function 
 	return p->n_functions;
 }
 
-uint32_t gs_profile_add_location(struct gs_profile *p, uint32_t mapping,
-				 uint64_t address, enum gs_frame_kind kind,
-				 const struct gs_line *lines, uint32_t n_lines)
+uint32_t gs_profile_add_location(struct gs_profile *p, uint32_t mapping, uint64_t address,
+				 enum gs_frame_kind kind, const struct gs_line *lines,
+				 uint32_t n_lines)
 {
 	if (GROW(p->locations, p->cap_locations, (size_t)p->n_locations + 1) ||
 	    GROW(p->lines, p->cap_lines, (size_t)p->n_lines + n_lines))
@@ -263,7 +263,8 @@ int64_t gs_profile_add_stack(struct gs_profile *p, const uint32_t *locs, uint32_
 		uint32_t mask = p->stack_hash_cap - 1;
 		for (uint32_t h = (uint32_t)hv & mask; p->stack_hash[h]; h = (h + 1) & mask) {
 			const struct gs_stack *s = &p->stacks[p->stack_hash[h] - 1];
-			if (s->n == n && (n == 0 || memcmp(&p->stack_locs[s->first], locs, n * sizeof(*locs)) == 0))
+			if (s->n == n && (n == 0 || memcmp(&p->stack_locs[s->first], locs,
+							   n * sizeof(*locs)) == 0))
 				return p->stack_hash[h] - 1;
 		}
 	}
@@ -314,8 +315,8 @@ int gs_profile_add_process(struct gs_profile *p, const struct gs_process *proc)
 	return 0;
 }
 
-static int add_fmt(struct gs_profile *p, gs_str **arr, uint32_t *n, uint32_t *cap,
-		   const char *fmt, va_list ap)
+static int add_fmt(struct gs_profile *p, gs_str **arr, uint32_t *n, uint32_t *cap, const char *fmt,
+		   va_list ap)
 {
 	char *s = NULL;
 	if (vasprintf(&s, fmt, ap) < 0)

@@ -22,8 +22,8 @@ struct rpt {
 	FILE *out;
 	unsigned top;
 	bool color;
-	uint8_t *fn_kind;   /* frame kind of each function's first location */
-	int64_t cpu_total;  /* CPU samples */
+	uint8_t *fn_kind;  /* frame kind of each function's first location */
+	int64_t cpu_total; /* CPU samples */
 };
 
 static void heading(struct rpt *r, const char *s)
@@ -51,15 +51,15 @@ static const char *fn_display(struct rpt *r, uint32_t id, char *buf, size_t len)
 {
 	const struct gs_profile *p = r->p;
 	if (id > p->n_functions) { /* address-only location */
-		struct gs_dframe df = {.type = GS_DF_ADDR, .loc = id - p->n_functions};
+		struct gs_dframe df = { .type = GS_DF_ADDR, .loc = id - p->n_functions };
 		return gs_dframe_name(p, &df, buf, len);
 	}
 	const struct gs_function *f = gs_profile_function(p, id);
 	const char *name = f->name ? gs_profile_str(p, f->name) : "[unknown]";
 	char tmp[512];
 	if (r->fn_kind[id] == GS_FRAME_PYTHON && f->file)
-		snprintf(buf, len, "%s (%s:%" PRId64 ")", name, gs_short_path(gs_profile_str(p, f->file)),
-			 f->start_line);
+		snprintf(buf, len, "%s (%s:%" PRId64 ")", name,
+			 gs_short_path(gs_profile_str(p, f->file)), f->start_line);
 	else if (r->fn_kind[id] == GS_FRAME_KERNEL)
 		snprintf(buf, len, "%s [kernel]", name);
 	else
@@ -100,13 +100,14 @@ static void header(struct rpt *r, int64_t gpu_total)
 	char d[32];
 	fmt_ns(d, sizeof(d), (int64_t)p->duration_nanos);
 	fprintf(r->out, r->color ? "\033[1mgpusample report\033[0m\n" : "gpusample report\n");
-	fprintf(r->out, "  duration %s, %u Hz, %" PRId64 " CPU samples, %" PRIu64 " lost",
-		d, p->frequency_hz, r->cpu_total, p->lost_samples);
+	fprintf(r->out, "  duration %s, %u Hz, %" PRId64 " CPU samples, %" PRIu64 " lost", d,
+		p->frequency_hz, r->cpu_total, p->lost_samples);
 	if (gpu_total)
 		fprintf(r->out, ", %" PRId64 " GPU PC samples", gpu_total);
 	fprintf(r->out, ", %u process%s\n", p->n_processes, p->n_processes == 1 ? "" : "es");
 	if (p->lost_samples && r->cpu_total)
-		fprintf(r->out, "  note: %.1f%% of CPU samples were lost (ring buffer full); "
+		fprintf(r->out,
+			"  note: %.1f%% of CPU samples were lost (ring buffer full); "
 			"lower -F or raise the buffer size\n",
 			pct((int64_t)p->lost_samples, r->cpu_total + (int64_t)p->lost_samples));
 	dropped(r);
@@ -175,18 +176,20 @@ static int top_functions(struct rpt *r, const int64_t *stack_cpu)
 	size_t n = 0;
 	for (uint32_t id = 1; id < n_rows; id++)
 		if (rows[id].total)
-			rows[n++] = (struct fn_row){id, rows[id].self, rows[id].total};
+			rows[n++] = (struct fn_row){ id, rows[id].self, rows[id].total };
 	char name[256];
 	for (int pass = 0; pass < 2 && n; pass++) {
 		qsort(rows, n, sizeof(*rows), pass ? cmp_total : cmp_self);
 		heading(r, pass ? "Top functions by total CPU (self + callees)"
 				: "Top functions by self CPU");
-		fprintf(r->out, "  %7s %6s %7s %6s  %s\n", "self", "self%", "total", "total%", "function");
+		fprintf(r->out, "  %7s %6s %7s %6s  %s\n", "self", "self%", "total", "total%",
+			"function");
 		for (size_t i = 0; i < n && i < r->top; i++) {
 			if (!pass && !rows[i].self)
 				break;
-			fprintf(r->out, "  %7" PRId64 " %5.1f%% %7" PRId64 " %5.1f%%  %s\n", rows[i].self,
-				pct(rows[i].self, r->cpu_total), rows[i].total, pct(rows[i].total, r->cpu_total),
+			fprintf(r->out, "  %7" PRId64 " %5.1f%% %7" PRId64 " %5.1f%%  %s\n",
+				rows[i].self, pct(rows[i].self, r->cpu_total), rows[i].total,
+				pct(rows[i].total, r->cpu_total),
 				fn_display(r, rows[i].fn, name, sizeof(name)));
 		}
 	}
@@ -214,7 +217,7 @@ static struct thr *collect_threads(const struct gs_profile *p, size_t *n_out)
 {
 	struct thr *t = NULL;
 	size_t cap = 0, n = 0;
-	struct gs_hmap by_tid = {0}; /* pid << 32 | tid -> index in t */
+	struct gs_hmap by_tid = { 0 }; /* pid << 32 | tid -> index in t */
 	for (size_t i = 0; i < p->n_samples; i++) {
 		const struct gs_sample *s = &p->samples[i];
 		if (!is_cpu(s) || s->values[GS_V_SAMPLES] <= 0)
@@ -226,8 +229,10 @@ static struct thr *collect_threads(const struct gs_profile *p, size_t *n_out)
 		if (added) {
 			if (GS_GROW(t, cap, n + 1))
 				goto fail;
-			t[n] = (struct thr){.pid = s->pid, .tid = s->tid, .name = s->thread_name,
-					    .role = s->process_role};
+			t[n] = (struct thr){ .pid = s->pid,
+					     .tid = s->tid,
+					     .name = s->thread_name,
+					     .role = s->process_role };
 			*k = n++;
 		}
 		t[*k].samples += s->values[GS_V_SAMPLES];
@@ -263,20 +268,23 @@ static void processes_and_threads(struct rpt *r, struct thr *t, size_t n)
 		}
 		shown++;
 		fprintf(r->out, "  %7u %-16s %-11s %8" PRId64 " %5.1f%%  %-16s %s%s\n", pr->pid,
-			gs_profile_str(p, pr->comm), pr->role ? gs_profile_str(p, pr->role) : "-", c,
-			pct(c, r->cpu_total), pr->python ? gs_profile_str(p, pr->python) : "-",
+			gs_profile_str(p, pr->comm), pr->role ? gs_profile_str(p, pr->role) : "-",
+			c, pct(c, r->cpu_total), pr->python ? gs_profile_str(p, pr->python) : "-",
 			pr->gpu ? gs_profile_str(p, pr->gpu) : "-", pr->exited ? " (exited)" : "");
 	}
 	if (quiet)
-		fprintf(r->out, "  ... %u more processes (no CPU samples, or beyond the first %u)\n", quiet,
+		fprintf(r->out,
+			"  ... %u more processes (no CPU samples, or beyond the first %u)\n", quiet,
 			4 * r->top);
 	qsort(t, n, sizeof(*t), cmp_thr);
 	heading(r, "Threads");
-	fprintf(r->out, "  %7s %7s %-16s %-11s %8s %6s\n", "pid", "tid", "thread", "role", "samples", "cpu%");
+	fprintf(r->out, "  %7s %7s %-16s %-11s %8s %6s\n", "pid", "tid", "thread", "role",
+		"samples", "cpu%");
 	for (size_t j = 0; j < n && j < r->top; j++)
 		fprintf(r->out, "  %7u %7u %-16s %-11s %8" PRId64 " %5.1f%%\n", t[j].pid, t[j].tid,
 			t[j].name ? gs_profile_str(p, t[j].name) : "?",
-			t[j].role ? gs_profile_str(p, t[j].role) : "-", t[j].samples, pct(t[j].samples, r->cpu_total));
+			t[j].role ? gs_profile_str(p, t[j].role) : "-", t[j].samples,
+			pct(t[j].samples, r->cpu_total));
 	if (n > r->top)
 		fprintf(r->out, "  ... %zu more threads\n", n - r->top);
 }
@@ -326,9 +334,10 @@ static struct cnt *cnt_find(const struct counter *c, const struct cnt_key *k, ui
 	return i ? &c->e[*i] : NULL;
 }
 
-static int cnt_add(struct counter *c, uint32_t tag, uint32_t kfn, uint64_t a, uint64_t b, int64_t v, int64_t ni)
+static int cnt_add(struct counter *c, uint32_t tag, uint32_t kfn, uint64_t a, uint64_t b, int64_t v,
+		   int64_t ni)
 {
-	struct cnt_key key = {c, tag, kfn, a, b};
+	struct cnt_key key = { c, tag, kfn, a, b };
 	uint64_t h = cnt_hash(tag, kfn, a, b);
 	struct cnt *e = cnt_find(c, &key, h);
 	if (e) {
@@ -338,7 +347,7 @@ static int cnt_add(struct counter *c, uint32_t tag, uint32_t kfn, uint64_t a, ui
 	}
 	if (GS_GROW(c->e, c->cap, c->n + 1) || gs_hmap_add(&c->index, h, c->n))
 		return -ENOMEM;
-	c->e[c->n++] = (struct cnt){tag, kfn, a, b, v, ni};
+	c->e[c->n++] = (struct cnt){ tag, kfn, a, b, v, ni };
 	return 0;
 }
 
@@ -444,7 +453,7 @@ static int gpu_section(struct rpt *r, int64_t gpu_total, int64_t gpu_ni, uint32_
 		       gs_str *top_reason, int64_t *top_reason_n)
 {
 	const struct gs_profile *p = r->p;
-	struct counter c = {0};
+	struct counter c = { 0 };
 	int64_t unknown = 0;
 	int rc = 0;
 	for (size_t i = 0; i < p->n_samples && !rc; i++) {
@@ -463,28 +472,35 @@ static int gpu_section(struct rpt *r, int64_t gpu_total, int64_t gpu_ni, uint32_
 		rc = rc ? rc : cnt_add(&c, T_REASON, 0, s->cuda_stall_reason, 0, v, ni);
 		/* line 0: the cubin has no line info for that PC */
 		if (ll && ll->line > 0)
-			rc = rc ? rc : cnt_add(&c, T_LINE, kfn, ll->function, (uint64_t)ll->line, v, ni);
-		rc = rc ? rc : cnt_add(&c, T_LAUNCH, kfn, unk ? 0 : launch[0],
-				       unk ? T_LAUNCH_UNKNOWN : launch[1], v, ni);
+			rc = rc ? rc
+				: cnt_add(&c, T_LINE, kfn, ll->function, (uint64_t)ll->line, v, ni);
+		rc = rc ? rc
+			: cnt_add(&c, T_LAUNCH, kfn, unk ? 0 : launch[0],
+				  unk ? T_LAUNCH_UNKNOWN : launch[1], v, ni);
 	}
 	if (rc)
 		goto out;
 	qsort(c.e, c.n, sizeof(*c.e), cmp_cnt);
 	char title[160], name[256], tmp[256];
-	snprintf(title, sizeof(title), "GPU: %" PRId64 " PC samples (%" PRId64 " not issued)", gpu_total, gpu_ni);
+	snprintf(title, sizeof(title), "GPU: %" PRId64 " PC samples (%" PRId64 " not issued)",
+		 gpu_total, gpu_ni);
 	heading(r, title);
 	size_t rb, re;
 	cnt_range(&c, T_REASON, 0, &rb, &re);
 	fprintf(r->out, "  stall reasons:");
 	for (size_t i = rb; i < re && i < rb + 6; i++)
 		fprintf(r->out, "%s %s %.1f%%", i == rb ? "" : ",",
-			c.e[i].a ? gs_profile_str(p, (gs_str)c.e[i].a) : "unknown", pct(c.e[i].v, gpu_total));
+			c.e[i].a ? gs_profile_str(p, (gs_str)c.e[i].a) : "unknown",
+			pct(c.e[i].v, gpu_total));
 	fprintf(r->out, "\n");
 	if (unknown)
-		fprintf(r->out, "  %" PRId64 " samples (%.1f%%) are under [unknown launch]: their kernels' "
-			"launches were never seen\n  (launched before gpusample attached, or skipped by "
-			"1-in-N launch sampling); attach earlier or start the job under gpusample\n",
-			unknown, pct(unknown, gpu_total));
+		fprintf(
+		    r->out,
+		    "  %" PRId64 " samples (%.1f%%) are under [unknown launch]: their kernels' "
+		    "launches were never seen\n  (launched before gpusample attached, or skipped "
+		    "by "
+		    "1-in-N launch sampling); attach earlier or start the job under gpusample\n",
+		    unknown, pct(unknown, gpu_total));
 	if (re > rb) {
 		*top_reason = (gs_str)c.e[rb].a;
 		*top_reason_n = c.e[rb].v;
@@ -496,39 +512,47 @@ static int gpu_section(struct rpt *r, int64_t gpu_total, int64_t gpu_ni, uint32_
 		*top_kernel = (uint32_t)c.e[kb].a;
 	for (size_t k = kb; k < ke && k < kb + r->top; k++) {
 		uint32_t kfn = (uint32_t)c.e[k].a;
-		const char *kname = kfn ? gs_short_cxx_name(gs_profile_str(p, gs_profile_function(p, kfn)->name),
-							    tmp, sizeof(tmp)) : "[unknown kernel]";
-		fprintf(r->out, "  %8" PRId64 " %5.1f%%  %s\n", c.e[k].v, pct(c.e[k].v, gpu_total), kname);
+		const char *kname =
+		    kfn ? gs_short_cxx_name(gs_profile_str(p, gs_profile_function(p, kfn)->name),
+					    tmp, sizeof(tmp))
+			: "[unknown kernel]";
+		fprintf(r->out, "  %8" PRId64 " %5.1f%%  %s\n", c.e[k].v, pct(c.e[k].v, gpu_total),
+			kname);
 		size_t b, e;
 		cnt_range(&c, T_REASON, kfn, &b, &e);
 		fprintf(r->out, "      stalls:");
 		for (size_t i = b; i < e && i < b + 3; i++)
 			fprintf(r->out, "%s %s %.0f%%", i == b ? "" : ",",
-				c.e[i].a ? gs_profile_str(p, (gs_str)c.e[i].a) : "unknown", pct(c.e[i].v, c.e[k].v));
+				c.e[i].a ? gs_profile_str(p, (gs_str)c.e[i].a) : "unknown",
+				pct(c.e[i].v, c.e[k].v));
 		fprintf(r->out, "\n");
 		cnt_range(&c, T_LINE, kfn, &b, &e);
 		if (e == b && kfn)
 			fprintf(r->out, "      hottest lines: none (cubin built without -lineinfo: "
-				"kernel-level attribution only)\n");
+					"kernel-level attribution only)\n");
 		if (e > b) {
 			fprintf(r->out, "      hottest lines:");
 			for (size_t i = b; i < e && i < b + 3; i++) {
-				const struct gs_function *f = c.e[i].a ? gs_profile_function(p, (uint32_t)c.e[i].a) : NULL;
+				const struct gs_function *f =
+				    c.e[i].a ? gs_profile_function(p, (uint32_t)c.e[i].a) : NULL;
 				const char *file = f && f->file ? gs_profile_str(p, f->file) : "?";
 				const char *slash = strrchr(file, '/');
 				fprintf(r->out, "%s %s:%" PRIu64 " %.0f%%", i == b ? "" : ",",
-					slash ? slash + 1 : file, c.e[i].b, pct(c.e[i].v, c.e[k].v));
+					slash ? slash + 1 : file, c.e[i].b,
+					pct(c.e[i].v, c.e[k].v));
 			}
 			fprintf(r->out, "\n");
 		}
 		cnt_range(&c, T_LAUNCH, kfn, &b, &e);
 		for (size_t i = b; i < e && i < b + 3; i++) {
 			launch_site_name(p, &c.e[i], name, sizeof(name));
-			fprintf(r->out, "      %s %3.0f%%  %s\n", i == b ? "launched from:" : "              ",
+			fprintf(r->out, "      %s %3.0f%%  %s\n",
+				i == b ? "launched from:" : "              ",
 				pct(c.e[i].v, c.e[k].v), name);
 		}
 		if (e - b > 3)
-			fprintf(r->out, "                     ... %zu more launch sites\n", e - b - 3);
+			fprintf(r->out, "                     ... %zu more launch sites\n",
+				e - b - 3);
 	}
 	if (ke - kb > r->top)
 		fprintf(r->out, "  ... %zu more kernels\n", ke - kb - r->top);
@@ -540,19 +564,21 @@ out:
 
 /* ---- where the time goes (output/report_wall.c) --------------------------- */
 
-static int where_time_goes(struct rpt *r, uint32_t top_kernel, gs_str top_reason, int64_t top_reason_n,
-			   int64_t gpu_total)
+static int where_time_goes(struct rpt *r, uint32_t top_kernel, gs_str top_reason,
+			   int64_t top_reason_n, int64_t gpu_total)
 {
 	const struct gs_profile *p = r->p;
 	char kname[256] = "", line[512];
 	if (!gpu_total)
 		return gs_report_wall(p, r->out, r->color, NULL);
 	if (top_kernel)
-		gs_short_cxx_name(gs_profile_str(p, gs_profile_function(p, top_kernel)->name), kname,
-				  sizeof(kname));
-	snprintf(line, sizeof(line), "GPU compute: %" PRId64 " PC samples; top kernel %s; top stall %s (%.0f%%)",
+		gs_short_cxx_name(gs_profile_str(p, gs_profile_function(p, top_kernel)->name),
+				  kname, sizeof(kname));
+	snprintf(line, sizeof(line),
+		 "GPU compute: %" PRId64 " PC samples; top kernel %s; top stall %s (%.0f%%)",
 		 gpu_total, top_kernel ? kname : "[unknown]",
-		 top_reason ? gs_profile_str(p, top_reason) : "unknown", pct(top_reason_n, gpu_total));
+		 top_reason ? gs_profile_str(p, top_reason) : "unknown",
+		 pct(top_reason_n, gpu_total));
 	return gs_report_wall(p, r->out, r->color, line);
 }
 
@@ -560,7 +586,9 @@ static int where_time_goes(struct rpt *r, uint32_t top_kernel, gs_str top_reason
 
 static int write_report(const struct gs_profile *p, const struct gs_report_opts *o, FILE *out)
 {
-	struct rpt r = {.p = p, .out = out, .top = o && o->top ? o->top : 15, .color = o && o->color};
+	struct rpt r = {
+		.p = p, .out = out, .top = o && o->top ? o->top : 15, .color = o && o->color
+	};
 	int64_t *stack_cpu = calloc(p->n_stacks + 1, sizeof(*stack_cpu));
 	r.fn_kind = calloc(p->n_functions + 1, 1);
 	int rc = 0;

@@ -131,7 +131,8 @@ static void print_excess(FILE *out, const struct rank_split *r, size_t n, size_t
 	int shown = 0;
 
 	for (int c = 0; c < GS_NWALL_CATS; c++)
-		d[c] = c == GS_WALL_COLLECTIVE ? 0 : (double)r[s].x.ns[c] - cat_median(r, n, c, s, tmp);
+		d[c] = c == GS_WALL_COLLECTIVE ? 0
+					       : (double)r[s].x.ns[c] - cat_median(r, n, c, s, tmp);
 	while (shown < 3) {
 		int best = -1;
 
@@ -141,8 +142,9 @@ static void print_excess(FILE *out, const struct rank_split *r, size_t n, size_t
 		if (best < 0)
 			break;
 		fprintf(out, "%s %s (+%.2f s: %.2f s, %.0f%% of its wall time)",
-			shown ? "," : "; it spends more than the others in", gs_wall_cat_name[best], d[best] / 1e9,
-			(double)r[s].x.ns[best] / 1e9, 100.0 * (double)r[s].x.ns[best] / (double)r[s].x.total_ns);
+			shown ? "," : "; it spends more than the others in", gs_wall_cat_name[best],
+			d[best] / 1e9, (double)r[s].x.ns[best] / 1e9,
+			100.0 * (double)r[s].x.ns[best] / (double)r[s].x.total_ns);
 		d[best] = 0;
 		shown++;
 	}
@@ -159,11 +161,14 @@ static void straggler(FILE *out, const struct rank_split *r, size_t n, uint64_t 
 	others = cat_median(r, n, GS_WALL_COLLECTIVE, s, tmp);
 	/* The others must wait clearly longer, by a real share of the run. */
 	if (others < 2.0 * (double)r[s].x.ns[GS_WALL_COLLECTIVE] + 1 ||
-	    others - (double)r[s].x.ns[GS_WALL_COLLECTIVE] < 0.05 * cat_median(r, n, GS_NWALL_CATS, s, tmp)) {
+	    others - (double)r[s].x.ns[GS_WALL_COLLECTIVE] <
+		0.05 * cat_median(r, n, GS_NWALL_CATS, s, tmp)) {
 		fprintf(out, "  No straggler: collective wait is even across ranks.\n");
 		return;
 	}
-	fprintf(out, "  Straggler: rank %" PRId64 " -- the other ranks wait %.2f s (median) in collectives "
+	fprintf(out,
+		"  Straggler: rank %" PRId64
+		" -- the other ranks wait %.2f s (median) in collectives "
 		"for it, rank %" PRId64 " only %.2f s",
 		r[s].rank, others / 1e9, r[s].rank, (double)r[s].x.ns[GS_WALL_COLLECTIVE] / 1e9);
 	print_excess(out, r, n, s, tmp);
@@ -181,10 +186,13 @@ static void input_starved(FILE *out, const struct rank_split *r, size_t n, uint6
 	med = cat_median(r, n, GS_WALL_INPUT, hi, tmp);
 	if ((double)r[hi].x.ns[GS_WALL_INPUT] > 2.0 * med &&
 	    r[hi].x.ns[GS_WALL_INPUT] * 10 >= r[hi].x.total_ns && r[hi].x.total_ns)
-		fprintf(out, "  Input-starved: rank %" PRId64 " waits %.2f s (%.0f%%) for its DataLoader, "
+		fprintf(out,
+			"  Input-starved: rank %" PRId64
+			" waits %.2f s (%.0f%%) for its DataLoader, "
 			"the other ranks %.2f s (median): give it more workers or faster input.\n",
 			r[hi].rank, (double)r[hi].x.ns[GS_WALL_INPUT] / 1e9,
-			100.0 * (double)r[hi].x.ns[GS_WALL_INPUT] / (double)r[hi].x.total_ns, med / 1e9);
+			100.0 * (double)r[hi].x.ns[GS_WALL_INPUT] / (double)r[hi].x.total_ns,
+			med / 1e9);
 }
 
 int gs_report_ranks(const struct gs_profile *p, FILE *out, bool color)
@@ -219,13 +227,16 @@ int gs_report_ranks(const struct gs_profile *p, FILE *out, bool color)
 		goto out;
 	for (size_t i = 0; i < p->n_samples && !offcpu; i++)
 		offcpu = p->samples[i].values[GS_V_OFFCPU_NS] > 0;
-	fprintf(out, color ? "\n\033[1m%s\033[0m (main thread of each of %zu ranks)\n" : "\n%s (main thread of each of %zu ranks)\n",
+	fprintf(out,
+		color ? "\n\033[1m%s\033[0m (main thread of each of %zu ranks)\n"
+		      : "\n%s (main thread of each of %zu ranks)\n",
 		"Across ranks", n);
 	table(out, r, n, tmp);
 	if (offcpu)
 		straggler(out, r, n, tmp);
 	else /* waiting in an all-reduce is off-CPU time */
-		fprintf(out, "  No off-CPU data in this profile: collective waits do not show, so no "
+		fprintf(out,
+			"  No off-CPU data in this profile: collective waits do not show, so no "
 			"straggler can be named (profile without --no-offcpu).\n");
 	input_starved(out, r, n, tmp);
 out:

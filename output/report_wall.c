@@ -18,13 +18,13 @@
 #include "output/internal.h"
 #include "output/output.h"
 
-#define MAX_MAINS 64
+#define MAX_MAINS   64
 #define MAX_WORKERS 256
 
 struct who {
-	uint32_t pid;      /* tgid (main thread: tid == pid) */
+	uint32_t pid; /* tgid (main thread: tid == pid) */
 	gs_str comm;
-	int64_t rank;      /* -1 if unknown */
+	int64_t rank; /* -1 if unknown */
 	bool has_rank;
 };
 
@@ -32,7 +32,7 @@ struct wall_ctx {
 	const struct gs_profile *p;
 	FILE *out;
 	bool color;
-	bool offcpu;       /* the profile has off-CPU samples */
+	bool offcpu; /* the profile has off-CPU samples */
 	uint32_t workers[MAX_WORKERS];
 	uint32_t worker_ppid[MAX_WORKERS];
 	unsigned n_workers;
@@ -83,7 +83,8 @@ static bool stack_has_worker_loop(const struct gs_profile *p, uint32_t st)
 		const struct gs_location *l = gs_profile_location(p, p->stack_locs[s->first + i]);
 		for (uint32_t k = 0; k < l->n_lines; k++) {
 			uint32_t fn = p->lines[l->first_line + k].function;
-			if (fn && fn <= p->n_functions && l->kind == GS_FRAME_PYTHON && worker_fn(p, fn))
+			if (fn && fn <= p->n_functions && l->kind == GS_FRAME_PYTHON &&
+			    worker_fn(p, fn))
 				return true;
 		}
 	}
@@ -100,7 +101,8 @@ static bool in_list(const uint32_t *v, unsigned n, uint32_t x)
 
 static bool is_worker_role(const char *role)
 {
-	return !strcmp(role, "dataloader") || !strcmp(role, "dataloader_worker") || !strcmp(role, "worker");
+	return !strcmp(role, "dataloader") || !strcmp(role, "dataloader_worker") ||
+	       !strcmp(role, "worker");
 }
 
 static void find_workers(struct wall_ctx *w)
@@ -118,7 +120,8 @@ static void find_workers(struct wall_ctx *w)
 	}
 }
 
-static void add_main(struct who *m, unsigned *n, const struct gs_profile *p, uint32_t pid, gs_str comm)
+static void add_main(struct who *m, unsigned *n, const struct gs_profile *p, uint32_t pid,
+		     gs_str comm)
 {
 	for (unsigned i = 0; i < *n; i++)
 		if (m[i].pid == pid)
@@ -126,7 +129,7 @@ static void add_main(struct who *m, unsigned *n, const struct gs_profile *p, uin
 	if (*n == MAX_MAINS)
 		return;
 	const struct gs_process *pr = gs_find_process(p, pid);
-	m[*n] = (struct who){.pid = pid, .comm = pr && pr->comm ? pr->comm : comm, .rank = -1};
+	m[*n] = (struct who){ .pid = pid, .comm = pr && pr->comm ? pr->comm : comm, .rank = -1 };
 	for (size_t i = 0; i < p->n_samples; i++) { /* rank label of its samples */
 		const struct gs_sample *s = &p->samples[i];
 		if (s->pid == pid && (s->num_set & (1u << GS_NL_RANK))) {
@@ -151,14 +154,16 @@ static unsigned find_mains(struct wall_ctx *w, struct who *m)
 	}
 	for (size_t i = 0; i < p->n_samples; i++) {
 		const struct gs_sample *s = &p->samples[i];
-		if (is_cpu(s) && s->process_role && !strcmp(gs_profile_str(p, s->process_role), "main"))
+		if (is_cpu(s) && s->process_role &&
+		    !strcmp(gs_profile_str(p, s->process_role), "main"))
 			add_main(m, &n, p, s->pid, s->thread_name);
 	}
 	if (!n && p->n_processes)
 		add_main(m, &n, p, p->processes[0].pid, p->processes[0].comm);
 	for (size_t i = 0; i < p->n_samples && !n; i++) {
 		const struct gs_sample *s = &p->samples[i];
-		if (is_cpu(s) && s->values[GS_V_SAMPLES] > 0 && s->pid && !in_list(w->workers, w->n_workers, s->pid))
+		if (is_cpu(s) && s->values[GS_V_SAMPLES] > 0 && s->pid &&
+		    !in_list(w->workers, w->n_workers, s->pid))
 			add_main(m, &n, p, s->pid, s->thread_name);
 	}
 	return n;
@@ -178,7 +183,8 @@ static void frame_short(const struct gs_profile *p, const struct gs_dframe *f, u
 			char *buf, size_t len)
 {
 	const struct gs_function *fn = f->type == GS_DF_FUNC || f->type == GS_DF_PYLINE
-					       ? gs_profile_function(p, f->fn) : NULL;
+					   ? gs_profile_function(p, f->fn)
+					   : NULL;
 	char tmp[512];
 	if (fn && f->type == GS_DF_PYLINE && fn->file)
 		snprintf(buf, len, "%s (%s:%" PRId64 ")", gs_profile_str(p, fn->name),
@@ -186,7 +192,8 @@ static void frame_short(const struct gs_profile *p, const struct gs_dframe *f, u
 	else if (fn && kind == GS_FRAME_KERNEL)
 		snprintf(buf, len, "%s [k]", gs_profile_str(p, fn->name));
 	else if (fn)
-		snprintf(buf, len, "%s", gs_short_cxx_name(gs_profile_str(p, fn->name), tmp, sizeof(tmp)));
+		snprintf(buf, len, "%s",
+			 gs_short_cxx_name(gs_profile_str(p, fn->name), tmp, sizeof(tmp)));
 	else
 		gs_dframe_name(p, f, buf, len);
 }
@@ -207,14 +214,14 @@ static size_t pick_frames(const struct gs_profile *p, uint32_t st, int cat, stru
 {
 	const struct gs_stack *s = &p->stacks[st];
 	size_t n_py = 0, n_nat = 0, n_k = 0, n = 0, py_at_match = 0;
-	struct pick py[3], nat[3], k[2], match = {0}; /* leaf first */
+	struct pick py[3], nat[3], k[2], match = { 0 }; /* leaf first */
 	struct gs_dframe df[66];
 	for (uint32_t i = 0; i < s->n; i++) { /* leaf first */
 		uint32_t lid = p->stack_locs[s->first + i];
 		const struct gs_location *l = gs_profile_location(p, lid);
 		size_t nd = gs_location_dframes(p, lid, df, 66);
 		for (size_t j = nd; j-- > 0;) { /* callee first */
-			struct pick x = {df[j], l->kind};
+			struct pick x = { df[j], l->kind };
 			bool fn = df[j].type == GS_DF_FUNC || df[j].type == GS_DF_PYLINE;
 			if (!match.f.type && cat >= 0 && fn && l->kind != GS_FRAME_KERNEL &&
 			    gs_wall_frame_cat(p, df[j].fn, l->kind) == cat) {
@@ -266,8 +273,8 @@ static void short_stack(const struct gs_profile *p, uint32_t st, int cat, char *
 		if (need < len || from == n - 1) {
 			size_t used = (size_t)snprintf(buf, len, "%s", from ? "... > " : "");
 			for (size_t i = from; i < n && used < len; i++)
-				used += (size_t)snprintf(buf + used, len - used, "%s%s", i > from ? " > " : "",
-							 name[i]);
+				used += (size_t)snprintf(buf + used, len - used, "%s%s",
+							 i > from ? " > " : "", name[i]);
 			return;
 		}
 	}
@@ -291,7 +298,8 @@ static void who_name(const struct wall_ctx *w, const struct who *m, char *buf, s
 	char comm[64];
 	snprintf(comm, sizeof(comm), "%s", m->comm ? gs_profile_str(w->p, m->comm) : "?");
 	if (m->has_rank)
-		snprintf(buf, len, "rank %" PRId64 " main thread (%s pid %u)", m->rank, comm, m->pid);
+		snprintf(buf, len, "rank %" PRId64 " main thread (%s pid %u)", m->rank, comm,
+			 m->pid);
 	else
 		snprintf(buf, len, "main thread (%s pid %u)", comm, m->pid);
 }
@@ -305,12 +313,13 @@ static void fmt_s(char *buf, size_t len, uint64_t ns)
  * "      while in: input wait 12.0%, compute 3.1%" (shares of the total). */
 static void print_starved_in(struct wall_ctx *w, const struct gs_wall_split *x)
 {
-	bool done[GS_NWALL_CATS] = {false};
+	bool done[GS_NWALL_CATS] = { false };
 	fprintf(w->out, "      while in:");
 	for (int k = 0; k < GS_NWALL_CATS; k++) {
 		int best = -1;
 		for (int c = 0; c < GS_NWALL_CATS; c++)
-			if (!done[c] && x->starved_in[c] && (best < 0 || x->starved_in[c] > x->starved_in[best]))
+			if (!done[c] && x->starved_in[c] &&
+			    (best < 0 || x->starved_in[c] > x->starved_in[best]))
 				best = c;
 		if (best < 0)
 			break;
@@ -343,15 +352,17 @@ static void print_split(struct wall_ctx *w, const struct who *m, const struct gs
 	if (w->offcpu)
 		fprintf(w->out, "  %s: %s of wall time (profile %s)\n", name, a, b);
 	else
-		fprintf(w->out, "  %s: %s on-CPU of %s; on-CPU only: this profile has no off-CPU data "
-			"(--no-offcpu or an older gpusample), so waits do not show\n", name, a, b);
+		fprintf(w->out,
+			"  %s: %s on-CPU of %s; on-CPU only: this profile has no off-CPU data "
+			"(--no-offcpu or an older gpusample), so waits do not show\n",
+			name, a, b);
 	for (int c = 0; c < GS_NWALL_CATS; c++) {
 		if (!x->ns[c])
 			continue;
 		fmt_s(a, sizeof(a), x->ns[c]);
 		short_stack(w->p, x->top_stack[c], c, stack, sizeof(stack));
-		fprintf(w->out, "    %-16s %9s %5.1f%%  %s\n", gs_wall_cat_name[c], a, pct(x->ns[c], x->total_ns),
-			stack);
+		fprintf(w->out, "    %-16s %9s %5.1f%%  %s\n", gs_wall_cat_name[c], a,
+			pct(x->ns[c], x->total_ns), stack);
 		if (c == GS_WALL_STARVED)
 			print_starved_in(w, x);
 		if (c == GS_WALL_OTHER_BLOCKED)
@@ -398,36 +409,47 @@ static void print_workers(struct wall_ctx *w, uint32_t main_pid, unsigned n_main
 	char a[32];
 	fmt_s(a, sizeof(a), busy);
 	if (w->offcpu)
-		fprintf(w->out, "  DataLoader workers (%u process%s): busy %.1f%% (%s on-CPU), blocked %.1f%%, "
-			"starved %.1f%% (runnable, waiting for a CPU)\n", n, n == 1 ? "" : "es",
-			pct(busy, tot), a, pct(blocked, tot), pct(starved, tot));
+		fprintf(
+		    w->out,
+		    "  DataLoader workers (%u process%s): busy %.1f%% (%s on-CPU), blocked %.1f%%, "
+		    "starved %.1f%% (runnable, waiting for a CPU)\n",
+		    n, n == 1 ? "" : "es", pct(busy, tot), a, pct(blocked, tot), pct(starved, tot));
 	else
-		fprintf(w->out, "  DataLoader workers (%u process%s): %s on-CPU, %.0f%% busy on average "
-			"(on-CPU only)\n", n, n == 1 ? "" : "es", a,
-			pct(busy, (uint64_t)p->duration_nanos * n));
+		fprintf(w->out,
+			"  DataLoader workers (%u process%s): %s on-CPU, %.0f%% busy on average "
+			"(on-CPU only)\n",
+			n, n == 1 ? "" : "es", a, pct(busy, (uint64_t)p->duration_nanos * n));
 }
 
 /* ---- verdict ------------------------------------------------------------------ */
 
 static const char *const remedy[GS_NWALL_CATS] = {
-	[GS_WALL_COMPUTE] = "CPU-bound: it computes (Python, op dispatch, host math); profile the top "
-			    "functions above, or move work to the GPU",
-	[GS_WALL_INPUT] = "input-bound: it waits for DataLoader batches; raise num_workers, set "
-			  "pin_memory=True and persistent_workers=True, make __getitem__/collate_fn cheaper",
-	[GS_WALL_CUDA_SYNC] = "GPU-sync-bound: it waits for the GPU in synchronize calls; make fewer host "
-			      "syncs (.item(), .cpu(), printing a loss every step, torch.cuda.synchronize), "
-			      "or the GPU itself is the bottleneck (see the GPU section)",
-	[GS_WALL_COLLECTIVE] = "collective-bound: it waits in torch.distributed collectives (allreduce, "
-			       "barrier); a slower rank (straggler) or the interconnect holds it back; compare "
-			       "the ranks, overlap communication with compute",
-	[GS_WALL_GIL] = "GIL-bound: it waits for the GIL held by other threads of the process; move that "
-			"work to processes (DataLoader workers) or native code",
-	[GS_WALL_STARVED] = "CPU-starved: it is runnable but waits for a CPU (not blocked); the machine "
-			    "runs more busy threads than it has cores: use fewer threads/processes than "
-			    "cores (torch.set_num_threads, OMP_NUM_THREADS, num_workers) or more cores",
-	[GS_WALL_SLEEP] = "mostly sleeping: it sits in time.sleep/nanosleep on purpose (a rate limit, a "
-			  "polling loop)",
-	[GS_WALL_OTHER_BLOCKED] = "blocked in other waits (I/O, locks, queues, select); see its top stack",
+	[GS_WALL_COMPUTE] =
+	    "CPU-bound: it computes (Python, op dispatch, host math); profile the top "
+	    "functions above, or move work to the GPU",
+	[GS_WALL_INPUT] =
+	    "input-bound: it waits for DataLoader batches; raise num_workers, set "
+	    "pin_memory=True and persistent_workers=True, make __getitem__/collate_fn cheaper",
+	[GS_WALL_CUDA_SYNC] =
+	    "GPU-sync-bound: it waits for the GPU in synchronize calls; make fewer host "
+	    "syncs (.item(), .cpu(), printing a loss every step, torch.cuda.synchronize), "
+	    "or the GPU itself is the bottleneck (see the GPU section)",
+	[GS_WALL_COLLECTIVE] =
+	    "collective-bound: it waits in torch.distributed collectives (allreduce, "
+	    "barrier); a slower rank (straggler) or the interconnect holds it back; compare "
+	    "the ranks, overlap communication with compute",
+	[GS_WALL_GIL] =
+	    "GIL-bound: it waits for the GIL held by other threads of the process; move that "
+	    "work to processes (DataLoader workers) or native code",
+	[GS_WALL_STARVED] =
+	    "CPU-starved: it is runnable but waits for a CPU (not blocked); the machine "
+	    "runs more busy threads than it has cores: use fewer threads/processes than "
+	    "cores (torch.set_num_threads, OMP_NUM_THREADS, num_workers) or more cores",
+	[GS_WALL_SLEEP] =
+	    "mostly sleeping: it sits in time.sleep/nanosleep on purpose (a rate limit, a "
+	    "polling loop)",
+	[GS_WALL_OTHER_BLOCKED] =
+	    "blocked in other waits (I/O, locks, queues, select); see its top stack",
 };
 
 static void print_verdict(struct wall_ctx *w, const struct who *m, const struct gs_wall_split *x,
@@ -450,31 +472,35 @@ static void print_verdict(struct wall_ctx *w, const struct who *m, const struct 
 			second = c;
 	fmt_s(a, sizeof(a), x->ns[best]);
 	if (!w->offcpu)
-		fprintf(w->out, "on-CPU only (no off-CPU data, waits do not show; run without --no-offcpu "
+		fprintf(w->out,
+			"on-CPU only (no off-CPU data, waits do not show; run without --no-offcpu "
 			"for a wall-clock verdict): of its on-CPU time %.0f%% (%s) is %s.\n",
 			pct(x->ns[best], x->total_ns), a, gs_wall_cat_name[best]);
 	else
-		fprintf(w->out, "%s %.0f%% of the main thread's wall time (%s): %s", gs_wall_cat_name[best],
-			pct(x->ns[best], x->total_ns), a, remedy[best]);
+		fprintf(w->out, "%s %.0f%% of the main thread's wall time (%s): %s",
+			gs_wall_cat_name[best], pct(x->ns[best], x->total_ns), a, remedy[best]);
 	if (w->offcpu && best == GS_WALL_INPUT) {
 		unsigned nw = 0;
 		for (unsigned i = 0; i < w->n_workers; i++)
 			nw += worker_of(w, i, m->pid, w->n_mains);
 		if (nw)
-			fprintf(w->out, " (%u DataLoader worker process%s seen)", nw, nw == 1 ? "" : "es");
+			fprintf(w->out, " (%u DataLoader worker process%s seen)", nw,
+				nw == 1 ? "" : "es");
 		else
-			fprintf(w->out, " (no DataLoader worker process seen: with num_workers=0 the main "
+			fprintf(w->out,
+				" (no DataLoader worker process seen: with num_workers=0 the main "
 				"thread makes every batch itself)");
 	}
 	if (w->offcpu)
 		fprintf(w->out, ".\n");
 	if (w->offcpu && second >= 0 && pct(x->ns[second], x->total_ns) >= 10.0)
-		fprintf(w->out, "  Next: %s %.0f%%.\n", gs_wall_cat_name[second], pct(x->ns[second], x->total_ns));
+		fprintf(w->out, "  Next: %s %.0f%%.\n", gs_wall_cat_name[second],
+			pct(x->ns[second], x->total_ns));
 }
 
 int gs_report_wall(const struct gs_profile *p, FILE *out, bool color, const char *gpu_line)
 {
-	struct wall_ctx w = {.p = p, .out = out, .color = color, .offcpu = has_offcpu(p)};
+	struct wall_ctx w = { .p = p, .out = out, .color = color, .offcpu = has_offcpu(p) };
 	struct who *mains = calloc(MAX_MAINS, sizeof(*mains));
 	struct gs_wall_split *x = calloc(MAX_MAINS, sizeof(*x));
 	int rc = 0;
@@ -487,7 +513,7 @@ int gs_report_wall(const struct gs_profile *p, FILE *out, bool color, const char
 	w.n_mains = n;
 	fprintf(out, color ? "\n\033[1m%s\033[0m\n" : "\n%s\n", "Where the time goes");
 	for (unsigned i = 0; i < n && !rc; i++) {
-		struct thread_key k = {mains[i].pid, mains[i].pid};
+		struct thread_key k = { mains[i].pid, mains[i].pid };
 		rc = gs_wall_split(p, keep_thread, &k, &x[i]);
 		if (!rc) {
 			print_split(&w, &mains[i], &x[i]);

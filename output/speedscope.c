@@ -38,7 +38,7 @@
 #include "util/vec.h"
 
 #define MAX_DF_PER_LOC 66
-#define NO_FRAME UINT32_MAX
+#define NO_FRAME       UINT32_MAX
 
 /* The frames written after a CPU sample's stack: none, "[blocked] WAIT",
  * "[runnable]". */
@@ -48,10 +48,10 @@ enum { V_CPU, V_BLOCKED, V_RUNNABLE, N_VARIANTS };
  * of the thread's timeline (in first-seen order), the finest step whose
  * file fits GS_SPEEDSCOPE_MAX_BYTES; the last one merges a whole thread. */
 #define MS 1000000ULL
-static const uint64_t step_ns[] = {0,	     10 * MS,	  30 * MS,     100 * MS,    300 * MS,
-				   1000 * MS,  3000 * MS,   10000 * MS,  30000 * MS,  60000 * MS,
-				   120000 * MS, 300000 * MS, 600000 * MS, 1800000 * MS, 3600000 * MS,
-				   UINT64_MAX};
+static const uint64_t step_ns[] = { 0,           10 * MS,      30 * MS,      100 * MS,
+				    300 * MS,    1000 * MS,    3000 * MS,    10000 * MS,
+				    30000 * MS,  60000 * MS,   120000 * MS,  300000 * MS,
+				    600000 * MS, 1800000 * MS, 3600000 * MS, UINT64_MAX };
 #define N_STEPS (sizeof(step_ns) / sizeof(step_ns[0]))
 
 /* What a run writes: a canonical stack and its state frame.  Numbered
@@ -68,8 +68,8 @@ struct ss {
 	/* frame table, in first-seen order; rank[] = index written */
 	struct gs_dframe *frames;
 	size_t n_frames, cap_frames;
-	struct gs_hmap fmap;   /* gs_dframe_hash -> frame index */
-	uint64_t *uses;        /* per frame: runs (GPU: entries) using it */
+	struct gs_hmap fmap; /* gs_dframe_hash -> frame index */
+	uint64_t *uses;      /* per frame: runs (GPU: entries) using it */
 	size_t cap_uses;
 	uint32_t *rank;
 	/* stack -> root-first frame indices (cached; UINT32_MAX = not yet);
@@ -77,7 +77,7 @@ struct ss {
 	uint32_t *stack_off, *stack_len, *canon;
 	uint32_t *flist;
 	size_t n_flist, cap_flist;
-	struct gs_hmap smap;   /* hash of a frame list -> stack */
+	struct gs_hmap smap; /* hash of a frame list -> stack */
 	/* "[blocked] WAIT" / "[runnable]" frames: type SS_LABEL, fn = index */
 	char **labels;
 	size_t n_labels, cap_labels;
@@ -87,16 +87,16 @@ struct ss {
 	struct key *keys, gap;
 	size_t n_keys, cap_keys;
 	uint32_t *key_of;
-	uint32_t serial[N_STEPS];   /* counting: steps seen so far, all threads */
+	uint32_t serial[N_STEPS];     /* counting: steps seen so far, all threads */
 	uint64_t bucket_end[N_STEPS]; /* counting: where the current one ends */
-	int64_t runnable_str;       /* gs_str of "runnable", -1 if absent */
-	uint64_t *weights;          /* writing: one thread's, in order */
+	int64_t runnable_str;         /* gs_str of "runnable", -1 if absent */
+	uint64_t *weights;            /* writing: one thread's, in order */
 	size_t n_weights, cap_weights;
 	char *text;
 	size_t n_text, cap_text;
-	struct gs_tl_item *items; /* one thread's layout */
+	struct gs_tl_item *items;  /* one thread's layout */
 	size_t *bounds, n_threads; /* thread t: order[bounds[t] .. bounds[t + 1]) */
-	size_t max_bytes;         /* budget of the threads' samples */
+	size_t max_bytes;          /* budget of the threads' samples */
 };
 
 #define SS_LABEL 0xfe /* gs_dframe.type of a label frame */
@@ -115,14 +115,15 @@ static bool frame_eq(const void *ctx, uint64_t v)
 static int frame_index(struct ss *s, const struct gs_dframe *f, uint32_t *out)
 {
 	uint64_t h = gs_dframe_hash(f);
-	struct frame_eq_ctx c = {s, f};
+	struct frame_eq_ctx c = { s, f };
 	uint64_t *v = gs_hmap_find_by(&s->fmap, h, frame_eq, &c);
 	if (v) {
 		*out = (uint32_t)*v;
 		return 0;
 	}
 	if (s->n_frames >= UINT32_MAX - 1 || GS_GROW(s->uses, s->cap_uses, s->n_frames + 1) ||
-	    gs_hmap_add(&s->fmap, h, s->n_frames) || GS_PUSH(s->frames, s->n_frames, s->cap_frames, *f))
+	    gs_hmap_add(&s->fmap, h, s->n_frames) ||
+	    GS_PUSH(s->frames, s->n_frames, s->cap_frames, *f))
 		return -ENOMEM;
 	s->uses[s->n_frames - 1] = 0;
 	*out = (uint32_t)(s->n_frames - 1);
@@ -148,7 +149,7 @@ static int set_canon(struct ss *s, uint32_t st, size_t start)
 {
 	uint32_t n = (uint32_t)(s->n_flist - start);
 	uint64_t h = gs_hash_bytes(&s->flist[start], n * sizeof(uint32_t), n);
-	struct list_eq_ctx c = {s, &s->flist[start], n};
+	struct list_eq_ctx c = { s, &s->flist[start], n };
 	uint64_t *v = gs_hmap_find_by(&s->smap, h, list_eq, &c);
 	if (v) {
 		s->canon[st] = (uint32_t)*v;
@@ -176,7 +177,8 @@ static int stack_frames(struct ss *s, uint32_t st, const uint32_t **out, uint32_
 			size_t nd = gs_location_dframes(s->p, locs[i], df, MAX_DF_PER_LOC);
 			for (size_t j = 0; j < nd; j++) {
 				uint32_t idx;
-				if (frame_index(s, &df[j], &idx) || GS_PUSH(s->flist, s->n_flist, s->cap_flist, idx))
+				if (frame_index(s, &df[j], &idx) ||
+				    GS_PUSH(s->flist, s->n_flist, s->cap_flist, idx))
 					return -ENOMEM;
 			}
 		}
@@ -201,7 +203,7 @@ static int label_frame(struct ss *s, const char *text, uint32_t *out)
 			return -ENOMEM;
 		}
 	}
-	struct gs_dframe f = {.type = SS_LABEL, .fn = (uint32_t)i};
+	struct gs_dframe f = { .type = SS_LABEL, .fn = (uint32_t)i };
 	return frame_index(s, &f, out);
 }
 
@@ -211,13 +213,15 @@ static int state_frame(struct ss *s, uint32_t c, int v, uint32_t *lab)
 {
 	*lab = NO_FRAME;
 	if (v == V_RUNNABLE) {
-		if (s->runnable_label == NO_FRAME && label_frame(s, "[runnable]", &s->runnable_label))
+		if (s->runnable_label == NO_FRAME &&
+		    label_frame(s, "[runnable]", &s->runnable_label))
 			return -ENOMEM;
 		*lab = s->runnable_label;
 	} else if (v == V_BLOCKED) {
 		if (s->blocked_label[c] == NO_FRAME) {
 			char buf[300], wait[256];
-			snprintf(buf, sizeof(buf), "[blocked] %s", gs_wait_name(s->p, c, wait, sizeof(wait)));
+			snprintf(buf, sizeof(buf), "[blocked] %s",
+				 gs_wait_name(s->p, c, wait, sizeof(wait)));
 			if (label_frame(s, buf, &s->blocked_label[c]))
 				return -ENOMEM;
 		}
@@ -230,8 +234,9 @@ static int state_frame(struct ss *s, uint32_t c, int v, uint32_t *lab)
 static int sample_key(struct ss *s, const struct gs_sample *sm, uint32_t *key)
 {
 	uint32_t st = sm->stack;
-	int v = sm->values[GS_V_OFFCPU_NS] <= 0 ? V_CPU
-		: (int64_t)sm->str_labels[GS_SL_THREAD_STATE] == s->runnable_str ? V_RUNNABLE : V_BLOCKED;
+	int v = sm->values[GS_V_OFFCPU_NS] <= 0                                  ? V_CPU
+		: (int64_t)sm->str_labels[GS_SL_THREAD_STATE] == s->runnable_str ? V_RUNNABLE
+										 : V_BLOCKED;
 	uint32_t *k = &s->key_of[(size_t)st * N_VARIANTS + (size_t)v];
 	if (*k != NO_FRAME) {
 		*key = *k;
@@ -244,7 +249,7 @@ static int sample_key(struct ss *s, const struct gs_sample *sm, uint32_t *key)
 	c = s->canon[st];
 	uint32_t *ck = &s->key_of[(size_t)c * N_VARIANTS + (size_t)v];
 	if (*ck == NO_FRAME) { /* the canonical stack's key: made once */
-		struct key nk = {.stack = c, .text_off = UINT32_MAX};
+		struct key nk = { .stack = c, .text_off = UINT32_MAX };
 		if (state_frame(s, c, v, &lab) || s->n_keys >= NO_FRAME - 1)
 			return -ENOMEM;
 		nk.lab = lab;
@@ -274,14 +279,20 @@ static void profile_head(struct gs_wbuf *w, bool *first, const char *name, const
 	gs_wbuf_puts(w, "\",\"startValue\":0,\"endValue\":");
 }
 
-static void thread_name(const struct gs_profile *p, const struct gs_sample *s, char *buf, size_t len)
+static void thread_name(const struct gs_profile *p, const struct gs_sample *s, char *buf,
+			size_t len)
 {
 	const struct gs_process *pr = gs_find_process(p, s->pid);
 	const char *pcomm = pr && pr->comm ? gs_profile_str(p, pr->comm) : NULL;
 	const char *tcomm = s->thread_name ? gs_profile_str(p, s->thread_name) : NULL;
-	const char *role = s->process_role ? gs_profile_str(p, s->process_role)
-			   : pr && pr->role ? gs_profile_str(p, pr->role) : NULL;
-	int n = snprintf(buf, len, "%s pid %u tid %u", pcomm ? pcomm : tcomm ? tcomm : "?", s->pid, s->tid);
+	const char *role = s->process_role  ? gs_profile_str(p, s->process_role)
+			   : pr && pr->role ? gs_profile_str(p, pr->role)
+					    : NULL;
+	int n = snprintf(buf, len, "%s pid %u tid %u",
+			 pcomm   ? pcomm
+			 : tcomm ? tcomm
+				 : "?",
+			 s->pid, s->tid);
 	if (tcomm && pcomm && strcmp(tcomm, pcomm) != 0 && n > 0 && (size_t)n < len)
 		n += snprintf(buf + n, len - (size_t)n, " \"%s\"", tcomm);
 	if (role && n > 0 && (size_t)n < len)
@@ -299,18 +310,18 @@ typedef int (*run_fn)(struct ss *s, void *ctx, const struct run *r);
 /* Items it[0..n) are one thread on the axis [0, axis_end): runs of one key
  * without a gap become one sample, gaps (and the stretch to axis_end)
  * empty ones; fn sees each in order. */
-static int walk_runs(struct ss *s, const struct gs_tl_item *it, size_t n, uint64_t axis_end, run_fn fn,
-		     void *ctx)
+static int walk_runs(struct ss *s, const struct gs_tl_item *it, size_t n, uint64_t axis_end,
+		     run_fn fn, void *ctx)
 {
 	const struct gs_profile *p = s->p;
 	uint64_t cursor = 0;
 	int rc = 0;
 	for (size_t i = 0; i < n && !rc;) {
-		struct run r = {.start = it[i].start};
+		struct run r = { .start = it[i].start };
 		uint32_t key2;
 		if (sample_key(s, &p->samples[it[i].sample], &r.key))
 			return -ENOMEM;
-		struct run gap = {NO_FRAME, cursor, it[i].start - cursor};
+		struct run gap = { NO_FRAME, cursor, it[i].start - cursor };
 		if (it[i].start > cursor && (rc = fn(s, ctx, &gap)))
 			break;
 		size_t j = i + 1;
@@ -325,7 +336,7 @@ static int walk_runs(struct ss *s, const struct gs_tl_item *it, size_t n, uint64
 		cursor = it[j - 1].end;
 		i = j;
 	}
-	struct run tail = {NO_FRAME, cursor, axis_end - cursor};
+	struct run tail = { NO_FRAME, cursor, axis_end - cursor };
 	if (!rc && axis_end > cursor)
 		rc = fn(s, ctx, &tail);
 	return rc;
@@ -371,12 +382,12 @@ static int merge_run(struct ss *s, void *ctx, const struct run *r)
 }
 
 /* walk_runs with runs merged per step (0: as they are). */
-static int walk_thread(struct ss *s, const struct gs_tl_item *it, size_t n, uint64_t axis_end, uint64_t step,
-		       run_fn fn, void *ctx)
+static int walk_thread(struct ss *s, const struct gs_tl_item *it, size_t n, uint64_t axis_end,
+		       uint64_t step, run_fn fn, void *ctx)
 {
 	if (!step)
 		return walk_runs(s, it, n, axis_end, fn, ctx);
-	struct merge m = {.fn = fn, .ctx = ctx, .step = step};
+	struct merge m = { .fn = fn, .ctx = ctx, .step = step };
 	int rc = walk_runs(s, it, n, axis_end, merge_run, &m);
 	rc = rc ? rc : merge_flush(s, &m);
 	free(m.e);
@@ -394,8 +405,9 @@ static int count_run(struct ss *s, void *ctx, const struct run *r)
 	k->entries[0]++;
 	for (size_t i = 1; i < N_STEPS; i++) {
 		if (r->start >= s->bucket_end[i]) { /* runs come in time order */
-			s->bucket_end[i] = step_ns[i] == UINT64_MAX ? UINT64_MAX
-					   : (r->start / step_ns[i] + 1) * step_ns[i];
+			s->bucket_end[i] = step_ns[i] == UINT64_MAX
+					       ? UINT64_MAX
+					       : (r->start / step_ns[i] + 1) * step_ns[i];
 			s->serial[i]++;
 		}
 		if (k->stamp[i] != s->serial[i]) {
@@ -503,7 +515,8 @@ struct gpu_agg {
 };
 
 /* Aggregate device dev's samples by (stack, stall reason). */
-static int gpu_aggregate(const struct gs_profile *p, int32_t dev, struct gpu_agg **out, size_t *n_out)
+static int gpu_aggregate(const struct gs_profile *p, int32_t dev, struct gpu_agg **out,
+			 size_t *n_out)
 {
 	size_t cap, n = 0;
 	uint32_t *tab;
@@ -515,10 +528,12 @@ static int gpu_aggregate(const struct gs_profile *p, int32_t dev, struct gpu_agg
 		if (s->cuda_device != dev || s->values[GS_V_GPU_SAMPLES] <= 0)
 			continue;
 		size_t h = gs_mix64(s->stack ^ ((uint64_t)s->cuda_stall_reason << 32)) & (cap - 1);
-		while (tab[h] && !(a[tab[h] - 1].stack == s->stack && a[tab[h] - 1].reason == s->cuda_stall_reason))
+		while (tab[h] && !(a[tab[h] - 1].stack == s->stack &&
+				   a[tab[h] - 1].reason == s->cuda_stall_reason))
 			h = (h + 1) & (cap - 1);
 		if (!tab[h]) {
-			a[n] = (struct gpu_agg){.stack = s->stack, .reason = s->cuda_stall_reason};
+			a[n] = (struct gpu_agg){ .stack = s->stack,
+						 .reason = s->cuda_stall_reason };
 			tab[h] = (uint32_t)++n;
 		}
 		a[tab[h] - 1].weight += s->values[GS_V_GPU_SAMPLES];
@@ -547,7 +562,7 @@ static int write_gpu(struct ss *s, struct gs_wbuf *w, bool *first, int32_t dev)
 	for (size_t i = 0; i < n && !rc; i++) {
 		const uint32_t *fr;
 		uint32_t nf, stall;
-		struct gs_dframe sf = {.type = GS_DF_STALL, .fn = a[i].reason};
+		struct gs_dframe sf = { .type = GS_DF_STALL, .fn = a[i].reason };
 		if (stack_frames(s, a[i].stack, &fr, &nf) || frame_index(s, &sf, &stall)) {
 			rc = -ENOMEM;
 			break;
@@ -610,7 +625,7 @@ static int collect_gpu_frames(struct ss *s)
 		uint32_t nf, idx;
 		if (sm->cuda_device < 0)
 			continue;
-		struct gs_dframe sf = {.type = GS_DF_STALL, .fn = sm->cuda_stall_reason};
+		struct gs_dframe sf = { .type = GS_DF_STALL, .fn = sm->cuda_stall_reason };
 		if (stack_frames(s, sm->stack, &fr, &nf) || frame_index(s, &sf, &idx))
 			return -ENOMEM;
 		s->uses[idx]++;
@@ -736,7 +751,7 @@ static int count_threads(struct ss *s, const uint32_t *idx, uint64_t *axis_end, 
  * ',' and a weight of at most digits(axis_end) digits. */
 static int choose_step(struct ss *s, uint64_t axis_end, size_t budget, size_t *step)
 {
-	uint64_t bytes[N_STEPS] = {0};
+	uint64_t bytes[N_STEPS] = { 0 };
 	unsigned wd = digits(axis_end) + 3;
 	for (size_t i = 0; i <= s->n_keys; i++) {
 		const char *t;
@@ -760,17 +775,21 @@ static void file_head(const struct gs_profile *p, struct gs_wbuf *w, size_t step
 	gs_wbuf_puts(w, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n");
 	gs_wbuf_puts(w, "\"exporter\":\"gpusample@" GS_VERSION "\",\n\"name\":");
 	if (main_p && main_p->comm)
-		snprintf(name, sizeof(name), "gpusample: %s (pid %u)", gs_profile_str(p, main_p->comm), main_p->pid);
+		snprintf(name, sizeof(name), "gpusample: %s (pid %u)",
+			 gs_profile_str(p, main_p->comm), main_p->pid);
 	else
 		snprintf(name, sizeof(name), "gpusample profile");
 	if (step) { /* say so where speedscope shows it: the title */
 		size_t k = strlen(name);
 		if (step_ns[step] == UINT64_MAX)
-			snprintf(name + k, sizeof(name) - k, " [long run: each thread's samples merged by stack, "
+			snprintf(name + k, sizeof(name) - k,
+				 " [long run: each thread's samples merged by stack, "
 				 "no time order]");
 		else
-			snprintf(name + k, sizeof(name) - k, " [long run: time order in %g s steps, samples "
-				 "merged by stack within each]", step_ns[step] / 1e9);
+			snprintf(name + k, sizeof(name) - k,
+				 " [long run: time order in %g s steps, samples "
+				 "merged by stack within each]",
+				 step_ns[step] / 1e9);
 	}
 	gs_json_str(w, name);
 	gs_wbuf_puts(w, ",\n");
@@ -800,7 +819,8 @@ static int write_all_json(struct ss *s, struct gs_wbuf *w)
 	gs_wbuf_puts(w, "\"profiles\":[");
 	bool first = true;
 	for (size_t t = 0; t < s->n_threads && !rc; t++, n_prof++)
-		rc = write_thread(s, w, &first, s->items, layout(s, idx, t), axis_end, step_ns[step]);
+		rc = write_thread(s, w, &first, s->items, layout(s, idx, t), axis_end,
+				  step_ns[step]);
 	int first_gpu = n_prof;
 	for (int d = 0; d < n_devs && !rc; d++, n_prof++)
 		rc = write_gpu(s, w, &first, devs[d]);
@@ -865,11 +885,13 @@ static void ss_free(struct ss *s)
 	free(s->bounds);
 }
 
-int gs_write_speedscope_capped(const struct gs_profile *p, const char *path, size_t max_bytes, char *err,
-			       size_t errlen)
+int gs_write_speedscope_capped(const struct gs_profile *p, const char *path, size_t max_bytes,
+			       char *err, size_t errlen)
 {
-	struct ss s = {.p = p, .runnable_label = NO_FRAME, .max_bytes = max_bytes,
-		       .runnable_str = gs_profile_find_str(p, "runnable")};
+	struct ss s = { .p = p,
+			.runnable_label = NO_FRAME,
+			.max_bytes = max_bytes,
+			.runnable_str = gs_profile_find_str(p, "runnable") };
 	int rc = alloc_stack_tables(&s, (size_t)p->n_stacks + 1);
 	if (rc)
 		rc = gs_output_fail(err, errlen, rc, "cannot write", path);

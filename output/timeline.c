@@ -81,7 +81,9 @@ static int find_threads(const struct gs_profile *p, uint32_t main_pid, struct gs
 			continue;
 		bool added;
 		uint64_t *v = gs_hmap_slot(map, (uint64_t)s->pid << 32 | s->tid, &added);
-		if (!v || (added && GS_PUSH(th, n, cap, ((struct tl_thread){.pid = s->pid, .tid = s->tid})))) {
+		if (!v ||
+		    (added &&
+		     GS_PUSH(th, n, cap, ((struct tl_thread){ .pid = s->pid, .tid = s->tid })))) {
 			free(th);
 			return -ENOMEM;
 		}
@@ -102,7 +104,8 @@ static int find_threads(const struct gs_profile *p, uint32_t main_pid, struct gs
 }
 
 /* Put each thread's samples (placed in profile order) in time order. */
-static int sort_threads(const struct gs_profile *p, uint32_t *idx, const struct tl_thread *th, size_t n)
+static int sort_threads(const struct gs_profile *p, uint32_t *idx, const struct tl_thread *th,
+			size_t n)
 {
 	size_t most = 0;
 	for (size_t t = 0; t < n; t++)
@@ -114,7 +117,7 @@ static int sort_threads(const struct gs_profile *p, uint32_t *idx, const struct 
 		uint32_t *seg = idx + th[t].at;
 		bool sorted = true;
 		for (size_t i = 0; i < th[t].n; i++) {
-			k[i] = (struct tl_key){.time = p->samples[seg[i]].time_ns, .idx = seg[i]};
+			k[i] = (struct tl_key){ .time = p->samples[seg[i]].time_ns, .idx = seg[i] };
 			sorted &= !i || k[i - 1].time <= k[i].time;
 		}
 		if (sorted) /* the common case: nothing to do */
@@ -133,13 +136,14 @@ static int sort_threads(const struct gs_profile *p, uint32_t *idx, const struct 
  * samples was a quarter of the speedscope writer's time at 5M samples. */
 int gs_timeline_order(const struct gs_profile *p, uint32_t **idx_out, size_t *n_out)
 {
-	struct gs_hmap map = {0};
+	struct gs_hmap map = { 0 };
 	struct tl_thread *th = NULL;
 	size_t n_th = 0, n = 0;
 	uint32_t *idx = malloc(sizeof(*idx) * (p->n_samples ? p->n_samples : 1));
 	uint32_t main_pid = 0;
 	for (uint32_t i = 0; i < p->n_processes; i++)
-		if (p->processes[i].role && !strcmp(gs_profile_str(p, p->processes[i].role), "main")) {
+		if (p->processes[i].role &&
+		    !strcmp(gs_profile_str(p, p->processes[i].role), "main")) {
 			main_pid = p->processes[i].pid;
 			break;
 		}
@@ -192,7 +196,8 @@ void gs_timeline_layout(const struct gs_profile *p, const uint32_t *idx, size_t 
 			start = cursor; /* same start: end to end */
 		else if (i && start - cursor < close)
 			out[i - 1].end = start; /* close a small gap */
-		out[i] = (struct gs_tl_item){.start = start, .end = start + len, .sample = idx[i]};
+		out[i] =
+		    (struct gs_tl_item){ .start = start, .end = start + len, .sample = idx[i] };
 		cursor = start + len;
 	}
 }

@@ -45,15 +45,15 @@
 #include "util/vec.h"
 
 #define MAX_DF_PER_LOC 66
-#define GPU_TID_BASE 0x40000000u /* synthetic tids of the GPU tracks */
-#define COUNT_DEPTHS 17          /* depths counted apart: 0..15, then the rest */
+#define GPU_TID_BASE   0x40000000u /* synthetic tids of the GPU tracks */
+#define COUNT_DEPTHS   17          /* depths counted apart: 0..15, then the rest */
 
 struct tr {
 	const struct gs_profile *p;
 	struct gs_wbuf *w;
 	size_t max_events, n_events, dropped;
-	bool counting;        /* a pass that only counts events */
-	uint32_t depth_limit; /* stack frames under a state slice */
+	bool counting;                /* a pass that only counts events */
+	uint32_t depth_limit;         /* stack frames under a state slice */
 	uint64_t opens[COUNT_DEPTHS]; /* counting: frame slices at depth d (the last: deeper) */
 	/* stack -> root-first display frames (cached) */
 	struct gs_dframe *pool;
@@ -65,7 +65,7 @@ struct tr {
 	struct run *runs;
 	uint32_t *lcp, *nxt;
 	size_t *ends, cap_ends; /* per depth: the run a frame slice ends before */
-	uint8_t *cat; /* per (stack, state): category, 0xff = not yet */
+	uint8_t *cat;           /* per (stack, state): category, 0xff = not yet */
 };
 
 struct run {
@@ -76,7 +76,7 @@ struct run {
 };
 
 enum st { ST_RUNNING, ST_RUNNABLE, ST_BLOCKED };
-static const char *const st_name[] = {"running", "runnable", "blocked"};
+static const char *const st_name[] = { "running", "runnable", "blocked" };
 
 static enum st state_of(const struct gs_profile *p, const struct gs_sample *s)
 {
@@ -116,8 +116,8 @@ static int stack_dframes(struct tr *t, uint32_t st, const struct gs_dframe **out
 				t->pool = np;
 				t->cap_pool = nc;
 			}
-			t->n_pool += gs_location_dframes(t->p, t->p->stack_locs[k->first + i], t->pool + t->n_pool,
-							 MAX_DF_PER_LOC);
+			t->n_pool += gs_location_dframes(t->p, t->p->stack_locs[k->first + i],
+							 t->pool + t->n_pool, MAX_DF_PER_LOC);
 		}
 		t->off[st] = start;
 		t->len[st] = keep_python_frames(t->pool + start, (uint32_t)(t->n_pool - start));
@@ -198,16 +198,19 @@ static void process_names(struct tr *t, const uint32_t *idx, size_t n)
 			continue;
 		last = s->pid;
 		const struct gs_process *pr = gs_find_process(p, s->pid);
-		const char *comm = pr && pr->comm ? gs_profile_str(p, pr->comm)
-				   : s->thread_name ? gs_profile_str(p, s->thread_name) : "?";
-		const char *role = s->process_role ? gs_profile_str(p, s->process_role)
-				   : pr && pr->role ? gs_profile_str(p, pr->role) : NULL;
+		const char *comm = pr && pr->comm   ? gs_profile_str(p, pr->comm)
+				   : s->thread_name ? gs_profile_str(p, s->thread_name)
+						    : "?";
+		const char *role = s->process_role  ? gs_profile_str(p, s->process_role)
+				   : pr && pr->role ? gs_profile_str(p, pr->role)
+						    : NULL;
 		char name[256];
 		int k = snprintf(name, sizeof(name), "%s", comm);
 		if (role && k > 0 && (size_t)k < sizeof(name))
 			k += snprintf(name + k, sizeof(name) - (size_t)k, " (%s)", role);
 		if ((s->num_set & (1u << GS_NL_RANK)) && k > 0 && (size_t)k < sizeof(name))
-			snprintf(name + k, sizeof(name) - (size_t)k, " rank %" PRId64, s->num_labels[GS_NL_RANK]);
+			snprintf(name + k, sizeof(name) - (size_t)k, " rank %" PRId64,
+				 s->num_labels[GS_NL_RANK]);
 		meta(t, "process_name", s->pid, 0, "name", name, 0);
 		meta(t, "process_sort_index", s->pid, 0, "sort_index", NULL, order++);
 	}
@@ -234,8 +237,11 @@ static size_t make_runs(struct tr *t, const struct gs_tl_item *it, size_t n)
 			int c = gs_wall_classify(p, s);
 			*cat = (uint8_t)(c < 0 ? 0 : c);
 		}
-		t->runs[nr++] = (struct run){.start = it[i].start, .end = it[i].end, .sample = it[i].sample,
-					     .state = (uint8_t)st, .cat = *cat};
+		t->runs[nr++] = (struct run){ .start = it[i].start,
+					      .end = it[i].end,
+					      .sample = it[i].sample,
+					      .state = (uint8_t)st,
+					      .cat = *cat };
 	}
 	return nr;
 }
@@ -337,12 +343,13 @@ static int write_thread(struct tr *t, const struct gs_tl_item *it, size_t n)
 	const struct gs_sample *s0 = &p->samples[it[0].sample];
 	meta(t, "thread_name", s0->pid, s0->tid, "name",
 	     s0->thread_name ? gs_profile_str(p, s0->thread_name) : "?", 0);
-	meta(t, "thread_sort_index", s0->pid, s0->tid, "sort_index", NULL, s0->tid == s0->pid ? 0 : s0->tid);
+	meta(t, "thread_sort_index", s0->pid, s0->tid, "sort_index", NULL,
+	     s0->tid == s0->pid ? 0 : s0->tid);
 	size_t nr = make_runs(t, it, n);
 	for (size_t b = 0; b < nr;) {
 		size_t e = b + 1;
-		while (e < nr && t->runs[e].start == t->runs[e - 1].end && t->runs[e].state == t->runs[b].state &&
-		       t->runs[e].cat == t->runs[b].cat)
+		while (e < nr && t->runs[e].start == t->runs[e - 1].end &&
+		       t->runs[e].state == t->runs[b].state && t->runs[e].cat == t->runs[b].cat)
 			e++;
 		state_slice(t, &t->runs[b], t->runs[e - 1].end);
 		int rc = segment_frames(t, s0, b, e);
@@ -359,7 +366,7 @@ static void gpu_events(struct tr *t)
 {
 	const struct gs_profile *p = t->p;
 	char name[512], site[512];
-	bool named[64] = {false};
+	bool named[64] = { false };
 	for (size_t i = 0; i < p->n_samples; i++) {
 		const struct gs_sample *s = &p->samples[i];
 		if (s->cuda_device < 0 || s->values[GS_V_GPU_SAMPLES] <= 0)
@@ -374,7 +381,8 @@ static void gpu_events(struct tr *t)
 		struct gs_dframe df[MAX_DF_PER_LOC];
 		snprintf(name, sizeof(name), "[GPU] ?");
 		snprintf(site, sizeof(site), "?");
-		for (uint32_t k = 0; k < st->n; k++) { /* leaf first: kernel, then the launch site */
+		for (uint32_t k = 0; k < st->n;
+		     k++) { /* leaf first: kernel, then the launch site */
 			uint32_t lid = p->stack_locs[st->first + k];
 			const struct gs_location *l = gs_profile_location(p, lid);
 			size_t nd = gs_location_dframes(p, lid, df, MAX_DF_PER_LOC);
@@ -393,7 +401,8 @@ static void gpu_events(struct tr *t)
 		gs_wbuf_puts(t->w, ",\"args\":{\"samples\":");
 		gs_wbuf_i64(t->w, s->values[GS_V_GPU_SAMPLES]);
 		gs_wbuf_puts(t->w, ",\"stall_reason\":");
-		gs_json_str(t->w, s->cuda_stall_reason ? gs_profile_str(p, s->cuda_stall_reason) : "unknown");
+		gs_json_str(t->w, s->cuda_stall_reason ? gs_profile_str(p, s->cuda_stall_reason)
+						       : "unknown");
 		gs_wbuf_puts(t->w, ",\"launch_site\":");
 		gs_json_str(t->w, site);
 		gs_wbuf_puts(t->w, "}}");
@@ -424,7 +433,7 @@ static int emit_all(struct tr *t, const uint32_t *idx, size_t n, struct gs_tl_it
  * frame slices counted at depths below D. */
 static int pick_depth(struct tr *t, const uint32_t *idx, size_t n, struct gs_tl_item *items)
 {
-	static const uint32_t depths[] = {UINT32_MAX, 16, 8, 4, 2, 1, 0};
+	static const uint32_t depths[] = { UINT32_MAX, 16, 8, 4, 2, 1, 0 };
 	t->counting = true;
 	t->depth_limit = UINT32_MAX;
 	t->n_events = 0;
@@ -462,8 +471,10 @@ static int write_all(struct tr *t)
 	rc = pick_depth(t, idx, n, items);
 	gs_wbuf_puts(t->w, "{\"traceEvents\":[");
 	rc = rc ? rc : emit_all(t, idx, n, items);
-	gs_wbuf_puts(t->w, "\n],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"exporter\":\"gpusample@" GS_VERSION
-		     "\",\"events\":");
+	gs_wbuf_puts(
+	    t->w,
+	    "\n],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"exporter\":\"gpusample@" GS_VERSION
+	    "\",\"events\":");
 	gs_wbuf_u64(t->w, t->n_events);
 	gs_wbuf_puts(t->w, ",\"max_events\":");
 	gs_wbuf_u64(t->w, t->max_events);
@@ -474,11 +485,14 @@ static int write_all(struct tr *t)
 		gs_wbuf_u64(t->w, t->depth_limit);
 	}
 	if (t->dropped)
-		gs_wbuf_puts(t->w, ",\"note\":\"event cap reached: later threads and GPU batches are "
-				   "incomplete; the pprof and speedscope files have everything\"");
+		gs_wbuf_puts(t->w,
+			     ",\"note\":\"event cap reached: later threads and GPU batches are "
+			     "incomplete; the pprof and speedscope files have everything\"");
 	else if (t->depth_limit != UINT32_MAX)
-		gs_wbuf_puts(t->w, ",\"note\":\"event cap: stacks cut to stack_depth frames under each state "
-				   "slice; the pprof and speedscope files have them whole\"");
+		gs_wbuf_puts(
+		    t->w,
+		    ",\"note\":\"event cap: stacks cut to stack_depth frames under each state "
+		    "slice; the pprof and speedscope files have them whole\"");
 	gs_wbuf_puts(t->w, "}}\n");
 out:
 	free(idx);
@@ -493,10 +507,10 @@ static int trace_body(void *ctx, struct gs_wbuf *w)
 	return write_all(t);
 }
 
-int gs_write_trace_capped(const struct gs_profile *p, const char *path, size_t max_events, char *err,
-			  size_t errlen)
+int gs_write_trace_capped(const struct gs_profile *p, const char *path, size_t max_events,
+			  char *err, size_t errlen)
 {
-	struct tr t = {.p = p, .max_events = max_events};
+	struct tr t = { .p = p, .max_events = max_events };
 	t.off = malloc(sizeof(*t.off) * (p->n_stacks + 1));
 	t.len = malloc(sizeof(*t.len) * (p->n_stacks + 1));
 	t.cat = malloc((size_t)(p->n_stacks + 1) * 3);

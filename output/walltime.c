@@ -24,20 +24,16 @@
 #include "util/hashmap.h"
 
 const char *const gs_wall_cat_name[GS_NWALL_CATS] = {
-	[GS_WALL_COMPUTE] = "compute",
-	[GS_WALL_INPUT] = "input wait",
-	[GS_WALL_CUDA_SYNC] = "CUDA sync",
-	[GS_WALL_COLLECTIVE] = "collective wait",
-	[GS_WALL_GIL] = "GIL wait",
-	[GS_WALL_STARVED] = "CPU starvation",
-	[GS_WALL_SLEEP] = "sleep",
-	[GS_WALL_OTHER_BLOCKED] = "other blocking",
+	[GS_WALL_COMPUTE] = "compute",     [GS_WALL_INPUT] = "input wait",
+	[GS_WALL_CUDA_SYNC] = "CUDA sync", [GS_WALL_COLLECTIVE] = "collective wait",
+	[GS_WALL_GIL] = "GIL wait",        [GS_WALL_STARVED] = "CPU starvation",
+	[GS_WALL_SLEEP] = "sleep",         [GS_WALL_OTHER_BLOCKED] = "other blocking",
 };
 
 /* Frame classes, in increasing priority (0 = none). */
 enum fcls { F_NONE = 0, F_SLEEP, F_INPUT, F_SYNC, F_COLL, F_GIL, F_N };
 static const enum gs_wall_cat fcls_cat[F_N] = {
-	[F_NONE] = GS_WALL_COMPUTE, [F_SLEEP] = GS_WALL_SLEEP, [F_INPUT] = GS_WALL_INPUT,
+	[F_NONE] = GS_WALL_COMPUTE,   [F_SLEEP] = GS_WALL_SLEEP,     [F_INPUT] = GS_WALL_INPUT,
 	[F_SYNC] = GS_WALL_CUDA_SYNC, [F_COLL] = GS_WALL_COLLECTIVE, [F_GIL] = GS_WALL_GIL,
 };
 
@@ -62,49 +58,49 @@ struct rule {
 static const struct rule rules[] = {
 	/* GIL: CPython's take_gil and the exported entry points that call it
 	 * (take_gil is static, so stripped interpreters show only these) */
-	{F_GIL, M_BASE, "take_gil", NULL, K_NATIVE},
-	{F_GIL, M_BASE, "PyEval_RestoreThread", NULL, K_NATIVE},
-	{F_GIL, M_BASE, "PyEval_AcquireThread", NULL, K_NATIVE},
-	{F_GIL, M_BASE, "PyEval_AcquireLock", NULL, K_NATIVE},
-	{F_GIL, M_BASE, "PyGILState_Ensure", NULL, K_NATIVE},
+	{ F_GIL, M_BASE, "take_gil", NULL, K_NATIVE },
+	{ F_GIL, M_BASE, "PyEval_RestoreThread", NULL, K_NATIVE },
+	{ F_GIL, M_BASE, "PyEval_AcquireThread", NULL, K_NATIVE },
+	{ F_GIL, M_BASE, "PyEval_AcquireLock", NULL, K_NATIVE },
+	{ F_GIL, M_BASE, "PyGILState_Ensure", NULL, K_NATIVE },
 	/* collectives: torch.distributed (Python), c10d (ProcessGroup*,
 	 * Work::wait, DDP's Reducer), gloo, NCCL */
-	{F_COLL, M_FILE, NULL, "torch/distributed/distributed_c10d.py", K_PY},
-	{F_COLL, M_BASE, "barrier", "torch/distributed/", K_PY},
-	{F_COLL, M_PREFIX, "c10d::", NULL, K_NATIVE},
-	{F_COLL, M_PREFIX, "gloo::", NULL, K_NATIVE},
-	{F_COLL, M_PREFIX, "nccl", NULL, K_NATIVE},
-	{F_COLL, M_PREFIX, "pncclAllReduce", NULL, K_NATIVE},
+	{ F_COLL, M_FILE, NULL, "torch/distributed/distributed_c10d.py", K_PY },
+	{ F_COLL, M_BASE, "barrier", "torch/distributed/", K_PY },
+	{ F_COLL, M_PREFIX, "c10d::", NULL, K_NATIVE },
+	{ F_COLL, M_PREFIX, "gloo::", NULL, K_NATIVE },
+	{ F_COLL, M_PREFIX, "nccl", NULL, K_NATIVE },
+	{ F_COLL, M_PREFIX, "pncclAllReduce", NULL, K_NATIVE },
 	/* host waits for the GPU, spinning or blocked */
-	{F_SYNC, M_BASE, "synchronize", "torch/cuda", K_PY}, /* torch.cuda.synchronize() */
-	{F_SYNC, M_BASE, "cudaStreamSynchronize", NULL, K_NATIVE},
-	{F_SYNC, M_BASE, "cudaDeviceSynchronize", NULL, K_NATIVE},
-	{F_SYNC, M_BASE, "cudaEventSynchronize", NULL, K_NATIVE},
-	{F_SYNC, M_BASE, "cudaMemcpy", NULL, K_NATIVE}, /* synchronous copy (D2H in practice) */
-	{F_SYNC, M_PREFIX, "cuStreamSynchronize", NULL, K_NATIVE}, /* and _ptsz */
-	{F_SYNC, M_PREFIX, "cuCtxSynchronize", NULL, K_NATIVE},
-	{F_SYNC, M_PREFIX, "cuEventSynchronize", NULL, K_NATIVE},
-	{F_SYNC, M_PREFIX, "cuMemcpyDtoH", NULL, K_NATIVE}, /* and _v2 */
-	{F_SYNC, M_PREFIX, "c10::cuda::stream_synchronize", NULL, K_NATIVE},
+	{ F_SYNC, M_BASE, "synchronize", "torch/cuda", K_PY }, /* torch.cuda.synchronize() */
+	{ F_SYNC, M_BASE, "cudaStreamSynchronize", NULL, K_NATIVE },
+	{ F_SYNC, M_BASE, "cudaDeviceSynchronize", NULL, K_NATIVE },
+	{ F_SYNC, M_BASE, "cudaEventSynchronize", NULL, K_NATIVE },
+	{ F_SYNC, M_BASE, "cudaMemcpy", NULL, K_NATIVE }, /* synchronous copy (D2H in practice) */
+	{ F_SYNC, M_PREFIX, "cuStreamSynchronize", NULL, K_NATIVE }, /* and _ptsz */
+	{ F_SYNC, M_PREFIX, "cuCtxSynchronize", NULL, K_NATIVE },
+	{ F_SYNC, M_PREFIX, "cuEventSynchronize", NULL, K_NATIVE },
+	{ F_SYNC, M_PREFIX, "cuMemcpyDtoH", NULL, K_NATIVE }, /* and _v2 */
+	{ F_SYNC, M_PREFIX, "c10::cuda::stream_synchronize", NULL, K_NATIVE },
 	/* Tensor.item() and Tensor.cpu() of a CUDA tensor: what they run on
 	 * the CUDA side (on a CPU tensor they are compute:
 	 * _local_scalar_dense_cpu, no sync) */
-	{F_SYNC, M_SUB, "_local_scalar_dense_cuda", NULL, K_NATIVE},
-	{F_SYNC, M_PREFIX, "c10::cuda::memcpy_and_sync", NULL, K_NATIVE},
-	{F_SYNC, M_BASE, "copy_kernel_cuda", NULL, K_NATIVE}, /* blocking copies */
+	{ F_SYNC, M_SUB, "_local_scalar_dense_cuda", NULL, K_NATIVE },
+	{ F_SYNC, M_PREFIX, "c10::cuda::memcpy_and_sync", NULL, K_NATIVE },
+	{ F_SYNC, M_BASE, "copy_kernel_cuda", NULL, K_NATIVE }, /* blocking copies */
 	/* the DataLoader iterator, waiting for or making a batch */
-	{F_INPUT, M_BASE, "__next__", "utils/data/", K_PY},
-	{F_INPUT, M_BASE, "_next_data", "utils/data/", K_PY},
-	{F_INPUT, M_BASE, "_get_data", "utils/data/", K_PY},
-	{F_INPUT, M_BASE, "_try_get_data", "utils/data/", K_PY},
+	{ F_INPUT, M_BASE, "__next__", "utils/data/", K_PY },
+	{ F_INPUT, M_BASE, "_next_data", "utils/data/", K_PY },
+	{ F_INPUT, M_BASE, "_get_data", "utils/data/", K_PY },
+	{ F_INPUT, M_BASE, "_try_get_data", "utils/data/", K_PY },
 	/* sleeping: time.sleep (CPython's time_sleep/pysleep), libc, kernel */
-	{F_SLEEP, M_BASE, "time_sleep", NULL, K_NATIVE},
-	{F_SLEEP, M_BASE, "pysleep", NULL, K_NATIVE},
+	{ F_SLEEP, M_BASE, "time_sleep", NULL, K_NATIVE },
+	{ F_SLEEP, M_BASE, "pysleep", NULL, K_NATIVE },
 	/* time.sleep is a builtin without a Python frame, and stripped
 	 * interpreters hide time_sleep: libc's and the kernel's nanosleep
 	 * family (clock_nanosleep, __x64_sys_clock_nanosleep, do_nanosleep) */
-	{F_SLEEP, M_SUB, "nanosleep", NULL, K_NATIVE | K_KERNEL},
-	{F_SLEEP, M_BASE, "usleep", NULL, K_NATIVE},
+	{ F_SLEEP, M_SUB, "nanosleep", NULL, K_NATIVE | K_KERNEL },
+	{ F_SLEEP, M_BASE, "usleep", NULL, K_NATIVE },
 };
 
 /* Name without namespaces/classes and parameters. */
@@ -124,15 +120,20 @@ static uint8_t kind_bit(uint8_t frame_kind)
 	return frame_kind == GS_FRAME_KERNEL ? K_KERNEL : K_NATIVE;
 }
 
-static bool rule_matches(const struct rule *r, const char *shortname, const char *file, uint8_t kind)
+static bool rule_matches(const struct rule *r, const char *shortname, const char *file,
+			 uint8_t kind)
 {
 	if (!(r->kinds & kind) || (r->file && !strstr(file, r->file)))
 		return false;
 	switch (r->how) {
-	case M_BASE: return !strcmp(base_name(shortname), r->pat);
-	case M_PREFIX: return !strncmp(shortname, r->pat, strlen(r->pat));
-	case M_SUB: return strstr(shortname, r->pat) != NULL;
-	case M_FILE: return true;
+	case M_BASE:
+		return !strcmp(base_name(shortname), r->pat);
+	case M_PREFIX:
+		return !strncmp(shortname, r->pat, strlen(r->pat));
+	case M_SUB:
+		return strstr(shortname, r->pat) != NULL;
+	case M_FILE:
+		return true;
 	}
 	return false;
 }
@@ -187,7 +188,8 @@ static bool state_is(const struct gs_profile *p, const struct gs_sample *s, cons
 	return st && !strcmp(gs_profile_str(p, st), state);
 }
 
-static enum gs_wall_cat category(const struct gs_profile *p, const struct gs_sample *s, enum fcls fc)
+static enum gs_wall_cat category(const struct gs_profile *p, const struct gs_sample *s,
+				 enum fcls fc)
 {
 	if (state_is(p, s, "runnable"))
 		return GS_WALL_STARVED;
@@ -230,7 +232,8 @@ static void top_keep(struct gs_wall_split *out, uint32_t c, uint32_t st, uint64_
 	uint32_t *sv = out->top_stacks[c];
 	uint64_t *nv = out->top_ns[c];
 	int i = GS_WALL_TOP;
-	while (i > 0 && (sv[i - 1] == UINT32_MAX || ns > nv[i - 1] || (ns == nv[i - 1] && st < sv[i - 1])))
+	while (i > 0 &&
+	       (sv[i - 1] == UINT32_MAX || ns > nv[i - 1] || (ns == nv[i - 1] && st < sv[i - 1])))
 		i--;
 	if (i == GS_WALL_TOP)
 		return;
@@ -248,7 +251,7 @@ int gs_wall_split(const struct gs_profile *p, gs_sample_pred keep, void *ctx,
 	memset(out->top_stacks, 0xff, sizeof(out->top_stacks));
 	uint8_t *fcache = malloc(p->n_functions + 1);
 	uint8_t *scache = malloc(p->n_stacks + 1);
-	struct gs_hmap top = {0}; /* cat << 32 | stack -> ns */
+	struct gs_hmap top = { 0 }; /* cat << 32 | stack -> ns */
 	int rc = 0;
 	if (!fcache || !scache) {
 		rc = -ENOMEM;

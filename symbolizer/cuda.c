@@ -73,7 +73,7 @@ struct gs_cuda {
 	gs_cupti_sass_fn sass;
 	gs_cupti_crc_fn crc;
 	char *cupti_info;
-	char *cupti_path; /* --cupti, checked */
+	char *cupti_path;  /* --cupti, checked */
 	char skipped[256]; /* why the first untrusted candidate was not loaded */
 	uint64_t sass_failures, sass_no_line, sass_lines;
 
@@ -87,8 +87,8 @@ struct gs_cuda {
 
 	struct kfunc *kfuncs;
 	size_t n_kfuncs, cap_kfuncs;
-	struct gs_kmap kfunc_by_key;   /* (crc, mangled gs_str, 0) -> kfuncs index */
-	struct gs_kmap loc_cache;      /* (crc, mangled gs_str, pcOffset) -> location id */
+	struct gs_kmap kfunc_by_key; /* (crc, mangled gs_str, 0) -> kfuncs index */
+	struct gs_kmap loc_cache;    /* (crc, mangled gs_str, pcOffset) -> location id */
 
 	struct stall_table *tables;
 	size_t n_tables, cap_tables;
@@ -149,10 +149,12 @@ static int untrusted_node(const char *path, bool dir, char *why, size_t len)
 	if (lstat(path, &st))
 		return snprintf(why, len, "%s: %s", path, strerror(errno)), -errno;
 	if (dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))
-		return snprintf(why, len, "%s is not a %s", path, dir ? "directory" : "regular file"),
+		return snprintf(why, len, "%s is not a %s", path,
+				dir ? "directory" : "regular file"),
 		       -EPERM;
 	if (st.st_uid != 0)
-		return snprintf(why, len, "%s is owned by uid %u, not root", path, st.st_uid), -EPERM;
+		return snprintf(why, len, "%s is owned by uid %u, not root", path, st.st_uid),
+		       -EPERM;
 	if (st.st_mode & (S_IWGRP | S_IWOTH))
 		return snprintf(why, len, "%s is writable by group or others (mode %03o)", path,
 				st.st_mode & 0777),
@@ -286,7 +288,8 @@ int gs_cuda_load_cupti(struct gs_cuda *c)
 		if (try_glob(c, cupti_search[i]))
 			return 0;
 	char msg[512];
-	snprintf(msg, sizeof(msg), "libcupti not found in the CUDA toolkit (/usr/local/cuda): GPU "
+	snprintf(msg, sizeof(msg),
+		 "libcupti not found in the CUDA toolkit (/usr/local/cuda): GPU "
 		 "source lines unavailable; install the toolkit's CUPTI or give --cupti PATH (a "
 		 "root-owned file, not group/other-writable)%s%s",
 		 c->skipped[0] ? "; not loaded: " : "", c->skipped);
@@ -321,8 +324,8 @@ bool gs_cuda_has_cubin(const struct gs_cuda *c, uint64_t crc)
 	return find_cubin(c, crc) != NULL;
 }
 
-static int add_cubin(struct gs_cuda *c, uint64_t crc, const void *cubin, size_t len,
-		     uint32_t pid, const char *origin, uint64_t *crc_out, bool copy)
+static int add_cubin(struct gs_cuda *c, uint64_t crc, const void *cubin, size_t len, uint32_t pid,
+		     const char *origin, uint64_t *crc_out, bool copy)
 {
 	if (!cubin || !len)
 		return -EINVAL;
@@ -363,8 +366,8 @@ static int add_cubin(struct gs_cuda *c, uint64_t crc, const void *cubin, size_t 
 	return 0;
 }
 
-int gs_cuda_add_cubin(struct gs_cuda *c, uint64_t crc, const void *cubin, size_t len,
-		      uint32_t pid, const char *origin, uint64_t *crc_out)
+int gs_cuda_add_cubin(struct gs_cuda *c, uint64_t crc, const void *cubin, size_t len, uint32_t pid,
+		      const char *origin, uint64_t *crc_out)
 {
 	return add_cubin(c, crc, cubin, len, pid, origin, crc_out, true);
 }
@@ -410,8 +413,8 @@ int gs_cuda_cubin_functions(const void *cubin, size_t len,
 
 /* ---- source lines -------------------------------------------------------- */
 
-int gs_cuda_source_line(struct gs_cuda *c, uint64_t crc, const char *function,
-			uint64_t pc_offset, char *file, size_t file_len, uint32_t *line)
+int gs_cuda_source_line(struct gs_cuda *c, uint64_t crc, const char *function, uint64_t pc_offset,
+			char *file, size_t file_len, uint32_t *line)
 {
 	*line = 0;
 	if (file_len)
@@ -420,8 +423,11 @@ int gs_cuda_source_line(struct gs_cuda *c, uint64_t crc, const char *function,
 	if (!cb || !function || gs_cuda_load_cupti(c))
 		return -ENOENT;
 	struct gs_cupti_sass_params prm = {
-		.size = sizeof(prm), .cubin = cb->bytes, .functionName = function,
-		.cubinSize = cb->len, .pcOffset = pc_offset,
+		.size = sizeof(prm),
+		.cubin = cb->bytes,
+		.functionName = function,
+		.cubinSize = cb->len,
+		.pcOffset = pc_offset,
 	};
 	int rc = c->sass(&prm);
 	/* No line info shows up as line 0 / NULL file, with CUPTI_SUCCESS or not. */
@@ -455,7 +461,8 @@ static bool cubin_line_info(struct cubin *cb)
 	if (e && !elf_getshdrstrndx(e, &shstrndx)) {
 		for (Elf_Scn *scn = NULL; (scn = elf_nextscn(e, scn));) {
 			GElf_Shdr sh;
-			const char *n = gelf_getshdr(scn, &sh) ? elf_strptr(e, shstrndx, sh.sh_name) : NULL;
+			const char *n = gelf_getshdr(scn, &sh) ? elf_strptr(e, shstrndx, sh.sh_name)
+							       : NULL;
 			if (n && (!strcmp(n, ".debug_line") || !strcmp(n, ".nv_debug_line_sass"))) {
 				cb->line_info = 1;
 				break;
@@ -549,8 +556,7 @@ static struct kfunc *kernel_function(struct gs_cuda *c, uint64_t crc, gs_str man
 	return &c->kfuncs[c->n_kfuncs++];
 }
 
-uint32_t gs_cuda_location(struct gs_cuda *c, uint64_t crc, const char *function,
-			  uint64_t pc_offset)
+uint32_t gs_cuda_location(struct gs_cuda *c, uint64_t crc, const char *function, uint64_t pc_offset)
 {
 	if (!function || !*function)
 		function = "[unknown kernel]";
@@ -596,7 +602,8 @@ static int resolve_one(struct gs_cuda *c, const struct pending_line *pl)
 	char file[PATH_MAX];
 	uint32_t line = 0;
 	const char *function = gs_profile_str(c->p, pl->mangled);
-	int rc = gs_cuda_source_line(c, pl->crc, function, pl->pc_offset, file, sizeof(file), &line);
+	int rc = gs_cuda_source_line(c, pl->crc, function, pl->pc_offset, file, sizeof(file),
+				     &line);
 
 	if (rc == -EINVAL)
 		c->sass_failures++;
@@ -608,7 +615,8 @@ static int resolve_one(struct gs_cuda *c, const struct pending_line *pl)
 	struct kfunc *k = kernel_function(c, pl->crc, pl->mangled, function);
 	if (!k)
 		return -ENOMEM;
-	struct gs_function f = { .name = k->name, .system_name = k->system_name,
+	struct gs_function f = { .name = k->name,
+				 .system_name = k->system_name,
 				 .file = gs_profile_intern(c->p, file) };
 	if (f.file == (gs_str)-1)
 		return -ENOMEM;
@@ -634,7 +642,7 @@ int gs_cuda_resolve_lines(struct gs_cuda *c)
 
 /* ---- stall reasons ------------------------------------------------------- */
 
-#define STALL_PREFIX "smsp__pcsamp_warps_issue_stalled_"
+#define STALL_PREFIX  "smsp__pcsamp_warps_issue_stalled_"
 #define PCSAMP_PREFIX "smsp__pcsamp_"
 
 void gs_cuda_stall_short(const char *name, char *buf, size_t len)
@@ -798,33 +806,33 @@ int gs_cuda_add_comments(struct gs_cuda *c)
 					 d->sm_clock_khz / 1000);
 			if (d->period_exp && n > 0 && (size_t)n < sizeof(facts)) {
 				/* period_exp is 5..31 (checked where it is set) */
-				double ns = d->sm_clock_khz
-						    ? ldexp(1.0, (int)d->period_exp) * 1e6 / d->sm_clock_khz
-						    : 0;
+				double ns = d->sm_clock_khz ? ldexp(1.0, (int)d->period_exp) * 1e6 /
+								  d->sm_clock_khz
+							    : 0;
 				snprintf(facts + n, sizeof(facts) - n,
-					 ": PC sampling %s, period 2^%u cycles = %.1f us per sample per SM",
+					 ": PC sampling %s, period 2^%u cycles = %.1f us per "
+					 "sample per SM",
 					 d->mode[0] ? d->mode : "", d->period_exp, ns / 1000);
 			}
 		}
-		err = gs_profile_add_comment(c->p,
-					     "gpu pid %u device %d%s; samples total %llu, dropped %llu, "
-					     "in non-user kernels %llu",
-					     d->pid, d->device, facts, (unsigned long long)d->total,
-					     (unsigned long long)d->dropped,
-					     (unsigned long long)d->non_user);
+		err = gs_profile_add_comment(
+		    c->p,
+		    "gpu pid %u device %d%s; samples total %llu, dropped %llu, "
+		    "in non-user kernels %llu",
+		    d->pid, d->device, facts, (unsigned long long)d->total,
+		    (unsigned long long)d->dropped, (unsigned long long)d->non_user);
 	}
 	if (!err && c->n_cubins && c->cupti_tried && !c->cupti)
 		err = gs_profile_add_comment(c->p, "gpu source lines: %s", c->cupti_info);
 	else if (!err && c->sass_no_line && !c->sass_lines)
 		err = gs_profile_add_comment(c->p, "gpu source lines: none of the sampled cubins "
-					     "have line info (build with nvcc -lineinfo)");
+						   "have line info (build with nvcc -lineinfo)");
 	return err;
 }
 
 /* ---- wire records -------------------------------------------------------- */
 
-int gs_cuda_stall_table_record(struct gs_cuda *c, const struct gs_gpu_stall_table *rec,
-			       size_t size)
+int gs_cuda_stall_table_record(struct gs_cuda *c, const struct gs_gpu_stall_table *rec, size_t size)
 {
 	const struct gs_gpu_stall_table *t;
 	const struct gs_gpu_stall_reason *r;
@@ -833,7 +841,7 @@ int gs_cuda_stall_table_record(struct gs_cuda *c, const struct gs_gpu_stall_tabl
 	size_t n = rec->n_reasons;
 	uint32_t *idx = calloc(n ? n : 1, sizeof(*idx));
 	uint32_t *flags = calloc(n ? n : 1, sizeof(*flags));
-	char (*names)[GS_GPU_STALL_NAME_LEN] = calloc(n ? n : 1, sizeof(*names));
+	char(*names)[GS_GPU_STALL_NAME_LEN] = calloc(n ? n : 1, sizeof(*names));
 	const char **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
 	int err = -ENOMEM;
 	if (!idx || !flags || !names || !ptrs)

@@ -93,8 +93,8 @@ int gs_cuda_cubin_crc(struct gs_cuda *c, const void *cubin, size_t len, uint64_t
  * process that loaded it (informational; the CRC is the key).  Adding a CRC
  * twice keeps the first image.  Must come before the first gs_cuda_location()
  * of that CRC to give it source lines.  *crc_out (may be NULL) gets the key. */
-int gs_cuda_add_cubin(struct gs_cuda *c, uint64_t crc, const void *cubin, size_t len,
-		      uint32_t pid, const char *origin, uint64_t *crc_out);
+int gs_cuda_add_cubin(struct gs_cuda *c, uint64_t crc, const void *cubin, size_t len, uint32_t pid,
+		      const char *origin, uint64_t *crc_out);
 /* Same without the copy: the caller keeps cubin valid and unchanged until
  * gs_cuda_free() (e.g. bytes held by bpf/gpu_host.c, which can run to
  * hundreds of MB for libtorch_cuda). */
@@ -137,8 +137,8 @@ int gs_cuda_resolve_lines(struct gs_cuda *c);
 /* Source line of a pcOffset without touching the profile: *line = 0 and
  * file[0] = 0 when there is none.  -ENOENT: no such cubin or no libcupti;
  * -EINVAL: libcupti rejected the query (unknown function). */
-int gs_cuda_source_line(struct gs_cuda *c, uint64_t crc, const char *function,
-			uint64_t pc_offset, char *file, size_t file_len, uint32_t *line);
+int gs_cuda_source_line(struct gs_cuda *c, uint64_t crc, const char *function, uint64_t pc_offset,
+			char *file, size_t file_len, uint32_t *line);
 
 /* ---- stall reasons ------------------------------------------------------ */
 
@@ -164,9 +164,9 @@ struct gs_cuda_stall_in {
 };
 /* Per short reason: base samples and not-issued samples of one PC. */
 struct gs_cuda_stall_out {
-	gs_str reason;          /* interned short name in the profile */
-	uint64_t samples;       /* base family -> GS_V_GPU_SAMPLES */
-	uint64_t not_issued;    /* twin -> GS_V_GPU_NOT_ISSUED */
+	gs_str reason;       /* interned short name in the profile */
+	uint64_t samples;    /* base family -> GS_V_GPU_SAMPLES */
+	uint64_t not_issued; /* twin -> GS_V_GPU_NOT_ISSUED */
 };
 /* Fold a PC record's (index, samples) pairs into per-reason values using the
  * table of (pid, context).  Counters are skipped; an index missing from the
@@ -180,11 +180,11 @@ int gs_cuda_fold_stalls(struct gs_cuda *c, uint32_t pid, uint32_t context,
 /* ---- device facts and run counters (profile comments) ------------------ */
 
 struct gs_cuda_device_info {
-	const char *name;        /* "NVIDIA H200", may be NULL */
-	uint32_t sm_clock_khz;   /* CU_DEVICE_ATTRIBUTE_CLOCK_RATE */
-	uint32_t sm_count;       /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */
-	uint32_t period_exp;     /* sampling period = 2^period_exp SM cycles; 0 unknown */
-	const char *mode;        /* "continuous" / "kernel-serialized", may be NULL */
+	const char *name;      /* "NVIDIA H200", may be NULL */
+	uint32_t sm_clock_khz; /* CU_DEVICE_ATTRIBUTE_CLOCK_RATE */
+	uint32_t sm_count;     /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */
+	uint32_t period_exp;   /* sampling period = 2^period_exp SM cycles; 0 unknown */
+	const char *mode;      /* "continuous" / "kernel-serialized", may be NULL */
 };
 int gs_cuda_set_device(struct gs_cuda *c, uint32_t pid, int32_t device,
 		       const struct gs_cuda_device_info *info);

@@ -20,7 +20,7 @@
 /* Launches older than this before a window's start are dropped from the
  * per-function time lists (they stay in the whole-run histogram) and from
  * the correlation-id table. */
-#define KEEP_NS (60ull * 1000000000ull)
+#define KEEP_NS         (60ull * 1000000000ull)
 #define CORR_COMPACT_AT (1u << 20)
 
 #define NO_STACK UINT32_MAX
@@ -251,12 +251,12 @@ static int64_t combined_stack(struct gs_join *j, uint32_t gpu_loc, uint32_t cpu_
 	uint32_t n = 1, *locs;
 	if (cpu_stack == NO_STACK) {
 		if (!j->unknown_loc) {
-			struct gs_function f = { .name = gs_profile_intern(j->p, "[unknown launch]") };
+			struct gs_function f = { .name = gs_profile_intern(j->p,
+									   "[unknown launch]") };
 			uint32_t fid = f.name == (gs_str)-1 ? 0 : gs_profile_add_function(j->p, &f);
 			struct gs_line ln = { .function = fid };
-			j->unknown_loc = fid ? gs_profile_add_location(j->p, 0, 0, GS_FRAME_SPECIAL,
-								       &ln, 1)
-					     : 0;
+			j->unknown_loc =
+			    fid ? gs_profile_add_location(j->p, 0, 0, GS_FRAME_SPECIAL, &ln, 1) : 0;
 			if (!j->unknown_loc)
 				return -ENOMEM;
 		}
@@ -301,8 +301,12 @@ static int add_out(struct gs_join *j, const struct gs_join_batch *b, const struc
 			return -ENOMEM;
 		i = (uint32_t)j->n_aggs;
 		j->aggs[i] = (struct agg){
-			.stack = (uint32_t)st, .pid = b->pid, .lkey = lkey,
-			.reason = pc->stall_reason, .device = b->device, .attr = (uint8_t)attr,
+			.stack = (uint32_t)st,
+			.pid = b->pid,
+			.lkey = lkey,
+			.reason = pc->stall_reason,
+			.device = b->device,
+			.attr = (uint8_t)attr,
 			.time = b->end_ns > j->t0 ? b->end_ns - j->t0 : 0,
 		};
 		if (gs_kmap_put(&j->agg_map, ka, kb, kc, i))
@@ -374,8 +378,8 @@ static int cmp_launch(const void *a, const void *b)
 /* Launch weights per hist entry of k inside [start, end]; falls back to the
  * whole-run histogram when the window holds none.  Fills idx[]/c[] with
  * hist indices and weights; returns their count. */
-static size_t distribution(struct kfn *k, uint64_t start, uint64_t end, uint32_t *idx,
-			   uint64_t *c, uint64_t *C)
+static size_t distribution(struct kfn *k, uint64_t start, uint64_t end, uint32_t *idx, uint64_t *c,
+			   uint64_t *C)
 {
 	if (k->unsorted) {
 		qsort(k->l + k->head, k->n - k->head, sizeof(struct launch), cmp_launch);
@@ -544,8 +548,11 @@ int gs_join_emit(struct gs_join *j, struct gs_join_stats *st)
 		if (!s && !ni)
 			continue;
 		struct gs_sample smp = {
-			.stack = a->stack, .time_ns = a->time, .pid = a->pid,
-			.cuda_stall_reason = a->reason, .gpu_attribution = attr[a->attr],
+			.stack = a->stack,
+			.time_ns = a->time,
+			.pid = a->pid,
+			.cuda_stall_reason = a->reason,
+			.gpu_attribution = attr[a->attr],
 			.cuda_device = a->device,
 		};
 		smp.values[GS_V_GPU_SAMPLES] = s;
@@ -577,8 +584,8 @@ void gs_join_stats(const struct gs_join *j, struct gs_join_stats *st)
 
 /* ---- wire records --------------------------------------------------------- */
 
-int gs_join_pc_batch_record(struct gs_join *j, struct gs_cuda *c,
-			    const struct gs_gpu_pc_batch *rec, size_t size)
+int gs_join_pc_batch_record(struct gs_join *j, struct gs_cuda *c, const struct gs_gpu_pc_batch *rec,
+			    size_t size)
 {
 	struct gs_rec_pc_batch_view v;
 	if (gs_rec_hdr_check(rec, size) || gs_rec_pc_batch(&rec->hdr, &v))
@@ -616,15 +623,17 @@ int gs_join_pc_batch_record(struct gs_join *j, struct gs_cuda *c,
 							   counts[pc->first_count + k].samples };
 		size_t nf;
 		bool unannounced = gs_cuda_cubin_unannounced(c, pc->cubin_crc);
-		err = gs_cuda_fold_stalls(c, pid, rec->gpu.ctx_uid, in, pc->n_counts, folded,
-					  cap, &nf);
+		err = gs_cuda_fold_stalls(c, pid, rec->gpu.ctx_uid, in, pc->n_counts, folded, cap,
+					  &nf);
 		for (size_t k = 0; k < nf && unannounced; k++)
 			j->st.unannounced += folded[k].samples;
 		for (size_t k = 0; k < nf && !err; k++)
 			out[n++] = (struct gs_join_pc){
-				.location = loc, .function = pc->name_hash,
+				.location = loc,
+				.function = pc->name_hash,
 				.correlation_id = serialized ? pc->correlation_id : 0,
-				.stall_reason = folded[k].reason, .samples = folded[k].samples,
+				.stall_reason = folded[k].reason,
+				.samples = folded[k].samples,
 				.not_issued = folded[k].not_issued,
 			};
 	}
@@ -634,7 +643,9 @@ int gs_join_pc_batch_record(struct gs_join *j, struct gs_cuda *c,
 		 * window.  A lost LAST record only merges two windows. */
 		struct dev_window *w = dev_window(j, pid, device);
 		struct gs_join_batch b = {
-			.pid = pid, .device = device, .end_ns = rec->hdr.ktime_ns,
+			.pid = pid,
+			.device = device,
+			.end_ns = rec->hdr.ktime_ns,
 			.same_drain = w && w->open,
 		};
 		err = w ? gs_join_add_pc_batch(j, &b, out, n) : -ENOMEM;
@@ -651,11 +662,17 @@ int gs_join_launch_record(struct gs_join *j, const struct gs_gpu_launch *rec, ui
 			  gs_str thread_name, gs_str process_role)
 {
 	struct gs_join_launch l = {
-		.pid = rec->gpu.tgid, .tid = rec->gpu.tid, .correlation_id = rec->correlation_id,
-		.function = rec->name_hash, .time_ns = rec->hdr.ktime_ns, .stack = stack,
-		.weight = rec->sample_every ? rec->sample_every : 1, .thread_name = thread_name,
+		.pid = rec->gpu.tgid,
+		.tid = rec->gpu.tid,
+		.correlation_id = rec->correlation_id,
+		.function = rec->name_hash,
+		.time_ns = rec->hdr.ktime_ns,
+		.stack = stack,
+		.weight = rec->sample_every ? rec->sample_every : 1,
+		.thread_name = thread_name,
 		.process_role = process_role,
-		.graph = rec->cbid == GS_CBID_GRAPH_LAUNCH || rec->cbid == GS_CBID_GRAPH_LAUNCH_PTSZ,
+		.graph = rec->cbid == GS_CBID_GRAPH_LAUNCH ||
+			 rec->cbid == GS_CBID_GRAPH_LAUNCH_PTSZ,
 	};
 	return gs_join_add_launch(j, &l);
 }

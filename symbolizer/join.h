@@ -87,15 +87,15 @@ struct gs_join *gs_join_new(struct gs_profile *p, uint64_t t0_ns);
 void gs_join_free(struct gs_join *j);
 
 struct gs_join_launch {
-	uint32_t pid, tid;        /* tgid and launching thread */
-	uint32_t correlation_id;  /* CUPTI correlation id; 0 if unknown */
-	uint64_t function;        /* kernel identity: gs_kernel_name_hash(mangled name); 0 unknown */
-	uint64_t time_ns;         /* launch ktime */
-	uint32_t stack;           /* profile stack index of the CPU stack (leaf first) */
-	uint32_t weight;          /* launches this event stands for (1-in-N sampling: N); 0 = 1 */
-	gs_str thread_name;       /* comm of the launching thread, 0 if unknown */
-	gs_str process_role;      /* "main", "dataloader", ..., 0 if unknown */
-	bool graph;               /* a CUDA graph launch (function is then 0) */
+	uint32_t pid, tid;       /* tgid and launching thread */
+	uint32_t correlation_id; /* CUPTI correlation id; 0 if unknown */
+	uint64_t function;       /* kernel identity: gs_kernel_name_hash(mangled name); 0 unknown */
+	uint64_t time_ns;        /* launch ktime */
+	uint32_t stack;          /* profile stack index of the CPU stack (leaf first) */
+	uint32_t weight;         /* launches this event stands for (1-in-N sampling: N); 0 = 1 */
+	gs_str thread_name;      /* comm of the launching thread, 0 if unknown */
+	gs_str process_role;     /* "main", "dataloader", ..., 0 if unknown */
+	bool graph;              /* a CUDA graph launch (function is then 0) */
 };
 int gs_join_add_launch(struct gs_join *j, const struct gs_join_launch *l);
 
@@ -109,22 +109,22 @@ struct gs_join_batch {
 };
 
 struct gs_join_pc {
-	uint32_t location;        /* GPU PC location id (gs_cuda_location) */
-	uint64_t function;        /* gs_kernel_name_hash(mangled name), as on the launches */
-	uint32_t correlation_id;  /* 0 in continuous mode */
-	gs_str stall_reason;      /* short name (gs_cuda_fold_stalls) */
-	uint64_t samples;         /* base family */
-	uint64_t not_issued;      /* _not_issued twin */
+	uint32_t location;       /* GPU PC location id (gs_cuda_location) */
+	uint64_t function;       /* gs_kernel_name_hash(mangled name), as on the launches */
+	uint32_t correlation_id; /* 0 in continuous mode */
+	gs_str stall_reason;     /* short name (gs_cuda_fold_stalls) */
+	uint64_t samples;        /* base family */
+	uint64_t not_issued;     /* _not_issued twin */
 };
 int gs_join_add_pc_batch(struct gs_join *j, const struct gs_join_batch *b,
 			 const struct gs_join_pc *pcs, size_t n);
 
 struct gs_join_stats {
-	uint64_t samples[4];      /* gpu_samples by attribution: exact, proportional, unknown, graph */
-	uint64_t not_issued[4];   /* gpu_samples_not_issued, same split */
-	uint64_t launches;        /* launch events added */
-	uint64_t emitted;         /* profile samples written by gs_join_emit */
-	uint64_t unannounced;     /* gpu_samples of never-announced cubins (gs_cuda_cubin_unannounced) */
+	uint64_t samples[4]; /* gpu_samples by attribution: exact, proportional, unknown, graph */
+	uint64_t not_issued[4]; /* gpu_samples_not_issued, same split */
+	uint64_t launches;      /* launch events added */
+	uint64_t emitted;       /* profile samples written by gs_join_emit */
+	uint64_t unannounced; /* gpu_samples of never-announced cubins (gs_cuda_cubin_unannounced) */
 };
 enum { GS_JOIN_EXACT = 0, GS_JOIN_PROPORTIONAL = 1, GS_JOIN_UNKNOWN = 2, GS_JOIN_GRAPH = 3 };
 
@@ -141,8 +141,8 @@ struct gs_gpu_launch;
  * pages or GetData calls of the same drain) shares that drain's window.  Correlation ids count only with
  * GS_GPU_BATCH_SERIALIZED.  The call's totals go to gs_cuda_add_counts.
  * -EINVAL when the record is malformed (nothing added then). */
-int gs_join_pc_batch_record(struct gs_join *j, struct gs_cuda *c,
-			    const struct gs_gpu_pc_batch *rec, size_t size);
+int gs_join_pc_batch_record(struct gs_join *j, struct gs_cuda *c, const struct gs_gpu_pc_batch *rec,
+			    size_t size);
 /* A GS_REC_GPU_LAUNCH record's fixed part; stack = the profile stack index
  * the caller made from the gs_cpu_sample that follows it (thread_name and
  * role likewise, 0 if unknown).  Weight = sample_every. */

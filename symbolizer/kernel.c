@@ -75,7 +75,8 @@ static int parse(struct gs_kallsyms *k, FILE *f)
 			err = -ENOMEM;
 			break;
 		}
-		k->s[k->n++] = (struct gs_ksym){ addr, nm, (uint32_t)mod, type == 'T' || type == 'W' };
+		k->s[k->n++] = (struct gs_ksym){ addr, nm, (uint32_t)mod,
+						 type == 'T' || type == 'W' };
 		nonzero |= addr;
 	}
 	free(line);

@@ -49,7 +49,8 @@ static bool same_root(uint32_t tgid)
 	char p[64];
 	struct stat a, b;
 	snprintf(p, sizeof(p), "/proc/%u/root/", tgid);
-	return stat(p, &a) == 0 && stat("/", &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+	return stat(p, &a) == 0 && stat("/", &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
 }
 
 static int open_modules(struct gs_sym_modcache *c, uint32_t tgid, struct gs_sym_snapshot *s)
@@ -60,7 +61,8 @@ static int open_modules(struct gs_sym_modcache *c, uint32_t tgid, struct gs_sym_
 		if (!m->exec || !is_file(m))
 			continue;
 		char mf[80], rp[4200], plain[4096];
-		snprintf(mf, sizeof(mf), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, tgid, m->start, m->end);
+		snprintf(mf, sizeof(mf), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, tgid, m->start,
+			 m->end);
 		/* " (deleted)" is not part of the file name */
 		snprintf(plain, sizeof(plain), "%s", m->path);
 		size_t pl = strlen(plain);
@@ -105,9 +107,13 @@ static int read_maps(uint32_t tgid, struct gs_sym_snapshot *s)
 		return -ENOMEM;
 	for (size_t i = 0; i < s->raw->n; i++) {
 		const struct gs_maps_line *l = &s->raw->m[i];
-		s->maps[i] = (struct gs_sym_map){ .start = l->start, .end = l->end,
-			.offset = l->offset, .dev = makedev(l->dev_major, l->dev_minor),
-			.ino = l->inode, .exec = l->exec, .path = l->path };
+		s->maps[i] = (struct gs_sym_map){ .start = l->start,
+						  .end = l->end,
+						  .offset = l->offset,
+						  .dev = makedev(l->dev_major, l->dev_minor),
+						  .ino = l->inode,
+						  .exec = l->exec,
+						  .path = l->path };
 	}
 	s->n = s->raw->n;
 	return 0;

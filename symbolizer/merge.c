@@ -30,7 +30,8 @@ bool gs_py_is_eval_location(const struct gs_profile *p, uint32_t loc)
 	for (uint32_t i = 0; i < l->n_lines; i++) {
 		const struct gs_line *ln = &p->lines[l->first_line + i];
 
-		if (ln->function && is_eval_name(gs_profile_str(p, gs_profile_function(p, ln->function)->name)))
+		if (ln->function &&
+		    is_eval_name(gs_profile_str(p, gs_profile_function(p, ln->function)->name)))
 			return true;
 	}
 	return false;
@@ -96,11 +97,11 @@ int gs_py_merge(const struct gs_profile *p, const struct gs_py_stack *s, uint32_
 	uint32_t skip = leaf_skip(p, s);
 	bool spliced = false;
 
-#define PUT(x)                                                                                     \
-	do {                                                                                       \
-		if (o >= cap)                                                                      \
-			return -ENOSPC;                                                            \
-		out[o++] = (x);                                                            \
+#define PUT(x)                          \
+	do {                            \
+		if (o >= cap)           \
+			return -ENOSPC; \
+		out[o++] = (x);         \
 	} while (0)
 
 	for (uint32_t i = 0; i < s->n_native; i++) {

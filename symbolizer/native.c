@@ -33,7 +33,7 @@
 /* The symbolizer's state per ELF object of proc/'s cache, by object id. */
 struct gs_sym_modcache {
 	struct gs_elf_cache *elf;
-	struct gs_hmap by_obj;   /* gs_elf_obj.id -> struct gs_sym_module * */
+	struct gs_hmap by_obj; /* gs_elf_obj.id -> struct gs_sym_module * */
 	size_t count;
 };
 
@@ -98,10 +98,11 @@ size_t gs_sym_modcache_count(const struct gs_sym_modcache *c)
 }
 
 static struct gs_sym_module *module_new(struct gs_elf_obj *o, const char *path,
-				       const char *file_name)
+					const char *file_name)
 {
 	struct gs_sym_module *m = calloc(1, sizeof(*m));
-	if (!m || !(m->path = strdup(path)) || !(m->file_name = strdup(file_name ? file_name : path))) {
+	if (!m || !(m->path = strdup(path)) ||
+	    !(m->file_name = strdup(file_name ? file_name : path))) {
 		if (m)
 			module_free(m);
 		return NULL;
@@ -206,7 +207,8 @@ static void module_load_syms(struct gs_sym_module *m)
 		GElf_Sym sym;
 		GElf_Addr addr;
 		GElf_Word shndx;
-		const char *name = dwfl_module_getsym_info(m->mod, i, &sym, &addr, &shndx, NULL, NULL);
+		const char *name = dwfl_module_getsym_info(m->mod, i, &sym, &addr, &shndx, NULL,
+							   NULL);
 		if (!name || !*name || shndx == SHN_UNDEF)
 			continue;
 		int t = GELF_ST_TYPE(sym.st_info);
@@ -354,7 +356,9 @@ static int chain_frames(Dwarf_Die *scopes, int n, int leaf_line, const char *lea
 			break;
 		Dwarf_Attribute at;
 		Dwarf_Word v = 0;
-		line = dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &at), &v) == 0 ? (int64_t)v : 0;
+		line = dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &at), &v) == 0
+			   ? (int64_t)v
+			   : 0;
 	}
 	return 0;
 }
@@ -388,8 +392,14 @@ static int getscopes_chain(Dwarf_Die *cudie, Dwarf_Addr a, int leaf_line, const 
  * the span of entries under them.  A lookup is a binary search for the top,
  * then a scan of its span; matching entries come outer first. */
 
-struct cu_ent { uint64_t lo, hi; Dwarf_Die die; };
-struct cu_top { uint64_t lo, hi; uint32_t first, end; };
+struct cu_ent {
+	uint64_t lo, hi;
+	Dwarf_Die die;
+};
+struct cu_top {
+	uint64_t lo, hi;
+	uint32_t first, end;
+};
 struct gs_sym_cu {
 	Dwarf_Off off;
 	struct cu_ent *e;
@@ -420,9 +430,15 @@ static bool push_top(struct gs_sym_cu *cu, uint64_t lo, uint64_t hi, uint32_t fi
 static bool may_hold_code(int tag)
 {
 	switch (tag) {
-	case DW_TAG_namespace: case DW_TAG_lexical_block: case DW_TAG_subprogram:
-	case DW_TAG_inlined_subroutine: case DW_TAG_entry_point: case DW_TAG_try_block:
-	case DW_TAG_catch_block: case DW_TAG_module: case DW_TAG_with_stmt:
+	case DW_TAG_namespace:
+	case DW_TAG_lexical_block:
+	case DW_TAG_subprogram:
+	case DW_TAG_inlined_subroutine:
+	case DW_TAG_entry_point:
+	case DW_TAG_try_block:
+	case DW_TAG_catch_block:
+	case DW_TAG_module:
+	case DW_TAG_with_stmt:
 		return true;
 	default:
 		return false;
@@ -533,7 +549,10 @@ static int cu_scopes(const struct gs_sym_cu *cu, uint64_t a, Dwarf_Die *out, int
 /* CU lookup without .debug_aranges: the ranges of every CU DIE (unit
  * headers and the CU DIE's own attributes only, not the CUs' contents),
  * built once per module on the first miss. */
-struct cu_range { uint64_t lo, hi; Dwarf_Off die_off; };
+struct cu_range {
+	uint64_t lo, hi;
+	Dwarf_Off die_off;
+};
 
 static int range_cmp(const void *a, const void *b)
 {
@@ -559,7 +578,7 @@ static void build_cu_ranges(struct gs_sym_module *m, Dwarf *dw)
 						 sizeof(struct cu_range), 256))
 					return;
 				((struct cu_range *)m->cu_ranges)[m->n_cu_ranges++] =
-					(struct cu_range){ lo, hi, off + hsize };
+				    (struct cu_range){ lo, hi, off + hsize };
 			}
 		}
 		off = next;
@@ -567,7 +586,8 @@ static void build_cu_ranges(struct gs_sym_module *m, Dwarf *dw)
 	qsort(m->cu_ranges, m->n_cu_ranges, sizeof(struct cu_range), range_cmp);
 }
 
-static Dwarf_Die *cu_by_range(struct gs_sym_module *m, Dwarf_Addr da, Dwarf_Addr *bias, Dwarf_Die *out)
+static Dwarf_Die *cu_by_range(struct gs_sym_module *m, Dwarf_Addr da, Dwarf_Addr *bias,
+			      Dwarf_Die *out)
 {
 	Dwarf *dw = dwfl_module_getdwarf(m->mod, bias);
 	if (!dw)

@@ -17,8 +17,8 @@
 #include "symbolizer/python.h"
 
 #define LASTI_NONE 0xffffffffu
-#define MAX_TABLE (256u << 10) /* line table bytes read per code object */
-#define MAX_STR 1024
+#define MAX_TABLE  (256u << 10) /* line table bytes read per code object */
+#define MAX_STR    1024
 
 /* ---------------------------------------------------------------------------
  * u64 -> u64 maps: util/hashmap.h, with the lookups this file makes.
@@ -54,7 +54,7 @@ struct py_layout {
 };
 
 struct py_code {
-	uint32_t function;  /* function id in the profile, 0 = not made yet */
+	uint32_t function;    /* function id in the profile, 0 = not made yet */
 	uint32_t version_hex; /* of the interpreter it came from (line table format) */
 	int32_t firstlineno;
 	char *qualname, *filename;
@@ -65,17 +65,17 @@ struct py_code {
 struct py_space {
 	int refs;
 	struct py_layout lay;
-	struct gs_hmap codes;  /* (check << 48 | code) -> struct py_code* */
+	struct gs_hmap codes; /* (check << 48 | code) -> struct py_code* */
 	uint32_t *pids;       /* processes sharing it, newest last (read order) */
 	uint32_t n_pids, cap_pids;
 };
 
 struct gs_py {
 	struct gs_profile *p;
-	struct gs_hmap procs;  /* tgid -> struct py_space* */
+	struct gs_hmap procs;   /* tgid -> struct py_space* */
 	struct gs_hmap retired; /* tgid -> struct py_space* it had before its last exec */
-	struct gs_hmap locs;   /* function << 32 | line -> location id */
-	uint32_t mapping;     /* [python] mapping id */
+	struct gs_hmap locs;    /* function << 32 | line -> location id */
+	uint32_t mapping;       /* [python] mapping id */
 	uint32_t unknown_fn, trunc_loc;
 	struct gs_py_stats st;
 };
@@ -160,7 +160,8 @@ static void space_del_pid(struct py_space *sp, uint32_t tgid)
 {
 	for (uint32_t i = 0; i < sp->n_pids; i++)
 		if (sp->pids[i] == tgid) {
-			memmove(&sp->pids[i], &sp->pids[i + 1], (sp->n_pids - i - 1) * sizeof(uint32_t));
+			memmove(&sp->pids[i], &sp->pids[i + 1],
+				(sp->n_pids - i - 1) * sizeof(uint32_t));
 			sp->n_pids--;
 			return;
 		}
@@ -211,20 +212,38 @@ struct elf_syms {
 };
 
 enum {
-	S_RUNTIME, S_VERSION, S_GILSTATE, S_NONE, S_CODE, S_FRAME, S_BYTES, S_GETVERSION,
-	S_GETSPECIFIC, S_EVAL, S_EVAL_COLD, S_NR
+	S_RUNTIME,
+	S_VERSION,
+	S_GILSTATE,
+	S_NONE,
+	S_CODE,
+	S_FRAME,
+	S_BYTES,
+	S_GETVERSION,
+	S_GETSPECIFIC,
+	S_EVAL,
+	S_EVAL_COLD,
+	S_NR
 };
 static const char *const sym_names[S_NR] = {
-	"_PyRuntime", "Py_Version", "PyGILState_GetThisThreadState", "_Py_NoneStruct",
-	"PyCode_Type", "PyFrame_Type", "PyBytes_Type", "Py_GetVersion", "pthread_getspecific",
-	"_PyEval_EvalFrameDefault", "_PyEval_EvalFrameDefault.cold",
+	"_PyRuntime",
+	"Py_Version",
+	"PyGILState_GetThisThreadState",
+	"_Py_NoneStruct",
+	"PyCode_Type",
+	"PyFrame_Type",
+	"PyBytes_Type",
+	"Py_GetVersion",
+	"pthread_getspecific",
+	"_PyEval_EvalFrameDefault",
+	"_PyEval_EvalFrameDefault.cold",
 };
 
 struct elf_file {
 	int fd;
 	Elf *elf;
-	uint64_t bias;  /* runtime = vaddr + bias */
-	uint64_t sym[S_NR]; /* vaddr, 0 = absent */
+	uint64_t bias;           /* runtime = vaddr + bias */
+	uint64_t sym[S_NR];      /* vaddr, 0 = absent */
 	uint64_t sym_size[S_NR]; /* st_size */
 	uint64_t pyruntime_sec;
 	char path[256];
@@ -418,7 +437,7 @@ struct discover {
 };
 
 static int fail(struct discover *d, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static int fail(struct discover *d, int err, const char *fmt, ...)
 {
 	va_list ap;
@@ -441,7 +460,13 @@ static int member_offset(uint32_t pid, uint64_t type_obj, const char *name, int6
 	if (rd_u64(pid, type_obj + 240, &members) || !members) /* tp_members */
 		return -EFAULT;
 	for (int i = 0; i < 64; i++) {
-		struct { uint64_t name; int32_t type, pad; int64_t offset; int32_t flags, pad2; uint64_t doc; } m;
+		struct {
+			uint64_t name;
+			int32_t type, pad;
+			int64_t offset;
+			int32_t flags, pad2;
+			uint64_t doc;
+		} m;
 		char s[32] = {};
 
 		if (rd(pid, members + (uint64_t)i * sizeof(m), &m, sizeof(m)))
@@ -465,7 +490,7 @@ static int check_member_opt(struct discover *d, uint64_t type_obj, const char *t
 	int err = member_offset(d->tgid, type_obj, name, &off);
 
 	if (err == -ENOENT && optional)
-		return 0; /* a getter in this version (3.10 f_lasti): nothing to compare */
+		return 0;   /* a getter in this version (3.10 f_lasti): nothing to compare */
 	if (err == -EFAULT) /* libpython mapped but not relocated yet (just exec'd) */
 		return fail(d, -EAGAIN, "interpreter not initialized yet");
 	if (err)
@@ -473,13 +498,15 @@ static int check_member_opt(struct discover *d, uint64_t type_obj, const char *t
 			    tname, name, strerror(-err));
 	if (off != (int64_t)want)
 		return fail(d, -EPROTO,
-			    "%s.%s is at offset %" PRId64 ", expected %u: unsupported build of this "
-			    "version (Python frames off)", tname, name, off, want);
+			    "%s.%s is at offset %" PRId64
+			    ", expected %u: unsupported build of this "
+			    "version (Python frames off)",
+			    tname, name, off, want);
 	return 0;
 }
 
-static int check_member(struct discover *d, uint64_t type_obj, const char *tname,
-			const char *name, uint32_t want)
+static int check_member(struct discover *d, uint64_t type_obj, const char *tname, const char *name,
+			uint32_t want)
 {
 	return check_member_opt(d, type_obj, tname, name, want, false);
 }
@@ -491,7 +518,8 @@ static int check_layout(struct discover *d, const struct py_table *t, const stru
 	uint64_t basicsize;
 
 	if ((err = check_member(d, s->code_type, "PyCode_Type", "co_argcount", t->co_argcount)) ||
-	    (err = check_member(d, s->code_type, "PyCode_Type", "co_firstlineno", t->co_firstlineno)) ||
+	    (err = check_member(d, s->code_type, "PyCode_Type", "co_firstlineno",
+				t->co_firstlineno)) ||
 	    (err = check_member(d, s->code_type, "PyCode_Type", "co_filename", t->co_filename)) ||
 	    (err = check_member(d, s->code_type, "PyCode_Type", "co_name", t->co_name)) ||
 	    (err = check_member(d, s->code_type, "PyCode_Type",
@@ -501,20 +529,26 @@ static int check_layout(struct discover *d, const struct py_table *t, const stru
 	    (err = check_member(d, s->code_type, "PyCode_Type", "co_qualname", t->co_qualname)))
 		return err;
 	if (t->minor <= 10 && s->frame_type &&
-	    ((err = check_member_opt(d, s->frame_type, "PyFrame_Type", "f_back", t->fr_back, true)) ||
-	     (err = check_member_opt(d, s->frame_type, "PyFrame_Type", "f_code", t->fr_code, true)) ||
-	     (err = check_member_opt(d, s->frame_type, "PyFrame_Type", "f_lasti", t->fr_lasti, true))))
+	    ((err = check_member_opt(d, s->frame_type, "PyFrame_Type", "f_back", t->fr_back,
+				     true)) ||
+	     (err = check_member_opt(d, s->frame_type, "PyFrame_Type", "f_code", t->fr_code,
+				     true)) ||
+	     (err = check_member_opt(d, s->frame_type, "PyFrame_Type", "f_lasti", t->fr_lasti,
+				     true))))
 		return err;
 	if (t->code_size) {
 		if (rd_u64(pid, s->code_type + 32, &basicsize))
 			return fail(d, -EPROTO, "cannot read PyCode_Type.tp_basicsize");
 		if (basicsize != t->code_size)
-			return fail(d, -EPROTO, "PyCode_Type.tp_basicsize is %" PRIu64 ", expected %u: "
-				    "unsupported build (Python frames off)", basicsize, t->code_size);
+			return fail(d, -EPROTO,
+				    "PyCode_Type.tp_basicsize is %" PRIu64 ", expected %u: "
+				    "unsupported build (Python frames off)",
+				    basicsize, t->code_size);
 	}
 	if (s->bytes_type) { /* ob_sval at 32: tp_basicsize = 33 */
 		if (rd_u64(pid, s->bytes_type + 32, &basicsize) || basicsize != 33)
-			return fail(d, -EPROTO, "PyBytes_Type.tp_basicsize is not 33: unsupported build");
+			return fail(d, -EPROTO,
+				    "PyBytes_Type.tp_basicsize is not 33: unsupported build");
 	}
 	return 0;
 }
@@ -528,14 +562,20 @@ static int check_debug_offsets(struct discover *d, const struct py_table *t, uin
 	if (rd(d->tgid, runtime, o, sizeof(o)))
 		return fail(d, -EPROTO, "cannot read _Py_DebugOffsets at _PyRuntime");
 	if (memcmp(o, "xdebugpy", 8))
-		return fail(d, -EPROTO, "_PyRuntime does not start with the _Py_DebugOffsets cookie");
+		return fail(d, -EPROTO,
+			    "_PyRuntime does not start with the _Py_DebugOffsets cookie");
 	if ((o[1] >> 16) != (version_hex >> 16))
-		return fail(d, -EPROTO, "_Py_DebugOffsets.version 0x%" PRIx64 " does not match "
-			    "Py_Version 0x%x", o[1], version_hex);
+		return fail(d, -EPROTO,
+			    "_Py_DebugOffsets.version 0x%" PRIx64 " does not match "
+			    "Py_Version 0x%x",
+			    o[1], version_hex);
 	if (o[2])
 		return fail(d, -ENOTSUP, "free-threaded build: not supported (native stacks only)");
 	/* thread_state at byte 152 (index 19): size prev next interp current_frame ... */
-	struct { const char *what; uint64_t got, want; } c[] = {
+	struct {
+		const char *what;
+		uint64_t got, want;
+	} c[] = {
 		{ "thread_state.current_frame", o[23], t->ts_frame },
 		{ "interpreter_frame.previous", o[29], t->fr_back },
 		{ "interpreter_frame.executable", o[30], t->fr_code },
@@ -551,9 +591,10 @@ static int check_debug_offsets(struct discover *d, const struct py_table *t, uin
 	};
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
 		if (c[i].got != c[i].want)
-			return fail(d, -EPROTO, "_Py_DebugOffsets.%s is %" PRIu64 ", expected %" PRIu64
-				    ": unsupported build (Python frames off)", c[i].what, c[i].got,
-				    c[i].want);
+			return fail(d, -EPROTO,
+				    "_Py_DebugOffsets.%s is %" PRIu64 ", expected %" PRIu64
+				    ": unsupported build (Python frames off)",
+				    c[i].what, c[i].got, c[i].want);
 	return 0;
 }
 
@@ -677,7 +718,8 @@ static int find_libc_1stblock(struct discover *d, struct map_ent *maps, int n, u
 
 		if (open_mapped(d->tgid, &maps[i], &f))
 			continue;
-		int err = f.sym[S_GETSPECIFIC] ? decode_1stblock(&f, f.sym[S_GETSPECIFIC], off) : -ENOENT;
+		int err = f.sym[S_GETSPECIFIC] ? decode_1stblock(&f, f.sym[S_GETSPECIFIC], off)
+					       : -ENOENT;
 
 		elf_close(&f);
 		if (!err)
@@ -717,7 +759,8 @@ static int discover(struct gs_py *py, struct discover *d, struct gs_py_cfg *cfg,
 			if (strstr(base_name(maps[i].path), "python2") ||
 			    strstr(base_name(maps[i].path), "libpython2")) {
 				snprintf(d->build, sizeof(d->build), "%s", maps[i].path);
-				err = fail(d, -ENOTSUP, "Python 2 is not supported (native stacks only)");
+				err = fail(d, -ENOTSUP,
+					   "Python 2 is not supported (native stacks only)");
 				break;
 			}
 		free(maps);
@@ -731,13 +774,16 @@ static int discover(struct gs_py *py, struct discover *d, struct gs_py_cfg *cfg,
 	s.bytes_type = f.sym[S_BYTES] ? f.sym[S_BYTES] + f.bias : 0;
 	/* Version: Py_Version (3.11+), else the PY_VERSION literal. */
 	if (f.sym[S_VERSION] && !elf_read(&f, f.sym[S_VERSION], &hex, 4)) {
-		snprintf(ver, sizeof(ver), "%u.%u.%u", hex >> 24, (hex >> 16) & 255, (hex >> 8) & 255);
-	} else if (f.sym[S_GETVERSION] && !version_from_getversion(&f, f.sym[S_GETVERSION], ver, sizeof(ver))) {
+		snprintf(ver, sizeof(ver), "%u.%u.%u", hex >> 24, (hex >> 16) & 255,
+			 (hex >> 8) & 255);
+	} else if (f.sym[S_GETVERSION] &&
+		   !version_from_getversion(&f, f.sym[S_GETVERSION], ver, sizeof(ver))) {
 		ver[strcspn(ver, " ")] = 0;
 		hex = hex_from_string(ver);
 	} else {
 		snprintf(d->build, sizeof(d->build), "CPython (%s)", f.path);
-		err = fail(d, -ENOTSUP, "cannot tell the Python version (no Py_Version, no "
+		err = fail(d, -ENOTSUP,
+			   "cannot tell the Python version (no Py_Version, no "
 			   "Py_GetVersion): Python frames off");
 		goto out;
 	}
@@ -756,8 +802,10 @@ static int discover(struct gs_py *py, struct discover *d, struct gs_py_cfg *cfg,
 		if (tables[i].minor == minor)
 			t = &tables[i];
 	if (!t) {
-		err = fail(d, -ENOTSUP, "Python %u.%u is not supported (3.8 to 3.13 are); native "
-			   "stacks only", major, minor);
+		err = fail(d, -ENOTSUP,
+			   "Python %u.%u is not supported (3.8 to 3.13 are); native "
+			   "stacks only",
+			   major, minor);
 		goto out;
 	}
 	if (strstr(base_name(f.path), "t.so") || strstr(base_name(f.path), "3.13t")) {
@@ -765,7 +813,8 @@ static int discover(struct gs_py *py, struct discover *d, struct gs_py_cfg *cfg,
 		goto out;
 	}
 	if (!s.code_type || !s.none || !s.gilstate) {
-		err = fail(d, -EPROTO, "PyCode_Type/_Py_NoneStruct/PyGILState_GetThisThreadState "
+		err = fail(d, -EPROTO,
+			   "PyCode_Type/_Py_NoneStruct/PyGILState_GetThisThreadState "
 			   "not found in the dynamic symbols: unsupported build");
 		goto out;
 	}
@@ -795,7 +844,8 @@ static int discover(struct gs_py *py, struct discover *d, struct gs_py_cfg *cfg,
 		 * processes are read at once; likely ld.so mapping libpython's
 		 * span before its data segment).  The session retries for a few
 		 * seconds, then reports this message. */
-		err = fail(d, -EAGAIN, "thread-state key at _PyRuntime+0x%" PRIx64 " looks wrong "
+		err = fail(d, -EAGAIN,
+			   "thread-state key at _PyRuntime+0x%" PRIx64 " looks wrong "
 			   "(initialized %d, key %d): unsupported build (Python frames off)",
 			   (uint64_t)tss_off, tss[0], tss[1]);
 		goto out;
@@ -812,7 +862,8 @@ static int discover(struct gs_py *py, struct discover *d, struct gs_py_cfg *cfg,
 		 * initialized during our ELF scans (seen under load).  A retry
 		 * reads fresh maps; the session reports this message if it
 		 * never succeeds (musl, static libc). */
-		err = fail(d, -EAGAIN, "no glibc pthread_getspecific found (musl or static libc): "
+		err = fail(d, -EAGAIN,
+			   "no glibc pthread_getspecific found (musl or static libc): "
 			   "Python frames off");
 		goto out;
 	}
@@ -832,10 +883,16 @@ static int discover(struct gs_py *py, struct discover *d, struct gs_py_cfg *cfg,
 	cfg->code_firstlineno = t->co_firstlineno;
 	cfg->code_argcount = t->co_argcount;
 	*lay = (struct py_layout){
-		.version_hex = hex, .co_argcount = t->co_argcount, .co_firstlineno = t->co_firstlineno,
-		.co_filename = t->co_filename, .co_name = t->co_name, .co_qualname = t->co_qualname,
-		.co_table = t->co_table, .ascii_size = t->ascii_size,
-		.compact_size = t->compact_size, .code_type = s.code_type,
+		.version_hex = hex,
+		.co_argcount = t->co_argcount,
+		.co_firstlineno = t->co_firstlineno,
+		.co_filename = t->co_filename,
+		.co_name = t->co_name,
+		.co_qualname = t->co_qualname,
+		.co_table = t->co_table,
+		.ascii_size = t->ascii_size,
+		.compact_size = t->compact_size,
+		.code_type = s.code_type,
 	};
 	eval_ranges(&f, lay->eval);
 	err = 0;
@@ -846,8 +903,8 @@ out:
 	return err;
 }
 
-int gs_py_discover(struct gs_py *py, uint32_t tgid, struct gs_py_cfg *cfg,
-		   struct gs_py_info *info, char *msg, size_t msglen)
+int gs_py_discover(struct gs_py *py, uint32_t tgid, struct gs_py_cfg *cfg, struct gs_py_info *info,
+		   char *msg, size_t msglen)
 {
 	struct discover d = { .tgid = tgid, .msg = msg, .msglen = msglen };
 	struct py_layout lay;
@@ -858,7 +915,8 @@ int gs_py_discover(struct gs_py *py, uint32_t tgid, struct gs_py_cfg *cfg,
 		msg[0] = 0;
 	err = discover(py, &d, cfg, info, &lay);
 	if (err == -ESRCH && msg && msglen)
-		snprintf(msg, msglen, "pid %u: process exited before its Python runtime was read", tgid);
+		snprintf(msg, msglen, "pid %u: process exited before its Python runtime was read",
+			 tgid);
 	if (err)
 		return err;
 	/* Same address space already known (re-discovery of a fork child)? */
@@ -899,8 +957,7 @@ void gs_py_exec(struct gs_py *py, uint32_t tgid)
 		space_put(sp);
 }
 
-uint32_t gs_py_eval_ranges(struct gs_py *py, uint32_t tgid, struct gs_py_range *out,
-			   uint32_t cap)
+uint32_t gs_py_eval_ranges(struct gs_py *py, uint32_t tgid, struct gs_py_range *out, uint32_t cap)
 {
 	struct py_space *sp = space_of(py, tgid);
 	uint64_t v;
@@ -950,7 +1007,9 @@ static char *read_str(uint32_t pid, const struct py_layout *l, uint64_t obj)
 		return NULL;
 	}
 	for (uint64_t i = 0; i < length; i++) {
-		uint32_t c = kind == 1 ? raw[i] : kind == 2 ? ((uint16_t *)raw)[i] : ((uint32_t *)raw)[i];
+		uint32_t c = kind == 1   ? raw[i]
+			     : kind == 2 ? ((uint16_t *)raw)[i]
+					 : ((uint32_t *)raw)[i];
 
 		if (c < 0x80) {
 			out[o++] = (char)c;
@@ -1081,8 +1140,7 @@ static struct py_code *code_get(struct gs_py *py, uint32_t tgid, const struct gs
 	return c;
 }
 
-int gs_py_note_frames(struct gs_py *py, uint32_t tgid, const struct gs_py_frame *frames,
-		      uint32_t n)
+int gs_py_note_frames(struct gs_py *py, uint32_t tgid, const struct gs_py_frame *frames, uint32_t n)
 {
 	int fresh = 0;
 
@@ -1100,7 +1158,9 @@ static uint32_t python_mapping(struct gs_py *py)
 	if (!py->mapping) {
 		struct gs_mapping m = {
 			.file = gs_profile_intern(py->p, "[python]"),
-			.has_functions = true, .has_filenames = true, .has_lines = true,
+			.has_functions = true,
+			.has_filenames = true,
+			.has_lines = true,
 		};
 
 		py->mapping = gs_profile_add_mapping(py->p, &m);
@@ -1145,7 +1205,8 @@ uint32_t gs_py_location(struct gs_py *py, uint32_t tgid, const struct gs_py_fram
 	}
 	if (!c->function) {
 		struct gs_function fn = {
-			.name = gs_profile_intern(py->p, c->qualname[0] ? c->qualname : "[anonymous]"),
+			.name = gs_profile_intern(py->p,
+						  c->qualname[0] ? c->qualname : "[anonymous]"),
 			.file = gs_profile_intern(py->p, c->filename),
 			.start_line = c->firstlineno,
 		};

@@ -80,8 +80,8 @@ void gs_py_free(struct gs_py *py);
  * cross-check (msg names the build); -ESRCH/-EPERM: process gone / no
  * access.  msg receives one line in every non-zero case but -ENOENT.
  * info may be NULL. */
-int gs_py_discover(struct gs_py *py, uint32_t tgid, struct gs_py_cfg *cfg,
-		   struct gs_py_info *info, char *msg, size_t msglen);
+int gs_py_discover(struct gs_py *py, uint32_t tgid, struct gs_py_cfg *cfg, struct gs_py_info *info,
+		   char *msg, size_t msglen);
 /* Child shares the parent's interpreter state and code cache (fork: same
  * address space).  No-op when the parent is not a known Python process. */
 int gs_py_fork(struct gs_py *py, uint32_t parent, uint32_t child);
@@ -138,22 +138,21 @@ struct gs_py_range {
  * function and, where the symbol table names it, its split-off .cold part.
  * Fills out[0..n) and returns n (0: tgid not a known Python process, or
  * the symbol was missing; the merge then falls back to names). */
-uint32_t gs_py_eval_ranges(struct gs_py *py, uint32_t tgid, struct gs_py_range *out,
-			   uint32_t cap);
+uint32_t gs_py_eval_ranges(struct gs_py *py, uint32_t tgid, struct gs_py_range *out, uint32_t cap);
 
 /* One sample's stacks, as the merge reads them. */
 struct gs_py_stack {
-	const uint32_t *native;    /* native user location ids, leaf first */
-	const __u64 *native_ips;   /* their addresses as recorded (return
+	const uint32_t *native;  /* native user location ids, leaf first */
+	const __u64 *native_ips; /* their addresses as recorded (return
 				    * addresses above the leaf); NULL: use names */
 	uint32_t n_native;
-	const uint32_t *py_locs;   /* Python location ids, leaf first */
+	const uint32_t *py_locs;             /* Python location ids, leaf first */
 	const struct gs_py_frame *py_frames; /* the raw frame behind each py_locs[i] */
 	uint32_t n_py;
-	uint32_t trunc_loc;        /* "[truncated python stack]", 0 = none */
-	bool py_partial;           /* GS_CPU_PY_ERR: the Python walk stopped early */
+	uint32_t trunc_loc;             /* "[truncated python stack]", 0 = none */
+	bool py_partial;                /* GS_CPU_PY_ERR: the Python walk stopped early */
 	const struct gs_py_range *eval; /* gs_py_eval_ranges of the process */
-	uint32_t n_eval;           /* 0: recognise eval frames by name */
+	uint32_t n_eval;                /* 0: recognise eval frames by name */
 };
 
 /*

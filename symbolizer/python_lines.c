@@ -129,7 +129,9 @@ int gs_py_line_311(const uint8_t *t, size_t len, int firstlineno, uint32_t lasti
 			line = line_add(line, d);
 			ar_line = line;
 			break;
-		case 10: case 11: case 12:
+		case 10:
+		case 11:
+		case 12:
 			line = line_add(line, (int32_t)code - 10);
 			ar_line = line;
 			i += 2;

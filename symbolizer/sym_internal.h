@@ -25,21 +25,24 @@
 
 /* ---- modules (native.c) ------------------------------------------------ */
 
-struct gs_sym_bias_map { uint64_t bias; uint32_t mapping_id; };
+struct gs_sym_bias_map {
+	uint64_t bias;
+	uint32_t mapping_id;
+};
 
 struct gs_sym_module {
 	struct gs_elf_obj *obj; /* proc/'s, shared with the CFI builder */
-	const char *key;      /* obj's: build-id hex or "dev:inode" */
-	char build_id[41];    /* hex, "" if none */
-	char *path;           /* path as first seen in maps */
-	char *file_name;      /* where libdwfl looks for .gnu_debuglink files */
-	const char *base;     /* basename of path, points into path */
-	char open_path[40];   /* "/proc/self/fd/N" while the symbolizer lives */
-	int fd;               /* obj's (the cache owns it); libdwfl gets a dup */
+	const char *key;        /* obj's: build-id hex or "dev:inode" */
+	char build_id[41];      /* hex, "" if none */
+	char *path;             /* path as first seen in maps */
+	char *file_name;        /* where libdwfl looks for .gnu_debuglink files */
+	const char *base;       /* basename of path, points into path */
+	char open_path[40];     /* "/proc/self/fd/N" while the symbolizer lives */
+	int fd;                 /* obj's (the cache owns it); libdwfl gets a dup */
 	uint64_t dev, ino;
 	Dwfl *dwfl;
 	Dwfl_Module *mod;
-	uint64_t dwfl_bias;   /* dwfl address = ELF vaddr + dwfl_bias */
+	uint64_t dwfl_bias;     /* dwfl address = ELF vaddr + dwfl_bias */
 	const GElf_Phdr *loads; /* obj's PT_LOAD headers */
 	size_t n_loads;
 	/* sorted function symbols (ELF vaddr), built on first lookup */
@@ -56,7 +59,7 @@ struct gs_sym_module {
 	/* one profile mapping per load bias */
 	struct gs_sym_bias_map *maps;
 	size_t n_maps;
-	bool broken;          /* SIGBUS while reading it (file shrank): never touched again */
+	bool broken; /* SIGBUS while reading it (file shrank): never touched again */
 };
 
 /* guard.c: run fn(arg); a SIGBUS inside (a mapped file that shrank) makes
@@ -97,7 +100,7 @@ struct gs_sym_frame {
 };
 struct gs_sym_result {
 	struct gs_sym_frame f[GS_SYM_MAX_INLINE];
-	int n;          /* 0 = nothing found */
+	int n; /* 0 = nothing found */
 	bool from_symtab, has_dwarf;
 };
 /* Fill r for ELF vaddr of m.  Returns 0 (n may be 0) or -ENOMEM. */
@@ -115,14 +118,17 @@ extern bool gs_sym_no_cu_index;
 struct gs_sym_map {
 	uint64_t start, end, offset;
 	uint64_t dev, ino;
-	uint64_t load_bias;      /* runtime - ELF vaddr (valid if mod && has_bias) */
-	const char *path;        /* NULL for anonymous mappings; in raw's text
+	uint64_t load_bias;        /* runtime - ELF vaddr (valid if mod && has_bias) */
+	const char *path;          /* NULL for anonymous mappings; in raw's text
 				  * unless own_path (kept from an older snapshot) */
 	struct gs_sym_module *mod; /* NULL unless the file has an exec mapping */
 	bool exec, has_bias, own_path;
 };
 
-struct gs_perfmap_entry { uint64_t start, size; char *name; };
+struct gs_perfmap_entry {
+	uint64_t start, size;
+	char *name;
+};
 struct gs_perfmap {
 	struct gs_perfmap_entry *e;
 	size_t n;
@@ -130,8 +136,8 @@ struct gs_perfmap {
 
 struct gs_sym_snapshot {
 	int refs;
-	uint32_t id;     /* unique per symbolizer */
-	uint32_t tgid;   /* process that was read */
+	uint32_t id;             /* unique per symbolizer */
+	uint32_t tgid;           /* process that was read */
 	struct gs_sym_map *maps; /* sorted by start */
 	size_t n;
 	struct gs_perfmap perf;

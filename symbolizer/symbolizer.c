@@ -23,7 +23,7 @@
 #include "util/hashmap.h"
 #include "util/clock.h"
 
-#define SNAP_NS (1ull << 62)
+#define SNAP_NS   (1ull << 62)
 #define KERNEL_NS (1ull << 63)
 #define NOPROC_NS (3ull << 62)
 /* A miss re-reads the maps of a live process at most this often. */
@@ -36,9 +36,15 @@ struct proc {
 	struct gs_sym_snapshot *snap;
 };
 
-struct loc_slot { uint64_t k1, k2; uint32_t loc; };
+struct loc_slot {
+	uint64_t k1, k2;
+	uint32_t loc;
+};
 
-struct kmod_map { uint64_t start, end; uint32_t mapping; };
+struct kmod_map {
+	uint64_t start, end;
+	uint32_t mapping;
+};
 
 struct gs_symbolizer {
 	struct gs_profile *p;
@@ -214,7 +220,8 @@ static int map_cmp(const void *a, const void *b)
 static int reread(struct gs_symbolizer *s, struct proc *pr, bool now)
 {
 	uint64_t t = gs_mono_ns();
-	if (pr->exited || (!now && pr->last_reread_ns && t - pr->last_reread_ns < REREAD_INTERVAL_NS))
+	if (pr->exited ||
+	    (!now && pr->last_reread_ns && t - pr->last_reread_ns < REREAD_INTERVAL_NS))
 		return -EAGAIN;
 	pr->last_reread_ns = t;
 	uint32_t tgid = pr->tgid;
@@ -300,7 +307,6 @@ static uint32_t loc_put(struct gs_symbolizer *s, uint64_t k1, uint64_t k2, uint3
 }
 
 
-
 /* ---- profile construction ----------------------------------------------- */
 
 static uint32_t add_function(struct gs_symbolizer *s, const char *name, const char *system_name,
@@ -319,7 +325,8 @@ static uint32_t add_function(struct gs_symbolizer *s, const char *name, const ch
 
 /* One-line location named `name` (fallbacks, perf maps, kernel). */
 static uint32_t add_named_location(struct gs_symbolizer *s, uint32_t mapping, uint64_t addr,
-				   enum gs_frame_kind kind, const char *name, const char *system_name)
+				   enum gs_frame_kind kind, const char *name,
+				   const char *system_name)
 {
 	uint32_t fid = add_function(s, name, system_name, NULL, 0);
 	if (!fid)
@@ -374,13 +381,15 @@ static uint32_t resolve_in_module(struct gs_symbolizer *s, const struct gs_sym_m
 		if (m->has_bias)
 			gs_sym_module_function_start(m->mod, vaddr, &fn);
 		snprintf(name, sizeof(name), "%s+0x%" PRIx64, m->mod->base, fn);
-		return loc_put(s, mid, a, add_named_location(s, mid, a, GS_FRAME_NATIVE, name, NULL));
+		return loc_put(s, mid, a,
+			       add_named_location(s, mid, a, GS_FRAME_NATIVE, name, NULL));
 	}
 	struct gs_line lines[GS_SYM_MAX_INLINE];
 	bool ok = true, files = false, nums = false;
 	for (int i = 0; i < r.n; i++) {
 		const struct gs_sym_frame *f = &r.f[i];
-		lines[i].function = add_function(s, f->name, f->system_name, f->file, f->start_line);
+		lines[i].function = add_function(s, f->name, f->system_name, f->file,
+						 f->start_line);
 		lines[i].line = f->line;
 		ok = ok && lines[i].function;
 		files |= f->file != NULL;
@@ -436,8 +445,10 @@ uint32_t gs_sym_native(struct gs_symbolizer *s, uint32_t tgid, uint64_t addr, bo
 	struct proc *pr = proc_get(s, tgid);
 	if (!pr) {
 		uint32_t loc = loc_get(s, NOPROC_NS, a);
-		return loc ? loc : loc_put(s, NOPROC_NS, a,
-					   add_named_location(s, 0, a, GS_FRAME_NATIVE, "[unknown]", NULL));
+		return loc ? loc
+			   : loc_put(
+				 s, NOPROC_NS, a,
+				 add_named_location(s, 0, a, GS_FRAME_NATIVE, "[unknown]", NULL));
 	}
 	const struct gs_sym_map *m = gs_sym_snapshot_find(pr->snap, a);
 	if (!resolvable(pr->snap, m, a)) {
@@ -509,7 +520,8 @@ uint32_t gs_sym_kernel(struct gs_symbolizer *s, uint64_t addr)
 	}
 	uint32_t mid = kernel_mapping(s, k->module);
 	char *dem = gs_demangle(k->name);
-	loc = add_named_location(s, mid, addr, GS_FRAME_KERNEL, dem ? dem : k->name, dem ? k->name : NULL);
+	loc = add_named_location(s, mid, addr, GS_FRAME_KERNEL, dem ? dem : k->name,
+				 dem ? k->name : NULL);
 	free(dem);
 	return loc_put(s, KERNEL_NS, addr, loc);
 }

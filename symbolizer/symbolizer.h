@@ -88,15 +88,15 @@ uint32_t gs_sym_kernel(struct gs_symbolizer *s, uint64_t addr);
  * (load_bias valid there).  Strings live as long as the snapshot: copy
  * them before the next gs_sym_* call on that process. */
 struct gs_sym_mapping_info {
-	const char *path;       /* path as in /proc/PID/maps (may end " (deleted)") */
-	const char *open_path;  /* path that opens the file from this process:
+	const char *path;      /* path as in /proc/PID/maps (may end " (deleted)") */
+	const char *open_path; /* path that opens the file from this process:
 				 * "/proc/self/fd/N" of the symbolizer's own fd,
 				 * valid until gs_sym_free even after the target
 				 * exits or the file is deleted; NULL if the file
 				 * could not be opened */
 	uint64_t start, end, offset;
-	uint64_t load_bias;     /* runtime address - ELF vaddr */
-	char build_id[41];      /* hex, "" if none */
+	uint64_t load_bias; /* runtime address - ELF vaddr */
+	char build_id[41];  /* hex, "" if none */
 };
 int gs_sym_mapping_for(struct gs_symbolizer *s, uint32_t tgid, uint64_t addr,
 		       struct gs_sym_mapping_info *out);
@@ -117,8 +117,14 @@ char *gs_demangle(const char *mangled);
  * "main" unless it runs the DataLoader worker loop; a thread matching no row
  * falls back to its name (comm), then "other".  Returns 0 or -ENOMEM. */
 enum gs_thread_role {
-	GS_TR_OTHER = 0, GS_TR_MAIN, GS_TR_DATALOADER_WORKER, GS_TR_PIN_MEMORY,
-	GS_TR_QUEUE_FEEDER, GS_TR_AUTOGRAD, GS_TR_INTRA_OP, GS_TR_COLLECTIVE,
+	GS_TR_OTHER = 0,
+	GS_TR_MAIN,
+	GS_TR_DATALOADER_WORKER,
+	GS_TR_PIN_MEMORY,
+	GS_TR_QUEUE_FEEDER,
+	GS_TR_AUTOGRAD,
+	GS_TR_INTRA_OP,
+	GS_TR_COLLECTIVE,
 	GS_NTHREAD_ROLES
 };
 extern const char *const gs_thread_role_name[GS_NTHREAD_ROLES];

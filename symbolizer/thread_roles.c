@@ -103,7 +103,8 @@ static uint8_t function_role(const struct gs_profile *p, uint32_t fn, uint8_t ki
 static uint8_t prefix_role(enum match m, const char *s)
 {
 	for (size_t i = 0; i < N_ROWS; i++)
-		if (role_table[i].match == m && !strncmp(s, role_table[i].name, strlen(role_table[i].name)))
+		if (role_table[i].match == m &&
+		    !strncmp(s, role_table[i].name, strlen(role_table[i].name)))
 			return (uint8_t)(role_table[i].role + 1);
 	return 0;
 }
@@ -250,7 +251,7 @@ int gs_thread_roles(struct gs_profile *p)
 
 		if (is_thread_sample(s))
 			s->str_labels[GS_SL_THREAD_ROLE] =
-				names[decide(p, thread_find(&t, s->pid, s->tid))];
+			    names[decide(p, thread_find(&t, s->pid, s->tid))];
 	}
 	free(t.v);
 	gs_hmap_free(&t.by_tid);

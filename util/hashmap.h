@@ -30,9 +30,9 @@ struct gs_hmap_slot {
 
 struct gs_hmap {
 	struct gs_hmap_slot *slots;
-	uint8_t *used;   /* one byte per slot: 1 = occupied */
-	size_t cap;      /* 0 or a power of two */
-	size_t n;        /* occupied slots */
+	uint8_t *used; /* one byte per slot: 1 = occupied */
+	size_t cap;    /* 0 or a power of two */
+	size_t n;      /* occupied slots */
 };
 
 /* Room for n entries without rehashing.  0 or -ENOMEM. */

@@ -42,8 +42,7 @@ static inline int gs_grow(void **arr, size_t *cap, size_t need, size_t sz)
  * size_t lvalue).  GS_PUSH(arr, n, cap, v): append v; n and cap are size_t
  * lvalues.  Both evaluate to 0 or -ENOMEM. */
 #define GS_GROW(arr, cap, need) gs_grow((void **)&(arr), &(cap), (need), sizeof(*(arr)))
-#define GS_PUSH(arr, n, cap, v)                                                       \
-	(GS_GROW(arr, cap, (n) + 1) ? -ENOMEM : ((arr)[(n)++] = (v), 0))
+#define GS_PUSH(arr, n, cap, v) (GS_GROW(arr, cap, (n) + 1) ? -ENOMEM : ((arr)[(n)++] = (v), 0))
 
 /* In an array of n elements of sz bytes sorted by the uint64_t at byte
  * offset key_off, the number of elements whose key is <= x: element
@@ -66,8 +65,8 @@ static inline size_t gs_upper_bound_u64(const void *arr, size_t n, size_t sz, si
 }
 
 /* The same over arr[0..n) by its member field (which must be 64-bit). */
-#define GS_UPPER_BOUND(arr, n, field, x)                                              \
-	((void)sizeof(char[sizeof((arr)->field) == sizeof(uint64_t) ? 1 : -1]),       \
+#define GS_UPPER_BOUND(arr, n, field, x)                                        \
+	((void)sizeof(char[sizeof((arr)->field) == sizeof(uint64_t) ? 1 : -1]), \
 	 gs_upper_bound_u64((arr), (n), sizeof(*(arr)), offsetof(__typeof__(*(arr)), field), (x)))
 
 #endif

@@ -21,11 +21,11 @@
 #include <string.h>
 
 struct gs_maps_line {
-	uint64_t start, end;  /* runtime [start, end) */
-	uint64_t offset;      /* file offset of start */
-	uint64_t inode;       /* 0 for anonymous memory */
+	uint64_t start, end; /* runtime [start, end) */
+	uint64_t offset;     /* file offset of start */
+	uint64_t inode;      /* 0 for anonymous memory */
 	unsigned dev_major, dev_minor;
-	bool exec;            /* 'x' in perms */
+	bool exec; /* 'x' in perms */
 	char *path;
 };
 
@@ -37,7 +37,8 @@ static inline int gs_maps_parse_line(char *line, struct gs_maps_line *m)
 	size_t len;
 
 	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off,
-		   &m->dev_major, &m->dev_minor, &ino, &n) < 7 || !n)
+		   &m->dev_major, &m->dev_minor, &ino, &n) < 7 ||
+	    !n)
 		return -EINVAL;
 	m->start = start;
 	m->end = end;

@@ -59,8 +59,10 @@ static inline int gs_proc_stat(uint32_t pid, struct gs_proc_stat *st)
 	/* after comm: state ppid pgrp session tty_nr tpgid flags minflt
 	 * cminflt majflt cmajflt utime stime cutime cstime priority nice
 	 * num_threads itrealvalue starttime */
-	if (sscanf(close_paren + 1, " %c %d %*d %*d %*d %*d %lu %*u %*u %*u %*u %*u %*u %*d %*d "
-		   "%*d %*d %*d %*d %llu", &st->state, &ppid, &flags, &start) != 4)
+	if (sscanf(close_paren + 1,
+		   " %c %d %*d %*d %*d %*d %lu %*u %*u %*u %*u %*u %*u %*d %*d "
+		   "%*d %*d %*d %*d %llu",
+		   &st->state, &ppid, &flags, &start) != 4)
 		return -EINVAL;
 	st->ppid = (uint32_t)ppid;
 	st->kernel_thread = (flags & GS_PF_KTHREAD) != 0;

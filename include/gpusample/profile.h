@@ -23,12 +23,12 @@ typedef uint32_t gs_str; /* index into the string table; 0 = "" */
 
 /* Fixed sample types, in this order, in every profile (so any two merge). */
 enum gs_value {
-	GS_V_SAMPLES = 0,      /* samples/count: CPU samples */
-	GS_V_CPU_NS,           /* cpu/nanoseconds: samples * 1e9/F; with
+	GS_V_SAMPLES = 0,    /* samples/count: CPU samples */
+	GS_V_CPU_NS,         /* cpu/nanoseconds: samples * 1e9/F; with
 				* off-CPU accounting (default) a thread's CPU
 				* samples instead share its exact on-CPU time
 				* (sum_exec_runtime over the window) equally */
-	GS_V_OFFCPU_NS,        /* offcpu/nanoseconds: time off a CPU (blocked
+	GS_V_OFFCPU_NS,      /* offcpu/nanoseconds: time off a CPU (blocked
 				* or runnable), from sched_switch.  An off-CPU
 				* sample has samples = 0, cpu = 0, offcpu = its
 				* duration (scaled, see cli/offcpu.c), time_ns
@@ -37,9 +37,9 @@ enum gs_value {
 				* thread_state "blocked" or "runnable".  Per
 				* thread, cpu + offcpu = its wall time in the
 				* window (its lifetime when shorter). */
-	GS_V_GPU_SAMPLES,      /* gpu_samples/count: issued-stall warp samples */
-	GS_V_GPU_NOT_ISSUED,   /* gpu_samples_not_issued/count */
-	GS_V_WALL_NS,          /* wall/nanoseconds: cpu + offcpu of the sample,
+	GS_V_GPU_SAMPLES,    /* gpu_samples/count: issued-stall warp samples */
+	GS_V_GPU_NOT_ISSUED, /* gpu_samples_not_issued/count */
+	GS_V_WALL_NS,        /* wall/nanoseconds: cpu + offcpu of the sample,
 				* so one pprof column is the wall-clock view */
 	GS_NVALUES
 };
@@ -74,11 +74,11 @@ struct gs_line {
 };
 
 struct gs_location {
-	uint32_t mapping;          /* mapping id, 0 = none */
-	uint64_t address;          /* runtime address / pcOffset / 0 */
-	uint32_t first_line;       /* index into lines[] */
-	uint32_t n_lines;          /* inline chain, callee first, caller last */
-	uint8_t kind;              /* enum gs_frame_kind */
+	uint32_t mapping;    /* mapping id, 0 = none */
+	uint64_t address;    /* runtime address / pcOffset / 0 */
+	uint32_t first_line; /* index into lines[] */
+	uint32_t n_lines;    /* inline chain, callee first, caller last */
+	uint8_t kind;        /* enum gs_frame_kind */
 };
 
 struct gs_stack {
@@ -108,18 +108,18 @@ extern const char *const gs_str_label_key[GS_NSTR_LABELS]; /* pprof keys */
 extern const char *const gs_num_label_key[GS_NNUM_LABELS];
 
 struct gs_sample {
-	uint32_t stack;            /* stack index (0-based into stacks[]) */
+	uint32_t stack; /* stack index (0-based into stacks[]) */
 	int64_t values[GS_NVALUES];
-	uint64_t time_ns;          /* since profile start; GPU batches: drain time */
-	uint32_t pid, tid;         /* tgid and tid in the root pid namespace */
-	gs_str thread_name;        /* comm */
-	gs_str process_role;       /* "main", "dataloader", "other" */
-	gs_str cuda_stall_reason;  /* short name, 0 for CPU samples */
-	gs_str gpu_attribution;    /* "exact", "proportional", 0 for CPU */
-	int32_t cuda_device;       /* -1 for CPU samples */
-	gs_str str_labels[GS_NSTR_LABELS]; /* enum gs_str_label; 0 = absent */
+	uint64_t time_ns;                   /* since profile start; GPU batches: drain time */
+	uint32_t pid, tid;                  /* tgid and tid in the root pid namespace */
+	gs_str thread_name;                 /* comm */
+	gs_str process_role;                /* "main", "dataloader", "other" */
+	gs_str cuda_stall_reason;           /* short name, 0 for CPU samples */
+	gs_str gpu_attribution;             /* "exact", "proportional", 0 for CPU */
+	int32_t cuda_device;                /* -1 for CPU samples */
+	gs_str str_labels[GS_NSTR_LABELS];  /* enum gs_str_label; 0 = absent */
 	int64_t num_labels[GS_NNUM_LABELS]; /* enum gs_num_label */
-	uint32_t num_set;          /* bit i: num_labels[i] present */
+	uint32_t num_set;                   /* bit i: num_labels[i] present */
 };
 
 /* One process seen during the run, for the report. */
@@ -127,8 +127,8 @@ struct gs_process {
 	uint32_t pid, ppid;
 	gs_str comm;
 	gs_str role;
-	gs_str python;   /* e.g. "CPython 3.11.7", 0 if none */
-	gs_str gpu;      /* GPU agent state line, 0 if none */
+	gs_str python; /* e.g. "CPython 3.11.7", 0 if none */
+	gs_str gpu;    /* GPU agent state line, 0 if none */
 	uint64_t cpu_samples;
 	bool exited;
 };
@@ -137,29 +137,42 @@ struct gs_profile {
 	/* string table (interned, hash-indexed) */
 	char **strings;
 	uint32_t n_strings, cap_strings;
-	uint32_t *str_hash; uint32_t str_hash_cap;
+	uint32_t *str_hash;
+	uint32_t str_hash_cap;
 
-	struct gs_mapping *mappings;   uint32_t n_mappings, cap_mappings;
-	struct gs_function *functions; uint32_t n_functions, cap_functions;
-	uint32_t *fn_hash; uint32_t fn_hash_cap;
-	struct gs_line *lines;         uint32_t n_lines, cap_lines;
-	struct gs_location *locations; uint32_t n_locations, cap_locations;
-	uint32_t *stack_locs;          uint32_t n_stack_locs, cap_stack_locs;
-	struct gs_stack *stacks;       uint32_t n_stacks, cap_stacks;
-	uint32_t *stack_hash; uint32_t stack_hash_cap;
-	struct gs_sample *samples;     size_t n_samples, cap_samples;
-	struct gs_process *processes;  uint32_t n_processes, cap_processes;
-	gs_str *comments;              uint32_t n_comments, cap_comments;
-	gs_str *notes;                 uint32_t n_notes, cap_notes; /* report lines */
+	struct gs_mapping *mappings;
+	uint32_t n_mappings, cap_mappings;
+	struct gs_function *functions;
+	uint32_t n_functions, cap_functions;
+	uint32_t *fn_hash;
+	uint32_t fn_hash_cap;
+	struct gs_line *lines;
+	uint32_t n_lines, cap_lines;
+	struct gs_location *locations;
+	uint32_t n_locations, cap_locations;
+	uint32_t *stack_locs;
+	uint32_t n_stack_locs, cap_stack_locs;
+	struct gs_stack *stacks;
+	uint32_t n_stacks, cap_stacks;
+	uint32_t *stack_hash;
+	uint32_t stack_hash_cap;
+	struct gs_sample *samples;
+	size_t n_samples, cap_samples;
+	struct gs_process *processes;
+	uint32_t n_processes, cap_processes;
+	gs_str *comments;
+	uint32_t n_comments, cap_comments;
+	gs_str *notes;
+	uint32_t n_notes, cap_notes; /* report lines */
 
 	/* run facts */
-	uint64_t time_nanos;     /* wall-clock start, ns since the Unix epoch */
+	uint64_t time_nanos; /* wall-clock start, ns since the Unix epoch */
 	uint64_t duration_nanos;
-	uint32_t frequency_hz;   /* CPU sampling frequency */
-	int64_t period_ns;       /* 1e9 / frequency_hz */
-	uint64_t lost_samples;   /* ring buffer drops + BPF-side drops */
+	uint32_t frequency_hz;             /* CPU sampling frequency */
+	int64_t period_ns;                 /* 1e9 / frequency_hz */
+	uint64_t lost_samples;             /* ring buffer drops + BPF-side drops */
 	enum gs_value default_sample_type; /* GS_V_CPU_NS unless GPU data */
-	bool process_frames;     /* pprof: CPU samples get a root frame
+	bool process_frames;               /* pprof: CPU samples get a root frame
 				  * "[process ROLE]" (output/pprof.c) */
 };
 
@@ -179,18 +192,18 @@ uint32_t gs_profile_add_mapping(struct gs_profile *p, const struct gs_mapping *m
 /* Deduplicated on (name, system_name, file, start_line). */
 uint32_t gs_profile_add_function(struct gs_profile *p, const struct gs_function *f);
 /* lines[] are copied; n_lines may be 0 (address-only location). */
-uint32_t gs_profile_add_location(struct gs_profile *p, uint32_t mapping,
-				 uint64_t address, enum gs_frame_kind kind,
-				 const struct gs_line *lines, uint32_t n_lines);
+uint32_t gs_profile_add_location(struct gs_profile *p, uint32_t mapping, uint64_t address,
+				 enum gs_frame_kind kind, const struct gs_line *lines,
+				 uint32_t n_lines);
 /* Deduplicated; returns the 0-based stack index or -ENOMEM. */
 int64_t gs_profile_add_stack(struct gs_profile *p, const uint32_t *locs, uint32_t n);
 /* Copies *s; a zero wall value is filled in as cpu + offcpu. */
 int gs_profile_add_sample(struct gs_profile *p, const struct gs_sample *s);
 int gs_profile_add_process(struct gs_profile *p, const struct gs_process *proc);
 int gs_profile_add_comment(struct gs_profile *p, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 int gs_profile_add_note(struct gs_profile *p, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 static inline const struct gs_location *gs_profile_location(const struct gs_profile *p, uint32_t id)
 {

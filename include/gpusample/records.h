@@ -22,22 +22,22 @@
 
 #define GS_RECORDS_VERSION 2 /* 2: off-CPU records */
 
-#define GS_COMM_LEN 16
+#define GS_COMM_LEN          16
 #define GS_MAX_KERNEL_FRAMES 127 /* kernel.perf_event_max_stack default */
-#define GS_MAX_USER_FRAMES 127
-#define GS_MAX_PY_FRAMES 128
+#define GS_MAX_USER_FRAMES   127
+#define GS_MAX_PY_FRAMES     128
 
 enum gs_rec_type {
-	GS_REC_CPU_SAMPLE = 1,   /* struct gs_cpu_sample */
-	GS_REC_PROC_EVENT = 2,   /* struct gs_proc_event */
-	GS_REC_GPU_PC_BATCH = 3, /* struct gs_gpu_pc_batch */
+	GS_REC_CPU_SAMPLE = 1,      /* struct gs_cpu_sample */
+	GS_REC_PROC_EVENT = 2,      /* struct gs_proc_event */
+	GS_REC_GPU_PC_BATCH = 3,    /* struct gs_gpu_pc_batch */
 	GS_REC_GPU_STALL_TABLE = 4, /* struct gs_gpu_stall_table */
-	GS_REC_GPU_CUBIN = 5,    /* struct gs_gpu_cubin */
-	GS_REC_GPU_LAUNCH = 6,   /* struct gs_gpu_launch + CPU stack */
-	GS_REC_GPU_STATUS = 7,   /* struct gs_gpu_status */
-	GS_REC_WAKEUP = 8,       /* bare gs_rec_hdr: user space has work (CFI table wanted) */
-	GS_REC_OFFCPU_STACK = 9, /* struct gs_offcpu_stack + CPU stack */
-	GS_REC_OFFCPU_END = 10,  /* struct gs_offcpu_end */
+	GS_REC_GPU_CUBIN = 5,       /* struct gs_gpu_cubin */
+	GS_REC_GPU_LAUNCH = 6,      /* struct gs_gpu_launch + CPU stack */
+	GS_REC_GPU_STATUS = 7,      /* struct gs_gpu_status */
+	GS_REC_WAKEUP = 8,          /* bare gs_rec_hdr: user space has work (CFI table wanted) */
+	GS_REC_OFFCPU_STACK = 9,    /* struct gs_offcpu_stack + CPU stack */
+	GS_REC_OFFCPU_END = 10,     /* struct gs_offcpu_end */
 };
 
 struct gs_rec_hdr {
@@ -49,24 +49,25 @@ struct gs_rec_hdr {
 
 /* One Python frame as recorded by the BPF walker at sample time.  User space
  * reads the code object later (qualname, filename, line table). */
-#define GS_PYF_ENTRY (1u << 0)  /* last frame of one C-level eval invocation */
+#define GS_PYF_ENTRY    (1u << 0) /* last frame of one C-level eval invocation */
 #define GS_PYF_BAD_CODE (1u << 1) /* code pointer could not be validated */
 struct gs_py_frame {
-	__u64 code;   /* PyCodeObject* in the target's address space */
-	__u32 lasti;  /* byte offset of the current instruction in co_code
+	__u64 code;  /* PyCodeObject* in the target's address space */
+	__u32 lasti; /* byte offset of the current instruction in co_code
 		       * (3.11+: in co_code_adaptive); 0xffffffff = not started */
-	__u16 check;  /* gs_py_checksum(co_firstlineno, co_argcount), python.h */
-	__u16 flags;  /* GS_PYF_* */
+	__u16 check; /* gs_py_checksum(co_firstlineno, co_argcount), python.h */
+	__u16 flags; /* GS_PYF_* */
 };
 
 /* gs_cpu_sample.flags */
-#define GS_CPU_IN_KERNEL (1u << 0)     /* interrupted in kernel mode */
-#define GS_CPU_USER_TRUNC (1u << 1)    /* native user walk hit its depth bound */
-#define GS_CPU_PY_TRUNC (1u << 2)      /* Python walk hit GS_MAX_PY_FRAMES */
-#define GS_CPU_KSTACK_ERR (1u << 3)    /* bpf_get_stack(kernel) failed */
-#define GS_CPU_PY_ERR (1u << 4)        /* Python walk failed (read fault) */
-#define GS_CPU_USER_CFI (1u << 5)      /* user frames came from the CFI unwinder */
-#define GS_CPU_USER_SCAN (1u << 6)     /* a caller was found by a stack scan (code
+#define GS_CPU_IN_KERNEL  (1u << 0) /* interrupted in kernel mode */
+#define GS_CPU_USER_TRUNC (1u << 1) /* native user walk hit its depth bound */
+#define GS_CPU_PY_TRUNC   (1u << 2) /* Python walk hit GS_MAX_PY_FRAMES */
+#define GS_CPU_KSTACK_ERR (1u << 3) /* bpf_get_stack(kernel) failed */
+#define GS_CPU_PY_ERR     (1u << 4) /* Python walk failed (read fault) */
+#define GS_CPU_USER_CFI   (1u << 5) /* user frames came from the CFI unwinder */
+#define GS_CPU_USER_SCAN \
+	(1u << 6) /* a caller was found by a stack scan (code
 					* without a table or frame pointer: JIT) */
 
 /* Reasons a native user unwind stopped early; counted in BPF (stats map). */
@@ -90,7 +91,7 @@ struct gs_cpu_sample {
 	__u32 tgid;
 	__u32 tid;
 	__u32 cpu;
-	__u16 flags;      /* GS_CPU_* */
+	__u16 flags; /* GS_CPU_* */
 	__u8 n_kernel;
 	__u8 n_user;
 	__u16 n_python;
@@ -133,7 +134,7 @@ struct gs_offcpu_stack {
 	__u32 seq;             /* per thread; matched by gs_offcpu_end.seq */
 	__u16 state;           /* enum gs_offcpu_state at the switch-out */
 	__u16 pad;
-	__u32 p;               /* sampling probability, GS_OFF_P_ONE = 1 */
+	__u32 p; /* sampling probability, GS_OFF_P_ONE = 1 */
 	__u32 pad2;
 };
 
@@ -143,11 +144,11 @@ struct gs_offcpu_end {
 	struct gs_rec_hdr hdr; /* type GS_REC_OFFCPU_END; ktime_ns = when closed */
 	__u32 tgid;
 	__u32 tid;
-	__u32 seq;             /* the gs_offcpu_stack closed here; 0 = none */
-	__u16 flags;           /* GS_OFFEND_* */
+	__u32 seq;   /* the gs_offcpu_stack closed here; 0 = none */
+	__u16 flags; /* GS_OFFEND_* */
 	__u16 pad;
-	__u64 blocked_ns;      /* that interval, blocked part (ns) */
-	__u64 runnable_ns;     /* that interval, run-queue part (ns) */
+	__u64 blocked_ns;  /* that interval, blocked part (ns) */
+	__u64 runnable_ns; /* that interval, run-queue part (ns) */
 	/* Exact time of the thread since its previous END record (or the start
 	 * of its window) that is not in blocked_ns / runnable_ns above. */
 	__u64 acc_on_ns;
@@ -159,16 +160,16 @@ struct gs_offcpu_end {
  * one per thread of a target, from its first switch-out (or from the seed
  * user space writes at start) until its exit. */
 struct gs_offcpu_thr {
-	__u64 last_ns;     /* CLOCK_MONOTONIC of the baseline: last close / window start */
-	__u64 sum_exec;    /* se.sum_exec_runtime then */
-	__u64 run_delay;   /* sched_info.run_delay then */
-	__u64 acc_on_ns;   /* exact time not yet reported (see gs_offcpu_end) */
+	__u64 last_ns;   /* CLOCK_MONOTONIC of the baseline: last close / window start */
+	__u64 sum_exec;  /* se.sum_exec_runtime then */
+	__u64 run_delay; /* sched_info.run_delay then */
+	__u64 acc_on_ns; /* exact time not yet reported (see gs_offcpu_end) */
 	__u64 acc_blocked_ns;
 	__u64 acc_runnable_ns;
 	__u32 tgid;
-	__u32 seq;         /* last stack record's seq */
-	__u8 state;        /* enum gs_offcpu_state of the sampled interval, 0 = unknown */
-	__u8 captured;     /* the open interval has a stack record (seq) */
+	__u32 seq;     /* last stack record's seq */
+	__u8 state;    /* enum gs_offcpu_state of the sampled interval, 0 = unknown */
+	__u8 captured; /* the open interval has a stack record (seq) */
 	__u8 pad[6];
 };
 
@@ -204,16 +205,16 @@ struct gs_target {
  * Thread state: *(fsbase + tls_1stblock + tss_key*16 + 8) (glibc
  * struct pthread.specific_1stblock[key].data, key < 32). */
 struct gs_py_cfg {
-	__u32 version_hex;      /* PY_VERSION_HEX, e.g. 0x030b07f0 */
-	__s32 tss_key;          /* pthread TSS key holding PyThreadState* */
-	__u32 tls_1stblock;     /* glibc struct pthread.specific_1stblock */
+	__u32 version_hex;  /* PY_VERSION_HEX, e.g. 0x030b07f0 */
+	__s32 tss_key;      /* pthread TSS key holding PyThreadState* */
+	__u32 tls_1stblock; /* glibc struct pthread.specific_1stblock */
 	__u32 pad0;
-	__u64 py_none;          /* &_Py_NoneStruct (3.13 C entry frame) */
-	__u64 code_type;        /* &PyCode_Type: frames whose code object has
+	__u64 py_none;   /* &_Py_NoneStruct (3.13 C entry frame) */
+	__u64 code_type; /* &PyCode_Type: frames whose code object has
 				 * another type get GS_PYF_BAD_CODE */
 	/* PyThreadState */
-	__u16 ts_frame;         /* <=3.10 frame, 3.11/3.12 cframe, 3.13 current_frame */
-	__u16 cframe_current;   /* _PyCFrame.current_frame (3.11/3.12) */
+	__u16 ts_frame;       /* <=3.10 frame, 3.11/3.12 cframe, 3.13 current_frame */
+	__u16 cframe_current; /* _PyCFrame.current_frame (3.11/3.12) */
 	/* frame (PyFrameObject <=3.10, _PyInterpreterFrame 3.11+) */
 	__u16 fr_back;
 	__u16 fr_code;
@@ -250,11 +251,11 @@ struct gs_py_cfg {
  * mangled kernel name (GS_FNV64_*).  PC records and launch events both carry
  * it, so they join even where a name was truncated for transport.
  */
-#define GS_GPU_REC_MAX 16384            /* max bytes of one GPU record */
-#define GS_GPU_STALL_NAME_LEN 128       /* CUPTI_STALL_REASON_STRING_SIZE */
+#define GS_GPU_REC_MAX        16384 /* max bytes of one GPU record */
+#define GS_GPU_STALL_NAME_LEN 128   /* CUPTI_STALL_REASON_STRING_SIZE */
 #define GS_GPU_STATUS_MSG_LEN 256
-#define GS_FNV64_OFFSET 0xcbf29ce484222325ULL
-#define GS_FNV64_PRIME 0x100000001b3ULL
+#define GS_FNV64_OFFSET       0xcbf29ce484222325ULL
+#define GS_FNV64_PRIME        0x100000001b3ULL
 #ifndef __VMLINUX_H__
 /* The kernel identity carried by gs_gpu_pc.name_hash and
  * gs_gpu_launch.name_hash (agent) and matched by the join (host). */
@@ -309,10 +310,10 @@ struct gs_gpu_common {
 };
 
 /* gs_gpu_pc_batch.flags */
-#define GS_GPU_BATCH_SERIALIZED (1u << 0) /* kernel-serialized mode: correlation ids valid */
-#define GS_GPU_BATCH_HW_FULL (1u << 1)    /* GetData reported hardwareBufferFull */
-#define GS_GPU_BATCH_FIRST (1u << 2)      /* first record of one cuptiPCSamplingGetData call */
-#define GS_GPU_BATCH_LAST (1u << 3)       /* remainingNumPcs was 0 after this call */
+#define GS_GPU_BATCH_SERIALIZED     (1u << 0) /* kernel-serialized mode: correlation ids valid */
+#define GS_GPU_BATCH_HW_FULL        (1u << 1) /* GetData reported hardwareBufferFull */
+#define GS_GPU_BATCH_FIRST          (1u << 2) /* first record of one cuptiPCSamplingGetData call */
+#define GS_GPU_BATCH_LAST           (1u << 3) /* remainingNumPcs was 0 after this call */
 #define GS_GPU_BATCH_NO_CORRELATION (1u << 4) /* CUPTI < API v22: correlation_id absent (0) */
 
 /* One PC (one SASS instruction of one kernel in one range). */
@@ -342,7 +343,7 @@ struct gs_gpu_stall_count {
  *                           batch, each truncated to at most 4095 bytes
  *   zero padding to hdr.size. */
 struct gs_gpu_pc_batch {
-	struct gs_rec_hdr hdr;  /* type GS_REC_GPU_PC_BATCH */
+	struct gs_rec_hdr hdr; /* type GS_REC_GPU_PC_BATCH */
 	struct gs_gpu_common gpu;
 	__u64 range_id;         /* CUpti_PCSamplingData.rangeId */
 	__u64 total_samples;    /* all samples of the call, incl. dropped, non-user */
@@ -350,30 +351,31 @@ struct gs_gpu_pc_batch {
 	__u64 non_user_samples; /* samples in non-user kernels (no PC records) */
 	__u32 n_pcs;
 	__u32 n_counts;
-	__u32 names_len;        /* bytes of names[], including NULs */
-	__u32 flags;            /* GS_GPU_BATCH_* */
-	__u32 seq;              /* per-context batch counter (gaps = lost records) */
-	__u32 sampling_period;  /* CUPTI exponent: period is 2^value cycles */
+	__u32 names_len;       /* bytes of names[], including NULs */
+	__u32 flags;           /* GS_GPU_BATCH_* */
+	__u32 seq;             /* per-context batch counter (gaps = lost records) */
+	__u32 sampling_period; /* CUPTI exponent: period is 2^value cycles */
 };
 
 /* Stall reason table of one context, emitted when the context is armed.
  * Followed by struct gs_gpu_stall_reason reasons[n_reasons], in CUPTI's
  * order (not sorted by index). */
 struct gs_gpu_stall_reason {
-	__u32 index;  /* pcSamplingStallReasonIndex */
-	__u32 flags;  /* GS_GPU_STALL_* */
+	__u32 index;                      /* pcSamplingStallReasonIndex */
+	__u32 flags;                      /* GS_GPU_STALL_* */
 	char name[GS_GPU_STALL_NAME_LEN]; /* e.g. "smsp__pcsamp_warps_issue_stalled_barrier" */
 };
-#define GS_GPU_STALL_NOT_ISSUED (1u << 0) /* name ends in _not_issued: latency twin, never add to the base */
-#define GS_GPU_STALL_COUNTER (1u << 1)    /* sample_count / samples_data_dropped, not a warp state */
+#define GS_GPU_STALL_NOT_ISSUED \
+	(1u << 0) /* name ends in _not_issued: latency twin, never add to the base */
+#define GS_GPU_STALL_COUNTER (1u << 1) /* sample_count / samples_data_dropped, not a warp state */
 struct gs_gpu_stall_table {
-	struct gs_rec_hdr hdr;  /* type GS_REC_GPU_STALL_TABLE */
+	struct gs_rec_hdr hdr; /* type GS_REC_GPU_STALL_TABLE */
 	struct gs_gpu_common gpu;
 	__u32 n_reasons;
-	__u32 sampling_period;  /* CUPTI exponent in effect (read back) */
-	__u32 collection_mode;  /* 1 continuous, 2 kernel serialized */
-	__u32 sm_count;         /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0 unknown */
-	__u32 clock_khz;        /* CU_DEVICE_ATTRIBUTE_CLOCK_RATE, 0 unknown */
+	__u32 sampling_period; /* CUPTI exponent in effect (read back) */
+	__u32 collection_mode; /* 1 continuous, 2 kernel serialized */
+	__u32 sm_count;        /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0 unknown */
+	__u32 clock_khz;       /* CU_DEVICE_ATTRIBUTE_CLOCK_RATE, 0 unknown */
 	__u32 pad;
 };
 
@@ -384,15 +386,15 @@ struct gs_gpu_stall_table {
  * cubin each time the agent arms (late attach, second attach). */
 #define GS_GPU_CUBIN_UNLOADED (1u << 0) /* MODULE_UNLOAD_STARTING */
 #define GS_GPU_CUBIN_NOT_KEPT (1u << 1) /* over the agent's memory cap: addr = 0 */
-#define GS_GPU_CUBIN_REPLAY (1u << 2)   /* re-announced at arm time */
+#define GS_GPU_CUBIN_REPLAY   (1u << 2) /* re-announced at arm time */
 struct gs_gpu_cubin {
-	struct gs_rec_hdr hdr;  /* type GS_REC_GPU_CUBIN */
+	struct gs_rec_hdr hdr; /* type GS_REC_GPU_CUBIN */
 	struct gs_gpu_common gpu;
-	__u64 crc;              /* gs_cubin_hash of the image: matches gs_gpu_pc.cubin_crc */
-	__u64 addr;             /* agent's copy in the target's address space */
-	__u64 size;             /* bytes */
-	__u32 module_id;        /* CUpti_ModuleResourceData.moduleId */
-	__u32 flags;            /* GS_GPU_CUBIN_* */
+	__u64 crc;       /* gs_cubin_hash of the image: matches gs_gpu_pc.cubin_crc */
+	__u64 addr;      /* agent's copy in the target's address space */
+	__u64 size;      /* bytes */
+	__u32 module_id; /* CUpti_ModuleResourceData.moduleId */
+	__u32 flags;     /* GS_GPU_CUBIN_* */
 };
 
 /* A kernel launch, 1 in sample_every, fired on the launching thread inside
@@ -406,66 +408,66 @@ struct gs_gpu_cubin {
  * names travel in PC batches).  Kernel-serialized mode: correlation_id equals
  * gs_gpu_pc.correlation_id of the launch's samples. */
 struct gs_gpu_launch {
-	struct gs_rec_hdr hdr;  /* type GS_REC_GPU_LAUNCH */
+	struct gs_rec_hdr hdr; /* type GS_REC_GPU_LAUNCH */
 	struct gs_gpu_common gpu;
-	__u64 name_hash;        /* FNV-1a 64 of the full mangled kernel name (symbolName) */
-	__u32 correlation_id;   /* CUpti_CallbackData.correlationId */
-	__u32 cbid;             /* CUPTI driver CBID (cuLaunchKernel = 307, GS_CBID_GRAPH_*) */
-	__u32 sample_every;     /* this event stands for this many launches (>= 1) */
-	__u32 seq;              /* per-process launch event counter (gaps = lost) */
-	__u64 launches_total;   /* launches seen by the agent so far while armed */
+	__u64 name_hash;      /* FNV-1a 64 of the full mangled kernel name (symbolName) */
+	__u32 correlation_id; /* CUpti_CallbackData.correlationId */
+	__u32 cbid;           /* CUPTI driver CBID (cuLaunchKernel = 307, GS_CBID_GRAPH_*) */
+	__u32 sample_every;   /* this event stands for this many launches (>= 1) */
+	__u32 seq;            /* per-process launch event counter (gaps = lost) */
+	__u64 launches_total; /* launches seen by the agent so far while armed */
 };
 
 /* CUPTI driver CBIDs of cuGraphLaunch(_ptsz) (cupti_driver_cbid.h, CUDA
  * 13.0): a graph's kernels get no launch callbacks of their own, so the join
  * hangs PCs of kernels never launched directly under the graph launches. */
-#define GS_CBID_GRAPH_LAUNCH 514
+#define GS_CBID_GRAPH_LAUNCH      514
 #define GS_CBID_GRAPH_LAUNCH_PTSZ 515
 
 /* Agent state transitions and failures. */
 enum gs_gpu_state {
-	GS_GPU_ST_DORMANT = 0,  /* loaded, subscribed, waiting for gpusample */
-	GS_GPU_ST_ARMED = 1,    /* PC sampling on (per context if ctx_uid != 0) */
-	GS_GPU_ST_DISARMED = 2, /* drained and disabled after detach */
-	GS_GPU_ST_OFF = 3,      /* GPU sampling off for this process/context: see reason */
-	GS_GPU_ST_RECOVERED = 4,/* hardware buffer overflow: disabled + re-enabled */
-	GS_GPU_ST_WARNING = 5,  /* something degraded but sampling continues */
+	GS_GPU_ST_DORMANT = 0,   /* loaded, subscribed, waiting for gpusample */
+	GS_GPU_ST_ARMED = 1,     /* PC sampling on (per context if ctx_uid != 0) */
+	GS_GPU_ST_DISARMED = 2,  /* drained and disabled after detach */
+	GS_GPU_ST_OFF = 3,       /* GPU sampling off for this process/context: see reason */
+	GS_GPU_ST_RECOVERED = 4, /* hardware buffer overflow: disabled + re-enabled */
+	GS_GPU_ST_WARNING = 5,   /* something degraded but sampling continues */
 };
 enum gs_gpu_reason {
 	GS_GPU_R_NONE = 0,
-	GS_GPU_R_NO_CUPTI = 1,          /* libcupti not found / missing symbols */
-	GS_GPU_R_CUPTI_TOO_OLD = 2,     /* API version without PC sampling (< 15) */
-	GS_GPU_R_PRIVILEGES = 3,        /* CUPTI_ERROR_INSUFFICIENT_PRIVILEGES */
-	GS_GPU_R_OTHER_SUBSCRIBER = 4,  /* CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED */
-	GS_GPU_R_HW_BUSY = 5,           /* CUPTI_ERROR_HARDWARE_BUSY (DCGM, another profiler) */
-	GS_GPU_R_UNSUPPORTED_DEVICE = 6,/* NOT_SUPPORTED, virtualized, MIG, CMP, WSL... */
-	GS_GPU_R_SECOND_CONTEXT = 7,    /* another context on this GPU is already sampled */
-	GS_GPU_R_OUT_OF_MEMORY = 8,     /* buffers could not be allocated */
-	GS_GPU_R_HW_BUFFER_FULL = 9,    /* overflow; recovered with disable + enable */
-	GS_GPU_R_CUPTI_ERROR = 10,      /* any other CUPTI failure: see cupti_result */
-	GS_GPU_R_NO_DRIVER = 11,        /* CUPTI could not reach the driver */
-	GS_GPU_R_BAD_CONFIG = 12,       /* options rejected (period outside 5..31, ...) */
-	GS_GPU_R_OTHER_OWNER = 13,      /* host side: another live gpusample owns the agent */
-	GS_GPU_R_SCRATCH_FULL = 14,     /* scratch buffer overflow; recovered, bigger buffer */
+	GS_GPU_R_NO_CUPTI = 1,           /* libcupti not found / missing symbols */
+	GS_GPU_R_CUPTI_TOO_OLD = 2,      /* API version without PC sampling (< 15) */
+	GS_GPU_R_PRIVILEGES = 3,         /* CUPTI_ERROR_INSUFFICIENT_PRIVILEGES */
+	GS_GPU_R_OTHER_SUBSCRIBER = 4,   /* CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED */
+	GS_GPU_R_HW_BUSY = 5,            /* CUPTI_ERROR_HARDWARE_BUSY (DCGM, another profiler) */
+	GS_GPU_R_UNSUPPORTED_DEVICE = 6, /* NOT_SUPPORTED, virtualized, MIG, CMP, WSL... */
+	GS_GPU_R_SECOND_CONTEXT = 7,     /* another context on this GPU is already sampled */
+	GS_GPU_R_OUT_OF_MEMORY = 8,      /* buffers could not be allocated */
+	GS_GPU_R_HW_BUFFER_FULL = 9,     /* overflow; recovered with disable + enable */
+	GS_GPU_R_CUPTI_ERROR = 10,       /* any other CUPTI failure: see cupti_result */
+	GS_GPU_R_NO_DRIVER = 11,         /* CUPTI could not reach the driver */
+	GS_GPU_R_BAD_CONFIG = 12,        /* options rejected (period outside 5..31, ...) */
+	GS_GPU_R_OTHER_OWNER = 13,       /* host side: another live gpusample owns the agent */
+	GS_GPU_R_SCRATCH_FULL = 14,      /* scratch buffer overflow; recovered, bigger buffer */
 };
 struct gs_gpu_status {
-	struct gs_rec_hdr hdr;  /* type GS_REC_GPU_STATUS */
+	struct gs_rec_hdr hdr; /* type GS_REC_GPU_STATUS */
 	struct gs_gpu_common gpu;
-	__u32 state;            /* enum gs_gpu_state */
-	__u32 reason;           /* enum gs_gpu_reason */
-	__s32 cupti_result;     /* CUptiResult of the failing call, 0 if none */
-	__u32 cupti_version;    /* cuptiGetVersion() */
-	__u32 session;          /* gs_gpu_agent_cfg.session this refers to */
-	__u32 contexts;         /* live contexts known to the agent */
-	__u32 contexts_armed;   /* of which PC sampling is on */
-	__u32 launch_every;     /* current 1-in-N launch sampling */
-	__u64 batches;          /* PC batch records emitted (process, all sessions) */
-	__u64 samples;          /* PC samples (sum of counts) emitted */
-	__u64 dropped_samples;  /* hardware dropped + lost to overflow recovery */
-	__u64 hw_buffer_full;   /* overflow recoveries */
-	__u64 launches;         /* launches seen while armed */
-	__u64 launch_events;    /* launch events emitted */
-	__u64 records_failed;   /* records too large or otherwise not emitted */
+	__u32 state;                         /* enum gs_gpu_state */
+	__u32 reason;                        /* enum gs_gpu_reason */
+	__s32 cupti_result;                  /* CUptiResult of the failing call, 0 if none */
+	__u32 cupti_version;                 /* cuptiGetVersion() */
+	__u32 session;                       /* gs_gpu_agent_cfg.session this refers to */
+	__u32 contexts;                      /* live contexts known to the agent */
+	__u32 contexts_armed;                /* of which PC sampling is on */
+	__u32 launch_every;                  /* current 1-in-N launch sampling */
+	__u64 batches;                       /* PC batch records emitted (process, all sessions) */
+	__u64 samples;                       /* PC samples (sum of counts) emitted */
+	__u64 dropped_samples;               /* hardware dropped + lost to overflow recovery */
+	__u64 hw_buffer_full;                /* overflow recoveries */
+	__u64 launches;                      /* launches seen while armed */
+	__u64 launch_events;                 /* launch events emitted */
+	__u64 records_failed;                /* records too large or otherwise not emitted */
 	char message[GS_GPU_STATUS_MSG_LEN]; /* what happened and what to do */
 };
 
@@ -486,29 +488,29 @@ struct gs_gpu_status {
  * records drained then are lost.  Only the owner (owner_pid) writes here
  * while its session is open.
  */
-#define GS_GPU_CFG_MAGIC 0x67736367u /* "gcsg" */
-#define GS_GPU_CFG_VERSION 2
+#define GS_GPU_CFG_MAGIC       0x67736367u /* "gcsg" */
+#define GS_GPU_CFG_VERSION     2
 #define GS_GPU_MODE_CONTINUOUS 1
 #define GS_GPU_MODE_SERIALIZED 2
 struct gs_gpu_agent_cfg {
-	__u32 magic;            /* GS_GPU_CFG_MAGIC once written by a host */
-	__u32 version;          /* GS_GPU_CFG_VERSION */
-	__u32 session;          /* nonzero, new for every attach */
-	__u32 detach_req;       /* == session: drain, disable, report DISARMED */
-	__u32 sampling_period;  /* CUPTI exponent 5..31; 0 = CUPTI default */
-	__u32 collection_mode;  /* GS_GPU_MODE_*; 0 = continuous */
+	__u32 magic;               /* GS_GPU_CFG_MAGIC once written by a host */
+	__u32 version;             /* GS_GPU_CFG_VERSION */
+	__u32 session;             /* nonzero, new for every attach */
+	__u32 detach_req;          /* == session: drain, disable, report DISARMED */
+	__u32 sampling_period;     /* CUPTI exponent 5..31; 0 = CUPTI default */
+	__u32 collection_mode;     /* GS_GPU_MODE_*; 0 = continuous */
 	__u32 launch_events_per_s; /* target rate of launch events; 0 = 200 */
 	__u32 drain_interval_ms;   /* periodic GetData; 0 = 100 */
-	__u64 hw_buffer_bytes;  /* 0 = CUPTI default (512 MiB device memory) */
-	__u64 scratch_bytes;    /* 0 = CUPTI default */
-	__u64 cubin_keep_bytes; /* cap on cubin copies; 0 = 1 GiB */
+	__u64 hw_buffer_bytes;     /* 0 = CUPTI default (512 MiB device memory) */
+	__u64 scratch_bytes;       /* 0 = CUPTI default */
+	__u64 cubin_keep_bytes;    /* cap on cubin copies; 0 = 1 GiB */
 	/* One agent, one owner: the gpusample that armed it (its pid and the
 	 * process start time, field 22 of /proc/PID/stat, so a reused pid is
 	 * no owner).  A second gpusample finds a live owner here, with
 	 * detach_req != session, and leaves the agent alone (its report says
 	 * so); a dead owner's agent is taken over. */
 	__u32 owner_pid;
-	__u32 owner_start_lo;   /* low 32 bits of the start time in clock ticks */
+	__u32 owner_start_lo; /* low 32 bits of the start time in clock ticks */
 };
 
 #endif /* GPUSAMPLE_RECORDS_H */

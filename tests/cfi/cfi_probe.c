@@ -221,26 +221,47 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt_long(argc, argv, "+d:F:p:vmw:", lo, NULL)) != -1) {
 		switch (opt) {
-		case 'd': secs = atof(optarg); break;
-		case 'F': hz = atoi(optarg); break;
-		case 'p': pid = atoi(optarg); break;
-		case 'v': verbose = true; break;
-		case 'm': with_modules = true; break;
-		case 'w': warmup = atof(optarg); break;
-		case 'f': fp_only = true; break;
-		case 'n': use_tables = false; break;
-		case 'l': lazy = true; break;
-		default: return 2;
+		case 'd':
+			secs = atof(optarg);
+			break;
+		case 'F':
+			hz = atoi(optarg);
+			break;
+		case 'p':
+			pid = atoi(optarg);
+			break;
+		case 'v':
+			verbose = true;
+			break;
+		case 'm':
+			with_modules = true;
+			break;
+		case 'w':
+			warmup = atof(optarg);
+			break;
+		case 'f':
+			fp_only = true;
+			break;
+		case 'n':
+			use_tables = false;
+			break;
+		case 'l':
+			lazy = true;
+			break;
+		default:
+			return 2;
 		}
 	}
 	if (!pid && optind >= argc) {
-		fprintf(stderr, "usage: cfi_probe [-d SECS] [-F HZ] [--fp-only] [--no-tables] (-p PID | -- CMD...)\n");
+		fprintf(stderr, "usage: cfi_probe [-d SECS] [-F HZ] [--fp-only] [--no-tables] (-p "
+				"PID | -- CMD...)\n");
 		return 2;
 	}
 	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	skel = cfi_probe_bpf__open_and_load();
 	if (!skel) {
-		fprintf(stderr, "cfi_probe: loading the BPF object failed (run as root; see libbpf messages)\n");
+		fprintf(stderr, "cfi_probe: loading the BPF object failed (run as root; see libbpf "
+				"messages)\n");
 		return 1;
 	}
 	skel->bss->gs_unwind_fp_only = fp_only;
@@ -269,12 +290,15 @@ int main(int argc, char **argv)
 		int rc = gs_cfi_add_process(cfi, (uint32_t)pid);
 
 		if (rc)
-			fprintf(stderr, "cfi_probe: gs_cfi_add_process(%d): %s\n", pid, strerror(-rc));
-		fprintf(stderr, "add_process_cpu_ms %.1f\n", ((uint64_t)clock() - t0) * 1000.0 / CLOCKS_PER_SEC);
+			fprintf(stderr, "cfi_probe: gs_cfi_add_process(%d): %s\n", pid,
+				strerror(-rc));
+		fprintf(stderr, "add_process_cpu_ms %.1f\n",
+			((uint64_t)clock() - t0) * 1000.0 / CLOCKS_PER_SEC);
 	}
 	rb = ring_buffer__new(bpf_map__fd(skel->maps.probe_events), on_sample, NULL, NULL);
 	if (!rb || open_cpu_events(skel, hz, &links, &nl)) {
-		fprintf(stderr, "cfi_probe: perf events / ring buffer setup failed (root needed)\n");
+		fprintf(stderr,
+			"cfi_probe: perf events / ring buffer setup failed (root needed)\n");
 		return 1;
 	}
 	signal(SIGINT, on_sig);
@@ -292,7 +316,8 @@ int main(int argc, char **argv)
 		el = (t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9;
 		if (warming && el >= warmup) {
 			ring_buffer__consume(rb); /* drop what queued during warm-up */
-			skel->bss->probe_unwind_ns = skel->bss->probe_unwind_cnt = skel->bss->probe_frames = 0;
+			skel->bss->probe_unwind_ns = skel->bss->probe_unwind_cnt =
+			    skel->bss->probe_frames = 0;
 			memset(skel->bss->probe_err, 0, sizeof(skel->bss->probe_err));
 			warming = false;
 		}
@@ -315,23 +340,27 @@ int main(int argc, char **argv)
 	struct gs_cfi_stats cs;
 	gs_cfi_stats(cfi, &cs);
 	fprintf(stderr, "samples %" PRIu64 "\n", n_samples);
-	fprintf(stderr, "samples_cfi %" PRIu64 "\nsamples_truncated %" PRIu64 "\nsamples_in_kernel %" PRIu64 "\n",
+	fprintf(stderr,
+		"samples_cfi %" PRIu64 "\nsamples_truncated %" PRIu64 "\nsamples_in_kernel %" PRIu64
+		"\n",
 		n_cfi_flag, n_trunc, n_in_kernel);
 	static const char *names[] = { "ok", "no_table", "read_fault", "bad_rule", "depth" };
 	for (int i = 0; i < GS_UNWIND_NR; i++)
-		fprintf(stderr, "unwind_%s %llu\n", names[i], (unsigned long long)skel->bss->probe_err[i]);
+		fprintf(stderr, "unwind_%s %llu\n", names[i],
+			(unsigned long long)skel->bss->probe_err[i]);
 	fprintf(stderr, "lost %llu\n", (unsigned long long)skel->bss->probe_lost);
 	if (stats_fd >= 0 && info.run_cnt)
-		fprintf(stderr, "bpf_run_cnt %llu\nbpf_ns_per_run %.0f\n", (unsigned long long)info.run_cnt,
-			(double)info.run_time_ns / info.run_cnt);
+		fprintf(stderr, "bpf_run_cnt %llu\nbpf_ns_per_run %.0f\n",
+			(unsigned long long)info.run_cnt, (double)info.run_time_ns / info.run_cnt);
 	if (skel->bss->probe_unwind_cnt)
 		fprintf(stderr, "unwind_ns_per_sample %.0f\nframes_per_sample %.1f\n",
 			(double)skel->bss->probe_unwind_ns / skel->bss->probe_unwind_cnt,
 			(double)skel->bss->probe_frames / skel->bss->probe_unwind_cnt);
-	fprintf(stderr, "tables %u\nrows %" PRIu64 "\nrules %u\nbpf_table_bytes %" PRIu64
-			"\nbuild_ms %.1f\nno_eh_frame %u\nerrors %u\nrefreshes %u\n",
-		cs.tables, cs.rows, cs.rules, cs.bpf_bytes, cs.build_ns / 1e6, cs.no_eh_frame, cs.errors,
-		cs.refreshes);
+	fprintf(stderr,
+		"tables %u\nrows %" PRIu64 "\nrules %u\nbpf_table_bytes %" PRIu64
+		"\nbuild_ms %.1f\nno_eh_frame %u\nerrors %u\nrefreshes %u\n",
+		cs.tables, cs.rows, cs.rules, cs.bpf_bytes, cs.build_ns / 1e6, cs.no_eh_frame,
+		cs.errors, cs.refreshes);
 	print_folded();
 	fflush(stdout);
 	if (launched) {

@@ -15,21 +15,21 @@
 #include "fake_drv.h"
 
 typedef int CUresult;
-#define CUDA_SUCCESS 0
-#define CUDA_ERROR_INVALID_VALUE 1
-#define CUDA_ERROR_OUT_OF_MEMORY 2
+#define CUDA_SUCCESS               0
+#define CUDA_ERROR_INVALID_VALUE   1
+#define CUDA_ERROR_OUT_OF_MEMORY   2
 #define CUDA_ERROR_NOT_INITIALIZED 3
-#define CUDA_ERROR_INVALID_IMAGE 200
+#define CUDA_ERROR_INVALID_IMAGE   200
 #define CUDA_ERROR_INVALID_CONTEXT 201
-#define CUDA_ERROR_NOT_FOUND 500
-#define CUDA_ERROR_INVALID_HANDLE 400
+#define CUDA_ERROR_NOT_FOUND       500
+#define CUDA_ERROR_INVALID_HANDLE  400
 
 /* CUPTI resource / driver callback ids (cupti_callbacks.h, cupti_driver_cbid.h) */
-#define CBID_CONTEXT_CREATED 1
+#define CBID_CONTEXT_CREATED          1
 #define CBID_CONTEXT_DESTROY_STARTING 2
-#define CBID_MODULE_LOADED 6
-#define CBID_MODULE_UNLOAD_STARTING 7
-#define CBID_cuLaunchKernel 307
+#define CBID_MODULE_LOADED            6
+#define CBID_MODULE_UNLOAD_STARTING   7
+#define CBID_cuLaunchKernel           307
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static const struct fake_cupti_hooks *hooks;
@@ -134,11 +134,20 @@ CUresult cuDeviceGetAttribute(int *v, int attr, int dev)
 	if (dev < 0 || dev >= ndev)
 		return CUDA_ERROR_INVALID_VALUE;
 	switch (attr) {
-	case 13: *v = 1980000; return CUDA_SUCCESS;     /* CLOCK_RATE, kHz */
-	case 16: *v = 132; return CUDA_SUCCESS;         /* MULTIPROCESSOR_COUNT */
-	case 75: *v = arch[dev] / 10; return CUDA_SUCCESS; /* COMPUTE_CAPABILITY_MAJOR */
-	case 76: *v = arch[dev] % 10; return CUDA_SUCCESS;
-	default: return CUDA_ERROR_INVALID_VALUE;
+	case 13:
+		*v = 1980000;
+		return CUDA_SUCCESS; /* CLOCK_RATE, kHz */
+	case 16:
+		*v = 132;
+		return CUDA_SUCCESS; /* MULTIPROCESSOR_COUNT */
+	case 75:
+		*v = arch[dev] / 10;
+		return CUDA_SUCCESS; /* COMPUTE_CAPABILITY_MAJOR */
+	case 76:
+		*v = arch[dev] % 10;
+		return CUDA_SUCCESS;
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
 	}
 }
 
@@ -332,7 +341,8 @@ static void gpu_wait(void)
 	if (how && !strcmp(how, "spin")) {
 		do
 			clock_gettime(CLOCK_MONOTONIC, &now);
-		while (now.tv_sec < end.tv_sec || (now.tv_sec == end.tv_sec && now.tv_nsec < end.tv_nsec));
+		while (now.tv_sec < end.tv_sec ||
+		       (now.tv_sec == end.tv_sec && now.tv_nsec < end.tv_nsec));
 		return;
 	}
 	pthread_once(&never_once, never_init);
@@ -445,7 +455,8 @@ CUresult cuModuleGetFunction(struct fake_func **out, struct fake_module *m, cons
 		const char *str = (const char *)m->image + sh[sh[i].sh_link].sh_offset;
 		size_t n = sh[i].sh_size / sizeof(*sym);
 		for (size_t k = 0; k < n; k++) {
-			if (ELF64_ST_TYPE(sym[k].st_info) != STT_FUNC || strcmp(str + sym[k].st_name, name))
+			if (ELF64_ST_TYPE(sym[k].st_info) != STT_FUNC ||
+			    strcmp(str + sym[k].st_name, name))
 				continue;
 			struct fake_func *f = calloc(1, sizeof(*f));
 			f->mod = m;
@@ -460,7 +471,8 @@ CUresult cuModuleGetFunction(struct fake_func **out, struct fake_module *m, cons
 }
 
 CUresult cuLaunchKernel(struct fake_func *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-			unsigned by, unsigned bz, unsigned shmem, void *stream, void **params, void **extra)
+			unsigned by, unsigned bz, unsigned shmem, void *stream, void **params,
+			void **extra)
 {
 	struct fake_ctx *c = current();
 

@@ -72,39 +72,82 @@
 #include <cupti_pcsampling.h>
 #include "fake_drv.h"
 
-#define API __attribute__((visibility("default")))
+#define API         __attribute__((visibility("default")))
 #define MAX_SUB_IDS 1024
 #define MAX_REASONS 64
-#define MAX_CTX 64
+#define MAX_CTX     64
 
 /* ---- call counting ----------------------------------------------------- */
 enum call {
-	C_GetVersion, C_GetResultString, C_Subscribe, C_Unsubscribe, C_EnableCallback, C_EnableDomain,
-	C_GetContextId, C_GetDeviceId, C_PCEnable, C_PCDisable, C_PCGetNumStallReasons,
-	C_PCGetStallReasons, C_PCSetConfig, C_PCGetConfig, C_PCStart, C_PCStop, C_PCGetData,
-	C_GetCubinCrc, C_Finalize, C_NR
+	C_GetVersion,
+	C_GetResultString,
+	C_Subscribe,
+	C_Unsubscribe,
+	C_EnableCallback,
+	C_EnableDomain,
+	C_GetContextId,
+	C_GetDeviceId,
+	C_PCEnable,
+	C_PCDisable,
+	C_PCGetNumStallReasons,
+	C_PCGetStallReasons,
+	C_PCSetConfig,
+	C_PCGetConfig,
+	C_PCStart,
+	C_PCStop,
+	C_PCGetData,
+	C_GetCubinCrc,
+	C_Finalize,
+	C_NR
 };
 static const char *const call_names[C_NR] = {
-	"cuptiGetVersion", "cuptiGetResultString", "cuptiSubscribe", "cuptiUnsubscribe",
-	"cuptiEnableCallback", "cuptiEnableDomain", "cuptiGetContextId", "cuptiGetDeviceId",
-	"cuptiPCSamplingEnable", "cuptiPCSamplingDisable", "cuptiPCSamplingGetNumStallReasons",
-	"cuptiPCSamplingGetStallReasons", "cuptiPCSamplingSetConfigurationAttribute",
-	"cuptiPCSamplingGetConfigurationAttribute", "cuptiPCSamplingStart", "cuptiPCSamplingStop",
-	"cuptiPCSamplingGetData", "cuptiGetCubinCrc", "cuptiFinalize",
+	"cuptiGetVersion",
+	"cuptiGetResultString",
+	"cuptiSubscribe",
+	"cuptiUnsubscribe",
+	"cuptiEnableCallback",
+	"cuptiEnableDomain",
+	"cuptiGetContextId",
+	"cuptiGetDeviceId",
+	"cuptiPCSamplingEnable",
+	"cuptiPCSamplingDisable",
+	"cuptiPCSamplingGetNumStallReasons",
+	"cuptiPCSamplingGetStallReasons",
+	"cuptiPCSamplingSetConfigurationAttribute",
+	"cuptiPCSamplingGetConfigurationAttribute",
+	"cuptiPCSamplingStart",
+	"cuptiPCSamplingStop",
+	"cuptiPCSamplingGetData",
+	"cuptiGetCubinCrc",
+	"cuptiFinalize",
 };
 static _Atomic uint64_t calls[C_NR];
 static _Atomic uint64_t st_launches, st_launch_cb, st_resource_cb, st_generated, st_delivered,
-	st_dropped, st_hwfull, st_bad_size, st_order_err, st_enable_ok, st_scratch_full,
-	st_scratch_lost, st_scratch_bytes, st_names_freed_early, st_enable_offthread,
-	st_dead_ctx_calls;
+    st_dropped, st_hwfull, st_bad_size, st_order_err, st_enable_ok, st_scratch_full,
+    st_scratch_lost, st_scratch_bytes, st_names_freed_early, st_enable_offthread, st_dead_ctx_calls;
 #define COUNT(c) atomic_fetch_add(&calls[c], 1)
 
 /* ---- stall reason tables ----------------------------------------------- */
 static const char *const base_reasons[] = {
-	"barrier", "branch_resolving", "dispatch_stall", "drain", "imc_miss", "lg_throttle",
-	"long_scoreboard", "math_pipe_throttle", "membar", "mio_throttle", "misc",
-	"no_instructions", "not_selected", "selected", "short_scoreboard", "sleeping",
-	"tex_throttle", "wait", "warpgroup_arrive",
+	"barrier",
+	"branch_resolving",
+	"dispatch_stall",
+	"drain",
+	"imc_miss",
+	"lg_throttle",
+	"long_scoreboard",
+	"math_pipe_throttle",
+	"membar",
+	"mio_throttle",
+	"misc",
+	"no_instructions",
+	"not_selected",
+	"selected",
+	"short_scoreboard",
+	"sleeping",
+	"tex_throttle",
+	"wait",
+	"warpgroup_arrive",
 };
 #define N_BASE (sizeof(base_reasons) / sizeof(*base_reasons))
 
@@ -144,9 +187,11 @@ static void build_table(struct table *t, bool hopper)
 			idx += 2; /* leave the hole */
 			continue;
 		}
-		snprintf(name, sizeof(name), "smsp__pcsamp_warps_issue_stalled_%s", base_reasons[i]);
+		snprintf(name, sizeof(name), "smsp__pcsamp_warps_issue_stalled_%s",
+			 base_reasons[i]);
 		add_reason(&tmp, idx, name);
-		snprintf(name, sizeof(name), "smsp__pcsamp_warps_issue_stalled_%s_not_issued", base_reasons[i]);
+		snprintf(name, sizeof(name), "smsp__pcsamp_warps_issue_stalled_%s_not_issued",
+			 base_reasons[i]);
 		add_reason(&tmp, idx + 1, name);
 		idx += 2;
 	}
@@ -194,8 +239,8 @@ struct pcrec {
 struct pcs_state {
 	struct fake_ctx *ctx;
 	bool enabled, configured, start_stop, started, hw_full, scratch_full;
-	uint64_t scratch;        /* bytes configured; 0 = CUPTI's 1 MB */
-	uint32_t *slots;         /* pending recs by key: index + 1, 0 = empty */
+	uint64_t scratch; /* bytes configured; 0 = CUPTI's 1 MB */
+	uint32_t *slots;  /* pending recs by key: index + 1, 0 = empty */
 	size_t n_slots;
 	uint32_t mode, period;
 	uint32_t selected[MAX_REASONS]; /* slots selected */
@@ -212,7 +257,10 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
  * representing the same function" (cupti_pcsampling.h), so the same pointer
  * comes back after Disable + Enable.  The client frees them, once, when it
  * is done with every record. */
-static struct { const struct fake_func *f; char *s; } *names;
+static struct {
+	const struct fake_func *f;
+	char *s;
+} * names;
 static size_t n_names;
 static struct pcs_state ctxs[MAX_CTX];
 /* Subscribers.  CUDA 13.0: one at a time; a second cuptiSubscribe gets
@@ -221,7 +269,7 @@ static struct pcs_state ctxs[MAX_CTX];
  * From 13.2 (version >= 130200) several may subscribe when every one of them
  * asked for it (CUpti_SubscriberParams.allowMultipleSubscribers); each gets
  * only the callbacks it enabled. */
-#define MAX_SUBS 4
+#define MAX_SUBS          4
 #define MULTI_SUB_VERSION 130200u
 struct subscriber {
 	bool used, allow_multi;
@@ -232,7 +280,10 @@ struct subscriber {
 };
 static struct subscriber subs[MAX_SUBS];
 /* subscribe outcomes by subscriber name, for FAKE_CUPTI_STATS */
-static struct { char name[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN]; uint64_t ok, refused; } sub_stats[8];
+static struct {
+	char name[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN];
+	uint64_t ok, refused;
+} sub_stats[8];
 static pthread_mutex_t sub_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint32_t next_corr = 1;
 static uint32_t version = 130001;
@@ -296,7 +347,10 @@ API CUptiResult cuptiGetVersion(uint32_t *v)
 
 API CUptiResult cuptiGetResultString(CUptiResult r, const char **s)
 {
-	static const struct { CUptiResult r; const char *s; } names[] = {
+	static const struct {
+		CUptiResult r;
+		const char *s;
+	} names[] = {
 		{ CUPTI_SUCCESS, "CUPTI_SUCCESS" },
 		{ CUPTI_ERROR_INVALID_PARAMETER, "CUPTI_ERROR_INVALID_PARAMETER" },
 		{ CUPTI_ERROR_INVALID_OPERATION, "CUPTI_ERROR_INVALID_OPERATION" },
@@ -305,7 +359,8 @@ API CUptiResult cuptiGetResultString(CUptiResult r, const char **s)
 		{ CUPTI_ERROR_HARDWARE_BUSY, "CUPTI_ERROR_HARDWARE_BUSY" },
 		{ CUPTI_ERROR_NOT_SUPPORTED, "CUPTI_ERROR_NOT_SUPPORTED" },
 		{ CUPTI_ERROR_INSUFFICIENT_PRIVILEGES, "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES" },
-		{ CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED" },
+		{ CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED,
+		  "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED" },
 		{ CUPTI_ERROR_UNKNOWN, "CUPTI_ERROR_UNKNOWN" },
 	};
 	COUNT(C_GetResultString);
@@ -362,7 +417,8 @@ static struct subscriber *sub_of(CUpti_SubscriberHandle h)
 static const struct subscriber *refusing_holder(bool allow_multi)
 {
 	for (int i = 0; i < MAX_SUBS; i++)
-		if (subs[i].used && (version < MULTI_SUB_VERSION || !allow_multi || !subs[i].allow_multi))
+		if (subs[i].used &&
+		    (version < MULTI_SUB_VERSION || !allow_multi || !subs[i].allow_multi))
 			return &subs[i];
 	return NULL;
 }
@@ -422,9 +478,10 @@ API CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *h, CUpti_CallbackFunc 
 	const size_t multi_at = CUpti_SubscriberParams_STRUCT_SIZE; /* offset of the 13.2 field */
 	bool allow = false;
 
-	if (p && (p->structSize < CUpti_SubscriberParams_STRUCT_SIZE ||
-		  (version < MULTI_SUB_VERSION && p->structSize != CUpti_SubscriberParams_STRUCT_SIZE) ||
-		  p->structSize > multi_at + 8)) {
+	if (p &&
+	    (p->structSize < CUpti_SubscriberParams_STRUCT_SIZE ||
+	     (version < MULTI_SUB_VERSION && p->structSize != CUpti_SubscriberParams_STRUCT_SIZE) ||
+	     p->structSize > multi_at + 8)) {
 		COUNT(C_Subscribe);
 		atomic_fetch_add(&st_bad_size, 1);
 		return CUPTI_ERROR_INVALID_PARAMETER;
@@ -448,8 +505,8 @@ API CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle h)
 	return sb ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
 }
 
-API CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle h, CUpti_CallbackDomain d,
-				    CUpti_CallbackId cbid)
+API CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle h,
+				    CUpti_CallbackDomain d, CUpti_CallbackId cbid)
 {
 	struct subscriber *sb = sub_of(h);
 
@@ -641,7 +698,9 @@ static void run_kernel(struct fake_ctx *c, struct fake_func *f, uint32_t corr)
 		s->range++;
 	s->pend_nonuser += 1; /* a little non-user kernel noise per launch */
 	s->pend_total += 1;
-	limit = getenv("FAKE_CUPTI_HWFULL_AFTER") ? strtoull(getenv("FAKE_CUPTI_HWFULL_AFTER"), NULL, 0) : 500;
+	limit = getenv("FAKE_CUPTI_HWFULL_AFTER")
+		    ? strtoull(getenv("FAKE_CUPTI_HWFULL_AFTER"), NULL, 0)
+		    : 500;
 	for (int k = 0; k < per_launch; k++) {
 		uint64_t npc = f->size / 16 < 4 ? (f->size / 16 ? f->size / 16 : 1) : 4;
 		uint64_t off = ((rnd() % npc) * 7 % (f->size / 16 ? f->size / 16 : 1)) * 16;
@@ -660,7 +719,7 @@ static void run_kernel(struct fake_ctx *c, struct fake_func *f, uint32_t corr)
 			continue;
 		}
 		if (failing("hwfull") && !hwfull_fired && ++s->since_drain > limit) {
-			s->hw_full = true; /* sticky until Disable + Enable */
+			s->hw_full = true;   /* sticky until Disable + Enable */
 			hwfull_fired = true; /* once per process */
 			atomic_fetch_add(&st_hwfull, 1);
 			s->pend_dropped++;
@@ -669,8 +728,13 @@ static void run_kernel(struct fake_ctx *c, struct fake_func *f, uint32_t corr)
 		}
 		if (!sel)
 			continue;
-		struct pcrec *r = s->scratch_full ? NULL :
-			rec_for(s, f, off, s->mode == CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED ? corr : 0);
+		struct pcrec *r =
+		    s->scratch_full
+			? NULL
+			: rec_for(s, f, off,
+				  s->mode == CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED
+				      ? corr
+				      : 0);
 		if (!r) {
 			atomic_fetch_add(&st_scratch_lost, 1);
 			continue;
@@ -715,24 +779,24 @@ static int hook_launch(int cbid, const char *api_name, struct fake_ctx *c, struc
 static const struct fake_cupti_hooks hooks = { hook_resource, hook_launch };
 
 /* ---- PC sampling API --------------------------------------------------- */
-#define CHECK_SIZE(p, sz)                                                                          \
-	do {                                                                                       \
-		if (!(p) || (p)->size != (sz)) {                                                   \
-			atomic_fetch_add(&st_bad_size, 1);                                         \
-			return CUPTI_ERROR_INVALID_PARAMETER;                                      \
-		}                                                                                  \
+#define CHECK_SIZE(p, sz)                                     \
+	do {                                                  \
+		if (!(p) || (p)->size != (sz)) {              \
+			atomic_fetch_add(&st_bad_size, 1);    \
+			return CUPTI_ERROR_INVALID_PARAMETER; \
+		}                                             \
 	} while (0)
 
 /* Lookup for calls that need a prior Enable on ctx. */
-#define NEED_ENABLED(s, ctx)                                                                       \
-	do {                                                                                       \
-		if (!ctx_ok(ctx))                                                                  \
-			return CUPTI_ERROR_INVALID_PARAMETER;                                      \
-		(s) = state_of(ctx, false);                                                        \
-		if (!(s) || !(s)->enabled) {                                                       \
-			atomic_fetch_add(&st_order_err, 1);                                        \
-			return CUPTI_ERROR_INVALID_OPERATION;                                      \
-		}                                                                                  \
+#define NEED_ENABLED(s, ctx)                                  \
+	do {                                                  \
+		if (!ctx_ok(ctx))                             \
+			return CUPTI_ERROR_INVALID_PARAMETER; \
+		(s) = state_of(ctx, false);                   \
+		if (!(s) || !(s)->enabled) {                  \
+			atomic_fetch_add(&st_order_err, 1);   \
+			return CUPTI_ERROR_INVALID_OPERATION; \
+		}                                             \
 	} while (0)
 
 API CUptiResult cuptiPCSamplingEnable(CUpti_PCSamplingEnableParams *p)
@@ -820,7 +884,8 @@ static void copy_out(struct pcs_state *s, CUpti_PCSamplingData *d, bool once_tot
 				continue;
 			o->stallReason[k].pcSamplingStallReasonIndex = t->idx[slot];
 			o->stallReason[k].samples = r->counts[slot];
-			if (slot != (uint32_t)t->count_slot && !strstr(t->name[slot], "_not_issued"))
+			if (slot != (uint32_t)t->count_slot &&
+			    !strstr(t->name[slot], "_not_issued"))
 				atomic_fetch_add(&st_delivered, r->counts[slot]);
 			k++;
 		}
@@ -861,7 +926,8 @@ static size_t min_data_size(void)
 /* Client buffer checks: data and per-PC sizes for this API version. */
 static bool data_ok(CUpti_PCSamplingData *d, size_t n_selected)
 {
-	if (!d || d->size < min_data_size() || d->size > sizeof(*d) || !d->pPcData || !d->collectNumPcs)
+	if (!d || d->size < min_data_size() || d->size > sizeof(*d) || !d->pPcData ||
+	    !d->collectNumPcs)
 		return false;
 	for (size_t i = 0; i < d->collectNumPcs; i++) {
 		CUpti_PCSamplingPCData *p = (void *)((char *)d->pPcData + i * d->pPcData[0].size);
@@ -889,7 +955,8 @@ API CUptiResult cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams *p)
 	if (!ctx_ok(p->ctx) || !(s = state_of(p->ctx, false)) || !s->enabled || !s->configured) {
 		atomic_fetch_add(&st_order_err, 1);
 		pthread_mutex_unlock(&lock);
-		return ctx_ok(p->ctx) ? CUPTI_ERROR_INVALID_OPERATION : CUPTI_ERROR_INVALID_PARAMETER;
+		return ctx_ok(p->ctx) ? CUPTI_ERROR_INVALID_OPERATION
+				      : CUPTI_ERROR_INVALID_PARAMETER;
 	}
 	d = p->pcSamplingData;
 	if (!data_ok(d, s->n_selected)) {
@@ -1028,13 +1095,14 @@ static CUptiResult set_one(struct pcs_state *s, CUpti_PCSamplingConfigurationInf
 		return CUPTI_SUCCESS;
 	}
 	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL:
-		s->start_stop = a->attributeData.enableStartStopControlData.enableStartStopControl != 0;
+		s->start_stop =
+		    a->attributeData.enableStartStopControlData.enableStartStopControl != 0;
 		return CUPTI_SUCCESS;
 	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_OUTPUT_DATA_FORMAT:
 		return a->attributeData.outputDataFormatData.outputDataFormat ==
-				       CUPTI_PC_SAMPLING_OUTPUT_DATA_FORMAT_PARSED
-			       ? CUPTI_SUCCESS
-			       : CUPTI_ERROR_INVALID_OPERATION;
+			       CUPTI_PC_SAMPLING_OUTPUT_DATA_FORMAT_PARSED
+			   ? CUPTI_SUCCESS
+			   : CUPTI_ERROR_INVALID_OPERATION;
 	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER:
 		s->cfg_buf = a->attributeData.samplingDataBufferData.samplingDataBuffer;
 		return s->cfg_buf ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_OPERATION;
@@ -1095,7 +1163,8 @@ API CUptiResult cuptiPCSamplingGetConfigurationAttribute(CUpti_PCSamplingConfigu
 			a->attributeData.collectionModeData.collectionMode = s->mode;
 			break;
 		case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL:
-			a->attributeData.enableStartStopControlData.enableStartStopControl = s->start_stop;
+			a->attributeData.enableStartStopControlData.enableStartStopControl =
+			    s->start_stop;
 			break;
 		default:
 			a->attributeStatus = CUPTI_ERROR_INVALID_PARAMETER;
@@ -1174,7 +1243,10 @@ static uint64_t cupti_crc(const void *image, size_t size);
 /* cubinCrc of PC records: the registered callback's value, else CUPTI's. */
 static uint64_t crc_of(const void *image, size_t size)
 {
-	static struct { const void *image; uint64_t crc; } cache[64];
+	static struct {
+		const void *image;
+		uint64_t crc;
+	} cache[64];
 	uint64_t crc = 0;
 
 	for (int i = 0; i < 64; i++)
@@ -1244,7 +1316,8 @@ static void write_stats(void)
 	if (!path || !(f = fopen(path, "w")))
 		return;
 	for (int i = 0; i < C_NR; i++) {
-		fprintf(f, "call.%s %llu\n", call_names[i], (unsigned long long)atomic_load(&calls[i]));
+		fprintf(f, "call.%s %llu\n", call_names[i],
+			(unsigned long long)atomic_load(&calls[i]));
 		if (!strncmp(call_names[i], "cuptiPCSampling", 15))
 			pcs += atomic_load(&calls[i]);
 	}
@@ -1257,22 +1330,26 @@ static void write_stats(void)
 	fprintf(f, "samples_dropped %llu\n", (unsigned long long)atomic_load(&st_dropped));
 	fprintf(f, "hw_buffer_full %llu\n", (unsigned long long)atomic_load(&st_hwfull));
 	fprintf(f, "scratch_full %llu\n", (unsigned long long)atomic_load(&st_scratch_full));
-	fprintf(f, "names_freed_early %llu\n", (unsigned long long)atomic_load(&st_names_freed_early));
-	fprintf(f, "enable_offthread_refused %llu\n", (unsigned long long)atomic_load(&st_enable_offthread));
+	fprintf(f, "names_freed_early %llu\n",
+		(unsigned long long)atomic_load(&st_names_freed_early));
+	fprintf(f, "enable_offthread_refused %llu\n",
+		(unsigned long long)atomic_load(&st_enable_offthread));
 	fprintf(f, "dead_ctx_calls %llu\n", (unsigned long long)atomic_load(&st_dead_ctx_calls));
 	fprintf(f, "scratch_lost %llu\n", (unsigned long long)atomic_load(&st_scratch_lost));
 	fprintf(f, "scratch_bytes %llu\n", (unsigned long long)atomic_load(&st_scratch_bytes));
 	fprintf(f, "bad_size %llu\n", (unsigned long long)atomic_load(&st_bad_size));
 	fprintf(f, "order_errors %llu\n", (unsigned long long)atomic_load(&st_order_err));
 	fprintf(f, "enables %llu\n", (unsigned long long)atomic_load(&st_enable_ok));
-	for (size_t i = 0; i < sizeof(sub_stats) / sizeof(*sub_stats) && sub_stats[i].name[0]; i++) {
+	for (size_t i = 0; i < sizeof(sub_stats) / sizeof(*sub_stats) && sub_stats[i].name[0];
+	     i++) {
 		char key[sizeof(sub_stats[i].name)];
 		memcpy(key, sub_stats[i].name, sizeof(key));
 		for (char *c = key; *c; c++)
 			if (*c == ' ')
 				*c = '_';
 		fprintf(f, "subscribe_ok.%s %llu\n", key, (unsigned long long)sub_stats[i].ok);
-		fprintf(f, "subscribe_refused.%s %llu\n", key, (unsigned long long)sub_stats[i].refused);
+		fprintf(f, "subscribe_refused.%s %llu\n", key,
+			(unsigned long long)sub_stats[i].refused);
 	}
 	fclose(f);
 }

@@ -27,7 +27,7 @@
 #include "gpusample.skel.h"
 
 #define MAX_TABLES 16
-#define MAX_CORR 65536
+#define MAX_CORR   65536
 
 static struct {
 	struct gs_gpu_host *h;
@@ -36,7 +36,8 @@ static struct {
 	/* tables by ctx */
 	struct gs_gpu_stall_table *tab[MAX_TABLES];
 	int n_tab;
-	uint64_t batches, pcs, counts, samples, not_issued, counter_samples, total, dropped, nonuser;
+	uint64_t batches, pcs, counts, samples, not_issued, counter_samples, total, dropped,
+	    nonuser;
 	uint64_t bad_refs, seq_gaps, no_corr_flag, serialized_flag, corr_nonzero, corr_matched;
 	uint64_t launches, launch_weight, launch_stack, launch_py, launch_py_max, launch_ctx0;
 	uint64_t cpu_samples, armed_status, disarmed_status, off_status, recovered_status, ctx_off;
@@ -109,7 +110,8 @@ static void on_batch(const struct gs_rec_pc_batch_view *v)
 					break;
 				}
 		}
-		for (uint32_t c = p->first_count; c < (uint32_t)p->first_count + p->n_counts && c < b->n_counts; c++) {
+		for (uint32_t c = p->first_count;
+		     c < (uint32_t)p->first_count + p->n_counts && c < b->n_counts; c++) {
 			uint32_t flags = ~0u;
 			for (uint32_t j = 0; r && j < t->n_reasons; j++)
 				if (r[j].index == cnt[c].reason_index)
@@ -199,12 +201,14 @@ static int on_record(void *ctx, const struct gs_rec_hdr *rec)
 	}
 	case GS_REC_GPU_STATUS: {
 		const struct gs_gpu_status *s = (const void *)rec;
-		printf("status ctx=%u state=%u reason=%u result=%d session=%u msg=%s\n", s->gpu.ctx_uid,
-		       s->state, s->reason, s->cupti_result, s->session, s->message);
+		printf("status ctx=%u state=%u reason=%u result=%d session=%u msg=%s\n",
+		       s->gpu.ctx_uid, s->state, s->reason, s->cupti_result, s->session,
+		       s->message);
 		if (s->state == GS_GPU_ST_ARMED && !s->gpu.ctx_uid) {
 			D.armed_status++;
 			if (D.n_arm < 16)
-				D.arm_ms[D.n_arm++] = ((int64_t)rec->ktime_ns - (int64_t)D.attach_ns) / 1000000;
+				D.arm_ms[D.n_arm++] =
+				    ((int64_t)rec->ktime_ns - (int64_t)D.attach_ns) / 1000000;
 		}
 		if (s->state == GS_GPU_ST_DISARMED && !s->gpu.ctx_uid)
 			D.disarmed_status++;
@@ -247,7 +251,9 @@ static void run_for(double secs)
 
 int main(int argc, char **argv)
 {
-	struct gs_sampler_opts so = { .frequency_hz = 49, .kernel_stacks = false, .follow_children = true };
+	struct gs_sampler_opts so = { .frequency_hz = 49,
+				      .kernel_stacks = false,
+				      .follow_children = true };
 	struct gs_gpu_host_opts go = { 0 };
 	struct gs_target t = { .flags = GS_TARGET_FOLLOW_CHILDREN };
 	struct gs_profile prof;
@@ -259,16 +265,37 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt(argc, argv, "p:n:t:g:P:Sw:r:v")) != -1) {
 		switch (opt) {
-		case 'p': D.tgid = atoi(optarg); break;
-		case 'n': attaches = atoi(optarg); break;
-		case 't': attached_s = atof(optarg); break;
-		case 'g': gap_s = atof(optarg); break;
-		case 'P': go.sampling_period = atoi(optarg); break;
-		case 'S': go.serialized = true; break;
-		case 'w': wait_s = atof(optarg); break;
-		case 'r': go.launch_events_per_s = atoi(optarg); break;
-		case 'v': verbose = 1; break;
-		default: fprintf(stderr, "usage: %s -p PID [-n N] [-t S] [-g S] [-P N] [-S]\n", argv[0]); return 2;
+		case 'p':
+			D.tgid = atoi(optarg);
+			break;
+		case 'n':
+			attaches = atoi(optarg);
+			break;
+		case 't':
+			attached_s = atof(optarg);
+			break;
+		case 'g':
+			gap_s = atof(optarg);
+			break;
+		case 'P':
+			go.sampling_period = atoi(optarg);
+			break;
+		case 'S':
+			go.serialized = true;
+			break;
+		case 'w':
+			wait_s = atof(optarg);
+			break;
+		case 'r':
+			go.launch_events_per_s = atoi(optarg);
+			break;
+		case 'v':
+			verbose = 1;
+			break;
+		default:
+			fprintf(stderr, "usage: %s -p PID [-n N] [-t S] [-g S] [-P N] [-S]\n",
+				argv[0]);
+			return 2;
 		}
 	}
 	if (!D.tgid)
@@ -325,15 +352,39 @@ int main(int argc, char **argv)
 	for (int i = 0; i < D.n_arm; i++)
 		printf("arm_ms %" PRId64 "\n", D.arm_ms[i]);
 #define P(k) printf(#k " %" PRIu64 "\n", (uint64_t)D.k)
-	P(armed_status); P(disarmed_status); P(off_status); P(ctx_off); P(recovered_status);
-	P(batches); P(pcs); P(counts); P(samples); P(not_issued); P(counter_samples); P(total);
-	P(dropped); P(nonuser); P(bad_refs); P(no_corr_flag); P(serialized_flag); P(corr_nonzero);
-	P(corr_matched); P(launches); P(launch_weight); P(launch_stack); P(launch_py);
-	P(launch_py_max); P(launch_ctx0); P(cpu_samples); P(cubins); P(cubins_replay); P(status_dropped);
+	P(armed_status);
+	P(disarmed_status);
+	P(off_status);
+	P(ctx_off);
+	P(recovered_status);
+	P(batches);
+	P(pcs);
+	P(counts);
+	P(samples);
+	P(not_issued);
+	P(counter_samples);
+	P(total);
+	P(dropped);
+	P(nonuser);
+	P(bad_refs);
+	P(no_corr_flag);
+	P(serialized_flag);
+	P(corr_nonzero);
+	P(corr_matched);
+	P(launches);
+	P(launch_weight);
+	P(launch_stack);
+	P(launch_py);
+	P(launch_py_max);
+	P(launch_ctx0);
+	P(cpu_samples);
+	P(cubins);
+	P(cubins_replay);
+	P(status_dropped);
 	for (int i = 0; i < D.n_tab; i++)
 		printf("stall_table ctx=%u device=%u n=%u samples=%" PRIu64 " first_index=%u\n",
-		       D.tab[i]->gpu.ctx_uid, D.tab[i]->gpu.device, D.tab[i]->n_reasons, D.ctx_samples[i],
-		       ((struct gs_gpu_stall_reason *)(D.tab[i] + 1))->index);
+		       D.tab[i]->gpu.ctx_uid, D.tab[i]->gpu.device, D.tab[i]->n_reasons,
+		       D.ctx_samples[i], ((struct gs_gpu_stall_reason *)(D.tab[i] + 1))->index);
 	for (int i = 0; i < D.n_kernels; i++) /* by samples, descending */
 		for (int j = i + 1; j < D.n_kernels; j++)
 			if (D.kernel_samples[j] > D.kernel_samples[i]) {
@@ -349,12 +400,14 @@ int main(int argc, char **argv)
 		printf("kernel %s %" PRIu64 "\n", D.kernels[i], D.kernel_samples[i]);
 	for (int i = 0; verbose && i < D.n_tab; i++) {
 		const struct gs_gpu_stall_reason *r = (const void *)(D.tab[i] + 1);
-		printf("stall_table ctx=%u sm_count=%u clock_khz=%u period=%u\n", D.tab[i]->gpu.ctx_uid,
-		       D.tab[i]->sm_count, D.tab[i]->clock_khz, D.tab[i]->sampling_period);
+		printf("stall_table ctx=%u sm_count=%u clock_khz=%u period=%u\n",
+		       D.tab[i]->gpu.ctx_uid, D.tab[i]->sm_count, D.tab[i]->clock_khz,
+		       D.tab[i]->sampling_period);
 		for (uint32_t k = 0; k < D.tab[i]->n_reasons; k++)
 			printf("  reason %3u %-70s%s\n", r[k].index, r[k].name,
-			       gs_stall_kind(r[k].flags) == GS_STALL_NOT_ISSUED ? " (not issued)" :
-			       gs_stall_kind(r[k].flags) == GS_STALL_COUNTER ? " (counter)" : "");
+			       gs_stall_kind(r[k].flags) == GS_STALL_NOT_ISSUED ? " (not issued)"
+			       : gs_stall_kind(r[k].flags) == GS_STALL_COUNTER  ? " (counter)"
+										: "");
 	}
 	for (int i = 0; i < D.n_crcs; i++) {
 		size_t sz = 0;

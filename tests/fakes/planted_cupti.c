@@ -31,5 +31,13 @@ __attribute__((constructor)) static void planted(void)
 
 int cuptiGetSassToSourceCorrelation(void *p);
 int cuptiGetCubinCrc(void *p);
-int cuptiGetSassToSourceCorrelation(void *p) { (void)p; return 1; }
-int cuptiGetCubinCrc(void *p) { (void)p; return 1; }
+int cuptiGetSassToSourceCorrelation(void *p)
+{
+	(void)p;
+	return 1;
+}
+int cuptiGetCubinCrc(void *p)
+{
+	(void)p;
+	return 1;
+}

@@ -27,8 +27,8 @@ static const char *test_lib(void)
 	cr_assert(n > 0);
 	exe[n] = 0;
 	snprintf(path, sizeof(path), "%s/../workloads/libnofp.so", dirname(exe));
-	cr_assert(access(path, R_OK) == 0, "%s missing: build it with make (tests/workloads/workloads.mk)",
-		  path);
+	cr_assert(access(path, R_OK) == 0,
+		  "%s missing: build it with make (tests/workloads/workloads.mk)", path);
 	return path;
 }
 
@@ -48,8 +48,8 @@ static bool parse_off(const char *s, const char *prefix, long *off)
 }
 
 /* One readelf row vs our rule; returns true if they agree. */
-static bool row_agrees(const struct gs_cfi_rule *r, const char *cfa, const char *rbp, const char *ra,
-		       bool signal, struct cmp_result *res)
+static bool row_agrees(const struct gs_cfi_rule *r, const char *cfa, const char *rbp,
+		       const char *ra, bool signal, struct cmp_result *res)
 {
 	long off;
 
@@ -91,7 +91,8 @@ static bool row_agrees(const struct gs_cfi_rule *r, const char *cfa, const char 
 	return r->rbp_type == GS_RBP_LOST;
 }
 
-static void compare_with_readelf(const char *path, const struct gs_cfi_table *t, struct cmp_result *res)
+static void compare_with_readelf(const char *path, const struct gs_cfi_table *t,
+				 struct cmp_result *res)
 {
 	char cmd[PATH_MAX + 64], line[4096], cols[32][16], augs[256][16];
 	unsigned long cie_off[256];
@@ -117,7 +118,8 @@ static void compare_with_readelf(const char *path, const struct gs_cfi_table *t,
 			in_fde = false;
 			continue;
 		}
-		if (sscanf(line, "%lx %lx %lx FDE cie=%lx pc=%lx..%lx", &off, &len, &id, &cie, &lo, &hi) == 6) {
+		if (sscanf(line, "%lx %lx %lx FDE cie=%lx pc=%lx..%lx", &off, &len, &id, &cie, &lo,
+			   &hi) == 6) {
 			in_fde = true;
 			fde_rows = false;
 			signal = false;
@@ -162,9 +164,12 @@ static void compare_with_readelf(const char *path, const struct gs_cfi_table *t,
 			continue;
 		const char *cfa = NULL, *rbp = NULL, *ra = NULL;
 		for (int i = 0; i < ncols; i++) {
-			if (!strcmp(cols[i], "CFA")) cfa = vals[i];
-			else if (!strcmp(cols[i], "rbp")) rbp = vals[i];
-			else if (!strcmp(cols[i], "ra")) ra = vals[i];
+			if (!strcmp(cols[i], "CFA"))
+				cfa = vals[i];
+			else if (!strcmp(cols[i], "rbp"))
+				rbp = vals[i];
+			else if (!strcmp(cols[i], "ra"))
+				ra = vals[i];
 		}
 		if (!cfa || !ra)
 			continue;
@@ -173,8 +178,9 @@ static void compare_with_readelf(const char *path, const struct gs_cfi_table *t,
 		if (!row_agrees(gs_cfi_table_lookup(t, loc), cfa, rbp, ra, signal, res)) {
 			res->mismatches++;
 			if (res->mismatches < 10)
-				fprintf(stderr, "%s: mismatch at 0x%lx: readelf CFA %s rbp %s ra %s\n", path, loc,
-					cfa, rbp ? rbp : "-", ra);
+				fprintf(stderr,
+					"%s: mismatch at 0x%lx: readelf CFA %s rbp %s ra %s\n",
+					path, loc, cfa, rbp ? rbp : "-", ra);
 		}
 	}
 	pclose(f);
@@ -188,7 +194,8 @@ Test(cfi, rows_match_readelf_test_lib)
 
 	cr_assert_eq(gs_cfi_table_build(lib, -1, &t), 0);
 	compare_with_readelf(lib, &t, &res);
-	cr_expect_eq(res.mismatches, 0, "%u of %u rows disagree with readelf", res.mismatches, res.rows);
+	cr_expect_eq(res.mismatches, 0, "%u of %u rows disagree with readelf", res.mismatches,
+		     res.rows);
 	cr_expect_geq(res.rows, 15);
 	cr_expect_geq(res.exp_rows, 3, "PLT and DRAP rows expected");
 	gs_cfi_table_free(&t);
@@ -201,7 +208,8 @@ Test(cfi, rows_match_readelf_libc)
 
 	cr_assert_eq(gs_cfi_table_build(LIBC, -1, &t), 0);
 	compare_with_readelf(LIBC, &t, &res);
-	cr_expect_eq(res.mismatches, 0, "%u of %u rows disagree with readelf", res.mismatches, res.rows);
+	cr_expect_eq(res.mismatches, 0, "%u of %u rows disagree with readelf", res.mismatches,
+		     res.rows);
 	cr_expect_geq(res.rows, 10000);
 	cr_expect_geq(res.signal_rows, 1, "__restore_rt (signal frame) expected in glibc");
 	cr_expect_geq(t.n_signal, 1);
@@ -235,7 +243,8 @@ Test(cfi, known_functions)
 	struct gs_cfi_table t;
 	const char *lib = test_lib();
 	const struct gs_cfi_rule *r;
-	unsigned long entry = sym_addr(lib, "nofp_lib_entry"), aligned = sym_addr(lib, "lib_aligned");
+	unsigned long entry = sym_addr(lib, "nofp_lib_entry"),
+		      aligned = sym_addr(lib, "lib_aligned");
 	bool saw_deref = false;
 
 	cr_assert_eq(gs_cfi_table_build(lib, -1, &t), 0);
@@ -277,7 +286,8 @@ Test(cfi, rows_sorted_and_merged)
 	cr_assert_gt(t.n_rows, 1000);
 	for (uint32_t i = 1; i < t.n_rows; i++) {
 		cr_assert_lt(t.rows[i - 1].pc, t.rows[i].pc, "rows not sorted at %u", i);
-		cr_assert_neq(t.rows[i - 1].rule, t.rows[i].rule, "identical neighbours at %u not merged", i);
+		cr_assert_neq(t.rows[i - 1].rule, t.rows[i].rule,
+			      "identical neighbours at %u not merged", i);
 	}
 	/* rules are deduplicated: far fewer than rows */
 	cr_expect_lt(t.n_rules * 20, t.n_rows);
@@ -311,8 +321,9 @@ static void assert_same_tables(const char *path)
 	cr_assert_eq(a.n_expr, b.n_expr, "%s", path);
 	for (uint32_t i = 0; i < a.n_rows; i++) {
 		cr_assert_eq(a.rows[i].pc, b.rows[i].pc, "%s row %u", path, i);
-		cr_assert(!memcmp(&a.rules[a.rows[i].rule], &b.rules[b.rows[i].rule], sizeof(a.rules[0])),
-			  "%s: rule of row %u (pc 0x%x) differs from libdw's", path, i, a.rows[i].pc);
+		cr_assert(
+		    !memcmp(&a.rules[a.rows[i].rule], &b.rules[b.rows[i].rule], sizeof(a.rules[0])),
+		    "%s: rule of row %u (pc 0x%x) differs from libdw's", path, i, a.rows[i].pc);
 	}
 	gs_cfi_table_free(&a);
 	gs_cfi_table_free(&b);
@@ -323,9 +334,12 @@ static void assert_same_tables(const char *path)
 Test(cfi, linear_builder_matches_libdw)
 {
 	static const char *const libs[] = {
-		"/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2",
-		"/usr/lib/x86_64-linux-gnu/libstdc++.so.6", "/usr/lib/x86_64-linux-gnu/libm.so.6",
-		"/usr/bin/python3", "/proc/self/exe",
+		"/lib/x86_64-linux-gnu/libc.so.6",
+		"/lib64/ld-linux-x86-64.so.2",
+		"/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
+		"/usr/lib/x86_64-linux-gnu/libm.so.6",
+		"/usr/bin/python3",
+		"/proc/self/exe",
 	};
 	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
 		cr_assert_eq(access(libs[i], R_OK), 0, "%s missing", libs[i]);

@@ -33,19 +33,20 @@
 _Static_assert(sizeof(struct gs_cupti_sass_params) == CUpti_GetSassToSourceCorrelationParamsSize,
 	       "sass params size");
 _Static_assert(offsetof(struct gs_cupti_sass_params, lineNumber) ==
-		       offsetof(CUpti_GetSassToSourceCorrelationParams, lineNumber),
+		   offsetof(CUpti_GetSassToSourceCorrelationParams, lineNumber),
 	       "lineNumber");
 _Static_assert(offsetof(struct gs_cupti_sass_params, pcOffset) ==
-		       offsetof(CUpti_GetSassToSourceCorrelationParams, pcOffset),
+		   offsetof(CUpti_GetSassToSourceCorrelationParams, pcOffset),
 	       "pcOffset");
 _Static_assert(offsetof(struct gs_cupti_sass_params, dirName) ==
-		       offsetof(CUpti_GetSassToSourceCorrelationParams, dirName),
+		   offsetof(CUpti_GetSassToSourceCorrelationParams, dirName),
 	       "dirName");
 _Static_assert(sizeof(struct gs_cupti_crc_params) == CUpti_GetCubinCrcParamsSize, "crc size");
-_Static_assert(offsetof(struct gs_cupti_crc_params, cubin) == offsetof(CUpti_GetCubinCrcParams, cubin),
+_Static_assert(offsetof(struct gs_cupti_crc_params, cubin) ==
+		   offsetof(CUpti_GetCubinCrcParams, cubin),
 	       "cubin");
 _Static_assert(offsetof(struct gs_cupti_crc_params, cubinCrc) ==
-		       offsetof(CUpti_GetCubinCrcParams, cubinCrc),
+		   offsetof(CUpti_GetCubinCrcParams, cubinCrc),
 	       "cubinCrc");
 #endif
 #endif
@@ -158,27 +159,31 @@ Test(cuda, stall_names_are_classified_and_shortened)
 	cr_expect_str_eq(b, "long_scoreboard");
 	cr_expect_eq(kind_of("smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued"),
 		     GS_STALL_NOT_ISSUED);
-	gs_cuda_stall_short("smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued", b, sizeof(b));
+	gs_cuda_stall_short("smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued", b,
+			    sizeof(b));
 	cr_expect_str_eq(b, "long_scoreboard");
 	cr_expect_eq(kind_of("smsp__pcsamp_warps_issue_stalled_selected"), GS_STALL_BASE);
 	gs_cuda_stall_short("smsp__pcsamp_warps_issue_stalled_selected", b, sizeof(b));
 	cr_expect_str_eq(b, "selected");
 	cr_expect_eq(kind_of("smsp__pcsamp_warps_issue_stalled_not_selected_not_issued"),
 		     GS_STALL_NOT_ISSUED);
-	gs_cuda_stall_short("smsp__pcsamp_warps_issue_stalled_not_selected_not_issued", b, sizeof(b));
+	gs_cuda_stall_short("smsp__pcsamp_warps_issue_stalled_not_selected_not_issued", b,
+			    sizeof(b));
 	cr_expect_str_eq(b, "not_selected");
 	cr_expect_eq(kind_of("smsp__pcsamp_sample_count"), GS_STALL_COUNTER);
 	cr_expect_eq(kind_of("smsp__pcsamp_samples_data_dropped"), GS_STALL_COUNTER);
 	gs_cuda_stall_short("smsp__pcsamp_samples_data_dropped", b, sizeof(b));
 	cr_expect_str_eq(b, "samples_data_dropped");
 	/* a flag pair: the counter wins */
-	cr_expect_eq(gs_stall_kind(GS_GPU_STALL_COUNTER | GS_GPU_STALL_NOT_ISSUED), GS_STALL_COUNTER);
+	cr_expect_eq(gs_stall_kind(GS_GPU_STALL_COUNTER | GS_GPU_STALL_NOT_ISSUED),
+		     GS_STALL_COUNTER);
 	/* unknown spellings survive; tiny buffers truncate without overflow */
 	cr_expect_eq(kind_of("something_else"), GS_STALL_BASE);
 	gs_cuda_stall_short("something_else", b, sizeof(b));
 	cr_expect_str_eq(b, "something_else");
 	char tiny[5];
-	gs_cuda_stall_short("smsp__pcsamp_warps_issue_stalled_warpgroup_arrive", tiny, sizeof(tiny));
+	gs_cuda_stall_short("smsp__pcsamp_warps_issue_stalled_warpgroup_arrive", tiny,
+			    sizeof(tiny));
 	cr_expect_str_eq(tiny, "warp");
 }
 
@@ -233,8 +238,8 @@ Test(cuda, stall_fold_per_context)
 	uint32_t idx2[] = { 13, 0, 12, 1, 26, 27 };
 	cr_assert_eq(gs_cuda_add_stall_table(C, 10, 2, 1, 6, idx2, flags, names), 0);
 
-	struct gs_cuda_stall_in in[] = { { 0, 100 }, { 14, 42 }, { 15, 39 }, { 28, 7 },
-					 { 1, 3 },   { 99, 5 } };
+	struct gs_cuda_stall_in in[] = { { 0, 100 }, { 14, 42 }, { 15, 39 },
+					 { 28, 7 },  { 1, 3 },   { 99, 5 } };
 	struct gs_cuda_stall_out out[8];
 	size_t n;
 	cr_assert_eq(gs_cuda_fold_stalls(C, 10, 1, in, 6, out, 8, &n), 0);
@@ -267,7 +272,8 @@ Test(cuda, cubin_functions_from_elf)
 	fn_size(b, len, "axpy");
 	fn_size(b, len, "_Z5scaleIfLi4EEvPT_S0_i");
 	char junk[64] = "not an elf";
-	cr_expect_neq(gs_cuda_cubin_functions(junk, sizeof(junk), find_fn, &(struct fn_size){ 0 }), 0);
+	cr_expect_neq(gs_cuda_cubin_functions(junk, sizeof(junk), find_fn, &(struct fn_size){ 0 }),
+		      0);
 	free(b);
 }
 
@@ -293,7 +299,8 @@ Test(cuda, cubin_hash_tells_near_identical_cubins_apart)
 
 	int (*real)(void *) = NULL;
 	void *h = NULL;
-	if (gs_cuda_load_cupti(C) == 0 && (h = dlopen(gs_cuda_cupti_info(C), RTLD_NOW | RTLD_LOCAL)))
+	if (gs_cuda_load_cupti(C) == 0 &&
+	    (h = dlopen(gs_cuda_cupti_info(C), RTLD_NOW | RTLD_LOCAL)))
 		real = (int (*)(void *))dlsym(h, "cuptiGetCubinCrc");
 	struct gs_cupti_crc_params prm = { .size = sizeof(prm), .cubinSize = la, .cubin = a };
 	uint64_t real_a = real && real(&prm) == 0 ? prm.cubinCrc : 0;
@@ -309,8 +316,9 @@ Test(cuda, cubin_hash_tells_near_identical_cubins_apart)
 	}
 	cr_expect_eq(gs_cubin_hash(a, la), ca);
 	if (real)
-		cr_log_info("libcupti cuptiGetCubinCrc missed %u of 257 one-byte twins of a %zu-byte cubin",
-			    missed, la);
+		cr_log_info(
+		    "libcupti cuptiGetCubinCrc missed %u of 257 one-byte twins of a %zu-byte cubin",
+		    missed, la);
 	if (h)
 		dlclose(h);
 	free(a);
@@ -406,7 +414,7 @@ Test(cuda, location_with_lines)
 	/* the extern "C" kernel keeps its plain name, no system_name */
 	uint32_t id = gs_cuda_location(C, crc, "axpy", 0);
 	const struct gs_function *f =
-		gs_profile_function(&P, P.lines[gs_profile_location(&P, id)->first_line].function);
+	    gs_profile_function(&P, P.lines[gs_profile_location(&P, id)->first_line].function);
 	cr_expect_str_eq(gs_profile_str(&P, f->name), "axpy");
 	cr_expect_eq(f->system_name, 0);
 	free(b);
@@ -450,10 +458,11 @@ Test(cuda, cubin_without_lineinfo)
 	uint32_t u = gs_cuda_location(C, 0xdeadbeef, "_Z3foov", 0x20);
 	cr_assert_neq(u, 0);
 	const struct gs_function *f =
-		gs_profile_function(&P, P.lines[gs_profile_location(&P, u)->first_line].function);
+	    gs_profile_function(&P, P.lines[gs_profile_location(&P, u)->first_line].function);
 	cr_expect_str_eq(gs_profile_str(&P, f->name), "foo()");
-	cr_expect_str_eq(gs_profile_str(&P, P.mappings[gs_profile_location(&P, u)->mapping - 1].file),
-			 "cubin:deadbeef");
+	cr_expect_str_eq(
+	    gs_profile_str(&P, P.mappings[gs_profile_location(&P, u)->mapping - 1].file),
+	    "cubin:deadbeef");
 	cr_expect_neq(gs_cuda_location(C, 1, NULL, 0), 0);
 	free(b);
 }
@@ -502,7 +511,8 @@ Test(cuda, cupti_ignores_environment)
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(sub, sizeof(sub), "%s/lib64", dir);
 	mkdir(sub, 0755);
-	const char *vars[] = { "GS_CUPTI_LIB", "CUDA_HOME", "CUDA_PATH", "VIRTUAL_ENV", "CONDA_PREFIX" };
+	const char *vars[] = { "GS_CUPTI_LIB", "CUDA_HOME", "CUDA_PATH", "VIRTUAL_ENV",
+			       "CONDA_PREFIX" };
 	for (size_t i = 0; i < 5; i++)
 		setenv(vars[i], i ? dir : "/tmp/x/libcupti.so", 1);
 	struct gs_cuda *c = gs_cuda_new(&P);
@@ -521,8 +531,11 @@ Test(cuda, cupti_ignores_environment)
 
 Test(cuda, comments_carry_device_facts)
 {
-	struct gs_cuda_device_info di = { .name = "NVIDIA H200", .sm_clock_khz = 1980000,
-					  .sm_count = 132, .period_exp = 20, .mode = "continuous" };
+	struct gs_cuda_device_info di = { .name = "NVIDIA H200",
+					  .sm_clock_khz = 1980000,
+					  .sm_count = 132,
+					  .period_exp = 20,
+					  .mode = "continuous" };
 	cr_assert_eq(gs_cuda_set_device(C, 7, 0, &di), 0);
 	gs_cuda_add_counts(C, 7, 0, 1000, 5, 12);
 	gs_cuda_add_counts(C, 7, 0, 500, 1, 0);
@@ -530,8 +543,8 @@ Test(cuda, comments_carry_device_facts)
 	cr_assert_geq(P.n_comments, 1);
 	const char *s = gs_profile_str(&P, P.comments[0]);
 	cr_expect(strstr(s, "132 SMs") && strstr(s, "1980 MHz") && strstr(s, "2^20") &&
-			  strstr(s, "total 1500") && strstr(s, "dropped 6") &&
-			  strstr(s, "non-user kernels 12"),
+		      strstr(s, "total 1500") && strstr(s, "dropped 6") &&
+		      strstr(s, "non-user kernels 12"),
 		  "%s", s);
 	/* 2^20 cycles at 1.98 GHz = 529.6 us */
 	cr_expect(strstr(s, "529.6 us") != NULL, "%s", s);
@@ -576,13 +589,17 @@ Test(cuda, records_end_to_end)
 	struct gs_gpu_stall_table th = {
 		.hdr = { .type = GS_REC_GPU_STALL_TABLE, .version = GS_RECORDS_VERSION },
 		.gpu = { .tgid = 500, .ctx_uid = 3, .device = 0 },
-		.n_reasons = 3, .sampling_period = 20, .collection_mode = GS_GPU_MODE_SERIALIZED,
-		.sm_count = 132, .clock_khz = 1980000,
+		.n_reasons = 3,
+		.sampling_period = 20,
+		.collection_mode = GS_GPU_MODE_SERIALIZED,
+		.sm_count = 132,
+		.clock_khz = 1980000,
 	};
 	put(&t, &th, sizeof(th));
 	struct gs_gpu_stall_reason rs[3] = {
 		{ .index = 14, .name = "smsp__pcsamp_warps_issue_stalled_long_scoreboard" },
-		{ .index = 15, .flags = GS_GPU_STALL_NOT_ISSUED,
+		{ .index = 15,
+		  .flags = GS_GPU_STALL_NOT_ISSUED,
 		  .name = "smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued" },
 		{ .index = 0, .flags = GS_GPU_STALL_COUNTER, .name = "smsp__pcsamp_sample_count" },
 	};
@@ -598,31 +615,48 @@ Test(cuda, records_end_to_end)
 	uint32_t cpu_loc = gs_profile_add_location(&P, 0, 0x4000, GS_FRAME_NATIVE, &l, 1);
 	uint32_t stack = (uint32_t)gs_profile_add_stack(&P, &cpu_loc, 1);
 	struct gs_gpu_launch lr = {
-		.hdr = { .type = GS_REC_GPU_LAUNCH, .version = GS_RECORDS_VERSION,
+		.hdr = { .type = GS_REC_GPU_LAUNCH,
+			 .version = GS_RECORDS_VERSION,
 			 .ktime_ns = 1500 },
 		.gpu = { .tgid = 500, .tid = 501, .ctx_uid = 3, .device = 0 },
-		.name_hash = gs_kernel_name_hash("axpy"), .correlation_id = 42, .sample_every = 1,
+		.name_hash = gs_kernel_name_hash("axpy"),
+		.correlation_id = 42,
+		.sample_every = 1,
 	};
 	cr_assert_eq(gs_join_launch_record(j, &lr, stack, gs_profile_intern(&P, "python3"), 0), 0);
 
 	/* one batch: axpy+0x80 (corr 42) and scale+0x0 (never launched) */
 	struct rec_buf r = { .n = 0 };
 	struct gs_gpu_pc_batch bh = {
-		.hdr = { .type = GS_REC_GPU_PC_BATCH, .version = GS_RECORDS_VERSION,
+		.hdr = { .type = GS_REC_GPU_PC_BATCH,
+			 .version = GS_RECORDS_VERSION,
 			 .ktime_ns = 2000 },
 		.gpu = { .tgid = 500, .tid = 502, .ctx_uid = 3, .device = 0 },
-		.total_samples = 200, .dropped_samples = 2, .non_user_samples = 9,
-		.n_pcs = 2, .n_counts = 4,
+		.total_samples = 200,
+		.dropped_samples = 2,
+		.non_user_samples = 9,
+		.n_pcs = 2,
+		.n_counts = 4,
 		.flags = GS_GPU_BATCH_SERIALIZED | GS_GPU_BATCH_FIRST | GS_GPU_BATCH_LAST,
 	};
 	const char names[] = "axpy\0_Z5scaleIfLi4EEvPT_S0_i";
 	bh.names_len = sizeof(names);
 	put(&r, &bh, sizeof(bh));
 	struct gs_gpu_pc pcs[2] = {
-		{ .cubin_crc = crc, .pc_offset = 0x80, .name_hash = gs_kernel_name_hash("axpy"),
-		  .correlation_id = 42, .name_off = 0, .first_count = 0, .n_counts = 3 },
-		{ .cubin_crc = crc, .pc_offset = 0, .name_hash = gs_kernel_name_hash(names + 5),
-		  .correlation_id = 43, .name_off = 5, .first_count = 3, .n_counts = 1 },
+		{ .cubin_crc = crc,
+		  .pc_offset = 0x80,
+		  .name_hash = gs_kernel_name_hash("axpy"),
+		  .correlation_id = 42,
+		  .name_off = 0,
+		  .first_count = 0,
+		  .n_counts = 3 },
+		{ .cubin_crc = crc,
+		  .pc_offset = 0,
+		  .name_hash = gs_kernel_name_hash(names + 5),
+		  .correlation_id = 43,
+		  .name_off = 5,
+		  .first_count = 3,
+		  .n_counts = 1 },
 	};
 	put(&r, pcs, sizeof(pcs));
 	struct gs_gpu_stall_count cnt[4] = { { 14, 30 }, { 15, 20 }, { 0, 55 }, { 14, 6 } };
@@ -646,7 +680,7 @@ Test(cuda, records_end_to_end)
 		const struct gs_stack *k = &P.stacks[s->stack];
 		const struct gs_location *leaf = gs_profile_location(&P, P.stack_locs[k->first]);
 		const struct gs_function *kf =
-			gs_profile_function(&P, P.lines[leaf->first_line].function);
+		    gs_profile_function(&P, P.lines[leaf->first_line].function);
 		cr_expect_str_eq(gs_profile_str(&P, s->cuda_stall_reason), "long_scoreboard");
 		cr_expect_eq(s->time_ns, 1000);
 		if (!strcmp(gs_profile_str(&P, s->gpu_attribution), "exact")) {
@@ -669,7 +703,7 @@ Test(cuda, records_end_to_end)
 	cr_assert_eq(gs_cuda_add_comments(C), 0);
 	const char *cm = gs_profile_str(&P, P.comments[0]);
 	cr_expect(strstr(cm, "kernel-serialized") && strstr(cm, "total 200") &&
-			  strstr(cm, "dropped 2") && strstr(cm, "non-user kernels 9"),
+		      strstr(cm, "dropped 2") && strstr(cm, "non-user kernels 9"),
 		  "%s", cm);
 	gs_join_free(j);
 	free(cb);
@@ -685,11 +719,16 @@ static size_t batch_rec(struct rec_buf *r, uint64_t t, uint32_t flags, const cha
 	struct gs_gpu_pc_batch bh = {
 		.hdr = { .type = GS_REC_GPU_PC_BATCH, .version = GS_RECORDS_VERSION, .ktime_ns = t },
 		.gpu = { .tgid = 600, .ctx_uid = 1, .device = 0 },
-		.n_pcs = 1, .n_counts = 1, .names_len = (uint32_t)nl, .flags = flags,
+		.n_pcs = 1,
+		.n_counts = 1,
+		.names_len = (uint32_t)nl,
+		.flags = flags,
 	};
 	put(r, &bh, sizeof(bh));
-	struct gs_gpu_pc pc = { .cubin_crc = 5, .pc_offset = 0x10,
-				.name_hash = gs_kernel_name_hash(name), .n_counts = 1 };
+	struct gs_gpu_pc pc = { .cubin_crc = 5,
+				.pc_offset = 0x10,
+				.name_hash = gs_kernel_name_hash(name),
+				.n_counts = 1 };
 	put(r, &pc, sizeof(pc));
 	struct gs_gpu_stall_count cnt = { 14, samples };
 	put(r, &cnt, sizeof(cnt));
@@ -702,7 +741,8 @@ static void launch_rec(struct gs_join *j, uint32_t stack, uint64_t t, const char
 {
 	struct gs_gpu_launch lr = {
 		.hdr = { .type = GS_REC_GPU_LAUNCH, .version = GS_RECORDS_VERSION, .ktime_ns = t },
-		.gpu = { .tgid = 600, .tid = 601 }, .name_hash = gs_kernel_name_hash(name),
+		.gpu = { .tgid = 600, .tid = 601 },
+		.name_hash = gs_kernel_name_hash(name),
 		.sample_every = 1,
 	};
 	cr_assert_eq(gs_join_launch_record(j, &lr, stack, 0, 0), 0);
@@ -732,7 +772,7 @@ Test(cuda, record_pages_share_the_drain_window)
 		stacks[i] = (uint32_t)gs_profile_add_stack(&P, &locs[i], 1);
 	}
 	struct rec_buf r;
-	launch_rec(j, stacks[1], 500, "k");  /* site_b, before drain 1 */
+	launch_rec(j, stacks[1], 500, "k"); /* site_b, before drain 1 */
 	batch_rec(&r, 1000, GS_GPU_BATCH_FIRST | GS_GPU_BATCH_LAST, "k", 10);
 	cr_assert_eq(gs_join_pc_batch_record(j, C, (void *)r.b, r.n), 0);
 	launch_rec(j, stacks[0], 1500, "k"); /* site_a, inside drain 2 */
@@ -756,7 +796,10 @@ Test(cuda, stall_table_hostile_fields)
 	struct gs_gpu_stall_table th = {
 		.hdr = { .type = GS_REC_GPU_STALL_TABLE, .version = GS_RECORDS_VERSION },
 		.gpu = { .tgid = 9, .ctx_uid = 1, .device = 0 },
-		.n_reasons = 0, .sampling_period = 200, .sm_count = 1, .clock_khz = 1000,
+		.n_reasons = 0,
+		.sampling_period = 200,
+		.sm_count = 1,
+		.clock_khz = 1000,
 	};
 	put(&t, &th, sizeof(th));
 	seal(&t);
@@ -793,7 +836,8 @@ Test(cuda, deferred_lines_match_synchronous)
 	for (uint64_t pc = 0; pc < size && n < 512; pc += 16, n++) {
 		ids[n] = gs_cuda_location(d, crc, mangled, pc);
 		cr_assert_neq(ids[n], 0);
-		cr_expect_eq(q.lines[gs_profile_location(&q, ids[n])->first_line].line, 0, "not yet");
+		cr_expect_eq(q.lines[gs_profile_location(&q, ids[n])->first_line].line, 0,
+			     "not yet");
 	}
 	cr_assert_eq(gs_cuda_resolve_lines(d), 0);
 	for (uint32_t i = 0; i < n; i++) {

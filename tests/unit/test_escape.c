@@ -19,8 +19,12 @@ Test(escape, terminal)
 	cr_assert_str_eq(esc("caf\xc3\xa9 \xe6\x97\xa5"), "caf\xc3\xa9 \xe6\x97\xa5", "UTF-8 kept");
 	cr_assert_str_eq(esc("a\x1b[31mb\x07"), "a\\x1b[31mb\\x07");
 	cr_assert_str_eq(esc("\x7f\n\t"), "\\x7f\\x0a\\x09");
-	cr_assert_str_eq(esc("x\xc2\x9b" "2J"), "x\\u009b2J", "C1 CSI");
-	cr_assert_str_eq(esc("\xe2\x80\xae" "exe"), "\\u202eexe", "bidi override");
+	cr_assert_str_eq(esc("x\xc2\x9b"
+			     "2J"),
+			 "x\\u009b2J", "C1 CSI");
+	cr_assert_str_eq(esc("\xe2\x80\xae"
+			     "exe"),
+			 "\\u202eexe", "bidi override");
 	cr_assert_str_eq(esc("\xe2\x81\xa6"), "\\u2066", "bidi isolate");
 	cr_assert_str_eq(esc("bad\xff\xc0\xaf"), "bad\\xff\\xc0\\xaf", "invalid UTF-8 bytes");
 	cr_assert_str_eq(esc("\xed\xa0\x80"), "\\xed\\xa0\\x80", "surrogate");

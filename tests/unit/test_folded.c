@@ -77,40 +77,47 @@ static void expect_folded(enum gs_folded_kind k, long sum, const char *want)
 /* Counts are CPU samples, not ns; GPU samples stay out of cpu.folded. */
 Test(folded, cpu_content)
 {
-	expect_folded(GS_FOLDED_CPU, FX_SAMPLES,
-		      "python3-1200;main;<module> (/home/u/train.py:10);train_step (/home/u/train.py:22);cudaStreamSynchronize 2\n"
-		      "python3-1200;main;<module> (/home/u/train.py:10);train_step (/home/u/train.py:20);"
-		      "at::native::addmm_out_cpu(at::Tensor const&, at::Tensor const&);python3.11+0x4321 3\n"
-		      "python3-1200;main;<module> (/home/u/train.py:10);_BaseDataLoaderIter.__next__ (torch/utils/data/dataloader.py:630);"
-		      "_MultiProcessingDataLoaderIter._next_data (torch/utils/data/dataloader.py:1320);"
-		      "Queue.get (multiprocessing/queues.py:103);poll;do_syscall_64_[k] 5\n"
-		      "pt_data_worker-1201;main;_worker_loop (torch/utils/data/_utils/worker.py:250);"
-		      "MyDataset.__getitem__ (/home/u/data:set.py:33) 4\n"
-		      "swapper/0-0;default_idle_[k] 1\n");
+	expect_folded(
+	    GS_FOLDED_CPU, FX_SAMPLES,
+	    "python3-1200;main;<module> (/home/u/train.py:10);train_step "
+	    "(/home/u/train.py:22);cudaStreamSynchronize 2\n"
+	    "python3-1200;main;<module> (/home/u/train.py:10);train_step (/home/u/train.py:20);"
+	    "at::native::addmm_out_cpu(at::Tensor const&, at::Tensor const&);python3.11+0x4321 3\n"
+	    "python3-1200;main;<module> (/home/u/train.py:10);_BaseDataLoaderIter.__next__ "
+	    "(torch/utils/data/dataloader.py:630);"
+	    "_MultiProcessingDataLoaderIter._next_data (torch/utils/data/dataloader.py:1320);"
+	    "Queue.get (multiprocessing/queues.py:103);poll;do_syscall_64_[k] 5\n"
+	    "pt_data_worker-1201;main;_worker_loop (torch/utils/data/_utils/worker.py:250);"
+	    "MyDataset.__getitem__ (/home/u/data:set.py:33) 4\n"
+	    "swapper/0-0;default_idle_[k] 1\n");
 }
 
 /* Counts are the base stall family only, never + gpu_samples_not_issued. */
 Test(folded, gpu_content)
 {
-	expect_folded(GS_FOLDED_GPU, FX_GPU,
-		      "main;<module> (/home/u/train.py:10);train_step (/home/u/train.py:21);cudaLaunchKernel;"
-		      "[GPU] matmul_kernel;load_tile;tile.cuh:42;[stall] long_scoreboard 120\n"
-		      "main;<module> (/home/u/train.py:10);train_step (/home/u/train.py:21);cudaLaunchKernel;"
-		      "[GPU] matmul_kernel;matmul.cu:43;[stall] selected 40\n"
-		      "[unknown launch];[GPU] matmul_kernel;matmul.cu:43;[stall] long_scoreboard 10\n");
+	expect_folded(
+	    GS_FOLDED_GPU, FX_GPU,
+	    "main;<module> (/home/u/train.py:10);train_step (/home/u/train.py:21);cudaLaunchKernel;"
+	    "[GPU] matmul_kernel;load_tile;tile.cuh:42;[stall] long_scoreboard 120\n"
+	    "main;<module> (/home/u/train.py:10);train_step (/home/u/train.py:21);cudaLaunchKernel;"
+	    "[GPU] matmul_kernel;matmul.cu:43;[stall] selected 40\n"
+	    "[unknown launch];[GPU] matmul_kernel;matmul.cu:43;[stall] long_scoreboard 10\n");
 }
 
 Test(folded, same_stack_aggregates_per_process)
 {
 	struct gs_profile p;
 	gs_profile_init(&p);
-	struct gs_function f = {.name = gs_profile_intern(&p, "work")};
-	struct gs_line l = {.function = gs_profile_add_function(&p, &f)};
+	struct gs_function f = { .name = gs_profile_intern(&p, "work") };
+	struct gs_line l = { .function = gs_profile_add_function(&p, &f) };
 	uint32_t loc = gs_profile_add_location(&p, 0, 1, GS_FRAME_NATIVE, &l, 1);
 	int64_t st = gs_profile_add_stack(&p, &loc, 1);
 	for (int i = 0; i < 6; i++) {
-		struct gs_sample s = {.stack = (uint32_t)st, .pid = 10 + (i % 2), .tid = 100 + i,
-				      .thread_name = gs_profile_intern(&p, "w"), .cuda_device = -1};
+		struct gs_sample s = { .stack = (uint32_t)st,
+				       .pid = 10 + (i % 2),
+				       .tid = 100 + i,
+				       .thread_name = gs_profile_intern(&p, "w"),
+				       .cuda_device = -1 };
 		s.values[GS_V_SAMPLES] = 1;
 		gs_profile_add_sample(&p, &s);
 	}
@@ -129,17 +136,21 @@ Test(folded, printed_duplicates_merge)
 {
 	struct gs_profile p;
 	gs_profile_init(&p);
-	struct gs_function f = {.name = gs_profile_intern(&p, "work")};
-	struct gs_function m = {.name = gs_profile_intern(&p, "main")};
-	struct gs_line lf = {.function = gs_profile_add_function(&p, &f), .line = 7};
-	struct gs_line lm = {.function = gs_profile_add_function(&p, &m), .line = 3};
+	struct gs_function f = { .name = gs_profile_intern(&p, "work") };
+	struct gs_function m = { .name = gs_profile_intern(&p, "main") };
+	struct gs_line lf = { .function = gs_profile_add_function(&p, &f), .line = 7 };
+	struct gs_line lm = { .function = gs_profile_add_function(&p, &m), .line = 3 };
 	uint32_t root = gs_profile_add_location(&p, 0, 0x100, GS_FRAME_NATIVE, &lm, 1);
 	for (int i = 0; i < 4; i++) {
-		uint32_t leaf = gs_profile_add_location(&p, 0, 0x200 + (uint64_t)i, GS_FRAME_NATIVE, &lf, 1);
-		uint32_t locs[2] = {leaf, root};
+		uint32_t leaf = gs_profile_add_location(&p, 0, 0x200 + (uint64_t)i, GS_FRAME_NATIVE,
+							&lf, 1);
+		uint32_t locs[2] = { leaf, root };
 		int64_t st = gs_profile_add_stack(&p, locs, 2);
-		struct gs_sample s = {.stack = (uint32_t)st, .pid = 10, .tid = 10,
-				      .thread_name = gs_profile_intern(&p, "w"), .cuda_device = -1};
+		struct gs_sample s = { .stack = (uint32_t)st,
+				       .pid = 10,
+				       .tid = 10,
+				       .thread_name = gs_profile_intern(&p, "w"),
+				       .cuda_device = -1 };
 		s.values[GS_V_SAMPLES] = i + 1;
 		gs_profile_add_sample(&p, &s);
 	}
@@ -159,7 +170,8 @@ Test(folded, speedscope_imports_it, .timeout = 120)
 	fx_build(&x);
 	free(write_kind(&x, GS_FOLDED_GPU, "gpu.folded"));
 	char cmd[512];
-	snprintf(cmd, sizeof(cmd), "%s/tests/tools/speedscope_import.sh %s/gpu.folded 2>&1", fx_root(), tmpdir);
+	snprintf(cmd, sizeof(cmd), "%s/tests/tools/speedscope_import.sh %s/gpu.folded 2>&1",
+		 fx_root(), tmpdir);
 	int st;
 	char *out = fx_run(cmd, &st);
 	if (st == 77)

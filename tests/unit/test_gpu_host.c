@@ -164,9 +164,9 @@ Test(gpu_host, cubin_flood_capped)
 		img[i] = (unsigned char)(i * 7);
 	for (uint64_t crc = 1; crc <= 1000; crc++)
 		send_cubin(h, crc, img, 1000);
-	send_cubin(h, 5000, img, sizeof(img));           /* over the per-cubin cap */
-	send_cubin(h, 5001, img, 1ull << 40);            /* a lie: never allocated */
-	send_cubin(h, 1, img, 1000);                     /* a duplicate: neither kept nor lost */
+	send_cubin(h, 5000, img, sizeof(img)); /* over the per-cubin cap */
+	send_cubin(h, 5001, img, 1ull << 40);  /* a lie: never allocated */
+	send_cubin(h, 1, img, 1000);           /* a duplicate: neither kept nor lost */
 	gs_gpu_host_cubin_losses(h, &l);
 	cr_expect_leq(l.kept_bytes, 64 << 10);
 	cr_expect_eq(l.kept_bytes, 65 * 1000, "%llu", (unsigned long long)l.kept_bytes);
@@ -193,7 +193,10 @@ Test(gpu_host, short_and_lying_records)
 	struct gs_gpu_status *s = malloc(sizeof(*s));
 
 	/* header + common only: n_reasons would be past the end */
-	struct { struct gs_rec_hdr h; struct gs_gpu_common c; } *small = calloc(1, sizeof(*small));
+	struct {
+		struct gs_rec_hdr h;
+		struct gs_gpu_common c;
+	} *small = calloc(1, sizeof(*small));
 	hdr(&small->h, GS_REC_GPU_STALL_TABLE, sizeof(*small));
 	small->c.tgid = 3;
 	gs_gpu_host_on_record(h, &small->h);
@@ -209,8 +212,9 @@ Test(gpu_host, short_and_lying_records)
 	s->state = GS_GPU_ST_ARMED;
 	gs_gpu_host_on_record(h, &s->hdr);
 	cr_assert_eq(gs_gpu_host_foreach(h, grab, &pi), 1);
-	cr_expect_eq(strlen(pi.message), sizeof(s->message) < sizeof(pi.message) ?
-		     sizeof(s->message) : sizeof(pi.message) - 1);
+	cr_expect_eq(strlen(pi.message), sizeof(s->message) < sizeof(pi.message)
+					     ? sizeof(s->message)
+					     : sizeof(pi.message) - 1);
 	free(small);
 	free(t);
 	free(s);

@@ -25,7 +25,8 @@ static uint32_t cpu_stack(const char *name)
 {
 	struct gs_function f = { .name = gs_profile_intern(&P, name) };
 	struct gs_line l = { .function = gs_profile_add_function(&P, &f) };
-	uint32_t loc = gs_profile_add_location(&P, 0, 0x1000 + P.n_locations, GS_FRAME_NATIVE, &l, 1);
+	uint32_t loc = gs_profile_add_location(&P, 0, 0x1000 + P.n_locations, GS_FRAME_NATIVE, &l,
+					       1);
 	int64_t st = gs_profile_add_stack(&P, &loc, 1);
 	cr_assert(st >= 0);
 	return (uint32_t)st;
@@ -80,8 +81,14 @@ static void launch_(struct gs_join *j, uint32_t stack, uint32_t tid, uint64_t fn
 		    uint32_t corr)
 {
 	struct gs_join_launch l = {
-		.pid = 100, .tid = tid, .correlation_id = corr, .function = fn, .time_ns = t,
-		.stack = stack, .weight = 1, .thread_name = gs_profile_intern(&P, "python3"),
+		.pid = 100,
+		.tid = tid,
+		.correlation_id = corr,
+		.function = fn,
+		.time_ns = t,
+		.stack = stack,
+		.weight = 1,
+		.thread_name = gs_profile_intern(&P, "python3"),
 	};
 	cr_assert_eq(gs_join_add_launch(j, &l), 0);
 }
@@ -108,17 +115,23 @@ Test(join, continuous_three_to_one_split_preserves_totals)
 	/* One hot PC (400 + 100 not issued) and 40 one-sample PCs. */
 	struct gs_join_pc pcs[41];
 	gs_str reason = gs_profile_intern(&P, "long_scoreboard");
-	pcs[0] = (struct gs_join_pc){ .location = gpu_loc("kernel", 0), .function = fn,
-				      .stall_reason = reason, .samples = 400, .not_issued = 100 };
+	pcs[0] = (struct gs_join_pc){ .location = gpu_loc("kernel", 0),
+				      .function = fn,
+				      .stall_reason = reason,
+				      .samples = 400,
+				      .not_issued = 100 };
 	for (int i = 1; i < 41; i++)
-		pcs[i] = (struct gs_join_pc){ .location = gpu_loc("kernel", 16 * i), .function = fn,
-					      .stall_reason = reason, .samples = 1 };
+		pcs[i] = (struct gs_join_pc){ .location = gpu_loc("kernel", 16 * i),
+					      .function = fn,
+					      .stall_reason = reason,
+					      .samples = 1 };
 	struct gs_join_batch bt = { .pid = 100, .device = 0, .end_ns = 100 };
 	cr_assert_eq(gs_join_add_pc_batch(j, &bt, pcs, 41), 0);
 	struct gs_join_stats st;
 	cr_assert_eq(gs_join_emit(j, &st), 0);
 
-	struct sums sa = sum_where("site_a", "proportional"), sb = sum_where("site_b", "proportional");
+	struct sums sa = sum_where("site_a", "proportional"),
+		    sb = sum_where("site_b", "proportional");
 	cr_expect_eq(sa.s + sb.s, 440, "totals preserved: %ld", (long)(sa.s + sb.s));
 	cr_expect_eq(sa.ni + sb.ni, 100);
 	cr_expect_eq(sa.s, 330, "site_a got %ld of 440", (long)sa.s);
@@ -132,7 +145,8 @@ Test(join, continuous_three_to_one_split_preserves_totals)
 		const struct gs_sample *s = &P.samples[i];
 		const struct gs_stack *k = &P.stacks[s->stack];
 		cr_assert_eq(k->n, 2);
-		cr_expect_eq(gs_profile_location(&P, P.stack_locs[k->first])->kind, GS_FRAME_GPU_PC);
+		cr_expect_eq(gs_profile_location(&P, P.stack_locs[k->first])->kind,
+			     GS_FRAME_GPU_PC);
 		cr_expect_str_eq(gs_profile_str(&P, s->cuda_stall_reason), "long_scoreboard");
 		cr_expect_eq(s->pid, 100);
 		cr_expect_eq(s->tid, strcmp(root_of(s), "site_a") ? 12u : 11u);
@@ -152,7 +166,8 @@ Test(join, uneven_totals_are_kept_exactly)
 	uint64_t total = 0;
 	struct gs_join_pc pcs[50];
 	for (int i = 0; i < 50; i++) {
-		pcs[i] = (struct gs_join_pc){ .location = gpu_loc("k", 16 * i), .function = fn,
+		pcs[i] = (struct gs_join_pc){ .location = gpu_loc("k", 16 * i),
+					      .function = fn,
 					      .stall_reason = gs_profile_intern(&P, "wait"),
 					      .samples = (uint64_t)(i * 7 % 13) };
 		total += pcs[i].samples;
@@ -183,9 +198,16 @@ Test(join, serialized_exact_by_correlation_id)
 	uint32_t loc = gpu_loc("gemm", 0x40);
 	gs_str r = gs_profile_intern(&P, "barrier");
 	struct gs_join_pc pcs[] = {
-		{ .location = loc, .function = fn, .correlation_id = 7, .stall_reason = r,
-		  .samples = 50, .not_issued = 5 },
-		{ .location = loc, .function = fn, .correlation_id = 8, .stall_reason = r,
+		{ .location = loc,
+		  .function = fn,
+		  .correlation_id = 7,
+		  .stall_reason = r,
+		  .samples = 50,
+		  .not_issued = 5 },
+		{ .location = loc,
+		  .function = fn,
+		  .correlation_id = 8,
+		  .stall_reason = r,
 		  .samples = 20 },
 	};
 	struct gs_join_batch bt = { .pid = 100, .device = 1, .end_ns = 100 };
@@ -207,8 +229,11 @@ Test(join, unmatched_correlation_id_falls_back_to_proportional)
 	uint32_t a = cpu_stack("site_a");
 	uint64_t fn = gs_kernel_name_hash("k");
 	launch(a, 21, fn, 10, 7); /* 1-in-N launch sampling: id 9 was never seen */
-	struct gs_join_pc pc = { .location = gpu_loc("k", 0), .function = fn, .correlation_id = 9,
-				 .stall_reason = gs_profile_intern(&P, "wait"), .samples = 12 };
+	struct gs_join_pc pc = { .location = gpu_loc("k", 0),
+				 .function = fn,
+				 .correlation_id = 9,
+				 .stall_reason = gs_profile_intern(&P, "wait"),
+				 .samples = 12 };
 	struct gs_join_batch bt = { .pid = 100, .end_ns = 100 };
 	cr_assert_eq(gs_join_add_pc_batch(j, &bt, &pc, 1), 0);
 	cr_assert_eq(gs_join_emit(j, NULL), 0);
@@ -223,16 +248,23 @@ Test(join, unknown_launch)
 	launch(a, 21, gs_kernel_name_hash("seen"), 10, 1);
 	/* a kernel never launched while we watched, and one from another pid */
 	struct gs_join_pc pcs[] = {
-		{ .location = gpu_loc("unseen", 0), .function = gs_kernel_name_hash("unseen"),
-		  .stall_reason = gs_profile_intern(&P, "selected"), .samples = 9, .not_issued = 0 },
-		{ .location = gpu_loc("unseen", 16), .function = gs_kernel_name_hash("unseen"),
-		  .correlation_id = 5, .stall_reason = gs_profile_intern(&P, "selected"),
-		  .samples = 0, .not_issued = 4 },
+		{ .location = gpu_loc("unseen", 0),
+		  .function = gs_kernel_name_hash("unseen"),
+		  .stall_reason = gs_profile_intern(&P, "selected"),
+		  .samples = 9,
+		  .not_issued = 0 },
+		{ .location = gpu_loc("unseen", 16),
+		  .function = gs_kernel_name_hash("unseen"),
+		  .correlation_id = 5,
+		  .stall_reason = gs_profile_intern(&P, "selected"),
+		  .samples = 0,
+		  .not_issued = 4 },
 	};
 	struct gs_join_batch bt = { .pid = 100, .end_ns = 100 };
 	cr_assert_eq(gs_join_add_pc_batch(j, &bt, pcs, 2), 0);
 	struct gs_join_pc other = { .location = gpu_loc("seen", 0),
-				    .function = gs_kernel_name_hash("seen"), .correlation_id = 1,
+				    .function = gs_kernel_name_hash("seen"),
+				    .correlation_id = 1,
 				    .stall_reason = gs_profile_intern(&P, "selected"),
 				    .samples = 3 };
 	struct gs_join_batch bt2 = { .pid = 200, .end_ns = 100 };
@@ -262,8 +294,9 @@ Test(join, windows_follow_drains)
 	gs_str r = gs_profile_intern(&P, "wait");
 	launch(a, 1, fn, 50, 0);
 	launch(b, 1, fn, 150, 0);
-	struct gs_join_pc pc = { .location = gpu_loc("k", 0), .function = fn, .stall_reason = r,
-				 .samples = 10 };
+	struct gs_join_pc pc = {
+		.location = gpu_loc("k", 0), .function = fn, .stall_reason = r, .samples = 10
+	};
 	/* drain 1 at t=100: only "early" launched in (0, 100] */
 	struct gs_join_batch b1 = { .pid = 100, .end_ns = 100 };
 	cr_assert_eq(gs_join_add_pc_batch(j, &b1, &pc, 1), 0);
@@ -291,15 +324,18 @@ Test(join, launch_weight_counts_sampled_launches)
 	struct gs_join *j = gs_join_new(&P, 0);
 	uint32_t a = cpu_stack("a"), b = cpu_stack("b");
 	uint64_t fn = gs_kernel_name_hash("k");
-	struct gs_join_launch la = { .pid = 100, .tid = 1, .function = fn, .time_ns = 10,
-				     .stack = a, .weight = 4 };
+	struct gs_join_launch la = {
+		.pid = 100, .tid = 1, .function = fn, .time_ns = 10, .stack = a, .weight = 4
+	};
 	struct gs_join_launch lb = la;
 	lb.stack = b;
 	lb.weight = 1;
 	cr_assert_eq(gs_join_add_launch(j, &la), 0);
 	cr_assert_eq(gs_join_add_launch(j, &lb), 0);
-	struct gs_join_pc pc = { .location = gpu_loc("k", 0), .function = fn,
-				 .stall_reason = gs_profile_intern(&P, "wait"), .samples = 100 };
+	struct gs_join_pc pc = { .location = gpu_loc("k", 0),
+				 .function = fn,
+				 .stall_reason = gs_profile_intern(&P, "wait"),
+				 .samples = 100 };
 	struct gs_join_batch bt = { .pid = 100, .end_ns = 100 };
 	cr_assert_eq(gs_join_add_pc_batch(j, &bt, &pc, 1), 0);
 	cr_assert_eq(gs_join_emit(j, NULL), 0);
@@ -322,8 +358,10 @@ Test(join, repeated_batches_aggregate_into_one_sample)
 	uint32_t a = cpu_stack("a");
 	uint64_t fn = gs_kernel_name_hash("k");
 	launch(a, 1, fn, 10, 0);
-	struct gs_join_pc pc = { .location = gpu_loc("k", 0), .function = fn,
-				 .stall_reason = gs_profile_intern(&P, "wait"), .samples = 3 };
+	struct gs_join_pc pc = { .location = gpu_loc("k", 0),
+				 .function = fn,
+				 .stall_reason = gs_profile_intern(&P, "wait"),
+				 .samples = 3 };
 	for (int i = 1; i <= 100; i++) {
 		struct gs_join_batch bt = { .pid = 100, .end_ns = 100ull * i };
 		cr_assert_eq(gs_join_add_pc_batch(j, &bt, &pc, 1), 0);
@@ -343,8 +381,9 @@ Test(join, graph_launch_kernels_under_the_graph_launch)
 	struct gs_join *j = gs_join_new(&P, 0);
 	uint32_t g1 = cpu_stack("replay_a"), g2 = cpu_stack("replay_b"), d = cpu_stack("direct");
 	uint64_t direct = gs_kernel_name_hash("direct_kernel");
-	struct gs_join_launch gl = { .pid = 100, .tid = 7, .time_ns = 10, .stack = g1, .weight = 1,
-				     .graph = true };
+	struct gs_join_launch gl = {
+		.pid = 100, .tid = 7, .time_ns = 10, .stack = g1, .weight = 1, .graph = true
+	};
 	cr_assert_eq(gs_join_add_launch(j, &gl), 0);
 	gl.time_ns = 20;
 	cr_assert_eq(gs_join_add_launch(j, &gl), 0);
@@ -354,9 +393,13 @@ Test(join, graph_launch_kernels_under_the_graph_launch)
 	launch(d, 8, direct, 40, 0);
 	gs_str r = gs_profile_intern(&P, "wait");
 	struct gs_join_pc pcs[2] = {
-		{ .location = gpu_loc("in_graph", 0), .function = gs_kernel_name_hash("in_graph"),
-		  .stall_reason = r, .samples = 300 },
-		{ .location = gpu_loc("direct_kernel", 0), .function = direct, .stall_reason = r,
+		{ .location = gpu_loc("in_graph", 0),
+		  .function = gs_kernel_name_hash("in_graph"),
+		  .stall_reason = r,
+		  .samples = 300 },
+		{ .location = gpu_loc("direct_kernel", 0),
+		  .function = direct,
+		  .stall_reason = r,
 		  .samples = 50 },
 	};
 	struct gs_join_batch bt = { .pid = 100, .device = 0, .end_ns = 100 };
@@ -378,13 +421,17 @@ Test(join, graph_launch_record)
 	uint32_t g = cpu_stack("replay");
 	struct gs_gpu_launch rec = {
 		.hdr = { .type = GS_REC_GPU_LAUNCH, .version = GS_RECORDS_VERSION, .ktime_ns = 5 },
-		.gpu = { .tgid = 100, .tid = 7 }, .name_hash = 0, .cbid = GS_CBID_GRAPH_LAUNCH,
+		.gpu = { .tgid = 100, .tid = 7 },
+		.name_hash = 0,
+		.cbid = GS_CBID_GRAPH_LAUNCH,
 		.sample_every = 1,
 	};
 	cr_assert_eq(gs_join_launch_record(j, &rec, g, 0, 0), 0);
 	gs_str r = gs_profile_intern(&P, "wait");
-	struct gs_join_pc pc = { .location = gpu_loc("k", 0), .function = gs_kernel_name_hash("k"),
-				 .stall_reason = r, .samples = 9 };
+	struct gs_join_pc pc = { .location = gpu_loc("k", 0),
+				 .function = gs_kernel_name_hash("k"),
+				 .stall_reason = r,
+				 .samples = 9 };
 	struct gs_join_batch bt = { .pid = 100, .device = 0, .end_ns = 100 };
 	cr_assert_eq(gs_join_add_pc_batch(j, &bt, &pc, 1), 0);
 	cr_assert_eq(gs_join_emit(j, NULL), 0);

@@ -55,7 +55,8 @@ static uint32_t mark(const char *name)
 	while (fgets(line, sizeof(line), f)) {
 		n++;
 		char *m = strstr(line, want);
-		if (m && (m[strlen(want)] == '\n' || m[strlen(want)] == 0 || m[strlen(want)] == ' '))
+		if (m &&
+		    (m[strlen(want)] == '\n' || m[strlen(want)] == 0 || m[strlen(want)] == ' '))
 			found = n;
 	}
 	fclose(f);
@@ -70,7 +71,8 @@ static uint32_t cpu_stack(struct gs_profile *p, const char *leaf, const char *ro
 	for (int i = 0; i < 2; i++) {
 		struct gs_function f = { .name = gs_profile_intern(p, names[i]) };
 		struct gs_line l = { .function = gs_profile_add_function(p, &f) };
-		locs[i] = gs_profile_add_location(p, 0, 0x1000 + p->n_locations, GS_FRAME_NATIVE, &l, 1);
+		locs[i] = gs_profile_add_location(p, 0, 0x1000 + p->n_locations, GS_FRAME_NATIVE,
+						  &l, 1);
 	}
 	return (uint32_t)gs_profile_add_stack(p, locs, 2);
 }
@@ -120,8 +122,11 @@ Test(join_pprof, go_tool_pprof_reads_gpu_samples)
 	uint32_t sa = cpu_stack(&P, "launch_a", "main"), sb = cpu_stack(&P, "launch_b", "main");
 	uint64_t fn = gs_kernel_name_hash("axpy");
 	for (int i = 0; i < 4; i++) {
-		struct gs_join_launch l = { .pid = 4242, .tid = 4243, .function = fn,
-					    .time_ns = 10 + i, .stack = i == 1 ? sb : sa,
+		struct gs_join_launch l = { .pid = 4242,
+					    .tid = 4243,
+					    .function = fn,
+					    .time_ns = 10 + i,
+					    .stack = i == 1 ? sb : sa,
 					    .thread_name = gs_profile_intern(&P, "python3") };
 		cr_assert_eq(gs_join_add_launch(j, &l), 0);
 	}
@@ -137,7 +142,8 @@ Test(join_pprof, go_tool_pprof_reads_gpu_samples)
 		size_t nf;
 		cr_assert_eq(gs_cuda_fold_stalls(c, 4242, 1, in, 3, out, 4, &nf), 0);
 		for (size_t k = 0; k < nf; k++) {
-			pcs[n++] = (struct gs_join_pc){ .location = loc, .function = fn,
+			pcs[n++] = (struct gs_join_pc){ .location = loc,
+							.function = fn,
 							.stall_reason = out[k].reason,
 							.samples = out[k].samples,
 							.not_issued = out[k].not_issued };
@@ -160,7 +166,8 @@ Test(join_pprof, go_tool_pprof_reads_gpu_samples)
 	const char *env = "HOME=${HOME:-/root} GOFLAGS=-mod=mod GOTOOLCHAIN=local "
 			  "GOCACHE=${GOCACHE:-/tmp/gs-gocache}";
 
-	char *top = run("%s go tool pprof -sample_index=gpu_samples -lines -top %s 2>&1", env, path);
+	char *top = run("%s go tool pprof -sample_index=gpu_samples -lines -top %s 2>&1", env,
+			path);
 	cr_expect_eq(top_total(top), want_all, "%s", top);
 	cr_expect(strstr(top, "axpy") != NULL, "%s", top);
 	if (lines) {
@@ -172,8 +179,8 @@ Test(join_pprof, go_tool_pprof_reads_gpu_samples)
 
 	char *tags = run("%s go tool pprof -sample_index=gpu_samples -tags %s 2>&1", env, path);
 	cr_expect(strstr(tags, "cuda_stall_reason") && strstr(tags, "long_scoreboard") &&
-			  strstr(tags, "selected") && strstr(tags, "gpu_attribution") &&
-			  strstr(tags, "proportional"),
+		      strstr(tags, "selected") && strstr(tags, "gpu_attribution") &&
+		      strstr(tags, "proportional"),
 		  "%s", tags);
 	free(tags);
 
@@ -194,8 +201,8 @@ Test(join_pprof, go_tool_pprof_reads_gpu_samples)
 	free(fa);
 	free(fb);
 
-	char *notiss = run("%s go tool pprof -sample_index=gpu_samples_not_issued -top %s 2>&1", env,
-			   path);
+	char *notiss = run("%s go tool pprof -sample_index=gpu_samples_not_issued -top %s 2>&1",
+			   env, path);
 	cr_expect_eq(top_total(notiss), want_ls / 2, "%s", notiss);
 	free(notiss);
 

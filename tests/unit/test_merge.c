@@ -17,14 +17,21 @@ static uint32_t native(const char *fn)
 
 static uint32_t pyloc(const char *fn)
 {
-	struct gs_function f = { .name = gs_profile_intern(&p, fn), .file = gs_profile_intern(&p, "x.py") };
+	struct gs_function f = { .name = gs_profile_intern(&p, fn),
+				 .file = gs_profile_intern(&p, "x.py") };
 	struct gs_line l = { .function = gs_profile_add_function(&p, &f), .line = 1 };
 
 	return gs_profile_add_location(&p, 0, 0, GS_FRAME_PYTHON, &l, 1);
 }
 
-static void setup(void) { gs_profile_init(&p); }
-static void teardown(void) { gs_profile_free(&p); }
+static void setup(void)
+{
+	gs_profile_init(&p);
+}
+static void teardown(void)
+{
+	gs_profile_free(&p);
+}
 TestSuite(merge, .init = setup, .fini = teardown);
 
 /* Merge by names (no address ranges). */
@@ -32,8 +39,12 @@ static int merge(const uint32_t *nat, uint32_t n_nat, const uint32_t *py,
 		 const struct gs_py_frame *fr, uint32_t n_py, uint32_t trunc, uint32_t *out,
 		 uint32_t cap)
 {
-	struct gs_py_stack s = { .native = nat, .n_native = n_nat, .py_locs = py,
-				 .py_frames = fr, .n_py = n_py, .trunc_loc = trunc };
+	struct gs_py_stack s = { .native = nat,
+				 .n_native = n_nat,
+				 .py_locs = py,
+				 .py_frames = fr,
+				 .n_py = n_py,
+				 .trunc_loc = trunc };
 
 	return gs_py_merge(&p, &s, out, cap);
 }
@@ -64,12 +75,15 @@ Test(merge, per_frame_groups_310)
 Test(merge, entry_groups_311_and_cold_part)
 {
 	/* 3.11+: one eval frame runs several Python frames up to the entry. */
-	uint32_t ev = native("_PyEval_EvalFrameDefault"), cold = native("_PyEval_EvalFrameDefault.cold"),
-		 c = native("builtin_sorted"), main_ = native("Py_RunMain");
+	uint32_t ev = native("_PyEval_EvalFrameDefault"),
+		 cold = native("_PyEval_EvalFrameDefault.cold"), c = native("builtin_sorted"),
+		 main_ = native("Py_RunMain");
 	uint32_t f1 = pyloc("key"), f2 = pyloc("rec"), f3 = pyloc("main"), f4 = pyloc("<module>");
 	uint32_t nat[] = { cold, c, ev, main_ };
 	uint32_t py[] = { f1, f2, f3, f4 };
-	struct gs_py_frame fr[] = { { .flags = 0 }, { .flags = GS_PYF_ENTRY }, { 0 }, { .flags = GS_PYF_ENTRY } };
+	struct gs_py_frame fr[] = {
+		{ .flags = 0 }, { .flags = GS_PYF_ENTRY }, { 0 }, { .flags = GS_PYF_ENTRY }
+	};
 	uint32_t out[16];
 	int n = merge(nat, 4, py, fr, 4, 0, out, 16);
 	uint32_t want[] = { f1, f2, c, f3, f4, main_ };
@@ -127,11 +141,15 @@ Test(merge, complete_chain_aligns_from_the_root)
 Test(merge, generator_groups_each_in_own_activation)
 {
 	uint32_t ev = native("_PyEval_EvalFrameDefault"), gen = native("gen_send_ex2"),
-		 sum = native("builtin_sum"), root = native("_start"), leaf = native("PyLong_FromLong");
-	uint32_t g = pyloc("gen"), ge = pyloc("<genexpr>"), c = pyloc("consume"), m = pyloc("<module>");
+		 sum = native("builtin_sum"), root = native("_start"),
+		 leaf = native("PyLong_FromLong");
+	uint32_t g = pyloc("gen"), ge = pyloc("<genexpr>"), c = pyloc("consume"),
+		 m = pyloc("<module>");
 	uint32_t nat[] = { leaf, ev, gen, ev, gen, sum, ev, root };
 	uint32_t py[] = { g, ge, c, m };
-	struct gs_py_frame fr[] = { { .flags = GS_PYF_ENTRY }, { .flags = GS_PYF_ENTRY }, { 0 },
+	struct gs_py_frame fr[] = { { .flags = GS_PYF_ENTRY },
+				    { .flags = GS_PYF_ENTRY },
+				    { 0 },
 				    { .flags = GS_PYF_ENTRY } };
 	uint32_t out[16];
 	int n = merge(nat, 8, py, fr, 4, 0, out, 16);
@@ -156,8 +174,12 @@ Test(merge, incomplete_chain_aligns_from_the_leaf)
 	expect(out, n, want, 2);
 	/* a read fault or a truncation says the same */
 	struct gs_py_frame fe[] = { { .flags = GS_PYF_ENTRY } };
-	struct gs_py_stack s = { .native = nat, .n_native = 2, .py_locs = py, .py_frames = fe,
-				 .n_py = 1, .py_partial = true };
+	struct gs_py_stack s = { .native = nat,
+				 .n_native = 2,
+				 .py_locs = py,
+				 .py_frames = fe,
+				 .n_py = 1,
+				 .py_partial = true };
 
 	expect(out, gs_py_merge(&p, &s, out, 16), want, 2);
 }
@@ -176,8 +198,14 @@ Test(merge, by_address_on_stripped_code_and_not_by_name)
 	uint32_t py[] = { f1, f2 };
 	struct gs_py_frame fr[] = { { .flags = GS_PYF_ENTRY }, { .flags = GS_PYF_ENTRY } };
 	uint32_t out[16];
-	struct gs_py_stack s = { .native = nat, .native_ips = ips, .n_native = 5, .py_locs = py,
-				 .py_frames = fr, .n_py = 2, .eval = r, .n_eval = 1 };
+	struct gs_py_stack s = { .native = nat,
+				 .native_ips = ips,
+				 .n_native = 5,
+				 .py_locs = py,
+				 .py_frames = fr,
+				 .n_py = 2,
+				 .eval = r,
+				 .n_eval = 1 };
 	uint32_t want[] = { f1, other, call, f2, root };
 
 	expect(out, gs_py_merge(&p, &s, out, 16), want, 5);

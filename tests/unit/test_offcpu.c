@@ -22,7 +22,7 @@
 #include "bpf/sampler.h"
 #include "gpusample.skel.h"
 
-#define NAPS 25
+#define NAPS   25
 #define NAP_NS 20000000ll
 
 struct seen {
@@ -119,7 +119,8 @@ Test(offcpu, sleeps_and_exit, .timeout = 60)
 	gs_sampler_close(s);
 
 	cr_expect_geq(c.stacks, NAPS - 2, "%d stack records for %d sleeps", c.stacks, NAPS);
-	cr_expect_geq(c.kernel_stacks, c.stacks - 2, "stacks with kernel frames: %d", c.kernel_stacks);
+	cr_expect_geq(c.kernel_stacks, c.stacks - 2, "stacks with kernel frames: %d",
+		      c.kernel_stacks);
 	cr_expect_geq(c.sleeps, NAPS - 3, "%d closed intervals as long as a sleep", c.sleeps);
 	cr_expect_eq(c.exits, 1, "one END with the exit flag");
 	/* from its first switch-out (unseeded: it starts there) to its exit */
@@ -134,7 +135,8 @@ static uint64_t filter_slot(struct gs_sampler *s, uint32_t tgid)
 	uint64_t v = 0;
 
 	cr_assert_eq(bpf_map__lookup_elem(gs_sampler_skel(s)->maps.target_filter, &k, sizeof(k), &v,
-					  sizeof(v), 0), 0);
+					  sizeof(v), 0),
+		     0);
 	return v;
 }
 

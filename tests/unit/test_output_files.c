@@ -38,7 +38,8 @@ static void assert_no_temporaries(void)
 	struct dirent *e;
 	cr_assert_not_null(d);
 	while ((e = readdir(d)))
-		cr_assert(e->d_name[0] != '.' || !strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."),
+		cr_assert(e->d_name[0] != '.' || !strcmp(e->d_name, ".") ||
+			      !strcmp(e->d_name, ".."),
 			  "temporary %s left behind", e->d_name);
 	closedir(d);
 }

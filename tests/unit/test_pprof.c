@@ -22,8 +22,8 @@ FX_TMPDIR_SUITE(pprof, "pprof");
 struct fld {
 	uint32_t num;
 	int wt;
-	uint64_t v;               /* varint */
-	const uint8_t *p;         /* length-delimited payload */
+	uint64_t v;       /* varint */
+	const uint8_t *p; /* length-delimited payload */
 	size_t n;
 };
 
@@ -101,7 +101,8 @@ Test(pprof, string_table_rules)
 	cr_assert_str_eq(strs[0], "", "string_table[0] must be \"\"");
 	for (size_t i = 0; i < ns; i++)
 		for (size_t j = i + 1; j < ns; j++)
-			cr_assert_str_neq(strs[i], strs[j], "duplicate string %zu/%zu '%s'", i, j, strs[i]);
+			cr_assert_str_neq(strs[i], strs[j], "duplicate string %zu/%zu '%s'", i, j,
+					  strs[i]);
 	cr_assert_eq(time_nanos, 1, "time_nanos must be written exactly once");
 	for (size_t i = 0; i < ns; i++)
 		free(strs[i]);
@@ -139,7 +140,8 @@ Test(pprof, ids_values_labels)
 			cr_assert_neq(id, 0, "id 0 in field %u", f.num);
 			if (f.num == 5) {
 				cr_assert_neq(name, 0, "Function without a name");
-				cr_assert_neq(name, sys, "system_name == name triggers pprof's demangler");
+				cr_assert_neq(name, sys,
+					      "system_name == name triggers pprof's demangler");
 				fn_ids[nf++] = id;
 			} else if (f.num == 4) {
 				loc_ids[nl++] = id;
@@ -183,7 +185,8 @@ Test(pprof, ids_values_labels)
 					bool found = false;
 					for (size_t i = 0; i < nl; i++)
 						found |= loc_ids[i] == v;
-					cr_assert(found, "location_id %lu has no Location", (unsigned long)v);
+					cr_assert(found, "location_id %lu has no Location",
+						  (unsigned long)v);
 				}
 			} else if (g.num == 2) {
 				n_values += g.wt == 2 ? count_packed(&g) : 1;
@@ -195,7 +198,8 @@ Test(pprof, ids_values_labels)
 					num = h.num == 3 ? h.v : num;
 					unit = h.num == 4 ? h.v : unit;
 				}
-				cr_assert(str || unit, "label neither string nor numeric with unit");
+				cr_assert(str || unit,
+					  "label neither string nor numeric with unit");
 				cr_assert(!(str && (num || unit)), "label both string and numeric");
 			}
 		}
@@ -211,12 +215,14 @@ Test(pprof, aggregation_keeps_label_sets_apart)
 {
 	struct gs_profile p;
 	gs_profile_init(&p);
-	struct gs_function fn = {.name = gs_profile_intern(&p, "f")};
-	struct gs_line l = {.function = gs_profile_add_function(&p, &fn)};
+	struct gs_function fn = { .name = gs_profile_intern(&p, "f") };
+	struct gs_line l = { .function = gs_profile_add_function(&p, &fn) };
 	uint32_t loc = gs_profile_add_location(&p, 0, 0x10, GS_FRAME_NATIVE, &l, 1);
 	int64_t st = gs_profile_add_stack(&p, &loc, 1);
 	for (int i = 0; i < 10; i++) {
-		struct gs_sample s = {.stack = (uint32_t)st, .pid = 5, .tid = 5 + (i & 1), .cuda_device = -1};
+		struct gs_sample s = {
+			.stack = (uint32_t)st, .pid = 5, .tid = 5 + (i & 1), .cuda_device = -1
+		};
 		s.values[GS_V_SAMPLES] = 1;
 		s.values[GS_V_CPU_NS] = 7;
 		gs_profile_add_sample(&p, &s);
@@ -243,13 +249,15 @@ Test(pprof, extra_labels_round_trip)
 {
 	struct gs_profile p;
 	gs_profile_init(&p);
-	struct gs_function fn = {.name = gs_profile_intern(&p, "f")};
-	struct gs_line l = {.function = gs_profile_add_function(&p, &fn)};
+	struct gs_function fn = { .name = gs_profile_intern(&p, "f") };
+	struct gs_line l = { .function = gs_profile_add_function(&p, &fn) };
 	uint32_t loc = gs_profile_add_location(&p, 0, 0x10, GS_FRAME_NATIVE, &l, 1);
 	int64_t st = gs_profile_add_stack(&p, &loc, 1);
 	gs_str blocked = gs_profile_intern(&p, "blocked");
 	for (int i = 0; i < 6; i++) {
-		struct gs_sample s = {.stack = (uint32_t)st, .pid = 5, .tid = 5, .cuda_device = -1};
+		struct gs_sample s = {
+			.stack = (uint32_t)st, .pid = 5, .tid = 5, .cuda_device = -1
+		};
 		s.values[GS_V_OFFCPU_NS] = 100;
 		s.str_labels[GS_SL_THREAD_STATE] = blocked;
 		s.num_labels[GS_NL_RANK] = i % 2; /* rank 0 and rank 1 */
@@ -264,7 +272,7 @@ Test(pprof, extra_labels_round_trip)
 	gs_profile_init(&r);
 	cr_assert_eq(gs_read_pprof(path, &r, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(r.n_samples, 2, "ranks 0 and 1 -> two pprof samples");
-	bool seen[2] = {false, false};
+	bool seen[2] = { false, false };
 	for (size_t i = 0; i < r.n_samples; i++) {
 		const struct gs_sample *s = &r.samples[i];
 		cr_assert(s->num_set & (1u << GS_NL_RANK));
@@ -284,11 +292,11 @@ Test(pprof, invalid_utf8_replaced)
 {
 	struct gs_profile p;
 	gs_profile_init(&p);
-	struct gs_function fn = {.name = gs_profile_intern(&p, "f\xff\xc3(")};
-	struct gs_line l = {.function = gs_profile_add_function(&p, &fn)};
+	struct gs_function fn = { .name = gs_profile_intern(&p, "f\xff\xc3(") };
+	struct gs_line l = { .function = gs_profile_add_function(&p, &fn) };
 	uint32_t loc = gs_profile_add_location(&p, 0, 0x10, GS_FRAME_NATIVE, &l, 1);
 	int64_t st = gs_profile_add_stack(&p, &loc, 1);
-	struct gs_sample s = {.stack = (uint32_t)st, .pid = 5, .tid = 5, .cuda_device = -1};
+	struct gs_sample s = { .stack = (uint32_t)st, .pid = 5, .tid = 5, .cuda_device = -1 };
 	s.values[GS_V_SAMPLES] = 1;
 	gs_profile_add_sample(&p, &s);
 	char path[128], err[256];
@@ -323,7 +331,8 @@ Test(pprof, golden_protoc_decode)
 	fclose(f);
 	snprintf(cmd, sizeof(cmd),
 		 "protoc --decode=perftools.profiles.Profile --proto_path=%s/tests/unit/golden "
-		 "%s/tests/unit/golden/profile.proto < %s 2>&1", fx_root(), fx_root(), raw);
+		 "%s/tests/unit/golden/profile.proto < %s 2>&1",
+		 fx_root(), fx_root(), raw);
 	int st;
 	char *out = fx_run(cmd, &st);
 	cr_assert_eq(st, 0, "protoc failed: %s", out);
@@ -364,11 +373,12 @@ static void expect_pprof(const char *args, const char *file, const char *const *
 	char cmd[1024];
 	snprintf(cmd, sizeof(cmd),
 		 "GOFLAGS=-mod=mod GOTOOLCHAIN=local GOCACHE=${GOCACHE:-/tmp/gs-gocache} "
-		 "go tool pprof %s %s 2>&1", args, file);
+		 "go tool pprof %s %s 2>&1",
+		 args, file);
 	expect_output(cmd, want);
 }
 
-#define WANT(...) ((const char *const[]){__VA_ARGS__, NULL})
+#define WANT(...) ((const char *const[]){ __VA_ARGS__, NULL })
 
 Test(pprof, go_tool_pprof_reads_it)
 {
@@ -384,8 +394,9 @@ Test(pprof, go_tool_pprof_reads_it)
 		     WANT("gpu_samples/count[dflt]", "pid:[0 pid]", "cuda_device:[0 device]",
 			  "cuda_stall_reason:[long_scoreboard]", "process_role:[dataloader]",
 			  "PeriodType: cpu nanoseconds", "Period: 10000000"));
-	expect_pprof("-top", path,
-		     WANT("Type: gpu_samples", "Total samples = 170", "load_tile(float const*) (inline)"));
+	expect_pprof(
+	    "-top", path,
+	    WANT("Type: gpu_samples", "Total samples = 170", "load_tile(float const*) (inline)"));
 	/* <module> must not be demangled away */
 	expect_pprof("-top -sample_index=cpu", path, WANT("Total samples = 150ms", "<module>"));
 	/* the worker pid has 4 of 15 samples */
@@ -399,11 +410,12 @@ Test(pprof, go_tool_pprof_reads_it)
 	/* tests/tools/pprof_stacks.py (what the integration tests assert on):
 	 * 160 of the 170 GPU samples have their launching CPU chain */
 	char cmd[1024];
-	snprintf(cmd, sizeof(cmd),
-		 "%s/tests/tools/pprof_stacks.py %s -sample_index=gpu_samples | awk -F'\\t' "
-		 "'$3 ~ /matmul_kernel.*;cudaLaunchKernel;.*train_step;.*;main$/ {m += $1} {t += $1} "
-		 "END {printf \"total=%%d matched=%%d\\n\", t, m}'",
-		 fx_root(), path);
+	snprintf(
+	    cmd, sizeof(cmd),
+	    "%s/tests/tools/pprof_stacks.py %s -sample_index=gpu_samples | awk -F'\\t' "
+	    "'$3 ~ /matmul_kernel.*;cudaLaunchKernel;.*train_step;.*;main$/ {m += $1} {t += $1} "
+	    "END {printf \"total=%%d matched=%%d\\n\", t, m}'",
+	    fx_root(), path);
 	expect_output(cmd, WANT("total=170 matched=160"));
 	gs_profile_free(&x.p);
 }
@@ -457,15 +469,18 @@ Test(pprof, round_trip)
 	cr_assert(r.processes[1].exited);
 	/* locations: same kinds, addresses, line chains and names */
 	for (uint32_t i = 1; i <= r.n_locations; i++) {
-		const struct gs_location *a = gs_profile_location(&x.p, i), *b = gs_profile_location(&r, i);
+		const struct gs_location *a = gs_profile_location(&x.p, i),
+					 *b = gs_profile_location(&r, i);
 		cr_assert_eq(a->kind, b->kind);
 		cr_assert_eq(a->address, b->address);
 		cr_assert_eq(a->n_lines, b->n_lines);
 		for (uint32_t k = 0; k < a->n_lines; k++) {
-			const struct gs_line *la = &x.p.lines[a->first_line + k], *lb = &r.lines[b->first_line + k];
+			const struct gs_line *la = &x.p.lines[a->first_line + k],
+					     *lb = &r.lines[b->first_line + k];
 			cr_assert_eq(la->line, lb->line);
-			cr_assert_str_eq(gs_profile_str(&x.p, gs_profile_function(&x.p, la->function)->name),
-					 gs_profile_str(&r, gs_profile_function(&r, lb->function)->name));
+			cr_assert_str_eq(
+			    gs_profile_str(&x.p, gs_profile_function(&x.p, la->function)->name),
+			    gs_profile_str(&r, gs_profile_function(&r, lb->function)->name));
 		}
 	}
 	/* labels */
@@ -541,7 +556,7 @@ Test(pprof, read_survives_corruption)
 			char *out = NULL;
 			size_t olen = 0;
 			FILE *mf = open_memstream(&out, &olen);
-			struct gs_report_opts o = {0};
+			struct gs_report_opts o = { 0 };
 			gs_write_report(&r, &o, mf);
 			fclose(mf);
 			free(out);
@@ -612,14 +627,16 @@ static uint32_t rnd(uint32_t n)
 static void big_profile(struct gs_profile *p, bool tree)
 {
 	gs_profile_init(p);
-	struct gs_mapping m = {.file = gs_profile_intern(p, "/usr/lib/libbig.so"), .limit = 1 << 30};
+	struct gs_mapping m = { .file = gs_profile_intern(p, "/usr/lib/libbig.so"),
+				.limit = 1 << 30 };
 	uint32_t mid = gs_profile_add_mapping(p, &m);
 	char name[64];
 	for (uint32_t i = 0; i < 100000; i++) {
 		snprintf(name, sizeof(name), "ns::function_number_%u(int)", i / 2);
-		struct gs_function f = {.name = gs_profile_intern(p, name)};
-		struct gs_line l = {.function = gs_profile_add_function(p, &f), .line = i};
-		cr_assert_neq(gs_profile_add_location(p, mid, 0x1000 + i * 16, GS_FRAME_NATIVE, &l, 1), 0);
+		struct gs_function f = { .name = gs_profile_intern(p, name) };
+		struct gs_line l = { .function = gs_profile_add_function(p, &f), .line = i };
+		cr_assert_neq(
+		    gs_profile_add_location(p, mid, 0x1000 + i * 16, GS_FRAME_NATIVE, &l, 1), 0);
 	}
 	cr_assert_eq(p->n_functions, 50000);
 	static uint32_t stacks[50000], root_first[50000][48];
@@ -627,7 +644,8 @@ static void big_profile(struct gs_profile *p, bool tree)
 	for (int s = 0; s < 50000; s++) {
 		uint32_t leaf_first[48];
 		if (tree && s > 0) {
-			int parent = s < 100 ? (int)rnd((uint32_t)s) : s - 1 - (int)rnd(s < 1000 ? (uint32_t)s : 1000);
+			int parent = s < 100 ? (int)rnd((uint32_t)s)
+					     : s - 1 - (int)rnd(s < 1000 ? (uint32_t)s : 1000);
 			int d = depth[parent] < 46 ? depth[parent] : 30;
 			memcpy(root_first[s], root_first[parent], sizeof(uint32_t) * d);
 			int add = 1 + (int)rnd(2);
@@ -657,9 +675,13 @@ static void big_profile(struct gs_profile *p, bool tree)
 			si = rnd(50000);
 			tid = rnd(64);
 		}
-		struct gs_sample s = {.stack = stacks[si], .pid = 100, .tid = 100 + tid,
-				      .thread_name = comm, .process_role = role, .cuda_device = -1,
-				      .time_ns = (uint64_t)i * 1000};
+		struct gs_sample s = { .stack = stacks[si],
+				       .pid = 100,
+				       .tid = 100 + tid,
+				       .thread_name = comm,
+				       .process_role = role,
+				       .cuda_device = -1,
+				       .time_ns = (uint64_t)i * 1000 };
 		s.values[GS_V_SAMPLES] = 1;
 		s.values[GS_V_CPU_NS] = 10101010;
 		cr_assert_eq(gs_profile_add_sample(p, &s), 0);
@@ -683,15 +705,18 @@ static void scale_run(bool tree, double limit_s)
 	double t2 = cpu_s();
 	struct stat st;
 	stat(path, &st);
-	fprintf(stderr, "pprof 1M samples (%s): encode %.3f s, encode+gzip+write %.3f s CPU, "
-		"%zu bytes raw, %lld gzipped\n", what, t1 - t0, t2 - t1, n, (long long)st.st_size);
-	cr_assert_lt(t2 - t1, limit_s, "pprof write took %.2f s CPU for 1M samples (%s)", t2 - t1, what);
+	fprintf(stderr,
+		"pprof 1M samples (%s): encode %.3f s, encode+gzip+write %.3f s CPU, "
+		"%zu bytes raw, %lld gzipped\n",
+		what, t1 - t0, t2 - t1, n, (long long)st.st_size);
+	cr_assert_lt(t2 - t1, limit_s, "pprof write took %.2f s CPU for 1M samples (%s)", t2 - t1,
+		     what);
 	struct gs_profile r;
 	double t3 = cpu_s();
 	gs_profile_init(&r);
 	cr_assert_eq(gs_read_pprof(path, &r, err, sizeof(err)), 0, "%s", err);
-	fprintf(stderr, "pprof 1M samples (%s): read back %.3f s, %zu aggregated samples\n",
-		what, cpu_s() - t3, r.n_samples);
+	fprintf(stderr, "pprof 1M samples (%s): read back %.3f s, %zu aggregated samples\n", what,
+		cpu_s() - t3, r.n_samples);
 	cr_assert_eq(total(&r, GS_V_SAMPLES), 1000000);
 	cr_assert_eq(total(&r, GS_V_CPU_NS), 1000000LL * 10101010);
 	gs_profile_free(&r);
@@ -741,7 +766,9 @@ Test(pprof, huge_values_refused)
 	int64_t st = gs_profile_add_stack(&p, &loc, 1);
 	cr_assert_geq(st, 0);
 	for (int i = 0; i < 2; i++) {
-		struct gs_sample s = {.stack = (uint32_t)st, .pid = 1 + i, .tid = 1, .cuda_device = -1};
+		struct gs_sample s = {
+			.stack = (uint32_t)st, .pid = 1 + i, .tid = 1, .cuda_device = -1
+		};
 		s.values[GS_V_SAMPLES] = 1;
 		s.values[GS_V_CPU_NS] = INT64_MAX / 2 + 1;
 		cr_assert_eq(gs_profile_add_sample(&p, &s), 0);
@@ -764,7 +791,7 @@ Test(pprof, huge_period_refused)
 	p.period_ns = (int64_t)1 << 50;
 	uint32_t loc = gs_profile_add_location(&p, 0, 0x1000, GS_FRAME_NATIVE, NULL, 0);
 	int64_t st = gs_profile_add_stack(&p, &loc, 1);
-	struct gs_sample s = {.stack = (uint32_t)st, .pid = 1, .tid = 1, .cuda_device = -1};
+	struct gs_sample s = { .stack = (uint32_t)st, .pid = 1, .tid = 1, .cuda_device = -1 };
 	s.values[GS_V_SAMPLES] = 5025125;
 	cr_assert_eq(gs_profile_add_sample(&p, &s), 0);
 	cr_assert_eq(gs_write_pprof(&p, path, err, sizeof(err)), 0, "%s", err);

@@ -247,7 +247,9 @@ Test(proc_elf, fds_bounded_by_rlimit)
 		/* a bare ELF header and no build-id: one object each */
 		Elf64_Ehdr eh = { .e_ident = { ELFMAG0, ELFMAG1, ELFMAG2, ELFMAG3, ELFCLASS64,
 					       ELFDATA2LSB, EV_CURRENT },
-				  .e_type = ET_DYN, .e_machine = EM_X86_64, .e_version = EV_CURRENT,
+				  .e_type = ET_DYN,
+				  .e_machine = EM_X86_64,
+				  .e_version = EV_CURRENT,
 				  .e_ehsize = sizeof(Elf64_Ehdr) };
 		FILE *f = fopen(p, "w");
 		cr_assert_not_null(f);

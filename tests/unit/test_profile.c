@@ -20,10 +20,9 @@ Test(profile, init_has_empty_string)
 
 Test(profile, value_types_fixed)
 {
-	const char *t[] = {"samples", "cpu", "offcpu", "gpu_samples", "gpu_samples_not_issued",
-			   "wall"};
-	const char *u[] = {"count", "nanoseconds", "nanoseconds", "count", "count",
-			   "nanoseconds"};
+	const char *t[] = { "samples", "cpu", "offcpu", "gpu_samples", "gpu_samples_not_issued",
+			    "wall" };
+	const char *u[] = { "count", "nanoseconds", "nanoseconds", "count", "count", "nanoseconds" };
 	cr_assert_eq(GS_NVALUES, sizeof(t) / sizeof(t[0]));
 	for (int i = 0; i < GS_NVALUES; i++) {
 		cr_assert_str_eq(gs_value_type[i], t[i]);
@@ -63,8 +62,9 @@ Test(profile, functions_dedupe_on_all_four_fields)
 {
 	struct gs_profile p;
 	gs_profile_init(&p);
-	struct gs_function f = {.name = gs_profile_intern(&p, "f"), .file = gs_profile_intern(&p, "a.c"),
-				.start_line = 10};
+	struct gs_function f = { .name = gs_profile_intern(&p, "f"),
+				 .file = gs_profile_intern(&p, "a.c"),
+				 .start_line = 10 };
 	uint32_t a = gs_profile_add_function(&p, &f);
 	cr_assert_eq(a, 1, "ids are 1-based");
 	cr_assert_eq(gs_profile_add_function(&p, &f), a);
@@ -79,10 +79,10 @@ Test(profile, functions_dedupe_on_all_four_fields)
 	cr_assert_neq(gs_profile_add_function(&p, &g), a);
 	cr_assert_eq(p.n_functions, 4);
 	for (int i = 0; i < 50000; i++) {
-		struct gs_function h = {.name = gs_profile_intern(&p, "g"), .start_line = i};
+		struct gs_function h = { .name = gs_profile_intern(&p, "g"), .start_line = i };
 		cr_assert_eq(gs_profile_add_function(&p, &h), (uint32_t)(5 + i));
 	}
-	struct gs_function h = {.name = gs_profile_intern(&p, "g"), .start_line = 777};
+	struct gs_function h = { .name = gs_profile_intern(&p, "g"), .start_line = 777 };
 	cr_assert_eq(gs_profile_add_function(&p, &h), 5 + 777);
 	gs_profile_free(&p);
 }
@@ -91,7 +91,7 @@ Test(profile, locations_copy_lines)
 {
 	struct gs_profile p;
 	gs_profile_init(&p);
-	struct gs_line l[3] = {{1, 10}, {2, 20}, {3, 30}};
+	struct gs_line l[3] = { { 1, 10 }, { 2, 20 }, { 3, 30 } };
 	uint32_t a = gs_profile_add_location(&p, 0, 0x10, GS_FRAME_NATIVE, l, 3);
 	l[0].line = 99;
 	uint32_t b = gs_profile_add_location(&p, 0, 0x20, GS_FRAME_PYTHON, NULL, 0);
@@ -110,7 +110,7 @@ Test(profile, stacks_dedupe)
 {
 	struct gs_profile p;
 	gs_profile_init(&p);
-	uint32_t s1[] = {3, 2, 1}, s2[] = {3, 2}, s3[] = {1, 2, 3};
+	uint32_t s1[] = { 3, 2, 1 }, s2[] = { 3, 2 }, s3[] = { 1, 2, 3 };
 	cr_assert_eq(gs_profile_add_stack(&p, s1, 3), 0, "stack indexes are 0-based");
 	cr_assert_eq(gs_profile_add_stack(&p, s2, 2), 1);
 	cr_assert_eq(gs_profile_add_stack(&p, s3, 3), 2, "order matters");
@@ -139,7 +139,7 @@ Test(profile, samples_comments_notes_processes)
 	struct gs_profile p;
 	gs_profile_init(&p);
 	for (int i = 0; i < 1000000; i++) {
-		struct gs_sample s = {.stack = 0, .tid = (uint32_t)i, .cuda_device = -1};
+		struct gs_sample s = { .stack = 0, .tid = (uint32_t)i, .cuda_device = -1 };
 		cr_assert_eq(gs_profile_add_sample(&p, &s), 0);
 	}
 	cr_assert_eq(p.n_samples, 1000000);
@@ -148,7 +148,7 @@ Test(profile, samples_comments_notes_processes)
 	cr_assert_eq(gs_profile_add_note(&p, "lost %s", "3"), 0);
 	cr_assert_str_eq(gs_profile_str(&p, p.comments[0]), "period 10101010 ns");
 	cr_assert_str_eq(gs_profile_str(&p, p.notes[0]), "lost 3");
-	struct gs_process pr = {.pid = 7, .comm = gs_profile_intern(&p, "x")};
+	struct gs_process pr = { .pid = 7, .comm = gs_profile_intern(&p, "x") };
 	cr_assert_eq(gs_profile_add_process(&p, &pr), 0);
 	cr_assert_eq(p.n_processes, 1);
 	gs_profile_free(&p);
@@ -165,9 +165,9 @@ Test(profile, scale_is_fast, .timeout = 60)
 	char name[64];
 	for (uint32_t i = 0; i < 100000; i++) {
 		snprintf(name, sizeof(name), "function_%u", i % 30000);
-		struct gs_function f = {.name = gs_profile_intern(&p, name),
-					.file = gs_profile_intern(&p, "/src/file.c")};
-		struct gs_line l = {.function = gs_profile_add_function(&p, &f), .line = i};
+		struct gs_function f = { .name = gs_profile_intern(&p, name),
+					 .file = gs_profile_intern(&p, "/src/file.c") };
+		struct gs_line l = { .function = gs_profile_add_function(&p, &f), .line = i };
 		gs_profile_add_location(&p, 0, i, GS_FRAME_NATIVE, &l, 1);
 	}
 	uint32_t locs[32];
@@ -178,12 +178,13 @@ Test(profile, scale_is_fast, .timeout = 60)
 		for (int d = 0; d < 32; d++)
 			locs[d] = 1 + (pick * 31 + (uint32_t)d * 977) % 100000;
 		int64_t st = gs_profile_add_stack(&p, locs, 32);
-		struct gs_sample s = {.stack = (uint32_t)st, .cuda_device = -1};
+		struct gs_sample s = { .stack = (uint32_t)st, .cuda_device = -1 };
 		gs_profile_add_sample(&p, &s);
 	}
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
 	double t = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
-	fprintf(stderr, "profile: 100k locations + 1M samples (stack dedupe each) in %.3f s CPU\n", t);
+	fprintf(stderr, "profile: 100k locations + 1M samples (stack dedupe each) in %.3f s CPU\n",
+		t);
 	cr_assert_eq(p.n_functions, 30000);
 	cr_assert_leq(p.n_stacks, 20000);
 	cr_assert_lt(t, 3.0);

@@ -52,8 +52,9 @@ Test(profile_merge, totals_add_up_and_labels_stay)
 	totals(&b.p, tb, -1, NULL);
 	totals(&m, tm, -1, NULL);
 	for (int k = 0; k < GS_NVALUES; k++)
-		cr_assert_eq(tm[k], ta[k] + tb[k], "column %s: %lld != %lld + %lld", gs_value_type[k],
-			     (long long)tm[k], (long long)ta[k], (long long)tb[k]);
+		cr_assert_eq(tm[k], ta[k] + tb[k], "column %s: %lld != %lld + %lld",
+			     gs_value_type[k], (long long)tm[k], (long long)ta[k],
+			     (long long)tb[k]);
 	totals(&m, t1, 1, "node-b");
 	for (int k = 0; k < GS_NVALUES; k++)
 		cr_assert_eq(t1[k], tb[k]);
@@ -70,15 +71,22 @@ Test(profile_merge, totals_add_up_and_labels_stay)
 
 		cr_assert_eq(sa->n, sm->n);
 		for (uint32_t k = 0; k < sa->n; k++) {
-			const struct gs_location *la = gs_profile_location(&a.p, a.p.stack_locs[sa->first + k]);
-			const struct gs_location *lm = gs_profile_location(&m, m.stack_locs[sm->first + k]);
+			const struct gs_location *la =
+			    gs_profile_location(&a.p, a.p.stack_locs[sa->first + k]);
+			const struct gs_location *lm =
+			    gs_profile_location(&m, m.stack_locs[sm->first + k]);
 
 			cr_assert_eq(la->n_lines, lm->n_lines);
 			cr_assert_eq(la->address, lm->address);
 			if (la->n_lines)
 				cr_assert_str_eq(
-					gs_profile_str(&a.p, gs_profile_function(&a.p, a.p.lines[la->first_line].function)->name),
-					gs_profile_str(&m, gs_profile_function(&m, m.lines[lm->first_line].function)->name));
+				    gs_profile_str(&a.p,
+						   gs_profile_function(
+						       &a.p, a.p.lines[la->first_line].function)
+						       ->name),
+				    gs_profile_str(&m, gs_profile_function(
+							   &m, m.lines[lm->first_line].function)
+							   ->name));
 		}
 	}
 	gs_profile_free(&a.p);

@@ -42,25 +42,44 @@ static int check_fixture(const char *version)
 		} else if (sscanf(line, "q %u %d", &lasti, &want) == 2) {
 			int got = gs_py_addr2line(ver, table, tlen, first, lasti);
 
-			cr_assert_eq(got, want, "%s %s: offset %u: line %d, CPython says %d", version,
-				     name, lasti, got, want);
+			cr_assert_eq(got, want, "%s %s: offset %u: line %d, CPython says %d",
+				     version, name, lasti, got, want);
 			checked++;
 		}
 	}
 	fclose(f);
 	cr_assert_gt(codes, 5, "%s: fixture has %d code objects", version, codes);
-	cr_assert_eq(ver >> 16, (unsigned)(strtoul(version, NULL, 10) << 8 |
-					 strtoul(strchr(version, '.') + 1, NULL, 10)),
+	cr_assert_eq(ver >> 16,
+		     (unsigned)(strtoul(version, NULL, 10) << 8 |
+				strtoul(strchr(version, '.') + 1, NULL, 10)),
 		     "fixture %s holds version %#x", version, ver);
 	return checked;
 }
 
-Test(python_lines, lnotab_38) { cr_assert_gt(check_fixture("3.8.18"), 1000); }
-Test(python_lines, lnotab_39) { cr_assert_gt(check_fixture("3.9.18"), 1000); }
-Test(python_lines, pep626_310) { cr_assert_gt(check_fixture("3.10.13"), 1000); }
-Test(python_lines, locations_311) { cr_assert_gt(check_fixture("3.11.7"), 1000); }
-Test(python_lines, locations_312) { cr_assert_gt(check_fixture("3.12.1"), 1000); }
-Test(python_lines, locations_313) { cr_assert_gt(check_fixture("3.13.0"), 1000); }
+Test(python_lines, lnotab_38)
+{
+	cr_assert_gt(check_fixture("3.8.18"), 1000);
+}
+Test(python_lines, lnotab_39)
+{
+	cr_assert_gt(check_fixture("3.9.18"), 1000);
+}
+Test(python_lines, pep626_310)
+{
+	cr_assert_gt(check_fixture("3.10.13"), 1000);
+}
+Test(python_lines, locations_311)
+{
+	cr_assert_gt(check_fixture("3.11.7"), 1000);
+}
+Test(python_lines, locations_312)
+{
+	cr_assert_gt(check_fixture("3.12.1"), 1000);
+}
+Test(python_lines, locations_313)
+{
+	cr_assert_gt(check_fixture("3.13.0"), 1000);
+}
 
 Test(python_lines, not_started_is_firstlineno)
 {
@@ -108,7 +127,7 @@ Test(python_lines, hostile_deltas_wrap)
 	}
 	int l = gs_py_line_311(t, n, 0x7ffffff0, 6); /* the 4th entry */
 	cr_assert_neq(l, -2, "returns some line, without UB");
-	uint8_t lno[] = {1, 127, 1, 127, 1, 127};
+	uint8_t lno[] = { 1, 127, 1, 127, 1, 127 };
 	gs_py_line_lnotab(lno, sizeof(lno), 0x7fffffff, 5);
 	gs_py_line_310(lno, sizeof(lno), 0x7fffffff, 5);
 }

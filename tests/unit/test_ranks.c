@@ -23,8 +23,8 @@ static struct gs_rank_env parse(const char *const *env)
 
 Test(rank_env, torchrun_worker)
 {
-	const char *env[] = { "PATH=/usr/bin", "LOCAL_RANK=1", "RANK=5", "GROUP_RANK=2",
-			      "WORLD_SIZE=8", NULL };
+	const char *env[] = { "PATH=/usr/bin", "LOCAL_RANK=1", "RANK=5",
+			      "GROUP_RANK=2",  "WORLD_SIZE=8", NULL };
 	struct gs_rank_env r = parse(env);
 
 	cr_assert_eq(r.rank, 5);
@@ -50,7 +50,8 @@ Test(rank_env, torch_beats_slurm_in_any_order)
 Test(rank_env, slurm_and_ompi_alone)
 {
 	const char *s[] = { "SLURM_PROCID=7", "SLURM_LOCALID=3", NULL };
-	const char *o[] = { "OMPI_COMM_WORLD_RANK=2", "OMPI_COMM_WORLD_SIZE=4", "SLURM_PROCID=9", NULL };
+	const char *o[] = { "OMPI_COMM_WORLD_RANK=2", "OMPI_COMM_WORLD_SIZE=4", "SLURM_PROCID=9",
+			    NULL };
 	struct gs_rank_env rs = parse(s), ro = parse(o);
 
 	cr_assert_eq(rs.rank, 7);
@@ -63,8 +64,8 @@ Test(rank_env, slurm_and_ompi_alone)
 
 Test(rank_env, untrusted_values_ignored)
 {
-	const char *env[] = { "RANK=", "RANK=1x", "RANK=-1", "RANK=99999999999", "RANK= 1",
-			      "XRANK=3", "RANKS=4", "RANK", "LOCAL_RANK=2147483647", NULL };
+	const char *env[] = { "RANK=",   "RANK=1x", "RANK=-1", "RANK=99999999999",      "RANK= 1",
+			      "XRANK=3", "RANKS=4", "RANK",    "LOCAL_RANK=2147483647", NULL };
 	struct gs_rank_env r = parse(env);
 
 	cr_assert_eq(r.rank, -1);
@@ -88,8 +89,8 @@ Test(rank_env, proc_environ_of_child)
 {
 	/* One string may be at most 128 KiB (MAX_ARG_STRLEN): four of 50 KB. */
 	static char big[4][50000];
-	char *envp[] = { big[0], big[1], "RANK=3", big[2], big[3], "LOCAL_RANK=1",
-			 "WORLD_SIZE=4", NULL };
+	char *envp[] = { big[0], big[1],         "RANK=3",       big[2],
+			 big[3], "LOCAL_RANK=1", "WORLD_SIZE=4", NULL };
 	struct gs_rank_env r;
 	pid_t pid;
 	int rc;
@@ -143,11 +144,11 @@ Test(roles, torchrun_two_ranks_and_their_workers)
 {
 	struct gs_proctab t = { 0 };
 
-	add(&t, 100, 1, true, -1, 0, 50);                   /* torchrun */
-	add(&t, 101, 100, false, 0, GS_RANK_TORCH, 500);    /* rank 0 */
-	add(&t, 102, 100, false, 1, GS_RANK_TORCH, 490);    /* rank 1 */
+	add(&t, 100, 1, true, -1, 0, 50);                                   /* torchrun */
+	add(&t, 101, 100, false, 0, GS_RANK_TORCH, 500);                    /* rank 0 */
+	add(&t, 102, 100, false, 1, GS_RANK_TORCH, 490);                    /* rank 1 */
 	add(&t, 103, 101, false, 0, GS_RANK_TORCH, 900)->dataloader = true; /* inherits rank 0 */
-	add(&t, 104, 102, false, 1, GS_RANK_TORCH, 10);     /* a helper of rank 1 */
+	add(&t, 104, 102, false, 1, GS_RANK_TORCH, 10);                     /* a helper of rank 1 */
 	gs_proctab_assign_roles(&t);
 	cr_assert(!gs_proctab_get(&t, 100)->main);
 	cr_assert(gs_proctab_get(&t, 100)->launcher);
@@ -191,7 +192,7 @@ Test(roles, no_ranks_wrapper_hands_main_to_busiest_child)
 {
 	struct gs_proctab t = { 0 };
 
-	add(&t, 400, 1, true, -1, 0, 1);   /* bash -c */
+	add(&t, 400, 1, true, -1, 0, 1); /* bash -c */
 	add(&t, 401, 400, false, -1, 0, 500);
 	add(&t, 402, 401, false, -1, 0, 900)->dataloader = true;
 	gs_proctab_assign_roles(&t);

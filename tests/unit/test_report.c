@@ -12,7 +12,7 @@ static char *report(const struct gs_profile *p, unsigned top)
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
-	struct gs_report_opts o = {.top = top};
+	struct gs_report_opts o = { .top = top };
 	cr_assert_eq(gs_write_report(p, &o, f), 0);
 	fclose(f);
 	return buf;
@@ -24,11 +24,12 @@ static uint32_t py_profile(struct gs_profile *p, uint64_t duration_ns)
 	gs_profile_init(p);
 	p->period_ns = FX_PERIOD;
 	p->duration_nanos = duration_ns;
-	struct gs_mapping m = {.file = gs_profile_intern(p, "[python]")};
+	struct gs_mapping m = { .file = gs_profile_intern(p, "[python]") };
 	return gs_profile_add_mapping(p, &m);
 }
 
-#define HAS(s, needle) cr_assert_not_null(strstr((s), (needle)), "missing \"%s\" in:\n%s", (needle), (s))
+#define HAS(s, needle) \
+	cr_assert_not_null(strstr((s), (needle)), "missing \"%s\" in:\n%s", (needle), (s))
 
 Test(report, sections_and_numbers)
 {
@@ -43,8 +44,10 @@ Test(report, sections_and_numbers)
 	HAS(r, "        0   0.0%      14  93.3%  main");
 	HAS(r, "_BaseDataLoaderIter.__next__ (torch/utils/data/dataloader.py:626)");
 	HAS(r, "at::native::addmm_out_cpu\n");
-	HAS(r, "     1200 python3          main              10  66.7%  CPython 3.11.2   agent armed, PC sampling on GPU0");
-	HAS(r, "     1201 pt_data_worker   dataloader         4  26.7%  CPython 3.11.2   - (exited)");
+	HAS(r, "     1200 python3          main              10  66.7%  CPython 3.11.2   agent "
+	       "armed, PC sampling on GPU0");
+	HAS(r,
+	    "     1201 pt_data_worker   dataloader         4  26.7%  CPython 3.11.2   - (exited)");
 	HAS(r, "     1200    1200 python3          main              10  66.7%");
 	HAS(r, "  - python: 1 frame could not be read (test note)");
 	HAS(r, "GPU: 170 PC samples (110 not issued)");
@@ -52,21 +55,29 @@ Test(report, sections_and_numbers)
 	HAS(r, "       170 100.0%  matmul_kernel\n");
 	HAS(r, "stalls: long_scoreboard 76%, selected 24%");
 	HAS(r, "hottest lines: tile.cuh:42 71%, matmul.cu:43 29%");
-	HAS(r, "launched from:  94%  train_step (/home/u/train.py:21) <- <module> (/home/u/train.py:10)");
+	HAS(r, "launched from:  94%  train_step (/home/u/train.py:21) <- <module> "
+	       "(/home/u/train.py:10)");
 	HAS(r, " 6%  no Python frame (native caller)");
 	/* no off-CPU samples: an on-CPU-only split that says so */
-	HAS(r, "main thread (python3 pid 1200): 0.10 s on-CPU of 1.00 s; on-CPU only: this profile has no "
+	HAS(r, "main thread (python3 pid 1200): 0.10 s on-CPU of 1.00 s; on-CPU only: this profile "
+	       "has no "
 	       "off-CPU data (--no-offcpu or an older gpusample), so waits do not show");
-	HAS(r, "    compute             0.03 s  30.0%  <module> (train.py:10) > train_step (train.py:20) > "
+	HAS(r, "    compute             0.03 s  30.0%  <module> (train.py:10) > train_step "
+	       "(train.py:20) > "
 	       "python3.11+0x4321\n");
-	HAS(r, "    input wait          0.05 s  50.0%  _BaseDataLoaderIter.__next__ (dataloader.py:630) > "
-	       "_MultiProcessingDataLoaderIter._next_data (dataloader.py:1320) > Queue.get (queues.py:103) > "
+	HAS(r, "    input wait          0.05 s  50.0%  _BaseDataLoaderIter.__next__ "
+	       "(dataloader.py:630) > "
+	       "_MultiProcessingDataLoaderIter._next_data (dataloader.py:1320) > Queue.get "
+	       "(queues.py:103) > "
 	       "poll\n");
-	HAS(r, "    CUDA sync           0.02 s  20.0%  <module> (train.py:10) > train_step (train.py:22) > "
+	HAS(r, "    CUDA sync           0.02 s  20.0%  <module> (train.py:10) > train_step "
+	       "(train.py:22) > "
 	       "cudaStreamSynchronize\n");
 	HAS(r, "DataLoader workers (1 process): 0.04 s on-CPU, 4% busy on average (on-CPU only)");
-	HAS(r, "GPU compute: 170 PC samples; top kernel matmul_kernel; top stall long_scoreboard (76%)");
-	HAS(r, "Verdict: on-CPU only (no off-CPU data, waits do not show; run without --no-offcpu for a "
+	HAS(r, "GPU compute: 170 PC samples; top kernel matmul_kernel; top stall long_scoreboard "
+	       "(76%)");
+	HAS(r, "Verdict: on-CPU only (no off-CPU data, waits do not show; run without --no-offcpu "
+	       "for a "
 	       "wall-clock verdict): of its on-CPU time 50% (0.05 s) is input wait.");
 	cr_assert_null(strstr(r, "not sampled"), "the old misleading row is gone:\n%s", r);
 	free(r);
@@ -93,16 +104,23 @@ Test(report, wall_clock_split_and_verdict)
 	fx_add_offcpu(&x);
 	char *r = report(&x.p, 15);
 	HAS(r, "main thread (python3 pid 1200): 1.00 s of wall time (profile 1.00 s)\n");
-	HAS(r, "    compute             0.03 s   3.0%  <module> (train.py:10) > train_step (train.py:20)");
-	HAS(r, "    input wait          0.65 s  65.0%  _BaseDataLoaderIter.__next__ (dataloader.py:630) > ");
-	HAS(r, "    CUDA sync           0.12 s  12.0%  <module> (train.py:10) > train_step (train.py:22) > "
+	HAS(r, "    compute             0.03 s   3.0%  <module> (train.py:10) > train_step "
+	       "(train.py:20)");
+	HAS(r, "    input wait          0.65 s  65.0%  _BaseDataLoaderIter.__next__ "
+	       "(dataloader.py:630) > ");
+	HAS(r, "    CUDA sync           0.12 s  12.0%  <module> (train.py:10) > train_step "
+	       "(train.py:22) > "
 	       "cudaStreamSynchronize\n");
-	HAS(r, "    CPU starvation      0.20 s  20.0%  <module> (train.py:10) > train_step (train.py:20)");
+	HAS(r, "    CPU starvation      0.20 s  20.0%  <module> (train.py:10) > train_step "
+	       "(train.py:20)");
 	HAS(r, " > python3.11+0x4321\n      while in: compute 20.0%\n");
-	HAS(r, "DataLoader workers (1 process): busy 40.0% (0.04 s on-CPU), blocked 50.0%, starved 10.0% "
+	HAS(r, "DataLoader workers (1 process): busy 40.0% (0.04 s on-CPU), blocked 50.0%, starved "
+	       "10.0% "
 	       "(runnable, waiting for a CPU)");
-	HAS(r, "Verdict: input wait 65% of the main thread's wall time (0.65 s): input-bound: it waits for "
-	       "DataLoader batches; raise num_workers, set pin_memory=True and persistent_workers=True, make "
+	HAS(r, "Verdict: input wait 65% of the main thread's wall time (0.65 s): input-bound: it "
+	       "waits for "
+	       "DataLoader batches; raise num_workers, set pin_memory=True and "
+	       "persistent_workers=True, make "
 	       "__getitem__/collate_fn cheaper (1 DataLoader worker process seen).\n");
 	HAS(r, "  Next: CPU starvation 20%.");
 	cr_assert_null(strstr(r, "on-CPU only"), "%s", r);
@@ -118,8 +136,10 @@ Test(report, starved_is_not_blocked)
 	fx_offcpu(&x.p, FX_ST_CPU(&x.p), 1200, 1200, "python3", "main", "runnable", 0, 900000000);
 	char *r = report(&x.p, 15);
 	HAS(r, "    CPU starvation      0.90 s  90.0%");
-	HAS(r, "Verdict: CPU starvation 90% of the main thread's wall time (0.90 s): CPU-starved: it is "
-	       "runnable but waits for a CPU (not blocked); the machine runs more busy threads than it "
+	HAS(r, "Verdict: CPU starvation 90% of the main thread's wall time (0.90 s): CPU-starved: "
+	       "it is "
+	       "runnable but waits for a CPU (not blocked); the machine runs more busy threads "
+	       "than it "
 	       "has cores: use fewer threads/processes than cores (torch.set_num_threads");
 	char *v = strstr(r, "Verdict:");
 	cr_assert_null(strstr(v, "is blocked"), "%s", v);
@@ -133,11 +153,12 @@ Test(report, one_split_per_rank)
 {
 	struct gs_profile p;
 	uint32_t mid = py_profile(&p, 1000000000ULL);
-	uint32_t f_ar = fx_fn(&p, "all_reduce", NULL, "/x/dist-packages/torch/distributed/distributed_c10d.py", 1);
+	uint32_t f_ar = fx_fn(&p, "all_reduce", NULL,
+			      "/x/dist-packages/torch/distributed/distributed_c10d.py", 1);
 	uint32_t f_step = fx_fn(&p, "step", NULL, "/home/u/ddp.py", 1);
 	uint32_t l_ar = fx_loc(&p, mid, 0, GS_FRAME_PYTHON, f_ar, 9);
 	uint32_t l_step = fx_loc(&p, mid, 0, GS_FRAME_PYTHON, f_step, 3);
-	uint32_t a[] = {l_step, l_ar}, b[] = {l_step};
+	uint32_t a[] = { l_step, l_ar }, b[] = { l_step };
 	fx_samples(&p, b, 1, 10, 70, 70, "python3", "main", 0, 1);
 	fx_samples(&p, b, 1, 10, 71, 71, "python3", "main", 0, 1);
 	uint32_t st_ar = p.samples[0].stack + 1; /* added next */
@@ -152,9 +173,11 @@ Test(report, one_split_per_rank)
 	char *r = report(&p, 15);
 	HAS(r, "rank 0 main thread (python3 pid 70): 0.20 s of wall time");
 	HAS(r, "rank 1 main thread (python3 pid 71): 0.90 s of wall time");
-	HAS(r, "    collective wait     0.80 s  88.9%  step (ddp.py:3) > all_reduce (distributed_c10d.py:9)");
+	HAS(r, "    collective wait     0.80 s  88.9%  step (ddp.py:3) > all_reduce "
+	       "(distributed_c10d.py:9)");
 	HAS(r, "Verdict (rank 0 main thread (python3 pid 70)): compute 50%");
-	HAS(r, "Verdict (rank 1 main thread (python3 pid 71)): collective wait 89% of the main thread's "
+	HAS(r, "Verdict (rank 1 main thread (python3 pid 71)): collective wait 89% of the main "
+	       "thread's "
 	       "wall time (0.80 s): collective-bound");
 	free(r);
 	gs_profile_free(&p);
@@ -169,30 +192,53 @@ Test(report, top_stack_names_the_reason)
 	uint32_t mid = py_profile(&p, 0);
 	const char *dl = "/x/dist-packages/torch/utils/data/dataloader.py";
 	uint32_t l[] = {
-		fx_loc(&p, mid, 0, GS_FRAME_PYTHON, fx_fn(&p, "<module>", NULL, "/home/u/train.py", 1), 5),
-		fx_loc(&p, mid, 0, GS_FRAME_PYTHON, fx_fn(&p, "_BaseDataLoaderIter.__next__", NULL, dl, 620), 630),
-		fx_loc(&p, mid, 0, GS_FRAME_PYTHON, fx_fn(&p, "_MultiProcessingDataLoaderIter._get_data", NULL, dl, 1140), 1150),
-		fx_loc(&p, mid, 0, GS_FRAME_PYTHON, fx_fn(&p, "Queue.get", NULL, "/usr/lib/python3.11/multiprocessing/queues.py", 98), 103),
-		fx_loc(&p, mid, 0, GS_FRAME_PYTHON, fx_fn(&p, "wait", NULL, "/usr/lib/python3.11/multiprocessing/connection.py", 900), 930),
-		fx_loc(&p, mid, 0, GS_FRAME_PYTHON, fx_fn(&p, "_PollLikeSelector.select", NULL, "/usr/lib/python3.11/selectors.py", 400), 415),
+		fx_loc(&p, mid, 0, GS_FRAME_PYTHON,
+		       fx_fn(&p, "<module>", NULL, "/home/u/train.py", 1), 5),
+		fx_loc(&p, mid, 0, GS_FRAME_PYTHON,
+		       fx_fn(&p, "_BaseDataLoaderIter.__next__", NULL, dl, 620), 630),
+		fx_loc(&p, mid, 0, GS_FRAME_PYTHON,
+		       fx_fn(&p, "_MultiProcessingDataLoaderIter._get_data", NULL, dl, 1140), 1150),
+		fx_loc(&p, mid, 0, GS_FRAME_PYTHON,
+		       fx_fn(&p, "Queue.get", NULL, "/usr/lib/python3.11/multiprocessing/queues.py",
+			     98),
+		       103),
+		fx_loc(&p, mid, 0, GS_FRAME_PYTHON,
+		       fx_fn(&p, "wait", NULL, "/usr/lib/python3.11/multiprocessing/connection.py",
+			     900),
+		       930),
+		fx_loc(&p, mid, 0, GS_FRAME_PYTHON,
+		       fx_fn(&p, "_PollLikeSelector.select", NULL,
+			     "/usr/lib/python3.11/selectors.py", 400),
+		       415),
 		fx_loc(&p, 0, 0x10, GS_FRAME_NATIVE, fx_fn(&p, "poll", NULL, NULL, 0), 0),
 	};
 	fx_samples(&p, l, 7, 1, 90, 90, "python3", "main", 0, 1);
 	fx_offcpu(&p, p.samples[0].stack, 90, 90, "python3", "main", "blocked", 0, 90000000);
 	char *r = report(&p, 15);
-	HAS(r, "    input wait          0.10 s 100.0%  _MultiProcessingDataLoaderIter._get_data (dataloader.py:1150) > "
+	HAS(r, "    input wait          0.10 s 100.0%  _MultiProcessingDataLoaderIter._get_data "
+	       "(dataloader.py:1150) > "
 	       "wait (connection.py:930) > _PollLikeSelector.select (selectors.py:415) > poll\n");
 	free(r);
 	/* the same under a 150-character Python name: root-side frames go */
 	char longname[160];
 	memset(longname, 'x', 150);
 	longname[150] = 0;
-	uint32_t deep[] = {l[0], l[1], l[2], l[3], l[4],
-			   fx_loc(&p, mid, 0, GS_FRAME_PYTHON, fx_fn(&p, longname, NULL, "/home/u/l.py", 1), 2), l[6]};
+	uint32_t deep[] = {
+		l[0],
+		l[1],
+		l[2],
+		l[3],
+		l[4],
+		fx_loc(&p, mid, 0, GS_FRAME_PYTHON, fx_fn(&p, longname, NULL, "/home/u/l.py", 1), 2),
+		l[6]
+	};
 	fx_samples(&p, deep, 7, 20, 90, 90, "python3", "main", 0, 1);
 	r = report(&p, 15);
 	char want[256];
-	snprintf(want, sizeof(want), "    input wait          0.30 s 100.0%%  ... > wait (connection.py:930) > %s (l.py:2) > poll\n", longname);
+	snprintf(want, sizeof(want),
+		 "    input wait          0.30 s 100.0%%  ... > wait (connection.py:930) > %s "
+		 "(l.py:2) > poll\n",
+		 longname);
 	HAS(r, want);
 	free(r);
 	gs_profile_free(&p);
@@ -204,20 +250,26 @@ Test(report, other_blocking_top_stacks)
 {
 	struct gs_profile p;
 	uint32_t mid = py_profile(&p, 0);
-	const char *names[] = {"wait_select", "wait_lock", "wait_read", "wait_pipe"};
-	uint32_t root = fx_loc(&p, mid, 0, GS_FRAME_PYTHON, fx_fn(&p, "<module>", NULL, "/home/u/io.py", 1), 2);
+	const char *names[] = { "wait_select", "wait_lock", "wait_read", "wait_pipe" };
+	uint32_t root = fx_loc(&p, mid, 0, GS_FRAME_PYTHON,
+			       fx_fn(&p, "<module>", NULL, "/home/u/io.py", 1), 2);
 	for (int i = 0; i < 4; i++) {
-		uint32_t l[] = {root, fx_loc(&p, mid, 0, GS_FRAME_PYTHON, fx_fn(&p, names[i], NULL, "/home/u/io.py", 10 + i), 11 + i)};
+		uint32_t l[] = { root, fx_loc(&p, mid, 0, GS_FRAME_PYTHON,
+					      fx_fn(&p, names[i], NULL, "/home/u/io.py", 10 + i),
+					      11 + i) };
 		fx_samples(&p, l, 2, 0, 40, 40, "python3", "main", 0, 0);
-		fx_offcpu(&p, (uint32_t)i, 40, 40, "python3", "main", "blocked", 0, (4 - i) * 100000000LL);
+		fx_offcpu(&p, (uint32_t)i, 40, 40, "python3", "main", "blocked", 0,
+			  (4 - i) * 100000000LL);
 	}
 	char *r = report(&p, 15);
-	HAS(r, "    other blocking      1.00 s 100.0%  <module> (io.py:2) > wait_select (io.py:11)\n"
-	       "      also              0.30 s  30.0%  <module> (io.py:2) > wait_lock (io.py:12)\n"
-	       "                        0.20 s  20.0%  <module> (io.py:2) > wait_read (io.py:13)\n"
-	       "\n");
+	HAS(r,
+	    "    other blocking      1.00 s 100.0%  <module> (io.py:2) > wait_select (io.py:11)\n"
+	    "      also              0.30 s  30.0%  <module> (io.py:2) > wait_lock (io.py:12)\n"
+	    "                        0.20 s  20.0%  <module> (io.py:2) > wait_read (io.py:13)\n"
+	    "\n");
 	cr_assert_null(strstr(r, "wait_pipe"), "three stacks at most:\n%s", r);
-	HAS(r, "Verdict: other blocking 100% of the main thread's wall time (1.00 s): blocked in other waits");
+	HAS(r, "Verdict: other blocking 100% of the main thread's wall time (1.00 s): blocked in "
+	       "other waits");
 	free(r);
 	gs_profile_free(&p);
 }
@@ -250,22 +302,25 @@ Test(report, sync_beats_input)
 	p.frequency_hz = 100;
 	uint32_t f_next = fx_fn(&p, "_BaseDataLoaderIter.__next__", NULL,
 				"/x/site-packages/torch/utils/data/dataloader.py", 1);
-	uint32_t f_item = fx_fn(&p, "at::native::_local_scalar_dense_cuda(at::Tensor const&)", NULL, NULL, 0);
+	uint32_t f_item = fx_fn(&p, "at::native::_local_scalar_dense_cuda(at::Tensor const&)", NULL,
+				NULL, 0);
 	uint32_t f_mynext = fx_fn(&p, "MyIter.__next__", NULL, "/home/u/it.py", 1);
 	uint32_t l_next = fx_loc(&p, mid, 0, GS_FRAME_PYTHON, f_next, 5);
 	uint32_t l_item = fx_loc(&p, 0, 0x10, GS_FRAME_NATIVE, f_item, 0);
 	uint32_t l_mynext = fx_loc(&p, mid, 0, GS_FRAME_PYTHON, f_mynext, 3);
-	uint32_t a[] = {l_next, l_item};
+	uint32_t a[] = { l_next, l_item };
 	fx_samples(&p, a, 2, 7, 50, 50, "python3", "main", 0, 1);
-	uint32_t b[] = {l_mynext};
+	uint32_t b[] = { l_mynext };
 	fx_samples(&p, b, 1, 3, 50, 50, "python3", "main", 0, 1);
-	struct gs_process pr = {.pid = 50, .comm = gs_profile_intern(&p, "python3"),
-				.role = gs_profile_intern(&p, "main")};
+	struct gs_process pr = { .pid = 50,
+				 .comm = gs_profile_intern(&p, "python3"),
+				 .role = gs_profile_intern(&p, "main") };
 	gs_profile_add_process(&p, &pr);
 	fx_offcpu(&p, p.samples[0].stack, 50, 50, "python3", "main", "blocked", 0, 100000000);
 	char *r = report(&p, 15);
 	HAS(r, "    compute             0.03 s  15.0%  MyIter.__next__ (it.py:3)\n");
-	HAS(r, "    CUDA sync           0.17 s  85.0%  _BaseDataLoaderIter.__next__ (dataloader.py:5) > "
+	HAS(r, "    CUDA sync           0.17 s  85.0%  _BaseDataLoaderIter.__next__ "
+	       "(dataloader.py:5) > "
 	       "at::native::_local_scalar_dense_cuda\n");
 	cr_assert_null(strstr(r, "input wait "), "%s", r);
 	HAS(r, "Verdict: CUDA sync 85% of the main thread's wall time (0.17 s): GPU-sync-bound");
@@ -312,18 +367,20 @@ Test(report, workers_found_by_stack)
 {
 	struct gs_profile p;
 	uint32_t mid = py_profile(&p, 1000000000ULL);
-	uint32_t f_loop = fx_fn(&p, "_worker_loop", NULL, "/x/dist-packages/torch/utils/data/_utils/worker.py", 200);
+	uint32_t f_loop = fx_fn(&p, "_worker_loop", NULL,
+				"/x/dist-packages/torch/utils/data/_utils/worker.py", 200);
 	uint32_t f_main = fx_fn(&p, "<module>", NULL, "/home/u/train.py", 1);
 	uint32_t l_loop = fx_loc(&p, mid, 0, GS_FRAME_PYTHON, f_loop, 250);
 	uint32_t l_main = fx_loc(&p, mid, 0, GS_FRAME_PYTHON, f_main, 3);
-	uint32_t a[] = {l_main, l_loop};
+	uint32_t a[] = { l_main, l_loop };
 	fx_samples(&p, a, 2, 20, 61, 61, "python3", "other", 0, 1);
 	fx_samples(&p, a, 2, 30, 62, 62, "python3", "other", 0, 1);
-	uint32_t b[] = {l_main};
+	uint32_t b[] = { l_main };
 	fx_samples(&p, b, 1, 10, 60, 60, "python3", "main", 0, 1);
 	fx_samples(&p, b, 1, 5, 63, 63, "python3", "other", 0, 1); /* not a worker */
 	char *r = report(&p, 15);
-	HAS(r, "DataLoader workers (2 processes): 0.50 s on-CPU, 25% busy on average (on-CPU only)");
+	HAS(r,
+	    "DataLoader workers (2 processes): 0.50 s on-CPU, 25% busy on average (on-CPU only)");
 	free(r);
 	gs_profile_free(&p);
 }

@@ -20,10 +20,14 @@ static void add(struct gs_profile *p, uint32_t leaf, uint32_t l_main, uint32_t l
 	int64_t st = gs_profile_add_stack(p, locs, 3);
 
 	for (int i = 0; i < n; i++) {
-		struct gs_sample s = { .stack = (uint32_t)st, .pid = pid, .tid = pid, .cuda_device = -1,
+		struct gs_sample s = { .stack = (uint32_t)st,
+				       .pid = pid,
+				       .tid = pid,
+				       .cuda_device = -1,
 				       .process_role = gs_profile_intern(p, "main"),
 				       .thread_name = gs_profile_intern(p, "python3") };
-		s.str_labels[GS_SL_THREAD_STATE] = gs_profile_intern(p, blocked ? "blocked" : "running");
+		s.str_labels[GS_SL_THREAD_STATE] = gs_profile_intern(p, blocked ? "blocked"
+										: "running");
 		s.num_labels[GS_NL_RANK] = rank;
 		s.num_set = 1u << GS_NL_RANK;
 		if (blocked) {
@@ -47,8 +51,13 @@ static void build(struct ddp *d, bool offcpu)
 	d->l_main = fx_loc(p, m, 0x1100, GS_FRAME_NATIVE, fx_fn(p, "main", NULL, NULL, 0), 0);
 	d->l_step = fx_loc(p, m, 0x1200, GS_FRAME_NATIVE, fx_fn(p, "train_step", NULL, NULL, 0), 0);
 	d->l_coll = fx_loc(p, m, 0x1300, GS_FRAME_NATIVE,
-			   fx_fn(p, "c10d::ProcessGroupGloo::AsyncWork::wait(std::chrono::duration<long, std::ratio<1l, 1000l> >)", NULL, NULL, 0), 0);
-	d->l_sleep = fx_loc(p, m, 0x1400, GS_FRAME_NATIVE, fx_fn(p, "clock_nanosleep", NULL, NULL, 0), 0);
+			   fx_fn(p,
+				 "c10d::ProcessGroupGloo::AsyncWork::wait(std::chrono::duration<"
+				 "long, std::ratio<1l, 1000l> >)",
+				 NULL, NULL, 0),
+			   0);
+	d->l_sleep = fx_loc(p, m, 0x1400, GS_FRAME_NATIVE,
+			    fx_fn(p, "clock_nanosleep", NULL, NULL, 0), 0);
 	d->l_mm = fx_loc(p, m, 0x1500, GS_FRAME_NATIVE, fx_fn(p, "sgemm_", NULL, NULL, 0), 0);
 	/* both compute 2 s; rank 0 waits 3 s in the all-reduce, rank 1 sleeps 3 s */
 	add(p, d->l_mm, d->l_main, d->l_step, 0, 100, false, 10000000, 200);
@@ -75,11 +84,15 @@ Test(report_ranks, straggler_named_with_numbers)
 	build(&d, true);
 	out = report(&d.p);
 	cr_assert(strstr(out, "Across ranks (main thread of each of 2 ranks)"), "%s", out);
-	cr_assert(strstr(out, "  collective wait       0.10 s    1.55 s    3.00 s  rank 0"), "%s", out);
-	cr_assert(strstr(out, "  sleep                 0.00 s    1.50 s    3.00 s  rank 1"), "%s", out);
-	cr_assert(strstr(out, "Straggler: rank 1 -- the other ranks wait 3.00 s (median) in collectives "
-			      "for it, rank 1 only 0.10 s; it spends more than the others in sleep "
-			      "(+3.00 s: 3.00 s, 59% of its wall time)."), "%s", out);
+	cr_assert(strstr(out, "  collective wait       0.10 s    1.55 s    3.00 s  rank 0"), "%s",
+		  out);
+	cr_assert(strstr(out, "  sleep                 0.00 s    1.50 s    3.00 s  rank 1"), "%s",
+		  out);
+	cr_assert(strstr(out,
+			 "Straggler: rank 1 -- the other ranks wait 3.00 s (median) in collectives "
+			 "for it, rank 1 only 0.10 s; it spends more than the others in sleep "
+			 "(+3.00 s: 3.00 s, 59% of its wall time)."),
+		  "%s", out);
 	free(out);
 	gs_profile_free(&d.p);
 }

@@ -43,8 +43,8 @@ Test(sampler_unit, ringbuf_size)
 	cr_expect_eq(big & (big - 1), 0u);
 	cr_expect_geq(big, 128u * 99 * 4096);
 	cr_expect_eq(gs_ringbuf_size(0, 4096, 10000), 256u << 20); /* capped */
-	cr_expect_eq(gs_ringbuf_size(1, 2, 99), 4096u);		    /* page minimum */
-	cr_expect_eq(gs_ringbuf_size(5000, 2, 99), 8192u);	    /* rounded up */
+	cr_expect_eq(gs_ringbuf_size(1, 2, 99), 4096u);            /* page minimum */
+	cr_expect_eq(gs_ringbuf_size(5000, 2, 99), 8192u);         /* rounded up */
 }
 
 Test(sampler_unit, frequency_out_of_range)
@@ -175,8 +175,10 @@ static void collect_for(struct gs_sampler *s, struct collect *c, double secs)
 
 static struct gs_sampler *open_sampler(uint32_t freq, bool kstacks, uint32_t rb_bytes)
 {
-	struct gs_sampler_opts o = { .frequency_hz = freq, .kernel_stacks = kstacks,
-				     .follow_children = true, .ringbuf_bytes = rb_bytes };
+	struct gs_sampler_opts o = { .frequency_hz = freq,
+				     .kernel_stacks = kstacks,
+				     .follow_children = true,
+				     .ringbuf_bytes = rb_bytes };
 	struct gs_sampler *s = NULL;
 	char err[512] = "";
 	int rc = gs_sampler_open(&o, &s, err, sizeof(err));

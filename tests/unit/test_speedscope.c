@@ -23,7 +23,8 @@ static bool have_validator(void)
 static char *validate(const char *path, int *st)
 {
 	char cmd[1024];
-	snprintf(cmd, sizeof(cmd), "node %s/tests/tools/validate_speedscope.js %s --dump 2>&1", fx_root(), path);
+	snprintf(cmd, sizeof(cmd), "node %s/tests/tools/validate_speedscope.js %s --dump 2>&1",
+		 fx_root(), path);
 	return fx_run(cmd, st);
 }
 
@@ -38,7 +39,8 @@ static void write_fixture(struct fx *x, char *path, size_t len)
 Test(speedscope, schema_valid_and_profiles)
 {
 	if (!have_validator())
-		cr_skip_test("node or tests/node_modules missing (cd tests && npm install speedscope@1.25.0 ajv@8)");
+		cr_skip_test("node or tests/node_modules missing (cd tests && npm install "
+			     "speedscope@1.25.0 ajv@8)");
 	struct fx x;
 	char path[128];
 	write_fixture(&x, path, sizeof(path));
@@ -49,26 +51,46 @@ Test(speedscope, schema_valid_and_profiles)
 	/* main process first; GPU profile last and active (GPU is the default) */
 	cr_assert_not_null(strstr(out, "profiles=4 active=3"), "%s", out);
 	/* every thread on the run's axis, 1 s; empty samples where unseen */
-	cr_assert_not_null(strstr(out, "PROFILE 0\tpython3 pid 1200 tid 1200 (main)\tnanoseconds\tsamples=7\ttotal=1000000000"), "%s", out);
-	cr_assert_not_null(strstr(out, "PROFILE 1\tpt_data_worker pid 1201 tid 1201 (dataloader)\tnanoseconds\tsamples=9\ttotal=1000000000"), "%s", out);
-	cr_assert_not_null(strstr(out, "P0\t\t95000000\nP0\tmain;<module>"), "the first tick at 100 ms covers 95-105 ms:\n%s", out);
-	cr_assert_not_null(strstr(out, "PROFILE 3\tGPU0 PC samples (stall reasons)\tnone\tsamples=3\ttotal=170"), "%s", out);
+	cr_assert_not_null(strstr(out, "PROFILE 0\tpython3 pid 1200 tid 1200 "
+				       "(main)\tnanoseconds\tsamples=7\ttotal=1000000000"),
+			   "%s", out);
+	cr_assert_not_null(strstr(out, "PROFILE 1\tpt_data_worker pid 1201 tid 1201 "
+				       "(dataloader)\tnanoseconds\tsamples=9\ttotal=1000000000"),
+			   "%s", out);
+	cr_assert_not_null(strstr(out, "P0\t\t95000000\nP0\tmain;<module>"),
+			   "the first tick at 100 ms covers 95-105 ms:\n%s", out);
+	cr_assert_not_null(
+	    strstr(out, "PROFILE 3\tGPU0 PC samples (stall reasons)\tnone\tsamples=3\ttotal=170"),
+	    "%s", out);
 	/* time order: addmm (t=100ms) < input wait (300ms) < sync (800ms); the
 	 * 5 adjacent input-wait samples are one run of 50 ms, after a 170 ms gap */
-	char *a = strstr(out, "P0\tmain;<module> (/home/u/train.py:10);train_step (/home/u/train.py:20);at::native::addmm_out_cpu");
-	char *b = strstr(out, "P0\t\t170000000\nP0\tmain;<module> (/home/u/train.py:10);_BaseDataLoaderIter.__next__");
-	cr_assert_not_null(strstr(out, "Queue.get (multiprocessing/queues.py:103);poll;do_syscall_64\t50000000"), "%s", out);
-	char *c = strstr(out, "P0\tmain;<module> (/home/u/train.py:10);train_step (/home/u/train.py:22);cudaStreamSynchronize\t20000000");
+	char *a = strstr(out, "P0\tmain;<module> (/home/u/train.py:10);train_step "
+			      "(/home/u/train.py:20);at::native::addmm_out_cpu");
+	char *b = strstr(out, "P0\t\t170000000\nP0\tmain;<module> "
+			      "(/home/u/train.py:10);_BaseDataLoaderIter.__next__");
+	cr_assert_not_null(
+	    strstr(out, "Queue.get (multiprocessing/queues.py:103);poll;do_syscall_64\t50000000"),
+	    "%s", out);
+	char *c = strstr(out, "P0\tmain;<module> (/home/u/train.py:10);train_step "
+			      "(/home/u/train.py:22);cudaStreamSynchronize\t20000000");
 	cr_assert(a && b && c && a < b && b < c, "CPU samples not in time order: %s", out);
 	/* GPU leaves: [GPU] kernel -> inlined device fn -> line -> [stall] */
-	cr_assert_not_null(strstr(out, "P3\tmain;<module> (/home/u/train.py:10);train_step (/home/u/train.py:21);"
-				       "cudaLaunchKernel;[GPU] matmul_kernel;load_tile;tile.cuh:42;[stall] long_scoreboard\t120"), "%s", out);
-	cr_assert_not_null(strstr(out, "P3\t[unknown launch];[GPU] matmul_kernel;matmul.cu:43;[stall] long_scoreboard\t10"), "%s", out);
+	cr_assert_not_null(
+	    strstr(out, "P3\tmain;<module> (/home/u/train.py:10);train_step (/home/u/train.py:21);"
+			"cudaLaunchKernel;[GPU] matmul_kernel;load_tile;tile.cuh:42;[stall] "
+			"long_scoreboard\t120"),
+	    "%s", out);
+	cr_assert_not_null(strstr(out, "P3\t[unknown launch];[GPU] "
+				       "matmul_kernel;matmul.cu:43;[stall] long_scoreboard\t10"),
+			   "%s", out);
 	free(out);
 	/* frames carry file and line where known */
 	char *json = fx_read_file(path, NULL);
-	cr_assert_not_null(strstr(json, "{\"name\":\"tile.cuh:42\",\"file\":\"/home/u/tile.cuh\",\"line\":42}"), "%s", json);
-	cr_assert_not_null(strstr(json, "\"$schema\":\"https://www.speedscope.app/file-format-schema.json\""));
+	cr_assert_not_null(
+	    strstr(json, "{\"name\":\"tile.cuh:42\",\"file\":\"/home/u/tile.cuh\",\"line\":42}"),
+	    "%s", json);
+	cr_assert_not_null(
+	    strstr(json, "\"$schema\":\"https://www.speedscope.app/file-format-schema.json\""));
 	free(json);
 	gs_profile_free(&x.p);
 }
@@ -79,7 +101,8 @@ Test(speedscope, schema_valid_and_profiles)
 Test(speedscope, wall_clock_timeline)
 {
 	if (!have_validator())
-		cr_skip_test("node or tests/node_modules missing (cd tests && npm install speedscope@1.25.0 ajv@8)");
+		cr_skip_test("node or tests/node_modules missing (cd tests && npm install "
+			     "speedscope@1.25.0 ajv@8)");
 	struct gs_profile p;
 	gs_profile_init(&p);
 	p.period_ns = FX_PERIOD;
@@ -87,15 +110,18 @@ Test(speedscope, wall_clock_timeline)
 	uint32_t m_py = fx_map(&p, "[python]", NULL, 0, 0, true);
 	uint32_t m_lib = fx_map(&p, "/lib/libc.so.6", NULL, 0x1000, 0x9000, false);
 	uint32_t m_k = fx_map(&p, "[kernel.kallsyms]", NULL, 0, 0, false);
-	uint32_t a = fx_loc(&p, m_py, 0, GS_FRAME_PYTHON, fx_fn(&p, "step", NULL, "/home/u/t.py", 1), 3);
-	uint32_t poll = fx_loc(&p, m_lib, 0x1100, GS_FRAME_NATIVE, fx_fn(&p, "poll", NULL, NULL, 0), 0);
-	uint32_t fw = fx_loc(&p, m_k, 0x10, GS_FRAME_KERNEL, fx_fn(&p, "futex_wait", NULL, NULL, 0), 0);
-	uint32_t sa[] = {a}, sb[] = {a, poll, fw};
+	uint32_t a = fx_loc(&p, m_py, 0, GS_FRAME_PYTHON,
+			    fx_fn(&p, "step", NULL, "/home/u/t.py", 1), 3);
+	uint32_t poll = fx_loc(&p, m_lib, 0x1100, GS_FRAME_NATIVE, fx_fn(&p, "poll", NULL, NULL, 0),
+			       0);
+	uint32_t fw = fx_loc(&p, m_k, 0x10, GS_FRAME_KERNEL, fx_fn(&p, "futex_wait", NULL, NULL, 0),
+			     0);
+	uint32_t sa[] = { a }, sb[] = { a, poll, fw };
 	uint32_t ms = 1000000;
 	fx_samples(&p, sa, 1, 2, 10, 10, "python3", "main", 5 * ms, 10 * ms); /* ticks 5, 15 */
 	fx_samples(&p, sa, 1, 1, 10, 10, "python3", "main", 26 * ms, 0);      /* 1 ms late */
 	uint32_t st_a = p.samples[0].stack;
-	fx_samples(&p, sb, 3, 0, 10, 10, "python3", "main", 0, 0);          /* adds stack b only */
+	fx_samples(&p, sb, 3, 0, 10, 10, "python3", "main", 0, 0); /* adds stack b only */
 	uint32_t st_b = st_a + 1;
 	fx_offcpu(&p, st_b, 10, 10, "python3", "main", "blocked", 30 * ms, 50 * ms);
 	fx_offcpu(&p, st_a, 10, 10, "python3", "main", "runnable", 80 * ms, 20 * ms);
@@ -108,18 +134,25 @@ Test(speedscope, wall_clock_timeline)
 	int st;
 	char *out = validate(path, &st);
 	cr_assert_eq(st, 0, "%s", out);
-	const char *want =
-		"P0\tstep (/home/u/t.py:3)\t30000000\n"
-		"P0\tstep (/home/u/t.py:3);poll;futex_wait;[blocked] poll\t50000000\n"
-		"P0\tstep (/home/u/t.py:3);[runnable]\t20000000\n"
-		"P0\tstep (/home/u/t.py:3)\t10000000\n"
-		"P0\t\t88000000\n"
-		"P0\tstep (/home/u/t.py:3)\t10000000\n"
-		"P0\t\t92000000\n"
-		"P1\tstep (/home/u/t.py:3);poll;futex_wait;[blocked] poll\t300000000\n";
+	const char *want = "P0\tstep (/home/u/t.py:3)\t30000000\n"
+			   "P0\tstep (/home/u/t.py:3);poll;futex_wait;[blocked] poll\t50000000\n"
+			   "P0\tstep (/home/u/t.py:3);[runnable]\t20000000\n"
+			   "P0\tstep (/home/u/t.py:3)\t10000000\n"
+			   "P0\t\t88000000\n"
+			   "P0\tstep (/home/u/t.py:3)\t10000000\n"
+			   "P0\t\t92000000\n"
+			   "P1\tstep (/home/u/t.py:3);poll;futex_wait;[blocked] poll\t300000000\n";
 	cr_assert_not_null(strstr(out, want), "want:\n%s\ngot:\n%s", want, out);
-	cr_assert_not_null(strstr(out, "PROFILE 0\tpython3 pid 10 tid 10 (main)\tnanoseconds\tsamples=7\ttotal=300000000"), "%s", out);
-	cr_assert_not_null(strstr(out, "PROFILE 1\tpython3 pid 10 tid 11 (main)\tnanoseconds\tsamples=1\ttotal=300000000"), "%s", out);
+	cr_assert_not_null(
+	    strstr(
+		out,
+		"PROFILE 0\tpython3 pid 10 tid 10 (main)\tnanoseconds\tsamples=7\ttotal=300000000"),
+	    "%s", out);
+	cr_assert_not_null(
+	    strstr(
+		out,
+		"PROFILE 1\tpython3 pid 10 tid 11 (main)\tnanoseconds\tsamples=1\ttotal=300000000"),
+	    "%s", out);
 	free(out);
 	gs_profile_free(&p);
 }
@@ -154,18 +187,22 @@ static void long_run_profile(struct gs_profile *p)
 	uint32_t mm = fx_fn(p, "matmul", NULL, NULL, 0);
 	uint32_t mm1 = fx_loc(p, m_lib, 0x1100, GS_FRAME_NATIVE, mm, 0);
 	uint32_t mm2 = fx_loc(p, m_lib, 0x1140, GS_FRAME_NATIVE, mm, 0);
-	uint32_t a[] = {step, fwd}, b[] = {step, bwd}, c1[] = {step, mm1}, c2[] = {step, mm2};
+	uint32_t a[] = { step, fwd }, b[] = { step, bwd }, c1[] = { step, mm1 },
+		 c2[] = { step, mm2 };
 	for (int i = 0; i < 2000; i++)
-		fx_samples(p, i % 2 ? b : a, 2, 1, 10, 10, "python3", "main", 5ull * ms + i * 10ull * ms, 0);
+		fx_samples(p, i % 2 ? b : a, 2, 1, 10, 10, "python3", "main",
+			   5ull * ms + i * 10ull * ms, 0);
 	for (int i = 0; i < 100; i++)
-		fx_samples(p, i % 2 ? c2 : c1, 2, 1, 10, 10, "python3", "main", 21005ull * ms + i * 10ull * ms, 0);
+		fx_samples(p, i % 2 ? c2 : c1, 2, 1, 10, 10, "python3", "main",
+			   21005ull * ms + i * 10ull * ms, 0);
 }
 
 static char *write_long_run(struct gs_profile *p, size_t max_bytes, const char *name)
 {
 	char path[128], err[256];
 	snprintf(path, sizeof(path), "%s/%s.speedscope.json", tmpdir, name);
-	cr_assert_eq(gs_write_speedscope_capped(p, path, max_bytes, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(gs_write_speedscope_capped(p, path, max_bytes, err, sizeof(err)), 0, "%s",
+		     err);
 	int st;
 	char *out = validate(path, &st);
 	cr_assert_eq(st, 0, "%s", out);
@@ -173,10 +210,11 @@ static char *write_long_run(struct gs_profile *p, size_t max_bytes, const char *
 	char *doc = fx_read_file(path, &len);
 	cr_assert_not_null(doc);
 	const char *note = strstr(doc, "[long run: ");
-	cr_assert(max_bytes == SIZE_MAX ? !note : note != NULL, "title note wrong for budget %zu: %.300s",
-		  max_bytes, doc);
+	cr_assert(max_bytes == SIZE_MAX ? !note : note != NULL,
+		  "title note wrong for budget %zu: %.300s", max_bytes, doc);
 	if (max_bytes != SIZE_MAX && max_bytes > 1) /* the budget holds: frames table aside */
-		cr_assert_lt(len, max_bytes + 2048, "%zu bytes for a budget of %zu", len, max_bytes);
+		cr_assert_lt(len, max_bytes + 2048, "%zu bytes for a budget of %zu", len,
+			     max_bytes);
 	free(doc);
 	return out;
 }
@@ -192,7 +230,9 @@ static void assert_totals(const char *out)
 
 Test(speedscope, long_run_merges_within_steps)
 {
-	cr_assert(have_validator(), "node or tests/node_modules missing (cd tests && npm install speedscope@1.25.0 ajv@8)");
+	cr_assert(
+	    have_validator(),
+	    "node or tests/node_modules missing (cd tests && npm install speedscope@1.25.0 ajv@8)");
 	struct gs_profile p;
 	long_run_profile(&p);
 	char *out = write_long_run(&p, SIZE_MAX, "exact");
@@ -232,17 +272,21 @@ Test(speedscope, empty_profile_is_valid)
 
 Test(speedscope, json_escape)
 {
-	static const struct { const char *in, *want; } cases[] = {
-		{"plain ascii", "plain ascii"},
-		{"q\"b\\n\nt\tc\x01\x1f", "q\\\"b\\\\n\\nt\\tc\\u0001\\u001f"},
+	static const struct {
+		const char *in, *want;
+	} cases[] = {
+		{ "plain ascii", "plain ascii" },
+		{ "q\"b\\n\nt\tc\x01\x1f", "q\\\"b\\\\n\\nt\\tc\\u0001\\u001f" },
 		/* valid UTF-8 passes through: é € 😀 */
-		{"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"},
+		{ "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80" },
 		/* invalid: lone 0xff, overlong '/', surrogate, > U+10FFFF, truncated */
-		{"a\xff" "b", "a\\ufffdb"},
-		{"\xc0\xaf", "\\ufffd\\ufffd"},
-		{"\xed\xa0\x80", "\\ufffd\\ufffd\\ufffd"},
-		{"\xf4\x90\x80\x80", "\\ufffd\\ufffd\\ufffd\\ufffd"},
-		{"x\xe2\x82", "x\\ufffd\\ufffd"},
+		{ "a\xff"
+		  "b",
+		  "a\\ufffdb" },
+		{ "\xc0\xaf", "\\ufffd\\ufffd" },
+		{ "\xed\xa0\x80", "\\ufffd\\ufffd\\ufffd" },
+		{ "\xf4\x90\x80\x80", "\\ufffd\\ufffd\\ufffd\\ufffd" },
+		{ "x\xe2\x82", "x\\ufffd\\ufffd" },
 	};
 	char out[256];
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -263,12 +307,15 @@ Test(speedscope, hostile_names_parse)
 		cr_skip_test("node or tests/node_modules missing");
 	struct gs_profile p;
 	gs_profile_init(&p);
-	struct gs_function f = {.name = gs_profile_intern(&p, "we\"ird\\\x01name\xff\n"),
-				.file = gs_profile_intern(&p, "/tmp/\xe2\x82\xac.py")};
-	struct gs_line l = {.function = gs_profile_add_function(&p, &f), .line = 3};
+	struct gs_function f = { .name = gs_profile_intern(&p, "we\"ird\\\x01name\xff\n"),
+				 .file = gs_profile_intern(&p, "/tmp/\xe2\x82\xac.py") };
+	struct gs_line l = { .function = gs_profile_add_function(&p, &f), .line = 3 };
 	uint32_t loc = gs_profile_add_location(&p, 0, 0, GS_FRAME_PYTHON, &l, 1);
-	struct gs_sample s = {.stack = (uint32_t)gs_profile_add_stack(&p, &loc, 1), .pid = 1, .tid = 1,
-			      .cuda_device = -1, .thread_name = gs_profile_intern(&p, "t\x7f\x80")};
+	struct gs_sample s = { .stack = (uint32_t)gs_profile_add_stack(&p, &loc, 1),
+			       .pid = 1,
+			       .tid = 1,
+			       .cuda_device = -1,
+			       .thread_name = gs_profile_intern(&p, "t\x7f\x80") };
 	s.values[GS_V_SAMPLES] = 1;
 	s.values[GS_V_CPU_NS] = 5;
 	gs_profile_add_sample(&p, &s);
@@ -279,13 +326,16 @@ Test(speedscope, hostile_names_parse)
 	char *out = validate(path, &st);
 	cr_assert_eq(st, 0, "%s", out);
 	free(out);
-	snprintf(cmd, sizeof(cmd),
-		 "node -e 'const d=JSON.parse(require(\"fs\").readFileSync(process.argv[1],\"utf8\"));"
-		 "console.log(JSON.stringify(d.shared.frames[0]))' %s", path);
+	snprintf(
+	    cmd, sizeof(cmd),
+	    "node -e 'const d=JSON.parse(require(\"fs\").readFileSync(process.argv[1],\"utf8\"));"
+	    "console.log(JSON.stringify(d.shared.frames[0]))' %s",
+	    path);
 	out = fx_run(cmd, &st);
 	cr_assert_eq(st, 0, "%s", out);
-	cr_assert_str_eq(out, "{\"name\":\"we\\\"ird\\\\\\u0001name\xef\xbf\xbd\\n (/tmp/\xe2\x82\xac.py:3)\","
-			      "\"file\":\"/tmp/\xe2\x82\xac.py\",\"line\":3}\n");
+	cr_assert_str_eq(
+	    out, "{\"name\":\"we\\\"ird\\\\\\u0001name\xef\xbf\xbd\\n (/tmp/\xe2\x82\xac.py:3)\","
+		 "\"file\":\"/tmp/\xe2\x82\xac.py\",\"line\":3}\n");
 	free(out);
 	gs_profile_free(&p);
 }
@@ -312,7 +362,8 @@ Test(speedscope, chromium_imports_json_and_pprof, .timeout = 240)
 	cr_assert_not_null(strstr(out, "Importing as protobuf encoded pprof file"), "%s", out);
 	free(out);
 	/* and the checker itself fails on junk */
-	snprintf(cmd, sizeof(cmd), "echo junk > %s/junk.json && %s %s/junk.json 2>&1", tmpdir, tool, tmpdir);
+	snprintf(cmd, sizeof(cmd), "echo junk > %s/junk.json && %s %s/junk.json 2>&1", tmpdir, tool,
+		 tmpdir);
 	out = fx_run(cmd, &st);
 	cr_assert_eq(st, 1, "junk must fail: %s", out);
 	free(out);
@@ -326,11 +377,13 @@ Test(speedscope, chromium_imports_long_run, .timeout = 240)
 	struct gs_profile p;
 	long_run_profile(&p);
 	free(write_long_run(&p, 20000, "stepped"));
-	snprintf(cmd, sizeof(cmd), "%s/tests/tools/speedscope_import.sh %s/stepped.speedscope.json 2>&1", fx_root(),
+	snprintf(cmd, sizeof(cmd),
+		 "%s/tests/tools/speedscope_import.sh %s/stepped.speedscope.json 2>&1", fx_root(),
 		 tmpdir);
 	int st;
 	char *out = fx_run(cmd, &st);
-	cr_assert_eq(st, 0, "speedscope in Chromium (exit 77: Chromium or speedscope missing): %s", out);
+	cr_assert_eq(st, 0, "speedscope in Chromium (exit 77: Chromium or speedscope missing): %s",
+		     out);
 	cr_assert_not_null(strstr(out, "Importing as speedscope json file"), "%s", out);
 	free(out);
 	gs_profile_free(&p);
@@ -352,25 +405,35 @@ Test(speedscope, refuses_symlink)
 Test(speedscope, display_names)
 {
 	char b[256];
-	cr_assert_str_eq(gs_short_cxx_name("void matmul_kernel<float, 128>(float*, float const*, int)", b, sizeof(b)),
-			 "matmul_kernel");
-	cr_assert_str_eq(gs_short_cxx_name("at::native::addmm_out_cpu(at::Tensor const&, at::Tensor const&)", b,
-					   sizeof(b)), "at::native::addmm_out_cpu");
-	cr_assert_str_eq(gs_short_cxx_name("at::Tensor::item() const", b, sizeof(b)), "at::Tensor::item");
-	cr_assert_str_eq(gs_short_cxx_name("void at::native::(anonymous namespace)::vectorized_elementwise_kernel"
-					   "<4, at::native::AddFunctor<float>, at::detail::Array<char*, 3> >"
-					   "(int, at::native::AddFunctor<float>, at::detail::Array<char*, 3>)",
-					   b, sizeof(b)),
+	cr_assert_str_eq(
+	    gs_short_cxx_name("void matmul_kernel<float, 128>(float*, float const*, int)", b,
+			      sizeof(b)),
+	    "matmul_kernel");
+	cr_assert_str_eq(
+	    gs_short_cxx_name("at::native::addmm_out_cpu(at::Tensor const&, at::Tensor const&)", b,
+			      sizeof(b)),
+	    "at::native::addmm_out_cpu");
+	cr_assert_str_eq(gs_short_cxx_name("at::Tensor::item() const", b, sizeof(b)),
+			 "at::Tensor::item");
+	cr_assert_str_eq(gs_short_cxx_name(
+			     "void at::native::(anonymous namespace)::vectorized_elementwise_kernel"
+			     "<4, at::native::AddFunctor<float>, at::detail::Array<char*, 3> >"
+			     "(int, at::native::AddFunctor<float>, at::detail::Array<char*, 3>)",
+			     b, sizeof(b)),
 			 "at::native::(anonymous namespace)::vectorized_elementwise_kernel");
-	cr_assert_str_eq(gs_short_cxx_name("std::vector<int>::operator[](unsigned long)", b, sizeof(b)),
-			 "std::vector::operator[]");
-	cr_assert_str_eq(gs_short_cxx_name("operator new(unsigned long)", b, sizeof(b)), "operator new");
+	cr_assert_str_eq(
+	    gs_short_cxx_name("std::vector<int>::operator[](unsigned long)", b, sizeof(b)),
+	    "std::vector::operator[]");
+	cr_assert_str_eq(gs_short_cxx_name("operator new(unsigned long)", b, sizeof(b)),
+			 "operator new");
 	cr_assert_str_eq(gs_short_cxx_name("main", b, sizeof(b)), "main");
 	cr_assert_str_eq(gs_short_cxx_name("[unknown python]", b, sizeof(b)), "[unknown python]");
-	cr_assert_str_eq(gs_short_cxx_name("some name with spaces", b, sizeof(b)), "some name with spaces");
+	cr_assert_str_eq(gs_short_cxx_name("some name with spaces", b, sizeof(b)),
+			 "some name with spaces");
 	cr_assert_str_eq(gs_short_cxx_name("<module>", b, sizeof(b)), "<module>");
 	cr_assert_str_eq(gs_short_path("/usr/lib/python3/dist-packages/torch/nn/modules/module.py"),
 			 "torch/nn/modules/module.py");
-	cr_assert_str_eq(gs_short_path("/root/.pyenv/versions/3.11.7/lib/python3.11/threading.py"), "threading.py");
+	cr_assert_str_eq(gs_short_path("/root/.pyenv/versions/3.11.7/lib/python3.11/threading.py"),
+			 "threading.py");
 	cr_assert_str_eq(gs_short_path("/home/u/train.py"), "/home/u/train.py");
 }

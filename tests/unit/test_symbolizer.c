@@ -218,16 +218,17 @@ static void check_inline_chain(const char *bin)
 	cr_assert_eq(gs_sym_add_process(sym, wl.pid), 0);
 	uint32_t loc = gs_sym_native(sym, wl.pid, wl_u64(&wl, "ret"), true);
 	const struct gs_location *l = gs_profile_location(&prof, loc);
-	cr_assert_eq(l->address, wl_u64(&wl, "ret") - 1, "return addresses are looked up (and kept) at addr-1");
+	cr_assert_eq(l->address, wl_u64(&wl, "ret") - 1,
+		     "return addresses are looked up (and kept) at addr-1");
 	cr_assert_eq(l->n_lines, 3, "leaf_inl <- mid_inl <- outer_fn, got %u lines", l->n_lines);
 	const char *names[] = { "leaf_inl", "mid_inl", "outer_fn" };
 	const char *keys[] = { "leaf_line", "mid_line", "outer_line" };
 	for (int i = 0; i < 3; i++) {
 		cr_assert_str_eq(S(loc_fn(loc, i)->name), names[i]);
-		cr_assert(ends_with(S(loc_fn(loc, i)->file), "sym_inline.c"), "file of %s: %s", names[i],
-			  S(loc_fn(loc, i)->file));
-		cr_assert_eq(loc_line(loc, i), (int64_t)wl_u64(&wl, keys[i]), "line of %s: %" PRId64,
-			     names[i], loc_line(loc, i));
+		cr_assert(ends_with(S(loc_fn(loc, i)->file), "sym_inline.c"), "file of %s: %s",
+			  names[i], S(loc_fn(loc, i)->file));
+		cr_assert_eq(loc_line(loc, i), (int64_t)wl_u64(&wl, keys[i]),
+			     "line of %s: %" PRId64, names[i], loc_line(loc, i));
 	}
 	cr_assert(prof.mappings[l->mapping - 1].has_inlines);
 }
@@ -299,10 +300,12 @@ Test(symbolizer, dlopen_after_snapshot_rereads_maps)
 	wl_cmd(&wl, "dlcopy %s", so);
 	uint32_t loc = gs_sym_native(sym, wl.pid, wl_u64(&wl, "cxx"), false);
 	const struct gs_location *l = gs_profile_location(&prof, loc);
-	cr_assert_str_eq(S(loc_fn(loc, l->n_lines - 1)->name), "gs_test::Widget<int>::compute(int)");
+	cr_assert_str_eq(S(loc_fn(loc, l->n_lines - 1)->name),
+			 "gs_test::Widget<int>::compute(int)");
 	/* mappings of the first snapshot still resolve */
-	cr_assert_str_eq(S(loc_fn(gs_sym_native(sym, wl.pid, wl_u64(&wl, "outer"), false), 0)->name),
-			 "outer_fn");
+	cr_assert_str_eq(
+	    S(loc_fn(gs_sym_native(sym, wl.pid, wl_u64(&wl, "outer"), false), 0)->name),
+	    "outer_fn");
 }
 
 Test(symbolizer, fork_child_shares_snapshot)
@@ -346,7 +349,11 @@ Test(symbolizer, unknown_and_fallback_names)
 	cr_assert_not(gs_sym_has_process(sym, 0));
 }
 
-struct foreach_ctx { uint64_t outer; bool saw_main, saw_libc; uint64_t main_bias; };
+struct foreach_ctx {
+	uint64_t outer;
+	bool saw_main, saw_libc;
+	uint64_t main_bias;
+};
 
 static int foreach_cb(void *vctx, const struct gs_sym_mapping_info *m)
 {
@@ -386,7 +393,10 @@ static void elf_each_sym(const char *path, Elf64_Word type,
 	close(fd);
 }
 
-struct sym_value { const char *name; uint64_t v; };
+struct sym_value {
+	const char *name;
+	uint64_t v;
+};
 
 static void match_sym(void *ctx, const char *name, const GElf_Sym *s)
 {
@@ -437,7 +447,8 @@ Test(symbolizer, debuglink_debug_file)
 	const struct gs_location *l = gs_profile_location(&prof, loc);
 	const struct gs_function *f = loc_fn(loc, l->n_lines - 1);
 	cr_assert_str_eq(S(f->name), "gs_test::Widget<int>::compute(int)");
-	cr_assert(ends_with(S(f->file), "sym_cxx.cpp"), "DWARF from the debug file: %s", S(f->file));
+	cr_assert(ends_with(S(f->file), "sym_cxx.cpp"), "DWARF from the debug file: %s",
+		  S(f->file));
 	cr_assert_gt(loc_line(loc, l->n_lines - 1), 0);
 	cr_assert(prof.mappings[l->mapping - 1].has_lines);
 }
@@ -493,7 +504,8 @@ Test(symbolizer, perf_map_written_after_snapshot)
 	cr_assert_eq(gs_perfmap_path(wl.pid, path, sizeof(path)), 0);
 	FILE *f = fopen(path, "w");
 	cr_assert(f, "%s", path);
-	fprintf(f, "%" PRIx64 " 20 jitted_plain\n%" PRIx64 " 100 _ZN3c106detail7jit_fooEv\n", jit, jit + 0x100);
+	fprintf(f, "%" PRIx64 " 20 jitted_plain\n%" PRIx64 " 100 _ZN3c106detail7jit_fooEv\n", jit,
+		jit + 0x100);
 	fclose(f);
 	uint32_t a = gs_sym_native(sym, wl.pid, jit + 4, false);
 	uint32_t b = gs_sym_native(sym, wl.pid, jit + 0x180, true);
@@ -502,7 +514,8 @@ Test(symbolizer, perf_map_written_after_snapshot)
 	cr_assert_str_eq(S(loc_fn(b, 0)->name), "c10::detail::jit_foo()");
 	cr_assert_str_eq(S(loc_fn(b, 0)->system_name), "_ZN3c106detail7jit_fooEv");
 	/* in the anonymous executable region but not in the map */
-	cr_assert_str_eq(S(loc_fn(gs_sym_native(sym, wl.pid, jit + 0x40, false), 0)->name), "[jit]");
+	cr_assert_str_eq(S(loc_fn(gs_sym_native(sym, wl.pid, jit + 0x40, false), 0)->name),
+			 "[jit]");
 }
 
 /* ---- kernel ------------------------------------------------------------- */
@@ -527,7 +540,8 @@ static uint64_t kallsyms_addr(const char *want, char *aliases, size_t len)
 	while (a && fgets(line, sizeof(line), f)) {
 		char name[256], type;
 		unsigned long long addr;
-		if (sscanf(line, "%llx %c %255s", &addr, &type, name) == 3 && addr == a && type == 'T')
+		if (sscanf(line, "%llx %c %255s", &addr, &type, name) == 3 && addr == a &&
+		    type == 'T')
 			snprintf(aliases + strlen(aliases), len - strlen(aliases), " %s ", name);
 	}
 	fclose(f);
@@ -583,16 +597,23 @@ Test(kallsyms, parse_modules_and_search)
 
 Test(demangle, libtorch_names)
 {
-	struct { const char *in, *out; } t[] = {
+	struct {
+		const char *in, *out;
+	} t[] = {
 		{ "_ZN2at6native10add_kernelERNS_18TensorIteratorBaseERKN3c106ScalarE",
 		  "at::native::add_kernel(at::TensorIteratorBase&, c10::Scalar const&)" },
-		{ "_ZN3c1010Dispatcher4callIN2at6TensorEJRKS3_S5_EEET_RKNS_19TypedOperatorHandleIFS6_DpT0_EEES9_",
-		  "at::Tensor c10::Dispatcher::call<at::Tensor, at::Tensor const&, at::Tensor const&>"
-		  "(c10::TypedOperatorHandle<at::Tensor (at::Tensor const&, at::Tensor const&)> const&, "
+		{ "_ZN3c1010Dispatcher4callIN2at6TensorEJRKS3_S5_EEET_RKNS_"
+		  "19TypedOperatorHandleIFS6_DpT0_EEES9_",
+		  "at::Tensor c10::Dispatcher::call<at::Tensor, at::Tensor const&, at::Tensor "
+		  "const&>"
+		  "(c10::TypedOperatorHandle<at::Tensor (at::Tensor const&, at::Tensor const&)> "
+		  "const&, "
 		  "at::Tensor const&, at::Tensor const&)" },
 		{ "_ZN5torch8autograd6Engine11thread_mainERKSt10shared_ptrINS0_9GraphTaskEE",
-		  "torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::GraphTask> const&)" },
-		{ "_ZN3c106detail7jit_fooEv@@LIBTORCH_1.0", "c10::detail::jit_foo()@@LIBTORCH_1.0" },
+		  "torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::GraphTask>"
+		  " const&)" },
+		{ "_ZN3c106detail7jit_fooEv@@LIBTORCH_1.0",
+		  "c10::detail::jit_foo()@@LIBTORCH_1.0" },
 	};
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		char *d = gs_demangle(t[i].in);
@@ -614,7 +635,10 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-struct mid_funcs { uint64_t base, *addrs; size_t n, cap; };
+struct mid_funcs {
+	uint64_t base, *addrs;
+	size_t n, cap;
+};
 
 /* the middle of each defined function of more than 4 bytes */
 static void add_mid_func(void *ctx, const char *name, const GElf_Sym *s)
@@ -685,7 +709,8 @@ Test(symbolizer, cu_index_matches_getscopes)
 			text = &m->loads[i];
 	cr_assert(text);
 	size_t compared = 0, inlined = 0;
-	for (uint64_t a = text->p_vaddr; a < text->p_vaddr + text->p_memsz && compared < 3000; a += 997) {
+	for (uint64_t a = text->p_vaddr; a < text->p_vaddr + text->p_memsz && compared < 3000;
+	     a += 997) {
 		struct gs_sym_result x, y;
 		gs_sym_no_cu_index = false;
 		cr_assert_eq(gs_sym_module_resolve(m, a, &x), 0);
@@ -702,7 +727,8 @@ Test(symbolizer, cu_index_matches_getscopes)
 		gs_sym_result_clear(&x);
 		gs_sym_result_clear(&y);
 	}
-	cr_assert_gt(inlined, compared / 10, "libpython -O3 has inline chains (%zu/%zu)", inlined, compared);
+	cr_assert_gt(inlined, compared / 10, "libpython -O3 has inline chains (%zu/%zu)", inlined,
+		     compared);
 	gs_sym_modcache_free(c);
 }
 

@@ -8,7 +8,7 @@
 struct roles_fx {
 	struct gs_profile p;
 	uint32_t l_clone, l_start, l_main, l_mod, l_boot, l_run, l_pin, l_feed, l_wloop, l_getitem,
-		 l_gomp, l_conv, l_autograd, l_tmain, l_gloo, l_c10d_allreduce;
+	    l_gomp, l_conv, l_autograd, l_tmain, l_gloo, l_c10d_allreduce;
 };
 
 static void build(struct roles_fx *x)
@@ -20,23 +20,31 @@ static void build(struct roles_fx *x)
 	m_py = fx_map(p, "[python]", NULL, 0, 0, true);
 	m_so = fx_map(p, "/usr/lib/libtorch_cpu.so", "ab", 0x1000, 0x900000, false);
 #define NAT(name, addr) fx_loc(p, m_so, addr, GS_FRAME_NATIVE, fx_fn(p, name, NULL, NULL, 0), 0)
-#define PY(name, file, line) fx_loc(p, m_py, 0, GS_FRAME_PYTHON, fx_fn(p, name, NULL, file, 1), line)
+#define PY(name, file, line) \
+	fx_loc(p, m_py, 0, GS_FRAME_PYTHON, fx_fn(p, name, NULL, file, 1), line)
 	x->l_clone = NAT("clone3", 0x1100);
 	x->l_start = NAT("_start", 0x1200);
 	x->l_main = NAT("main", 0x1300);
 	x->l_mod = PY("<module>", "/home/u/train.py", 3);
 	x->l_boot = PY("Thread._bootstrap", "/usr/lib/python3.11/threading.py", 995);
 	x->l_run = PY("Thread.run", "/usr/lib/python3.11/threading.py", 975);
-	x->l_pin = PY("_pin_memory_loop", "/usr/lib/python3/dist-packages/torch/utils/data/_utils/pin_memory.py", 49);
+	x->l_pin = PY("_pin_memory_loop",
+		      "/usr/lib/python3/dist-packages/torch/utils/data/_utils/pin_memory.py", 49);
 	x->l_feed = PY("Queue._feed", "/usr/lib/python3.11/multiprocessing/queues.py", 239);
-	x->l_wloop = PY("_worker_loop", "/usr/lib/python3/dist-packages/torch/utils/data/_utils/worker.py", 302);
+	x->l_wloop = PY("_worker_loop",
+			"/usr/lib/python3/dist-packages/torch/utils/data/_utils/worker.py", 302);
 	x->l_getitem = PY("Data.__getitem__", "/home/u/train.py", 20);
 	x->l_gomp = NAT("gomp_thread_start", 0x2000);
 	x->l_conv = NAT("at::native::conv2d(at::Tensor const&)", 0x2100);
-	x->l_autograd = NAT("torch::autograd::Engine::thread_init(int, std::shared_ptr<torch::autograd::ReadyQueue> const&, bool)", 0x2200);
-	x->l_tmain = NAT("torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::GraphTask> const&)", 0x2300);
+	x->l_autograd = NAT("torch::autograd::Engine::thread_init(int, "
+			    "std::shared_ptr<torch::autograd::ReadyQueue> const&, bool)",
+			    0x2200);
+	x->l_tmain = NAT("torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::"
+			 "GraphTask> const&)",
+			 0x2300);
 	x->l_gloo = NAT("gloo::transport::tcp::Loop::run()", 0x2400);
-	x->l_c10d_allreduce = NAT("c10d::ProcessGroupGloo::allreduce(std::vector<at::Tensor>&)", 0x2500);
+	x->l_c10d_allreduce = NAT("c10d::ProcessGroupGloo::allreduce(std::vector<at::Tensor>&)",
+				  0x2500);
 #undef NAT
 #undef PY
 }
@@ -76,8 +84,10 @@ Test(thread_roles, pytorch_job_threads)
 	fx_samples(p, plain, 2, 1, 100, 106, "python3", "main", 0, 1);
 	fx_samples(p, plain, 2, 1, 100, 107, "pt_autograd_0", "main", 0, 1);
 	/* a stripped pool: only the object's name says what it is */
-	uint32_t m_pool = fx_map(p, "/usr/lib/x86_64-linux-gnu/libpthreadpool.so.0", "cd", 0xa000, 0xb000, false);
-	uint32_t pool[] = { x.l_clone, gs_profile_add_location(p, m_pool, 0xa79e, GS_FRAME_NATIVE, NULL, 0) };
+	uint32_t m_pool = fx_map(p, "/usr/lib/x86_64-linux-gnu/libpthreadpool.so.0", "cd", 0xa000,
+				 0xb000, false);
+	uint32_t pool[] = { x.l_clone,
+			    gs_profile_add_location(p, m_pool, 0xa79e, GS_FRAME_NATIVE, NULL, 0) };
 	fx_samples(p, pool, 2, 2, 100, 108, "python3", "main", 0, 1);
 	/* a forked DataLoader worker: the parent's frames, then _worker_loop */
 	uint32_t w[] = { x.l_start, x.l_main, x.l_mod, x.l_wloop, x.l_getitem };

@@ -15,7 +15,8 @@ FX_TMPDIR_SUITE(trace, "tr");
 static char *check(const char *path, int *st)
 {
 	char cmd[1024];
-	snprintf(cmd, sizeof(cmd), "node %s/tests/tools/check_trace.js %s --dump 2>&1", fx_root(), path);
+	snprintf(cmd, sizeof(cmd), "node %s/tests/tools/check_trace.js %s --dump 2>&1", fx_root(),
+		 path);
 	return fx_run(cmd, st);
 }
 
@@ -53,7 +54,8 @@ static char *fx_checked(struct fx *x, size_t cap)
 	return out;
 }
 
-#define HAS(s, needle) cr_assert_not_null(strstr((s), (needle)), "missing \"%s\" in:\n%s", (needle), (s))
+#define HAS(s, needle) \
+	cr_assert_not_null(strstr((s), (needle)), "missing \"%s\" in:\n%s", (needle), (s))
 
 Test(trace, states_stacks_names_gpu)
 {
@@ -74,7 +76,8 @@ Test(trace, states_stacks_names_gpu)
 	HAS(out, "S 1200 1200 running 95000 30000 compute\n"
 		 "F 1200 1200 1 <module> (/home/u/train.py:10) 95000 30000\n"
 		 "F 1200 1200 2 train_step (/home/u/train.py:20) 95000 30000\n"
-		 "F 1200 1200 3 at::native::addmm_out_cpu(at::Tensor const&, at::Tensor const&) 95000 30000\n"
+		 "F 1200 1200 3 at::native::addmm_out_cpu(at::Tensor const&, at::Tensor const&) "
+		 "95000 30000\n"
 		 "F 1200 1200 4 python3.11+0x4321 95000 30000\n");
 	HAS(out, "S 1200 1200 blocked 125000 150000 input wait poll\n");
 	HAS(out, "S 1200 1200 running 295000 50000 input wait\n");
@@ -151,7 +154,8 @@ Test(trace, hostile_names_parse)
 	gs_profile_init(&p);
 	p.period_ns = FX_PERIOD;
 	uint32_t m = fx_map(&p, "[python]", NULL, 0, 0, true);
-	uint32_t l = fx_loc(&p, m, 0, GS_FRAME_PYTHON, fx_fn(&p, "we\"ird\\\x01\xff", NULL, "/t/\n.py", 1), 3);
+	uint32_t l = fx_loc(&p, m, 0, GS_FRAME_PYTHON,
+			    fx_fn(&p, "we\"ird\\\x01\xff", NULL, "/t/\n.py", 1), 3);
 	fx_samples(&p, &l, 1, 2, 5, 5, "c\"o\x02mm", "main", 0, FX_PERIOD);
 	char *out = write_checked(&p, "hostile.trace.json");
 	HAS(out, "M 5 5 thread_name c\"o\x02mm");

@@ -70,7 +70,7 @@ Test(truncate, symbolizer_survives_a_shrunk_module, .timeout = 60)
 	uint64_t lo, hi;
 	text_range(path, &lo, &hi);
 	struct gs_sym_modcache *c = gs_sym_modcache_new(NULL);
-	const char *paths[] = {path};
+	const char *paths[] = { path };
 	struct stat st;
 	stat(path, &st);
 	struct gs_sym_module *m = gs_sym_module_get(c, path, paths, 1, path, st.st_dev, st.st_ino);
@@ -117,7 +117,7 @@ static void *shrink_loop(void *arg)
 Test(truncate, cfi_builder_survives_a_shrinking_file, .timeout = 120)
 {
 	char path[64];
-	struct shrinker s = {.path = path};
+	struct shrinker s = { .path = path };
 	char *buf = copy_self(path, sizeof(path), &s.size);
 	s.buf = buf;
 	struct gs_cfi_table t;

@@ -31,13 +31,15 @@ static uint32_t py(struct cls_fx *c, const char *name, const char *file)
 static uint32_t nat(struct cls_fx *c, const char *name)
 {
 	static uint64_t addr = 0x2000;
-	return fx_loc(&c->p, c->m_nat, addr += 16, GS_FRAME_NATIVE, fx_fn(&c->p, name, NULL, NULL, 0), 0);
+	return fx_loc(&c->p, c->m_nat, addr += 16, GS_FRAME_NATIVE,
+		      fx_fn(&c->p, name, NULL, NULL, 0), 0);
 }
 
 static uint32_t kern(struct cls_fx *c, const char *name)
 {
 	static uint64_t addr = 0xffffffff81000000ULL;
-	return fx_loc(&c->p, c->m_k, addr += 16, GS_FRAME_KERNEL, fx_fn(&c->p, name, NULL, NULL, 0), 0);
+	return fx_loc(&c->p, c->m_k, addr += 16, GS_FRAME_KERNEL, fx_fn(&c->p, name, NULL, NULL, 0),
+		      0);
 }
 
 /* Category of a sample on root-first locs in state (NULL = a CPU sample
@@ -47,8 +49,10 @@ static int classify(struct cls_fx *c, const uint32_t *root_first, uint32_t n, co
 	uint32_t leaf_first[32];
 	for (uint32_t i = 0; i < n; i++)
 		leaf_first[i] = root_first[n - 1 - i];
-	struct gs_sample s = {.stack = (uint32_t)gs_profile_add_stack(&c->p, leaf_first, n),
-			      .cuda_device = -1, .pid = 1, .tid = 1};
+	struct gs_sample s = { .stack = (uint32_t)gs_profile_add_stack(&c->p, leaf_first, n),
+			       .cuda_device = -1,
+			       .pid = 1,
+			       .tid = 1 };
 	if (state && strcmp(state, "running"))
 		s.values[GS_V_OFFCPU_NS] = 1000;
 	else
@@ -58,11 +62,11 @@ static int classify(struct cls_fx *c, const uint32_t *root_first, uint32_t n, co
 }
 
 #define DL "/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py"
-#define EXPECT(cat, state, ...)                                                              \
-	do {                                                                                 \
-		uint32_t l_[] = {__VA_ARGS__};                                               \
-		int got_ = classify(&c, l_, sizeof(l_) / sizeof(l_[0]), state);             \
-		cr_expect_eq(got_, cat, "line %d: %s, want %s", __LINE__,                   \
+#define EXPECT(cat, state, ...)                                                                    \
+	do {                                                                                       \
+		uint32_t l_[] = { __VA_ARGS__ };                                                   \
+		int got_ = classify(&c, l_, sizeof(l_) / sizeof(l_[0]), state);                    \
+		cr_expect_eq(got_, cat, "line %d: %s, want %s", __LINE__,                          \
 			     got_ >= 0 ? gs_wall_cat_name[got_] : "error", gs_wall_cat_name[cat]); \
 	} while (0)
 
@@ -74,7 +78,8 @@ Test(walltime, each_category_by_frames)
 	uint32_t next = py(&c, "_BaseDataLoaderIter.__next__", DL);
 	uint32_t nextd = py(&c, "_MultiProcessingDataLoaderIter._next_data", DL);
 	uint32_t get = py(&c, "Queue.get", "/usr/lib/python3.11/multiprocessing/queues.py");
-	uint32_t poll = nat(&c, "poll"), futex = kern(&c, "futex_wait"), sched = kern(&c, "__schedule");
+	uint32_t poll = nat(&c, "poll"), futex = kern(&c, "futex_wait"),
+		 sched = kern(&c, "__schedule");
 	/* input: blocked and on-CPU under the DataLoader iterator */
 	EXPECT(GS_WALL_INPUT, "blocked", mod, next, nextd, get, poll, futex, sched);
 	EXPECT(GS_WALL_INPUT, "running", mod, next, nextd, get);
@@ -88,18 +93,29 @@ Test(walltime, each_category_by_frames)
 	EXPECT(GS_WALL_STARVED, "runnable", mod, next, nextd, get);
 	EXPECT(GS_WALL_STARVED, "runnable", mod, nat(&c, "cudaStreamSynchronize"));
 	/* CUDA sync, blocked or spinning on-CPU, every entry point */
-	const char *syncs[] = {"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize",
-			       "cuStreamSynchronize", "cuStreamSynchronize_ptsz", "cuCtxSynchronize",
-			       "cudaMemcpy", "cuMemcpyDtoH_v2", "at::native::_local_scalar_dense_cuda(at::Tensor const&)",
-			       "c10::cuda::memcpy_and_sync(void*, void*, long, cudaMemcpyKind, CUstream_st*)",
-			       "at::native::copy_kernel_cuda(at::TensorIterator&, bool)",
-			       "c10::cuda::stream_synchronize(CUstream_st*)"};
+	const char *syncs[] = {
+		"cudaStreamSynchronize",
+		"cudaDeviceSynchronize",
+		"cudaEventSynchronize",
+		"cuStreamSynchronize",
+		"cuStreamSynchronize_ptsz",
+		"cuCtxSynchronize",
+		"cudaMemcpy",
+		"cuMemcpyDtoH_v2",
+		"at::native::_local_scalar_dense_cuda(at::Tensor const&)",
+		"c10::cuda::memcpy_and_sync(void*, void*, long, cudaMemcpyKind, CUstream_st*)",
+		"at::native::copy_kernel_cuda(at::TensorIterator&, bool)",
+		"c10::cuda::stream_synchronize(CUstream_st*)"
+	};
 	for (size_t i = 0; i < sizeof(syncs) / sizeof(syncs[0]); i++) {
-		uint32_t s = nat(&c, syncs[i]), spin = gs_profile_add_location(&c.p, c.m_nat, 0x9000 + i, GS_FRAME_NATIVE, NULL, 0);
+		uint32_t s = nat(&c, syncs[i]),
+			 spin = gs_profile_add_location(&c.p, c.m_nat, 0x9000 + i, GS_FRAME_NATIVE,
+							NULL, 0);
 		EXPECT(GS_WALL_CUDA_SYNC, "running", mod, s, spin);
 		EXPECT(GS_WALL_CUDA_SYNC, "blocked", mod, s, futex, sched);
 	}
-	EXPECT(GS_WALL_CUDA_SYNC, "blocked", mod, py(&c, "synchronize", "/x/torch/cuda/__init__.py"), futex);
+	EXPECT(GS_WALL_CUDA_SYNC, "blocked", mod,
+	       py(&c, "synchronize", "/x/torch/cuda/__init__.py"), futex);
 	EXPECT(GS_WALL_COMPUTE, "running", mod, nat(&c, "cudaMemcpyAsync"));
 	EXPECT(GS_WALL_COMPUTE, "running", mod, nat(&c, "cudaLaunchKernel"));
 	/* .item() of a CPU tensor is no sync */
@@ -109,18 +125,26 @@ Test(walltime, each_category_by_frames)
 	/* collectives */
 	EXPECT(GS_WALL_COLLECTIVE, "blocked", mod,
 	       py(&c, "all_reduce", "/x/torch/distributed/distributed_c10d.py"), futex);
-	EXPECT(GS_WALL_COLLECTIVE, "blocked", mod, py(&c, "barrier", "/x/torch/distributed/distributed_c10d.py"));
-	EXPECT(GS_WALL_COLLECTIVE, "blocked", mod, nat(&c, "c10d::ProcessGroupGloo::AsyncWork::wait(std::chrono::duration<long>)"), futex);
-	EXPECT(GS_WALL_COLLECTIVE, "running", mod, nat(&c, "c10d::Reducer::mark_variable_ready(unsigned long)"));
-	EXPECT(GS_WALL_COLLECTIVE, "running", mod, nat(&c, "gloo::transport::tcp::UnboundBuffer::waitRecv(int*, std::chrono::duration<long>)"));
+	EXPECT(GS_WALL_COLLECTIVE, "blocked", mod,
+	       py(&c, "barrier", "/x/torch/distributed/distributed_c10d.py"));
+	EXPECT(GS_WALL_COLLECTIVE, "blocked", mod,
+	       nat(&c, "c10d::ProcessGroupGloo::AsyncWork::wait(std::chrono::duration<long>)"),
+	       futex);
+	EXPECT(GS_WALL_COLLECTIVE, "running", mod,
+	       nat(&c, "c10d::Reducer::mark_variable_ready(unsigned long)"));
+	EXPECT(GS_WALL_COLLECTIVE, "running", mod,
+	       nat(&c, "gloo::transport::tcp::UnboundBuffer::waitRecv(int*, "
+		       "std::chrono::duration<long>)"));
 	EXPECT(GS_WALL_COLLECTIVE, "running", mod, nat(&c, "ncclAllReduce"));
 	/* GIL */
 	EXPECT(GS_WALL_GIL, "blocked", mod, nat(&c, "take_gil"), futex);
-	EXPECT(GS_WALL_GIL, "blocked", mod, nat(&c, "PyEval_RestoreThread"), nat(&c, "pthread_cond_timedwait"));
+	EXPECT(GS_WALL_GIL, "blocked", mod, nat(&c, "PyEval_RestoreThread"),
+	       nat(&c, "pthread_cond_timedwait"));
 	/* sleep: CPython, libc, kernel */
 	EXPECT(GS_WALL_SLEEP, "blocked", mod, nat(&c, "time_sleep"), nat(&c, "clock_nanosleep"));
 	EXPECT(GS_WALL_SLEEP, "blocked", mod, nat(&c, "__GI___clock_nanosleep"));
-	EXPECT(GS_WALL_SLEEP, "blocked", mod, kern(&c, "__x64_sys_clock_nanosleep"), kern(&c, "do_nanosleep"));
+	EXPECT(GS_WALL_SLEEP, "blocked", mod, kern(&c, "__x64_sys_clock_nanosleep"),
+	       kern(&c, "do_nanosleep"));
 	/* an old file: off-CPU time without a state label is blocking */
 	EXPECT(GS_WALL_OTHER_BLOCKED, "", mod, poll);
 	gs_profile_free(&c.p);
@@ -206,12 +230,14 @@ Test(walltime, split_sums_and_top_stacks)
 	cr_assert_eq(s.starved_in[GS_WALL_CUDA_SYNC], 3000000ULL);
 	/* NULL keep: every CPU sample, GPU samples never */
 	cr_assert_eq(gs_wall_split(&x.p, NULL, NULL, &s), 0);
-	cr_assert_eq(s.total_ns, 1000000000ULL + 110000000ULL + 10000000ULL); /* + the pid-0 sample */
+	cr_assert_eq(s.total_ns,
+		     1000000000ULL + 110000000ULL + 10000000ULL); /* + the pid-0 sample */
 	gs_profile_free(&x.p);
 }
 
 Test(walltime, names_cover_every_category)
 {
 	for (int c = 0; c < GS_NWALL_CATS; c++)
-		cr_assert(gs_wall_cat_name[c] && *gs_wall_cat_name[c], "category %d has no name", c);
+		cr_assert(gs_wall_cat_name[c] && *gs_wall_cat_name[c], "category %d has no name",
+			  c);
 }

@@ -19,8 +19,16 @@ __attribute__((noinline)) void c(double end)
 			sink += i * 7;
 }
 
-__attribute__((noinline)) void b(double end) { c(end); sink++; }
-__attribute__((noinline)) void a(double end) { b(end); sink++; }
+__attribute__((noinline)) void b(double end)
+{
+	c(end);
+	sink++;
+}
+__attribute__((noinline)) void a(double end)
+{
+	b(end);
+	sink++;
+}
 
 int main(int argc, char **argv)
 {

@@ -10,7 +10,11 @@
 static volatile unsigned long sink;
 static volatile sig_atomic_t go;
 
-static void on_usr1(int sig) { (void)sig; go = 1; }
+static void on_usr1(int sig)
+{
+	(void)sig;
+	go = 1;
+}
 
 static double now(void)
 {
@@ -27,9 +31,18 @@ static void spin(double secs)
 			sink += i;
 }
 
-__attribute__((noinline)) void child_long_work(double secs) { spin(secs); }
-__attribute__((noinline)) void child_short_work(void) { spin(0.3); }
-__attribute__((noinline)) void parent_work(double secs) { spin(secs); }
+__attribute__((noinline)) void child_long_work(double secs)
+{
+	spin(secs);
+}
+__attribute__((noinline)) void child_short_work(void)
+{
+	spin(0.3);
+}
+__attribute__((noinline)) void parent_work(double secs)
+{
+	spin(secs);
+}
 
 __attribute__((noinline)) void parent_wait(double max)
 {

@@ -46,7 +46,8 @@ static inline __attribute__((always_inline)) int mid_inl(int x, int call_line)
 
 /* declarator and brace on one line: the entry's line is the declaration's */
 static const int outer_decl_line = __LINE__ + 1;
-__attribute__((noinline)) int outer_fn(int x) {
+__attribute__((noinline)) int outer_fn(int x)
+{
 	return mid_inl(x + 1, __LINE__) * 5;
 }
 
@@ -105,7 +106,8 @@ int main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	sink = outer_fn(1);
 	/* an anonymous executable region for the perf-map test */
-	void *jit = mmap(NULL, 65536, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *jit = mmap(NULL, 65536, PROT_READ | PROT_WRITE | PROT_EXEC,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	printf("pid=%d\n", getpid());
 	printf("outer=%p\n", (void *)outer_fn);
 	printf("outer_decl_line=%d\n", outer_decl_line);

@@ -68,16 +68,17 @@ static void *slurp(const char *path)
 
 int main(int argc, char **argv)
 {
-	CUresult (*Init)(unsigned), (*DevGet)(CUdevice *, int), (*CtxCreate)(CUcontext *, unsigned, CUdevice),
-		(*ModLoad)(CUmodule *, const void *), (*GetFn)(CUfunction *, CUmodule, const char *),
-		(*Launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-			  CUstream, void **, void **),
-		(*Sync)(void), (*MemAlloc)(CUdeviceptr *, size_t);
+	CUresult (*Init)(unsigned), (*DevGet)(CUdevice *, int),
+	    (*CtxCreate)(CUcontext *, unsigned, CUdevice), (*ModLoad)(CUmodule *, const void *),
+	    (*GetFn)(CUfunction *, CUmodule, const char *),
+	    (*Launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+		      unsigned, CUstream, void **, void **),
+	    (*Sync)(void), (*MemAlloc)(CUdeviceptr *, size_t);
 	CUptiResult (*NumReasons)(CUpti_PCSamplingGetNumStallReasonsParams *),
-		(*Reasons)(CUpti_PCSamplingGetStallReasonsParams *),
-		(*Enable)(CUpti_PCSamplingEnableParams *), (*Disable)(CUpti_PCSamplingDisableParams *),
-		(*SetCfg)(CUpti_PCSamplingConfigurationInfoParams *),
-		(*GetData)(CUpti_PCSamplingGetDataParams *), (*Version)(uint32_t *);
+	    (*Reasons)(CUpti_PCSamplingGetStallReasonsParams *),
+	    (*Enable)(CUpti_PCSamplingEnableParams *), (*Disable)(CUpti_PCSamplingDisableParams *),
+	    (*SetCfg)(CUpti_PCSamplingConfigurationInfoParams *),
+	    (*GetData)(CUpti_PCSamplingGetDataParams *), (*Version)(uint32_t *);
 
 	if (argc < 4) {
 		fprintf(stderr, "usage: pcsamp_probe LIBCUDA LIBCUPTI CUBIN [LAUNCHES]\n");
@@ -126,16 +127,22 @@ int main(int argc, char **argv)
 	CUpti_PCSamplingEnableParams ep = { .size = CUpti_PCSamplingEnableParamsSize, .ctx = ctx };
 	cupti_ok(Enable(&ep), "cuptiPCSamplingEnable");
 	size_t n = 0;
-	CUpti_PCSamplingGetNumStallReasonsParams np = { .size = CUpti_PCSamplingGetNumStallReasonsParamsSize,
-							.ctx = ctx, .numStallReasons = &n };
+	CUpti_PCSamplingGetNumStallReasonsParams np = {
+		.size = CUpti_PCSamplingGetNumStallReasonsParamsSize,
+		.ctx = ctx,
+		.numStallReasons = &n
+	};
 	cupti_ok(NumReasons(&np), "cuptiPCSamplingGetNumStallReasons");
 	uint32_t *idx = calloc(n, sizeof(*idx));
 	char **names = calloc(n, sizeof(*names));
 	for (size_t i = 0; i < n; i++)
 		names[i] = calloc(1, CUPTI_STALL_REASON_STRING_SIZE);
-	CUpti_PCSamplingGetStallReasonsParams sp = { .size = CUpti_PCSamplingGetStallReasonsParamsSize,
-						     .ctx = ctx, .numStallReasons = n,
-						     .stallReasonIndex = idx, .stallReasons = names };
+	CUpti_PCSamplingGetStallReasonsParams sp = { .size =
+							 CUpti_PCSamplingGetStallReasonsParamsSize,
+						     .ctx = ctx,
+						     .numStallReasons = n,
+						     .stallReasonIndex = idx,
+						     .stallReasons = names };
 	cupti_ok(Reasons(&sp), "cuptiPCSamplingGetStallReasons");
 	printf("probe: %zu stall reasons (first: %s)\n", n, n ? names[0] : "-");
 
@@ -158,10 +165,14 @@ int main(int argc, char **argv)
 	a[2].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE;
 	a[2].attributeData.scratchBufferSizeData.scratchBufferSize = 16 << 20;
 	a[3].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE;
-	a[3].attributeData.collectionModeData.collectionMode = CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
-	CUpti_PCSamplingConfigurationInfoParams cp_ = { .size = CUpti_PCSamplingConfigurationInfoParamsSize,
-							.ctx = ctx, .numAttributes = 4,
-							.pPCSamplingConfigurationInfo = a };
+	a[3].attributeData.collectionModeData.collectionMode =
+	    CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
+	CUpti_PCSamplingConfigurationInfoParams cp_ = {
+		.size = CUpti_PCSamplingConfigurationInfoParamsSize,
+		.ctx = ctx,
+		.numAttributes = 4,
+		.pPCSamplingConfigurationInfo = a
+	};
 	cupti_ok(SetCfg(&cp_), "cuptiPCSamplingSetConfigurationAttribute");
 
 	CUdeviceptr x, y;
@@ -171,12 +182,14 @@ int main(int argc, char **argv)
 	cu_ok(MemAlloc(&y, len * sizeof(float)), "cuMemAlloc");
 	void *params[] = { &alpha, &x, &y, &len };
 	for (int i = 0; i < launches; i++)
-		cu_ok(Launch(fn, len / 256, 1, 1, 256, 1, 1, 0, NULL, params, NULL), "cuLaunchKernel");
+		cu_ok(Launch(fn, len / 256, 1, 1, 256, 1, 1, 0, NULL, params, NULL),
+		      "cuLaunchKernel");
 	cu_ok(Sync(), "cuCtxSynchronize");
 
 	unsigned long long pcs = 0, samples = 0, total = 0, dropped = 0;
 	char first_fn[128] = "";
-	CUpti_PCSamplingGetDataParams gp = { .size = CUpti_PCSamplingGetDataParamsSize, .ctx = ctx,
+	CUpti_PCSamplingGetDataParams gp = { .size = CUpti_PCSamplingGetDataParamsSize,
+					     .ctx = ctx,
 					     .pcSamplingData = &get };
 	do {
 		get.totalNumPcs = get.remainingNumPcs = 0;
@@ -190,7 +203,8 @@ int main(int argc, char **argv)
 			for (size_t k = 0; k < get.pPcData[i].stallReasonCount; k++)
 				samples += get.pPcData[i].stallReason[k].samples;
 	} while (get.remainingNumPcs);
-	CUpti_PCSamplingDisableParams dp = { .size = CUpti_PCSamplingDisableParamsSize, .ctx = ctx };
+	CUpti_PCSamplingDisableParams dp = { .size = CUpti_PCSamplingDisableParamsSize,
+					     .ctx = ctx };
 	cupti_ok(Disable(&dp), "cuptiPCSamplingDisable");
 	/* The module was loaded with no CUPTI subscriber, as by a job whose
 	 * agent is dormant: CUPTI must still name its kernels (gpusample's
@@ -198,6 +212,7 @@ int main(int argc, char **argv)
 	printf("probe: kernel named by CUPTI for a module loaded with no subscriber: %s\n",
 	       first_fn[0] ? first_fn : "none");
 	printf("probe: ok: %d launches of axpy: %llu PCs, %llu stall-reason samples, total %llu, "
-	       "dropped %llu\n", launches, pcs, samples, total, dropped);
+	       "dropped %llu\n",
+	       launches, pcs, samples, total, dropped);
 	return samples ? 0 : 1;
 }
