@@ -45,11 +45,12 @@ static inline __attribute__((always_inline)) int mid_inl(int x, int call_line)
 }
 
 /* declarator and brace on one line: the entry's line is the declaration's */
+/* clang-format off */
 static const int outer_decl_line = __LINE__ + 1;
-__attribute__((noinline)) int outer_fn(int x)
-{
+__attribute__((noinline)) int outer_fn(int x) {
 	return mid_inl(x + 1, __LINE__) * 5;
 }
+/* clang-format on */
 
 static int copy_file(const char *from, const char *to)
 {
