@@ -48,7 +48,10 @@ collective_pct() {
 }
 
 ddp_run "$T/base" --seconds 2
-ddp_run "$T/slow" --seconds 3 --sleep-rank 1 --sleep-ms 300
+# Long enough that the per-step waits outweigh the start: on a loaded machine
+# one rank can wait seconds in init_process_group's barrier for the other's
+# imports, which is collective wait too (CI once saw 1.6 s of it at 3 s).
+ddp_run "$T/slow" --seconds 6 --sleep-rank 1 --sleep-ms 300
 cat "$T/slow.ranks"
 
 # Ranks, roles and labels, as go tool pprof reads them.
