@@ -91,7 +91,8 @@ static int find_threads(const struct gs_profile *p, uint32_t main_pid, struct gs
 			*v = n - 1;
 		th[*v].n++;
 	}
-	qsort_r(th, n, sizeof(*th), cmp_thread, &main_pid);
+	if (n) /* th is NULL for a profile without timeline samples */
+		qsort_r(th, n, sizeof(*th), cmp_thread, &main_pid);
 	size_t at = 0;
 	for (size_t t = 0; t < n; t++) {
 		th[t].at = at;
