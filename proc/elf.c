@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,13 +174,29 @@ static void read_facts(struct gs_elf_obj *o)
 	}
 }
 
-static int open_first(const char *const *paths, size_t n)
+/* The first path that opens to the very file the kernel mapped: the
+ * /proc/PID/root path resolves links the target planted (an absolute one
+ * points into our root, not its), so only the (dev, inode) of the mapping
+ * vouches for what was opened.  O_NONBLOCK: a planted FIFO cannot hang us. */
+static int open_first(const char *const *paths, size_t n, uint64_t dev, uint64_t ino)
 {
-	int fd = -1;
+	int err = -ENOENT;
 
-	for (size_t i = 0; i < n && fd < 0; i++)
-		fd = open(paths[i], O_RDONLY | O_CLOEXEC);
-	return fd >= 0 ? fd : (n ? -errno : -ENOENT);
+	for (size_t i = 0; i < n; i++) {
+		struct stat st;
+		int fd = open(paths[i], O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+
+		if (fd < 0) {
+			err = -errno;
+			continue;
+		}
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+		    (!ino || (st.st_ino == ino && st.st_dev == dev)))
+			return fd;
+		close(fd);
+		err = -ESTALE;
+	}
+	return err;
 }
 
 /* Over the fd bound: keep the facts, give the fd back. */
@@ -237,7 +254,7 @@ int gs_elf_get(struct gs_elf_cache *c, const char *path, const char *const *open
 	}
 	o->dev = dev;
 	o->ino = ino;
-	o->fd = open_first(open_paths, n_open);
+	o->fd = open_first(open_paths, n_open, dev, ino);
 	if (o->fd >= 0)
 		read_facts(o);
 	else
