@@ -173,17 +173,10 @@ static struct gpu_proc *proc_find(struct gs_gpu_host *h, uint32_t tgid, bool cre
  * "gpusample"), not its name: asked once per ELF object of the cache. */
 static bool is_agent(struct gs_gpu_host *h, uint32_t tgid, const struct gs_maps_line *l)
 {
-	char mf[80], root[4200];
-	const char *paths[] = { mf, root };
-	uint64_t dev = makedev(l->dev_major, l->dev_minor);
 	struct gs_elf_obj *o;
 	bool added;
 
-	snprintf(mf, sizeof(mf), "/proc/%u/map_files/%llx-%llx", tgid, (unsigned long long)l->start,
-		 (unsigned long long)l->end);
-	snprintf(root, sizeof(root), "/proc/%u/root%s", tgid, l->path);
-	if (!(o = gs_elf_find(h->elf, dev, l->inode)) &&
-	    gs_elf_get(h->elf, l->path, paths, 2, dev, l->inode, &o))
+	if (gs_elf_get_mapped(h->elf, tgid, l, &o))
 		return false;
 	uint64_t *v = gs_hmap_slot(&h->probed, o->id, &added);
 	if (!v)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <elfutils/libdwelf.h>
 #include "proc/proc.h"
@@ -361,4 +362,21 @@ int gs_elf_usdt_provider(const struct gs_elf_obj *o, const char *provider)
 		}
 	}
 	return 0;
+}
+
+int gs_elf_get_mapped(struct gs_elf_cache *c, uint32_t tgid, const struct gs_maps_line *l,
+		      struct gs_elf_obj **out)
+{
+	char mf[80], root[4200];
+	const char *paths[] = { mf, root };
+	uint64_t dev = makedev(l->dev_major, l->dev_minor);
+
+	if (!l->path || !l->inode)
+		return -EINVAL;
+	if ((*out = gs_elf_find(c, dev, l->inode)))
+		return 0;
+	snprintf(mf, sizeof(mf), "/proc/%u/map_files/%llx-%llx", tgid, (unsigned long long)l->start,
+		 (unsigned long long)l->end);
+	snprintf(root, sizeof(root), "/proc/%u/root%s", tgid, l->path);
+	return gs_elf_get(c, l->path, paths, 2, dev, l->inode, out);
 }

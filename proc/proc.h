@@ -2,7 +2,9 @@
 /*
  * proc/: the processes of the target set, as the host sees them through
  * /proc.  One reader of /proc/PID/maps and one remote-memory reader for
- * every component (symbolizer, CFI tables, Python discovery, GPU host).
+ * every component (symbolizer, CFI tables, Python discovery, GPU host),
+ * one cache of ELF objects, and the one table of processes that turns
+ * process events into calls of the runtimes' handlers.
  *
  * The target is untrusted: files under /proc/PID are opened without
  * following links, every read is bounded, and nothing read is trusted for
@@ -137,5 +139,99 @@ void gs_elf_stats(const struct gs_elf_cache *c, struct gs_elf_stats *st);
  * malformed note section. */
 #define GS_ELF_NOTES_MAX (1u << 20)
 int gs_elf_usdt_provider(const struct gs_elf_obj *o, const char *provider);
+
+/* gs_elf_get for mapping l of tgid (the file seen through
+ * /proc/tgid/map_files, then /proc/tgid/root): the cached object when
+ * dev:inode is known.  0 and *out, -ENOMEM, -EINVAL for an anonymous l. */
+int gs_elf_get_mapped(struct gs_elf_cache *c, uint32_t tgid, const struct gs_maps_line *l,
+		      struct gs_elf_obj **out);
+
+/* ---- the process table and its handlers ------------------------------------ */
+
+/* A runtime (the native symbolizer, the CFI tables, Python, the GPU agent)
+ * follows the processes of the run through this interface; the table calls
+ * each registered handler in the order of registration (detach: in reverse
+ * order), with the handler's own ctx.  Any op may be NULL.
+ *  probe(o)        is this ELF object mine (libpython, the GPU agent by its
+ *                  USDT notes)?  1 yes, 0 no, <0 -errno (taken as no).
+ *                  Asked once per object of the ELF cache.
+ *  attach(p, o, l) a new image of p: at first sight (p->image 0) and after
+ *                  each exec (p->image n).  Called once with o and l NULL for
+ *                  the process itself, then -- for a handler with probe --
+ *                  once for each object it claimed, with its offset-0
+ *                  mapping l (valid during the call).
+ *  fork(pa, ch)    ch was forked by pa (NULL: the parent is not in the
+ *                  table); ch shares pa's maps snapshot.
+ *  detach(p, exec) p's image is gone: it exited (exec false; p->exited set,
+ *                  the entry and its slots stay for the samples it left),
+ *                  or is replaced by an exec (attach follows).
+ *  tick()          from the session's poll loop (every 50 ms).
+ *  report(prof)    at the end: profile comments and notes.
+ *  release(p)      the table is freed: drop p's slot.
+ * attach and fork return 0 or -errno; an error is the handler's to report
+ * (the other handlers are still called). */
+struct gs_profile;
+struct gs_proc;
+
+struct gs_proc_handler {
+	const char *name; /* "cfi", "python", ... for messages */
+	void *ctx;
+	int (*probe)(void *ctx, const struct gs_elf_obj *o);
+	int (*attach)(void *ctx, struct gs_proc *p, struct gs_elf_obj *o,
+		      const struct gs_maps_line *l);
+	int (*fork)(void *ctx, struct gs_proc *parent, struct gs_proc *child);
+	void (*detach)(void *ctx, struct gs_proc *p, bool exec);
+	void (*tick)(void *ctx);
+	void (*report)(void *ctx, struct gs_profile *prof);
+	void (*release)(void *ctx, struct gs_proc *p);
+};
+
+#define GS_PROC_MAX_HANDLERS 8
+
+/* One process of the run (a tgid), from first sight to the end of the run. */
+struct gs_proc {
+	uint32_t tgid, ppid;
+	uint32_t root;  /* the tgid of the target root it descends from (itself
+			 * when it has no parent in the table) */
+	uint32_t image; /* 0 as first seen, n after its n-th exec */
+	bool exited;
+	/* The maps as of the last attach, shared with the parent after fork;
+	 * NULL unless a handler probes (or the process could not be read). */
+	struct gs_proc_maps *maps;
+	void *slot[GS_PROC_MAX_HANDLERS]; /* per handler, by registration id */
+};
+
+struct gs_proc_table;
+
+/* A new table; elf (a reference is taken; NULL: no probing) is the cache
+ * probe and attach see objects from.  NULL on ENOMEM. */
+struct gs_proc_table *gs_proc_table_new(struct gs_elf_cache *elf);
+/* release every slot, then free the table (NULL is a no-op). */
+void gs_proc_table_free(struct gs_proc_table *t);
+
+/* Register h (copied) before the first process is added; returns its id
+ * (the index of its slot), -ENOSPC past GS_PROC_MAX_HANDLERS, -EBUSY once
+ * processes exist. */
+int gs_proc_register(struct gs_proc_table *t, const struct gs_proc_handler *h);
+
+/* The entry of tgid, or NULL. */
+struct gs_proc *gs_proc_get(const struct gs_proc_table *t, uint32_t tgid);
+/* Entries in order of first sight: i < gs_proc_count; NULL past the end. */
+size_t gs_proc_count(const struct gs_proc_table *t);
+struct gs_proc *gs_proc_at(const struct gs_proc_table *t, size_t i);
+
+/* Process events.  seen: first sight (a target, a descendant found at
+ * attach, a sampled tgid without fork record) -> attach; a known tgid is
+ * returned as is.  fork: a new entry sharing the parent's root and maps ->
+ * fork (a known child is returned as is).  exec: detach(exec), then attach
+ * (first sight first when unknown).  exit: detach (unknown: nothing).
+ * Return the entry, NULL on ENOMEM. */
+struct gs_proc *gs_proc_table_seen(struct gs_proc_table *t, uint32_t tgid, uint32_t ppid);
+struct gs_proc *gs_proc_table_fork(struct gs_proc_table *t, uint32_t ppid, uint32_t child);
+struct gs_proc *gs_proc_table_exec(struct gs_proc_table *t, uint32_t tgid, uint32_t ppid);
+void gs_proc_table_exit(struct gs_proc_table *t, uint32_t tgid);
+/* Every handler's tick / report. */
+void gs_proc_table_tick(struct gs_proc_table *t);
+void gs_proc_table_report(struct gs_proc_table *t, struct gs_profile *prof);
 
 #endif

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The one table of processes: an entry per tgid (stable pointers, kept to
+ * the end of the run so that samples of exited processes still find their
+ * handlers' state) and the dispatch of process events to the handlers.
+ * Not thread-safe: the session thread drives it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "proc/proc.h"
+#include "util/hashmap.h"
+#include "util/vec.h"
+
+struct gs_proc_table {
+	struct gs_proc_handler h[GS_PROC_MAX_HANDLERS];
+	int n_handlers;
+	bool probes; /* some handler has probe: snapshots and objects needed */
+	struct gs_elf_cache *elf;
+	struct gs_proc **procs; /* in order of first sight */
+	size_t n, cap;
+	struct gs_hmap by_tgid; /* tgid -> index in procs */
+	struct gs_hmap probed;  /* gs_elf_obj.id << 8 | handler -> 1 + claimed */
+};
+
+struct gs_proc_table *gs_proc_table_new(struct gs_elf_cache *elf)
+{
+	struct gs_proc_table *t = calloc(1, sizeof(*t));
+
+	if (t && elf)
+		t->elf = gs_elf_cache_ref(elf);
+	return t;
+}
+
+void gs_proc_table_free(struct gs_proc_table *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->n; i++) {
+		for (int k = 0; k < t->n_handlers; k++)
+			if (t->h[k].release)
+				t->h[k].release(t->h[k].ctx, t->procs[i]);
+		gs_proc_maps_put(t->procs[i]->maps);
+		free(t->procs[i]);
+	}
+	free(t->procs);
+	gs_hmap_free(&t->by_tgid);
+	gs_hmap_free(&t->probed);
+	gs_elf_cache_put(t->elf);
+	free(t);
+}
+
+int gs_proc_register(struct gs_proc_table *t, const struct gs_proc_handler *h)
+{
+	if (t->n)
+		return -EBUSY;
+	if (t->n_handlers == GS_PROC_MAX_HANDLERS)
+		return -ENOSPC;
+	t->h[t->n_handlers] = *h;
+	t->probes |= h->probe != NULL && t->elf != NULL;
+	return t->n_handlers++;
+}
+
+struct gs_proc *gs_proc_get(const struct gs_proc_table *t, uint32_t tgid)
+{
+	uint64_t *v = gs_hmap_get(&t->by_tgid, tgid);
+
+	return v ? t->procs[*v] : NULL;
+}
+
+size_t gs_proc_count(const struct gs_proc_table *t)
+{
+	return t->n;
+}
+
+struct gs_proc *gs_proc_at(const struct gs_proc_table *t, size_t i)
+{
+	return i < t->n ? t->procs[i] : NULL;
+}
+
+/* A new entry (not yet announced to the handlers). */
+static struct gs_proc *proc_new(struct gs_proc_table *t, uint32_t tgid, uint32_t ppid)
+{
+	struct gs_proc *p = calloc(1, sizeof(*p)), *parent = gs_proc_get(t, ppid);
+
+	if (!p || GS_GROW(t->procs, t->cap, t->n + 1) || gs_hmap_put(&t->by_tgid, tgid, t->n)) {
+		free(p);
+		return NULL;
+	}
+	p->tgid = tgid;
+	p->ppid = ppid;
+	p->root = parent ? parent->root : tgid;
+	t->procs[t->n++] = p;
+	return p;
+}
+
+/* Does handler k claim o?  Asked once per (object, handler). */
+static bool claims(struct gs_proc_table *t, int k, const struct gs_elf_obj *o)
+{
+	bool added;
+	uint64_t *v = gs_hmap_slot(&t->probed, (uint64_t)o->id << 8 | (unsigned)k, &added);
+
+	if (!v)
+		return false;
+	if (added)
+		*v = 1 + (t->h[k].probe(t->h[k].ctx, o) > 0);
+	return *v == 2;
+}
+
+/* Each mapped file once (its offset-0 mapping), to the handlers that claim
+ * its object. */
+static void attach_objects(struct gs_proc_table *t, struct gs_proc *p)
+{
+	const struct gs_proc_maps *m = p->maps;
+
+	for (size_t i = 0; m && i < m->n; i++) {
+		const struct gs_maps_line *l = &m->m[i];
+		struct gs_elf_obj *o;
+
+		if (!l->path || l->path[0] != '/' || !l->inode || l->offset ||
+		    strstr(l->path, " (deleted)") || gs_elf_get_mapped(t->elf, p->tgid, l, &o))
+			continue;
+		for (int k = 0; k < t->n_handlers; k++)
+			if (t->h[k].probe && t->h[k].attach && claims(t, k, o))
+				t->h[k].attach(t->h[k].ctx, p, o, l);
+	}
+}
+
+static void attach_all(struct gs_proc_table *t, struct gs_proc *p)
+{
+	if (t->probes) {
+		gs_proc_maps_put(p->maps);
+		p->maps = NULL;
+		gs_proc_maps_read(p->tgid, &p->maps); /* gone or unreadable: no objects */
+	}
+	for (int k = 0; k < t->n_handlers; k++)
+		if (t->h[k].attach)
+			t->h[k].attach(t->h[k].ctx, p, NULL, NULL);
+	attach_objects(t, p);
+}
+
+static void detach_all(struct gs_proc_table *t, struct gs_proc *p, bool exec)
+{
+	for (int k = t->n_handlers; k-- > 0;)
+		if (t->h[k].detach)
+			t->h[k].detach(t->h[k].ctx, p, exec);
+}
+
+struct gs_proc *gs_proc_table_seen(struct gs_proc_table *t, uint32_t tgid, uint32_t ppid)
+{
+	struct gs_proc *p = gs_proc_get(t, tgid);
+
+	if (p)
+		return p;
+	if ((p = proc_new(t, tgid, ppid)))
+		attach_all(t, p);
+	return p;
+}
+
+struct gs_proc *gs_proc_table_fork(struct gs_proc_table *t, uint32_t ppid, uint32_t child)
+{
+	struct gs_proc *c = gs_proc_get(t, child), *parent = gs_proc_get(t, ppid);
+
+	if (c)
+		return c;
+	if (!(c = proc_new(t, child, ppid)))
+		return NULL;
+	/* Same address space at fork: the parent's snapshot is the child's. */
+	if (parent && parent->maps)
+		c->maps = gs_proc_maps_get(parent->maps);
+	for (int k = 0; k < t->n_handlers; k++)
+		if (t->h[k].fork)
+			t->h[k].fork(t->h[k].ctx, parent, c);
+	return c;
+}
+
+struct gs_proc *gs_proc_table_exec(struct gs_proc_table *t, uint32_t tgid, uint32_t ppid)
+{
+	struct gs_proc *p = gs_proc_table_seen(t, tgid, ppid);
+
+	if (!p)
+		return NULL;
+	detach_all(t, p, true);
+	p->image++;
+	p->exited = false;
+	attach_all(t, p);
+	return p;
+}
+
+void gs_proc_table_exit(struct gs_proc_table *t, uint32_t tgid)
+{
+	struct gs_proc *p = gs_proc_get(t, tgid);
+
+	if (!p || p->exited)
+		return;
+	p->exited = true;
+	detach_all(t, p, false);
+}
+
+void gs_proc_table_tick(struct gs_proc_table *t)
+{
+	for (int k = 0; k < t->n_handlers; k++)
+		if (t->h[k].tick)
+			t->h[k].tick(t->h[k].ctx);
+}
+
+void gs_proc_table_report(struct gs_proc_table *t, struct gs_profile *prof)
+{
+	for (int k = 0; k < t->n_handlers; k++)
+		if (t->h[k].report)
+			t->h[k].report(t->h[k].ctx, prof);
+}

@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: MIT */
+/* proc/table.c: the one process table and its handler calls, on real
+ * processes (this test and forked children) and real ELF objects. */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "proc/proc.h"
+
+/* A handler that logs its calls as "name:op:tgid[:detail]" lines. */
+struct log {
+	char buf[8192];
+	int probes, attached_objs;
+	char exe[4096];
+	bool saw_exe;
+};
+
+struct rec {
+	const char *name;
+	struct log *log;
+	int id;
+};
+
+static void add(struct log *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add(struct log *g, const char *fmt, ...)
+{
+	size_t n = strlen(g->buf);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(g->buf + n, sizeof(g->buf) - n, fmt, ap);
+	va_end(ap);
+}
+
+static int r_attach(void *ctx, struct gs_proc *p, struct gs_elf_obj *o,
+		    const struct gs_maps_line *l)
+{
+	struct rec *r = ctx;
+
+	if (o) {
+		r->log->attached_objs++;
+		cr_assert(l && l->offset == 0 && l->path);
+		r->log->saw_exe |= !strcmp(l->path, r->log->exe);
+		return 0;
+	}
+	add(r->log, "%s:attach:%u:%u ", r->name, p->tgid, p->image);
+	p->slot[r->id] = r; /* per-handler state hangs off the entry */
+	return 0;
+}
+
+static int r_fork(void *ctx, struct gs_proc *parent, struct gs_proc *child)
+{
+	struct rec *r = ctx;
+
+	add(r->log, "%s:fork:%u:%u ", r->name, parent ? parent->tgid : 0, child->tgid);
+	child->slot[r->id] = parent ? parent->slot[r->id] : r;
+	return 0;
+}
+
+static void r_detach(void *ctx, struct gs_proc *p, bool exec)
+{
+	struct rec *r = ctx;
+
+	add(r->log, "%s:detach:%u:%s ", r->name, p->tgid, exec ? "exec" : "exit");
+}
+
+static void r_tick(void *ctx)
+{
+	struct rec *r = ctx;
+
+	add(r->log, "%s:tick ", r->name);
+}
+
+static void r_report(void *ctx, struct gs_profile *prof)
+{
+	struct rec *r = ctx;
+
+	add(r->log, "%s:report ", r->name);
+}
+
+static void r_release(void *ctx, struct gs_proc *p)
+{
+	struct rec *r = ctx;
+
+	add(r->log, "%s:release:%u ", r->name, p->tgid);
+}
+
+/* Claims the test binary itself, whatever its path. */
+static int r_probe(void *ctx, const struct gs_elf_obj *o)
+{
+	struct rec *r = ctx;
+
+	r->log->probes++;
+	return !strcmp(o->path, r->log->exe);
+}
+
+static struct gs_proc_handler handler(struct rec *r, bool probe)
+{
+	return (struct gs_proc_handler){
+		.name = r->name,
+		.ctx = r,
+		.probe = probe ? r_probe : NULL,
+		.attach = r_attach,
+		.fork = r_fork,
+		.detach = r_detach,
+		.tick = r_tick,
+		.report = r_report,
+		.release = r_release,
+	};
+}
+
+static pid_t child_that_waits(void)
+{
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	return pid;
+}
+
+static void reap(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+Test(proc_table, events_reach_handlers_in_order)
+{
+	static struct log g;
+	struct rec a = { "a", &g, 0 }, b = { "b", &g, 0 };
+	struct gs_proc_table *t = gs_proc_table_new(NULL);
+	struct gs_proc_handler ha = handler(&a, false), hb = handler(&b, false);
+	uint32_t me = (uint32_t)getpid();
+
+	cr_assert(t);
+	cr_assert_eq(a.id = gs_proc_register(t, &ha), 0);
+	cr_assert_eq(b.id = gs_proc_register(t, &hb), 1);
+	struct gs_proc *p = gs_proc_table_seen(t, me, 1);
+	cr_assert(p && p->tgid == me && p->root == me && p->image == 0);
+	cr_assert_eq(p->slot[0], &a);
+	cr_assert_eq(p->slot[1], &b);
+	cr_assert_eq(gs_proc_table_seen(t, me, 1), p, "a known tgid is not attached again");
+	cr_assert_eq(gs_proc_register(t, &ha), -EBUSY);
+
+	struct gs_proc *c = gs_proc_table_fork(t, me, 4000001);
+	cr_assert(c && c->root == me && c->ppid == me);
+	cr_assert_eq(c->slot[1], &b, "the child starts from its parent's state");
+	cr_assert_eq(gs_proc_table_exec(t, 4000001, me), c);
+	cr_assert_eq(c->image, 1);
+	gs_proc_table_exit(t, 4000001);
+	gs_proc_table_exit(t, 4000001); /* twice: detached once */
+	cr_assert(c->exited);
+	cr_assert_eq(gs_proc_get(t, 4000001), c, "an exited process keeps its entry");
+	gs_proc_table_exit(t, 4000002); /* unknown: nothing */
+	struct gs_proc *o = gs_proc_table_fork(t, 4000003, 4000004);
+	cr_assert(o && o->root == 4000004, "an orphan fork is its own root");
+	gs_proc_table_tick(t);
+	gs_proc_table_report(t, NULL);
+	cr_assert_eq(gs_proc_count(t), 3);
+	cr_assert_eq(gs_proc_at(t, 1), c);
+	cr_assert_null(gs_proc_at(t, 3));
+	gs_proc_table_free(t);
+
+	char want[1024];
+	snprintf(want, sizeof(want),
+		 "a:attach:%u:0 b:attach:%u:0 "
+		 "a:fork:%u:4000001 b:fork:%u:4000001 "
+		 "b:detach:4000001:exec a:detach:4000001:exec "
+		 "a:attach:4000001:1 b:attach:4000001:1 "
+		 "b:detach:4000001:exit a:detach:4000001:exit "
+		 "a:fork:0:4000004 b:fork:0:4000004 "
+		 "a:tick b:tick a:report b:report "
+		 "a:release:%u b:release:%u a:release:4000001 b:release:4000001 "
+		 "a:release:4000004 b:release:4000004 ",
+		 me, me, me, me, me, me);
+	cr_assert_str_eq(g.buf, want);
+}
+
+Test(proc_table, probe_claims_objects_once_and_fork_shares_maps)
+{
+	static struct log g;
+	struct rec a = { "a", &g, 0 };
+	struct gs_elf_cache *elf = gs_elf_cache_new();
+	struct gs_proc_table *t;
+	struct gs_proc_handler ha = handler(&a, true);
+	ssize_t n = readlink("/proc/self/exe", g.exe, sizeof(g.exe) - 1);
+
+	cr_assert_gt(n, 0);
+	cr_assert(elf && (t = gs_proc_table_new(elf)));
+	gs_elf_cache_put(elf); /* the table holds its own reference */
+	cr_assert_eq(gs_proc_register(t, &ha), 0);
+
+	pid_t kid = child_that_waits();
+	struct gs_proc *p = gs_proc_table_seen(t, (uint32_t)getpid(), 1);
+	cr_assert(p && p->maps && p->maps->n > 3);
+	cr_assert(g.saw_exe, "the claimed object is attached with its mapping");
+	cr_assert_eq(g.attached_objs, 1, "only the claimed object");
+	int probes = g.probes;
+	cr_assert_gt(probes, 1, "every mapped ELF file is probed (libc, ld.so, ...)");
+
+	struct gs_proc *c = gs_proc_table_fork(t, (uint32_t)getpid(), (uint32_t)kid);
+	cr_assert_eq(c->maps, p->maps, "a fork child shares the snapshot");
+	cr_assert_eq(p->maps->refs, 2);
+	gs_proc_table_exec(t, (uint32_t)kid, (uint32_t)getpid());
+	cr_assert(c->maps && c->maps != p->maps, "exec reads the child's own maps");
+	cr_assert_eq(p->maps->refs, 1);
+	cr_assert_eq(g.attached_objs, 2, "the child's image attached again");
+	cr_assert_eq(g.probes, probes, "objects are probed once, not per process");
+	reap(kid);
+	gs_proc_table_free(t);
+}
+
+Test(proc_table, register_bound)
+{
+	static struct log g;
+	struct rec a = { "a", &g, 0 };
+	struct gs_proc_table *t = gs_proc_table_new(NULL);
+	struct gs_proc_handler ha = handler(&a, true);
+
+	for (int i = 0; i < GS_PROC_MAX_HANDLERS; i++)
+		cr_assert_eq(gs_proc_register(t, &ha), i);
+	cr_assert_eq(gs_proc_register(t, &ha), -ENOSPC);
+	/* Without an ELF cache nothing is probed or snapshotted. */
+	struct gs_proc *p = gs_proc_table_seen(t, (uint32_t)getpid(), 1);
+	cr_assert(p && !p->maps && g.probes == 0);
+	gs_proc_table_free(t);
+}
