@@ -2054,3 +2054,39 @@ int gs_cfi_refresh(struct gs_cfi *c)
 	}
 	return done;
 }
+
+/* ---- the process table's handler ------------------------------------------ */
+
+static int cfi_h_attach(void *ctx, struct gs_proc *p, struct gs_elf_obj *o,
+			const struct gs_maps_line *l)
+{
+	return gs_cfi_add_process(ctx, p->tgid);
+}
+
+static int cfi_h_fork(void *ctx, struct gs_proc *parent, struct gs_proc *child)
+{
+	return gs_cfi_fork(ctx, child->ppid, child->tgid);
+}
+
+static void cfi_h_detach(void *ctx, struct gs_proc *p, bool exec)
+{
+	if (!exec) /* an exec's attach replaces the process's mappings */
+		gs_cfi_remove_process(ctx, p->tgid);
+}
+
+static void cfi_h_tick(void *ctx)
+{
+	gs_cfi_refresh(ctx);
+}
+
+void gs_cfi_proc_handler(struct gs_cfi *cfi, struct gs_proc_handler *h)
+{
+	*h = (struct gs_proc_handler){
+		.name = "cfi",
+		.ctx = cfi,
+		.attach = cfi_h_attach,
+		.fork = cfi_h_fork,
+		.detach = cfi_h_detach,
+		.tick = cfi_h_tick,
+	};
+}

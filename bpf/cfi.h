@@ -235,6 +235,11 @@ void gs_cfi_set_lazy(struct gs_cfi *cfi, bool on);
 /* Verbose progress (one line per table built) to stderr. */
 void gs_cfi_set_verbose(struct gs_cfi *cfi, bool on);
 void gs_cfi_close(struct gs_cfi *cfi);
+/* The CFI tables as a handler of the process table (proc/proc.h): attach
+ * (first sight, exec) gs_cfi_add_process, fork gs_cfi_fork, detach at
+ * exit gs_cfi_remove_process, tick gs_cfi_refresh. */
+struct gs_proc_handler;
+void gs_cfi_proc_handler(struct gs_cfi *cfi, struct gs_proc_handler *h);
 #endif
 
 #endif

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Per-process runtimes of a session: the CPython interpreter (discovery ->
- * BPF walker configuration, code objects -> frames, merge with native
- * frames) and the CFI unwind tables of the mapped ELF objects.
+ * Per-process runtimes of a session, registered as handlers of the one
+ * process table (proc/proc.h): the native symbolizer, the CFI unwind
+ * tables, the CPython interpreter (discovery -> BPF walker configuration,
+ * code objects -> frames, merge with native frames) and the GPU agent.
+ * The session feeds BPF process events into the table (session.c,
+ * stacks.c); the table calls the handlers.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -142,15 +145,29 @@ static void py_discover(struct session *s, struct gs_procinfo *p)
 	gs_profile_add_note(&s->prof, "pid %u (%s): %s; native stacks only", p->pid, p->comm, msg);
 }
 
-void gs_rt_new_process(struct session *s, struct gs_procinfo *p)
+/* ---- Python as a handler of the process table -------------------------------- */
+
+/* The cli/ entry of a table entry: they are added together (session.c,
+ * stacks.c); NULL only after ENOMEM. */
+static struct gs_procinfo *info_of(struct session *s, const struct gs_proc *p)
 {
-	if (s->cfi)
-		gs_cfi_add_process(s->cfi, p->pid);
+	return gs_proctab_get(&s->procs, p->tgid);
+}
+
+static int py_h_attach(void *ctx, struct gs_proc *pr, struct gs_elf_obj *o,
+		       const struct gs_maps_line *l)
+{
+	struct session *s = ctx;
+	struct gs_procinfo *p = info_of(s, pr);
+
+	if (!p)
+		return -ENOMEM;
 	/* Seen without a fork record (a descendant found at attach, or one
 	 * whose fork record was lost): the process table copied the parent's
 	 * Python state, which only a fork child shares -- a descendant may
 	 * run another interpreter, or the same one at other addresses (spawn
-	 * and forkserver workers, torchrun's workers).  Discover it itself. */
+	 * and forkserver workers, torchrun's workers).  Discover it itself.
+	 * After an exec, detach has reset the state already. */
 	if (p->py_state != GS_PYS_UNKNOWN || p->py_cfg_id) {
 		p->py_state = GS_PYS_UNKNOWN;
 		p->py_cfg_id = 0;
@@ -162,83 +179,149 @@ void gs_rt_new_process(struct session *s, struct gs_procinfo *p)
 	} else {
 		py_discover(s, p);
 	}
-	gs_gpu_add_process(s, p->pid);
+	return 0;
 }
 
-void gs_rt_fork(struct session *s, struct gs_procinfo *child)
+static int py_h_fork(void *ctx, struct gs_proc *parent, struct gs_proc *pr)
 {
+	struct session *s = ctx;
+	struct gs_procinfo *child = info_of(s, pr);
+
 	/* Same address space: the BPF fork handler copied the targets entry,
 	 * py_cfg_id included; user space shares caches and tables. */
-	if (s->cfi)
-		gs_cfi_fork(s->cfi, child->ppid, child->pid);
 	if (s->py)
-		gs_py_fork(s->py, child->ppid, child->pid);
+		gs_py_fork(s->py, pr->ppid, pr->tgid);
 	/* The process table copied the parent's Python state as it is now,
 	 * but BPF copied it at fork time: a parent discovered in between (a
 	 * fresh interpreter that forks its workers at once) left the child's
 	 * entry without a py_cfg_id.  Push the current one. */
-	if (child->py_state == GS_PYS_FOUND && gs_proc_alive(child->pid))
+	if (child && child->py_state == GS_PYS_FOUND && gs_proc_alive(child->pid))
 		gs_session_update_target(s, child);
-	gs_gpu_add_process(s, child->pid);
+	return 0;
 }
 
-void gs_rt_exec(struct session *s, struct gs_procinfo *p)
+static void py_h_detach(void *ctx, struct gs_proc *pr, bool exec)
 {
+	struct session *s = ctx;
+	struct gs_procinfo *p = info_of(s, pr);
+
+	if (!exec) {
+		if (s->py)
+			gs_py_exit(s->py, pr->tgid);
+		return;
+	}
 	/* A new image: the old interpreter configuration is meaningless now. */
-	p->py_state = GS_PYS_UNKNOWN;
-	p->py_cfg_id = 0;
-	p->py_first_try = 0;
-	p->python[0] = '\0';
-	gs_session_update_target(s, p);
+	if (p) {
+		p->py_state = GS_PYS_UNKNOWN;
+		p->py_cfg_id = 0;
+		p->py_first_try = 0;
+		p->python[0] = '\0';
+		gs_session_update_target(s, p);
+	}
 	if (s->py)
-		gs_py_exec(s->py, p->pid);
-	if (s->cfi)
-		gs_cfi_add_process(s->cfi, p->pid);
-	py_discover(s, p);
-	gs_gpu_add_process(s, p->pid);
+		gs_py_exec(s->py, pr->tgid);
 }
 
-void gs_rt_exit(struct session *s, struct gs_procinfo *p)
+static void py_h_tick(void *ctx)
 {
-	if (s->cfi)
-		gs_cfi_remove_process(s->cfi, p->pid);
-	if (s->py)
-		gs_py_exit(s->py, p->pid);
-	gs_gpu_remove_process(s, p->pid);
-}
+	struct session *s = ctx;
 
-void gs_rt_tick(struct session *s)
-{
-	if (s->cfi)
-		gs_cfi_refresh(s->cfi);
 	for (uint32_t i = 0; i < s->procs.n; i++)
 		py_discover(s, &s->procs.items[i]);
 }
 
-/* Libraries left without an fd by the ELF cache's bound: their frames
- * are unsymbolized and their stacks use frame pointers only. */
-static void elf_comments(struct session *s)
+static void py_h_report(void *ctx, struct gs_profile *prof)
 {
-	struct gs_elf_stats es;
+	struct session *s = ctx;
+	struct gs_py_stats st;
 
-	if (!s->sym)
+	if (!s->py)
 		return;
-	gs_elf_stats(gs_sym_elf_cache(s->sym), &es);
-	if (es.fd_refused)
-		gs_profile_add_note(
-		    &s->prof,
-		    "%zu of %zu libraries not kept open (at most %zu file "
-		    "descriptors, RLIMIT_NOFILE less %d): no symbols or unwind tables "
-		    "in them; raise the soft limit (ulimit -n) to get them",
-		    es.fd_refused, es.objects, es.max_fds, GS_ELF_FD_RESERVE);
+	gs_py_get_stats(s->py, &st);
+	if (!st.codes_read && !st.codes_failed)
+		return;
+	gs_profile_add_comment(
+	    prof,
+	    "python code objects: %llu read (%llu of them freed but "
+	    "intact), %llu unreadable (reused or process gone before they were "
+	    "read); %llu of %llu frames of distinct stacks are [unknown python]",
+	    (unsigned long long)st.codes_read, (unsigned long long)st.codes_freed,
+	    (unsigned long long)st.codes_failed, (unsigned long long)st.frames_unknown,
+	    (unsigned long long)st.frames);
+}
+
+/* ---- the GPU agent as a handler (cli/gpu.c: the host, its arming) ---------- */
+
+static int gpu_h_attach(void *ctx, struct gs_proc *p, struct gs_elf_obj *o,
+			const struct gs_maps_line *l)
+{
+	gs_gpu_add_process(ctx, p->tgid);
+	return 0;
+}
+
+static int gpu_h_fork(void *ctx, struct gs_proc *parent, struct gs_proc *child)
+{
+	gs_gpu_add_process(ctx, child->tgid);
+	return 0;
+}
+
+static void gpu_h_detach(void *ctx, struct gs_proc *p, bool exec)
+{
+	if (!exec) /* an exec's attach looks for the agent in the new image */
+		gs_gpu_remove_process(ctx, p->tgid);
+}
+
+static void gpu_h_tick(void *ctx)
+{
+	gs_gpu_tick(ctx);
+}
+
+/* ---- registration ------------------------------------------------------------ */
+
+int gs_rt_register(struct session *s)
+{
+	struct gs_proc_handler h[4];
+	int n = 0;
+
+	s->pt = gs_proc_table_new(gs_sym_elf_cache(s->sym));
+	if (!s->pt)
+		return -ENOMEM;
+	/* Order matters: the symbolizer's snapshot first, then the CFI
+	 * tables, then Python discovery (which may refresh both), then the
+	 * GPU agent (whose arming builds the process's tables). */
+	gs_sym_proc_handler(s->sym, &h[n++]);
+	if (s->cfi)
+		gs_cfi_proc_handler(s->cfi, &h[n++]);
+	h[n++] = (struct gs_proc_handler){
+		.name = "python",
+		.ctx = s,
+		.attach = py_h_attach,
+		.fork = py_h_fork,
+		.detach = py_h_detach,
+		.tick = py_h_tick,
+		.report = py_h_report,
+	};
+	h[n++] = (struct gs_proc_handler){
+		.name = "gpu",
+		.ctx = s,
+		.attach = gpu_h_attach,
+		.fork = gpu_h_fork,
+		.detach = gpu_h_detach,
+		.tick = gpu_h_tick,
+	};
+	for (int i = 0; i < n; i++) {
+		int rc = gs_proc_register(s->pt, &h[i]);
+
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
 }
 
 void gs_rt_comments(struct session *s)
 {
-	struct gs_py_stats st;
 	size_t scanned = 0;
 
-	elf_comments(s);
 	for (size_t i = 0; i < s->n_samples; i++)
 		scanned += (s->raw.items[s->samples[i].stack].flags & GS_CPU_USER_SCAN) != 0;
 	if (scanned)
@@ -247,19 +330,7 @@ void gs_rt_comments(struct session *s)
 				       "code without an unwind table or frame pointer (JIT) by a "
 				       "stack scan",
 				       scanned, s->n_samples);
-	if (!s->py)
-		return;
-	gs_py_get_stats(s->py, &st);
-	if (!st.codes_read && !st.codes_failed)
-		return;
-	gs_profile_add_comment(
-	    &s->prof,
-	    "python code objects: %llu read (%llu of them freed but "
-	    "intact), %llu unreadable (reused or process gone before they were "
-	    "read); %llu of %llu frames of distinct stacks are [unknown python]",
-	    (unsigned long long)st.codes_read, (unsigned long long)st.codes_freed,
-	    (unsigned long long)st.codes_failed, (unsigned long long)st.frames_unknown,
-	    (unsigned long long)st.frames);
+	gs_proc_table_report(s->pt, &s->prof);
 }
 
 void gs_rt_new_stack(struct session *s, const struct gs_rawstack *r)

@@ -90,10 +90,9 @@ static int add_target(struct session *s, uint32_t pid, uint32_t ppid, bool is_ro
 	if (!gs_proc_stat(pid, &st))
 		memcpy(p->comm, st.comm, sizeof(p->comm));
 	gs_session_read_ranks(p, false);
-	gs_sym_add_process(s->sym, pid);
 	rc = gs_session_update_target(s, p);
-	if (!rc)
-		gs_rt_new_process(s, p);
+	if (!rc && !gs_proc_table_seen(s->pt, pid, ppid))
+		rc = -ENOMEM;
 	return rc;
 }
 
@@ -189,31 +188,23 @@ static void on_proc_event(struct session *s, const struct gs_proc_event *ev)
 		p = gs_proctab_add(&s->procs, ev->tgid, ev->ppid);
 		if (p)
 			memcpy(p->comm, ev->comm, sizeof(p->comm));
-		if (gs_sym_has_process(s->sym, ev->ppid))
-			gs_sym_fork(s->sym, ev->ppid, ev->tgid);
-		else
-			gs_sym_add_process(s->sym, ev->tgid);
-		if (p)
-			gs_rt_fork(s, p);
+		gs_proc_table_fork(s->pt, ev->ppid, ev->tgid);
 		break;
 	case GS_PROC_EXEC:
 		p = gs_proctab_get(&s->procs, ev->tgid);
 		if (!p)
 			p = gs_session_first_sight(s, ev->tgid);
-		gs_sym_exec(s->sym, ev->tgid);
 		if (p) {
 			memcpy(p->comm, ev->comm, sizeof(p->comm));
 			gs_session_read_ranks(p, true);
-			gs_rt_exec(s, p);
 		}
+		gs_proc_table_exec(s->pt, ev->tgid, 0); /* known: first sight above */
 		break;
 	case GS_PROC_EXIT:
 		p = gs_proctab_get(&s->procs, ev->tgid);
-		if (p) {
+		if (p)
 			p->exited = true;
-			gs_rt_exit(s, p);
-		}
-		gs_sym_exit(s->sym, ev->tgid);
+		gs_proc_table_exit(s->pt, ev->tgid);
 		break;
 	}
 }
@@ -339,8 +330,7 @@ static int run_loop(struct session *s)
 			break;
 		tick_pending = now < next_tick; /* woken early: tick once the 50 ms are up */
 		if (!tick_pending) {
-			gs_rt_tick(s);
-			gs_gpu_tick(s);
+			gs_proc_table_tick(s->pt);
 			next_tick = now + 50000000ull;
 		}
 		if (now >= next_progress) {
@@ -594,7 +584,9 @@ static int open_sampler(struct session *s)
 		return rc;
 	}
 	rc = gs_rt_open(s);
-	return rc ? rc : gs_gpu_open(s);
+	if (!rc)
+		rc = gs_gpu_open(s);
+	return rc ? rc : gs_rt_register(s);
 }
 
 static int start_launch(struct session *s)
@@ -628,6 +620,7 @@ static void init_session(struct session *s, const struct gs_options *o)
 static void free_session(struct session *s)
 {
 	gs_off_free(s);
+	gs_proc_table_free(s->pt); /* before the runtimes its handlers call */
 	gs_gpu_close(s);
 	gs_rt_close(s);
 	if (s->sampler)

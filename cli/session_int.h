@@ -16,6 +16,7 @@
 #include "cli/rawstacks.h"
 #include "gpusample/profile.h"
 #include "bpf/gpu_host.h"
+#include "proc/proc.h"
 #include "symbolizer/cuda.h"
 #include "symbolizer/join.h"
 #include "symbolizer/python.h"
@@ -37,6 +38,7 @@ struct session {
 	struct gs_py *py;              /* NULL with --no-python */
 	struct gs_cfi *cfi;            /* NULL with --no-cfi */
 	struct gs_gpu_host *gpu;       /* NULL with --no-gpu */
+	struct gs_proc_table *pt;      /* the one process table: its handlers are the runtimes */
 	struct gs_cuda *cuda;          /* cubins, stall tables (with gpu) */
 	struct gs_join *join;          /* created at start: needs t0 */
 	struct gs_offcpu *off;         /* NULL with --no-offcpu (cli/offcpu.c) */
@@ -88,14 +90,13 @@ void gs_session_attach_done(struct session *s);
 void gs_outputs_set_owner(void);
 int gs_outputs_check(const struct session *s);
 
-/* cli/runtimes.c: Python discovery and CFI tables per process. */
+/* cli/runtimes.c: the runtimes (Python, CFI tables) opened, then
+ * registered as handlers of s->pt with the symbolizer and the GPU agent
+ * (after gs_gpu_open, before the first process).  Process events go to
+ * s->pt (gs_proc_table_seen/_fork/_exec/_exit/_tick), which calls them. */
 int gs_rt_open(struct session *s);
+int gs_rt_register(struct session *s);
 void gs_rt_close(struct session *s);
-void gs_rt_new_process(struct session *s, struct gs_procinfo *p); /* first sight */
-void gs_rt_fork(struct session *s, struct gs_procinfo *child);
-void gs_rt_exec(struct session *s, struct gs_procinfo *p);
-void gs_rt_exit(struct session *s, struct gs_procinfo *p);
-void gs_rt_tick(struct session *s);     /* from the poll loop */
 void gs_rt_comments(struct session *s); /* profile comments: what stayed unresolved */
 void gs_rt_new_stack(struct session *s, const struct gs_rawstack *r);
 /* Leaf-first user part of a stack (native + Python merged); returns count. */

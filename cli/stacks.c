@@ -24,10 +24,8 @@ struct gs_procinfo *gs_session_first_sight(struct session *s, uint32_t tgid)
 	p = gs_proctab_add(&s->procs, tgid, st.ppid);
 	if (p)
 		gs_session_read_ranks(p, false);
-	if (p && !gs_sym_has_process(s->sym, tgid))
-		gs_sym_add_process(s->sym, tgid);
 	if (p)
-		gs_rt_new_process(s, p);
+		gs_proc_table_seen(s->pt, tgid, st.ppid); /* ENOMEM: no runtimes */
 	return p;
 }
 

@@ -223,7 +223,8 @@ struct gs_proc *gs_proc_at(const struct gs_proc_table *t, size_t i);
 /* Process events.  seen: first sight (a target, a descendant found at
  * attach, a sampled tgid without fork record) -> attach; a known tgid is
  * returned as is.  fork: a new entry sharing the parent's root and maps ->
- * fork (a known child is returned as is).  exec: detach(exec), then attach
+ * fork (a child already seen by its samples takes the parent's maps and
+ * gets fork too: the record is the better truth).  exec: detach(exec), then attach
  * (first sight first when unknown).  exit: detach (unknown: nothing).
  * Return the entry, NULL on ENOMEM. */
 struct gs_proc *gs_proc_table_seen(struct gs_proc_table *t, uint32_t tgid, uint32_t ppid);

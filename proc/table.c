@@ -161,13 +161,14 @@ struct gs_proc *gs_proc_table_fork(struct gs_proc_table *t, uint32_t ppid, uint3
 {
 	struct gs_proc *c = gs_proc_get(t, child), *parent = gs_proc_get(t, ppid);
 
-	if (c)
-		return c;
-	if (!(c = proc_new(t, child, ppid)))
+	if (!c && !(c = proc_new(t, child, ppid)))
 		return NULL;
-	/* Same address space at fork: the parent's snapshot is the child's. */
-	if (parent && parent->maps)
+	/* Same address space at fork: the parent's snapshot is the child's,
+	 * also for a child first seen by its samples before this record. */
+	if (parent && parent->maps && parent != c) {
+		gs_proc_maps_put(c->maps);
 		c->maps = gs_proc_maps_get(parent->maps);
+	}
 	for (int k = 0; k < t->n_handlers; k++)
 		if (t->h[k].fork)
 			t->h[k].fork(t->h[k].ctx, parent, c);

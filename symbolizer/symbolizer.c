@@ -576,3 +576,52 @@ int gs_sym_foreach_mapping(struct gs_symbolizer *s, uint32_t tgid,
 	gs_sym_snapshot_put(snap);
 	return ret;
 }
+
+/* ---- the process table's handler ------------------------------------------ */
+
+static int sym_h_attach(void *ctx, struct gs_proc *p, struct gs_elf_obj *o,
+			const struct gs_maps_line *l)
+{
+	return p->image ? gs_sym_exec(ctx, p->tgid) : gs_sym_add_process(ctx, p->tgid);
+}
+
+static int sym_h_fork(void *ctx, struct gs_proc *parent, struct gs_proc *child)
+{
+	if (gs_sym_has_process(ctx, child->ppid))
+		return gs_sym_fork(ctx, child->ppid, child->tgid);
+	return gs_sym_add_process(ctx, child->tgid);
+}
+
+static void sym_h_detach(void *ctx, struct gs_proc *p, bool exec)
+{
+	if (!exec) /* an exec's attach takes a new snapshot */
+		gs_sym_exit(ctx, p->tgid);
+}
+
+/* Libraries left without an fd by the ELF cache's bound: their frames
+ * are unsymbolized and their stacks use frame pointers only. */
+static void sym_h_report(void *ctx, struct gs_profile *prof)
+{
+	struct gs_elf_stats es;
+
+	gs_elf_stats(gs_sym_elf_cache(ctx), &es);
+	if (es.fd_refused)
+		gs_profile_add_note(
+		    prof,
+		    "%zu of %zu libraries not kept open (at most %zu file "
+		    "descriptors, RLIMIT_NOFILE less %d): no symbols or unwind tables "
+		    "in them; raise the soft limit (ulimit -n) to get them",
+		    es.fd_refused, es.objects, es.max_fds, GS_ELF_FD_RESERVE);
+}
+
+void gs_sym_proc_handler(struct gs_symbolizer *s, struct gs_proc_handler *h)
+{
+	*h = (struct gs_proc_handler){
+		.name = "native",
+		.ctx = s,
+		.attach = sym_h_attach,
+		.fork = sym_h_fork,
+		.detach = sym_h_detach,
+		.report = sym_h_report,
+	};
+}

@@ -74,6 +74,13 @@ int gs_sym_exec(struct gs_symbolizer *s, uint32_t tgid);
 int gs_sym_refresh(struct gs_symbolizer *s, uint32_t tgid);
 void gs_sym_exit(struct gs_symbolizer *s, uint32_t tgid);
 bool gs_sym_has_process(struct gs_symbolizer *s, uint32_t tgid);
+/* The symbolizer as a handler of the process table (proc/proc.h): attach
+ * gs_sym_add_process at first sight and gs_sym_exec after an exec, fork
+ * gs_sym_fork (gs_sym_add_process for a parent it has no snapshot of),
+ * detach at exit gs_sym_exit, report the note on libraries left without
+ * an fd by the ELF cache's bound. */
+struct gs_proc_handler;
+void gs_sym_proc_handler(struct gs_symbolizer *s, struct gs_proc_handler *h);
 
 /* Location id for a user address of tgid.  is_return_addr: the address is a
  * return address (every frame but the leaf), so look up addr-1. */

@@ -213,6 +213,12 @@ Test(proc_table, probe_claims_objects_once_and_fork_shares_maps)
 	cr_assert_eq(p->maps->refs, 1);
 	cr_assert_eq(g.attached_objs, 2, "the child's image attached again");
 	cr_assert_eq(g.probes, probes, "objects are probed once, not per process");
+	/* A fork record for a child seen first by its samples: the record is
+	 * the truth, the child takes the parent's snapshot. */
+	struct gs_proc_maps *own = c->maps;
+	cr_assert_eq(gs_proc_table_fork(t, (uint32_t)getpid(), (uint32_t)kid), c);
+	cr_assert_eq(c->maps, p->maps);
+	cr_assert_neq(c->maps, own);
 	reap(kid);
 	gs_proc_table_free(t);
 }
