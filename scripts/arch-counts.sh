@@ -11,6 +11,9 @@ c() { grep -rlE "$1" --include=*.c --include=*.h $SRC 2>/dev/null | grep -v '\.b
 show() { local n; n=$(printf '%s\n' "$2" | grep -c . || true); printf '%-44s %3d  %s\n' "$1" "$n" "$(echo $2)"; }
 
 show "readers of /proc/PID/maps"       "$(c '"/proc/%[ud]/maps"')"
+# Per-process state keyed by tgid (a map commented "tgid ->", or a table
+# struct of processes): the target is one, proc/'s, with handler slots.
+show "per-process tables (files)"      "$(c 'struct gs_hmap [a-z_]+; +/\* tgid ->|^struct gs_proctab \{')"
 show "ELF openers (elf_begin)"         "$(c 'elf_begin\(')"
 show "remote-memory readers"           "$(c 'process_vm_readv\(')"
 show "raise_nofile"                    "$(c 'raise_nofile')"
