@@ -63,9 +63,12 @@ struct cubin {
 struct gs_gpu_host {
 	struct bpf_program *rec_prog, *launch_prog;
 	struct gs_gpu_host_opts o;
-	struct gpu_proc *procs; /* kept after exit, for the report */
+	struct gpu_proc **procs; /* in order of first sight, kept after exit for
+				  * the report; each also hangs off its process's
+				  * entry of pt (slot) */
 	size_t n_procs, cap_procs;
-	struct gs_hmap proc_index; /* tgid -> index in procs */
+	struct gs_proc_table *pt; /* the session's (gs_gpu_host_bind) or our own */
+	int slot;
 	struct cubin *cubins;
 	size_t n_cubins, cap_cubins;
 	uint32_t *cubin_slots; /* open addressing by crc: index + 1, 0 = empty */
@@ -119,10 +122,17 @@ struct gs_gpu_host *gs_gpu_host_new(struct bpf_program *record_prog,
 		h->next_session = 1;
 	elf_version(EV_CURRENT);
 	h->elf = h->o.elf ? gs_elf_cache_ref(h->o.elf) : gs_elf_cache_new();
-	if (!h->elf) {
+	/* Alone (tests, the fake driver's host): a table of our own, with a
+	 * handler that does nothing, for the slots. */
+	h->pt = gs_proc_table_new(NULL);
+	if (!h->elf || !h->pt ||
+	    gs_proc_register(h->pt, &(struct gs_proc_handler){ .name = "gpu" })) {
+		gs_proc_table_free(h->pt);
+		gs_elf_cache_put(h->elf);
 		free(h);
 		return NULL;
 	}
+	h->slot = -1; /* own table, slot 0 */
 	return h;
 }
 
@@ -138,9 +148,10 @@ void gs_gpu_host_free(struct gs_gpu_host *h)
 	if (!h)
 		return;
 	for (size_t i = 0; i < h->n_procs; i++) {
-		proc_detach(&h->procs[i]);
-		for (size_t k = 0; k < h->procs[i].n_tables; k++)
-			free(h->procs[i].tables[k]);
+		proc_detach(h->procs[i]);
+		for (size_t k = 0; k < h->procs[i]->n_tables; k++)
+			free(h->procs[i]->tables[k]);
+		free(h->procs[i]);
 	}
 	for (size_t i = 0; i < h->n_cubins; i++)
 		free(h->cubins[i].data);
@@ -148,24 +159,35 @@ void gs_gpu_host_free(struct gs_gpu_host *h)
 	free(h->cubin_slots);
 	free(h->procs);
 	gs_hmap_free(&h->probed);
-	gs_hmap_free(&h->proc_index);
+	if (h->slot == -1) /* our own table */
+		gs_proc_table_free(h->pt);
 	gs_elf_cache_put(h->elf);
 	free(h);
 }
 
+int gs_gpu_host_bind(struct gs_gpu_host *h, struct gs_proc_table *t, int id)
+{
+	if (h->n_procs)
+		return -EBUSY;
+	if (h->slot == -1)
+		gs_proc_table_free(h->pt);
+	h->pt = t;
+	h->slot = id;
+	return 0;
+}
+
 static struct gpu_proc *proc_find(struct gs_gpu_host *h, uint32_t tgid, bool create)
 {
-	uint64_t *v = gs_hmap_get(&h->proc_index, tgid);
+	void **slot = gs_proc_table_slot(h->pt, tgid, h->slot < 0 ? 0 : h->slot, create);
 	struct gpu_proc *p;
 
-	if (v)
-		return &h->procs[*v];
-	if (!create || GS_GROW(h->procs, h->cap_procs, h->n_procs + 1) ||
-	    gs_hmap_put(&h->proc_index, tgid, h->n_procs))
+	if (!slot || *slot || !create)
+		return slot ? *slot : NULL;
+	if (GS_GROW(h->procs, h->cap_procs, h->n_procs + 1) || !(p = calloc(1, sizeof(*p))))
 		return NULL;
-	p = &h->procs[h->n_procs++];
-	memset(p, 0, sizeof(*p));
 	p->info.tgid = tgid;
+	h->procs[h->n_procs++] = p;
+	*slot = p;
 	return p;
 }
 
@@ -507,8 +529,8 @@ void gs_gpu_host_remove_process(struct gs_gpu_host *h, uint32_t tgid)
 uint32_t gs_gpu_host_next_ready(const struct gs_gpu_host *h)
 {
 	for (size_t i = 0; i < h->n_procs; i++)
-		if (h->procs[i].ready && !h->procs[i].gone)
-			return h->procs[i].info.tgid;
+		if (h->procs[i]->ready && !h->procs[i]->gone)
+			return h->procs[i]->info.tgid;
 	return 0;
 }
 
@@ -529,7 +551,7 @@ void gs_gpu_host_poll(struct gs_gpu_host *h)
 	uint64_t now = gs_mono_ns();
 
 	for (size_t i = 0; i < h->n_procs; i++) {
-		struct gpu_proc *p = &h->procs[i];
+		struct gpu_proc *p = h->procs[i];
 		bool waiting_init = p->init_seen_ns && now - p->init_seen_ns < INIT_WAIT_NS;
 
 		if (p->info.state != GS_GPU_PROC_NO_AGENT || p->gone || p->ready)
@@ -775,7 +797,7 @@ int gs_gpu_host_detach(struct gs_gpu_host *h, int (*poll)(void *ctx, int timeout
 	int waiting = 0;
 
 	for (size_t i = 0; i < h->n_procs; i++) {
-		struct gpu_proc *p = &h->procs[i];
+		struct gpu_proc *p = h->procs[i];
 		uint32_t req = p->info.session;
 		char path[PATH_MAX];
 		uint64_t base = 0;
@@ -799,13 +821,13 @@ int gs_gpu_host_detach(struct gs_gpu_host *h, int (*poll)(void *ctx, int timeout
 			poll(ctx, 20);
 		waiting = 0;
 		for (size_t i = 0; i < h->n_procs; i++) {
-			struct gpu_proc *p = &h->procs[i];
+			struct gpu_proc *p = h->procs[i];
 			if (p->rec_link && !p->acked && kill(p->info.tgid, 0) == 0)
 				waiting++;
 		}
 	}
 	for (size_t i = 0; i < h->n_procs; i++)
-		proc_detach(&h->procs[i]);
+		proc_detach(h->procs[i]);
 	return waiting;
 }
 
@@ -837,7 +859,7 @@ int gs_gpu_host_foreach(struct gs_gpu_host *h,
 			int (*fn)(void *ctx, const struct gs_gpu_proc_info *p), void *ctx)
 {
 	for (size_t i = 0; i < h->n_procs; i++) {
-		int rc = fn(ctx, &h->procs[i].info);
+		int rc = fn(ctx, &h->procs[i]->info);
 		if (rc)
 			return rc;
 	}
@@ -884,7 +906,7 @@ void gs_gpu_host_summary(struct gs_gpu_host *h, char *buf, size_t len)
 	uint64_t samples = 0;
 
 	for (size_t i = 0; i < h->n_procs; i++) {
-		const struct gs_gpu_proc_info *p = &h->procs[i].info;
+		const struct gs_gpu_proc_info *p = &h->procs[i]->info;
 		samples += p->samples;
 		if (p->state == GS_GPU_PROC_ARMED) {
 			armed++;

@@ -108,6 +108,12 @@ struct gs_gpu_host *gs_gpu_host_new(struct bpf_program *record_prog,
 				    struct bpf_program *launch_prog,
 				    const struct gs_gpu_host_opts *o);
 void gs_gpu_host_free(struct gs_gpu_host *h);
+/* Keep per-process state in the slots of t (proc/proc.h), id being the
+ * GPU handler's registration id, instead of a table of its own: before the
+ * first process (-EBUSY after); t must outlive h's use of processes (h's
+ * free touches only its own list). */
+struct gs_proc_table;
+int gs_gpu_host_bind(struct gs_gpu_host *h, struct gs_proc_table *t, int id);
 
 /* Look for the agent in tgid's mappings now; once it finished
  * InitializeInjection (its "gs-agent" thread runs, so libcupti is mapped)

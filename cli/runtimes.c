@@ -280,19 +280,7 @@ static void gpu_h_tick(void *ctx)
 
 int gs_rt_register(struct session *s)
 {
-	struct gs_proc_handler h[4];
-	int n = 0;
-
-	s->pt = gs_proc_table_new(gs_sym_elf_cache(s->sym));
-	if (!s->pt)
-		return -ENOMEM;
-	/* Order matters: the symbolizer's snapshot first, then the CFI
-	 * tables, then Python discovery (which may refresh both), then the
-	 * GPU agent (whose arming builds the process's tables). */
-	gs_sym_proc_handler(s->sym, &h[n++]);
-	if (s->cfi)
-		gs_cfi_proc_handler(s->cfi, &h[n++]);
-	h[n++] = (struct gs_proc_handler){
+	const struct gs_proc_handler py = {
 		.name = "python",
 		.ctx = s,
 		.attach = py_h_attach,
@@ -301,7 +289,7 @@ int gs_rt_register(struct session *s)
 		.tick = py_h_tick,
 		.report = py_h_report,
 	};
-	h[n++] = (struct gs_proc_handler){
+	const struct gs_proc_handler gpu = {
 		.name = "gpu",
 		.ctx = s,
 		.attach = gpu_h_attach,
@@ -309,13 +297,27 @@ int gs_rt_register(struct session *s)
 		.detach = gpu_h_detach,
 		.tick = gpu_h_tick,
 	};
-	for (int i = 0; i < n; i++) {
-		int rc = gs_proc_register(s->pt, &h[i]);
+	struct gs_proc_handler h;
+	int rc;
 
-		if (rc < 0)
+	s->pt = gs_proc_table_new(gs_sym_elf_cache(s->sym));
+	if (!s->pt)
+		return -ENOMEM;
+	/* Order matters: the symbolizer's snapshot first, then the CFI
+	 * tables, then Python discovery (which may refresh both), then the
+	 * GPU agent (whose arming builds the process's tables). */
+	gs_sym_proc_handler(s->sym, &h);
+	if ((rc = gs_proc_register(s->pt, &h)) < 0)
+		return rc;
+	if (s->cfi) {
+		gs_cfi_proc_handler(s->cfi, &h);
+		if ((rc = gs_proc_register(s->pt, &h)) < 0)
 			return rc;
 	}
-	return 0;
+	if ((rc = gs_proc_register(s->pt, &py)) < 0 || (rc = gs_proc_register(s->pt, &gpu)) < 0)
+		return rc;
+	/* The GPU host keeps its per-process state in its slot. */
+	return s->gpu ? gs_gpu_host_bind(s->gpu, s->pt, rc) : 0;
 }
 
 void gs_rt_comments(struct session *s)

@@ -195,6 +195,8 @@ struct gs_proc {
 			 * when it has no parent in the table) */
 	uint32_t image; /* 0 as first seen, n after its n-th exec */
 	bool exited;
+	bool announced; /* a process event reached the handlers (not only
+			 * gs_proc_table_slot's creation) */
 	/* The maps as of the last attach, shared with the parent after fork;
 	 * NULL unless a handler probes (or the process could not be read). */
 	struct gs_proc_maps *maps;
@@ -231,6 +233,13 @@ struct gs_proc *gs_proc_table_seen(struct gs_proc_table *t, uint32_t tgid, uint3
 struct gs_proc *gs_proc_table_fork(struct gs_proc_table *t, uint32_t ppid, uint32_t child);
 struct gs_proc *gs_proc_table_exec(struct gs_proc_table *t, uint32_t tgid, uint32_t ppid);
 void gs_proc_table_exit(struct gs_proc_table *t, uint32_t tgid);
+/* The slot of handler id in tgid's entry, for a component that keeps its
+ * per-process state there and learns of a process on its own (a GPU
+ * record, a lookup before the session announced it): with create, an
+ * entry is made without calling any handler -- its first process event
+ * (seen, fork, exec) still reaches them all.  NULL: no such entry (or
+ * ENOMEM, or id not registered). */
+void **gs_proc_table_slot(struct gs_proc_table *t, uint32_t tgid, int id, bool create);
 /* Every handler's tick / report. */
 void gs_proc_table_tick(struct gs_proc_table *t);
 void gs_proc_table_report(struct gs_proc_table *t, struct gs_profile *prof);

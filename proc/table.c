@@ -150,11 +150,22 @@ struct gs_proc *gs_proc_table_seen(struct gs_proc_table *t, uint32_t tgid, uint3
 {
 	struct gs_proc *p = gs_proc_get(t, tgid);
 
-	if (p)
+	if (p && p->announced)
 		return p;
-	if ((p = proc_new(t, tgid, ppid)))
-		attach_all(t, p);
+	if (!p && !(p = proc_new(t, tgid, ppid)))
+		return NULL;
+	p->announced = true;
+	attach_all(t, p);
 	return p;
+}
+
+void **gs_proc_table_slot(struct gs_proc_table *t, uint32_t tgid, int id, bool create)
+{
+	struct gs_proc *p = gs_proc_get(t, tgid);
+
+	if (id < 0 || id >= t->n_handlers || (!p && (!create || !(p = proc_new(t, tgid, 0)))))
+		return NULL;
+	return &p->slot[id];
 }
 
 struct gs_proc *gs_proc_table_fork(struct gs_proc_table *t, uint32_t ppid, uint32_t child)
@@ -163,6 +174,11 @@ struct gs_proc *gs_proc_table_fork(struct gs_proc_table *t, uint32_t ppid, uint3
 
 	if (!c && !(c = proc_new(t, child, ppid)))
 		return NULL;
+	if (!c->announced) { /* made by gs_proc_table_slot: the record gives its parent */
+		c->ppid = ppid;
+		c->root = parent ? parent->root : child;
+		c->announced = true;
+	}
 	/* Same address space at fork: the parent's snapshot is the child's,
 	 * also for a child first seen by its samples before this record. */
 	if (parent && parent->maps && parent != c) {
@@ -192,7 +208,7 @@ void gs_proc_table_exit(struct gs_proc_table *t, uint32_t tgid)
 {
 	struct gs_proc *p = gs_proc_get(t, tgid);
 
-	if (!p || p->exited)
+	if (!p || p->exited || !p->announced) /* unannounced: no handler attached */
 		return;
 	p->exited = true;
 	detach_all(t, p, false);

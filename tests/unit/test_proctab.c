@@ -223,6 +223,42 @@ Test(proc_table, probe_claims_objects_once_and_fork_shares_maps)
 	gs_proc_table_free(t);
 }
 
+Test(proc_table, slots_of_processes_a_component_found_itself)
+{
+	static struct log g;
+	struct rec a = { "a", &g, 0 }, b = { "b", &g, 1 };
+	struct gs_proc_table *t = gs_proc_table_new(NULL);
+	struct gs_proc_handler ha = handler(&a, false), hb = handler(&b, false);
+	int x;
+
+	gs_proc_register(t, &ha);
+	gs_proc_register(t, &hb);
+	cr_assert_null(gs_proc_table_slot(t, 4000010, 1, false));
+	cr_assert_null(gs_proc_table_slot(t, 4000010, 2, true), "not a registered id");
+	void **slot = gs_proc_table_slot(t, 4000010, 1, true);
+	cr_assert(slot);
+	*slot = &x;
+	cr_assert_eq(gs_proc_table_slot(t, 4000010, 1, false), slot);
+	gs_proc_table_exit(t, 4000010); /* never announced: no detach */
+	cr_assert_str_eq(g.buf, "", "made without calling any handler");
+	cr_assert_eq(gs_proc_get(t, 4000010)->slot[1], &x);
+
+	/* Its fork record announces it, with the parent's root. */
+	struct gs_proc *pa = gs_proc_table_seen(t, 4000011, 1);
+	gs_proc_table_fork(t, 4000011, 4000010);
+	struct gs_proc *c = gs_proc_get(t, 4000010);
+	cr_assert(c->announced && c->root == pa->root && c->ppid == 4000011);
+	cr_assert_eq(gs_proc_table_seen(t, 4000010, 4000011), c);
+	/* One made by a slot and then first seen is attached once. */
+	gs_proc_table_slot(t, 4000012, 0, true);
+	gs_proc_table_seen(t, 4000012, 1);
+	gs_proc_table_seen(t, 4000012, 1);
+	cr_assert_str_eq(g.buf, "a:attach:4000011:0 b:attach:4000011:0 "
+				"a:fork:4000011:4000010 b:fork:4000011:4000010 "
+				"a:attach:4000012:0 b:attach:4000012:0 ");
+	gs_proc_table_free(t);
+}
+
 Test(proc_table, register_bound)
 {
 	static struct log g;
