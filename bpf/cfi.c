@@ -1248,6 +1248,7 @@ struct cfi_obj {
 
 struct cfi_proc {
 	uint32_t tgid;
+	size_t idx;   /* in gs_cfi.procs */
 	bool pending; /* mappings wait for tables being built: republish */
 	uint64_t last_ns;
 	uint64_t reread_ns; /* current back-off between miss-driven re-reads */
@@ -1265,10 +1266,11 @@ struct gs_cfi {
 	struct cfi_obj *objs;
 	size_t n_objs, cap_objs;
 	uint32_t next_table;
-	uint32_t next_gen; /* gs_cfi_proc.gen of the next write */
-	struct cfi_proc *procs;
+	uint32_t next_gen;       /* gs_cfi_proc.gen of the next write */
+	struct cfi_proc **procs; /* the processes with tables, each also in its
+				  * entry's slot of the table (slots) */
 	size_t n_procs, cap_procs;
-	struct gs_hmap proc_index; /* tgid -> index in procs */
+	struct gs_proc_slots slots; /* the session's table (gs_cfi_bind) or our own */
 	struct gs_cfi_proc *scratch;
 	struct gs_cfi_stats st;
 	bool verbose;
@@ -1505,7 +1507,8 @@ int gs_cfi_open(struct bpf_object *obj, struct gs_cfi **out, char *err, size_t e
 		return -ENOENT;
 	}
 	c->next_table = 1; /* 0 = no table */
-	if (!(c->elf = gs_elf_cache_new())) {
+	if (!(c->elf = gs_elf_cache_new()) || gs_proc_slots_init(&c->slots, "cfi")) {
+		gs_elf_cache_put(c->elf);
 		free(c->scratch);
 		free(c);
 		snprintf(err, errlen, "out of memory for CFI tables (or libelf unusable)");
@@ -1542,10 +1545,12 @@ void gs_cfi_close(struct gs_cfi *cfi)
 	flush_tables(cfi);
 	rule_set_free(&cfi->rules);
 	gs_hmap_free(&cfi->by_elf);
-	gs_hmap_free(&cfi->proc_index);
 	gs_elf_cache_put(cfi->elf);
 	free(cfi->objs);
+	for (size_t i = 0; i < cfi->n_procs; i++)
+		free(cfi->procs[i]);
 	free(cfi->procs);
+	gs_proc_slots_fini(&cfi->slots);
 	free(cfi->scratch);
 	free(cfi);
 }
@@ -1810,25 +1815,39 @@ static uint64_t mapping_bias(const struct cfi_obj *o, uint64_t start, uint64_t o
 	return start - offset;
 }
 
+int gs_cfi_bind(struct gs_cfi *c, struct gs_proc_table *t, int id)
+{
+	if (c->n_procs)
+		return -EBUSY;
+	gs_proc_slots_bind(&c->slots, t, id);
+	return 0;
+}
+
+static void **proc_slot(struct gs_cfi *c, uint32_t tgid, bool create)
+{
+	return gs_proc_slots_get(&c->slots, tgid, create);
+}
+
 static struct cfi_proc *proc_find(struct gs_cfi *c, uint32_t tgid)
 {
-	uint64_t *v = gs_hmap_get(&c->proc_index, tgid);
+	void **slot = proc_slot(c, tgid, false);
 
-	return v ? &c->procs[*v] : NULL;
+	return slot ? *slot : NULL;
 }
 
 static struct cfi_proc *proc_track(struct gs_cfi *c, uint32_t tgid)
 {
-	struct cfi_proc *p = proc_find(c, tgid);
+	void **slot = proc_slot(c, tgid, true);
+	struct cfi_proc *p;
 
-	if (p)
-		return p;
-	if (GS_GROW(c->procs, c->cap_procs, c->n_procs + 1) ||
-	    gs_hmap_put(&c->proc_index, tgid, c->n_procs))
+	if (!slot || *slot)
+		return slot ? *slot : NULL;
+	if (GS_GROW(c->procs, c->cap_procs, c->n_procs + 1) || !(p = calloc(1, sizeof(*p))))
 		return NULL;
-	p = &c->procs[c->n_procs++];
-	memset(p, 0, sizeof(*p));
 	p->tgid = tgid;
+	p->idx = c->n_procs;
+	c->procs[c->n_procs++] = p;
+	*slot = p;
 	return p;
 }
 
@@ -1934,8 +1953,8 @@ static int collect_built(struct gs_cfi *c, bool wait_all)
 		n++;
 	}
 	for (size_t i = 0; n && i < c->n_procs; i++)
-		if (c->procs[i].pending && add_process(c, c->procs[i].tgid, NULL, 0, false))
-			c->procs[i].pending = false; /* gone */
+		if (c->procs[i]->pending && add_process(c, c->procs[i]->tgid, NULL, 0, false))
+			c->procs[i]->pending = false; /* gone */
 	return n;
 }
 
@@ -1984,16 +2003,17 @@ int gs_cfi_fork(struct gs_cfi *c, uint32_t parent, uint32_t child)
 
 void gs_cfi_remove_process(struct gs_cfi *c, uint32_t tgid)
 {
-	struct cfi_proc *p = proc_find(c, tgid);
+	void **slot = proc_slot(c, tgid, false);
+	struct cfi_proc *p = slot ? *slot : NULL, *last;
 
 	bpf_map_delete_elem(c->procs_fd, &tgid); /* its misses are dropped by refresh */
 	if (!p)
 		return;
-	gs_hmap_del(&c->proc_index, tgid, NULL);
-	*p = c->procs[--c->n_procs]; /* the last one moves into its place */
-	if (p != &c->procs[c->n_procs])
-		gs_hmap_put(&c->proc_index, p->tgid,
-			    (uint64_t)(p - c->procs)); /* no growth: cannot fail */
+	*slot = NULL;
+	last = c->procs[--c->n_procs]; /* the last one moves into its place */
+	c->procs[p->idx] = last;
+	last->idx = p->idx;
+	free(p);
 }
 
 static int cmp_miss(const void *a, const void *b)

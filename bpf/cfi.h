@@ -240,6 +240,11 @@ void gs_cfi_close(struct gs_cfi *cfi);
  * exit gs_cfi_remove_process, tick gs_cfi_refresh. */
 struct gs_proc_handler;
 void gs_cfi_proc_handler(struct gs_cfi *cfi, struct gs_proc_handler *h);
+/* Keep per-process state in the slots of t (proc/proc.h), id being the CFI
+ * handler's registration id, instead of a table of its own: before the
+ * first process (-EBUSY after); t must outlive cfi's use of processes. */
+struct gs_proc_table;
+int gs_cfi_bind(struct gs_cfi *cfi, struct gs_proc_table *t, int id);
 #endif
 
 #endif

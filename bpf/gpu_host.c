@@ -65,10 +65,9 @@ struct gs_gpu_host {
 	struct gs_gpu_host_opts o;
 	struct gpu_proc **procs; /* in order of first sight, kept after exit for
 				  * the report; each also hangs off its process's
-				  * entry of pt (slot) */
+				  * entry of the table (slots) */
 	size_t n_procs, cap_procs;
-	struct gs_proc_table *pt; /* the session's (gs_gpu_host_bind) or our own */
-	int slot;
+	struct gs_proc_slots slots; /* the session's table (gs_gpu_host_bind) or our own */
 	struct cubin *cubins;
 	size_t n_cubins, cap_cubins;
 	uint32_t *cubin_slots; /* open addressing by crc: index + 1, 0 = empty */
@@ -122,17 +121,11 @@ struct gs_gpu_host *gs_gpu_host_new(struct bpf_program *record_prog,
 		h->next_session = 1;
 	elf_version(EV_CURRENT);
 	h->elf = h->o.elf ? gs_elf_cache_ref(h->o.elf) : gs_elf_cache_new();
-	/* Alone (tests, the fake driver's host): a table of our own, with a
-	 * handler that does nothing, for the slots. */
-	h->pt = gs_proc_table_new(NULL);
-	if (!h->elf || !h->pt ||
-	    gs_proc_register(h->pt, &(struct gs_proc_handler){ .name = "gpu" })) {
-		gs_proc_table_free(h->pt);
+	if (!h->elf || gs_proc_slots_init(&h->slots, "gpu")) {
 		gs_elf_cache_put(h->elf);
 		free(h);
 		return NULL;
 	}
-	h->slot = -1; /* own table, slot 0 */
 	return h;
 }
 
@@ -159,8 +152,7 @@ void gs_gpu_host_free(struct gs_gpu_host *h)
 	free(h->cubin_slots);
 	free(h->procs);
 	gs_hmap_free(&h->probed);
-	if (h->slot == -1) /* our own table */
-		gs_proc_table_free(h->pt);
+	gs_proc_slots_fini(&h->slots);
 	gs_elf_cache_put(h->elf);
 	free(h);
 }
@@ -169,16 +161,13 @@ int gs_gpu_host_bind(struct gs_gpu_host *h, struct gs_proc_table *t, int id)
 {
 	if (h->n_procs)
 		return -EBUSY;
-	if (h->slot == -1)
-		gs_proc_table_free(h->pt);
-	h->pt = t;
-	h->slot = id;
+	gs_proc_slots_bind(&h->slots, t, id);
 	return 0;
 }
 
 static struct gpu_proc *proc_find(struct gs_gpu_host *h, uint32_t tgid, bool create)
 {
-	void **slot = gs_proc_table_slot(h->pt, tgid, h->slot < 0 ? 0 : h->slot, create);
+	void **slot = gs_proc_slots_get(&h->slots, tgid, create);
 	struct gpu_proc *p;
 
 	if (!slot || *slot || !create)

@@ -311,12 +311,13 @@ int gs_rt_register(struct session *s)
 		return rc;
 	if (s->cfi) {
 		gs_cfi_proc_handler(s->cfi, &h);
-		if ((rc = gs_proc_register(s->pt, &h)) < 0)
+		if ((rc = gs_proc_register(s->pt, &h)) < 0 || (rc = gs_cfi_bind(s->cfi, s->pt, rc)))
 			return rc;
 	}
 	if ((rc = gs_proc_register(s->pt, &py)) < 0 || (rc = gs_proc_register(s->pt, &gpu)) < 0)
 		return rc;
-	/* The GPU host keeps its per-process state in its slot. */
+	/* The CFI tables and the GPU host keep their per-process state in
+	 * their slots. */
 	return s->gpu ? gs_gpu_host_bind(s->gpu, s->pt, rc) : 0;
 }
 

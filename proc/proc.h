@@ -240,6 +240,23 @@ void gs_proc_table_exit(struct gs_proc_table *t, uint32_t tgid);
  * (seen, fork, exec) still reaches them all.  NULL: no such entry (or
  * ENOMEM, or id not registered). */
 void **gs_proc_table_slot(struct gs_proc_table *t, uint32_t tgid, int id, bool create);
+
+/* Where a component keeps its per-process state: its slot of the
+ * session's table once bound, else of a table of its own (a test, a tool
+ * using the component alone: one handler that does nothing).
+ *  init: the own table (0, -ENOMEM);  bind: the session's table t and the
+ *  component's handler id (drops the own table; call before the first
+ *  process);  get: gs_proc_table_slot of the table in use;  fini: free the
+ *  own table, if still used. */
+struct gs_proc_slots {
+	struct gs_proc_table *t;
+	int id;
+	bool own;
+};
+int gs_proc_slots_init(struct gs_proc_slots *s, const char *name);
+void gs_proc_slots_bind(struct gs_proc_slots *s, struct gs_proc_table *t, int id);
+void **gs_proc_slots_get(const struct gs_proc_slots *s, uint32_t tgid, bool create);
+void gs_proc_slots_fini(struct gs_proc_slots *s);
 /* Every handler's tick / report. */
 void gs_proc_table_tick(struct gs_proc_table *t);
 void gs_proc_table_report(struct gs_proc_table *t, struct gs_profile *prof);

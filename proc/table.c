@@ -227,3 +227,34 @@ void gs_proc_table_report(struct gs_proc_table *t, struct gs_profile *prof)
 		if (t->h[k].report)
 			t->h[k].report(t->h[k].ctx, prof);
 }
+
+int gs_proc_slots_init(struct gs_proc_slots *s, const char *name)
+{
+	const struct gs_proc_handler h = { .name = name };
+
+	*s = (struct gs_proc_slots){ .t = gs_proc_table_new(NULL), .own = true };
+	if (!s->t || gs_proc_register(s->t, &h) < 0) {
+		gs_proc_slots_fini(s);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void gs_proc_slots_bind(struct gs_proc_slots *s, struct gs_proc_table *t, int id)
+{
+	gs_proc_slots_fini(s);
+	*s = (struct gs_proc_slots){ .t = t, .id = id };
+}
+
+void **gs_proc_slots_get(const struct gs_proc_slots *s, uint32_t tgid, bool create)
+{
+	return gs_proc_table_slot(s->t, tgid, s->id, create);
+}
+
+void gs_proc_slots_fini(struct gs_proc_slots *s)
+{
+	if (s->own)
+		gs_proc_table_free(s->t);
+	s->t = NULL;
+	s->own = false;
+}

@@ -274,3 +274,29 @@ Test(proc_table, register_bound)
 	cr_assert(p && !p->maps && g.probes == 0);
 	gs_proc_table_free(t);
 }
+
+Test(proc_table, component_slots_alone_then_bound)
+{
+	struct gs_proc_slots s;
+	int x, y;
+
+	cr_assert_eq(gs_proc_slots_init(&s, "alone"), 0);
+	void **own = gs_proc_slots_get(&s, 4000020, true);
+	cr_assert(own);
+	*own = &x;
+	cr_assert_eq(*gs_proc_slots_get(&s, 4000020, false), &x);
+
+	static struct log g;
+	struct rec a = { "a", &g, 0 }, b = { "b", &g, 1 };
+	struct gs_proc_table *t = gs_proc_table_new(NULL);
+	struct gs_proc_handler ha = handler(&a, false), hb = handler(&b, false);
+	gs_proc_register(t, &ha);
+	gs_proc_slots_bind(&s, t, gs_proc_register(t, &hb)); /* drops the own table */
+	cr_assert_null(gs_proc_slots_get(&s, 4000020, false), "the session's table is used now");
+	struct gs_proc *p = gs_proc_table_seen(t, 4000021, 1);
+	*gs_proc_slots_get(&s, 4000021, false) = &y;
+	cr_assert_eq(p->slot[1], &y, "the bound id's slot of the session's entry");
+	gs_proc_slots_fini(&s); /* the session's table is not ours to free */
+	cr_assert_eq(gs_proc_get(t, 4000021), p);
+	gs_proc_table_free(t);
+}
