@@ -307,7 +307,7 @@ int gs_rt_register(struct session *s)
 	 * tables, then Python discovery (which may refresh both), then the
 	 * GPU agent (whose arming builds the process's tables). */
 	gs_sym_proc_handler(s->sym, &h);
-	if ((rc = gs_proc_register(s->pt, &h)) < 0)
+	if ((rc = gs_proc_register(s->pt, &h)) < 0 || (rc = gs_sym_bind(s->sym, s->pt, rc)))
 		return rc;
 	if (s->cfi) {
 		gs_cfi_proc_handler(s->cfi, &h);
@@ -316,8 +316,8 @@ int gs_rt_register(struct session *s)
 	}
 	if ((rc = gs_proc_register(s->pt, &py)) < 0 || (rc = gs_proc_register(s->pt, &gpu)) < 0)
 		return rc;
-	/* The CFI tables and the GPU host keep their per-process state in
-	 * their slots. */
+	/* The symbolizer, the CFI tables and the GPU host keep their
+	 * per-process state in their slots. */
 	return s->gpu ? gs_gpu_host_bind(s->gpu, s->pt, rc) : 0;
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gs_sym_*: the process table (tgid -> maps snapshot), the location cache
+ * gs_sym_*: the processes' maps snapshots (in their slots of the process
+ * table: gs_sym_bind, or of a table of its own), the location cache
  * and the translation of resolved frames into profile functions, lines,
  * locations and mappings.  See symbolizer.h for the contract.
  *
@@ -21,6 +22,7 @@
 #include "symbolizer/sym_internal.h"
 #include "util/hash.h"
 #include "util/hashmap.h"
+#include "util/vec.h"
 #include "util/clock.h"
 
 #define SNAP_NS   (1ull << 62)
@@ -49,7 +51,9 @@ struct kmod_map {
 struct gs_symbolizer {
 	struct gs_profile *p;
 	struct gs_sym_modcache *mc;
-	struct gs_hmap procs;  /* tgid -> struct proc * */
+	struct gs_proc_slots slots; /* tgid -> struct proc * (gs_sym_bind) */
+	struct proc **procs;        /* every one, for gs_sym_free */
+	size_t n_procs, cap_procs;
 	struct loc_slot *locs; /* the location cache's entries */
 	size_t n_locs, cap_locs;
 	struct gs_hmap loc_index; /* hash(k1, k2) -> index in locs */
@@ -65,7 +69,7 @@ struct gs_symbolizer *gs_sym_new(struct gs_profile *p)
 		return NULL;
 	s->p = p;
 	s->mc = gs_sym_modcache_new(NULL);
-	if (!s->mc) {
+	if (!s->mc || gs_proc_slots_init(&s->slots, "native")) {
 		gs_sym_free(s);
 		return NULL;
 	}
@@ -81,13 +85,12 @@ void gs_sym_free(struct gs_symbolizer *s)
 {
 	if (!s)
 		return;
-	uint64_t tgid, val;
-	for (size_t it = 0; gs_hmap_next(&s->procs, &it, &tgid, &val);) {
-		struct proc *pr = (struct proc *)(uintptr_t)val;
-		gs_sym_snapshot_put(pr->snap);
-		free(pr);
+	for (size_t i = 0; i < s->n_procs; i++) {
+		gs_sym_snapshot_put(s->procs[i]->snap);
+		free(s->procs[i]);
 	}
-	gs_hmap_free(&s->procs);
+	free(s->procs);
+	gs_proc_slots_fini(&s->slots);
 	free(s->locs);
 	gs_hmap_free(&s->loc_index);
 	gs_sym_modcache_free(s->mc);
@@ -98,27 +101,32 @@ void gs_sym_free(struct gs_symbolizer *s)
 
 /* ---- process table ------------------------------------------------------ */
 
+int gs_sym_bind(struct gs_symbolizer *s, struct gs_proc_table *t, int id)
+{
+	if (s->n_procs)
+		return -EBUSY;
+	gs_proc_slots_bind(&s->slots, t, id);
+	return 0;
+}
+
 static struct proc *proc_find(struct gs_symbolizer *s, uint32_t tgid)
 {
-	uint64_t *v = gs_hmap_get(&s->procs, tgid);
-	return v ? (struct proc *)(uintptr_t)*v : NULL;
+	void **slot = gs_proc_slots_get(&s->slots, tgid, false);
+	return slot ? *slot : NULL;
 }
 
 static struct proc *proc_insert(struct gs_symbolizer *s, uint32_t tgid)
 {
-	bool added;
-	uint64_t *v = gs_hmap_slot(&s->procs, tgid, &added);
-	if (!v)
+	void **slot = gs_proc_slots_get(&s->slots, tgid, true);
+	struct proc *pr;
+
+	if (!slot || *slot)
+		return slot ? *slot : NULL;
+	if (GS_GROW(s->procs, s->cap_procs, s->n_procs + 1) || !(pr = calloc(1, sizeof(*pr))))
 		return NULL;
-	if (!added)
-		return (struct proc *)(uintptr_t)*v;
-	struct proc *pr = calloc(1, sizeof(*pr));
-	if (!pr) {
-		gs_hmap_del(&s->procs, tgid, NULL);
-		return NULL;
-	}
 	pr->tgid = tgid;
-	*v = (uintptr_t)pr;
+	s->procs[s->n_procs++] = pr;
+	*slot = pr;
 	return pr;
 }
 

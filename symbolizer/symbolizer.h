@@ -81,6 +81,12 @@ bool gs_sym_has_process(struct gs_symbolizer *s, uint32_t tgid);
  * an fd by the ELF cache's bound. */
 struct gs_proc_handler;
 void gs_sym_proc_handler(struct gs_symbolizer *s, struct gs_proc_handler *h);
+/* Keep the snapshots in the slots of t (proc/proc.h), id being the
+ * handler's registration id, instead of a table of its own: before the
+ * first process (-EBUSY after); t must outlive every gs_sym_* call but
+ * gs_sym_free. */
+struct gs_proc_table;
+int gs_sym_bind(struct gs_symbolizer *s, struct gs_proc_table *t, int id);
 
 /* Location id for a user address of tgid.  is_return_addr: the address is a
  * return address (every frame but the leaf), so look up addr-1. */
