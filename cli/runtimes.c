@@ -314,10 +314,12 @@ int gs_rt_register(struct session *s)
 		if ((rc = gs_proc_register(s->pt, &h)) < 0 || (rc = gs_cfi_bind(s->cfi, s->pt, rc)))
 			return rc;
 	}
-	if ((rc = gs_proc_register(s->pt, &py)) < 0 || (rc = gs_proc_register(s->pt, &gpu)) < 0)
+	if ((rc = gs_proc_register(s->pt, &py)) < 0 ||
+	    (s->py && (rc = gs_py_bind(s->py, s->pt, rc))) ||
+	    (rc = gs_proc_register(s->pt, &gpu)) < 0)
 		return rc;
-	/* The symbolizer, the CFI tables and the GPU host keep their
-	 * per-process state in their slots. */
+	/* The symbolizer, the CFI tables, Python and the GPU host keep
+	 * their per-process state in their slots. */
 	return s->gpu ? gs_gpu_host_bind(s->gpu, s->pt, rc) : 0;
 }
 

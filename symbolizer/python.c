@@ -70,12 +70,19 @@ struct py_space {
 	uint32_t n_pids, cap_pids;
 };
 
+/* One process's spaces, in its slot of the process table. */
+struct py_proc {
+	struct py_space *sp;      /* its address space now; NULL: none */
+	struct py_space *retired; /* the one it had before its last exec */
+};
+
 struct gs_py {
 	struct gs_profile *p;
-	struct gs_hmap procs;   /* tgid -> struct py_space* */
-	struct gs_hmap retired; /* tgid -> struct py_space* it had before its last exec */
-	struct gs_hmap locs;    /* function << 32 | line -> location id */
-	uint32_t mapping;       /* [python] mapping id */
+	struct gs_proc_slots slots; /* tgid -> struct py_proc* (gs_py_bind) */
+	struct py_proc **procs;     /* every one, for gs_py_free */
+	size_t n_procs, cap_procs;
+	struct gs_hmap locs; /* function << 32 | line -> location id */
+	uint32_t mapping;    /* [python] mapping id */
 	uint32_t unknown_fn, trunc_loc;
 	struct gs_py_stats st;
 };
@@ -84,6 +91,10 @@ struct gs_py *gs_py_new(struct gs_profile *profile)
 {
 	struct gs_py *py = calloc(1, sizeof(*py));
 
+	if (py && gs_proc_slots_init(&py->slots, "python")) {
+		free(py);
+		return NULL;
+	}
 	if (py)
 		py->p = profile;
 	return py;
@@ -114,28 +125,55 @@ static void space_put(struct py_space *sp)
 	free(sp);
 }
 
-static void space_put_v(void *sp)
-{
-	space_put(sp);
-}
-
 void gs_py_free(struct gs_py *py)
 {
 	if (!py)
 		return;
-	map_each(&py->procs, space_put_v);
-	map_each(&py->retired, space_put_v);
-	gs_hmap_free(&py->procs);
-	gs_hmap_free(&py->retired);
+	for (size_t i = 0; i < py->n_procs; i++) {
+		space_put(py->procs[i]->sp);
+		space_put(py->procs[i]->retired);
+		free(py->procs[i]);
+	}
+	free(py->procs);
+	gs_proc_slots_fini(&py->slots);
 	gs_hmap_free(&py->locs);
 	free(py);
 }
 
+int gs_py_bind(struct gs_py *py, struct gs_proc_table *t, int id)
+{
+	if (py->n_procs)
+		return -EBUSY;
+	gs_proc_slots_bind(&py->slots, t, id);
+	return 0;
+}
+
+static struct py_proc *proc_of(struct gs_py *py, uint32_t tgid, bool create)
+{
+	void **slot = gs_proc_slots_get(&py->slots, tgid, create);
+	struct py_proc *pp;
+
+	if (!slot || *slot || !create)
+		return slot ? *slot : NULL;
+	if (GS_GROW(py->procs, py->cap_procs, py->n_procs + 1) || !(pp = calloc(1, sizeof(*pp))))
+		return NULL;
+	py->procs[py->n_procs++] = pp;
+	*slot = pp;
+	return pp;
+}
+
 static struct py_space *space_of(struct gs_py *py, uint32_t tgid)
 {
-	uint64_t v;
+	struct py_proc *pp = proc_of(py, tgid, false);
 
-	return map_get(&py->procs, tgid, &v) ? (struct py_space *)(uintptr_t)v : NULL;
+	return pp ? pp->sp : NULL;
+}
+
+static struct py_space *retired_of(struct gs_py *py, uint32_t tgid)
+{
+	struct py_proc *pp = proc_of(py, tgid, false);
+
+	return pp ? pp->retired : NULL;
 }
 
 static int space_add_pid(struct py_space *sp, uint32_t tgid)
@@ -169,22 +207,27 @@ static void space_del_pid(struct py_space *sp, uint32_t tgid)
 
 static void forget(struct gs_py *py, uint32_t tgid)
 {
-	struct py_space *sp = space_of(py, tgid);
+	struct py_proc *pp = proc_of(py, tgid, false);
+	struct py_space *sp = pp ? pp->sp : NULL;
 
 	if (!sp)
 		return;
 	space_del_pid(sp, tgid);
-	gs_hmap_del(&py->procs, tgid, NULL);
+	pp->sp = NULL;
 	space_put(sp);
 }
 
 static int attach(struct gs_py *py, uint32_t tgid, struct py_space *sp)
 {
+	struct py_proc *pp;
 	int err;
 
 	forget(py, tgid);
-	if ((err = space_add_pid(sp, tgid)) || (err = gs_hmap_put(&py->procs, tgid, (uintptr_t)sp)))
+	if (!(pp = proc_of(py, tgid, true)))
+		return -ENOMEM;
+	if ((err = space_add_pid(sp, tgid)))
 		return err;
+	pp->sp = sp;
 	sp->refs++;
 	return 0;
 }
@@ -942,29 +985,26 @@ int gs_py_fork(struct gs_py *py, uint32_t parent, uint32_t child)
 
 void gs_py_exec(struct gs_py *py, uint32_t tgid)
 {
-	struct py_space *sp = space_of(py, tgid);
-	uint64_t v;
+	struct py_proc *pp = proc_of(py, tgid, false);
+	struct py_space *sp = pp ? pp->sp : NULL;
 
 	if (!sp)
 		return;
 	/* Samples taken before the exec still name code objects of the old
 	 * image: keep its cache reachable for this tgid. */
-	if (map_get(&py->retired, tgid, &v))
-		space_put((struct py_space *)(uintptr_t)v);
+	space_put(pp->retired);
 	space_del_pid(sp, tgid);
-	gs_hmap_del(&py->procs, tgid, NULL);
-	if (gs_hmap_put(&py->retired, tgid, (uintptr_t)sp))
-		space_put(sp);
+	pp->sp = NULL;
+	pp->retired = sp;
 }
 
 uint32_t gs_py_eval_ranges(struct gs_py *py, uint32_t tgid, struct gs_py_range *out, uint32_t cap)
 {
 	struct py_space *sp = space_of(py, tgid);
-	uint64_t v;
 	uint32_t n = 0;
 
-	if (!sp && map_get(&py->retired, tgid, &v)) /* exec'd into a non-Python image */
-		sp = (struct py_space *)(uintptr_t)v;
+	if (!sp) /* exec'd into a non-Python image */
+		sp = retired_of(py, tgid);
 	for (uint32_t i = 0; sp && i < GS_PY_EVAL_RANGES && n < cap; i++)
 		if (sp->lay.eval[i].hi)
 			out[n++] = sp->lay.eval[i];
@@ -1111,12 +1151,10 @@ static struct py_code *code_get(struct gs_py *py, uint32_t tgid, const struct gs
 		return NULL;
 	if (sp && map_get(&sp->codes, key, &v) && v)
 		return (struct py_code *)(uintptr_t)v;
-	if (map_get(&py->retired, tgid, &v)) { /* from before an exec */
-		struct py_space *old = (struct py_space *)(uintptr_t)v;
+	struct py_space *old = retired_of(py, tgid); /* from before an exec */
 
-		if (map_get(&old->codes, key, &v) && v)
-			return (struct py_code *)(uintptr_t)v;
-	}
+	if (old && map_get(&old->codes, key, &v) && v)
+		return (struct py_code *)(uintptr_t)v;
 	if (!sp || map_get(&sp->codes, key, &v))
 		return NULL; /* unknown process, or a known read failure */
 	bool freed = false;

@@ -69,6 +69,12 @@ struct gs_py_info {
 /* profile: where gs_py_location() adds functions/locations (kept). */
 struct gs_py *gs_py_new(struct gs_profile *profile);
 void gs_py_free(struct gs_py *py);
+/* Keep per-process state (address spaces) in the slots of t
+ * (proc/proc.h), id being the Python handler's registration id, instead of
+ * a table of its own: before the first process (-EBUSY after); t must
+ * outlive every gs_py_* call but gs_py_free. */
+struct gs_proc_table;
+int gs_py_bind(struct gs_py *py, struct gs_proc_table *t, int id);
 
 /* Find the CPython interpreter of tgid and fill cfg for the BPF walker.
  * 0: found; -ENOENT: no CPython in the process (yet: right after exec the
