@@ -1248,7 +1248,6 @@ struct cfi_obj {
 
 struct cfi_proc {
 	uint32_t tgid;
-	size_t idx;   /* in gs_cfi.procs */
 	bool pending; /* mappings wait for tables being built: republish */
 	uint64_t last_ns;
 	uint64_t reread_ns; /* current back-off between miss-driven re-reads */
@@ -1266,11 +1265,10 @@ struct gs_cfi {
 	struct cfi_obj *objs;
 	size_t n_objs, cap_objs;
 	uint32_t next_table;
-	uint32_t next_gen;       /* gs_cfi_proc.gen of the next write */
-	struct cfi_proc **procs; /* the processes with tables, each also in its
-				  * entry's slot of the table (slots) */
-	size_t n_procs, cap_procs;
-	struct gs_proc_slots slots; /* the session's table (gs_cfi_bind) or our own */
+	uint32_t next_gen; /* gs_cfi_proc.gen of the next write */
+	/* struct cfi_proc of each process with tables, in its slot of the
+	 * session's table (gs_cfi_bind) or of our own */
+	struct gs_proc_slots slots;
 	struct gs_cfi_proc *scratch;
 	struct gs_cfi_stats st;
 	bool verbose;
@@ -1507,7 +1505,8 @@ int gs_cfi_open(struct bpf_object *obj, struct gs_cfi **out, char *err, size_t e
 		return -ENOENT;
 	}
 	c->next_table = 1; /* 0 = no table */
-	if (!(c->elf = gs_elf_cache_new()) || gs_proc_slots_init(&c->slots, "cfi")) {
+	if (!(c->elf = gs_elf_cache_new()) ||
+	    gs_proc_slots_init(&c->slots, "cfi", sizeof(struct cfi_proc))) {
 		gs_elf_cache_put(c->elf);
 		free(c->scratch);
 		free(c);
@@ -1547,9 +1546,6 @@ void gs_cfi_close(struct gs_cfi *cfi)
 	gs_hmap_free(&cfi->by_elf);
 	gs_elf_cache_put(cfi->elf);
 	free(cfi->objs);
-	for (size_t i = 0; i < cfi->n_procs; i++)
-		free(cfi->procs[i]);
-	free(cfi->procs);
 	gs_proc_slots_fini(&cfi->slots);
 	free(cfi->scratch);
 	free(cfi);
@@ -1558,7 +1554,7 @@ void gs_cfi_close(struct gs_cfi *cfi)
 void gs_cfi_stats(struct gs_cfi *cfi, struct gs_cfi_stats *st)
 {
 	*st = cfi->st;
-	st->procs = (uint32_t)cfi->n_procs;
+	st->procs = (uint32_t)cfi->slots.n;
 	st->rules = cfi->rules.n;
 	/* rows (page-rounded mmapable arrays) + the preallocated rule array */
 	st->bpf_bytes += (uint64_t)GS_CFI_MAX_RULES * sizeof(struct gs_cfi_rule);
@@ -1817,37 +1813,20 @@ static uint64_t mapping_bias(const struct cfi_obj *o, uint64_t start, uint64_t o
 
 int gs_cfi_bind(struct gs_cfi *c, struct gs_proc_table *t, int id)
 {
-	if (c->n_procs)
-		return -EBUSY;
-	gs_proc_slots_bind(&c->slots, t, id);
-	return 0;
-}
-
-static void **proc_slot(struct gs_cfi *c, uint32_t tgid, bool create)
-{
-	return gs_proc_slots_get(&c->slots, tgid, create);
+	return gs_proc_slots_bind(&c->slots, t, id);
 }
 
 static struct cfi_proc *proc_find(struct gs_cfi *c, uint32_t tgid)
 {
-	void **slot = proc_slot(c, tgid, false);
-
-	return slot ? *slot : NULL;
+	return gs_proc_slots_get(&c->slots, tgid, false);
 }
 
 static struct cfi_proc *proc_track(struct gs_cfi *c, uint32_t tgid)
 {
-	void **slot = proc_slot(c, tgid, true);
-	struct cfi_proc *p;
+	struct cfi_proc *p = gs_proc_slots_get(&c->slots, tgid, true);
 
-	if (!slot || *slot)
-		return slot ? *slot : NULL;
-	if (GS_GROW(c->procs, c->cap_procs, c->n_procs + 1) || !(p = calloc(1, sizeof(*p))))
-		return NULL;
-	p->tgid = tgid;
-	p->idx = c->n_procs;
-	c->procs[c->n_procs++] = p;
-	*slot = p;
+	if (p && !p->tgid) /* new */
+		p->tgid = tgid;
 	return p;
 }
 
@@ -1952,9 +1931,12 @@ static int collect_built(struct gs_cfi *c, bool wait_all)
 		c->collected++;
 		n++;
 	}
-	for (size_t i = 0; n && i < c->n_procs; i++)
-		if (c->procs[i]->pending && add_process(c, c->procs[i]->tgid, NULL, 0, false))
-			c->procs[i]->pending = false; /* gone */
+	for (size_t i = 0; n && i < c->slots.n; i++) {
+		struct cfi_proc *p = c->slots.all[i];
+
+		if (p->pending && add_process(c, p->tgid, NULL, 0, false))
+			p->pending = false; /* gone */
+	}
 	return n;
 }
 
@@ -2003,17 +1985,8 @@ int gs_cfi_fork(struct gs_cfi *c, uint32_t parent, uint32_t child)
 
 void gs_cfi_remove_process(struct gs_cfi *c, uint32_t tgid)
 {
-	void **slot = proc_slot(c, tgid, false);
-	struct cfi_proc *p = slot ? *slot : NULL, *last;
-
 	bpf_map_delete_elem(c->procs_fd, &tgid); /* its misses are dropped by refresh */
-	if (!p)
-		return;
-	*slot = NULL;
-	last = c->procs[--c->n_procs]; /* the last one moves into its place */
-	c->procs[p->idx] = last;
-	last->idx = p->idx;
-	free(p);
+	gs_proc_slots_drop(&c->slots, tgid);
 }
 
 static int cmp_miss(const void *a, const void *b)

@@ -63,11 +63,10 @@ struct cubin {
 struct gs_gpu_host {
 	struct bpf_program *rec_prog, *launch_prog;
 	struct gs_gpu_host_opts o;
-	struct gpu_proc **procs; /* in order of first sight, kept after exit for
-				  * the report; each also hangs off its process's
-				  * entry of the table (slots) */
-	size_t n_procs, cap_procs;
-	struct gs_proc_slots slots; /* the session's table (gs_gpu_host_bind) or our own */
+	/* struct gpu_proc of each process, in its slot of the session's table
+	 * (gs_gpu_host_bind) or of our own; slots.all in order of first
+	 * sight, kept after exit for the report */
+	struct gs_proc_slots slots;
 	struct cubin *cubins;
 	size_t n_cubins, cap_cubins;
 	uint32_t *cubin_slots; /* open addressing by crc: index + 1, 0 = empty */
@@ -121,12 +120,17 @@ struct gs_gpu_host *gs_gpu_host_new(struct bpf_program *record_prog,
 		h->next_session = 1;
 	elf_version(EV_CURRENT);
 	h->elf = h->o.elf ? gs_elf_cache_ref(h->o.elf) : gs_elf_cache_new();
-	if (!h->elf || gs_proc_slots_init(&h->slots, "gpu")) {
+	if (!h->elf || gs_proc_slots_init(&h->slots, "gpu", sizeof(struct gpu_proc))) {
 		gs_elf_cache_put(h->elf);
 		free(h);
 		return NULL;
 	}
 	return h;
+}
+
+static struct gpu_proc *proc_at(const struct gs_gpu_host *h, size_t i)
+{
+	return h->slots.all[i];
 }
 
 static void proc_detach(struct gpu_proc *p)
@@ -140,17 +144,15 @@ void gs_gpu_host_free(struct gs_gpu_host *h)
 {
 	if (!h)
 		return;
-	for (size_t i = 0; i < h->n_procs; i++) {
-		proc_detach(h->procs[i]);
-		for (size_t k = 0; k < h->procs[i]->n_tables; k++)
-			free(h->procs[i]->tables[k]);
-		free(h->procs[i]);
+	for (size_t i = 0; i < h->slots.n; i++) {
+		proc_detach(proc_at(h, i));
+		for (size_t k = 0; k < proc_at(h, i)->n_tables; k++)
+			free(proc_at(h, i)->tables[k]);
 	}
 	for (size_t i = 0; i < h->n_cubins; i++)
 		free(h->cubins[i].data);
 	free(h->cubins);
 	free(h->cubin_slots);
-	free(h->procs);
 	gs_hmap_free(&h->probed);
 	gs_proc_slots_fini(&h->slots);
 	gs_elf_cache_put(h->elf);
@@ -159,24 +161,15 @@ void gs_gpu_host_free(struct gs_gpu_host *h)
 
 int gs_gpu_host_bind(struct gs_gpu_host *h, struct gs_proc_table *t, int id)
 {
-	if (h->n_procs)
-		return -EBUSY;
-	gs_proc_slots_bind(&h->slots, t, id);
-	return 0;
+	return gs_proc_slots_bind(&h->slots, t, id);
 }
 
 static struct gpu_proc *proc_find(struct gs_gpu_host *h, uint32_t tgid, bool create)
 {
-	void **slot = gs_proc_slots_get(&h->slots, tgid, create);
-	struct gpu_proc *p;
+	struct gpu_proc *p = gs_proc_slots_get(&h->slots, tgid, create);
 
-	if (!slot || *slot || !create)
-		return slot ? *slot : NULL;
-	if (GS_GROW(h->procs, h->cap_procs, h->n_procs + 1) || !(p = calloc(1, sizeof(*p))))
-		return NULL;
-	p->info.tgid = tgid;
-	h->procs[h->n_procs++] = p;
-	*slot = p;
+	if (p && !p->info.tgid) /* new */
+		p->info.tgid = tgid;
 	return p;
 }
 
@@ -517,9 +510,9 @@ void gs_gpu_host_remove_process(struct gs_gpu_host *h, uint32_t tgid)
 
 uint32_t gs_gpu_host_next_ready(const struct gs_gpu_host *h)
 {
-	for (size_t i = 0; i < h->n_procs; i++)
-		if (h->procs[i]->ready && !h->procs[i]->gone)
-			return h->procs[i]->info.tgid;
+	for (size_t i = 0; i < h->slots.n; i++)
+		if (proc_at(h, i)->ready && !proc_at(h, i)->gone)
+			return proc_at(h, i)->info.tgid;
 	return 0;
 }
 
@@ -539,8 +532,8 @@ void gs_gpu_host_poll(struct gs_gpu_host *h)
 {
 	uint64_t now = gs_mono_ns();
 
-	for (size_t i = 0; i < h->n_procs; i++) {
-		struct gpu_proc *p = h->procs[i];
+	for (size_t i = 0; i < h->slots.n; i++) {
+		struct gpu_proc *p = proc_at(h, i);
 		bool waiting_init = p->init_seen_ns && now - p->init_seen_ns < INIT_WAIT_NS;
 
 		if (p->info.state != GS_GPU_PROC_NO_AGENT || p->gone || p->ready)
@@ -785,8 +778,8 @@ int gs_gpu_host_detach(struct gs_gpu_host *h, int (*poll)(void *ctx, int timeout
 	uint64_t deadline = gs_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
 	int waiting = 0;
 
-	for (size_t i = 0; i < h->n_procs; i++) {
-		struct gpu_proc *p = h->procs[i];
+	for (size_t i = 0; i < h->slots.n; i++) {
+		struct gpu_proc *p = proc_at(h, i);
 		uint32_t req = p->info.session;
 		char path[PATH_MAX];
 		uint64_t base = 0;
@@ -809,14 +802,14 @@ int gs_gpu_host_detach(struct gs_gpu_host *h, int (*poll)(void *ctx, int timeout
 		if (poll)
 			poll(ctx, 20);
 		waiting = 0;
-		for (size_t i = 0; i < h->n_procs; i++) {
-			struct gpu_proc *p = h->procs[i];
+		for (size_t i = 0; i < h->slots.n; i++) {
+			struct gpu_proc *p = proc_at(h, i);
 			if (p->rec_link && !p->acked && kill(p->info.tgid, 0) == 0)
 				waiting++;
 		}
 	}
-	for (size_t i = 0; i < h->n_procs; i++)
-		proc_detach(h->procs[i]);
+	for (size_t i = 0; i < h->slots.n; i++)
+		proc_detach(proc_at(h, i));
 	return waiting;
 }
 
@@ -847,8 +840,8 @@ const struct gs_gpu_stall_table *gs_gpu_host_stall_table(struct gs_gpu_host *h, 
 int gs_gpu_host_foreach(struct gs_gpu_host *h,
 			int (*fn)(void *ctx, const struct gs_gpu_proc_info *p), void *ctx)
 {
-	for (size_t i = 0; i < h->n_procs; i++) {
-		int rc = fn(ctx, &h->procs[i]->info);
+	for (size_t i = 0; i < h->slots.n; i++) {
+		int rc = fn(ctx, &proc_at(h, i)->info);
 		if (rc)
 			return rc;
 	}
@@ -894,8 +887,8 @@ void gs_gpu_host_summary(struct gs_gpu_host *h, char *buf, size_t len)
 	uint32_t armed = 0, ctx = 0, off = 0, reason = 0;
 	uint64_t samples = 0;
 
-	for (size_t i = 0; i < h->n_procs; i++) {
-		const struct gs_gpu_proc_info *p = &h->procs[i]->info;
+	for (size_t i = 0; i < h->slots.n; i++) {
+		const struct gs_gpu_proc_info *p = &proc_at(h, i)->info;
 		samples += p->samples;
 		if (p->state == GS_GPU_PROC_ARMED) {
 			armed++;

@@ -241,21 +241,28 @@ void gs_proc_table_exit(struct gs_proc_table *t, uint32_t tgid);
  * ENOMEM, or id not registered). */
 void **gs_proc_table_slot(struct gs_proc_table *t, uint32_t tgid, int id, bool create);
 
-/* Where a component keeps its per-process state: its slot of the
- * session's table once bound, else of a table of its own (a test, a tool
- * using the component alone: one handler that does nothing).
+/* A component's per-process states: one zeroed block of size bytes per
+ * process, in the process's slot of the session's table once bound, else
+ * of a table of its own (a test, a tool using the component alone: one
+ * handler that does nothing).  all[0..n) lists them in order of creation
+ * (a dropped one's place taken by the last), for walks and for freeing.
  *  init: the own table (0, -ENOMEM);  bind: the session's table t and the
- *  component's handler id (drops the own table; call before the first
- *  process);  get: gs_proc_table_slot of the table in use;  fini: free the
- *  own table, if still used. */
+ *  component's handler id (drops the own table; before the first state:
+ *  -EBUSY after);  get: tgid's state, made when create (NULL: none, or
+ *  ENOMEM);  drop: free tgid's state;  fini: free every state (after the
+ *  component freed what they point to) and the own table. */
 struct gs_proc_slots {
 	struct gs_proc_table *t;
 	int id;
 	bool own;
+	size_t size;
+	void **all;
+	size_t n, cap;
 };
-int gs_proc_slots_init(struct gs_proc_slots *s, const char *name);
-void gs_proc_slots_bind(struct gs_proc_slots *s, struct gs_proc_table *t, int id);
-void **gs_proc_slots_get(const struct gs_proc_slots *s, uint32_t tgid, bool create);
+int gs_proc_slots_init(struct gs_proc_slots *s, const char *name, size_t size);
+int gs_proc_slots_bind(struct gs_proc_slots *s, struct gs_proc_table *t, int id);
+void *gs_proc_slots_get(struct gs_proc_slots *s, uint32_t tgid, bool create);
+void gs_proc_slots_drop(struct gs_proc_slots *s, uint32_t tgid);
 void gs_proc_slots_fini(struct gs_proc_slots *s);
 /* Every handler's tick / report. */
 void gs_proc_table_tick(struct gs_proc_table *t);

@@ -6,6 +6,7 @@
  * Not thread-safe: the session thread drives it.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "proc/proc.h"
@@ -228,11 +229,22 @@ void gs_proc_table_report(struct gs_proc_table *t, struct gs_profile *prof)
 			t->h[k].report(t->h[k].ctx, prof);
 }
 
-int gs_proc_slots_init(struct gs_proc_slots *s, const char *name)
+/* A state is its index in all[] followed by the component's block. */
+struct slot_state {
+	size_t idx;
+	max_align_t data[];
+};
+
+static struct slot_state *state_of(void *data)
+{
+	return (struct slot_state *)((char *)data - offsetof(struct slot_state, data));
+}
+
+int gs_proc_slots_init(struct gs_proc_slots *s, const char *name, size_t size)
 {
 	const struct gs_proc_handler h = { .name = name };
 
-	*s = (struct gs_proc_slots){ .t = gs_proc_table_new(NULL), .own = true };
+	*s = (struct gs_proc_slots){ .t = gs_proc_table_new(NULL), .own = true, .size = size };
 	if (!s->t || gs_proc_register(s->t, &h) < 0) {
 		gs_proc_slots_fini(s);
 		return -ENOMEM;
@@ -240,21 +252,52 @@ int gs_proc_slots_init(struct gs_proc_slots *s, const char *name)
 	return 0;
 }
 
-void gs_proc_slots_bind(struct gs_proc_slots *s, struct gs_proc_table *t, int id)
+int gs_proc_slots_bind(struct gs_proc_slots *s, struct gs_proc_table *t, int id)
 {
-	gs_proc_slots_fini(s);
-	*s = (struct gs_proc_slots){ .t = t, .id = id };
+	if (s->n)
+		return -EBUSY;
+	if (s->own)
+		gs_proc_table_free(s->t);
+	s->t = t;
+	s->id = id;
+	s->own = false;
+	return 0;
 }
 
-void **gs_proc_slots_get(const struct gs_proc_slots *s, uint32_t tgid, bool create)
+void *gs_proc_slots_get(struct gs_proc_slots *s, uint32_t tgid, bool create)
 {
-	return gs_proc_table_slot(s->t, tgid, s->id, create);
+	void **slot = gs_proc_table_slot(s->t, tgid, s->id, create);
+	struct slot_state *st;
+
+	if (!slot || *slot || !create)
+		return slot ? *slot : NULL;
+	if (GS_GROW(s->all, s->cap, s->n + 1) || !(st = calloc(1, sizeof(*st) + s->size)))
+		return NULL;
+	st->idx = s->n;
+	s->all[s->n++] = st->data;
+	return *slot = st->data;
+}
+
+void gs_proc_slots_drop(struct gs_proc_slots *s, uint32_t tgid)
+{
+	void **slot = gs_proc_table_slot(s->t, tgid, s->id, false);
+	struct slot_state *st;
+
+	if (!slot || !*slot)
+		return;
+	st = state_of(*slot);
+	*slot = NULL;
+	s->all[st->idx] = s->all[--s->n]; /* the last one moves into its place */
+	state_of(s->all[st->idx])->idx = st->idx;
+	free(st);
 }
 
 void gs_proc_slots_fini(struct gs_proc_slots *s)
 {
+	for (size_t i = 0; i < s->n; i++)
+		free(state_of(s->all[i]));
+	free(s->all);
 	if (s->own)
 		gs_proc_table_free(s->t);
-	s->t = NULL;
-	s->own = false;
+	*s = (struct gs_proc_slots){ 0 };
 }

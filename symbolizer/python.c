@@ -78,11 +78,9 @@ struct py_proc {
 
 struct gs_py {
 	struct gs_profile *p;
-	struct gs_proc_slots slots; /* tgid -> struct py_proc* (gs_py_bind) */
-	struct py_proc **procs;     /* every one, for gs_py_free */
-	size_t n_procs, cap_procs;
-	struct gs_hmap locs; /* function << 32 | line -> location id */
-	uint32_t mapping;    /* [python] mapping id */
+	struct gs_proc_slots slots; /* struct py_proc of each process (gs_py_bind) */
+	struct gs_hmap locs;        /* function << 32 | line -> location id */
+	uint32_t mapping;           /* [python] mapping id */
 	uint32_t unknown_fn, trunc_loc;
 	struct gs_py_stats st;
 };
@@ -91,7 +89,7 @@ struct gs_py *gs_py_new(struct gs_profile *profile)
 {
 	struct gs_py *py = calloc(1, sizeof(*py));
 
-	if (py && gs_proc_slots_init(&py->slots, "python")) {
+	if (py && gs_proc_slots_init(&py->slots, "python", sizeof(struct py_proc))) {
 		free(py);
 		return NULL;
 	}
@@ -129,12 +127,12 @@ void gs_py_free(struct gs_py *py)
 {
 	if (!py)
 		return;
-	for (size_t i = 0; i < py->n_procs; i++) {
-		space_put(py->procs[i]->sp);
-		space_put(py->procs[i]->retired);
-		free(py->procs[i]);
+	for (size_t i = 0; i < py->slots.n; i++) {
+		struct py_proc *pp = py->slots.all[i];
+
+		space_put(pp->sp);
+		space_put(pp->retired);
 	}
-	free(py->procs);
 	gs_proc_slots_fini(&py->slots);
 	gs_hmap_free(&py->locs);
 	free(py);
@@ -142,24 +140,12 @@ void gs_py_free(struct gs_py *py)
 
 int gs_py_bind(struct gs_py *py, struct gs_proc_table *t, int id)
 {
-	if (py->n_procs)
-		return -EBUSY;
-	gs_proc_slots_bind(&py->slots, t, id);
-	return 0;
+	return gs_proc_slots_bind(&py->slots, t, id);
 }
 
 static struct py_proc *proc_of(struct gs_py *py, uint32_t tgid, bool create)
 {
-	void **slot = gs_proc_slots_get(&py->slots, tgid, create);
-	struct py_proc *pp;
-
-	if (!slot || *slot || !create)
-		return slot ? *slot : NULL;
-	if (GS_GROW(py->procs, py->cap_procs, py->n_procs + 1) || !(pp = calloc(1, sizeof(*pp))))
-		return NULL;
-	py->procs[py->n_procs++] = pp;
-	*slot = pp;
-	return pp;
+	return gs_proc_slots_get(&py->slots, tgid, create);
 }
 
 static struct py_space *space_of(struct gs_py *py, uint32_t tgid)

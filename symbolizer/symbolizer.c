@@ -51,10 +51,8 @@ struct kmod_map {
 struct gs_symbolizer {
 	struct gs_profile *p;
 	struct gs_sym_modcache *mc;
-	struct gs_proc_slots slots; /* tgid -> struct proc * (gs_sym_bind) */
-	struct proc **procs;        /* every one, for gs_sym_free */
-	size_t n_procs, cap_procs;
-	struct loc_slot *locs; /* the location cache's entries */
+	struct gs_proc_slots slots; /* struct proc of each process (gs_sym_bind) */
+	struct loc_slot *locs;      /* the location cache's entries */
 	size_t n_locs, cap_locs;
 	struct gs_hmap loc_index; /* hash(k1, k2) -> index in locs */
 	uint32_t next_snap_id;
@@ -69,7 +67,7 @@ struct gs_symbolizer *gs_sym_new(struct gs_profile *p)
 		return NULL;
 	s->p = p;
 	s->mc = gs_sym_modcache_new(NULL);
-	if (!s->mc || gs_proc_slots_init(&s->slots, "native")) {
+	if (!s->mc || gs_proc_slots_init(&s->slots, "native", sizeof(struct proc))) {
 		gs_sym_free(s);
 		return NULL;
 	}
@@ -85,11 +83,8 @@ void gs_sym_free(struct gs_symbolizer *s)
 {
 	if (!s)
 		return;
-	for (size_t i = 0; i < s->n_procs; i++) {
-		gs_sym_snapshot_put(s->procs[i]->snap);
-		free(s->procs[i]);
-	}
-	free(s->procs);
+	for (size_t i = 0; i < s->slots.n; i++)
+		gs_sym_snapshot_put(((struct proc *)s->slots.all[i])->snap);
 	gs_proc_slots_fini(&s->slots);
 	free(s->locs);
 	gs_hmap_free(&s->loc_index);
@@ -103,30 +98,20 @@ void gs_sym_free(struct gs_symbolizer *s)
 
 int gs_sym_bind(struct gs_symbolizer *s, struct gs_proc_table *t, int id)
 {
-	if (s->n_procs)
-		return -EBUSY;
-	gs_proc_slots_bind(&s->slots, t, id);
-	return 0;
+	return gs_proc_slots_bind(&s->slots, t, id);
 }
 
 static struct proc *proc_find(struct gs_symbolizer *s, uint32_t tgid)
 {
-	void **slot = gs_proc_slots_get(&s->slots, tgid, false);
-	return slot ? *slot : NULL;
+	return gs_proc_slots_get(&s->slots, tgid, false);
 }
 
 static struct proc *proc_insert(struct gs_symbolizer *s, uint32_t tgid)
 {
-	void **slot = gs_proc_slots_get(&s->slots, tgid, true);
-	struct proc *pr;
+	struct proc *pr = gs_proc_slots_get(&s->slots, tgid, true);
 
-	if (!slot || *slot)
-		return slot ? *slot : NULL;
-	if (GS_GROW(s->procs, s->cap_procs, s->n_procs + 1) || !(pr = calloc(1, sizeof(*pr))))
-		return NULL;
-	pr->tgid = tgid;
-	s->procs[s->n_procs++] = pr;
-	*slot = pr;
+	if (pr && !pr->tgid) /* new */
+		pr->tgid = tgid;
 	return pr;
 }
 

@@ -278,25 +278,45 @@ Test(proc_table, register_bound)
 Test(proc_table, component_slots_alone_then_bound)
 {
 	struct gs_proc_slots s;
-	int x, y;
+	struct st {
+		uint64_t v[3];
+	};
 
-	cr_assert_eq(gs_proc_slots_init(&s, "alone"), 0);
-	void **own = gs_proc_slots_get(&s, 4000020, true);
-	cr_assert(own);
-	*own = &x;
-	cr_assert_eq(*gs_proc_slots_get(&s, 4000020, false), &x);
+	cr_assert_eq(gs_proc_slots_init(&s, "alone", sizeof(struct st)), 0);
+	cr_assert_null(gs_proc_slots_get(&s, 4000020, false));
+	struct st *own = gs_proc_slots_get(&s, 4000020, true);
+	cr_assert(own && !own->v[0] && !own->v[2], "a zeroed state");
+	own->v[0] = 7;
+	cr_assert_eq(gs_proc_slots_get(&s, 4000020, true), own, "made once");
+	cr_assert_eq(s.n, 1);
 
 	static struct log g;
 	struct rec a = { "a", &g, 0 }, b = { "b", &g, 1 };
 	struct gs_proc_table *t = gs_proc_table_new(NULL);
 	struct gs_proc_handler ha = handler(&a, false), hb = handler(&b, false);
 	gs_proc_register(t, &ha);
-	gs_proc_slots_bind(&s, t, gs_proc_register(t, &hb)); /* drops the own table */
-	cr_assert_null(gs_proc_slots_get(&s, 4000020, false), "the session's table is used now");
+	int id = gs_proc_register(t, &hb);
+	cr_assert_eq(gs_proc_slots_bind(&s, t, id), -EBUSY, "states exist");
+	gs_proc_slots_fini(&s);
+	cr_assert_eq(gs_proc_slots_init(&s, "bound", sizeof(struct st)), 0);
+	cr_assert_eq(gs_proc_slots_bind(&s, t, id), 0); /* drops the own table */
+
 	struct gs_proc *p = gs_proc_table_seen(t, 4000021, 1);
-	*gs_proc_slots_get(&s, 4000021, false) = &y;
-	cr_assert_eq(p->slot[1], &y, "the bound id's slot of the session's entry");
-	gs_proc_slots_fini(&s); /* the session's table is not ours to free */
+	p->slot[1] = NULL; /* the logging handler's mark: the slot is the component's */
+	struct st *x = gs_proc_slots_get(&s, 4000021, true);
+	cr_assert_eq(p->slot[1], x, "the bound id's slot of the session's entry");
+	struct st *y = gs_proc_slots_get(&s, 4000022, true);
+	struct st *z = gs_proc_slots_get(&s, 4000023, true);
+	cr_assert(y && z && s.n == 3);
+	gs_proc_slots_drop(&s, 4000021);
+	cr_assert_null(p->slot[1]);
+	cr_assert_eq(s.n, 2);
+	cr_assert_eq(s.all[0], z, "the last state moved into the dropped one's place");
+	cr_assert_eq(s.all[1], y);
+	gs_proc_slots_drop(&s, 4000023);
+	cr_assert(s.n == 1 && s.all[0] == y);
+	gs_proc_slots_drop(&s, 4000099); /* none: nothing */
+	gs_proc_slots_fini(&s);          /* the session's table is not ours to free */
 	cr_assert_eq(gs_proc_get(t, 4000021), p);
 	gs_proc_table_free(t);
 }
