@@ -79,18 +79,25 @@ struct gs_proc *gs_proc_at(const struct gs_proc_table *t, size_t i)
 	return i < t->n ? t->procs[i] : NULL;
 }
 
+static void set_parent(struct gs_proc_table *t, struct gs_proc *p, uint32_t ppid)
+{
+	struct gs_proc *parent = gs_proc_get(t, ppid);
+
+	p->ppid = ppid;
+	p->root = parent && parent != p ? parent->root : p->tgid;
+}
+
 /* A new entry (not yet announced to the handlers). */
 static struct gs_proc *proc_new(struct gs_proc_table *t, uint32_t tgid, uint32_t ppid)
 {
-	struct gs_proc *p = calloc(1, sizeof(*p)), *parent = gs_proc_get(t, ppid);
+	struct gs_proc *p = calloc(1, sizeof(*p));
 
 	if (!p || GS_GROW(t->procs, t->cap, t->n + 1) || gs_hmap_put(&t->by_tgid, tgid, t->n)) {
 		free(p);
 		return NULL;
 	}
 	p->tgid = tgid;
-	p->ppid = ppid;
-	p->root = parent ? parent->root : tgid;
+	set_parent(t, p, ppid);
 	t->procs[t->n++] = p;
 	return p;
 }
@@ -155,6 +162,8 @@ struct gs_proc *gs_proc_table_seen(struct gs_proc_table *t, uint32_t tgid, uint3
 		return p;
 	if (!p && !(p = proc_new(t, tgid, ppid)))
 		return NULL;
+	if (!p->announced) /* made by gs_proc_table_slot: now its parent is known */
+		set_parent(t, p, ppid);
 	p->announced = true;
 	attach_all(t, p);
 	return p;
@@ -175,11 +184,9 @@ struct gs_proc *gs_proc_table_fork(struct gs_proc_table *t, uint32_t ppid, uint3
 
 	if (!c && !(c = proc_new(t, child, ppid)))
 		return NULL;
-	if (!c->announced) { /* made by gs_proc_table_slot: the record gives its parent */
-		c->ppid = ppid;
-		c->root = parent ? parent->root : child;
-		c->announced = true;
-	}
+	if (!c->announced) /* made by gs_proc_table_slot: the record gives its parent */
+		set_parent(t, c, ppid);
+	c->announced = true;
 	/* Same address space at fork: the parent's snapshot is the child's,
 	 * also for a child first seen by its samples before this record. */
 	if (parent && parent->maps && parent != c) {

@@ -249,10 +249,14 @@ Test(proc_table, slots_of_processes_a_component_found_itself)
 	struct gs_proc *c = gs_proc_get(t, 4000010);
 	cr_assert(c->announced && c->root == pa->root && c->ppid == 4000011);
 	cr_assert_eq(gs_proc_table_seen(t, 4000010, 4000011), c);
-	/* One made by a slot and then first seen is attached once. */
+	/* One made by a slot and then first seen is attached once, and
+	 * takes its parent from the sighting. */
 	gs_proc_table_slot(t, 4000012, 0, true);
+	cr_assert_eq(gs_proc_get(t, 4000012)->root, 4000012);
+	gs_proc_table_seen(t, 4000012, 4000011);
 	gs_proc_table_seen(t, 4000012, 1);
-	gs_proc_table_seen(t, 4000012, 1);
+	cr_assert_eq(gs_proc_get(t, 4000012)->ppid, 4000011);
+	cr_assert_eq(gs_proc_get(t, 4000012)->root, pa->root);
 	cr_assert_str_eq(g.buf, "a:attach:4000011:0 b:attach:4000011:0 "
 				"a:fork:4000011:4000010 b:fork:4000011:4000010 "
 				"a:attach:4000012:0 b:attach:4000012:0 ");
