@@ -81,7 +81,7 @@ struct gs_proc *gs_proc_at(const struct gs_proc_table *t, size_t i)
 
 static void set_parent(struct gs_proc_table *t, struct gs_proc *p, uint32_t ppid)
 {
-	struct gs_proc *parent = gs_proc_get(t, ppid);
+	struct gs_proc *parent = ppid ? gs_proc_get(t, ppid) : NULL; /* 0: unknown */
 
 	p->ppid = ppid;
 	p->root = parent && parent != p ? parent->root : p->tgid;
@@ -97,8 +97,8 @@ static struct gs_proc *proc_new(struct gs_proc_table *t, uint32_t tgid, uint32_t
 		return NULL;
 	}
 	p->tgid = tgid;
+	t->procs[t->n++] = p; /* first: ppid may be tgid itself (0 for 0) */
 	set_parent(t, p, ppid);
-	t->procs[t->n++] = p;
 	return p;
 }
 

@@ -249,6 +249,8 @@ Test(proc_table, slots_of_processes_a_component_found_itself)
 	struct gs_proc *c = gs_proc_get(t, 4000010);
 	cr_assert(c->announced && c->root == pa->root && c->ppid == 4000011);
 	cr_assert_eq(gs_proc_table_seen(t, 4000010, 4000011), c);
+	/* Its own parent (tgid 0 as the idle task reports it): its own root. */
+	cr_assert_eq(gs_proc_table_slot(t, 0, 0, true) ? gs_proc_get(t, 0)->root : 1, 0);
 	/* One made by a slot and then first seen is attached once, and
 	 * takes its parent from the sighting. */
 	gs_proc_table_slot(t, 4000012, 0, true);
