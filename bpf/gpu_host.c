@@ -39,8 +39,9 @@ struct gpu_proc {
 	struct gs_gpu_proc_info info;
 	struct bpf_link *rec_link, *launch_link;
 	uint64_t cfg_addr;
-	uint64_t agent_base; /* start of the agent's offset-0 mapping when attached */
-	uint64_t error_base; /* agent_base of the image an attach error was about */
+	uint64_t agent_base;           /* start of the agent's offset-0 mapping when attached */
+	struct gs_maps_line agent_map; /* that mapping (path: info.agent_path) */
+	uint64_t error_base;           /* agent_base of the image an attach error was about */
 	uint64_t last_scan_ns;
 	uint64_t rescan_ns; /* back-off between scans while no agent is mapped */
 	bool acked;
@@ -190,8 +191,9 @@ static bool is_agent(struct gs_gpu_host *h, uint32_t tgid, const struct gs_maps_
 	return *v == 2;
 }
 
-/* The agent's path and the start of its offset-0 mapping in tgid. */
-static int find_agent(struct gs_gpu_host *h, uint32_t tgid, char *path, size_t len, uint64_t *base)
+/* The agent's path and its offset-0 mapping in tgid (m->path: NULL). */
+static int find_agent(struct gs_gpu_host *h, uint32_t tgid, char *path, size_t len,
+		      struct gs_maps_line *m)
 {
 	struct gs_proc_maps *snap;
 	int found = 0, err = gs_proc_maps_read(tgid, &snap);
@@ -205,7 +207,8 @@ static int find_agent(struct gs_gpu_host *h, uint32_t tgid, char *path, size_t l
 		    l->offset != 0 || !is_agent(h, tgid, l))
 			continue;
 		snprintf(path, len, "%s", l->path);
-		*base = l->start;
+		*m = *l;
+		m->path = NULL;
 		found = 1;
 	}
 	gs_proc_maps_put(snap);
@@ -247,19 +250,17 @@ static bool agent_ready(uint32_t tgid)
 	return ready;
 }
 
-/* Address of gs_agent_cfg in tgid: load bias + st_value of the dynamic symbol. */
-static int cfg_address(const char *file, uint64_t base, uint64_t *addr)
+/* Address of gs_agent_cfg in tgid: load bias + st_value of the dynamic
+ * symbol of the agent file fd (closed here). */
+static int cfg_address(int fd, uint64_t base, uint64_t *addr)
 {
 	Elf *e;
 	Elf_Scn *scn = NULL;
 	GElf_Phdr ph;
 	size_t nph;
 	uint64_t first_vaddr = UINT64_MAX;
-	int fd, rc = -ENOENT;
+	int rc = -ENOENT;
 
-	fd = open(file, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
 	e = elf_begin(fd, ELF_C_READ, NULL);
 	if (!e || elf_getphdrnum(e, &nph)) {
 		rc = -EINVAL;
@@ -338,21 +339,25 @@ static int proc_error(struct gpu_proc *p, int rc, const char *fmt, const char *a
 }
 
 static int proc_attach(struct gs_gpu_host *h, struct gpu_proc *p, const char *map_path,
-		       uint64_t base)
+		       const struct gs_maps_line *m)
 {
-	char file[PATH_MAX];
 	struct gs_gpu_agent_cfg cfg;
+	struct gs_maps_line l = *m;
+	uint64_t base = m->start;
 	uint32_t owner;
-	int rc;
+	int rc, fd;
 
 	if (strlen(map_path) >= sizeof(p->info.agent_path) || strlen(map_path) > PATH_MAX - 32)
 		return proc_error(p, -ENAMETOOLONG, "agent path %s is too long (%s)", map_path);
 	snprintf(p->info.agent_path, sizeof(p->info.agent_path), "%.*s",
 		 (int)sizeof(p->info.agent_path) - 1, map_path);
-	/* Through the target's root: the path is the one inside its mount
-	 * namespace (containers). */
-	snprintf(file, sizeof(file), "/proc/%u/root%.*s", p->info.tgid, PATH_MAX - 32, map_path);
-	if ((rc = cfg_address(file, base, &p->cfg_addr)))
+	/* The very file mapped (dev:inode checked; the path is the one inside
+	 * its mount namespace, and a link planted on it leads nowhere). */
+	l.path = p->info.agent_path;
+	if ((fd = gs_proc_open_mapped(p->info.tgid, &l)) < 0)
+		return proc_error(
+		    p, fd, "cannot open the agent %s (%s): it was replaced or unmapped", map_path);
+	if ((rc = cfg_address(fd, base, &p->cfg_addr)))
 		return proc_error(
 		    p, rc, "agent %s has no gs_agent_cfg (%s): agent and gpusample versions differ",
 		    map_path);
@@ -396,6 +401,7 @@ static int proc_attach(struct gs_gpu_host *h, struct gpu_proc *p, const char *ma
 	p->acked = false;
 	p->off_sticky = false;
 	p->agent_base = base;
+	p->agent_map = *m;
 	p->info.attach_ktime_ns = gs_mono_ns();
 	p->info.armed_ktime_ns = 0;
 	/* Attaching arms the agent: everything a launch stack walks through
@@ -415,7 +421,11 @@ static __attribute__((noinline)) int proc_arm(struct gs_gpu_host *h, struct gpu_
 	int rc;
 
 	p->ready = false;
-	snprintf(file, sizeof(file), "/proc/%u/root%s", p->info.tgid, map_path);
+	/* map_files: libbpf and the kernel resolve it to the mapped file itself
+	 * (what cfg_address read), never to where a path the target controls
+	 * points by now. */
+	snprintf(file, sizeof(file), "/proc/%u/map_files/%llx-%llx", p->info.tgid,
+		 (unsigned long long)p->agent_map.start, (unsigned long long)p->agent_map.end);
 	/* The launch probe first: the record probe's semaphore is what arms. */
 	p->launch_link = bpf_program__attach_usdt(h->launch_prog, p->info.tgid, file, "gpusample",
 						  "launch", NULL);
@@ -444,11 +454,13 @@ static __attribute__((noinline)) int proc_arm(struct gs_gpu_host *h, struct gpu_
 static int scan(struct gs_gpu_host *h, struct gpu_proc *p)
 {
 	char path[PATH_MAX];
-	uint64_t base = 0;
+	struct gs_maps_line m = { 0 };
+	uint64_t base;
 	int rc;
 
 	p->last_scan_ns = gs_mono_ns();
-	rc = find_agent(h, p->info.tgid, path, sizeof(path), &base);
+	rc = find_agent(h, p->info.tgid, path, sizeof(path), &m);
+	base = m.start;
 	if (rc < 0)
 		return rc; /* gone: the exit event cleans up */
 	if (p->rec_link) {
@@ -480,7 +492,7 @@ static int scan(struct gs_gpu_host *h, struct gpu_proc *p)
 	p->init_seen_ns = 0;
 	if (rc == 0)
 		return 0;
-	rc = proc_attach(h, p, path, base);
+	rc = proc_attach(h, p, path, &m);
 	if (rc < 0)
 		p->error_base = base;
 	return rc;
@@ -782,14 +794,14 @@ int gs_gpu_host_detach(struct gs_gpu_host *h, int (*poll)(void *ctx, int timeout
 		struct gpu_proc *p = proc_at(h, i);
 		uint32_t req = p->info.session;
 		char path[PATH_MAX];
-		uint64_t base = 0;
+		struct gs_maps_line m = { 0 };
 
 		if (!p->rec_link)
 			continue;
 		/* Only into the image we attached to: after an unseen exec the
 		 * address means something else. */
-		if (find_agent(h, p->info.tgid, path, sizeof(path), &base) > 0 &&
-		    base == p->agent_base &&
+		if (find_agent(h, p->info.tgid, path, sizeof(path), &m) > 0 &&
+		    m.start == p->agent_base &&
 		    vm_write(p->info.tgid,
 			     p->cfg_addr + offsetof(struct gs_gpu_agent_cfg, detach_req), &req,
 			     sizeof(req)) == 0 &&

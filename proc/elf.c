@@ -364,6 +364,15 @@ int gs_elf_usdt_provider(const struct gs_elf_obj *o, const char *provider)
 	return 0;
 }
 
+/* The two ways to the file of mapping l: map_files (the mapped file
+ * itself, root only) and the path inside the target's root. */
+static void mapped_paths(uint32_t tgid, const struct gs_maps_line *l, char mf[80], char root[4200])
+{
+	snprintf(mf, 80, "/proc/%u/map_files/%llx-%llx", tgid, (unsigned long long)l->start,
+		 (unsigned long long)l->end);
+	snprintf(root, 4200, "/proc/%u/root%s", tgid, l->path);
+}
+
 int gs_elf_get_mapped(struct gs_elf_cache *c, uint32_t tgid, const struct gs_maps_line *l,
 		      struct gs_elf_obj **out)
 {
@@ -375,8 +384,17 @@ int gs_elf_get_mapped(struct gs_elf_cache *c, uint32_t tgid, const struct gs_map
 		return -EINVAL;
 	if ((*out = gs_elf_find(c, dev, l->inode)))
 		return 0;
-	snprintf(mf, sizeof(mf), "/proc/%u/map_files/%llx-%llx", tgid, (unsigned long long)l->start,
-		 (unsigned long long)l->end);
-	snprintf(root, sizeof(root), "/proc/%u/root%s", tgid, l->path);
+	mapped_paths(tgid, l, mf, root);
 	return gs_elf_get(c, l->path, paths, 2, dev, l->inode, out);
+}
+
+int gs_proc_open_mapped(uint32_t tgid, const struct gs_maps_line *l)
+{
+	char mf[80], root[4200];
+	const char *paths[] = { mf, root };
+
+	if (!l->path || !l->inode)
+		return -EINVAL;
+	mapped_paths(tgid, l, mf, root);
+	return open_first(paths, 2, makedev(l->dev_major, l->dev_minor), l->inode);
 }

@@ -145,6 +145,13 @@ int gs_elf_usdt_provider(const struct gs_elf_obj *o, const char *provider);
  * dev:inode is known.  0 and *out, -ENOMEM, -EINVAL for an anonymous l. */
 int gs_elf_get_mapped(struct gs_elf_cache *c, uint32_t tgid, const struct gs_maps_line *l,
 		      struct gs_elf_obj **out);
+/* A read-only fd (O_CLOEXEC, O_NONBLOCK) of the very file mapping l of tgid
+ * maps, opened as gs_elf_get_mapped does (map_files, then the target's root)
+ * and kept only when it is a regular file with l's dev:inode: a link the
+ * target planted on the path cannot send us to another file.  The caller
+ * closes it.  -EINVAL for an anonymous l, -ESTALE when only other files
+ * opened, else -errno of the last open. */
+int gs_proc_open_mapped(uint32_t tgid, const struct gs_maps_line *l);
 
 /* ---- the process table and its handlers ------------------------------------ */
 

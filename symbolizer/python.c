@@ -311,17 +311,15 @@ static void scan_symtab(struct elf_file *f, Elf_Scn *scn, GElf_Shdr *sh)
 	}
 }
 
-/* Open path (as reachable from here), read its symbols; bias from the
- * mapping (start, offset). */
-static int elf_open(struct elf_file *f, const char *open_path, uint64_t start, uint64_t off)
+/* Read the symbols of fd (owned from here on); bias from the mapping
+ * (start, offset). */
+static int elf_open(struct elf_file *f, int fd, uint64_t start, uint64_t off)
 {
 	GElf_Ehdr eh;
 	size_t shstrndx, nph;
 
 	memset(f, 0, sizeof(*f));
-	f->fd = open(open_path, O_RDONLY | O_CLOEXEC);
-	if (f->fd < 0)
-		return -errno;
+	f->fd = fd;
 	elf_version(EV_CURRENT);
 	f->elf = elf_begin(f->fd, ELF_C_READ, NULL); /* pread: no SIGBUS if it shrinks */
 	if (!f->elf || elf_kind(f->elf) != ELF_K_ELF || !gelf_getehdr(f->elf, &eh) ||
@@ -373,7 +371,8 @@ static int elf_read(struct elf_file *f, uint64_t vaddr, void *buf, size_t len)
 }
 
 struct map_ent {
-	uint64_t start, end, off;
+	uint64_t start, end, off, inode;
+	unsigned dev_major, dev_minor;
 	char path[256];
 };
 
@@ -390,7 +389,8 @@ static int read_maps(uint32_t tgid, struct map_ent **out, int *n_out)
 		return err;
 	for (size_t i = 0; i < snap->n && !err; i++) {
 		const struct gs_maps_line *l = &snap->m[i];
-		struct map_ent e = { l->start, l->end, l->offset, "" };
+		struct map_ent e = { l->start,     l->end,       l->offset, l->inode,
+				     l->dev_major, l->dev_minor, "" };
 		size_t k;
 
 		if (!l->path || l->path[0] != '/' || strstr(l->path, " (deleted)"))
@@ -411,18 +411,23 @@ static int read_maps(uint32_t tgid, struct map_ent **out, int *n_out)
 	return 0;
 }
 
+/* Only the very file the kernel mapped (proc/: dev:inode checked), never
+ * one a link the target planted on its path leads to. */
 static int open_mapped(uint32_t tgid, const struct map_ent *m, struct elf_file *f)
 {
-	char p[512];
+	struct gs_maps_line l = { .start = m->start,
+				  .end = m->end,
+				  .offset = m->off,
+				  .inode = m->inode,
+				  .dev_major = m->dev_major,
+				  .dev_minor = m->dev_minor,
+				  .path = (char *)m->path };
+	int fd = gs_proc_open_mapped(tgid, &l);
 
-	snprintf(p, sizeof(p), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, tgid, m->start, m->end);
-	if (elf_open(f, p, m->start, m->off) == 0)
-		goto ok;
-	snprintf(p, sizeof(p), "/proc/%u/root%s", tgid, m->path);
-	if (elf_open(f, p, m->start, m->off) == 0)
-		goto ok;
-	return -ENOENT;
-ok:
+	if (fd < 0)
+		return fd;
+	if (elf_open(f, fd, m->start, m->off))
+		return -ENOENT;
 	snprintf(f->path, sizeof(f->path), "%s", m->path);
 	return 0;
 }

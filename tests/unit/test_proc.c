@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
@@ -313,4 +314,50 @@ Test(proc_elf, usdt_provider)
 	cr_assert_eq(gs_elf_usdt_provider(self, "gpusample"), 0);
 	unlink(copy);
 	gs_elf_cache_put(c);
+}
+
+/* The mapped file itself, or nothing: a link planted on the path (the
+ * target's root is ours here) must not lead to another file. */
+Test(proc_elf, open_mapped_only_the_mapped_file)
+{
+	char self[4096], lib[64], other[64];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	struct gs_proc_maps *s;
+	struct stat st, want;
+
+	cr_assert_gt(n, 0);
+	self[n] = 0;
+	snprintf(lib, sizeof(lib), "/tmp/gs_test_proc_map.%d", getpid());
+	snprintf(other, sizeof(other), "/tmp/gs_test_proc_other.%d", getpid());
+	copy_file(self, lib);
+	copy_file(self, other);
+	int mfd = open(lib, O_RDONLY);
+	cr_assert_geq(mfd, 0);
+	void *p = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, mfd, 0);
+	cr_assert_neq(p, MAP_FAILED);
+	close(mfd);
+	cr_assert_eq(gs_proc_maps_read((uint32_t)getpid(), &s), 0);
+	const struct gs_maps_line *m = gs_proc_maps_find(s, (uint64_t)(uintptr_t)p);
+	cr_assert(m && m->inode && !strcmp(m->path, lib));
+	cr_assert_eq(stat(lib, &want), 0);
+
+	int fd = gs_proc_open_mapped((uint32_t)getpid(), m);
+	cr_assert_geq(fd, 0, "the mapped file opens: %s", strerror(-fd));
+	cr_assert_eq(fstat(fd, &st), 0);
+	cr_assert(st.st_ino == want.st_ino && st.st_dev == want.st_dev);
+	close(fd);
+
+	/* unmapped (map_files fails) and the path now a link to another file:
+	 * only the path remains, and it leads elsewhere */
+	struct gs_maps_line l = *m;
+	munmap(p, 4096);
+	cr_assert_eq(unlink(lib), 0);
+	cr_assert_eq(symlink(other, lib), 0);
+	cr_assert_eq(gs_proc_open_mapped((uint32_t)getpid(), &l), -ESTALE);
+	/* anonymous memory has no file */
+	l.inode = 0;
+	cr_assert_eq(gs_proc_open_mapped((uint32_t)getpid(), &l), -EINVAL);
+	gs_proc_maps_put(s);
+	unlink(lib);
+	unlink(other);
 }
