@@ -136,8 +136,12 @@ int gs_sym_snapshot_read(struct gs_sym_modcache *c, uint32_t tgid, uint32_t id,
 		return err;
 	}
 	char pp[128];
-	if (gs_perfmap_path(tgid, pp, sizeof(pp)) == 0)
-		gs_perfmap_read(pp, &s->perf); /* usually absent: ENOENT */
+	struct stat pst;
+	/* /proc/PID belongs to the process's effective uid (root when it is
+	 * not dumpable): the user whose perf map we accept */
+	snprintf(pp, sizeof(pp), "/proc/%u", tgid);
+	if (stat(pp, &pst) == 0 && gs_perfmap_path(tgid, pp, sizeof(pp)) == 0)
+		gs_perfmap_read(pp, pst.st_uid, &s->perf); /* usually absent: ENOENT */
 	*out = s;
 	return 0;
 }

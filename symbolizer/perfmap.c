@@ -7,10 +7,13 @@
  * /proc/TGID/root/tmp/perf-NSTGID.map.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "symbolizer/sym_internal.h"
 
 static int pm_cmp(const void *a, const void *b)
@@ -19,38 +22,67 @@ static int pm_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* One line's name part is at most this long (longer lines are skipped:
+ * no JIT writes them); the whole file is read up to GS_PERFMAP_MAX_BYTES.
+ * The target writes this file: it sets no size of ours. */
+#define LINE_MAX_BYTES 1024
+
+/* Skip the rest of a line longer than the buffer. */
+static void skip_line(FILE *f, size_t *total)
+{
+	int ch;
+
+	while ((ch = getc(f)) != EOF && ch != '\n')
+		(*total)++;
+}
+
+static int parse_line(char *line, struct gs_perfmap *pm, size_t *ecap)
+{
+	char *p = line, *end;
+	uint64_t start = strtoull(p, &end, 16);
+
+	if (end == p || (*end != ' ' && *end != '\t'))
+		return 0;
+	p = end;
+	uint64_t size = strtoull(p, &end, 16);
+	if (end == p || (*end != ' ' && *end != '\t'))
+		return 0;
+	while (*end == ' ' || *end == '\t')
+		end++;
+	if (!*end || !size)
+		return 0;
+	if (pm->n >= GS_PERFMAP_MAX_ENTRIES)
+		return -EFBIG;
+	if (gs_grow_from((void **)&pm->e, ecap, pm->n + 1, sizeof(*pm->e), 64))
+		return -ENOMEM;
+	char *name = strdup(end);
+	if (!name)
+		return -ENOMEM;
+	pm->e[pm->n++] = (struct gs_perfmap_entry){ start, size, name };
+	return 0;
+}
+
 int gs_perfmap_parse(FILE *f, struct gs_perfmap *pm)
 {
-	char *line = NULL;
-	size_t cap = 0, ecap = 0;
-	ssize_t len;
+	char line[LINE_MAX_BYTES];
+	size_t ecap = 0, total = 0;
 	int err = 0;
+
 	memset(pm, 0, sizeof(*pm));
-	while ((len = getline(&line, &cap, f)) > 0) {
-		if (line[len - 1] == '\n')
+	while (!err && total < GS_PERFMAP_MAX_BYTES && fgets(line, sizeof(line), f)) {
+		size_t len = strlen(line);
+
+		total += len;
+		if (len && line[len - 1] == '\n') {
 			line[--len] = 0;
-		char *p = line, *end;
-		uint64_t start = strtoull(p, &end, 16);
-		if (end == p || (*end != ' ' && *end != '\t'))
+		} else if (!feof(f)) {
+			skip_line(f, &total); /* too long: not a perf map line */
 			continue;
-		p = end;
-		uint64_t size = strtoull(p, &end, 16);
-		if (end == p || (*end != ' ' && *end != '\t'))
-			continue;
-		while (*end == ' ' || *end == '\t')
-			end++;
-		if (!*end || !size)
-			continue;
-		if ((err = gs_grow_from((void **)&pm->e, &ecap, pm->n + 1, sizeof(*pm->e), 64)))
-			break;
-		char *name = strdup(end);
-		if (!name) {
-			err = -ENOMEM;
-			break;
 		}
-		pm->e[pm->n++] = (struct gs_perfmap_entry){ start, size, name };
+		err = parse_line(line, pm, &ecap);
 	}
-	free(line);
+	if (err == -EFBIG)
+		err = 0; /* keep the first GS_PERFMAP_MAX_ENTRIES regions */
 	if (err) {
 		gs_perfmap_free(pm);
 		return err;
@@ -62,13 +94,27 @@ int gs_perfmap_parse(FILE *f, struct gs_perfmap *pm)
 	return 0;
 }
 
-int gs_perfmap_read(const char *path, struct gs_perfmap *pm)
+int gs_perfmap_read(const char *path, uid_t owner, struct gs_perfmap *pm)
 {
+	struct stat st;
+	FILE *f;
+	int fd, err;
+
 	memset(pm, 0, sizeof(*pm));
-	FILE *f = fopen(path, "re");
-	if (!f)
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
 		return -errno;
-	int err = gs_perfmap_parse(f, pm);
+	/* perf's rule: a map written by the process's user (or root), and a
+	 * regular file (a FIFO or a device would hang or feed us forever) */
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (st.st_uid != owner && st.st_uid != 0)) {
+		close(fd);
+		return -EPERM;
+	}
+	if (!(f = fdopen(fd, "r"))) {
+		close(fd);
+		return -ENOMEM;
+	}
+	err = gs_perfmap_parse(f, pm);
 	fclose(f);
 	return err;
 }

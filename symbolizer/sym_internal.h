@@ -152,9 +152,15 @@ const struct gs_sym_map *gs_sym_snapshot_find(const struct gs_sym_snapshot *s, u
 
 /* ---- perf maps (perfmap.c) ---------------------------------------------- */
 
-/* Parse "START SIZE name" lines (hex); sorted by start.  0 or -errno
- * (-ENOENT when the file does not exist). */
-int gs_perfmap_read(const char *path, struct gs_perfmap *pm);
+/* The target writes its perf map: what we take of it is bounded. */
+#define GS_PERFMAP_MAX_BYTES   (64u << 20)
+#define GS_PERFMAP_MAX_ENTRIES (1u << 20)
+/* Parse "START SIZE name" lines (hex); sorted by start.  Lines over 1 KiB
+ * are skipped, reading stops after GS_PERFMAP_MAX_BYTES, entries beyond
+ * GS_PERFMAP_MAX_ENTRIES are dropped.  read: the file at path, not through
+ * a link at its end, a regular file owned by owner (the process's uid) or
+ * root, else -EPERM.  0 or -errno (-ENOENT when the file does not exist). */
+int gs_perfmap_read(const char *path, uid_t owner, struct gs_perfmap *pm);
 int gs_perfmap_parse(FILE *f, struct gs_perfmap *pm);
 void gs_perfmap_free(struct gs_perfmap *pm);
 const struct gs_perfmap_entry *gs_perfmap_find(const struct gs_perfmap *pm, uint64_t addr);

@@ -489,6 +489,42 @@ Test(perfmap, parse_and_find)
 	gs_perfmap_free(&pm);
 }
 
+/* The target writes its perf map: a link, another user's file, a FIFO and
+ * an endless line are refused or skipped, not followed or buffered. */
+Test(perfmap, untrusted_file)
+{
+	char path[64], link[64], fifo[64];
+	struct gs_perfmap pm;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/tmp/gs_test_perfmap.%d", getpid());
+	snprintf(link, sizeof(link), "/tmp/gs_test_perfmap_l.%d", getpid());
+	snprintf(fifo, sizeof(fifo), "/tmp/gs_test_perfmap_f.%d", getpid());
+	cr_assert_not_null(f = fopen(path, "w"));
+	fputs("1000 10 first\n", f);
+	for (int i = 0; i < 5000; i++) /* a 5000-byte line: skipped whole */
+		fputc('7', f);
+	fputs(" 10 long\n2000 10 after_long\n", f);
+	fclose(f);
+	cr_assert_eq(gs_perfmap_read(path, getuid(), &pm), 0);
+	cr_assert_eq(pm.n, 2);
+	cr_assert_str_eq(gs_perfmap_find(&pm, 0x1005)->name, "first");
+	cr_assert_str_eq(gs_perfmap_find(&pm, 0x2005)->name, "after_long");
+	gs_perfmap_free(&pm);
+	/* the owner must be the process's user or root */
+	cr_assert_eq(chown(path, 12345, 12345), 0);
+	cr_assert_eq(gs_perfmap_read(path, 777, &pm), -EPERM);
+	cr_assert_eq(gs_perfmap_read(path, 12345, &pm), 0);
+	gs_perfmap_free(&pm);
+	cr_assert_eq(symlink(path, link), 0);
+	cr_assert_eq(gs_perfmap_read(link, 12345, &pm), -ELOOP);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	cr_assert_eq(gs_perfmap_read(fifo, getuid(), &pm), -EPERM, "a FIFO is not read (no hang)");
+	unlink(path);
+	unlink(link);
+	unlink(fifo);
+}
+
 Test(perfmap, nstgid_of_self)
 {
 	/* not in a container here: NStgid's last field is our pid */
