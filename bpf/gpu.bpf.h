@@ -130,7 +130,7 @@ int BPF_USDT(gs_gpu_launch, void *ptr, __u64 size)
 		t = &none; /* attached but not (yet) a target: native stack only */
 
 	rec = buf + GS_SCRATCH_PREFIX;
-	gs_fill_head(rec, pid_tgid);
+	gs_fill_head(rec, pid_tgid, GS_ORIGIN_LAUNCH);
 	ssize = gs_fill_stack(ctx, (struct task_struct *)bpf_get_current_task(), tgid, t, false,
 			      rec, st);
 	if (ssize > GS_CPU_SAMPLE_MAX_SIZE)

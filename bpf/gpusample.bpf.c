@@ -265,8 +265,9 @@ static __always_inline __u32 gs_fill_stack(void *ctx, struct task_struct *task, 
 	return sizeof(*rec) + (nk + nu) * sizeof(__u64) + np * sizeof(struct gs_py_frame);
 }
 
-/* Fill everything of a CPU sample but the stacks and hdr.size. */
-static __always_inline void gs_fill_head(struct gs_cpu_sample *rec, __u64 pid_tgid)
+/* Fill everything of a CPU sample but the stacks and hdr.size; origin is
+ * the path taking it (enum gs_cpu_origin). */
+static __always_inline void gs_fill_head(struct gs_cpu_sample *rec, __u64 pid_tgid, __u16 origin)
 {
 	rec->hdr.type = GS_REC_CPU_SAMPLE;
 	rec->hdr.version = GS_RECORDS_VERSION;
@@ -275,6 +276,7 @@ static __always_inline void gs_fill_head(struct gs_cpu_sample *rec, __u64 pid_tg
 	rec->tid = (__u32)pid_tgid;
 	rec->cpu = bpf_get_smp_processor_id();
 	rec->flags = 0;
+	rec->origin = origin;
 	rec->pad = 0;
 	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
 }
@@ -305,7 +307,7 @@ int gs_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	}
 	in_kernel = gs_regs_kernel(ctx);
-	gs_fill_head(rec, pid_tgid);
+	gs_fill_head(rec, pid_tgid, GS_ORIGIN_TIMER);
 	if (in_kernel)
 		rec->flags = GS_CPU_IN_KERNEL;
 	size = gs_fill_stack(ctx, (struct task_struct *)bpf_get_current_task(), tgid, t,

@@ -250,7 +250,7 @@ static __always_inline void gs_off_emit_stack(void *ctx, struct task_struct *p, 
 	}
 	rec = buf + GS_SCRATCH_PREFIX;
 	h = buf + GS_SCRATCH_PREFIX - sizeof(*h);
-	gs_fill_head(rec, bpf_get_current_pid_tgid());
+	gs_fill_head(rec, bpf_get_current_pid_tgid(), GS_ORIGIN_OFFCPU);
 	rec->flags = GS_CPU_IN_KERNEL;
 	/* the kernel stack starts with this program and the tracepoint's
 	 * machinery; cli/offcpu.c trims those frames by name */

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Seed corpus for fuzz/fuzz_gpu_records.c: well-formed GPU record streams
-(layouts of include/gpusample/records.h, GS_RECORDS_VERSION 2) that walk
+(layouts of include/gpusample/records.h, GS_RECORDS_VERSION 3) that walk
 every parser: stall table -> cubin -> launch -> PC batch, in both modes.
 
 usage: fuzz/gen_gpu_records_seeds.py fuzz/corpus/gpu_records
@@ -9,8 +9,9 @@ import os
 import struct
 import sys
 
-V = 2  # GS_RECORDS_VERSION: the codec drops other versions, as the sampler does
-PC_BATCH, STALL_TABLE, CUBIN, LAUNCH, STATUS = 3, 4, 5, 6, 7
+V = 3  # GS_RECORDS_VERSION: the codec drops other versions, as the sampler does
+CPU_SAMPLE, PC_BATCH, STALL_TABLE, CUBIN, LAUNCH, STATUS = 1, 3, 4, 5, 6, 7
+ORIGIN_LAUNCH = 3  # enum gs_cpu_origin: a launch's stack says launch
 
 
 def fnv(name):
@@ -42,8 +43,21 @@ def cubin(crc, addr=0, size=0):
     return rec(CUBIN, struct.pack("<QQQII", crc, addr, size, 7, 0))
 
 
+def cpu_sample(user, py, tgid=100):
+    """struct gs_cpu_sample as BPF appends it to a launch: no kernel frames,
+    user ips, then Python frames (code, lasti, check, flags)."""
+    frames = b"".join(struct.pack("<Q", ip) for ip in user)
+    frames += b"".join(struct.pack("<QIHH", code, lasti, 0, 0) for code, lasti in py)
+    head = struct.pack("<IIIHBBHHHH", tgid, tgid, 0, 0, 0, len(user), len(py), 0,
+                       ORIGIN_LAUNCH, 0) + b"python3".ljust(16, b"\0")
+    return struct.pack("<HHIQ", CPU_SAMPLE, V, 16 + len(head) + len(frames), 1000) + head + frames
+
+
 def launch(name, corr):
-    return rec(LAUNCH, struct.pack("<QIIIIQ", fnv(name), corr, 307, 1, corr, corr))
+    fixed = rec(LAUNCH, struct.pack("<QIIIIQ", fnv(name), corr, 307, 1, corr, corr))
+    stack = cpu_sample([0x401000 + corr, 0x402000], [(0x7f0000001000, 8)])
+    size = len(fixed) + len(stack)
+    return fixed[:4] + struct.pack("<I", size) + fixed[8:] + stack
 
 
 def batch(crc, pcs, serialized):

@@ -14,23 +14,35 @@ int gs_rec_hdr_check(const void *data, size_t size)
 	return h->version == GS_RECORDS_VERSION ? 0 : -EPROTO;
 }
 
-/* A CPU sample at s, of at most room bytes (the rest of its record). */
-static int cpu_stack(const void *at, size_t room, struct gs_rec_cpu_view *v)
+_Static_assert(sizeof(struct gs_cpu_sample) == 56, "the wire layout of a CPU sample");
+
+/* A CPU sample of this origin at `at`, of at most room bytes (the rest of
+ * its record): nested ones are complete records of their own. */
+static int cpu_stack(const void *at, size_t room, uint16_t origin, struct gs_rec_cpu_view *v)
 {
 	const struct gs_cpu_sample *s = at;
 
 	if (room < sizeof(*s) || s->hdr.size < sizeof(*s) || s->hdr.size > room)
 		return -EINVAL;
+	if (s->hdr.type != GS_REC_CPU_SAMPLE || s->origin != origin)
+		return -EINVAL;
+	if (s->hdr.version != GS_RECORDS_VERSION)
+		return -EPROTO;
 	if (s->n_kernel > GS_MAX_KERNEL_FRAMES || s->n_user > GS_MAX_USER_FRAMES ||
 	    s->n_python > GS_MAX_PY_FRAMES)
 		return -EINVAL;
 	size_t words = (size_t)s->n_kernel + s->n_user + 2u * s->n_python;
 	if (s->hdr.size - sizeof(*s) < words * sizeof(__u64))
 		return -EINVAL;
-	v->s = s;
-	v->kernel = s->frames;
-	v->user = s->frames + s->n_kernel;
-	v->py = (const struct gs_py_frame *)(s->frames + s->n_kernel + s->n_user);
+	*v = (struct gs_rec_cpu_view){
+		.s = s,
+		.kernel = s->frames,
+		.user = s->frames + s->n_kernel,
+		.py = (const struct gs_py_frame *)(s->frames + s->n_kernel + s->n_user),
+		.n_kernel = s->n_kernel,
+		.n_user = s->n_user,
+		.n_python = s->n_python,
+	};
 	return 0;
 }
 
@@ -45,22 +57,22 @@ int gs_rec_cpu_sample(const struct gs_rec_hdr *h, struct gs_rec_cpu_view *v)
 {
 	int rc = want(h, GS_REC_CPU_SAMPLE, sizeof(struct gs_cpu_sample));
 
-	return rc ? rc : cpu_stack(h, h->size, v);
+	return rc ? rc : cpu_stack(h, h->size, GS_ORIGIN_TIMER, v);
 }
 
 /* A record of type with a fixed part and a complete CPU sample after it. */
-static int nested(const struct gs_rec_hdr *h, uint16_t type, size_t fixed,
+static int nested(const struct gs_rec_hdr *h, uint16_t type, size_t fixed, uint16_t origin,
 		  struct gs_rec_cpu_view *v)
 {
 	int rc = want(h, type, fixed);
 
-	return rc ? rc : cpu_stack((const char *)h + fixed, h->size - fixed, v);
+	return rc ? rc : cpu_stack((const char *)h + fixed, h->size - fixed, origin, v);
 }
 
 int gs_rec_offcpu_stack(const struct gs_rec_hdr *h, const struct gs_offcpu_stack **os,
 			struct gs_rec_cpu_view *v)
 {
-	int rc = nested(h, GS_REC_OFFCPU_STACK, sizeof(**os), v);
+	int rc = nested(h, GS_REC_OFFCPU_STACK, sizeof(**os), GS_ORIGIN_OFFCPU, v);
 
 	if (!rc)
 		*os = (const void *)h;
@@ -70,10 +82,56 @@ int gs_rec_offcpu_stack(const struct gs_rec_hdr *h, const struct gs_offcpu_stack
 int gs_rec_gpu_launch(const struct gs_rec_hdr *h, const struct gs_gpu_launch **l,
 		      struct gs_rec_cpu_view *v)
 {
-	int rc = nested(h, GS_REC_GPU_LAUNCH, sizeof(**l), v);
+	int rc = nested(h, GS_REC_GPU_LAUNCH, sizeof(**l), GS_ORIGIN_LAUNCH, v);
 
 	if (!rc)
 		*l = (const void *)h;
+	return rc;
+}
+
+int gs_rec_stack(const struct gs_rec_hdr *h, struct gs_rec_cpu_view *v)
+{
+	const struct gs_offcpu_stack *os;
+	const struct gs_gpu_launch *l;
+
+	switch (h->type) {
+	case GS_REC_CPU_SAMPLE:
+		return gs_rec_cpu_sample(h, v);
+	case GS_REC_OFFCPU_STACK:
+		return gs_rec_offcpu_stack(h, &os, v);
+	case GS_REC_GPU_LAUNCH:
+		return gs_rec_gpu_launch(h, &l, v);
+	default:
+		return -EBADMSG;
+	}
+}
+
+/* The fixed size of a record type that is nothing else; 0 for the others. */
+static size_t fixed_size(uint16_t type)
+{
+	switch (type) {
+	case GS_REC_PROC_EVENT:
+		return sizeof(struct gs_proc_event);
+	case GS_REC_OFFCPU_END:
+		return sizeof(struct gs_offcpu_end);
+	case GS_REC_GPU_CUBIN:
+		return sizeof(struct gs_gpu_cubin);
+	case GS_REC_GPU_STATUS:
+		return sizeof(struct gs_gpu_status);
+	case GS_REC_WAKEUP:
+		return sizeof(struct gs_rec_hdr);
+	default:
+		return 0;
+	}
+}
+
+int gs_rec_fixed(const struct gs_rec_hdr *h, uint16_t type, const void **rec)
+{
+	size_t fixed = fixed_size(type);
+	int rc = fixed ? want(h, type, fixed) : -EBADMSG;
+
+	if (!rc)
+		*rec = h;
 	return rc;
 }
 
@@ -121,33 +179,20 @@ int gs_rec_check(const struct gs_rec_hdr *h)
 {
 	struct gs_rec_cpu_view cv;
 	struct gs_rec_pc_batch_view bv;
-	const struct gs_offcpu_stack *os;
-	const struct gs_gpu_launch *l;
 	const struct gs_gpu_stall_table *t;
 	const struct gs_gpu_stall_reason *r;
+	const void *rec;
 
 	switch (h->type) {
 	case GS_REC_CPU_SAMPLE:
-		return gs_rec_cpu_sample(h, &cv);
 	case GS_REC_OFFCPU_STACK:
-		return gs_rec_offcpu_stack(h, &os, &cv);
 	case GS_REC_GPU_LAUNCH:
-		return gs_rec_gpu_launch(h, &l, &cv);
+		return gs_rec_stack(h, &cv);
 	case GS_REC_GPU_PC_BATCH:
 		return gs_rec_pc_batch(h, &bv);
 	case GS_REC_GPU_STALL_TABLE:
 		return gs_rec_stall_table(h, &t, &r);
-	case GS_REC_PROC_EVENT:
-		return want(h, h->type, sizeof(struct gs_proc_event));
-	case GS_REC_OFFCPU_END:
-		return want(h, h->type, sizeof(struct gs_offcpu_end));
-	case GS_REC_GPU_CUBIN:
-		return want(h, h->type, sizeof(struct gs_gpu_cubin));
-	case GS_REC_GPU_STATUS:
-		return want(h, h->type, sizeof(struct gs_gpu_status));
-	case GS_REC_WAKEUP:
-		return 0;
 	default:
-		return -ENOENT;
+		return fixed_size(h->type) ? gs_rec_fixed(h, h->type, &rec) : -ENOENT;
 	}
 }

@@ -20,7 +20,7 @@
 #include <linux/types.h> /* __u8 .. __u64, same as the kernel's */
 #endif
 
-#define GS_RECORDS_VERSION 2 /* 2: off-CPU records */
+#define GS_RECORDS_VERSION 3 /* 2: off-CPU records; 3: gs_cpu_sample.origin */
 
 #define GS_COMM_LEN          16
 #define GS_MAX_KERNEL_FRAMES 127 /* kernel.perf_event_max_stack default */
@@ -80,6 +80,16 @@ enum gs_unwind_err {
 	GS_UNWIND_NR = 5,
 };
 
+/* gs_cpu_sample.origin: the BPF path that took the stack.  A sample nested
+ * in another record says that record's path, so every consumer reads a
+ * launch or off-CPU stack as a CPU sample with its origin (the codec
+ * refuses a sample whose origin is not its container's). */
+enum gs_cpu_origin {
+	GS_ORIGIN_TIMER = 1,  /* perf event tick (gs_sample): GS_REC_CPU_SAMPLE */
+	GS_ORIGIN_OFFCPU = 2, /* switch-out (gs_off_switch): in GS_REC_OFFCPU_STACK */
+	GS_ORIGIN_LAUNCH = 3, /* GPU kernel launch (agent USDT): in GS_REC_GPU_LAUNCH */
+};
+
 /* A CPU sample.  Followed by, in this order:
  *   __u64 kernel_ips[n_kernel];            leaf first
  *   __u64 user_ips[n_user];                leaf first, runtime addresses
@@ -96,7 +106,8 @@ struct gs_cpu_sample {
 	__u8 n_user;
 	__u16 n_python;
 	__u16 unwind_err; /* enum gs_unwind_err of the native walk */
-	__u32 pad;
+	__u16 origin;     /* enum gs_cpu_origin */
+	__u16 pad;
 	char comm[GS_COMM_LEN]; /* thread comm */
 	__u64 frames[];
 };
@@ -126,9 +137,9 @@ enum gs_offcpu_state {
 };
 #define GS_OFF_P_ONE 65536u /* p is in units of 1/65536 */
 
-/* Followed by a complete struct gs_cpu_sample (own hdr, frames) of the
- * thread at its switch-out; hdr.size covers both.  hdr.ktime_ns = the
- * switch-out time. */
+/* Followed by a complete struct gs_cpu_sample (own hdr, frames, origin
+ * GS_ORIGIN_OFFCPU) of the thread at its switch-out; hdr.size covers both.
+ * hdr.ktime_ns = the switch-out time. */
 struct gs_offcpu_stack {
 	struct gs_rec_hdr hdr; /* type GS_REC_OFFCPU_STACK */
 	__u32 seq;             /* per thread; matched by gs_offcpu_end.seq */
@@ -401,8 +412,8 @@ struct gs_gpu_cubin {
  * the CUDA launch call (driver API ENTER callback).  The agent passes the
  * fixed part (exactly sizeof(struct gs_gpu_launch) = GS_SCRATCH_PREFIX = 64
  * bytes); BPF appends the CPU stack of that thread as a complete
- * struct gs_cpu_sample record (its own hdr, type GS_REC_CPU_SAMPLE, frames
- * following), so the outer hdr.size covers both:
+ * struct gs_cpu_sample record (its own hdr, type GS_REC_CPU_SAMPLE, origin
+ * GS_ORIGIN_LAUNCH, frames following), so the outer hdr.size covers both:
  *   struct gs_gpu_launch; struct gs_cpu_sample stack; frames...
  * The kernel is identified by name_hash (the same hash as gs_gpu_pc.name_hash;
  * names travel in PC batches).  Kernel-serialized mode: correlation_id equals

@@ -20,20 +20,27 @@ static struct gs_rec_hdr *rec(uint16_t type, size_t size)
 	return h;
 }
 
-/* A CPU sample at at: k kernel, u user ips, p Python frames; its size. */
-static size_t cpu_at(void *at, int k, int u, int p)
+/* A CPU sample at at, taken by origin: k kernel, u user ips, p Python
+ * frames; its size. */
+static size_t cpu_of(void *at, uint16_t origin, int k, int u, int p)
 {
 	struct gs_cpu_sample *s = at;
 	size_t size = sizeof(*s) + ((size_t)k + u + 2 * p) * sizeof(__u64);
 	s->hdr = (struct gs_rec_hdr){ .type = GS_REC_CPU_SAMPLE,
 				      .version = GS_RECORDS_VERSION,
 				      .size = (uint32_t)size };
+	s->origin = origin;
 	s->n_kernel = (uint8_t)k;
 	s->n_user = (uint8_t)u;
 	s->n_python = (uint16_t)p;
 	for (int i = 0; i < k + u + 2 * p; i++)
 		s->frames[i] = 0x1000 + (uint64_t)i;
 	return size;
+}
+
+static size_t cpu_at(void *at, int k, int u, int p)
+{
+	return cpu_of(at, GS_ORIGIN_TIMER, k, u, p);
 }
 
 Test(codec, header)
@@ -62,6 +69,7 @@ Test(codec, cpu_sample_and_nested_stacks)
 	cr_expect_eq(v.kernel[0], 0x1000);
 	cr_expect_eq(v.user[0], 0x1003);
 	cr_expect_eq((const void *)v.py, (const void *)&v.s->frames[8]);
+	cr_expect(v.n_kernel == 3 && v.n_user == 5 && v.n_python == 2, "the view's counts");
 	h->size = (uint32_t)(n - 8);
 	cr_expect_eq(gs_rec_cpu_sample(h, &v), -EINVAL, "frames past the record");
 	cpu_at(buf, GS_MAX_KERNEL_FRAMES + 1, 0, 0);
@@ -72,9 +80,10 @@ Test(codec, cpu_sample_and_nested_stacks)
 	/* off-CPU stack and GPU launch: the inner sample must fit the outer record */
 	size_t fixed[] = { sizeof(struct gs_offcpu_stack), sizeof(struct gs_gpu_launch) };
 	uint16_t types[] = { GS_REC_OFFCPU_STACK, GS_REC_GPU_LAUNCH };
+	uint16_t origins[] = { GS_ORIGIN_OFFCPU, GS_ORIGIN_LAUNCH };
 	for (int t = 0; t < 2; t++) {
 		h = rec(types[t], 0);
-		size_t inner = cpu_at(buf + fixed[t], 1, 2, 1);
+		size_t inner = cpu_of(buf + fixed[t], origins[t], 1, 2, 1);
 		h->size = (uint32_t)(fixed[t] + inner);
 		cr_expect_eq(gs_rec_check(h), 0, "type %u", types[t]);
 		h->size -= 8;
@@ -84,6 +93,100 @@ Test(codec, cpu_sample_and_nested_stacks)
 		cr_expect_eq(gs_rec_check(h), -EINVAL, "type %u: no room for the inner header",
 			     types[t]);
 	}
+}
+
+/* A record of type whose stack was taken by origin; the view's origin. */
+static int stack_of(uint16_t type, size_t fixed, uint16_t origin, uint16_t *got)
+{
+	struct gs_rec_cpu_view v;
+	struct gs_rec_hdr *h = rec(type, 0);
+	int rc;
+
+	h->size = (uint32_t)(fixed + cpu_of(buf + fixed, origin, 2, 3, 1));
+	rc = gs_rec_stack(h, &v);
+	if (!rc)
+		*got = v.s->origin;
+	return rc;
+}
+
+/* A stack says the path that took it, and only its own record's path:
+ * a launch's stack is a CPU sample with origin launch, and so on. */
+Test(codec, stack_origin_matches_its_record)
+{
+	struct {
+		uint16_t type;
+		size_t fixed;
+		uint16_t origin;
+	} rec_of[] = {
+		{ GS_REC_CPU_SAMPLE, 0, GS_ORIGIN_TIMER },
+		{ GS_REC_OFFCPU_STACK, sizeof(struct gs_offcpu_stack), GS_ORIGIN_OFFCPU },
+		{ GS_REC_GPU_LAUNCH, sizeof(struct gs_gpu_launch), GS_ORIGIN_LAUNCH },
+	};
+	uint16_t all[] = { 0, GS_ORIGIN_TIMER, GS_ORIGIN_OFFCPU, GS_ORIGIN_LAUNCH, 4, 0xffff };
+
+	for (size_t r = 0; r < sizeof(rec_of) / sizeof(*rec_of); r++)
+		for (size_t o = 0; o < sizeof(all) / sizeof(*all); o++) {
+			uint16_t got = 0;
+			int rc = stack_of(rec_of[r].type, rec_of[r].fixed, all[o], &got);
+			if (all[o] == rec_of[r].origin) {
+				cr_expect_eq(rc, 0, "type %u, origin %u", rec_of[r].type, all[o]);
+				cr_expect_eq(got, all[o]);
+			} else {
+				cr_expect_eq(rc, -EINVAL, "type %u with a stack of origin %u",
+					     rec_of[r].type, all[o]);
+			}
+			cr_expect_eq(gs_rec_check((void *)buf), rc, "gs_rec_check agrees");
+		}
+
+	/* the typed decoders say the same */
+	const struct gs_gpu_launch *l;
+	const struct gs_offcpu_stack *os;
+	struct gs_rec_cpu_view v;
+	uint16_t got;
+	stack_of(GS_REC_GPU_LAUNCH, sizeof(*l), GS_ORIGIN_TIMER, &got);
+	cr_expect_eq(gs_rec_gpu_launch((void *)buf, &l, &v), -EINVAL, "a launch saying timer");
+	stack_of(GS_REC_GPU_LAUNCH, sizeof(*l), GS_ORIGIN_LAUNCH, &got);
+	cr_expect_eq(gs_rec_gpu_launch((void *)buf, &l, &v), 0);
+	cr_expect_eq((const void *)l, (const void *)buf);
+	cr_expect_eq((const void *)v.s, (const void *)(buf + sizeof(*l)));
+	stack_of(GS_REC_OFFCPU_STACK, sizeof(*os), GS_ORIGIN_LAUNCH, &got);
+	cr_expect_eq(gs_rec_offcpu_stack((void *)buf, &os, &v), -EINVAL, "off-CPU saying launch");
+	cpu_of(buf, GS_ORIGIN_OFFCPU, 1, 1, 0);
+	cr_expect_eq(gs_rec_cpu_sample((void *)buf, &v), -EINVAL, "a bare sample saying off-CPU");
+}
+
+Test(codec, nested_stack_is_a_cpu_sample_record)
+{
+	const size_t fixed = sizeof(struct gs_gpu_launch);
+	struct gs_cpu_sample *inner = (void *)(buf + fixed);
+	struct gs_rec_cpu_view v;
+	uint16_t got;
+
+	cr_assert_eq(stack_of(GS_REC_GPU_LAUNCH, fixed, GS_ORIGIN_LAUNCH, &got), 0);
+	inner->hdr.type = GS_REC_PROC_EVENT;
+	cr_expect_eq(gs_rec_stack((void *)buf, &v), -EINVAL, "inner record of another type");
+	inner->hdr.type = GS_REC_CPU_SAMPLE;
+	inner->hdr.version = GS_RECORDS_VERSION + 1;
+	cr_expect_eq(gs_rec_stack((void *)buf, &v), -EPROTO, "inner record of another version");
+	cr_expect_eq(gs_rec_stack(rec(GS_REC_PROC_EVENT, sizeof(struct gs_proc_event)), &v),
+		     -EBADMSG, "a record without a stack");
+}
+
+Test(codec, fixed_records)
+{
+	const void *r = NULL;
+	struct gs_rec_hdr *h = rec(GS_REC_PROC_EVENT, sizeof(struct gs_proc_event));
+
+	cr_expect_eq(gs_rec_fixed(h, GS_REC_PROC_EVENT, &r), 0);
+	cr_expect_eq(r, (const void *)h);
+	cr_expect_eq(gs_rec_fixed(h, GS_REC_OFFCPU_END, &r), -EBADMSG, "another type");
+	h->size = sizeof(struct gs_proc_event) - 8;
+	cr_expect_eq(gs_rec_fixed(h, GS_REC_PROC_EVENT, &r), -EINVAL, "shorter than the type");
+	h = rec(GS_REC_GPU_PC_BATCH, sizeof(struct gs_gpu_pc_batch));
+	cr_expect_eq(gs_rec_fixed(h, GS_REC_GPU_PC_BATCH, &r), -EBADMSG,
+		     "a type with more than a fixed part has its own decoder");
+	h = rec(GS_REC_WAKEUP, sizeof(*h));
+	cr_expect_eq(gs_rec_fixed(h, GS_REC_WAKEUP, &r), 0);
 }
 
 /* One PC batch: 2 PCs, 3 counts, names "a\0bc\0". */
