@@ -257,13 +257,12 @@ static int lib_kind(struct session *s, uint32_t tgid, uint64_t addr)
  * every viewer.  When the native walk ended inside that path, the
  * outermost driver frame is still the best leaf there is (the Python frames
  * come on top of it); 0 when there is none (kept as is). */
-static uint32_t launch_frames_to_skip(struct session *s, const struct gs_cpu_sample *cs)
+static uint32_t launch_frames_to_skip(struct session *s, const struct gs_rec_cpu_view *v)
 {
-	const __u64 *user = cs->frames + cs->n_kernel;
 	uint32_t i, driver = UINT32_MAX;
 
-	for (i = 0; i < cs->n_user; i++) {
-		int k = lib_kind(s, cs->tgid, user[i]);
+	for (i = 0; i < v->n_user; i++) {
+		int k = lib_kind(s, v->s->tgid, v->user[i]);
 
 		if (k == LIB_OTHER)
 			break;
@@ -272,68 +271,50 @@ static uint32_t launch_frames_to_skip(struct session *s, const struct gs_cpu_sam
 	}
 	if (driver != UINT32_MAX)
 		return driver;
-	return i == cs->n_user ? 0 : i;
+	return i == v->n_user ? 0 : i;
 }
 
-/* The launch record's CPU sample minus its kernel frames (the uprobe's
- * own path into BPF, never the program's) and its first skip user frames,
- * in buf (a copy of the record, same layout). */
-static const struct gs_cpu_sample *trim_launch_stack(const struct gs_cpu_sample *cs, uint32_t skip,
-						     void *buf, size_t len)
+int gs_gpu_launch_sample(struct session *s, const struct gs_rec_hdr *h,
+			 const struct gs_gpu_launch **l, struct gs_rec_cpu_view *v)
 {
-	struct gs_cpu_sample *t = buf;
-	size_t words = (size_t)cs->n_kernel + cs->n_user + 2u * cs->n_python;
-	size_t size = sizeof(*cs) + words * sizeof(uint64_t);
+	uint32_t skip;
 
-	if ((!skip && !cs->n_kernel) || size > len || size > cs->hdr.size)
-		return cs;
-	memcpy(t, cs, sizeof(*cs));
-	memcpy(t->frames, cs->frames + cs->n_kernel + skip,
-	       (words - cs->n_kernel - skip) * sizeof(uint64_t));
-	t->n_user = (uint8_t)(cs->n_user - skip);
-	t->n_kernel = 0;
-	t->flags &= (uint16_t) ~(GS_CPU_IN_KERNEL | GS_CPU_KSTACK_ERR);
-	t->hdr.size = (uint32_t)(size - (cs->n_kernel + skip) * sizeof(uint64_t));
-	return t;
+	if (!s->gpu || !s->join)
+		return -ENODEV;
+	if (gs_rec_gpu_launch(h, l, v))
+		return -EINVAL;
+	/* Without its kernel frames (the uprobe's own path into BPF, never
+	 * the program's) and the agent's callback path. */
+	skip = launch_frames_to_skip(s, v);
+	v->kernel += v->n_kernel;
+	v->n_kernel = 0;
+	v->user += skip;
+	v->n_user -= skip;
+	return 0;
 }
 
-const struct gs_cpu_sample *gs_gpu_launch_sample(struct session *s, const struct gs_rec_hdr *h)
-{
-	const struct gs_gpu_launch *l = (const void *)h;
-	const struct gs_cpu_sample *cs = (const void *)((const char *)l + sizeof(*l));
-	static uint64_t buf[(sizeof(struct gs_cpu_sample) / 8) + GS_MAX_KERNEL_FRAMES +
-			    GS_MAX_USER_FRAMES + 2 * GS_MAX_PY_FRAMES + 1];
-	size_t words;
-
-	if (!s->gpu || !s->join || h->type != GS_REC_GPU_LAUNCH ||
-	    h->size < sizeof(*l) + sizeof(*cs) || cs->hdr.size > l->hdr.size - sizeof(*l))
-		return NULL;
-	words = (size_t)cs->n_kernel + cs->n_user + 2u * cs->n_python;
-	if (cs->hdr.size < sizeof(*cs) + words * sizeof(uint64_t))
-		return NULL; /* malformed: never read past the record */
-	return trim_launch_stack(cs, launch_frames_to_skip(s, cs), buf, sizeof(buf));
-}
-
-void gs_gpu_launch_stack(struct session *s, const struct gs_rec_hdr *h,
-			 const struct gs_cpu_sample *cs, uint32_t stack, const char *role)
+void gs_gpu_launch_stack(struct session *s, const struct gs_gpu_launch *l,
+			 const struct gs_rec_cpu_view *v, uint32_t stack, const char *role)
 {
 	char comm[GS_COMM_LEN + 1];
 
-	memcpy(comm, cs->comm, GS_COMM_LEN);
+	memcpy(comm, v->s->comm, GS_COMM_LEN);
 	comm[GS_COMM_LEN] = '\0';
-	gs_join_launch_record(s->join, (const struct gs_gpu_launch *)h, stack,
-			      gs_profile_intern(&s->prof, comm), gs_profile_intern(&s->prof, role));
+	gs_join_launch_record(s->join, l, stack, gs_profile_intern(&s->prof, comm),
+			      gs_profile_intern(&s->prof, role));
 }
 
 void gs_gpu_record(struct session *s, const struct gs_rec_hdr *h)
 {
+	const void *rec;
+
 	if (!s->gpu || !s->join)
 		return;
 	gs_gpu_host_on_record(s->gpu, h);
 	switch (h->type) {
 	case GS_REC_GPU_CUBIN:
-		if (h->size >= sizeof(struct gs_gpu_cubin))
-			on_cubin(s, (const struct gs_gpu_cubin *)h);
+		if (!gs_rec_fixed(h, GS_REC_GPU_CUBIN, &rec))
+			on_cubin(s, rec);
 		break;
 	case GS_REC_GPU_STALL_TABLE:
 		gs_cuda_stall_table_record(s->cuda, (const struct gs_gpu_stall_table *)h, h->size);

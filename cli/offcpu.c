@@ -130,15 +130,16 @@ static void close_sampled(struct gs_offcpu *o, struct off_thread *t, uint64_t bl
 	t->pend_stack = -1;
 }
 
-/* A stack record the codec accepted: cs is its complete CPU sample. */
+/* A stack record the codec accepted: v is its CPU stack (origin off-CPU). */
 static void on_stack(struct session *s, const struct gs_offcpu_stack *h,
-		     const struct gs_cpu_sample *cs)
+		     const struct gs_rec_cpu_view *v)
 {
+	const struct gs_cpu_sample *cs = v->s;
 	char comm[GS_COMM_LEN + 1];
 	struct off_thread *t;
 	int64_t idx;
 
-	idx = gs_session_intern(s, cs);
+	idx = gs_session_intern(s, v);
 	t = thread_get(s->off, cs->tid, cs->tgid);
 	if (idx < 0 || !t)
 		return;
@@ -175,13 +176,14 @@ void gs_off_record(struct session *s, const struct gs_rec_hdr *h)
 {
 	const struct gs_offcpu_stack *os;
 	struct gs_rec_cpu_view v;
+	const void *end;
 
 	if (!s->off)
 		return;
 	if (!gs_rec_offcpu_stack(h, &os, &v))
-		on_stack(s, os, v.s);
-	else if (h->type == GS_REC_OFFCPU_END && !gs_rec_check(h))
-		on_end(s, (const struct gs_offcpu_end *)h);
+		on_stack(s, os, &v);
+	else if (!gs_rec_fixed(h, GS_REC_OFFCPU_END, &end))
+		on_end(s, end);
 }
 
 /* ---- window edges ------------------------------------------------------- */

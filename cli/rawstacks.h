@@ -7,7 +7,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "gpusample/records.h"
+#include "gpusample/records_codec.h"
 #include "util/hashmap.h"
 
 struct gs_rawstack {
@@ -27,9 +27,10 @@ struct gs_rawstacks {
 
 void gs_rawstacks_init(struct gs_rawstacks *t);
 void gs_rawstacks_free(struct gs_rawstacks *t);
-/* Returns the stack index (>= 0) or -ENOMEM; *is_new tells whether it was
- * first seen now. */
-int64_t gs_rawstacks_intern(struct gs_rawstacks *t, const struct gs_cpu_sample *s, uint16_t flags,
+/* The stack of a decoded CPU sample (its view's frame runs): returns the
+ * stack index (>= 0) or -ENOMEM; *is_new tells whether it was first seen
+ * now. */
+int64_t gs_rawstacks_intern(struct gs_rawstacks *t, const struct gs_rec_cpu_view *v, uint16_t flags,
 			    bool *is_new);
 
 static inline const struct gs_py_frame *gs_rawstack_py(const struct gs_rawstack *r)

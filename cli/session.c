@@ -150,16 +150,16 @@ static int push_sample(struct session *s, const struct raw_sample *r)
 	return 0;
 }
 
-static int on_cpu_sample(struct session *s, const struct gs_cpu_sample *cs)
+/* A timer sample the codec accepted. */
+static int on_cpu_sample(struct session *s, const struct gs_rec_cpu_view *v)
 {
+	const struct gs_cpu_sample *cs = v->s;
 	struct raw_sample r;
 	struct gs_procinfo *p;
 	char comm[GS_COMM_LEN + 1];
 	int64_t idx;
 
-	idx = gs_session_intern(s, cs);
-	if (idx == -EINVAL)
-		return 0;
+	idx = gs_session_intern(s, v);
 	if (idx < 0)
 		return (int)idx;
 	p = gs_proctab_get(&s->procs, cs->tgid);
@@ -214,30 +214,32 @@ static void on_proc_event(struct session *s, const struct gs_proc_event *ev)
  * launch stack's profile index; gpu.c trims it and hands it to the join. */
 static void on_launch(struct session *s, const struct gs_rec_hdr *h)
 {
-	const struct gs_cpu_sample *cs = gs_gpu_launch_sample(s, h);
+	const struct gs_gpu_launch *l;
+	struct gs_rec_cpu_view v;
 	int64_t raw, stack;
 
-	if (!cs || (raw = gs_session_intern(s, cs)) < 0)
+	if (gs_gpu_launch_sample(s, h, &l, &v) || (raw = gs_session_intern(s, &v)) < 0)
 		return;
 	stack = gs_session_stack(s, &s->raw.items[raw]);
 	if (stack >= 0)
-		gs_gpu_launch_stack(s, h, cs, (uint32_t)stack, gs_session_role(s, cs->tgid));
+		gs_gpu_launch_stack(s, l, &v, (uint32_t)stack, gs_session_role(s, v.s->tgid));
 }
 
+/* Every record here passed the sampler's gs_rec_hdr_check (this version,
+ * hdr.size delivered); each type's layout is decoded by the codec before a
+ * field is read. */
 static int on_record(void *ctx, const struct gs_rec_hdr *h)
 {
 	struct session *s = ctx;
+	struct gs_rec_cpu_view v;
+	const void *rec;
 
-	if (h->version != GS_RECORDS_VERSION)
-		return 0;
 	switch (h->type) {
 	case GS_REC_CPU_SAMPLE:
-		if (h->size >= sizeof(struct gs_cpu_sample))
-			return on_cpu_sample(s, (const struct gs_cpu_sample *)h);
-		return 0;
+		return gs_rec_cpu_sample(h, &v) ? 0 : on_cpu_sample(s, &v);
 	case GS_REC_PROC_EVENT:
-		if (h->size >= sizeof(struct gs_proc_event))
-			on_proc_event(s, (const struct gs_proc_event *)h);
+		if (!gs_rec_fixed(h, GS_REC_PROC_EVENT, &rec))
+			on_proc_event(s, rec);
 		return 0;
 	case GS_REC_OFFCPU_STACK:
 	case GS_REC_OFFCPU_END:

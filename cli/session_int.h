@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "gpusample/records.h"
+#include "gpusample/records_codec.h"
 #include "bpf/cfi.h"
 #include "bpf/sampler.h"
 #include "cli/launch.h"
@@ -108,9 +108,9 @@ int gs_session_update_target(struct session *s, const struct gs_procinfo *p);
  * Symbolize one raw stack into a profile stack (also used for launch
  * stacks of GPU kernels during the run); returns the stack index or <0. */
 int64_t gs_session_stack(struct session *s, const struct gs_rawstack *r);
-/* Intern a CPU-sample record's stack (new stacks get their Python code
- * objects read right away); returns the raw stack index or <0. */
-int64_t gs_session_intern(struct session *s, const struct gs_cpu_sample *cs);
+/* Intern a decoded CPU stack (new stacks get their Python code objects
+ * read right away); returns the raw stack index or -ENOMEM. */
+int64_t gs_session_intern(struct session *s, const struct gs_rec_cpu_view *v);
 const char *gs_session_role(struct session *s, uint32_t tgid);
 /* A process seen for the first time (no fork record): table entry, ranks,
  * maps snapshot, runtimes.  NULL on ENOMEM. */
@@ -124,13 +124,14 @@ void gs_gpu_add_process(struct session *s, uint32_t tgid);
 void gs_gpu_remove_process(struct session *s, uint32_t tgid);
 void gs_gpu_tick(struct session *s);
 void gs_gpu_record(struct session *s, const struct gs_rec_hdr *h);
-/* A GS_REC_GPU_LAUNCH record's CPU sample trimmed to the program's frames
- * (a static copy, valid until the next call); NULL when malformed or
- * without GPU.  The caller interns and symbolizes it, then hands the
- * stack to the join with gs_gpu_launch_stack. */
-const struct gs_cpu_sample *gs_gpu_launch_sample(struct session *s, const struct gs_rec_hdr *h);
-void gs_gpu_launch_stack(struct session *s, const struct gs_rec_hdr *h,
-			 const struct gs_cpu_sample *cs, uint32_t stack, const char *role);
+/* A GS_REC_GPU_LAUNCH record decoded: its fixed part in *l and its CPU
+ * stack in *v, narrowed to the program's frames; -EINVAL when malformed,
+ * -ENODEV without GPU.  The caller interns and symbolizes the stack, then
+ * hands it to the join with gs_gpu_launch_stack. */
+int gs_gpu_launch_sample(struct session *s, const struct gs_rec_hdr *h,
+			 const struct gs_gpu_launch **l, struct gs_rec_cpu_view *v);
+void gs_gpu_launch_stack(struct session *s, const struct gs_gpu_launch *l,
+			 const struct gs_rec_cpu_view *v, uint32_t stack, const char *role);
 void gs_gpu_detach(struct session *s, int (*poll)(void *ctx, int timeout_ms));
 int gs_gpu_finish(struct session *s); /* join -> profile samples */
 void gs_gpu_close(struct session *s);

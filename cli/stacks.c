@@ -29,19 +29,16 @@ struct gs_procinfo *gs_session_first_sight(struct session *s, uint32_t tgid)
 	return p;
 }
 
-int64_t gs_session_intern(struct session *s, const struct gs_cpu_sample *cs)
+int64_t gs_session_intern(struct session *s, const struct gs_rec_cpu_view *v)
 {
-	size_t words = (size_t)cs->n_kernel + cs->n_user + 2u * cs->n_python;
 	bool is_new;
 	int64_t idx;
 
-	if (cs->hdr.size < sizeof(*cs) + words * sizeof(uint64_t))
-		return -EINVAL; /* malformed: never read past the record */
-	if (!gs_proctab_get(&s->procs, cs->tgid))
-		gs_session_first_sight(s, cs->tgid);
+	if (!gs_proctab_get(&s->procs, v->s->tgid))
+		gs_session_first_sight(s, v->s->tgid);
 	idx = gs_rawstacks_intern(
-	    &s->raw, cs,
-	    cs->flags & (GS_CPU_USER_TRUNC | GS_CPU_PY_TRUNC | GS_CPU_PY_ERR | GS_CPU_USER_SCAN),
+	    &s->raw, v,
+	    v->s->flags & (GS_CPU_USER_TRUNC | GS_CPU_PY_TRUNC | GS_CPU_PY_ERR | GS_CPU_USER_SCAN),
 	    &is_new);
 	if (idx >= 0 && is_new)
 		gs_rt_new_stack(s, &s->raw.items[idx]);
