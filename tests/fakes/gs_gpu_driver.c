@@ -181,20 +181,20 @@ static int on_record(void *ctx, const struct gs_rec_hdr *rec)
 		break;
 	}
 	case GS_REC_GPU_LAUNCH: {
-		const struct gs_gpu_launch *l = (const void *)rec;
-		const struct gs_cpu_sample *cs = (const void *)(l + 1);
+		const struct gs_gpu_launch *l;
+		struct gs_rec_cpu_view cv;
+		if (gs_rec_gpu_launch(rec, &l, &cv)) /* gs_rec_check passed: cannot fail */
+			abort();
 		D.launches++;
 		D.launch_weight += l->sample_every;
 		if (!l->gpu.ctx_uid)
 			D.launch_ctx0++;
-		if (rec->size >= sizeof(*l) + sizeof(*cs) && cs->hdr.type == GS_REC_CPU_SAMPLE) {
-			if (cs->n_user)
-				D.launch_stack++;
-			if (cs->n_python)
-				D.launch_py++;
-			if (cs->n_python > D.launch_py_max)
-				D.launch_py_max = cs->n_python;
-		}
+		if (cv.n_user)
+			D.launch_stack++;
+		if (cv.n_python)
+			D.launch_py++;
+		if (cv.n_python > D.launch_py_max)
+			D.launch_py_max = cv.n_python;
 		if (D.n_corr < MAX_CORR)
 			D.corr[D.n_corr++] = l->correlation_id;
 		break;

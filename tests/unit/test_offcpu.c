@@ -20,6 +20,7 @@
 
 #include "bpf/common.bpf.h"
 #include "bpf/sampler.h"
+#include "gpusample/records_codec.h"
 #include "gpusample.skel.h"
 
 #define NAPS   25
@@ -46,16 +47,18 @@ static int on_record(void *ctx, const struct gs_rec_hdr *h)
 	struct seen *c = ctx;
 
 	if (h->type == GS_REC_OFFCPU_STACK) {
-		const struct gs_offcpu_stack *st = (const void *)h;
-		const struct gs_cpu_sample *cs = (const void *)(st + 1);
+		const struct gs_offcpu_stack *st;
+		struct gs_rec_cpu_view v;
 
+		cr_assert_eq(gs_rec_offcpu_stack(h, &st, &v), 0, "the codec takes what BPF sends");
+		const struct gs_cpu_sample *cs = v.s;
 		if (cs->tid != c->tid)
 			return 0;
-		cr_expect_eq(cs->hdr.type, GS_REC_CPU_SAMPLE);
+		cr_expect_eq(cs->origin, GS_ORIGIN_OFFCPU);
 		cr_expect_eq(h->size, sizeof(*st) + cs->hdr.size);
 		cr_expect_eq(st->p, GS_OFF_P_ONE, "a slow thread is sampled with p = 1");
 		c->stacks++;
-		c->kernel_stacks += cs->n_kernel > 3;
+		c->kernel_stacks += v.n_kernel > 3;
 		c->last_seq = st->seq;
 		if (!c->first_out)
 			c->first_out = h->ktime_ns;

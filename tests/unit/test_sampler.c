@@ -17,6 +17,7 @@
 #include <bpf/libbpf.h>
 
 #include "bpf/sampler.h"
+#include "gpusample/records_codec.h"
 #include "gpusample.skel.h"
 
 /* ---- helpers without privileges ---------------------------------------- */
@@ -224,8 +225,12 @@ static void check_header(const struct gs_cpu_sample *s)
 	size_t want = sizeof(*s) + (s->n_kernel + s->n_user) * 8 +
 		      s->n_python * sizeof(struct gs_py_frame);
 
+	struct gs_rec_cpu_view v;
+
+	cr_expect_eq(gs_rec_cpu_sample(&s->hdr, &v), 0, "the codec takes what BPF sends");
+	cr_expect_eq(s->origin, GS_ORIGIN_TIMER);
 	cr_expect_eq(s->hdr.version, GS_RECORDS_VERSION);
-	cr_expect_eq(s->hdr.size, want);
+	cr_expect_eq(s->hdr.size, want); /* exact: BPF sends no padding */
 	cr_expect_eq(s->hdr.size % 8, 0);
 	cr_expect_lt(s->cpu, (uint32_t)libbpf_num_possible_cpus());
 }
