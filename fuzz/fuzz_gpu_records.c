@@ -5,8 +5,10 @@
  * bpf/gpu_host.c (state, stall tables, cubin reads under the caps),
  * symbolizer/cuda.c (stall tables, device facts, cubin ELF, comments) and
  * symbolizer/join.c (launches, PC batches, emit), each record through the
- * one codec (include/gpusample/records_codec.h) as in the session.  The
- * agent runs in the target, so every byte here is hostile.
+ * one codec (include/gpusample/records_codec.h) as in the session, whose
+ * verdicts must agree (gs_rec_check, the typed decoders, gs_rec_stack and
+ * the CPU stack's origin; an abort otherwise).  The agent runs in the
+ * target, so every byte here is hostile.
  *
  * Input: records back to back, each starting with its struct gs_rec_hdr;
  * hdr.size (at least the header, 8-aligned as the BPF side requires) says
@@ -24,6 +26,7 @@
  *     -lpthread -ldl -lm -o build-fuzz/fuzz_gpu_records
  *   build-fuzz/fuzz_gpu_records -max_total_time=60 fuzz/corpus/gpu_records
  */
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -45,24 +48,52 @@ struct run {
 	uint32_t stack;
 };
 
+static volatile uint64_t frames_sink; /* keeps check_codec's frame reads */
+
+/* The codec's decoders agree with gs_rec_check, and a CPU stack's view
+ * stays inside its record (ASan checks every frame word read here). */
+static uint64_t check_codec(const struct gs_rec_hdr *rec)
+{
+	struct gs_rec_cpu_view v;
+	int rc = gs_rec_check(rec), stack = gs_rec_stack(rec, &v);
+	uint64_t sum = 0;
+
+	if (stack != -EBADMSG && stack != rc)
+		abort(); /* a stack record: its decoder is gs_rec_check's verdict */
+	if (stack)
+		return 0;
+	if (v.s->origin != (rec->type == GS_REC_GPU_LAUNCH     ? GS_ORIGIN_LAUNCH
+			    : rec->type == GS_REC_OFFCPU_STACK ? GS_ORIGIN_OFFCPU
+							       : GS_ORIGIN_TIMER))
+		abort();
+	for (uint32_t i = 0; i < v.n_kernel; i++)
+		sum += v.kernel[i];
+	for (uint32_t i = 0; i < v.n_user; i++)
+		sum += v.user[i];
+	for (uint32_t i = 0; i < v.n_python; i++)
+		sum += v.py[i].code + v.py[i].lasti;
+	return sum;
+}
+
 static void on_record(struct run *r, struct gs_rec_hdr *rec)
 {
-	struct gs_gpu_common *gc = (void *)(rec + 1);
+	const void *fixed;
 
-	if (rec->size >= sizeof(*rec) + sizeof(*gc) && rec->type == GS_REC_GPU_CUBIN)
-		gc->tgid = (uint32_t)getpid(); /* never another process's memory */
+	if (!gs_rec_fixed(rec, GS_REC_GPU_CUBIN, &fixed)) /* never another process's memory */
+		((struct gs_gpu_cubin *)fixed)->gpu.tgid = (uint32_t)getpid();
 	gs_gpu_host_on_record(r->h, rec);
 	switch (rec->type) {
-	case GS_REC_GPU_CUBIN:
-		if (rec->size >= sizeof(struct gs_gpu_cubin)) {
-			const struct gs_gpu_cubin *cb = (const void *)rec;
+	case GS_REC_GPU_CUBIN: {
+		const struct gs_gpu_cubin *cb;
+		if (!gs_rec_fixed(rec, GS_REC_GPU_CUBIN, (const void **)&cb)) {
 			size_t size = 0;
 			const void *bytes = gs_gpu_host_cubin(r->h, cb->crc, &size);
 			if (bytes && !gs_cuda_has_cubin(r->c, cb->crc))
-				gs_cuda_add_cubin_borrowed(r->c, cb->crc, bytes, size, gc->tgid,
+				gs_cuda_add_cubin_borrowed(r->c, cb->crc, bytes, size, cb->gpu.tgid,
 							   NULL, NULL);
 		}
 		break;
+	}
 	case GS_REC_GPU_STALL_TABLE:
 		gs_cuda_stall_table_record(r->c, (const void *)rec, rec->size);
 		break;
@@ -119,8 +150,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 			break;
 		struct gs_rec_hdr *rec = malloc(h.size);
 		memcpy(rec, data + off, h.size);
-		if (!gs_rec_hdr_check(rec, h.size)) /* the sampler's gate (bpf/sampler.c) */
+		if (!gs_rec_hdr_check(rec, h.size)) { /* the sampler's gate (bpf/sampler.c) */
+			frames_sink += check_codec(rec);
 			on_record(&r, rec);
+		}
 		free(rec);
 		off += (h.size + 7) & ~(size_t)7;
 		if (off > len)
