@@ -281,8 +281,10 @@ int gs_gpu_launch_sample(struct session *s, const struct gs_rec_hdr *h,
 
 	if (!s->gpu || !s->join)
 		return -ENODEV;
-	if (gs_rec_gpu_launch(h, l, v))
+	if (gs_rec_gpu_launch(h, l, v)) {
+		s->counts[GS_C_records_malformed]++;
 		return -EINVAL;
+	}
 	/* Without its kernel frames (the uprobe's own path into BPF, never
 	 * the program's) and the agent's callback path. */
 	skip = launch_frames_to_skip(s, v);
@@ -315,6 +317,8 @@ void gs_gpu_record(struct session *s, const struct gs_rec_hdr *h)
 	case GS_REC_GPU_CUBIN:
 		if (!gs_rec_fixed(h, GS_REC_GPU_CUBIN, &rec))
 			on_cubin(s, rec);
+		else
+			s->counts[GS_C_records_malformed]++;
 		break;
 	case GS_REC_GPU_STALL_TABLE:
 		gs_cuda_stall_table_record(s->cuda, (const struct gs_gpu_stall_table *)h, h->size);

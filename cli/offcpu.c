@@ -184,6 +184,8 @@ void gs_off_record(struct session *s, const struct gs_rec_hdr *h)
 		on_stack(s, os, &v);
 	else if (!gs_rec_fixed(h, GS_REC_OFFCPU_END, &end))
 		on_end(s, end);
+	else
+		s->counts[GS_C_records_malformed]++;
 }
 
 /* ---- window edges ------------------------------------------------------- */

@@ -236,10 +236,15 @@ static int on_record(void *ctx, const struct gs_rec_hdr *h)
 
 	switch (h->type) {
 	case GS_REC_CPU_SAMPLE:
-		return gs_rec_cpu_sample(h, &v) ? 0 : on_cpu_sample(s, &v);
+		if (!gs_rec_cpu_sample(h, &v))
+			return on_cpu_sample(s, &v);
+		s->counts[GS_C_records_malformed]++;
+		return 0;
 	case GS_REC_PROC_EVENT:
 		if (!gs_rec_fixed(h, GS_REC_PROC_EVENT, &rec))
 			on_proc_event(s, rec);
+		else
+			s->counts[GS_C_records_malformed]++;
 		return 0;
 	case GS_REC_OFFCPU_STACK:
 	case GS_REC_OFFCPU_END:

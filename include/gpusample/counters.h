@@ -45,12 +45,14 @@ enum gs_counter_kind { GS_CK_INFO = 0, GS_CK_LOST = 1 };
 	X(gpu_bad, GS_CK_LOST, "GPU records rejected by BPF: bad header or read fault")
 
 /* Counted in gpusample itself (cli/ session, symbolizer/ join). */
-#define GS_HOST_COUNTERS(X)                                                     \
-	X(off_stacks_unmatched, GS_CK_LOST,                                     \
-	  "off-CPU stack records without their interval "                       \
-	  "end (or the reverse)")                                               \
-	X(gpu_unknown_launch, GS_CK_INFO, "GPU samples under [unknown launch]") \
-	X(gpu_unannounced, GS_CK_LOST, "GPU samples of cubins never announced (no lines)")
+#define GS_HOST_COUNTERS(X)                                                                \
+	X(off_stacks_unmatched, GS_CK_LOST,                                                \
+	  "off-CPU stack records without their interval "                                  \
+	  "end (or the reverse)")                                                          \
+	X(gpu_unknown_launch, GS_CK_INFO, "GPU samples under [unknown launch]")            \
+	X(gpu_unannounced, GS_CK_LOST, "GPU samples of cubins never announced (no lines)") \
+	X(records_malformed, GS_CK_LOST,                                                   \
+	  "records whose layout the codec refused (sizes, counts or origin lie)")
 
 #define GS_COUNTERS(X) GS_BPF_COUNTERS(X) GS_HOST_COUNTERS(X)
 
