@@ -42,7 +42,7 @@ int gs_output_close(int fd, int rc, char *err, size_t errlen);
  * writer).  *buf is malloc'ed; caller frees.  Samples with equal (stack,
  * labels) are aggregated (values summed).  Besides profile.proto's fields the
  * file carries a private message in Profile field 4751 (processes, notes,
- * frequency, lost samples, frame kinds; layout in pprof.c) that pprof and
+ * frequency, lost samples, frame kinds; layout in pprof_proto.h) that pprof and
  * speedscope skip as an unknown field and gs_read_pprof reads back. */
 int gs_pprof_encode(const struct gs_profile *p, uint8_t **buf, size_t *len);
 int gs_write_pprof(const struct gs_profile *p, const char *path, char *err, size_t errlen);
@@ -53,7 +53,7 @@ int gs_write_pprof(const struct gs_profile *p, const char *path, char *err, size
  * Sample columns are matched to enum gs_value by sample_type name (others
  * ignored); labels pid/tid/thread_name/process_role/cuda_* back into the
  * sample fields; processes, notes, frequency, lost samples and frame kinds
- * come from gpusample's private meta field when present (see pprof.c), else
+ * come from gpusample's private meta field when present (see pprof_proto.h), else
  * processes are derived from the pid labels.  Samples come back aggregated
  * (time_ns = 0). */
 int gs_read_pprof(const char *path, struct gs_profile *p, char *err, size_t errlen);
