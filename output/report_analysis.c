@@ -1,0 +1,392 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The numbers of the terminal report (see report_int.h): CPU totals, top
+ * functions by self and total, threads and processes, and the GPU counts by
+ * kernel, stall reason, line and launch site.  No text: output/report.c
+ * renders them.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "output/internal.h"
+#include "output/output.h"
+#include "output/report_int.h"
+#include "util/hash.h"
+#include "util/hashmap.h"
+#include "util/vec.h"
+
+static bool is_cpu(const struct gs_sample *s)
+{
+	return s->cuda_device < 0;
+}
+
+/* ---- functions ---------------------------------------------------------- */
+
+static int cmp_self(const void *a, const void *b)
+{
+	const struct gs_rpt_fn *x = a, *y = b;
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	return x->fn < y->fn ? -1 : 1;
+}
+
+static int cmp_total(const void *a, const void *b)
+{
+	const struct gs_rpt_fn *x = a, *y = b;
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return x->fn < y->fn ? -1 : 1;
+}
+
+/* Self and total CPU of every function with samples into rows (indexed by
+ * function id, then by address-only location past n_functions). */
+static void count_functions(const struct gs_profile *p, const int64_t *stack_cpu,
+			    struct gs_rpt_fn *rows, uint32_t *stamp)
+{
+	for (uint32_t st = 0; st < p->n_stacks; st++) {
+		int64_t c = stack_cpu[st];
+		const struct gs_stack *s = &p->stacks[st];
+		if (c <= 0 || !s->n)
+			continue;
+		const struct gs_location *leaf = gs_profile_location(p, p->stack_locs[s->first]);
+		if (leaf->n_lines)
+			rows[p->lines[leaf->first_line].function].self += c;
+		else
+			rows[p->n_functions + p->stack_locs[s->first]].self += c;
+		for (uint32_t i = 0; i < s->n; i++) {
+			uint32_t lid = p->stack_locs[s->first + i];
+			const struct gs_location *l = gs_profile_location(p, lid);
+			if (!l->n_lines && stamp[p->n_functions + lid] != st + 1) {
+				stamp[p->n_functions + lid] = st + 1;
+				rows[p->n_functions + lid].total += c;
+			}
+			for (uint32_t k = 0; k < l->n_lines; k++) {
+				uint32_t fn = p->lines[l->first_line + k].function;
+				if (stamp[fn] != st + 1) { /* once per stack (recursion) */
+					stamp[fn] = st + 1;
+					rows[fn].total += c;
+				}
+			}
+		}
+	}
+}
+
+static int top_functions(struct gs_rpt *r, const int64_t *stack_cpu)
+{
+	const struct gs_profile *p = r->p;
+	/* rows 1..n_functions: functions; then one per address-only location
+	 * (no symbol), so their self time is not lost */
+	size_t n_rows = (size_t)p->n_functions + p->n_locations + 1;
+	struct gs_rpt_fn *rows = calloc(n_rows, sizeof(*rows));
+	uint32_t *stamp = calloc(n_rows, sizeof(*stamp));
+	if (!rows || !stamp) {
+		free(rows);
+		free(stamp);
+		return -ENOMEM;
+	}
+	count_functions(p, stack_cpu, rows, stamp);
+	free(stamp);
+	size_t n = 0;
+	for (uint32_t id = 1; id < n_rows; id++)
+		if (rows[id].total)
+			rows[n++] = (struct gs_rpt_fn){ id, rows[id].self, rows[id].total };
+	r->by_self = rows;
+	r->by_total = malloc((n ? n : 1) * sizeof(*rows));
+	if (!r->by_total)
+		return -ENOMEM;
+	memcpy(r->by_total, rows, n * sizeof(*rows));
+	r->n_fns = n;
+	if (n) {
+		qsort(r->by_self, n, sizeof(*rows), cmp_self);
+		qsort(r->by_total, n, sizeof(*rows), cmp_total);
+	}
+	return 0;
+}
+
+/* ---- threads and processes ---------------------------------------------- */
+
+static int cmp_thr(const void *a, const void *b)
+{
+	const struct gs_rpt_thread *x = a, *y = b;
+	if (x->samples != y->samples)
+		return x->samples > y->samples ? -1 : 1;
+	return x->tid < y->tid ? -1 : 1;
+}
+
+/* Threads with CPU samples, found by (pid, tid). */
+static struct gs_rpt_thread *collect_threads(const struct gs_profile *p, size_t *n_out)
+{
+	struct gs_rpt_thread *t = NULL;
+	size_t cap = 0, n = 0;
+	struct gs_hmap by_tid = { 0 }; /* pid << 32 | tid -> index in t */
+	for (size_t i = 0; i < p->n_samples; i++) {
+		const struct gs_sample *s = &p->samples[i];
+		if (!is_cpu(s) || s->values[GS_V_SAMPLES] <= 0)
+			continue;
+		bool added;
+		uint64_t *k = gs_hmap_slot(&by_tid, (uint64_t)s->pid << 32 | s->tid, &added);
+		if (!k)
+			goto fail;
+		if (added) {
+			if (GS_GROW(t, cap, n + 1))
+				goto fail;
+			t[n] = (struct gs_rpt_thread){ .pid = s->pid,
+						       .tid = s->tid,
+						       .name = s->thread_name,
+						       .role = s->process_role };
+			*k = n++;
+		}
+		t[*k].samples += s->values[GS_V_SAMPLES];
+	}
+	gs_hmap_free(&by_tid);
+	*n_out = n;
+	return t ? t : calloc(1, sizeof(*t));
+fail:
+	free(t);
+	gs_hmap_free(&by_tid);
+	return NULL;
+}
+
+static int threads_and_processes(struct gs_rpt *r)
+{
+	const struct gs_profile *p = r->p;
+
+	r->threads = collect_threads(p, &r->n_threads);
+	r->proc_cpu = calloc(p->n_processes + 1, sizeof(*r->proc_cpu));
+	if (!r->threads || !r->proc_cpu)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < p->n_processes; i++)
+		for (size_t j = 0; j < r->n_threads; j++)
+			if (r->threads[j].pid == p->processes[i].pid)
+				r->proc_cpu[i] += r->threads[j].samples;
+	qsort(r->threads, r->n_threads, sizeof(*r->threads), cmp_thr);
+	return 0;
+}
+
+/* ---- GPU ------------------------------------------------------------------ */
+
+struct counter {
+	struct gs_rpt_cnt *e;
+	size_t n, cap;
+	struct gs_hmap index; /* cnt_hash -> index in e */
+};
+
+static uint64_t cnt_hash(uint32_t tag, uint32_t kfn, uint64_t a, uint64_t b)
+{
+	return gs_hash_combine(gs_hash_combine((uint64_t)tag << 32 | kfn, a), b);
+}
+
+struct cnt_key {
+	const struct counter *c;
+	uint32_t tag, kfn;
+	uint64_t a, b;
+};
+
+static bool cnt_eq(const void *ctx, uint64_t i)
+{
+	const struct cnt_key *k = ctx;
+	const struct gs_rpt_cnt *e = &k->c->e[i];
+	return e->tag == k->tag && e->kfn == k->kfn && e->a == k->a && e->b == k->b;
+}
+
+/* The entry of this key, or NULL.  Hashes rarely collide: the first entry
+ * under the hash is checked before the general walk. */
+static struct gs_rpt_cnt *cnt_find(const struct counter *c, const struct cnt_key *k, uint64_t h)
+{
+	const uint64_t *i = gs_hmap_get(&c->index, h);
+	if (i && !cnt_eq(k, *i))
+		i = gs_hmap_find_by(&c->index, h, cnt_eq, k);
+	return i ? &c->e[*i] : NULL;
+}
+
+static int cnt_add(struct counter *c, uint32_t tag, uint32_t kfn, uint64_t a, uint64_t b, int64_t v,
+		   int64_t ni)
+{
+	struct cnt_key key = { c, tag, kfn, a, b };
+	uint64_t h = cnt_hash(tag, kfn, a, b);
+	struct gs_rpt_cnt *e = cnt_find(c, &key, h);
+	if (e) {
+		e->v += v;
+		e->ni += ni;
+		return 0;
+	}
+	if (GS_GROW(c->e, c->cap, c->n + 1) || gs_hmap_add(&c->index, h, c->n))
+		return -ENOMEM;
+	c->e[c->n++] = (struct gs_rpt_cnt){ tag, kfn, a, b, v, ni };
+	return 0;
+}
+
+static int cmp_cnt(const void *x, const void *y)
+{
+	const struct gs_rpt_cnt *a = x, *b = y;
+	if (a->tag != b->tag)
+		return a->tag < b->tag ? -1 : 1;
+	if (a->kfn != b->kfn)
+		return a->kfn < b->kfn ? -1 : 1;
+	if (a->v != b->v)
+		return a->v > b->v ? -1 : 1;
+	if (a->a != b->a)
+		return a->a < b->a ? -1 : 1;
+	return a->b < b->b ? -1 : a->b > b->b;
+}
+
+void gs_rpt_cnt_range(const struct gs_rpt *r, uint32_t tag, uint32_t kfn, size_t *b, size_t *e)
+{
+	size_t lo = 0, hi = r->n_cnt;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		const struct gs_rpt_cnt *m = &r->cnt[mid];
+		if (m->tag < tag || (m->tag == tag && m->kfn < kfn))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*b = lo;
+	while (lo < r->n_cnt && r->cnt[lo].tag == tag && r->cnt[lo].kfn == kfn)
+		lo++;
+	*e = lo;
+}
+
+/* The kernel function of a GPU PC location, and its launch site: the
+ * first two Python frames above the GPU leaf (innermost first, 0 if none).
+ * Two, because the innermost is often a helper shared by every site (a
+ * torch.nn.functional wrapper, the app's own launch()), and the caller is
+ * what tells the sites apart. */
+static void gpu_sample_keys(const struct gs_profile *p, const struct gs_sample *s, uint32_t *kfn,
+			    const struct gs_line **leaf_line, uint32_t launch_loc[2])
+{
+	const struct gs_stack *st = &p->stacks[s->stack];
+	*kfn = 0;
+	*leaf_line = NULL;
+	launch_loc[0] = launch_loc[1] = 0;
+	for (uint32_t i = 0; i < st->n; i++) {
+		uint32_t lid = p->stack_locs[st->first + i];
+		const struct gs_location *l = gs_profile_location(p, lid);
+		if (l->kind == GS_FRAME_GPU_PC && !*kfn && l->n_lines) {
+			*kfn = p->lines[l->first_line + l->n_lines - 1].function;
+			*leaf_line = &p->lines[l->first_line];
+		} else if (l->kind == GS_FRAME_PYTHON && l->n_lines) {
+			launch_loc[launch_loc[0] ? 1 : 0] = lid;
+			if (launch_loc[1])
+				return;
+		}
+	}
+}
+
+static bool is_unknown_launch(const struct gs_profile *p, const struct gs_sample *s)
+{
+	return s->gpu_attribution && !strcmp(gs_profile_str(p, s->gpu_attribution), "unknown");
+}
+
+/* The counts of one GPU sample. */
+static int gpu_count(struct gs_rpt *r, struct counter *c, const struct gs_sample *s)
+{
+	int64_t v = s->values[GS_V_GPU_SAMPLES], ni = s->values[GS_V_GPU_NOT_ISSUED];
+	uint32_t kfn, launch[2];
+	const struct gs_line *ll;
+	bool unk = is_unknown_launch(r->p, s);
+	int rc;
+
+	gpu_sample_keys(r->p, s, &kfn, &ll, launch);
+	if (unk)
+		r->gpu_unknown += v;
+	rc = cnt_add(c, GS_RPT_KERNEL, 0, kfn, 0, v, ni);
+	rc = rc ? rc : cnt_add(c, GS_RPT_REASON, kfn, s->cuda_stall_reason, 0, v, ni);
+	rc = rc ? rc : cnt_add(c, GS_RPT_REASON, 0, s->cuda_stall_reason, 0, v, ni);
+	/* line 0: the cubin has no line info for that PC */
+	if (ll && ll->line > 0)
+		rc = rc ? rc
+			: cnt_add(c, GS_RPT_LINE, kfn, ll->function, (uint64_t)ll->line, v, ni);
+	return rc ? rc
+		  : cnt_add(c, GS_RPT_LAUNCH, kfn, unk ? 0 : launch[0],
+			    unk ? GS_RPT_LAUNCH_UNKNOWN : launch[1], v, ni);
+}
+
+static int gpu_counts(struct gs_rpt *r)
+{
+	const struct gs_profile *p = r->p;
+	struct counter c = { 0 };
+	size_t b, e;
+	int rc = 0;
+
+	for (size_t i = 0; i < p->n_samples && !rc; i++) {
+		const struct gs_sample *s = &p->samples[i];
+		if (is_cpu(s) ||
+		    (s->values[GS_V_GPU_SAMPLES] <= 0 && s->values[GS_V_GPU_NOT_ISSUED] <= 0))
+			continue;
+		rc = gpu_count(r, &c, s);
+	}
+	gs_hmap_free(&c.index);
+	r->cnt = c.e;
+	r->n_cnt = c.n;
+	if (rc)
+		return rc;
+	qsort(r->cnt, r->n_cnt, sizeof(*r->cnt), cmp_cnt);
+	gs_rpt_cnt_range(r, GS_RPT_REASON, 0, &b, &e);
+	if (e > b) {
+		r->top_reason = (gs_str)r->cnt[b].a;
+		r->top_reason_n = r->cnt[b].v;
+	}
+	gs_rpt_cnt_range(r, GS_RPT_KERNEL, 0, &b, &e);
+	if (e > b)
+		r->top_kernel = (uint32_t)r->cnt[b].a;
+	return 0;
+}
+
+/* ---- entry ---------------------------------------------------------------- */
+
+/* Totals, each stack's CPU samples, and the frame kind of each function. */
+static void totals(struct gs_rpt *r, int64_t *stack_cpu)
+{
+	const struct gs_profile *p = r->p;
+
+	for (uint32_t i = p->n_locations; i > 0; i--) { /* first location wins */
+		const struct gs_location *l = gs_profile_location(p, i);
+		for (uint32_t k = 0; k < l->n_lines; k++)
+			r->fn_kind[p->lines[l->first_line + k].function] = l->kind;
+	}
+	for (size_t i = 0; i < p->n_samples; i++) {
+		const struct gs_sample *s = &p->samples[i];
+		if (is_cpu(s)) {
+			r->cpu_total += s->values[GS_V_SAMPLES];
+			stack_cpu[s->stack] += s->values[GS_V_SAMPLES];
+		} else {
+			r->gpu_total += s->values[GS_V_GPU_SAMPLES];
+			r->gpu_ni += s->values[GS_V_GPU_NOT_ISSUED];
+		}
+	}
+}
+
+int gs_rpt_analyze(const struct gs_profile *p, struct gs_rpt *r)
+{
+	int64_t *stack_cpu = calloc(p->n_stacks + 1, sizeof(*stack_cpu));
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	r->p = p;
+	r->fn_kind = calloc(p->n_functions + 1, 1);
+	if (!stack_cpu || !r->fn_kind) {
+		free(stack_cpu);
+		return -ENOMEM;
+	}
+	totals(r, stack_cpu);
+	rc = r->cpu_total ? top_functions(r, stack_cpu) : 0;
+	free(stack_cpu);
+	if (!rc)
+		rc = threads_and_processes(r);
+	if (!rc && r->gpu_total > 0)
+		rc = gpu_counts(r);
+	return rc;
+}
+
+void gs_rpt_free(struct gs_rpt *r)
+{
+	free(r->fn_kind);
+	free(r->by_self);
+	free(r->by_total);
+	free(r->threads);
+	free(r->proc_cpu);
+	free(r->cnt);
+	memset(r, 0, sizeof(*r));
+}
