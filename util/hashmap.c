@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The one hash map: see hashmap.h. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,31 +13,34 @@ static size_t home(const struct gs_hmap *m, uint64_t key)
 	return (size_t)gs_mix64(key) & (m->cap - 1);
 }
 
-static void place(struct gs_hmap *m, uint64_t key, uint64_t val)
+/* Store (key, val) in the first empty slot of key's run; its index. */
+static size_t place(struct gs_hmap *m, uint64_t key, uint64_t val)
 {
-	size_t i = home(m, key);
-	while (m->used[i])
+	uint64_t h = gs_mix64(key);
+	size_t i = h & (m->cap - 1);
+	while (m->tags[i])
 		i = (i + 1) & (m->cap - 1);
-	m->used[i] = 1;
+	m->tags[i] = gs_hmap_tag(h);
 	m->slots[i] = (struct gs_hmap_slot){ key, val };
 	m->n++;
+	return i;
 }
 
 static int resize(struct gs_hmap *m, size_t ncap)
 {
 	struct gs_hmap n = { .cap = ncap };
 	n.slots = malloc(ncap * sizeof(*n.slots));
-	n.used = calloc(ncap, 1);
-	if (!n.slots || !n.used) {
+	n.tags = calloc(ncap, 1);
+	if (!n.slots || !n.tags) {
 		free(n.slots);
-		free(n.used);
+		free(n.tags);
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < m->cap; i++)
-		if (m->used[i])
+		if (m->tags[i])
 			place(&n, m->slots[i].key, m->slots[i].val);
 	free(m->slots);
-	free(m->used);
+	free(m->tags);
 	*m = n;
 	return 0;
 }
@@ -51,25 +55,6 @@ int gs_hmap_reserve(struct gs_hmap *m, size_t n)
 	return ncap == m->cap ? 0 : resize(m, ncap);
 }
 
-/* Slot of key, or cap if absent. */
-static size_t find(const struct gs_hmap *m, uint64_t key)
-{
-	if (!m->cap)
-		return 0;
-	for (size_t i = home(m, key);; i = (i + 1) & (m->cap - 1)) {
-		if (!m->used[i])
-			return m->cap;
-		if (m->slots[i].key == key)
-			return i;
-	}
-}
-
-uint64_t *gs_hmap_get(const struct gs_hmap *m, uint64_t key)
-{
-	size_t i = find(m, key);
-	return i < m->cap ? &m->slots[i].val : NULL;
-}
-
 uint64_t *gs_hmap_slot(struct gs_hmap *m, uint64_t key, bool *added)
 {
 	uint64_t *v = gs_hmap_get(m, key);
@@ -79,8 +64,7 @@ uint64_t *gs_hmap_slot(struct gs_hmap *m, uint64_t key, bool *added)
 		return v;
 	if (gs_hmap_reserve(m, m->n + 1))
 		return NULL;
-	place(m, key, 0);
-	return gs_hmap_get(m, key);
+	return &m->slots[place(m, key, 0)].val;
 }
 
 int gs_hmap_put(struct gs_hmap *m, uint64_t key, uint64_t val)
@@ -96,15 +80,15 @@ int gs_hmap_put(struct gs_hmap *m, uint64_t key, uint64_t val)
 static void remove_at(struct gs_hmap *m, size_t i)
 {
 	size_t mask = m->cap - 1;
-	m->used[i] = 0;
+	m->tags[i] = 0;
 	m->n--;
-	for (size_t j = (i + 1) & mask; m->used[j]; j = (j + 1) & mask) {
+	for (size_t j = (i + 1) & mask; m->tags[j]; j = (j + 1) & mask) {
 		size_t h = home(m, m->slots[j].key);
 		/* j's entry may move to i only if its home is not in (i, j]. */
 		if (((j - h) & mask) >= ((j - i) & mask)) {
 			m->slots[i] = m->slots[j];
-			m->used[i] = 1;
-			m->used[j] = 0;
+			m->tags[i] = m->tags[j];
+			m->tags[j] = 0;
 			i = j;
 		}
 	}
@@ -112,24 +96,16 @@ static void remove_at(struct gs_hmap *m, size_t i)
 
 bool gs_hmap_del(struct gs_hmap *m, uint64_t key, uint64_t *val)
 {
-	size_t i = find(m, key);
-	if (!m->cap || i == m->cap)
+	uint64_t *v = gs_hmap_get(m, key);
+	if (!v)
 		return false;
 	if (val)
-		*val = m->slots[i].val;
-	remove_at(m, i);
+		*val = *v;
+	/* v is the val member of its slot */
+	struct gs_hmap_slot *s =
+	    (struct gs_hmap_slot *)((char *)v - offsetof(struct gs_hmap_slot, val));
+	remove_at(m, (size_t)(s - m->slots));
 	return true;
-}
-
-uint64_t *gs_hmap_find_by(const struct gs_hmap *m, uint64_t hash,
-			  bool (*eq)(const void *ctx, uint64_t val), const void *ctx)
-{
-	if (!m->cap)
-		return NULL;
-	for (size_t i = home(m, hash); m->used[i]; i = (i + 1) & (m->cap - 1))
-		if (m->slots[i].key == hash && eq(ctx, m->slots[i].val))
-			return &m->slots[i].val;
-	return NULL;
 }
 
 int gs_hmap_add(struct gs_hmap *m, uint64_t hash, uint64_t val)
@@ -144,7 +120,7 @@ bool gs_hmap_del_entry(struct gs_hmap *m, uint64_t hash, uint64_t val)
 {
 	if (!m->cap)
 		return false;
-	for (size_t i = home(m, hash); m->used[i]; i = (i + 1) & (m->cap - 1))
+	for (size_t i = home(m, hash); m->tags[i]; i = (i + 1) & (m->cap - 1))
 		if (m->slots[i].key == hash && m->slots[i].val == val) {
 			remove_at(m, i);
 			return true;
@@ -155,7 +131,7 @@ bool gs_hmap_del_entry(struct gs_hmap *m, uint64_t hash, uint64_t val)
 bool gs_hmap_next(const struct gs_hmap *m, size_t *it, uint64_t *key, uint64_t *val)
 {
 	for (; *it < m->cap; (*it)++)
-		if (m->used[*it]) {
+		if (m->tags[*it]) {
 			if (key)
 				*key = m->slots[*it].key;
 			if (val)
@@ -168,14 +144,14 @@ bool gs_hmap_next(const struct gs_hmap *m, size_t *it, uint64_t *key, uint64_t *
 
 void gs_hmap_clear(struct gs_hmap *m)
 {
-	if (m->used)
-		memset(m->used, 0, m->cap);
+	if (m->tags)
+		memset(m->tags, 0, m->cap);
 	m->n = 0;
 }
 
 void gs_hmap_free(struct gs_hmap *m)
 {
 	free(m->slots);
-	free(m->used);
+	free(m->tags);
 	memset(m, 0, sizeof(*m));
 }

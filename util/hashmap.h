@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/hash.h"
+
 struct gs_hmap_slot {
 	uint64_t key;
 	uint64_t val;
@@ -30,16 +32,33 @@ struct gs_hmap_slot {
 
 struct gs_hmap {
 	struct gs_hmap_slot *slots;
-	uint8_t *used; /* one byte per slot: 1 = occupied */
+	uint8_t *tags; /* one byte per slot: 0 = empty, else gs_hmap_tag() */
 	size_t cap;    /* 0 or a power of two */
 	size_t n;      /* occupied slots */
 };
+
+/* The tag of a key whose mixed value is h: its top 7 bits, never 0 (the
+ * home slot comes from the low bits). */
+static inline uint8_t gs_hmap_tag(uint64_t h)
+{
+	return (uint8_t)(0x80 | h >> 57);
+}
 
 /* Room for n entries without rehashing.  0 or -ENOMEM. */
 int gs_hmap_reserve(struct gs_hmap *m, size_t n);
 
 /* The value stored under key, or NULL. */
-uint64_t *gs_hmap_get(const struct gs_hmap *m, uint64_t key);
+static inline uint64_t *gs_hmap_get(const struct gs_hmap *m, uint64_t key)
+{
+	if (!m->cap)
+		return NULL;
+	uint64_t h = gs_mix64(key);
+	uint8_t t = gs_hmap_tag(h);
+	for (size_t i = h & (m->cap - 1); m->tags[i]; i = (i + 1) & (m->cap - 1))
+		if (m->tags[i] == t && m->slots[i].key == key)
+			return &m->slots[i].val;
+	return NULL;
+}
 
 /* Store val under key (replacing).  0 or -ENOMEM. */
 int gs_hmap_put(struct gs_hmap *m, uint64_t key, uint64_t val);
@@ -53,8 +72,18 @@ bool gs_hmap_del(struct gs_hmap *m, uint64_t key, uint64_t *val);
 
 /* Index use: the first value whose entry has this hash and eq(ctx, value);
  * NULL if none. */
-uint64_t *gs_hmap_find_by(const struct gs_hmap *m, uint64_t hash,
-			  bool (*eq)(const void *ctx, uint64_t val), const void *ctx);
+static inline uint64_t *gs_hmap_find_by(const struct gs_hmap *m, uint64_t hash,
+					bool (*eq)(const void *ctx, uint64_t val), const void *ctx)
+{
+	if (!m->cap)
+		return NULL;
+	uint64_t h = gs_mix64(hash);
+	uint8_t t = gs_hmap_tag(h);
+	for (size_t i = h & (m->cap - 1); m->tags[i]; i = (i + 1) & (m->cap - 1))
+		if (m->tags[i] == t && m->slots[i].key == hash && eq(ctx, m->slots[i].val))
+			return &m->slots[i].val;
+	return NULL;
+}
 
 /* Index use: one more entry (hash, val), even if hash is present.  0 or
  * -ENOMEM. */

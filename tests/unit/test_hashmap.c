@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
+#include "util/hash.h"
 #include "util/hashmap.h"
 
 #define NKEYS 512
@@ -52,6 +53,16 @@ Test(hashmap, random_ops_match_model)
 		want += have[i];
 	cr_assert_eq(n, want);
 	cr_assert_eq(m.n, want);
+	/* after the churn each occupied slot's tag still belongs to its key
+	 * (backward shift moves tags with slots), and empty slots are 0 */
+	size_t occupied = 0;
+	for (size_t i = 0; i < m.cap; i++) {
+		if (m.tags[i])
+			cr_assert_eq(m.tags[i], gs_hmap_tag(gs_mix64(m.slots[i].key)), "slot %zu",
+				     i);
+		occupied += m.tags[i] != 0;
+	}
+	cr_assert_eq(occupied, want);
 	gs_hmap_free(&m);
 }
 
