@@ -265,22 +265,17 @@ struct gs_py_cfg {
 #define GS_GPU_REC_MAX        16384 /* max bytes of one GPU record */
 #define GS_GPU_STALL_NAME_LEN 128   /* CUPTI_STALL_REASON_STRING_SIZE */
 #define GS_GPU_STATUS_MSG_LEN 256
-#define GS_FNV64_OFFSET       0xcbf29ce484222325ULL
-#define GS_FNV64_PRIME        0x100000001b3ULL
 #ifndef __VMLINUX_H__
+#include "util/hash.h" /* GS_FNV64_*, the constants of both wire hashes */
+
 /* The kernel identity carried by gs_gpu_pc.name_hash and
  * gs_gpu_launch.name_hash (agent) and matched by the join (host). */
 static inline __u64 gs_kernel_name_hash(const char *mangled)
 {
-	__u64 h = GS_FNV64_OFFSET;
-
 	if (!mangled)
 		return 0; /* unknown */
-	for (const unsigned char *c = (const unsigned char *)mangled; *c; c++) {
-		h ^= *c;
-		h *= GS_FNV64_PRIME;
-	}
-	return h;
+	/* seed 0: plain FNV-1a 64 */
+	return gs_hash_bytes(mangled, strlen(mangled), 0);
 }
 
 /* Cubin identity (gs_gpu_pc.cubin_crc, gs_gpu_cubin.crc, the symbolizer's
@@ -294,19 +289,19 @@ static inline __u64 gs_kernel_name_hash(const char *mangled)
 static inline __u64 gs_cubin_hash(const void *image, __u64 size)
 {
 	const unsigned char *p = (const unsigned char *)image;
-	__u64 h = GS_FNV64_OFFSET ^ (size * 0x9e3779b97f4a7c15ULL);
+	__u64 h = GS_FNV64_OFFSET ^ (size * GS_GOLDEN64);
 	__u64 i = 0;
 
 	for (; i + 8 <= size; i += 8) {
 		__u64 w;
 		__builtin_memcpy(&w, p + i, 8);
-		h = (h ^ w) * 0xff51afd7ed558ccdULL;
+		h = (h ^ w) * GS_FMIX64_M1;
 		h = (h << 31) | (h >> 33);
 	}
 	for (; i < size; i++)
-		h = ((h ^ p[i]) * GS_FNV64_PRIME);
+		h = gs_fnv1a_byte(h, p[i]);
 	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ULL;
+	h *= GS_FMIX64_M2;
 	h ^= h >> 33;
 	return h ? h : 1;
 }

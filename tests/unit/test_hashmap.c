@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* util/hashmap: random operations checked against a plain array model. */
+/* util/hashmap: random operations checked against a plain array model;
+ * util/hash.h: the wire hashes built on it. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
+#include "gpusample/records.h"
 #include "util/hash.h"
 #include "util/hashmap.h"
 
@@ -110,4 +112,23 @@ Test(hashmap, slot_counts_and_clear)
 	cr_assert_eq(m.n, 0);
 	cr_assert_null(gs_hmap_get(&m, 999));
 	gs_hmap_free(&m);
+}
+
+/* The wire hashes (agent and host compute them apart and must agree) are
+ * built on util/hash.h: these values were taken from their definitions
+ * before they shared its constants, so any drift shows here. */
+Test(hash, wire_hashes_are_pinned)
+{
+	unsigned char b[37];
+	for (int i = 0; i < 37; i++)
+		b[i] = (unsigned char)(i * 7 + 1);
+	cr_assert_eq(gs_cubin_hash(b, 0), 0xcbe1d9d842d34bd9ull);
+	cr_assert_eq(gs_cubin_hash(b, 8), 0x468209db4a5d5a98ull);
+	cr_assert_eq(gs_cubin_hash(b, 37), 0xf43a14ed4bd84079ull);
+	cr_assert_eq(gs_cubin_hash("foobar", 6), 0x3302b53543342f46ull);
+	cr_assert_eq(gs_kernel_name_hash("_Z6kernelPf"), 0x1f843090fd3040d9ull);
+	/* FNV-1a 64 test vectors: seed 0 is the plain hash */
+	cr_assert_eq(gs_hash_bytes("", 0, 0), 0xcbf29ce484222325ull);
+	cr_assert_eq(gs_hash_bytes("a", 1, 0), 0xaf63dc4c8601ec8cull);
+	cr_assert_eq(gs_hash_bytes("foobar", 6, 0), 0x85944171f73967e8ull);
 }
