@@ -3,9 +3,9 @@
  * The profile model (include/gpusample/profile.h): interned strings, deduped
  * functions and stacks, growable arrays.
  *
- * Hash tables are open-addressed arrays of (index + 1), 0 = empty, kept at
- * most half full, so a lookup is one or two probes; the keys live in the
- * model arrays themselves.  Sized for >= 1M samples, ~100k locations.
+ * Strings, functions and stacks are indexed by util/hashmap.h (index use:
+ * the record's hash -> its index; the records live in the model arrays).
+ * Sized for >= 1M samples, ~100k locations.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -71,15 +71,15 @@ void gs_profile_free(struct gs_profile *p)
 	for (uint32_t i = 1; i < p->n_strings; i++)
 		free(p->strings[i]);
 	free(p->strings);
-	free(p->str_hash);
+	gs_hmap_free(&p->str_index);
 	free(p->mappings);
 	free(p->functions);
-	free(p->fn_hash);
+	gs_hmap_free(&p->fn_index);
 	free(p->lines);
 	free(p->locations);
 	free(p->stack_locs);
 	free(p->stacks);
-	free(p->stack_hash);
+	gs_hmap_free(&p->stack_index);
 	free(p->samples);
 	free(p->processes);
 	free(p->comments);
@@ -87,60 +87,26 @@ void gs_profile_free(struct gs_profile *p)
 	memset(p, 0, sizeof(*p));
 }
 
-/* ---- generic index hash ------------------------------------------------- */
-
-/* Grow table *tab (capacity *cap, a power of two) to hold n + 1 entries at
- * most half full, re-inserting entries first..n-1 hashed with hashfn. */
-static int rehash(uint32_t **tab, uint32_t *cap, uint32_t first, uint32_t n,
-		  uint64_t (*hashfn)(const void *ctx, uint32_t i), const void *ctx)
-{
-	uint32_t ncap = *cap ? *cap : 1024;
-	while ((uint64_t)(n + 1) * 2 > ncap)
-		ncap *= 2;
-	if (ncap == *cap && *tab)
-		return 0;
-	uint32_t *t = calloc(ncap, sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	for (uint32_t i = first; i < n; i++) {
-		uint32_t h = (uint32_t)hashfn(ctx, i) & (ncap - 1);
-		while (t[h])
-			h = (h + 1) & (ncap - 1);
-		t[h] = i + 1;
-	}
-	free(*tab);
-	*tab = t;
-	*cap = ncap;
-	return 0;
-}
-
 /* ---- strings ------------------------------------------------------------ */
 
-static uint64_t str_hash(const char *s)
-{
-	return gs_mix64(gs_hash_bytes(s, strlen(s), 0));
-}
+struct str_key {
+	const struct gs_profile *p;
+	const char *s;
+};
 
-static uint64_t str_hash_i(const void *ctx, uint32_t i)
+static bool str_eq(const void *ctx, uint64_t i)
 {
-	const struct gs_profile *p = ctx;
-	return str_hash(p->strings[i]);
+	const struct str_key *k = ctx;
+	return strcmp(k->p->strings[i], k->s) == 0;
 }
 
 int64_t gs_profile_find_str(const struct gs_profile *p, const char *s)
 {
 	if (!s || !*s)
 		return 0;
-	if (!p->str_hash)
-		return -1;
-	uint32_t mask = p->str_hash_cap - 1;
-	for (uint32_t h = (uint32_t)str_hash(s) & mask;; h = (h + 1) & mask) {
-		uint32_t e = p->str_hash[h];
-		if (!e)
-			return -1;
-		if (strcmp(p->strings[e - 1], s) == 0)
-			return e - 1;
-	}
+	struct str_key k = { p, s };
+	const uint64_t *v = gs_hmap_find_by(&p->str_index, gs_hash_str(s), str_eq, &k);
+	return v ? (int64_t)*v : -1;
 }
 
 gs_str gs_profile_intern(struct gs_profile *p, const char *s)
@@ -153,25 +119,23 @@ gs_str gs_profile_intern(struct gs_profile *p, const char *s)
 	}
 	if (!p->strings)
 		return (gs_str)-1;
-	int64_t f = gs_profile_find_str(p, s);
-	if (f >= 0)
-		return (gs_str)f;
-	if ((uint64_t)(p->n_strings + 1) * 2 > p->str_hash_cap &&
-	    rehash(&p->str_hash, &p->str_hash_cap, 1, p->n_strings, str_hash_i, p))
-		return (gs_str)-1;
-	if (GROW(p->strings, p->cap_strings, (size_t)p->n_strings + 1))
+	uint64_t h = gs_hash_str(s);
+	struct str_key k = { p, s };
+	const uint64_t *v = gs_hmap_find_by(&p->str_index, h, str_eq, &k);
+	if (v)
+		return (gs_str)*v;
+	if (p->n_strings == UINT32_MAX - 1 ||
+	    GROW(p->strings, p->cap_strings, (size_t)p->n_strings + 1))
 		return (gs_str)-1;
 	char *copy = strdup(s);
 	if (!copy)
 		return (gs_str)-1;
-	uint32_t idx = p->n_strings++;
-	p->strings[idx] = copy;
-	uint32_t mask = p->str_hash_cap - 1;
-	uint32_t h = (uint32_t)str_hash(s) & mask;
-	while (p->str_hash[h])
-		h = (h + 1) & mask;
-	p->str_hash[h] = idx + 1;
-	return idx;
+	if (gs_hmap_add(&p->str_index, h, p->n_strings)) {
+		free(copy);
+		return (gs_str)-1;
+	}
+	p->strings[p->n_strings] = copy;
+	return p->n_strings++;
 }
 
 /* ---- mappings, functions, locations ------------------------------------- */
@@ -184,40 +148,32 @@ uint32_t gs_profile_add_mapping(struct gs_profile *p, const struct gs_mapping *m
 	return p->n_mappings;
 }
 
-static uint64_t fn_hash(const struct gs_function *f)
-{
-	uint64_t h = gs_mix64(f->name ^ ((uint64_t)f->system_name << 32));
-	return gs_mix64(h ^ f->file ^ ((uint64_t)f->start_line << 24));
-}
+struct fn_key {
+	const struct gs_profile *p;
+	const struct gs_function *f;
+};
 
-static uint64_t fn_hash_i(const void *ctx, uint32_t i)
+static bool fn_eq(const void *ctx, uint64_t i)
 {
-	const struct gs_profile *p = ctx;
-	return fn_hash(&p->functions[i]);
+	const struct fn_key *k = ctx;
+	const struct gs_function *g = &k->p->functions[i], *f = k->f;
+	return g->name == f->name && g->system_name == f->system_name && g->file == f->file &&
+	       g->start_line == f->start_line;
 }
 
 uint32_t gs_profile_add_function(struct gs_profile *p, const struct gs_function *f)
 {
-	if (p->fn_hash) {
-		uint32_t mask = p->fn_hash_cap - 1;
-		for (uint32_t h = (uint32_t)fn_hash(f) & mask; p->fn_hash[h]; h = (h + 1) & mask) {
-			const struct gs_function *g = &p->functions[p->fn_hash[h] - 1];
-			if (g->name == f->name && g->system_name == f->system_name &&
-			    g->file == f->file && g->start_line == f->start_line)
-				return p->fn_hash[h];
-		}
-	}
-	if ((uint64_t)(p->n_functions + 1) * 2 > p->fn_hash_cap &&
-	    rehash(&p->fn_hash, &p->fn_hash_cap, 0, p->n_functions, fn_hash_i, p))
-		return 0;
-	if (GROW(p->functions, p->cap_functions, (size_t)p->n_functions + 1))
+	uint64_t h = gs_hash_combine(f->name ^ ((uint64_t)f->system_name << 32),
+				     f->file ^ ((uint64_t)f->start_line << 32));
+	struct fn_key k = { p, f };
+	const uint64_t *v = gs_hmap_find_by(&p->fn_index, h, fn_eq, &k);
+	if (v)
+		return (uint32_t)*v + 1;
+	if (p->n_functions == UINT32_MAX - 1 ||
+	    GROW(p->functions, p->cap_functions, (size_t)p->n_functions + 1) ||
+	    gs_hmap_add(&p->fn_index, h, p->n_functions))
 		return 0;
 	p->functions[p->n_functions++] = *f;
-	uint32_t mask = p->fn_hash_cap - 1;
-	uint32_t h = (uint32_t)fn_hash(f) & mask;
-	while (p->fn_hash[h])
-		h = (h + 1) & mask;
-	p->fn_hash[h] = p->n_functions;
 	return p->n_functions;
 }
 
@@ -242,37 +198,37 @@ uint32_t gs_profile_add_location(struct gs_profile *p, uint32_t mapping, uint64_
 
 /* ---- stacks ------------------------------------------------------------- */
 
+/* Two location ids per word, the odd one last folded in alone. */
 static uint64_t locs_hash(const uint32_t *locs, uint32_t n)
 {
-	uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
-	for (uint32_t i = 0; i < n; i++)
-		h = (h ^ locs[i]) * 0x100000001b3ULL + (h >> 29);
-	return gs_mix64(h);
+	uint64_t h = gs_hash_words(locs, n / 2, n);
+	return n & 1 ? gs_hash_combine(h, locs[n - 1]) : h;
 }
 
-static uint64_t stack_hash_i(const void *ctx, uint32_t i)
+struct stack_key {
+	const struct gs_profile *p;
+	const uint32_t *locs;
+	uint32_t n;
+};
+
+static bool stack_eq(const void *ctx, uint64_t i)
 {
-	const struct gs_profile *p = ctx;
-	return locs_hash(&p->stack_locs[p->stacks[i].first], p->stacks[i].n);
+	const struct stack_key *k = ctx;
+	const struct gs_stack *s = &k->p->stacks[i];
+	return s->n == k->n && (k->n == 0 || memcmp(&k->p->stack_locs[s->first], k->locs,
+						    k->n * sizeof(*k->locs)) == 0);
 }
 
 int64_t gs_profile_add_stack(struct gs_profile *p, const uint32_t *locs, uint32_t n)
 {
-	uint64_t hv = locs_hash(locs, n);
-	if (p->stack_hash) {
-		uint32_t mask = p->stack_hash_cap - 1;
-		for (uint32_t h = (uint32_t)hv & mask; p->stack_hash[h]; h = (h + 1) & mask) {
-			const struct gs_stack *s = &p->stacks[p->stack_hash[h] - 1];
-			if (s->n == n && (n == 0 || memcmp(&p->stack_locs[s->first], locs,
-							   n * sizeof(*locs)) == 0))
-				return p->stack_hash[h] - 1;
-		}
-	}
-	if ((uint64_t)(p->n_stacks + 1) * 2 > p->stack_hash_cap &&
-	    rehash(&p->stack_hash, &p->stack_hash_cap, 0, p->n_stacks, stack_hash_i, p))
-		return -ENOMEM;
+	uint64_t h = locs_hash(locs, n);
+	struct stack_key k = { p, locs, n };
+	const uint64_t *v = gs_hmap_find_by(&p->stack_index, h, stack_eq, &k);
+	if (v)
+		return (int64_t)*v;
 	if (GROW(p->stacks, p->cap_stacks, (size_t)p->n_stacks + 1) ||
-	    GROW(p->stack_locs, p->cap_stack_locs, (size_t)p->n_stack_locs + n))
+	    GROW(p->stack_locs, p->cap_stack_locs, (size_t)p->n_stack_locs + n) ||
+	    gs_hmap_add(&p->stack_index, h, p->n_stacks))
 		return -ENOMEM;
 	struct gs_stack *s = &p->stacks[p->n_stacks++];
 	s->first = p->n_stack_locs;
@@ -280,11 +236,6 @@ int64_t gs_profile_add_stack(struct gs_profile *p, const uint32_t *locs, uint32_
 	if (n)
 		memcpy(&p->stack_locs[s->first], locs, n * sizeof(*locs));
 	p->n_stack_locs += n;
-	uint32_t mask = p->stack_hash_cap - 1;
-	uint32_t h = (uint32_t)hv & mask;
-	while (p->stack_hash[h])
-		h = (h + 1) & mask;
-	p->stack_hash[h] = p->n_stacks;
 	return p->n_stacks - 1;
 }
 

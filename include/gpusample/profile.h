@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/hashmap.h"
+
 typedef uint32_t gs_str; /* index into the string table; 0 = "" */
 
 /* Fixed sample types, in this order, in every profile (so any two merge). */
@@ -137,15 +139,13 @@ struct gs_profile {
 	/* string table (interned, hash-indexed) */
 	char **strings;
 	uint32_t n_strings, cap_strings;
-	uint32_t *str_hash;
-	uint32_t str_hash_cap;
+	struct gs_hmap str_index; /* string hash -> index */
 
 	struct gs_mapping *mappings;
 	uint32_t n_mappings, cap_mappings;
 	struct gs_function *functions;
 	uint32_t n_functions, cap_functions;
-	uint32_t *fn_hash;
-	uint32_t fn_hash_cap;
+	struct gs_hmap fn_index; /* function hash -> index */
 	struct gs_line *lines;
 	uint32_t n_lines, cap_lines;
 	struct gs_location *locations;
@@ -154,8 +154,7 @@ struct gs_profile {
 	uint32_t n_stack_locs, cap_stack_locs;
 	struct gs_stack *stacks;
 	uint32_t n_stacks, cap_stacks;
-	uint32_t *stack_hash;
-	uint32_t stack_hash_cap;
+	struct gs_hmap stack_index; /* location-list hash -> index */
 	struct gs_sample *samples;
 	size_t n_samples, cap_samples;
 	struct gs_process *processes;
