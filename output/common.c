@@ -283,24 +283,6 @@ int gs_output_fail(char *err, size_t errlen, int rc, const char *what, const cha
 	return rc < 0 ? rc : -rc;
 }
 
-int gs_agg_alloc(size_t n_samples, size_t entry_size, uint32_t **table, size_t *cap, void **entries)
-{
-	size_t c = 1024;
-	while (c < n_samples * 2)
-		c *= 2;
-	uint32_t *tab = calloc(c, sizeof(*tab));
-	void *a = malloc(entry_size * (n_samples ? n_samples : 1));
-	if (!tab || !a) {
-		free(tab);
-		free(a);
-		return -ENOMEM;
-	}
-	*table = tab;
-	*cap = c;
-	*entries = a;
-	return 0;
-}
-
 /* ---- buffered writer ---------------------------------------------------- */
 
 void gs_wbuf_init(struct gs_wbuf *w, int fd)

@@ -21,6 +21,8 @@
 
 #include "output/internal.h"
 #include "output/output.h"
+#include "util/hashmap.h"
+#include "util/vec.h"
 
 void gs_folded_escape(const char *in, char *out, size_t outlen)
 {
@@ -64,15 +66,29 @@ struct fold_agg {
 	int64_t count;
 };
 
+/* The aggregate of k, added if new; NULL on -ENOMEM.  One pass holds CPU
+ * samples (reason 0) or GPU samples (pid 0), so the stack and the other
+ * of pid and reason make the key. */
+static struct fold_agg *agg_of(struct gs_hmap *m, struct fold_agg **a, size_t *n, size_t *cap,
+			       const struct fold_agg *k)
+{
+	bool added;
+	uint64_t *v = gs_hmap_slot(m, k->stack | (uint64_t)(k->pid | k->reason) << 32, &added);
+	if (!v || (added && GS_PUSH(*a, *n, *cap, *k)))
+		return NULL;
+	if (added)
+		*v = *n - 1;
+	return &(*a)[*v];
+}
+
 static int aggregate(const struct gs_profile *p, enum gs_folded_kind which, struct fold_agg **out,
 		     size_t *n_out)
 {
-	size_t cap, n = 0;
-	uint32_t *tab;
-	struct fold_agg *a;
-	if (gs_agg_alloc(p->n_samples, sizeof(*a), &tab, &cap, (void **)&a))
-		return -ENOMEM;
-	for (size_t i = 0; i < p->n_samples; i++) {
+	size_t cap = 0, n = 0;
+	struct fold_agg *a = NULL;
+	struct gs_hmap m = { 0 };
+	int rc = 0;
+	for (size_t i = 0; i < p->n_samples && !rc; i++) {
 		const struct gs_sample *s = &p->samples[i];
 		bool gpu = s->cuda_device >= 0;
 		int64_t c = which == GS_FOLDED_GPU ? s->values[GS_V_GPU_SAMPLES]
@@ -83,19 +99,17 @@ static int aggregate(const struct gs_profile *p, enum gs_folded_kind which, stru
 				      .pid = gpu ? 0 : s->pid,
 				      .reason = gpu ? s->cuda_stall_reason : 0,
 				      .comm = s->thread_name };
-		size_t h = gs_mix64(k.stack ^ ((uint64_t)k.pid << 32) ^
-				    ((uint64_t)k.reason << 11)) &
-			   (cap - 1);
-		while (tab[h] && !(a[tab[h] - 1].stack == k.stack && a[tab[h] - 1].pid == k.pid &&
-				   a[tab[h] - 1].reason == k.reason))
-			h = (h + 1) & (cap - 1);
-		if (!tab[h]) {
-			a[n] = k;
-			tab[h] = (uint32_t)++n;
-		}
-		a[tab[h] - 1].count += c;
+		struct fold_agg *e = agg_of(&m, &a, &n, &cap, &k);
+		if (e)
+			e->count += c;
+		else
+			rc = -ENOMEM;
 	}
-	free(tab);
+	gs_hmap_free(&m);
+	if (rc) {
+		free(a);
+		return rc;
+	}
 	*out = a;
 	*n_out = n;
 	return 0;
@@ -141,43 +155,60 @@ static size_t loc_text(const struct gs_profile *p, uint32_t loc, char *out, size
 	return o;
 }
 
+struct text_key {
+	const struct canon *c;
+	const char *text;
+};
+
+static bool text_eq(const void *ctx, uint64_t i)
+{
+	const struct text_key *k = ctx;
+	return strcmp(k->c->text + k->c->off[i], k->text) == 0;
+}
+
+/* The canonical id (1-based) of printed frames buf (n bytes); 0 on -ENOMEM. */
+static uint32_t canon_id(struct canon *c, struct gs_hmap *m, size_t *tcap, const char *buf,
+			 size_t n)
+{
+	uint64_t h = gs_hash_bytes(buf, n, 0);
+	struct text_key k = { c, buf };
+	const uint64_t *v = gs_hmap_find_by(m, h, text_eq, &k);
+	if (v)
+		return (uint32_t)*v + 1;
+	if (c->len + n + 1 > *tcap) {
+		while (c->len + n + 1 > *tcap)
+			*tcap *= 2;
+		char *t = realloc(c->text, *tcap);
+		if (!t)
+			return 0;
+		c->text = t;
+	}
+	if (gs_hmap_add(m, h, c->n))
+		return 0;
+	memcpy(c->text + c->len, buf, n + 1);
+	c->off[c->n++] = c->len;
+	c->len += n + 1;
+	return (uint32_t)c->n;
+}
+
 static int canon_build(const struct gs_profile *p, struct canon *c)
 {
-	size_t cap = 1024, tcap = 1 << 16;
+	size_t tcap = 1 << 16;
 	uint32_t n_loc = p->n_locations;
-	while (cap < 2 * (size_t)n_loc)
-		cap *= 2;
-	uint32_t *tab = calloc(cap, sizeof(*tab));
+	struct gs_hmap m = { 0 };
 	c->of_loc = calloc((size_t)n_loc + 1, sizeof(*c->of_loc));
 	c->off = malloc(((size_t)n_loc + 1) * sizeof(*c->off));
 	c->text = malloc(tcap);
 	c->n = c->len = 0;
-	int rc = tab && c->of_loc && c->off && c->text ? 0 : -ENOMEM;
+	int rc = c->of_loc && c->off && c->text ? gs_hmap_reserve(&m, n_loc) : -ENOMEM;
 	char buf[8192];
 	for (uint32_t id = 1; !rc && id <= n_loc; id++) {
 		size_t n = loc_text(p, id, buf, sizeof(buf));
-		size_t h = gs_hash_bytes(buf, n, 0) & (cap - 1);
-		while (tab[h] && strcmp(c->text + c->off[tab[h] - 1], buf))
-			h = (h + 1) & (cap - 1);
-		if (!tab[h]) {
-			if (c->len + n + 1 > tcap) {
-				while (c->len + n + 1 > tcap)
-					tcap *= 2;
-				char *t = realloc(c->text, tcap);
-				if (!t) {
-					rc = -ENOMEM;
-					break;
-				}
-				c->text = t;
-			}
-			memcpy(c->text + c->len, buf, n + 1);
-			c->off[c->n++] = c->len;
-			c->len += n + 1;
-			tab[h] = (uint32_t)c->n;
-		}
-		c->of_loc[id] = tab[h];
+		c->of_loc[id] = canon_id(c, &m, &tcap, buf, n);
+		if (!c->of_loc[id])
+			rc = -ENOMEM;
 	}
-	free(tab);
+	gs_hmap_free(&m);
 	return rc;
 }
 
@@ -211,34 +242,43 @@ static bool printed_eq(const struct gs_profile *p, const struct canon *c, const 
 	return true;
 }
 
+struct printed_key {
+	const struct gs_profile *p;
+	const struct canon *c;
+	const struct fold_agg *a, *k;
+};
+
+static bool printed_key_eq(const void *ctx, uint64_t i)
+{
+	const struct printed_key *k = ctx;
+	return printed_eq(k->p, k->c, &k->a[i], k->k);
+}
+
 /* Sum aggregates that print the same into the first; returns the new count. */
 static int merge_printed(const struct gs_profile *p, struct fold_agg *a, size_t *n)
 {
 	struct canon c;
 	int rc = canon_build(p, &c);
-	size_t cap = 1024, out = 0;
-	while (cap < 2 * *n)
-		cap *= 2;
-	uint32_t *tab = rc ? NULL : calloc(cap, sizeof(*tab));
-	if (!tab) {
-		canon_free(&c);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < *n; i++) {
-		size_t h = printed_hash(p, &c, &a[i]) & (cap - 1);
-		while (tab[h] && !printed_eq(p, &c, &a[tab[h] - 1], &a[i]))
-			h = (h + 1) & (cap - 1);
-		if (tab[h]) {
-			a[tab[h] - 1].count += a[i].count;
+	size_t out = 0;
+	struct gs_hmap m = { 0 };
+	if (!rc)
+		rc = gs_hmap_reserve(&m, *n);
+	for (size_t i = 0; !rc && i < *n; i++) {
+		uint64_t h = printed_hash(p, &c, &a[i]);
+		struct printed_key k = { p, &c, a, &a[i] };
+		uint64_t *v = gs_hmap_find_by(&m, h, printed_key_eq, &k);
+		if (v) {
+			a[*v].count += a[i].count;
 			continue;
 		}
 		a[out] = a[i];
-		tab[h] = (uint32_t)++out;
+		rc = gs_hmap_add(&m, h, out++);
 	}
-	*n = out;
-	free(tab);
+	if (!rc)
+		*n = out;
+	gs_hmap_free(&m);
 	canon_free(&c);
-	return 0;
+	return rc;
 }
 
 static void write_line(const struct gs_profile *p, struct gs_wbuf *w, const struct fold_agg *a,

@@ -18,14 +18,6 @@
 
 #include "util/hash.h" /* gs_mix64, gs_hash_bytes */
 
-/* Storage for aggregating a profile's samples by key: an open-addressing
- * table of *cap (a power of two, at least 1024 and twice n_samples) slots
- * holding 1-based indices into *entries, an array with room for n_samples
- * (at least one) entries of entry_size bytes.  Slots start at 0 (empty).
- * Returns 0 or -ENOMEM (nothing allocated). */
-int gs_agg_alloc(size_t n_samples, size_t entry_size, uint32_t **table, size_t *cap,
-		 void **entries);
-
 /* Look a string up without interning; -1 if absent. */
 int64_t gs_profile_find_str(const struct gs_profile *p, const char *s);
 

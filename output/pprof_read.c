@@ -14,7 +14,7 @@
 #include <zlib.h>
 
 #include "output/internal.h"
-#include "util/hash.h"
+#include "util/hashmap.h"
 #include "output/output.h"
 #include "output/pprof_proto.h"
 
@@ -117,51 +117,33 @@ static void u64vec_push(void *ctx, uint64_t x)
 	a->v[a->n++] = x;
 }
 
-/* uint64 file id -> model id */
+/* uint64 file id -> model id, sized by the first pass's count of the
+ * messages that put ids, so a put never allocates. */
 struct idmap {
-	uint64_t *key;
-	uint32_t *val;
-	size_t cap;
+	struct gs_hmap m;
 };
 
 static int idmap_init(struct idmap *m, size_t n)
 {
-	m->cap = 64;
-	while (m->cap < n * 2 + 2)
-		m->cap *= 2;
-	m->key = calloc(m->cap, sizeof(*m->key));
-	m->val = calloc(m->cap, sizeof(*m->val));
-	return m->key && m->val ? 0 : -ENOMEM;
+	m->m = (struct gs_hmap){ 0 };
+	return gs_hmap_reserve(&m->m, n + 1);
 }
 
 static void idmap_free(struct idmap *m)
 {
-	free(m->key);
-	free(m->val);
+	gs_hmap_free(&m->m);
 }
 
 static void idmap_put(struct idmap *m, uint64_t k, uint32_t v)
 {
-	if (!k)
-		return;
-	size_t h = gs_mix64(k) & (m->cap - 1);
-	while (m->key[h] && m->key[h] != k)
-		h = (h + 1) & (m->cap - 1);
-	m->key[h] = k;
-	m->val[h] = v;
+	if (k)
+		(void)gs_hmap_put(&m->m, k, v);
 }
 
 static uint32_t idmap_get(const struct idmap *m, uint64_t k)
 {
-	if (!k)
-		return 0;
-	size_t h = gs_mix64(k) & (m->cap - 1);
-	while (m->key[h]) {
-		if (m->key[h] == k)
-			return m->val[h];
-		h = (h + 1) & (m->cap - 1);
-	}
-	return 0;
+	const uint64_t *v = k ? gs_hmap_get(&m->m, k) : NULL;
+	return v ? (uint32_t)*v : 0;
 }
 
 struct dec {

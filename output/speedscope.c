@@ -518,27 +518,31 @@ struct gpu_agg {
 static int gpu_aggregate(const struct gs_profile *p, int32_t dev, struct gpu_agg **out,
 			 size_t *n_out)
 {
-	size_t cap, n = 0;
-	uint32_t *tab;
-	struct gpu_agg *a;
-	if (gs_agg_alloc(p->n_samples, sizeof(*a), &tab, &cap, (void **)&a))
-		return -ENOMEM;
-	for (size_t i = 0; i < p->n_samples; i++) {
+	size_t cap = 0, n = 0;
+	struct gpu_agg *a = NULL;
+	struct gs_hmap m = { 0 }; /* stack | reason << 32 -> index into a */
+	int rc = 0;
+	for (size_t i = 0; i < p->n_samples && !rc; i++) {
 		const struct gs_sample *s = &p->samples[i];
 		if (s->cuda_device != dev || s->values[GS_V_GPU_SAMPLES] <= 0)
 			continue;
-		size_t h = gs_mix64(s->stack ^ ((uint64_t)s->cuda_stall_reason << 32)) & (cap - 1);
-		while (tab[h] && !(a[tab[h] - 1].stack == s->stack &&
-				   a[tab[h] - 1].reason == s->cuda_stall_reason))
-			h = (h + 1) & (cap - 1);
-		if (!tab[h]) {
-			a[n] = (struct gpu_agg){ .stack = s->stack,
-						 .reason = s->cuda_stall_reason };
-			tab[h] = (uint32_t)++n;
+		bool added;
+		uint64_t *v = gs_hmap_slot(&m, s->stack | (uint64_t)s->cuda_stall_reason << 32,
+					   &added);
+		struct gpu_agg e = { .stack = s->stack, .reason = s->cuda_stall_reason };
+		if (!v || (added && GS_PUSH(a, n, cap, e))) {
+			rc = -ENOMEM;
+			break;
 		}
-		a[tab[h] - 1].weight += s->values[GS_V_GPU_SAMPLES];
+		if (added)
+			*v = n - 1;
+		a[*v].weight += s->values[GS_V_GPU_SAMPLES];
 	}
-	free(tab);
+	gs_hmap_free(&m);
+	if (rc) {
+		free(a);
+		return rc;
+	}
 	*out = a;
 	*n_out = n;
 	return 0;
