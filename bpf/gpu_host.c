@@ -70,9 +70,8 @@ struct gs_gpu_host {
 	struct gs_proc_slots slots;
 	struct cubin *cubins;
 	size_t n_cubins, cap_cubins;
-	uint32_t *cubin_slots; /* open addressing by crc: index + 1, 0 = empty */
-	size_t n_slots;        /* 0 or a power of two, > 2 * n_cubins */
-	uint64_t cubin_bytes;  /* kept */
+	struct gs_hmap cubin_by_crc; /* crc -> index into cubins */
+	uint64_t cubin_bytes;        /* kept */
 	struct gs_gpu_cubin_losses lost;
 	uint32_t next_session;
 	struct gs_elf_cache *elf; /* the session's (opts.elf) or our own */
@@ -153,7 +152,7 @@ void gs_gpu_host_free(struct gs_gpu_host *h)
 	for (size_t i = 0; i < h->n_cubins; i++)
 		free(h->cubins[i].data);
 	free(h->cubins);
-	free(h->cubin_slots);
+	gs_hmap_free(&h->cubin_by_crc);
 	gs_hmap_free(&h->probed);
 	gs_proc_slots_fini(&h->slots);
 	gs_elf_cache_put(h->elf);
@@ -562,46 +561,11 @@ void gs_gpu_host_poll(struct gs_gpu_host *h)
 	}
 }
 
-static size_t crc_slot(uint64_t crc, size_t n_slots)
-{
-	crc ^= crc >> 33;
-	crc *= 0xff51afd7ed558ccdull;
-	crc ^= crc >> 33;
-	return (size_t)crc & (n_slots - 1);
-}
-
 /* Index of the cubin with this crc, or -1. */
 static ssize_t cubin_index(const struct gs_gpu_host *h, uint64_t crc)
 {
-	if (!h->n_slots)
-		return -1;
-	for (size_t i = crc_slot(crc, h->n_slots);; i = (i + 1) & (h->n_slots - 1)) {
-		uint32_t v = h->cubin_slots[i];
-		if (!v)
-			return -1;
-		if (h->cubins[v - 1].crc == crc)
-			return v - 1;
-	}
-}
-
-static int index_cubin(struct gs_gpu_host *h, size_t idx)
-{
-	if ((idx + 1) * 2 >= h->n_slots) {
-		size_t n = h->n_slots ? h->n_slots * 2 : 256;
-		uint32_t *t = calloc(n, sizeof(*t));
-		if (!t)
-			return -ENOMEM;
-		free(h->cubin_slots);
-		h->cubin_slots = t;
-		h->n_slots = n;
-		for (size_t k = 0; k < idx; k++)
-			index_cubin(h, k);
-	}
-	size_t i = crc_slot(h->cubins[idx].crc, h->n_slots);
-	while (h->cubin_slots[i])
-		i = (i + 1) & (h->n_slots - 1);
-	h->cubin_slots[i] = (uint32_t)idx + 1;
-	return 0;
+	const uint64_t *v = gs_hmap_get(&h->cubin_by_crc, crc);
+	return v ? (ssize_t)*v : -1;
 }
 
 static void lose_cubin(struct gs_gpu_host *h, uint64_t size, bool over_cap)
@@ -647,7 +611,7 @@ static void store_cubin(struct gs_gpu_host *h, uint32_t tgid, const struct gs_gp
 	b->crc = c->crc;
 	b->data = data;
 	b->size = c->size;
-	if (index_cubin(h, h->n_cubins)) {
+	if (gs_hmap_put(&h->cubin_by_crc, c->crc, h->n_cubins)) {
 		free(data);
 		lose_cubin(h, c->size, false);
 		return;
