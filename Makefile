@@ -47,7 +47,7 @@ BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 BPF_HDRS  := $(wildcard bpf/*.bpf.h) $(wildcard include/gpusample/*.h)
 SKELS     := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/%.skel.h)
 
-AGENT_SRCS := $(wildcard gpu_sampler/*.c)
+AGENT_SRCS := $(wildcard gpu_sampler/*.c) util/hashmap.c
 AGENT      := $(BUILD)/libgpusample_agent.so
 
 .PHONY: all deps test unit integration demo bench bench-tools install clean asan fuzz fuzz-build \
@@ -87,10 +87,10 @@ $(BUILD)/gpusample: $(CLI_OBJS) $(BUILD)/libgpusample_core.a
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(BUILD)/libgpusample_core.a $(STATIC_LIBS) $(SYS_LIBS)
 
 # The agent: C only, libc only (dlopen is in libc since glibc 2.34); of
-# util/ only the header-only pieces (hash.h, vec.h).
+# util/ only the libc-only pieces (hash.h, vec.h, hashmap.c).
 AGENT_CFLAGS := -std=gnu11 -O2 -g -fPIC -fvisibility=hidden -Wall -Wextra -Wno-unused-parameter $(WERROR) \
 		-D_GNU_SOURCE -Iinclude -I. -Igpu_sampler -I/usr/local/cuda/include
-$(AGENT): $(AGENT_SRCS) $(wildcard gpu_sampler/*.h) include/gpusample/records.h include/gpusample/stall.h util/hash.h util/vec.h
+$(AGENT): $(AGENT_SRCS) $(wildcard gpu_sampler/*.h) include/gpusample/records.h include/gpusample/stall.h util/hash.h util/vec.h util/hashmap.h
 	@mkdir -p $(BUILD)
 	$(if $(AGENT_SRCS),$(CC) $(AGENT_CFLAGS) -shared -o $@ $(AGENT_SRCS) -Wl$(comma)--no-undefined -Wl$(comma)-z$(comma)defs,touch $@)
 comma := ,

@@ -27,7 +27,8 @@
 #include "cupti_api.h"
 #include "gpusample/stall.h"
 #include "util/hash.h" /* gs_mix64 */
-#include "util/vec.h"  /* GS_GROW */
+#include "util/hashmap.h"
+#include "util/vec.h" /* GS_GROW */
 
 _Static_assert(sizeof(struct gs_gpu_pc) % 8 == 0, "pc entry alignment");
 _Static_assert(sizeof(struct gs_gpu_pc_batch) % 8 == 0, "batch alignment");
@@ -94,11 +95,6 @@ struct gs_cubin {
 	uint32_t module_id, ctx_uid, device, flags;
 };
 
-struct name_ent {
-	char *ptr;
-	uint64_t hash;
-};
-
 static struct {
 	pthread_mutex_t lock;
 	struct gs_cupti api;
@@ -124,8 +120,7 @@ static struct {
 	_Atomic(struct pending_cubin *) pending_cubins;
 	struct gs_cubin *cubins;
 	size_t n_cubins, cap_cubins, cubin_bytes;
-	struct name_ent *names; /* CUPTI-allocated function names by pointer (freed at exit) */
-	size_t n_names, cap_names;
+	struct gs_hmap names; /* CUPTI-allocated function name -> its hash (freed at exit) */
 	bool armed, launch_cb_on;
 	bool arming_in_launch; /* ctx_enable runs in a launch callback */
 	uint32_t session, reported_session;
@@ -481,49 +476,21 @@ static void queue_pending(CUcontext ctx)
 	}
 }
 
-static size_t name_slot(const char *p)
-{
-	return (size_t)gs_mix64((uint64_t)(uintptr_t)p) & (g.cap_names - 1);
-}
-
-static bool names_grow(void)
-{
-	size_t cap = g.cap_names ? g.cap_names * 2 : 256;
-	struct name_ent *old = g.names, *n = calloc(cap, sizeof(*n));
-	size_t old_cap = g.cap_names;
-
-	if (!n)
-		return false;
-	g.names = n;
-	g.cap_names = cap;
-	for (size_t i = 0; i < old_cap; i++)
-		if (old[i].ptr) {
-			size_t k = name_slot(old[i].ptr);
-			while (g.names[k].ptr)
-				k = (k + 1) & (cap - 1);
-			g.names[k] = old[i];
-		}
-	free(old);
-	return true;
-}
-
 /* Hash of a CUPTI-owned function name, looked up by pointer (one hash per
  * string, not per record) and remembered so it is freed exactly once. */
 static uint64_t name_hash(char *p)
 {
-	size_t k;
+	bool added;
+	uint64_t *v;
 
 	if (!p)
 		return 0;
-	if ((g.n_names + 1) * 2 > g.cap_names && !names_grow())
+	v = gs_hmap_slot(&g.names, (uint64_t)(uintptr_t)p, &added);
+	if (!v)
 		return gs_kernel_name_hash(p); /* not remembered: leaked, never double-freed */
-	for (k = name_slot(p); g.names[k].ptr; k = (k + 1) & (g.cap_names - 1))
-		if (g.names[k].ptr == p)
-			return g.names[k].hash;
-	g.names[k].ptr = p;
-	g.names[k].hash = gs_kernel_name_hash(p);
-	g.n_names++;
-	return g.names[k].hash;
+	if (added)
+		*v = gs_kernel_name_hash(p);
+	return *v;
 }
 
 /* CUPTI may hand the same functionName pointer out again in a later
@@ -532,11 +499,12 @@ static uint64_t name_hash(char *p)
  * when no record can come any more. */
 static void free_names(void)
 {
-	for (size_t i = 0; i < g.cap_names; i++)
-		free(g.names[i].ptr);
-	free(g.names);
-	g.names = NULL;
-	g.n_names = g.cap_names = 0;
+	size_t it = 0;
+	uint64_t ptr;
+
+	while (gs_hmap_next(&g.names, &it, &ptr, NULL))
+		free((char *)(uintptr_t)ptr);
+	gs_hmap_free(&g.names);
 }
 
 static void emit_cubin(const struct gs_cubin *b, uint32_t extra_flags)
