@@ -18,7 +18,7 @@ show "ELF openers (elf_begin)"         "$(c 'elf_begin\(')"
 show "remote-memory readers"           "$(c 'process_vm_readv\(')"
 show "raise_nofile"                    "$(c 'raise_nofile')"
 show "hash mixers outside util/hash.h" "$(c '0xff51afd7ed558ccd|0x9e3779b|0x85ebca|0xcbf29ce484222325|0x100000001b3' '^util/hash\.h$')"
-show "linear-probing tables (files)"   "$(c '\+ 1\) & |& \(\w*cap\w* - 1\)|& mask\b' '^util/hashmap\.c$')"
+show "linear-probing tables (files)"   "$(c '\+ 1\) & |& \(\w*cap\w* - 1\)|& mask\b' '^util/hashmap\.[ch]$')"
 show "clock helpers (clock_gettime)"   "$(c 'clock_gettime\(' '^util/clock\.h$')"
 printf '%-44s %3d\n' "realloc( call sites outside util/" \
 	"$(grep -rn 'realloc(' --include=*.c --include=*.h $SRC | grep -v '^util/' | wc -l)"
