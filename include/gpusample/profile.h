@@ -109,8 +109,11 @@ enum gs_num_label {
 extern const char *const gs_str_label_key[GS_NSTR_LABELS]; /* pprof keys */
 extern const char *const gs_num_label_key[GS_NNUM_LABELS];
 
+/* Kept for every sample of a run (5M in a long one), so the fields are
+ * ordered to leave no padding: 136 bytes. */
 struct gs_sample {
-	uint32_t stack; /* stack index (0-based into stacks[]) */
+	uint32_t stack;   /* stack index (0-based into stacks[]) */
+	uint32_t num_set; /* bit i: num_labels[i] present */
 	int64_t values[GS_NVALUES];
 	uint64_t time_ns;                   /* since profile start; GPU batches: drain time */
 	uint32_t pid, tid;                  /* tgid and tid in the root pid namespace */
@@ -121,7 +124,6 @@ struct gs_sample {
 	int32_t cuda_device;                /* -1 for CPU samples */
 	gs_str str_labels[GS_NSTR_LABELS];  /* enum gs_str_label; 0 = absent */
 	int64_t num_labels[GS_NNUM_LABELS]; /* enum gs_num_label */
-	uint32_t num_set;                   /* bit i: num_labels[i] present */
 };
 
 /* One process seen during the run, for the report. */
