@@ -18,7 +18,6 @@
 #include "util/vec.h"
 #include "symbolizer/python_int.h"
 
-#define LASTI_NONE 0xffffffffu
 
 /* Call fn on every value of m (pointers stored as u64). */
 static void map_each(const struct gs_hmap *m, void (*fn)(void *))
