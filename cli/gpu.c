@@ -363,7 +363,7 @@ static const char *reason_hint(const struct gs_gpu_proc_info *p)
 static int note_process(void *ctx, const struct gs_gpu_proc_info *i)
 {
 	struct session *s = ctx;
-	struct gs_procinfo *p = gs_proctab_get(&s->procs, i->tgid);
+	struct gs_procinfo *p = gs_procs_get(&s->procs, i->tgid);
 	const char *late;
 
 	if (!p)
@@ -415,17 +415,17 @@ static void note_missing_agents(struct session *s)
 {
 	char path[512];
 
-	for (uint32_t i = 0; i < s->procs.n; i++) {
-		struct gs_procinfo *p = &s->procs.items[i];
+	for (size_t i = 0; i < s->procs.n; i++) {
+		struct gs_procinfo *p = s->procs.all[i];
 
 		if (p->gpu[0] || !p->is_root ||
-		    gs_sym_foreach_mapping(s->sym, p->pid, has_cuda, NULL) <= 0)
+		    gs_sym_foreach_mapping(s->sym, p->proc->tgid, has_cuda, NULL) <= 0)
 			continue;
 		snprintf(p->gpu, sizeof(p->gpu), "no agent");
 		gs_profile_add_note(&s->prof,
 				    "pid %u uses CUDA but has no gpusample agent: start the job "
 				    "with CUDA_INJECTION64_PATH=%s to get GPU samples",
-				    p->pid,
+				    p->proc->tgid,
 				    gs_gpu_agent_path(path, sizeof(path))
 					? path
 					: "<prefix>/lib/gpusample/libgpusample_agent.so");

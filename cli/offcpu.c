@@ -301,8 +301,8 @@ int gs_off_start(struct session *s)
 		return -ENOMEM;
 	/* BPF ignores switches until the window is set, so every thread
 	 * there now either gets its seed or, born after t0, starts at birth. */
-	for (uint32_t i = 0; i < s->procs.n; i++)
-		seed_process(s, s->procs.items[i].pid);
+	for (size_t i = 0; i < s->procs.n; i++)
+		seed_process(s, ((struct gs_procinfo *)s->procs.all[i])->proc->tgid);
 	gs_sampler_offcpu_window(s->sampler, s->t0_mono);
 	return 0;
 }

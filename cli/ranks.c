@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Distributed jobs: each process's ranks (from its environment, read by
- * cli/procs.c) and the host name become labels on every CPU sample, so one
+ * the process table, proc/environ.c) and the host name become labels on every CPU sample, so one
  * profile of a torchrun job, or a merge of many hosts' profiles, can be cut
  * by rank (`go tool pprof -tagfocus=rank=1`) and by host.
  */
@@ -14,16 +14,6 @@
 
 #include "cli/session_int.h"
 #include "util/log.h"
-
-void gs_session_read_ranks(struct gs_procinfo *p, bool exec)
-{
-	struct gs_rank_env r;
-
-	/* Unreadable without an exec (the process is gone, or hides it): what
-	 * the fork child inherited from its parent stays right. */
-	if (!gs_proc_rank_env(p->pid, &r) || exec)
-		p->ranks = r;
-}
 
 /* This machine's host name, "unknown" if it has none. */
 static void local_host(char *host, size_t len)
@@ -52,10 +42,12 @@ static void set_num(struct gs_sample *smp, enum gs_num_label l, int64_t v)
 	smp->num_set |= 1u << l;
 }
 
-static void label_sample(gs_str host, const struct gs_procinfo *p, struct gs_sample *smp)
+static void label_sample(gs_str host, const struct gs_procinfo *info, struct gs_sample *smp)
 {
 	if (host != (gs_str)-1)
 		smp->str_labels[GS_SL_HOST] = host;
+	const struct gs_proc *p = info ? info->proc : NULL;
+
 	if (!p)
 		return;
 	set_num(smp, GS_NL_RANK, p->ranks.rank);
@@ -74,8 +66,8 @@ void gs_session_label_samples(struct session *s)
 
 		if (smp->cuda_device >= 0)
 			continue;
-		if (!p || p->pid != smp->pid) /* samples come in runs of one process */
-			p = gs_proctab_get(&s->procs, smp->pid);
+		if (!p || p->proc->tgid != smp->pid) /* samples come in runs of one process */
+			p = gs_procs_get(&s->procs, smp->pid);
 		label_sample(host, p, smp);
 	}
 }

@@ -68,10 +68,10 @@ int gs_session_update_target(struct session *s, const struct gs_procinfo *p)
 	struct gs_target t = {
 		.flags = s->o->children ? GS_TARGET_FOLLOW_CHILDREN : 0,
 		.py_cfg_id = p->py_cfg_id,
-		.root_tgid = p->root,
+		.root_tgid = p->proc->root,
 	};
 
-	return gs_sampler_add_target(s->sampler, p->pid, &t);
+	return gs_sampler_add_target(s->sampler, p->proc->tgid, &t);
 }
 
 /* Same configuration -> same id: fork-server and spawn workers re-exec the
@@ -99,14 +99,14 @@ static void py_discover(struct session *s, struct gs_procinfo *p)
 	uint64_t now = gs_now_ns(CLOCK_MONOTONIC);
 	int rc;
 
-	if (!s->py || p->py_state != GS_PYS_UNKNOWN || p->exited)
+	if (!s->py || p->py_state != GS_PYS_UNKNOWN || p->proc->exited)
 		return;
 	bool retry = p->py_first_try != 0;
 
 	if (!retry)
 		p->py_first_try = now;
 	memset(&cfg, 0, sizeof(cfg));
-	rc = gs_py_discover(s->py, p->pid, &cfg, &info, msg, sizeof(msg));
+	rc = gs_py_discover(s->py, p->proc->tgid, &cfg, &info, msg, sizeof(msg));
 	if (rc == 0) {
 		p->py_cfg_id = py_cfg_id(s, &cfg);
 		p->py_state = GS_PYS_FOUND;
@@ -114,9 +114,9 @@ static void py_discover(struct session *s, struct gs_procinfo *p)
 		 * sight) predates ld.so mapping libpython and its libraries, and
 		 * the process may be gone before the end of the run re-reads it. */
 		if (retry) {
-			gs_sym_refresh(s->sym, p->pid);
+			gs_sym_refresh(s->sym, p->proc->tgid);
 			if (s->cfi) /* same for the CFI snapshot: libpython's table */
-				gs_cfi_add_process(s->cfi, p->pid);
+				gs_cfi_add_process(s->cfi, p->proc->tgid);
 		}
 		snprintf(p->python, sizeof(p->python), "CPython %s", info.version);
 		gs_session_update_target(s, p);
@@ -131,8 +131,8 @@ static void py_discover(struct session *s, struct gs_procinfo *p)
 		if (rc == -EAGAIN) { /* CPython, but never walkable: say why */
 			p->py_state = GS_PYS_UNSUPPORTED;
 			snprintf(p->python, sizeof(p->python), "unsupported Python");
-			gs_profile_add_note(&s->prof, "pid %u (%s): %s; native stacks only", p->pid,
-					    p->comm, msg);
+			gs_profile_add_note(&s->prof, "pid %u (%s): %s; native stacks only",
+					    p->proc->tgid, p->comm, msg);
 		}
 		return;
 	}
@@ -142,16 +142,18 @@ static void py_discover(struct session *s, struct gs_procinfo *p)
 	}
 	p->py_state = GS_PYS_UNSUPPORTED;
 	snprintf(p->python, sizeof(p->python), "unsupported Python");
-	gs_profile_add_note(&s->prof, "pid %u (%s): %s; native stacks only", p->pid, p->comm, msg);
+	gs_profile_add_note(&s->prof, "pid %u (%s): %s; native stacks only", p->proc->tgid, p->comm,
+			    msg);
 }
 
 /* ---- Python as a handler of the process table -------------------------------- */
 
-/* The cli/ entry of a table entry: they are added together (session.c,
- * stacks.c); NULL only after ENOMEM. */
+/* The session's state of a table entry: made before the event that
+ * announces the entry (session.c, stacks.c); NULL only after ENOMEM, or
+ * for an entry a component made that no event announced. */
 static struct gs_procinfo *info_of(struct session *s, const struct gs_proc *p)
 {
-	return gs_proctab_get(&s->procs, p->tgid);
+	return gs_procs_get(&s->procs, p->tgid);
 }
 
 static int py_h_attach(void *ctx, struct gs_proc *pr, struct gs_elf_obj *o,
@@ -195,7 +197,7 @@ static int py_h_fork(void *ctx, struct gs_proc *parent, struct gs_proc *pr)
 	 * but BPF copied it at fork time: a parent discovered in between (a
 	 * fresh interpreter that forks its workers at once) left the child's
 	 * entry without a py_cfg_id.  Push the current one. */
-	if (child && child->py_state == GS_PYS_FOUND && gs_proc_alive(child->pid))
+	if (child && child->py_state == GS_PYS_FOUND && gs_proc_alive(pr->tgid))
 		gs_session_update_target(s, child);
 	return 0;
 }
@@ -226,8 +228,8 @@ static void py_h_tick(void *ctx)
 {
 	struct session *s = ctx;
 
-	for (uint32_t i = 0; i < s->procs.n; i++)
-		py_discover(s, &s->procs.items[i]);
+	for (size_t i = 0; i < s->procs.n; i++) /* in order of first sight */
+		py_discover(s, s->procs.all[i]);
 }
 
 static void py_h_report(void *ctx, struct gs_profile *prof)
@@ -297,12 +299,19 @@ int gs_rt_register(struct session *s)
 		.detach = gpu_h_detach,
 		.tick = gpu_h_tick,
 	};
+	const struct gs_proc_handler session = { .name = "session" };
 	struct gs_proc_handler h;
 	int rc;
 
 	s->pt = gs_proc_table_new(gs_sym_elf_cache(s->sym));
 	if (!s->pt)
 		return -ENOMEM;
+	/* The session's own per-process state (struct gs_procinfo): a slot
+	 * without ops, made by gs_procs_add before each announcing event. */
+	if ((rc = gs_proc_slots_init(&s->procs, "session", sizeof(struct gs_procinfo))) ||
+	    (rc = gs_proc_register(s->pt, &session)) < 0 ||
+	    (rc = gs_proc_slots_bind(&s->procs, s->pt, rc)))
+		return rc;
 	/* Order matters: the symbolizer's snapshot first, then the CFI
 	 * tables, then Python discovery (which may refresh both), then the
 	 * GPU agent (whose arming builds the process's tables). */

@@ -80,17 +80,17 @@ static int check_privileges(void)
 
 static int add_target(struct session *s, uint32_t pid, uint32_t ppid, bool is_root)
 {
-	struct gs_procinfo *p = gs_proctab_add(&s->procs, pid, ppid);
+	struct gs_procinfo *p = gs_procs_add(&s->procs, pid, ppid);
 	struct gs_proc_stat st;
 	int rc;
 
 	if (!p)
 		return -ENOMEM;
-	p->is_root = p->main = is_root;
+	p->is_root = is_root;
+	gs_procs_set_main(p, is_root);
 	if (!gs_proc_stat(pid, &st))
 		memcpy(p->comm, st.comm, sizeof(p->comm));
-	gs_session_read_ranks(p, false);
-	rc = gs_session_update_target(s, p);
+	rc = gs_session_update_target(s, p); /* the table reads the ranks when it sees it */
 	if (!rc && !gs_proc_table_seen(s->pt, pid, ppid))
 		rc = -ENOMEM;
 	return rc;
@@ -102,7 +102,7 @@ static void add_descendant(void *ctx, uint32_t pid, uint32_t ppid)
 
 	/* Parents come first only by luck of pid order; make sure the chain
 	 * exists so roles and roots propagate. */
-	if (!gs_proctab_get(&s->procs, ppid)) {
+	if (!gs_procs_get(&s->procs, ppid)) {
 		struct gs_proc_stat st;
 
 		if (!gs_proc_stat(ppid, &st))
@@ -162,7 +162,7 @@ static int on_cpu_sample(struct session *s, const struct gs_rec_cpu_view *v)
 	idx = gs_session_intern(s, v);
 	if (idx < 0)
 		return (int)idx;
-	p = gs_proctab_get(&s->procs, cs->tgid);
+	p = gs_procs_get(&s->procs, cs->tgid);
 	if (!p)
 		p = gs_session_first_sight(s, cs->tgid);
 	memcpy(comm, cs->comm, GS_COMM_LEN);
@@ -170,7 +170,7 @@ static int on_cpu_sample(struct session *s, const struct gs_rec_cpu_view *v)
 	if (p) {
 		p->cpu_samples++;
 		if (is_dataloader_comm(comm))
-			p->dataloader = true;
+			gs_procs_set_dataloader(p);
 	}
 	r.stack = (uint32_t)idx;
 	r.tid = cs->tid;
@@ -185,26 +185,22 @@ static void on_proc_event(struct session *s, const struct gs_proc_event *ev)
 
 	switch (ev->kind) {
 	case GS_PROC_FORK:
-		p = gs_proctab_add(&s->procs, ev->tgid, ev->ppid);
+		p = gs_procs_add(&s->procs, ev->tgid, ev->ppid);
 		if (p)
 			memcpy(p->comm, ev->comm, sizeof(p->comm));
 		gs_proc_table_fork(s->pt, ev->ppid, ev->tgid);
 		break;
 	case GS_PROC_EXEC:
-		p = gs_proctab_get(&s->procs, ev->tgid);
+		p = gs_procs_get(&s->procs, ev->tgid);
 		if (!p)
 			p = gs_session_first_sight(s, ev->tgid);
-		if (p) {
+		if (p)
 			memcpy(p->comm, ev->comm, sizeof(p->comm));
-			gs_session_read_ranks(p, true);
-		}
-		gs_proc_table_exec(s->pt, ev->tgid, 0); /* known: first sight above */
+		/* known: first sight above; the table reads the new image's ranks */
+		gs_proc_table_exec(s->pt, ev->tgid, 0);
 		break;
 	case GS_PROC_EXIT:
-		p = gs_proctab_get(&s->procs, ev->tgid);
-		if (p)
-			p->exited = true;
-		gs_proc_table_exit(s->pt, ev->tgid);
+		gs_proc_table_exit(s->pt, ev->tgid); /* marks the entry exited */
 		break;
 	}
 }
@@ -302,10 +298,10 @@ static void progress(struct session *s, bool final)
 	uint32_t live = 0;
 
 	gs_sampler_stats(s->sampler, &st);
-	for (uint32_t i = 0; i < s->procs.n; i++)
-		live += !s->procs.items[i].exited;
+	for (size_t i = 0; i < s->procs.n; i++)
+		live += !((struct gs_procinfo *)s->procs.all[i])->proc->exited;
 	gs_progress_line((gs_now_ns(CLOCK_MONOTONIC) - s->t0_mono) / 1e9, s->n_samples, st.lost,
-			 live, s->procs.n, final);
+			 live, (uint32_t)s->procs.n, final);
 }
 
 static int run_loop(struct session *s)
@@ -365,10 +361,10 @@ static void mark_dataloaders(struct session *s, const uint32_t *stack_ids)
 	const struct gs_profile *p = &s->prof;
 
 	for (uint32_t i = 0; i < s->raw.n; i++) {
-		struct gs_procinfo *proc = gs_proctab_get(&s->procs, s->raw.items[i].tgid);
+		struct gs_procinfo *proc = gs_procs_get(&s->procs, s->raw.items[i].tgid);
 		const struct gs_stack *st = &p->stacks[stack_ids[i]];
 
-		if (!proc || proc->dataloader)
+		if (!proc || proc->proc->role == GS_ROLE_DATALOADER)
 			continue;
 		for (uint32_t k = 0; k < st->n; k++) {
 			const struct gs_location *l =
@@ -380,7 +376,7 @@ static void mark_dataloaders(struct session *s, const uint32_t *stack_ids)
 				    p,
 				    gs_profile_function(p, p->lines[l->first_line].function)->name),
 				"_worker_loop")) {
-				proc->dataloader = true;
+				gs_procs_set_dataloader(proc);
 				break;
 			}
 		}
@@ -389,17 +385,17 @@ static void mark_dataloaders(struct session *s, const uint32_t *stack_ids)
 
 static void add_processes(struct session *s)
 {
-	for (uint32_t i = 0; i < s->procs.n; i++) {
-		const struct gs_procinfo *p = &s->procs.items[i];
+	for (size_t i = 0; i < s->procs.n; i++) {
+		const struct gs_procinfo *p = s->procs.all[i];
 		struct gs_process gp = {
-			.pid = p->pid,
-			.ppid = p->ppid,
+			.pid = p->proc->tgid,
+			.ppid = p->proc->ppid,
 			.comm = gs_profile_intern(&s->prof, p->comm),
-			.role = gs_profile_intern(&s->prof, gs_proc_role(p)),
+			.role = gs_profile_intern(&s->prof, gs_procs_role(p)),
 			.python = gs_profile_intern(&s->prof, p->python),
 			.gpu = gs_profile_intern(&s->prof, p->gpu),
 			.cpu_samples = p->cpu_samples,
-			.exited = p->exited,
+			.exited = p->proc->exited,
 		};
 		gs_profile_add_process(&s->prof, &gp);
 	}
@@ -462,11 +458,11 @@ static int build_profile(struct session *s)
 		stack_ids[i] = (uint32_t)id;
 	}
 	mark_dataloaders(s, stack_ids);
-	gs_proctab_assign_roles(&s->procs);
+	gs_procs_assign_roles(&s->procs);
 	for (size_t i = 0; i < s->n_samples; i++) {
 		const struct raw_sample *r = &s->samples[i];
 		const struct gs_rawstack *rs = &s->raw.items[r->stack];
-		struct gs_procinfo *proc = gs_proctab_get(&s->procs, rs->tgid);
+		struct gs_procinfo *proc = gs_procs_get(&s->procs, rs->tgid);
 		struct gs_sample smp = {
 			.stack = stack_ids[r->stack],
 			.values = { [GS_V_SAMPLES] = 1, [GS_V_CPU_NS] = p->period_ns },
@@ -474,7 +470,7 @@ static int build_profile(struct session *s)
 			.pid = rs->tgid,
 			.tid = r->tid,
 			.thread_name = r->comm,
-			.process_role = gs_profile_intern(p, proc ? gs_proc_role(proc) : "other"),
+			.process_role = gs_profile_intern(p, proc ? gs_procs_role(proc) : "other"),
 			.cuda_device = -1,
 		};
 		if (gs_profile_add_sample(p, &smp)) {
@@ -554,7 +550,8 @@ static int write_outputs(struct session *s)
 
 	/* One summary line for logs (the progress line is terminal-only). */
 	gs_log("%zu CPU samples, %llu lost, %u processes, %.1f s\n", s->n_samples,
-	       (unsigned long long)s->prof.lost_samples, s->procs.n, s->prof.duration_nanos / 1e9);
+	       (unsigned long long)s->prof.lost_samples, (uint32_t)s->procs.n,
+	       s->prof.duration_nanos / 1e9);
 
 	if (s->o->formats & GS_FMT_PPROF)
 		rc |= write_one(s, ".pb.gz", w_pprof);
@@ -636,7 +633,7 @@ static void free_session(struct session *s)
 		gs_sym_free(s->sym);
 	gs_rawstacks_free(&s->raw);
 	free(s->samples);
-	gs_proctab_free(&s->procs);
+	gs_proc_slots_fini(&s->procs); /* bound: the states only */
 	gs_profile_free(&s->prof);
 }
 
@@ -690,7 +687,7 @@ static int start(struct session *s)
 		gs_log("%s\n", s->err);
 		return rc;
 	}
-	gs_log("sampling %u process%s at %u Hz%s (Ctrl-C to stop)\n", s->procs.n,
+	gs_log("sampling %zu process%s at %u Hz%s (Ctrl-C to stop)\n", s->procs.n,
 	       s->procs.n == 1 ? "" : "es", s->o->frequency_hz,
 	       s->launched ? ", starting the command" : "");
 	s->t0_mono = gs_now_ns(CLOCK_MONOTONIC);

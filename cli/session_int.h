@@ -52,7 +52,7 @@ struct session {
 	struct gs_rawstacks raw;
 	struct raw_sample *samples;
 	size_t n_samples, cap_samples;
-	struct gs_proctab procs;
+	struct gs_proc_slots procs;  /* struct gs_procinfo: the session's state of each process */
 	uint32_t roots[GS_MAX_PIDS]; /* -p PIDs, or the launched command */
 	int n_roots;
 	struct gs_launch launch;
@@ -136,10 +136,7 @@ void gs_gpu_detach(struct session *s, int (*poll)(void *ctx, int timeout_ms));
 int gs_gpu_finish(struct session *s); /* join -> profile samples */
 void gs_gpu_close(struct session *s);
 
-/* cli/ranks.c: ranks from the environment, host/rank labels, -o expansion. */
-/* (Re)read p's ranks from /proc/PID/environ; after an exec a process that
- * hides its environment loses what it inherited. */
-void gs_session_read_ranks(struct gs_procinfo *p, bool exec);
+/* cli/ranks.c: host/rank labels (ranks: the process table's), -o expansion. */
 /* Host, rank, local_rank, world_size, node_rank labels on every CPU and
  * off-CPU sample in the profile so far (by its process's ranks). */
 void gs_session_label_samples(struct session *s);

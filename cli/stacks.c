@@ -21,11 +21,9 @@ struct gs_procinfo *gs_session_first_sight(struct session *s, uint32_t tgid)
 
 	if (gs_proc_stat(tgid, &st))
 		st.ppid = 0;
-	p = gs_proctab_add(&s->procs, tgid, st.ppid);
-	if (p)
-		gs_session_read_ranks(p, false);
-	if (p)
-		gs_proc_table_seen(s->pt, tgid, st.ppid); /* ENOMEM: no runtimes */
+	p = gs_procs_add(&s->procs, tgid, st.ppid);
+	if (p) /* reads its ranks, then attaches the runtimes */
+		gs_proc_table_seen(s->pt, tgid, st.ppid);
 	return p;
 }
 
@@ -34,7 +32,7 @@ int64_t gs_session_intern(struct session *s, const struct gs_rec_cpu_view *v)
 	bool is_new;
 	int64_t idx;
 
-	if (!gs_proctab_get(&s->procs, v->s->tgid))
+	if (!gs_procs_get(&s->procs, v->s->tgid))
 		gs_session_first_sight(s, v->s->tgid);
 	idx = gs_rawstacks_intern(
 	    &s->raw, v,
@@ -47,9 +45,9 @@ int64_t gs_session_intern(struct session *s, const struct gs_rec_cpu_view *v)
 
 const char *gs_session_role(struct session *s, uint32_t tgid)
 {
-	struct gs_procinfo *p = gs_proctab_get(&s->procs, tgid);
+	struct gs_procinfo *p = gs_procs_get(&s->procs, tgid);
 
-	return p ? gs_proc_role(p) : "other";
+	return p ? gs_procs_role(p) : "other";
 }
 
 uint32_t gs_session_special(struct session *s, const char *name)

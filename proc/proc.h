@@ -153,6 +153,32 @@ int gs_elf_get_mapped(struct gs_elf_cache *c, uint32_t tgid, const struct gs_map
  * opened, else -errno of the last open. */
 int gs_proc_open_mapped(uint32_t tgid, const struct gs_maps_line *l);
 
+/* ---- ranks from the environment ---------------------------------------- */
+
+/* Ranks of a distributed job, from a process's environment.  Each field is
+ * -1 when unknown.  Sources, in precedence order (the first one set wins,
+ * field by field): torch.distributed's launcher (RANK, LOCAL_RANK,
+ * WORLD_SIZE, GROUP_RANK), Open MPI (OMPI_COMM_WORLD_RANK, _LOCAL_RANK,
+ * _SIZE), PMI (PMI_RANK, PMI_SIZE), Slurm (SLURM_PROCID, SLURM_LOCALID,
+ * SLURM_NTASKS, SLURM_NODEID).  src[] says which source gave each field:
+ * torchrun under srun leaves SLURM_PROCID in every worker, so the launcher
+ * (Slurm rank only) and its workers (RANK) stay apart. */
+enum gs_rank_src { GS_RANK_NONE = 0, GS_RANK_TORCH, GS_RANK_OMPI, GS_RANK_PMI, GS_RANK_SLURM };
+struct gs_rank_env {
+	int64_t rank, local_rank, world_size, node_rank;
+	uint8_t src[4]; /* enum gs_rank_src of each field above, in order */
+};
+#define GS_RANK_ENV_UNKNOWN ((struct gs_rank_env){ -1, -1, -1, -1, { 0 } })
+/* Apply one "KEY=VALUE" entry of len bytes (not NUL-terminated) to r.
+ * Values must be plain decimals 0..INT32_MAX, anything else is ignored. */
+void gs_rank_env_entry(struct gs_rank_env *r, const char *kv, size_t len);
+/* Parse a NUL-separated environment block of n bytes (as /proc/PID/environ). */
+void gs_rank_env_parse(struct gs_rank_env *r, const char *buf, size_t n);
+/* Read /proc/PID/environ (opened with O_NOFOLLOW, at most 1 MiB read: the
+ * target is untrusted).  r is GS_RANK_ENV_UNKNOWN when the file cannot be
+ * read (a process that hides it is simply unlabelled); returns 0 or -errno. */
+int gs_proc_rank_env(uint32_t pid, struct gs_rank_env *r);
+
 /* ---- the process table and its handlers ------------------------------------ */
 
 /* A runtime (the native symbolizer, the CFI tables, Python, the GPU agent)
@@ -202,6 +228,11 @@ struct gs_proc {
 			 * when it has no parent in the table) */
 	uint32_t image; /* 0 as first seen, n after its n-th exec */
 	bool exited;
+	/* From /proc/PID/environ at first sight and after each exec; a fork
+	 * child, and a process whose environment cannot be read at first
+	 * sight, has its parent's (the same environment). */
+	struct gs_rank_env ranks;
+	uint8_t role;   /* enum gs_proc_role: the session decides it */
 	bool announced; /* a process event reached the handlers (not only
 			 * gs_proc_table_slot's creation) */
 	/* The maps as of the last attach, shared with the parent after fork;
@@ -209,6 +240,13 @@ struct gs_proc {
 	struct gs_proc_maps *maps;
 	void *slot[GS_PROC_MAX_HANDLERS]; /* per handler, by registration id */
 };
+
+/* What a process is to the job, for labels: the session decides (a root,
+ * what a wrapper runs, a rank's head; DataLoader workers by thread name or
+ * stack) and keeps it here. */
+enum gs_proc_role { GS_ROLE_OTHER = 0, GS_ROLE_MAIN, GS_ROLE_DATALOADER };
+/* "other", "main", "dataloader" ("other" for an unknown value). */
+const char *gs_proc_role_name(uint8_t role);
 
 struct gs_proc_table;
 
@@ -231,15 +269,25 @@ struct gs_proc *gs_proc_at(const struct gs_proc_table *t, size_t i);
 
 /* Process events.  seen: first sight (a target, a descendant found at
  * attach, a sampled tgid without fork record) -> attach; a known tgid is
- * returned as is.  fork: a new entry sharing the parent's root and maps ->
- * fork (a child already seen by its samples takes the parent's maps and
- * gets fork too: the record is the better truth).  exec: detach(exec), then attach
- * (first sight first when unknown).  exit: detach (unknown: nothing).
+ * returned as is; the ranks are read before attach.  fork: a new entry
+ * sharing the parent's root, ranks and maps -> fork (a child already seen
+ * by its samples takes the parent's maps and gets fork too: the record is
+ * the better truth).  exec: detach(exec), the ranks read again (unknown
+ * when unreadable: the new image's environment is not the parent's), then
+ * attach (first sight first when unknown).  exit: detach (unknown:
+ * nothing).
  * Return the entry, NULL on ENOMEM. */
 struct gs_proc *gs_proc_table_seen(struct gs_proc_table *t, uint32_t tgid, uint32_t ppid);
 struct gs_proc *gs_proc_table_fork(struct gs_proc_table *t, uint32_t ppid, uint32_t child);
 struct gs_proc *gs_proc_table_exec(struct gs_proc_table *t, uint32_t tgid, uint32_t ppid);
 void gs_proc_table_exit(struct gs_proc_table *t, uint32_t tgid);
+/* tgid's entry, made without calling any handler when new (as
+ * gs_proc_table_slot does) with ppid as its parent: for a component that
+ * sets up its own state before the first process event announces the
+ * entry.  An entry not yet announced takes ppid as its parent (and its
+ * root and inherited ranks); an announced one is returned as is.  NULL on
+ * ENOMEM. */
+struct gs_proc *gs_proc_table_add(struct gs_proc_table *t, uint32_t tgid, uint32_t ppid);
 /* The slot of handler id in tgid's entry, for a component that keeps its
  * per-process state there and learns of a process on its own (a GPU
  * record, a lookup before the session announced it): with create, an

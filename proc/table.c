@@ -79,12 +79,33 @@ struct gs_proc *gs_proc_at(const struct gs_proc_table *t, size_t i)
 	return i < t->n ? t->procs[i] : NULL;
 }
 
+const char *gs_proc_role_name(uint8_t role)
+{
+	if (role == GS_ROLE_DATALOADER)
+		return "dataloader";
+	return role == GS_ROLE_MAIN ? "main" : "other";
+}
+
+/* Before the first event only: what a process inherits from its parent. */
 static void set_parent(struct gs_proc_table *t, struct gs_proc *p, uint32_t ppid)
 {
 	struct gs_proc *parent = ppid ? gs_proc_get(t, ppid) : NULL; /* 0: unknown */
 
+	if (parent == p)
+		parent = NULL;
 	p->ppid = ppid;
-	p->root = parent && parent != p ? parent->root : p->tgid;
+	p->root = parent ? parent->root : p->tgid;
+	p->ranks = parent ? parent->ranks : GS_RANK_ENV_UNKNOWN; /* fork shares the environment */
+}
+
+/* The ranks of p's image.  Unreadable at first sight (gone, or hidden):
+ * what it inherited stays right; after an exec it is unknown. */
+static void read_ranks(struct gs_proc *p, bool exec)
+{
+	struct gs_rank_env r;
+
+	if (!gs_proc_rank_env(p->tgid, &r) || exec)
+		p->ranks = r;
 }
 
 /* A new entry (not yet announced to the handlers). */
@@ -165,7 +186,19 @@ struct gs_proc *gs_proc_table_seen(struct gs_proc_table *t, uint32_t tgid, uint3
 	if (!p->announced) /* made by gs_proc_table_slot: now its parent is known */
 		set_parent(t, p, ppid);
 	p->announced = true;
+	read_ranks(p, false);
 	attach_all(t, p);
+	return p;
+}
+
+struct gs_proc *gs_proc_table_add(struct gs_proc_table *t, uint32_t tgid, uint32_t ppid)
+{
+	struct gs_proc *p = gs_proc_get(t, tgid);
+
+	if (!p)
+		return proc_new(t, tgid, ppid);
+	if (!p->announced)
+		set_parent(t, p, ppid);
 	return p;
 }
 
@@ -208,6 +241,7 @@ struct gs_proc *gs_proc_table_exec(struct gs_proc_table *t, uint32_t tgid, uint3
 	detach_all(t, p, true);
 	p->image++;
 	p->exited = false;
+	read_ranks(p, true);
 	attach_all(t, p);
 	return p;
 }

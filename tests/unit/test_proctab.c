@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "gpusample/procstat.h"
 #include "proc/proc.h"
 
 /* A handler that logs its calls as "name:op:tgid[:detail]" lines. */
@@ -324,5 +325,94 @@ Test(proc_table, component_slots_alone_then_bound)
 	gs_proc_slots_drop(&s, 4000099); /* none: nothing */
 	gs_proc_slots_fini(&s);          /* the session's table is not ours to free */
 	cr_assert_eq(gs_proc_get(t, 4000021), p);
+	gs_proc_table_free(t);
+}
+
+/* ---- ranks and role carried by the entry ------------------------------------ */
+
+static int64_t rank_at_attach;
+
+static int rank_attach(void *ctx, struct gs_proc *p, struct gs_elf_obj *o,
+		       const struct gs_maps_line *l)
+{
+	rank_at_attach = p->ranks.rank;
+	return 0;
+}
+
+static bool wait_comm(pid_t pid, const char *comm)
+{
+	for (int i = 0; i < 500; i++) {
+		struct gs_proc_stat st;
+
+		if (!gs_proc_stat((uint32_t)pid, &st) && !strcmp(st.comm, comm))
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/* A shell with RANK=3 that, a second later, becomes `sleep` with RANK=7. */
+static pid_t ranked_child(void)
+{
+	char *envp[] = { "PATH=/bin:/usr/bin", "RANK=3", "LOCAL_RANK=1", "WORLD_SIZE=4", NULL };
+	char *argv[] = { "sh", "-c", "sleep 1; exec env RANK=7 sleep 30", NULL };
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		execve("/bin/sh", argv, envp);
+		_exit(127);
+	}
+	cr_assert(wait_comm(pid, "sh"), "the child runs the shell");
+	return pid;
+}
+
+Test(proc_table, entry_carries_ranks_and_role)
+{
+	const struct gs_proc_handler h = { .name = "ranks", .attach = rank_attach };
+	struct gs_proc_table *t = gs_proc_table_new(NULL);
+	pid_t pid = ranked_child();
+	uint32_t c = (uint32_t)pid;
+
+	cr_assert_geq(gs_proc_register(t, &h), 0);
+	struct gs_proc *p = gs_proc_table_seen(t, c, (uint32_t)getpid());
+	cr_assert(p);
+	cr_assert_eq(p->ranks.rank, 3);
+	cr_assert_eq(p->ranks.local_rank, 1);
+	cr_assert_eq(p->ranks.world_size, 4);
+	cr_assert_eq(p->ranks.node_rank, -1);
+	cr_assert_eq(p->ranks.src[0], GS_RANK_TORCH);
+	cr_assert_eq(rank_at_attach, 3, "read before the handlers attach");
+	cr_assert_eq(p->role, GS_ROLE_OTHER);
+	cr_assert_str_eq(gs_proc_role_name(p->role), "other");
+	cr_assert_str_eq(gs_proc_role_name(GS_ROLE_MAIN), "main");
+	cr_assert_str_eq(gs_proc_role_name(GS_ROLE_DATALOADER), "dataloader");
+	cr_assert_str_eq(gs_proc_role_name(200), "other");
+
+	/* A fork child shares the environment; so does one first seen after
+	 * it is gone (unreadable), and one a component made before the event. */
+	struct gs_proc *f = gs_proc_table_fork(t, c, 4000020);
+	cr_assert_eq(f->ranks.rank, 3);
+	struct gs_proc *g = gs_proc_table_seen(t, 4000021, c);
+	cr_assert_eq(g->ranks.rank, 3);
+	cr_assert_eq(g->root, p->root);
+	struct gs_proc *a = gs_proc_table_add(t, 4000022, c);
+	cr_assert(a && !a->announced && a->ppid == c && a->root == p->root);
+	cr_assert_eq(a->ranks.local_rank, 1);
+	cr_assert_eq(gs_proc_table_add(t, 4000022, 1), a);
+	cr_assert_eq(a->ppid, 1, "not announced: the last parent given");
+	cr_assert_eq(a->ranks.rank, -1, "and its (unknown) ranks");
+	cr_assert_eq(gs_proc_table_add(t, c, 1), p);
+	cr_assert_eq(p->ppid, (uint32_t)getpid(), "announced: as is");
+
+	/* An exec: the new image's environment; unreadable is unknown. */
+	gs_proc_table_exec(t, 4000020, c);
+	cr_assert_eq(f->ranks.rank, -1);
+	cr_assert(wait_comm(pid, "sleep"), "the shell execs sleep");
+	gs_proc_table_exec(t, c, 0);
+	cr_assert_eq(p->ranks.rank, 7);
+	cr_assert_eq(p->ranks.local_rank, 1);
+	cr_assert_eq(rank_at_attach, 7);
+	reap(pid);
 	gs_proc_table_free(t);
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Ranks from the environment (cli/procs.c), process roles of distributed
- * jobs, and -o template expansion (cli/options.c). */
+/* Ranks from the environment (proc/environ.c), process roles of distributed
+ * jobs (cli/procs.c), and -o template expansion (cli/options.c). */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -126,80 +127,131 @@ Test(rank_env, proc_environ_of_child)
 
 /* ---- roles ---------------------------------------------------------------- */
 
-static struct gs_procinfo *add(struct gs_proctab *t, uint32_t pid, uint32_t ppid, bool root,
+/* The session's process states in a table of their own: parents, roots and
+ * ranks are the table entries', as the session's table keeps them. */
+static struct gs_procinfo *add(struct gs_proc_slots *t, uint32_t pid, uint32_t ppid, bool root,
 			       int64_t rank, uint8_t src, uint64_t samples)
 {
-	struct gs_procinfo *p = gs_proctab_add(t, pid, ppid);
+	struct gs_procinfo *p = gs_procs_add(t, pid, ppid);
 
-	p->is_root = p->main = root;
+	cr_assert_not_null(p);
+	cr_assert_eq(p->proc->tgid, pid);
+	p->is_root = root;
+	gs_procs_set_main(p, root);
 	if (rank >= 0) {
-		p->ranks.rank = rank;
-		p->ranks.src[0] = src;
+		p->proc->ranks.rank = rank;
+		p->proc->ranks.src[0] = src;
 	}
 	p->cpu_samples = samples;
 	return p;
 }
 
+static struct gs_proc_slots new_procs(void)
+{
+	struct gs_proc_slots t;
+
+	cr_assert_eq(gs_proc_slots_init(&t, "session", sizeof(struct gs_procinfo)), 0);
+	return t;
+}
+
+static const char *role(struct gs_proc_slots *t, uint32_t pid)
+{
+	return gs_procs_role(gs_procs_get(t, pid));
+}
+
+static const struct gs_proc *entry(struct gs_proc_slots *t, uint32_t pid)
+{
+	return gs_procs_get(t, pid)->proc;
+}
+
 Test(roles, torchrun_two_ranks_and_their_workers)
 {
-	struct gs_proctab t = { 0 };
+	struct gs_proc_slots t = new_procs();
 
-	add(&t, 100, 1, true, -1, 0, 50);                                   /* torchrun */
-	add(&t, 101, 100, false, 0, GS_RANK_TORCH, 500);                    /* rank 0 */
-	add(&t, 102, 100, false, 1, GS_RANK_TORCH, 490);                    /* rank 1 */
-	add(&t, 103, 101, false, 0, GS_RANK_TORCH, 900)->dataloader = true; /* inherits rank 0 */
-	add(&t, 104, 102, false, 1, GS_RANK_TORCH, 10);                     /* a helper of rank 1 */
-	gs_proctab_assign_roles(&t);
-	cr_assert(!gs_proctab_get(&t, 100)->main);
-	cr_assert(gs_proctab_get(&t, 100)->launcher);
-	cr_assert(gs_proctab_get(&t, 101)->main);
-	cr_assert(gs_proctab_get(&t, 102)->main);
-	cr_assert(!gs_proctab_get(&t, 103)->main);
-	cr_assert_str_eq(gs_proc_role(gs_proctab_get(&t, 103)), "dataloader");
-	cr_assert(!gs_proctab_get(&t, 104)->main);
-	cr_assert_eq(gs_proctab_get(&t, 104)->ranks.rank, 1);
-	gs_proctab_free(&t);
+	add(&t, 100, 1, true, -1, 0, 50);                                         /* torchrun */
+	add(&t, 101, 100, false, 0, GS_RANK_TORCH, 500);                          /* rank 0 */
+	add(&t, 102, 100, false, 1, GS_RANK_TORCH, 490);                          /* rank 1 */
+	gs_procs_set_dataloader(add(&t, 103, 101, false, 0, GS_RANK_TORCH, 900)); /* rank 0's */
+	add(&t, 104, 102, false, 1, GS_RANK_TORCH, 10); /* a helper of rank 1 */
+	cr_assert_eq(entry(&t, 104)->root, 100);
+	gs_procs_assign_roles(&t);
+	cr_assert_str_eq(role(&t, 100), "other");
+	cr_assert(gs_procs_get(&t, 100)->launcher);
+	cr_assert_str_eq(role(&t, 101), "main");
+	cr_assert_str_eq(role(&t, 102), "main");
+	cr_assert_str_eq(role(&t, 103), "dataloader");
+	cr_assert_str_eq(role(&t, 104), "other");
+	cr_assert_eq(entry(&t, 104)->ranks.rank, 1);
+	gs_proc_slots_fini(&t);
 }
 
 Test(roles, torchrun_under_srun_launcher_loses_its_slurm_rank)
 {
-	struct gs_proctab t = { 0 };
+	struct gs_proc_slots t = new_procs();
 
 	add(&t, 200, 1, true, 2, GS_RANK_SLURM, 30);     /* torchrun, SLURM_PROCID=2 */
 	add(&t, 201, 200, false, 4, GS_RANK_TORCH, 400); /* RANK=4 */
 	add(&t, 202, 200, false, 5, GS_RANK_TORCH, 400);
-	gs_proctab_assign_roles(&t);
-	cr_assert(!gs_proctab_get(&t, 200)->main);
-	cr_assert_eq(gs_proctab_get(&t, 200)->ranks.rank, -1);
-	cr_assert(gs_proctab_get(&t, 201)->main);
-	cr_assert(gs_proctab_get(&t, 202)->main);
-	gs_proctab_free(&t);
+	gs_procs_assign_roles(&t);
+	cr_assert_str_eq(role(&t, 200), "other");
+	cr_assert_eq(entry(&t, 200)->ranks.rank, -1);
+	cr_assert_str_eq(role(&t, 201), "main");
+	cr_assert_str_eq(role(&t, 202), "main");
+	gs_proc_slots_fini(&t);
 }
 
 Test(roles, attach_to_one_rank)
 {
-	struct gs_proctab t = { 0 };
+	struct gs_proc_slots t = new_procs();
 
 	add(&t, 300, 0, true, 1, GS_RANK_TORCH, 100);
-	add(&t, 301, 300, false, 1, GS_RANK_TORCH, 200)->dataloader = true;
-	gs_proctab_assign_roles(&t);
-	cr_assert(gs_proctab_get(&t, 300)->main);
-	cr_assert(!gs_proctab_get(&t, 301)->main);
-	gs_proctab_free(&t);
+	gs_procs_set_dataloader(add(&t, 301, 300, false, 1, GS_RANK_TORCH, 200));
+	gs_procs_assign_roles(&t);
+	cr_assert_str_eq(role(&t, 300), "main");
+	cr_assert_str_eq(role(&t, 301), "dataloader");
+	gs_proc_slots_fini(&t);
 }
 
 Test(roles, no_ranks_wrapper_hands_main_to_busiest_child)
 {
-	struct gs_proctab t = { 0 };
+	struct gs_proc_slots t = new_procs();
 
 	add(&t, 400, 1, true, -1, 0, 1); /* bash -c */
 	add(&t, 401, 400, false, -1, 0, 500);
-	add(&t, 402, 401, false, -1, 0, 900)->dataloader = true;
-	gs_proctab_assign_roles(&t);
-	cr_assert(!gs_proctab_get(&t, 400)->main);
-	cr_assert(gs_proctab_get(&t, 401)->main);
-	cr_assert(!gs_proctab_get(&t, 402)->main);
-	gs_proctab_free(&t);
+	gs_procs_set_dataloader(add(&t, 402, 401, false, -1, 0, 900));
+	gs_procs_assign_roles(&t);
+	cr_assert_str_eq(role(&t, 400), "other");
+	cr_assert_str_eq(role(&t, 401), "main");
+	cr_assert_str_eq(role(&t, 402), "dataloader");
+	gs_proc_slots_fini(&t);
+}
+
+/* A DataLoader worker stays one whatever the main rule says, and a state
+ * starts with its parent's comm and Python state (a fork child). */
+Test(roles, dataloader_sticks_and_child_inherits)
+{
+	struct gs_proc_slots t = new_procs();
+	struct gs_procinfo *r = add(&t, 500, 0, true, -1, 0, 10), *c;
+
+	snprintf(r->comm, sizeof(r->comm), "python3");
+	snprintf(r->python, sizeof(r->python), "CPython 3.11.7");
+	r->py_state = GS_PYS_FOUND;
+	r->py_cfg_id = 3;
+	c = add(&t, 501, 500, false, -1, 0, 1);
+	cr_assert_str_eq(c->comm, "python3");
+	cr_assert_str_eq(c->python, "CPython 3.11.7");
+	cr_assert_eq(c->py_cfg_id, 3);
+	cr_assert_eq(c->proc->ppid, 500);
+	cr_assert_eq(c->proc->root, 500);
+	gs_procs_set_dataloader(r);
+	gs_procs_set_main(r, true);
+	cr_assert_str_eq(role(&t, 500), "dataloader");
+	cr_assert_eq(gs_procs_add(&t, 501, 999), c); /* known: as is */
+	cr_assert_eq(c->proc->ppid, 500);
+	cr_assert_eq(t.n, 2);
+	cr_assert_eq(t.all[0], r); /* in order of creation */
+	cr_assert_eq(t.all[1], c);
+	gs_proc_slots_fini(&t);
 }
 
 /* ---- -o templates ------------------------------------------------------------ */
