@@ -2,8 +2,9 @@
 /*
  * Per-process runtimes of a session, registered as handlers of the one
  * process table (proc/proc.h): the native symbolizer, the CFI unwind
- * tables, the CPython interpreter (discovery -> BPF walker configuration,
- * code objects -> frames, merge with native frames) and the GPU agent.
+ * tables, the CPython interpreter (discovery -> BPF walker configuration)
+ * and the GPU agent.  The stacks these runtimes resolve are merged in
+ * cli/stacks.c.
  * The session feeds BPF process events into the table (session.c,
  * stacks.c); the table calls the handlers.
  */
@@ -345,56 +346,4 @@ void gs_rt_comments(struct session *s)
 				       "stack scan",
 				       scanned, s->n_samples);
 	gs_proc_table_report(s->pt, &s->prof);
-}
-
-void gs_rt_new_stack(struct session *s, const struct gs_rawstack *r)
-{
-	struct gs_sym_mapping_info mi;
-
-	/* Read code objects now: the process (a DataLoader worker) may be gone
-	 * by the end of the run. */
-	if (s->py && r->n_python)
-		gs_py_note_frames(s->py, r->tgid, gs_rawstack_py(r), r->n_python);
-	/* Likewise the maps: a native address outside the snapshot (a library
-	 * mapped after exec or dlopened after attach) makes the symbolizer
-	 * re-read them now, while the process lives (rate-limited there).
-	 * Symbolization itself still waits for the end of the run. */
-	for (uint32_t i = 0; i < r->n_user; i++)
-		gs_sym_mapping_for(s->sym, r->tgid, r->frames[r->n_kernel + i], &mi);
-}
-
-int gs_rt_user_stack(struct session *s, const struct gs_rawstack *r, uint32_t *out, uint32_t cap)
-{
-	uint32_t native[GS_MAX_USER_FRAMES], py_locs[GS_MAX_PY_FRAMES];
-	const struct gs_py_frame *py = gs_rawstack_py(r);
-	uint32_t n_py = s->py ? r->n_python : 0;
-	uint32_t trunc = 0;
-
-	for (uint32_t i = 0; i < r->n_user; i++)
-		native[i] = gs_sym_native(s->sym, r->tgid, r->frames[r->n_kernel + i], i > 0);
-	if (!n_py) {
-		if (r->n_user > cap)
-			return -ENOSPC;
-		memcpy(out, native, r->n_user * sizeof(*out));
-		return r->n_user;
-	}
-	for (uint32_t i = 0; i < n_py; i++)
-		py_locs[i] = gs_py_location(s->py, r->tgid, &py[i]);
-	if (r->flags & GS_CPU_PY_TRUNC)
-		trunc = gs_py_truncated_location(s->py);
-	struct gs_py_range eval[GS_PY_EVAL_RANGES];
-	struct gs_py_stack st = {
-		.native = native,
-		.native_ips = &r->frames[r->n_kernel],
-		.n_native = r->n_user,
-		.py_locs = py_locs,
-		.py_frames = py,
-		.n_py = n_py,
-		.trunc_loc = trunc,
-		.py_partial = (r->flags & GS_CPU_PY_ERR) != 0,
-		.eval = eval,
-		.n_eval = gs_py_eval_ranges(s->py, r->tgid, eval, GS_PY_EVAL_RANGES),
-	};
-
-	return gs_py_merge(&s->prof, &st, out, cap);
 }

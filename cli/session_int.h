@@ -98,13 +98,10 @@ int gs_rt_open(struct session *s);
 int gs_rt_register(struct session *s);
 void gs_rt_close(struct session *s);
 void gs_rt_comments(struct session *s); /* profile comments: what stayed unresolved */
-void gs_rt_new_stack(struct session *s, const struct gs_rawstack *r);
-/* Leaf-first user part of a stack (native + Python merged); returns count. */
-int gs_rt_user_stack(struct session *s, const struct gs_rawstack *r, uint32_t *out, uint32_t cap);
 /* Push the targets entry of p (flags, root, py_cfg_id) to BPF. */
 int gs_session_update_target(struct session *s, const struct gs_procinfo *p);
 
-/* cli/stacks.c (calls only down: runtimes.c, ranks.c, procs.c):
+/* cli/stacks.c (calls only down: procs.c and the components):
  * Symbolize one raw stack into a profile stack (also used for launch
  * stacks of GPU kernels during the run); returns the stack index or <0. */
 int64_t gs_session_stack(struct session *s, const struct gs_rawstack *r);

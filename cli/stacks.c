@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Stacks of the session: CPU-sample records interned (first sight of a
- * process starts its runtimes), raw stacks symbolized into profile
- * stacks, special frames.  Below session.c, gpu.c and offcpu.c, above
- * runtimes.c: nothing here calls back up.
+ * process starts its runtimes; a new stack has its Python code objects and
+ * maps read while the process lives), raw stacks symbolized into profile
+ * stacks (native and Python frames merged), special frames.  Below
+ * session.c, gpu.c and offcpu.c; it calls only procs.c and the
+ * components (symbolizer, Python, the process table), nothing back up.
  */
 #include <errno.h>
 #include <string.h>
@@ -12,7 +14,63 @@
 #include "cli/rawstacks.h"
 #include "cli/session_int.h"
 #include "gpusample/profile.h"
+#include "symbolizer/python.h"
 #include "symbolizer/symbolizer.h"
+
+/* A new raw stack: what must be read while its process lives. */
+static void new_stack(struct session *s, const struct gs_rawstack *r)
+{
+	struct gs_sym_mapping_info mi;
+
+	/* Read code objects now: the process (a DataLoader worker) may be gone
+	 * by the end of the run. */
+	if (s->py && r->n_python)
+		gs_py_note_frames(s->py, r->tgid, gs_rawstack_py(r), r->n_python);
+	/* Likewise the maps: a native address outside the snapshot (a library
+	 * mapped after exec or dlopened after attach) makes the symbolizer
+	 * re-read them now, while the process lives (rate-limited there).
+	 * Symbolization itself still waits for the end of the run. */
+	for (uint32_t i = 0; i < r->n_user; i++)
+		gs_sym_mapping_for(s->sym, r->tgid, r->frames[r->n_kernel + i], &mi);
+}
+
+/* Leaf-first user part of a stack: native frames, merged with the Python
+ * frames where the sample has them; returns the count or -ENOSPC. */
+static int user_stack(struct session *s, const struct gs_rawstack *r, uint32_t *out, uint32_t cap)
+{
+	uint32_t native[GS_MAX_USER_FRAMES], py_locs[GS_MAX_PY_FRAMES];
+	const struct gs_py_frame *py = gs_rawstack_py(r);
+	uint32_t n_py = s->py ? r->n_python : 0;
+	uint32_t trunc = 0;
+
+	for (uint32_t i = 0; i < r->n_user; i++)
+		native[i] = gs_sym_native(s->sym, r->tgid, r->frames[r->n_kernel + i], i > 0);
+	if (!n_py) {
+		if (r->n_user > cap)
+			return -ENOSPC;
+		memcpy(out, native, r->n_user * sizeof(*out));
+		return r->n_user;
+	}
+	for (uint32_t i = 0; i < n_py; i++)
+		py_locs[i] = gs_py_location(s->py, r->tgid, &py[i]);
+	if (r->flags & GS_CPU_PY_TRUNC)
+		trunc = gs_py_truncated_location(s->py);
+	struct gs_py_range eval[GS_PY_EVAL_RANGES];
+	struct gs_py_stack st = {
+		.native = native,
+		.native_ips = &r->frames[r->n_kernel],
+		.n_native = r->n_user,
+		.py_locs = py_locs,
+		.py_frames = py,
+		.n_py = n_py,
+		.trunc_loc = trunc,
+		.py_partial = (r->flags & GS_CPU_PY_ERR) != 0,
+		.eval = eval,
+		.n_eval = gs_py_eval_ranges(s->py, r->tgid, eval, GS_PY_EVAL_RANGES),
+	};
+
+	return gs_py_merge(&s->prof, &st, out, cap);
+}
 
 struct gs_procinfo *gs_session_first_sight(struct session *s, uint32_t tgid)
 {
@@ -39,7 +97,7 @@ int64_t gs_session_intern(struct session *s, const struct gs_rec_cpu_view *v)
 	    v->s->flags & (GS_CPU_USER_TRUNC | GS_CPU_PY_TRUNC | GS_CPU_PY_ERR | GS_CPU_USER_SCAN),
 	    &is_new);
 	if (idx >= 0 && is_new)
-		gs_rt_new_stack(s, &s->raw.items[idx]);
+		new_stack(s, &s->raw.items[idx]);
 	return idx;
 }
 
@@ -67,7 +125,7 @@ static int64_t symbolize_stack(struct session *s, const struct gs_rawstack *r,
 
 	for (uint32_t i = 0; i < r->n_kernel; i++)
 		locs[n++] = gs_sym_kernel(s->sym, r->frames[i]);
-	rc = gs_rt_user_stack(s, r, locs + n, (uint32_t)(sizeof(locs) / sizeof(locs[0]) - n - 1));
+	rc = user_stack(s, r, locs + n, (uint32_t)(sizeof(locs) / sizeof(locs[0]) - n - 1));
 	if (rc < 0)
 		return rc;
 	n += (uint32_t)rc;
