@@ -3,8 +3,10 @@
  * proc/: the processes of the target set, as the host sees them through
  * /proc.  One reader of /proc/PID/maps and one remote-memory reader for
  * every component (symbolizer, CFI tables, Python discovery, GPU host),
- * one cache of ELF objects, and the one table of processes that turns
- * process events into calls of the runtimes' handlers.
+ * one cache of ELF objects, the ranks of a distributed job read from a
+ * process's environment, and the one table of processes (tgid, parent,
+ * root, ranks, role) that turns process events into calls of the
+ * runtimes' handlers.
  *
  * The target is untrusted: files under /proc/PID are opened without
  * following links, every read is bounded, and nothing read is trusted for
