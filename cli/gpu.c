@@ -200,7 +200,7 @@ static int say_refused(void *ctx, const struct gs_gpu_proc_info *p)
 	return 1;
 }
 
-void gs_gpu_add_process(struct session *s, uint32_t tgid)
+static void add_process(struct session *s, uint32_t tgid)
 {
 	/* A second gpusample on an armed agent is told at once, not only in
 	 * the report at the end. */
@@ -211,14 +211,33 @@ void gs_gpu_add_process(struct session *s, uint32_t tgid)
 	prepare_and_arm(s);
 }
 
-void gs_gpu_remove_process(struct session *s, uint32_t tgid)
+/* ---- the GPU agent as a handler of the process table ------------------------ */
+
+static int gpu_h_attach(void *ctx, struct gs_proc *p, struct gs_elf_obj *o,
+			const struct gs_maps_line *l)
 {
-	if (s->gpu)
-		gs_gpu_host_remove_process(s->gpu, tgid);
+	add_process(ctx, p->tgid);
+	return 0;
 }
 
-void gs_gpu_tick(struct session *s)
+static int gpu_h_fork(void *ctx, struct gs_proc *parent, struct gs_proc *child)
 {
+	add_process(ctx, child->tgid);
+	return 0;
+}
+
+static void gpu_h_detach(void *ctx, struct gs_proc *p, bool exec)
+{
+	struct session *s = ctx;
+
+	/* An exec's attach looks for the agent in the new image. */
+	if (!exec && s->gpu)
+		gs_gpu_host_remove_process(s->gpu, p->tgid);
+}
+
+static void gpu_h_tick(void *ctx)
+{
+	struct session *s = ctx;
 	char sum[128];
 
 	if (!s->gpu)
@@ -227,6 +246,18 @@ void gs_gpu_tick(struct session *s)
 	prepare_and_arm(s);
 	gs_gpu_host_summary(s->gpu, sum, sizeof(sum));
 	gs_progress_set_gpu(sum);
+}
+
+void gs_gpu_proc_handler(struct session *s, struct gs_proc_handler *h)
+{
+	*h = (struct gs_proc_handler){
+		.name = "gpu",
+		.ctx = s,
+		.attach = gpu_h_attach,
+		.fork = gpu_h_fork,
+		.detach = gpu_h_detach,
+		.tick = gpu_h_tick,
+	};
 }
 
 static void on_cubin(struct session *s, const struct gs_gpu_cubin *c)

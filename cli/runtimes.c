@@ -2,9 +2,9 @@
 /*
  * Per-process runtimes of a session, registered as handlers of the one
  * process table (proc/proc.h): the native symbolizer, the CFI unwind
- * tables, the CPython interpreter (discovery -> BPF walker configuration)
- * and the GPU agent.  The stacks these runtimes resolve are merged in
- * cli/stacks.c.
+ * tables, the CPython interpreter (discovery -> BPF walker configuration:
+ * its handler is here) and the GPU agent (its handler: cli/gpu.c).  The
+ * stacks these runtimes resolve are merged in cli/stacks.c.
  * The session feeds BPF process events into the table (session.c,
  * stacks.c); the table calls the handlers.
  */
@@ -253,32 +253,6 @@ static void py_h_report(void *ctx, struct gs_profile *prof)
 	    (unsigned long long)st.frames);
 }
 
-/* ---- the GPU agent as a handler (cli/gpu.c: the host, its arming) ---------- */
-
-static int gpu_h_attach(void *ctx, struct gs_proc *p, struct gs_elf_obj *o,
-			const struct gs_maps_line *l)
-{
-	gs_gpu_add_process(ctx, p->tgid);
-	return 0;
-}
-
-static int gpu_h_fork(void *ctx, struct gs_proc *parent, struct gs_proc *child)
-{
-	gs_gpu_add_process(ctx, child->tgid);
-	return 0;
-}
-
-static void gpu_h_detach(void *ctx, struct gs_proc *p, bool exec)
-{
-	if (!exec) /* an exec's attach looks for the agent in the new image */
-		gs_gpu_remove_process(ctx, p->tgid);
-}
-
-static void gpu_h_tick(void *ctx)
-{
-	gs_gpu_tick(ctx);
-}
-
 /* ---- registration ------------------------------------------------------------ */
 
 int gs_rt_register(struct session *s)
@@ -291,14 +265,6 @@ int gs_rt_register(struct session *s)
 		.detach = py_h_detach,
 		.tick = py_h_tick,
 		.report = py_h_report,
-	};
-	const struct gs_proc_handler gpu = {
-		.name = "gpu",
-		.ctx = s,
-		.attach = gpu_h_attach,
-		.fork = gpu_h_fork,
-		.detach = gpu_h_detach,
-		.tick = gpu_h_tick,
 	};
 	const struct gs_proc_handler session = { .name = "session" };
 	struct gs_proc_handler h;
@@ -325,8 +291,10 @@ int gs_rt_register(struct session *s)
 			return rc;
 	}
 	if ((rc = gs_proc_register(s->pt, &py)) < 0 ||
-	    (s->py && (rc = gs_py_bind(s->py, s->pt, rc))) ||
-	    (rc = gs_proc_register(s->pt, &gpu)) < 0)
+	    (s->py && (rc = gs_py_bind(s->py, s->pt, rc))))
+		return rc;
+	gs_gpu_proc_handler(s, &h);
+	if ((rc = gs_proc_register(s->pt, &h)) < 0)
 		return rc;
 	/* The symbolizer, the CFI tables, Python and the GPU host keep
 	 * their per-process state in their slots. */

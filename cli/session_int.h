@@ -117,9 +117,10 @@ struct gs_procinfo *gs_session_first_sight(struct session *s, uint32_t tgid);
 int gs_gpu_open(struct session *s);        /* after the sampler is loaded */
 void gs_gpu_launch_env(struct session *s); /* fills s->launch_env */
 void gs_gpu_start(struct session *s);      /* t0 known */
-void gs_gpu_add_process(struct session *s, uint32_t tgid);
-void gs_gpu_remove_process(struct session *s, uint32_t tgid);
-void gs_gpu_tick(struct session *s);
+/* The GPU agent's handler of s->pt: a process (at attach, fork and exec)
+ * is scanned for the agent, configured and armed; an exited one dropped;
+ * the tick rescans and arms (cli/runtimes.c registers it). */
+void gs_gpu_proc_handler(struct session *s, struct gs_proc_handler *h);
 void gs_gpu_record(struct session *s, const struct gs_rec_hdr *h);
 /* A GS_REC_GPU_LAUNCH record decoded: its fixed part in *l and its CPU
  * stack in *v, narrowed to the program's frames; -EINVAL when malformed,
