@@ -175,24 +175,44 @@ static void read_facts(struct gs_elf_obj *o)
 	}
 }
 
+int gs_open_regular(const char *path, int extra_flags, struct stat *st)
+{
+	char self[40];
+	int pfd = open(path, O_PATH | O_CLOEXEC | extra_flags), fd;
+
+	if (pfd < 0)
+		return -errno;
+	/* What the path leads to is looked at before anything opens it: opening
+	 * a device (a planted link to /dev/watchdog, a tape) acts on it. */
+	if (fstat(pfd, st) || !S_ISREG(st->st_mode)) {
+		close(pfd);
+		return -EPERM;
+	}
+	/* Reopened through the descriptor: the same inode, no second lookup. */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	fd = fd < 0 ? -errno : fd;
+	close(pfd);
+	return fd;
+}
+
 /* The first path that opens to the very file the kernel mapped: the
  * /proc/PID/root path resolves links the target planted (an absolute one
  * points into our root, not its), so only the (dev, inode) of the mapping
- * vouches for what was opened.  O_NONBLOCK: a planted FIFO cannot hang us. */
+ * vouches for what was opened. */
 static int open_first(const char *const *paths, size_t n, uint64_t dev, uint64_t ino)
 {
 	int err = -ENOENT;
 
 	for (size_t i = 0; i < n; i++) {
 		struct stat st;
-		int fd = open(paths[i], O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+		int fd = gs_open_regular(paths[i], 0, &st);
 
 		if (fd < 0) {
-			err = -errno;
+			err = fd == -EPERM ? -ESTALE : fd;
 			continue;
 		}
-		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-		    (!ino || (st.st_ino == ino && st.st_dev == dev)))
+		if (!ino || (st.st_ino == ino && st.st_dev == dev))
 			return fd;
 		close(fd);
 		err = -ESTALE;
@@ -366,35 +386,40 @@ int gs_elf_usdt_provider(const struct gs_elf_obj *o, const char *provider)
 
 /* The two ways to the file of mapping l: map_files (the mapped file
  * itself, root only) and the path inside the target's root. */
-static void mapped_paths(uint32_t tgid, const struct gs_maps_line *l, char mf[80], char root[4200])
+struct mapped_paths {
+	char map_files[80];
+	char root[4200]; /* "/proc/PID/root" + a maps path (PATH_MAX) */
+};
+
+static void mapped_paths(uint32_t tgid, const struct gs_maps_line *l, struct mapped_paths *mp)
 {
-	snprintf(mf, 80, "/proc/%u/map_files/%llx-%llx", tgid, (unsigned long long)l->start,
-		 (unsigned long long)l->end);
-	snprintf(root, 4200, "/proc/%u/root%s", tgid, l->path);
+	snprintf(mp->map_files, sizeof(mp->map_files), "/proc/%u/map_files/%llx-%llx", tgid,
+		 (unsigned long long)l->start, (unsigned long long)l->end);
+	snprintf(mp->root, sizeof(mp->root), "/proc/%u/root%s", tgid, l->path);
 }
 
 int gs_elf_get_mapped(struct gs_elf_cache *c, uint32_t tgid, const struct gs_maps_line *l,
 		      struct gs_elf_obj **out)
 {
-	char mf[80], root[4200];
-	const char *paths[] = { mf, root };
+	struct mapped_paths mp;
+	const char *paths[] = { mp.map_files, mp.root };
 	uint64_t dev = makedev(l->dev_major, l->dev_minor);
 
 	if (!l->path || !l->inode)
 		return -EINVAL;
 	if ((*out = gs_elf_find(c, dev, l->inode)))
 		return 0;
-	mapped_paths(tgid, l, mf, root);
+	mapped_paths(tgid, l, &mp);
 	return gs_elf_get(c, l->path, paths, 2, dev, l->inode, out);
 }
 
 int gs_proc_open_mapped(uint32_t tgid, const struct gs_maps_line *l)
 {
-	char mf[80], root[4200];
-	const char *paths[] = { mf, root };
+	struct mapped_paths mp;
+	const char *paths[] = { mp.map_files, mp.root };
 
 	if (!l->path || !l->inode)
 		return -EINVAL;
-	mapped_paths(tgid, l, mf, root);
+	mapped_paths(tgid, l, &mp);
 	return open_first(paths, 2, makedev(l->dev_major, l->dev_minor), l->inode);
 }

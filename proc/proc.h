@@ -155,6 +155,15 @@ int gs_elf_get_mapped(struct gs_elf_cache *c, uint32_t tgid, const struct gs_map
  * opened, else -errno of the last open. */
 int gs_proc_open_mapped(uint32_t tgid, const struct gs_maps_line *l);
 
+struct stat;
+/* Open path read-only (O_CLOEXEC, O_NONBLOCK) only if it leads to a regular
+ * file: it is looked at through an O_PATH descriptor first (extra_flags:
+ * e.g. O_NOFOLLOW), so no device, FIFO or socket a link points to is ever
+ * opened, then reopened through that descriptor (the same inode).  *st is
+ * the file's.  Returns the fd, -EPERM for anything but a regular file, or
+ * -errno of the open. */
+int gs_open_regular(const char *path, int extra_flags, struct stat *st);
+
 /* ---- ranks from the environment ---------------------------------------- */
 
 /* Ranks of a distributed job, from a process's environment.  Each field is

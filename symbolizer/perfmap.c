@@ -101,12 +101,12 @@ int gs_perfmap_read(const char *path, uid_t owner, struct gs_perfmap *pm)
 	int fd, err;
 
 	memset(pm, 0, sizeof(*pm));
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	/* a regular file, not a link (a FIFO or a device would hang or feed us
+	 * forever), and perf's rule: written by the process's user or root */
+	fd = gs_open_regular(path, O_NOFOLLOW, &st);
 	if (fd < 0)
-		return -errno;
-	/* perf's rule: a map written by the process's user (or root), and a
-	 * regular file (a FIFO or a device would hang or feed us forever) */
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (st.st_uid != owner && st.st_uid != 0)) {
+		return fd;
+	if (st.st_uid != owner && st.st_uid != 0) {
 		close(fd);
 		return -EPERM;
 	}

@@ -157,9 +157,9 @@ const struct gs_sym_map *gs_sym_snapshot_find(const struct gs_sym_snapshot *s, u
 #define GS_PERFMAP_MAX_ENTRIES (1u << 20)
 /* Parse "START SIZE name" lines (hex); sorted by start.  Lines over 1 KiB
  * are skipped, reading stops after GS_PERFMAP_MAX_BYTES, entries beyond
- * GS_PERFMAP_MAX_ENTRIES are dropped.  read: the file at path, not through
- * a link at its end, a regular file owned by owner (the process's uid) or
- * root, else -EPERM.  0 or -errno (-ENOENT when the file does not exist). */
+ * GS_PERFMAP_MAX_ENTRIES are dropped.  read: the file at path only when it
+ * is a regular file (no link at its end: gs_open_regular) owned by owner
+ * (the process's uid) or root, else -EPERM.  0 or -errno (-ENOENT when the file does not exist). */
 int gs_perfmap_read(const char *path, uid_t owner, struct gs_perfmap *pm);
 int gs_perfmap_parse(FILE *f, struct gs_perfmap *pm);
 void gs_perfmap_free(struct gs_perfmap *pm);

@@ -361,3 +361,30 @@ Test(proc_elf, open_mapped_only_the_mapped_file)
 	unlink(lib);
 	unlink(other);
 }
+
+/* Only regular files are ever opened: a device or FIFO a link points to is
+ * looked at (O_PATH), not opened. */
+Test(proc_elf, open_regular_refuses_what_is_not_a_file)
+{
+	char fifo[64], link[64];
+	struct stat st;
+	int fd;
+
+	snprintf(fifo, sizeof(fifo), "/tmp/gs_test_proc_fifo.%d", getpid());
+	snprintf(link, sizeof(link), "/tmp/gs_test_proc_lnk.%d", getpid());
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	cr_assert_eq(gs_open_regular(fifo, 0, &st), -EPERM, "a FIFO (no writer: no hang)");
+	cr_assert_eq(gs_open_regular("/dev/null", 0, &st), -EPERM, "a device");
+	cr_assert_eq(symlink("/dev/null", link), 0);
+	cr_assert_eq(gs_open_regular(link, 0, &st), -EPERM, "a link to a device");
+	cr_assert_eq(gs_open_regular(link, O_NOFOLLOW, &st), -EPERM, "the link itself");
+	fd = gs_open_regular("/proc/self/exe", 0, &st);
+	cr_assert_geq(fd, 0, "a regular file through a link opens: %s", strerror(-fd));
+	cr_assert(S_ISREG(st.st_mode));
+	char b[4];
+	cr_assert_eq(pread(fd, b, 4, 0), 4);
+	cr_assert_eq(memcmp(b, "\177ELF", 4), 0);
+	close(fd);
+	unlink(fifo);
+	unlink(link);
+}
