@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -175,13 +176,15 @@ static struct gpu_proc *proc_find(struct gs_gpu_host *h, uint32_t tgid, bool cre
 
 /* Is this mapped file the agent?  Recognised by its USDT notes (provider
  * "gpusample"), not its name: asked once per ELF object of the cache. */
-static bool is_agent(struct gs_gpu_host *h, uint32_t tgid, const struct gs_maps_line *l)
+static bool is_agent(struct gs_gpu_host *h, uint32_t tgid, const struct gs_maps_line *l,
+		     struct gs_elf_obj **out)
 {
 	struct gs_elf_obj *o;
 	bool added;
 
 	if (gs_elf_get_mapped(h->elf, tgid, l, &o))
 		return false;
+	*out = o;
 	uint64_t *v = gs_hmap_slot(&h->probed, o->id, &added);
 	if (!v)
 		return false;
@@ -190,10 +193,12 @@ static bool is_agent(struct gs_gpu_host *h, uint32_t tgid, const struct gs_maps_
 	return *v == 2;
 }
 
-/* The agent's path and its offset-0 mapping in tgid (m->path: NULL). */
+/* The agent's path, its offset-0 mapping in tgid (m->path: NULL) and its
+ * object in the ELF cache (*o, when o is not NULL). */
 static int find_agent(struct gs_gpu_host *h, uint32_t tgid, char *path, size_t len,
-		      struct gs_maps_line *m)
+		      struct gs_maps_line *m, struct gs_elf_obj **o)
 {
+	struct gs_elf_obj *obj = NULL;
 	struct gs_proc_maps *snap;
 	int found = 0, err = gs_proc_maps_read(tgid, &snap);
 
@@ -203,11 +208,13 @@ static int find_agent(struct gs_gpu_host *h, uint32_t tgid, char *path, size_t l
 		const struct gs_maps_line *l = &snap->m[i];
 
 		if (!l->path || l->path[0] != '/' || !l->inode || strstr(l->path, " (deleted)") ||
-		    l->offset != 0 || !is_agent(h, tgid, l))
+		    l->offset != 0 || !is_agent(h, tgid, l, &obj))
 			continue;
 		snprintf(path, len, "%s", l->path);
 		*m = *l;
 		m->path = NULL;
+		if (o)
+			*o = obj;
 		found = 1;
 	}
 	gs_proc_maps_put(snap);
@@ -250,29 +257,21 @@ static bool agent_ready(uint32_t tgid)
 }
 
 /* Address of gs_agent_cfg in tgid: load bias + st_value of the dynamic
- * symbol of the agent file fd (closed here). */
-static int cfg_address(int fd, uint64_t base, uint64_t *addr)
+ * symbol, read from the agent's object in the ELF cache (is_agent opened
+ * and checked it: no second open of a file the target maps). */
+static int cfg_address(const struct gs_elf_obj *o, uint64_t base, uint64_t *addr)
 {
-	Elf *e;
 	Elf_Scn *scn = NULL;
-	GElf_Phdr ph;
-	size_t nph;
 	uint64_t first_vaddr = UINT64_MAX;
-	int rc = -ENOENT;
 
-	e = elf_begin(fd, ELF_C_READ, NULL);
-	if (!e || elf_getphdrnum(e, &nph)) {
-		rc = -EINVAL;
-		goto out;
-	}
-	for (size_t i = 0; i < nph; i++)
-		if (gelf_getphdr(e, i, &ph) && ph.p_type == PT_LOAD && ph.p_offset == 0)
-			first_vaddr = ph.p_vaddr & ~(uint64_t)(sysconf(_SC_PAGESIZE) - 1);
-	if (first_vaddr == UINT64_MAX) {
-		rc = -EINVAL;
-		goto out;
-	}
-	while ((scn = elf_nextscn(e, scn))) {
+	if (!o->elf)
+		return o->err ? o->err : -ENOEXEC;
+	for (size_t i = 0; i < o->n_loads; i++)
+		if (o->loads[i].p_offset == 0)
+			first_vaddr = o->loads[i].p_vaddr & ~(uint64_t)(sysconf(_SC_PAGESIZE) - 1);
+	if (first_vaddr == UINT64_MAX)
+		return -EINVAL;
+	while ((scn = elf_nextscn(o->elf, scn))) {
 		GElf_Shdr sh;
 		Elf_Data *d;
 
@@ -285,20 +284,15 @@ static int cfg_address(int fd, uint64_t base, uint64_t *addr)
 
 			if (!gelf_getsym(d, i, &sym))
 				continue;
-			n = elf_strptr(e, sh.sh_link, sym.st_name);
+			n = elf_strptr(o->elf, sh.sh_link, sym.st_name);
 			if (n && !strcmp(n, "gs_agent_cfg") &&
 			    sym.st_size >= sizeof(struct gs_gpu_agent_cfg)) {
 				*addr = base - first_vaddr + sym.st_value;
-				rc = 0;
-				goto out;
+				return 0;
 			}
 		}
 	}
-out:
-	if (e)
-		elf_end(e);
-	close(fd);
-	return rc;
+	return -ENOENT;
 }
 
 static int vm_write(uint32_t tgid, uint64_t addr, const void *buf, size_t len)
@@ -338,25 +332,18 @@ static int proc_error(struct gpu_proc *p, int rc, const char *fmt, const char *a
 }
 
 static int proc_attach(struct gs_gpu_host *h, struct gpu_proc *p, const char *map_path,
-		       const struct gs_maps_line *m)
+		       const struct gs_maps_line *m, const struct gs_elf_obj *o)
 {
 	struct gs_gpu_agent_cfg cfg;
-	struct gs_maps_line l = *m;
 	uint64_t base = m->start;
 	uint32_t owner;
-	int rc, fd;
+	int rc;
 
 	if (strlen(map_path) >= sizeof(p->info.agent_path) || strlen(map_path) > PATH_MAX - 32)
 		return proc_error(p, -ENAMETOOLONG, "agent path %s is too long (%s)", map_path);
 	snprintf(p->info.agent_path, sizeof(p->info.agent_path), "%.*s",
 		 (int)sizeof(p->info.agent_path) - 1, map_path);
-	/* The very file mapped (dev:inode checked; the path is the one inside
-	 * its mount namespace, and a link planted on it leads nowhere). */
-	l.path = p->info.agent_path;
-	if ((fd = gs_proc_open_mapped(p->info.tgid, &l)) < 0)
-		return proc_error(
-		    p, fd, "cannot open the agent %s (%s): it was replaced or unmapped", map_path);
-	if ((rc = cfg_address(fd, base, &p->cfg_addr)))
+	if ((rc = cfg_address(o, base, &p->cfg_addr)))
 		return proc_error(
 		    p, rc, "agent %s has no gs_agent_cfg (%s): agent and gpusample versions differ",
 		    map_path);
@@ -417,14 +404,20 @@ static __attribute__((noinline)) int proc_arm(struct gs_gpu_host *h, struct gpu_
 					      const char *map_path)
 {
 	char file[PATH_MAX];
+	struct stat st;
 	int rc;
 
 	p->ready = false;
-	/* map_files: libbpf and the kernel resolve it to the mapped file itself
-	 * (what cfg_address read), never to where a path the target controls
-	 * points by now. */
+	/* map_files: libbpf and the kernel resolve it to the mapped file itself,
+	 * never to where a path the target controls points by now; and only if
+	 * that range still maps the file cfg_address read (an unmap and another
+	 * mmap there since would put the probes into another file). */
 	snprintf(file, sizeof(file), "/proc/%u/map_files/%llx-%llx", p->info.tgid,
 		 (unsigned long long)p->agent_map.start, (unsigned long long)p->agent_map.end);
+	if (stat(file, &st) || st.st_ino != p->agent_map.inode ||
+	    st.st_dev != makedev(p->agent_map.dev_major, p->agent_map.dev_minor))
+		return proc_error(p, -ESTALE, "the agent %s was unmapped before arming (%s)",
+				  map_path);
 	/* The launch probe first: the record probe's semaphore is what arms. */
 	p->launch_link = bpf_program__attach_usdt(h->launch_prog, p->info.tgid, file, "gpusample",
 						  "launch", NULL);
@@ -454,11 +447,12 @@ static int scan(struct gs_gpu_host *h, struct gpu_proc *p)
 {
 	char path[PATH_MAX];
 	struct gs_maps_line m = { 0 };
+	struct gs_elf_obj *obj = NULL;
 	uint64_t base;
 	int rc;
 
 	p->last_scan_ns = gs_mono_ns();
-	rc = find_agent(h, p->info.tgid, path, sizeof(path), &m);
+	rc = find_agent(h, p->info.tgid, path, sizeof(path), &m, &obj);
 	base = m.start;
 	if (rc < 0)
 		return rc; /* gone: the exit event cleans up */
@@ -491,7 +485,7 @@ static int scan(struct gs_gpu_host *h, struct gpu_proc *p)
 	p->init_seen_ns = 0;
 	if (rc == 0)
 		return 0;
-	rc = proc_attach(h, p, path, &m);
+	rc = proc_attach(h, p, path, &m, obj);
 	if (rc < 0)
 		p->error_base = base;
 	return rc;
@@ -764,7 +758,7 @@ int gs_gpu_host_detach(struct gs_gpu_host *h, int (*poll)(void *ctx, int timeout
 			continue;
 		/* Only into the image we attached to: after an unseen exec the
 		 * address means something else. */
-		if (find_agent(h, p->info.tgid, path, sizeof(path), &m) > 0 &&
+		if (find_agent(h, p->info.tgid, path, sizeof(path), &m, NULL) > 0 &&
 		    m.start == p->agent_base &&
 		    vm_write(p->info.tgid,
 			     p->cfg_addr + offsetof(struct gs_gpu_agent_cfg, detach_req), &req,
