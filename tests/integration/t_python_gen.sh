@@ -77,7 +77,7 @@ for py in "${PYS[@]}"; do
 	[ "$tot" -ge 100 ] || { cat "$T/gen.err"; py_report "$T/gen.pb.gz"; fail "$py: only $tot samples in the loop"; }
 	ratio_at_least "$good" "$tot" 0.995 || {
 		grep py_gen "$T/gen.full" | head -2 | cut -f3 | tr ';' '\n' | head -60
-		fail "$py: expected >= 99.5% exact mixed stacks"
+		fail "$py: expected >= 99.5% exact mixed stacks, got $good of $tot ${reasons:-}"
 	}
 done
 ok "generator stacks spliced into their own eval activations on ${#PYS[@]} interpreters"
