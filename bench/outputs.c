@@ -214,15 +214,16 @@ static int add_samples(struct gs_profile *p, struct model *m, const struct opts 
 	for (uint32_t t = 0; t < o->n_threads; t++) {
 		bool proc = t >= 1 && t <= 4; /* a worker process */
 		uint32_t pid = proc ? 2000 + t : 1000, tid = proc ? pid : t ? 1000 + t : 1000;
-		struct gs_sample s = { .pid = pid,
-				       .tid = tid,
-				       .thread_name = proc ? worker : comm,
-				       .process_role = gs_profile_intern(p, proc ? "dataloader"
-										 : "main"),
-				       .cuda_device = -1,
-				       .num_set = 1u << GS_NL_RANK };
-		s.str_labels[GS_SL_HOST] = host;
-		s.str_labels[GS_SL_THREAD_ROLE] = gs_profile_intern(p, roles[t % 8]);
+		struct gs_sample s = { 0 };
+		struct gs_sample_ctx s_c = { .pid = pid,
+					     .tid = tid,
+					     .thread_name = proc ? worker : comm,
+					     .process_role =
+						 gs_profile_intern(p, proc ? "dataloader" : "main"),
+					     .cuda_device = -1,
+					     .num_set = 1u << GS_NL_RANK };
+		s_c.str_labels[GS_SL_HOST] = host;
+		s_c.str_labels[GS_SL_THREAD_ROLE] = gs_profile_intern(p, roles[t % 8]);
 		size_t n = o->n_samples / o->n_threads + (t < o->n_samples % o->n_threads);
 		uint64_t now = rnd(m, (uint32_t)p->period_ns);
 		uint32_t cur = rnd(m, per);
@@ -237,8 +238,8 @@ static int add_samples(struct gs_profile *p, struct model *m, const struct opts 
 				s.values[GS_V_SAMPLES] = 1;
 				s.values[GS_V_CPU_NS] = p->period_ns;
 				s.values[GS_V_OFFCPU_NS] = s.values[GS_V_WALL_NS] = 0;
-				s.str_labels[GS_SL_THREAD_STATE] = running;
-				if (gs_profile_add_sample(p, &s))
+				s_c.str_labels[GS_SL_THREAD_STATE] = running;
+				if (gs_profile_add_sample(p, &s, &s_c))
 					return -ENOMEM;
 			}
 			if (i < n &&
@@ -250,8 +251,9 @@ static int add_samples(struct gs_profile *p, struct model *m, const struct opts 
 				s.values[GS_V_SAMPLES] = s.values[GS_V_CPU_NS] =
 				    s.values[GS_V_WALL_NS] = 0;
 				s.values[GS_V_OFFCPU_NS] = (int64_t)dur;
-				s.str_labels[GS_SL_THREAD_STATE] = rnd(m, 10) ? blocked : runnable;
-				if (gs_profile_add_sample(p, &s))
+				s_c.str_labels[GS_SL_THREAD_STATE] = rnd(m, 10) ? blocked
+										: runnable;
+				if (gs_profile_add_sample(p, &s, &s_c))
 					return -ENOMEM;
 				i++;
 				now += dur;

@@ -17,7 +17,7 @@
 #        -Wl,-Bstatic -lbpf -ldw -lelf -lz -llzma -lbz2 -lzstd -liberty -Wl,-Bdynamic -lpthread -ldl -lm
 #
 # Each run writes into a temporary directory, removed at the end.  Needs
-# ~1 GB of memory per run at 5M samples (the model is 136 bytes a sample).
+# ~0.5 GB of memory per run at 5M samples (the model is 64 bytes a sample).
 set -eu
 cd "$(dirname "$0")/.."
 BIN=${BENCH_OUT_BIN:-build/bench/outputs}

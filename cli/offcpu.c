@@ -359,6 +359,21 @@ static gs_str state_name(struct gs_profile *p, int state)
 						   : "runnable");
 }
 
+/* What an off-CPU sample of thread t in state says besides its stack. */
+static struct gs_sample_ctx thread_ctx(struct session *s, const struct off_thread *t, int state)
+{
+	struct gs_sample_ctx c = {
+		.pid = t->tgid,
+		.tid = t->tid,
+		.thread_name = t->comm,
+		.process_role = gs_profile_intern(&s->prof, gs_session_role(s, t->tgid)),
+		.cuda_device = -1,
+	};
+
+	c.str_labels[GS_SL_THREAD_STATE] = state_name(&s->prof, state);
+	return c;
+}
+
 /* A sample carrying time without a sampled stack: "[blocked: stack not
  * sampled]" and the like, so the thread's sums stay exact. */
 static int add_unsampled(struct session *s, const struct off_thread *t, int state, uint64_t ns)
@@ -371,18 +386,13 @@ static int add_unsampled(struct session *s, const struct off_thread *t, int stat
 	struct gs_sample smp = {
 		.values = { [GS_V_CPU_NS] = state == ON ? (int64_t)ns : 0,
 			    [GS_V_OFFCPU_NS] = state == ON ? 0 : (int64_t)ns },
-		.pid = t->tgid,
-		.tid = t->tid,
-		.thread_name = t->comm,
-		.process_role = gs_profile_intern(&s->prof, gs_session_role(s, t->tgid)),
-		.cuda_device = -1,
 	};
+	struct gs_sample_ctx c = thread_ctx(s, t, state);
 
 	if (stack < 0)
 		return (int)stack;
 	smp.stack = (uint32_t)stack;
-	smp.str_labels[GS_SL_THREAD_STATE] = state_name(&s->prof, state);
-	return gs_profile_add_sample(&s->prof, &smp);
+	return gs_profile_add_sample(&s->prof, &smp, &c);
 }
 
 /* The tracer's own frames on top of a switch-out's kernel stack (this
@@ -469,22 +479,22 @@ static int add_state(struct session *s, const struct off_thread *t, int state, s
 	double sum = 0, scale;
 	int64_t left = (int64_t)t->exact[state];
 	size_t last = SIZE_MAX;
+	struct gs_sample_ctx c = thread_ctx(s, t, state);
+	int64_t ctx;
 
 	for (size_t i = lo; i < hi; i++)
 		sum += o->smp[i].w;
 	if (sum <= 0)
 		return left > 0 ? add_unsampled(s, t, state, (uint64_t)left) : 0;
+	if ((ctx = gs_profile_add_ctx(&s->prof, &c)) < 0)
+		return (int)ctx;
 	scale = (double)t->exact[state] / sum;
 	for (size_t i = lo; i < hi; i++) {
 		const struct off_sample *x = &o->smp[i];
 		int64_t stack;
 		struct gs_sample smp = {
+			.ctx = (uint32_t)ctx,
 			.time_ns = x->out > s->t0_mono ? x->out - s->t0_mono : 0,
-			.pid = t->tgid,
-			.tid = t->tid,
-			.thread_name = t->comm,
-			.process_role = gs_profile_intern(&s->prof, gs_session_role(s, t->tgid)),
-			.cuda_device = -1,
 		};
 
 		if ((stack = off_stack(s, x->stack, stack_ids)) < 0)
@@ -494,8 +504,7 @@ static int add_state(struct session *s, const struct off_thread *t, int state, s
 		if (!smp.values[GS_V_OFFCPU_NS])
 			continue;
 		left -= smp.values[GS_V_OFFCPU_NS];
-		smp.str_labels[GS_SL_THREAD_STATE] = state_name(&s->prof, state);
-		if (gs_profile_add_sample(&s->prof, &smp))
+		if (gs_profile_add_sample(&s->prof, &smp, NULL))
 			return -ENOMEM;
 		last = s->prof.n_samples - 1;
 	}
@@ -506,6 +515,16 @@ static int add_state(struct session *s, const struct off_thread *t, int state, s
 	return 0;
 }
 
+static bool is_cpu_sample(const struct gs_sample *x, const struct gs_sample_ctx *c, void *arg)
+{
+	return c->cuda_device < 0 && x->values[GS_V_SAMPLES];
+}
+
+static void label_running(struct gs_sample_ctx *c, void *arg)
+{
+	c->str_labels[GS_SL_THREAD_STATE] = *(const gs_str *)arg;
+}
+
 /* CPU samples: label "running"; with off-CPU accounting, a thread's CPU
  * samples share its exact on-CPU time. */
 static int scale_cpu(struct session *s)
@@ -513,29 +532,30 @@ static int scale_cpu(struct session *s)
 	struct gs_profile *p = &s->prof;
 	struct gs_offcpu *o = s->off;
 	size_t n = p->n_samples;
+	gs_str running = state_name(p, ON);
 
-	for (size_t i = 0; i < n; i++) {
-		struct gs_sample *x = &p->samples[i];
-		struct off_thread *t;
-
-		if (x->cuda_device >= 0 || !x->values[GS_V_SAMPLES])
-			continue;
-		x->str_labels[GS_SL_THREAD_STATE] = state_name(p, ON);
-		if (o && (t = thread_find(o, x->tid))) {
-			t->n_cpu++;
-			if (!t->comm)
-				t->comm = x->thread_name;
-		}
-	}
+	if (running == (gs_str)-1 || gs_profile_edit_ctx(p, is_cpu_sample, label_running, &running))
+		return -ENOMEM;
 	if (!o)
 		return 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct gs_sample *x = &p->samples[i];
+		const struct gs_sample_ctx *c = gs_profile_ctx(p, x);
+		struct off_thread *t;
+
+		if (is_cpu_sample(x, c, NULL) && (t = thread_find(o, c->tid))) {
+			t->n_cpu++;
+			if (!t->comm)
+				t->comm = c->thread_name;
+		}
+	}
 	for (size_t i = 0; i < n; i++) {
 		struct gs_sample *x = &p->samples[i];
 		struct off_thread *t;
 		int64_t share;
 
-		if (x->cuda_device >= 0 || !x->values[GS_V_SAMPLES] ||
-		    !(t = thread_find(o, x->tid)) || !t->exact[ON])
+		if (!is_cpu_sample(x, gs_profile_ctx(p, x), NULL) ||
+		    !(t = thread_find(o, gs_profile_ctx(p, x)->tid)) || !t->exact[ON])
 			continue;
 		share = (int64_t)(t->exact[ON] / t->n_cpu);
 		if (!t->rem_given) {

@@ -34,42 +34,46 @@ static gs_str host_label(struct session *s)
 	return s->host_label;
 }
 
-static void set_num(struct gs_sample *smp, enum gs_num_label l, int64_t v)
+static void set_num(struct gs_sample_ctx *c, enum gs_num_label l, int64_t v)
 {
 	if (v < 0)
 		return;
-	smp->num_labels[l] = v;
-	smp->num_set |= 1u << l;
+	c->num_labels[l] = v;
+	c->num_set |= 1u << l;
 }
 
-static void label_sample(gs_str host, const struct gs_procinfo *info, struct gs_sample *smp)
+struct label_arg {
+	struct session *s;
+	gs_str host;
+};
+
+static bool is_cpu(const struct gs_sample *smp, const struct gs_sample_ctx *c, void *arg)
 {
-	if (host != (gs_str)-1)
-		smp->str_labels[GS_SL_HOST] = host;
+	return c->cuda_device < 0;
+}
+
+/* Once per distinct context: the host and the ranks of its process. */
+static void label_ctx(struct gs_sample_ctx *c, void *arg)
+{
+	const struct label_arg *a = arg;
+	const struct gs_procinfo *info = gs_procs_get(&a->s->procs, c->pid);
 	const struct gs_proc *p = info ? info->proc : NULL;
 
+	if (a->host != (gs_str)-1)
+		c->str_labels[GS_SL_HOST] = a->host;
 	if (!p)
 		return;
-	set_num(smp, GS_NL_RANK, p->ranks.rank);
-	set_num(smp, GS_NL_LOCAL_RANK, p->ranks.local_rank);
-	set_num(smp, GS_NL_WORLD_SIZE, p->ranks.world_size);
-	set_num(smp, GS_NL_NODE_RANK, p->ranks.node_rank);
+	set_num(c, GS_NL_RANK, p->ranks.rank);
+	set_num(c, GS_NL_LOCAL_RANK, p->ranks.local_rank);
+	set_num(c, GS_NL_WORLD_SIZE, p->ranks.world_size);
+	set_num(c, GS_NL_NODE_RANK, p->ranks.node_rank);
 }
 
-void gs_session_label_samples(struct session *s)
+int gs_session_label_samples(struct session *s)
 {
-	gs_str host = host_label(s);
-	const struct gs_procinfo *p = NULL;
+	struct label_arg a = { s, host_label(s) };
 
-	for (size_t i = 0; i < s->prof.n_samples; i++) {
-		struct gs_sample *smp = &s->prof.samples[i];
-
-		if (smp->cuda_device >= 0)
-			continue;
-		if (!p || p->proc->tgid != smp->pid) /* samples come in runs of one process */
-			p = gs_procs_get(&s->procs, smp->pid);
-		label_sample(host, p, smp);
-	}
+	return gs_profile_edit_ctx(&s->prof, is_cpu, label_ctx, &a);
 }
 
 /* Rank of the profiled root: the launched command inherits gpusample's own

@@ -467,13 +467,15 @@ static int build_profile(struct session *s)
 			.stack = stack_ids[r->stack],
 			.values = { [GS_V_SAMPLES] = 1, [GS_V_CPU_NS] = p->period_ns },
 			.time_ns = r->ktime > s->t0_mono ? r->ktime - s->t0_mono : 0,
+		};
+		struct gs_sample_ctx c = {
 			.pid = rs->tgid,
 			.tid = r->tid,
 			.thread_name = r->comm,
 			.process_role = gs_profile_intern(p, proc ? gs_procs_role(proc) : "other"),
 			.cuda_device = -1,
 		};
-		if (gs_profile_add_sample(p, &smp)) {
+		if (gs_profile_add_sample(p, &smp, &c)) {
 			free(stack_ids);
 			return -ENOMEM;
 		}
@@ -483,8 +485,7 @@ static int build_profile(struct session *s)
 		return -ENOMEM;
 	}
 	free(stack_ids);
-	gs_session_label_samples(s);
-	if (gs_gpu_finish(s))
+	if (gs_session_label_samples(s) || gs_gpu_finish(s))
 		return -ENOMEM;
 	if (gs_thread_roles(p))
 		return -ENOMEM;
@@ -539,7 +540,7 @@ static int w_trace(struct session *s, const char *path, char *err, size_t len)
 static bool has_gpu_samples(const struct gs_profile *p)
 {
 	for (size_t i = p->n_samples; i-- > 0;)
-		if (p->samples[i].cuda_device >= 0)
+		if (gs_profile_ctx(p, &p->samples[i])->cuda_device >= 0)
 			return true;
 	return false;
 }

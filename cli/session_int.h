@@ -136,8 +136,9 @@ void gs_gpu_close(struct session *s);
 
 /* cli/ranks.c: host/rank labels (ranks: the process table's), -o expansion. */
 /* Host, rank, local_rank, world_size, node_rank labels on every CPU and
- * off-CPU sample in the profile so far (by its process's ranks). */
-void gs_session_label_samples(struct session *s);
+ * off-CPU sample in the profile so far (by its process's ranks); 0 or
+ * -ENOMEM. */
+int gs_session_label_samples(struct session *s);
 /* s->prefix from -o (default gpusample-%p) with %h %p %r expanded
  * (gs_expand_prefix); prints the error itself. */
 int gs_session_prefix(struct session *s);

@@ -90,15 +90,16 @@ static int aggregate(const struct gs_profile *p, enum gs_folded_kind which, stru
 	int rc = 0;
 	for (size_t i = 0; i < p->n_samples && !rc; i++) {
 		const struct gs_sample *s = &p->samples[i];
-		bool gpu = s->cuda_device >= 0;
+		const struct gs_sample_ctx *sc = gs_profile_ctx(p, s);
+		bool gpu = sc->cuda_device >= 0;
 		int64_t c = which == GS_FOLDED_GPU ? s->values[GS_V_GPU_SAMPLES]
 						   : s->values[GS_V_SAMPLES];
 		if (gpu != (which == GS_FOLDED_GPU) || c <= 0)
 			continue;
 		struct fold_agg k = { .stack = s->stack,
-				      .pid = gpu ? 0 : s->pid,
-				      .reason = gpu ? s->cuda_stall_reason : 0,
-				      .comm = s->thread_name };
+				      .pid = gpu ? 0 : sc->pid,
+				      .reason = gpu ? sc->cuda_stall_reason : 0,
+				      .comm = sc->thread_name };
 		struct fold_agg *e = agg_of(&m, &a, &n, &cap, &k);
 		if (e)
 			e->count += c;

@@ -106,17 +106,12 @@ static void merge_locations(struct remap *m)
 	free(lines);
 }
 
-/* Stacks, then samples pointing at the new stack indices. */
-static void merge_samples(struct remap *m)
+/* src stack index -> dst stack index, into stack_id[]. */
+static void merge_stacks(struct remap *m, uint32_t *stack_id)
 {
-	uint32_t *stack_id = calloc(m->src->n_stacks ? m->src->n_stacks : 1, sizeof(*stack_id));
 	uint32_t *locs = NULL;
 	size_t cap = 0;
 
-	if (!stack_id) {
-		m->err = -ENOMEM;
-		return;
-	}
 	for (uint32_t i = 0; i < m->src->n_stacks && !m->err; i++) {
 		const struct gs_stack *st = &m->src->stacks[i];
 		int64_t id;
@@ -132,20 +127,49 @@ static void merge_samples(struct remap *m)
 		else
 			stack_id[i] = (uint32_t)id;
 	}
+	free(locs);
+}
+
+/* src context index -> dst context index (strings re-interned). */
+static void merge_ctxs(struct remap *m, uint32_t *ctx_id)
+{
+	for (uint32_t i = 0; i < m->src->n_ctxs && !m->err; i++) {
+		struct gs_sample_ctx c = m->src->ctxs[i];
+		int64_t id = 0;
+
+		c.thread_name = str(m, c.thread_name);
+		c.process_role = str(m, c.process_role);
+		c.cuda_stall_reason = str(m, c.cuda_stall_reason);
+		c.gpu_attribution = str(m, c.gpu_attribution);
+		for (int k = 0; k < GS_NSTR_LABELS; k++)
+			c.str_labels[k] = str(m, c.str_labels[k]);
+		if (!m->err && (id = gs_profile_add_ctx(m->dst, &c)) < 0)
+			m->err = (int)id;
+		ctx_id[i] = (uint32_t)id;
+	}
+}
+
+/* Stacks and contexts, then samples pointing at their new indices. */
+static void merge_samples(struct remap *m)
+{
+	uint32_t *stack_id = calloc(m->src->n_stacks ? m->src->n_stacks : 1, sizeof(*stack_id));
+	uint32_t *ctx_id = calloc(m->src->n_ctxs ? m->src->n_ctxs : 1, sizeof(*ctx_id));
+
+	if (!stack_id || !ctx_id)
+		m->err = -ENOMEM;
+	else {
+		merge_stacks(m, stack_id);
+		merge_ctxs(m, ctx_id);
+	}
 	for (size_t i = 0; i < m->src->n_samples && !m->err; i++) {
 		struct gs_sample s = m->src->samples[i];
 
 		s.stack = stack_id[s.stack];
-		s.thread_name = str(m, s.thread_name);
-		s.process_role = str(m, s.process_role);
-		s.cuda_stall_reason = str(m, s.cuda_stall_reason);
-		s.gpu_attribution = str(m, s.gpu_attribution);
-		for (int k = 0; k < GS_NSTR_LABELS; k++)
-			s.str_labels[k] = str(m, s.str_labels[k]);
-		if (!m->err && gs_profile_add_sample(m->dst, &s))
+		s.ctx = ctx_id[s.ctx];
+		if (gs_profile_add_sample(m->dst, &s, NULL))
 			m->err = -ENOMEM;
 	}
-	free(locs);
+	free(ctx_id);
 	free(stack_id);
 }
 

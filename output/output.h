@@ -178,8 +178,9 @@ enum gs_wall_cat {
 };
 extern const char *const gs_wall_cat_name[GS_NWALL_CATS]; /* "compute", ... */
 
-/* Category of one sample (walks its stack; gs_wall_split caches per stack
- * and is the one to use over many samples); GPU samples give -EINVAL. */
+/* Category of one sample of p (its stack and context are p's; walks the
+ * stack: gs_wall_split caches per stack and is the one to use over many
+ * samples); GPU samples give -EINVAL. */
 int gs_wall_classify(const struct gs_profile *p, const struct gs_sample *s);
 
 /* The category a frame of function fn (a location of enum gs_frame_kind
@@ -208,8 +209,7 @@ struct gs_wall_split {
 	uint64_t top_ns[GS_NWALL_CATS][GS_WALL_TOP];
 	uint64_t starved_in[GS_NWALL_CATS];
 };
-typedef bool (*gs_sample_pred)(const struct gs_sample *s, void *ctx);
-int gs_wall_split(const struct gs_profile *p, gs_sample_pred keep, void *ctx,
+int gs_wall_split(const struct gs_profile *p, gs_ctx_pick_fn keep, void *ctx,
 		  struct gs_wall_split *out);
 
 #endif

@@ -240,40 +240,15 @@ struct agg {
 	int64_t values[GS_NVALUES];
 };
 
+/* Contexts are interned, so (stack, context index) is the whole key. */
 static uint64_t sample_key_hash(const struct gs_sample *s)
 {
-	uint64_t h = gs_mix64(s->stack ^ ((uint64_t)s->pid << 32));
-	h = gs_mix64(h ^ s->tid ^ ((uint64_t)s->thread_name << 32));
-	h = gs_mix64(h ^ s->process_role ^ ((uint64_t)s->cuda_stall_reason << 32));
-	h = gs_mix64(h ^ s->gpu_attribution ^ ((uint64_t)(uint32_t)s->cuda_device << 32));
-	for (int i = 0; i < GS_NSTR_LABELS; i++)
-		h = gs_mix64(h ^ s->str_labels[i]);
-	for (int i = 0; i < GS_NNUM_LABELS; i++)
-		if (s->num_set & (1u << i))
-			h = gs_mix64(h ^ (uint64_t)s->num_labels[i] ^ ((uint64_t)(i + 1) << 56));
-	return h;
-}
-
-static bool extra_labels_eq(const struct gs_sample *a, const struct gs_sample *b)
-{
-	if (a->num_set != b->num_set)
-		return false;
-	for (int i = 0; i < GS_NSTR_LABELS; i++)
-		if (a->str_labels[i] != b->str_labels[i])
-			return false;
-	for (int i = 0; i < GS_NNUM_LABELS; i++)
-		if ((a->num_set & (1u << i)) && a->num_labels[i] != b->num_labels[i])
-			return false;
-	return true;
+	return gs_mix64(s->stack ^ ((uint64_t)s->ctx << 32));
 }
 
 static bool sample_key_eq(const struct gs_sample *a, const struct gs_sample *b)
 {
-	return a->stack == b->stack && a->pid == b->pid && a->tid == b->tid &&
-	       a->thread_name == b->thread_name && a->process_role == b->process_role &&
-	       a->cuda_stall_reason == b->cuda_stall_reason &&
-	       a->gpu_attribution == b->gpu_attribution && a->cuda_device == b->cuda_device &&
-	       extra_labels_eq(a, b);
+	return a->stack == b->stack && a->ctx == b->ctx;
 }
 
 struct agg_eq_ctx {
@@ -376,7 +351,7 @@ struct label {
 
 /* The labels of one pprof Sample; numeric ones carry num_unit so that 0
  * survives, empty strings are left out (pprof drops them anyway). */
-static int sample_labels(const struct enc *e, const struct gs_sample *s, struct label *l)
+static int sample_labels(const struct enc *e, const struct gs_sample_ctx *s, struct label *l)
 {
 	int n = 0;
 	bool gpu = s->cuda_device >= 0;
@@ -411,7 +386,7 @@ static void emit_sample(struct pb *w, const struct enc *e, const struct agg *g, 
 	const struct gs_stack *st = &p->stacks[s->stack];
 	const uint32_t *locs = &p->stack_locs[st->first];
 	struct label l[8 + GS_NSTR_LABELS + GS_NNUM_LABELS];
-	int nl = sample_labels(e, s, l);
+	int nl = sample_labels(e, gs_profile_ctx(p, s), l);
 	uint32_t root = e->agg_pf && e->agg_pf[ai] ? p->n_locations + e->agg_pf[ai] : 0;
 
 	size_t loc_len = root ? varint_size(root) : 0, val_len = 0, total = 0;
@@ -563,7 +538,7 @@ static int process_frames(struct enc *e, const struct agg *aggs, size_t n_aggs)
 	if (!(e->agg_pf = calloc(n_aggs ? n_aggs : 1, sizeof(*e->agg_pf))))
 		return -ENOMEM;
 	for (size_t i = 0; i < n_aggs; i++) {
-		const struct gs_sample *s = &p->samples[aggs[i].rep];
+		const struct gs_sample_ctx *s = gs_profile_ctx(p, &p->samples[aggs[i].rep]);
 		uint32_t k = 0;
 
 		if (s->cuda_device >= 0 || !s->process_role)

@@ -462,7 +462,7 @@ static int dec_locations(struct dec *d)
 }
 
 static void dec_extra_label(struct dec *d, const char *k, uint64_t str, uint64_t num,
-			    struct gs_sample *s)
+			    struct gs_sample_ctx *s)
 {
 	for (int i = 0; i < GS_NSTR_LABELS; i++)
 		if (!strcmp(k, gs_str_label_key[i])) {
@@ -477,7 +477,7 @@ static void dec_extra_label(struct dec *d, const char *k, uint64_t str, uint64_t
 		}
 }
 
-static void dec_label(struct dec *d, struct pbr m, struct gs_sample *s)
+static void dec_label(struct dec *d, struct pbr m, struct gs_sample_ctx *s)
 {
 	struct pbr sub;
 	uint32_t f;
@@ -525,7 +525,8 @@ static int dec_samples(struct dec *d)
 	while (!rc && rd_field(&r, &f, &wt, &v, &sub)) {
 		if (f != PB_PROFILE_SAMPLE || wt != WT_LEN)
 			continue;
-		struct gs_sample s = { .cuda_device = -1 };
+		struct gs_sample s = { 0 };
+		struct gs_sample_ctx c = { .cuda_device = -1 };
 		locs.n = vals.n = 0;
 		while (rd_field(&sub, &g, &wt2, &v2, &s2)) {
 			if (g == PB_SAMPLE_LOCATION_ID)
@@ -533,7 +534,7 @@ static int dec_samples(struct dec *d)
 			else if (g == PB_SAMPLE_VALUE)
 				rd_repeated(wt2, v2, &s2, u64vec_push, &vals);
 			else if (g == PB_SAMPLE_LABEL && wt2 == WT_LEN)
-				dec_label(d, s2, &s);
+				dec_label(d, s2, &c);
 		}
 		if (sub.err || s2.err || locs.err || vals.err) {
 			rc = locs.err ? locs.err : vals.err ? vals.err : -EBADMSG;
@@ -569,7 +570,7 @@ static int dec_samples(struct dec *d)
 				s.values[d->col[i]] = x;
 		}
 		if (!rc)
-			rc = gs_profile_add_sample(d->p, &s);
+			rc = gs_profile_add_sample(d->p, &s, &c);
 	}
 	free(locs.v);
 	free(vals.v);
@@ -582,19 +583,20 @@ static int derive_processes(struct gs_profile *p)
 {
 	for (size_t i = 0; i < p->n_samples; i++) {
 		const struct gs_sample *s = &p->samples[i];
-		if (s->cuda_device >= 0 || (!s->pid && !s->tid))
+		const struct gs_sample_ctx *c = gs_profile_ctx(p, s);
+		if (c->cuda_device >= 0 || (!c->pid && !c->tid))
 			continue;
-		struct gs_process *pr = (struct gs_process *)gs_find_process(p, s->pid);
+		struct gs_process *pr = (struct gs_process *)gs_find_process(p, c->pid);
 		if (!pr) {
-			struct gs_process np = { .pid = s->pid,
-						 .comm = s->thread_name,
-						 .role = s->process_role };
+			struct gs_process np = { .pid = c->pid,
+						 .comm = c->thread_name,
+						 .role = c->process_role };
 			if (gs_profile_add_process(p, &np))
 				return -ENOMEM;
 			pr = &p->processes[p->n_processes - 1];
 		}
-		if (s->tid == s->pid && s->thread_name)
-			pr->comm = s->thread_name;
+		if (c->tid == c->pid && c->thread_name)
+			pr->comm = c->thread_name;
 		pr->cpu_samples += (uint64_t)s->values[GS_V_SAMPLES];
 	}
 	return 0;

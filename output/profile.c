@@ -80,6 +80,8 @@ void gs_profile_free(struct gs_profile *p)
 	free(p->stack_locs);
 	free(p->stacks);
 	gs_hmap_free(&p->stack_index);
+	free(p->ctxs);
+	gs_hmap_free(&p->ctx_index);
 	free(p->samples);
 	free(p->processes);
 	free(p->comments);
@@ -241,8 +243,75 @@ int64_t gs_profile_add_stack(struct gs_profile *p, const uint32_t *locs, uint32_
 
 /* ---- samples, processes, comments --------------------------------------- */
 
-int gs_profile_add_sample(struct gs_profile *p, const struct gs_sample *s)
+static uint64_t ctx_hash(const struct gs_sample_ctx *c)
 {
+	uint64_t h = gs_hash_combine(((uint64_t)c->pid << 32) | c->tid, c->thread_name);
+	h = gs_hash_combine(h, ((uint64_t)c->process_role << 32) | c->cuda_stall_reason);
+	h = gs_hash_combine(h, ((uint64_t)c->gpu_attribution << 32) | (uint32_t)c->cuda_device);
+	h = gs_hash_combine(h, c->num_set);
+	for (int i = 0; i < GS_NSTR_LABELS; i++)
+		h = gs_hash_combine(h, c->str_labels[i]);
+	for (int i = 0; i < GS_NNUM_LABELS; i++)
+		h = gs_hash_combine(h, (uint64_t)c->num_labels[i]);
+	return h;
+}
+
+/* Field by field: padding, if a field is ever added, is not compared. */
+static bool ctx_same(const struct gs_sample_ctx *a, const struct gs_sample_ctx *b)
+{
+	if (a->pid != b->pid || a->tid != b->tid || a->thread_name != b->thread_name ||
+	    a->process_role != b->process_role || a->cuda_stall_reason != b->cuda_stall_reason ||
+	    a->gpu_attribution != b->gpu_attribution || a->cuda_device != b->cuda_device ||
+	    a->num_set != b->num_set)
+		return false;
+	for (int i = 0; i < GS_NSTR_LABELS; i++)
+		if (a->str_labels[i] != b->str_labels[i])
+			return false;
+	for (int i = 0; i < GS_NNUM_LABELS; i++)
+		if (a->num_labels[i] != b->num_labels[i])
+			return false;
+	return true;
+}
+
+struct ctx_key {
+	const struct gs_profile *p;
+	const struct gs_sample_ctx *c;
+};
+
+static bool ctx_eq(const void *key, uint64_t i)
+{
+	const struct ctx_key *k = key;
+	return ctx_same(&k->p->ctxs[i], k->c);
+}
+
+int64_t gs_profile_add_ctx(struct gs_profile *p, const struct gs_sample_ctx *in)
+{
+	struct gs_sample_ctx c1 = *in, *c = &c1;
+
+	for (int i = 0; i < GS_NNUM_LABELS; i++) /* an absent label has no value */
+		if (!(c->num_set & (1u << i)))
+			c->num_labels[i] = 0;
+	uint64_t h = ctx_hash(c);
+	struct ctx_key k = { p, c };
+	const uint64_t *v = gs_hmap_find_by(&p->ctx_index, h, ctx_eq, &k);
+	if (v)
+		return (int64_t)*v;
+	if (GROW(p->ctxs, p->cap_ctxs, (size_t)p->n_ctxs + 1) ||
+	    gs_hmap_add(&p->ctx_index, h, p->n_ctxs))
+		return -ENOMEM;
+	p->ctxs[p->n_ctxs] = *c;
+	return p->n_ctxs++;
+}
+
+int gs_profile_add_sample(struct gs_profile *p, const struct gs_sample *s,
+			  const struct gs_sample_ctx *c)
+{
+	int64_t ctx = c ? gs_profile_add_ctx(p, c) : s->ctx;
+
+	if (ctx < 0)
+		return (int)ctx;
+	if ((uint64_t)ctx >= p->n_ctxs)
+		return -EINVAL;
 	if (p->n_samples == p->cap_samples) {
 		size_t ncap = p->cap_samples ? p->cap_samples * 2 : 1024;
 		void *n = realloc(p->samples, ncap * sizeof(*p->samples));
@@ -253,9 +322,48 @@ int gs_profile_add_sample(struct gs_profile *p, const struct gs_sample *s)
 	}
 	struct gs_sample *d = &p->samples[p->n_samples++];
 	*d = *s;
+	d->ctx = (uint32_t)ctx;
 	if (!d->values[GS_V_WALL_NS])
 		d->values[GS_V_WALL_NS] = d->values[GS_V_CPU_NS] + d->values[GS_V_OFFCPU_NS];
 	return 0;
+}
+
+/* Old context index -> new one, filled on first use (UINT32_MAX: not yet). */
+static int edit_one(struct gs_profile *p, uint32_t *memo, struct gs_sample *s, gs_ctx_edit_fn edit,
+		    void *arg)
+{
+	uint32_t old = s->ctx;
+
+	if (memo[old] == UINT32_MAX) {
+		struct gs_sample_ctx c = p->ctxs[old];
+		int64_t id;
+
+		edit(&c, arg);
+		if ((id = gs_profile_add_ctx(p, &c)) < 0)
+			return (int)id;
+		memo[old] = (uint32_t)id;
+	}
+	s->ctx = memo[old];
+	return 0;
+}
+
+int gs_profile_edit_ctx(struct gs_profile *p, gs_ctx_pick_fn pick, gs_ctx_edit_fn edit, void *arg)
+{
+	/* only the contexts that exist now are edited: new ones are results */
+	uint32_t n = p->n_ctxs, *memo = malloc((n ? n : 1) * sizeof(*memo));
+	int rc = 0;
+
+	if (!memo)
+		return -ENOMEM;
+	memset(memo, 0xff, (n ? n : 1) * sizeof(*memo));
+	for (size_t i = 0; i < p->n_samples && !rc; i++) {
+		struct gs_sample *s = &p->samples[i];
+
+		if (!pick || pick(s, &p->ctxs[s->ctx], arg))
+			rc = edit_one(p, memo, s, edit, arg);
+	}
+	free(memo);
+	return rc;
 }
 
 int gs_profile_add_process(struct gs_profile *p, const struct gs_process *proc)
@@ -297,3 +405,6 @@ int gs_profile_add_note(struct gs_profile *p, const char *fmt, ...)
 	va_end(ap);
 	return rc;
 }
+
+/* 5M samples of a long run are 320 MB at this size: keep it. */
+_Static_assert(sizeof(struct gs_sample) == 64, "struct gs_sample grew");

@@ -16,9 +16,9 @@
 #include "util/hashmap.h"
 #include "util/vec.h"
 
-static bool is_cpu(const struct gs_sample *s)
+static bool is_cpu(const struct gs_profile *p, const struct gs_sample *s)
 {
-	return s->cuda_device < 0;
+	return gs_profile_ctx(p, s)->cuda_device < 0;
 }
 
 /* ---- functions ---------------------------------------------------------- */
@@ -122,19 +122,20 @@ static struct gs_rpt_thread *collect_threads(const struct gs_profile *p, size_t 
 	struct gs_hmap by_tid = { 0 }; /* pid << 32 | tid -> index in t */
 	for (size_t i = 0; i < p->n_samples; i++) {
 		const struct gs_sample *s = &p->samples[i];
-		if (!is_cpu(s) || s->values[GS_V_SAMPLES] <= 0)
+		const struct gs_sample_ctx *sc = gs_profile_ctx(p, s);
+		if (!is_cpu(p, s) || s->values[GS_V_SAMPLES] <= 0)
 			continue;
 		bool added;
-		uint64_t *k = gs_hmap_slot(&by_tid, (uint64_t)s->pid << 32 | s->tid, &added);
+		uint64_t *k = gs_hmap_slot(&by_tid, (uint64_t)sc->pid << 32 | sc->tid, &added);
 		if (!k)
 			goto fail;
 		if (added) {
 			if (GS_GROW(t, cap, n + 1))
 				goto fail;
-			t[n] = (struct gs_rpt_thread){ .pid = s->pid,
-						       .tid = s->tid,
-						       .name = s->thread_name,
-						       .role = s->process_role };
+			t[n] = (struct gs_rpt_thread){ .pid = sc->pid,
+						       .tid = sc->tid,
+						       .name = sc->thread_name,
+						       .role = sc->process_role };
 			*k = n++;
 		}
 		t[*k].samples += s->values[GS_V_SAMPLES];
@@ -276,12 +277,14 @@ static void gpu_sample_keys(const struct gs_profile *p, const struct gs_sample *
 
 static bool is_unknown_launch(const struct gs_profile *p, const struct gs_sample *s)
 {
-	return s->gpu_attribution && !strcmp(gs_profile_str(p, s->gpu_attribution), "unknown");
+	const struct gs_sample_ctx *sc = gs_profile_ctx(p, s);
+	return sc->gpu_attribution && !strcmp(gs_profile_str(p, sc->gpu_attribution), "unknown");
 }
 
 /* The counts of one GPU sample. */
 static int gpu_count(struct gs_rpt *r, struct counter *c, const struct gs_sample *s)
 {
+	const struct gs_sample_ctx *sc = gs_profile_ctx(r->p, s);
 	int64_t v = s->values[GS_V_GPU_SAMPLES], ni = s->values[GS_V_GPU_NOT_ISSUED];
 	uint32_t kfn, launch[2];
 	const struct gs_line *ll;
@@ -292,8 +295,8 @@ static int gpu_count(struct gs_rpt *r, struct counter *c, const struct gs_sample
 	if (unk)
 		r->gpu_unknown += v;
 	rc = cnt_add(c, GS_RPT_KERNEL, 0, kfn, 0, v, ni);
-	rc = rc ? rc : cnt_add(c, GS_RPT_REASON, kfn, s->cuda_stall_reason, 0, v, ni);
-	rc = rc ? rc : cnt_add(c, GS_RPT_REASON, 0, s->cuda_stall_reason, 0, v, ni);
+	rc = rc ? rc : cnt_add(c, GS_RPT_REASON, kfn, sc->cuda_stall_reason, 0, v, ni);
+	rc = rc ? rc : cnt_add(c, GS_RPT_REASON, 0, sc->cuda_stall_reason, 0, v, ni);
 	/* line 0: the cubin has no line info for that PC */
 	if (ll && ll->line > 0)
 		rc = rc ? rc
@@ -312,7 +315,7 @@ static int gpu_counts(struct gs_rpt *r)
 
 	for (size_t i = 0; i < p->n_samples && !rc; i++) {
 		const struct gs_sample *s = &p->samples[i];
-		if (is_cpu(s) ||
+		if (is_cpu(p, s) ||
 		    (s->values[GS_V_GPU_SAMPLES] <= 0 && s->values[GS_V_GPU_NOT_ISSUED] <= 0))
 			continue;
 		rc = gpu_count(r, &c, s);
@@ -348,7 +351,7 @@ static void totals(struct gs_rpt *r, int64_t *stack_cpu)
 	}
 	for (size_t i = 0; i < p->n_samples; i++) {
 		const struct gs_sample *s = &p->samples[i];
-		if (is_cpu(s)) {
+		if (is_cpu(p, s)) {
 			r->cpu_total += s->values[GS_V_SAMPLES];
 			stack_cpu[s->stack] += s->values[GS_V_SAMPLES];
 		} else {

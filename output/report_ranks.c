@@ -31,18 +31,18 @@ struct rank_key {
 	gs_str main_role;
 };
 
-static bool has_rank(const struct gs_sample *s)
+static bool has_rank(const struct gs_sample_ctx *c)
 {
-	return s->cuda_device < 0 && (s->num_set & (1u << GS_NL_RANK));
+	return c->cuda_device < 0 && (c->num_set & (1u << GS_NL_RANK));
 }
 
 /* The training loop of a rank: its main process's main thread. */
-static bool keep_rank_main(const struct gs_sample *s, void *ctx)
+static bool keep_rank_main(const struct gs_sample *s, const struct gs_sample_ctx *c, void *ctx)
 {
 	const struct rank_key *k = ctx;
 
-	return has_rank(s) && s->num_labels[GS_NL_RANK] == k->rank && s->tid == s->pid &&
-	       s->process_role == k->main_role;
+	return has_rank(c) && c->num_labels[GS_NL_RANK] == k->rank && c->tid == c->pid &&
+	       c->process_role == k->main_role;
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -61,10 +61,10 @@ static int64_t *find_ranks(const struct gs_profile *p, gs_str main_role, size_t 
 	if (!v)
 		return NULL;
 	for (size_t i = 0; i < p->n_samples; i++) {
-		const struct gs_sample *s = &p->samples[i];
+		const struct gs_sample_ctx *c = gs_profile_ctx(p, &p->samples[i]);
 
-		if (has_rank(s) && s->tid == s->pid && s->process_role == main_role)
-			v[n++] = s->num_labels[GS_NL_RANK];
+		if (has_rank(c) && c->tid == c->pid && c->process_role == main_role)
+			v[n++] = c->num_labels[GS_NL_RANK];
 	}
 	qsort(v, n, sizeof(*v), cmp_i64);
 	for (size_t i = 0; i < n; i++)

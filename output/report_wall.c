@@ -44,23 +44,24 @@ static double pct(uint64_t a, uint64_t b)
 	return b ? 100.0 * (double)a / (double)b : 0.0;
 }
 
-static bool is_cpu(const struct gs_sample *s)
+static bool is_cpu(const struct gs_profile *p, const struct gs_sample *s)
 {
-	return s->cuda_device < 0;
+	return gs_profile_ctx(p, s)->cuda_device < 0;
 }
 
 static const char *role_of(const struct gs_profile *p, const struct gs_sample *s)
 {
-	if (s->process_role)
-		return gs_profile_str(p, s->process_role);
-	const struct gs_process *pr = gs_find_process(p, s->pid);
+	const struct gs_sample_ctx *sc = gs_profile_ctx(p, s);
+	if (sc->process_role)
+		return gs_profile_str(p, sc->process_role);
+	const struct gs_process *pr = gs_find_process(p, sc->pid);
 	return pr && pr->role ? gs_profile_str(p, pr->role) : "";
 }
 
 static bool has_offcpu(const struct gs_profile *p)
 {
 	for (size_t i = 0; i < p->n_samples; i++)
-		if (is_cpu(&p->samples[i]) && p->samples[i].values[GS_V_OFFCPU_NS] > 0)
+		if (is_cpu(p, &p->samples[i]) && p->samples[i].values[GS_V_OFFCPU_NS] > 0)
 			return true;
 	return false;
 }
@@ -110,13 +111,14 @@ static void find_workers(struct wall_ctx *w)
 	const struct gs_profile *p = w->p;
 	for (size_t i = 0; i < p->n_samples && w->n_workers < MAX_WORKERS; i++) {
 		const struct gs_sample *s = &p->samples[i];
-		if (!is_cpu(s) || in_list(w->workers, w->n_workers, s->pid))
+		const struct gs_sample_ctx *sc = gs_profile_ctx(p, s);
+		if (!is_cpu(p, s) || in_list(w->workers, w->n_workers, sc->pid))
 			continue;
 		if (!is_worker_role(role_of(p, s)) && !stack_has_worker_loop(p, s->stack))
 			continue;
-		const struct gs_process *pr = gs_find_process(p, s->pid);
+		const struct gs_process *pr = gs_find_process(p, sc->pid);
 		w->worker_ppid[w->n_workers] = pr ? pr->ppid : 0;
-		w->workers[w->n_workers++] = s->pid;
+		w->workers[w->n_workers++] = sc->pid;
 	}
 }
 
@@ -132,8 +134,9 @@ static void add_main(struct who *m, unsigned *n, const struct gs_profile *p, uin
 	m[*n] = (struct who){ .pid = pid, .comm = pr && pr->comm ? pr->comm : comm, .rank = -1 };
 	for (size_t i = 0; i < p->n_samples; i++) { /* rank label of its samples */
 		const struct gs_sample *s = &p->samples[i];
-		if (s->pid == pid && (s->num_set & (1u << GS_NL_RANK))) {
-			m[*n].rank = s->num_labels[GS_NL_RANK];
+		const struct gs_sample_ctx *sc = gs_profile_ctx(p, s);
+		if (sc->pid == pid && (sc->num_set & (1u << GS_NL_RANK))) {
+			m[*n].rank = sc->num_labels[GS_NL_RANK];
 			m[*n].has_rank = true;
 			break;
 		}
@@ -154,17 +157,19 @@ static unsigned find_mains(struct wall_ctx *w, struct who *m)
 	}
 	for (size_t i = 0; i < p->n_samples; i++) {
 		const struct gs_sample *s = &p->samples[i];
-		if (is_cpu(s) && s->process_role &&
-		    !strcmp(gs_profile_str(p, s->process_role), "main"))
-			add_main(m, &n, p, s->pid, s->thread_name);
+		const struct gs_sample_ctx *sc = gs_profile_ctx(p, s);
+		if (is_cpu(p, s) && sc->process_role &&
+		    !strcmp(gs_profile_str(p, sc->process_role), "main"))
+			add_main(m, &n, p, sc->pid, sc->thread_name);
 	}
 	if (!n && p->n_processes)
 		add_main(m, &n, p, p->processes[0].pid, p->processes[0].comm);
 	for (size_t i = 0; i < p->n_samples && !n; i++) {
 		const struct gs_sample *s = &p->samples[i];
-		if (is_cpu(s) && s->values[GS_V_SAMPLES] > 0 && s->pid &&
-		    !in_list(w->workers, w->n_workers, s->pid))
-			add_main(m, &n, p, s->pid, s->thread_name);
+		const struct gs_sample_ctx *sc = gs_profile_ctx(p, s);
+		if (is_cpu(p, s) && s->values[GS_V_SAMPLES] > 0 && sc->pid &&
+		    !in_list(w->workers, w->n_workers, sc->pid))
+			add_main(m, &n, p, sc->pid, sc->thread_name);
 	}
 	return n;
 }
@@ -287,10 +292,10 @@ struct thread_key {
 	uint32_t pid, tid;
 };
 
-static bool keep_thread(const struct gs_sample *s, void *ctx)
+static bool keep_thread(const struct gs_sample *s, const struct gs_sample_ctx *c, void *ctx)
 {
 	const struct thread_key *k = ctx;
-	return s->pid == k->pid && s->tid == k->tid;
+	return c->pid == k->pid && c->tid == k->tid;
 }
 
 static void who_name(const struct wall_ctx *w, const struct who *m, char *buf, size_t len)
@@ -388,15 +393,16 @@ static void print_workers(struct wall_ctx *w, uint32_t main_pid, unsigned n_main
 		n += worker_of(w, i, main_pid, n_mains);
 	for (size_t i = 0; i < p->n_samples && n; i++) {
 		const struct gs_sample *s = &p->samples[i];
-		if (!is_cpu(s) || s->pid != s->tid)
+		const struct gs_sample_ctx *sc = gs_profile_ctx(p, s);
+		if (!is_cpu(p, s) || sc->pid != sc->tid)
 			continue;
 		unsigned k = 0;
-		while (k < w->n_workers && w->workers[k] != s->pid)
+		while (k < w->n_workers && w->workers[k] != sc->pid)
 			k++;
 		if (k == w->n_workers || !worker_of(w, k, main_pid, n_mains))
 			continue;
 		int64_t off = s->values[GS_V_OFFCPU_NS] > 0 ? s->values[GS_V_OFFCPU_NS] : 0;
-		const char *st = gs_profile_str(p, s->str_labels[GS_SL_THREAD_STATE]);
+		const char *st = gs_profile_str(p, sc->str_labels[GS_SL_THREAD_STATE]);
 		busy += (uint64_t)(gs_wall_ns(p, s) - off);
 		if (!strcmp(st, "runnable"))
 			starved += (uint64_t)off;

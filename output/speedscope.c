@@ -234,9 +234,11 @@ static int state_frame(struct ss *s, uint32_t c, int v, uint32_t *lab)
 static int sample_key(struct ss *s, const struct gs_sample *sm, uint32_t *key)
 {
 	uint32_t st = sm->stack;
-	int v = sm->values[GS_V_OFFCPU_NS] <= 0                                  ? V_CPU
-		: (int64_t)sm->str_labels[GS_SL_THREAD_STATE] == s->runnable_str ? V_RUNNABLE
-										 : V_BLOCKED;
+	int v = sm->values[GS_V_OFFCPU_NS] <= 0 ? V_CPU
+		: (int64_t)gs_profile_ctx(s->p, sm)->str_labels[GS_SL_THREAD_STATE] ==
+			s->runnable_str
+		    ? V_RUNNABLE
+		    : V_BLOCKED;
 	uint32_t *k = &s->key_of[(size_t)st * N_VARIANTS + (size_t)v];
 	if (*k != NO_FRAME) {
 		*key = *k;
@@ -282,17 +284,18 @@ static void profile_head(struct gs_wbuf *w, bool *first, const char *name, const
 static void thread_name(const struct gs_profile *p, const struct gs_sample *s, char *buf,
 			size_t len)
 {
-	const struct gs_process *pr = gs_find_process(p, s->pid);
+	const struct gs_sample_ctx *sc = gs_profile_ctx(p, s);
+	const struct gs_process *pr = gs_find_process(p, sc->pid);
 	const char *pcomm = pr && pr->comm ? gs_profile_str(p, pr->comm) : NULL;
-	const char *tcomm = s->thread_name ? gs_profile_str(p, s->thread_name) : NULL;
-	const char *role = s->process_role  ? gs_profile_str(p, s->process_role)
+	const char *tcomm = sc->thread_name ? gs_profile_str(p, sc->thread_name) : NULL;
+	const char *role = sc->process_role ? gs_profile_str(p, sc->process_role)
 			   : pr && pr->role ? gs_profile_str(p, pr->role)
 					    : NULL;
 	int n = snprintf(buf, len, "%s pid %u tid %u",
 			 pcomm   ? pcomm
 			 : tcomm ? tcomm
 				 : "?",
-			 s->pid, s->tid);
+			 sc->pid, sc->tid);
 	if (tcomm && pcomm && strcmp(tcomm, pcomm) != 0 && n > 0 && (size_t)n < len)
 		n += snprintf(buf + n, len - (size_t)n, " \"%s\"", tcomm);
 	if (role && n > 0 && (size_t)n < len)
@@ -524,12 +527,13 @@ static int gpu_aggregate(const struct gs_profile *p, int32_t dev, struct gpu_agg
 	int rc = 0;
 	for (size_t i = 0; i < p->n_samples && !rc; i++) {
 		const struct gs_sample *s = &p->samples[i];
-		if (s->cuda_device != dev || s->values[GS_V_GPU_SAMPLES] <= 0)
+		const struct gs_sample_ctx *sc = gs_profile_ctx(p, s);
+		if (sc->cuda_device != dev || s->values[GS_V_GPU_SAMPLES] <= 0)
 			continue;
 		bool added;
-		uint64_t *v = gs_hmap_slot(&m, s->stack | (uint64_t)s->cuda_stall_reason << 32,
+		uint64_t *v = gs_hmap_slot(&m, s->stack | (uint64_t)sc->cuda_stall_reason << 32,
 					   &added);
-		struct gpu_agg e = { .stack = s->stack, .reason = s->cuda_stall_reason };
+		struct gpu_agg e = { .stack = s->stack, .reason = sc->cuda_stall_reason };
 		if (!v || (added && GS_PUSH(a, n, cap, e))) {
 			rc = -ENOMEM;
 			break;
@@ -625,11 +629,12 @@ static int collect_gpu_frames(struct ss *s)
 	const struct gs_profile *p = s->p;
 	for (size_t i = 0; i < p->n_samples; i++) {
 		const struct gs_sample *sm = &p->samples[i];
+		const struct gs_sample_ctx *sc = gs_profile_ctx(p, sm);
 		const uint32_t *fr;
 		uint32_t nf, idx;
-		if (sm->cuda_device < 0)
+		if (sc->cuda_device < 0)
 			continue;
-		struct gs_dframe sf = { .type = GS_DF_STALL, .fn = sm->cuda_stall_reason };
+		struct gs_dframe sf = { .type = GS_DF_STALL, .fn = sc->cuda_stall_reason };
 		if (stack_frames(s, sm->stack, &fr, &nf) || frame_index(s, &sf, &idx))
 			return -ENOMEM;
 		s->uses[idx]++;
@@ -681,13 +686,14 @@ static int gpu_devices(const struct gs_profile *p, int32_t devs[64])
 	int n_devs = 0;
 	for (size_t i = 0; i < p->n_samples; i++) {
 		const struct gs_sample *sm = &p->samples[i];
-		if (sm->cuda_device < 0)
+		const struct gs_sample_ctx *sc = gs_profile_ctx(p, sm);
+		if (sc->cuda_device < 0)
 			continue;
 		bool seen = false;
 		for (int d = 0; d < n_devs; d++)
-			seen |= devs[d] == sm->cuda_device;
+			seen |= devs[d] == sc->cuda_device;
 		if (!seen && n_devs < 64)
-			devs[n_devs++] = sm->cuda_device;
+			devs[n_devs++] = sc->cuda_device;
 	}
 	for (int a = 1; a < n_devs; a++) /* insertion sort: few devices */
 		for (int b = a; b > 0 && devs[b - 1] > devs[b]; b--) {

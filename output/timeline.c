@@ -65,7 +65,7 @@ static int cmp_key(const void *a, const void *b)
 
 static bool is_timeline_sample(const struct gs_profile *p, const struct gs_sample *s)
 {
-	return s->cuda_device < 0 && gs_wall_ns(p, s) > 0;
+	return gs_profile_ctx(p, s)->cuda_device < 0 && gs_wall_ns(p, s) > 0;
 }
 
 /* Distinct threads of the timeline samples, in order, with their counts
@@ -77,13 +77,14 @@ static int find_threads(const struct gs_profile *p, uint32_t main_pid, struct gs
 	size_t n = 0, cap = 0;
 	for (size_t i = 0; i < p->n_samples; i++) {
 		const struct gs_sample *s = &p->samples[i];
+		const struct gs_sample_ctx *sc = gs_profile_ctx(p, s);
 		if (!is_timeline_sample(p, s))
 			continue;
 		bool added;
-		uint64_t *v = gs_hmap_slot(map, (uint64_t)s->pid << 32 | s->tid, &added);
+		uint64_t *v = gs_hmap_slot(map, (uint64_t)sc->pid << 32 | sc->tid, &added);
 		if (!v ||
 		    (added &&
-		     GS_PUSH(th, n, cap, ((struct tl_thread){ .pid = s->pid, .tid = s->tid })))) {
+		     GS_PUSH(th, n, cap, ((struct tl_thread){ .pid = sc->pid, .tid = sc->tid })))) {
 			free(th);
 			return -ENOMEM;
 		}
@@ -151,9 +152,10 @@ int gs_timeline_order(const struct gs_profile *p, uint32_t **idx_out, size_t *n_
 	int rc = idx ? find_threads(p, main_pid, &map, &th, &n_th) : -ENOMEM;
 	for (size_t i = 0; !rc && i < p->n_samples; i++) {
 		const struct gs_sample *s = &p->samples[i];
+		const struct gs_sample_ctx *sc = gs_profile_ctx(p, s);
 		if (!is_timeline_sample(p, s))
 			continue;
-		struct tl_thread *t = &th[*gs_hmap_get(&map, (uint64_t)s->pid << 32 | s->tid)];
+		struct tl_thread *t = &th[*gs_hmap_get(&map, (uint64_t)sc->pid << 32 | sc->tid)];
 		idx[t->at++] = (uint32_t)i;
 		n++;
 	}
@@ -174,8 +176,10 @@ int gs_timeline_order(const struct gs_profile *p, uint32_t **idx_out, size_t *n_
 size_t gs_timeline_thread_end(const struct gs_profile *p, const uint32_t *idx, size_t b, size_t n)
 {
 	const struct gs_sample *x = &p->samples[idx[b]];
+	const struct gs_sample_ctx *sc = gs_profile_ctx(p, x);
 	size_t e = b + 1;
-	while (e < n && p->samples[idx[e]].pid == x->pid && p->samples[idx[e]].tid == x->tid)
+	while (e < n && gs_profile_ctx(p, &p->samples[idx[e]])->pid == sc->pid &&
+	       gs_profile_ctx(p, &p->samples[idx[e]])->tid == sc->tid)
 		e++;
 	return e;
 }

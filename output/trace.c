@@ -80,7 +80,7 @@ static const char *const st_name[] = { "running", "runnable", "blocked" };
 
 static enum st state_of(const struct gs_profile *p, const struct gs_sample *s)
 {
-	gs_str l = s->str_labels[GS_SL_THREAD_STATE];
+	gs_str l = gs_profile_ctx(p, s)->str_labels[GS_SL_THREAD_STATE];
 	if (s->values[GS_V_OFFCPU_NS] <= 0)
 		return ST_RUNNING;
 	return l && !strcmp(gs_profile_str(p, l), "runnable") ? ST_RUNNABLE : ST_BLOCKED;
@@ -194,25 +194,26 @@ static void process_names(struct tr *t, const uint32_t *idx, size_t n)
 	int64_t order = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct gs_sample *s = &p->samples[idx[i]];
-		if (s->pid == last)
+		const struct gs_sample_ctx *sc = gs_profile_ctx(p, s);
+		if (sc->pid == last)
 			continue;
-		last = s->pid;
-		const struct gs_process *pr = gs_find_process(p, s->pid);
-		const char *comm = pr && pr->comm   ? gs_profile_str(p, pr->comm)
-				   : s->thread_name ? gs_profile_str(p, s->thread_name)
-						    : "?";
-		const char *role = s->process_role  ? gs_profile_str(p, s->process_role)
+		last = sc->pid;
+		const struct gs_process *pr = gs_find_process(p, sc->pid);
+		const char *comm = pr && pr->comm    ? gs_profile_str(p, pr->comm)
+				   : sc->thread_name ? gs_profile_str(p, sc->thread_name)
+						     : "?";
+		const char *role = sc->process_role ? gs_profile_str(p, sc->process_role)
 				   : pr && pr->role ? gs_profile_str(p, pr->role)
 						    : NULL;
 		char name[256];
 		int k = snprintf(name, sizeof(name), "%s", comm);
 		if (role && k > 0 && (size_t)k < sizeof(name))
 			k += snprintf(name + k, sizeof(name) - (size_t)k, " (%s)", role);
-		if ((s->num_set & (1u << GS_NL_RANK)) && k > 0 && (size_t)k < sizeof(name))
+		if ((sc->num_set & (1u << GS_NL_RANK)) && k > 0 && (size_t)k < sizeof(name))
 			snprintf(name + k, sizeof(name) - (size_t)k, " rank %" PRId64,
-				 s->num_labels[GS_NL_RANK]);
-		meta(t, "process_name", s->pid, 0, "name", name, 0);
-		meta(t, "process_sort_index", s->pid, 0, "sort_index", NULL, order++);
+				 sc->num_labels[GS_NL_RANK]);
+		meta(t, "process_name", sc->pid, 0, "name", name, 0);
+		meta(t, "process_sort_index", sc->pid, 0, "sort_index", NULL, order++);
 	}
 }
 
@@ -249,8 +250,9 @@ static size_t make_runs(struct tr *t, const struct gs_tl_item *it, size_t n)
 static void state_slice(struct tr *t, const struct run *r, uint64_t end)
 {
 	const struct gs_sample *s = &t->p->samples[r->sample];
+	const struct gs_sample_ctx *c = gs_profile_ctx(t->p, s);
 	char wait[256];
-	if (!event_head(t, "X", s->pid, s->tid))
+	if (!event_head(t, "X", c->pid, c->tid))
 		return;
 	gs_json_str(t->w, st_name[r->state]);
 	put_span(t->w, "state", r->start, end);
@@ -266,8 +268,9 @@ static void state_slice(struct tr *t, const struct run *r, uint64_t end)
 static void frame_slice(struct tr *t, const struct gs_sample *s, const struct gs_dframe *f,
 			uint64_t start, uint64_t end)
 {
+	const struct gs_sample_ctx *c = gs_profile_ctx(t->p, s);
 	char name[512];
-	if (!event_head(t, "X", s->pid, s->tid))
+	if (!event_head(t, "X", c->pid, c->tid))
 		return;
 	gs_json_str(t->w, gs_dframe_name(t->p, f, name, sizeof(name)));
 	put_span(t->w, "stack", start, end);
@@ -341,10 +344,11 @@ static int write_thread(struct tr *t, const struct gs_tl_item *it, size_t n)
 {
 	const struct gs_profile *p = t->p;
 	const struct gs_sample *s0 = &p->samples[it[0].sample];
-	meta(t, "thread_name", s0->pid, s0->tid, "name",
-	     s0->thread_name ? gs_profile_str(p, s0->thread_name) : "?", 0);
-	meta(t, "thread_sort_index", s0->pid, s0->tid, "sort_index", NULL,
-	     s0->tid == s0->pid ? 0 : s0->tid);
+	const struct gs_sample_ctx *sc = gs_profile_ctx(p, s0);
+	meta(t, "thread_name", sc->pid, sc->tid, "name",
+	     sc->thread_name ? gs_profile_str(p, sc->thread_name) : "?", 0);
+	meta(t, "thread_sort_index", sc->pid, sc->tid, "sort_index", NULL,
+	     sc->tid == sc->pid ? 0 : sc->tid);
 	size_t nr = make_runs(t, it, n);
 	for (size_t b = 0; b < nr;) {
 		size_t e = b + 1;
@@ -369,13 +373,14 @@ static void gpu_events(struct tr *t)
 	bool named[64] = { false };
 	for (size_t i = 0; i < p->n_samples; i++) {
 		const struct gs_sample *s = &p->samples[i];
-		if (s->cuda_device < 0 || s->values[GS_V_GPU_SAMPLES] <= 0)
+		const struct gs_sample_ctx *c = gs_profile_ctx(p, s);
+		if (c->cuda_device < 0 || s->values[GS_V_GPU_SAMPLES] <= 0)
 			continue;
-		uint32_t tid = GPU_TID_BASE + (uint32_t)(s->cuda_device & 63);
-		if (!named[s->cuda_device & 63]) {
-			named[s->cuda_device & 63] = true;
-			snprintf(name, sizeof(name), "GPU%d PC samples", s->cuda_device);
-			meta(t, "thread_name", s->pid, tid, "name", name, 0);
+		uint32_t tid = GPU_TID_BASE + (uint32_t)(c->cuda_device & 63);
+		if (!named[c->cuda_device & 63]) {
+			named[c->cuda_device & 63] = true;
+			snprintf(name, sizeof(name), "GPU%d PC samples", c->cuda_device);
+			meta(t, "thread_name", c->pid, tid, "name", name, 0);
 		}
 		const struct gs_stack *st = &p->stacks[s->stack];
 		struct gs_dframe df[MAX_DF_PER_LOC];
@@ -393,7 +398,7 @@ static void gpu_events(struct tr *t)
 				break;
 			}
 		}
-		if (!event_head(t, "i", s->pid, tid))
+		if (!event_head(t, "i", c->pid, tid))
 			continue;
 		gs_json_str(t->w, name);
 		gs_wbuf_puts(t->w, ",\"cat\":\"gpu\",\"s\":\"t\",\"ts\":");
@@ -401,7 +406,7 @@ static void gpu_events(struct tr *t)
 		gs_wbuf_puts(t->w, ",\"args\":{\"samples\":");
 		gs_wbuf_i64(t->w, s->values[GS_V_GPU_SAMPLES]);
 		gs_wbuf_puts(t->w, ",\"stall_reason\":");
-		gs_json_str(t->w, s->cuda_stall_reason ? gs_profile_str(p, s->cuda_stall_reason)
+		gs_json_str(t->w, c->cuda_stall_reason ? gs_profile_str(p, c->cuda_stall_reason)
 						       : "unknown");
 		gs_wbuf_puts(t->w, ",\"launch_site\":");
 		gs_json_str(t->w, site);

@@ -184,7 +184,7 @@ static enum fcls stack_class(const struct gs_profile *p, uint32_t st, uint8_t *f
 
 static bool state_is(const struct gs_profile *p, const struct gs_sample *s, const char *state)
 {
-	gs_str st = s->str_labels[GS_SL_THREAD_STATE];
+	gs_str st = gs_profile_ctx(p, s)->str_labels[GS_SL_THREAD_STATE];
 	return st && !strcmp(gs_profile_str(p, st), state);
 }
 
@@ -195,8 +195,8 @@ static enum gs_wall_cat category(const struct gs_profile *p, const struct gs_sam
 		return GS_WALL_STARVED;
 	if (fc != F_NONE)
 		return fcls_cat[fc];
-	if (state_is(p, s, "blocked") ||
-	    (!s->str_labels[GS_SL_THREAD_STATE] && s->values[GS_V_OFFCPU_NS] > 0))
+	if (state_is(p, s, "blocked") || (!gs_profile_ctx(p, s)->str_labels[GS_SL_THREAD_STATE] &&
+					  s->values[GS_V_OFFCPU_NS] > 0))
 		return GS_WALL_OTHER_BLOCKED;
 	return GS_WALL_COMPUTE;
 }
@@ -211,7 +211,7 @@ int gs_wall_frame_cat(const struct gs_profile *p, uint32_t fn, uint8_t frame_kin
 
 int gs_wall_classify(const struct gs_profile *p, const struct gs_sample *s)
 {
-	if (s->cuda_device >= 0 || s->stack >= p->n_stacks)
+	if (gs_profile_ctx(p, s)->cuda_device >= 0 || s->stack >= p->n_stacks)
 		return -EINVAL;
 	return (int)category(p, s, stack_class(p, s->stack, NULL));
 }
@@ -243,7 +243,7 @@ static void top_keep(struct gs_wall_split *out, uint32_t c, uint32_t st, uint64_
 	nv[i] = ns;
 }
 
-int gs_wall_split(const struct gs_profile *p, gs_sample_pred keep, void *ctx,
+int gs_wall_split(const struct gs_profile *p, gs_ctx_pick_fn keep, void *ctx,
 		  struct gs_wall_split *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -261,7 +261,8 @@ int gs_wall_split(const struct gs_profile *p, gs_sample_pred keep, void *ctx,
 	memset(scache, 0xff, p->n_stacks + 1);
 	for (size_t i = 0; i < p->n_samples; i++) {
 		const struct gs_sample *s = &p->samples[i];
-		if (s->cuda_device >= 0 || s->stack >= p->n_stacks || (keep && !keep(s, ctx)))
+		const struct gs_sample_ctx *sc = gs_profile_ctx(p, s);
+		if (sc->cuda_device >= 0 || s->stack >= p->n_stacks || (keep && !keep(s, sc, ctx)))
 			continue;
 		int64_t ns = gs_wall_ns(p, s);
 		if (ns <= 0)

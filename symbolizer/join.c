@@ -550,6 +550,8 @@ int gs_join_emit(struct gs_join *j, struct gs_join_stats *st)
 		struct gs_sample smp = {
 			.stack = a->stack,
 			.time_ns = a->time,
+		};
+		struct gs_sample_ctx c = {
 			.pid = a->pid,
 			.cuda_stall_reason = a->reason,
 			.gpu_attribution = attr[a->attr],
@@ -559,11 +561,11 @@ int gs_join_emit(struct gs_join *j, struct gs_join_stats *st)
 		smp.values[GS_V_GPU_NOT_ISSUED] = ni;
 		if (a->lkey != NO_STACK) {
 			const struct lkey *k = &j->lkeys[a->lkey];
-			smp.tid = k->tid;
-			smp.thread_name = k->thread_name;
-			smp.process_role = k->role;
+			c.tid = k->tid;
+			c.thread_name = k->thread_name;
+			c.process_role = k->role;
 		}
-		int err = gs_profile_add_sample(j->p, &smp);
+		int err = gs_profile_add_sample(j->p, &smp, &c);
 		if (err)
 			return err;
 		a->done_s = a->s;

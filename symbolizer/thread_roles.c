@@ -199,9 +199,9 @@ static enum gs_thread_role decide(const struct gs_profile *p, const struct threa
 	return best != GS_TR_OTHER ? best : comm_role(p, th->comm);
 }
 
-static bool is_thread_sample(const struct gs_sample *s)
+static bool is_thread_sample(const struct gs_sample *s, const struct gs_sample_ctx *c, void *arg)
 {
-	return s->cuda_device < 0 && s->tid;
+	return c->cuda_device < 0 && c->tid;
 }
 
 static int vote(struct gs_profile *p, struct threads *t)
@@ -218,11 +218,12 @@ static int vote(struct gs_profile *p, struct threads *t)
 	memset(st_role, 0xff, (size_t)p->n_stacks + 1);
 	for (size_t i = 0; i < p->n_samples; i++) {
 		const struct gs_sample *s = &p->samples[i];
+		const struct gs_sample_ctx *c = gs_profile_ctx(p, s);
 		struct thread *th;
 
-		if (!is_thread_sample(s))
+		if (!is_thread_sample(s, c, NULL))
 			continue;
-		if (!(th = thread_get(t, s->pid, s->tid))) {
+		if (!(th = thread_get(t, c->pid, c->tid))) {
 			free(fn_role);
 			free(st_role);
 			return -ENOMEM;
@@ -230,29 +231,38 @@ static int vote(struct gs_profile *p, struct threads *t)
 		if (st_role[s->stack] == 0xff)
 			st_role[s->stack] = stack_role(p, s->stack, fn_role);
 		th->votes[st_role[s->stack] ? st_role[s->stack] - 1 : GS_TR_OTHER]++;
-		th->comm = s->thread_name;
+		th->comm = c->thread_name;
 	}
 	free(fn_role);
 	free(st_role);
 	return 0;
 }
 
+struct role_arg {
+	struct gs_profile *p;
+	struct threads *t;
+	gs_str names[GS_NTHREAD_ROLES];
+};
+
+static void label_role(struct gs_sample_ctx *c, void *arg)
+{
+	struct role_arg *a = arg;
+
+	c->str_labels[GS_SL_THREAD_ROLE] =
+	    a->names[decide(a->p, thread_find(a->t, c->pid, c->tid))];
+}
+
 int gs_thread_roles(struct gs_profile *p)
 {
-	gs_str names[GS_NTHREAD_ROLES];
 	struct threads t = { 0 };
+	struct role_arg a = { p, &t, { 0 } };
 	int rc = vote(p, &t);
 
 	for (uint32_t r = 0; !rc && r < GS_NTHREAD_ROLES; r++)
-		if ((names[r] = gs_profile_intern(p, gs_thread_role_name[r])) == (gs_str)-1)
+		if ((a.names[r] = gs_profile_intern(p, gs_thread_role_name[r])) == (gs_str)-1)
 			rc = -ENOMEM;
-	for (size_t i = 0; !rc && i < p->n_samples; i++) {
-		struct gs_sample *s = &p->samples[i];
-
-		if (is_thread_sample(s))
-			s->str_labels[GS_SL_THREAD_ROLE] =
-			    names[decide(p, thread_find(&t, s->pid, s->tid))];
-	}
+	if (!rc)
+		rc = gs_profile_edit_ctx(p, is_thread_sample, label_role, &a);
 	free(t.v);
 	gs_hmap_free(&t.by_tid);
 	return rc;

@@ -88,11 +88,11 @@ struct gs_stack {
 	uint32_t n;     /* number of location ids, leaf first */
 };
 
-/* Labels beyond the fixed ones of struct gs_sample, written generically by
+/* Labels beyond the fixed ones of struct gs_sample_ctx, written generically by
  * every writer and read back by the pprof reader: add an enum entry and its
  * key in output/profile.c (gs_str_label_key / gs_num_label_key), nothing
  * else.  String labels are 0 when absent; numeric ones are present when
- * their bit is set in gs_sample.num_set (so rank 0 survives). */
+ * their bit is set in gs_sample_ctx.num_set (so rank 0 survives). */
 enum gs_str_label {
 	GS_SL_THREAD_STATE = 0, /* "running" (CPU sample), "runnable", "blocked" */
 	GS_SL_THREAD_ROLE,      /* "main", "dataloader_worker", "pin_memory", ... */
@@ -109,21 +109,30 @@ enum gs_num_label {
 extern const char *const gs_str_label_key[GS_NSTR_LABELS]; /* pprof keys */
 extern const char *const gs_num_label_key[GS_NNUM_LABELS];
 
-/* Kept for every sample of a run (5M in a long one), so the fields are
- * ordered to leave no padding: 136 bytes. */
-struct gs_sample {
-	uint32_t stack;   /* stack index (0-based into stacks[]) */
-	uint32_t num_set; /* bit i: num_labels[i] present */
-	int64_t values[GS_NVALUES];
-	uint64_t time_ns;                   /* since profile start; GPU batches: drain time */
+/* Who and what a sample is about, besides its stack, values and time.  A
+ * run has few distinct ones (a thread in one state, a stall reason on one
+ * device) and millions of samples, so the profile keeps each distinct
+ * context once (gs_profile_add_ctx) and a sample holds its index.  After
+ * gs_profile_edit_ctx, ctxs[] may hold contexts no sample uses any more:
+ * walk the samples, not ctxs[], to see what a profile says. */
+struct gs_sample_ctx {
 	uint32_t pid, tid;                  /* tgid and tid in the root pid namespace */
 	gs_str thread_name;                 /* comm */
 	gs_str process_role;                /* "main", "dataloader", "other" */
 	gs_str cuda_stall_reason;           /* short name, 0 for CPU samples */
 	gs_str gpu_attribution;             /* "exact", "proportional", 0 for CPU */
 	int32_t cuda_device;                /* -1 for CPU samples */
+	uint32_t num_set;                   /* bit i: num_labels[i] present */
 	gs_str str_labels[GS_NSTR_LABELS];  /* enum gs_str_label; 0 = absent */
 	int64_t num_labels[GS_NNUM_LABELS]; /* enum gs_num_label */
+};
+
+/* Kept for every sample of a run (5M in a long one): 64 bytes. */
+struct gs_sample {
+	uint32_t stack;   /* stack index (0-based into stacks[]) */
+	uint32_t ctx;     /* context index (0-based into ctxs[]) */
+	uint64_t time_ns; /* since profile start; GPU batches: drain time */
+	int64_t values[GS_NVALUES];
 };
 
 /* One process seen during the run, for the report. */
@@ -157,6 +166,9 @@ struct gs_profile {
 	struct gs_stack *stacks;
 	uint32_t n_stacks, cap_stacks;
 	struct gs_hmap stack_index; /* location-list hash -> index */
+	struct gs_sample_ctx *ctxs;
+	uint32_t n_ctxs, cap_ctxs;
+	struct gs_hmap ctx_index; /* context hash -> index */
 	struct gs_sample *samples;
 	size_t n_samples, cap_samples;
 	struct gs_process *processes;
@@ -198,8 +210,20 @@ uint32_t gs_profile_add_location(struct gs_profile *p, uint32_t mapping, uint64_
 				 uint32_t n_lines);
 /* Deduplicated; returns the 0-based stack index or -ENOMEM. */
 int64_t gs_profile_add_stack(struct gs_profile *p, const uint32_t *locs, uint32_t n);
-/* Copies *s; a zero wall value is filled in as cpu + offcpu. */
-int gs_profile_add_sample(struct gs_profile *p, const struct gs_sample *s);
+/* Deduplicated (field by field); returns the 0-based index or -ENOMEM. */
+int64_t gs_profile_add_ctx(struct gs_profile *p, const struct gs_sample_ctx *c);
+/* Copies *s.  Its context is *c when c is given (interned; s->ctx is not
+ * read), else s->ctx, which must be an index already in ctxs[] (-EINVAL).
+ * A zero wall value is filled in as cpu + offcpu. */
+int gs_profile_add_sample(struct gs_profile *p, const struct gs_sample *s,
+			  const struct gs_sample_ctx *c);
+/* Relabel samples after the fact: every sample for which pick() holds
+ * (pick NULL: every sample) gets the context edit() makes of a copy of its
+ * own.  edit() runs once per distinct context, not per sample.  Returns 0
+ * or -ENOMEM (samples already visited keep their new context). */
+typedef bool (*gs_ctx_pick_fn)(const struct gs_sample *s, const struct gs_sample_ctx *c, void *arg);
+typedef void (*gs_ctx_edit_fn)(struct gs_sample_ctx *c, void *arg);
+int gs_profile_edit_ctx(struct gs_profile *p, gs_ctx_pick_fn pick, gs_ctx_edit_fn edit, void *arg);
 int gs_profile_add_process(struct gs_profile *p, const struct gs_process *proc);
 int gs_profile_add_comment(struct gs_profile *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -209,6 +233,11 @@ int gs_profile_add_note(struct gs_profile *p, const char *fmt, ...)
 static inline const struct gs_location *gs_profile_location(const struct gs_profile *p, uint32_t id)
 {
 	return &p->locations[id - 1];
+}
+static inline const struct gs_sample_ctx *gs_profile_ctx(const struct gs_profile *p,
+							 const struct gs_sample *s)
+{
+	return &p->ctxs[s->ctx];
 }
 static inline const struct gs_function *gs_profile_function(const struct gs_profile *p, uint32_t id)
 {

@@ -72,16 +72,15 @@ static inline void fx_samples(struct gs_profile *p, const uint32_t *root_first, 
 		leaf_first[i] = root_first[depth - 1 - i];
 	int64_t st = gs_profile_add_stack(p, leaf_first, depth);
 	for (int i = 0; i < n; i++) {
-		struct gs_sample s = { .stack = (uint32_t)st,
-				       .pid = pid,
-				       .tid = tid,
-				       .thread_name = gs_profile_intern(p, comm),
-				       .process_role = gs_profile_intern(p, role),
-				       .cuda_device = -1,
-				       .time_ns = t0 + (uint64_t)i * dt };
+		struct gs_sample s = { .stack = (uint32_t)st, .time_ns = t0 + (uint64_t)i * dt };
+		struct gs_sample_ctx s_c = { .pid = pid,
+					     .tid = tid,
+					     .thread_name = gs_profile_intern(p, comm),
+					     .process_role = gs_profile_intern(p, role),
+					     .cuda_device = -1 };
 		s.values[GS_V_SAMPLES] = 1;
 		s.values[GS_V_CPU_NS] = FX_PERIOD;
-		gs_profile_add_sample(p, &s);
+		gs_profile_add_sample(p, &s, &s_c);
 	}
 }
 
@@ -93,17 +92,17 @@ static inline void fx_gpu(struct gs_profile *p, const uint32_t *root_first, uint
 	for (uint32_t i = 0; i < depth; i++)
 		leaf_first[i] = root_first[depth - 1 - i];
 	struct gs_sample s = { .stack = (uint32_t)gs_profile_add_stack(p, leaf_first, depth),
-			       .pid = pid,
-			       .tid = tid,
-			       .cuda_device = 0,
-			       .time_ns = 900000000,
-			       .cuda_stall_reason = gs_profile_intern(p, reason),
-			       .gpu_attribution = gs_profile_intern(p, attribution),
-			       .thread_name = gs_profile_intern(p, pid ? "python3" : NULL),
-			       .process_role = gs_profile_intern(p, pid ? "main" : NULL) };
+			       .time_ns = 900000000 };
+	struct gs_sample_ctx s_c = { .pid = pid,
+				     .tid = tid,
+				     .cuda_device = 0,
+				     .cuda_stall_reason = gs_profile_intern(p, reason),
+				     .gpu_attribution = gs_profile_intern(p, attribution),
+				     .thread_name = gs_profile_intern(p, pid ? "python3" : NULL),
+				     .process_role = gs_profile_intern(p, pid ? "main" : NULL) };
 	s.values[GS_V_GPU_SAMPLES] = n;
 	s.values[GS_V_GPU_NOT_ISSUED] = not_issued;
-	gs_profile_add_sample(p, &s);
+	gs_profile_add_sample(p, &s, &s_c);
 }
 
 static inline void fx_build(struct fx *x)
@@ -228,16 +227,15 @@ static inline void fx_offcpu(struct gs_profile *p, uint32_t st, uint32_t pid, ui
 			     const char *comm, const char *role, const char *state, uint64_t t0,
 			     int64_t dur)
 {
-	struct gs_sample s = { .stack = st,
-			       .pid = pid,
-			       .tid = tid,
-			       .cuda_device = -1,
-			       .time_ns = t0,
-			       .thread_name = gs_profile_intern(p, comm),
-			       .process_role = gs_profile_intern(p, role) };
+	struct gs_sample s = { .stack = st, .time_ns = t0 };
+	struct gs_sample_ctx s_c = { .pid = pid,
+				     .tid = tid,
+				     .cuda_device = -1,
+				     .thread_name = gs_profile_intern(p, comm),
+				     .process_role = gs_profile_intern(p, role) };
 	s.values[GS_V_OFFCPU_NS] = dur;
-	s.str_labels[GS_SL_THREAD_STATE] = gs_profile_intern(p, state);
-	gs_profile_add_sample(p, &s);
+	s_c.str_labels[GS_SL_THREAD_STATE] = gs_profile_intern(p, state);
+	gs_profile_add_sample(p, &s, &s_c);
 }
 
 /* The fixture's stacks by what they do (indexes into samples[]). */

@@ -681,21 +681,24 @@ Test(cuda, records_end_to_end)
 		const struct gs_location *leaf = gs_profile_location(&P, P.stack_locs[k->first]);
 		const struct gs_function *kf =
 		    gs_profile_function(&P, P.lines[leaf->first_line].function);
-		cr_expect_str_eq(gs_profile_str(&P, s->cuda_stall_reason), "long_scoreboard");
+		cr_expect_str_eq(gs_profile_str(&P, gs_profile_ctx(&P, s)->cuda_stall_reason),
+				 "long_scoreboard");
 		cr_expect_eq(s->time_ns, 1000);
-		if (!strcmp(gs_profile_str(&P, s->gpu_attribution), "exact")) {
+		if (!strcmp(gs_profile_str(&P, gs_profile_ctx(&P, s)->gpu_attribution), "exact")) {
 			cr_expect_str_eq(gs_profile_str(&P, kf->name), "axpy");
 			cr_expect_eq(leaf->address, 0x80);
 			cr_expect_eq(P.stack_locs[k->first + 1], cpu_loc);
-			cr_expect_eq(s->tid, 501);
-			cr_expect_str_eq(gs_profile_str(&P, s->thread_name), "python3");
+			cr_expect_eq(gs_profile_ctx(&P, s)->tid, 501);
+			cr_expect_str_eq(gs_profile_str(&P, gs_profile_ctx(&P, s)->thread_name),
+					 "python3");
 			if (lines) {
 				int64_t ln = P.lines[leaf->first_line].line;
 				cr_expect(ln >= mark("axpy_begin") && ln <= mark("axpy_end"),
 					  "axpy+0x80 -> line %ld", (long)ln);
 			}
 		} else {
-			cr_expect_str_eq(gs_profile_str(&P, s->gpu_attribution), "unknown");
+			cr_expect_str_eq(gs_profile_str(&P, gs_profile_ctx(&P, s)->gpu_attribution),
+					 "unknown");
 			cr_expect(strstr(gs_profile_str(&P, kf->name), "scale<float, 4>"));
 		}
 	}

@@ -113,13 +113,13 @@ Test(folded, same_stack_aggregates_per_process)
 	uint32_t loc = gs_profile_add_location(&p, 0, 1, GS_FRAME_NATIVE, &l, 1);
 	int64_t st = gs_profile_add_stack(&p, &loc, 1);
 	for (int i = 0; i < 6; i++) {
-		struct gs_sample s = { .stack = (uint32_t)st,
-				       .pid = 10 + (i % 2),
-				       .tid = 100 + i,
-				       .thread_name = gs_profile_intern(&p, "w"),
-				       .cuda_device = -1 };
+		struct gs_sample s = { .stack = (uint32_t)st };
+		struct gs_sample_ctx s_c = { .pid = 10 + (i % 2),
+					     .tid = 100 + i,
+					     .thread_name = gs_profile_intern(&p, "w"),
+					     .cuda_device = -1 };
 		s.values[GS_V_SAMPLES] = 1;
-		gs_profile_add_sample(&p, &s);
+		gs_profile_add_sample(&p, &s, &s_c);
 	}
 	char path[128], err[256];
 	snprintf(path, sizeof(path), "%s/agg.folded", tmpdir);
@@ -146,13 +146,13 @@ Test(folded, printed_duplicates_merge)
 							&lf, 1);
 		uint32_t locs[2] = { leaf, root };
 		int64_t st = gs_profile_add_stack(&p, locs, 2);
-		struct gs_sample s = { .stack = (uint32_t)st,
-				       .pid = 10,
-				       .tid = 10,
-				       .thread_name = gs_profile_intern(&p, "w"),
-				       .cuda_device = -1 };
+		struct gs_sample s = { .stack = (uint32_t)st };
+		struct gs_sample_ctx s_c = { .pid = 10,
+					     .tid = 10,
+					     .thread_name = gs_profile_intern(&p, "w"),
+					     .cuda_device = -1 };
 		s.values[GS_V_SAMPLES] = i + 1;
-		gs_profile_add_sample(&p, &s);
+		gs_profile_add_sample(&p, &s, &s_c);
 	}
 	cr_assert_eq(p.n_stacks, 4);
 	char path[128], err[256];

@@ -67,7 +67,8 @@ static struct sums sum_where(const char *root, const char *attr)
 		const struct gs_sample *s = &P.samples[i];
 		if (root && strcmp(root_of(s), root))
 			continue;
-		if (attr && strcmp(gs_profile_str(&P, s->gpu_attribution), attr))
+		if (attr &&
+		    strcmp(gs_profile_str(&P, gs_profile_ctx(&P, s)->gpu_attribution), attr))
 			continue;
 		r.s += s->values[GS_V_GPU_SAMPLES];
 		r.ni += s->values[GS_V_GPU_NOT_ISSUED];
@@ -147,10 +148,11 @@ Test(join, continuous_three_to_one_split_preserves_totals)
 		cr_assert_eq(k->n, 2);
 		cr_expect_eq(gs_profile_location(&P, P.stack_locs[k->first])->kind,
 			     GS_FRAME_GPU_PC);
-		cr_expect_str_eq(gs_profile_str(&P, s->cuda_stall_reason), "long_scoreboard");
-		cr_expect_eq(s->pid, 100);
-		cr_expect_eq(s->tid, strcmp(root_of(s), "site_a") ? 12u : 11u);
-		cr_expect_eq(s->cuda_device, 0);
+		cr_expect_str_eq(gs_profile_str(&P, gs_profile_ctx(&P, s)->cuda_stall_reason),
+				 "long_scoreboard");
+		cr_expect_eq(gs_profile_ctx(&P, s)->pid, 100);
+		cr_expect_eq(gs_profile_ctx(&P, s)->tid, strcmp(root_of(s), "site_a") ? 12u : 11u);
+		cr_expect_eq(gs_profile_ctx(&P, s)->cuda_device, 0);
 	}
 	gs_join_free(j);
 }
@@ -219,7 +221,7 @@ Test(join, serialized_exact_by_correlation_id)
 	cr_expect_eq(sb.s, 20);
 	cr_expect_eq(sum_where(NULL, "proportional").n, 0);
 	for (size_t i = 0; i < P.n_samples; i++)
-		cr_expect_eq(P.samples[i].cuda_device, 1);
+		cr_expect_eq(gs_profile_ctx(&P, &P.samples[i])->cuda_device, 1);
 	gs_join_free(j);
 }
 
@@ -281,7 +283,7 @@ Test(join, unknown_launch)
 		cr_expect_eq(k->n, 2);
 		cr_expect_eq(gs_profile_location(&P, P.stack_locs[k->first + 1])->kind,
 			     GS_FRAME_SPECIAL);
-		cr_expect_eq(P.samples[i].tid, 0);
+		cr_expect_eq(gs_profile_ctx(&P, &P.samples[i])->tid, 0);
 	}
 	gs_join_free(j);
 }

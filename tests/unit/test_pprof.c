@@ -220,12 +220,11 @@ Test(pprof, aggregation_keeps_label_sets_apart)
 	uint32_t loc = gs_profile_add_location(&p, 0, 0x10, GS_FRAME_NATIVE, &l, 1);
 	int64_t st = gs_profile_add_stack(&p, &loc, 1);
 	for (int i = 0; i < 10; i++) {
-		struct gs_sample s = {
-			.stack = (uint32_t)st, .pid = 5, .tid = 5 + (i & 1), .cuda_device = -1
-		};
+		struct gs_sample s = { .stack = (uint32_t)st };
+		struct gs_sample_ctx s_c = { .pid = 5, .tid = 5 + (i & 1), .cuda_device = -1 };
 		s.values[GS_V_SAMPLES] = 1;
 		s.values[GS_V_CPU_NS] = 7;
-		gs_profile_add_sample(&p, &s);
+		gs_profile_add_sample(&p, &s, &s_c);
 	}
 	char path[128];
 	snprintf(path, sizeof(path), "%s/agg.pb.gz", tmpdir);
@@ -255,14 +254,13 @@ Test(pprof, extra_labels_round_trip)
 	int64_t st = gs_profile_add_stack(&p, &loc, 1);
 	gs_str blocked = gs_profile_intern(&p, "blocked");
 	for (int i = 0; i < 6; i++) {
-		struct gs_sample s = {
-			.stack = (uint32_t)st, .pid = 5, .tid = 5, .cuda_device = -1
-		};
+		struct gs_sample s = { .stack = (uint32_t)st };
+		struct gs_sample_ctx s_c = { .pid = 5, .tid = 5, .cuda_device = -1 };
 		s.values[GS_V_OFFCPU_NS] = 100;
-		s.str_labels[GS_SL_THREAD_STATE] = blocked;
-		s.num_labels[GS_NL_RANK] = i % 2; /* rank 0 and rank 1 */
-		s.num_set = 1u << GS_NL_RANK;
-		gs_profile_add_sample(&p, &s);
+		s_c.str_labels[GS_SL_THREAD_STATE] = blocked;
+		s_c.num_labels[GS_NL_RANK] = i % 2; /* rank 0 and rank 1 */
+		s_c.num_set = 1u << GS_NL_RANK;
+		gs_profile_add_sample(&p, &s, &s_c);
 	}
 	cr_assert_eq(p.samples[0].values[GS_V_WALL_NS], 100, "wall = cpu + offcpu");
 	char path[128], err[256];
@@ -275,10 +273,13 @@ Test(pprof, extra_labels_round_trip)
 	bool seen[2] = { false, false };
 	for (size_t i = 0; i < r.n_samples; i++) {
 		const struct gs_sample *s = &r.samples[i];
-		cr_assert(s->num_set & (1u << GS_NL_RANK));
-		cr_assert(s->num_labels[GS_NL_RANK] == 0 || s->num_labels[GS_NL_RANK] == 1);
-		seen[s->num_labels[GS_NL_RANK]] = true;
-		cr_assert_str_eq(gs_profile_str(&r, s->str_labels[GS_SL_THREAD_STATE]), "blocked");
+		cr_assert(gs_profile_ctx(&r, s)->num_set & (1u << GS_NL_RANK));
+		cr_assert(gs_profile_ctx(&r, s)->num_labels[GS_NL_RANK] == 0 ||
+			  gs_profile_ctx(&r, s)->num_labels[GS_NL_RANK] == 1);
+		seen[gs_profile_ctx(&r, s)->num_labels[GS_NL_RANK]] = true;
+		cr_assert_str_eq(
+		    gs_profile_str(&r, gs_profile_ctx(&r, s)->str_labels[GS_SL_THREAD_STATE]),
+		    "blocked");
 		cr_assert_eq(s->values[GS_V_OFFCPU_NS], 300);
 		cr_assert_eq(s->values[GS_V_WALL_NS], 300);
 	}
@@ -296,9 +297,10 @@ Test(pprof, invalid_utf8_replaced)
 	struct gs_line l = { .function = gs_profile_add_function(&p, &fn) };
 	uint32_t loc = gs_profile_add_location(&p, 0, 0x10, GS_FRAME_NATIVE, &l, 1);
 	int64_t st = gs_profile_add_stack(&p, &loc, 1);
-	struct gs_sample s = { .stack = (uint32_t)st, .pid = 5, .tid = 5, .cuda_device = -1 };
+	struct gs_sample s = { .stack = (uint32_t)st };
+	struct gs_sample_ctx s_c = { .pid = 5, .tid = 5, .cuda_device = -1 };
 	s.values[GS_V_SAMPLES] = 1;
-	gs_profile_add_sample(&p, &s);
+	gs_profile_add_sample(&p, &s, &s_c);
 	char path[128], err[256];
 	snprintf(path, sizeof(path), "%s/utf8.pb.gz", tmpdir);
 	cr_assert_eq(gs_write_pprof(&p, path, err, sizeof(err)), 0, "%s", err);
@@ -487,14 +489,16 @@ Test(pprof, round_trip)
 	int gpu = 0, worker = 0;
 	for (size_t i = 0; i < r.n_samples; i++) {
 		const struct gs_sample *s = &r.samples[i];
-		if (s->cuda_device == 0) {
+		if (gs_profile_ctx(&r, s)->cuda_device == 0) {
 			gpu++;
-			cr_assert_neq(s->cuda_stall_reason, 0);
+			cr_assert_neq(gs_profile_ctx(&r, s)->cuda_stall_reason, 0);
 		}
-		if (s->pid == 1201) {
+		if (gs_profile_ctx(&r, s)->pid == 1201) {
 			worker++;
-			cr_assert_str_eq(gs_profile_str(&r, s->process_role), "dataloader");
-			cr_assert_str_eq(gs_profile_str(&r, s->thread_name), "pt_data_worker");
+			cr_assert_str_eq(gs_profile_str(&r, gs_profile_ctx(&r, s)->process_role),
+					 "dataloader");
+			cr_assert_str_eq(gs_profile_str(&r, gs_profile_ctx(&r, s)->thread_name),
+					 "pt_data_worker");
 		}
 	}
 	cr_assert_eq(gpu, 3);
@@ -675,16 +679,15 @@ static void big_profile(struct gs_profile *p, bool tree)
 			si = rnd(50000);
 			tid = rnd(64);
 		}
-		struct gs_sample s = { .stack = stacks[si],
-				       .pid = 100,
-				       .tid = 100 + tid,
-				       .thread_name = comm,
-				       .process_role = role,
-				       .cuda_device = -1,
-				       .time_ns = (uint64_t)i * 1000 };
+		struct gs_sample s = { .stack = stacks[si], .time_ns = (uint64_t)i * 1000 };
+		struct gs_sample_ctx s_c = { .pid = 100,
+					     .tid = 100 + tid,
+					     .thread_name = comm,
+					     .process_role = role,
+					     .cuda_device = -1 };
 		s.values[GS_V_SAMPLES] = 1;
 		s.values[GS_V_CPU_NS] = 10101010;
-		cr_assert_eq(gs_profile_add_sample(p, &s), 0);
+		cr_assert_eq(gs_profile_add_sample(p, &s, &s_c), 0);
 	}
 }
 
@@ -766,12 +769,11 @@ Test(pprof, huge_values_refused)
 	int64_t st = gs_profile_add_stack(&p, &loc, 1);
 	cr_assert_geq(st, 0);
 	for (int i = 0; i < 2; i++) {
-		struct gs_sample s = {
-			.stack = (uint32_t)st, .pid = 1 + i, .tid = 1, .cuda_device = -1
-		};
+		struct gs_sample s = { .stack = (uint32_t)st };
+		struct gs_sample_ctx s_c = { .pid = 1 + i, .tid = 1, .cuda_device = -1 };
 		s.values[GS_V_SAMPLES] = 1;
 		s.values[GS_V_CPU_NS] = INT64_MAX / 2 + 1;
-		cr_assert_eq(gs_profile_add_sample(&p, &s), 0);
+		cr_assert_eq(gs_profile_add_sample(&p, &s, &s_c), 0);
 	}
 	cr_assert_eq(gs_write_pprof(&p, path, err, sizeof(err)), 0, "%s", err);
 	gs_profile_init(&r);
@@ -791,9 +793,10 @@ Test(pprof, huge_period_refused)
 	p.period_ns = (int64_t)1 << 50;
 	uint32_t loc = gs_profile_add_location(&p, 0, 0x1000, GS_FRAME_NATIVE, NULL, 0);
 	int64_t st = gs_profile_add_stack(&p, &loc, 1);
-	struct gs_sample s = { .stack = (uint32_t)st, .pid = 1, .tid = 1, .cuda_device = -1 };
+	struct gs_sample s = { .stack = (uint32_t)st };
+	struct gs_sample_ctx s_c = { .pid = 1, .tid = 1, .cuda_device = -1 };
 	s.values[GS_V_SAMPLES] = 5025125;
-	cr_assert_eq(gs_profile_add_sample(&p, &s), 0);
+	cr_assert_eq(gs_profile_add_sample(&p, &s, &s_c), 0);
 	cr_assert_eq(gs_write_pprof(&p, path, err, sizeof(err)), 0, "%s", err);
 	gs_profile_init(&r);
 	cr_assert_eq(gs_read_pprof(path, &r, err, sizeof(err)), -EOVERFLOW, "%s", err);

@@ -139,11 +139,12 @@ Test(profile, samples_comments_notes_processes)
 	struct gs_profile p;
 	gs_profile_init(&p);
 	for (int i = 0; i < 1000000; i++) {
-		struct gs_sample s = { .stack = 0, .tid = (uint32_t)i, .cuda_device = -1 };
-		cr_assert_eq(gs_profile_add_sample(&p, &s), 0);
+		struct gs_sample s = { .stack = 0 };
+		struct gs_sample_ctx s_c = { .tid = (uint32_t)i, .cuda_device = -1 };
+		cr_assert_eq(gs_profile_add_sample(&p, &s, &s_c), 0);
 	}
 	cr_assert_eq(p.n_samples, 1000000);
-	cr_assert_eq(p.samples[999999].tid, 999999);
+	cr_assert_eq(gs_profile_ctx(&p, &p.samples[999999])->tid, 999999);
 	cr_assert_eq(gs_profile_add_comment(&p, "period %d ns", 10101010), 0);
 	cr_assert_eq(gs_profile_add_note(&p, "lost %s", "3"), 0);
 	cr_assert_str_eq(gs_profile_str(&p, p.comments[0]), "period 10101010 ns");
@@ -178,8 +179,9 @@ Test(profile, scale_is_fast, .timeout = 60)
 		for (int d = 0; d < 32; d++)
 			locs[d] = 1 + (pick * 31 + (uint32_t)d * 977) % 100000;
 		int64_t st = gs_profile_add_stack(&p, locs, 32);
-		struct gs_sample s = { .stack = (uint32_t)st, .cuda_device = -1 };
-		gs_profile_add_sample(&p, &s);
+		struct gs_sample s = { .stack = (uint32_t)st };
+		struct gs_sample_ctx s_c = { .cuda_device = -1 };
+		gs_profile_add_sample(&p, &s, &s_c);
 	}
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
 	double t = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
@@ -188,5 +190,79 @@ Test(profile, scale_is_fast, .timeout = 60)
 	cr_assert_eq(p.n_functions, 30000);
 	cr_assert_leq(p.n_stacks, 20000);
 	cr_assert_lt(t, 3.0);
+	gs_profile_free(&p);
+}
+
+/* Contexts are interned field by field; an absent numeric label's value
+ * does not make a new one. */
+Test(profile, ctxs_dedupe)
+{
+	struct gs_profile p;
+	gs_profile_init(&p);
+	struct gs_sample_ctx a = { .pid = 7, .tid = 8, .cuda_device = -1 };
+	struct gs_sample_ctx b = a;
+
+	b.num_labels[GS_NL_RANK] = 3; /* bit not set: absent */
+	cr_assert_eq(gs_profile_add_ctx(&p, &a), 0);
+	cr_assert_eq(gs_profile_add_ctx(&p, &b), 0);
+	b.num_set = 1u << GS_NL_RANK;
+	cr_assert_eq(gs_profile_add_ctx(&p, &b), 1);
+	b.num_labels[GS_NL_RANK] = 0; /* rank 0 is a value */
+	cr_assert_eq(gs_profile_add_ctx(&p, &b), 2);
+	a.str_labels[GS_SL_HOST] = gs_profile_intern(&p, "h");
+	cr_assert_eq(gs_profile_add_ctx(&p, &a), 3);
+	a.tid = 9;
+	cr_assert_eq(gs_profile_add_ctx(&p, &a), 4);
+	cr_assert_eq(p.n_ctxs, 5);
+	cr_assert_eq(p.ctxs[1].num_labels[GS_NL_RANK], 3);
+	struct gs_sample s = { .ctx = 5 };
+	cr_assert_eq(gs_profile_add_sample(&p, &s, NULL), -EINVAL, "ctx out of range");
+	s.ctx = 4;
+	cr_assert_eq(gs_profile_add_sample(&p, &s, NULL), 0);
+	cr_assert_eq(gs_profile_ctx(&p, &p.samples[0])->tid, 9);
+	gs_profile_free(&p);
+}
+
+static bool odd_tid(const struct gs_sample *s, const struct gs_sample_ctx *c, void *arg)
+{
+	return c->tid & 1;
+}
+
+static void mark(struct gs_sample_ctx *c, void *arg)
+{
+	(*(int *)arg)++;
+	c->str_labels[GS_SL_THREAD_STATE] = 1;
+}
+
+/* edit runs once per distinct context, only picked samples change, and
+ * two contexts that become equal become one. */
+Test(profile, edit_ctx_once_per_ctx)
+{
+	struct gs_profile p;
+	gs_profile_init(&p);
+	cr_assert_eq(gs_profile_intern(&p, "running"), 1);
+	for (int i = 0; i < 1000; i++) {
+		struct gs_sample s = { .stack = 0 };
+		struct gs_sample_ctx c = { .pid = 1,
+					   .tid = 1 + (uint32_t)(i % 4),
+					   .cuda_device = -1 };
+
+		cr_assert_eq(gs_profile_add_sample(&p, &s, &c), 0);
+	}
+	cr_assert_eq(p.n_ctxs, 4);
+	int calls = 0;
+	cr_assert_eq(gs_profile_edit_ctx(&p, odd_tid, mark, &calls), 0);
+	cr_assert_eq(calls, 2, "tids 1 and 3, once each");
+	for (size_t i = 0; i < p.n_samples; i++) {
+		const struct gs_sample_ctx *c = gs_profile_ctx(&p, &p.samples[i]);
+
+		cr_assert_eq(c->tid, 1 + i % 4);
+		cr_assert_eq(c->str_labels[GS_SL_THREAD_STATE], c->tid & 1 ? 1u : 0u);
+	}
+	/* marking all: tids 1 and 3 are already marked (their new contexts) */
+	calls = 0;
+	cr_assert_eq(gs_profile_edit_ctx(&p, NULL, mark, &calls), 0);
+	cr_assert_eq(calls, 4);
+	cr_assert_eq(p.n_ctxs, 8, "4 old, 2 marked, and 2 more for tids 2 and 4");
 	gs_profile_free(&p);
 }

@@ -7,17 +7,29 @@
 #include "output/output.h"
 #include "output_fixture.h"
 
+struct host_rank {
+	gs_str host;
+	int64_t rank;
+};
+
+static void set_host_rank(struct gs_sample_ctx *c, void *arg)
+{
+	const struct host_rank *h = arg;
+
+	c->str_labels[GS_SL_HOST] = h->host;
+	c->num_labels[GS_NL_RANK] = h->rank;
+	c->num_set |= 1u << GS_NL_RANK;
+}
+
 static void host_profile(struct fx *x, const char *host, int64_t rank, const char *version)
 {
 	struct gs_profile *p = &x->p;
 
 	fx_build(x);
 	gs_profile_add_comment(p, "gpusample %s", version);
-	for (size_t i = 0; i < p->n_samples; i++) {
-		p->samples[i].str_labels[GS_SL_HOST] = gs_profile_intern(p, host);
-		p->samples[i].num_labels[GS_NL_RANK] = rank;
-		p->samples[i].num_set |= 1u << GS_NL_RANK;
-	}
+	struct host_rank h = { gs_profile_intern(p, host), rank };
+
+	cr_assert_eq(gs_profile_edit_ctx(p, NULL, set_host_rank, &h), 0);
 }
 
 static void totals(const struct gs_profile *p, int64_t *v, int64_t rank, const char *host)
@@ -26,9 +38,10 @@ static void totals(const struct gs_profile *p, int64_t *v, int64_t rank, const c
 	for (size_t i = 0; i < p->n_samples; i++) {
 		const struct gs_sample *s = &p->samples[i];
 
-		if (rank >= 0 && s->num_labels[GS_NL_RANK] != rank)
+		if (rank >= 0 && gs_profile_ctx(p, s)->num_labels[GS_NL_RANK] != rank)
 			continue;
-		if (host && strcmp(gs_profile_str(p, s->str_labels[GS_SL_HOST]), host))
+		if (host &&
+		    strcmp(gs_profile_str(p, gs_profile_ctx(p, s)->str_labels[GS_SL_HOST]), host))
 			continue;
 		for (int k = 0; k < GS_NVALUES; k++)
 			v[k] += s->values[k];

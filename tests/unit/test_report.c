@@ -149,6 +149,12 @@ Test(report, starved_is_not_blocked)
 }
 
 /* Each main process gets its split and verdict, labelled with its rank. */
+static void rank_from_pid(struct gs_sample_ctx *c, void *arg)
+{
+	c->num_labels[GS_NL_RANK] = c->pid - 70;
+	c->num_set = 1u << GS_NL_RANK;
+}
+
 Test(report, one_split_per_rank)
 {
 	struct gs_profile p;
@@ -166,10 +172,7 @@ Test(report, one_split_per_rank)
 	cr_assert_eq(p.samples[20].stack, st_ar);
 	fx_offcpu(&p, st_ar, 71, 71, "python3", "main", "blocked", 0, 790000000);
 	fx_offcpu(&p, p.samples[0].stack, 70, 70, "python3", "main", "blocked", 0, 100000000);
-	for (size_t i = 0; i < p.n_samples; i++) {
-		p.samples[i].num_labels[GS_NL_RANK] = p.samples[i].pid - 70;
-		p.samples[i].num_set = 1u << GS_NL_RANK;
-	}
+	cr_assert_eq(gs_profile_edit_ctx(&p, NULL, rank_from_pid, NULL), 0);
 	char *r = report(&p, 15);
 	HAS(r, "rank 0 main thread (python3 pid 70): 0.20 s of wall time");
 	HAS(r, "rank 1 main thread (python3 pid 71): 0.90 s of wall time");

@@ -20,23 +20,23 @@ static void add(struct gs_profile *p, uint32_t leaf, uint32_t l_main, uint32_t l
 	int64_t st = gs_profile_add_stack(p, locs, 3);
 
 	for (int i = 0; i < n; i++) {
-		struct gs_sample s = { .stack = (uint32_t)st,
-				       .pid = pid,
-				       .tid = pid,
-				       .cuda_device = -1,
-				       .process_role = gs_profile_intern(p, "main"),
-				       .thread_name = gs_profile_intern(p, "python3") };
-		s.str_labels[GS_SL_THREAD_STATE] = gs_profile_intern(p, blocked ? "blocked"
-										: "running");
-		s.num_labels[GS_NL_RANK] = rank;
-		s.num_set = 1u << GS_NL_RANK;
+		struct gs_sample s = { .stack = (uint32_t)st };
+		struct gs_sample_ctx s_c = { .pid = pid,
+					     .tid = pid,
+					     .cuda_device = -1,
+					     .process_role = gs_profile_intern(p, "main"),
+					     .thread_name = gs_profile_intern(p, "python3") };
+		s_c.str_labels[GS_SL_THREAD_STATE] = gs_profile_intern(p, blocked ? "blocked"
+										  : "running");
+		s_c.num_labels[GS_NL_RANK] = rank;
+		s_c.num_set = 1u << GS_NL_RANK;
 		if (blocked) {
 			s.values[GS_V_OFFCPU_NS] = ns;
 		} else {
 			s.values[GS_V_SAMPLES] = 1;
 			s.values[GS_V_CPU_NS] = ns;
 		}
-		gs_profile_add_sample(p, &s);
+		gs_profile_add_sample(p, &s, &s_c);
 	}
 }
 
@@ -117,14 +117,18 @@ Test(report_ranks, even_ranks_and_no_offcpu)
 	gs_profile_free(&d.p);
 }
 
+static void rank_zero(struct gs_sample_ctx *c, void *arg)
+{
+	c->num_labels[GS_NL_RANK] = 0;
+}
+
 Test(report_ranks, one_rank_prints_nothing)
 {
 	struct ddp d;
 	char *out;
 
 	build(&d, true);
-	for (size_t i = 0; i < d.p.n_samples; i++)
-		d.p.samples[i].num_labels[GS_NL_RANK] = 0;
+	cr_assert_eq(gs_profile_edit_ctx(&d.p, NULL, rank_zero, NULL), 0);
 	out = report(&d.p);
 	cr_assert_null(strstr(out, "Across ranks"), "%s", out);
 	free(out);

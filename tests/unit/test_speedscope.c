@@ -311,14 +311,14 @@ Test(speedscope, hostile_names_parse)
 				 .file = gs_profile_intern(&p, "/tmp/\xe2\x82\xac.py") };
 	struct gs_line l = { .function = gs_profile_add_function(&p, &f), .line = 3 };
 	uint32_t loc = gs_profile_add_location(&p, 0, 0, GS_FRAME_PYTHON, &l, 1);
-	struct gs_sample s = { .stack = (uint32_t)gs_profile_add_stack(&p, &loc, 1),
-			       .pid = 1,
-			       .tid = 1,
-			       .cuda_device = -1,
-			       .thread_name = gs_profile_intern(&p, "t\x7f\x80") };
+	struct gs_sample s = { .stack = (uint32_t)gs_profile_add_stack(&p, &loc, 1) };
+	struct gs_sample_ctx s_c = { .pid = 1,
+				     .tid = 1,
+				     .cuda_device = -1,
+				     .thread_name = gs_profile_intern(&p, "t\x7f\x80") };
 	s.values[GS_V_SAMPLES] = 1;
 	s.values[GS_V_CPU_NS] = 5;
-	gs_profile_add_sample(&p, &s);
+	gs_profile_add_sample(&p, &s, &s_c);
 	char path[128], err[256], cmd[512];
 	snprintf(path, sizeof(path), "%s/hostile.speedscope.json", tmpdir);
 	cr_assert_eq(gs_write_speedscope(&p, path, err, sizeof(err)), 0, "%s", err);

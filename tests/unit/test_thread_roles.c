@@ -52,8 +52,9 @@ static void build(struct roles_fx *x)
 static const char *role_of(const struct gs_profile *p, uint32_t tid)
 {
 	for (size_t i = 0; i < p->n_samples; i++)
-		if (p->samples[i].tid == tid)
-			return gs_profile_str(p, p->samples[i].str_labels[GS_SL_THREAD_ROLE]);
+		if (gs_profile_ctx(p, &p->samples[i])->tid == tid)
+			return gs_profile_str(
+			    p, gs_profile_ctx(p, &p->samples[i])->str_labels[GS_SL_THREAD_ROLE]);
 	return NULL;
 }
 
@@ -109,21 +110,24 @@ Test(thread_roles, pytorch_job_threads)
 	cr_assert_str_eq(role_of(p, 201), "queue_feeder");
 	/* every sample of a thread carries its role */
 	for (size_t i = 0; i < p->n_samples; i++)
-		cr_assert_str_eq(gs_profile_str(p, p->samples[i].str_labels[GS_SL_THREAD_ROLE]),
-				 role_of(p, p->samples[i].tid));
+		cr_assert_str_eq(
+		    gs_profile_str(
+			p, gs_profile_ctx(p, &p->samples[i])->str_labels[GS_SL_THREAD_ROLE]),
+		    role_of(p, gs_profile_ctx(p, &p->samples[i])->tid));
 	gs_profile_free(p);
 }
 
 Test(thread_roles, gpu_samples_untouched)
 {
 	struct roles_fx x;
-	struct gs_sample s = { .cuda_device = 0, .pid = 100, .tid = 100 };
+	struct gs_sample s = { 0 };
+	struct gs_sample_ctx s_c = { .cuda_device = 0, .pid = 100, .tid = 100 };
 
 	build(&x);
 	s.stack = (uint32_t)gs_profile_add_stack(&x.p, &x.l_conv, 1);
 	s.values[GS_V_GPU_SAMPLES] = 3;
-	gs_profile_add_sample(&x.p, &s);
+	gs_profile_add_sample(&x.p, &s, &s_c);
 	cr_assert_eq(gs_thread_roles(&x.p), 0);
-	cr_assert_eq(x.p.samples[0].str_labels[GS_SL_THREAD_ROLE], 0);
+	cr_assert_eq(gs_profile_ctx(&x.p, &x.p.samples[0])->str_labels[GS_SL_THREAD_ROLE], 0);
 	gs_profile_free(&x.p);
 }

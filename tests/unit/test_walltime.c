@@ -49,15 +49,14 @@ static int classify(struct cls_fx *c, const uint32_t *root_first, uint32_t n, co
 	uint32_t leaf_first[32];
 	for (uint32_t i = 0; i < n; i++)
 		leaf_first[i] = root_first[n - 1 - i];
-	struct gs_sample s = { .stack = (uint32_t)gs_profile_add_stack(&c->p, leaf_first, n),
-			       .cuda_device = -1,
-			       .pid = 1,
-			       .tid = 1 };
+	struct gs_sample s = { .stack = (uint32_t)gs_profile_add_stack(&c->p, leaf_first, n) };
+	struct gs_sample_ctx s_c = { .cuda_device = -1, .pid = 1, .tid = 1 };
 	if (state && strcmp(state, "running"))
 		s.values[GS_V_OFFCPU_NS] = 1000;
 	else
 		s.values[GS_V_SAMPLES] = 1;
-	s.str_labels[GS_SL_THREAD_STATE] = gs_profile_intern(&c->p, state);
+	s_c.str_labels[GS_SL_THREAD_STATE] = gs_profile_intern(&c->p, state);
+	s.ctx = (uint32_t)gs_profile_add_ctx(&c->p, &s_c);
 	return gs_wall_classify(&c->p, &s);
 }
 
@@ -177,14 +176,14 @@ Test(walltime, gpu_sample_is_einval)
 	struct fx x;
 	fx_build(&x);
 	const struct gs_sample *g = &x.p.samples[x.p.n_samples - 1];
-	cr_assert_geq(g->cuda_device, 0);
+	cr_assert_geq(gs_profile_ctx(&x.p, g)->cuda_device, 0);
 	cr_assert_eq(gs_wall_classify(&x.p, g), -EINVAL);
 	gs_profile_free(&x.p);
 }
 
-static bool keep_pid(const struct gs_sample *s, void *ctx)
+static bool keep_pid(const struct gs_sample *s, const struct gs_sample_ctx *c, void *ctx)
 {
-	return s->pid == *(uint32_t *)ctx;
+	return c->pid == *(uint32_t *)ctx;
 }
 
 /* The split of a thread sums to its cpu + offcpu; categories and top
