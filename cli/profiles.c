@@ -6,6 +6,7 @@
  * of them and a merged file keeps every sample's host and rank labels.
  */
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "cli/session.h"
@@ -48,8 +49,9 @@ int gs_report_files(char **paths, int n)
 
 	gs_profile_init(&p);
 	rc = read_merged(paths, n, &p);
-	if (!rc)
-		gs_write_report(&p, &ro, stdout);
+	if (!rc && (rc = gs_write_report(&p, &ro, stdout)))
+		gs_log("report: %s; the profile files are intact, try again with more memory\n",
+		       strerror(-rc));
 	gs_profile_free(&p);
 	return rc ? 1 : 0;
 }

@@ -566,8 +566,14 @@ static int write_outputs(struct session *s)
 		rc |= write_one(s, ".trace.json", w_trace);
 	if (s->o->report) {
 		struct gs_report_opts ro = { .top = 15, .color = isatty(1) };
+		int err = gs_write_report(&s->prof, &ro, stdout);
 
-		gs_write_report(&s->prof, &ro, stdout);
+		if (err) {
+			gs_log("report: %s; the profile files are written: run `gpusample report "
+			       "FILE.pb.gz` to print it\n",
+			       strerror(-err));
+			rc = 1;
+		}
 	}
 	return rc ? 1 : 0;
 }
