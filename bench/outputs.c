@@ -27,7 +27,7 @@
  * runnable) of 5-100 ms.  Deterministic (fixed seed).
  *
  * Usage: outputs [-n SAMPLES] [-s STACKS] [-t THREADS] [-r RUN] [-b BLOCKED] -w WRITER -o PATH
- * WRITER: pprof, speedscope, folded, trace, none (model only).
+ * WRITER: pprof, speedscope, folded, trace, report, none (model only).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -312,6 +312,25 @@ static double cpu_s(void)
 	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
+/* The terminal report, as the session prints it at stop (top 15). */
+static int write_report(const struct gs_profile *p, const char *path, char *err, size_t errlen)
+{
+	struct gs_report_opts ro = { .top = 15 };
+	FILE *f = fopen(path, "w");
+	int rc;
+
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -errno;
+	}
+	rc = gs_write_report(p, &ro, f);
+	if (fclose(f) && !rc)
+		rc = -EIO;
+	if (rc)
+		snprintf(err, errlen, "report: %s", strerror(-rc));
+	return rc;
+}
+
 static int write_one(const struct gs_profile *p, const struct opts *o, char *err, size_t errlen)
 {
 	if (!strcmp(o->writer, "pprof"))
@@ -322,9 +341,11 @@ static int write_one(const struct gs_profile *p, const struct opts *o, char *err
 		return gs_write_folded(p, GS_FOLDED_CPU, o->out, err, errlen);
 	if (!strcmp(o->writer, "trace"))
 		return gs_write_trace(p, o->out, err, errlen);
+	if (!strcmp(o->writer, "report"))
+		return write_report(p, o->out, err, errlen);
 	if (!strcmp(o->writer, "none"))
 		return 0;
-	snprintf(err, errlen, "unknown writer %s (pprof, speedscope, folded, trace, none)",
+	snprintf(err, errlen, "unknown writer %s (pprof, speedscope, folded, trace, report, none)",
 		 o->writer);
 	return -EINVAL;
 }

@@ -49,7 +49,12 @@ echo "model: $("$BIN" -n "$N" $ARGS -w none -o "$T/none" | sed 's/ build_s.*//; 
 echo
 echo "| build | writer | file MB | write s | model RSS MB | peak RSS MB | writer's RSS MB | note |"
 echo "|---|---|---|---|---|---|---|---|"
-for w in pprof speedscope folded trace; do
-	[ -n "${BENCH_OUT_BASE:-}" ] && row base "$BENCH_OUT_BASE" "$w"
+# (a baseline built before the report writer existed in bench/outputs.c
+# has no report row)
+for w in pprof speedscope folded trace report; do
+	if [ -n "${BENCH_OUT_BASE:-}" ] &&
+	   "$BENCH_OUT_BASE" -n 10 -w "$w" -o "$T/probe" >/dev/null 2>&1; then
+		row base "$BENCH_OUT_BASE" "$w"
+	fi
 	row this "$BIN" "$w"
 done
