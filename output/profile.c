@@ -291,16 +291,18 @@ int64_t gs_profile_add_ctx(struct gs_profile *p, const struct gs_sample_ctx *in)
 	for (int i = 0; i < GS_NNUM_LABELS; i++) /* an absent label has no value */
 		if (!(c->num_set & (1u << i)))
 			c->num_labels[i] = 0;
+	if (p->last_ctx < p->n_ctxs && ctx_same(&p->ctxs[p->last_ctx], c))
+		return p->last_ctx;
 	uint64_t h = ctx_hash(c);
 	struct ctx_key k = { p, c };
 	const uint64_t *v = gs_hmap_find_by(&p->ctx_index, h, ctx_eq, &k);
 	if (v)
-		return (int64_t)*v;
+		return p->last_ctx = (uint32_t)*v;
 	if (GROW(p->ctxs, p->cap_ctxs, (size_t)p->n_ctxs + 1) ||
 	    gs_hmap_add(&p->ctx_index, h, p->n_ctxs))
 		return -ENOMEM;
 	p->ctxs[p->n_ctxs] = *c;
-	return p->n_ctxs++;
+	return p->last_ctx = p->n_ctxs++;
 }
 
 int gs_profile_add_sample(struct gs_profile *p, const struct gs_sample *s,

@@ -169,6 +169,7 @@ struct gs_profile {
 	struct gs_sample_ctx *ctxs;
 	uint32_t n_ctxs, cap_ctxs;
 	struct gs_hmap ctx_index; /* context hash -> index */
+	uint32_t last_ctx;        /* the one added last: runs of one thread skip the hash */
 	struct gs_sample *samples;
 	size_t n_samples, cap_samples;
 	struct gs_process *processes;
