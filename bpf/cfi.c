@@ -441,8 +441,11 @@ static int load_rows(struct gs_cfi *c, const struct gs_cfi_table *t, uint32_t ta
 {
 	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_INNER_MAP | BPF_F_MMAPABLE);
 	uint32_t n_pages = (t->rows[t->n_rows - 1].pc >> GS_CFI_PAGE_SHIFT) + 1;
-	size_t bytes = ((size_t)n_pages + t->n_rows) * sizeof(struct gs_cfi_row);
-	size_t mbytes = (bytes + 4095) & ~(size_t)4095;
+	size_t entries = (size_t)n_pages + t->n_rows;
+	size_t chunks = (entries + GS_CFI_CHUNK - 1) / GS_CFI_CHUNK;
+	/* the array's elements are contiguous: one flat run of entries */
+	size_t esize = GS_CFI_CHUNK * sizeof(struct gs_cfi_row);
+	size_t mbytes = (chunks * esize + 4095) & ~(size_t)4095;
 	int64_t *gid = malloc(t->n_rules * sizeof(*gid));
 	struct gs_cfi_row *rows;
 	int fd, err = 0;
@@ -454,8 +457,9 @@ static int load_rows(struct gs_cfi *c, const struct gs_cfi_table *t, uint32_t ta
 			err = (int)gid[i];
 			goto out;
 		}
-	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "gs_cfi_rows", sizeof(uint32_t),
-			    sizeof(struct gs_cfi_row), n_pages + t->n_rows, &o);
+	/* chunks fit: pcs are 32 bit (2^20 pages), rows are bounded (8M) */
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "gs_cfi_rows", sizeof(uint32_t), (uint32_t)esize,
+			    (uint32_t)chunks, &o);
 	if (fd < 0) {
 		err = -errno;
 		goto out;

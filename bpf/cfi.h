@@ -15,8 +15,14 @@
  *                  pages of 2^GS_CFI_PAGE_SHIFT bytes of vaddr from 0) gives
  *                  the row range that can be in effect inside that page, so
  *                  BPF binary-searches ~5 rows instead of all of them.
- *                  Inner maps are created per table with exactly its size
- *                  (BPF_F_INNER_MAP), so their size is chosen at run time.
+ *                  The entries are grouped GS_CFI_CHUNK to an array element
+ *                  (entry e is in element e / GS_CFI_CHUNK; the flat,
+ *                  mmap'ed layout is the same): a lookup in an inner map is
+ *                  a helper call the verifier cannot inline, so a row search
+ *                  pays one per chunk it touches (mostly one) instead of one
+ *                  per step.  Inner maps are created per table with exactly
+ *                  the chunks it needs (BPF_F_INNER_MAP), so their size is
+ *                  chosen at run time.
  *   gs_cfi_rules   ARRAY rule id -> struct gs_cfi_rule, shared by all tables
  *                  (an object has a few hundred distinct rules; rows stay 8 B).
  *   gs_cfi_miss    HASH struct gs_cfi_miss_key -> ktime: a PC fell in a mapping
@@ -69,6 +75,10 @@ struct gs_cfi_row {
 };
 
 #define GS_CFI_PAGE_SHIFT 12
+/* 8-byte entries (page index, rows) per element of a rows map: one 4 KiB
+ * element, so a page's rows (a handful to a few hundred) mostly lie in one. */
+#define GS_CFI_CHUNK_SHIFT 9
+#define GS_CFI_CHUNK       (1u << GS_CFI_CHUNK_SHIFT)
 struct gs_cfi_page {
 	__u32 lo; /* array index of the row in effect at the page start */
 	__u32 hi; /* one past the last row that starts inside the page */

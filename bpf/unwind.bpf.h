@@ -56,14 +56,19 @@
 #include "cfi.h"
 #include "common.bpf.h"
 
-/* Inner maps are created by user space per table with max_entries = rows. */
+/* Inner maps are created by user space per table with max_entries = its
+ * chunks of GS_CFI_CHUNK entries (bpf/cfi.h). */
+struct gs_cfi_chunk {
+	struct gs_cfi_row e[GS_CFI_CHUNK]; /* page-index entries are row-sized */
+};
+
 struct gs_cfi_rows_map {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__uint(map_flags, BPF_F_INNER_MAP | BPF_F_MMAPABLE);
 	/* sizes, not __type: clang 14 emits the row struct as a BTF FWD here */
 	__uint(key_size, sizeof(__u32));
-	__uint(value_size, sizeof(struct gs_cfi_row));
+	__uint(value_size, sizeof(struct gs_cfi_chunk));
 };
 
 struct {
@@ -143,9 +148,9 @@ struct {
 /* A cache per CPU of lookup PC -> what the tables say there, direct-mapped
  * and tagged with gs_cfi_proc.gen (unique per content of a process's
  * mappings, so entries of another process or of an older layout miss).
- * A hit replaces the mapping search and the row search (an inner-map
- * helper call per search step, ~7 per frame): on the bench VM a hit step
- * costs ~0.26 us, a miss ~1.7-2 us (bench/results_bpfcost.md); a training
+ * A hit replaces the mapping search and the row search (one or two
+ * inner-map helper calls for the chunks, bpf/cfi.h): on the bench VM a hit
+ * step costs ~0.26 us, a miss ~1-2 us (bench/results_bpfcost.md); a training
  * loop's stacks repeat the same return addresses sample after sample
  * (88% hits there).  Only final answers are kept: a
  * built table's rule or its gap (frame-pointer step), or an object without
@@ -222,38 +227,88 @@ static __always_inline struct gs_cfi_mapping *gs_cfi_find_mapping(struct gs_cfi_
 	return &proc->m[lo];
 }
 
-/* Rule in effect at ELF address rel in the table, or NULL (no row / gap). */
-static __always_inline struct gs_cfi_rule *gs_cfi_find_rule(__u32 table_id, __u32 n_pages,
-							    __u64 rel)
+/* The row search's probe index, bounced through a map value (see
+ * gs_cfi_row_rule); one per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} gs_cfi_probe SEC(".maps");
+
+/* Rule id in effect at ELF address rel in the table, or -1 (no row / gap).
+ * Entries come a chunk at a time (bpf/cfi.h): a lookup in an inner map is a
+ * helper call (the verifier inlines array lookups only for maps it knows),
+ * so the search first narrows the row range to one chunk, probing chunk
+ * boundaries (mostly none: a page's rows rarely straddle one), then
+ * searches inside that chunk with plain loads: one or two lookups per
+ * search instead of one per step.  Invariant of both loops: rows below lo
+ * start at or before rel, rows from hi on after it; rule is that of the
+ * row lo - 1 once lo has moved.  A global function (scalars in, a scalar
+ * out): verified once per program, whatever its two callers' states. */
+__noinline int gs_cfi_row_rule(__u32 table_id, __u32 n_pages, __u64 rel)
 {
 	void *rows = bpf_map_lookup_elem(&gs_cfi_tables, &table_id);
 	struct gs_cfi_page *page;
+	struct gs_cfi_chunk *ch;
 	struct gs_cfi_row *row;
-	__u32 lo, hi, i, first, rule = 0, key;
+	__u32 lo, hi, i, first, rule = 0, key, idx, *probe;
 
-	if (!rows || rel > 0xffffffffULL || (rel >> GS_CFI_PAGE_SHIFT) >= n_pages)
-		return NULL;
+	key = 0;
+	probe = bpf_map_lookup_elem(&gs_cfi_probe, &key);
+	if (!probe || !rows || rel > 0xffffffffULL || (rel >> GS_CFI_PAGE_SHIFT) >= n_pages)
+		return -1;
 	/* Keys are separate variables: a loop counter whose address is taken
 	 * lives on the stack, where the verifier loses its value and then
 	 * cannot see the loop end. */
-	key = rel >> GS_CFI_PAGE_SHIFT;
-	page = bpf_map_lookup_elem(rows, &key);
-	if (!page)
-		return NULL;
+	idx = (__u32)(rel >> GS_CFI_PAGE_SHIFT);
+	key = idx >> GS_CFI_CHUNK_SHIFT;
+	ch = bpf_map_lookup_elem(rows, &key);
+	if (!ch)
+		return -1;
+	page = (struct gs_cfi_page *)&ch->e[idx & (GS_CFI_CHUNK - 1)];
 	first = lo = page->lo;
 	hi = page->hi;
-	/* last row with pc <= rel in [lo, hi): lo only grows, so the row of
-	 * its last move is that row; its rule is kept on the way (saves a
-	 * lookup per frame) */
 	for (i = 0; i < GS_CFI_ROW_SEARCH; i++) {
+		__u32 b;
+
+		if (lo >= hi || lo >> GS_CFI_CHUNK_SHIFT == (hi - 1) >> GS_CFI_CHUNK_SHIFT)
+			break;
+		/* a chunk's first entry strictly inside (lo, hi) */
+		b = (lo + (hi - lo) / 2) & ~(GS_CFI_CHUNK - 1);
+		if (b <= lo)
+			b = (lo | (GS_CFI_CHUNK - 1)) + 1;
+		key = b >> GS_CFI_CHUNK_SHIFT;
+		ch = bpf_map_lookup_elem(rows, &key);
+		if (!ch)
+			return -1;
+		if (rel < ch->e[0].pc) {
+			hi = b;
+		} else {
+			lo = b + 1;
+			rule = ch->e[0].rule;
+		}
+	}
+	if (lo < hi) {
+		if (lo >> GS_CFI_CHUNK_SHIFT != (hi - 1) >> GS_CFI_CHUNK_SHIFT)
+			return -1; /* not narrowed within the step bound: never */
+		key = lo >> GS_CFI_CHUNK_SHIFT;
+		ch = bpf_map_lookup_elem(rows, &key);
+		if (!ch)
+			return -1;
+	}
+	for (i = 0; i <= GS_CFI_CHUNK_SHIFT; i++) {
 		__u32 mid;
 
 		if (lo >= hi)
 			break;
-		key = mid = lo + (hi - lo) / 2;
-		row = bpf_map_lookup_elem(rows, &key);
-		if (!row)
-			return NULL;
+		mid = lo + (hi - lo) / 2;
+		/* The index goes through the map value: an offset loaded from
+		 * there is a fresh unknown, so the verifier's precision
+		 * tracking stops at it instead of marking lo and hi precise,
+		 * which would make every search path a state of its own. */
+		*(volatile __u32 *)probe = mid & (GS_CFI_CHUNK - 1);
+		row = &ch->e[*(volatile __u32 *)probe & (GS_CFI_CHUNK - 1)];
 		if (rel < row->pc) {
 			hi = mid;
 		} else {
@@ -261,9 +316,21 @@ static __always_inline struct gs_cfi_rule *gs_cfi_find_rule(__u32 table_id, __u3
 			rule = row->rule;
 		}
 	}
-	if (lo == first)
-		return NULL; /* before the first row */
-	return bpf_map_lookup_elem(&gs_cfi_rules, &rule);
+	if (lo == first || lo < hi)
+		return -1; /* before the first row; or not converged: never */
+	return rule & 0x7fffffff;
+}
+
+/* Rule in effect at ELF address rel in the table, or NULL (no row / gap). */
+static __always_inline struct gs_cfi_rule *gs_cfi_find_rule(__u32 table_id, __u32 n_pages,
+							    __u64 rel)
+{
+	int id = gs_cfi_row_rule(table_id, n_pages, rel);
+	__u32 key = id;
+
+	if (id < 0)
+		return NULL;
+	return bpf_map_lookup_elem(&gs_cfi_rules, &key);
 }
 
 static __always_inline int gs_read_user_u64(__u64 *dst, __u64 addr)
