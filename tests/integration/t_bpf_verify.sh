@@ -3,8 +3,9 @@
 # gs_off_switch (sched_switch, same stack walkers) must each
 # verify in well under the kernel's 1M-instruction limit (< 200k processed
 # instructions), so that one more feature cannot push the object over it and
-# `gpusample -p` starts at once.  Kernel 6.18, clang 14: gs_sample ~98k,
-# gs_off_switch ~95k, gs_gpu_launch ~87k (61k, 58k, 50k before the
+# `gpusample -p` starts at once.  Kernel 6.18, clang 14: gs_sample ~77k,
+# gs_off_switch ~73k, gs_gpu_launch ~65k (98k, 95k, 87k before the row
+# search became a global function; 61k, 58k, 50k before the
 # unwinder's PC cache and stack windows; the native unwinder is a global BPF function, verified once per program; see
 # bpf/unwind.bpf.h).  Also prints the time from start to "sampling" (not
 # asserted: it depends on the machine's load).
