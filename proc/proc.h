@@ -54,6 +54,13 @@ void gs_proc_maps_put(struct gs_proc_maps *s);
 /* The mapping containing addr, or NULL. */
 const struct gs_maps_line *gs_proc_maps_find(const struct gs_proc_maps *s, uint64_t addr);
 
+/* The mapping of tgid that contains addr now, asked of the kernel without
+ * reading the maps file (PROCMAP_QUERY, Linux 6.11+): 0 and *out (path
+ * NULL: not asked for), -ENOENT when no mapping contains addr, -ESRCH when
+ * the process is gone, -EOPNOTSUPP when the kernel cannot answer (the
+ * caller reads the whole file instead), or another -errno. */
+int gs_proc_vma_at(uint32_t tgid, uint64_t addr, struct gs_maps_line *out);
+
 /* ---- remote memory ------------------------------------------------------- */
 
 /* One read of the target is at most this long (-E2BIG beyond). */

@@ -140,8 +140,8 @@ int gs_sym_snapshot_read(struct gs_sym_modcache *c, uint32_t tgid, uint32_t id,
 	/* /proc/PID belongs to the process's effective uid (root when it is
 	 * not dumpable): the user whose perf map we accept */
 	snprintf(pp, sizeof(pp), "/proc/%u", tgid);
-	if (stat(pp, &pst) == 0 && gs_perfmap_path(tgid, pp, sizeof(pp)) == 0)
-		gs_perfmap_read(pp, pst.st_uid, &s->perf); /* usually absent: ENOENT */
+	if (stat(pp, &pst) == 0 && gs_perfmap_path(tgid, s->perf_path, sizeof(s->perf_path)) == 0)
+		gs_perfmap_read(s->perf_path, pst.st_uid, &s->perf); /* usually absent: ENOENT */
 	*out = s;
 	return 0;
 }

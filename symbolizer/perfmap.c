@@ -94,6 +94,32 @@ int gs_perfmap_parse(FILE *f, struct gs_perfmap *pm)
 	return 0;
 }
 
+static int64_t mtime_ns(const struct stat *st)
+{
+	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
+static void stamp(struct gs_perfmap *pm, const struct stat *st)
+{
+	pm->seen = true;
+	pm->dev = st->st_dev;
+	pm->ino = st->st_ino;
+	pm->size = (uint64_t)st->st_size;
+	pm->mtime_ns = mtime_ns(st);
+}
+
+bool gs_perfmap_unchanged(const struct gs_perfmap *pm, const char *path)
+{
+	struct stat st;
+
+	if (!path[0])
+		return false;
+	if (lstat(path, &st))
+		return errno == ENOENT && !pm->seen;
+	return pm->seen && st.st_dev == pm->dev && st.st_ino == pm->ino &&
+	       (uint64_t)st.st_size == pm->size && mtime_ns(&st) == pm->mtime_ns;
+}
+
 int gs_perfmap_read(const char *path, uid_t owner, struct gs_perfmap *pm)
 {
 	struct stat st;
@@ -108,6 +134,7 @@ int gs_perfmap_read(const char *path, uid_t owner, struct gs_perfmap *pm)
 		return fd;
 	if (st.st_uid != owner && st.st_uid != 0) {
 		close(fd);
+		stamp(pm, &st); /* refused as long as it stays this file */
 		return -EPERM;
 	}
 	if (!(f = fdopen(fd, "r"))) {
@@ -116,6 +143,8 @@ int gs_perfmap_read(const char *path, uid_t owner, struct gs_perfmap *pm)
 	}
 	err = gs_perfmap_parse(f, pm);
 	fclose(f);
+	if (!err) /* as opened: what is appended after that counts as a change */
+		stamp(pm, &st);
 	return err;
 }
 

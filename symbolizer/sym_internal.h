@@ -132,6 +132,10 @@ struct gs_perfmap_entry {
 struct gs_perfmap {
 	struct gs_perfmap_entry *e;
 	size_t n;
+	/* the file this was read from, to tell whether it changed since */
+	bool seen;
+	uint64_t dev, ino, size;
+	int64_t mtime_ns;
 };
 
 struct gs_sym_snapshot {
@@ -141,6 +145,7 @@ struct gs_sym_snapshot {
 	struct gs_sym_map *maps; /* sorted by start */
 	size_t n;
 	struct gs_perfmap perf;
+	char perf_path[96];       /* where perf was read from; "" if unknown */
 	struct gs_proc_maps *raw; /* as read by proc/; owns the paths */
 };
 
@@ -164,6 +169,10 @@ int gs_perfmap_read(const char *path, uid_t owner, struct gs_perfmap *pm);
 int gs_perfmap_parse(FILE *f, struct gs_perfmap *pm);
 void gs_perfmap_free(struct gs_perfmap *pm);
 const struct gs_perfmap_entry *gs_perfmap_find(const struct gs_perfmap *pm, uint64_t addr);
+/* Whether path is still the file pm was read from, unchanged (same file,
+ * size and mtime; the link itself is looked at, never followed), or still
+ * absent. */
+bool gs_perfmap_unchanged(const struct gs_perfmap *pm, const char *path);
 /* Process id of tgid inside its own pid namespace (last NStgid field), or
  * tgid itself when the kernel does not show NStgid. -ESRCH if gone. */
 int64_t gs_sym_nstgid(uint32_t tgid);

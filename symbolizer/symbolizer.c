@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include "symbolizer/symbolizer.h"
 #include "symbolizer/sym_internal.h"
@@ -178,14 +179,14 @@ int gs_sym_fork(struct gs_symbolizer *s, uint32_t parent, uint32_t child)
 	return 0;
 }
 
-static int reread(struct gs_symbolizer *s, struct proc *pr, bool now);
+static int reread(struct gs_symbolizer *s, struct proc *pr);
 
 int gs_sym_refresh(struct gs_symbolizer *s, uint32_t tgid)
 {
 	struct proc *pr = proc_find(s, tgid);
 	if (!pr || !pr->snap)
 		return gs_sym_add_process(s, tgid);
-	return reread(s, pr, true);
+	return reread(s, pr);
 }
 
 void gs_sym_exit(struct gs_symbolizer *s, uint32_t tgid)
@@ -210,13 +211,11 @@ static int map_cmp(const void *a, const void *b)
 /* Re-read the maps of a live process after a miss (dlopen after attach).
  * Mappings of the old snapshot that no longer exist (dlclose) are kept so
  * that earlier samples in them still resolve. */
-static int reread(struct gs_symbolizer *s, struct proc *pr, bool now)
+static int reread(struct gs_symbolizer *s, struct proc *pr)
 {
-	uint64_t t = gs_mono_ns();
-	if (pr->exited ||
-	    (!now && pr->last_reread_ns && t - pr->last_reread_ns < REREAD_INTERVAL_NS))
+	if (pr->exited)
 		return -EAGAIN;
-	pr->last_reread_ns = t;
+	pr->last_reread_ns = gs_mono_ns();
 	uint32_t tgid = pr->tgid;
 	struct gs_sym_snapshot *snap, *old = pr->snap;
 	int err = gs_sym_snapshot_read(s->mc, tgid, ++s->next_snap_id, &snap);
@@ -252,6 +251,39 @@ static int reread(struct gs_symbolizer *s, struct proc *pr, bool now)
 	}
 	proc_set_snap(pr, snap);
 	return 0;
+}
+
+/* Whether re-reading the maps could change what a resolves to in pr: the
+ * kernel's mapping at a (one query, not the whole maps file) is not the
+ * snapshot's m, or m is anonymous and the perf map changed.  A kernel that
+ * cannot say: yes. */
+static bool reread_may_help(const struct proc *pr, const struct gs_sym_map *m, uint64_t a)
+{
+	struct gs_maps_line v;
+	int rc = gs_proc_vma_at(pr->tgid, a, &v);
+
+	if (rc == -ENOENT) /* no mapping there: nothing to find, unless one went */
+		return m != NULL;
+	if (rc || !m || m->start != v.start || m->end != v.end || m->ino != v.inode ||
+	    m->dev != makedev(v.dev_major, v.dev_minor) || m->exec != v.exec ||
+	    (v.inode && m->offset != v.offset))
+		return true;
+	return !m->mod && !gs_perfmap_unchanged(&pr->snap->perf, pr->snap->perf_path);
+}
+
+/* A miss at a (unresolvable in the snapshot): re-read, rate-limited, when
+ * that can help.  A miss that cannot be helped leaves the rate limit alone,
+ * so a library mapped meanwhile is found at its own first miss. */
+static int reread_miss(struct gs_symbolizer *s, struct proc *pr, const struct gs_sym_map *m,
+		       uint64_t a)
+{
+	uint64_t t = gs_mono_ns();
+
+	if (pr->exited || (pr->last_reread_ns && t - pr->last_reread_ns < REREAD_INTERVAL_NS))
+		return -EAGAIN;
+	if (!reread_may_help(pr, m, a))
+		return -EAGAIN;
+	return reread(s, pr);
 }
 
 /* ---- location cache ----------------------------------------------------- */
@@ -448,7 +480,7 @@ uint32_t gs_sym_native(struct gs_symbolizer *s, uint32_t tgid, uint64_t addr, bo
 		uint32_t loc = loc_get(s, SNAP_NS | pr->snap->id, a);
 		if (loc)
 			return loc;
-		if (reread(s, pr, false) == 0)
+		if (reread_miss(s, pr, m, a) == 0)
 			m = gs_sym_snapshot_find(pr->snap, a);
 	}
 	if (m && m->mod)
@@ -541,7 +573,7 @@ int gs_sym_mapping_for(struct gs_symbolizer *s, uint32_t tgid, uint64_t addr,
 	if (!pr)
 		return -ESRCH;
 	const struct gs_sym_map *m = gs_sym_snapshot_find(pr->snap, addr);
-	if ((!m || !m->mod) && reread(s, pr, false) == 0)
+	if (!resolvable(pr->snap, m, addr) && reread_miss(s, pr, m, addr) == 0)
 		m = gs_sym_snapshot_find(pr->snap, addr);
 	if (!m || !m->path || m->path[0] != '/')
 		return -ENOENT;

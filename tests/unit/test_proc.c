@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -61,6 +62,60 @@ Test(proc_maps, gone_process)
 	cr_assert_eq(waitpid(c, NULL, 0), c);
 	cr_assert_eq(gs_proc_maps_read((uint32_t)c, &s), -ESRCH);
 	cr_assert_null(s);
+}
+
+/* PROCMAP_QUERY came with Linux 6.11: older kernels must say so. */
+static bool kernel_has_procmap_query(void)
+{
+	struct utsname u;
+	int major = 0, minor = 0;
+
+	cr_assert_eq(uname(&u), 0);
+	sscanf(u.release, "%d.%d", &major, &minor);
+	return major > 6 || (major == 6 && minor >= 11);
+}
+
+Test(proc_maps, one_mapping_asked_of_the_kernel)
+{
+	uint64_t at = (uint64_t)(uintptr_t)&marker;
+	struct gs_proc_maps *s;
+	struct gs_maps_line v;
+	int rc = gs_proc_vma_at((uint32_t)getpid(), at, &v);
+
+	if (!kernel_has_procmap_query()) {
+		cr_assert_eq(rc, -EOPNOTSUPP);
+		return;
+	}
+	cr_assert_eq(rc, 0);
+	cr_assert_eq(gs_proc_maps_read((uint32_t)getpid(), &s), 0);
+	const struct gs_maps_line *m = gs_proc_maps_find(s, at);
+	cr_assert(m);
+	/* the same mapping as the maps file prints, field by field */
+	cr_assert(v.start == m->start && v.end == m->end && v.offset == m->offset);
+	cr_assert(v.inode == m->inode && v.dev_major == m->dev_major &&
+		  v.dev_minor == m->dev_minor && v.exec && !v.path);
+	gs_proc_maps_put(s);
+	/* anonymous memory: no file, and not executable */
+	void *anon = mmap(NULL, 8192, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(anon, MAP_FAILED);
+	cr_assert_eq(gs_proc_vma_at((uint32_t)getpid(), (uint64_t)(uintptr_t)anon + 4096, &v), 0);
+	cr_assert(v.start == (uint64_t)(uintptr_t)anon && v.end == v.start + 8192);
+	cr_assert(!v.inode && !v.exec);
+	munmap(anon, 8192);
+	cr_assert_eq(gs_proc_vma_at((uint32_t)getpid(), (uint64_t)(uintptr_t)anon, &v), -ENOENT);
+	cr_assert_eq(gs_proc_vma_at((uint32_t)getpid(), 4096, &v), -ENOENT);
+}
+
+Test(proc_maps, one_mapping_of_a_gone_process)
+{
+	struct gs_maps_line v;
+	pid_t c = fork();
+
+	if (!c)
+		_exit(0);
+	cr_assert_eq(waitpid(c, NULL, 0), c);
+	cr_assert_eq(gs_proc_vma_at((uint32_t)c, 4096, &v),
+		     kernel_has_procmap_query() ? -ESRCH : -EOPNOTSUPP);
 }
 
 Test(proc_mem, full_short_and_bounded)

@@ -292,10 +292,9 @@ Test(symbolizer, cxx_deleted_mapping_after_exit)
 	cr_assert_str_eq(S(m->build_id), mi.build_id);
 }
 
-Test(symbolizer, dlopen_after_snapshot_rereads_maps)
+/* The workload dlopens a copy of libsym_cxx.so: its function resolves. */
+static void dlopen_after_snapshot_resolves(void)
 {
-	wl_start(&wl);
-	cr_assert_eq(gs_sym_add_process(sym, wl.pid), 0);
 	char so[PATH_MAX];
 	snprintf(so, sizeof(so), "%s/libsym_cxx.so", wl_dir);
 	wl_cmd(&wl, "dlcopy %s", so);
@@ -303,10 +302,52 @@ Test(symbolizer, dlopen_after_snapshot_rereads_maps)
 	const struct gs_location *l = gs_profile_location(&prof, loc);
 	cr_assert_str_eq(S(loc_fn(loc, l->n_lines - 1)->name),
 			 "gs_test::Widget<int>::compute(int)");
+}
+
+Test(symbolizer, dlopen_after_snapshot_rereads_maps)
+{
+	wl_start(&wl);
+	cr_assert_eq(gs_sym_add_process(sym, wl.pid), 0);
+	dlopen_after_snapshot_resolves();
 	/* mappings of the first snapshot still resolve */
 	cr_assert_str_eq(
 	    S(loc_fn(gs_sym_native(sym, wl.pid, wl_u64(&wl, "outer"), false), 0)->name),
 	    "outer_fn");
+}
+
+Test(symbolizer, miss_that_a_reread_cannot_help_keeps_the_rate_limit)
+{
+	wl_start(&wl);
+	cr_assert_eq(gs_sym_add_process(sym, wl.pid), 0);
+	/* nothing is mapped at page 1: the kernel says so without a re-read,
+	 * so the re-read budget of the second is left for the dlopen below */
+	cr_assert_str_eq(S(loc_fn(gs_sym_native(sym, wl.pid, 0x1000, false), 0)->name),
+			 "[unknown]");
+	dlopen_after_snapshot_resolves();
+}
+
+Test(perfmap, unchanged_file)
+{
+	char path[64];
+	struct gs_perfmap pm;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/tmp/gs_test_perfmap_u.%d", getpid());
+	unlink(path);
+	cr_assert_eq(gs_perfmap_read(path, getuid(), &pm), -ENOENT);
+	cr_assert(gs_perfmap_unchanged(&pm, path), "still absent");
+	cr_assert_not(gs_perfmap_unchanged(&pm, ""), "no path: unknown");
+	cr_assert((f = fopen(path, "w")));
+	fprintf(f, "1000 10 first\n");
+	fflush(f);
+	cr_assert_not(gs_perfmap_unchanged(&pm, path), "created since");
+	cr_assert_eq(gs_perfmap_read(path, getuid(), &pm), 0);
+	cr_assert(gs_perfmap_unchanged(&pm, path));
+	fprintf(f, "2000 10 second\n"); /* a JIT appends */
+	fclose(f);
+	cr_assert_not(gs_perfmap_unchanged(&pm, path), "appended since");
+	gs_perfmap_free(&pm);
+	unlink(path);
 }
 
 Test(symbolizer, fork_child_shares_snapshot)
