@@ -533,6 +533,20 @@ int gs_gpu_host_arm(struct gs_gpu_host *h, uint32_t tgid)
 	return rc;
 }
 
+/* The poll's scan.  No agent is attached before its watcher thread runs
+ * (scan would find it mapped and wait for the thread), so a process with no
+ * such thread is passed over after a look at its threads' names: a few
+ * small files, where the maps of a big job are hundreds of kilobytes to
+ * parse.  While a mapped agent initializes (waiting_init), scan as ever. */
+static int poll_scan(struct gs_gpu_host *h, struct gpu_proc *p, bool waiting_init)
+{
+	if (!waiting_init && !agent_ready(p->info.tgid)) {
+		p->last_scan_ns = gs_mono_ns();
+		return 0;
+	}
+	return scan(h, p);
+}
+
 void gs_gpu_host_poll(struct gs_gpu_host *h)
 {
 	uint64_t now = gs_mono_ns();
@@ -547,10 +561,10 @@ void gs_gpu_host_poll(struct gs_gpu_host *h)
 			p->rescan_ns = RESCAN_NS;
 		if (!waiting_init && now - p->last_scan_ns < p->rescan_ns)
 			continue;
-		/* Parsing /proc/PID/maps of a big job is the profiler's main
-		 * steady cost: back off (0.5 s doubling to 4 s) while no agent
-		 * shows up.  The driver loads it at cuInit, early in a job. */
-		if (scan(h, p) == 0 && !p->init_seen_ns && p->rescan_ns < RESCAN_MAX_NS)
+		/* Back off (0.5 s doubling to 4 s) while no agent shows up: the
+		 * driver loads it at cuInit, early in a job. */
+		if (poll_scan(h, p, waiting_init) == 0 && !p->init_seen_ns &&
+		    p->rescan_ns < RESCAN_MAX_NS)
 			p->rescan_ns *= 2;
 	}
 }
