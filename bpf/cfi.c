@@ -805,6 +805,39 @@ static int cmp_miss(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* Whether the executable mappings of tgid, asked of the kernel (one query
+ * each: no maps file to format and parse), are the ones published to BPF.
+ * Then a PC outside all of those is outside all of these, and a re-read
+ * would publish the same list.  Unsure (an old kernel, a list too long):
+ * no. */
+static bool exec_maps_unchanged(struct gs_cfi *c, uint32_t tgid)
+{
+	static struct gs_proc_range r[GS_CFI_MAX_MAPPINGS];
+	struct gs_cfi_proc *pe = c->scratch;
+	int n = gs_proc_exec_ranges(tgid, r, GS_CFI_MAX_MAPPINGS);
+	int k = 0;
+
+	if (n < 0 || bpf_map_lookup_elem(c->procs_fd, &tgid, pe))
+		return false;
+	for (uint32_t i = 0; i < pe->n && i < GS_CFI_MAX_MAPPINGS; i++) {
+		if (pe->m[i].start >> 63) /* [vsyscall]: the kernel's answer leaves it out */
+			continue;
+		if (k == n || r[k].start != pe->m[i].start || r[k].end != pe->m[i].end)
+			return false;
+		k++;
+	}
+	return k == n;
+}
+
+/* After a miss-driven re-read (or the proof that one would find nothing):
+ * back off while re-reads find nothing new. */
+static void back_off(struct cfi_proc *p, bool found_new)
+{
+	p->reread_ns = found_new                          ? REREAD_MIN_NS
+		       : p->reread_ns * 2 > REREAD_MAX_NS ? REREAD_MAX_NS
+							  : p->reread_ns * 2;
+}
+
 int gs_cfi_refresh(struct gs_cfi *c)
 {
 	static struct gs_cfi_miss_key keys[4096];
@@ -843,13 +876,16 @@ int gs_cfi_refresh(struct gs_cfi *c)
 			p->reread_ns = REREAD_MIN_NS;
 		if (reread && gs_mono_ns() - p->last_ns < p->reread_ns && !ns)
 			continue;
+		if (reread && !ns && exec_maps_unchanged(c, tgid)) {
+			p->last_ns = gs_mono_ns();
+			back_off(p, false);
+			continue;
+		}
 		uint32_t before = p->n_files;
 		if (add_process(c, tgid, starts, ns, false) == 0) {
 			c->st.refreshes++;
 			done++;
-			p->reread_ns = p->n_files != before               ? REREAD_MIN_NS
-				       : p->reread_ns * 2 > REREAD_MAX_NS ? REREAD_MAX_NS
-									  : p->reread_ns * 2;
+			back_off(p, p->n_files != before);
 		}
 	}
 	return done;

@@ -139,10 +139,12 @@ struct gs_procmap_query {
 };
 #define GS_PROCMAP_QUERY    _IOWR('f', 17, struct gs_procmap_query)
 #define GS_PROCMAP_VMA_EXEC 0x04ull
+/* an executable mapping: the one containing addr or the next one above */
+#define GS_PROCMAP_EXEC_OR_NEXT (GS_PROCMAP_VMA_EXEC | 0x10ull)
 
-static int query_vma(int fd, uint64_t addr, struct gs_maps_line *out)
+static int query_vma(int fd, uint64_t addr, struct gs_maps_line *out, uint64_t flags)
 {
-	struct gs_procmap_query q = { .size = sizeof(q), .query_addr = addr };
+	struct gs_procmap_query q = { .size = sizeof(q), .query_flags = flags, .query_addr = addr };
 
 	if (ioctl(fd, GS_PROCMAP_QUERY, &q) < 0)
 		return -errno;
@@ -158,23 +160,62 @@ static int query_vma(int fd, uint64_t addr, struct gs_maps_line *out)
 	return 0;
 }
 
-int gs_proc_vma_at(uint32_t tgid, uint64_t addr, struct gs_maps_line *out)
+static bool unsupported; /* the kernel said so once: don't ask again */
+
+static int open_query(uint32_t tgid)
 {
-	static bool unsupported; /* the kernel said so once: don't ask again */
 	char path[64];
-	int fd, err;
+	int fd;
 
 	if (__atomic_load_n(&unsupported, __ATOMIC_RELAXED))
 		return -EOPNOTSUPP;
 	snprintf(path, sizeof(path), "/proc/%u/maps", tgid);
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	return fd >= 0 ? fd : errno == ENOENT ? -ESRCH : -errno;
+}
+
+/* -ENOTTY: no such ioctl; -EINVAL: another ABI.  Either stays so. */
+static int query_result(int err)
+{
+	if (err != -ENOTTY && err != -EINVAL)
+		return err;
+	__atomic_store_n(&unsupported, true, __ATOMIC_RELAXED);
+	return -EOPNOTSUPP;
+}
+
+int gs_proc_vma_at(uint32_t tgid, uint64_t addr, struct gs_maps_line *out)
+{
+	int fd = open_query(tgid), err;
+
 	if (fd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	err = query_vma(fd, addr, out);
+		return fd;
+	err = query_vma(fd, addr, out, 0);
 	close(fd);
-	if (err == -ENOTTY || err == -EINVAL) { /* no such ioctl, or another ABI */
-		__atomic_store_n(&unsupported, true, __ATOMIC_RELAXED);
-		return -EOPNOTSUPP;
+	return query_result(err);
+}
+
+int gs_proc_exec_ranges(uint32_t tgid, struct gs_proc_range *out, size_t max)
+{
+	int fd = open_query(tgid), err = 0;
+	struct gs_maps_line v;
+	size_t n = 0;
+
+	if (fd < 0)
+		return fd;
+	/* each answer is the next executable mapping at or above addr, and
+	 * the next question starts at its end: the walk ascends, then ends */
+	for (uint64_t addr = 0; n <= max; addr = v.end) {
+		err = query_vma(fd, addr, &v, GS_PROCMAP_EXEC_OR_NEXT);
+		if (err)
+			break;
+		if (n < max)
+			out[n] = (struct gs_proc_range){ v.start, v.end };
+		n++;
 	}
-	return err;
+	close(fd);
+	if (n > max)
+		return -E2BIG;
+	if (err == -ENOENT) /* past the last one */
+		return (int)n;
+	return query_result(err);
 }

@@ -61,6 +61,15 @@ const struct gs_maps_line *gs_proc_maps_find(const struct gs_proc_maps *s, uint6
  * caller reads the whole file instead), or another -errno. */
 int gs_proc_vma_at(uint32_t tgid, uint64_t addr, struct gs_maps_line *out);
 
+/* The executable mappings of tgid, ascending, asked of the kernel the same
+ * way (one query each, no names): their count (at most max), -E2BIG when
+ * there are more, -ESRCH, -EOPNOTSUPP or another -errno as gs_proc_vma_at.
+ * The kernel's answer leaves out the [vsyscall] page the maps file prints. */
+struct gs_proc_range {
+	uint64_t start, end;
+};
+int gs_proc_exec_ranges(uint32_t tgid, struct gs_proc_range *out, size_t max);
+
 /* ---- remote memory ------------------------------------------------------- */
 
 /* One read of the target is at most this long (-E2BIG beyond). */

@@ -106,6 +106,31 @@ Test(proc_maps, one_mapping_asked_of_the_kernel)
 	cr_assert_eq(gs_proc_vma_at((uint32_t)getpid(), 4096, &v), -ENOENT);
 }
 
+Test(proc_maps, executable_mappings_asked_of_the_kernel)
+{
+	struct gs_proc_range r[512];
+	struct gs_proc_maps *s;
+	int n = gs_proc_exec_ranges((uint32_t)getpid(), r, 512), k = 0;
+
+	if (!kernel_has_procmap_query()) {
+		cr_assert_eq(n, -EOPNOTSUPP);
+		return;
+	}
+	cr_assert_gt(n, 1);
+	cr_assert_eq(gs_proc_maps_read((uint32_t)getpid(), &s), 0);
+	/* the maps file's executable lines, in order, [vsyscall] aside */
+	for (size_t i = 0; i < s->n; i++) {
+		if (!s->m[i].exec || (s->m[i].path && !strcmp(s->m[i].path, "[vsyscall]")))
+			continue;
+		cr_assert_lt(k, n);
+		cr_assert(r[k].start == s->m[i].start && r[k].end == s->m[i].end, "mapping %d", k);
+		k++;
+	}
+	cr_assert_eq(k, n);
+	gs_proc_maps_put(s);
+	cr_assert_eq(gs_proc_exec_ranges((uint32_t)getpid(), r, 1), -E2BIG, "bounded");
+}
+
 Test(proc_maps, one_mapping_of_a_gone_process)
 {
 	struct gs_maps_line v;
