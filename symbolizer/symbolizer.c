@@ -268,7 +268,9 @@ static bool reread_may_help(const struct proc *pr, const struct gs_sym_map *m, u
 	    m->dev != makedev(v.dev_major, v.dev_minor) || m->exec != v.exec ||
 	    (v.inode && m->offset != v.offset))
 		return true;
-	return !m->mod && !gs_perfmap_unchanged(&pr->snap->perf, pr->snap->perf_path);
+	/* a fork child's snapshot is its parent's, perf map included */
+	return !m->mod && (pr->snap->tgid != pr->tgid ||
+			   !gs_perfmap_unchanged(&pr->snap->perf, pr->snap->perf_path));
 }
 
 /* A miss at a (unresolvable in the snapshot): re-read, rate-limited, when

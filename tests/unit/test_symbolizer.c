@@ -362,6 +362,28 @@ Test(symbolizer, fork_child_shares_snapshot)
 	cr_assert_eq(gs_sym_exec(sym, child), -ESRCH);
 }
 
+Test(symbolizer, fork_child_reads_its_own_perf_map)
+{
+	wl_start(&wl);
+	cr_assert_eq(gs_sym_add_process(sym, wl.pid), 0);
+	wl_cmd(&wl, "%s", "fork");
+	uint32_t child = (uint32_t)wl_u64(&wl, "child");
+	uint64_t jit = wl_u64(&wl, "jit");
+	cr_assert_eq(gs_sym_fork(sym, wl.pid, child), 0);
+	/* the parent has no perf map and still has none: the child's own is
+	 * what a miss in the shared snapshot must read */
+	char path[128];
+	cr_assert_eq(gs_perfmap_path(child, path, sizeof(path)), 0);
+	FILE *f = fopen(path, "w");
+	cr_assert(f, "%s", path);
+	fprintf(f, "%" PRIx64 " 20 child_jitted\n", jit);
+	fclose(f);
+	uint32_t loc = gs_sym_native(sym, child, jit + 4, false);
+	unlink(path);
+	kill((pid_t)child, SIGKILL);
+	cr_assert_str_eq(S(loc_fn(loc, 0)->name), "child_jitted");
+}
+
 Test(symbolizer, unknown_and_fallback_names)
 {
 	wl_start(&wl);

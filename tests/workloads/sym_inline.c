@@ -13,11 +13,13 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <link.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 static volatile uintptr_t captured_ret;
@@ -101,6 +103,23 @@ static void cmd_dlopen(const char *path)
 	printf("base=%#lx\n", (unsigned long)lm->l_addr);
 }
 
+/* A child that keeps the parent's address space as it is (no exec) and
+ * lives as long as the parent. */
+static void cmd_fork(void)
+{
+	pid_t parent = getpid(), c = fork();
+
+	if (c == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(0);
+		fclose(stdin);
+		for (;;)
+			pause();
+	}
+	printf("child=%d\n", (int)c);
+}
+
 int main(void)
 {
 	static const char marker[] = "gs-sym-rodata-marker";
@@ -124,6 +143,8 @@ int main(void)
 			cmd_dlcopy(line + 7);
 		else if (!strncmp(line, "dlopen ", 7))
 			cmd_dlopen(line + 7);
+		else if (!strcmp(line, "fork"))
+			cmd_fork();
 		else if (!strcmp(line, "quit"))
 			break;
 		printf("ok\n");
