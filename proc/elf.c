@@ -388,7 +388,10 @@ int gs_elf_usdt_provider(const struct gs_elf_obj *o, const char *provider)
  * itself, root only) and the path inside the target's root. */
 struct mapped_paths {
 	char map_files[80];
-	char root[4200]; /* "/proc/PID/root" + a maps path (PATH_MAX) */
+	/* "/proc/PID/root" + a maps path: larger than PATH_MAX, so a path the
+	 * target made too long is cut only past PATH_MAX, and the kernel
+	 * refuses it (ENAMETOOLONG) rather than opening a shorter prefix */
+	char root[4200];
 };
 
 static void mapped_paths(uint32_t tgid, const struct gs_maps_line *l, struct mapped_paths *mp)
