@@ -551,11 +551,11 @@ static int scale_cpu(struct session *s)
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct gs_sample *x = &p->samples[i];
+		const struct gs_sample_ctx *c = gs_profile_ctx(p, x);
 		struct off_thread *t;
 		int64_t share;
 
-		if (!is_cpu_sample(x, gs_profile_ctx(p, x), NULL) ||
-		    !(t = thread_find(o, gs_profile_ctx(p, x)->tid)) || !t->exact[ON])
+		if (!is_cpu_sample(x, c, NULL) || !(t = thread_find(o, c->tid)) || !t->exact[ON])
 			continue;
 		share = (int64_t)(t->exact[ON] / t->n_cpu);
 		if (!t->rem_given) {
