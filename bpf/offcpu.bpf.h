@@ -26,9 +26,18 @@
  *
  * Cost bound: a stack walk costs microseconds, a switch of a busy target can
  * come every few microseconds, so stacks are sampled per thread: p = 1 while
- * the thread switches out less than offcpu_rate times a second, else
- * offcpu_rate / its rate, re-estimated each GS_OFF_WINDOW_NS, with at most
+ * the thread switches out less than its rate r times a second, else r / its
+ * switch rate, re-estimated each GS_OFF_WINDOW_NS, with at most
  * GS_OFF_WINDOW_CAP walks per window (the first window of a sudden burst).
+ * r is offcpu_rate, or offcpu_idle_rate for a thread that ran less than
+ * 1/GS_OFF_IDLE_DIV of its last two windows and already has
+ * GS_OFF_IDLE_AFTER stacks: a job has many threads that only wait (queue
+ * feeders, pool and driver threads), they wait in a few places, and at the
+ * full rate they cost more walks than all the working threads together, so
+ * that the walk count would grow with the thread count (the training loop
+ * in bench/: six such threads took 70% of the walks).  The allowance keeps
+ * short runs exact: a thread that waits in two places needs tens of stacks
+ * before its split between them is within a few percent.
  * Time is never sampled: intervals without a stack travel as exact sums in
  * the END records and user space spreads them over the sampled stacks of the
  * same thread and state (cli/offcpu.c).
@@ -42,10 +51,14 @@
 #define GS_OFF_WINDOW_NS  50000000ull /* 50 ms */
 #define GS_OFF_WINDOW_CAP 16          /* stack walks per thread and window, at most */
 #define GS_PF_EXITING     0x00000004  /* include/linux/sched.h */
+#define GS_OFF_IDLE_DIV   16          /* on-CPU below 1/16 of the windows: idle */
+#define GS_OFF_IDLE_AFTER 64          /* stacks of a thread before the idle rate */
 
-/* Stack walks per second and thread before p drops below 1: the loader sets
- * it (GS_OFF_DEFAULT_RATE, bpf/sampler.h). */
-const volatile __u32 offcpu_rate = 50;
+/* Stack walks per second and thread before p drops below 1, for threads
+ * that run and for threads that only wait: the loader sets them
+ * (GS_OFF_DEFAULT_RATE, bpf/sampler.h). */
+const volatile __u32 offcpu_rate = 25;
+const volatile __u32 offcpu_idle_rate = 5;
 /* Window start (CLOCK_MONOTONIC), written by user space once it has seeded
  * the threads there (0 until then: switches are ignored); threads created
  * later start their window at birth. */
@@ -68,12 +81,14 @@ struct {
  * coarse clock. */
 struct gs_off_fast {
 	__u64 win_start;
+	__u64 win_exec;     /* sum_exec_runtime at win_start */
 	__u32 p;            /* capture probability of this window (GS_OFF_P_ONE = 1) */
 	__u16 win_switches; /* switch-outs of this window */
 	__u16 win_captures;
 	__u16 prev_switches; /* of the previous window (rate smoothing) */
 	__u8 captured;       /* mirrors offcpu_thr's: a stack waits for its END */
-	__u8 pad[5];
+	__u8 prev_idle;      /* the previous window ran below 1/GS_OFF_IDLE_DIV */
+	__u32 stacks;        /* stacks taken, up to GS_OFF_IDLE_AFTER */
 };
 
 struct {
@@ -200,9 +215,10 @@ static __always_inline __u64 gs_off_tick(void)
 	return CONFIG_HZ ? bpf_jiffies64() : bpf_ktime_get_ns();
 }
 
-/* Decide whether this switch-out gets a stack: see the file comment.  now
- * is gs_off_tick(). */
-static __always_inline bool gs_off_want_stack(struct gs_off_fast *f, __u64 now)
+/* Decide whether this switch-out of task p gets a stack: see the file
+ * comment.  now is gs_off_tick(). */
+static __always_inline bool gs_off_want_stack(struct gs_off_fast *f, struct task_struct *task,
+					      __u64 now)
 {
 	__u64 elapsed = now - f->win_start;
 
@@ -212,11 +228,19 @@ static __always_inline bool gs_off_want_stack(struct gs_off_fast *f, __u64 now)
 	if (elapsed >= GS_OFF_WINDOW_NS) {
 		/* the mean of two windows: one burst does not crush p */
 		__u64 n = ((__u64)f->win_switches + f->prev_switches + 1) / 2;
-		__u64 p = (__u64)offcpu_rate * elapsed * GS_OFF_P_ONE /
-			  (1000000000ull * (n ? n : 1));
+		__u64 exec = task->se.sum_exec_runtime;
+		bool idle = exec - f->win_exec < elapsed / GS_OFF_IDLE_DIV;
+		__u64 rate = idle && f->prev_idle && f->stacks >= GS_OFF_IDLE_AFTER
+				 ? offcpu_idle_rate
+				 : offcpu_rate;
+		/* a span of 100 s gives p = 1 at any real rate; longer would overflow */
+		__u64 span = elapsed < 100000000000ull ? elapsed : 100000000000ull;
+		__u64 p = rate * span * GS_OFF_P_ONE / (1000000000ull * (n ? n : 1));
 
 		f->p = p >= GS_OFF_P_ONE ? GS_OFF_P_ONE : p ? p : 1;
 		f->win_start = now;
+		f->win_exec = exec;
+		f->prev_idle = idle;
 		f->prev_switches = f->win_switches;
 		f->win_switches = 0;
 		f->win_captures = 0;
@@ -228,6 +252,8 @@ static __always_inline bool gs_off_want_stack(struct gs_off_fast *f, __u64 now)
 	if (f->p < GS_OFF_P_ONE && (bpf_get_prandom_u32() & (GS_OFF_P_ONE - 1)) >= f->p)
 		return false;
 	f->win_captures++;
+	if (f->stacks < GS_OFF_IDLE_AFTER)
+		f->stacks++;
 	return true;
 }
 
@@ -301,6 +327,7 @@ static __always_inline struct gs_off_fast *gs_off_first(struct task_struct *p, _
 		return NULL; /* the baselines stay: the time is still exact */
 	}
 	f->win_start = gs_off_tick();
+	f->win_exec = p->se.sum_exec_runtime;
 	f->p = GS_OFF_P_ONE;
 	f->captured = th->captured;
 	return f;
@@ -327,7 +354,7 @@ int BPF_PROG(gs_off_switch, bool preempt, struct task_struct *prev, struct task_
 	f = bpf_task_storage_get(&offcpu_fast, prev, 0, 0);
 	if (!f && !(f = gs_off_first(prev, tid, tgid)))
 		return 0;
-	want = gs_off_want_stack(f, gs_off_tick());
+	want = gs_off_want_stack(f, prev, gs_off_tick());
 	st = gs_stats_get();
 	/* Fast path: no stack now and none waiting for its END.  The time since
 	 * the baseline is not lost: sum_exec_runtime and run_delay are

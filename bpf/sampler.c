@@ -116,6 +116,18 @@ int gs_parse_cpu_list(const char *s, bool *cpus, int max)
 	return n;
 }
 
+uint32_t gs_sampler_offcpu_rate(const struct gs_sampler_opts *o)
+{
+	return o->offcpu_rate ? o->offcpu_rate : GS_OFF_DEFAULT_RATE;
+}
+
+uint32_t gs_sampler_offcpu_idle_rate(const struct gs_sampler_opts *o)
+{
+	uint32_t r = gs_sampler_offcpu_rate(o) / GS_OFF_IDLE_SHARE;
+
+	return r ? r : 1;
+}
+
 uint32_t gs_ringbuf_size(uint32_t requested, uint32_t n_cpus, uint32_t frequency_hz)
 {
 	uint64_t want, sz;
@@ -267,7 +279,8 @@ int gs_sampler_open(const struct gs_sampler_opts *o, struct gs_sampler **out, ch
 		bpf_program__set_autoload(s->skel->progs.gs_proc_exit_gd, false);
 	if (!o->follow_children)
 		bpf_program__set_autoload(s->skel->progs.gs_proc_fork, false);
-	s->skel->rodata->offcpu_rate = o->offcpu_rate ? o->offcpu_rate : GS_OFF_DEFAULT_RATE;
+	s->skel->rodata->offcpu_rate = gs_sampler_offcpu_rate(o);
+	s->skel->rodata->offcpu_idle_rate = gs_sampler_offcpu_idle_rate(o);
 	if (!o->offcpu)
 		bpf_program__set_autoload(s->skel->progs.gs_off_switch, false);
 

@@ -21,7 +21,10 @@
 #include "gpusample/counters.h"
 #include "gpusample/records.h"
 
-#define GS_OFF_DEFAULT_RATE 50
+/* Off-CPU stack walks per second and thread (bpf/offcpu.bpf.h): threads
+ * that run get the rate, threads that only wait a fifth of it. */
+#define GS_OFF_DEFAULT_RATE 25
+#define GS_OFF_IDLE_SHARE   5
 
 struct gs_sampler_opts {
 	uint32_t frequency_hz;  /* per CPU, 1 .. perf_event_max_sample_rate */
@@ -32,8 +35,11 @@ struct gs_sampler_opts {
 	bool offcpu;            /* attach tp_btf/sched_switch (--no-offcpu clears) */
 	uint32_t offcpu_rate;   /* off-CPU stack walks per second and thread
 				  * before sampling starts (0 =
-				  * GS_OFF_DEFAULT_RATE); see
-				  * records.h, gs_offcpu_* */
+				  * GS_OFF_DEFAULT_RATE); a thread that ran
+				  * under 1/16 of its last 100 ms and has 64
+				  * stacks gets offcpu_rate /
+				  * GS_OFF_IDLE_SHARE (>= 1); see
+				  * bpf/offcpu.bpf.h, records.h gs_offcpu_* */
 	uint32_t ringbuf_bytes; /* 0 = sized for >= 1 s of worst case
 				  * (online CPUs x F x largest sample, power of
 				  * 2, 4 MiB .. 256 MiB); else rounded up to a
@@ -95,6 +101,11 @@ struct gpusample_bpf *gs_sampler_skel(struct gs_sampler *s);
  * bpf_obj_get_info_by_fd gives run_time_ns / run_cnt).  Writes at most
  * max - 1 fds followed by -1; returns the number written. */
 int gs_sampler_prog_fds(struct gs_sampler *s, int *fds, int max);
+
+/* The off-CPU walk rates (stacks per second and thread) that opts give:
+ * for threads that run, and for threads that only wait. */
+uint32_t gs_sampler_offcpu_rate(const struct gs_sampler_opts *o);
+uint32_t gs_sampler_offcpu_idle_rate(const struct gs_sampler_opts *o);
 
 /* Internal helpers, exposed for unit tests. */
 /* Parse a kernel CPU list ("0-3,5,8-9"); marks cpus[0..max), returns the

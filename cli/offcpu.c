@@ -610,6 +610,7 @@ int gs_off_finish(struct session *s, const uint32_t *stack_ids)
 
 void gs_off_comments(struct session *s, const struct gs_sampler_stats *st)
 {
+	const struct gs_sampler_opts so = { .offcpu_rate = s->o->offcpu_rate };
 	struct gs_profile *p = &s->prof;
 
 	if (!s->off) {
@@ -622,11 +623,13 @@ void gs_off_comments(struct session *s, const struct gs_sampler_stats *st)
 			       "runnable (run_delay) and blocked time; cpu/nanoseconds of a thread "
 			       "is its exact on-CPU time shared by its CPU samples");
 	gs_profile_add_comment(p,
-			       "off-CPU stacks: taken at switch-out with p = 1 up to %u "
-			       "switch-outs/s per thread, then p = %u / rate; %llu stacks, %llu "
+			       "off-CPU stacks: taken at switch-out with p = 1 up to r "
+			       "switch-outs/s per thread, then p = r / rate (r = %u, or %u for a "
+			       "thread on-CPU under 1/16 of the time once it has 64 stacks); %llu "
+			       "stacks, %llu "
 			       "switch-outs without a stack (their time is spread over the sampled "
 			       "stacks of the same thread and state, weights duration / p)",
-			       GS_OFF_DEFAULT_RATE, GS_OFF_DEFAULT_RATE,
+			       gs_sampler_offcpu_rate(&so), gs_sampler_offcpu_idle_rate(&so),
 			       (unsigned long long)st->off_stacks,
 			       (unsigned long long)st->off_unsampled);
 	if (s->off->stacks_lost || st->off_threads_full || st->off_unseeded)

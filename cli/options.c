@@ -43,6 +43,9 @@ void gs_options_usage(FILE *out)
 	    "      --no-cfi            unwind native stacks with frame pointers only\n"
 	    "      --no-gpu            do not attach to the GPU agent\n"
 	    "      --no-offcpu         do not record off-CPU time (sched_switch)\n"
+	    "      --offcpu-rate N     off-CPU stacks per second and thread, at most (default\n"
+	    "                          25; a fifth of it for threads that only wait, after\n"
+	    "                          their first 64); off-CPU time is exact whatever N\n"
 	    "      --gpu-period N      GPU PC sampling period, 2^N SM cycles (5..31, default 18)\n"
 	    "      --gpu-serialized    kernel-serialized GPU sampling (exact launch join, slower)\n"
 	    "      --gpu-scratch MIB   CUPTI scratch buffer for PC records (default 16; grows on "
@@ -219,6 +222,7 @@ enum {
 	OPT_AS_ROOT,
 	OPT_VERSION,
 	OPT_NO_OFFCPU,
+	OPT_OFFCPU_RATE,
 	OPT_CUPTI,
 	OPT_GPU_SCRATCH,
 	OPT_GPU_HWBUF,
@@ -236,6 +240,7 @@ static const struct option long_opts[] = {
 	{ "no-cfi", no_argument, NULL, OPT_NO_CFI },
 	{ "no-gpu", no_argument, NULL, OPT_NO_GPU },
 	{ "no-offcpu", no_argument, NULL, OPT_NO_OFFCPU },
+	{ "offcpu-rate", required_argument, NULL, OPT_OFFCPU_RATE },
 	{ "gpu-period", required_argument, NULL, OPT_GPU_PERIOD },
 	{ "gpu-serialized", no_argument, NULL, OPT_GPU_SERIALIZED },
 	{ "as-root", no_argument, NULL, OPT_AS_ROOT },
@@ -309,6 +314,14 @@ static int handle_opt(struct gs_options *o, int c, const char *arg)
 		return 0;
 	case OPT_NO_OFFCPU:
 		o->offcpu = false;
+		return 0;
+	case OPT_OFFCPU_RATE:
+		if (parse_number("--offcpu-rate", arg, 1, 10000, &v) || v != (uint32_t)v) {
+			gs_log(
+			    "--offcpu-rate takes a whole number of stacks per second, 1..10000\n");
+			return -EINVAL;
+		}
+		o->offcpu_rate = (uint32_t)v;
 		return 0;
 	case OPT_GPU_PERIOD:
 		if (parse_number("--gpu-period", arg, 5, 31, &v))

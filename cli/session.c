@@ -587,6 +587,7 @@ static int open_sampler(struct session *s)
 		.kernel_stacks = s->o->kernel,
 		.follow_children = s->o->children,
 		.offcpu = s->o->offcpu,
+		.offcpu_rate = s->o->offcpu_rate,
 	};
 	int rc = gs_sampler_open(&so, &s->sampler, s->err, sizeof(s->err));
 

@@ -4,7 +4,9 @@
  * sampler, as root: a child that sleeps 20 ms at a time gets one stack record
  * per sleep (it switches out far less than the sampling rate, so p = 1) and
  * one END per closed interval whose blocked part is the sleep; the END sums
- * cover its whole life in the window; its exit sends a last END.  Also the
+ * cover its whole life in the window; its exit sends a last END.  A thread
+ * that only sleeps gets the idle rate, a fifth of the stacks of one that also
+ * runs (bpf/offcpu.bpf.h), once it has its first 64.  Also the
  * target filter in front of `targets`: counted once per inserted entry,
  * back to 0 when it is deleted.
  */
@@ -81,7 +83,10 @@ static int on_record(void *ctx, const struct gs_rec_hdr *h)
 
 Test(offcpu, sleeps_and_exit, .timeout = 60)
 {
-	struct gs_sampler_opts o = { .frequency_hz = 99, .kernel_stacks = true, .offcpu = true };
+	/* a rate far above the child's 50 switch-outs/s: p stays 1 */
+	struct gs_sampler_opts o = {
+		.frequency_hz = 99, .kernel_stacks = true, .offcpu = true, .offcpu_rate = 5000
+	};
 	struct gs_target t = { .root_tgid = 0 };
 	struct gs_sampler *s = NULL;
 	struct seen c = { 0 };
@@ -130,6 +135,89 @@ Test(offcpu, sleeps_and_exit, .timeout = 60)
 	cr_expect(c.total_ns > (uint64_t)(NAPS - 2) * NAP_NS && c.total_ns <= t_exit - t0,
 		  "END records cover %llu ns, life in the window <= %llu ns",
 		  (unsigned long long)c.total_ns, (unsigned long long)(t_exit - t0));
+}
+
+struct two {
+	uint32_t tid[2];
+	int stacks[2];
+};
+
+static int count_stacks(void *ctx, const struct gs_rec_hdr *h)
+{
+	struct two *c = ctx;
+	const struct gs_offcpu_stack *st;
+	struct gs_rec_cpu_view v;
+
+	if (h->type != GS_REC_OFFCPU_STACK || gs_rec_offcpu_stack(h, &st, &v))
+		return 0;
+	for (int i = 0; i < 2; i++)
+		c->stacks[i] += v.s->tid == c->tid[i];
+	return 0;
+}
+
+/* 2 ms naps for about 2 s; with spin, 2 ms on the CPU before each. */
+static pid_t nap_child(int go, bool spin)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct timespec nap = { 0, 2000000 };
+		char b;
+
+		if (read(go, &b, 1) != 1)
+			_exit(1);
+		for (int i = 0; i < (spin ? 500 : 1000); i++) {
+			for (uint64_t t = mono_ns(); spin && mono_ns() - t < 2000000;)
+				;
+			nanosleep(&nap, NULL);
+		}
+		_exit(0);
+	}
+	return pid;
+}
+
+Test(offcpu, idle_threads_get_the_idle_rate, .timeout = 60)
+{
+	/* 200 stacks/s for threads that run, 40 for threads that only wait
+	 * (after 64 stacks); both children switch out more often than either */
+	struct gs_sampler_opts o = { .frequency_hz = 99, .offcpu = true, .offcpu_rate = 200 };
+	struct gs_target t = { .root_tgid = 0 };
+	struct gs_sampler *s = NULL;
+	struct two c = { { 0 } };
+	char err[512] = "";
+	int go[2], status;
+	pid_t pid[2];
+
+	cr_assert_eq(geteuid(), 0, "needs root (BPF): run the unit tests as root");
+	cr_assert_eq(gs_sampler_offcpu_idle_rate(&o), 40);
+	cr_assert_eq(pipe(go), 0);
+	pid[0] = nap_child(go[0], false);
+	pid[1] = nap_child(go[0], true);
+	cr_assert(pid[0] > 0 && pid[1] > 0);
+	close(go[0]);
+	cr_assert_eq(gs_sampler_open(&o, &s, err, sizeof(err)), 0, "open: %s", err);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(gs_sampler_add_target(s, pid[i], &t), 0);
+		c.tid[i] = pid[i];
+	}
+	cr_assert_eq(gs_sampler_start(s, err, sizeof(err)), 0, "start: %s", err);
+	gs_sampler_offcpu_window(s, mono_ns());
+	cr_assert_eq(write(go[1], "xx", 2), 2);
+	for (int i = 0; i < 2; i++)
+		while (waitpid(pid[i], &status, WNOHANG) == 0)
+			gs_sampler_poll(s, 50, count_stacks, &c);
+	gs_sampler_stop(s);
+	while (gs_sampler_poll(s, 0, count_stacks, &c) > 0)
+		;
+	gs_sampler_close(s);
+
+	/* expected about 135 (64 at the full rate, then two per 50 ms window)
+	 * against about 400 (p = 0.8 at 250 switch-outs/s); one rate for both
+	 * would give them about the same */
+	cr_expect_geq(c.stacks[0], 64, "the sleeper gets its allowance and more: %d", c.stacks[0]);
+	cr_expect_lt(2 * c.stacks[0], c.stacks[1],
+		     "sleeper %d stacks, sleeper that also runs %d: the idle rate is not applied",
+		     c.stacks[0], c.stacks[1]);
 }
 
 static uint64_t filter_slot(struct gs_sampler *s, uint32_t tgid)
