@@ -12,6 +12,8 @@ expect_error 'sudo' setpriv --reuid=65534 --regid=65534 --clear-groups "$GS" -p 
 expect_error 'no such process' "$GS" -p 999999 -d 1
 expect_error 'kernel thread' "$GS" -p 2 -d 1
 expect_error 'frequency|-F' "$GS" -F 0 -p 1 -d 1
+expect_error 'offcpu-rate' "$GS" --offcpu-rate 0 -p 1 -d 1
+expect_error 'offcpu-rate' "$GS" --offcpu-rate 2.5 -p 1 -d 1
 max=$(cat /proc/sys/kernel/perf_event_max_sample_rate)
 expect_error 'perf_event_max_sample_rate' "$GS" -F $((max + 1)) -p $$ -d 1
 expect_error 'cannot write' "$GS" -p $$ -d 1 -o /proc/no-such-dir/x
