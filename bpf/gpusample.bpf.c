@@ -157,9 +157,12 @@ static __always_inline bool gs_regs_kernel(struct bpf_perf_event_data *ctx)
 {
 #if defined(__TARGET_ARCH_x86)
 	/* CPL is the low two bits of CS.  The perf_event context only allows
-	 * word-sized loads of regs, and 6.9+ turned cs into a union with
-	 * FRED's csx, so read the whole 8-byte slot. */
-	__u64 cs = *(volatile __u64 *)((void *)&ctx->regs + offsetof(struct pt_regs, cs));
+	 * word-sized loads of regs, and 6.9+ turned cs into a 2-byte field in
+	 * a union with FRED's csx, so read the whole 8-byte slot at its ABI
+	 * offset: offsetof() on the CO-RE type would emit a relocation whose
+	 * size (2 from 6.9+ headers) libbpf refuses to apply to an 8-byte
+	 * load on older kernels. */
+	__u64 cs = *(volatile __u64 *)((void *)&ctx->regs + GS_PT_REGS_CS_OFF);
 
 	return (cs & 3) == 0;
 #elif defined(__TARGET_ARCH_arm64)

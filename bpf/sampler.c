@@ -38,7 +38,14 @@ struct gs_sampler {
 	void *fn_ctx;
 	int handled;
 	uint64_t malformed;
+	char *prog_logs; /* GS_STATS_LOG bytes per program (opts.verifier_stats) */
 };
+
+/* Log bytes per program at BPF_LOG_STATS.  The kernel fails a load whose
+ * log overflows (ENOSPC), and 64 KiB was not enough for gs_sample on 6.18;
+ * calloc'ed and touched only as far as the kernel writes, and only for
+ * `gpusample check`. */
+#define GS_STATS_LOG (4 << 20)
 
 static void errf(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -207,6 +214,37 @@ static bool exit_tp_has_group_dead(void)
 	return ret;
 }
 
+void gs_bpf_features_probe(struct gs_bpf_features *f)
+{
+	f->bpf_loop = libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) > 0;
+	f->task_storage = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) > 0;
+	f->task_pt_regs = libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_task_pt_regs,
+						  NULL) > 0;
+	f->current_task_btf = libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT,
+						      BPF_FUNC_get_current_task_btf, NULL) > 0;
+}
+
+/* Give every program a log buffer at BPF_LOG_STATS: the verifier then
+ * reports its processed-instruction count on every kernel (verified_insns
+ * in the program info is 5.16+). */
+static int keep_verifier_stats(struct gs_sampler *s)
+{
+	struct bpf_program *p;
+	int n = 0, i = 0;
+
+	bpf_object__for_each_program(p, s->skel->obj) n++;
+	s->prog_logs = calloc(n ? n : 1, GS_STATS_LOG);
+	if (!s->prog_logs)
+		return -ENOMEM;
+	bpf_object__for_each_program(p, s->skel->obj)
+	{
+		bpf_program__set_log_level(p, 4 /* BPF_LOG_STATS */);
+		bpf_program__set_log_buf(p, s->prog_logs + (size_t)i++ * GS_STATS_LOG,
+					 GS_STATS_LOG);
+	}
+	return 0;
+}
+
 static const char *perm_hint(void)
 {
 	return geteuid() ? "run as root (sudo) or grant CAP_BPF and CAP_PERFMON"
@@ -284,6 +322,8 @@ int gs_sampler_open(const struct gs_sampler_opts *o, struct gs_sampler **out, ch
 	if (!o->offcpu)
 		bpf_program__set_autoload(s->skel->progs.gs_off_switch, false);
 
+	if (o->verifier_stats && (rc = keep_verifier_stats(s)))
+		goto fail;
 	libbpf_warn[0] = 0;
 	rc = gpusample_bpf__load(s->skel);
 	if (rc) {
@@ -317,6 +357,7 @@ int gs_sampler_open(const struct gs_sampler_opts *o, struct gs_sampler **out, ch
 	return 0;
 fail:
 	gpusample_bpf__destroy(s->skel);
+	free(s->prog_logs);
 	free(s);
 	return rc < 0 ? rc : -EINVAL;
 }
@@ -629,7 +670,44 @@ void gs_sampler_close(struct gs_sampler *s)
 		munmap(s->target_filter, GS_TFILTER_SLOTS * sizeof(uint64_t));
 	ring_buffer__free(s->rb);
 	gpusample_bpf__destroy(s->skel);
+	free(s->prog_logs);
 	free(s);
+}
+
+static long prog_insns(struct gs_sampler *s, int i, int fd)
+{
+	struct bpf_prog_info info = { 0 };
+	__u32 len = sizeof(info);
+	const char *at;
+	long n;
+
+	if (s->prog_logs) {
+		at = strstr(s->prog_logs + (size_t)i * GS_STATS_LOG, "processed ");
+		if (at && sscanf(at, "processed %ld insns", &n) == 1)
+			return n;
+	}
+	if (!bpf_obj_get_info_by_fd(fd, &info, &len) && info.verified_insns)
+		return info.verified_insns;
+	return -1;
+}
+
+int gs_sampler_prog_stats(struct gs_sampler *s, struct gs_prog_stat *out, int max)
+{
+	struct bpf_program *p;
+	int n = 0, i = 0;
+
+	bpf_object__for_each_program(p, s->skel->obj)
+	{
+		int fd = bpf_program__fd(p);
+
+		if (fd >= 0 && n < max) {
+			snprintf(out[n].name, sizeof(out[n].name), "%s", bpf_program__name(p));
+			out[n].insns = prog_insns(s, i, fd);
+			n++;
+		}
+		i++;
+	}
+	return n;
 }
 
 struct gpusample_bpf *gs_sampler_skel(struct gs_sampler *s)

@@ -40,6 +40,8 @@ struct gs_sampler_opts {
 				  * stacks gets offcpu_rate /
 				  * GS_OFF_IDLE_SHARE (>= 1); see
 				  * bpf/offcpu.bpf.h, records.h gs_offcpu_* */
+	bool verifier_stats;    /* keep each program's verifier statistics
+				  * (BPF_LOG_STATS) for gs_sampler_prog_stats */
 	uint32_t ringbuf_bytes; /* 0 = sized for >= 1 s of worst case
 				  * (online CPUs x F x largest sample, power of
 				  * 2, 4 MiB .. 256 MiB); else rounded up to a
@@ -101,6 +103,27 @@ struct gpusample_bpf *gs_sampler_skel(struct gs_sampler *s);
  * bpf_obj_get_info_by_fd gives run_time_ns / run_cnt).  Writes at most
  * max - 1 fds followed by -1; returns the number written. */
 int gs_sampler_prog_fds(struct gs_sampler *s, int *fds, int max);
+
+/* What the running kernel offers that the programs use where it exists
+ * (libbpf's probes, never a version check); gs_sampler_open picks the
+ * programs' variants from it. */
+struct gs_bpf_features {
+	bool bpf_loop;         /* helper bpf_loop (5.17+) */
+	bool task_storage;     /* BPF_MAP_TYPE_TASK_STORAGE (5.11+) */
+	bool task_pt_regs;     /* helper bpf_task_pt_regs (5.15+) */
+	bool current_task_btf; /* helper bpf_get_current_task_btf (5.11+) */
+};
+void gs_bpf_features_probe(struct gs_bpf_features *f);
+
+/* One loaded program's name and the instructions the verifier processed
+ * for it (from its BPF_LOG_STATS line with opts.verifier_stats, else the
+ * kernel's verified_insns, 5.16+; -1 when neither tells). */
+struct gs_prog_stat {
+	char name[64];
+	long insns;
+};
+/* Fills out[0..max) with the loaded programs; returns how many. */
+int gs_sampler_prog_stats(struct gs_sampler *s, struct gs_prog_stat *out, int max);
 
 /* The off-CPU walk rates (stacks per second and thread) that opts give:
  * for threads that run, and for threads that only wait. */

@@ -200,16 +200,25 @@ struct gs_unwind_walk {
 	__u32 gen;
 };
 
-/* Mapping of proc that contains pc, or NULL. */
-static __always_inline struct gs_cfi_mapping *gs_cfi_find_mapping(struct gs_cfi_proc *proc,
-								  __u64 pc)
+/* Index in the process's mappings of the one that contains pc, or -1.  A
+ * global function with scalar arguments only (it looks the process up
+ * itself, one hash lookup): the verifier checks it once per program,
+ * whatever its callers' states.  Inlined into the per-frame callback, the
+ * search's bounds were tied to the callback's state and the verifier walked
+ * its paths with exact values: 6.18.44 and 7.2 ran into the 1M-instruction
+ * limit there.  Pointer arguments would save the lookup, but 5.10 takes
+ * only scalars and context in global functions, and 6.1 cannot prove a
+ * pointer argument non-null. */
+__noinline int gs_cfi_map_index(__u32 tgid, __u64 pc)
 {
-	__u32 lo = 0, hi = proc->n, i;
+	struct gs_cfi_proc *proc = bpf_map_lookup_elem(&gs_cfi_procs, &tgid);
+	__u32 lo = 0, hi, i;
 
-	/* Bail out rather than clamp: a clamped hi is a constant, and the
-	 * verifier would then walk every search path with exact values. */
+	if (!proc)
+		return -1;
+	hi = proc->n;
 	if (hi > GS_CFI_MAX_MAPPINGS)
-		return NULL;
+		return -1;
 	for (i = 0; i < GS_CFI_MAP_SEARCH; i++) {
 		__u32 mid;
 
@@ -222,11 +231,22 @@ static __always_inline struct gs_cfi_mapping *gs_cfi_find_mapping(struct gs_cfi_
 			lo = mid + 1;
 	}
 	if (lo == 0)
-		return NULL;
+		return -1;
 	lo = (lo - 1) & (GS_CFI_MAX_MAPPINGS - 1);
 	if (pc >= proc->m[lo].end)
+		return -1;
+	return lo;
+}
+
+/* Mapping of proc (the process tgid's entry) that contains pc, or NULL. */
+static __always_inline struct gs_cfi_mapping *gs_cfi_find_mapping(struct gs_cfi_proc *proc,
+								  __u32 tgid, __u64 pc)
+{
+	int i = gs_cfi_map_index(tgid, pc);
+
+	if (i < 0)
 		return NULL;
-	return &proc->m[lo];
+	return &proc->m[i & (GS_CFI_MAX_MAPPINGS - 1)];
 }
 
 /* The row search's probe index, bounced through a map value (see
@@ -505,14 +525,14 @@ static __always_inline __u32 gs_call_ff_len(__u8 modrm, __u8 sib)
 /* Is v a return address: inside a mapping with an unwind table (built or
  * pending), right after a call instruction (e8 rel32, or ff /2 of any
  * length)?  Reads the 8 code bytes before v. */
-static __always_inline bool gs_unwind_is_ret(struct gs_cfi_proc *proc, __u64 v)
+static __always_inline bool gs_unwind_is_ret(struct gs_cfi_proc *proc, __u32 tgid, __u64 v)
 {
 	struct gs_cfi_mapping *m;
 	__u8 b[8];
 
 	if (v < 8)
 		return false;
-	m = gs_cfi_find_mapping(proc, v - 1);
+	m = gs_cfi_find_mapping(proc, tgid, v - 1);
 	if (!m || !m->table_id || m->table_id == GS_CFI_TABLE_ANON || v - 8 < m->start)
 		return false;
 	if (bpf_probe_read_user(b, sizeof(b), (const void *)(v - 8)))
@@ -539,7 +559,7 @@ static __always_inline long gs_unwind_scan_step(struct gs_unwind_walk *c, struct
 	for (__u32 j = 0; j < 8; j++) {
 		__u64 v = w->scan_buf[j];
 
-		if (!gs_unwind_is_ret(c->proc, v))
+		if (!gs_unwind_is_ret(c->proc, c->tgid, v))
 			continue;
 		w->pc = v;
 		w->sp = at + 8 * j + 8;
@@ -554,13 +574,13 @@ static __always_inline long gs_unwind_scan_step(struct gs_unwind_walk *c, struct
 
 /* RBP-based caller rule with CFA = guess + off: does it lead to a return
  * address? */
-static __always_inline bool gs_unwind_bp_fits(struct gs_cfi_proc *proc, struct gs_unwind_state *w,
-					      __u64 guess, __s32 off)
+static __always_inline bool gs_unwind_bp_fits(struct gs_cfi_proc *proc, __u32 tgid,
+					      struct gs_unwind_state *w, __u64 guess, __s32 off)
 {
 	__u64 cfa = guess + (__s64)off, ret;
 
 	return guess && !(guess & 7) && cfa > w->sp && cfa - w->sp < (1u << 20) &&
-	       !gs_read_user_u64(&ret, cfa - 8) && gs_unwind_is_ret(proc, ret);
+	       !gs_read_user_u64(&ret, cfa - 8) && gs_unwind_is_ret(proc, tgid, ret);
 }
 
 /* After a scan found the caller: its RBP is unknown.  When the caller's rule
@@ -570,7 +590,7 @@ static __always_inline bool gs_unwind_bp_fits(struct gs_cfi_proc *proc, struct g
  * address.  Else RBP stays unknown (RSP-based rules still work). */
 static __always_inline long gs_unwind_scan_bp(struct gs_unwind_walk *c, struct gs_unwind_state *w)
 {
-	struct gs_cfi_mapping *m = gs_cfi_find_mapping(c->proc, w->pc - 1);
+	struct gs_cfi_mapping *m = gs_cfi_find_mapping(c->proc, c->tgid, w->pc - 1);
 	struct gs_cfi_rule *r = NULL;
 	__u64 saved = 0;
 
@@ -581,10 +601,10 @@ static __always_inline long gs_unwind_scan_bp(struct gs_unwind_walk *c, struct g
 		r = gs_cfi_find_rule(m->table_id, m->n_pages, w->pc - 1 - m->bias);
 	if (!r || r->cfa_type != GS_CFA_RBP)
 		return 0;
-	if (gs_unwind_bp_fits(c->proc, w, w->bp, r->cfa_off)) {
+	if (gs_unwind_bp_fits(c->proc, c->tgid, w, w->bp, r->cfa_off)) {
 		w->bp_ok = 1;
 	} else if (!gs_read_user_u64(&saved, w->sp - 24) &&
-		   gs_unwind_bp_fits(c->proc, w, saved, r->cfa_off)) {
+		   gs_unwind_bp_fits(c->proc, c->tgid, w, saved, r->cfa_off)) {
 		w->bp = saved;
 		w->bp_ok = 1;
 	}
@@ -599,7 +619,7 @@ static __always_inline long gs_unwind_unmapped(struct gs_unwind_walk *c, struct 
 	__u64 fr[2]; /* saved RBP, return address */
 
 	if (w->bp_ok && w->bp >= w->sp && !(w->bp & 7) && w->bp - w->sp < (1u << 20) &&
-	    !gs_read_user_pair(fr, w->bp) && gs_unwind_is_ret(c->proc, fr[1])) {
+	    !gs_read_user_pair(fr, w->bp) && gs_unwind_is_ret(c->proc, c->tgid, fr[1])) {
 		w->sp = w->bp + 16;
 		w->bp = fr[0];
 		w->pc = fr[1];
@@ -641,7 +661,7 @@ static long gs_unwind_step(__u32 i, void *arg)
 			return gs_unwind_cfi_step(w, &ce->rule);
 		}
 	}
-	m = gs_cfi_find_mapping(c->proc, lookup);
+	m = gs_cfi_find_mapping(c->proc, c->tgid, lookup);
 	if (!m || m->table_id == GS_CFI_TABLE_PENDING) {
 		struct gs_cfi_miss_key k = { .tgid = c->tgid, .start = m ? m->start : 0 };
 		__u64 now = bpf_ktime_get_ns();
@@ -722,7 +742,7 @@ __noinline int gs_unwind_cfi(__u32 tgid, __u32 level)
 	}
 	/* Direct loads (a BTF pointer): four probe reads less per sample. */
 	pc = regs->ip;
-	cs = regs->cs;
+	cs = *(volatile __u64 *)((void *)regs + GS_PT_REGS_CS_OFF); /* see GS_PT_REGS_CS_OFF */
 	if (!pc || (cs & 3) != 3)
 		return 0; /* kernel thread: no user stack */
 	w->pc = pc;
