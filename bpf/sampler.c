@@ -10,11 +10,13 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include <zlib.h>
 
 #include "bpf/sampler.h"
 #include "gpusample/records_codec.h"
@@ -39,6 +41,8 @@ struct gs_sampler {
 	int handled;
 	uint64_t malformed;
 	char *prog_logs; /* GS_STATS_LOG bytes per program (opts.verifier_stats) */
+	struct gs_bpf_features features;
+	bool compat; /* the gs_*_compat programs are loaded */
 };
 
 /* Log bytes per program at BPF_LOG_STATS.  The kernel fails a load whose
@@ -214,6 +218,79 @@ static bool exit_tp_has_group_dead(void)
 	return ret;
 }
 
+/* What the programs need of the kernel's config: CONFIG_HZ (0: unknown)
+ * and CONFIG_KASAN (doubles x86-64's kernel stacks).  From
+ * /boot/config-RELEASE, else /proc/config.gz (both root-owned kernel
+ * files); a kernel with neither (many containers) gets the defaults. */
+struct kernel_config {
+	uint32_t hz;
+	bool kasan;
+};
+
+static void read_kernel_config(struct kernel_config *kc)
+{
+	char path[256], line[256];
+	struct utsname u;
+	gzFile f = NULL;
+	uint32_t hz;
+
+	kc->hz = 0;
+	kc->kasan = false;
+	if (!uname(&u)) {
+		snprintf(path, sizeof(path), "/boot/config-%s", u.release);
+		f = gzopen(path, "rb"); /* reads plain files too */
+	}
+	if (!f)
+		f = gzopen("/proc/config.gz", "rb");
+	if (!f)
+		return;
+	while (gzgets(f, line, sizeof(line))) {
+		if (sscanf(line, "CONFIG_HZ=%u", &hz) == 1 && hz <= 10000)
+			kc->hz = hz;
+		else if (!strcmp(line, "CONFIG_KASAN=y\n"))
+			kc->kasan = true;
+	}
+	gzclose(f);
+}
+
+/* The compat programs (gs_*_compat, bpf/unwind.bpf.h) where the kernel lacks
+ * what the others use; GS_BPF_COMPAT=1 forces them (tests, and a way out
+ * should a kernel's verifier refuse the others). */
+static bool want_compat(const struct gs_bpf_features *f)
+{
+	const char *env = getenv("GS_BPF_COMPAT");
+
+	if (env && !strcmp(env, "1"))
+		return true;
+	return !(f->bpf_loop && f->task_storage && f->task_pt_regs && f->current_task_btf);
+}
+
+/* CFI processes of the compat programs: their kernels (before 6.1) allow
+ * perf_event programs only preallocated hashes, 32 KiB per process. */
+#define GS_CFI_COMPAT_PROCS 256
+
+/* Load either the compat programs or the others, never both. */
+static void pick_programs(struct gs_sampler *s)
+{
+	struct gpusample_bpf *k = s->skel;
+	struct bpf_program *off[2] = { k->progs.gs_off_switch, k->progs.gs_off_switch_compat };
+	bool c = s->compat;
+
+	bpf_program__set_autoload(c ? k->progs.gs_sample : k->progs.gs_sample_compat, false);
+	bpf_program__set_autoload(c ? k->progs.gs_gpu_launch : k->progs.gs_gpu_launch_compat,
+				  false);
+	bpf_program__set_autoload(off[!c], false);
+	if (!s->opts.offcpu)
+		bpf_program__set_autoload(off[c], false);
+	if (!c)
+		return;
+	if (!s->features.task_storage)
+		bpf_map__set_autocreate(k->maps.offcpu_fast, false);
+	bpf_map__set_map_flags(k->maps.offcpu_fast_h, 0);
+	bpf_map__set_map_flags(k->maps.gs_cfi_procs, 0);
+	bpf_map__set_max_entries(k->maps.gs_cfi_procs, GS_CFI_COMPAT_PROCS);
+}
+
 void gs_bpf_features_probe(struct gs_bpf_features *f)
 {
 	f->bpf_loop = libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) > 0;
@@ -257,6 +334,7 @@ int gs_sampler_open(const struct gs_sampler_opts *o, struct gs_sampler **out, ch
 		    size_t errlen)
 {
 	static bool cpus[4096];
+	struct kernel_config kc;
 	struct gs_sampler *s;
 	long max_rate = 100000;
 	int n_cpus, rc;
@@ -317,10 +395,14 @@ int gs_sampler_open(const struct gs_sampler_opts *o, struct gs_sampler **out, ch
 		bpf_program__set_autoload(s->skel->progs.gs_proc_exit_gd, false);
 	if (!o->follow_children)
 		bpf_program__set_autoload(s->skel->progs.gs_proc_fork, false);
+	read_kernel_config(&kc);
+	s->skel->rodata->gs_config_hz = kc.hz;
+	s->skel->rodata->gs_thread_size = kc.kasan ? 32768 : 16384;
 	s->skel->rodata->offcpu_rate = gs_sampler_offcpu_rate(o);
 	s->skel->rodata->offcpu_idle_rate = gs_sampler_offcpu_idle_rate(o);
-	if (!o->offcpu)
-		bpf_program__set_autoload(s->skel->progs.gs_off_switch, false);
+	gs_bpf_features_probe(&s->features);
+	s->compat = want_compat(&s->features);
+	pick_programs(s);
 
 	if (o->verifier_stats && (rc = keep_verifier_stats(s)))
 		goto fail;
@@ -479,7 +561,8 @@ static int attach_cpu_events(struct gs_sampler *s, char *err, size_t errlen)
 				     strerror(-fd));
 			return fd;
 		}
-		l = bpf_program__attach_perf_event(s->skel->progs.gs_sample, fd);
+		l = bpf_program__attach_perf_event(
+		    s->compat ? s->skel->progs.gs_sample_compat : s->skel->progs.gs_sample, fd);
 		if (!l) {
 			rc = -errno;
 			close(fd);
@@ -498,7 +581,7 @@ static int attach_tracepoints(struct gs_sampler *s, char *err, size_t errlen)
 	struct bpf_program *progs[] = {
 		s->skel->progs.gs_proc_fork,    s->skel->progs.gs_proc_exec,
 		s->skel->progs.gs_proc_exit_gd, s->skel->progs.gs_proc_exit_live,
-		s->skel->progs.gs_off_switch,
+		s->skel->progs.gs_off_switch,   s->skel->progs.gs_off_switch_compat,
 	};
 	int n = 0;
 
@@ -713,6 +796,16 @@ int gs_sampler_prog_stats(struct gs_sampler *s, struct gs_prog_stat *out, int ma
 struct gpusample_bpf *gs_sampler_skel(struct gs_sampler *s)
 {
 	return s->skel;
+}
+
+bool gs_sampler_compat(struct gs_sampler *s)
+{
+	return s->compat;
+}
+
+struct bpf_program *gs_sampler_launch_prog(struct gs_sampler *s)
+{
+	return s->compat ? s->skel->progs.gs_gpu_launch_compat : s->skel->progs.gs_gpu_launch;
 }
 
 int gs_sampler_prog_fds(struct gs_sampler *s, int *fds, int max)

@@ -21,6 +21,8 @@
 #include "gpusample/counters.h"
 #include "gpusample/records.h"
 
+struct bpf_program;
+
 /* Off-CPU stack walks per second and thread (bpf/offcpu.bpf.h): threads
  * that run get the rate, threads that only wait a fifth of it. */
 #define GS_OFF_DEFAULT_RATE 25
@@ -99,6 +101,12 @@ void gs_sampler_close(struct gs_sampler *s);
  * the modules that own other parts of the one BPF object (CFI tables, GPU
  * USDT attachments).  Valid from open to close. */
 struct gpusample_bpf *gs_sampler_skel(struct gs_sampler *s);
+/* True when the programs for kernels before bpf_loop are loaded
+ * (bpf/unwind.bpf.h; GS_BPF_COMPAT=1 forces them). */
+bool gs_sampler_compat(struct gs_sampler *s);
+/* The GPU launch-site program that is loaded (gs_gpu_launch or its compat
+ * twin), for the GPU host's USDT attachments. */
+struct bpf_program *gs_sampler_launch_prog(struct gs_sampler *s);
 /* File descriptors of the loaded BPF programs (for bpf_stats in benches:
  * bpf_obj_get_info_by_fd gives run_time_ns / run_cnt).  Writes at most
  * max - 1 fds followed by -1; returns the number written. */
