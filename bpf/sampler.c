@@ -803,6 +803,11 @@ bool gs_sampler_compat(struct gs_sampler *s)
 	return s->compat;
 }
 
+int gs_sampler_compat_cfi_procs(void)
+{
+	return GS_CFI_COMPAT_PROCS;
+}
+
 struct bpf_program *gs_sampler_launch_prog(struct gs_sampler *s)
 {
 	return s->compat ? s->skel->progs.gs_gpu_launch_compat : s->skel->progs.gs_gpu_launch;

@@ -104,6 +104,8 @@ struct gpusample_bpf *gs_sampler_skel(struct gs_sampler *s);
 /* True when the programs for kernels before bpf_loop are loaded
  * (bpf/unwind.bpf.h; GS_BPF_COMPAT=1 forces them). */
 bool gs_sampler_compat(struct gs_sampler *s);
+/* Processes the compat programs can unwind with CFI (a preallocated map). */
+int gs_sampler_compat_cfi_procs(void);
 /* The GPU launch-site program that is loaded (gs_gpu_launch or its compat
  * twin), for the GPU host's USDT attachments. */
 struct bpf_program *gs_sampler_launch_prog(struct gs_sampler *s);
