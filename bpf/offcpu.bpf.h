@@ -421,11 +421,25 @@ int BPF_PROG(gs_off_switch, bool preempt, struct task_struct *prev, struct task_
 	return gs_off_switch_body(ctx, preempt, prev, prev_state, false);
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(gs_off_switch_compat, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+/* Before 5.18 the tracepoint passes no prev_state: it is the task's state
+ * field as the kernel would pass it (`__state` from 5.14, `state` before). */
+struct task_struct___pre514 {
+	long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline unsigned int gs_task_state(struct task_struct *p)
 {
-	return gs_off_switch_body(ctx, preempt, prev, prev_state, true);
+	struct task_struct___pre514 *old = (void *)p;
+
+	if (bpf_core_field_exists(p->__state))
+		return BPF_CORE_READ(p, __state);
+	return BPF_CORE_READ(old, state);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(gs_off_switch_compat, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return gs_off_switch_body(ctx, preempt, prev, gs_task_state(prev), true);
 }
 
 /* From sched_process_exit (current == p, for every exiting thread). */

@@ -186,8 +186,11 @@ static __always_inline const __u8 *gs_py_frame_buf(struct gs_py_walk_state *w, _
 	return w->fwin + (off & (GS_PY_FWIN - 1));
 }
 
-/* One loop step: visit w->frame.  Returns 1 to stop the loop. */
-static long gs_py_walk_step(__u32 idx, void *ctx)
+/* One loop step: visit w->frame.  Returns 1 to stop the loop.  Inlined
+ * into gs_py_step_g (the compat walk: one call level less keeps its call
+ * chain within BPF's 512 bytes of stack); bpf_loop gets an out-of-line
+ * copy. */
+static __always_inline long gs_py_walk_step(__u32 idx, void *ctx)
 {
 	struct gs_py_walk *c = ctx;
 	const struct gs_py_cfg *cfg = c->cfg;
@@ -290,13 +293,14 @@ __noinline int gs_py_step_g(__u32 cfg_id, __u32 level)
 	return gs_py_walk_step(0, &w);
 }
 
-/* The loop stays in the caller: one more call level would take the
- * combined stack of the sched_switch program past BPF's 512 bytes. */
-static __always_inline void gs_py_walk_compat(__u32 cfg_id, __u32 level)
+/* A global function too: the loop is verified once per program, not once
+ * per state its caller reaches it with. */
+__noinline int gs_py_walk_compat(__u32 cfg_id, __u32 level)
 {
 	for (__u32 i = 0; i < GS_PY_WALK_STEPS; i++)
 		if (gs_py_step_g(cfg_id, level))
 			break;
+	return 0;
 }
 
 /* compat (a constant): walk with gs_py_walk_compat into py_stage[level]

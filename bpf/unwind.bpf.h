@@ -243,11 +243,16 @@ __noinline int gs_cfi_map_index(__u32 tgid, __u64 pc)
 static __always_inline struct gs_cfi_mapping *gs_cfi_find_mapping(struct gs_cfi_proc *proc,
 								  __u32 tgid, __u64 pc)
 {
+	struct gs_cfi_mapping *m = NULL;
 	int i = gs_cfi_map_index(tgid, pc);
 
-	if (i < 0)
-		return NULL;
-	return &proc->m[i & (GS_CFI_MAX_MAPPINGS - 1)];
+	if (i >= 0)
+		m = &proc->m[i & (GS_CFI_MAX_MAPPINGS - 1)];
+	/* Opaque to clang: otherwise it turns the callers' `!m` into a second
+	 * test of i < 0, and 6.1's verifier, which does not carry a signed
+	 * bound over from the first test, then follows a NULL m. */
+	asm volatile("" : "+r"(m));
+	return m;
 }
 
 /* The row search's probe index, bounced through a map value (see
