@@ -29,7 +29,7 @@ loadfail() { grep -m1 -i -E 'load(ing)?( the)? BPF|BPF program|verifier|libbpf' 
 
 stamp start
 # (a) every program and feature, as `gpusample check` reports them.
-timeout -k 10 150 "$GS" check > "$OUT/check.out" 2>&1
+timeout -k 10 200 "$GS" check > "$OUT/check.out" 2>&1
 rc=$?
 supported=0
 while IFS= read -r l; do
@@ -49,7 +49,7 @@ if [ "$rc" -ne 0 ] && { [ "$supported" = 1 ] || [ "$rc" -ge 124 ] ||
 	# to a full verifier run (~50 s or more under TCG): the check's lines
 	# say enough.  (A gpusample without `check` takes it for a command to
 	# launch, and its load error is just as good.)
-	case $rc in 124 | 137 | 143) echo "GSM checkmsg timed out after 150 s" ;; esac
+	case $rc in 124 | 137 | 143) echo "GSM checkmsg timed out after 200 s" ;; esac
 	for w in chain python offcpu; do echo "GSM $w skip check failed"; done
 	profiles=0
 fi

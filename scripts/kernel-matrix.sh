@@ -22,7 +22,7 @@
 # Environment: GS_KERNEL_CACHE (default /var/cache/gpusample/kernels), BUILD
 # (default build), GS_MATRIX_OUT (logs, initramfs; default $BUILD/kernel-matrix),
 # GS_MATRIX_JOBS (QEMUs at once; default: the CPU count, each TCG guest uses
-# one host thread), GS_MATRIX_BOOT_TIMEOUT (s, default 240), GS_MATRIX_BUDGET
+# one host thread), GS_MATRIX_BOOT_TIMEOUT (s, default 300), GS_MATRIX_BUDGET
 # (default 200000), GS_MATRIX_PYTHON (default /usr/bin/python3's target),
 # GS_DEBIAN_MIRROR / GS_DEBIAN_SECURITY (override the mirror read from /etc/apt).
 set -uo pipefail
@@ -32,7 +32,7 @@ BUILD=${BUILD:-build}
 CACHE=${GS_KERNEL_CACHE:-/var/cache/gpusample/kernels}
 OUT=${GS_MATRIX_OUT:-$ROOT/$BUILD/kernel-matrix}
 JOBS=${GS_MATRIX_JOBS:-$(nproc)}
-BOOT_TIMEOUT=${GS_MATRIX_BOOT_TIMEOUT:-240}
+BOOT_TIMEOUT=${GS_MATRIX_BOOT_TIMEOUT:-300}
 BUDGET=${GS_MATRIX_BUDGET:-200000}
 PY=${GS_MATRIX_PYTHON:-$(readlink -f /usr/bin/python3)}
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
