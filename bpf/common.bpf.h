@@ -82,4 +82,10 @@ enum gs_scratch_slot {
  * level; gs_fill_stack takes a level for both and gives it back. */
 #define GS_NEST_MAX 2
 
+/* Byte offset of cs in x86-64's struct pt_regs: fixed by the ptrace ABI
+ * (struct user_regs_struct: r15 ... orig_ax, ip, cs = word 17) in every
+ * kernel; only its C type changed (unsigned long, then a u16 in a union in
+ * 6.9+).  Read as a whole word at this offset, never through CO-RE. */
+#define GS_PT_REGS_CS_OFF (17 * 8)
+
 #endif

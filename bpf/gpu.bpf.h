@@ -100,8 +100,7 @@ int BPF_USDT(gs_gpu_record, void *ptr, __u64 size)
 	return 0;
 }
 
-SEC("usdt")
-int BPF_USDT(gs_gpu_launch, void *ptr, __u64 size)
+static __always_inline int gs_gpu_launch_body(void *ctx, void *ptr, __u64 size, bool compat)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
@@ -132,7 +131,7 @@ int BPF_USDT(gs_gpu_launch, void *ptr, __u64 size)
 	rec = buf + GS_SCRATCH_PREFIX;
 	gs_fill_head(rec, pid_tgid, GS_ORIGIN_LAUNCH);
 	ssize = gs_fill_stack(ctx, (struct task_struct *)bpf_get_current_task(), tgid, t, false,
-			      rec, st);
+			      rec, st, compat);
 	if (ssize > GS_CPU_SAMPLE_MAX_SIZE)
 		return 0;
 	rec->hdr.size = ssize;
@@ -150,6 +149,19 @@ int BPF_USDT(gs_gpu_launch, void *ptr, __u64 size)
 	else
 		gs_stat_inc(st, GS_STAT_GPU_LAUNCHES);
 	return 0;
+}
+
+/* One of the two is loaded: see gs_sample in gpusample.bpf.c. */
+SEC("usdt")
+int BPF_USDT(gs_gpu_launch, void *ptr, __u64 size)
+{
+	return gs_gpu_launch_body(ctx, ptr, size, false);
+}
+
+SEC("usdt")
+int BPF_USDT(gs_gpu_launch_compat, void *ptr, __u64 size)
+{
+	return gs_gpu_launch_body(ctx, ptr, size, true);
 }
 
 #endif

@@ -157,9 +157,12 @@ static __always_inline bool gs_regs_kernel(struct bpf_perf_event_data *ctx)
 {
 #if defined(__TARGET_ARCH_x86)
 	/* CPL is the low two bits of CS.  The perf_event context only allows
-	 * word-sized loads of regs, and 6.9+ turned cs into a union with
-	 * FRED's csx, so read the whole 8-byte slot. */
-	__u64 cs = *(volatile __u64 *)((void *)&ctx->regs + offsetof(struct pt_regs, cs));
+	 * word-sized loads of regs, and 6.9+ turned cs into a 2-byte field in
+	 * a union with FRED's csx, so read the whole 8-byte slot at its ABI
+	 * offset: offsetof() on the CO-RE type would emit a relocation whose
+	 * size (2 from 6.9+ headers) libbpf refuses to apply to an 8-byte
+	 * load on older kernels. */
+	__u64 cs = *(volatile __u64 *)((void *)&ctx->regs + GS_PT_REGS_CS_OFF);
 
 	return (cs & 3) == 0;
 #elif defined(__TARGET_ARCH_arm64)
@@ -184,7 +187,8 @@ static __always_inline bool gs_regs_kernel(struct bpf_perf_event_data *ctx)
  * point into a scratch slot with GS_STAGE_END bytes behind it (the Python
  * staging area).  Reused by the GPU launch-site handler (gpu.bpf.h).  When
  * every walk-state level of this CPU is taken (cannot happen with today's
- * programs) the record gets the kernel stack only.
+ * programs) the record gets the kernel stack only.  compat (a constant)
+ * picks the walks for kernels before bpf_loop (unwind.bpf.h).
  *
  * Verification cost: the native walk is a global function (unwind.bpf.h,
  * gs_unwind_cfi) that the verifier checks once per program with unknown
@@ -200,7 +204,8 @@ static __always_inline bool gs_regs_kernel(struct bpf_perf_event_data *ctx)
  */
 static __always_inline __u32 gs_fill_stack(void *ctx, struct task_struct *task, __u32 tgid,
 					   const struct gs_target *t, bool want_kernel,
-					   struct gs_cpu_sample *rec, struct gs_stats *st)
+					   struct gs_cpu_sample *rec, struct gs_stats *st,
+					   bool compat)
 {
 	struct gs_py_frame *pystage = (void *)rec + GS_STAGE_PY_OFF;
 	struct gs_unwind_state *uw = NULL;
@@ -232,9 +237,11 @@ static __always_inline __u32 gs_fill_stack(void *ctx, struct task_struct *task, 
 	if (depth) {
 		level = *depth;
 		*depth = level + 1;
-		uw = gs_unwind_begin(ctx, tgid, level, &flags);
+		uw = gs_unwind_begin(ctx, tgid, level, &flags, compat);
 		if (t->py_cfg_id) {
-			n = gs_walk_python(task, t->py_cfg_id, level, pystage, &flags);
+			n = gs_walk_python(task, t->py_cfg_id, level, pystage, &flags, compat);
+			if (compat) /* frames in py_stage[level], see python.bpf.h */
+				pystage = bpf_map_lookup_elem(&py_stage, &level);
 			rec->n_python = n < 0 ? 0 : n > GS_MAX_PY_FRAMES ? GS_MAX_PY_FRAMES : n;
 		}
 		if (uw) {
@@ -247,7 +254,7 @@ static __always_inline __u32 gs_fill_stack(void *ctx, struct task_struct *task, 
 	GS_BOUND(np, GS_MAX_PY_FRAMES);
 	if (uw && nu)
 		bpf_probe_read_kernel(rec->frames + nk, nu * sizeof(__u64), uw->ips);
-	if (np)
+	if (np && pystage)
 		bpf_probe_read_kernel(rec->frames + nk + nu, np * sizeof(struct gs_py_frame),
 				      pystage);
 	if (depth) /* give the level back once its frames are copied */
@@ -282,8 +289,7 @@ static __always_inline void gs_fill_head(struct gs_cpu_sample *rec, __u64 pid_tg
 	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
 }
 
-SEC("perf_event")
-int gs_sample(struct bpf_perf_event_data *ctx)
+static __always_inline int gs_sample_body(struct bpf_perf_event_data *ctx, bool compat)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
@@ -312,7 +318,7 @@ int gs_sample(struct bpf_perf_event_data *ctx)
 	if (in_kernel)
 		rec->flags = GS_CPU_IN_KERNEL;
 	size = gs_fill_stack(ctx, (struct task_struct *)bpf_get_current_task(), tgid, t,
-			     kernel_stacks && in_kernel, rec, st);
+			     kernel_stacks && in_kernel, rec, st, compat);
 	if (size > GS_CPU_SAMPLE_MAX_SIZE) /* keeps the verifier's bound explicit */
 		return 0;
 	rec->hdr.size = size;
@@ -323,6 +329,20 @@ int gs_sample(struct bpf_perf_event_data *ctx)
 	else
 		gs_stat_inc(st, GS_STAT_SAMPLES);
 	return 0;
+}
+
+/* The loader loads one of the two (bpf/sampler.c): gs_sample where the
+ * kernel has bpf_loop and friends, gs_sample_compat before (unwind.bpf.h). */
+SEC("perf_event")
+int gs_sample(struct bpf_perf_event_data *ctx)
+{
+	return gs_sample_body(ctx, false);
+}
+
+SEC("perf_event")
+int gs_sample_compat(struct bpf_perf_event_data *ctx)
+{
+	return gs_sample_body(ctx, true);
 }
 
 /* ---- off-CPU time (tp_btf/sched_switch) -------------------------------- */

@@ -98,6 +98,35 @@ struct {
 	__type(value, struct gs_off_fast);
 } offcpu_fast SEC(".maps");
 
+/* Kernels without task storage (before 5.11) keep the same fast state in
+ * a hash by tid, used only by gs_off_switch_compat: one jhash more per
+ * switch-out there.  No preallocation on the kernels that never use it; the
+ * loader preallocates it where it is used (5.10's verifier warns about
+ * run-time allocated hashes in tracing programs). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct gs_off_fast);
+} offcpu_fast_h SEC(".maps");
+
+/* The fast state of thread p (tid), created when create is set; compat
+ * (a constant) picks the hash. */
+static __always_inline struct gs_off_fast *gs_off_fast_get(struct task_struct *p, __u32 tid,
+							   bool create, bool compat)
+{
+	struct gs_off_fast zero = {};
+
+	if (!compat)
+		return create ? bpf_task_storage_get(&offcpu_fast, p, 0,
+						     BPF_LOCAL_STORAGE_GET_F_CREATE)
+			      : bpf_task_storage_get(&offcpu_fast, p, 0, 0);
+	if (create)
+		bpf_map_update_elem(&offcpu_fast_h, &tid, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&offcpu_fast_h, &tid);
+}
+
 /* sched_info.run_delay (CONFIG_SCHED_INFO, set by every distribution
  * kernel; also what /proc/PID/schedstat's second field shows), 0 without. */
 static __always_inline __u64 gs_run_delay(struct task_struct *p)
@@ -206,13 +235,16 @@ static __always_inline struct gs_offcpu_thr *gs_off_new(struct task_struct *p, _
 	return e;
 }
 
-/* CONFIG_HZ (libbpf reads the kernel's config); 0 where it cannot: then
- * the window runs on the precise clock. */
-extern unsigned long CONFIG_HZ __kconfig __weak;
+/* The kernel's CONFIG_HZ, set by the loader from the kernel's config file
+ * where it has one (bpf/sampler.c); 0 where it does not (many containers
+ * have neither /boot/config-RELEASE nor /proc/config.gz): then the window
+ * runs on the precise clock.  Not a libbpf __kconfig extern: libbpf fails
+ * the whole load when it finds no config file, even for a weak one. */
+const volatile __u32 gs_config_hz = 0;
 
 static __always_inline __u64 gs_off_tick(void)
 {
-	return CONFIG_HZ ? bpf_jiffies64() : bpf_ktime_get_ns();
+	return gs_config_hz ? bpf_jiffies64() : bpf_ktime_get_ns();
 }
 
 /* Decide whether this switch-out of task p gets a stack: see the file
@@ -222,8 +254,8 @@ static __always_inline bool gs_off_want_stack(struct gs_off_fast *f, struct task
 {
 	__u64 elapsed = now - f->win_start;
 
-	if (CONFIG_HZ)
-		elapsed = elapsed * (1000000000ull / CONFIG_HZ);
+	if (gs_config_hz)
+		elapsed = elapsed * (1000000000ull / gs_config_hz);
 
 	if (elapsed >= GS_OFF_WINDOW_NS) {
 		/* the mean of two windows: one burst does not crush p */
@@ -261,7 +293,8 @@ static __always_inline bool gs_off_want_stack(struct gs_off_fast *f, struct task
  * starts at the usual GS_SCRATCH_PREFIX offset of the scratch slot. */
 static __always_inline void gs_off_emit_stack(void *ctx, struct task_struct *p, __u32 tgid,
 					      const struct gs_target *t, struct gs_offcpu_thr *th,
-					      __u32 p_capture, __u64 now, struct gs_stats *st)
+					      __u32 p_capture, __u64 now, struct gs_stats *st,
+					      bool compat)
 {
 	void *buf = gs_scratch(GS_SCRATCH_OFFCPU);
 	struct gs_offcpu_stack *h;
@@ -280,7 +313,7 @@ static __always_inline void gs_off_emit_stack(void *ctx, struct task_struct *p, 
 	rec->flags = GS_CPU_IN_KERNEL;
 	/* the kernel stack starts with this program and the tracepoint's
 	 * machinery; cli/offcpu.c trims those frames by name */
-	size = gs_fill_stack(ctx, p, tgid, t, kernel_stacks, rec, st);
+	size = gs_fill_stack(ctx, p, tgid, t, kernel_stacks, rec, st, compat);
 	if (size > GS_CPU_SAMPLE_MAX_SIZE)
 		return;
 	rec->hdr.size = size;
@@ -309,7 +342,7 @@ static __always_inline void gs_off_emit_stack(void *ctx, struct task_struct *p, 
 /* First switch-out of a target thread seen here: its `offcpu_thr` entry
  * (seeded by user space, or new) and its fast state. */
 static __always_inline struct gs_off_fast *gs_off_first(struct task_struct *p, __u32 tid,
-							__u32 tgid)
+							__u32 tgid, bool compat)
 {
 	struct gs_offcpu_thr *th = bpf_map_lookup_elem(&offcpu_thr, &tid);
 	struct gs_off_fast *f;
@@ -321,7 +354,7 @@ static __always_inline struct gs_off_fast *gs_off_first(struct task_struct *p, _
 		if (!th)
 			return NULL;
 	}
-	f = bpf_task_storage_get(&offcpu_fast, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	f = gs_off_fast_get(p, tid, true, compat);
 	if (!f) {
 		gs_stat_inc(gs_stats_get(), GS_STAT_OFF_THR_FULL);
 		return NULL; /* the baselines stay: the time is still exact */
@@ -333,9 +366,8 @@ static __always_inline struct gs_off_fast *gs_off_first(struct task_struct *p, _
 	return f;
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(gs_off_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+static __always_inline int gs_off_switch_body(void *ctx, bool preempt, struct task_struct *prev,
+					      unsigned int prev_state, bool compat)
 {
 	__u32 tgid = prev->tgid, tid = prev->pid;
 	struct gs_offcpu_thr *th;
@@ -351,8 +383,8 @@ int BPF_PROG(gs_off_switch, bool preempt, struct task_struct *prev, struct task_
 		return 0; /* window not open yet (seeding); exit: gs_offcpu_exit */
 	/* Storage exists only for threads of targets: no `targets` lookup on
 	 * the hot path (the filter has collisions, the storage has not). */
-	f = bpf_task_storage_get(&offcpu_fast, prev, 0, 0);
-	if (!f && !(f = gs_off_first(prev, tid, tgid)))
+	f = gs_off_fast_get(prev, tid, false, compat);
+	if (!f && !(f = gs_off_first(prev, tid, tgid, compat)))
 		return 0;
 	want = gs_off_want_stack(f, prev, gs_off_tick());
 	st = gs_stats_get();
@@ -373,12 +405,27 @@ int BPF_PROG(gs_off_switch, bool preempt, struct task_struct *prev, struct task_
 	/* TASK_RUNNING (0) or a preemption: it stays in the run queue. */
 	th->state = preempt || !prev_state ? GS_OFF_RUNNABLE : GS_OFF_BLOCKED;
 	if (want && (t = bpf_map_lookup_elem(&targets, &tgid))) {
-		gs_off_emit_stack(ctx, prev, tgid, t, th, f->p, now, st);
+		gs_off_emit_stack(ctx, prev, tgid, t, th, f->p, now, st, compat);
 		f->captured = th->captured;
 	} else {
 		gs_stat_inc(st, GS_STAT_OFF_UNSAMPLED);
 	}
 	return 0;
+}
+
+/* One of the two is loaded: see gs_sample in gpusample.bpf.c. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(gs_off_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	return gs_off_switch_body(ctx, preempt, prev, prev_state, false);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(gs_off_switch_compat, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	return gs_off_switch_body(ctx, preempt, prev, prev_state, true);
 }
 
 /* From sched_process_exit (current == p, for every exiting thread). */
@@ -391,6 +438,7 @@ static __always_inline void gs_offcpu_exit(struct task_struct *p)
 		return;
 	gs_off_close(th, p, tid, bpf_ktime_get_ns(), GS_OFFEND_EXIT, gs_stats_get());
 	bpf_map_delete_elem(&offcpu_thr, &tid);
+	bpf_map_delete_elem(&offcpu_fast_h, &tid); /* task storage goes with the task */
 }
 
 #endif

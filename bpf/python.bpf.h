@@ -4,7 +4,8 @@
  *
  * Contract:
  *   static __always_inline int gs_walk_python(struct task_struct *task,
- *           __u32 py_cfg_id, __u32 level, struct gs_py_frame *out, __u16 *flags);
+ *           __u32 py_cfg_id, __u32 level, struct gs_py_frame *out, __u16 *flags,
+ *           bool compat);
  * Walks the current thread's Python stack (innermost first) into out[0..n),
  * n <= GS_MAX_PY_FRAMES, sets GS_CPU_PY_TRUNC / GS_CPU_PY_ERR in *flags and
  * returns n (0 when the thread has no Python state).  Defines map py_cfgs
@@ -17,7 +18,8 @@
  * How: the PyThreadState comes from the pthread TSS key through the
  * thread's fsbase (task->thread.fsbase, CO-RE), which also works while the
  * thread has released the GIL (the 3.12+ thread-local is NULL then).  The
- * frame chain is walked in one bpf_loop (kernel 5.17+), no tail calls:
+ * frame chain is walked in one bpf_loop (kernel 5.17+; before it, the same
+ * step from a bounded loop, see gs_py_walk_compat), no tail calls:
  *   <= 3.10: PyFrameObject f_back chain; f_lasti (3.10: code units -> x2);
  *            every frame is its own eval invocation -> GS_PYF_ENTRY.
  *   3.11:    tstate->cframe->current_frame, _PyInterpreterFrame.previous,
@@ -260,8 +262,47 @@ fault:
 	return 1;
 }
 
+/* ---- kernels before bpf_loop (5.17): see the compat walk in unwind.bpf.h.
+ * The same step runs from a bounded loop as a global function, which
+ * cannot take the caller's output pointer (5.10 passes only scalars and
+ * the context to global functions), so a compat walk writes its frames to
+ * py_stage[level] and gs_fill_stack copies them from there. */
+struct gs_py_stage {
+	struct gs_py_frame f[GS_MAX_PY_FRAMES];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, GS_NEST_MAX);
+	__type(key, __u32);
+	__type(value, struct gs_py_stage);
+} py_stage SEC(".maps");
+
+__noinline int gs_py_step_g(__u32 cfg_id, __u32 level)
+{
+	struct gs_py_walk w = {};
+
+	w.cfg = bpf_map_lookup_elem(&py_cfgs, &cfg_id);
+	w.st = bpf_map_lookup_elem(&py_walk, &level);
+	w.out = bpf_map_lookup_elem(&py_stage, &level);
+	if (!w.cfg || !w.st || !w.out)
+		return 1;
+	return gs_py_walk_step(0, &w);
+}
+
+/* The loop stays in the caller: one more call level would take the
+ * combined stack of the sched_switch program past BPF's 512 bytes. */
+static __always_inline void gs_py_walk_compat(__u32 cfg_id, __u32 level)
+{
+	for (__u32 i = 0; i < GS_PY_WALK_STEPS; i++)
+		if (gs_py_step_g(cfg_id, level))
+			break;
+}
+
+/* compat (a constant): walk with gs_py_walk_compat into py_stage[level]
+ * instead of bpf_loop into out. */
 static __always_inline int gs_walk_python(struct task_struct *task, __u32 py_cfg_id, __u32 level,
-					  struct gs_py_frame *out, __u16 *flags)
+					  struct gs_py_frame *out, __u16 *flags, bool compat)
 {
 	const struct gs_py_cfg *cfg;
 	struct gs_py_walk w = {};
@@ -306,7 +347,10 @@ static __always_inline int gs_walk_python(struct task_struct *task, __u32 py_cfg
 	w.cfg = cfg;
 	w.out = out;
 	w.st = st;
-	bpf_loop(GS_PY_WALK_STEPS, gs_py_walk_step, &w, 0);
+	if (compat)
+		gs_py_walk_compat(py_cfg_id, level);
+	else
+		bpf_loop(GS_PY_WALK_STEPS, gs_py_walk_step, &w, 0);
 	if (st->frame && !(st->flags & GS_CPU_PY_ERR))
 		st->flags |= GS_CPU_PY_TRUNC; /* frame or loop budget spent */
 	*flags |= st->flags;

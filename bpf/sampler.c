@@ -10,11 +10,13 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include <zlib.h>
 
 #include "bpf/sampler.h"
 #include "gpusample/records_codec.h"
@@ -38,7 +40,16 @@ struct gs_sampler {
 	void *fn_ctx;
 	int handled;
 	uint64_t malformed;
+	char *prog_logs; /* GS_STATS_LOG bytes per program (opts.verifier_stats) */
+	struct gs_bpf_features features;
+	bool compat; /* the gs_*_compat programs are loaded */
 };
+
+/* Log bytes per program at BPF_LOG_STATS.  The kernel fails a load whose
+ * log overflows (ENOSPC), and 64 KiB was not enough for gs_sample on 6.18;
+ * calloc'ed and touched only as far as the kernel writes, and only for
+ * `gpusample check`. */
+#define GS_STATS_LOG (4 << 20)
 
 static void errf(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -207,6 +218,110 @@ static bool exit_tp_has_group_dead(void)
 	return ret;
 }
 
+/* What the programs need of the kernel's config: CONFIG_HZ (0: unknown)
+ * and CONFIG_KASAN (doubles x86-64's kernel stacks).  From
+ * /boot/config-RELEASE, else /proc/config.gz (both root-owned kernel
+ * files); a kernel with neither (many containers) gets the defaults. */
+struct kernel_config {
+	uint32_t hz;
+	bool kasan;
+};
+
+static void read_kernel_config(struct kernel_config *kc)
+{
+	char path[256], line[256];
+	struct utsname u;
+	gzFile f = NULL;
+	uint32_t hz;
+
+	kc->hz = 0;
+	kc->kasan = false;
+	if (!uname(&u)) {
+		snprintf(path, sizeof(path), "/boot/config-%s", u.release);
+		f = gzopen(path, "rb"); /* reads plain files too */
+	}
+	if (!f)
+		f = gzopen("/proc/config.gz", "rb");
+	if (!f)
+		return;
+	while (gzgets(f, line, sizeof(line))) {
+		if (sscanf(line, "CONFIG_HZ=%u", &hz) == 1 && hz <= 10000)
+			kc->hz = hz;
+		else if (!strcmp(line, "CONFIG_KASAN=y\n"))
+			kc->kasan = true;
+	}
+	gzclose(f);
+}
+
+/* The compat programs (gs_*_compat, bpf/unwind.bpf.h) where the kernel lacks
+ * what the others use; GS_BPF_COMPAT=1 forces them (tests, and a way out
+ * should a kernel's verifier refuse the others). */
+static bool want_compat(const struct gs_bpf_features *f)
+{
+	const char *env = getenv("GS_BPF_COMPAT");
+
+	if (env && !strcmp(env, "1"))
+		return true;
+	return !(f->bpf_loop && f->task_storage && f->task_pt_regs && f->current_task_btf);
+}
+
+/* CFI processes of the compat programs: their kernels (before 6.1) allow
+ * perf_event programs only preallocated hashes, 32 KiB per process. */
+#define GS_CFI_COMPAT_PROCS 256
+
+/* Load either the compat programs or the others, never both. */
+static void pick_programs(struct gs_sampler *s)
+{
+	struct gpusample_bpf *k = s->skel;
+	struct bpf_program *off[2] = { k->progs.gs_off_switch, k->progs.gs_off_switch_compat };
+	bool c = s->compat;
+
+	bpf_program__set_autoload(c ? k->progs.gs_sample : k->progs.gs_sample_compat, false);
+	bpf_program__set_autoload(c ? k->progs.gs_gpu_launch : k->progs.gs_gpu_launch_compat,
+				  false);
+	bpf_program__set_autoload(off[!c], false);
+	if (!s->opts.offcpu)
+		bpf_program__set_autoload(off[c], false);
+	if (!c)
+		return;
+	if (!s->features.task_storage)
+		bpf_map__set_autocreate(k->maps.offcpu_fast, false);
+	bpf_map__set_map_flags(k->maps.offcpu_fast_h, 0);
+	bpf_map__set_map_flags(k->maps.gs_cfi_procs, 0);
+	bpf_map__set_max_entries(k->maps.gs_cfi_procs, GS_CFI_COMPAT_PROCS);
+}
+
+void gs_bpf_features_probe(struct gs_bpf_features *f)
+{
+	f->bpf_loop = libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) > 0;
+	f->task_storage = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) > 0;
+	f->task_pt_regs = libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_task_pt_regs,
+						  NULL) > 0;
+	f->current_task_btf = libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT,
+						      BPF_FUNC_get_current_task_btf, NULL) > 0;
+}
+
+/* Give every program a log buffer at BPF_LOG_STATS: the verifier then
+ * reports its processed-instruction count on every kernel (verified_insns
+ * in the program info is 5.16+). */
+static int keep_verifier_stats(struct gs_sampler *s)
+{
+	struct bpf_program *p;
+	int n = 0, i = 0;
+
+	bpf_object__for_each_program(p, s->skel->obj) n++;
+	s->prog_logs = calloc(n ? n : 1, GS_STATS_LOG);
+	if (!s->prog_logs)
+		return -ENOMEM;
+	bpf_object__for_each_program(p, s->skel->obj)
+	{
+		bpf_program__set_log_level(p, 4 /* BPF_LOG_STATS */);
+		bpf_program__set_log_buf(p, s->prog_logs + (size_t)i++ * GS_STATS_LOG,
+					 GS_STATS_LOG);
+	}
+	return 0;
+}
+
 static const char *perm_hint(void)
 {
 	return geteuid() ? "run as root (sudo) or grant CAP_BPF and CAP_PERFMON"
@@ -219,6 +334,7 @@ int gs_sampler_open(const struct gs_sampler_opts *o, struct gs_sampler **out, ch
 		    size_t errlen)
 {
 	static bool cpus[4096];
+	struct kernel_config kc;
 	struct gs_sampler *s;
 	long max_rate = 100000;
 	int n_cpus, rc;
@@ -279,11 +395,17 @@ int gs_sampler_open(const struct gs_sampler_opts *o, struct gs_sampler **out, ch
 		bpf_program__set_autoload(s->skel->progs.gs_proc_exit_gd, false);
 	if (!o->follow_children)
 		bpf_program__set_autoload(s->skel->progs.gs_proc_fork, false);
+	read_kernel_config(&kc);
+	s->skel->rodata->gs_config_hz = kc.hz;
+	s->skel->rodata->gs_thread_size = kc.kasan ? 32768 : 16384;
 	s->skel->rodata->offcpu_rate = gs_sampler_offcpu_rate(o);
 	s->skel->rodata->offcpu_idle_rate = gs_sampler_offcpu_idle_rate(o);
-	if (!o->offcpu)
-		bpf_program__set_autoload(s->skel->progs.gs_off_switch, false);
+	gs_bpf_features_probe(&s->features);
+	s->compat = want_compat(&s->features);
+	pick_programs(s);
 
+	if (o->verifier_stats && (rc = keep_verifier_stats(s)))
+		goto fail;
 	libbpf_warn[0] = 0;
 	rc = gpusample_bpf__load(s->skel);
 	if (rc) {
@@ -317,6 +439,7 @@ int gs_sampler_open(const struct gs_sampler_opts *o, struct gs_sampler **out, ch
 	return 0;
 fail:
 	gpusample_bpf__destroy(s->skel);
+	free(s->prog_logs);
 	free(s);
 	return rc < 0 ? rc : -EINVAL;
 }
@@ -438,7 +561,8 @@ static int attach_cpu_events(struct gs_sampler *s, char *err, size_t errlen)
 				     strerror(-fd));
 			return fd;
 		}
-		l = bpf_program__attach_perf_event(s->skel->progs.gs_sample, fd);
+		l = bpf_program__attach_perf_event(
+		    s->compat ? s->skel->progs.gs_sample_compat : s->skel->progs.gs_sample, fd);
 		if (!l) {
 			rc = -errno;
 			close(fd);
@@ -457,7 +581,7 @@ static int attach_tracepoints(struct gs_sampler *s, char *err, size_t errlen)
 	struct bpf_program *progs[] = {
 		s->skel->progs.gs_proc_fork,    s->skel->progs.gs_proc_exec,
 		s->skel->progs.gs_proc_exit_gd, s->skel->progs.gs_proc_exit_live,
-		s->skel->progs.gs_off_switch,
+		s->skel->progs.gs_off_switch,   s->skel->progs.gs_off_switch_compat,
 	};
 	int n = 0;
 
@@ -629,12 +753,64 @@ void gs_sampler_close(struct gs_sampler *s)
 		munmap(s->target_filter, GS_TFILTER_SLOTS * sizeof(uint64_t));
 	ring_buffer__free(s->rb);
 	gpusample_bpf__destroy(s->skel);
+	free(s->prog_logs);
 	free(s);
+}
+
+static long prog_insns(struct gs_sampler *s, int i, int fd)
+{
+	struct bpf_prog_info info = { 0 };
+	__u32 len = sizeof(info);
+	const char *at;
+	long n;
+
+	if (s->prog_logs) {
+		at = strstr(s->prog_logs + (size_t)i * GS_STATS_LOG, "processed ");
+		if (at && sscanf(at, "processed %ld insns", &n) == 1)
+			return n;
+	}
+	if (!bpf_obj_get_info_by_fd(fd, &info, &len) && info.verified_insns)
+		return info.verified_insns;
+	return -1;
+}
+
+int gs_sampler_prog_stats(struct gs_sampler *s, struct gs_prog_stat *out, int max)
+{
+	struct bpf_program *p;
+	int n = 0, i = 0;
+
+	bpf_object__for_each_program(p, s->skel->obj)
+	{
+		int fd = bpf_program__fd(p);
+
+		if (fd >= 0 && n < max) {
+			snprintf(out[n].name, sizeof(out[n].name), "%s", bpf_program__name(p));
+			out[n].insns = prog_insns(s, i, fd);
+			n++;
+		}
+		i++;
+	}
+	return n;
 }
 
 struct gpusample_bpf *gs_sampler_skel(struct gs_sampler *s)
 {
 	return s->skel;
+}
+
+bool gs_sampler_compat(struct gs_sampler *s)
+{
+	return s->compat;
+}
+
+int gs_sampler_compat_cfi_procs(void)
+{
+	return GS_CFI_COMPAT_PROCS;
+}
+
+struct bpf_program *gs_sampler_launch_prog(struct gs_sampler *s)
+{
+	return s->compat ? s->skel->progs.gs_gpu_launch_compat : s->skel->progs.gs_gpu_launch;
 }
 
 int gs_sampler_prog_fds(struct gs_sampler *s, int *fds, int max)

@@ -21,6 +21,8 @@
 #include "gpusample/counters.h"
 #include "gpusample/records.h"
 
+struct bpf_program;
+
 /* Off-CPU stack walks per second and thread (bpf/offcpu.bpf.h): threads
  * that run get the rate, threads that only wait a fifth of it. */
 #define GS_OFF_DEFAULT_RATE 25
@@ -40,6 +42,8 @@ struct gs_sampler_opts {
 				  * stacks gets offcpu_rate /
 				  * GS_OFF_IDLE_SHARE (>= 1); see
 				  * bpf/offcpu.bpf.h, records.h gs_offcpu_* */
+	bool verifier_stats;    /* keep each program's verifier statistics
+				  * (BPF_LOG_STATS) for gs_sampler_prog_stats */
 	uint32_t ringbuf_bytes; /* 0 = sized for >= 1 s of worst case
 				  * (online CPUs x F x largest sample, power of
 				  * 2, 4 MiB .. 256 MiB); else rounded up to a
@@ -97,10 +101,39 @@ void gs_sampler_close(struct gs_sampler *s);
  * the modules that own other parts of the one BPF object (CFI tables, GPU
  * USDT attachments).  Valid from open to close. */
 struct gpusample_bpf *gs_sampler_skel(struct gs_sampler *s);
+/* True when the programs for kernels before bpf_loop are loaded
+ * (bpf/unwind.bpf.h; GS_BPF_COMPAT=1 forces them). */
+bool gs_sampler_compat(struct gs_sampler *s);
+/* Processes the compat programs can unwind with CFI (a preallocated map). */
+int gs_sampler_compat_cfi_procs(void);
+/* The GPU launch-site program that is loaded (gs_gpu_launch or its compat
+ * twin), for the GPU host's USDT attachments. */
+struct bpf_program *gs_sampler_launch_prog(struct gs_sampler *s);
 /* File descriptors of the loaded BPF programs (for bpf_stats in benches:
  * bpf_obj_get_info_by_fd gives run_time_ns / run_cnt).  Writes at most
  * max - 1 fds followed by -1; returns the number written. */
 int gs_sampler_prog_fds(struct gs_sampler *s, int *fds, int max);
+
+/* What the running kernel offers that the programs use where it exists
+ * (libbpf's probes, never a version check); gs_sampler_open picks the
+ * programs' variants from it. */
+struct gs_bpf_features {
+	bool bpf_loop;         /* helper bpf_loop (5.17+) */
+	bool task_storage;     /* BPF_MAP_TYPE_TASK_STORAGE (5.11+) */
+	bool task_pt_regs;     /* helper bpf_task_pt_regs (5.15+) */
+	bool current_task_btf; /* helper bpf_get_current_task_btf (5.11+) */
+};
+void gs_bpf_features_probe(struct gs_bpf_features *f);
+
+/* One loaded program's name and the instructions the verifier processed
+ * for it (from its BPF_LOG_STATS line with opts.verifier_stats, else the
+ * kernel's verified_insns, 5.16+; -1 when neither tells). */
+struct gs_prog_stat {
+	char name[64];
+	long insns;
+};
+/* Fills out[0..max) with the loaded programs; returns how many. */
+int gs_sampler_prog_stats(struct gs_sampler *s, struct gs_prog_stat *out, int max);
 
 /* The off-CPU walk rates (stacks per second and thread) that opts give:
  * for threads that run, and for threads that only wait. */

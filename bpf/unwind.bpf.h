@@ -5,7 +5,7 @@
  *
  * Contract:
  *   static __always_inline struct gs_unwind_state *gs_unwind_begin(void *ctx,
- *           __u32 tgid, __u32 level, __u16 *flags);
+ *           __u32 tgid, __u32 level, __u16 *flags, bool compat);
  * walks the current thread's user stack into this CPU's struct
  * gs_unwind_state number `level` (a per-CPU map value, level <
  * GS_NEST_MAX, see common.bpf.h: the caller owns that level until it has
@@ -129,6 +129,7 @@ struct gs_unwind_state {
 	__u8 scanned;     /* a caller was found by a scan */
 	__u8 scan_chunks; /* scan steps left for this walk */
 	__u8 pad[4];
+	__u32 tgid, gen; /* the walk's process and its gs_cfi_proc.gen */
 	__u64 scan_at;
 	__u64 scan_buf[8];
 	__u64 win_base;                /* user address of win[0]; 0 = empty */
@@ -200,16 +201,25 @@ struct gs_unwind_walk {
 	__u32 gen;
 };
 
-/* Mapping of proc that contains pc, or NULL. */
-static __always_inline struct gs_cfi_mapping *gs_cfi_find_mapping(struct gs_cfi_proc *proc,
-								  __u64 pc)
+/* Index in the process's mappings of the one that contains pc, or -1.  A
+ * global function with scalar arguments only (it looks the process up
+ * itself, one hash lookup): the verifier checks it once per program,
+ * whatever its callers' states.  Inlined into the per-frame callback, the
+ * search's bounds were tied to the callback's state and the verifier walked
+ * its paths with exact values: 6.18.44 and 7.2 ran into the 1M-instruction
+ * limit there.  Pointer arguments would save the lookup, but 5.10 takes
+ * only scalars and context in global functions, and 6.1 cannot prove a
+ * pointer argument non-null. */
+__noinline int gs_cfi_map_index(__u32 tgid, __u64 pc)
 {
-	__u32 lo = 0, hi = proc->n, i;
+	struct gs_cfi_proc *proc = bpf_map_lookup_elem(&gs_cfi_procs, &tgid);
+	__u32 lo = 0, hi, i;
 
-	/* Bail out rather than clamp: a clamped hi is a constant, and the
-	 * verifier would then walk every search path with exact values. */
+	if (!proc)
+		return -1;
+	hi = proc->n;
 	if (hi > GS_CFI_MAX_MAPPINGS)
-		return NULL;
+		return -1;
 	for (i = 0; i < GS_CFI_MAP_SEARCH; i++) {
 		__u32 mid;
 
@@ -222,11 +232,22 @@ static __always_inline struct gs_cfi_mapping *gs_cfi_find_mapping(struct gs_cfi_
 			lo = mid + 1;
 	}
 	if (lo == 0)
-		return NULL;
+		return -1;
 	lo = (lo - 1) & (GS_CFI_MAX_MAPPINGS - 1);
 	if (pc >= proc->m[lo].end)
+		return -1;
+	return lo;
+}
+
+/* Mapping of proc (the process tgid's entry) that contains pc, or NULL. */
+static __always_inline struct gs_cfi_mapping *gs_cfi_find_mapping(struct gs_cfi_proc *proc,
+								  __u32 tgid, __u64 pc)
+{
+	int i = gs_cfi_map_index(tgid, pc);
+
+	if (i < 0)
 		return NULL;
-	return &proc->m[lo];
+	return &proc->m[i & (GS_CFI_MAX_MAPPINGS - 1)];
 }
 
 /* The row search's probe index, bounced through a map value (see
@@ -505,14 +526,14 @@ static __always_inline __u32 gs_call_ff_len(__u8 modrm, __u8 sib)
 /* Is v a return address: inside a mapping with an unwind table (built or
  * pending), right after a call instruction (e8 rel32, or ff /2 of any
  * length)?  Reads the 8 code bytes before v. */
-static __always_inline bool gs_unwind_is_ret(struct gs_cfi_proc *proc, __u64 v)
+static __always_inline bool gs_unwind_is_ret(struct gs_cfi_proc *proc, __u32 tgid, __u64 v)
 {
 	struct gs_cfi_mapping *m;
 	__u8 b[8];
 
 	if (v < 8)
 		return false;
-	m = gs_cfi_find_mapping(proc, v - 1);
+	m = gs_cfi_find_mapping(proc, tgid, v - 1);
 	if (!m || !m->table_id || m->table_id == GS_CFI_TABLE_ANON || v - 8 < m->start)
 		return false;
 	if (bpf_probe_read_user(b, sizeof(b), (const void *)(v - 8)))
@@ -539,7 +560,7 @@ static __always_inline long gs_unwind_scan_step(struct gs_unwind_walk *c, struct
 	for (__u32 j = 0; j < 8; j++) {
 		__u64 v = w->scan_buf[j];
 
-		if (!gs_unwind_is_ret(c->proc, v))
+		if (!gs_unwind_is_ret(c->proc, c->tgid, v))
 			continue;
 		w->pc = v;
 		w->sp = at + 8 * j + 8;
@@ -554,13 +575,13 @@ static __always_inline long gs_unwind_scan_step(struct gs_unwind_walk *c, struct
 
 /* RBP-based caller rule with CFA = guess + off: does it lead to a return
  * address? */
-static __always_inline bool gs_unwind_bp_fits(struct gs_cfi_proc *proc, struct gs_unwind_state *w,
-					      __u64 guess, __s32 off)
+static __always_inline bool gs_unwind_bp_fits(struct gs_cfi_proc *proc, __u32 tgid,
+					      struct gs_unwind_state *w, __u64 guess, __s32 off)
 {
 	__u64 cfa = guess + (__s64)off, ret;
 
 	return guess && !(guess & 7) && cfa > w->sp && cfa - w->sp < (1u << 20) &&
-	       !gs_read_user_u64(&ret, cfa - 8) && gs_unwind_is_ret(proc, ret);
+	       !gs_read_user_u64(&ret, cfa - 8) && gs_unwind_is_ret(proc, tgid, ret);
 }
 
 /* After a scan found the caller: its RBP is unknown.  When the caller's rule
@@ -570,7 +591,7 @@ static __always_inline bool gs_unwind_bp_fits(struct gs_cfi_proc *proc, struct g
  * address.  Else RBP stays unknown (RSP-based rules still work). */
 static __always_inline long gs_unwind_scan_bp(struct gs_unwind_walk *c, struct gs_unwind_state *w)
 {
-	struct gs_cfi_mapping *m = gs_cfi_find_mapping(c->proc, w->pc - 1);
+	struct gs_cfi_mapping *m = gs_cfi_find_mapping(c->proc, c->tgid, w->pc - 1);
 	struct gs_cfi_rule *r = NULL;
 	__u64 saved = 0;
 
@@ -581,10 +602,10 @@ static __always_inline long gs_unwind_scan_bp(struct gs_unwind_walk *c, struct g
 		r = gs_cfi_find_rule(m->table_id, m->n_pages, w->pc - 1 - m->bias);
 	if (!r || r->cfa_type != GS_CFA_RBP)
 		return 0;
-	if (gs_unwind_bp_fits(c->proc, w, w->bp, r->cfa_off)) {
+	if (gs_unwind_bp_fits(c->proc, c->tgid, w, w->bp, r->cfa_off)) {
 		w->bp_ok = 1;
 	} else if (!gs_read_user_u64(&saved, w->sp - 24) &&
-		   gs_unwind_bp_fits(c->proc, w, saved, r->cfa_off)) {
+		   gs_unwind_bp_fits(c->proc, c->tgid, w, saved, r->cfa_off)) {
 		w->bp = saved;
 		w->bp_ok = 1;
 	}
@@ -599,7 +620,7 @@ static __always_inline long gs_unwind_unmapped(struct gs_unwind_walk *c, struct 
 	__u64 fr[2]; /* saved RBP, return address */
 
 	if (w->bp_ok && w->bp >= w->sp && !(w->bp & 7) && w->bp - w->sp < (1u << 20) &&
-	    !gs_read_user_pair(fr, w->bp) && gs_unwind_is_ret(c->proc, fr[1])) {
+	    !gs_read_user_pair(fr, w->bp) && gs_unwind_is_ret(c->proc, c->tgid, fr[1])) {
 		w->sp = w->bp + 16;
 		w->bp = fr[0];
 		w->pc = fr[1];
@@ -641,7 +662,7 @@ static long gs_unwind_step(__u32 i, void *arg)
 			return gs_unwind_cfi_step(w, &ce->rule);
 		}
 	}
-	m = gs_cfi_find_mapping(c->proc, lookup);
+	m = gs_cfi_find_mapping(c->proc, c->tgid, lookup);
 	if (!m || m->table_id == GS_CFI_TABLE_PENDING) {
 		struct gs_cfi_miss_key k = { .tgid = c->tgid, .start = m ? m->start : 0 };
 		__u64 now = bpf_ktime_get_ns();
@@ -681,6 +702,59 @@ static long gs_unwind_step(__u32 i, void *arg)
 	return gs_unwind_cfi_step(w, r);
 }
 
+#define GS_UNWIND_USE_FP (-2)
+#define GS_UNWIND_STEPS  (GS_MAX_USER_FRAMES + 1 + 2 * GS_UNWIND_SCAN_CHUNKS)
+
+/* Start a walk in w from the user registers pc, sp, bp; false when there
+ * is no user stack (kernel thread). */
+static __always_inline bool gs_unwind_init(struct gs_unwind_state *w, __u32 tgid, __u32 gen,
+					   __u64 pc, __u64 sp, __u64 bp, __u64 cs)
+{
+	w->n = 0;
+	w->err = GS_UNWIND_OK;
+	w->cfi = 0;
+	w->scan = 0;
+	w->scanned = 0;
+	w->scan_chunks = GS_UNWIND_SCAN_CHUNKS;
+	w->win_base = 0; /* never a window of another walk */
+	w->tgid = tgid;
+	w->gen = gen;
+	if (!pc || (cs & 3) != 3)
+		return false; /* kernel thread: no user stack */
+	w->pc = pc;
+	w->sp = sp;
+	w->bp = bp;
+	w->exact = 1;
+	w->bp_ok = 1;
+	return true;
+}
+
+/* The process's CFI entry and the walk state of level: 1, or
+ * GS_UNWIND_USE_FP (no entry, or CFI off), or 0 (no state). */
+static __always_inline int gs_unwind_prep(__u32 tgid, __u32 level, struct gs_cfi_proc **proc,
+					  struct gs_unwind_state **w)
+{
+	if (gs_unwind_fp_only)
+		return GS_UNWIND_USE_FP;
+	*proc = bpf_map_lookup_elem(&gs_cfi_procs, &tgid);
+	if (!*proc)
+		return GS_UNWIND_USE_FP;
+	*w = bpf_map_lookup_elem(&gs_unwind_st, &level);
+	return *w ? 1 : 0;
+}
+
+/* This CPU's PC cache for a walk at level with tag gen, or NULL (only level
+ * 0 uses it, see gs_pc_cache). */
+static __always_inline struct gs_pcc *gs_unwind_pcc(__u32 level, __u32 gen)
+{
+	__u32 cpu;
+
+	if (level != 0 || !gen)
+		return NULL;
+	cpu = bpf_get_smp_processor_id();
+	return bpf_map_lookup_elem(&gs_pc_cache, &cpu);
+}
+
 /*
  * The CFI walk of the current thread's user stack into state `level` of
  * gs_unwind_st.  A global (non-static) function: the verifier checks it once
@@ -689,57 +763,105 @@ static long gs_unwind_step(__u32 i, void *arg)
  * frames (also in the state's n; err set there), or GS_UNWIND_USE_FP when
  * the process has no CFI entry (or CFI is off): use frame pointers then.
  */
-#define GS_UNWIND_USE_FP (-2)
 __noinline int gs_unwind_cfi(__u32 tgid, __u32 level)
 {
 	struct gs_unwind_walk c = {};
 	struct gs_unwind_state *w;
 	struct gs_cfi_proc *proc;
 	struct pt_regs *regs;
-	__u64 pc, cs;
+	int rc = gs_unwind_prep(tgid, level, &proc, &w);
 
-	if (gs_unwind_fp_only)
-		return GS_UNWIND_USE_FP;
-	proc = bpf_map_lookup_elem(&gs_cfi_procs, &tgid);
-	if (!proc)
-		return GS_UNWIND_USE_FP;
-	w = bpf_map_lookup_elem(&gs_unwind_st, &level);
-	if (!w)
-		return 0;
-	w->n = 0;
-	w->err = GS_UNWIND_OK;
-	w->cfi = 0;
-	w->scan = 0;
-	w->scanned = 0;
-	w->scan_chunks = GS_UNWIND_SCAN_CHUNKS;
-	w->win_base = 0; /* never a window of another walk */
+	if (rc <= 0)
+		return rc;
 	/* User registers as saved on kernel entry: right whether the sample
 	 * interrupted user or kernel mode (the perf regs are kernel regs then). */
 	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 	if (!regs) {
+		w->n = 0;
 		w->err = GS_UNWIND_READ_FAULT;
 		return 0;
 	}
 	/* Direct loads (a BTF pointer): four probe reads less per sample. */
-	pc = regs->ip;
-	cs = regs->cs;
-	if (!pc || (cs & 3) != 3)
-		return 0; /* kernel thread: no user stack */
-	w->pc = pc;
-	w->sp = regs->sp;
-	w->bp = regs->bp;
-	w->exact = 1;
-	w->bp_ok = 1;
+	if (!gs_unwind_init(w, tgid, proc->gen, regs->ip, regs->sp, regs->bp,
+			    *(volatile __u64 *)((void *)regs + GS_PT_REGS_CS_OFF)))
+		return 0;
 	c.w = w;
 	c.proc = proc;
 	c.tgid = tgid;
 	c.gen = proc->gen;
-	if (level == 0 && c.gen) {
-		__u32 cpu = bpf_get_smp_processor_id();
+	c.pcc = gs_unwind_pcc(level, c.gen);
+	bpf_loop(GS_UNWIND_STEPS, gs_unwind_step, &c, 0);
+	return w->n;
+}
 
-		c.pcc = bpf_map_lookup_elem(&gs_pc_cache, &cpu);
+/* ---- kernels before bpf_loop (5.17) ----------------------------------------
+ * 5.10-5.16 (Ubuntu 22.04's 5.15, RHEL 9's 5.14, Debian 11's 5.10) have no
+ * bpf_loop, no bpf_task_pt_regs (5.15) and no bpf_get_current_task_btf
+ * (5.11).  The compat walk runs the same per-frame step from a bounded loop.
+ * The step is a global function (scalars in, the walk's state in its map
+ * value), so the verifier checks it once and the loop around it costs a few
+ * instructions per iteration, not a copy of the step each: about the same
+ * verifier cost as the bpf_loop walk.  The object also must not mention
+ * bpf_loop in these programs at all: 5.10 refuses the callback reference
+ * (a BPF_PSEUDO_FUNC load) before it verifies anything, so the compat
+ * programs are separate programs of the object (gs_*_compat), and the
+ * loader loads one set (bpf/sampler.c). */
+
+/* x86-64's THREAD_SIZE (PAGE_SIZE << 2; KASAN kernels double it: the
+ * loader sets it from the kernel's config).  The user registers saved on
+ * kernel entry lie at the top of the task's kernel stack (task_pt_regs();
+ * no padding above them on x86-64 before FRED, 6.9). */
+const volatile __u32 gs_thread_size = 16384;
+#define GS_PT_REGS_WORDS 21 /* struct pt_regs: r15 ... ss */
+
+/* One step of the compat walk at level: what gs_unwind_step does in the
+ * bpf_loop walk; 1 stops the walk. */
+__noinline int gs_unwind_step_g(__u32 level)
+{
+	struct gs_unwind_walk c = {};
+	struct gs_unwind_state *w = bpf_map_lookup_elem(&gs_unwind_st, &level);
+
+	if (!w)
+		return 1;
+	c.tgid = w->tgid;
+	c.proc = bpf_map_lookup_elem(&gs_cfi_procs, &c.tgid);
+	if (!c.proc)
+		return gs_unwind_stop(w, GS_UNWIND_NO_TABLE); /* exited meanwhile */
+	c.w = w;
+	c.gen = w->gen;
+	c.pcc = gs_unwind_pcc(level, c.gen);
+	return gs_unwind_step(0, &c);
+}
+
+__noinline int gs_unwind_cfi_compat(__u32 tgid, __u32 level)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct gs_unwind_state *w;
+	struct gs_cfi_proc *proc;
+	__u64 *regs;
+	void *stack;
+	int rc = gs_unwind_prep(tgid, level, &proc, &w);
+
+	if (rc <= 0)
+		return rc;
+	/* Read into the stack window, not onto the BPF stack (the call chain
+	 * from the sched_switch program would pass its 512 bytes); the window
+	 * is emptied again by gs_unwind_init. */
+	regs = (__u64 *)w->win;
+	stack = BPF_CORE_READ(task, stack);
+	if (!stack || bpf_probe_read_kernel(regs, GS_PT_REGS_WORDS * 8,
+					    stack + gs_thread_size - GS_PT_REGS_WORDS * 8)) {
+		w->n = 0;
+		w->err = GS_UNWIND_READ_FAULT;
+		return 0;
 	}
-	bpf_loop(GS_MAX_USER_FRAMES + 1 + 2 * GS_UNWIND_SCAN_CHUNKS, gs_unwind_step, &c, 0);
+	/* r15 r14 r13 r12 bp bx r11 r10 r9 r8 ax cx dx si di orig_ax ip cs
+	 * flags sp ss (the ptrace ABI's order) */
+	if (!gs_unwind_init(w, tgid, proc->gen, regs[16], regs[19], regs[4], regs[17]))
+		return 0;
+	for (__u32 i = 0; i < GS_UNWIND_STEPS; i++)
+		if (gs_unwind_step_g(level))
+			break;
 	return w->n;
 }
 
@@ -748,17 +870,18 @@ __noinline int gs_unwind_cfi(__u32 tgid, __u32 level)
  * number `level`: ips[0..n) (leaf = interrupted user PC first), n <=
  * GS_MAX_USER_FRAMES, err = enum gs_unwind_err.  ORs GS_CPU_USER_TRUNC /
  * GS_CPU_USER_CFI into *flags.  Returns the state, or NULL for a level
- * outside the map.
+ * outside the map.  compat (a constant): the walk for kernels before
+ * bpf_loop (gs_unwind_cfi_compat).
  */
 static __always_inline struct gs_unwind_state *gs_unwind_begin(void *ctx, __u32 tgid, __u32 level,
-							       __u16 *flags)
+							       __u16 *flags, bool compat)
 {
 	struct gs_unwind_state *w = bpf_map_lookup_elem(&gs_unwind_st, &level);
 	long n;
 
 	if (!w)
 		return NULL;
-	n = gs_unwind_cfi(tgid, level);
+	n = compat ? gs_unwind_cfi_compat(tgid, level) : gs_unwind_cfi(tgid, level);
 	if (n == GS_UNWIND_USE_FP) {
 		/* frame pointers only: the kernel's walk (the cost baseline) */
 		n = bpf_get_stack(ctx, w->ips, GS_MAX_USER_FRAMES * sizeof(__u64),

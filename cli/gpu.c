@@ -88,7 +88,7 @@ int gs_gpu_open(struct session *s)
 			return rc;
 		}
 	}
-	s->gpu = gs_gpu_host_new(skel->progs.gs_gpu_record, skel->progs.gs_gpu_launch, &o);
+	s->gpu = gs_gpu_host_new(skel->progs.gs_gpu_record, gs_sampler_launch_prog(s->sampler), &o);
 	if (!s->gpu) {
 		/* CPU profiling goes on; the report says why there is no GPU data. */
 		gs_profile_add_note(&s->prof,

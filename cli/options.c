@@ -19,6 +19,10 @@ void gs_options_usage(FILE *out)
 	    "(merged)\n"
 	    "       gpusample merge OUT.pb.gz IN.pb.gz...     merge profiles of one version (e.g. "
 	    "per host)\n"
+	    "       gpusample check                           load the BPF programs, print the "
+	    "kernel's\n"
+	    "                                                 features and each program's "
+	    "verifier cost\n"
 	    "\n"
 	    "Samples every thread of the target process tree (CPU: eBPF, mixed Python +\n"
 	    "native + kernel stacks; GPU: CUPTI PC sampling through the gpusample agent)\n"
@@ -375,6 +379,14 @@ int gs_options_parse(struct gs_options *o, int argc, char **argv)
 		}
 		o->report_files = &argv[2];
 		o->n_report_files = argc - 2;
+		return 0;
+	}
+	if (argc >= 2 && !strcmp(argv[1], "check")) {
+		if (argc != 2) {
+			gs_log("usage: gpusample check\n");
+			return -EINVAL;
+		}
+		o->check = true;
 		return 0;
 	}
 	if (argc >= 2 && !strcmp(argv[1], "merge")) {

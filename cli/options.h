@@ -39,6 +39,7 @@ struct gs_options {
 	const char *merge_out; /* `gpusample merge OUT IN...` */
 	char **merge_in;
 	int n_merge_in;
+	bool check; /* `gpusample check` */
 };
 
 /* -o PREFIX templates: %h = host name (characters other than letters,

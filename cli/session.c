@@ -595,6 +595,14 @@ static int open_sampler(struct session *s)
 		gs_log("%s\n", s->err);
 		return rc;
 	}
+	if (gs_sampler_compat(s->sampler))
+		gs_profile_add_note(&s->prof,
+				    "BPF: the compat programs walked the stacks (for kernels "
+				    "without bpf_loop, bpf_task_pt_regs, task storage or "
+				    "bpf_get_current_task_btf, all in Linux 5.17+; or "
+				    "GS_BPF_COMPAT=1): the same stacks, up to %d processes with "
+				    "CFI unwinding, the others by frame pointers",
+				    gs_sampler_compat_cfi_procs());
 	rc = gs_rt_open(s);
 	if (!rc)
 		rc = gs_gpu_open(s);

@@ -15,5 +15,9 @@ int gs_session_run(const struct gs_options *o);
 int gs_report_files(char **paths, int n);
 /* `gpusample merge OUT IN...`: merge profiles of one version into OUT. */
 int gs_merge_files(const char *out, char **in, int n);
+/* cli/check.c.  `gpusample check`: load every BPF program, print the
+ * kernel, the probed features ("feature NAME yes|no") and each program's
+ * verifier cost ("program NAME INSNS"); 0 when they load, else 1. */
+int gs_check_bpf(void);
 
 #endif

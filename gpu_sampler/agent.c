@@ -99,7 +99,7 @@ static struct {
 	pthread_mutex_t lock;
 	struct gs_cupti api;
 	bool cupti_ok, subscribed, exiting, forked;
-	bool shared;          /* subscribed in CUPTI's multi-subscriber mode (13.2+) */
+	bool shared;          /* subscribed asking for the multi-subscriber mode (13.3+) */
 	_Atomic bool cb_live; /* subscribed: callbacks of an old subscription are ignored */
 	/* Another subscriber holds CUPTI while a session wants it armed:
 	 * its name as CUPTI gave it, whether that was reported, last try. */
@@ -815,7 +815,15 @@ static void emit_stall_table(struct gs_ctx *c)
 	gs_emit_record(t, t->hdr.size);
 }
 
-/* Another armed context on the same device?  CUPTI samples one per GPU. */
+/* Another armed context on the same device?  CUPTI samples one per GPU:
+ * "PC Sampling APIs don't support simultaneous sampling of multiple CUDA
+ * contexts on a GPU ... Before enabling and configuring the PC sampling on a
+ * different CUDA context on the same GPU, PC sampling needs to be disabled
+ * on the other context" (CUPTI Usage, https://docs.nvidia.com/cupti/main/
+ * main.html, 2.8.7 Limitations).  So a second context on a sampled GPU is
+ * never Enabled: ctx_arm turns it off with GS_GPU_R_SECOND_CONTEXT (named
+ * once per session, counted as contexts - contexts_armed in every status
+ * record) and arms it when its sibling's sampling ends (ctx_armable). */
 static struct gs_ctx *device_owner(const struct gs_ctx *c)
 {
 	for (int i = 0; i < GS_AGENT_MAX_CTX; i++) {
@@ -1048,7 +1056,15 @@ static void emit_batches(struct gs_ctx *c, CUpti_PCSamplingData *d, uint32_t fla
 		o->pc_offset = p->pcOffset;
 		o->name_hash = seen[k].hash;
 		o->function_index = p->functionIndex;
-		o->correlation_id = g.api.pcdata_size >= 64 ? p->correlationId : 0;
+		/* "Only valid for serialized mode of pc sampling collection.
+		 * For continous mode of collection the correlationId will be
+		 * set to 0" (cupti_pcsampling.h, CUpti_PCSamplingPCData;
+		 * https://docs.nvidia.com/cupti/api/structCUpti__PCSamplingPCData.html):
+		 * outside serialized mode whatever is there is no launch's id,
+		 * so it never reaches a record the join could trust. */
+		o->correlation_id = g.api.pcdata_size >= 64 && c->mode == GS_GPU_MODE_SERIALIZED
+					? p->correlationId
+					: 0;
 		o->name_off = name_off;
 		o->first_count = n_cnt;
 		o->n_counts = nsr;
@@ -1323,8 +1339,12 @@ static void clear_pending_contexts(void)
 }
 
 /* cuptiSubscribe_v2 as "gpusample", asking for the multi-subscriber mode
- * where CUPTI has it (13.2+); holder gets the name CUPTI gives of the
- * subscriber that holds the only slot. */
+ * where CUPTI can have it (13.3+ with an r610+ driver: CUPTI Usage,
+ * https://docs.nvidia.com/cupti/main/main.html, 2.4.1; see cupti_api.h);
+ * holder gets the name CUPTI gives of the subscriber that holds the only
+ * slot.  g.shared says the mode was asked for and the subscription taken,
+ * not that another tool can join: the first subscriber's setting decides
+ * (2.4.8), and on a pre-r610 driver there is one slot still. */
 static CUptiResult subscribe_call(char *holder, size_t len)
 {
 	struct gs_subscriber_params sp;
@@ -1387,7 +1407,8 @@ static int subscribe(void)
 	clear_pending_contexts(); /* only contexts seen from now on */
 	g.subscribed = true;
 	atomic_store(&g.cb_live, true);
-	gs_agent_log("subscribed to CUPTI%s", g.shared ? " (multi-subscriber mode)" : "");
+	gs_agent_log("subscribed to CUPTI%s",
+		     g.shared ? " (multi-subscriber mode requested)" : "");
 	for (size_t i = 0; i < sizeof(res) / sizeof(*res); i++)
 		if ((r = g.api.EnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE, res[i])) !=
 		    CUPTI_SUCCESS) {
@@ -1492,7 +1513,7 @@ static void emit_armed(void)
 		    "armed: %u of %u contexts sampled, %s, CUPTI %u at %.120s%s%s", count_armed(),
 		    count_live(),
 		    g.opts.mode == GS_GPU_MODE_SERIALIZED ? "kernel-serialized" : "continuous",
-		    g.api.version, g.api.path, g.shared ? ", multi-subscriber mode" : "", held);
+		    g.api.version, g.api.path, g.shared ? ", multi-subscriber mode requested" : "", held);
 }
 
 /* Subscribe, find the contexts and sample them.  While another subscriber

@@ -20,7 +20,7 @@
  * the semaphore of probe gpusample:record every GS_AGENT_POLL_MS; when
  * gpusample attaches (semaphore > 0) it reads gs_agent_cfg (records.h,
  * struct gs_gpu_agent_cfg) and arms:
- *   1. cuptiSubscribe_v2 as "gpusample" (on CUPTI 13.2+ asking for the
+ *   1. cuptiSubscribe_v2 as "gpusample" (on CUPTI 13.3+ asking for the
  *      multi-subscriber mode, allowMultipleSubscribers); resource callbacks
  *      (context created / destroy starting, module loaded / unload
  *      starting).  When another subscriber holds CUPTI: status OFF naming

@@ -57,10 +57,15 @@ struct gs_cupti {
 	CUresult (*PrimaryRelease)(CUdevice);
 };
 
-/* CUPTI 13.2 appended allowMultipleSubscribers to CUpti_SubscriberParams
- * (docs.nvidia.com/cupti/13.2.0, struct CUpti_SubscriberParams); the 13.0
- * headers the agent builds with lack it.  The same layout with that field,
- * passed with the longer structSize only to a CUPTI that knows it. */
+/* CUpti_SubscriberParams.allowMultipleSubscribers is in the 13.2
+ * documentation (https://docs.nvidia.com/cupti/13.2.0/api/
+ * structCUpti__SubscriberParams.html), but the mode it asks for works only
+ * with CUDA 13.3+ and an r610+ driver, every tool of the process on the v2
+ * APIs (CUPTI Usage, https://docs.nvidia.com/cupti/main/main.html,
+ * "Multiple Subscribers": 2.4.1 Overview, 2.4.2 Enabling Multiple
+ * Subscribers, 2.4.8 Limitations and Restrictions).  The 13.0 headers the
+ * agent builds with lack the field: the same layout with it, passed with the
+ * longer structSize only to a CUPTI that can honour it. */
 struct gs_subscriber_params {
 	size_t structSize;
 	const char *subscriberName;
@@ -70,10 +75,17 @@ struct gs_subscriber_params {
 };
 #define GS_SUBSCRIBER_PARAMS_MULTI_SIZE \
 	(offsetof(struct gs_subscriber_params, allowMultipleSubscribers) + 1)
-/* cuptiGetVersion() from which the field is there: CUDA 13.0.1 reports
- * 130001 (CUPTI_API_VERSION), so 13.2 is taken as 130200.  A CUPTI that
- * refuses the longer struct anyway is asked again with the 13.0 size. */
-#define GS_CUPTI_MULTI_SUBSCRIBER_VERSION 130200u
+/* cuptiGetVersion() from which the agent asks for the mode: 13.3, as
+ * CUPTI_API_VERSION counts (130001 is 13.0 Update 1, cupti_version.h;
+ * 130300 is the documented floor of "CUPTI_API_VERSION 130300 (CUDA 13.3)",
+ * same page, 2.5.1).  The driver half (r610+) is not visible to the agent:
+ * on an older driver CUPTI keeps one subscriber, which the agent reports
+ * like any refusal.  A CUPTI that refuses the longer struct anyway is asked
+ * again with the 13.0 size.  The mode covers the Activity and Callback APIs
+ * only ("not applicable to CUPTI Profiling APIs", 2.4.8); PC sampling is not
+ * said to be covered, and the one-context-per-GPU limit of PC sampling
+ * (CUPTI Usage 2.8.7) holds whoever subscribes. */
+#define GS_CUPTI_MULTI_SUBSCRIBER_VERSION 130300u
 
 /* Find and bind libcupti.  Returns 0, or -1 with a message in err
  * ("what happened and what to do"). */

@@ -61,7 +61,7 @@ int probe_sample(struct bpf_perf_event_data *ctx)
 	s->tgid = tgid;
 	s->tid = (__u32)id;
 	t0 = bpf_ktime_get_ns();
-	w = gs_unwind_begin(ctx, tgid, 0, &flags);
+	w = gs_unwind_begin(ctx, tgid, 0, &flags, false);
 	__sync_fetch_and_add(&probe_unwind_ns, bpf_ktime_get_ns() - t0);
 	if (!w)
 		return 0;

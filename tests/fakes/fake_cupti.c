@@ -17,13 +17,19 @@
  *   - continuous mode: correlationId 0; kernel-serialized: the launch's id
  *   - subscribers: one per process (CUDA 13.0: a second cuptiSubscribe gets
  *     CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED and cuptiSubscribe_v2
- *     the holder's name, "CUPTI for <subscriberName>"); from version 130200
- *     (13.2) several when every one set allowMultipleSubscribers
+ *     the holder's name, "CUPTI for <subscriberName>"); version 130200
+ *     (13.2) takes the longer CUpti_SubscriberParams with
+ *     allowMultipleSubscribers but still one subscriber; from 130300 (13.3)
+ *     with an r610+ driver (FAKE_CUPTI_DRIVER) several, when every one set
+ *     allowMultipleSubscribers (CUPTI Usage, "Multiple Subscribers" 2.4.1,
+ *     2.4.8: https://docs.nvidia.com/cupti/main/main.html)
  *   - callbacks only for (domain, cbid) pairs each subscriber enabled
  *   - Disable: leftovers copied into the SAMPLING_DATA_BUFFER, excess dropped
  *
  * Environment:
  *   FAKE_CUPTI_VERSION   cuptiGetVersion() value (default 130001)
+ *   FAKE_CUPTI_DRIVER    driver branch CUPTI runs on (default 580, CUDA
+ *                        13.0's); the multi-subscriber mode needs 610+
  *   FAKE_CUPTI_FAIL      comma list: privileges (Enable), busy (Enable),
  *                        unsupported (Enable), enable_oom (Enable),
  *                        subscribers (Subscribe: a tool outside the process,
@@ -32,7 +38,11 @@
  *                        created the context nor launched on it fails with
  *                        CUPTI_ERROR_INVALID_OPERATION: no document allows it),
  *                        hwfull (hardware buffer overflows once, after
- *                        FAKE_CUPTI_HWFULL_AFTER samples, default 500)
+ *                        FAKE_CUPTI_HWFULL_AFTER samples, default 500),
+ *                        continuous_corr (PC records carry the launch's
+ *                        correlationId in continuous mode too, where the
+ *                        documentation promises 0: a client must not trust
+ *                        it there)
  *   FAKE_CUPTI_OLD_SUBSCRIBER  name reported with "subscribers"
  *                        (default "CUPTI for Kineto")
  *   FAKE_CUPTI_SAMPLES   warp samples per launch (default 40)
@@ -266,11 +276,20 @@ static struct pcs_state ctxs[MAX_CTX];
 /* Subscribers.  CUDA 13.0: one at a time; a second cuptiSubscribe gets
  * CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED and, through
  * cuptiSubscribe_v2, the holder's name ("CUPTI for <subscriberName>").
- * From 13.2 (version >= 130200) several may subscribe when every one of them
- * asked for it (CUpti_SubscriberParams.allowMultipleSubscribers); each gets
- * only the callbacks it enabled. */
-#define MAX_SUBS          4
-#define MULTI_SUB_VERSION 130200u
+ * CUpti_SubscriberParams.allowMultipleSubscribers is documented from 13.2
+ * (https://docs.nvidia.com/cupti/13.2.0/api/structCUpti__SubscriberParams.html),
+ * but "Multiple subscriber support requires CUDA 13.3+ and driver r610+"
+ * (CUPTI Usage, https://docs.nvidia.com/cupti/main/main.html, 2.4.1
+ * Overview): from 13.3 (version >= 130300) on an r610+ driver several may
+ * subscribe when every one of them asked for it (the first one's setting is
+ * global, 2.4.2 / 2.4.8); each gets only the callbacks it enabled.  A 13.2
+ * CUPTI takes the field and keeps one subscriber.  The mode covers the
+ * Activity and Callback APIs, not the profiling ones (2.4.8): PC sampling
+ * keeps its one context per GPU whoever subscribed. */
+#define MAX_SUBS            4
+#define MULTI_SUB_FIELD     130200u /* CUpti_SubscriberParams has the field */
+#define MULTI_SUB_VERSION   130300u /* and the mode works (with MULTI_SUB_DRIVER) */
+#define MULTI_SUB_DRIVER    610u
 struct subscriber {
 	bool used, allow_multi;
 	CUpti_CallbackFunc fn;
@@ -287,6 +306,7 @@ static struct {
 static pthread_mutex_t sub_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint32_t next_corr = 1;
 static uint32_t version = 130001;
+static uint32_t driver_branch = 580;
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static char fail[256];
 static bool hwfull_fired;
@@ -412,13 +432,15 @@ static struct subscriber *sub_of(CUpti_SubscriberHandle h)
 	return NULL;
 }
 
-/* Whether a new subscriber may join the ones there: none there, or 13.2+
- * and every one (the new one too) asked for the multi-subscriber mode. */
+/* Whether a new subscriber may join the ones there: none there, or 13.3+
+ * on an r610+ driver and every one (the new one too) asked for the
+ * multi-subscriber mode. */
 static const struct subscriber *refusing_holder(bool allow_multi)
 {
+	bool multi_works = version >= MULTI_SUB_VERSION && driver_branch >= MULTI_SUB_DRIVER;
+
 	for (int i = 0; i < MAX_SUBS; i++)
-		if (subs[i].used &&
-		    (version < MULTI_SUB_VERSION || !allow_multi || !subs[i].allow_multi))
+		if (subs[i].used && (!multi_works || !allow_multi || !subs[i].allow_multi))
 			return &subs[i];
 	return NULL;
 }
@@ -471,7 +493,8 @@ API CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *h, CUpti_CallbackFunc fn,
 }
 
 /* structSize: the 13.0 struct ends at oldSubscriberSize; 13.2 appended
- * uint8_t allowMultipleSubscribers (read only by a 13.2+ CUPTI). */
+ * uint8_t allowMultipleSubscribers (read only by a 13.2+ CUPTI, honoured
+ * only as refusing_holder says). */
 API CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *h, CUpti_CallbackFunc fn, void *ud,
 				  CUpti_SubscriberParams *p)
 {
@@ -480,7 +503,7 @@ API CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *h, CUpti_CallbackFunc 
 
 	if (p &&
 	    (p->structSize < CUpti_SubscriberParams_STRUCT_SIZE ||
-	     (version < MULTI_SUB_VERSION && p->structSize != CUpti_SubscriberParams_STRUCT_SIZE) ||
+	     (version < MULTI_SUB_FIELD && p->structSize != CUpti_SubscriberParams_STRUCT_SIZE) ||
 	     p->structSize > multi_at + 8)) {
 		COUNT(C_Subscribe);
 		atomic_fetch_add(&st_bad_size, 1);
@@ -732,7 +755,8 @@ static void run_kernel(struct fake_ctx *c, struct fake_func *f, uint32_t corr)
 		    s->scratch_full
 			? NULL
 			: rec_for(s, f, off,
-				  s->mode == CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED
+				  s->mode == CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED ||
+					  failing("continuous_corr")
 				      ? corr
 				      : 0);
 		if (!r) {
@@ -1360,6 +1384,8 @@ __attribute__((constructor)) static void fake_cupti_init(void)
 
 	if (v)
 		version = strtoul(v, NULL, 0);
+	if ((v = getenv("FAKE_CUPTI_DRIVER")))
+		driver_branch = strtoul(v, NULL, 0);
 	if (f)
 		snprintf(fail, sizeof(fail), "%s", f);
 	build_table(&tab90, true);

@@ -143,7 +143,8 @@ class Kineto:
       unsub_refused  unsubscribe once someone else was refused CUPTI since
                  the stand-in subscribed (the CUPTI double's call count)
     A sub or sub_armed file that says "multi" asks for CUPTI 13.2's
-    multi-subscriber mode (allowMultipleSubscribers=1).
+    multi-subscriber mode (allowMultipleSubscribers=1; honoured from CUPTI
+    13.3 on an r610+ driver).
     """
     CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p)
 

@@ -1,6 +1,11 @@
 #!/bin/bash
 # Kernel-serialized mode on request: PC records carry the correlation ids of
 # the launches that produced them; sampled launch events carry the same ids.
+# Continuous mode: correlation ids are "only valid for serialized mode ...
+# For continous mode of collection the correlationId will be set to 0"
+# (CUpti_PCSamplingPCData, https://docs.nvidia.com/cupti/api/
+# structCUpti__PCSamplingPCData.html): a CUPTI that leaves ids there anyway
+# (the double's continuous_corr) must not get them into the agent's records.
 source "$(dirname "$0")/lib.sh"
 source "$ROOT/tests/fakes/gpu_test_lib.sh"
 
@@ -14,4 +19,12 @@ nz=$(val corr_nonzero); m=$(val corr_matched)
 # at 300 launches/s every launch is an event: every PC record joins exactly
 ratio_at_least "$m" "$nz" 0.95 || fail "only $m of $nz PC records match a launch event"
 grep -q "armed: .*kernel-serialized" "$T/driver.out" || fail "agent did not switch to serialized mode"
-ok "serialized: $m of $nz PC records joined to launch events by correlation id"
+
+FAKE_CUPTI_FAIL=continuous_corr start_app 60 --rate 300
+driver -n 1 -t 1.2 -r 1000
+wait_app
+[ "$(val batches)" -gt 0 ] || { show; fail "no batches in continuous mode"; }
+[ "$(val serialized_flag)" = 0 ] || { show; fail "continuous batches marked serialized"; }
+[ "$(val corr_nonzero)" = 0 ] || { show; fail "$(val corr_nonzero) PC records carry correlation ids in continuous mode"; }
+[ "$(stat samples_delivered)" -gt 0 ] || fail "the double delivered no samples"
+ok "serialized: $m of $nz PC records joined to launch events by correlation id; continuous: none trusted"

@@ -15,9 +15,15 @@
 #   4. detached: the agent unsubscribed, Kineto subscribes again
 #   5. re-armed through gpusample -p: GPU samples again, and the report says
 #      how many kernels have no source lines (modules loaded while dormant)
-#   6. CUPTI 13.2 (version 130200): the agent asks for the multi-subscriber
-#      mode; Kineto asking for it too subscribes while the agent is armed,
-#      Kineto not asking for it is refused
+#   6. the multi-subscriber mode: documented in CUpti_SubscriberParams from
+#      13.2, working from CUDA 13.3 with an r610+ driver (CUPTI Usage,
+#      https://docs.nvidia.com/cupti/main/main.html, 2.4.1 Overview):
+#      a. CUPTI 13.2 (130200): the agent does not ask for it, and Kineto
+#         asking for it is refused while the agent is armed
+#      b. CUPTI 13.3 (130300) on an r580 driver: the agent asks, CUPTI keeps
+#         one subscriber, Kineto is refused
+#      c. CUPTI 13.3 on an r610 driver: Kineto asking for it too subscribes
+#         while the agent is armed, Kineto not asking for it is refused
 source "$(dirname "$0")/lib.sh"
 source "$ROOT/tests/fakes/gpu_test_lib.sh"
 [ -x "$GS" ] || fail "$GS not built: run make BUILD=$BUILD"
@@ -92,19 +98,34 @@ done
 [ "$(stat subscribe_ok.CUPTI_for_Kineto)" = 3 ] || { show; fail "Kineto subscribed $(stat subscribe_ok.CUPTI_for_Kineto) times, expected 3"; }
 
 # 6.
-rm -f "$K"/*
-export FAKE_CUPTI_VERSION=130200
-start_app 60 --rate 600 --primary --kineto-dir "$K"
-driver -n 1 -t 3 &
-drv=$!
-expect "Kineto without multi-subscriber mode (13.2)" "$(kin sub_armed)" "sub rc=39 old=CUPTI_for_gpusample"
-expect "Kineto with multi-subscriber mode (13.2)" "$(kin sub_armed multi)" "sub rc=0 "
-sleep 0.3
-r=$(kin unsub)
-[ "${r##*callbacks=}" -gt 0 ] || fail "Kineto got no callbacks next to the armed agent"
-wait "$drv" || fail "gs_gpu_driver failed"
-grep -q '^status ctx=0 state=1 .*multi-subscriber mode' "$T/driver.out" || { show; fail "agent not in multi-subscriber mode"; }
-[ "$(val samples)" -gt 0 ] || { show; fail "no GPU samples in multi-subscriber mode"; }
-wait_app
-[ "$(stat bad_size)" = 0 ] || fail "wrong CUpti_SubscriberParams size"
-ok "Kineto subscribes while the agent is dormant, is refused while it is armed; gpusample names Kineto when it holds CUPTI and keeps the CPU profile; primary context found at arm; re-arm; 13.2 multi-subscriber mode"
+# multi_leg VERSION DRIVER_BRANCH WANT_PLAIN WANT_MULTI ASKS
+multi_leg() {
+	rm -f "$K"/*
+	export FAKE_CUPTI_VERSION=$1 FAKE_CUPTI_DRIVER=$2
+	start_app 60 --rate 600 --primary --kineto-dir "$K"
+	driver -n 1 -t 3 &
+	drv=$!
+	expect "Kineto without multi-subscriber mode ($1, r$2)" "$(kin sub_armed)" "$3"
+	expect "Kineto with multi-subscriber mode ($1, r$2)" "$(kin sub_armed multi)" "$4"
+	if [ "$4" = "sub rc=0 " ]; then
+		sleep 0.3
+		r=$(kin unsub)
+		[ "${r##*callbacks=}" -gt 0 ] || fail "Kineto got no callbacks next to the armed agent"
+	fi
+	wait "$drv" || fail "gs_gpu_driver failed"
+	if [ "$5" = asks ]; then
+		grep -q '^status ctx=0 state=1 .*multi-subscriber mode requested' "$T/driver.out" ||
+			{ show; fail "agent did not ask for the multi-subscriber mode on CUPTI $1"; }
+	else
+		grep -q 'multi-subscriber' "$T/driver.out" &&
+			{ show; fail "agent asked for the multi-subscriber mode on CUPTI $1, which cannot give it"; }
+	fi
+	[ "$(val samples)" -gt 0 ] || { show; fail "no GPU samples (CUPTI $1, r$2)"; }
+	wait_app
+	[ "$(stat bad_size)" = 0 ] || fail "wrong CUpti_SubscriberParams size (CUPTI $1)"
+}
+refused="sub rc=39 old=CUPTI_for_gpusample"
+multi_leg 130200 610 "$refused" "$refused" no     # a.
+multi_leg 130300 580 "$refused" "$refused" asks   # b.
+multi_leg 130300 610 "$refused" "sub rc=0 " asks  # c.
+ok "Kineto subscribes while the agent is dormant, is refused while it is armed; gpusample names Kineto when it holds CUPTI and keeps the CPU profile; primary context found at arm; re-arm; multi-subscriber mode only from CUPTI 13.3 on an r610 driver"
