@@ -8,6 +8,7 @@
 #   GSM program NAME VERIFIED_INSNS      from `gpusample check`
 #   GSM feature NAME yes|no              from `gpusample check`
 #   GSM checkmsg TEXT                    any other line of `gpusample check`
+#   GSM verifier TEXT                    the last lines of a failed load's verifier log
 #   GSM check rc N
 #   GSM chain|python|offcpu ok|fail|skip|na DETAIL
 #   GSM log WHAT TEXT                    gpusample's stderr where a step failed
@@ -29,16 +30,26 @@ loadfail() { grep -m1 -i -E 'load(ing)?( the)? BPF|BPF program|verifier|libbpf' 
 
 stamp start
 # (a) every program and feature, as `gpusample check` reports them.
-timeout -k 10 200 "$GS" check > "$OUT/check.out" 2>&1
+# GS_DEBUG=1: libbpf's warnings, with the verifier's log where libbpf prints
+# one (not while gpusample gives each program its own BPF_LOG_STATS buffer);
+# only its last lines (where the verifier says why) go to the console, as
+# "verifier", and of libbpf's other lines only its complaints.
+GS_DEBUG=1 timeout -k 10 200 "$GS" check > "$OUT/check.out" 2>&1
 rc=$?
 supported=0
+awk '/-- BEGIN PROG LOAD LOG --/ { inlog = 1; n = 0; next }
+     /-- END PROG LOAD LOG --/ { inlog = 0; if (blocks++ < 3) for (i = n > 8 ? n - 7 : 1; i <= n; i++) print "\tverifier " buf[i]; next }
+     inlog { buf[++n] = $0; next }
+     /^libbpf: / && tolower($0) !~ /fail|error|refus|invalid|not supported|warn/ { next }
+     { print }' "$OUT/check.out" > "$OUT/check.lines"
 while IFS= read -r l; do
 	case $l in
 	"program "* | "feature "*) supported=1; echo "GSM $l" ;;
+	"	verifier "*) echo "GSM ${l#?}" ;;
 	"") ;;
 	*) echo "GSM checkmsg $l" ;;
 	esac
-done < "$OUT/check.out"
+done < "$OUT/check.lines"
 echo "GSM check rc $rc"
 stamp check
 

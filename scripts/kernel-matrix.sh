@@ -395,7 +395,13 @@ FNR == 1 { printf "%-8s %-26s %7s", "kernel", "release", "boot/s"
   for (i = 1; i <= nc; i++) printf " %*s", length(name[i]) < 7 ? 7 : length(name[i]), cell(v[name[i]])
   printf "  %-16.16s %-16.16s %-10.10s %s\n", short($6), short($7), short($8), $9 }
 ' "$rows" "$rows" | tee "$OUT/table.txt"
-awk -F'\t' '$5 != "" { printf "  %s: features not available: %s\n", $1, $5 }
-            $10 != "" { printf "  %s: %s\n", $1, $10 }' "$rows" | tee -a "$OUT/table.txt"
+# Below the table: per kernel, the features it lacks, why it failed, and the
+# end of the verifier's log where a program was refused.
+awk -F'\t' -v out="$OUT" '
+	$5 != "" { printf "  %s: features not available: %s\n", $1, $5 }
+	$10 != "" { printf "  %s: %s\n", $1, $10 }
+	{ f = out "/" $1 ".log"
+	  while ((getline l < f) > 0) if (sub(/^GSM verifier /, "", l)) print "      verifier: " l
+	  close(f) }' "$rows" | tee -a "$OUT/table.txt"
 echo "logs: $OUT/KERNEL.log (GSM lines), KERNEL.console (all output)"
 ! grep -q $'\tFAIL\t' "$rows" && ! grep -q $'\tFAIL$' "$rows"
