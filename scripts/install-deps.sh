@@ -11,7 +11,7 @@ fi
 BUILD_PKGS="clang llvm gcc g++ make pkg-config bpftool libbpf-dev libelf-dev libdw-dev
  zlib1g-dev libzstd-dev liblzma-dev libbz2-dev libiberty-dev systemtap-sdt-dev"
 TEST_PKGS="libcriterion-dev golang-go protobuf-compiler python3-torch chromium
- linux-perf bpftrace jq procps file"
+ linux-perf bpftrace jq procps file qemu-system-x86 busybox-static cpio debian-archive-keyring"
 BENCH_PKGS="bpfcc-tools linux-headers-amd64"
 
 need=""
@@ -40,4 +40,7 @@ fi
 # The real CUDA driver library (no GPU needed) for t_gpu_real_driver.sh,
 # unpacked into the build folder, never installed.
 "$(dirname "$0")/fetch-libcuda.sh" "$(cd "$(dirname "$0")/.." && pwd)/${BUILD:-build}/realdrv"
+# Debian's cloud kernels for t_kernel_matrix.sh (scripts/kernel-matrix.sh),
+# into its own cache (GS_KERNEL_CACHE); downloads only what is missing.
+"$(dirname "$0")/kernel-matrix.sh" --fetch
 echo "install-deps: ok"
