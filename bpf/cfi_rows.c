@@ -23,6 +23,7 @@
 
 #include "gpusample/records.h"
 #include "bpf/cfi_int.h"
+#include "proc/proc.h"
 #include "util/clock.h"
 #include "util/hashmap.h"
 
@@ -1116,7 +1117,7 @@ int gs_cfi_table_build_bounded(const char *path, int fd, struct gs_cfi_table *t,
 	elf_version(EV_CURRENT);
 	if (own && (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return -errno;
-	elf = elf_begin(fd, ELF_C_READ, NULL);
+	elf = gs_elf_headers_check(fd, NULL) ? NULL : elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf) {
 		err = -EINVAL;
 	} else {

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli/session_int.h"
+#include "output/output.h"
 #include "util/log.h"
 
 /* Past this, sampling starts anyway; what is left is built while sampling
@@ -116,9 +117,13 @@ int gs_attach_build_tables(struct session *s, bool (*stop)(struct session *))
 			break;
 		}
 		if (now >= next) {
+			char lib[4 * sizeof(pr.current)];
+
+			/* the target names its libraries: no escape reaches root's tty */
+			gs_term_escape(pr.current[0] ? base_name(pr.current) : "", lib,
+				       sizeof(lib));
 			gs_log("building unwind tables: %u of %u objects done%s%s", s->tables_built,
-			       pr.queued, pr.current[0] ? ", now " : "",
-			       pr.current[0] ? base_name(pr.current) : "");
+			       pr.queued, pr.current[0] ? ", now " : "", lib);
 			if (pr.current[0])
 				gs_log_more(" (%llu rows)", (unsigned long long)pr.rows);
 			gs_log_more("\n");

@@ -45,8 +45,9 @@ static uid_t owner_uid(void)
 struct outfile {
 	int fd, dirfd;
 	bool replace; /* a file of ours was there at open: exchange it */
-	dev_t old_dev;
-	ino_t old_ino;
+	bool named;   /* tmp names it (else O_TMPFILE: no name until linkat) */
+	dev_t old_dev, dev;
+	ino_t old_ino, ino; /* old: the file replaced; dev:ino: ours (fd's) */
 	char base[256], tmp[272];
 	char path[PATH_MAX];
 };
@@ -122,10 +123,19 @@ static int check_existing(int dirfd, const char *base, const char *path, struct 
 	return S_ISDIR(st->st_mode) ? -EISDIR : S_ISLNK(st->st_mode) ? -ELOOP : -EEXIST;
 }
 
-/* Create a fresh temporary file next to base: ".base.XXXXXX". */
+/* Create the file.  With nothing at base, an O_TMPFILE: it has no name
+ * until linkat puts it at base, so the target's user, who may own the
+ * directory, has nothing to swap.  Else (or where the file system has no
+ * O_TMPFILE) a fresh temporary next to base, ".base.XXXXXX", checked by
+ * identity before and after it is renamed (publish). */
 static int create_tmp(struct outfile *o, char *err, size_t errlen)
 {
-	for (int tries = 0; tries < 16; tries++) {
+	struct stat st;
+
+	o->named = false;
+	if (!o->replace)
+		o->fd = openat(o->dirfd, ".", O_WRONLY | O_TMPFILE | O_CLOEXEC, 0644);
+	for (int tries = 0; o->fd < 0 && tries < 16; tries++) {
 		uint32_t r;
 
 		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
@@ -133,10 +143,14 @@ static int create_tmp(struct outfile *o, char *err, size_t errlen)
 		snprintf(o->tmp, sizeof(o->tmp), ".%.200s.%08x", o->base, r);
 		o->fd = openat(o->dirfd, o->tmp,
 			       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-		if (o->fd >= 0)
-			return 0;
-		if (errno != EEXIST)
+		o->named = o->fd >= 0;
+		if (o->fd < 0 && errno != EEXIST)
 			break;
+	}
+	if (o->fd >= 0 && !fstat(o->fd, &st)) {
+		o->dev = st.st_dev;
+		o->ino = st.st_ino;
+		return 0;
 	}
 	int rc = -errno;
 	snprintf(err, errlen,
@@ -144,6 +158,23 @@ static int create_tmp(struct outfile *o, char *err, size_t errlen)
 		 "choose another -o)",
 		 o->path, strerror(-rc));
 	return rc;
+}
+
+/* Is the entry name in dirfd our file (not a link, FIFO or another file
+ * swapped in for it)? */
+static bool is_ours(const struct outfile *o, const char *name)
+{
+	struct stat st;
+
+	return !fstatat(o->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) && S_ISREG(st.st_mode) &&
+	       st.st_dev == o->dev && st.st_ino == o->ino;
+}
+
+/* Remove our temporary: only by its name while it is still ours. */
+static void drop_tmp(struct outfile *o)
+{
+	if (o->named)
+		unlinkat(o->dirfd, o->tmp, 0);
 }
 
 static int prepare_output(struct outfile *o, const char *path, char *err, size_t errlen)
@@ -176,7 +207,7 @@ static int prepare_output(struct outfile *o, const char *path, char *err, size_t
 fail:
 	if (o->fd >= 0) {
 		close(o->fd);
-		unlinkat(o->dirfd, o->tmp, 0);
+		drop_tmp(o);
 	}
 	close(o->dirfd);
 	o->fd = o->dirfd = -1;
@@ -191,7 +222,7 @@ int gs_output_check(const char *path, char *err, size_t errlen)
 	if (rc)
 		return rc;
 	close(o.fd);
-	unlinkat(o.dirfd, o.tmp, 0);
+	drop_tmp(&o);
 	close(o.dirfd);
 	return 0;
 }
@@ -216,36 +247,53 @@ int gs_output_open(const char *path, char *err, size_t errlen)
 	return o->fd;
 }
 
-/* Move the finished temporary file to its name.  Nothing there: the rename
+/* Move the finished file to its name.  Nothing there: the link or rename
  * must not replace anything that appeared meanwhile.  Our old file there:
- * exchange, then make sure what came out is the file checked at open. */
+ * exchange, then make sure what came out is the file checked at open.  In
+ * every case what ends up at base must be our file (dev:inode of fd): the
+ * temporary's name is in a directory the target's user may own, and a
+ * link or FIFO swapped in for it was renamed into place and reported as
+ * written (issue 24).  -ESTALE then, and nothing of theirs left at base. */
 static int publish(struct outfile *o)
 {
 	struct stat st;
+	char self[40];
 
+	if (!o->named) {
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", o->fd);
+		return linkat(AT_FDCWD, self, o->dirfd, o->base, AT_SYMLINK_FOLLOW) ? -errno : 0;
+	}
+	if (!is_ours(o, o->tmp))
+		return -ESTALE; /* swapped before the rename: not moved */
 	if (!o->replace) {
-		if (!renameat2(o->dirfd, o->tmp, o->dirfd, o->base, RENAME_NOREPLACE))
+		if (renameat2(o->dirfd, o->tmp, o->dirfd, o->base, RENAME_NOREPLACE)) {
+			if (errno != EINVAL)
+				return -errno;
+			/* no RENAME_NOREPLACE here (NFS): link fails if the name exists */
+			if (linkat(o->dirfd, o->tmp, o->dirfd, o->base, 0))
+				return -errno;
+			unlinkat(o->dirfd, o->tmp, 0);
+		}
+		if (is_ours(o, o->base))
 			return 0;
-		if (errno != EINVAL)
-			return -errno;
-		/* no RENAME_NOREPLACE here (NFS): link fails if the name exists */
-		if (linkat(o->dirfd, o->tmp, o->dirfd, o->base, 0))
-			return -errno;
-		unlinkat(o->dirfd, o->tmp, 0);
-		return 0;
+		/* swapped between the check and the rename: the name was free
+		 * (NOREPLACE), what we moved there is theirs; unlinkat never
+		 * follows it */
+		unlinkat(o->dirfd, o->base, 0);
+		return -ESTALE;
 	}
 	if (renameat2(o->dirfd, o->tmp, o->dirfd, o->base, RENAME_EXCHANGE))
 		return errno == EINVAL
 			   ? (renameat(o->dirfd, o->tmp, o->dirfd, o->base) ? -errno : 0)
 			   : -errno;
 	if (fstatat(o->dirfd, o->tmp, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == o->old_dev &&
-	    st.st_ino == o->old_ino) {
+	    st.st_ino == o->old_ino && is_ours(o, o->base)) {
 		unlinkat(o->dirfd, o->tmp, 0);
 		return 0;
 	}
 	/* Someone else's file was swapped in after the check: put it back. */
 	renameat2(o->dirfd, o->tmp, o->dirfd, o->base, RENAME_EXCHANGE);
-	return -EEXIST;
+	return is_ours(o, o->tmp) ? -EEXIST : -ESTALE;
 }
 
 int gs_output_close(int fd, int rc, char *err, size_t errlen)
@@ -259,17 +307,25 @@ int gs_output_close(int fd, int rc, char *err, size_t errlen)
 		close(fd);
 		return rc ? rc : -EBADF;
 	}
-	if (close(fd) && !rc)
+	/* an O_TMPFILE is linked through its descriptor: before the close */
+	int linked = !rc && !o->named ? publish(o) : 1;
+
+	if (close(fd) && !rc) {
 		rc = -errno;
-	if (!rc && (rc = publish(o)) && err)
+		if (!linked && is_ours(o, o->base)) /* not written after all */
+			unlinkat(o->dirfd, o->base, 0);
+	}
+	if (!rc && (rc = o->named ? publish(o) : linked) && err)
 		snprintf(err, errlen,
 			 "cannot put the profile at %s: %s (the path %s meanwhile; "
 			 "choose another -o)",
 			 o->path, strerror(-rc),
-			 rc == -EEXIST ? "was taken by someone else" : "could not be replaced");
+			 rc == -EEXIST   ? "was taken by someone else"
+			 : rc == -ESTALE ? "or its temporary was swapped by someone else"
+					 : "could not be replaced");
 	else if (rc && err)
 		gs_output_fail(err, errlen, rc, "cannot write", o->path);
-	if (rc)
+	if (rc && o->named && is_ours(o, o->tmp))
 		unlinkat(o->dirfd, o->tmp, 0);
 	close(o->dirfd);
 	o->path[0] = 0;

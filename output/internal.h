@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include "gpusample/profile.h"
+#include "output/output.h"
 
 #include "util/hash.h" /* gs_mix64, gs_hash_bytes */
 
@@ -126,15 +127,7 @@ const char *gs_wait_name(const struct gs_profile *p, uint32_t stack, char *buf, 
  * invalid one (RFC 3629: no overlongs, no surrogates, max U+10FFFF). */
 int gs_utf8_len(const unsigned char *s);
 
-/* ---- terminal escaping --------------------------------------------------
- * Strings from the target (qualnames, file names, comm, thread names, agent
- * status text) must not drive the terminal that shows the report.  Escaped:
- * C0 controls, DEL and bytes that are not valid UTF-8 as "\xNN"; C1
- * controls (U+0080-U+009F) and bidi overrides/isolates as "\uXXXX".  Other
- * valid UTF-8 is kept. */
-bool gs_term_needs_escape(const char *s);
-/* Escaped s into out (whole escapes only; truncates); returns the length. */
-size_t gs_term_escape(const char *s, char *out, size_t outlen);
+/* ---- terminal escaping: gs_term_escape in output.h ----------------------- */
 /* A view of p whose string table has every string that needs it escaped
  * (v->p == p when none does).  Everything but the string table is shared
  * with p: read-only use (the report).  0 or -ENOMEM; free with

@@ -116,6 +116,17 @@ int gs_write_folded(const struct gs_profile *p, enum gs_folded_kind which, const
 /* Escape one frame name for folded output (';' and newlines replaced). */
 void gs_folded_escape(const char *in, char *out, size_t outlen);
 
+/* ---- terminal escaping --------------------------------------------------
+ * Strings from the target (qualnames, file names, comm, thread names, agent
+ * status text, library names in progress lines) must not drive the terminal
+ * that shows the report or the log.  Escaped:
+ * C0 controls, DEL and bytes that are not valid UTF-8 as "\xNN"; C1
+ * controls (U+0080-U+009F) and bidi overrides/isolates as "\uXXXX".  Other
+ * valid UTF-8 is kept. */
+bool gs_term_needs_escape(const char *s);
+/* Escaped s into out (whole escapes only; truncates); returns the length. */
+size_t gs_term_escape(const char *s, char *out, size_t outlen);
+
 /* ---- counters (gpusample/counters.h) ------------------------------------
  * gs_profile_add_counters: one profile comment "counters: name=N ..." with
  * all GS_NCOUNTERS values (0 or -ENOMEM).  gs_profile_counters: the sums of

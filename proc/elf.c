@@ -13,7 +13,9 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/sysmacros.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/openat2.h>
 #include <elfutils/libdwelf.h>
 #include "proc/proc.h"
 #include "util/hash.h"
@@ -142,12 +144,88 @@ static int alias_add(struct gs_elf_cache *c, uint64_t dev, uint64_t ino, uint32_
 	return 0;
 }
 
+/* An unsigned field of w bytes at p, in the file's byte order. */
+static uint64_t field(const unsigned char *p, size_t w, bool msb)
+{
+	uint64_t v = 0;
+
+	for (size_t i = 0; i < w; i++)
+		v |= (uint64_t)p[msb ? w - 1 - i : i] << (8 * i);
+	return v;
+}
+
+/* A table of n entries of ent bytes at off: within the file's size, and
+ * (sparse files: a 24 KB file claimed 16M sections) within what the file
+ * really holds on disk. */
+static bool table_fits(uint64_t off, uint64_t n, uint64_t ent, const struct stat *st)
+{
+	uint64_t bytes = n * ent, disk = (uint64_t)st->st_blocks * 512;
+
+	if (off > (uint64_t)st->st_size || bytes > (uint64_t)st->st_size - off)
+		return false;
+	/* st_blocks 0: data inline in the inode, or a file system that does
+	 * not say; compressed file systems report less than the size, still
+	 * far more than the few KB of a real library's tables */
+	return !st->st_blocks || bytes <= disk + 65536;
+}
+
+int gs_elf_headers_check(int fd, const char **why)
+{
+	unsigned char h[64], s0[64];
+	struct stat st;
+	const char *dummy;
+
+	why = why ? why : &dummy;
+	*why = NULL;
+	if (fstat(fd, &st) || pread(fd, h, sizeof(h), 0) < 52 || memcmp(h, ELFMAG, SELFMAG))
+		return 0; /* not ELF (or unreadable): libelf says so itself */
+	bool b64 = h[EI_CLASS] == ELFCLASS64, msb = h[EI_DATA] == ELFDATA2MSB;
+	/* e_phoff, e_shoff, then e_phentsize..e_shstrndx (6 half words) */
+	size_t w = b64 ? 8 : 4, at = b64 ? 32 : 28, half = b64 ? 54 : 42;
+	uint64_t phoff = field(h + at, w, msb), shoff = field(h + at + w, w, msb);
+	uint64_t phent = field(h + half, 2, msb), phnum = field(h + half + 2, 2, msb);
+	uint64_t shent = field(h + half + 4, 2, msb), shnum = field(h + half + 6, 2, msb);
+	uint64_t min_ph = b64 ? sizeof(Elf64_Phdr) : sizeof(Elf32_Phdr);
+	uint64_t min_sh = b64 ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr);
+
+	if (shoff && (shnum == 0 || phnum == PN_XNUM)) {
+		/* the extended forms: the real counts are in section 0 */
+		if (shent < min_sh || !table_fits(shoff, 1, min_sh, &st) ||
+		    pread(fd, s0, min_sh, (off_t)shoff) != (ssize_t)min_sh) {
+			*why = "section 0 (extended counts) outside the file";
+			return -EFBIG;
+		}
+		if (shnum == 0) /* sh_size */
+			shnum = field(s0 + (b64 ? 32 : 20), w, msb);
+		if (phnum == PN_XNUM) /* sh_info */
+			phnum = field(s0 + (b64 ? 44 : 28), 4, msb);
+	}
+	if (phnum > GS_ELF_PHNUM_MAX ||
+	    (phnum && (phent < min_ph || !table_fits(phoff, phnum, phent, &st)))) {
+		*why = "program header count beyond the file or the limit";
+		return -EFBIG;
+	}
+	if (shoff && (shnum > GS_ELF_SHNUM_MAX ||
+		      (shnum && (shent < min_sh || !table_fits(shoff, shnum, shent, &st))))) {
+		*why = "section count beyond the file or the limit";
+		return -EFBIG;
+	}
+	return 0;
+}
+
 /* Build-id and PT_LOADs by pread; o->elf stays open for later readers. */
 static void read_facts(struct gs_elf_obj *o)
 {
 	const void *bid;
 	size_t phnum = 0;
 
+	if (gs_elf_headers_check(o->fd, &o->skipped)) {
+		/* before libelf: it allocates per claimed section and header */
+		close(o->fd);
+		o->fd = -1;
+		o->err = -EFBIG;
+		return;
+	}
 	o->elf = elf_begin(o->fd, ELF_C_READ, NULL);
 	if (o->elf && elf_kind(o->elf) != ELF_K_ELF) {
 		/* a data file mapped at offset 0 (locale-archive, a dataset):
@@ -175,13 +253,12 @@ static void read_facts(struct gs_elf_obj *o)
 	}
 }
 
-int gs_open_regular(const char *path, int extra_flags, struct stat *st)
+/* pfd (O_PATH, closed here) reopened for reading if it is a regular file. */
+static int reopen_regular(int pfd, struct stat *st)
 {
 	char self[40];
-	int pfd = open(path, O_PATH | O_CLOEXEC | extra_flags), fd;
+	int fd;
 
-	if (pfd < 0)
-		return -errno;
 	/* What the path leads to is looked at before anything opens it: opening
 	 * a device (a planted link to /dev/watchdog, a tape) acts on it. */
 	if (fstat(pfd, st) || !S_ISREG(st->st_mode)) {
@@ -194,6 +271,21 @@ int gs_open_regular(const char *path, int extra_flags, struct stat *st)
 	fd = fd < 0 ? -errno : fd;
 	close(pfd);
 	return fd;
+}
+
+int gs_open_regular(const char *path, int extra_flags, struct stat *st)
+{
+	int pfd = open(path, O_PATH | O_CLOEXEC | extra_flags);
+
+	return pfd < 0 ? -errno : reopen_regular(pfd, st);
+}
+
+int gs_open_regular_at(int dirfd, const char *path, uint64_t resolve, struct stat *st)
+{
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = resolve };
+	int pfd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+
+	return pfd < 0 ? -errno : reopen_regular(pfd, st);
 }
 
 /* The first path that opens to the very file the kernel mapped: the
@@ -301,6 +393,8 @@ int gs_elf_get(struct gs_elf_cache *c, const char *path, const char *const *open
 		return 0;
 	}
 	int err = insert(c, o);
+	if (!err && o->skipped && !c->st.skipped++)
+		c->st.first_skipped = o;
 	if (err) {
 		obj_free(o);
 		return err;

@@ -91,17 +91,18 @@ int gs_proc_mem_read(uint32_t tgid, uint64_t addr, void *buf, size_t len, size_t
  * object.  A file without a build-id, or one that could not be opened, is
  * an object of its own keyed by dev:inode. */
 struct gs_elf_obj {
-	uint32_t id;       /* 0, 1, ... in order of first open: an index for
+	uint32_t id;         /* 0, 1, ... in order of first open: an index for
 			    * components' per-object state */
-	char key[48];      /* build-id hex, else "dev:inode" */
-	char build_id[41]; /* hex, "" if none */
-	int fd;            /* owned by the cache; -1: not open (see gs_elf_get) */
-	int err;           /* fd -1: why (-errno of the last open; -EMFILE: the
-			    * fd bound; -ENOEXEC: not ELF, closed at once);
-			    * else 0 */
-	Elf *elf;          /* ELF_C_READ on fd (pread: a file that shrinks is
+	char key[48];        /* build-id hex, else "dev:inode" */
+	char build_id[41];   /* hex, "" if none */
+	int fd;              /* owned by the cache; -1: not open (see gs_elf_get) */
+	int err;             /* fd -1: why (-errno of the last open; -EMFILE: the
+			    * fd bound; -ENOEXEC: not ELF, closed at once;
+			    * -EFBIG: headers refused, see skipped); else 0 */
+	const char *skipped; /* -EFBIG: why (gs_elf_headers_check), else NULL */
+	Elf *elf;            /* ELF_C_READ on fd (pread: a file that shrinks is
 			    * a read error, not SIGBUS); NULL if fd < 0 or not ELF */
-	GElf_Phdr *loads;  /* the PT_LOAD program headers */
+	GElf_Phdr *loads;    /* the PT_LOAD program headers */
 	size_t n_loads;
 	char *path;        /* as first seen in /proc/PID/maps */
 	uint64_t dev, ino; /* as first seen */
@@ -122,6 +123,8 @@ struct gs_elf_stats {
 	size_t open_fds; /* fds held now (<= max_fds) */
 	size_t max_fds;
 	size_t fd_refused; /* objects left without an fd by that bound */
+	size_t skipped;    /* objects whose ELF headers failed gs_elf_headers_check */
+	const struct gs_elf_obj *first_skipped; /* its path and why, for the report */
 };
 
 /* A new cache (references: 1), NULL on ENOMEM or when libelf is unusable. */
@@ -171,6 +174,18 @@ int gs_elf_get_mapped(struct gs_elf_cache *c, uint32_t tgid, const struct gs_map
  * opened, else -errno of the last open. */
 int gs_proc_open_mapped(uint32_t tgid, const struct gs_maps_line *l);
 
+/* ELF headers checked by pread before libelf or libdw sees the file:
+ * libelf allocates per section and program header the header claims, and
+ * the extended forms (e_shnum 0: section 0's sh_size; e_phnum PN_XNUM:
+ * section 0's sh_info) claim up to 2^32 of them from a 24 KB sparse file
+ * (13 GB of RSS).  Each table must lie within the file's size, within what
+ * it holds on disk (st_blocks, plus 64 KiB), and under these caps (real
+ * objects: tens of each).  0 (also for a file that is not ELF: libelf's
+ * call), or -EFBIG and *why (a static string) for a bomb. */
+#define GS_ELF_PHNUM_MAX 4096u
+#define GS_ELF_SHNUM_MAX 65536u
+int gs_elf_headers_check(int fd, const char **why);
+
 struct stat;
 /* Open path read-only (O_CLOEXEC, O_NONBLOCK) only if it leads to a regular
  * file: it is looked at through an O_PATH descriptor first (extra_flags:
@@ -179,6 +194,9 @@ struct stat;
  * the file's.  Returns the fd, -EPERM for anything but a regular file, or
  * -errno of the open. */
 int gs_open_regular(const char *path, int extra_flags, struct stat *st);
+/* The same for path resolved by openat2 from dirfd under resolve (RESOLVE_*
+ * flags: RESOLVE_IN_ROOT keeps every link and ".." inside dirfd's tree). */
+int gs_open_regular_at(int dirfd, const char *path, uint64_t resolve, struct stat *st);
 
 /* ---- ranks from the environment ---------------------------------------- */
 

@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <gelf.h>
 #include <glob.h>
 #include <libelf.h>
@@ -12,8 +13,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <signal.h>
+#include <time.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "gpusample/records.h"
 #include "gpusample/records_codec.h"
@@ -76,6 +82,11 @@ struct gs_cuda {
 	char *cupti_path;  /* --cupti, checked */
 	char skipped[256]; /* why the first untrusted candidate was not loaded */
 	uint64_t sass_failures, sass_no_line, sass_lines;
+	/* the wall around libcupti (gs_cuda_set_cupti_limits) and what it cut */
+	uint32_t wall_ms;
+	uint64_t wall_mem;
+	uint64_t walled; /* locations left without a line by the wall */
+	char walled_why[96];
 
 	struct cubin *cubins;
 	size_t n_cubins, cap_cubins;
@@ -104,8 +115,11 @@ struct gs_cuda {
 struct gs_cuda *gs_cuda_new(struct gs_profile *p)
 {
 	struct gs_cuda *c = calloc(1, sizeof(*c));
-	if (c)
+	if (c) {
 		c->p = p;
+		c->wall_ms = GS_CUPTI_WALL_MS;
+		c->wall_mem = GS_CUPTI_WALL_MEM;
+	}
 	return c;
 }
 
@@ -595,15 +609,13 @@ uint32_t gs_cuda_location(struct gs_cuda *c, uint64_t crc, const char *function,
 	return id;
 }
 
-/* One location's source line: its Line gets a function with the .cu file
- * (pprof -lines prints kernel file.cu:N) and the line. */
-static int resolve_one(struct gs_cuda *c, const struct pending_line *pl)
+/* One location's source line (rc, file, line: gs_cuda_source_line's): its
+ * Line gets a function with the .cu file (pprof -lines prints kernel
+ * file.cu:N) and the line. */
+static int apply_line(struct gs_cuda *c, const struct pending_line *pl, int rc, const char *file,
+		      uint32_t line)
 {
-	char file[PATH_MAX];
-	uint32_t line = 0;
 	const char *function = gs_profile_str(c->p, pl->mangled);
-	int rc = gs_cuda_source_line(c, pl->crc, function, pl->pc_offset, file, sizeof(file),
-				     &line);
 
 	if (rc == -EINVAL)
 		c->sass_failures++;
@@ -630,12 +642,166 @@ static int resolve_one(struct gs_cuda *c, const struct pending_line *pl)
 	return 0;
 }
 
+/* ---- libcupti behind a wall ----------------------------------------------
+ * The cubins come from the target (the agent channel): a mutated one made
+ * libcupti loop allocating (6.4 GB in 37 s) in root's gpusample, deaf to
+ * SIGINT and SIGTERM, and no profile was written (issue 24).  So every
+ * cuptiGetSassToSourceCorrelation runs in a child process under
+ * RLIMIT_AS (its address space now plus wall_mem) and RLIMIT_CPU, killed
+ * when the batch passes wall_ms; the results come back over a pipe, one
+ * record per location.  Locations without a result keep their kernel name
+ * without a line, counted, and the profile says why. */
+
+struct wall_rec {
+	uint32_t idx, line;
+	int32_t rc;
+	uint32_t file_len;
+};
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static bool write_all(int fd, const void *b, size_t n)
+{
+	for (const char *p = b; n;) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return false;
+		p += w;
+		n -= (size_t)w;
+	}
+	return true;
+}
+
+/* n bytes by deadline (CLOCK_MONOTONIC ms): 0, -ETIMEDOUT or -EPIPE (the
+ * child ended). */
+static int read_by(int fd, void *b, size_t n, uint64_t deadline)
+{
+	for (char *p = b; n;) {
+		uint64_t now = mono_ms();
+		struct pollfd pfd = { fd, POLLIN, 0 };
+
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		int k = poll(&pfd, 1, (int)(deadline - now < 1000 ? deadline - now : 1000));
+		if (k <= 0)
+			continue; /* a signal to gpusample, or a second passed */
+		ssize_t r = read(fd, p, n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -EPIPE;
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+static void wall_child(struct gs_cuda *c, int wfd)
+{
+	unsigned long long pages = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (f) {
+		if (fscanf(f, "%llu", &pages) != 1)
+			pages = 0;
+		fclose(f);
+	}
+	struct rlimit as = { pages * (uint64_t)sysconf(_SC_PAGESIZE) + c->wall_mem, 0 };
+	struct rlimit cpu = { c->wall_ms / 1000 + 1, c->wall_ms / 1000 + 2 };
+	as.rlim_max = as.rlim_cur;
+	if (setrlimit(RLIMIT_AS, &as) || setrlimit(RLIMIT_CPU, &cpu))
+		_exit(2);
+	for (size_t i = 0; i < c->n_pending; i++) {
+		const struct pending_line *pl = &c->pending[i];
+		char file[PATH_MAX];
+		struct wall_rec r = { .idx = (uint32_t)i };
+
+		r.rc = gs_cuda_source_line(c, pl->crc, gs_profile_str(c->p, pl->mangled),
+					   pl->pc_offset, file, sizeof(file), &r.line);
+		r.file_len = (uint32_t)strnlen(file, sizeof(file) - 1);
+		if (!write_all(wfd, &r, sizeof(r)) || !write_all(wfd, file, r.file_len))
+			_exit(3);
+	}
+	_exit(0);
+}
+
+static int resolve_walled(struct gs_cuda *c)
+{
+	int fds[2], err = 0;
+	size_t got = 0;
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC))
+		return 0; /* no lines, the locations stand */
+	if ((pid = fork()) < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return 0;
+	}
+	if (!pid) {
+		close(fds[0]);
+		wall_child(c, fds[1]);
+	}
+	close(fds[1]);
+	uint64_t deadline = mono_ms() + c->wall_ms;
+	int rc = 0;
+	while (got < c->n_pending && !err) {
+		struct wall_rec r;
+		char file[PATH_MAX];
+
+		if ((rc = read_by(fds[0], &r, sizeof(r), deadline)))
+			break;
+		if (r.idx >= c->n_pending || r.file_len >= sizeof(file) ||
+		    (rc = read_by(fds[0], file, r.file_len, deadline))) {
+			rc = rc ? rc : -EPROTO;
+			break;
+		}
+		file[r.file_len] = 0;
+		err = apply_line(c, &c->pending[r.idx], r.rc, file, r.line);
+		got++;
+	}
+	close(fds[0]);
+	int st = 0;
+	if (got < c->n_pending)
+		kill(pid, SIGKILL);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (got < c->n_pending) {
+		c->walled += c->n_pending - got;
+		if (!c->walled_why[0])
+			snprintf(c->walled_why, sizeof(c->walled_why), "%s",
+				 rc == -ETIMEDOUT ? "stopped at its time limit"
+				 : WIFSIGNALED(st) && WTERMSIG(st) != SIGKILL
+				     ? "died (over its memory or CPU limit, or a crash)"
+				     : "stopped (over its memory or CPU limit)");
+	}
+	return err;
+}
+
+int gs_cuda_set_cupti_limits(struct gs_cuda *c, uint32_t wall_ms, uint64_t mem_bytes)
+{
+	if (!wall_ms || mem_bytes < (16u << 20))
+		return -EINVAL;
+	c->wall_ms = wall_ms;
+	c->wall_mem = mem_bytes;
+	return 0;
+}
+
 int gs_cuda_resolve_lines(struct gs_cuda *c)
 {
 	int err = 0;
 
-	for (size_t i = 0; i < c->n_pending && !err; i++)
-		err = resolve_one(c, &c->pending[i]);
+	if (c->n_pending && !gs_cuda_load_cupti(c))
+		err = resolve_walled(c);
 	c->n_pending = 0;
 	return err;
 }
@@ -822,6 +988,14 @@ int gs_cuda_add_comments(struct gs_cuda *c)
 		    d->pid, d->device, facts, (unsigned long long)d->total,
 		    (unsigned long long)d->dropped, (unsigned long long)d->non_user);
 	}
+	if (!err && c->walled)
+		err = gs_profile_add_comment(
+		    c->p,
+		    "gpu source lines: libcupti %s (%u ms, %llu MiB more "
+		    "memory, run apart from gpusample): %llu GPU locations "
+		    "keep their kernel name without a line",
+		    c->walled_why, c->wall_ms, (unsigned long long)(c->wall_mem >> 20),
+		    (unsigned long long)c->walled);
 	if (!err && c->n_cubins && c->cupti_tried && !c->cupti)
 		err = gs_profile_add_comment(c->p, "gpu source lines: %s", c->cupti_info);
 	else if (!err && c->sass_no_line && !c->sass_lines)

@@ -133,6 +133,14 @@ void gs_cuda_defer_lines(struct gs_cuda *c, bool defer);
  * (deferred mode); the profile's lines and functions change in place,
  * location ids stay.  0 or -ENOMEM. */
 int gs_cuda_resolve_lines(struct gs_cuda *c);
+/* libcupti gets target bytes (cubins from the agent channel): every lookup
+ * runs in a child process with wall_mem more address space than gpusample
+ * has (RLIMIT_AS), RLIMIT_CPU, and is killed after wall_ms per batch; the
+ * lines it did not give are counted and named in the profile's comments.
+ * -EINVAL for a zero time or under 16 MiB. */
+#define GS_CUPTI_WALL_MS  30000u
+#define GS_CUPTI_WALL_MEM (4ull << 30)
+int gs_cuda_set_cupti_limits(struct gs_cuda *c, uint32_t wall_ms, uint64_t mem_bytes);
 
 /* Source line of a pcOffset without touching the profile: *line = 0 and
  * file[0] = 0 when there is none.  -ENOENT: no such cubin or no libcupti;

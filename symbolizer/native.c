@@ -8,8 +8,9 @@
  * own dwfl_module_addrsym scans every symbol per call), and DWARF is reached
  * through dwfl_module_addrdie (aranges -> one CU) and dwfl_module_getsrc (that
  * CU's line table), so only the CUs that contain sampled addresses are
- * parsed.  Debug files (build-id / .gnu_debuglink under /usr/lib/debug) are
- * looked up lazily by libdwfl on the first lookup in the module.
+ * parsed.  Debug files (build-id / .gnu_debuglink under /usr/lib/debug,
+ * debuginfo.c) are looked up lazily by libdwfl on the first lookup in the
+ * module.
  *
  * The target's user may own these files and truncate them while mapped:
  * every libdwfl call for a module runs under gs_sym_guarded (guard.c), so a
@@ -37,12 +38,12 @@ struct gs_sym_modcache {
 	size_t count;
 };
 
-static char *debuginfo_path; /* NULL: libdwfl's default ":.debug:/usr/lib/debug" */
+/* Not libdwfl's standard search: it opens paths next to the library, in a
+ * directory the target's user writes (debuginfo.c). */
 static const Dwfl_Callbacks dwfl_cbs = {
 	.find_elf = dwfl_build_id_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.find_debuginfo = gs_sym_find_debuginfo,
 	.section_address = dwfl_offline_section_address,
-	.debuginfo_path = &debuginfo_path,
 };
 
 struct gs_sym_modcache *gs_sym_modcache_new(struct gs_elf_cache *elf)

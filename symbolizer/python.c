@@ -230,6 +230,10 @@ static int elf_open(struct elf_file *f, int fd, uint64_t start, uint64_t off)
 	memset(f, 0, sizeof(*f));
 	f->fd = fd;
 	elf_version(EV_CURRENT);
+	if (gs_elf_headers_check(f->fd, NULL)) { /* before libelf allocates */
+		elf_close(f);
+		return -EFBIG;
+	}
 	f->elf = elf_begin(f->fd, ELF_C_READ, NULL); /* pread: no SIGBUS if it shrinks */
 	if (!f->elf || elf_kind(f->elf) != ELF_K_ELF || !gelf_getehdr(f->elf, &eh) ||
 	    elf_getshdrstrndx(f->elf, &shstrndx) || elf_getphdrnum(f->elf, &nph)) {

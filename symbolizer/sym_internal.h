@@ -67,6 +67,12 @@ struct gs_sym_module {
  * left as it was at the fault: mark the object broken and leave it alone. */
 int gs_sym_guarded(int (*fn)(void *), void *arg);
 
+/* debuginfo.c: libdwfl's find_debuginfo, looking only under /usr/lib/debug
+ * of the target's root and the host's (never next to the library). */
+int gs_sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			  const char *file_name, const char *debuglink, GElf_Word crc,
+			  char **debuginfo_file_name);
+
 struct gs_sym_elfsym {
 	uint64_t addr, size;
 	const char *name; /* owned by libelf (string table of the module) */

@@ -625,8 +625,9 @@ static void sym_h_detach(void *ctx, struct gs_proc *p, bool exec)
 		gs_sym_exit(ctx, p->tgid);
 }
 
-/* Libraries left without an fd by the ELF cache's bound: their frames
- * are unsymbolized and their stacks use frame pointers only. */
+/* Libraries left without an fd by the ELF cache's bound, or skipped for
+ * their headers: their frames are unsymbolized and their stacks use frame
+ * pointers only. */
 static void sym_h_report(void *ctx, struct gs_profile *prof)
 {
 	struct gs_elf_stats es;
@@ -639,6 +640,12 @@ static void sym_h_report(void *ctx, struct gs_profile *prof)
 		    "descriptors, RLIMIT_NOFILE less %d): no symbols or unwind tables "
 		    "in them; raise the soft limit (ulimit -n) to get them",
 		    es.fd_refused, es.objects, es.max_fds, GS_ELF_FD_RESERVE);
+	if (es.skipped)
+		gs_profile_add_note(
+		    prof,
+		    "%zu object(s) skipped: ELF headers out of bounds (first: %s: %s); "
+		    "no symbols or unwind tables in them",
+		    es.skipped, es.first_skipped->path, es.first_skipped->skipped);
 }
 
 void gs_sym_proc_handler(struct gs_symbolizer *s, struct gs_proc_handler *h)

@@ -40,3 +40,11 @@ $(BUILD)/fakes/planted/libcupti.so.13: tests/fakes/planted_cupti.c
 	@mkdir -p $(dir $@)
 	$(CC) $(FAKE_CFLAGS) -shared -o $@ $< -ldl
 TEST_HELPERS += $(BUILD)/fakes/planted/libcupti.so.13
+
+# A libcupti that loops allocating with signals blocked (test_cuda: the
+# wall around libcupti).
+$(BUILD)/fakes/hostile/libcupti.so: tests/fakes/hostile_cupti.c
+	@mkdir -p $(dir $@)
+	$(CC) $(FAKE_CFLAGS) -shared -o $@ $<
+TEST_HELPERS += $(BUILD)/fakes/hostile/libcupti.so
+$(BUILD)/tests/test_cuda: | $(BUILD)/fakes/hostile/libcupti.so

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gpusample/profile.h"
@@ -854,6 +855,42 @@ Test(cuda, deferred_lines_match_synchronous)
 		lines += ld->line != 0;
 	}
 	cr_expect_gt(lines, 0, "no PC of scale resolved to a line");
+	gs_cuda_free(d);
+	gs_profile_free(&q);
+	free(b);
+}
+
+/* Issue 24: libcupti given a cubin it loops on (allocating, signals
+ * blocked) runs apart and is killed at the wall: the lookup returns, the
+ * location keeps its kernel name without a line, and the comments say why. */
+Test(cuda, cupti_behind_a_wall, .timeout = 60)
+{
+	char lib[PATH_MAX], why[512] = "";
+	snprintf(lib, sizeof(lib), "%s/../fakes/hostile/libcupti.so", GS_CUDA_FIXTURES);
+	size_t len;
+	void *b = cubin("kernels_li.cubin", &len);
+	const char *mangled = "_Z5scaleIfLi4EEvPT_S0_i";
+	struct gs_profile q;
+	gs_profile_init(&q);
+	struct gs_cuda *d = gs_cuda_new(&q);
+	cr_assert_eq(gs_cuda_set_cupti(d, lib, why, sizeof(why)), 0, "%s", why);
+	cr_assert_eq(gs_cuda_set_cupti_limits(d, 1500, 64 << 20), 0);
+	gs_cuda_defer_lines(d, true);
+	uint64_t crc;
+	cr_assert_eq(gs_cuda_add_cubin(d, 0, b, len, 1, NULL, &crc), 0);
+	uint32_t id = gs_cuda_location(d, crc, mangled, 0);
+	cr_assert_neq(id, 0);
+	time_t t0 = time(NULL);
+	cr_assert_eq(gs_cuda_resolve_lines(d), 0);
+	cr_assert_leq(time(NULL) - t0, 10, "killed at the wall, not later");
+	const struct gs_location *l = gs_profile_location(&q, id);
+	cr_expect_eq(q.lines[l->first_line].line, 0);
+	cr_assert_eq(gs_cuda_add_comments(d), 0);
+	bool said = false;
+	for (size_t i = 0; i < q.n_comments; i++)
+		said |= strstr(gs_profile_str(&q, q.comments[i]), "libcupti") &&
+			strstr(gs_profile_str(&q, q.comments[i]), "without a line");
+	cr_expect(said, "the comments say why the lines are missing");
 	gs_cuda_free(d);
 	gs_profile_free(&q);
 	free(b);

@@ -153,3 +153,65 @@ Test(outfiles, race_file_swapped_after_open)
 	unlink(p);
 	assert_no_temporaries();
 }
+
+/* The name of the one ".base.XXXXXXXX" temporary in tmpdir, "" if none. */
+static void find_tmp(char *out, size_t n)
+{
+	DIR *d = opendir(tmpdir);
+	struct dirent *e;
+
+	out[0] = 0;
+	while ((e = readdir(d)))
+		if (e->d_name[0] == '.' && strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			snprintf(out, n, "%s/%s", tmpdir, e->d_name);
+	closedir(d);
+}
+
+/* Issue 24: with nothing at the path, the file has no name while it is
+ * written (O_TMPFILE): the directory's owner has nothing to swap. */
+Test(outfiles, new_file_has_no_name_to_swap)
+{
+	char p[128], err[512] = "";
+	snprintf(p, sizeof(p), "%s/e.txt", tmpdir);
+	int fd = gs_output_open(p, err, sizeof(err));
+	cr_assert_geq(fd, 0, "%s", err);
+	assert_no_temporaries();
+	cr_assert_eq(write(fd, "ours", 4), 4);
+	cr_assert_eq(gs_output_close(fd, 0, err, sizeof(err)), 0, "%s", err);
+	assert_content(p, "ours");
+	struct stat st;
+	cr_assert_eq(lstat(p, &st), 0);
+	cr_assert(S_ISREG(st.st_mode) && st.st_nlink == 1);
+	unlink(p);
+}
+
+/* Issue 24: replacing an earlier profile goes through a named temporary;
+ * a symlink (to a root file) or a FIFO swapped in for it is never moved to
+ * the path, and the close fails: no "wrote" for what is not ours. */
+Test(outfiles, swapped_temporary_never_published)
+{
+	char p[128], victim[128], tmp[600], err[512] = "";
+	snprintf(p, sizeof(p), "%s/f.txt", tmpdir);
+	snprintf(victim, sizeof(victim), "%s/victim", tmpdir);
+	put(victim, "root's");
+	for (int fifo = 0; fifo < 2; fifo++) {
+		put(p, "old");
+		int fd = gs_output_open(p, err, sizeof(err));
+		cr_assert_geq(fd, 0, "%s", err);
+		find_tmp(tmp, sizeof(tmp));
+		cr_assert(tmp[0], "a temporary while replacing");
+		cr_assert_eq(unlink(tmp), 0);
+		cr_assert_eq(fifo ? mkfifo(tmp, 0644) : symlink(victim, tmp), 0);
+		cr_assert_eq(write(fd, "ours", 4), 4);
+		cr_assert_neq(gs_output_close(fd, 0, err, sizeof(err)), 0, "reported written");
+		cr_assert_not_null(strstr(err, "swapped"), "%s", err);
+		struct stat st;
+		cr_assert_eq(lstat(p, &st), 0);
+		cr_assert(S_ISREG(st.st_mode), "the swapped-in object is at the path");
+		assert_content(p, "old");
+		assert_content(victim, "root's");
+		unlink(tmp);
+	}
+	unlink(p);
+	unlink(victim);
+}

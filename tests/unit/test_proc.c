@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
+#include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
 #include <string.h>
@@ -467,4 +468,111 @@ Test(proc_elf, open_regular_refuses_what_is_not_a_file)
 	close(fd);
 	unlink(fifo);
 	unlink(link);
+}
+
+/* A sparse ELF whose header (at 0) claims, through the extended forms,
+ * shnum sections (e_shnum 0: section 0's sh_size) or phnum program headers
+ * (PN_XNUM: section 0's sh_info); size: the file's apparent size. */
+static void elf_bomb(const char *p, uint64_t shnum, uint32_t phnum, off_t size)
+{
+	Elf64_Ehdr eh = { 0 };
+	Elf64_Shdr s0 = { 0 };
+	int fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
+
+	cr_assert_geq(fd, 0);
+	memcpy(eh.e_ident, ELFMAG, SELFMAG);
+	eh.e_ident[EI_CLASS] = ELFCLASS64;
+	eh.e_ident[EI_DATA] = ELFDATA2LSB;
+	eh.e_ident[EI_VERSION] = EV_CURRENT;
+	eh.e_type = ET_DYN;
+	eh.e_machine = EM_X86_64;
+	eh.e_version = EV_CURRENT;
+	eh.e_ehsize = sizeof(eh);
+	eh.e_shoff = 4096;
+	eh.e_shentsize = sizeof(Elf64_Shdr);
+	eh.e_phentsize = sizeof(Elf64_Phdr);
+	eh.e_phoff = sizeof(eh);
+	eh.e_shnum = shnum ? 0 : 1;
+	eh.e_phnum = phnum ? PN_XNUM : 0;
+	s0.sh_size = shnum;
+	s0.sh_info = phnum;
+	cr_assert_eq(pwrite(fd, &eh, sizeof(eh), 0), (ssize_t)sizeof(eh));
+	cr_assert_eq(pwrite(fd, &s0, sizeof(s0), 4096), (ssize_t)sizeof(s0));
+	cr_assert_eq(ftruncate(fd, size), 0);
+	close(fd);
+}
+
+/* Issue 24, items 2 and 3: the counts are checked before libelf allocates
+ * for them (it took 13.4 GB for 16M claimed sections), whatever the file's
+ * apparent size; the object is skipped, counted and named. */
+Test(proc_elf, header_bombs_skipped_before_libelf)
+{
+	char p[64];
+	const char *why;
+	int fd;
+
+	snprintf(p, sizeof(p), "/tmp/gs_test_proc_bomb.%d", getpid());
+	elf_bomb(p, 16u << 20, 0, (off_t)1 << 31); /* sections in a 2 GB hole */
+	fd = open(p, O_RDONLY);
+	cr_assert_eq(gs_elf_headers_check(fd, &why), -EFBIG);
+	cr_assert(why && strstr(why, "section"), "%s", why);
+	close(fd);
+	elf_bomb(p, 0, 50u << 20, 24 << 10); /* 50M program headers, 24 KB */
+	fd = open(p, O_RDONLY);
+	cr_assert_eq(gs_elf_headers_check(fd, &why), -EFBIG);
+	cr_assert(why && strstr(why, "program header"), "%s", why);
+	close(fd);
+	elf_bomb(p, 2, 0, 24 << 10); /* a sane extended count passes */
+	fd = open(p, O_RDONLY);
+	cr_assert_eq(gs_elf_headers_check(fd, &why), 0);
+	close(fd);
+
+	elf_bomb(p, 16u << 20, 0, (off_t)1 << 31);
+	struct gs_elf_cache *c = gs_elf_cache_new();
+	struct gs_elf_obj *o = get(c, p);
+	struct gs_elf_stats st;
+	gs_elf_stats(c, &st);
+	cr_assert_eq(o->err, -EFBIG);
+	cr_assert_eq(o->fd, -1);
+	cr_assert_eq(st.skipped, 1);
+	cr_assert_eq(st.first_skipped, o);
+	gs_elf_cache_put(c);
+	unlink(p);
+
+	fd = open("/proc/self/exe", O_RDONLY);
+	cr_assert_eq(gs_elf_headers_check(fd, &why), 0, "a real executable: %s", why);
+	close(fd);
+}
+
+/* Debug files inside a target's root: a link (absolute or "..") cannot lead
+ * out of it, and only a regular file opens. */
+Test(proc_elf, open_regular_at_stays_in_root)
+{
+	char dir[64], p[128];
+	struct stat st;
+
+	snprintf(dir, sizeof(dir), "/tmp/gs_test_proc_root.%d", getpid());
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	int rfd = open(dir, O_PATH | O_DIRECTORY);
+	snprintf(p, sizeof(p), "%s/abs", dir);
+	cr_assert_eq(symlink("/proc/self/exe", p), 0);
+	snprintf(p, sizeof(p), "%s/up", dir);
+	cr_assert_eq(symlink("../../../../proc/self/exe", p), 0);
+	snprintf(p, sizeof(p), "%s/fifo", dir);
+	cr_assert_eq(mkfifo(p, 0600), 0);
+	uint64_t r = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+	cr_assert_lt(gs_open_regular_at(rfd, "abs", r, &st), 0);
+	cr_assert_lt(gs_open_regular_at(rfd, "up", r, &st), 0);
+	cr_assert_eq(gs_open_regular_at(rfd, "fifo", r, &st), -EPERM);
+	snprintf(p, sizeof(p), "%s/f", dir);
+	close(open(p, O_CREAT | O_WRONLY, 0600));
+	int fd = gs_open_regular_at(rfd, "f", r, &st);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	close(rfd);
+	for (const char *n = "abs\0up\0fifo\0f\0"; *n; n += strlen(n) + 1) {
+		snprintf(p, sizeof(p), "%s/%s", dir, n);
+		unlink(p);
+	}
+	rmdir(dir);
 }

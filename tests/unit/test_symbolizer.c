@@ -496,7 +496,9 @@ static bool has_section(const char *path, const char *want)
 	return found;
 }
 
-Test(symbolizer, debuglink_debug_file)
+/* The workload's libsym_cxx_dl.so has its DWARF in the .gnu_debuglink file
+ * beside it; *fn: the function at compute's address. */
+static uint32_t debuglink_lookup(const struct gs_function **fn)
 {
 	wl_start(&wl);
 	char so[PATH_MAX];
@@ -509,12 +511,49 @@ Test(symbolizer, debuglink_debug_file)
 	cr_assert_eq(gs_sym_add_process(sym, wl.pid), 0);
 	uint32_t loc = gs_sym_native(sym, wl.pid, addr, false);
 	const struct gs_location *l = gs_profile_location(&prof, loc);
-	const struct gs_function *f = loc_fn(loc, l->n_lines - 1);
-	cr_assert_str_eq(S(f->name), "gs_test::Widget<int>::compute(int)");
+	*fn = loc_fn(loc, l->n_lines - 1);
+	cr_assert_str_eq(S((*fn)->name), "gs_test::Widget<int>::compute(int)");
+	return loc;
+}
+
+/* Issue 24: the directory of a target's library is the target user's; a
+ * debug file there (a FIFO, a link to a root file) is never opened. */
+Test(symbolizer, debuglink_beside_the_library_not_read)
+{
+	const struct gs_function *f;
+
+	debuglink_lookup(&f);
+	cr_assert_not(ends_with(S(f->file), "sym_cxx.cpp"), "read from beside the library: %s",
+		      S(f->file));
+}
+
+/* The same debuglink file under /usr/lib/debug/DIR/ (root's) is read. */
+Test(symbolizer, debuglink_debug_file)
+{
+	char so[PATH_MAX], real[PATH_MAX], dst[PATH_MAX + 64], cmd[4 * PATH_MAX + 256];
+	const struct gs_function *f;
+
+	if (geteuid())
+		cr_skip_test("writes under /usr/lib/debug: root only");
+	find_workloads();
+	snprintf(so, sizeof(so), "%s/libsym_cxx_dl.so", wl_dir);
+	cr_assert(realpath(so, real));
+	snprintf(dst, sizeof(dst), "/usr/lib/debug%s.debug", real);
+	snprintf(cmd, sizeof(cmd), "mkdir -p \"$(dirname '%s')\" && cp '%s.debug' '%s'", dst, real,
+		 dst);
+	cr_assert_eq(system(cmd), 0);
+	uint32_t loc = debuglink_lookup(&f);
+	unlink(dst);
+	/* the directories made for it, while empty */
+	for (char *sl; (sl = strrchr(dst, '/')) && sl > dst + strlen("/usr/lib/debug");) {
+		*sl = 0;
+		if (rmdir(dst))
+			break;
+	}
 	cr_assert(ends_with(S(f->file), "sym_cxx.cpp"), "DWARF from the debug file: %s",
 		  S(f->file));
-	cr_assert_gt(loc_line(loc, l->n_lines - 1), 0);
-	cr_assert(prof.mappings[l->mapping - 1].has_lines);
+	cr_assert_gt(loc_line(loc, gs_profile_location(&prof, loc)->n_lines - 1), 0);
+	cr_assert(prof.mappings[gs_profile_location(&prof, loc)->mapping - 1].has_lines);
 }
 
 Test(symbolizer, foreach_mapping_and_load_bias)
