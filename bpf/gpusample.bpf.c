@@ -197,10 +197,9 @@ static __always_inline bool gs_regs_kernel(struct bpf_perf_event_data *ctx)
  * walks leave their counts in map values that are read back, bounded, before
  * one memcpy-like helper call per part moves the frames into place (tens of
  * ns): an output pointer or count tied to the kernel stack's depth would
- * multiply the verifier's states.  Kernel 6.18, clang 14: gs_sample ~77k
- * processed instructions (98k before the row search became a global
- * function, 61k before the unwinder's PC cache and stack windows; 640k-926k
- * with the walk inlined here).
+ * multiply the verifier's states.  The counts per kernel and the rules that
+ * keep them low are in bpf/unwind.bpf.h (640k-926k with the walk inlined
+ * here).
  */
 static __always_inline __u32 gs_fill_stack(void *ctx, struct task_struct *task, __u32 tgid,
 					   const struct gs_target *t, bool want_kernel,

@@ -40,15 +40,39 @@
  * (frame pointers only; that is also the cost baseline).
  *
  * The walk runs in bpf_loop (kernel 5.17+), one callback per frame, inside
- * the global function gs_unwind_cfi.  Verification cost (kernel 6.18, clang
- * 14): the verifier checks a global function once per program with unknown
- * arguments, whatever the caller's state, and the walk keeps its state in a
- * map value, so the callback converges in a pass or two: about 6k processed
- * instructions for the whole unwinder, where a static inline walk with its
- * state on the stack cost 300-450k of gs_sample's 1M budget and moved by
- * hundreds of thousands with small code changes.  Keep it that way: no
- * pointers or caller state into gs_unwind_cfi, no loop counters whose
- * address is taken (the verifier then loses the bound and explodes).
+ * the global function gs_unwind_cfi; kernels before bpf_loop run the same
+ * step from a bounded loop (gs_unwind_cfi_compat, the programs
+ * gs_*_compat).
+ *
+ * Verification cost, and why the code is shaped this way.  Every program
+ * must verify in at most 200k processed instructions on every kernel the
+ * project supports (5.10 to 7.x: scripts/kernel-matrix.sh, t_bpf_verify),
+ * a fifth of the verifier's 1M limit, because the count moves between
+ * kernel releases by more than anyone would guess: 6.18.44 counted 13
+ * times what 6.18.0 did for the same gs_sample.  The rules that keep it
+ * there:
+ *  - Anything with a loop or many branches is a global function taking
+ *    scalars only (gs_cfi_map_index, gs_cfi_row_rule, gs_unwind_cfi,
+ *    gs_unwind_step_g, gs_py_step_g, gs_py_walk_compat): the verifier checks
+ *    it once per program with unknown arguments, whatever the states its
+ *    callers reach it with.  Pointer arguments are out: 5.10 accepts only
+ *    scalars and the context, and 6.1 cannot prove them non-null.
+ *  - Walk state lives in per-CPU map values, not on the stack: the
+ *    verifier does not track map contents, so a loop body converges in a
+ *    pass or two instead of being re-verified per frame index.
+ *  - Values whose bounds the verifier would otherwise carry into every path
+ *    are bounced through a map value or an empty asm (see gs_cfi_row_rule,
+ *    gs_cfi_find_mapping): clang otherwise re-derives a test the verifier
+ *    of an older kernel cannot follow.
+ *  - A bounded loop (compat) calls a global step function: its iterations
+ *    cost a few instructions each.
+ * Measured (clang 14, 2 CPUs; processed instructions of gs_sample,
+ * gs_off_switch, gs_gpu_launch): 5.10 compat 42k/45k/30k; 6.1 45k/62k/22k;
+ * 6.12 34k/37k/20k; 7.2 14k/17k/8k; 6.18.44 85k/81k/69k (compat 31k/35k/
+ * 28k).  Before these rules: 1M+ (refused) on 6.18.44 and 7.2.
+ * Keep it that way: no pointers or caller state into the global functions,
+ * no loop counters whose address is taken (the verifier then loses the
+ * bound and explodes).
  */
 #ifndef GS_UNWIND_BPF_H
 #define GS_UNWIND_BPF_H
