@@ -1407,8 +1407,7 @@ static int subscribe(void)
 	clear_pending_contexts(); /* only contexts seen from now on */
 	g.subscribed = true;
 	atomic_store(&g.cb_live, true);
-	gs_agent_log("subscribed to CUPTI%s",
-		     g.shared ? " (multi-subscriber mode requested)" : "");
+	gs_agent_log("subscribed to CUPTI%s", g.shared ? " (multi-subscriber mode requested)" : "");
 	for (size_t i = 0; i < sizeof(res) / sizeof(*res); i++)
 		if ((r = g.api.EnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE, res[i])) !=
 		    CUPTI_SUCCESS) {
@@ -1513,7 +1512,8 @@ static void emit_armed(void)
 		    "armed: %u of %u contexts sampled, %s, CUPTI %u at %.120s%s%s", count_armed(),
 		    count_live(),
 		    g.opts.mode == GS_GPU_MODE_SERIALIZED ? "kernel-serialized" : "continuous",
-		    g.api.version, g.api.path, g.shared ? ", multi-subscriber mode requested" : "", held);
+		    g.api.version, g.api.path, g.shared ? ", multi-subscriber mode requested" : "",
+		    held);
 }
 
 /* Subscribe, find the contexts and sample them.  While another subscriber

@@ -286,10 +286,10 @@ static struct pcs_state ctxs[MAX_CTX];
  * CUPTI takes the field and keeps one subscriber.  The mode covers the
  * Activity and Callback APIs, not the profiling ones (2.4.8): PC sampling
  * keeps its one context per GPU whoever subscribed. */
-#define MAX_SUBS            4
-#define MULTI_SUB_FIELD     130200u /* CUpti_SubscriberParams has the field */
-#define MULTI_SUB_VERSION   130300u /* and the mode works (with MULTI_SUB_DRIVER) */
-#define MULTI_SUB_DRIVER    610u
+#define MAX_SUBS          4
+#define MULTI_SUB_FIELD   130200u /* CUpti_SubscriberParams has the field */
+#define MULTI_SUB_VERSION 130300u /* and the mode works (with MULTI_SUB_DRIVER) */
+#define MULTI_SUB_DRIVER  610u
 struct subscriber {
 	bool used, allow_multi;
 	CUpti_CallbackFunc fn;
