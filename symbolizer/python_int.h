@@ -21,6 +21,9 @@ struct py_layout {
 	uint32_t version_hex;
 	uint16_t co_argcount, co_firstlineno, co_filename, co_name, co_qualname, co_table;
 	uint16_t ascii_size, compact_size; /* sizeof(PyASCIIObject), PyCompactUnicodeObject */
+	/* str length and state, bytes ob_size and ob_sval: 16, 32, 16, 32 in
+	 * every version so far; 3.13+ take them from _Py_DebugOffsets */
+	uint16_t str_length, str_state, bytes_size, bytes_sval;
 	uint64_t code_type;
 	struct gs_py_range eval[GS_PY_EVAL_RANGES]; /* runtime; hi == 0: absent */
 };
