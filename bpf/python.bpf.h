@@ -332,12 +332,14 @@ static __always_inline int gs_walk_python(struct task_struct *task, __u32 py_cfg
 	if (!cfg || !cfg->version_hex)
 		return 0;
 	key = cfg->tss_key;
-	if (key < 0 || key >= 32) /* beyond glibc's specific_1stblock */
+	if (key != GS_PY_TSS_TLS && (key < 0 || key >= 32)) /* beyond specific_1stblock */
 		return 0;
 	fsbase = BPF_CORE_READ(task, thread.fsbase);
 	if (!fsbase)
 		return 0;
-	if (gs_py_rd(&tstate, 8, fsbase + cfg->tls_1stblock + (__u64)key * 16 + 8)) {
+	if (gs_py_rd(&tstate, 8,
+		     key == GS_PY_TSS_TLS ? fsbase + (__s64)(__s32)cfg->tls_1stblock
+					  : fsbase + cfg->tls_1stblock + (__u64)key * 16 + 8)) {
 		*flags |= GS_CPU_PY_ERR;
 		return 0;
 	}

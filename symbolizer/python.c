@@ -367,6 +367,7 @@ struct py_table {
 	uint16_t tss_off; /* _PyRuntime offset of autoTSSkey (Py_tss_t) when the
 			   * PyGILState_GetThisThreadState decode fails */
 	uint16_t str_length, str_state, bytes_size, bytes_sval;
+	uint16_t interp_head; /* _PyRuntime.interpreters.head (3.13+) */
 };
 
 static const struct py_table tables[] = {
@@ -603,9 +604,11 @@ static int read_debug_offsets(struct discover *d, uint64_t runtime, uint32_t ver
 		{ "bytes_object.ob_sval", o[k->by_sval], by_size, 64 },
 		{ "unicode_object.length", o[k->str_length], str_size, 64 },
 		{ "unicode_object.state", o[k->str_state], str_size, 64 },
+		/* word 5 in every layout so far (runtime_state comes first) */
+		{ "runtime_state.interpreters_head", o[5], o[3], 65536 - 8 },
 	};
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
-		if (c[i].v >= c[i].size || c[i].v >= c[i].lim || c[i].size > 65536)
+		if (c[i].v >= c[i].size || c[i].v >= c[i].lim || c[i].size > (1u << 20))
 			return fail(d, -EPROTO,
 				    "_Py_DebugOffsets.%s is %" PRIu64 " (struct size %" PRIu64
 				    "): out of bounds, unsupported build (Python frames off)",
@@ -639,6 +642,7 @@ static int read_debug_offsets(struct discover *d, uint64_t runtime, uint32_t ver
 		.str_state = (uint16_t)o[k->str_state],
 		.bytes_size = (uint16_t)o[k->by_ob_size],
 		.bytes_sval = (uint16_t)o[k->by_sval],
+		.interp_head = (uint16_t)o[5],
 	};
 	return 0;
 }
@@ -666,6 +670,35 @@ static int decode_tss_off(struct elf_file *f, uint64_t fn, uint64_t runtime_vadd
 				return 0;
 			}
 		}
+		/* 3.14 static exe: cmpl $0,disp32(%rip) on _is_initialized, then
+		 * the Py_tss_t's address to PyThread_tss_get: mov $abs,%edi or
+		 * lea disp32(%rip),%rdi.  Both must name the same Py_tss_t (a
+		 * cmpq on another field has a REX prefix and is not taken). */
+		if (c[i] == 0x83 && c[i + 1] == 0x3d && c[i + 6] == 0 &&
+		    (i == 0 || c[i - 1] != 0x48)) {
+			int32_t disp;
+
+			memcpy(&disp, &c[i + 2], 4);
+			uint64_t a = fn + i + 7 + (int64_t)disp;
+
+			for (size_t j = i + 7; j + 7 <= sizeof(c); j++) {
+				uint32_t imm;
+				int32_t d2;
+
+				memcpy(&imm, &c[j + 1], 4);
+				memcpy(&d2, &c[j + 3], 4);
+				if ((c[j] == 0xbf && imm == a) ||
+				    (c[j] == 0x48 && c[j + 1] == 0x8d && c[j + 2] == 0x3d &&
+				     fn + j + 7 + (int64_t)d2 == a)) {
+					int64_t t = (int64_t)a - (int64_t)runtime_vaddr;
+
+					if (t > 0 && t < 0x100000) {
+						*off = t + 4;
+						return 0;
+					}
+				}
+			}
+		}
 		/* mov disp32(%rip),%edi */
 		if (c[i] == 0x8b && c[i + 1] == 0x3d && i + 6 <= sizeof(c)) {
 			int32_t disp;
@@ -675,6 +708,45 @@ static int decode_tss_off(struct elf_file *f, uint64_t fn, uint64_t runtime_vadd
 
 			if (t > 0 && t < 0x100000) {
 				*off = t;
+				return 0;
+			}
+		}
+	}
+	return -ENOENT;
+}
+
+/* 3.15+: PyGILState_GetThisThreadState returns a static thread-local
+ * (no TSS key): its offset from the thread pointer, from
+ *   local exec (static exe):  mov %fs:disp32,%rax
+ *   initial exec:             mov GOT(%rip),%rax; mov %fs:(%rax),%rax
+ *                             (the GOT slot, read from the target, holds it)
+ * A shared libpython built for dynamic TLS (__tls_get_addr) is not decoded. */
+static int decode_tls_gilstate(struct elf_file *f, uint32_t pid, uint64_t fn, int64_t *off)
+{
+	uint8_t c[32];
+
+	if (elf_read(f, fn, c, sizeof(c)))
+		return -ENOENT;
+	for (size_t i = 0; i + 9 <= sizeof(c); i++) {
+		int32_t disp;
+
+		if (c[i] == 0x64 && c[i + 1] == 0x48 && c[i + 2] == 0x8b && c[i + 3] == 0x04 &&
+		    c[i + 4] == 0x25) {
+			memcpy(&disp, &c[i + 5], 4);
+			if (disp < 0 && disp > -0x100000) {
+				*off = disp;
+				return 0;
+			}
+		}
+		if (c[i] == 0x48 && c[i + 1] == 0x8b && c[i + 2] == 0x05 && i + 11 <= sizeof(c) &&
+		    c[i + 7] == 0x64 && c[i + 8] == 0x48 && c[i + 9] == 0x8b && c[i + 10] == 0x00) {
+			int64_t slot;
+
+			memcpy(&disp, &c[i + 3], 4);
+			if (rd(pid, fn + i + 7 + (int64_t)disp + f->bias, &slot, 8))
+				return -EAGAIN; /* not relocated / mapped yet */
+			if (slot < 0 && slot > -0x100000) {
+				*off = slot;
 				return 0;
 			}
 		}
@@ -773,8 +845,120 @@ static int find_libc_1stblock(struct discover *d, struct map_ent *maps, int n, u
 	return -ENOENT;
 }
 
+/* .eh_frame_hdr's sorted table of function starts (the usual encoding:
+ * udata4 count, datarel sdata4 pairs).  Returns the number of entries, 0
+ * when absent or otherwise encoded; *hdr, *base: the section and its
+ * address (caller frees *hdr). */
+static uint32_t ehhdr_table(struct elf_file *f, uint8_t **hdr, uint64_t *base)
+{
+	size_t shstrndx;
+
+	*hdr = NULL;
+	if (elf_getshdrstrndx(f->elf, &shstrndx))
+		return 0;
+	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(f->elf, scn));) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(f->elf, shstrndx, sh.sh_name)) ||
+		    strcmp(name, ".eh_frame_hdr") || sh.sh_size < 12 || sh.sh_size > (64u << 20))
+			continue;
+		uint8_t *h = malloc(sh.sh_size);
+		uint32_t n;
+
+		if (!h || elf_read(f, sh.sh_addr, h, sh.sh_size) || h[0] != 1 || h[2] != 0x03 ||
+		    h[3] != 0x3b || (h[1] & 0x0f) != 0x0b) {
+			free(h);
+			return 0;
+		}
+		memcpy(&n, h + 8, 4);
+		if (n > (sh.sh_size - 12) / 8) {
+			free(h);
+			return 0;
+		}
+		*hdr = h;
+		*base = sh.sh_addr;
+		return n;
+	}
+	return 0;
+}
+
+/* The .cold part of the eval loop in an interpreter whose symbol table is
+ * stripped (only _PyEval_EvalFrameDefault, a dynamic symbol, is named): GCC
+ * may move most of the loop there (Debian's 3.14 and 3.15: a 1 KiB entry
+ * and 84 KiB of .cold, where most eval activations' return addresses lie).
+ * It is the unwind-table function (from .eh_frame_hdr: its start up to the
+ * next one's) that the most jumps out of the named part land in, at least
+ * 3 (a tail call lands once in each callee).  Link addresses; 0, 0 when
+ * none stands out. */
+static void eval_cold_from_jumps(struct elf_file *f, uint64_t fn, uint64_t size,
+				 struct gs_py_range *out)
+{
+	struct {
+		uint64_t lo, hi;
+		int n;
+	} cand[8] = {};
+	uint8_t *hdr = NULL, *c = size >= 16 && size <= (1u << 20) ? malloc(size) : NULL;
+	uint64_t base = 0;
+	uint32_t nt = c ? ehhdr_table(f, &hdr, &base) : 0;
+	int best = -1;
+
+	*out = (struct gs_py_range){ 0, 0 };
+	if (!nt || elf_read(f, fn, c, size)) {
+		free(c);
+		free(hdr);
+		return;
+	}
+	for (uint64_t i = 0; i + 6 <= size; i++) {
+		int32_t rel, e;
+		uint64_t to, lo, hi;
+		uint32_t l = 0, r = nt;
+
+		if (c[i] == 0x0f && (c[i + 1] & 0xf0) == 0x80) { /* jcc rel32 */
+			memcpy(&rel, &c[i + 2], 4);
+			to = fn + i + 6 + (int64_t)rel;
+		} else if (c[i] == 0xe9) { /* jmp rel32 */
+			memcpy(&rel, &c[i + 1], 4);
+			to = fn + i + 5 + (int64_t)rel;
+		} else {
+			continue;
+		}
+		if (to >= fn && to < fn + size)
+			continue;
+		while (r - l > 1) { /* last entry starting at or below `to` */
+			uint32_t m = l + (r - l) / 2;
+
+			memcpy(&e, hdr + 12 + (size_t)m * 8, 4);
+			if (base + (int64_t)e <= to)
+				l = m;
+			else
+				r = m;
+		}
+		memcpy(&e, hdr + 12 + (size_t)l * 8, 4);
+		lo = base + (int64_t)e;
+		if (lo > to || l + 1 >= nt)
+			continue;
+		memcpy(&e, hdr + 12 + (size_t)(l + 1) * 8, 4);
+		hi = base + (int64_t)e;
+		for (int k = 0; k < 8; k++)
+			if (!cand[k].n || (cand[k].lo == lo && cand[k].hi == hi)) {
+				cand[k].lo = lo;
+				cand[k].hi = hi;
+				cand[k].n++;
+				break;
+			}
+	}
+	for (int k = 0; k < 8; k++)
+		if (cand[k].n >= 3 && (best < 0 || cand[k].n > cand[best].n))
+			best = k;
+	if (best >= 0)
+		*out = (struct gs_py_range){ cand[best].lo, cand[best].hi };
+	free(c);
+	free(hdr);
+}
+
 /* The eval loop's code, for the merge (gs_py_eval_ranges). */
-static void eval_ranges(const struct elf_file *f, struct gs_py_range *r)
+static void eval_ranges(struct elf_file *f, struct gs_py_range *r)
 {
 	static const int syms[GS_PY_EVAL_RANGES] = { S_EVAL, S_EVAL_COLD };
 
@@ -783,6 +967,13 @@ static void eval_ranges(const struct elf_file *f, struct gs_py_range *r)
 
 		r[i] = v && size ? (struct gs_py_range){ v + f->bias, v + f->bias + size }
 				 : (struct gs_py_range){ 0, 0 };
+	}
+	if (!r[1].hi && r[0].hi) { /* no .cold symbol: stripped */
+		eval_cold_from_jumps(f, f->sym[S_EVAL], f->sym_size[S_EVAL], &r[1]);
+		if (r[1].hi) {
+			r[1].lo += f->bias;
+			r[1].hi += f->bias;
+		}
 	}
 }
 
@@ -879,47 +1070,70 @@ static int discover(struct gs_py *py, struct discover *d, struct gs_py_cfg *cfg,
 	 * Read it before the layout cross-checks: it is set by Py_Initialize,
 	 * so once it is, ld.so has finished relocating libpython (right after
 	 * exec, a half-relocated tp_members table reads as garbage). */
-	int64_t tss_off = 0;
+	int64_t tss_off = 0, tls_off = 0;
+	bool tls = false;
 
 	if (decode_tss_off(&f, s.gilstate, s.runtime - f.bias, &tss_off)) {
-		if (!t->tss_off) {
+		if (minor >= 15 && !decode_tls_gilstate(&f, d->tgid, s.gilstate, &tls_off)) {
+			tls = true;
+		} else if (!t->tss_off) {
 			err = fail(d, -EPROTO,
 				   "cannot find the thread-state key in "
 				   "PyGILState_GetThisThreadState: unsupported build "
 				   "(Python frames off)");
 			goto out;
+		} else {
+			tss_off = t->tss_off + 4;
 		}
-		tss_off = t->tss_off + 4;
 	}
-	int32_t tss[2]; /* Py_tss_t {int _is_initialized; pthread_key_t _key} */
+	/* Py_tss_t {int _is_initialized; pthread_key_t _key} */
+	int32_t tss[2] = { 0, GS_PY_TSS_TLS };
 
-	if (rd(d->tgid, s.runtime + (uint64_t)tss_off - 4, tss, sizeof(tss))) {
-		/* ld.so may not have mapped libpython's data segment yet */
-		err = fail(d, -EAGAIN, "cannot read the thread-state key at _PyRuntime+0x%" PRIx64,
-			   (uint64_t)tss_off);
-		goto out;
-	}
-	if (tss[0] == 0) { /* interpreter still starting: ask again later */
-		err = fail(d, -EAGAIN, "interpreter not initialized yet");
-		goto out;
-	}
-	if (tss[0] != 1 || tss[1] < 0 || tss[1] >= 32) {
-		/* -EAGAIN: within milliseconds of exec the key reads as garbage
-		 * for a moment (seen with spawn workers once samples of young
-		 * processes are read at once; likely ld.so mapping libpython's
-		 * span before its data segment).  The session retries for a few
-		 * seconds, then reports this message. */
-		err = fail(d, -EAGAIN,
-			   "thread-state key at _PyRuntime+0x%" PRIx64 " looks wrong "
-			   "(initialized %d, key %d): unsupported build (Python frames off)",
-			   (uint64_t)tss_off, tss[0], tss[1]);
-		goto out;
+	if (tls) {
+		/* No key to tell "initialized": the runtime's interpreter list */
+		uint64_t head = 0;
+
+		if (rd_u64(d->tgid, s.runtime + t->interp_head, &head)) {
+			err = fail(d, -EAGAIN, "cannot read _PyRuntime");
+			goto out;
+		}
+		if (!head) {
+			err = fail(d, -EAGAIN, "interpreter not initialized yet");
+			goto out;
+		}
+	} else {
+		if (rd(d->tgid, s.runtime + (uint64_t)tss_off - 4, tss, sizeof(tss))) {
+			/* ld.so may not have mapped libpython's data segment yet */
+			err = fail(d, -EAGAIN,
+				   "cannot read the thread-state key at _PyRuntime+0x%" PRIx64,
+				   (uint64_t)tss_off);
+			goto out;
+		}
+		if (tss[0] == 0) { /* interpreter still starting: ask again later */
+			err = fail(d, -EAGAIN, "interpreter not initialized yet");
+			goto out;
+		}
+		if (tss[0] != 1 || tss[1] < 0 || tss[1] >= 32) {
+			/* -EAGAIN: within milliseconds of exec the key reads as garbage
+			 * for a moment (seen with spawn workers once samples of young
+			 * processes are read at once; likely ld.so mapping libpython's
+			 * span before its data segment).  The session retries for a few
+			 * seconds, then reports this message. */
+			err =
+			    fail(d, -EAGAIN,
+				 "thread-state key at _PyRuntime+0x%" PRIx64 " looks wrong "
+				 "(initialized %d, key %d): unsupported build (Python frames off)",
+				 (uint64_t)tss_off, tss[0], tss[1]);
+			goto out;
+		}
 	}
 	if ((err = check_layout(d, t, &s)))
 		goto out;
 	uint32_t first = 0;
 
-	if (find_libc_1stblock(d, maps, n, &first)) {
+	if (tls) {
+		first = (uint32_t)(int32_t)tls_off; /* GS_PY_TSS_TLS: records.h */
+	} else if (find_libc_1stblock(d, maps, n, &first)) {
 		/* -EAGAIN, not -ENOTSUP: right after exec, the maps read above
 		 * can predate ld.so mapping libc while the interpreter got
 		 * initialized during our ELF scans (seen under load).  A retry
