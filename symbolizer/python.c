@@ -356,19 +356,9 @@ static const char *base_name(const char *p)
  * Offsets per minor version for 3.8-3.12 (x86-64; reference §4.2, verified
  * with gdb on the pyenv builds), cross-checked at start against
  * PyCode_Type.tp_members and PyFrame_Type.tp_members (<= 3.10).  3.13 on:
- * read from the target's own _Py_DebugOffsets (dbg_table below).
+ * read from the target's own _Py_DebugOffsets (dbg_table below).  The
+ * struct py_table they fill is in python_int.h.
  */
-struct py_table {
-	uint32_t minor;
-	uint16_t ts_frame, cframe_current, fr_back, fr_code, fr_lasti, fr_entry;
-	uint16_t co_argcount, co_firstlineno, co_filename, co_name, co_qualname, co_table;
-	uint16_t code_size; /* PyCode_Type.tp_basicsize = co_code_adaptive (3.11+) */
-	uint16_t ascii_size, compact_size;
-	uint16_t tss_off; /* _PyRuntime offset of autoTSSkey (Py_tss_t) when the
-			   * PyGILState_GetThisThreadState decode fails */
-	uint16_t str_length, str_state, bytes_size, bytes_sval;
-	uint16_t interp_head; /* _PyRuntime.interpreters.head (3.13+) */
-};
 
 static const struct py_table tables[] = {
 	{ 8, 24, 0, 24, 32, 104, 0, 16, 40, 104, 112, 0, 120, 0, 48, 72, 0x570, 16, 32, 16, 32 },
@@ -645,6 +635,16 @@ static int read_debug_offsets(struct discover *d, uint64_t runtime, uint32_t ver
 		.interp_head = (uint16_t)o[5],
 	};
 	return 0;
+}
+
+int gs_py_debug_offsets(uint32_t pid, uint64_t runtime, uint32_t version_hex, struct py_table *t,
+			char *note, size_t notelen, char *msg, size_t msglen)
+{
+	struct discover d = { .tgid = pid, .msg = msg, .msglen = msglen };
+
+	if (note && notelen)
+		note[0] = 0;
+	return read_debug_offsets(&d, runtime, version_hex, t, note, notelen);
 }
 
 /* Offset of the TSS key (Py_tss_t._key) in _PyRuntime, from the first
