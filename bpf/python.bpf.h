@@ -28,6 +28,11 @@
  *            skipped and mark the frame below them as the entry frame.
  *   3.13:    tstate->current_frame, instr_ptr; C entry frames (owner CSTACK
  *            or f_executable == Py_None) are skipped like 3.12 shims.
+ *   3.14+:   as 3.13 (offsets from _Py_DebugOffsets); f_executable is a
+ *            _PyStackRef whose low bits are tags (pycore_stackref.h), masked
+ *            off; the entry frames are owned by FRAME_OWNED_BY_INTERPRETER
+ *            (3, CSTACK's old value) or CSTACK (4, 3.14), so every owner
+ *            >= 3 is a frame that is not Python code, as in 3.12/3.13.
  * Per frame: code pointer, lasti (bytes), checksum gs_py_checksum() of
  * (co_firstlineno, co_argcount), and GS_PYF_BAD_CODE when ob_type is not
  * PyCode_Type (then no checksum).  At most two bpf_probe_read_user per
@@ -50,7 +55,13 @@ struct {
 	__type(value, struct gs_py_cfg);
 } py_cfgs SEC(".maps");
 
+/* 3.12/3.13 FRAME_OWNED_BY_CSTACK; 3.14+ FRAME_OWNED_BY_INTERPRETER, and
+ * 3.14's CSTACK above it: owners from here on are not Python code. */
 #define GS_PY_FRAME_OWNED_BY_CSTACK 3
+/* Low bits of a frame's code reference: _PyStackRef tags from 3.14 on
+ * (Py_TAG_BITS, 1 or 3); always zero in a PyObject pointer (8-aligned), so
+ * masking them is right for every version. */
+#define GS_PY_REF_TAGS 7ull
 /* Loop budget: Python frames plus the C entry frames between them. */
 #define GS_PY_WALK_STEPS (2 * GS_MAX_PY_FRAMES + 2)
 
@@ -205,12 +216,12 @@ static __always_inline long gs_py_walk_step(__u32 idx, void *ctx)
 	fb = gs_py_frame_buf(w, ver, frame + lo, len);
 	if (!fb)
 		goto fault;
-	code = gs_py_w64(fb, cfg->fr_code - lo);
+	code = gs_py_w64(fb, cfg->fr_code - lo) & ~GS_PY_REF_TAGS;
 	next = gs_py_w64(fb, cfg->fr_back - lo);
 	if (ver >= 0x030c0000) {
 		__u8 owner = gs_py_w8(fb, cfg->fr_entry - lo);
 
-		if (owner == GS_PY_FRAME_OWNED_BY_CSTACK ||
+		if (owner >= GS_PY_FRAME_OWNED_BY_CSTACK ||
 		    (cfg->py_none && code == cfg->py_none)) {
 			/* C entry (shim) frame: the Python frame below it is the
 			 * first one of that eval invocation. */
@@ -321,12 +332,14 @@ static __always_inline int gs_walk_python(struct task_struct *task, __u32 py_cfg
 	if (!cfg || !cfg->version_hex)
 		return 0;
 	key = cfg->tss_key;
-	if (key < 0 || key >= 32) /* beyond glibc's specific_1stblock */
+	if (key != GS_PY_TSS_TLS && (key < 0 || key >= 32)) /* beyond specific_1stblock */
 		return 0;
 	fsbase = BPF_CORE_READ(task, thread.fsbase);
 	if (!fsbase)
 		return 0;
-	if (gs_py_rd(&tstate, 8, fsbase + cfg->tls_1stblock + (__u64)key * 16 + 8)) {
+	if (gs_py_rd(&tstate, 8,
+		     key == GS_PY_TSS_TLS ? fsbase + (__s64)(__s32)cfg->tls_1stblock
+					  : fsbase + cfg->tls_1stblock + (__u64)key * 16 + 8)) {
 		*flags |= GS_CPU_PY_ERR;
 		return 0;
 	}

@@ -96,7 +96,7 @@ static void py_discover(struct session *s, struct gs_procinfo *p)
 {
 	struct gs_py_cfg cfg;
 	struct gs_py_info info;
-	char msg[256] = "";
+	char msg[512] = "";
 	uint64_t now = gs_now_ns(CLOCK_MONOTONIC);
 	int rc;
 
@@ -120,6 +120,8 @@ static void py_discover(struct session *s, struct gs_procinfo *p)
 				gs_cfi_add_process(s->cfi, p->proc->tgid);
 		}
 		snprintf(p->python, sizeof(p->python), "CPython %s", info.version);
+		if (msg[0]) /* a version newer than those known: tried, with a note */
+			gs_profile_add_note(&s->prof, "%s", msg);
 		gs_session_update_target(s, p);
 		return;
 	}

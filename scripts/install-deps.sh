@@ -11,7 +11,8 @@ fi
 BUILD_PKGS="clang llvm gcc g++ make pkg-config bpftool libbpf-dev libelf-dev libdw-dev
  zlib1g-dev libzstd-dev liblzma-dev libbz2-dev libiberty-dev systemtap-sdt-dev"
 TEST_PKGS="libcriterion-dev golang-go protobuf-compiler python3-torch chromium
- linux-perf bpftrace jq procps file qemu-system-x86 busybox-static cpio debian-archive-keyring"
+ linux-perf bpftrace jq procps file qemu-system-x86 busybox-static cpio debian-archive-keyring
+ debootstrap"
 BENCH_PKGS="bpfcc-tools linux-headers-amd64"
 
 need=""
@@ -43,4 +44,7 @@ fi
 # Debian's cloud kernels for t_kernel_matrix.sh (scripts/kernel-matrix.sh),
 # into its own cache (GS_KERNEL_CACHE); downloads only what is missing.
 "$(dirname "$0")/kernel-matrix.sh" --fetch
+# The Debian sid root (python3.14, python3.15, PyTorch 2.x) the Python tests
+# also run in, as a container would (cached: a no-op once built).
+"$(dirname "$0")/sid-root.sh"
 echo "install-deps: ok"

@@ -353,28 +353,55 @@ static const char *base_name(const char *p)
 }
 
 /* ---------------------------------------------------------------------------
- * Offsets per minor version (x86-64; reference §4.2, verified with gdb on
- * the pyenv builds), cross-checked at start against PyCode_Type.tp_members,
- * PyFrame_Type.tp_members (<= 3.10) and _Py_DebugOffsets (3.13).
+ * Offsets per minor version for 3.8-3.12 (x86-64; reference §4.2, verified
+ * with gdb on the pyenv builds), cross-checked at start against
+ * PyCode_Type.tp_members and PyFrame_Type.tp_members (<= 3.10).  3.13 on:
+ * read from the target's own _Py_DebugOffsets (dbg_table below).  The
+ * struct py_table they fill is in python_int.h.
  */
-struct py_table {
-	uint32_t minor;
-	uint16_t ts_frame, cframe_current, fr_back, fr_code, fr_lasti, fr_entry;
-	uint16_t co_argcount, co_firstlineno, co_filename, co_name, co_qualname, co_table;
-	uint16_t code_size; /* PyCode_Type.tp_basicsize = co_code_adaptive (3.11+) */
-	uint16_t ascii_size, compact_size;
-	uint16_t tss_off; /* _PyRuntime offset of autoTSSkey (Py_tss_t) when the
-			   * PyGILState_GetThisThreadState decode fails */
-};
 
 static const struct py_table tables[] = {
-	{ 8, 24, 0, 24, 32, 104, 0, 16, 40, 104, 112, 0, 120, 0, 48, 72, 0x570 },
-	{ 9, 24, 0, 24, 32, 104, 0, 16, 40, 104, 112, 0, 120, 0, 48, 72, 0x248 },
-	{ 10, 24, 0, 24, 32, 96, 0, 16, 40, 104, 112, 0, 120, 0, 48, 72, 0x248 },
-	{ 11, 56, 8, 48, 32, 56, 68, 56, 72, 112, 120, 128, 136, 184, 48, 72, 0x250 },
-	{ 12, 56, 0, 8, 0, 56, 70, 52, 68, 112, 120, 128, 136, 192, 40, 56, 0x608 },
-	{ 13, 72, 0, 8, 0, 56, 70, 52, 68, 112, 120, 128, 136, 200, 40, 56, 0x870 },
+	{ 8, 24, 0, 24, 32, 104, 0, 16, 40, 104, 112, 0, 120, 0, 48, 72, 0x570, 16, 32, 16, 32 },
+	{ 9, 24, 0, 24, 32, 104, 0, 16, 40, 104, 112, 0, 120, 0, 48, 72, 0x248, 16, 32, 16, 32 },
+	{ 10, 24, 0, 24, 32, 96, 0, 16, 40, 104, 112, 0, 120, 0, 48, 72, 0x248, 16, 32, 16, 32 },
+	{ 11, 56, 8, 48, 32, 56, 68, 56, 72, 112, 120, 128, 136, 184, 48, 72, 0x250, 16, 32, 16, 32 },
+	{ 12, 56, 0, 8, 0, 56, 70, 52, 68, 112, 120, 128, 136, 192, 40, 56, 0x608, 16, 32, 16, 32 },
 };
+#define PY_TABLE_LAST 12 /* newer: _Py_DebugOffsets */
+
+/*
+ * _Py_DebugOffsets (CPython 3.13+, Include/internal/pycore_debug_offsets.h;
+ * 3.13: pycore_runtime.h): the interpreter's own description of its
+ * layout, at the start of _PyRuntime, for out-of-process readers.  It is a
+ * struct of u64 words whose own layout changes between minor versions
+ * (3.14 added interpreter and frame fields, 3.15 thread-state ones), so
+ * each layout of it is known here by the word index of every field read.
+ * The values are what a patch release may move; they are bounded and
+ * cross-checked against PyCode_Type's members before use.  A minor version
+ * newer than the last one known is read with the last layout, and says so.
+ */
+struct dbg_table {
+	uint32_t minor; /* first minor version with this layout */
+	uint8_t ts_size, ts_frame;
+	uint8_t fr_size, fr_back, fr_exec, fr_ip, fr_owner;
+	uint8_t co_size, co_filename, co_name, co_qualname, co_table, co_firstlineno, co_argcount,
+	    co_adaptive;
+	uint8_t ob_size, ob_type;
+	uint8_t by_size, by_ob_size, by_sval;
+	uint8_t str_size, str_state, str_length, str_ascii, str_compact; /* 0: absent */
+	uint16_t tss_off; /* as py_table.tss_off; 0: decode only */
+};
+
+static const struct dbg_table dbg_tables[] = {
+	{ 13, 19, 23, 28, 29, 30, 31, 33, 34, 35, 36, 37, 38,   39,
+	  40, 43, 44, 45, 64, 65, 66, 67, 68, 69, 70, 0,  0x870 },
+	{ 14, 22, 26, 31, 32, 33, 34, 36, 39, 40, 41, 42, 43, 44,
+	  45, 48, 50, 51, 74, 75, 76, 77, 78, 79, 80, 0,  0 },
+	{ 15, 22, 26, 39, 40, 41, 42, 44, 47, 48, 49, 50, 51, 52,
+	  53, 56, 58, 59, 86, 87, 88, 89, 90, 91, 92, 93, 0 },
+};
+#define DBG_WORDS     96 /* words read: above every index in dbg_tables */
+#define PY_KNOWN_LAST 15
 
 struct discover {
 	uint32_t tgid;
@@ -492,57 +519,132 @@ static int check_layout(struct discover *d, const struct py_table *t, const stru
 				    "unsupported build (Python frames off)",
 				    basicsize, t->code_size);
 	}
-	if (s->bytes_type) { /* ob_sval at 32: tp_basicsize = 33 */
-		if (rd_u64(pid, s->bytes_type + 32, &basicsize) || basicsize != 33)
+	if (s->bytes_type) { /* tp_basicsize = ob_sval + 1 (33 so far) */
+		if (rd_u64(pid, s->bytes_type + 32, &basicsize) ||
+		    basicsize != (uint64_t)t->bytes_sval + 1)
 			return fail(d, -EPROTO,
-				    "PyBytes_Type.tp_basicsize is not 33: unsupported build");
+				    "PyBytes_Type.tp_basicsize is not %u: unsupported build",
+				    t->bytes_sval + 1);
 	}
 	return 0;
 }
 
-/* 3.13+: _Py_DebugOffsets at the start of _PyRuntime (3.13.0 layout). */
-static int check_debug_offsets(struct discover *d, const struct py_table *t, uint64_t runtime,
-			       uint32_t version_hex)
+/* 3.13+: fill t from the _Py_DebugOffsets at the start of _PyRuntime
+ * (dbg_tables).  Every value is bounded by what the readers can hold:
+ * frame fields inside the BPF walker's 128-byte window, code-object fields
+ * inside read_code's 256-byte read, string and bytes headers inside
+ * read_str's 72 bytes.  note: a line for the report when the version is
+ * newer than the layouts known ("" otherwise). */
+static int read_debug_offsets(struct discover *d, uint64_t runtime, uint32_t version_hex,
+			      struct py_table *t, char *note, size_t notelen)
 {
-	uint64_t o[45];
+	uint64_t o[DBG_WORDS];
+	const struct dbg_table *k = NULL;
+	uint32_t minor = (version_hex >> 16) & 255;
 
-	if (rd(d->tgid, runtime, o, sizeof(o)))
-		return fail(d, -EPROTO, "cannot read _Py_DebugOffsets at _PyRuntime");
+	if (rd(d->tgid, runtime, o, sizeof(o))) /* data segment not mapped yet */
+		return fail(d, -EAGAIN, "cannot read _Py_DebugOffsets at _PyRuntime");
 	if (memcmp(o, "xdebugpy", 8))
 		return fail(d, -EPROTO,
-			    "_PyRuntime does not start with the _Py_DebugOffsets cookie");
+			    "_PyRuntime does not start with the _Py_DebugOffsets cookie "
+			    "\"xdebugpy\": unsupported build (Python frames off)");
 	if ((o[1] >> 16) != (version_hex >> 16))
 		return fail(d, -EPROTO,
 			    "_Py_DebugOffsets.version 0x%" PRIx64 " does not match "
-			    "Py_Version 0x%x",
+			    "Py_Version 0x%x: unsupported build (Python frames off)",
 			    o[1], version_hex);
 	if (o[2])
-		return fail(d, -ENOTSUP, "free-threaded build: not supported (native stacks only)");
-	/* thread_state at byte 152 (index 19): size prev next interp current_frame ... */
+		return fail(d, -ENOTSUP,
+			    "free-threaded build (%u.%ut): not supported (its frames and "
+			    "code objects are laid out and tagged differently); native "
+			    "stacks only",
+			    version_hex >> 24, minor);
+	for (size_t i = 0; i < sizeof(dbg_tables) / sizeof(dbg_tables[0]); i++)
+		if (dbg_tables[i].minor <= minor)
+			k = &dbg_tables[i];
+	if (!k)
+		return fail(d, -ENOTSUP, "no _Py_DebugOffsets layout for this version");
+	if (minor > PY_KNOWN_LAST && note && notelen)
+		snprintf(note, notelen,
+			 "pid %u: %s: Python %u.%u is newer than the versions known "
+			 "(3.8 to 3.%u): its layout is read from its _Py_DebugOffsets as "
+			 "laid out in 3.%u; check its Python frames",
+			 d->tgid, d->build, version_hex >> 24, minor, PY_KNOWN_LAST, k->minor);
+	uint64_t ts_size = o[k->ts_size], fr_size = o[k->fr_size], co_size = o[k->co_size];
+	uint64_t by_size = o[k->by_size], str_size = o[k->str_size];
+	uint64_t ascii = o[k->str_ascii], compact = k->str_compact ? o[k->str_compact] : ascii + 16;
+	/* field, its struct's size, the most the readers allow */
 	struct {
 		const char *what;
-		uint64_t got, want;
+		uint64_t v, size, lim;
 	} c[] = {
-		{ "thread_state.current_frame", o[23], t->ts_frame },
-		{ "interpreter_frame.previous", o[29], t->fr_back },
-		{ "interpreter_frame.executable", o[30], t->fr_code },
-		{ "interpreter_frame.instr_ptr", o[31], t->fr_lasti },
-		{ "interpreter_frame.owner", o[33], t->fr_entry },
-		{ "code_object.filename", o[35], t->co_filename },
-		{ "code_object.name", o[36], t->co_name },
-		{ "code_object.qualname", o[37], t->co_qualname },
-		{ "code_object.linetable", o[38], t->co_table },
-		{ "code_object.firstlineno", o[39], t->co_firstlineno },
-		{ "code_object.argcount", o[40], t->co_argcount },
-		{ "code_object.co_code_adaptive", o[43], t->code_size },
+		{ "thread_state.current_frame", o[k->ts_frame], ts_size, 65536 - 8 },
+		{ "interpreter_frame.previous", o[k->fr_back], fr_size, 112 },
+		{ "interpreter_frame.executable", o[k->fr_exec], fr_size, 112 },
+		{ "interpreter_frame.instr_ptr", o[k->fr_ip], fr_size, 112 },
+		{ "interpreter_frame.owner", o[k->fr_owner], fr_size, 112 },
+		{ "code_object.filename", o[k->co_filename], co_size, 248 },
+		{ "code_object.name", o[k->co_name], co_size, 248 },
+		{ "code_object.qualname", o[k->co_qualname], co_size, 248 },
+		{ "code_object.linetable", o[k->co_table], co_size, 248 },
+		{ "code_object.firstlineno", o[k->co_firstlineno], co_size, 124 },
+		{ "code_object.argcount", o[k->co_argcount], co_size, 124 },
+		{ "code_object.co_code_adaptive", o[k->co_adaptive], co_size, 65536 },
+		{ "bytes_object.ob_size", o[k->by_ob_size], by_size, 64 },
+		{ "bytes_object.ob_sval", o[k->by_sval], by_size, 64 },
+		{ "unicode_object.length", o[k->str_length], str_size, 64 },
+		{ "unicode_object.state", o[k->str_state], str_size, 64 },
+		/* word 5 in every layout so far (runtime_state comes first) */
+		{ "runtime_state.interpreters_head", o[5], o[3], 65536 - 8 },
 	};
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
-		if (c[i].got != c[i].want)
+		if (c[i].v >= c[i].size || c[i].v >= c[i].lim || c[i].size > (1u << 20))
 			return fail(d, -EPROTO,
-				    "_Py_DebugOffsets.%s is %" PRIu64 ", expected %" PRIu64
-				    ": unsupported build (Python frames off)",
-				    c[i].what, c[i].got, c[i].want);
+				    "_Py_DebugOffsets.%s is %" PRIu64 " (struct size %" PRIu64
+				    "): out of bounds, unsupported build (Python frames off)",
+				    c[i].what, c[i].v, c[i].size);
+	/* the walker reads ob_type at 8 and co_firstlineno/co_argcount past it */
+	if (o[k->ob_size] != 16 || o[k->ob_type] != 8 || o[k->co_firstlineno] < 16 ||
+	    o[k->co_argcount] < 16 || ascii < 24 || ascii > 128 || compact < ascii || compact > 128)
+		return fail(d, -EPROTO,
+			    "_Py_DebugOffsets: object header or string sizes look wrong "
+			    "(ob_type %" PRIu64 ", PyASCIIObject %" PRIu64 "): unsupported build "
+			    "(Python frames off)",
+			    o[k->ob_type], ascii);
+	*t = (struct py_table){
+		.minor = minor,
+		.ts_frame = (uint16_t)o[k->ts_frame],
+		.fr_back = (uint16_t)o[k->fr_back],
+		.fr_code = (uint16_t)o[k->fr_exec],
+		.fr_lasti = (uint16_t)o[k->fr_ip],
+		.fr_entry = (uint16_t)o[k->fr_owner],
+		.co_argcount = (uint16_t)o[k->co_argcount],
+		.co_firstlineno = (uint16_t)o[k->co_firstlineno],
+		.co_filename = (uint16_t)o[k->co_filename],
+		.co_name = (uint16_t)o[k->co_name],
+		.co_qualname = (uint16_t)o[k->co_qualname],
+		.co_table = (uint16_t)o[k->co_table],
+		.code_size = (uint16_t)o[k->co_adaptive],
+		.ascii_size = (uint16_t)ascii,
+		.compact_size = (uint16_t)compact,
+		.tss_off = k->minor == minor ? k->tss_off : 0,
+		.str_length = (uint16_t)o[k->str_length],
+		.str_state = (uint16_t)o[k->str_state],
+		.bytes_size = (uint16_t)o[k->by_ob_size],
+		.bytes_sval = (uint16_t)o[k->by_sval],
+		.interp_head = (uint16_t)o[5],
+	};
 	return 0;
+}
+
+int gs_py_debug_offsets(uint32_t pid, uint64_t runtime, uint32_t version_hex, struct py_table *t,
+			char *note, size_t notelen, char *msg, size_t msglen)
+{
+	struct discover d = { .tgid = pid, .msg = msg, .msglen = msglen };
+
+	if (note && notelen)
+		note[0] = 0;
+	return read_debug_offsets(&d, runtime, version_hex, t, note, notelen);
 }
 
 /* Offset of the TSS key (Py_tss_t._key) in _PyRuntime, from the first
@@ -568,6 +670,35 @@ static int decode_tss_off(struct elf_file *f, uint64_t fn, uint64_t runtime_vadd
 				return 0;
 			}
 		}
+		/* 3.14 static exe: cmpl $0,disp32(%rip) on _is_initialized, then
+		 * the Py_tss_t's address to PyThread_tss_get: mov $abs,%edi or
+		 * lea disp32(%rip),%rdi.  Both must name the same Py_tss_t (a
+		 * cmpq on another field has a REX prefix and is not taken). */
+		if (c[i] == 0x83 && c[i + 1] == 0x3d && c[i + 6] == 0 &&
+		    (i == 0 || c[i - 1] != 0x48)) {
+			int32_t disp;
+
+			memcpy(&disp, &c[i + 2], 4);
+			uint64_t a = fn + i + 7 + (int64_t)disp;
+
+			for (size_t j = i + 7; j + 7 <= sizeof(c); j++) {
+				uint32_t imm;
+				int32_t d2;
+
+				memcpy(&imm, &c[j + 1], 4);
+				memcpy(&d2, &c[j + 3], 4);
+				if ((c[j] == 0xbf && imm == a) ||
+				    (c[j] == 0x48 && c[j + 1] == 0x8d && c[j + 2] == 0x3d &&
+				     fn + j + 7 + (int64_t)d2 == a)) {
+					int64_t t = (int64_t)a - (int64_t)runtime_vaddr;
+
+					if (t > 0 && t < 0x100000) {
+						*off = t + 4;
+						return 0;
+					}
+				}
+			}
+		}
 		/* mov disp32(%rip),%edi */
 		if (c[i] == 0x8b && c[i + 1] == 0x3d && i + 6 <= sizeof(c)) {
 			int32_t disp;
@@ -577,6 +708,45 @@ static int decode_tss_off(struct elf_file *f, uint64_t fn, uint64_t runtime_vadd
 
 			if (t > 0 && t < 0x100000) {
 				*off = t;
+				return 0;
+			}
+		}
+	}
+	return -ENOENT;
+}
+
+/* 3.15+: PyGILState_GetThisThreadState returns a static thread-local
+ * (no TSS key): its offset from the thread pointer, from
+ *   local exec (static exe):  mov %fs:disp32,%rax
+ *   initial exec:             mov GOT(%rip),%rax; mov %fs:(%rax),%rax
+ *                             (the GOT slot, read from the target, holds it)
+ * A shared libpython built for dynamic TLS (__tls_get_addr) is not decoded. */
+static int decode_tls_gilstate(struct elf_file *f, uint32_t pid, uint64_t fn, int64_t *off)
+{
+	uint8_t c[32];
+
+	if (elf_read(f, fn, c, sizeof(c)))
+		return -ENOENT;
+	for (size_t i = 0; i + 9 <= sizeof(c); i++) {
+		int32_t disp;
+
+		if (c[i] == 0x64 && c[i + 1] == 0x48 && c[i + 2] == 0x8b && c[i + 3] == 0x04 &&
+		    c[i + 4] == 0x25) {
+			memcpy(&disp, &c[i + 5], 4);
+			if (disp < 0 && disp > -0x100000) {
+				*off = disp;
+				return 0;
+			}
+		}
+		if (c[i] == 0x48 && c[i + 1] == 0x8b && c[i + 2] == 0x05 && i + 11 <= sizeof(c) &&
+		    c[i + 7] == 0x64 && c[i + 8] == 0x48 && c[i + 9] == 0x8b && c[i + 10] == 0x00) {
+			int64_t slot;
+
+			memcpy(&disp, &c[i + 3], 4);
+			if (rd(pid, fn + i + 7 + (int64_t)disp + f->bias, &slot, 8))
+				return -EAGAIN; /* not relocated / mapped yet */
+			if (slot < 0 && slot > -0x100000) {
+				*off = slot;
 				return 0;
 			}
 		}
@@ -675,8 +845,120 @@ static int find_libc_1stblock(struct discover *d, struct map_ent *maps, int n, u
 	return -ENOENT;
 }
 
+/* .eh_frame_hdr's sorted table of function starts (the usual encoding:
+ * udata4 count, datarel sdata4 pairs).  Returns the number of entries, 0
+ * when absent or otherwise encoded; *hdr, *base: the section and its
+ * address (caller frees *hdr). */
+static uint32_t ehhdr_table(struct elf_file *f, uint8_t **hdr, uint64_t *base)
+{
+	size_t shstrndx;
+
+	*hdr = NULL;
+	if (elf_getshdrstrndx(f->elf, &shstrndx))
+		return 0;
+	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(f->elf, scn));) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(f->elf, shstrndx, sh.sh_name)) ||
+		    strcmp(name, ".eh_frame_hdr") || sh.sh_size < 12 || sh.sh_size > (64u << 20))
+			continue;
+		uint8_t *h = malloc(sh.sh_size);
+		uint32_t n;
+
+		if (!h || elf_read(f, sh.sh_addr, h, sh.sh_size) || h[0] != 1 || h[2] != 0x03 ||
+		    h[3] != 0x3b || (h[1] & 0x0f) != 0x0b) {
+			free(h);
+			return 0;
+		}
+		memcpy(&n, h + 8, 4);
+		if (n > (sh.sh_size - 12) / 8) {
+			free(h);
+			return 0;
+		}
+		*hdr = h;
+		*base = sh.sh_addr;
+		return n;
+	}
+	return 0;
+}
+
+/* The .cold part of the eval loop in an interpreter whose symbol table is
+ * stripped (only _PyEval_EvalFrameDefault, a dynamic symbol, is named): GCC
+ * may move most of the loop there (Debian's 3.14 and 3.15: a 1 KiB entry
+ * and 84 KiB of .cold, where most eval activations' return addresses lie).
+ * It is the unwind-table function (from .eh_frame_hdr: its start up to the
+ * next one's) that the most jumps out of the named part land in, at least
+ * 3 (a tail call lands once in each callee).  Link addresses; 0, 0 when
+ * none stands out. */
+static void eval_cold_from_jumps(struct elf_file *f, uint64_t fn, uint64_t size,
+				 struct gs_py_range *out)
+{
+	struct {
+		uint64_t lo, hi;
+		int n;
+	} cand[8] = {};
+	uint8_t *hdr = NULL, *c = size >= 16 && size <= (1u << 20) ? malloc(size) : NULL;
+	uint64_t base = 0;
+	uint32_t nt = c ? ehhdr_table(f, &hdr, &base) : 0;
+	int best = -1;
+
+	*out = (struct gs_py_range){ 0, 0 };
+	if (!nt || elf_read(f, fn, c, size)) {
+		free(c);
+		free(hdr);
+		return;
+	}
+	for (uint64_t i = 0; i + 6 <= size; i++) {
+		int32_t rel, e;
+		uint64_t to, lo, hi;
+		uint32_t l = 0, r = nt;
+
+		if (c[i] == 0x0f && (c[i + 1] & 0xf0) == 0x80) { /* jcc rel32 */
+			memcpy(&rel, &c[i + 2], 4);
+			to = fn + i + 6 + (int64_t)rel;
+		} else if (c[i] == 0xe9) { /* jmp rel32 */
+			memcpy(&rel, &c[i + 1], 4);
+			to = fn + i + 5 + (int64_t)rel;
+		} else {
+			continue;
+		}
+		if (to >= fn && to < fn + size)
+			continue;
+		while (r - l > 1) { /* last entry starting at or below `to` */
+			uint32_t m = l + (r - l) / 2;
+
+			memcpy(&e, hdr + 12 + (size_t)m * 8, 4);
+			if (base + (int64_t)e <= to)
+				l = m;
+			else
+				r = m;
+		}
+		memcpy(&e, hdr + 12 + (size_t)l * 8, 4);
+		lo = base + (int64_t)e;
+		if (lo > to || l + 1 >= nt)
+			continue;
+		memcpy(&e, hdr + 12 + (size_t)(l + 1) * 8, 4);
+		hi = base + (int64_t)e;
+		for (int k = 0; k < 8; k++)
+			if (!cand[k].n || (cand[k].lo == lo && cand[k].hi == hi)) {
+				cand[k].lo = lo;
+				cand[k].hi = hi;
+				cand[k].n++;
+				break;
+			}
+	}
+	for (int k = 0; k < 8; k++)
+		if (cand[k].n >= 3 && (best < 0 || cand[k].n > cand[best].n))
+			best = k;
+	if (best >= 0)
+		*out = (struct gs_py_range){ cand[best].lo, cand[best].hi };
+	free(c);
+	free(hdr);
+}
+
 /* The eval loop's code, for the merge (gs_py_eval_ranges). */
-static void eval_ranges(const struct elf_file *f, struct gs_py_range *r)
+static void eval_ranges(struct elf_file *f, struct gs_py_range *r)
 {
 	static const int syms[GS_PY_EVAL_RANGES] = { S_EVAL, S_EVAL_COLD };
 
@@ -685,6 +967,13 @@ static void eval_ranges(const struct elf_file *f, struct gs_py_range *r)
 
 		r[i] = v && size ? (struct gs_py_range){ v + f->bias, v + f->bias + size }
 				 : (struct gs_py_range){ 0, 0 };
+	}
+	if (!r[1].hi && r[0].hi) { /* no .cold symbol: stripped */
+		eval_cold_from_jumps(f, f->sym[S_EVAL], f->sym_size[S_EVAL], &r[1]);
+		if (r[1].hi) {
+			r[1].lo += f->bias;
+			r[1].hi += f->bias;
+		}
 	}
 }
 
@@ -744,19 +1033,31 @@ static int discover(struct gs_py *py, struct discover *d, struct gs_py_cfg *cfg,
 	}
 	uint32_t major = hex >> 24, minor = (hex >> 16) & 255;
 	const struct py_table *t = NULL;
+	struct py_table dyn;
+	char note[720] = "";
 
 	for (size_t i = 0; major == 3 && i < sizeof(tables) / sizeof(tables[0]); i++)
 		if (tables[i].minor == minor)
 			t = &tables[i];
+	if (!t && major == 3 && minor > PY_TABLE_LAST) {
+		/* 3.13+: the layout the interpreter publishes (a patch release
+		 * that moves a field, or a newer minor version, still works) */
+		if ((err = read_debug_offsets(d, s.runtime, hex, &dyn, note, sizeof(note))))
+			goto out;
+		t = &dyn;
+	}
 	if (!t) {
 		err = fail(d, -ENOTSUP,
-			   "Python %u.%u is not supported (3.8 to 3.13 are); native "
+			   "Python %u.%u is not supported (3.8 and newer are); native "
 			   "stacks only",
 			   major, minor);
 		goto out;
 	}
-	if (strstr(base_name(f.path), "t.so") || strstr(base_name(f.path), "3.13t")) {
-		err = fail(d, -ENOTSUP, "free-threaded build: not supported (native stacks only)");
+	if (strstr(base_name(f.path), "t.so") ||
+	    (minor >= 13 && base_name(f.path)[strlen(base_name(f.path)) - 1] == 't')) {
+		err = fail(d, -ENOTSUP,
+			   "free-threaded build (%u.%ut): not supported; native stacks only", major,
+			   minor);
 		goto out;
 	}
 	if (!s.code_type || !s.none || !s.gilstate) {
@@ -769,41 +1070,70 @@ static int discover(struct gs_py *py, struct discover *d, struct gs_py_cfg *cfg,
 	 * Read it before the layout cross-checks: it is set by Py_Initialize,
 	 * so once it is, ld.so has finished relocating libpython (right after
 	 * exec, a half-relocated tp_members table reads as garbage). */
-	int64_t tss_off = 0;
+	int64_t tss_off = 0, tls_off = 0;
+	bool tls = false;
 
-	if (decode_tss_off(&f, s.gilstate, s.runtime - f.bias, &tss_off))
-		tss_off = t->tss_off + 4;
-	int32_t tss[2]; /* Py_tss_t {int _is_initialized; pthread_key_t _key} */
+	if (decode_tss_off(&f, s.gilstate, s.runtime - f.bias, &tss_off)) {
+		if (minor >= 15 && !decode_tls_gilstate(&f, d->tgid, s.gilstate, &tls_off)) {
+			tls = true;
+		} else if (!t->tss_off) {
+			err = fail(d, -EPROTO,
+				   "cannot find the thread-state key in "
+				   "PyGILState_GetThisThreadState: unsupported build "
+				   "(Python frames off)");
+			goto out;
+		} else {
+			tss_off = t->tss_off + 4;
+		}
+	}
+	/* Py_tss_t {int _is_initialized; pthread_key_t _key} */
+	int32_t tss[2] = { 0, GS_PY_TSS_TLS };
 
-	if (rd(d->tgid, s.runtime + (uint64_t)tss_off - 4, tss, sizeof(tss))) {
-		/* ld.so may not have mapped libpython's data segment yet */
-		err = fail(d, -EAGAIN, "cannot read the thread-state key at _PyRuntime+0x%" PRIx64,
-			   (uint64_t)tss_off);
-		goto out;
-	}
-	if (tss[0] == 0) { /* interpreter still starting: ask again later */
-		err = fail(d, -EAGAIN, "interpreter not initialized yet");
-		goto out;
-	}
-	if (tss[0] != 1 || tss[1] < 0 || tss[1] >= 32) {
-		/* -EAGAIN: within milliseconds of exec the key reads as garbage
-		 * for a moment (seen with spawn workers once samples of young
-		 * processes are read at once; likely ld.so mapping libpython's
-		 * span before its data segment).  The session retries for a few
-		 * seconds, then reports this message. */
-		err = fail(d, -EAGAIN,
-			   "thread-state key at _PyRuntime+0x%" PRIx64 " looks wrong "
-			   "(initialized %d, key %d): unsupported build (Python frames off)",
-			   (uint64_t)tss_off, tss[0], tss[1]);
-		goto out;
+	if (tls) {
+		/* No key to tell "initialized": the runtime's interpreter list */
+		uint64_t head = 0;
+
+		if (rd_u64(d->tgid, s.runtime + t->interp_head, &head)) {
+			err = fail(d, -EAGAIN, "cannot read _PyRuntime");
+			goto out;
+		}
+		if (!head) {
+			err = fail(d, -EAGAIN, "interpreter not initialized yet");
+			goto out;
+		}
+	} else {
+		if (rd(d->tgid, s.runtime + (uint64_t)tss_off - 4, tss, sizeof(tss))) {
+			/* ld.so may not have mapped libpython's data segment yet */
+			err = fail(d, -EAGAIN,
+				   "cannot read the thread-state key at _PyRuntime+0x%" PRIx64,
+				   (uint64_t)tss_off);
+			goto out;
+		}
+		if (tss[0] == 0) { /* interpreter still starting: ask again later */
+			err = fail(d, -EAGAIN, "interpreter not initialized yet");
+			goto out;
+		}
+		if (tss[0] != 1 || tss[1] < 0 || tss[1] >= 32) {
+			/* -EAGAIN: within milliseconds of exec the key reads as garbage
+			 * for a moment (seen with spawn workers once samples of young
+			 * processes are read at once; likely ld.so mapping libpython's
+			 * span before its data segment).  The session retries for a few
+			 * seconds, then reports this message. */
+			err =
+			    fail(d, -EAGAIN,
+				 "thread-state key at _PyRuntime+0x%" PRIx64 " looks wrong "
+				 "(initialized %d, key %d): unsupported build (Python frames off)",
+				 (uint64_t)tss_off, tss[0], tss[1]);
+			goto out;
+		}
 	}
 	if ((err = check_layout(d, t, &s)))
 		goto out;
-	if (minor >= 13 && (err = check_debug_offsets(d, t, s.runtime, hex)))
-		goto out;
 	uint32_t first = 0;
 
-	if (find_libc_1stblock(d, maps, n, &first)) {
+	if (tls) {
+		first = (uint32_t)(int32_t)tls_off; /* GS_PY_TSS_TLS: records.h */
+	} else if (find_libc_1stblock(d, maps, n, &first)) {
 		/* -EAGAIN, not -ENOTSUP: right after exec, the maps read above
 		 * can predate ld.so mapping libc while the interpreter got
 		 * initialized during our ELF scans (seen under load).  A retry
@@ -839,9 +1169,15 @@ static int discover(struct gs_py *py, struct discover *d, struct gs_py_cfg *cfg,
 		.co_table = t->co_table,
 		.ascii_size = t->ascii_size,
 		.compact_size = t->compact_size,
+		.str_length = t->str_length,
+		.str_state = t->str_state,
+		.bytes_size = t->bytes_size,
+		.bytes_sval = t->bytes_sval,
 		.code_type = s.code_type,
 	};
 	eval_ranges(&f, lay->eval);
+	if (note[0] && d->msg && d->msglen) /* works, with a caveat for the report */
+		snprintf(d->msg, d->msglen, "%s", note);
 	err = 0;
 out:
 	elf_close(&f);

@@ -4,11 +4,14 @@
  * for the BPF walker), code-object symbolization (-> pprof Locations in the
  * `[python]` mapping) and the Python/native stack merge.
  *
- * Supported: CPython 3.8 .. 3.13 on x86-64 glibc, shared libpython or a
+ * Supported: CPython 3.8 .. 3.15 on x86-64 glibc, shared libpython or a
  * static python binary, with or without .symtab (the `.PyRuntime` section
- * stands in for a stripped `_PyRuntime`).  Not supported (-ENOTSUP with a
- * one-line message; native stacks are still recorded): 2.7, 3.0-3.7, 3.14+,
- * free-threaded builds, musl.
+ * stands in for a stripped `_PyRuntime`).  3.8-3.12: offsets from tables
+ * here; 3.13+: from the target's own _Py_DebugOffsets (so a patch release
+ * that moves a field still works, and a newer minor version is tried with a
+ * note).  Not supported (-ENOTSUP with a one-line message; native stacks
+ * are still recorded): 2.7, 3.0-3.7, free-threaded builds (3.13t, 3.14t),
+ * musl.
  *
  * Session wiring (who calls what, when):
  *   py = gs_py_new(profile)                       once, before sampling
@@ -84,7 +87,9 @@ int gs_py_bind(struct gs_py *py, struct gs_proc_table *t, int id);
  * poll for a few seconds after exec, then report msg); -ENOTSUP: a Python this
  * version cannot walk (msg names it); -EPROTO: offsets failed the start-up
  * cross-check (msg names the build); -ESRCH/-EPERM: process gone / no
- * access.  msg receives one line in every non-zero case but -ENOENT.
+ * access.  msg receives one line in every non-zero case but -ENOENT, and
+ * on 0 a note for the report when the version is newer than those known
+ * (empty otherwise).
  * info may be NULL. */
 int gs_py_discover(struct gs_py *py, uint32_t tgid, struct gs_py_cfg *cfg, struct gs_py_info *info,
 		   char *msg, size_t msglen);

@@ -42,10 +42,12 @@ static char *read_str(uint32_t pid, const struct py_layout *l, uint64_t obj)
 	uint64_t length;
 	uint32_t state;
 
-	if (!obj || rd(pid, obj, hdr, sizeof(hdr)))
+	/* discovery keeps both offsets below 64 */
+	if (!obj || l->str_length > sizeof(hdr) - 8 || l->str_state > sizeof(hdr) - 4 ||
+	    rd(pid, obj, hdr, sizeof(hdr)))
 		return NULL;
-	memcpy(&length, hdr + 16, 8);
-	memcpy(&state, hdr + 32, 4);
+	memcpy(&length, hdr + l->str_length, 8);
+	memcpy(&state, hdr + l->str_state, 4);
 	unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
 
 	if (!compact || (kind != 1 && kind != 2 && kind != 4) || length > MAX_STR)
@@ -86,16 +88,17 @@ static char *read_str(uint32_t pid, const struct py_layout *l, uint64_t obj)
 	return out;
 }
 
-static int read_bytes(uint32_t pid, uint64_t obj, uint8_t **out, uint32_t *len)
+static int read_bytes(uint32_t pid, const struct py_layout *l, uint64_t obj, uint8_t **out,
+		      uint32_t *len)
 {
 	int64_t size;
 
-	if (!obj || rd(pid, obj + 16, &size, 8) || size < 0 || size > MAX_TABLE)
+	if (!obj || rd(pid, obj + l->bytes_size, &size, 8) || size < 0 || size > MAX_TABLE)
 		return -EFAULT;
 	*out = malloc(size ? size : 1);
 	if (!*out)
 		return -ENOMEM;
-	if (size && rd(pid, obj + 32, *out, size)) {
+	if (size && rd(pid, obj + l->bytes_sval, *out, size)) {
 		free(*out);
 		*out = NULL;
 		return -EFAULT;
@@ -139,7 +142,7 @@ static struct py_code *read_code(uint32_t pid, const struct py_layout *l, uint64
 	c->version_hex = l->version_hex;
 	c->qualname = read_str(pid, l, name);
 	c->filename = read_str(pid, l, file);
-	if (!c->qualname || !c->filename || read_bytes(pid, table, &c->table, &c->table_len)) {
+	if (!c->qualname || !c->filename || read_bytes(pid, l, table, &c->table, &c->table_len)) {
 		gs_py_code_free(c);
 		return NULL;
 	}

@@ -21,6 +21,9 @@ struct py_layout {
 	uint32_t version_hex;
 	uint16_t co_argcount, co_firstlineno, co_filename, co_name, co_qualname, co_table;
 	uint16_t ascii_size, compact_size; /* sizeof(PyASCIIObject), PyCompactUnicodeObject */
+	/* str length and state, bytes ob_size and ob_sval: 16, 32, 16, 32 in
+	 * every version so far; 3.13+ take them from _Py_DebugOffsets */
+	uint16_t str_length, str_state, bytes_size, bytes_sval;
 	uint64_t code_type;
 	struct gs_py_range eval[GS_PY_EVAL_RANGES]; /* runtime; hi == 0: absent */
 };
@@ -81,6 +84,29 @@ static inline int rd(uint32_t pid, uint64_t addr, void *buf, size_t len)
 {
 	return gs_proc_mem_read(pid, addr, buf, len, NULL);
 }
+
+/* Where one interpreter keeps what the readers use (python.c): a hand
+ * table for 3.8-3.12, _Py_DebugOffsets for 3.13+. */
+struct py_table {
+	uint32_t minor;
+	uint16_t ts_frame, cframe_current, fr_back, fr_code, fr_lasti, fr_entry;
+	uint16_t co_argcount, co_firstlineno, co_filename, co_name, co_qualname, co_table;
+	uint16_t code_size; /* PyCode_Type.tp_basicsize = co_code_adaptive (3.11+) */
+	uint16_t ascii_size, compact_size;
+	uint16_t tss_off; /* _PyRuntime offset of autoTSSkey (Py_tss_t) when the
+			   * PyGILState_GetThisThreadState decode fails */
+	uint16_t str_length, str_state, bytes_size, bytes_sval;
+	uint16_t interp_head; /* _PyRuntime.interpreters.head (3.13+) */
+};
+
+/* 3.13+: fill t from the _Py_DebugOffsets at runtime in pid's memory
+ * (cookie, version, free-threading and every offset checked and bounded).
+ * 0, with note set when the version is newer than the layouts known; else
+ * a negative errno with a line in msg (-EAGAIN unreadable, -EPROTO
+ * malformed, -ENOTSUP free-threaded).  Used by discovery and the unit
+ * tests. */
+int gs_py_debug_offsets(uint32_t pid, uint64_t runtime, uint32_t version_hex, struct py_table *t,
+			char *note, size_t notelen, char *msg, size_t msglen);
 
 /* Free a cached code object (NULL: a remembered read failure). */
 void gs_py_code_free(struct py_code *c);

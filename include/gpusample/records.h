@@ -214,7 +214,10 @@ struct gs_target {
  * symbolizer/python discovery (gs_py_discover); inherited by fork children
  * through the targets entry (same address space).  56 bytes.
  * Thread state: *(fsbase + tls_1stblock + tss_key*16 + 8) (glibc
- * struct pthread.specific_1stblock[key].data, key < 32). */
+ * struct pthread.specific_1stblock[key].data, key < 32); tss_key ==
+ * GS_PY_TSS_TLS: *(fsbase + (__s32)tls_1stblock), a static thread-local
+ * variable (3.15 keeps the PyGILState thread state in one, no TSS key). */
+#define GS_PY_TSS_TLS (-2)
 struct gs_py_cfg {
 	__u32 version_hex;  /* PY_VERSION_HEX, e.g. 0x030b07f0 */
 	__s32 tss_key;      /* pthread TSS key holding PyThreadState* */

@@ -13,15 +13,53 @@ py_need_gs() {
 	go version >/dev/null 2>&1 || fail "go (golang-go) is needed for go tool pprof"
 }
 
+# The Debian sid root (scripts/sid-root.sh: python3.14, python3.15,
+# PyTorch 2.x).  Jobs run inside it, in their own mount namespace, while
+# gpusample stays outside: the container-like case, where every file of the
+# target must be found through /proc/PID/root.
+SID_ROOT=${GS_SID_ROOT:-/var/cache/gpusample/sid-root}
+
+# sid_need: the sid root, built when missing (make deps builds it; about 4
+# minutes on a first run); its absence fails the test.
+sid_need() {
+	"$ROOT/scripts/sid-root.sh" "$SID_ROOT" >"$T/sid-root.log" 2>&1 ||
+		fail "sid root $SID_ROOT missing and scripts/sid-root.sh failed: $(tail -5 "$T/sid-root.log")"
+}
+
+# sid_cmd NAME: an executable $T/sid/NAME that runs NAME (python3.14, ...)
+# inside the sid root: `unshare -m` (a private mount namespace), /proc /dev
+# /sys, /tmp (the test's $T) and the checkout ($ROOT: the workloads) bound
+# in at the same paths, then `chroot ROOT NAME ARGS`.  Every step execs: the
+# job keeps the pid the test started (attach mode needs it).  Prints the
+# path; call sid_need first.
+sid_cmd() {
+	local w=$T/sid/$1
+	mkdir -p "$T/sid"
+	cat > "$w" <<EOS
+#!/bin/sh
+exec unshare -m --propagation private sh -c '
+r=\$0
+for d in /proc /dev /sys /tmp "$ROOT"; do
+	mkdir -p "\$r\$d" && mount --rbind "\$d" "\$r\$d" || exit 1
+done
+exec chroot "\$r" "$1" "\$@"' "$SID_ROOT" "\$@"
+EOS
+	chmod +x "$w"
+	echo "$w"
+}
+
 # py_interpreters: sets PYS to the interpreters to test: every pyenv CPython
-# 3.8-3.13 found (optional: CI has none) plus Debian's python3, which CI
-# installs, so its absence fails.  GS_PYTHONS="PY1 PY2" overrides (to debug
-# one interpreter).
+# 3.8-3.13 found (optional: CI has none), Debian's python3, which CI
+# installs, so its absence fails, and python3.14 and python3.15 of the sid
+# root (sid_cmd; built by make deps, else here).  GS_PYTHONS="PY1 PY2"
+# overrides (to debug one interpreter; sid:python3.14 names a sid one).
 py_interpreters() {
-	local v
+	local v p
 	PYS=()
 	if [ -n "${GS_PYTHONS:-}" ]; then
-		read -ra PYS <<< "$GS_PYTHONS"
+		for p in $GS_PYTHONS; do
+			case $p in sid:*) sid_need; PYS+=("$(sid_cmd "${p#sid:}")");; *) PYS+=("$p");; esac
+		done
 		return
 	fi
 	[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 missing (make deps)"
@@ -29,6 +67,10 @@ py_interpreters() {
 		PYS+=($(ls -d /root/.pyenv/versions/$v.*/bin/python 2>/dev/null | head -1))
 	done
 	PYS+=(/usr/bin/python3)
+	sid_need
+	for v in 3.14 3.15; do
+		PYS+=("$(sid_cmd python$v)")
+	done
 }
 
 py_minor() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])'; }

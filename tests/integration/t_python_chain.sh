@@ -1,7 +1,8 @@
 #!/bin/bash
 # Python frames, done-when (1), through the real CLI (`gpusample -- python
 # py_chain.py`) and the real viewer (go tool pprof -traces -lines), on every
-# CPython 3.8-3.13 and Debian's python3:
+# CPython 3.8-3.13, Debian's python3 and python3.14 / python3.15 of the sid
+# root (python_lib.sh: sid_cmd, the job in a chroot, gpusample outside):
 #  - >= 95% of the samples inside the busy loop carry exactly
 #    <module> -> main -> Worker.run -> inner, leaf line = the loop's line
 #    (3.8-3.10 have no co_qualname: `run`, a documented deviation);

@@ -1,8 +1,9 @@
 #!/bin/bash
 # Python frames spliced by address into their own eval-loop activation,
 # issue 13 done-when (2): a generator / sum(genexpr) loop (py_gen.py) on
-# every CPython 3.8-3.13 and Debian's python3 (stripped binary: the merge
-# finds the eval loop by address, not by name).  Attach mode, so that the
+# every CPython 3.8-3.13, Debian's python3 (stripped binary: the merge
+# finds the eval loop by address, not by name) and the sid root's python3.14
+# and python3.15 (stripped too, most of the loop in an unnamed .cold part).  Attach mode, so that the
 # unwind tables exist before the first sample.
 # A sample in the loop (it has `consume`) is exact when, read root to leaf:
 #  - the Python frames are a prefix of <module> main consume <genexpr> gen;

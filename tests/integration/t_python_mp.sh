@@ -2,7 +2,8 @@
 # Python frames, done-when (4): multiprocessing with fork, spawn and
 # forkserver under `gpusample -- python py_mp.py METHOD`: both workers'
 # Python stacks (mp_work at its busy line) appear under their own pids, on
-# every CPython 3.8-3.13 and Debian's python3.  Spawn and forkserver
+# every CPython 3.8-3.13, Debian's python3 and the sid root's python3.14 and
+# python3.15 (workers exec'd inside the chroot).  Spawn and forkserver
 # workers are fresh execs of python (discovery after exec; forkserver
 # children fork from a process that may not be discovered yet).
 # attach-spawn: `gpusample -p ROOT` on a tree whose spawn workers already

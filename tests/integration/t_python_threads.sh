@@ -2,7 +2,8 @@
 # Python walker, done-when (2): three threads, two busy in C with the GIL
 # released (hashlib, zlib), one in pure Python; every thread's samples carry
 # its own Python stack (thread bootstrap at the root, the worker's call line
-# at the leaf), on every CPython 3.8-3.13 and Debian's python3.
+# at the leaf), on every CPython 3.8-3.13, Debian's python3 and the sid
+# root's python3.14 and python3.15.
 # Attach mode: `gpusample -p PID` on the running script, read back with
 # go tool pprof -traces -lines.
 source "$(dirname "$0")/lib.sh"

@@ -8,12 +8,14 @@
 # the process to attach to), stop the loop after gpusample exits, and write the report
 # to $T/NAME.report.  The workload's own figures are in $T/NAME.json.
 # WALL_GS_ARGS: more gpusample options (e.g. --format); WALL_SECONDS: the
-# -d duration (default 4).
+# -d duration (default 4); WALL_PY: the interpreter that runs the workload
+# (default Debian's python3; python_lib.sh's sid_cmd for the sid root's).
 WALL_SECONDS=${WALL_SECONDS:-4}
+WALL_PY=${WALL_PY:-/usr/bin/python3}
 wall_attach() {
 	local name=$1 mode=$2 wl target
 	shift 2
-	/usr/bin/python3 "$PYWL/py_wall.py" "$mode" "$T/$name.json" "$@" > "$T/$name.out" 2>&1 &
+	"$WALL_PY" "$PYWL/py_wall.py" "$mode" "$T/$name.json" "$@" > "$T/$name.out" 2>&1 &
 	wl=$!
 	for _ in $(seq 1 600); do
 		[ -e "$T/$name.json.ready" ] && break

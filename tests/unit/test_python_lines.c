@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The three CPython line-table decoders against real code objects: fixtures
  * tests/unit/python_lines/VERSION.txt were written by gen.py under each
- * pyenv CPython 3.8-3.13 (expected lines from co_lines() / dis, i.e. from
- * CPython itself), so every instruction offset of every code object is a
- * case.  3.10 is included on purpose (f_lasti in code units, reference E4). */
+ * pyenv CPython 3.8-3.13 and the sid root's 3.14 / 3.15
+ * (scripts/sid-root.sh: chroot ROOT python3.14 - < gen.py) (expected lines
+ * from co_lines() / dis, i.e. from CPython itself), so every instruction
+ * offset of every code object is a case.  3.14 and 3.15 keep 3.11's
+ * location-table format.  3.10 is included on purpose (f_lasti in code units, reference E4). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +81,14 @@ Test(python_lines, locations_312)
 Test(python_lines, locations_313)
 {
 	cr_assert_gt(check_fixture("3.13.0"), 1000);
+}
+Test(python_lines, locations_314)
+{
+	cr_assert_gt(check_fixture("3.14.10"), 1000);
+}
+Test(python_lines, locations_315)
+{
+	cr_assert_gt(check_fixture("3.15.2"), 1000);
 }
 
 Test(python_lines, not_started_is_firstlineno)

@@ -64,8 +64,12 @@ def loader(args):
         time.sleep(args.collate_ms / 1000.0)
         return default_collate(batch)
 
+    # fork, as on Linux before Python 3.14 (whose default, forkserver,
+    # would have to pickle these local classes); the same workers everywhere
+    ctx = "fork" if args.workers else None
     return DataLoader(SleepyItems(), batch_size=args.batch, num_workers=args.workers,
-                      collate_fn=slow_collate if args.mode == "collate" else None)
+                      collate_fn=slow_collate if args.mode == "collate" else None,
+                      multiprocessing_context=ctx)
 
 
 def train(args):
