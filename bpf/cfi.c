@@ -26,6 +26,7 @@
 #include <bpf/libbpf.h>
 
 #include "proc/proc.h"
+#include "gpusample/profile.h"
 #include "gpusample/records.h"
 #include "bpf/cfi_int.h"
 #include "util/clock.h"
@@ -37,12 +38,19 @@
 
 #define GS_CFI_MAX_LOADS 8
 
+/* The preallocated gs_cfi_rules array counts against the budget too. */
+#define RULES_BYTES ((uint64_t)GS_CFI_MAX_RULES * sizeof(struct gs_cfi_rule))
+
 /* CFI state of one object of proc/'s ELF cache (by gs_elf_obj.id: files
  * with the same build-id are one object there, so they share a table). */
 struct cfi_obj {
 	int status; /* 0 table loaded, <0 why not (table_id 0: frame pointers) */
 	uint32_t table_id;
 	uint32_t n_pages;
+	/* page-aligned ELF vaddr the table's page index starts at (its first
+	 * row's page): BPF sees vaddr - base (the mapping's bias includes it),
+	 * so the index spans the object's code, not 0 to its highest address */
+	uint64_t base;
 	unsigned n_load;
 	struct {
 		uint64_t vaddr, offset, filesz;
@@ -74,6 +82,8 @@ struct gs_cfi {
 	struct gs_proc_slots slots;
 	struct gs_cfi_proc *scratch;
 	struct gs_cfi_stats st;
+	uint64_t budget;      /* of BPF map memory for the tables (gs_cfi_set_budget) */
+	char over_first[160]; /* the first object over it, for the report */
 	bool verbose;
 	bool lazy;
 	bool async;
@@ -308,6 +318,7 @@ int gs_cfi_open(struct bpf_object *obj, struct gs_cfi **out, char *err, size_t e
 		return -ENOENT;
 	}
 	c->next_table = 1; /* 0 = no table */
+	c->budget = GS_CFI_BPF_BUDGET;
 	if (!(c->elf = gs_elf_cache_new()) ||
 	    gs_proc_slots_init(&c->slots, "cfi", sizeof(struct cfi_proc))) {
 		gs_elf_cache_put(c->elf);
@@ -360,7 +371,13 @@ void gs_cfi_stats(struct gs_cfi *cfi, struct gs_cfi_stats *st)
 	st->procs = (uint32_t)cfi->slots.n;
 	st->rules = cfi->rules.n;
 	/* rows (page-rounded mmapable arrays) + the preallocated rule array */
-	st->bpf_bytes += (uint64_t)GS_CFI_MAX_RULES * sizeof(struct gs_cfi_rule);
+	st->bpf_bytes += RULES_BYTES;
+	st->budget = cfi->budget;
+}
+
+void gs_cfi_set_budget(struct gs_cfi *cfi, uint64_t bytes)
+{
+	cfi->budget = bytes;
 }
 
 /* Global rule id for a table-local rule; writes new rules to gs_cfi_rules. */
@@ -380,15 +397,17 @@ static int64_t global_rule(struct gs_cfi *c, const struct gs_cfi_rule *r)
 	return id;
 }
 
-/* Page index (see bpf/cfi.h): for each page of vaddr, the row in effect at
- * its start and one past the last row starting inside it; indices count the
- * index entries themselves (rows follow them in the same array). */
-static void fill_pages(const struct gs_cfi_table *t, struct gs_cfi_page *pages, uint32_t n_pages)
+/* Page index (see bpf/cfi.h): for each page of vaddr from base, the row in
+ * effect at its start and one past the last row starting inside it; indices
+ * count the index entries themselves (rows follow them in the same array). */
+static void fill_pages(const struct gs_cfi_table *t, uint64_t base, struct gs_cfi_page *pages,
+		       uint32_t n_pages)
 {
 	uint32_t r = 0; /* first row with pc > page start */
 
 	for (uint32_t i = 0; i < n_pages; i++) {
-		uint64_t ps = (uint64_t)i << GS_CFI_PAGE_SHIFT, pe = ps + (1u << GS_CFI_PAGE_SHIFT);
+		uint64_t ps = base + ((uint64_t)i << GS_CFI_PAGE_SHIFT),
+			 pe = ps + (1u << GS_CFI_PAGE_SHIFT);
 		uint32_t e;
 
 		while (r < t->n_rows && t->rows[r].pc <= ps)
@@ -435,22 +454,28 @@ static int queue_table(struct gs_cfi *c, uint32_t table_id, int fd)
 	return err;
 }
 
-/* Create the inner rows map, fill it through mmap, queue it for table_id. */
+/* Create the inner rows map, fill it through mmap, queue it for table_id.
+ * The page index covers the rows' span only, from base (the first row's
+ * page): a 15 KB library linked at 0xfff00000 had an index from 0, 8 MiB
+ * of kernel memory (600 of them: 4.8 GB).  -ENOSPC: over the budget. */
 static int load_rows(struct gs_cfi *c, const struct gs_cfi_table *t, uint32_t table_id,
-		     uint32_t *n_pages_out)
+		     uint32_t *n_pages_out, uint64_t *base_out)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_INNER_MAP | BPF_F_MMAPABLE);
-	uint32_t n_pages = (t->rows[t->n_rows - 1].pc >> GS_CFI_PAGE_SHIFT) + 1;
+	uint64_t base = t->rows[0].pc & ~(uint64_t)((1u << GS_CFI_PAGE_SHIFT) - 1);
+	uint32_t n_pages = (uint32_t)((t->rows[t->n_rows - 1].pc - base) >> GS_CFI_PAGE_SHIFT) + 1;
 	size_t entries = (size_t)n_pages + t->n_rows;
 	size_t chunks = (entries + GS_CFI_CHUNK - 1) / GS_CFI_CHUNK;
 	/* the array's elements are contiguous: one flat run of entries */
 	size_t esize = GS_CFI_CHUNK * sizeof(struct gs_cfi_row);
 	size_t mbytes = (chunks * esize + 4095) & ~(size_t)4095;
-	int64_t *gid = malloc(t->n_rules * sizeof(*gid));
+	int64_t *gid;
 	struct gs_cfi_row *rows;
 	int fd, err = 0;
 
-	if (!gid)
+	if (c->st.bpf_bytes + RULES_BYTES + mbytes > c->budget)
+		return -ENOSPC;
+	if (!(gid = malloc(t->n_rules * sizeof(*gid))))
 		return -ENOMEM;
 	for (uint32_t i = 0; i < t->n_rules; i++)
 		if ((gid[i] = global_rule(c, &t->rules[i])) < 0) {
@@ -468,9 +493,9 @@ static int load_rows(struct gs_cfi *c, const struct gs_cfi_table *t, uint32_t ta
 	if (rows == MAP_FAILED) {
 		err = -errno;
 	} else {
-		fill_pages(t, (struct gs_cfi_page *)rows, n_pages);
+		fill_pages(t, base, (struct gs_cfi_page *)rows, n_pages);
 		for (uint32_t i = 0; i < t->n_rows; i++) {
-			rows[n_pages + i].pc = t->rows[i].pc;
+			rows[n_pages + i].pc = (uint32_t)(t->rows[i].pc - base);
 			rows[n_pages + i].rule = (uint32_t)gid[t->rows[i].rule];
 		}
 		munmap(rows, mbytes);
@@ -481,6 +506,7 @@ static int load_rows(struct gs_cfi *c, const struct gs_cfi_table *t, uint32_t ta
 	if (!err) {
 		c->st.bpf_bytes += mbytes;
 		*n_pages_out = n_pages;
+		*base_out = base;
 	}
 out:
 	free(gid);
@@ -518,22 +544,28 @@ static void finish_obj(struct gs_cfi *c, size_t idx, struct gs_cfi_table *t, int
 {
 	struct cfi_obj *o = &c->objs[idx];
 	uint32_t n_pages = 0;
+	uint64_t base = 0;
 
 	if (!err && t->n_rows == 0)
 		err = -ENOENT;
 	if (!err && c->next_table >= GS_CFI_MAX_TABLES)
 		err = -E2BIG;
 	if (!err)
-		err = load_rows(c, t, c->next_table, &n_pages);
+		err = load_rows(c, t, c->next_table, &n_pages, &base);
 	c->st.build_ns += ns;
 	if (!err) {
 		o->table_id = c->next_table++;
 		o->n_pages = n_pages;
+		o->base = base;
 		c->st.tables++;
 		c->st.rows += t->n_rows;
 		c->st.truncated += t->truncated;
 	} else if (err == -ENOENT) {
 		c->st.no_eh_frame++;
+	} else if (err == -ENOSPC) { /* frame pointers there; named in the report */
+		c->st.over_budget++;
+		if (!c->over_first[0])
+			snprintf(c->over_first, sizeof(c->over_first), "%s", name);
 	} else {
 		c->st.errors++;
 	}
@@ -699,7 +731,7 @@ static int add_process(struct gs_cfi *c, uint32_t tgid, const uint64_t *want, si
 			continue;
 		m->table_id = o->table_id;
 		m->n_pages = o->n_pages;
-		m->bias = mapping_bias(o, l->start, l->offset);
+		m->bias = mapping_bias(o, l->start, l->offset) + o->base;
 	}
 	gs_proc_maps_put(snap);
 	qsort(pe->m, pe->n, sizeof(pe->m[0]), cmp_mapping);
@@ -915,6 +947,20 @@ static void cfi_h_tick(void *ctx)
 	gs_cfi_refresh(ctx);
 }
 
+/* Objects left without a table by the budget: their stacks use frame
+ * pointers only (a loss the profile names). */
+static void cfi_h_report(void *ctx, struct gs_profile *prof)
+{
+	struct gs_cfi *c = ctx;
+
+	if (c->st.over_budget)
+		gs_profile_add_note(
+		    prof,
+		    "%u object(s) without unwind tables: over the budget of %llu MiB "
+		    "of BPF map memory for them (first: %s); frame pointers there",
+		    c->st.over_budget, (unsigned long long)(c->budget >> 20), c->over_first);
+}
+
 void gs_cfi_proc_handler(struct gs_cfi *cfi, struct gs_proc_handler *h)
 {
 	*h = (struct gs_proc_handler){
@@ -924,5 +970,6 @@ void gs_cfi_proc_handler(struct gs_cfi *cfi, struct gs_proc_handler *h)
 		.fork = cfi_h_fork,
 		.detach = cfi_h_detach,
 		.tick = cfi_h_tick,
+		.report = cfi_h_report,
 	};
 }

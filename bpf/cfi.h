@@ -194,7 +194,19 @@ struct gs_cfi_stats {
 	uint32_t errors;      /* objects that failed to open or load */
 	uint32_t refreshes;   /* process maps re-read after misses */
 	uint32_t truncated;   /* tables cut at their bound (rows, time) */
+	uint32_t over_budget; /* objects refused a table: bpf_bytes would pass budget */
+	uint64_t budget;      /* gs_cfi_set_budget's */
 };
+
+/* Kernel memory of the CFI tables' BPF maps (rows maps + the rules array),
+ * all objects together: an object whose table would pass it gets none
+ * (frame pointers there), counted in over_budget and named in the profile.
+ * Each object's page index spans its rows (first to last pc), not 0 to its
+ * highest address, so a real object costs its rows plus 8 B per 4 KiB of
+ * code. */
+#define GS_CFI_BPF_BUDGET (512ull << 20)
+struct gs_cfi;
+void gs_cfi_set_budget(struct gs_cfi *cfi, uint64_t bytes);
 
 /* Async building (the session): tables are built by a thread of their own
  * (signals blocked; scheduling set by gs_cfi_builder_sched), so a huge or crafted object never blocks the

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -35,6 +36,18 @@ int gs_rt_open(struct session *s)
 		 * (cannot fail: no process was added yet). */
 		if (!rc && s->sym)
 			gs_cfi_set_elf_cache(s->cfi, gs_sym_elf_cache(s->sym));
+		/* GS_CFI_BUDGET_MB: the unwind tables' BPF map memory, all
+		 * objects together (default GS_CFI_BPF_BUDGET, 512 MiB) */
+		const char *bmb = getenv("GS_CFI_BUDGET_MB");
+		if (!rc && bmb && *bmb) {
+			char *end;
+			unsigned long long mb = strtoull(bmb, &end, 10);
+			if (!*end && mb && mb < (1ull << 20))
+				gs_cfi_set_budget(s->cfi, mb << 20);
+			else
+				gs_log("warning: GS_CFI_BUDGET_MB=%s ignored (MiB, 1 to 2^20)\n",
+				       bmb);
+		}
 		if (rc) {
 			/* Frame pointers still work; say why stacks may be short. */
 			gs_log("CFI unwinding off: %s\n", s->err);

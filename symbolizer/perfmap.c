@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +38,21 @@ static void skip_line(FILE *f, size_t *total)
 		(*total)++;
 }
 
-static int parse_line(char *line, struct gs_perfmap *pm, size_t *ecap)
+/* What a parse holds, counted for the budget: the entry array and each
+ * name as malloc stores it (the string, its header, 16-byte rounding). */
+struct parse_ctx {
+	size_t ecap;
+	size_t name_bytes;
+	size_t limit; /* of name_bytes + the array */
+	bool cut;     /* stopped at limit */
+};
+
+static size_t name_cost(size_t len)
+{
+	return (len + 1 + 8 + 15) & ~(size_t)15;
+}
+
+static int parse_line(char *line, struct gs_perfmap *pm, struct parse_ctx *c)
 {
 	char *p = line, *end;
 	uint64_t start = strtoull(p, &end, 16);
@@ -53,19 +69,29 @@ static int parse_line(char *line, struct gs_perfmap *pm, size_t *ecap)
 		return 0;
 	if (pm->n >= GS_PERFMAP_MAX_ENTRIES)
 		return -EFBIG;
-	if (gs_grow_from((void **)&pm->e, ecap, pm->n + 1, sizeof(*pm->e), 64))
+	size_t ncap = pm->n + 1 <= c->ecap ? c->ecap : c->ecap ? c->ecap * 2 : 64;
+	size_t cost = name_cost(strlen(end));
+	if (c->name_bytes + cost + ncap * sizeof(*pm->e) > c->limit) {
+		c->cut = true;
+		return -EFBIG;
+	}
+	if (gs_grow_from((void **)&pm->e, &c->ecap, pm->n + 1, sizeof(*pm->e), 64))
 		return -ENOMEM;
 	char *name = strdup(end);
 	if (!name)
 		return -ENOMEM;
+	c->name_bytes += cost;
 	pm->e[pm->n++] = (struct gs_perfmap_entry){ start, size, name };
 	return 0;
 }
 
-int gs_perfmap_parse(FILE *f, struct gs_perfmap *pm)
+/* Parse up to limit bytes of memory (see struct parse_ctx); *bytes gets
+ * what the result holds, *cut whether the limit stopped it. */
+static int parse_limited(FILE *f, struct gs_perfmap *pm, size_t limit, size_t *bytes, bool *cut)
 {
 	char line[LINE_MAX_BYTES];
-	size_t ecap = 0, total = 0;
+	struct parse_ctx c = { .limit = limit };
+	size_t total = 0;
 	int err = 0;
 
 	memset(pm, 0, sizeof(*pm));
@@ -79,24 +105,169 @@ int gs_perfmap_parse(FILE *f, struct gs_perfmap *pm)
 			skip_line(f, &total); /* too long: not a perf map line */
 			continue;
 		}
-		err = parse_line(line, pm, &ecap);
+		err = parse_line(line, pm, &c);
 	}
 	if (err == -EFBIG)
-		err = 0; /* keep the first GS_PERFMAP_MAX_ENTRIES regions */
+		err = 0; /* keep the first regions (entry count or memory bound) */
 	if (err) {
 		gs_perfmap_free(pm);
 		return err;
 	}
 	/* stable order; for equal starts the later line (newer code) wins in
 	 * find() because it searches for the last entry at or below addr */
-	if (pm->n)
+	if (pm->n) {
 		qsort(pm->e, pm->n, sizeof(*pm->e), pm_cmp);
+		void *fit = realloc(pm->e, pm->n * sizeof(*pm->e));
+		if (fit)
+			pm->e = fit;
+	}
+	*bytes = c.name_bytes + pm->n * sizeof(*pm->e);
+	*cut = c.cut;
 	return 0;
+}
+
+int gs_perfmap_parse(FILE *f, struct gs_perfmap *pm)
+{
+	size_t bytes;
+	bool cut;
+
+	return parse_limited(f, pm, SIZE_MAX, &bytes, &cut);
 }
 
 static int64_t mtime_ns(const struct stat *st)
 {
 	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
+/* ---- one parse per file, one budget for all ---------------------------------
+ * A perf map is the target's to write and to hard-link: 16 processes whose
+ * maps were links to one 61 MB file took 1.5 GB when each was parsed for
+ * itself.  Parses are shared by file identity (a changed file is a new
+ * identity: its readers re-read it) and all of them together hold at most
+ * the budget.  The symbolizer runs on one thread; the lock is for tests and
+ * for more than one symbolizer in a process. */
+struct gs_perfmap_file {
+	struct gs_perfmap_file *next;
+	int refs;
+	uint64_t dev, ino, size;
+	int64_t mtime_ns;
+	struct gs_perfmap_entry *e;
+	size_t n, bytes;
+};
+
+static pthread_mutex_t files_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct gs_perfmap_file *files;
+static size_t budget = GS_PERFMAP_TOTAL_BYTES;
+static struct gs_perfmap_stats stats;
+/* a parse was cut: what is left (slack of the cut one's array) would only
+ * give the next file a sliver; no more until a parse is freed */
+static bool spent;
+
+size_t gs_perfmap_set_budget(size_t bytes)
+{
+	pthread_mutex_lock(&files_mu);
+	size_t old = budget;
+	budget = bytes;
+	pthread_mutex_unlock(&files_mu);
+	return old;
+}
+
+void gs_perfmap_stats(struct gs_perfmap_stats *st)
+{
+	pthread_mutex_lock(&files_mu);
+	*st = stats;
+	pthread_mutex_unlock(&files_mu);
+}
+
+static void note_loss(const char *path)
+{
+	if (!stats.first[0])
+		snprintf(stats.first, sizeof(stats.first), "%s", path);
+}
+
+static void file_put(struct gs_perfmap_file *pf)
+{
+	pthread_mutex_lock(&files_mu);
+	if (--pf->refs > 0) {
+		pthread_mutex_unlock(&files_mu);
+		return;
+	}
+	for (struct gs_perfmap_file **pp = &files; *pp; pp = &(*pp)->next)
+		if (*pp == pf) {
+			*pp = pf->next;
+			break;
+		}
+	stats.bytes -= pf->bytes;
+	spent = false;
+	pthread_mutex_unlock(&files_mu);
+	for (size_t i = 0; i < pf->n; i++)
+		free(pf->e[i].name);
+	free(pf->e);
+	free(pf);
+}
+
+/* The shared parse of the file open at fd (st: its identity), parsed now
+ * if nobody holds it; pm aliases its entries.  fd is consumed.  Called
+ * with files_mu held. */
+static int file_get(int fd, const struct stat *st, const char *path, struct gs_perfmap *pm)
+{
+	struct gs_perfmap_file *pf;
+	struct gs_perfmap tmp;
+	size_t bytes;
+	bool cut;
+	FILE *f;
+	int err;
+
+	for (pf = files; pf; pf = pf->next)
+		if (pf->dev == st->st_dev && pf->ino == st->st_ino &&
+		    pf->size == (uint64_t)st->st_size && pf->mtime_ns == mtime_ns(st))
+			break;
+	if (pf) {
+		close(fd);
+		stats.shared++;
+	} else {
+		size_t left = budget > stats.bytes ? budget - stats.bytes : 0;
+		if (!left || spent) {
+			close(fd);
+			stats.refused++;
+			note_loss(path);
+			return 0; /* pm stays empty: the budget is spent */
+		}
+		if (!(pf = calloc(1, sizeof(*pf))) || !(f = fdopen(fd, "r"))) {
+			free(pf);
+			close(fd);
+			return -ENOMEM;
+		}
+		err = parse_limited(f, &tmp, left, &bytes, &cut);
+		fclose(f);
+		if (err) {
+			free(pf);
+			return err;
+		}
+		*pf = (struct gs_perfmap_file){ .next = files,
+						.dev = st->st_dev,
+						.ino = st->st_ino,
+						.size = (uint64_t)st->st_size,
+						.mtime_ns = mtime_ns(st),
+						.e = tmp.e,
+						.n = tmp.n,
+						.bytes = bytes };
+		files = pf;
+		stats.files++;
+		stats.bytes += bytes;
+		if (stats.bytes > stats.peak)
+			stats.peak = stats.bytes;
+		if (cut) {
+			spent = true;
+			stats.cut++;
+			note_loss(path);
+		}
+	}
+	pf->refs++;
+	pm->shared = pf;
+	pm->e = pf->e;
+	pm->n = pf->n;
+	return 0;
 }
 
 static void stamp(struct gs_perfmap *pm, const struct stat *st)
@@ -123,7 +294,6 @@ bool gs_perfmap_unchanged(const struct gs_perfmap *pm, const char *path)
 int gs_perfmap_read(const char *path, uid_t owner, struct gs_perfmap *pm)
 {
 	struct stat st;
-	FILE *f;
 	int fd, err;
 
 	memset(pm, 0, sizeof(*pm));
@@ -137,12 +307,9 @@ int gs_perfmap_read(const char *path, uid_t owner, struct gs_perfmap *pm)
 		stamp(pm, &st); /* refused as long as it stays this file */
 		return -EPERM;
 	}
-	if (!(f = fdopen(fd, "r"))) {
-		close(fd);
-		return -ENOMEM;
-	}
-	err = gs_perfmap_parse(f, pm);
-	fclose(f);
+	pthread_mutex_lock(&files_mu);
+	err = file_get(fd, &st, path, pm);
+	pthread_mutex_unlock(&files_mu);
 	if (!err) /* as opened: what is appended after that counts as a change */
 		stamp(pm, &st);
 	return err;
@@ -150,6 +317,11 @@ int gs_perfmap_read(const char *path, uid_t owner, struct gs_perfmap *pm)
 
 void gs_perfmap_free(struct gs_perfmap *pm)
 {
+	if (pm->shared) {
+		file_put(pm->shared);
+		memset(pm, 0, sizeof(*pm));
+		return;
+	}
 	for (size_t i = 0; i < pm->n; i++)
 		free(pm->e[i].name);
 	free(pm->e);

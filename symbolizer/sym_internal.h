@@ -135,9 +135,11 @@ struct gs_perfmap_entry {
 	uint64_t start, size;
 	char *name;
 };
+struct gs_perfmap_file;
 struct gs_perfmap {
-	struct gs_perfmap_entry *e;
+	struct gs_perfmap_entry *e; /* the shared parse's when shared != NULL */
 	size_t n;
+	struct gs_perfmap_file *shared; /* gs_perfmap_read: one parse per file */
 	/* the file this was read from, to tell whether it changed since */
 	bool seen;
 	uint64_t dev, ino, size;
@@ -163,9 +165,12 @@ const struct gs_sym_map *gs_sym_snapshot_find(const struct gs_sym_snapshot *s, u
 
 /* ---- perf maps (perfmap.c) ---------------------------------------------- */
 
-/* The target writes its perf map: what we take of it is bounded. */
+/* The target writes its perf map: what we take of it is bounded, per file
+ * (bytes read, regions kept) and over all files (memory of the parsed
+ * regions, every process and symbolizer together). */
 #define GS_PERFMAP_MAX_BYTES   (64u << 20)
 #define GS_PERFMAP_MAX_ENTRIES (1u << 20)
+#define GS_PERFMAP_TOTAL_BYTES (256u << 20)
 /* Parse "START SIZE name" lines (hex); sorted by start.  Lines over 1 KiB
  * are skipped, reading stops after GS_PERFMAP_MAX_BYTES, entries beyond
  * GS_PERFMAP_MAX_ENTRIES are dropped.  read: the file at path only when it
@@ -173,6 +178,23 @@ const struct gs_sym_map *gs_sym_snapshot_find(const struct gs_sym_snapshot *s, u
  * (the process's uid) or root, else -EPERM.  0 or -errno (-ENOENT when the file does not exist). */
 int gs_perfmap_read(const char *path, uid_t owner, struct gs_perfmap *pm);
 int gs_perfmap_parse(FILE *f, struct gs_perfmap *pm);
+/* read shares one parse among every reader of one file identity (dev,
+ * inode, size, mtime: hard links and fork children alike) and charges it
+ * to a process-wide budget of parsed memory (GS_PERFMAP_TOTAL_BYTES): past
+ * it a map is cut (its first regions kept) or, with nothing left, not read
+ * (pm empty, 0 returned); both counted here for the report. */
+struct gs_perfmap_stats {
+	size_t files;   /* distinct files parsed */
+	size_t shared;  /* reads answered by a parse already held */
+	size_t cut;     /* files cut at the budget */
+	size_t refused; /* files not read: budget spent */
+	size_t bytes;   /* parsed memory held now */
+	size_t peak;    /* and at most */
+	char first[96]; /* the first file cut or refused */
+};
+void gs_perfmap_stats(struct gs_perfmap_stats *st);
+/* Tests: a smaller budget; returns the previous one. */
+size_t gs_perfmap_set_budget(size_t bytes);
 void gs_perfmap_free(struct gs_perfmap *pm);
 const struct gs_perfmap_entry *gs_perfmap_find(const struct gs_perfmap *pm, uint64_t addr);
 /* Whether path is still the file pm was read from, unchanged (same file,

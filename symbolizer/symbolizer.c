@@ -646,6 +646,14 @@ static void sym_h_report(void *ctx, struct gs_profile *prof)
 		    "%zu object(s) skipped: ELF headers out of bounds (first: %s: %s); "
 		    "no symbols or unwind tables in them",
 		    es.skipped, es.first_skipped->path, es.first_skipped->skipped);
+	struct gs_perfmap_stats ps;
+	gs_perfmap_stats(&ps);
+	if (ps.cut || ps.refused)
+		gs_profile_add_note(prof,
+				    "perf maps over their memory budget (%zu MiB, all files): %zu "
+				    "cut, %zu not read (first: %s); JIT code there is unnamed",
+				    (size_t)GS_PERFMAP_TOTAL_BYTES >> 20, ps.cut, ps.refused,
+				    ps.first);
 }
 
 void gs_sym_proc_handler(struct gs_symbolizer *s, struct gs_proc_handler *h)

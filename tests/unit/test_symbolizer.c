@@ -627,6 +627,61 @@ Test(perfmap, untrusted_file)
 	unlink(fifo);
 }
 
+/* Issue 24, item 8: hard links to one map are one parse, and all maps
+ * together stay under the budget (cut, then not read, both counted). */
+Test(perfmap, shared_and_budgeted)
+{
+	char path[3][64], lnk[8][64];
+	struct gs_perfmap pm[8], other, third;
+	struct gs_perfmap_stats a, b;
+	FILE *f;
+
+	for (int k = 0; k < 3; k++) {
+		snprintf(path[k], sizeof(path[k]), "/tmp/gs_test_perfmap_s%d.%d", k, getpid());
+		cr_assert_not_null(f = fopen(path[k], "w"));
+		for (int i = 0; i < 20000; i++)
+			fprintf(f, "%x 10 region_%d_%d\n", 0x100000 + i * 0x10, k, i);
+		fclose(f);
+	}
+	gs_perfmap_stats(&a);
+	for (int i = 0; i < 8; i++) {
+		snprintf(lnk[i], sizeof(lnk[i]), "/tmp/gs_test_perfmap_h%d.%d", i, getpid());
+		unlink(lnk[i]);
+		cr_assert_eq(link(path[0], lnk[i]), 0);
+		cr_assert_eq(gs_perfmap_read(lnk[i], getuid(), &pm[i]), 0);
+		cr_assert_eq(pm[i].n, 20000);
+		cr_assert_eq(pm[i].e, pm[0].e, "one parse for every link");
+	}
+	gs_perfmap_stats(&b);
+	cr_assert_eq(b.files - a.files, 1);
+	cr_assert_eq(b.shared - a.shared, 7);
+	size_t one = b.bytes - a.bytes;
+	cr_assert_gt(one, 20000 * 16);
+	/* room for half a map more: the next is cut, the one after not read */
+	size_t old = gs_perfmap_set_budget(b.bytes + one / 2);
+	cr_assert_eq(gs_perfmap_read(path[1], getuid(), &other), 0);
+	cr_assert(other.n > 0 && other.n < 20000, "cut at the budget: %zu", other.n);
+	cr_assert_str_eq(gs_perfmap_find(&other, 0x100005)->name, "region_1_0");
+	cr_assert_eq(gs_perfmap_read(path[2], getuid(), &third), 0);
+	cr_assert_eq(third.n, 0, "budget spent: not read");
+	gs_perfmap_stats(&b);
+	cr_assert_leq(b.bytes - a.bytes, one + one / 2);
+	cr_assert_eq(b.cut - a.cut, 1);
+	cr_assert_eq(b.refused - a.refused, 1);
+	cr_assert_str_neq(b.first, "");
+	gs_perfmap_free(&third);
+	gs_perfmap_free(&other);
+	for (int i = 0; i < 8; i++) {
+		gs_perfmap_free(&pm[i]);
+		unlink(lnk[i]);
+	}
+	gs_perfmap_stats(&b);
+	cr_assert_eq(b.bytes, a.bytes, "the last reader frees the parse");
+	gs_perfmap_set_budget(old);
+	for (int k = 0; k < 3; k++)
+		unlink(path[k]);
+}
+
 Test(perfmap, nstgid_of_self)
 {
 	/* not in a container here: NStgid's last field is our pid */

@@ -1,0 +1,47 @@
+#!/bin/bash
+# Issue 24, item 8: a job run as nobody forks 16 processes whose perf maps
+# (/tmp/perf-PID.map) are hard links to one large map.  Each was parsed for
+# itself (the 64 MiB cap is per read): 16 x 61 MB took 1.5 GB of root's
+# memory.  One parse per file identity now: gpusample's peak RSS stays near
+# one map's worth, and the profile still names the JIT regions.
+source "$(dirname "$0")/lib.sh"
+[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 missing (make deps)"
+[ -x /usr/bin/time ] || skip "/usr/bin/time missing"
+chmod 755 "$T"
+mkdir "$T/u"
+# ~32 MB, 500k regions with distinct names, far above every real mapping
+python3 - "$T/u/big.map" <<'PY'
+import sys
+with open(sys.argv[1], "w") as f:
+    for i in range(500000):
+        f.write("%x 40 jit_region_%08d_padding_to_make_the_name_longer\n" % (0x10000000 + i * 0x40, i))
+PY
+chown -R nobody:nogroup "$T/u"
+setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -c "
+import os, time
+d = '$T/u'
+kids = []
+for i in range(16):
+    pid = os.fork()
+    if pid == 0:
+        os.link(os.path.join(d, 'big.map'), '/tmp/perf-%d.map' % os.getpid())
+        open(os.path.join(d, 'ready%d' % i), 'w').close()
+        t = time.time()
+        while time.time() - t < 60: sum(i * i for i in range(1000))
+        os._exit(0)
+    kids.append(pid)
+open(os.path.join(d, 'kids'), 'w').write(' '.join(map(str, kids)))
+for k in kids: os.waitpid(k, 0)
+" &
+job=$!
+for _ in $(seq 300); do [ "$(ls "$T/u" | grep -c ready)" = 16 ] && break; sleep 0.1; done
+[ "$(ls "$T/u" | grep -c ready)" = 16 ] || fail "workload did not start"
+kids=$(tr ' ' ',' <"$T/u/kids")
+/usr/bin/time -f 'maxrss_kb %M' -o "$T/time" "$GS" -p "$kids" -d 2 -o "$T/out.pb.gz" \
+	2>"$T/gs.err" >"$T/report" || fail "gpusample: $(tail -3 "$T/gs.err")"
+kill $job
+for k in ${kids//,/ }; do rm -f /tmp/perf-$k.map; done
+rss=$(awk '/maxrss_kb/ {print $2}' "$T/time")
+echo "gpusample peak RSS: $((rss / 1024)) MiB (16 links to one $(($(stat -c %s "$T/u/big.map") >> 20)) MiB perf map)"
+[ "$rss" -lt $((400 * 1024)) ] || fail "peak RSS $((rss / 1024)) MiB: the map was parsed per process"
+ok "perf maps shared by file identity"
