@@ -774,8 +774,17 @@ int gs_session_run(const struct gs_options *o)
 		waitpid(s.launch.pid, NULL, 0);
 		s.launched = false;
 	}
-	s.prof.time_nanos = s.t0_wall;
-	s.prof.duration_nanos = gs_off_stop_time(&s) - s.t0_mono;
+	/* Stopped before sampling started (Ctrl-C or the target's exit while
+	 * the tables were built): t0 was never taken, and stop - 0 would be
+	 * the machine's uptime.  The profile covers nothing: duration 0, time
+	 * of the stop. */
+	if (s.t0_mono) {
+		s.prof.time_nanos = s.t0_wall;
+		s.prof.duration_nanos = gs_off_stop_time(&s) - s.t0_mono;
+	} else {
+		s.prof.time_nanos = gs_now_ns(CLOCK_REALTIME);
+		s.prof.duration_nanos = 0;
+	}
 	rc = build_profile(&s);
 	if (rc)
 		gs_log("building the profile failed: %s\n", strerror(-rc));

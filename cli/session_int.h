@@ -98,6 +98,9 @@ int gs_rt_open(struct session *s);
 int gs_rt_register(struct session *s);
 void gs_rt_close(struct session *s);
 void gs_rt_comments(struct session *s); /* profile comments: what stayed unresolved */
+/* The note for a process whose Python stacks cannot be read. */
+int gs_rt_note_native_only(struct gs_profile *prof, uint32_t pid, const char *comm,
+			   const char *why);
 /* Push the targets entry of p (flags, root, py_cfg_id) to BPF. */
 int gs_session_update_target(struct session *s, const struct gs_procinfo *p);
 

@@ -33,6 +33,7 @@ struct wall_ctx {
 	FILE *out;
 	bool color;
 	bool offcpu; /* the profile has off-CPU samples */
+	int off_rec; /* off-CPU recording: 1 on, 0 off (--no-offcpu), -1 unknown */
 	uint32_t workers[MAX_WORKERS];
 	uint32_t worker_ppid[MAX_WORKERS];
 	unsigned n_workers;
@@ -64,6 +65,22 @@ static bool has_offcpu(const struct gs_profile *p)
 		if (is_cpu(p, &p->samples[i]) && p->samples[i].values[GS_V_OFFCPU_NS] > 0)
 			return true;
 	return false;
+}
+
+/* Whether off-CPU time was recorded, from the comment cli/offcpu.c writes:
+ * a profile without off-CPU samples is not necessarily a --no-offcpu one (a
+ * process that exits within the first tens of ms leaves none).  -1: no such
+ * comment (an older gpusample). */
+static int offcpu_recording(const struct gs_profile *p)
+{
+	for (uint32_t i = 0; i < p->n_comments; i++) {
+		const char *c = gs_profile_str(p, p->comments[i]);
+		if (!strncmp(c, "off-CPU: off", 12))
+			return 0;
+		if (!strncmp(c, "off-CPU: sched_switch", 21))
+			return 1;
+	}
+	return -1;
 }
 
 /* ---- who is who --------------------------------------------------------- */
@@ -356,6 +373,11 @@ static void print_split(struct wall_ctx *w, const struct who *m, const struct gs
 	fmt_s(b, sizeof(b), w->p->duration_nanos);
 	if (w->offcpu)
 		fprintf(w->out, "  %s: %s of wall time (profile %s)\n", name, a, b);
+	else if (w->off_rec == 1)
+		fprintf(w->out,
+			"  %s: %s on-CPU of %s; on-CPU only: off-CPU time was recorded but none "
+			"was seen (the run or the process was too short), so waits do not show\n",
+			name, a, b);
 	else
 		fprintf(w->out,
 			"  %s: %s on-CPU of %s; on-CPU only: this profile has no off-CPU data "
@@ -477,7 +499,13 @@ static void print_verdict(struct wall_ctx *w, const struct who *m, const struct 
 		if (c != best && x->ns[c] && (second < 0 || x->ns[c] > x->ns[second]))
 			second = c;
 	fmt_s(a, sizeof(a), x->ns[best]);
-	if (!w->offcpu)
+	if (!w->offcpu && w->off_rec == 1)
+		fprintf(w->out,
+			"on-CPU only (no off-CPU time was seen, waits do not show; profile a "
+			"longer run for a wall-clock verdict): of its on-CPU time %.0f%% (%s) is "
+			"%s.\n",
+			pct(x->ns[best], x->total_ns), a, gs_wall_cat_name[best]);
+	else if (!w->offcpu)
 		fprintf(w->out,
 			"on-CPU only (no off-CPU data, waits do not show; run without --no-offcpu "
 			"for a wall-clock verdict): of its on-CPU time %.0f%% (%s) is %s.\n",
@@ -506,7 +534,11 @@ static void print_verdict(struct wall_ctx *w, const struct who *m, const struct 
 
 int gs_report_wall(const struct gs_profile *p, FILE *out, bool color, const char *gpu_line)
 {
-	struct wall_ctx w = { .p = p, .out = out, .color = color, .offcpu = has_offcpu(p) };
+	struct wall_ctx w = { .p = p,
+			      .out = out,
+			      .color = color,
+			      .offcpu = has_offcpu(p),
+			      .off_rec = offcpu_recording(p) };
 	struct who *mains = calloc(MAX_MAINS, sizeof(*mains));
 	struct gs_wall_split *x = calloc(MAX_MAINS, sizeof(*x));
 	int rc = 0;
