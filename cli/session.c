@@ -633,7 +633,9 @@ static void init_session(struct session *s, const struct gs_options *o)
 	gs_rawstacks_init(&s->raw);
 	s->prof.frequency_hz = o->frequency_hz;
 	s->prof.period_ns = 1000000000ll / o->frequency_hz;
-	s->prof.default_sample_type = GS_V_CPU_NS;
+	/* Viewers open on the report's unit: wall time (on-CPU + waits) when
+	 * off-CPU time is recorded; a GPU run switches to GPU samples. */
+	s->prof.default_sample_type = o->offcpu ? GS_V_WALL_NS : GS_V_CPU_NS;
 	s->prof.process_frames = true; /* README: telling processes apart */
 }
 

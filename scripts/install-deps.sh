@@ -11,7 +11,7 @@ fi
 BUILD_PKGS="clang llvm gcc g++ make pkg-config bpftool libbpf-dev libelf-dev libdw-dev
  zlib1g-dev libzstd-dev liblzma-dev libbz2-dev libiberty-dev systemtap-sdt-dev"
 TEST_PKGS="libcriterion-dev golang-go protobuf-compiler python3-torch chromium
- linux-perf bpftrace jq procps file"
+ linux-perf bpftrace jq procps file graphviz"
 BENCH_PKGS="bpfcc-tools linux-headers-amd64"
 
 need=""
