@@ -409,6 +409,7 @@ static void add_comments(struct session *s)
 	gs_sampler_stats(s->sampler, &st);
 	p->lost_samples = st.lost;
 	gs_profile_add_comment(p, "gpusample %s", GS_VERSION);
+	gs_cpu_snap_comment(p, &s->cpu0, &s->cpu1, (uint32_t)getpid(), sysconf(_SC_CLK_TCK));
 	if (s->o->command) {
 		char cmd[512] = "";
 		size_t len = 0;
@@ -653,6 +654,8 @@ static void free_session(struct session *s)
 	free(s->samples);
 	gs_proc_slots_fini(&s->procs); /* bound: the states only */
 	gs_profile_free(&s->prof);
+	gs_cpu_snap_free(&s->cpu0);
+	gs_cpu_snap_free(&s->cpu1);
 }
 
 static int prepare(struct session *s)
@@ -710,6 +713,7 @@ static int start(struct session *s)
 	       s->launched ? ", starting the command" : "");
 	s->t0_mono = gs_now_ns(CLOCK_MONOTONIC);
 	s->t0_wall = gs_now_ns(CLOCK_REALTIME);
+	gs_cpu_snap_take(&s->cpu0, "/proc"); /* best effort: no comment without it */
 	if ((rc = gs_off_start(s)))
 		return rc;
 	gs_gpu_start(s);
@@ -781,6 +785,7 @@ int gs_session_run(const struct gs_options *o)
 	 * the machine's uptime.  The profile covers nothing: duration 0, time
 	 * of the stop. */
 	if (s.t0_mono) {
+		gs_cpu_snap_take(&s.cpu1, "/proc");
 		s.prof.time_nanos = s.t0_wall;
 		s.prof.duration_nanos = gs_off_stop_time(&s) - s.t0_mono;
 	} else {

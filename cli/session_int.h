@@ -11,6 +11,7 @@
 #include "bpf/cfi.h"
 #include "bpf/sampler.h"
 #include "cli/launch.h"
+#include "cli/machine.h"
 #include "cli/options.h"
 #include "cli/procs.h"
 #include "cli/rawstacks.h"
@@ -63,6 +64,7 @@ struct session {
 	char stop_cause[48];                  /* "stopped by SIGINT", "the target exited" */
 	uint32_t tables_queued, tables_built; /* attach-time unwind tables */
 	uint64_t t0_mono, t0_wall;
+	struct gs_cpu_snap cpu0, cpu1; /* the machine's CPU time at start and stop */
 	char prefix[PATH_MAX];
 	char err[512];
 	gs_str host_label; /* GS_SL_HOST of every CPU sample, 0 until set */
