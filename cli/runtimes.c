@@ -105,6 +105,15 @@ static uint32_t py_cfg_id(struct session *s, const struct gs_py_cfg *cfg)
 	return s->n_py_cfgs;
 }
 
+/* "pid N (comm): why; native stacks only", the consequence said once: the
+ * symbolizer's reasons often carry it already ("... (native stacks only)"). */
+int gs_rt_note_native_only(struct gs_profile *prof, uint32_t pid, const char *comm, const char *why)
+{
+	if (strstr(why, "native stacks only"))
+		return gs_profile_add_note(prof, "pid %u (%s): %s", pid, comm, why);
+	return gs_profile_add_note(prof, "pid %u (%s): %s; native stacks only", pid, comm, why);
+}
+
 static void py_discover(struct session *s, struct gs_procinfo *p)
 {
 	struct gs_py_cfg cfg;
@@ -147,8 +156,7 @@ static void py_discover(struct session *s, struct gs_procinfo *p)
 		if (rc == -EAGAIN) { /* CPython, but never walkable: say why */
 			p->py_state = GS_PYS_UNSUPPORTED;
 			snprintf(p->python, sizeof(p->python), "unsupported Python");
-			gs_profile_add_note(&s->prof, "pid %u (%s): %s; native stacks only",
-					    p->proc->tgid, p->comm, msg);
+			gs_rt_note_native_only(&s->prof, p->proc->tgid, p->comm, msg);
 		}
 		return;
 	}
@@ -158,8 +166,7 @@ static void py_discover(struct session *s, struct gs_procinfo *p)
 	}
 	p->py_state = GS_PYS_UNSUPPORTED;
 	snprintf(p->python, sizeof(p->python), "unsupported Python");
-	gs_profile_add_note(&s->prof, "pid %u (%s): %s; native stacks only", p->proc->tgid, p->comm,
-			    msg);
+	gs_rt_note_native_only(&s->prof, p->proc->tgid, p->comm, msg);
 }
 
 /* ---- Python as a handler of the process table -------------------------------- */

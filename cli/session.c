@@ -409,6 +409,7 @@ static void add_comments(struct session *s)
 	gs_sampler_stats(s->sampler, &st);
 	p->lost_samples = st.lost;
 	gs_profile_add_comment(p, "gpusample %s", GS_VERSION);
+	gs_cpu_snap_comment(p, &s->cpu0, &s->cpu1, (uint32_t)getpid(), sysconf(_SC_CLK_TCK));
 	if (s->o->command) {
 		char cmd[512] = "";
 		size_t len = 0;
@@ -633,7 +634,9 @@ static void init_session(struct session *s, const struct gs_options *o)
 	gs_rawstacks_init(&s->raw);
 	s->prof.frequency_hz = o->frequency_hz;
 	s->prof.period_ns = 1000000000ll / o->frequency_hz;
-	s->prof.default_sample_type = GS_V_CPU_NS;
+	/* Viewers open on the report's unit: wall time (on-CPU + waits) when
+	 * off-CPU time is recorded; a GPU run switches to GPU samples. */
+	s->prof.default_sample_type = o->offcpu ? GS_V_WALL_NS : GS_V_CPU_NS;
 	s->prof.process_frames = true; /* README: telling processes apart */
 }
 
@@ -651,6 +654,8 @@ static void free_session(struct session *s)
 	free(s->samples);
 	gs_proc_slots_fini(&s->procs); /* bound: the states only */
 	gs_profile_free(&s->prof);
+	gs_cpu_snap_free(&s->cpu0);
+	gs_cpu_snap_free(&s->cpu1);
 }
 
 static int prepare(struct session *s)
@@ -708,6 +713,7 @@ static int start(struct session *s)
 	       s->launched ? ", starting the command" : "");
 	s->t0_mono = gs_now_ns(CLOCK_MONOTONIC);
 	s->t0_wall = gs_now_ns(CLOCK_REALTIME);
+	gs_cpu_snap_take(&s->cpu0, "/proc"); /* best effort: no comment without it */
 	if ((rc = gs_off_start(s)))
 		return rc;
 	gs_gpu_start(s);
@@ -774,8 +780,18 @@ int gs_session_run(const struct gs_options *o)
 		waitpid(s.launch.pid, NULL, 0);
 		s.launched = false;
 	}
-	s.prof.time_nanos = s.t0_wall;
-	s.prof.duration_nanos = gs_off_stop_time(&s) - s.t0_mono;
+	/* Stopped before sampling started (Ctrl-C or the target's exit while
+	 * the tables were built): t0 was never taken, and stop - 0 would be
+	 * the machine's uptime.  The profile covers nothing: duration 0, time
+	 * of the stop. */
+	if (s.t0_mono) {
+		gs_cpu_snap_take(&s.cpu1, "/proc");
+		s.prof.time_nanos = s.t0_wall;
+		s.prof.duration_nanos = gs_off_stop_time(&s) - s.t0_mono;
+	} else {
+		s.prof.time_nanos = gs_now_ns(CLOCK_REALTIME);
+		s.prof.duration_nanos = 0;
+	}
 	rc = build_profile(&s);
 	if (rc)
 		gs_log("building the profile failed: %s\n", strerror(-rc));

@@ -11,6 +11,7 @@
 #include "bpf/cfi.h"
 #include "bpf/sampler.h"
 #include "cli/launch.h"
+#include "cli/machine.h"
 #include "cli/options.h"
 #include "cli/procs.h"
 #include "cli/rawstacks.h"
@@ -63,6 +64,7 @@ struct session {
 	char stop_cause[48];                  /* "stopped by SIGINT", "the target exited" */
 	uint32_t tables_queued, tables_built; /* attach-time unwind tables */
 	uint64_t t0_mono, t0_wall;
+	struct gs_cpu_snap cpu0, cpu1; /* the machine's CPU time at start and stop */
 	char prefix[PATH_MAX];
 	char err[512];
 	gs_str host_label; /* GS_SL_HOST of every CPU sample, 0 until set */
@@ -98,6 +100,9 @@ int gs_rt_open(struct session *s);
 int gs_rt_register(struct session *s);
 void gs_rt_close(struct session *s);
 void gs_rt_comments(struct session *s); /* profile comments: what stayed unresolved */
+/* The note for a process whose Python stacks cannot be read. */
+int gs_rt_note_native_only(struct gs_profile *prof, uint32_t pid, const char *comm,
+			   const char *why);
 /* Push the targets entry of p (flags, root, py_cfg_id) to BPF. */
 int gs_session_update_target(struct session *s, const struct gs_procinfo *p);
 

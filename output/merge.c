@@ -213,6 +213,11 @@ static void merge_texts(struct remap *m)
 	}
 }
 
+static int view_rank(enum gs_value v)
+{
+	return v == GS_V_GPU_SAMPLES || v == GS_V_GPU_NOT_ISSUED ? 2 : v == GS_V_WALL_NS;
+}
+
 /* Run facts: the union of the time spans, lost samples summed. */
 static void merge_facts(struct gs_profile *dst, const struct gs_profile *src, bool first)
 {
@@ -237,7 +242,9 @@ static void merge_facts(struct gs_profile *dst, const struct gs_profile *src, bo
 	dst->duration_nanos = end - start;
 	dst->lost_samples += src->lost_samples;
 	dst->process_frames |= src->process_frames;
-	if (src->default_sample_type != GS_V_CPU_NS)
+	/* GPU samples over wall time over CPU time: the richest view wins
+	 * whatever the order of the inputs. */
+	if (view_rank(src->default_sample_type) > view_rank(dst->default_sample_type))
 		dst->default_sample_type = src->default_sample_type;
 }
 

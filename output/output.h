@@ -77,8 +77,10 @@ const char *gs_profile_version(const struct gs_profile *p);
  * "[blocked] WAIT" or "[runnable]" frame), one per GPU device (unit
  * "none", weights = gpu_samples, "[GPU] kernel -> file.cu:line -> [stall]
  * reason" leaves).  activeProfileIndex = the GPU profile when
- * default_sample_type is a GPU column, else the thread with the most
- * on-CPU time.
+ * default_sample_type is a GPU column, else the main thread of the main
+ * process (role "main", else the first process), the one with the most
+ * on-CPU time among several (ranks); no such thread: the thread with the
+ * most on-CPU time.
  * Long runs: the file grows with stack changes, not samples.  When the
  * threads' samples and weights would pass max_bytes (GS_SPEEDSCOPE_MAX_BYTES
  * for gs_write_speedscope), each thread's timeline is cut into steps of

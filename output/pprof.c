@@ -421,15 +421,41 @@ static void emit_sample(struct pb *w, const struct enc *e, const struct agg *g, 
 		put_label(w, l[i].key, l[i].str, l[i].num, l[i].unit);
 }
 
+/* The profiled program among the mappings: 3 = its file name starts with
+ * the main process's comm (comm is cut to 15 chars: "python3" for
+ * python3.11), 2 = an executable (no ".so" in its name: not ld.so or
+ * libc, which a launched command maps first), 1 = any other real file,
+ * 0 = [kernel.kallsyms], [python], cubin:... */
+static int program_rank(const char *f, const char *comm)
+{
+	if (f[0] != '/')
+		return 0;
+	const char *base = strrchr(f, '/') + 1;
+	if (comm && comm[0] && !strncmp(base, comm, strlen(comm)))
+		return 3;
+	return strstr(base, ".so") ? 1 : 2;
+}
+
 static uint32_t main_mapping(const struct gs_profile *p)
 {
+	const struct gs_process *mp = p->n_processes ? &p->processes[0] : NULL;
+	for (uint32_t i = 0; i < p->n_processes; i++)
+		if (p->processes[i].role &&
+		    !strcmp(gs_profile_str(p, p->processes[i].role), "main")) {
+			mp = &p->processes[i];
+			break;
+		}
+	const char *comm = mp && mp->comm ? gs_profile_str(p, mp->comm) : NULL;
+	uint32_t best = 0;
+	int best_rank = 0;
 	for (uint32_t i = 0; i < p->n_mappings; i++) {
-		const char *f = gs_profile_str(p, p->mappings[i].file);
-
-		if (f[0] == '/')
-			return i + 1;
+		int r = program_rank(gs_profile_str(p, p->mappings[i].file), comm);
+		if (r > best_rank) {
+			best_rank = r;
+			best = i + 1;
+		}
 	}
-	return 0;
+	return best;
 }
 
 static void emit_mapping(struct pb *w, struct pb *m, const struct gs_mapping *mp, uint32_t id)
@@ -608,8 +634,9 @@ int gs_pprof_encode(const struct gs_profile *p, uint8_t **buf, size_t *len)
 	free(aggs);
 	free(e.agg_pf);
 	/* pprof takes the first Mapping message as the main
-	 * binary ("File:" in its header): lead with the first real file, not
-	 * [kernel.kallsyms] or [python].  Ids are unchanged. */
+	 * binary ("File:" in its header): lead with the profiled program
+	 * (main_mapping), not ld.so, [kernel.kallsyms] or [python].  Ids are
+	 * unchanged. */
 	uint32_t main_map = main_mapping(p);
 
 	if (main_map)

@@ -17,6 +17,7 @@
 
 #include "output/internal.h"
 #include "output/output.h"
+#include "util/hashmap.h"
 
 #define MAX_MAINS   64
 #define MAX_WORKERS 256
@@ -28,15 +29,28 @@ struct who {
 	bool has_rank;
 };
 
+/* Who took the CPUs while the job waited for one (cli/machine.c's comment
+ * and the job's own threads): known = the comment was there. */
+struct machine {
+	bool known;
+	unsigned n_cpus;
+	double outside;    /* cores taken by processes outside the job */
+	char top[200];     /* "name 1.80, name 0.02" */
+	double demand;     /* cores the job's threads wanted: on-CPU + runnable */
+	unsigned busy_thr; /* job threads on-CPU or runnable half the time or more */
+};
+
 struct wall_ctx {
 	const struct gs_profile *p;
 	FILE *out;
 	bool color;
 	bool offcpu; /* the profile has off-CPU samples */
+	int off_rec; /* off-CPU recording: 1 on, 0 off (--no-offcpu), -1 unknown */
 	uint32_t workers[MAX_WORKERS];
 	uint32_t worker_ppid[MAX_WORKERS];
 	unsigned n_workers;
 	unsigned n_mains;
+	struct machine mach;
 };
 
 static double pct(uint64_t a, uint64_t b)
@@ -64,6 +78,73 @@ static bool has_offcpu(const struct gs_profile *p)
 		if (is_cpu(p, &p->samples[i]) && p->samples[i].values[GS_V_OFFCPU_NS] > 0)
 			return true;
 	return false;
+}
+
+/* Whether off-CPU time was recorded, from the comment cli/offcpu.c writes:
+ * a profile without off-CPU samples is not necessarily a --no-offcpu one (a
+ * process that exits within the first tens of ms leaves none).  -1: no such
+ * comment (an older gpusample). */
+static int offcpu_recording(const struct gs_profile *p)
+{
+	for (uint32_t i = 0; i < p->n_comments; i++) {
+		const char *c = gs_profile_str(p, p->comments[i]);
+		if (!strncmp(c, "off-CPU: off", 12))
+			return 0;
+		if (!strncmp(c, "off-CPU: sched_switch", 21))
+			return 1;
+	}
+	return -1;
+}
+
+/* The machine comment, then the job's demand from its CPU samples. */
+static int machine_of(const struct gs_profile *p, struct machine *m)
+{
+	for (uint32_t i = 0; i < p->n_comments && !m->known; i++) {
+		const char *c = gs_profile_str(p, p->comments[i]);
+		const char *l = strchr(c, '('), *r = strrchr(c, ')');
+		if (sscanf(c, "machine CPU: %u CPUs; outside the job %lf cores", &m->n_cpus,
+			   &m->outside) != 2 ||
+		    !l || !r || r < l)
+			continue;
+		m->known = true;
+		snprintf(m->top, sizeof(m->top), "%.*s", (int)(r - l - 1), l + 1);
+	}
+	if (!m->known || !p->duration_nanos)
+		return 0;
+	struct gs_hmap thr = { 0 }; /* (pid << 32 | tid) -> ns on-CPU or runnable */
+	int64_t runnable = gs_profile_find_str(p, "runnable");
+	for (size_t i = 0; i < p->n_samples; i++) {
+		const struct gs_sample *s = &p->samples[i];
+		const struct gs_sample_ctx *sc = gs_profile_ctx(p, s);
+		if (!is_cpu(p, s) || !sc->pid)
+			continue;
+		int64_t off = s->values[GS_V_OFFCPU_NS] > 0 ? s->values[GS_V_OFFCPU_NS] : 0;
+		int64_t want = gs_wall_ns(p, s) - off;
+		if (runnable >= 0 && sc->str_labels[GS_SL_THREAD_STATE] == (gs_str)runnable)
+			want += off;
+		bool added;
+		uint64_t *v = gs_hmap_slot(&thr, (uint64_t)sc->pid << 32 | sc->tid, &added);
+		if (!v) {
+			gs_hmap_free(&thr);
+			return -ENOMEM;
+		}
+		*v += want > 0 ? (uint64_t)want : 0;
+	}
+	uint64_t key, val, sum = 0;
+	for (size_t it = 0; gs_hmap_next(&thr, &it, &key, &val);) {
+		sum += val;
+		m->busy_thr += 2 * val >= p->duration_nanos;
+	}
+	m->demand = (double)sum / (double)p->duration_nanos;
+	gs_hmap_free(&thr);
+	return 0;
+}
+
+/* Starvation caused by the neighbours: they took at least half a core,
+ * and more than the job asked beyond the cores (its own oversubscription). */
+static bool starved_by_others(const struct machine *m)
+{
+	return m->known && m->outside >= 0.5 && m->outside > m->demand - (double)m->n_cpus;
 }
 
 /* ---- who is who --------------------------------------------------------- */
@@ -356,6 +437,11 @@ static void print_split(struct wall_ctx *w, const struct who *m, const struct gs
 	fmt_s(b, sizeof(b), w->p->duration_nanos);
 	if (w->offcpu)
 		fprintf(w->out, "  %s: %s of wall time (profile %s)\n", name, a, b);
+	else if (w->off_rec == 1)
+		fprintf(w->out,
+			"  %s: %s on-CPU of %s; on-CPU only: off-CPU time was recorded but none "
+			"was seen (the run or the process was too short), so waits do not show\n",
+			name, a, b);
 	else
 		fprintf(w->out,
 			"  %s: %s on-CPU of %s; on-CPU only: this profile has no off-CPU data "
@@ -477,11 +563,41 @@ static void print_verdict(struct wall_ctx *w, const struct who *m, const struct 
 		if (c != best && x->ns[c] && (second < 0 || x->ns[c] > x->ns[second]))
 			second = c;
 	fmt_s(a, sizeof(a), x->ns[best]);
-	if (!w->offcpu)
+	if (!w->offcpu && w->off_rec == 1)
+		fprintf(w->out,
+			"on-CPU only (no off-CPU time was seen, waits do not show; profile a "
+			"longer run for a wall-clock verdict): of its on-CPU time %.0f%% (%s) is "
+			"%s.\n",
+			pct(x->ns[best], x->total_ns), a, gs_wall_cat_name[best]);
+	else if (!w->offcpu)
 		fprintf(w->out,
 			"on-CPU only (no off-CPU data, waits do not show; run without --no-offcpu "
 			"for a wall-clock verdict): of its on-CPU time %.0f%% (%s) is %s.\n",
 			pct(x->ns[best], x->total_ns), a, gs_wall_cat_name[best]);
+	else if (best == GS_WALL_STARVED && starved_by_others(&w->mach))
+		fprintf(
+		    w->out,
+		    "%s %.0f%% of the main thread's wall time (%s): CPU-starved by other "
+		    "processes on this machine: they took %.2f of its %u cores (%s) while the "
+		    "job ran %u busy thread%s; fewer threads in the job would not help: give it "
+		    "cores of its own (or lower the others' priority)",
+		    gs_wall_cat_name[best], pct(x->ns[best], x->total_ns), a, w->mach.outside,
+		    w->mach.n_cpus, w->mach.top, w->mach.busy_thr,
+		    w->mach.busy_thr == 1 ? "" : "s");
+	else if (best == GS_WALL_STARVED && w->mach.known)
+		fprintf(
+		    w->out,
+		    "%s %.0f%% of the main thread's wall time (%s): CPU-starved: the job "
+		    "oversubscribes its cores: %u busy threads wanted %.1f cores of %u (other "
+		    "processes took %.2f); %s",
+		    gs_wall_cat_name[best], pct(x->ns[best], x->total_ns), a, w->mach.busy_thr,
+		    w->mach.demand, w->mach.n_cpus, w->mach.outside,
+		    pct(x->ns[GS_WALL_INPUT], x->total_ns) >= 10.0
+			? "use fewer threads than cores (torch.set_num_threads, OMP_NUM_THREADS) "
+			  "or more cores; keep the DataLoader workers: the loop also waits for "
+			  "input"
+			: "use fewer threads/processes than cores (torch.set_num_threads, "
+			  "OMP_NUM_THREADS, num_workers) or more cores");
 	else
 		fprintf(w->out, "%s %.0f%% of the main thread's wall time (%s): %s",
 			gs_wall_cat_name[best], pct(x->ns[best], x->total_ns), a, remedy[best]);
@@ -506,7 +622,11 @@ static void print_verdict(struct wall_ctx *w, const struct who *m, const struct 
 
 int gs_report_wall(const struct gs_profile *p, FILE *out, bool color, const char *gpu_line)
 {
-	struct wall_ctx w = { .p = p, .out = out, .color = color, .offcpu = has_offcpu(p) };
+	struct wall_ctx w = { .p = p,
+			      .out = out,
+			      .color = color,
+			      .offcpu = has_offcpu(p),
+			      .off_rec = offcpu_recording(p) };
 	struct who *mains = calloc(MAX_MAINS, sizeof(*mains));
 	struct gs_wall_split *x = calloc(MAX_MAINS, sizeof(*x));
 	int rc = 0;
@@ -515,6 +635,8 @@ int gs_report_wall(const struct gs_profile *p, FILE *out, bool color, const char
 		goto out;
 	}
 	find_workers(&w);
+	if ((rc = machine_of(p, &w.mach)))
+		goto out;
 	unsigned n = find_mains(&w, mains);
 	w.n_mains = n;
 	fprintf(out, color ? "\n\033[1m%s\033[0m\n" : "\n%s\n", "Where the time goes");

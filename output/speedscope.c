@@ -731,11 +731,30 @@ static int find_bounds(struct ss *s, const uint32_t *idx, size_t n_cpu)
 	return s->items ? 0 : -ENOMEM;
 }
 
+/* How much thread t (first sample si) is the job's main thread: 2 for the
+ * main thread (tid == pid) of a process with role "main", 1 for the main
+ * thread of the first process (the launched command or the first -p), else
+ * 0.  A user opening the file wants the training loop, not the busiest
+ * DataLoader worker or helper thread. */
+static int main_rank(const struct gs_profile *p, uint32_t si)
+{
+	const struct gs_sample_ctx *c = gs_profile_ctx(p, &p->samples[si]);
+	if (c->pid != c->tid || !c->pid)
+		return 0;
+	const struct gs_process *pr = gs_find_process(p, c->pid);
+	gs_str role = c->process_role ? c->process_role : pr ? pr->role : 0;
+	if (role && !strcmp(gs_profile_str(p, role), "main"))
+		return 2;
+	return p->n_processes && p->processes[0].pid == c->pid;
+}
+
 /* Counting pass over every thread: the axis end, runs per key, and the
- * thread most on a CPU (*best, its index among the threads). */
+ * thread to open on (*best, its index among the threads): the main thread
+ * of the main process (main_rank), the one most on a CPU among equals. */
 static int count_threads(struct ss *s, const uint32_t *idx, uint64_t *axis_end, int *best)
 {
 	int64_t best_w = -1;
+	int best_rank = -1;
 	*axis_end = s->p->duration_nanos;
 	for (size_t t = 0; t < s->n_threads; t++) { /* the end first: every thread runs to it */
 		size_t n = layout(s, idx, t);
@@ -748,7 +767,9 @@ static int count_threads(struct ss *s, const uint32_t *idx, uint64_t *axis_end, 
 		memset(s->bucket_end, 0, sizeof(s->bucket_end)); /* a new thread: new buckets */
 		if (walk_runs(s, s->items, layout(s, idx, t), *axis_end, count_run, &busy))
 			return -ENOMEM;
-		if (busy > best_w) {
+		int rank = main_rank(s->p, idx[s->bounds[t]]);
+		if (rank > best_rank || (rank == best_rank && busy > best_w)) {
+			best_rank = rank;
 			best_w = busy;
 			*best = (int)t;
 		}

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * Chrome trace-event JSON (`--format trace`, PREFIX.trace.json) for Perfetto
- * UI, chrome://tracing and speedscope's trace importer.  Trace Event Format:
+ * UI and chrome://tracing (speedscope's importer mis-nests it).  Trace Event Format:
  * JSON object {"traceEvents":[...], "displayTimeUnit", "otherData"}; "ts"
- * and "dur" in microseconds (3 decimals = ns), from the profile start.
+ * and "dur" in microseconds from the profile start, slices on a 125 ns grid
+ * (3 exact decimals, see grid()).
  *
  * Per process a process_name (comm, role, rank) and process_sort_index
  * (main processes first); per thread a thread_name (comm).  Per thread, on
@@ -159,14 +160,26 @@ static bool event_head(struct tr *t, const char *ph, uint32_t pid, uint32_t tid)
 	return true;
 }
 
+/* Slice bounds on a 125 ns grid: multiples of 1/8 us print exactly in 3
+ * decimals and are exact doubles, so ts + dur, added in doubles as the
+ * readers do, is exactly the end.  With ns-exact decimals the sum could
+ * land one ulp past the parent's end (186467.557 + 9573.197 >
+ * 196040.754) and a child ending with its parent seemed to outlast it:
+ * readers mis-nested the stack (speedscope: "Tried to end ... Doing nothing
+ * instead").  Rounding is monotonic, so nesting and order are kept. */
+static uint64_t grid(uint64_t ns)
+{
+	return (ns + 62) / 125 * 125;
+}
+
 static void put_span(struct gs_wbuf *w, const char *cat, uint64_t start, uint64_t end)
 {
 	gs_wbuf_puts(w, ",\"cat\":\"");
 	gs_wbuf_puts(w, cat);
 	gs_wbuf_puts(w, "\",\"ts\":");
-	put_us(w, start);
+	put_us(w, grid(start));
 	gs_wbuf_puts(w, ",\"dur\":");
-	put_us(w, end - start);
+	put_us(w, grid(end) - grid(start));
 }
 
 static void meta(struct tr *t, const char *what, uint32_t pid, uint32_t tid, const char *key,
@@ -252,7 +265,8 @@ static void state_slice(struct tr *t, const struct run *r, uint64_t end)
 	const struct gs_sample *s = &t->p->samples[r->sample];
 	const struct gs_sample_ctx *c = gs_profile_ctx(t->p, s);
 	char wait[256];
-	if (!event_head(t, "X", c->pid, c->tid))
+	/* under 125 ns: nothing on the grid (its frames neither) */
+	if (grid(end) == grid(r->start) || !event_head(t, "X", c->pid, c->tid))
 		return;
 	gs_json_str(t->w, st_name[r->state]);
 	put_span(t->w, "state", r->start, end);
@@ -270,7 +284,7 @@ static void frame_slice(struct tr *t, const struct gs_sample *s, const struct gs
 {
 	const struct gs_sample_ctx *c = gs_profile_ctx(t->p, s);
 	char name[512];
-	if (!event_head(t, "X", c->pid, c->tid))
+	if (grid(end) == grid(start) || !event_head(t, "X", c->pid, c->tid))
 		return;
 	gs_json_str(t->w, gs_dframe_name(t->p, f, name, sizeof(name)));
 	put_span(t->w, "stack", start, end);

@@ -61,7 +61,13 @@ grep -q 'short run: stopped by SIGINT while building unwind tables' "$T/comments
 	fail "comments do not say why: $(cat "$T/comments")"
 "$GS" report "$T/int.pb.gz" | grep -q 'stopped by SIGINT while building unwind tables' ||
 	fail "report does not say why"
-ok "SIGINT while building: profile written in $ms ms, comments say why"
+# Sampling never started: the profile covers nothing, not the machine's
+# uptime (issue 25).
+grep -q '^gpusample: 0 CPU samples, 0 lost, [0-9]* processes, 0.0 s$' "$T/gs.err" ||
+	fail "summary line duration is not 0: $(grep 'CPU samples' "$T/gs.err")"
+"$GS" report "$T/int.pb.gz" | grep -q '^  duration 0.0 ms,' ||
+	fail "report duration is not 0: $("$GS" report "$T/int.pb.gz" | grep duration)"
+ok "SIGINT while building: profile written in $ms ms, comments say why, duration 0"
 
 # 2. The target (the same one) exits while tables are built.
 "$GS" -q -p $tp -d 60 -o "$T/gone" 2>"$T/gs.err" &
@@ -79,7 +85,9 @@ ms=$(ms_since $t0)
 grep -q 'the target exited while building unwind tables' "$T/gs.err" || fail "no reason: $(cat "$T/gs.err")"
 pprof -comments "$T/gone.pb.gz" | grep -q 'short run: the target exited while building' ||
 	fail "comments do not say the target exited"
-ok "target exit while building: noticed in $ms ms, profile says why"
+d=$("$GS" report "$T/gone.pb.gz" | grep -m1 '^  duration')
+case $d in "  duration 0.0 ms,"*) ;; *) fail "report duration is not 0: $d";; esac
+ok "target exit while building: noticed in $ms ms, profile says why, duration 0"
 
 # 3. A crafted .so with one 800 KB FDE (270002 rows): within its bound.
 "$ROOT/tests/tools/make_cfi_bomb.sh" "$T/libbomb.so" 135000 || fail "cannot build the crafted .so"

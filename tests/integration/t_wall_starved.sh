@@ -18,4 +18,8 @@ awk -v t="$truth" 'BEGIN { exit !(t >= 10) }' || fail "the main thread was not s
 within "$got" "$truth" 5 || fail "CPU starvation ${got}% is not within 5 points of ${truth}%"
 grep -q "^Verdict: CPU starvation .*CPU-starved" "$T/st.report" || fail "the verdict does not say CPU-starved"
 grep "^Verdict:" "$T/st.report" | grep -Eq "is blocked|mostly blocked|other blocking" && fail "the verdict calls starvation blocked"
+# Its own children hold the cores: the job oversubscribes them, and only
+# then is the fewer-threads advice given (issue 25).
+grep -q "^Verdict: CPU starvation .*the job oversubscribes its cores: .*use fewer threads" "$T/st.report" ||
+	fail "the verdict does not say the job oversubscribes its cores: $(grep '^Verdict' "$T/st.report")"
 ok "starved main thread: ${got}% vs schedstat ${truth}%, verdict CPU-starved"

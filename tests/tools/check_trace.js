@@ -41,7 +41,10 @@ doc.traceEvents.forEach((e, i) => {
 });
 // Readers sort by ts (stable: equal ts keep file order, parent first) and
 // nest by containment; a slice that overlaps its parent's end is an error.
-const eps = 1e-6;
+// Ends are ts + dur added in doubles, exactly as the readers add them: no
+// tolerance, since one ulp past the parent's end is enough for speedscope
+// to mis-nest the stack.
+const eps = 0;
 for (const [k, list] of byThread) {
   list.sort((a, b) => a.e.ts - b.e.ts || a.i - b.i);
   const open = [];

@@ -14,12 +14,8 @@
 # GS_SCREENSHOT=path.png keeps a screenshot of the rendered flame graph.
 set -u
 file=${1:?usage: speedscope_import.sh FILE [IMPORTER]}
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-idx=$here/../node_modules/speedscope/dist/release/index.html
-chrome=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
-[ -n "$chrome" ] || { echo "speedscope_import: chromium not installed (apt-get install chromium)"; exit 77; }
-[ -f "$idx" ] || { echo "speedscope_import: $idx missing (cd tests && npm install speedscope@1.25.0)"; exit 77; }
-[ -r "$file" ] || { echo "speedscope_import: cannot read $file"; exit 1; }
+me=speedscope_import
+source "$(dirname "${BASH_SOURCE[0]}")/speedscope_env.sh"
 
 base=$(basename "$file")
 want=${2:-}

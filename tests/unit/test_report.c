@@ -387,3 +387,34 @@ Test(report, workers_found_by_stack)
 	free(r);
 	gs_profile_free(&p);
 }
+
+/* Off-CPU recording was on (cli/offcpu.c's comment) but the profile holds no
+ * off-CPU sample (a process that exits within tens of ms): the report says
+ * so and does not tell the user to drop an option they did not give. */
+Test(report, offcpu_on_without_offcpu_samples)
+{
+	struct fx x;
+	fx_build(&x);
+	gs_profile_add_comment(&x.p, "off-CPU: sched_switch; per thread exact on-CPU");
+	char *r = report(&x.p, 15);
+	cr_assert_null(strstr(r, "--no-offcpu"), "advice about an option not given:\n%s", r);
+	HAS(r, "on-CPU only: off-CPU time was recorded but none was seen (the run or the "
+	       "process was too short), so waits do not show");
+	HAS(r, "Verdict: on-CPU only (no off-CPU time was seen, waits do not show; profile a "
+	       "longer run for a wall-clock verdict): of its on-CPU time 50% (0.05 s) is input "
+	       "wait.");
+	free(r);
+	gs_profile_free(&x.p);
+}
+
+/* With --no-offcpu the advice stays. */
+Test(report, no_offcpu_option_keeps_advice)
+{
+	struct fx x;
+	fx_build(&x);
+	gs_profile_add_comment(&x.p, "off-CPU: off (--no-offcpu)");
+	char *r = report(&x.p, 15);
+	HAS(r, "run without --no-offcpu for a wall-clock verdict");
+	free(r);
+	gs_profile_free(&x.p);
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The machine's CPU time over the profile's window, to tell CPU starvation
+ * caused by the job from starvation caused by its neighbours: /proc/stat
+ * (all CPUs) and every process's utime + stime (/proc/PID/stat), read at
+ * the start and at the end of sampling.
+ */
+#ifndef GS_CLI_MACHINE_H
+#define GS_CLI_MACHINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpusample/profile.h"
+
+struct gs_proc_cpu {
+	uint32_t pid;
+	uint64_t start; /* starttime (ticks after boot): tells a reused pid */
+	uint64_t ticks; /* utime + stime */
+	char comm[16];
+};
+
+struct gs_cpu_snap {
+	uint64_t mono_ns;
+	unsigned n_cpus;
+	struct gs_proc_cpu *procs;
+	size_t n;
+};
+
+/* root: the /proc to read ("/proc" in use; tests pass a fake tree).
+ * 0, or -errno (the snapshot is then empty). */
+int gs_cpu_snap_take(struct gs_cpu_snap *s, const char *root);
+void gs_cpu_snap_free(struct gs_cpu_snap *s);
+
+/* The profile comment the report reads (output/report_wall.c):
+ *   "machine CPU: N CPUs; outside the job X.XX cores over A.AA s (name
+ *   X.XX, name X.XX, name X.XX)"
+ * outside = the CPU time of every process not in p->processes (and not
+ * gpusample itself, self_pid) between a and b, top 3 by name. */
+int gs_cpu_snap_comment(struct gs_profile *p, const struct gs_cpu_snap *a,
+			const struct gs_cpu_snap *b, uint32_t self_pid, long hz);
+
+#endif
