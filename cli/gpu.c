@@ -316,6 +316,12 @@ int gs_gpu_launch_sample(struct session *s, const struct gs_rec_hdr *h,
 		s->counts[GS_C_records_malformed]++;
 		return -EINVAL;
 	}
+	/* A launch of a new kernel past the join's kernel caps is dropped
+	 * (and counted) before its stack costs a symbolization. */
+	if (!gs_join_launch_admit(s->join, (*l)->gpu.tgid, (*l)->name_hash,
+				  (*l)->cbid == GS_CBID_GRAPH_LAUNCH ||
+				      (*l)->cbid == GS_CBID_GRAPH_LAUNCH_PTSZ))
+		return -ENOSPC;
 	/* Without its kernel frames (the uprobe's own path into BPF, never
 	 * the program's) and the agent's callback path. */
 	skip = launch_frames_to_skip(s, v);
@@ -530,6 +536,38 @@ static void note_unannounced(struct session *s, uint64_t samples)
 	    (unsigned long long)samples, (unsigned long long)kernels, (unsigned long long)cubins);
 }
 
+/* What the caps on kernels, locations, launch history and correlation ids
+ * (symbolizer/join.h, symbolizer/cuda.h) cut, by cause: counters and one
+ * note naming them. */
+static void note_caps(struct session *s, const struct gs_join_stats *st)
+{
+	struct gs_cuda_cap_losses l;
+
+	gs_cuda_cap_losses(s->cuda, &l);
+	s->counts[GS_C_gpu_kernels_capped] = st->kernels_capped + l.kernels;
+	s->counts[GS_C_gpu_locations_capped] = l.locations;
+	s->counts[GS_C_gpu_launches_trimmed] = st->launches_trimmed;
+	s->counts[GS_C_gpu_corrs_capped] = st->corrs_capped;
+	if (!st->kernels_capped && !l.kernels && !l.locations && !st->launches_trimmed &&
+	    !st->corrs_capped)
+		return;
+	gs_profile_add_note(
+	    &s->prof,
+	    "GPU records past gpusample's memory caps: %llu launch events of new kernels "
+	    "dropped (kernel caps %u per process, %u in all), %llu PC records of new kernels "
+	    "and %llu of new locations under [other kernels] (kernel caps %u per process, %u "
+	    "in all, %llu/%llu MiB of names; location caps %u, %u), %llu launch events cut "
+	    "from their kernel's time window (history caps %u per kernel, %u per process, %u "
+	    "in all), %llu correlation ids dropped (caps %u per process, %u in all)",
+	    (unsigned long long)st->kernels_capped, GS_JOIN_KERNELS_PER_PID, GS_JOIN_KERNELS_TOTAL,
+	    (unsigned long long)l.kernels, (unsigned long long)l.locations, GS_CUDA_KERNELS_PER_PID,
+	    GS_CUDA_KERNELS_TOTAL, (unsigned long long)(GS_CUDA_NAME_BYTES_PER_PID >> 20),
+	    (unsigned long long)(GS_CUDA_NAME_BYTES_TOTAL >> 20), GS_CUDA_LOCATIONS_PER_PID,
+	    GS_CUDA_LOCATIONS_TOTAL, (unsigned long long)st->launches_trimmed,
+	    GS_JOIN_LAUNCHES_PER_KERNEL, GS_JOIN_LAUNCHES_PER_PID, GS_JOIN_LAUNCHES_TOTAL,
+	    (unsigned long long)st->corrs_capped, GS_JOIN_CORRS_PER_PID, GS_JOIN_CORRS_TOTAL);
+}
+
 int gs_gpu_finish(struct session *s)
 {
 	struct gs_join_stats st = { 0 };
@@ -555,6 +593,7 @@ int gs_gpu_finish(struct session *s)
 	}
 	s->counts[GS_C_gpu_unknown_launch] = st.samples[GS_JOIN_UNKNOWN];
 	s->counts[GS_C_gpu_unannounced] = st.unannounced;
+	note_caps(s, &st);
 	note_unannounced(s, st.unannounced);
 	gs_cuda_add_comments(s->cuda);
 	return rc ? rc : lines_rc;

@@ -19,9 +19,6 @@
 
 #include "util/hash.h" /* gs_mix64, gs_hash_bytes */
 
-/* Look a string up without interning; -1 if absent. */
-int64_t gs_profile_find_str(const struct gs_profile *p, const char *s);
-
 /* ---- display frames ---------------------------------------------------- */
 enum gs_dframe_type {
 	GS_DF_FUNC = 1,   /* native/kernel/special function (one per function) */

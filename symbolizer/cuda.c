@@ -48,6 +48,12 @@ struct kfunc {
 	gs_str name, system_name;
 };
 
+/* What one process made here, against the caps (cuda.h GS_CUDA_*). */
+struct pid_use {
+	uint32_t pid, kernels, locations;
+	uint64_t name_bytes;
+};
+
 struct stall_ent {
 	uint32_t index;
 	uint8_t kind;
@@ -101,6 +107,16 @@ struct gs_cuda {
 	struct gs_kmap kfunc_by_key; /* (crc, mangled gs_str, 0) -> kfuncs index */
 	struct gs_kmap loc_cache;    /* (crc, mangled gs_str, pcOffset) -> location id */
 
+	/* The caps on what PC records can make (cuda.h): use per pid, in
+	 * total, and what went past them to the [other kernels] location. */
+	struct pid_use *uses;
+	size_t n_uses, cap_uses;
+	struct gs_kmap use_by_pid; /* (pid, 0, 0) -> uses index */
+	uint64_t n_locations, name_bytes;
+	uint32_t other_loc;
+	struct gs_cuda_cap_losses lost;
+	struct gs_kmap unknown_stalls; /* (index, 0, 0) -> gs_str "stall_<index>" */
+
 	struct stall_table *tables;
 	size_t n_tables, cap_tables;
 
@@ -139,6 +155,9 @@ void gs_cuda_free(struct gs_cuda *c)
 	free(c->devices);
 	free(c->kfuncs);
 	free(c->pending);
+	free(c->uses);
+	gs_kmap_free(&c->use_by_pid);
+	gs_kmap_free(&c->unknown_stalls);
 	gs_kmap_free(&c->cubin_by_crc);
 	gs_kmap_free(&c->mapping_by_crc);
 	gs_kmap_free(&c->announced);
@@ -570,21 +589,95 @@ static struct kfunc *kernel_function(struct gs_cuda *c, uint64_t crc, gs_str man
 	return &c->kfuncs[c->n_kfuncs++];
 }
 
+static struct pid_use *pid_use(struct gs_cuda *c, uint32_t pid)
+{
+	uint32_t i;
+
+	if (gs_kmap_get(&c->use_by_pid, pid, 0, 0, &i))
+		return &c->uses[i];
+	if (gs_grow((void **)&c->uses, &c->cap_uses, c->n_uses + 1, sizeof(*c->uses)) ||
+	    gs_kmap_put(&c->use_by_pid, pid, 0, 0, (uint32_t)c->n_uses))
+		return NULL;
+	c->uses[c->n_uses] = (struct pid_use){ .pid = pid };
+	return &c->uses[c->n_uses++];
+}
+
+/* The one location PC records past the caps fold into: function
+ * "[other kernels]" in a mapping of that name. */
+static uint32_t other_location(struct gs_cuda *c)
+{
+	if (c->other_loc)
+		return c->other_loc;
+	gs_str name = gs_profile_intern(c->p, "[other kernels]");
+	if (name == (gs_str)-1)
+		return 0;
+	struct gs_mapping m = { .start = 0, .limit = 1, .file = name, .has_functions = true };
+	uint32_t mapping = gs_profile_add_mapping(c->p, &m);
+	struct gs_function f = { .name = name };
+	uint32_t fid = mapping ? gs_profile_add_function(c->p, &f) : 0;
+	struct gs_line l = { .function = fid };
+	c->other_loc = fid ? gs_profile_add_location(c->p, mapping, 0, GS_FRAME_GPU_PC, &l, 1) : 0;
+	return c->other_loc;
+}
+
+void gs_cuda_cap_losses(const struct gs_cuda *c, struct gs_cuda_cap_losses *l)
+{
+	*l = c->lost;
+}
+
 uint32_t gs_cuda_location(struct gs_cuda *c, uint64_t crc, const char *function, uint64_t pc_offset)
+{
+	return gs_cuda_location_pid(c, 0, crc, function, pc_offset);
+}
+
+uint32_t gs_cuda_location_pid(struct gs_cuda *c, uint32_t pid, uint64_t crc, const char *function,
+			      uint64_t pc_offset)
 {
 	if (!function || !*function)
 		function = "[unknown kernel]";
+	/* Looked up before anything is interned: a name past the caps must
+	 * cost no memory (PC records can carry a new name each). */
+	int64_t known = gs_profile_find_str(c->p, function);
+	uint32_t id, ki;
+	if (known > 0 && gs_kmap_get(&c->loc_cache, crc, (uint64_t)known, pc_offset, &id))
+		return id;
+	bool new_kernel = known <= 0 ||
+			  !gs_kmap_get(&c->kfunc_by_key, crc, (uint64_t)known, 0, &ki);
+	struct pid_use *u = pid_use(c, pid);
+	if (!u)
+		return 0;
+	size_t len = strlen(function);
+	if (new_kernel &&
+	    (u->kernels >= GS_CUDA_KERNELS_PER_PID || c->n_kfuncs >= GS_CUDA_KERNELS_TOTAL ||
+	     u->name_bytes + len > GS_CUDA_NAME_BYTES_PER_PID ||
+	     c->name_bytes + len > GS_CUDA_NAME_BYTES_TOTAL)) {
+		c->lost.kernels++;
+		return other_location(c);
+	}
+	if (u->locations >= GS_CUDA_LOCATIONS_PER_PID ||
+	    c->n_locations >= GS_CUDA_LOCATIONS_TOTAL) {
+		c->lost.locations++;
+		return other_location(c);
+	}
 	gs_str mangled = gs_profile_intern(c->p, function);
 	if (mangled == (gs_str)-1)
 		return 0;
-	uint32_t id;
-	if (gs_kmap_get(&c->loc_cache, crc, mangled, pc_offset, &id))
-		return id;
 
 	uint32_t mapping = cubin_mapping(c, crc);
+	size_t had = c->n_kfuncs;
 	struct kfunc *k = kernel_function(c, crc, mangled, function);
 	if (!mapping || !k)
 		return 0;
+	if (c->n_kfuncs > had) {
+		/* the mangled name and the demangled one */
+		size_t bytes = len + 1 +
+			       (k->system_name ? strlen(gs_profile_str(c->p, k->name)) + 1 : 0);
+		u->kernels++;
+		u->name_bytes += bytes;
+		c->name_bytes += bytes;
+	}
+	u->locations++;
+	c->n_locations++;
 
 	struct gs_function f = { .name = k->name, .system_name = k->system_name };
 	uint32_t fid = gs_profile_add_function(c->p, &f);
@@ -890,12 +983,24 @@ int gs_cuda_fold_stalls(struct gs_cuda *c, uint32_t pid, uint32_t context,
 				e = &t->ents[k];
 		struct stall_ent unknown;
 		if (!e) {
-			char buf[32];
-			snprintf(buf, sizeof(buf), "stall_%u", in[i].index);
+			/* The index is the target's word: a name per index only
+			 * for the first GS_CUDA_UNKNOWN_STALLS of them. */
+			uint32_t r;
 			unknown.kind = GS_STALL_BASE;
-			unknown.reason = gs_profile_intern(c->p, buf);
-			if (unknown.reason == (gs_str)-1)
-				return -ENOMEM;
+			if (gs_kmap_get(&c->unknown_stalls, in[i].index, 0, 0, &r)) {
+				unknown.reason = r;
+			} else {
+				char buf[32];
+				bool room = c->unknown_stalls.n < GS_CUDA_UNKNOWN_STALLS;
+				if (room)
+					snprintf(buf, sizeof(buf), "stall_%u", in[i].index);
+				unknown.reason = gs_profile_intern(c->p,
+								   room ? buf : "stall_other");
+				if (unknown.reason == (gs_str)-1 ||
+				    (room && gs_kmap_put(&c->unknown_stalls, in[i].index, 0, 0,
+							 unknown.reason)))
+					return -ENOMEM;
+			}
 			e = &unknown;
 		}
 		if (e->kind == GS_STALL_COUNTER)

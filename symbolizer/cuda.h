@@ -128,6 +128,32 @@ int gs_cuda_cubin_functions(const void *cubin, size_t len,
  * sections are never looked up (checked once per cubin). */
 uint32_t gs_cuda_location(struct gs_cuda *c, uint64_t crc, const char *function,
 			  uint64_t pc_offset);
+/* The same for a PC record of process pid, under the caps below (pid 0:
+ * gs_cuda_location's).  Kernel names and PC offsets come from the target:
+ * a new kernel (cubin CRC, mangled name) past GS_CUDA_KERNELS_* or the name
+ * bytes past GS_CUDA_NAME_BYTES_*, or a new location past
+ * GS_CUDA_LOCATIONS_*, is not made (nothing interned) and the PC gets the
+ * one "[other kernels]" location, counted (gs_cuda_cap_losses).  A real
+ * job has thousands of kernels (libtorch_cuda: ~10k) and sampled PCs in
+ * the tens of thousands; a hostile one made a new name per PC (issue 24,
+ * item 6: 1.36 GB in 25 s).  The first process to make a kernel or
+ * location is charged with it. */
+#define GS_CUDA_KERNELS_PER_PID    65536u
+#define GS_CUDA_KERNELS_TOTAL      262144u
+#define GS_CUDA_NAME_BYTES_PER_PID (32ull << 20)
+#define GS_CUDA_NAME_BYTES_TOTAL   (128ull << 20)
+#define GS_CUDA_LOCATIONS_PER_PID  262144u
+#define GS_CUDA_LOCATIONS_TOTAL    1048576u
+/* Stall indices missing from the context's table get "stall_<index>" names
+ * up to this many distinct indices, then "stall_other". */
+#define GS_CUDA_UNKNOWN_STALLS 1024u
+uint32_t gs_cuda_location_pid(struct gs_cuda *c, uint32_t pid, uint64_t crc, const char *function,
+			      uint64_t pc_offset);
+struct gs_cuda_cap_losses {
+	uint64_t kernels;   /* PC records of new kernels past the kernel or name-byte caps */
+	uint64_t locations; /* PC records of new locations past the location caps */
+};
+void gs_cuda_cap_losses(const struct gs_cuda *c, struct gs_cuda_cap_losses *l);
 void gs_cuda_defer_lines(struct gs_cuda *c, bool defer);
 /* Fill in the source lines of every location made since the last call
  * (deferred mode); the profile's lines and functions change in place,

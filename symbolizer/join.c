@@ -20,8 +20,14 @@
 /* Launches older than this before a window's start are dropped from the
  * per-function time lists (they stay in the whole-run histogram) and from
  * the correlation-id table. */
-#define KEEP_NS         (60ull * 1000000000ull)
-#define CORR_COMPACT_AT (1u << 20)
+#define KEEP_NS (60ull * 1000000000ull)
+/* The correlation table is compacted (aged, then capped) when it reaches
+ * this many entries, then at twice what survived, at most the total cap. */
+#define CORR_COMPACT_MIN 65536u
+/* A kfn finds its hist entries by a linear scan up to this many, then
+ * through a map: most kernels have a few launching contexts, and a map per
+ * kernel would cost ~1 KB each. */
+#define HIST_SCAN 8
 
 #define NO_STACK UINT32_MAX
 
@@ -46,12 +52,20 @@ struct hist {
 
 /* Launch history of one (pid, kernel function). */
 struct kfn {
+	uint32_t use; /* index of its pid's struct pid_use */
 	struct launch *l;
 	size_t n, cap, head; /* live launches are l[head..n) */
 	bool unsorted;
 	struct hist *h;
 	size_t nh, caph;
-	struct gs_kmap h_by_lkey; /* (lkey, 0, 0) -> h index */
+	struct gs_kmap h_by_lkey; /* (lkey, 0, 0) -> h index, once nh > HIST_SCAN */
+};
+
+/* What one process holds, against the caps (join.h GS_JOIN_*). */
+struct pid_use {
+	uint32_t pid, kfns, corrs;
+	uint32_t excess;   /* scratch of compact_corrs */
+	uint64_t launches; /* live launch history entries of its kfns */
 };
 
 struct corr {
@@ -91,7 +105,13 @@ struct gs_join {
 	struct corr *corrs;
 	size_t n_corrs, cap_corrs;
 	struct gs_kmap corr_map; /* (pid, corr, 0) -> corrs index */
-	uint64_t latest_end;
+	size_t corr_compact_at;
+	uint64_t latest_end, newest_launch;
+
+	struct pid_use *uses;
+	size_t n_uses, cap_uses;
+	struct gs_kmap use_by_pid; /* (pid, 0, 0) -> uses index */
+	uint64_t n_launches;       /* live launch history entries, all kfns */
 
 	struct gs_kmap dev_end; /* (pid, device, 0) -> index into ends */
 	struct dev_window *ends;
@@ -131,6 +151,8 @@ void gs_join_free(struct gs_join *j)
 	free(j->corrs);
 	free(j->ends);
 	free(j->aggs);
+	free(j->uses);
+	gs_kmap_free(&j->use_by_pid);
 	gs_kmap_free(&j->lkey_map);
 	gs_kmap_free(&j->kfn_map);
 	gs_kmap_free(&j->corr_map);
@@ -159,6 +181,25 @@ static int get_lkey(struct gs_join *j, const struct gs_join_launch *l, uint32_t 
 	return 0;
 }
 
+static struct pid_use *pid_use(struct gs_join *j, uint32_t pid)
+{
+	uint32_t i;
+
+	if (gs_kmap_get(&j->use_by_pid, pid, 0, 0, &i))
+		return &j->uses[i];
+	if (gs_grow((void **)&j->uses, &j->cap_uses, j->n_uses + 1, sizeof(*j->uses)) ||
+	    gs_kmap_put(&j->use_by_pid, pid, 0, 0, (uint32_t)j->n_uses))
+		return NULL;
+	j->uses[j->n_uses] = (struct pid_use){ .pid = pid };
+	return &j->uses[j->n_uses++];
+}
+
+/* Room for one more kernel of u's process. */
+static bool kernel_room(const struct gs_join *j, const struct pid_use *u)
+{
+	return u->kfns < GS_JOIN_KERNELS_PER_PID && j->n_kfns < GS_JOIN_KERNELS_TOTAL;
+}
+
 static struct kfn *get_kfn(struct gs_join *j, uint32_t pid, uint64_t fn, bool create)
 {
 	uint32_t i;
@@ -166,63 +207,190 @@ static struct kfn *get_kfn(struct gs_join *j, uint32_t pid, uint64_t fn, bool cr
 		return &j->kfns[i];
 	if (!create)
 		return NULL;
-	if (gs_grow((void **)&j->kfns, &j->cap_kfns, j->n_kfns + 1, sizeof(struct kfn)))
+	struct pid_use *u = pid_use(j, pid);
+	if (!u || gs_grow((void **)&j->kfns, &j->cap_kfns, j->n_kfns + 1, sizeof(struct kfn)))
 		return NULL;
 	memset(&j->kfns[j->n_kfns], 0, sizeof(struct kfn));
+	j->kfns[j->n_kfns].use = (uint32_t)(u - j->uses);
 	if (gs_kmap_put(&j->kfn_map, pid, fn, 0, (uint32_t)j->n_kfns))
 		return NULL;
+	u->kfns++;
 	return &j->kfns[j->n_kfns++];
+}
+
+static bool find_hist(const struct kfn *k, uint32_t lkey, uint32_t *i)
+{
+	if (k->nh > HIST_SCAN)
+		return gs_kmap_get(&k->h_by_lkey, lkey, 0, 0, i);
+	for (size_t x = 0; x < k->nh; x++)
+		if (k->h[x].lkey == lkey)
+			return *i = (uint32_t)x, true;
+	return false;
 }
 
 static struct hist *get_hist(struct kfn *k, uint32_t lkey)
 {
 	uint32_t i;
-	if (gs_kmap_get(&k->h_by_lkey, lkey, 0, 0, &i))
+	if (find_hist(k, lkey, &i))
 		return &k->h[i];
-	if (gs_grow((void **)&k->h, &k->caph, k->nh + 1, sizeof(struct hist)))
+	if (gs_grow_from((void **)&k->h, &k->caph, k->nh + 1, sizeof(struct hist), 2))
 		return NULL;
 	k->h[k->nh] = (struct hist){ .lkey = lkey };
-	if (gs_kmap_put(&k->h_by_lkey, lkey, 0, 0, (uint32_t)k->nh))
+	if (k->nh == HIST_SCAN) /* the map from now on, with every entry */
+		for (size_t x = 0; x < k->nh; x++)
+			if (gs_kmap_put(&k->h_by_lkey, k->h[x].lkey, 0, 0, (uint32_t)x))
+				return NULL;
+	if (k->nh >= HIST_SCAN && gs_kmap_put(&k->h_by_lkey, lkey, 0, 0, (uint32_t)k->nh))
 		return NULL;
 	return &k->h[k->nh++];
 }
 
-static int add_corr(struct gs_join *j, const struct gs_join_launch *l, uint32_t lkey)
+/* Drop the first n live launches of k (the oldest, in arrival order). */
+static void drop_launches(struct gs_join *j, struct kfn *k, size_t n)
 {
-	if (j->n_corrs >= CORR_COMPACT_AT && j->latest_end > KEEP_NS) {
-		/* Drop correlation ids far older than the newest drain. */
-		size_t w = 0;
-		gs_kmap_free(&j->corr_map);
+	k->head += n;
+	j->uses[k->use].launches -= n;
+	j->n_launches -= n;
+	if (k->head > 64 && k->head * 2 > k->n) {
+		memmove(k->l, k->l + k->head, (k->n - k->head) * sizeof(struct launch));
+		k->n -= k->head;
+		k->head = 0;
+	}
+}
+
+/* Append a launch to k's time list under the history caps: past one,
+ * the kernel's older half goes (or, with less than 2 live, this one is
+ * not kept).  Either way the launch stays in k's whole-run histogram. */
+static int push_launch(struct gs_join *j, struct kfn *k, const struct launch *ln)
+{
+	struct pid_use *u = &j->uses[k->use];
+	size_t live = k->n - k->head;
+	if (live >= GS_JOIN_LAUNCHES_PER_KERNEL || u->launches >= GS_JOIN_LAUNCHES_PER_PID ||
+	    j->n_launches >= GS_JOIN_LAUNCHES_TOTAL) {
+		if (live < 2) {
+			j->st.launches_trimmed++;
+			return 0;
+		}
+		j->st.launches_trimmed += live / 2;
+		drop_launches(j, k, live / 2);
+	}
+	if (gs_grow_from((void **)&k->l, &k->cap, k->n + 1, sizeof(struct launch), 2))
+		return -ENOMEM;
+	if (k->n > k->head && k->l[k->n - 1].time > ln->time)
+		k->unsorted = true;
+	k->l[k->n++] = *ln;
+	u->launches++;
+	j->n_launches++;
+	return 0;
+}
+
+/* Compact the correlation table: ids far older than the newest drain or
+ * launch go (batches or not), then the oldest of every process over 3/4
+ * of its cap down to half of it, then the oldest of all over 3/4 of the
+ * total cap down to half of that (both counted: exact attribution lost). */
+static int compact_corrs(struct gs_join *j)
+{
+	uint64_t ref = j->latest_end > j->newest_launch ? j->latest_end : j->newest_launch;
+	size_t w = 0;
+	bool over = false;
+
+	for (size_t u = 0; u < j->n_uses; u++)
+		j->uses[u].corrs = 0;
+	for (size_t i = 0; i < j->n_corrs; i++) {
+		if (ref > KEEP_NS && j->corrs[i].time + KEEP_NS < ref)
+			continue;
+		j->corrs[w++] = j->corrs[i];
+		pid_use(j, j->corrs[i].pid)->corrs++; /* every pid has one: added first */
+	}
+	j->n_corrs = w;
+	for (size_t u = 0; u < j->n_uses; u++) {
+		struct pid_use *p = &j->uses[u];
+		p->excess = p->corrs > GS_JOIN_CORRS_PER_PID / 4 * 3
+				? p->corrs - GS_JOIN_CORRS_PER_PID / 2
+				: 0;
+		over |= p->excess != 0;
+	}
+	if (over) {
+		w = 0;
 		for (size_t i = 0; i < j->n_corrs; i++) {
-			if (j->corrs[i].time + KEEP_NS < j->latest_end)
+			struct pid_use *p = pid_use(j, j->corrs[i].pid);
+			if (p->excess) {
+				p->excess--;
+				p->corrs--;
+				j->st.corrs_capped++;
 				continue;
-			j->corrs[w] = j->corrs[i];
-			if (gs_kmap_put(&j->corr_map, j->corrs[w].pid, j->corrs[w].corr, 0,
-					(uint32_t)w))
-				return -ENOMEM;
-			w++;
+			}
+			j->corrs[w++] = j->corrs[i];
 		}
 		j->n_corrs = w;
 	}
+	if (j->n_corrs > GS_JOIN_CORRS_TOTAL / 4 * 3) {
+		size_t drop = j->n_corrs - GS_JOIN_CORRS_TOTAL / 2;
+		for (size_t i = 0; i < drop; i++)
+			pid_use(j, j->corrs[i].pid)->corrs--;
+		memmove(j->corrs, j->corrs + drop, (j->n_corrs - drop) * sizeof(struct corr));
+		j->n_corrs -= drop;
+		j->st.corrs_capped += drop;
+	}
+	gs_kmap_free(&j->corr_map);
+	for (size_t i = 0; i < j->n_corrs; i++)
+		if (gs_kmap_put(&j->corr_map, j->corrs[i].pid, j->corrs[i].corr, 0, (uint32_t)i))
+			return -ENOMEM;
+	j->corr_compact_at = j->n_corrs * 2 > CORR_COMPACT_MIN ? j->n_corrs * 2 : CORR_COMPACT_MIN;
+	if (j->corr_compact_at > GS_JOIN_CORRS_TOTAL)
+		j->corr_compact_at = GS_JOIN_CORRS_TOTAL;
+	return 0;
+}
+
+static int add_corr(struct gs_join *j, const struct gs_join_launch *l, uint32_t lkey,
+		    struct pid_use *u)
+{
+	int err;
+
+	if (!j->corr_compact_at)
+		j->corr_compact_at = CORR_COMPACT_MIN;
+	if ((j->n_corrs >= j->corr_compact_at || u->corrs >= GS_JOIN_CORRS_PER_PID) &&
+	    (err = compact_corrs(j)))
+		return err;
 	if (gs_grow((void **)&j->corrs, &j->cap_corrs, j->n_corrs + 1, sizeof(struct corr)))
 		return -ENOMEM;
 	j->corrs[j->n_corrs] = (struct corr){ l->time_ns, l->pid, l->correlation_id, lkey };
 	if (gs_kmap_put(&j->corr_map, l->pid, l->correlation_id, 0, (uint32_t)j->n_corrs))
 		return -ENOMEM;
 	j->n_corrs++;
+	u->corrs++;
 	return 0;
+}
+
+bool gs_join_launch_admit(struct gs_join *j, uint32_t pid, uint64_t function, bool graph)
+{
+	struct pid_use *u;
+
+	if ((!function && !graph) || get_kfn(j, pid, graph ? GRAPH_FN : function, false))
+		return true;
+	if (!(u = pid_use(j, pid)) || kernel_room(j, u))
+		return true; /* no memory: gs_join_add_launch says so */
+	j->st.kernels_capped++;
+	return false;
 }
 
 int gs_join_add_launch(struct gs_join *j, const struct gs_join_launch *l)
 {
 	if (l->stack >= j->p->n_stacks)
 		return -EINVAL;
+	/* A new kernel past the kernel caps: the whole launch goes, counted
+	 * (gs_join_launch_admit; callers that ask first never get here). */
+	if (!gs_join_launch_admit(j, l->pid, l->function, l->graph))
+		return 0;
+	struct pid_use *u = pid_use(j, l->pid);
 	uint32_t lkey;
-	int err = get_lkey(j, l, &lkey);
+	int err = u ? get_lkey(j, l, &lkey) : -ENOMEM;
 	if (err)
 		return err;
 	j->st.launches++;
-	if (l->correlation_id && (err = add_corr(j, l, lkey)))
+	if (l->time_ns > j->newest_launch)
+		j->newest_launch = l->time_ns;
+	if (l->correlation_id && (err = add_corr(j, l, lkey, u)))
 		return err;
 	if (!l->function && !l->graph)
 		return 0;
@@ -232,13 +400,10 @@ int gs_join_add_launch(struct gs_join *j, const struct gs_join_launch *l)
 		return -ENOMEM;
 	uint32_t w = l->weight ? l->weight : 1;
 	struct hist *h = get_hist(k, lkey);
-	if (!h || gs_grow((void **)&k->l, &k->cap, k->n + 1, sizeof(struct launch)))
+	if (!h)
 		return -ENOMEM;
 	h->count += w;
-	if (k->n > k->head && k->l[k->n - 1].time > l->time_ns)
-		k->unsorted = true;
-	k->l[k->n++] = (struct launch){ l->time_ns, lkey, w };
-	return 0;
+	return push_launch(j, k, &(struct launch){ l->time_ns, lkey, w });
 }
 
 /* ---- output aggregation --------------------------------------------------- */
@@ -378,27 +543,24 @@ static int cmp_launch(const void *a, const void *b)
 /* Launch weights per hist entry of k inside [start, end]; falls back to the
  * whole-run histogram when the window holds none.  Fills idx[]/c[] with
  * hist indices and weights; returns their count. */
-static size_t distribution(struct kfn *k, uint64_t start, uint64_t end, uint32_t *idx, uint64_t *c,
-			   uint64_t *C)
+static size_t distribution(struct gs_join *j, struct kfn *k, uint64_t start, uint64_t end,
+			   uint32_t *idx, uint64_t *c, uint64_t *C)
 {
 	if (k->unsorted) {
 		qsort(k->l + k->head, k->n - k->head, sizeof(struct launch), cmp_launch);
 		k->unsorted = false;
 	}
-	while (k->head < k->n && k->l[k->head].time + KEEP_NS < start)
-		k->head++;
-	if (k->head > 4096 && k->head * 2 > k->n) {
-		memmove(k->l, k->l + k->head, (k->n - k->head) * sizeof(struct launch));
-		k->n -= k->head;
-		k->head = 0;
-	}
+	size_t old = 0;
+	while (k->head + old < k->n && k->l[k->head + old].time + KEEP_NS < start)
+		old++;
+	drop_launches(j, k, old);
 	memset(c, 0, k->nh * sizeof(*c));
 	*C = 0;
 	for (size_t i = k->head; i < k->n && k->l[i].time <= end; i++) {
 		if (k->l[i].time < start)
 			continue;
 		uint32_t h = 0;
-		if (!gs_kmap_get(&k->h_by_lkey, k->l[i].lkey, 0, 0, &h))
+		if (!find_hist(k, k->l[i].lkey, &h))
 			continue; /* cannot happen: every launch has its hist entry */
 		c[h] += k->l[i].weight;
 		*C += k->l[i].weight;
@@ -429,7 +591,7 @@ static int proportional(struct gs_join *j, const struct gs_join_batch *b, uint64
 	if (!idx || !c || !out || !res || !pri || !chosen)
 		goto out;
 	uint64_t C;
-	size_t n = distribution(k, start, b->end_ns, idx, c, &C);
+	size_t n = distribution(j, k, start, b->end_ns, idx, c, &C);
 	err = 0;
 	for (size_t e = 0; e < npe && !err; e++) {
 		const struct gs_join_pc *pc = pe[e].pc;
@@ -615,7 +777,7 @@ int gs_join_pc_batch_record(struct gs_join *j, struct gs_cuda *c, const struct g
 	for (uint32_t i = 0; i < rec->n_pcs && !err; i++) {
 		const struct gs_gpu_pc *pc = &pcs[i];
 		const char *name = names + pc->name_off;
-		uint32_t loc = gs_cuda_location(c, pc->cubin_crc, name, pc->pc_offset);
+		uint32_t loc = gs_cuda_location_pid(c, pid, pc->cubin_crc, name, pc->pc_offset);
 		if (!loc) {
 			err = -ENOMEM;
 			break;

@@ -99,6 +99,30 @@ struct gs_join_launch {
 };
 int gs_join_add_launch(struct gs_join *j, const struct gs_join_launch *l);
 
+/* Caps on what launch records can make (kernel hashes and correlation ids
+ * are the target's word: a hostile job sent a new kernel hash per launch,
+ * 2.4-3.5 GB in 20-25 s, issue 24 item 5).  A real job has thousands of
+ * kernels, launch events come at the agent's rate (200/s by default) and
+ * launches older than 60 s before a drain window are dropped anyway:
+ *   kernels (pid, kernel hash): per process and in total; a launch of a
+ *     new kernel past them is dropped whole, counted (kernels_capped);
+ *   live launch history: per kernel, per process and in total; past them
+ *     the kernel's older half is cut from its time list (it stays in its
+ *     whole-run histogram), counted (launches_trimmed);
+ *   correlation ids: aged by the newest launch or drain (60 s), then per
+ *     process and in total, the oldest first, counted (corrs_capped).
+ * gs_join_launch_admit() is that first check, for a caller that would
+ * otherwise symbolize the launch's stack for nothing: false (counted) when
+ * the launch would be dropped. */
+#define GS_JOIN_KERNELS_PER_PID     65536u
+#define GS_JOIN_KERNELS_TOTAL       262144u
+#define GS_JOIN_LAUNCHES_PER_KERNEL 65536u
+#define GS_JOIN_LAUNCHES_PER_PID    524288u
+#define GS_JOIN_LAUNCHES_TOTAL      2097152u
+#define GS_JOIN_CORRS_PER_PID       131072u
+#define GS_JOIN_CORRS_TOTAL         524288u
+bool gs_join_launch_admit(struct gs_join *j, uint32_t pid, uint64_t function, bool graph);
+
 struct gs_join_batch {
 	uint32_t pid;
 	int32_t device;
@@ -125,6 +149,9 @@ struct gs_join_stats {
 	uint64_t launches;      /* launch events added */
 	uint64_t emitted;       /* profile samples written by gs_join_emit */
 	uint64_t unannounced; /* gpu_samples of never-announced cubins (gs_cuda_cubin_unannounced) */
+	uint64_t kernels_capped;   /* launch events of new kernels past the kernel caps, dropped */
+	uint64_t launches_trimmed; /* launch events cut from time lists by the history caps */
+	uint64_t corrs_capped;     /* correlation ids dropped by the correlation caps */
 };
 enum { GS_JOIN_EXACT = 0, GS_JOIN_PROPORTIONAL = 1, GS_JOIN_UNKNOWN = 2, GS_JOIN_GRAPH = 3 };
 

@@ -51,6 +51,16 @@ enum gs_counter_kind { GS_CK_INFO = 0, GS_CK_LOST = 1 };
 	  "end (or the reverse)")                                                          \
 	X(gpu_unknown_launch, GS_CK_INFO, "GPU samples under [unknown launch]")            \
 	X(gpu_unannounced, GS_CK_LOST, "GPU samples of cubins never announced (no lines)") \
+	X(gpu_kernels_capped, GS_CK_LOST,                                                  \
+	  "GPU launch events and PC records of new kernels past the kernel caps "          \
+	  "(launches dropped, PCs under [other kernels])")                                 \
+	X(gpu_locations_capped, GS_CK_LOST,                                                \
+	  "GPU PC records of new locations past the location caps ([other kernels])")      \
+	X(gpu_launches_trimmed, GS_CK_LOST,                                                \
+	  "GPU launch events cut from a kernel's time window by the history caps")         \
+	X(gpu_corrs_capped, GS_CK_LOST,                                                    \
+	  "GPU launch correlation ids dropped by the correlation caps (no exact "          \
+	  "attribution)")                                                                  \
 	X(records_malformed, GS_CK_LOST,                                                   \
 	  "records whose layout the codec refused (sizes, counts or origin lie)")
 

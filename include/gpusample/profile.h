@@ -196,6 +196,9 @@ void gs_profile_free(struct gs_profile *p);
 /* Intern a string (copied); NULL and "" give 0.  Returns the index or
  * (gs_str)-1 on allocation failure. */
 gs_str gs_profile_intern(struct gs_profile *p, const char *s);
+/* The index of s if it is interned (0 for NULL and ""), -1 if not: a
+ * lookup that adds nothing. */
+int64_t gs_profile_find_str(const struct gs_profile *p, const char *s);
 static inline const char *gs_profile_str(const struct gs_profile *p, gs_str s)
 {
 	return p->strings[s];

@@ -440,3 +440,53 @@ Test(join, graph_launch_record)
 	cr_expect_eq(sum_where("replay", "graph").s, 9);
 	gs_join_free(j);
 }
+
+/* Issue 24, item 5: launches with a new kernel hash each stop making
+ * kernels at the per-process cap (dropped whole, counted), and launches
+ * that keep to known kernels stay joinable. */
+Test(join, new_kernels_past_the_cap_are_dropped_and_counted)
+{
+	struct gs_join *j = gs_join_new(&P, 0);
+	uint32_t a = cpu_stack("site_a");
+	uint64_t n = GS_JOIN_KERNELS_PER_PID + 100;
+	for (uint64_t i = 0; i < n; i++)
+		launch(a, 11, 1000 + i, 10 + i, 0);
+	cr_expect(!gs_join_launch_admit(j, 100, 5, false));
+	cr_expect(gs_join_launch_admit(j, 100, 1000, false)); /* a known kernel */
+	cr_expect(gs_join_launch_admit(j, 101, 5, false));    /* another process */
+	struct gs_join_stats st;
+	gs_join_stats(j, &st);
+	cr_expect_eq(st.kernels_capped, 101);
+	cr_expect_eq(st.launches, GS_JOIN_KERNELS_PER_PID);
+	gs_join_free(j);
+}
+
+/* Correlation ids are aged by the newest launch (no PC batch needed) and
+ * capped per process, oldest first, counted; recent ones still join. */
+Test(join, correlations_aged_and_capped_without_batches)
+{
+	struct gs_join *j = gs_join_new(&P, 0);
+	uint32_t a = cpu_stack("site_a");
+	uint64_t fn = gs_kernel_name_hash("_Z4gemmv");
+	uint64_t sec = 1000000000ull;
+	launch(a, 11, fn, 1 * sec, 1); /* aged out later */
+	uint32_t n = GS_JOIN_CORRS_PER_PID * 2;
+	for (uint32_t i = 0; i < n; i++)
+		launch(a, 11, fn, 100 * sec + i, 2 + i);
+	struct gs_join_stats st;
+	gs_join_stats(j, &st);
+	cr_expect_gt(st.corrs_capped, 0);
+	cr_expect_lt(st.corrs_capped, n);
+	/* the newest still joins exactly */
+	uint32_t loc = gpu_loc("gemm", 0x40);
+	struct gs_join_pc pc = { .location = loc,
+				 .function = fn,
+				 .correlation_id = n + 1,
+				 .stall_reason = gs_profile_intern(&P, "barrier"),
+				 .samples = 9 };
+	struct gs_join_batch bt = { .pid = 100, .device = 0, .end_ns = 101 * sec + n };
+	cr_assert_eq(gs_join_add_pc_batch(j, &bt, &pc, 1), 0);
+	cr_assert_eq(gs_join_emit(j, NULL), 0);
+	cr_expect_eq(sum_where("site_a", "exact").s, 9);
+	gs_join_free(j);
+}
