@@ -863,10 +863,32 @@ Test(cuda, deferred_lines_match_synchronous)
 /* Issue 24: libcupti given a cubin it loops on (allocating, signals
  * blocked) runs apart and is killed at the wall: the lookup returns, the
  * location keeps its kernel name without a line, and the comments say why. */
+/* A copy of src in a fresh root-owned directory under /run: gs_cuda_set_cupti
+ * trusts only a library whose directories only root can write, and a
+ * checkout may live anywhere (CI clones under /tmp, which others can write).
+ * Writes the copy's path to out and its directory to dir. */
+static void trusted_copy(const char *src, char *dir, char *out, size_t outlen)
+{
+	char buf[65536];
+	size_t n;
+
+	snprintf(dir, PATH_MAX, "/run/gs-test-cupti.XXXXXX");
+	cr_assert_not_null(mkdtemp(dir), "mkdtemp under /run: %s (run as root)", strerror(errno));
+	cr_assert_lt((size_t)snprintf(out, outlen, "%.200s/libcupti.so", dir), outlen);
+	FILE *in = fopen(src, "rb"), *o = fopen(out, "wb");
+	cr_assert(in && o, "copy %s: %s", src, strerror(errno));
+	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+		cr_assert_eq(fwrite(buf, 1, n, o), n);
+	fclose(in);
+	fclose(o);
+	cr_assert_eq(chmod(out, 0755), 0);
+}
+
 Test(cuda, cupti_behind_a_wall, .timeout = 60)
 {
-	char lib[PATH_MAX], why[512] = "";
-	snprintf(lib, sizeof(lib), "%s/../fakes/hostile/libcupti.so", GS_CUDA_FIXTURES);
+	char src[PATH_MAX], lib[PATH_MAX], dir[PATH_MAX], why[512] = "";
+	snprintf(src, sizeof(src), "%s/../fakes/hostile/libcupti.so", GS_CUDA_FIXTURES);
+	trusted_copy(src, dir, lib, sizeof(lib));
 	size_t len;
 	void *b = cubin("kernels_li.cubin", &len);
 	const char *mangled = "_Z5scaleIfLi4EEvPT_S0_i";
@@ -894,4 +916,6 @@ Test(cuda, cupti_behind_a_wall, .timeout = 60)
 	gs_cuda_free(d);
 	gs_profile_free(&q);
 	free(b);
+	unlink(lib);
+	rmdir(dir);
 }
