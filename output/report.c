@@ -50,6 +50,17 @@ static void fmt_ns(char *buf, size_t len, int64_t ns)
 static const char *fn_display(struct rpt *r, uint32_t id, char *buf, size_t len)
 {
 	const struct gs_profile *p = r->p;
+	if (id > p->n_functions + p->n_locations) {
+		/* unnamed code (stripped functions) under a named caller */
+		static const char more[] = " > [no symbols]";
+		char caller[256];
+
+		fn_display(r, id - p->n_functions - p->n_locations, caller, sizeof(caller));
+		if (strlen(caller) + sizeof(more) - 1 > 90)
+			strcpy(caller + 90 - (sizeof(more) - 1) - 3, "...");
+		snprintf(buf, len, "%s%s", caller, more);
+		return buf;
+	}
 	if (id > p->n_functions) { /* address-only location */
 		struct gs_dframe df = { .type = GS_DF_ADDR, .loc = id - p->n_functions };
 		return gs_dframe_name(p, &df, buf, len);
