@@ -461,8 +461,10 @@ Test(report, tables_skip_roots_skid_and_unnamed_offsets)
 	fx_samples(&p, a, 9, 6, 1, 1, "python3", "main", 0, 10000000);
 	fx_samples(&p, b, 12, 3, 1, 1, "python3", "main", 100000000, 10000000);
 	fx_samples(&p, c, 3, 1, 1, 2, "python3", "main", 200000000, 10000000);
+	gs_profile_add_comment(&p, "sample event: cpu-clock");
 	char *r = report(&p, 15);
 
+	HAS(r, "  duration 1.00 s, 0 Hz cpu-clock, 10 CPU samples"); /* the event sampled */
 	/* self: the unnamed function under its named caller; the skid's
 	 * samples on the page fault it interrupted */
 	HAS(r, "        6  60.0%       9  90.0%  at::TensorIteratorBase::serial_for_each > [no "
