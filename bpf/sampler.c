@@ -43,6 +43,7 @@ struct gs_sampler {
 	char *prog_logs; /* GS_STATS_LOG bytes per program (opts.verifier_stats) */
 	struct gs_bpf_features features;
 	bool compat; /* the gs_*_compat programs are loaded */
+	int cycles;  /* CPUs sampled on hardware cycles (the others on cpu-clock) */
 };
 
 /* Log bytes per program at BPF_LOG_STATS.  The kernel fails a load whose
@@ -505,12 +506,18 @@ static int on_ring_record(void *ctx, void *data, size_t size)
 	return rc < 0 ? rc : 0;
 }
 
-static int open_cpu_event(uint32_t freq, int cpu)
+/* The hardware cycles event where a PMU exists: its overflow interrupt is
+ * an NMI, so a sample lands where the code ran even with interrupts off;
+ * cpu-clock (an hrtimer) waits for them to be on again and piles that time
+ * on the instruction that re-enables them (pvm_irq_enable on a VM).  Most
+ * VMs have no PMU: cycles fails to open (ENOENT, EOPNOTSUPP) and cpu-clock
+ * samples instead. */
+static int open_cpu_event(uint32_t freq, int cpu, bool cycles)
 {
 	struct perf_event_attr a = {
-		.type = PERF_TYPE_SOFTWARE,
+		.type = cycles ? PERF_TYPE_HARDWARE : PERF_TYPE_SOFTWARE,
 		.size = sizeof(a),
-		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.config = cycles ? PERF_COUNT_HW_CPU_CYCLES : PERF_COUNT_SW_CPU_CLOCK,
 		.freq = 1,
 		.sample_freq = freq,
 	};
@@ -538,7 +545,11 @@ static int attach_cpu_events(struct gs_sampler *s, char *err, size_t errlen)
 
 		if (!cpus[cpu])
 			continue;
-		fd = open_cpu_event(s->opts.frequency_hz, cpu);
+		fd = open_cpu_event(s->opts.frequency_hz, cpu, true);
+		if (fd >= 0)
+			s->cycles++;
+		else
+			fd = open_cpu_event(s->opts.frequency_hz, cpu, false);
 		if (fd == -ENODEV)
 			continue; /* went offline since we read the list */
 		if (fd < 0) {
@@ -804,6 +815,13 @@ struct gpusample_bpf *gs_sampler_skel(struct gs_sampler *s)
 bool gs_sampler_compat(struct gs_sampler *s)
 {
 	return s->compat;
+}
+
+const char *gs_sampler_event(struct gs_sampler *s)
+{
+	if (!s->cycles)
+		return "cpu-clock";
+	return s->cycles == s->n_cpu_links ? "cycles" : "cycles (cpu-clock on some CPUs)";
 }
 
 int gs_sampler_compat_cfi_procs(void)

@@ -104,6 +104,10 @@ struct gpusample_bpf *gs_sampler_skel(struct gs_sampler *s);
 /* True when the programs for kernels before bpf_loop are loaded
  * (bpf/unwind.bpf.h; GS_BPF_COMPAT=1 forces them). */
 bool gs_sampler_compat(struct gs_sampler *s);
+/* The event that samples the CPUs, after gs_sampler_start: "cycles"
+ * (hardware, where a PMU exists), "cpu-clock" (the fallback: no PMU, as on
+ * most VMs), or "cycles (cpu-clock on some CPUs)". */
+const char *gs_sampler_event(struct gs_sampler *s);
 /* Processes the compat programs can unwind with CFI (a preallocated map). */
 int gs_sampler_compat_cfi_procs(void);
 /* The GPU launch-site program that is loaded (gs_gpu_launch or its compat

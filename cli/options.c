@@ -44,6 +44,9 @@ void gs_options_usage(FILE *out)
 	    "      --no-children       do not follow child processes\n"
 	    "      --no-kernel         do not record kernel stacks\n"
 	    "      --no-python         do not walk Python frames\n"
+	    "      --interpreter-frames  keep the interpreter's own frames between two Python\n"
+	    "                          frames (_PyEval_EvalFrameDefault, PyObject_Vectorcall;\n"
+	    "                          folded by default)\n"
 	    "      --no-cfi            unwind native stacks with frame pointers only\n"
 	    "      --no-gpu            do not attach to the GPU agent\n"
 	    "      --no-offcpu         do not record off-CPU time (sched_switch)\n"
@@ -230,6 +233,7 @@ enum {
 	OPT_CUPTI,
 	OPT_GPU_SCRATCH,
 	OPT_GPU_HWBUF,
+	OPT_INTERP_FRAMES,
 };
 
 static const struct option long_opts[] = {
@@ -241,6 +245,7 @@ static const struct option long_opts[] = {
 	{ "no-children", no_argument, NULL, OPT_NO_CHILDREN },
 	{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
 	{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
+	{ "interpreter-frames", no_argument, NULL, OPT_INTERP_FRAMES },
 	{ "no-cfi", no_argument, NULL, OPT_NO_CFI },
 	{ "no-gpu", no_argument, NULL, OPT_NO_GPU },
 	{ "no-offcpu", no_argument, NULL, OPT_NO_OFFCPU },
@@ -309,6 +314,9 @@ static int handle_opt(struct gs_options *o, int c, const char *arg)
 		return 0;
 	case OPT_NO_PYTHON:
 		o->python = false;
+		return 0;
+	case OPT_INTERP_FRAMES:
+		o->interp_frames = true;
 		return 0;
 	case OPT_NO_CFI:
 		o->cfi = false;

@@ -30,6 +30,8 @@ struct gs_options {
 	uint32_t gpu_period_log2; /* --gpu-period: CUPTI sampling factor (2^n cycles) */
 	bool gpu_serialized;      /* --gpu-serialized: kernel-serialized PC sampling */
 	bool offcpu;              /* off-CPU time from sched_switch (--no-offcpu clears) */
+	bool interp_frames;       /* --interpreter-frames: keep CPython's own frames
+				   * between two Python frames (folded by default) */
 	uint32_t offcpu_rate;     /* --offcpu-rate: stack walks/s per running thread; 0 = default */
 	uint32_t gpu_scratch_mib; /* --gpu-scratch: CUPTI scratch buffer; 0 = agent default */
 	uint32_t gpu_hwbuf_mib;   /* --gpu-hwbuf: CUPTI hardware buffer; 0 = CUPTI default */

@@ -708,6 +708,8 @@ static int start(struct session *s)
 		gs_log("%s\n", s->err);
 		return rc;
 	}
+	/* The report says which event sampled (output/report.c reads it). */
+	gs_profile_add_comment(&s->prof, "sample event: %s", gs_sampler_event(s->sampler));
 	gs_log("sampling %zu process%s at %u Hz%s (Ctrl-C to stop)\n", s->procs.n,
 	       s->procs.n == 1 ? "" : "es", s->o->frequency_hz,
 	       s->launched ? ", starting the command" : "");

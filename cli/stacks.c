@@ -67,6 +67,7 @@ static int user_stack(struct session *s, const struct gs_rawstack *r, uint32_t *
 		.py_partial = (r->flags & GS_CPU_PY_ERR) != 0,
 		.eval = eval,
 		.n_eval = gs_py_eval_ranges(s->py, r->tgid, eval, GS_PY_EVAL_RANGES),
+		.interp_frames = s->o->interp_frames,
 	};
 
 	return gs_py_merge(&s->prof, &st, out, cap);

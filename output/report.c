@@ -50,6 +50,17 @@ static void fmt_ns(char *buf, size_t len, int64_t ns)
 static const char *fn_display(struct rpt *r, uint32_t id, char *buf, size_t len)
 {
 	const struct gs_profile *p = r->p;
+	if (id > p->n_functions + p->n_locations) {
+		/* unnamed code (stripped functions) under a named caller */
+		static const char more[] = " > [no symbols]";
+		char caller[256];
+
+		fn_display(r, id - p->n_functions - p->n_locations, caller, sizeof(caller));
+		if (strlen(caller) + sizeof(more) - 1 > 90)
+			strcpy(caller + 90 - (sizeof(more) - 1) - 3, "...");
+		snprintf(buf, len, "%s%s", caller, more);
+		return buf;
+	}
 	if (id > p->n_functions) { /* address-only location */
 		struct gs_dframe df = { .type = GS_DF_ADDR, .loc = id - p->n_functions };
 		return gs_dframe_name(p, &df, buf, len);
@@ -89,14 +100,30 @@ static void dropped(struct rpt *r)
 		fputc('\n', r->out);
 }
 
+/* The event that sampled the CPUs, from cli/session.c's comment ("" when
+ * the profile has none: a merged or older file). */
+static const char *sample_event(const struct gs_profile *p)
+{
+	static const char key[] = "sample event: ";
+
+	for (uint32_t i = 0; i < p->n_comments; i++) {
+		const char *c = gs_profile_str(p, p->comments[i]);
+
+		if (!strncmp(c, key, sizeof(key) - 1))
+			return c + sizeof(key) - 1;
+	}
+	return "";
+}
+
 static void header(struct rpt *r, int64_t gpu_total)
 {
 	const struct gs_profile *p = r->p;
+	const char *ev = sample_event(p);
 	char d[32];
 	fmt_ns(d, sizeof(d), (int64_t)p->duration_nanos);
 	fprintf(r->out, r->color ? "\033[1mgpusample report\033[0m\n" : "gpusample report\n");
-	fprintf(r->out, "  duration %s, %u Hz, %" PRId64 " CPU samples, %" PRIu64 " lost", d,
-		p->frequency_hz, r->cpu_total, p->lost_samples);
+	fprintf(r->out, "  duration %s, %u Hz%s%s, %" PRId64 " CPU samples, %" PRIu64 " lost", d,
+		p->frequency_hz, *ev ? " " : "", ev, r->cpu_total, p->lost_samples);
 	if (gpu_total)
 		fprintf(r->out, ", %" PRId64 " GPU PC samples", gpu_total);
 	fprintf(r->out, ", %u process%s\n", p->n_processes, p->n_processes == 1 ? "" : "es");

@@ -39,33 +39,185 @@ static int cmp_total(const void *a, const void *b)
 	return x->fn < y->fn ? -1 : 1;
 }
 
+/* What a frame is to the tables (see report_int.h). */
+enum { FR_PLAIN, FR_SKID, FR_ROOT, FR_INTERP };
+
+/* Kernel frames where a timer sample lands because interrupts were just
+ * re-enabled: with a software clock event (cpu-clock: no PMU, as on most
+ * VMs) the sampling interrupt waits for interrupts to be on again, so the
+ * time of the code that ran with them off shows up at the point that turns
+ * them back on.  That code is the caller's, so the tables give the sample
+ * to the caller.  pvm_irq_enable / native_irq_enable / xen_irq_enable
+ * (paravirt ops), __raw_callee_save_* (their register-saving thunks), and
+ * the spin-lock releases that restore the interrupt flag. */
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t l = strlen(s), t = strlen(tail);
+
+	return l > t && !strcmp(s + l - t, tail);
+}
+
+static bool is_skid_name(const char *n)
+{
+	return ends_with(n, "_irq_enable") || !strncmp(n, "__raw_callee_save_", 18) ||
+	       (!strncmp(n, "_raw_", 5) && ends_with(n, "_unlock_irqrestore"));
+}
+
+/* Thread roots and interpreter start-up: on nearly every stack, they say
+ * nothing about where time goes. */
+static bool is_root_name(const char *n)
+{
+	static const char *const names[] = {
+		"_start",
+		"__libc_start_main",
+		"__libc_start_main_impl",
+		"__libc_start_call_main",
+		"start_thread",
+		"clone",
+		"clone3",
+		"__clone",
+		"__clone3",
+		"__clone_internal",
+		"thread_start",
+		"ret_from_fork",
+		"ret_from_fork_asm",
+		"Py_BytesMain",
+		"Py_RunMain",
+		"Py_Main",
+		"PyEval_EvalCode",
+		"_PyRun_SimpleFileObject",
+		"_PyRun_AnyFileObject",
+		"PyRun_SimpleFileExFlags",
+		"PyRun_AnyFileExFlags",
+		"pymain_run_python",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(n, names[i]))
+			return true;
+	return !strncmp(n, "[process ", 9);
+}
+
+/* python3.11, libpython3.11.so.1.0: the interpreter's own file. */
+static bool is_python_file(const char *file)
+{
+	const char *b = strrchr(file, '/');
+
+	b = b ? b + 1 : file;
+	return !strncmp(b, "python", 6) || !strncmp(b, "libpython", 9);
+}
+
+/* "libtorch_cpu.so.1.13.0+0x4f1ee8a": a function without a symbol. */
+static bool is_unnamed_fn(const struct gs_profile *p, uint32_t fn)
+{
+	const char *n = gs_profile_str(p, gs_profile_function(p, fn)->name), *x = strstr(n, "+0x");
+
+	return x && !strpbrk(n, " (:<") && x[3] &&
+	       strspn(x + 3, "0123456789abcdef") == strlen(x + 3);
+}
+
+static uint32_t loc_fn(const struct gs_profile *p, uint32_t lid)
+{
+	const struct gs_location *l = gs_profile_location(p, lid);
+
+	return l->n_lines ? p->lines[l->first_line].function : 0;
+}
+
+/* Per location: FR_SKID (kernel), FR_ROOT (by name), FR_INTERP (a native
+ * frame of the interpreter's file), else FR_PLAIN. */
+static uint8_t *classify_locations(const struct gs_profile *p)
+{
+	uint8_t *c = calloc(p->n_locations + 1, 1);
+
+	for (uint32_t lid = 1; c && lid <= p->n_locations; lid++) {
+		const struct gs_location *l = gs_profile_location(p, lid);
+		uint32_t fn = loc_fn(p, lid);
+		const char *n = fn ? gs_profile_str(p, gs_profile_function(p, fn)->name) : "";
+
+		if (l->kind == GS_FRAME_KERNEL && is_skid_name(n))
+			c[lid] = FR_SKID;
+		else if (l->kind != GS_FRAME_PYTHON && is_root_name(n))
+			c[lid] = FR_ROOT;
+		else if (l->kind == GS_FRAME_NATIVE && l->mapping && l->mapping <= p->n_mappings &&
+			 is_python_file(gs_profile_str(p, p->mappings[l->mapping - 1].file)))
+			c[lid] = FR_INTERP;
+	}
+	return c;
+}
+
+/* Row of function fn at frame i of stack locs[0..n): a function without a
+ * symbol goes to the row of unnamed code under its nearest named caller
+ * (found above i; for an extension's function not the interpreter's call
+ * machinery, which would name every extension function alike, but the
+ * Python frame above it), when there is one. */
+static size_t fn_row(const struct gs_profile *p, const uint8_t *cls, const uint32_t *locs,
+		     uint32_t n, uint32_t i, uint32_t fn)
+{
+	if (!is_unnamed_fn(p, fn))
+		return fn;
+	for (uint32_t j = i + 1; j < n; j++) {
+		uint32_t cf = loc_fn(p, locs[j]);
+
+		if (cls[locs[j]] == FR_ROOT)
+			break;
+		if (cf && (cls[locs[j]] == FR_PLAIN || cls[locs[j]] == cls[locs[i]]) &&
+		    !is_unnamed_fn(p, cf))
+			return (size_t)p->n_functions + p->n_locations + cf;
+	}
+	return fn;
+}
+
 /* Self and total CPU of every function with samples into rows (indexed by
- * function id, then by address-only location past n_functions). */
+ * function id, then by address-only location past n_functions, then by
+ * "unnamed code under function" past n_functions + n_locations).  The
+ * tables read the stacks as a reader would: skid frames give their samples
+ * to their caller; thread roots are left out, and so are the interpreter's
+ * own frames unless the interpreter itself is the work (the leaf-most user
+ * frames, kernel frames aside: the GC, a dict resize): root-ward of them
+ * they are start-up or call machinery (_PyObject_MakeTpCall into a torch
+ * op) whose totals say nothing the Python frames do not. */
 static void count_functions(const struct gs_profile *p, const int64_t *stack_cpu,
-			    struct gs_rpt_fn *rows, uint32_t *stamp)
+			    const uint8_t *cls, struct gs_rpt_fn *rows, uint32_t *stamp)
 {
 	for (uint32_t st = 0; st < p->n_stacks; st++) {
 		int64_t c = stack_cpu[st];
 		const struct gs_stack *s = &p->stacks[st];
+		const uint32_t *locs = &p->stack_locs[s->first];
+		uint32_t leaf = 0, work = 0; /* interpreter frames below work count */
+
 		if (c <= 0 || !s->n)
 			continue;
-		const struct gs_location *leaf = gs_profile_location(p, p->stack_locs[s->first]);
-		if (leaf->n_lines)
-			rows[p->lines[leaf->first_line].function].self += c;
-		else
-			rows[p->n_functions + p->stack_locs[s->first]].self += c;
-		for (uint32_t i = 0; i < s->n; i++) {
-			uint32_t lid = p->stack_locs[s->first + i];
+		while (leaf + 1 < s->n && cls[locs[leaf]] == FR_SKID)
+			leaf++;
+		while (work < s->n && (cls[locs[work]] == FR_INTERP ||
+				       gs_profile_location(p, locs[work])->kind == GS_FRAME_KERNEL))
+			work++;
+		for (uint32_t i = leaf; i < s->n; i++) {
+			uint32_t lid = locs[i];
 			const struct gs_location *l = gs_profile_location(p, lid);
-			if (!l->n_lines && stamp[p->n_functions + lid] != st + 1) {
-				stamp[p->n_functions + lid] = st + 1;
-				rows[p->n_functions + lid].total += c;
+
+			if (cls[lid] == FR_SKID || cls[lid] == FR_ROOT ||
+			    (cls[lid] == FR_INTERP && i >= work))
+				continue;
+			if (!l->n_lines) {
+				size_t row = (size_t)p->n_functions + lid;
+
+				if (i == leaf)
+					rows[row].self += c;
+				if (stamp[row] != st + 1) {
+					stamp[row] = st + 1;
+					rows[row].total += c;
+				}
 			}
 			for (uint32_t k = 0; k < l->n_lines; k++) {
-				uint32_t fn = p->lines[l->first_line + k].function;
-				if (stamp[fn] != st + 1) { /* once per stack (recursion) */
-					stamp[fn] = st + 1;
-					rows[fn].total += c;
+				size_t row = fn_row(p, cls, locs, s->n, i,
+						    p->lines[l->first_line + k].function);
+
+				if (i == leaf && !k)
+					rows[row].self += c;
+				if (stamp[row] != st + 1) { /* once per stack (recursion) */
+					stamp[row] = st + 1;
+					rows[row].total += c;
 				}
 			}
 		}
@@ -76,17 +228,21 @@ static int top_functions(struct gs_rpt *r, const int64_t *stack_cpu)
 {
 	const struct gs_profile *p = r->p;
 	/* rows 1..n_functions: functions; then one per address-only location
-	 * (no symbol), so their self time is not lost */
-	size_t n_rows = (size_t)p->n_functions + p->n_locations + 1;
+	 * (no symbol), so their self time is not lost; then one per function
+	 * for the unnamed code under it */
+	size_t n_rows = (size_t)p->n_functions * 2 + p->n_locations + 1;
 	struct gs_rpt_fn *rows = calloc(n_rows, sizeof(*rows));
 	uint32_t *stamp = calloc(n_rows, sizeof(*stamp));
-	if (!rows || !stamp) {
+	uint8_t *cls = classify_locations(p);
+	if (!rows || !stamp || !cls) {
 		free(rows);
 		free(stamp);
+		free(cls);
 		return -ENOMEM;
 	}
-	count_functions(p, stack_cpu, rows, stamp);
+	count_functions(p, stack_cpu, cls, rows, stamp);
 	free(stamp);
+	free(cls);
 	size_t n = 0;
 	for (uint32_t id = 1; id < n_rows; id++)
 		if (rows[id].total)

@@ -14,8 +14,12 @@
 #include "gpusample/profile.h"
 
 /* CPU samples of one function (or, for ids past n_functions, of one
- * address-only location: id - n_functions) as leaf (self) and anywhere on
- * the stack, once per stack (total). */
+ * address-only location: id - n_functions; past n_functions + n_locations,
+ * of the functions without a symbol ("libfoo.so+0x1234") whose nearest
+ * named caller is function id - n_functions - n_locations) as leaf (self)
+ * and anywhere on the stack, once per stack (total).  The tables skip
+ * thread roots and interpreter start-up frames and give the samples of
+ * interrupt-enable skid frames to their caller (report_analysis.c). */
 struct gs_rpt_fn {
 	uint32_t fn;
 	int64_t self, total;

@@ -90,9 +90,78 @@ static uint32_t leaf_skip(const struct gs_profile *p, const struct gs_py_stack *
 	return acts > groups ? acts - groups : 0;
 }
 
+/* Is file (a mapping's path) the interpreter by its name: python3.11,
+ * python3, libpython3.11.so.1.0 (a versioned or debug build too)? */
+static bool is_python_file(const char *file)
+{
+	const char *b = strrchr(file, '/');
+
+	b = b ? b + 1 : file;
+	return !strncmp(b, "python", 6) || !strncmp(b, "libpython", 9);
+}
+
+/* File (interned path) of native location loc's mapping, 0 if none. */
+static gs_str loc_file(const struct gs_profile *p, uint32_t loc)
+{
+	if (!loc || loc > p->n_locations)
+		return 0;
+	const struct gs_location *l = gs_profile_location(p, loc);
+
+	if (l->kind != GS_FRAME_NATIVE || !l->mapping || l->mapping > p->n_mappings)
+		return 0;
+	return p->mappings[l->mapping - 1].file;
+}
+
+/* Is location loc (native) the interpreter's own code?  In the file of one
+ * of the eval activations seen (eval_files), else in a file named as the
+ * interpreter (a stack whose Python frames were not spliced at an
+ * activation: the eval file is then unknown). */
+static bool is_interp(const struct gs_profile *p, uint32_t loc, const gs_str *eval_files,
+		      uint32_t n_eval_files)
+{
+	gs_str f = loc_file(p, loc);
+
+	if (!f)
+		return false;
+	for (uint32_t i = 0; i < n_eval_files; i++)
+		if (eval_files[i] == f)
+			return true;
+	return is_python_file(gs_profile_str(p, f));
+}
+
+static bool is_py_loc(const struct gs_profile *p, uint32_t loc)
+{
+	return loc && loc <= p->n_locations && gs_profile_location(p, loc)->kind == GS_FRAME_PYTHON;
+}
+
+/* Drop the interpreter's frames between the leaf-most and the root-most
+ * Python frame of out[0..n) (see gs_py_merge); returns the new count. */
+static uint32_t fold_interp(const struct gs_profile *p, uint32_t *out, uint32_t n,
+			    const gs_str *eval_files, uint32_t n_eval_files)
+{
+	uint32_t first = n, last = 0, o;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (is_py_loc(p, out[i])) {
+			if (first == n)
+				first = i;
+			last = i;
+		}
+	if (first == n)
+		return n;
+	o = first;
+	for (uint32_t i = first; i < n; i++)
+		if (i > last || is_py_loc(p, out[i]) ||
+		    !is_interp(p, out[i], eval_files, n_eval_files))
+			out[o++] = out[i];
+	return o;
+}
+
 int gs_py_merge(const struct gs_profile *p, const struct gs_py_stack *s, uint32_t *out,
 		uint32_t cap)
 {
+	gs_str eval_files[4];
+	uint32_t n_eval_files = 0;
 	uint32_t o = 0, pi = 0, insert_at = 0, n_py = s->n_py;
 	uint32_t skip = leaf_skip(p, s);
 	bool spliced = false;
@@ -106,6 +175,11 @@ int gs_py_merge(const struct gs_profile *p, const struct gs_py_stack *s, uint32_
 
 	for (uint32_t i = 0; i < s->n_native; i++) {
 		if (pi < n_py && is_eval(p, s, i)) {
+			gs_str f = loc_file(p, s->native[i]);
+
+			if (f && n_eval_files < 4 &&
+			    (!n_eval_files || eval_files[n_eval_files - 1] != f))
+				eval_files[n_eval_files++] = f;
 			if (skip) { /* an activation without Python frames (yet) */
 				skip--;
 				PUT(s->native[i]);
@@ -138,6 +212,8 @@ int gs_py_merge(const struct gs_profile *p, const struct gs_py_stack *s, uint32_
 			out[insert_at + extra - 1] = s->trunc_loc;
 		o += extra;
 	}
+	if (!s->interp_frames)
+		o = fold_interp(p, out, o, eval_files, n_eval_files);
 	return (int)o;
 #undef PUT
 }

@@ -164,6 +164,8 @@ struct gs_py_stack {
 	bool py_partial;                /* GS_CPU_PY_ERR: the Python walk stopped early */
 	const struct gs_py_range *eval; /* gs_py_eval_ranges of the process */
 	uint32_t n_eval;                /* 0: recognise eval frames by name */
+	bool interp_frames;             /* keep the interpreter's own frames
+					 * between two Python frames */
 };
 
 /*
@@ -187,6 +189,16 @@ struct gs_py_stack {
  * Python frames are never dropped.  trunc_loc goes after the root-most
  * Python frame.  Kernel frames are not part of this: the caller puts them
  * leaf-most.
+ * Then, unless s->interp_frames, the interpreter's own native frames that
+ * lie between two Python frames of the result (_PyObject_MakeTpCall,
+ * PyObject_Vectorcall, eval activations left unspliced, "python3.11+0x..."
+ * helpers) are dropped, as py-spy's native mode does: the Python frames
+ * already say what ran there.  An interpreter frame is one in the mapping
+ * of an eval activation of this stack, or in a file named python* or
+ * libpython*.  Frames root-ward of the root-most Python frame (start-up:
+ * _start, Py_BytesMain, PyEval_EvalCode) and leaf-ward of the leaf-most
+ * (native code called from Python) stay, as does every frame of another
+ * file (an extension calling back into Python).
  * Writes leaf-first location ids into out[0..cap) and returns the count, or
  * -ENOSPC when cap is too small (cap >= n_native + n_py + 1 always fits).
  */

@@ -128,7 +128,8 @@ py_launch() {
 # release it; gpusample ends when the script exits.  Outputs as py_launch.
 py_profile_running() {
 	local out=$1 py=$2 script=$3 secs=$4 go=$5
-	gs_start -p "$py_pid" -d $((secs + 60)) -o "$out" -q --format pprof
+	# shellcheck disable=SC2086 # PY_GS_ARGS: extra options, split on spaces
+	gs_start -p "$py_pid" -d $((secs + 60)) -o "$out" -q --format pprof ${PY_GS_ARGS:-}
 	touch "$go"
 	wait "$py_pid" || fail "$py $script exited with $?"
 	gs_wait

@@ -23,6 +23,9 @@
 # Done when: >= 99.5% of the loop samples are exact.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/python_lib.sh"
+# The native frames between two Python frames are checked here: keep the
+# interpreter's own frames that the merge folds by default.
+PY_GS_ARGS=--interpreter-frames
 py_need_gs
 py_interpreters
 gen_line=$(grep -n 'GEN_LINE' "$PYWL/py_gen.py" | cut -d: -f1)

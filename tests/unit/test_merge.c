@@ -229,3 +229,70 @@ Test(merge, no_python_is_identity_and_small_cap_fails)
 	cr_assert(!gs_py_is_eval_location(&p, 0));
 	cr_assert(!gs_py_is_eval_location(&p, native("_PyEval_EvalFrameDefaultX")));
 }
+
+/* A native location in a mapping of file. */
+static uint32_t native_in(const char *fn, const char *file)
+{
+	struct gs_mapping m = { .start = 0x400000,
+				.limit = 0x900000,
+				.file = gs_profile_intern(&p, file) };
+	struct gs_function f = { .name = gs_profile_intern(&p, fn) };
+	struct gs_line l = { .function = gs_profile_add_function(&p, &f) };
+
+	return gs_profile_add_location(&p, gs_profile_add_mapping(&p, &m), 0x400000 + p.n_locations,
+				       GS_FRAME_NATIVE, &l, 1);
+}
+
+Test(merge, interpreter_frames_between_python_frames_fold)
+{
+	/* Leaf first: torch op called from Python, the interpreter's call
+	 * machinery between two Python frames, start-up below <module>. */
+	const char *py311 = "/usr/bin/python3.11", *ext = "/usr/lib/libtorch_python.so";
+	uint32_t op = native_in("at::add", "/usr/lib/libtorch_cpu.so"),
+		 tpcall = native_in("_PyObject_MakeTpCall", py311),
+		 helper = native_in("python3.11+0x547b69", py311),
+		 ev = native_in("_PyEval_EvalFrameDefault", py311),
+		 cb = native_in("THPFunction_apply", ext),
+		 vcall = native_in("PyObject_Vectorcall", py311),
+		 evalcode = native_in("PyEval_EvalCode", py311),
+		 bytesmain = native_in("Py_BytesMain", py311), start = native_in("_start", py311);
+	uint32_t f1 = pyloc("step"), f2 = pyloc("main"), f3 = pyloc("<module>");
+	uint32_t nat[] = { op, tpcall, helper, ev,       cb,        vcall,
+			   ev, vcall,  ev,     evalcode, bytesmain, start };
+	uint32_t py[] = { f1, f2, f3 };
+	struct gs_py_frame fr[] = { { .flags = GS_PYF_ENTRY },
+				    { .flags = GS_PYF_ENTRY },
+				    { .flags = GS_PYF_ENTRY } };
+	struct gs_py_stack s = {
+		.native = nat, .n_native = 12, .py_locs = py, .py_frames = fr, .n_py = 3
+	};
+	uint32_t out[32];
+	/* the extension's frame (another file) stays between step and main */
+	uint32_t want[] = { op, tpcall, helper, f1, cb, f2, f3, evalcode, bytesmain, start };
+
+	expect(out, gs_py_merge(&p, &s, out, 32), want, 10);
+	/* --interpreter-frames: everything stays */
+	uint32_t all[] = { op, tpcall, helper, f1,       cb,        vcall,
+			   f2, vcall,  f3,     evalcode, bytesmain, start };
+
+	s.interp_frames = true;
+	expect(out, gs_py_merge(&p, &s, out, 32), all, 12);
+}
+
+Test(merge, interpreter_named_by_its_eval_mapping)
+{
+	/* An interpreter binary of any name (a venv's "bin/py") is the file of
+	 * the eval activations; a helper in it between two Python frames folds. */
+	uint32_t ev = native_in("_PyEval_EvalFrameDefault", "/opt/venv/bin/py"),
+		 helper = native_in("py+0x1234", "/opt/venv/bin/py"),
+		 root = native_in("main", "/opt/venv/bin/py");
+	uint32_t f1 = pyloc("inner"), f2 = pyloc("outer");
+	uint32_t nat[] = { ev, helper, ev, root }, py[] = { f1, f2 };
+	struct gs_py_frame fr[] = { { .flags = GS_PYF_ENTRY }, { .flags = GS_PYF_ENTRY } };
+	struct gs_py_stack s = {
+		.native = nat, .n_native = 4, .py_locs = py, .py_frames = fr, .n_py = 2
+	};
+	uint32_t out[16], want[] = { f1, f2, root };
+
+	expect(out, gs_py_merge(&p, &s, out, 16), want, 3);
+}

@@ -41,7 +41,10 @@ Test(report, sections_and_numbers)
 	HAS(r, "        5  33.3%       5  33.3%  do_syscall_64 [kernel]");
 	HAS(r, "        3  20.0%       3  20.0%  python3.11+0x4321");
 	HAS(r, "Top functions by total CPU");
-	HAS(r, "        0   0.0%      14  93.3%  main");
+	/* the interpreter's start-up frame (python3.11's main, root-ward of
+	 * every Python frame) is no row; the script's module leads */
+	cr_assert_null(strstr(r, "%  main\n"), "start-up frame listed:\n%s", r);
+	HAS(r, "        0   0.0%      10  66.7%  <module> (/home/u/train.py:1)");
 	HAS(r, "_BaseDataLoaderIter.__next__ (torch/utils/data/dataloader.py:626)");
 	HAS(r, "at::native::addmm_out_cpu\n");
 	HAS(r, "     1200 python3          main              10  66.7%  CPython 3.11.2   agent "
@@ -417,4 +420,70 @@ Test(report, no_offcpu_option_keeps_advice)
 	HAS(r, "run without --no-offcpu for a wall-clock verdict");
 	free(r);
 	gs_profile_free(&x.p);
+}
+
+/* The function tables read stacks as a reader would: an interrupt-enable
+ * skid frame gives its samples to its caller, thread roots and the
+ * interpreter's start-up frames are no rows, a function without a symbol
+ * is counted under its nearest named caller, never as "lib+0x...". */
+Test(report, tables_skip_roots_skid_and_unnamed_offsets)
+{
+	struct gs_profile p;
+	uint32_t m_py = py_profile(&p, 1000000000);
+	uint32_t m_rt = fx_map(&p, "/usr/bin/python3.11", "aa", 0x400000, 0x800000, false);
+	uint32_t m_libc = fx_map(&p, "/lib/libc.so.6", "bb", 0x7f0000, 0x7f8000, false);
+	uint32_t m_t = fx_map(&p, "/usr/lib/libtorch_cpu.so.1.13.0", "cc", 0x900000, 0xa00000,
+			      false);
+	uint32_t m_k = fx_map(&p, "[kernel.kallsyms]", "", 0, 0, false);
+#define L(m, k, name) fx_loc(&p, m, 0, k, fx_fn(&p, name, NULL, NULL, 0), 0)
+	uint32_t start = L(m_rt, GS_FRAME_NATIVE, "_start"),
+		 libc = L(m_libc, GS_FRAME_NATIVE, "__libc_start_main_impl"),
+		 bytesmain = L(m_rt, GS_FRAME_NATIVE, "Py_BytesMain"),
+		 helper = L(m_rt, GS_FRAME_NATIVE, "python3.11+0x651740"),
+		 evalcode = L(m_rt, GS_FRAME_NATIVE, "PyEval_EvalCode"),
+		 mod = fx_loc(&p, m_py, 0, GS_FRAME_PYTHON, fx_fn(&p, "<module>", NULL, "t.py", 1),
+			      3),
+		 tpcall = L(m_rt, GS_FRAME_NATIVE, "_PyObject_MakeTpCall"),
+		 impl = L(m_t, GS_FRAME_NATIVE, "at::TensorIteratorBase::serial_for_each"),
+		 anon = L(m_t, GS_FRAME_NATIVE, "libtorch_cpu.so.1.13.0+0x4f1ee8a"),
+		 fault = L(m_k, GS_FRAME_KERNEL, "exc_page_fault"),
+		 skid = L(m_k, GS_FRAME_KERNEL, "pvm_irq_enable"),
+		 thunk = L(m_k, GS_FRAME_KERNEL, "__raw_callee_save_pvm_irq_enable"),
+		 clone3 = L(m_libc, GS_FRAME_NATIVE, "__clone3"),
+		 st = L(m_libc, GS_FRAME_NATIVE, "start_thread"),
+		 worker = L(m_t, GS_FRAME_NATIVE, "c10::ThreadPool::main_loop");
+#undef L
+	uint32_t a[] = { start, libc, bytesmain, helper, evalcode, mod, tpcall, impl, anon };
+	uint32_t b[] = { start,  libc, bytesmain, helper, evalcode, mod,
+			 tpcall, impl, anon,      fault,  thunk,    skid };
+	uint32_t c[] = { clone3, st, worker };
+
+	fx_samples(&p, a, 9, 6, 1, 1, "python3", "main", 0, 10000000);
+	fx_samples(&p, b, 12, 3, 1, 1, "python3", "main", 100000000, 10000000);
+	fx_samples(&p, c, 3, 1, 1, 2, "python3", "main", 200000000, 10000000);
+	gs_profile_add_comment(&p, "sample event: cpu-clock");
+	char *r = report(&p, 15);
+
+	HAS(r, "  duration 1.00 s, 0 Hz cpu-clock, 10 CPU samples"); /* the event sampled */
+	/* self: the unnamed function under its named caller; the skid's
+	 * samples on the page fault it interrupted */
+	HAS(r, "        6  60.0%       9  90.0%  at::TensorIteratorBase::serial_for_each > [no "
+	       "symbols]\n");
+	HAS(r, "        3  30.0%       3  30.0%  exc_page_fault [kernel]\n");
+	HAS(r, "        1  10.0%       1  10.0%  c10::ThreadPool::main_loop\n");
+	HAS(r, "        0   0.0%       9  90.0%  <module> (t.py:1)\n");
+	const char *gone[] = {
+		"+0x",          "irq_enable",      "raw_callee_save",      "_start", "__libc_start",
+		"Py_BytesMain", "PyEval_EvalCode", "_PyObject_MakeTpCall", "clone3", "start_thread"
+	};
+	const char *tables_end = strstr(r, "\nProcesses");
+
+	cr_assert_not_null(tables_end);
+	for (size_t i = 0; i < sizeof(gone) / sizeof(gone[0]); i++) {
+		const char *hit = strstr(r, gone[i]);
+
+		cr_assert(!hit || hit > tables_end, "%s in the function tables:\n%s", gone[i], r);
+	}
+	free(r);
+	gs_profile_free(&p);
 }
