@@ -56,7 +56,7 @@ static struct {
 	size_t n_fetched, n_missed, n_refused, n_skipped;
 	uint64_t bytes;
 	char fetched[512]; /* "name (size)" list for the note, cut at its size */
-} g = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} g = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static double now_s(void)
 {
@@ -104,10 +104,10 @@ static void init_locked(void)
 		return;
 	}
 	g.begin = (debuginfod_client * (*)(void)) dlsym(g.so, "debuginfod_begin");
-	g.find_debuginfo = (int (*)(debuginfod_client *, const unsigned char *, int,
-				    char **))dlsym(g.so, "debuginfod_find_debuginfo");
-	g.set_progressfn = (void (*)(debuginfod_client *, progressfn_t))dlsym(
-	    g.so, "debuginfod_set_progressfn");
+	g.find_debuginfo = (int (*)(debuginfod_client *, const unsigned char *, int, char **))dlsym(
+	    g.so, "debuginfod_find_debuginfo");
+	g.set_progressfn =
+	    (void (*)(debuginfod_client *, progressfn_t))dlsym(g.so, "debuginfod_set_progressfn");
 	g.end = (void (*)(debuginfod_client *))dlsym(g.so, "debuginfod_end");
 	if (!g.begin || !g.find_debuginfo || !g.set_progressfn || !g.end ||
 	    !(g.client = g.begin())) {
@@ -257,9 +257,10 @@ void gs_sym_debuginfod_report(struct gs_profile *prof)
 		    g.gave_up ? "; budget spent, later modules not asked" : "", g.spent,
 		    GS_DEBUGINFOD_BUDGET_S);
 	if (g.n_skipped)
-		gs_profile_add_note(prof,
-				    "debuginfod: %zu module(s) not asked, the time budget was spent "
-				    "(names there are offsets)",
-				    g.n_skipped);
+		gs_profile_add_note(
+		    prof,
+		    "debuginfod: %zu module(s) not asked, the time budget was spent "
+		    "(names there are offsets)",
+		    g.n_skipped);
 	pthread_mutex_unlock(&g.lock);
 }
