@@ -15,7 +15,9 @@
  * leads out of it, no /proc magic link is followed), looks at the file
  * through O_PATH first (only a regular file is opened, non-blocking), and
  * the file must carry the module's build-id (or, without one, the
- * debuglink's CRC) before libdwfl reads it.  debuginfod is not asked.
+ * debuglink's CRC) before libdwfl reads it.  Only when none is found there
+ * are the debuginfod servers of DEBUGINFOD_URLS asked (debuginfod.c), and
+ * their file passes the same checks.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -169,6 +171,22 @@ int gs_sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 			    (fd = try_open(roots[r], rel, bid, n, crc, debuginfo_file_name)) >= 0)
 				return fd;
 		}
+	}
+	if (n > 0 && n <= 64) {
+		char *path = NULL;
+		int fd = gs_sym_debuginfod_find(bid, n, modname, &path);
+		struct stat st;
+
+		if (fd >= 0 && (fstat(fd, &st) || !matches(fd, &st, bid, n, 0))) {
+			close(fd);
+			fd = -1;
+			gs_sym_debuginfod_refused();
+		}
+		if (fd >= 0 && debuginfo_file_name)
+			*debuginfo_file_name = path;
+		else
+			free(path);
+		return fd;
 	}
 	return -1;
 }

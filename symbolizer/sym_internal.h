@@ -73,6 +73,20 @@ int gs_sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 			  const char *file_name, const char *debuglink, GElf_Word crc,
 			  char **debuginfo_file_name);
 
+/* debuginfod.c: the debug file of build-id bid (n bytes) from the servers in
+ * DEBUGINFOD_URLS, through a root-owned cache, within one time budget per
+ * run and a size limit per file.  An fd (and *path, malloc'ed) or -1.
+ * modname names the module in the report's note. */
+#define GS_DEBUGINFOD_CACHE_PARENT "/var/cache/gpusample"
+#define GS_DEBUGINFOD_CACHE        GS_DEBUGINFOD_CACHE_PARENT "/debuginfod"
+#define GS_DEBUGINFOD_BUDGET_S     10
+#define GS_DEBUGINFOD_MAX_BYTES    (1ULL << 30)
+int gs_sym_debuginfod_find(const unsigned char *bid, int n, const char *modname, char **path);
+/* The last file found failed debuginfo.c's checks: count it as refused. */
+void gs_sym_debuginfod_refused(void);
+/* The profile note: what was fetched, missed, refused, and the budget. */
+void gs_sym_debuginfod_report(struct gs_profile *prof);
+
 struct gs_sym_elfsym {
 	uint64_t addr, size;
 	const char *name; /* owned by libelf (string table of the module) */

@@ -654,6 +654,7 @@ static void sym_h_report(void *ctx, struct gs_profile *prof)
 				    "cut, %zu not read (first: %s); JIT code there is unnamed",
 				    (size_t)GS_PERFMAP_TOTAL_BYTES >> 20, ps.cut, ps.refused,
 				    ps.first);
+	gs_sym_debuginfod_report(prof);
 }
 
 void gs_sym_proc_handler(struct gs_symbolizer *s, struct gs_proc_handler *h)
