@@ -221,6 +221,7 @@ struct gs_wall_split {
 	uint32_t top_stacks[GS_NWALL_CATS][GS_WALL_TOP];
 	uint64_t top_ns[GS_NWALL_CATS][GS_WALL_TOP];
 	uint64_t starved_in[GS_NWALL_CATS];
+	uint64_t python_ns; /* of total_ns, samples whose stack has a Python frame */
 };
 int gs_wall_split(const struct gs_profile *p, gs_ctx_pick_fn keep, void *ctx,
 		  struct gs_wall_split *out);

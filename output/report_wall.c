@@ -390,6 +390,12 @@ static void who_name(const struct wall_ctx *w, const struct who *m, char *buf, s
 		snprintf(buf, len, "main thread (%s pid %u)", comm, m->pid);
 }
 
+/* The main thread's name says Python ("python", "python3.14", ...). */
+static bool is_python_comm(const struct wall_ctx *w, const struct who *m)
+{
+	return m->comm && !strncmp(gs_profile_str(w->p, m->comm), "python", 6);
+}
+
 static void fmt_s(char *buf, size_t len, uint64_t ns)
 {
 	snprintf(buf, len, ns >= 10000000000ULL ? "%.1f s" : "%.2f s", (double)ns / 1e9);
@@ -553,6 +559,15 @@ static void print_verdict(struct wall_ctx *w, const struct who *m, const struct 
 	fprintf(w->out, w->color ? "\n\033[1m%s\033[0m " : "\n%s ", lead);
 	if (!x->total_ns) {
 		fprintf(w->out, "No samples from the main thread: nothing to conclude about it.\n");
+		return;
+	}
+	if (w->offcpu && !x->python_ns && is_python_comm(w, m)) {
+		/* Input, sync and collective waits are told by their Python
+		 * frames: without them every wait reads as "other blocking". */
+		fprintf(w->out,
+			"no Python frames from this Python process (see the notes for why): "
+			"the split above classifies native frames only and cannot tell input "
+			"wait, CUDA sync or collective waits from other blocking; no verdict.\n");
 		return;
 	}
 	int best = 0, second = -1;

@@ -182,6 +182,16 @@ static enum fcls stack_class(const struct gs_profile *p, uint32_t st, uint8_t *f
 	return best;
 }
 
+static bool stack_has_python(const struct gs_profile *p, uint32_t st)
+{
+	const struct gs_stack *s = &p->stacks[st];
+
+	for (uint32_t i = 0; i < s->n; i++)
+		if (gs_profile_location(p, p->stack_locs[s->first + i])->kind == GS_FRAME_PYTHON)
+			return true;
+	return false;
+}
+
 static bool state_is(const struct gs_profile *p, const struct gs_sample *s, const char *state)
 {
 	gs_str st = gs_profile_ctx(p, s)->str_labels[GS_SL_THREAD_STATE];
@@ -251,9 +261,10 @@ int gs_wall_split(const struct gs_profile *p, gs_ctx_pick_fn keep, void *ctx,
 	memset(out->top_stacks, 0xff, sizeof(out->top_stacks));
 	uint8_t *fcache = malloc(p->n_functions + 1);
 	uint8_t *scache = malloc(p->n_stacks + 1);
-	struct gs_hmap top = { 0 }; /* cat << 32 | stack -> ns */
+	uint8_t *pcache = calloc(p->n_stacks + 1, 1); /* 2: known, | 1: has Python */
+	struct gs_hmap top = { 0 };                   /* cat << 32 | stack -> ns */
 	int rc = 0;
-	if (!fcache || !scache) {
+	if (!fcache || !scache || !pcache) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -269,6 +280,10 @@ int gs_wall_split(const struct gs_profile *p, gs_ctx_pick_fn keep, void *ctx,
 			continue;
 		if (scache[s->stack] == 0xff)
 			scache[s->stack] = (uint8_t)stack_class(p, s->stack, fcache);
+		if (!(pcache[s->stack] & 2))
+			pcache[s->stack] = 2 | stack_has_python(p, s->stack);
+		if (pcache[s->stack] & 1)
+			out->python_ns += (uint64_t)ns;
 		enum gs_wall_cat c = category(p, s, (enum fcls)scache[s->stack]);
 		if (c == GS_WALL_STARVED)
 			out->starved_in[fcls_cat[scache[s->stack]]] += (uint64_t)ns;
@@ -287,6 +302,7 @@ int gs_wall_split(const struct gs_profile *p, gs_ctx_pick_fn keep, void *ctx,
 	for (int c = 0; c < GS_NWALL_CATS; c++)
 		out->top_stack[c] = out->top_stacks[c][0];
 out:
+	free(pcache);
 	free(fcache);
 	free(scache);
 	gs_hmap_free(&top);

@@ -213,6 +213,8 @@ Test(walltime, split_sums_and_top_stacks)
 	cr_assert_eq(s.top_ns[GS_WALL_INPUT][0], 650000000ULL);
 	cr_assert_eq(s.top_stacks[GS_WALL_INPUT][1], UINT32_MAX, "one input stack");
 	cr_assert_eq(s.starved_in[GS_WALL_COMPUTE], 200000000ULL, "runnable in compute frames");
+	cr_assert_gt(s.python_ns, 0, "the fixture's main thread has Python frames");
+	cr_assert_leq(s.python_ns, s.total_ns);
 	pid = 1201;
 	cr_assert_eq(gs_wall_split(&x.p, keep_pid, &pid, &s), 0);
 	cr_assert_eq(s.total_ns, 100000000ULL);
@@ -239,4 +241,36 @@ Test(walltime, names_cover_every_category)
 	for (int c = 0; c < GS_NWALL_CATS; c++)
 		cr_assert(gs_wall_cat_name[c] && *gs_wall_cat_name[c], "category %d has no name",
 			  c);
+}
+
+/* A Python process whose Python frames could not be read: the split says
+ * how much of the time had Python frames (none), and the report gives no
+ * verdict from native frames alone but says why. */
+Test(walltime, no_python_frames_no_verdict)
+{
+	struct gs_profile p;
+	gs_profile_init(&p);
+	p.period_ns = FX_PERIOD;
+	uint32_t m = fx_map(&p, "/usr/lib/libc.so.6", NULL, 0x1000, 0x100000, false);
+	uint32_t k = fx_map(&p, "[kernel.kallsyms]", NULL, 0, 0, false);
+	uint32_t stack[3] = {
+		fx_loc(&p, m, 0x1100, GS_FRAME_NATIVE, fx_fn(&p, "main", NULL, NULL, 0), 0),
+		fx_loc(&p, m, 0x1200, GS_FRAME_NATIVE, fx_fn(&p, "poll", NULL, NULL, 0), 0),
+		fx_loc(&p, k, 0xffffffff81000010ULL, GS_FRAME_KERNEL,
+		       fx_fn(&p, "do_sys_poll", NULL, NULL, 0), 0)
+	};
+	fx_samples(&p, stack, 2, 5, 900, 900, "python3.14", "main", 0, FX_PERIOD);
+	uint32_t leaf_first[3] = { stack[2], stack[1], stack[0] };
+	uint32_t st = (uint32_t)gs_profile_add_stack(&p, leaf_first, 3);
+	fx_offcpu(&p, st, 900, 900, "python3.14", "main", "blocked", 100000000ULL, 500000000LL);
+	struct gs_wall_split s;
+	uint32_t pid = 900;
+	cr_assert_eq(gs_wall_split(&p, keep_pid, &pid, &s), 0);
+	cr_assert_gt(s.total_ns, 0);
+	cr_assert_eq(s.python_ns, 0);
+	char *r = fx_report(&p);
+	cr_assert_not_null(r);
+	cr_assert_not_null(strstr(r, "no Python frames from this Python process"), "%s", r);
+	free(r);
+	gs_profile_free(&p);
 }
