@@ -302,6 +302,13 @@ void gs_bpf_features_probe(struct gs_bpf_features *f)
 						      BPF_FUNC_get_current_task_btf, NULL) > 0;
 }
 
+static bool debug_level2(void)
+{
+	const char *d = getenv("GS_DEBUG");
+
+	return d && atoi(d) >= 2;
+}
+
 /* Give every program a log buffer at BPF_LOG_STATS: the verifier then
  * reports its processed-instruction count on every kernel (verified_insns
  * in the program info is 5.16+). */
@@ -405,10 +412,10 @@ int gs_sampler_open(const struct gs_sampler_opts *o, struct gs_sampler **out, ch
 	s->compat = want_compat(&s->features);
 	pick_programs(s);
 
-	/* GS_DEBUG wants libbpf's own verifier log of a failed load, which
-	 * libbpf prints only without a caller's log buffer: the counts come
-	 * from verified_insns then (5.16+). */
-	if (o->verifier_stats && !getenv("GS_DEBUG") && (rc = keep_verifier_stats(s)))
+	/* GS_DEBUG=2 wants libbpf's whole verifier log of a failed load,
+	 * which libbpf prints only without a caller's log buffer: the counts
+	 * come from verified_insns then (5.16+). */
+	if (o->verifier_stats && !debug_level2() && (rc = keep_verifier_stats(s)))
 		goto fail;
 	libbpf_warn[0] = 0;
 	rc = gpusample_bpf__load(s->skel);

@@ -67,9 +67,9 @@
  *  - A bounded loop (compat) calls a global step function: its iterations
  *    cost a few instructions each.
  * Measured (clang 14, 2 CPUs; processed instructions of gs_sample,
- * gs_off_switch, gs_gpu_launch): 5.10 compat 42k/45k/30k; 6.1 45k/62k/22k;
- * 6.12 34k/37k/20k; 7.2 14k/17k/8k; 6.18.44 85k/81k/69k (compat 31k/35k/
- * 28k).  Before these rules: 1M+ (refused) on 6.18.44 and 7.2.
+ * gs_off_switch, gs_gpu_launch): 5.10 compat 44k/47k/32k; 6.1 43k/53k/23k;
+ * 6.12 33k/38k/20k; 7.2 66k/69k/60k; 6.18.44 85k/82k/70k (compat 32k/37k/
+ * 30k).  Before these rules: 1M+ (refused) on 6.18.44 and 7.2.
  * Keep it that way: no pointers or caller state into the global functions,
  * no loop counters whose address is taken (the verifier then loses the
  * bound and explodes).
@@ -913,8 +913,7 @@ static __always_inline struct gs_unwind_state *gs_unwind_begin(void *ctx, __u32 
 	n = compat ? gs_unwind_cfi_compat(tgid, level) : gs_unwind_cfi(tgid, level);
 	if (n == GS_UNWIND_USE_FP) {
 		/* frame pointers only: the kernel's walk (the cost baseline) */
-		n = bpf_get_stack(ctx, w->ips, GS_MAX_USER_FRAMES * sizeof(__u64),
-				  BPF_F_USER_STACK);
+		n = bpf_get_stack(ctx, w->ips, GS_MAX_FP_FRAMES * sizeof(__u64), BPF_F_USER_STACK);
 		w->cfi = 0;
 		if (n < 0) {
 			w->n = 0;
@@ -922,7 +921,7 @@ static __always_inline struct gs_unwind_state *gs_unwind_begin(void *ctx, __u32 
 		} else {
 			n /= sizeof(__u64);
 			w->n = n;
-			w->err = n >= GS_MAX_USER_FRAMES ? GS_UNWIND_DEPTH : GS_UNWIND_OK;
+			w->err = n >= GS_MAX_FP_FRAMES ? GS_UNWIND_DEPTH : GS_UNWIND_OK;
 		}
 	}
 	if (w->err == GS_UNWIND_DEPTH)

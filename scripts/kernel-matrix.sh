@@ -357,7 +357,8 @@ for k in "${kernels[@]}"; do
 	w[1] == "kernel" { rel = w[2] }
 	w[1] == "time" && w[2] == "start" && k != "host" { boot = int(w[3] + 0.5) }
 	w[1] == "program" { progs = progs (progs == "" ? "" : ",") w[2] "=" w[3]
-	                    if (w[3] ~ /^[0-9]+$/ && w[3] + 0 > budget) { bad = bad "; " w[2] " " w[3] " insns > " budget } }
+	                    if (w[3] ~ /^[0-9]+$/ && w[3] + 0 > budget) { bad = bad "; " w[2] " " w[3] " insns > " budget }
+	                    else if (w[3] !~ /^[0-9]+$/) { bad = bad "; " w[2] ": no verifier count (" w[3] ")" } }
 	w[1] == "feature" && w[3] != "yes" { nofeat = nofeat (nofeat == "" ? "" : ",") w[2] }
 	# the check'"'"'s error lines first, else its first lines
 	w[1] == "checkmsg" && nmsg++ < 3 { msg = msg (msg == "" ? "" : " / ") substr(line, 10) }

@@ -28,8 +28,9 @@ static int cpu_stack(const void *at, size_t room, uint16_t origin, struct gs_rec
 		return -EINVAL;
 	if (s->hdr.version != GS_RECORDS_VERSION)
 		return -EPROTO;
-	if (s->n_kernel > GS_MAX_KERNEL_FRAMES || s->n_user > GS_MAX_USER_FRAMES ||
-	    s->n_python > GS_MAX_PY_FRAMES)
+	/* n_user is a __u8: every value is within GS_MAX_USER_FRAMES (255) */
+	_Static_assert(GS_MAX_USER_FRAMES == 255, "n_user's bound is its type's");
+	if (s->n_kernel > GS_MAX_KERNEL_FRAMES || s->n_python > GS_MAX_PY_FRAMES)
 		return -EINVAL;
 	size_t words = (size_t)s->n_kernel + s->n_user + 2u * s->n_python;
 	if (s->hdr.size - sizeof(*s) < words * sizeof(__u64))

@@ -24,8 +24,12 @@
 
 #define GS_COMM_LEN          16
 #define GS_MAX_KERNEL_FRAMES 127 /* kernel.perf_event_max_stack default */
-#define GS_MAX_USER_FRAMES   127
-#define GS_MAX_PY_FRAMES     128
+/* Native user frames of a CFI walk: importing PyTorch 2.x nests a dozen
+ * native frames per Python import level, and at 127 a fifth of the stacks
+ * of a 3.14 job's start-up were cut (tests/tools/unwind_shares.sh). */
+#define GS_MAX_USER_FRAMES 255
+#define GS_MAX_FP_FRAMES   127 /* the frame-pointer walk: kernel.perf_event_max_stack */
+#define GS_MAX_PY_FRAMES   128
 
 enum gs_rec_type {
 	GS_REC_CPU_SAMPLE = 1,      /* struct gs_cpu_sample */
