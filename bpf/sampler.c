@@ -266,9 +266,6 @@ static bool want_compat(const struct gs_bpf_features *f)
 	return !(f->bpf_loop && f->task_storage && f->task_pt_regs && f->current_task_btf);
 }
 
-/* CFI processes of the compat programs: their kernels (before 6.1) allow
- * perf_event programs only preallocated hashes, 32 KiB per process. */
-#define GS_CFI_COMPAT_PROCS 256
 
 /* Load either the compat programs or the others, never both. */
 static void pick_programs(struct gs_sampler *s)
@@ -831,10 +828,6 @@ const char *gs_sampler_event(struct gs_sampler *s)
 	return s->cycles == s->n_cpu_links ? "cycles" : "cycles (cpu-clock on some CPUs)";
 }
 
-int gs_sampler_compat_cfi_procs(void)
-{
-	return GS_CFI_COMPAT_PROCS;
-}
 
 struct bpf_program *gs_sampler_launch_prog(struct gs_sampler *s)
 {

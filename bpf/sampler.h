@@ -108,8 +108,10 @@ bool gs_sampler_compat(struct gs_sampler *s);
  * (hardware, where a PMU exists), "cpu-clock" (the fallback: no PMU, as on
  * most VMs), or "cycles (cpu-clock on some CPUs)". */
 const char *gs_sampler_event(struct gs_sampler *s);
-/* Processes the compat programs can unwind with CFI (a preallocated map). */
-int gs_sampler_compat_cfi_procs(void);
+/* Processes the compat programs unwind with CFI: their kernels (before
+ * 6.1) allow perf_event programs only preallocated hashes, 32 KiB per
+ * process; the others get frame pointers. */
+#define GS_CFI_COMPAT_PROCS 256
 /* The GPU launch-site program that is loaded (gs_gpu_launch or its compat
  * twin), for the GPU host's USDT attachments. */
 struct bpf_program *gs_sampler_launch_prog(struct gs_sampler *s);

@@ -38,6 +38,17 @@ static int parse_stat(const char *line, struct gs_proc_cpu *pc)
 	return 0;
 }
 
+static int cmp_pid(const void *key, const void *e)
+{
+	uint32_t k = *(const uint32_t *)key, p = ((const struct gs_proc_cpu *)e)->pid;
+	return k < p ? -1 : k > p;
+}
+
+static int cmp_proc_pid(const void *a, const void *b)
+{
+	return cmp_pid(&((const struct gs_proc_cpu *)a)->pid, b);
+}
+
 int gs_cpu_snap_take(struct gs_cpu_snap *s, const char *root)
 {
 	char path[300], line[1024];
@@ -75,6 +86,9 @@ int gs_cpu_snap_take(struct gs_cpu_snap *s, const char *root)
 		s->procs[s->n++] = pc;
 	}
 	closedir(d);
+	/* by pid: the stop snapshot pairs each process with its start entry by
+	 * binary search (a node can run tens of thousands of processes) */
+	qsort(s->procs, s->n, sizeof(*s->procs), cmp_proc_pid);
 	return 0;
 }
 
@@ -110,11 +124,10 @@ int gs_cpu_snap_comment(struct gs_profile *p, const struct gs_cpu_snap *a,
 		if (pc->pid == self_pid || gs_find_process(p, pc->pid))
 			continue;
 		uint64_t before = 0; /* started in the window: all of its time */
-		for (size_t j = 0; j < a->n; j++)
-			if (a->procs[j].pid == pc->pid && a->procs[j].start == pc->start) {
-				before = a->procs[j].ticks;
-				break;
-			}
+		const struct gs_proc_cpu *was = bsearch(&pc->pid, a->procs, a->n, sizeof(*a->procs),
+							cmp_pid);
+		if (was && was->start == pc->start)
+			before = was->ticks;
 		if (pc->ticks <= before)
 			continue;
 		uint64_t dt = pc->ticks - before;
@@ -130,7 +143,7 @@ int gs_cpu_snap_comment(struct gs_profile *p, const struct gs_cpu_snap *a,
 	double win = (double)(b->mono_ns - a->mono_ns) / 1e9;
 	char top[200] = "";
 	size_t used = 0;
-	for (size_t k = 0; k < nn && k < 3 && names[k].ticks; k++)
+	for (size_t k = 0; k < nn && k < 3 && names[k].ticks && used < sizeof(top); k++)
 		used += (size_t)snprintf(top + used, sizeof(top) - used, "%s%s %.2f", k ? ", " : "",
 					 names[k].comm, (double)names[k].ticks / (double)hz / win);
 	int rc = gs_profile_add_comment(

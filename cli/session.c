@@ -603,7 +603,7 @@ static int open_sampler(struct session *s)
 				    "bpf_get_current_task_btf, all in Linux 5.17+; or "
 				    "GS_BPF_COMPAT=1): the same stacks, up to %d processes with "
 				    "CFI unwinding, the others by frame pointers",
-				    gs_sampler_compat_cfi_procs());
+				    GS_CFI_COMPAT_PROCS);
 	rc = gs_rt_open(s);
 	if (!rc)
 		rc = gs_gpu_open(s);

@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <glob.h>
@@ -591,15 +592,9 @@ static struct kfunc *kernel_function(struct gs_cuda *c, uint64_t crc, gs_str man
 
 static struct pid_use *pid_use(struct gs_cuda *c, uint32_t pid)
 {
-	uint32_t i;
-
-	if (gs_kmap_get(&c->use_by_pid, pid, 0, 0, &i))
-		return &c->uses[i];
-	if (gs_grow((void **)&c->uses, &c->cap_uses, c->n_uses + 1, sizeof(*c->uses)) ||
-	    gs_kmap_put(&c->use_by_pid, pid, 0, 0, (uint32_t)c->n_uses))
-		return NULL;
-	c->uses[c->n_uses] = (struct pid_use){ .pid = pid };
-	return &c->uses[c->n_uses++];
+	_Static_assert(offsetof(struct pid_use, pid) == 0, "gs_kmap_pid_slot sets the first field");
+	return gs_kmap_pid_slot(&c->use_by_pid, (void **)&c->uses, &c->n_uses, &c->cap_uses,
+				sizeof(*c->uses), pid);
 }
 
 /* The one location PC records past the caps fold into: function

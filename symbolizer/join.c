@@ -3,6 +3,7 @@
 #include "symbolizer/join.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,15 +184,9 @@ static int get_lkey(struct gs_join *j, const struct gs_join_launch *l, uint32_t 
 
 static struct pid_use *pid_use(struct gs_join *j, uint32_t pid)
 {
-	uint32_t i;
-
-	if (gs_kmap_get(&j->use_by_pid, pid, 0, 0, &i))
-		return &j->uses[i];
-	if (gs_grow((void **)&j->uses, &j->cap_uses, j->n_uses + 1, sizeof(*j->uses)) ||
-	    gs_kmap_put(&j->use_by_pid, pid, 0, 0, (uint32_t)j->n_uses))
-		return NULL;
-	j->uses[j->n_uses] = (struct pid_use){ .pid = pid };
-	return &j->uses[j->n_uses++];
+	_Static_assert(offsetof(struct pid_use, pid) == 0, "gs_kmap_pid_slot sets the first field");
+	return gs_kmap_pid_slot(&j->use_by_pid, (void **)&j->uses, &j->n_uses, &j->cap_uses,
+				sizeof(*j->uses), pid);
 }
 
 /* Room for one more kernel of u's process. */
