@@ -280,9 +280,11 @@ int gs_open_regular(const char *path, int extra_flags, struct stat *st)
 	return pfd < 0 ? -errno : reopen_regular(pfd, st);
 }
 
-int gs_open_regular_at(int dirfd, const char *path, uint64_t resolve, struct stat *st)
+int gs_open_regular_at(int dirfd, const char *path, int extra_flags, uint64_t resolve,
+		       struct stat *st)
 {
-	struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = resolve };
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC | (uint64_t)extra_flags,
+				.resolve = resolve };
 	int pfd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 
 	return pfd < 0 ? -errno : reopen_regular(pfd, st);

@@ -196,7 +196,8 @@ struct stat;
 int gs_open_regular(const char *path, int extra_flags, struct stat *st);
 /* The same for path resolved by openat2 from dirfd under resolve (RESOLVE_*
  * flags: RESOLVE_IN_ROOT keeps every link and ".." inside dirfd's tree). */
-int gs_open_regular_at(int dirfd, const char *path, uint64_t resolve, struct stat *st);
+int gs_open_regular_at(int dirfd, const char *path, int extra_flags, uint64_t resolve,
+		       struct stat *st);
 
 /* ---- ranks from the environment ---------------------------------------- */
 

@@ -116,7 +116,7 @@ static int try_open(const char *root, const char *rel, const unsigned char *bid,
 
 	if (rfd < 0)
 		return -1;
-	fd = gs_open_regular_at(rfd, rel, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, &st);
+	fd = gs_open_regular_at(rfd, rel, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, &st);
 	close(rfd);
 	if (fd < 0)
 		return -1;

@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include "symbolizer/sym_internal.h"
 
@@ -279,14 +281,67 @@ static void stamp(struct gs_perfmap *pm, const struct stat *st)
 	pm->mtime_ns = mtime_ns(st);
 }
 
+/* "/proc/PID/root/REL" is opened as REL inside the target's root, as the
+ * target would see it: openat2(RESOLVE_IN_ROOT) from that root, so neither
+ * an absolute link (its tmp -> /root) nor ".." leads into ours; the last
+ * component is never followed.  Another path is resolved inside "/". */
+static int root_split(const char *path, const char **rel)
+{
+	char root[48];
+	const char *p = path;
+	int n = 0;
+
+	*rel = path;
+	if (sscanf(path, "/proc/%*u/root/%n", &n) == 0 && n > 0 && (size_t)n < sizeof(root)) {
+		snprintf(root, sizeof(root), "%.*s", n, path);
+		*rel = path + n;
+		p = root;
+	} else {
+		p = "/";
+	}
+	int rfd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return rfd < 0 ? -errno : rfd;
+}
+
+static int open_in_root(const char *path, struct stat *st)
+{
+	const char *rel;
+	int rfd = root_split(path, &rel);
+
+	if (rfd < 0)
+		return rfd;
+	int fd = gs_open_regular_at(rfd, rel, O_NOFOLLOW, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+				    st);
+	close(rfd);
+	return fd;
+}
+
+static int stat_in_root(const char *path, struct stat *st)
+{
+	struct open_how how = { .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	const char *rel;
+	int rfd = root_split(path, &rel);
+
+	if (rfd < 0)
+		return rfd;
+	int fd = (int)syscall(SYS_openat2, rfd, rel, &how, sizeof(how));
+	int err = fd < 0 ? -errno : (fstat(fd, st) ? -errno : 0);
+	if (fd >= 0)
+		close(fd);
+	close(rfd);
+	return err;
+}
+
 bool gs_perfmap_unchanged(const struct gs_perfmap *pm, const char *path)
 {
 	struct stat st;
 
 	if (!path[0])
 		return false;
-	if (lstat(path, &st))
-		return errno == ENOENT && !pm->seen;
+	int err = stat_in_root(path, &st);
+	if (err)
+		return err == -ENOENT && !pm->seen;
 	return pm->seen && st.st_dev == pm->dev && st.st_ino == pm->ino &&
 	       (uint64_t)st.st_size == pm->size && mtime_ns(&st) == pm->mtime_ns;
 }
@@ -298,11 +353,15 @@ int gs_perfmap_read(const char *path, uid_t owner, struct gs_perfmap *pm)
 
 	memset(pm, 0, sizeof(*pm));
 	/* a regular file, not a link (a FIFO or a device would hang or feed us
-	 * forever), and perf's rule: written by the process's user or root */
-	fd = gs_open_regular(path, O_NOFOLLOW, &st);
+	 * forever), written by the process's own user.  Not perf's "or root":
+	 * a non-root job cannot write a root-owned file, so one in its view is
+	 * somebody else's (a root-only directory bind-mounted as its tmp in a
+	 * user namespace), and reading it would copy root's data into the
+	 * profile. */
+	fd = open_in_root(path, &st);
 	if (fd < 0)
 		return fd;
-	if (st.st_uid != owner && st.st_uid != 0) {
+	if (st.st_uid != owner) {
 		close(fd);
 		stamp(pm, &st); /* refused as long as it stays this file */
 		return -EPERM;

@@ -613,11 +613,17 @@ Test(perfmap, untrusted_file)
 	cr_assert_str_eq(gs_perfmap_find(&pm, 0x1005)->name, "first");
 	cr_assert_str_eq(gs_perfmap_find(&pm, 0x2005)->name, "after_long");
 	gs_perfmap_free(&pm);
-	/* the owner must be the process's user or root */
+	/* the owner must be the process's user: not another user, and not
+	 * root for a job that is not root */
 	cr_assert_eq(chown(path, 12345, 12345), 0);
 	cr_assert_eq(gs_perfmap_read(path, 777, &pm), -EPERM);
 	cr_assert_eq(gs_perfmap_read(path, 12345, &pm), 0);
 	gs_perfmap_free(&pm);
+	cr_assert_eq(chown(path, 0, 0), 0);
+	cr_assert_eq(gs_perfmap_read(path, 12345, &pm), -EPERM, "root's file in a user's view");
+	cr_assert_eq(gs_perfmap_read(path, 0, &pm), 0, "a root job's own map");
+	gs_perfmap_free(&pm);
+	cr_assert_eq(chown(path, 12345, 12345), 0);
 	cr_assert_eq(symlink(path, link), 0);
 	cr_assert_eq(gs_perfmap_read(link, 12345, &pm), -EPERM, "a link is not followed");
 	cr_assert_eq(mkfifo(fifo, 0600), 0);
@@ -625,6 +631,59 @@ Test(perfmap, untrusted_file)
 	unlink(path);
 	unlink(link);
 	unlink(fifo);
+}
+
+/* A job in its own root whose tmp is an absolute link (tmp -> /secret):
+ * /proc/PID/root/tmp/... must resolve that link inside the job's root, not
+ * in ours, where it would read a root-only directory's map. */
+Test(perfmap, resolved_inside_the_jobs_root)
+{
+	char dir[64], outside[96], map[128], lnk[96], path[128];
+	int go[2];
+	struct gs_perfmap pm;
+	FILE *f;
+
+	snprintf(dir, sizeof(dir), "/tmp/gs_test_jobroot.%d", getpid());
+	snprintf(outside, sizeof(outside), "/var/tmp/gs_test_secret.%d", getpid());
+	cr_assert_eq(mkdir(dir, 0755), 0);
+	cr_assert_eq(mkdir(outside, 0700), 0);
+	snprintf(map, sizeof(map), "%s/perf-1.map", outside);
+	cr_assert_not_null(f = fopen(map, "w"));
+	fputs("1000 10 root_only_secret\n", f);
+	fclose(f);
+	snprintf(lnk, sizeof(lnk), "%s/tmp", dir);
+	cr_assert_eq(symlink(outside, lnk), 0);
+	cr_assert_eq(pipe(go), 0);
+	pid_t job = fork();
+	if (job == 0) {
+		char c;
+		close(go[1]); /* the parent's end: its exit ends the wait */
+		if (chroot(dir) || chdir("/"))
+			_exit(1);
+		(void)!read(go[0], &c, 1);
+		_exit(0);
+	}
+	cr_assert_gt(job, 0);
+	close(go[0]);
+	snprintf(path, sizeof(path), "/proc/%d/root/tmp/perf-1.map", job);
+	for (int i = 0; i < 200; i++) { /* until the child is in its root */
+		char rl[64] = "";
+		char rp[32];
+		snprintf(rp, sizeof(rp), "/proc/%d/root", job);
+		if (readlink(rp, rl, sizeof(rl) - 1) > 0 && strcmp(rl, dir) == 0)
+			break;
+		usleep(10000);
+	}
+	int err = gs_perfmap_read(path, 0, &pm);
+	cr_assert_eq(err, -ENOENT, "the link led out of the job's root (%d)", err);
+	cr_assert_eq(pm.n, 0);
+	cr_assert(gs_perfmap_unchanged(&pm, path), "still absent inside its root");
+	(void)!write(go[1], "x", 1);
+	waitpid(job, NULL, 0);
+	unlink(map);
+	unlink(lnk);
+	rmdir(outside);
+	rmdir(dir);
 }
 
 /* Issue 24, item 8: hard links to one map are one parse, and all maps
