@@ -808,6 +808,12 @@ static void wall_child(struct gs_cuda *c, int wfd)
 	as.rlim_max = as.rlim_cur;
 	if (setrlimit(RLIMIT_AS, &as) || setrlimit(RLIMIT_CPU, &cpu))
 		_exit(2);
+	/* The parent's handlers are not the child's: a libcupti that aborts or
+	 * faults here must just die (the parent counts it), not run the
+	 * profile writer's SIGTERM path or a crash reporter in this copy. */
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
 	for (size_t i = 0; i < c->n_pending; i++) {
 		const struct pending_line *pl = &c->pending[i];
 		char file[PATH_MAX];
