@@ -35,6 +35,7 @@ enum gs_stat {
 	GS_STAT_GPU_LAUNCHES = 14, /* launch events written */
 	GS_STAT_GPU_BAD = 15,      /* GPU records rejected (bad header, read fault) */
 	GS_STAT_GPU_LOST = 21,     /* GPU records and launch events that did not fit in `events` */
+	GS_STAT_GPU_RATE = 22,     /* GPU records and launch events over their process's rate */
 	GS_STAT_MAX = 32,
 };
 

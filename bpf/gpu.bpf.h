@@ -49,6 +49,53 @@ struct {
 	__type(value, struct gs_gpu_scratch);
 } gpu_scratch SEC(".maps");
 
+/* Per-process rates (records and launches per second, set by the loader:
+ * GS_GPU_*_RATE_MAX in sampler.h).  A fixed one-second window per (tgid,
+ * kind) in an LRU hash: a job that forks past its size only gets fresh
+ * windows for its new processes, never more memory. */
+const volatile __u32 gpu_launch_rate = 5000;
+const volatile __u32 gpu_record_rate = 2000;
+
+struct gs_gpu_rate_key {
+	__u32 tgid, kind;
+};
+
+struct gs_gpu_rate {
+	__u64 start_ns;
+	__u32 n, pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct gs_gpu_rate_key);
+	__type(value, struct gs_gpu_rate);
+} gpu_rate SEC(".maps");
+
+static __always_inline bool gs_gpu_rate_ok(__u32 tgid, __u32 kind, __u32 limit)
+{
+	struct gs_gpu_rate_key k = { .tgid = tgid, .kind = kind };
+	__u64 now = bpf_ktime_get_ns();
+	struct gs_gpu_rate *r = bpf_map_lookup_elem(&gpu_rate, &k);
+
+	if (!r) {
+		struct gs_gpu_rate fresh = { .start_ns = now, .n = 1 };
+
+		bpf_map_update_elem(&gpu_rate, &k, &fresh, BPF_ANY);
+		return true;
+	}
+	if (now - r->start_ns >= 1000000000ull) {
+		/* two CPUs may both reset: a window a few events long, harmless */
+		r->start_ns = now;
+		r->n = 1;
+		return true;
+	}
+	if (r->n >= limit)
+		return false;
+	__sync_fetch_and_add(&r->n, 1);
+	return true;
+}
+
 static __always_inline bool gs_gpu_type_ok(__u16 type)
 {
 	return type == GS_REC_GPU_PC_BATCH || type == GS_REC_GPU_STALL_TABLE ||
@@ -83,6 +130,10 @@ int BPF_USDT(gs_gpu_record, void *ptr, __u64 size)
 	h = buf;
 	if (!gs_gpu_type_ok(h->type) || h->version != GS_RECORDS_VERSION || h->size != size) {
 		gs_stat_inc(st, GS_STAT_GPU_BAD);
+		return 0;
+	}
+	if (!gs_gpu_rate_ok(pid_tgid >> 32, 0, gpu_record_rate)) {
+		gs_stat_inc(st, GS_STAT_GPU_RATE);
 		return 0;
 	}
 	h->ktime_ns = bpf_ktime_get_ns();
@@ -122,6 +173,10 @@ static __always_inline int gs_gpu_launch_body(void *ctx, void *ptr, __u64 size, 
 	    l->hdr.type != GS_REC_GPU_LAUNCH || l->hdr.version != GS_RECORDS_VERSION ||
 	    l->hdr.size != sizeof(*l)) {
 		gs_stat_inc(st, GS_STAT_GPU_BAD);
+		return 0;
+	}
+	if (!gs_gpu_rate_ok(tgid, 1, gpu_launch_rate)) { /* before the costly stack walk */
+		gs_stat_inc(st, GS_STAT_GPU_RATE);
 		return 0;
 	}
 	t = bpf_map_lookup_elem(&targets, &tgid);

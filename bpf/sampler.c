@@ -128,6 +128,21 @@ int gs_parse_cpu_list(const char *s, bool *cpus, int max)
 	return n;
 }
 
+/* The options' rates, else GS_GPU_RATE_MAX="LAUNCHES,RECORDS" from the
+ * environment (tests that study the host's own caps raise them), else the
+ * defaults. */
+static void gpu_rates(const struct gs_sampler_opts *o, volatile const __u32 *launch,
+		      volatile const __u32 *record)
+{
+	unsigned l = GS_GPU_LAUNCH_RATE_MAX, r = GS_GPU_RECORD_RATE_MAX;
+	const char *env = getenv("GS_GPU_RATE_MAX");
+
+	if (env && sscanf(env, "%u,%u", &l, &r) != 2)
+		l = GS_GPU_LAUNCH_RATE_MAX, r = GS_GPU_RECORD_RATE_MAX;
+	*(__u32 *)launch = o->gpu_launch_rate ? o->gpu_launch_rate : (l ? l : 1);
+	*(__u32 *)record = o->gpu_record_rate ? o->gpu_record_rate : (r ? r : 1);
+}
+
 uint32_t gs_sampler_offcpu_rate(const struct gs_sampler_opts *o)
 {
 	return o->offcpu_rate ? o->offcpu_rate : GS_OFF_DEFAULT_RATE;
@@ -405,6 +420,7 @@ int gs_sampler_open(const struct gs_sampler_opts *o, struct gs_sampler **out, ch
 	s->skel->rodata->gs_thread_size = kc.kasan ? 32768 : 16384;
 	s->skel->rodata->offcpu_rate = gs_sampler_offcpu_rate(o);
 	s->skel->rodata->offcpu_idle_rate = gs_sampler_offcpu_idle_rate(o);
+	gpu_rates(o, &s->skel->rodata->gpu_launch_rate, &s->skel->rodata->gpu_record_rate);
 	gs_bpf_features_probe(&s->features);
 	s->compat = want_compat(&s->features);
 	pick_programs(s);
@@ -728,6 +744,7 @@ void gs_sampler_stats(struct gs_sampler *s, struct gs_sampler_stats *st)
 	st->gpu_launches = c[GS_STAT_GPU_LAUNCHES];
 	st->gpu_lost = c[GS_STAT_GPU_LOST];
 	st->gpu_bad = c[GS_STAT_GPU_BAD];
+	st->gpu_rate_limited = c[GS_STAT_GPU_RATE];
 }
 
 /* ---- off-CPU accounting ------------------------------------------------ */

@@ -28,23 +28,38 @@ struct bpf_program;
 #define GS_OFF_DEFAULT_RATE 25
 #define GS_OFF_IDLE_SHARE   5
 
+/* A job controls its agent's USDT probes (a hostile one fires them in a
+ * loop), so BPF passes on at most this many launch events and agent records
+ * per second and process; the agent's own default is 200 launch events per
+ * second (GS_AGENT_LAUNCH_RATE) and a PC-sampling agent sends tens of
+ * batches per second, so only a flood reaches these. */
+#define GS_GPU_LAUNCH_RATE_MAX 5000u
+#define GS_GPU_RECORD_RATE_MAX 2000u
+
 struct gs_sampler_opts {
-	uint32_t frequency_hz;  /* per CPU, 1 .. perf_event_max_sample_rate */
-	bool kernel_stacks;     /* record kernel stacks (--no-kernel clears) */
-	bool follow_children;   /* fork handler copies targets entries: a new
+	uint32_t frequency_hz;    /* per CPU, 1 .. perf_event_max_sample_rate */
+	bool kernel_stacks;       /* record kernel stacks (--no-kernel clears) */
+	bool follow_children;     /* fork handler copies targets entries: a new
 				  * process is followed when this is set AND its
 				  * parent's entry has GS_TARGET_FOLLOW_CHILDREN */
-	bool offcpu;            /* attach tp_btf/sched_switch (--no-offcpu clears) */
-	uint32_t offcpu_rate;   /* off-CPU stack walks per second and thread
+	bool offcpu;              /* attach tp_btf/sched_switch (--no-offcpu clears) */
+	uint32_t offcpu_rate;     /* off-CPU stack walks per second and thread
 				  * before sampling starts (0 =
 				  * GS_OFF_DEFAULT_RATE); a thread that ran
 				  * under 1/16 of its last 100 ms and has 64
 				  * stacks gets offcpu_rate /
 				  * GS_OFF_IDLE_SHARE (>= 1); see
 				  * bpf/offcpu.bpf.h, records.h gs_offcpu_* */
-	bool verifier_stats;    /* keep each program's verifier statistics
+	bool verifier_stats;      /* keep each program's verifier statistics
 				  * (BPF_LOG_STATS) for gs_sampler_prog_stats */
-	uint32_t ringbuf_bytes; /* 0 = sized for >= 1 s of worst case
+	uint32_t gpu_launch_rate; /* launch events per second and process the
+				    * BPF side passes on (0 =
+				    * GS_GPU_LAUNCH_RATE_MAX), the rest
+				    * counted in gpu_rate_limited */
+	uint32_t gpu_record_rate; /* agent records (PC batches, cubins, ...)
+				    * per second and process (0 =
+				    * GS_GPU_RECORD_RATE_MAX) */
+	uint32_t ringbuf_bytes;   /* 0 = sized for >= 1 s of worst case
 				  * (online CPUs x F x largest sample, power of
 				  * 2, 4 MiB .. 256 MiB); else rounded up to a
 				  * power of 2 (>= 4096) */

@@ -508,6 +508,14 @@ static void note_gpu_losses(struct session *s)
 				    "the ring buffer was full; GPU samples are undercounted (try a "
 				    "lower -F or a longer --gpu-period)",
 				    (unsigned long long)st.gpu_lost);
+	if (st.gpu_rate_limited)
+		gs_profile_add_note(
+		    &s->prof,
+		    "%llu GPU records and launch events were dropped in BPF: their "
+		    "process sent more than %u launch events or %u agent records in "
+		    "a second, far above what gpusample's agent sends",
+		    (unsigned long long)st.gpu_rate_limited, GS_GPU_LAUNCH_RATE_MAX,
+		    GS_GPU_RECORD_RATE_MAX);
 	if (st.gpu_bad)
 		gs_profile_add_note(&s->prof,
 				    "%llu GPU records from the agent were malformed and "

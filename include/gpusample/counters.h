@@ -42,7 +42,9 @@ enum gs_counter_kind { GS_CK_INFO = 0, GS_CK_LOST = 1 };
 	X(gpu_records, GS_CK_INFO, "GPU agent records passed on")                          \
 	X(gpu_launches, GS_CK_INFO, "GPU launch events passed on")                         \
 	X(gpu_lost, GS_CK_LOST, "GPU records and launch events dropped: ring buffer full") \
-	X(gpu_bad, GS_CK_LOST, "GPU records rejected by BPF: bad header or read fault")
+	X(gpu_bad, GS_CK_LOST, "GPU records rejected by BPF: bad header or read fault")    \
+	X(gpu_rate_limited, GS_CK_LOST,                                                    \
+	  "GPU records and launch events dropped in BPF: over their process's rate")
 
 /* Counted in gpusample itself (cli/ session, symbolizer/ join). */
 #define GS_HOST_COUNTERS(X)                                                                \
