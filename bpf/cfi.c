@@ -33,6 +33,7 @@
 #include "util/log.h"
 #include "util/hashmap.h"
 #include "util/vec.h"
+#include "util/membudget.h"
 
 /* ---- BPF maps and processes ------------------------------------------------ */
 
@@ -83,6 +84,7 @@ struct gs_cfi {
 	struct gs_cfi_proc *scratch;
 	struct gs_cfi_stats st;
 	uint64_t budget;      /* of BPF map memory for the tables (gs_cfi_set_budget) */
+	bool over_shared;     /* a table was refused by the run's shared budget */
 	char over_first[160]; /* the first object over it, for the report */
 	bool verbose;
 	bool lazy;
@@ -356,6 +358,7 @@ void gs_cfi_close(struct gs_cfi *cfi)
 		return;
 	builder_stop(cfi);
 	flush_tables(cfi);
+	gs_mem_release(GS_MEM_CFI_TABLES, cfi->st.bpf_bytes); /* the maps go with their fds */
 	gs_cfi_rule_set_free(&cfi->rules);
 	gs_hmap_free(&cfi->by_elf);
 	gs_elf_cache_put(cfi->elf);
@@ -473,10 +476,17 @@ static int load_rows(struct gs_cfi *c, const struct gs_cfi_table *t, uint32_t ta
 	struct gs_cfi_row *rows;
 	int fd, err = 0;
 
+	/* its own budget, then the run's shared one (kernel memory counts) */
 	if (c->st.bpf_bytes + RULES_BYTES + mbytes > c->budget)
 		return -ENOSPC;
-	if (!(gid = malloc(t->n_rules * sizeof(*gid))))
+	if (gs_mem_charge(GS_MEM_CFI_TABLES, mbytes)) {
+		c->over_shared = true;
+		return -ENOSPC;
+	}
+	if (!(gid = malloc(t->n_rules * sizeof(*gid)))) {
+		gs_mem_release(GS_MEM_CFI_TABLES, mbytes);
 		return -ENOMEM;
+	}
 	for (uint32_t i = 0; i < t->n_rules; i++)
 		if ((gid[i] = global_rule(c, &t->rules[i])) < 0) {
 			err = (int)gid[i];
@@ -509,6 +519,8 @@ static int load_rows(struct gs_cfi *c, const struct gs_cfi_table *t, uint32_t ta
 		*base_out = base;
 	}
 out:
+	if (err)
+		gs_mem_release(GS_MEM_CFI_TABLES, mbytes);
 	free(gid);
 	return err;
 }
@@ -957,8 +969,9 @@ static void cfi_h_report(void *ctx, struct gs_profile *prof)
 		gs_profile_add_note(
 		    prof,
 		    "%u object(s) without unwind tables: over the budget of %llu MiB "
-		    "of BPF map memory for them (first: %s); frame pointers there",
-		    c->st.over_budget, (unsigned long long)(c->budget >> 20), c->over_first);
+		    "of BPF map memory for them%s (first: %s); frame pointers there",
+		    c->st.over_budget, (unsigned long long)(c->budget >> 20),
+		    c->over_shared ? " or the run's shared memory budget" : "", c->over_first);
 }
 
 void gs_cfi_proc_handler(struct gs_cfi *cfi, struct gs_proc_handler *h)

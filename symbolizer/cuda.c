@@ -26,6 +26,7 @@
 #include "gpusample/records_codec.h"
 #include "symbolizer/cuda_internal.h"
 #include "symbolizer/symbolizer.h"
+#include "util/membudget.h"
 
 struct cubin {
 	uint64_t crc;
@@ -127,6 +128,7 @@ struct gs_cuda {
 
 	struct device *devices;
 	size_t n_devices, cap_devices;
+	uint64_t mem_charged; /* to the run's memory budget (util/membudget.h) */
 };
 
 struct gs_cuda *gs_cuda_new(struct gs_profile *p)
@@ -167,6 +169,7 @@ void gs_cuda_free(struct gs_cuda *c)
 	gs_kmap_free(&c->loc_cache);
 	free(c->cupti_path);
 	free(c->cupti_info);
+	gs_mem_release(GS_MEM_GPU_STORES, c->mem_charged);
 	/* libcupti stays loaded: it keeps internal state and threads that are
 	 * not safe to unmap, and a second gs_cuda would load it again anyway. */
 	free(c);
@@ -654,6 +657,16 @@ uint32_t gs_cuda_location_pid(struct gs_cuda *c, uint32_t pid, uint64_t crc, con
 		c->lost.locations++;
 		return other_location(c);
 	}
+	/* the run's shared budget: a location, and a kernel's two names */
+	uint64_t cost = GS_CUDA_LOCATION_BYTES + (new_kernel ? 2 * len + GS_CUDA_KERNEL_BYTES : 0);
+	if (gs_mem_charge(GS_MEM_GPU_STORES, cost)) {
+		if (new_kernel)
+			c->lost.kernels++;
+		else
+			c->lost.locations++;
+		return other_location(c);
+	}
+	c->mem_charged += cost;
 	gs_str mangled = gs_profile_intern(c->p, function);
 	if (mangled == (gs_str)-1)
 		return 0;

@@ -144,6 +144,11 @@ uint32_t gs_cuda_location(struct gs_cuda *c, uint64_t crc, const char *function,
 #define GS_CUDA_NAME_BYTES_TOTAL   (128ull << 20)
 #define GS_CUDA_LOCATIONS_PER_PID  262144u
 #define GS_CUDA_LOCATIONS_TOTAL    1048576u
+/* What a location and a kernel (besides its names) are charged to the
+ * run's memory budget (util/membudget.h): an estimate of the profile's
+ * location, line and function entries and the caches' slots, rounded up. */
+#define GS_CUDA_LOCATION_BYTES 160u
+#define GS_CUDA_KERNEL_BYTES   256u
 /* Stall indices missing from the context's table get "stall_<index>" names
  * up to this many distinct indices, then "stall_other". */
 #define GS_CUDA_UNKNOWN_STALLS 1024u

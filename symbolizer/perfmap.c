@@ -19,6 +19,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "symbolizer/sym_internal.h"
+#include "util/membudget.h"
 
 static int pm_cmp(const void *a, const void *b)
 {
@@ -200,6 +201,7 @@ static void file_put(struct gs_perfmap_file *pf)
 			break;
 		}
 	stats.bytes -= pf->bytes;
+	gs_mem_release(GS_MEM_PERF_MAPS, pf->bytes);
 	spent = false;
 	pthread_mutex_unlock(&files_mu);
 	for (size_t i = 0; i < pf->n; i++)
@@ -228,7 +230,11 @@ static int file_get(int fd, const struct stat *st, const char *path, struct gs_p
 		close(fd);
 		stats.shared++;
 	} else {
+		/* the perf maps' own budget, and what the run's shared one has left */
 		size_t left = budget > stats.bytes ? budget - stats.bytes : 0;
+		uint64_t shared = gs_mem_left();
+		if (left > shared)
+			left = (size_t)shared;
 		if (!left || spent) {
 			close(fd);
 			stats.refused++;
@@ -242,6 +248,14 @@ static int file_get(int fd, const struct stat *st, const char *path, struct gs_p
 		}
 		err = parse_limited(f, &tmp, left, &bytes, &cut);
 		fclose(f);
+		if (!err && gs_mem_charge(GS_MEM_PERF_MAPS, bytes)) {
+			/* another store took the shared budget meanwhile */
+			gs_perfmap_free(&tmp);
+			free(pf);
+			stats.refused++;
+			note_loss(path);
+			return 0;
+		}
 		if (err) {
 			free(pf);
 			return err;

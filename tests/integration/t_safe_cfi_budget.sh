@@ -94,3 +94,17 @@ kill $job
 grep -q 'without unwind tables: over the budget of 1 MiB' "$T/report2" "$T/report3" ||
 	fail "budget loss not named: $(grep -i budget "$T/report2" "$T/report3" "$T/gs2.err")"
 ok "objects over the budget fall back to frame pointers, named in the report"
+
+# The run's one memory budget (util/membudget.h) is shared with perf maps
+# and GPU stores: 1 MiB of it leaves most tables out the same way, and the
+# profile's budget comment counts the refusals.
+start_job
+GS_MEM_BUDGET_MB=1 "$GS" -p $job -d 2 -o "$T/shared" 2>"$T/gs4.err" >"$T/report4" ||
+	fail "gpusample: $(tail -3 "$T/gs4.err")"
+kill $job
+"$GS" report "$T/shared.pb.gz" >"$T/report5" 2>&1
+grep -q "without unwind tables: .* or the run's shared memory budget" "$T/report4" "$T/report5" ||
+	fail "shared budget loss not named: $(grep -i budget "$T/report4" "$T/report5" "$T/gs4.err")"
+zcat "$T/shared.pb.gz" | grep -aq 'memory budget: peak [0-9.]* MiB of 1 MiB.*refused: perf maps 0, unwind tables [1-9]' ||
+	fail "the profile's memory budget comment does not count the refused tables"
+ok "the run's shared memory budget refuses tables past it, named and counted"
