@@ -84,27 +84,29 @@ grep -q 'inner_hi;mid_hi;spin_hi;.*ffi_call' "$T/stacks" ||
 	fail "no stack unwound from the high library by its CFI: $(grep -m3 inner_hi "$T/stacks")"
 ok "page index spans the code; stacks through it unwind"
 
+# budget_run NAME PATTERN ENV...: a 2 s run over the job under ENV; the
+# run's report or the saved profile's names the loss (PATTERN).
+budget_run() {
+	local name=$1 pattern=$2
+	shift 2
+	start_job
+	env "$@" "$GS" -p $job -d 2 -o "$T/$name" 2>"$T/$name.err" >"$T/$name.report" ||
+		fail "gpusample: $(tail -3 "$T/$name.err")"
+	kill $job
+	"$GS" report "$T/$name.pb.gz" >"$T/$name.report2" 2>&1
+	grep -q "$pattern" "$T/$name.report" "$T/$name.report2" ||
+		fail "$name: budget loss not named: $(grep -i budget "$T/$name".*)"
+}
+
 # A 1 MiB budget: the rules array (512 KiB) and a few tables fit, the rest
 # falls back to frame pointers, named in the profile.
-start_job
-GS_CFI_BUDGET_MB=1 "$GS" -p $job -d 2 -o "$T/small" 2>"$T/gs2.err" >"$T/report2" ||
-	fail "gpusample: $(tail -3 "$T/gs2.err")"
-kill $job
-"$GS" report "$T/small.pb.gz" >"$T/report3" 2>&1
-grep -q 'without unwind tables: over the budget of 1 MiB' "$T/report2" "$T/report3" ||
-	fail "budget loss not named: $(grep -i budget "$T/report2" "$T/report3" "$T/gs2.err")"
+budget_run small 'without unwind tables: over the budget of 1 MiB' GS_CFI_BUDGET_MB=1
 ok "objects over the budget fall back to frame pointers, named in the report"
 
 # The run's one memory budget (util/membudget.h) is shared with perf maps
 # and GPU stores: 1 MiB of it leaves most tables out the same way, and the
 # profile's budget comment counts the refusals.
-start_job
-GS_MEM_BUDGET_MB=1 "$GS" -p $job -d 2 -o "$T/shared" 2>"$T/gs4.err" >"$T/report4" ||
-	fail "gpusample: $(tail -3 "$T/gs4.err")"
-kill $job
-"$GS" report "$T/shared.pb.gz" >"$T/report5" 2>&1
-grep -q "without unwind tables: .* or the run's shared memory budget" "$T/report4" "$T/report5" ||
-	fail "shared budget loss not named: $(grep -i budget "$T/report4" "$T/report5" "$T/gs4.err")"
+budget_run shared "without unwind tables: .* or the run's shared memory budget" GS_MEM_BUDGET_MB=1
 zcat "$T/shared.pb.gz" | grep -aq 'memory budget: peak [0-9.]* MiB of 1 MiB.*refused: perf maps 0, unwind tables [1-9]' ||
 	fail "the profile's memory budget comment does not count the refused tables"
 ok "the run's shared memory budget refuses tables past it, named and counted"
