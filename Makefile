@@ -98,6 +98,10 @@ comma := ,
 # ---- tests ---------------------------------------------------------------
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+# Criterion tests of the outputs that run real viewers (node, speedscope in
+# headless Chromium): integration tests (t_viewers.sh runs them), not units.
+VIEWER_SRCS := $(wildcard tests/viewers/test_*.c)
+VIEWER_BINS := $(VIEWER_SRCS:tests/viewers/%.c=$(BUILD)/tests/viewers/%)
 WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
 WORKLOAD_BINS := $(WORKLOAD_SRCS:tests/workloads/%.c=$(BUILD)/workloads/%)
 
@@ -128,6 +132,10 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libgpusample_cli.a $(BUILD)/libgpusamp
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libgpusample_cli.a $(BUILD)/libgpusample_core.a -lcriterion $(STATIC_LIBS) $(SYS_LIBS)
 
+$(BUILD)/tests/viewers/%: tests/viewers/%.c $(BUILD)/libgpusample_cli.a $(BUILD)/libgpusample_core.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libgpusample_cli.a $(BUILD)/libgpusample_core.a -lcriterion $(STATIC_LIBS) $(SYS_LIBS)
+
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libgpusample_core.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libgpusample_core.a $(STATIC_LIBS) $(SYS_LIBS)
@@ -141,11 +149,11 @@ $(BUILD)/workloads/%: tests/workloads/%.c
 unit: $(UNIT_BINS)
 	@./tests/run_unit.sh $(UNIT_BINS)
 
-integration: deps all
+integration: deps all $(VIEWER_BINS)
 	@./tests/integration/run.sh
 
 # Unit tests, then integration tests (root: real eBPF on real processes).
-test: deps all $(UNIT_BINS)
+test: deps all $(UNIT_BINS) $(VIEWER_BINS)
 	@./tests/run_all.sh $(UNIT_BINS)
 
 asan:
@@ -185,7 +193,7 @@ format-check:
 
 # The compilation database for clangd/clang-tidy, from the variables above.
 compile_commands.json:
-	@CC='$(CC)' FLAGS='$(CFLAGS) -MMD -MP' SRCS='$(CORE_SRCS) $(CLI_SRCS) $(UNIT_SRCS) $(WORKLOAD_SRCS)' \
+	@CC='$(CC)' FLAGS='$(CFLAGS) -MMD -MP' SRCS='$(CORE_SRCS) $(CLI_SRCS) $(UNIT_SRCS) $(VIEWER_SRCS) $(WORKLOAD_SRCS)' \
 	AFLAGS='$(AGENT_CFLAGS)' ASRCS='$(AGENT_SRCS)' CLANG='$(CLANG)' BFLAGS='$(BPF_CFLAGS)' \
 	BSRCS='$(BPF_SRCS)' ./scripts/compile-db.py > $@.tmp && mv $@.tmp $@
 

@@ -8,7 +8,7 @@
 
 #include "output/internal.h"
 #include "output/output.h"
-#include "output_fixture.h"
+#include "../unit/output_fixture.h"
 
 FX_TMPDIR_SUITE(speedscope, "ss");
 
@@ -38,9 +38,8 @@ static void write_fixture(struct fx *x, char *path, size_t len)
 
 Test(speedscope, schema_valid_and_profiles)
 {
-	if (!have_validator())
-		cr_skip_test("node or tests/node_modules missing (cd tests && npm install "
-			     "speedscope@1.25.0 ajv@8)");
+	cr_assert(have_validator(), "node or tests/node_modules missing (cd tests && npm install "
+				    "speedscope@1.25.0 ajv@8)");
 	struct fx x;
 	char path[128];
 	write_fixture(&x, path, sizeof(path));
@@ -100,9 +99,8 @@ Test(speedscope, schema_valid_and_profiles)
  * jitter closed, an overlapped sample cut short, gaps as empty samples. */
 Test(speedscope, wall_clock_timeline)
 {
-	if (!have_validator())
-		cr_skip_test("node or tests/node_modules missing (cd tests && npm install "
-			     "speedscope@1.25.0 ajv@8)");
+	cr_assert(have_validator(), "node or tests/node_modules missing (cd tests && npm install "
+				    "speedscope@1.25.0 ajv@8)");
 	struct gs_profile p;
 	gs_profile_init(&p);
 	p.period_ns = FX_PERIOD;
@@ -256,8 +254,7 @@ Test(speedscope, long_run_merges_within_steps)
 
 Test(speedscope, empty_profile_is_valid)
 {
-	if (!have_validator())
-		cr_skip_test("node or tests/node_modules missing");
+	cr_assert(have_validator(), "node or tests/node_modules missing");
 	struct gs_profile p;
 	gs_profile_init(&p);
 	char path[128], err[256];
@@ -303,8 +300,7 @@ Test(speedscope, json_escape)
  * whose strings decode to the expected text. */
 Test(speedscope, hostile_names_parse)
 {
-	if (!have_validator())
-		cr_skip_test("node or tests/node_modules missing");
+	cr_assert(have_validator(), "node or tests/node_modules missing");
 	struct gs_profile p;
 	gs_profile_init(&p);
 	struct gs_function f = { .name = gs_profile_intern(&p, "we\"ird\\\x01name\xff\n"),
@@ -351,8 +347,7 @@ Test(speedscope, chromium_imports_json_and_pprof, .timeout = 240)
 	int st;
 	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", tool, path);
 	char *out = fx_run(cmd, &st);
-	if (st == 77)
-		cr_skip_test("%s", out);
+	cr_assert_neq(st, 77, "a viewer is missing (make deps): %s", out);
 	cr_assert_eq(st, 0, "%s", out);
 	cr_assert_not_null(strstr(out, "Importing as speedscope json file"), "%s", out);
 	free(out);

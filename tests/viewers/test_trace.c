@@ -8,7 +8,7 @@
 #include <criterion/criterion.h>
 
 #include "output/output.h"
-#include "output_fixture.h"
+#include "../unit/output_fixture.h"
 
 FX_TMPDIR_SUITE(trace, "tr");
 
