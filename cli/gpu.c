@@ -230,6 +230,7 @@ static void gpu_h_detach(void *ctx, struct gs_proc *p, bool exec)
 {
 	struct session *s = ctx;
 
+	gs_gpu_inject_gone(s, p->tgid);
 	/* An exec's attach looks for the agent in the new image. */
 	if (!exec && s->gpu)
 		gs_gpu_host_remove_process(s->gpu, p->tgid);
@@ -242,6 +243,7 @@ static void gpu_h_tick(void *ctx)
 
 	if (!s->gpu)
 		return;
+	gs_gpu_inject_tick(s);
 	gs_gpu_host_poll(s->gpu);
 	prepare_and_arm(s);
 	gs_gpu_host_summary(s->gpu, sum, sizeof(sum));
@@ -380,6 +382,7 @@ void gs_gpu_detach(struct session *s, int (*poll)(void *ctx, int timeout_ms))
 	/* The agents drain and disarm first, so their last batches arrive
 	 * before the probes go away. */
 	late = gs_gpu_host_detach(s->gpu, poll, s, 2000);
+	gs_gpu_inject_end(s); /* the agents are disarmed: their staged files go */
 	if (late > 0)
 		gs_profile_add_note(&s->prof,
 				    "%d GPU agent(s) did not acknowledge the detach in 2 s; "
@@ -578,6 +581,7 @@ int gs_gpu_finish(struct session *s)
 	note_gpu_losses(s);
 	int lines_rc = gs_cuda_resolve_lines(s->cuda);
 	gs_gpu_host_foreach(s->gpu, note_process, s);
+	gs_gpu_inject_notes(s);
 	note_missing_agents(s);
 	if (s->join) {
 		rc = gs_join_emit(s->join, &st);
@@ -601,6 +605,7 @@ int gs_gpu_finish(struct session *s)
 
 void gs_gpu_close(struct session *s)
 {
+	gs_gpu_inject_end(s);
 	if (s->join)
 		gs_join_free(s->join);
 	if (s->gpu)

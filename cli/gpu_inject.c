@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * --inject in a session: for each target root, once Python discovery knows
+ * its interpreter and no agent is mapped, ask it (inject/inject.h) to load
+ * the agent; the GPU host then finds and arms that agent as any dormant
+ * one.  Every outcome is said on stderr when it happens and in the
+ * profile's notes.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/session_int.h"
+#include "inject/inject.h"
+#include "util/log.h"
+
+/* After the script ran, how long the agent has to show up (mapped, its
+ * watcher thread started): dlopen and InitializeInjection take
+ * milliseconds. */
+#define AGENT_WAIT_MS 5000
+
+enum {
+	INJ_NOT_TRIED = 0,
+	INJ_PENDING, /* request written */
+	INJ_LOADING, /* script ran, agent not seen yet */
+	INJ_DONE,
+};
+
+static uint64_t now_ms(void)
+{
+	return gs_now_ns(CLOCK_MONOTONIC) / 1000000;
+}
+
+static int find_state(void *ctx, const struct gs_gpu_proc_info *p)
+{
+	struct gs_gpu_proc_info *want = ctx;
+
+	if (p->tgid != want->tgid)
+		return 0;
+	*want = *p;
+	return 1;
+}
+
+/* The GPU host's state of tgid (NO_AGENT when it has none). */
+static enum gs_gpu_proc_state host_state(struct session *s, uint32_t tgid)
+{
+	struct gs_gpu_proc_info i = { .tgid = tgid, .state = GS_GPU_PROC_NO_AGENT };
+
+	gs_gpu_host_foreach(s->gpu, find_state, &i);
+	return i.state;
+}
+
+static void finish(struct gs_inject_slot *x, uint32_t tgid, bool refused, const char *fmt,
+		   const char *what)
+{
+	snprintf(x->note, sizeof(x->note), fmt, what);
+	gs_log("pid %u: --inject: %s%s\n", tgid, refused ? "GPU agent not loaded: " : "", x->note);
+	x->phase = INJ_DONE;
+	gs_inject_end(x->j); /* withdraws a request not taken, removes the files */
+	x->j = NULL;
+}
+
+static void try_start(struct session *s, struct gs_inject_slot *x, uint32_t tgid)
+{
+	struct gs_procinfo *p = gs_procs_get(&s->procs, tgid);
+	char agent[PATH_MAX], msg[320];
+	int rc;
+
+	if (!p || p->py_state == GS_PYS_UNKNOWN)
+		return; /* discovery goes on */
+	if (host_state(s, tgid) != GS_GPU_PROC_NO_AGENT) {
+		finish(x, tgid, false, "%s",
+		       "the GPU agent is already loaded: armed as it is, nothing injected");
+		return;
+	}
+	if (p->py_state != GS_PYS_FOUND) {
+		finish(x, tgid, true, "%s",
+		       "not a CPython process gpusample can read (needs CPython 3.14+)");
+		return;
+	}
+	if (!gs_gpu_agent_path(agent, sizeof(agent))) {
+		finish(x, tgid, true, "%s",
+		       "gpusample's agent libgpusample_agent.so is not installed next to it");
+		return;
+	}
+	struct gs_inject_req r = {
+		.tgid = tgid,
+		.runtime = p->py_runtime,
+		.version_hex = p->py_version,
+		.agent = agent,
+		.wait_ms = s->o->inject_wait_ms,
+		.now_ms = now_ms(),
+	};
+	if ((rc = gs_inject_start(&r, &x->j, msg, sizeof(msg)))) {
+		finish(x, tgid, true, "%s", msg);
+		return;
+	}
+	x->phase = INJ_PENDING;
+	x->since_ms = r.now_ms;
+	gs_log("pid %u: --inject: asked the interpreter to run %s (loads the GPU agent)\n", tgid,
+	       gs_inject_script(x->j));
+}
+
+static void follow(struct session *s, struct gs_inject_slot *x, uint32_t tgid)
+{
+	char msg[320];
+	uint64_t now = now_ms();
+
+	if (x->phase == INJ_PENDING) {
+		enum gs_inject_state st = gs_inject_poll(x->j, now, msg, sizeof(msg));
+		if (st == GS_INJECT_PENDING)
+			return;
+		if (st != GS_INJECT_RAN) {
+			finish(x, tgid, true, "%s", msg);
+			return;
+		}
+		gs_log("pid %u: --inject: %s\n", tgid, msg);
+		x->phase = INJ_LOADING;
+		x->since_ms = now;
+	}
+	/* Rescanned every tick (the host's own poll waits 500 ms). */
+	gs_gpu_host_add_process(s->gpu, tgid);
+	if (host_state(s, tgid) != GS_GPU_PROC_NO_AGENT) {
+		snprintf(msg, sizeof(msg),
+			 "the interpreter ran gpusample's script and the GPU agent was loaded "
+			 "(%llu ms after the script ran); GPU samples from then on",
+			 (unsigned long long)(now - x->since_ms));
+		finish(x, tgid, false, "%s", msg);
+		return;
+	}
+	if (now - x->since_ms >= AGENT_WAIT_MS)
+		finish(x, tgid, true, "%s",
+		       "the interpreter ran the script, but the agent did not start within 5 s "
+		       "(ctypes missing in the job, or the loader refused the file)");
+}
+
+void gs_gpu_inject_tick(struct session *s)
+{
+	if (!s->o->inject_wait_ms || !s->gpu)
+		return;
+	for (int i = 0; i < s->n_roots; i++) {
+		struct gs_inject_slot *x = &s->injects[i];
+
+		if (x->phase == INJ_NOT_TRIED)
+			try_start(s, x, s->roots[i]);
+		else if (x->phase != INJ_DONE)
+			follow(s, x, s->roots[i]);
+	}
+}
+
+void gs_gpu_inject_gone(struct session *s, uint32_t tgid)
+{
+	for (int i = 0; i < s->n_roots; i++) {
+		struct gs_inject_slot *x = &s->injects[i];
+
+		if (s->roots[i] != tgid || !x->j)
+			continue;
+		gs_inject_abandon(x->j); /* never written again; PENDING ends at the next tick */
+		if (x->phase == INJ_LOADING)
+			finish(x, tgid, true, "%s",
+			       "the process exited or exec'd before the agent started");
+	}
+}
+
+void gs_gpu_inject_end(struct session *s)
+{
+	for (int i = 0; i < s->n_roots; i++) {
+		struct gs_inject_slot *x = &s->injects[i];
+
+		if (x->phase == INJ_PENDING || x->phase == INJ_LOADING)
+			finish(x, s->roots[i], true, "%s",
+			       x->phase == INJ_PENDING
+				   ? "the run ended before the interpreter ran the script; the "
+				     "request was withdrawn"
+				   : "the run ended before the agent started");
+		gs_inject_end(x->j);
+		x->j = NULL;
+	}
+}
+
+void gs_gpu_inject_notes(struct session *s)
+{
+	for (int i = 0; i < s->n_roots; i++)
+		if (s->injects[i].note[0])
+			gs_profile_add_note(&s->prof, "pid %u: --inject: %s", s->roots[i],
+					    s->injects[i].note);
+}
