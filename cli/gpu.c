@@ -464,7 +464,8 @@ static void note_missing_agents(struct session *s)
 		snprintf(p->gpu, sizeof(p->gpu), "no agent");
 		gs_profile_add_note(&s->prof,
 				    "pid %u uses CUDA but has no gpusample agent: start the job "
-				    "with CUDA_INJECTION64_PATH=%s to get GPU samples",
+				    "with CUDA_INJECTION64_PATH=%s to get GPU samples (or, on "
+				    "CPython 3.14+, attach with --inject)",
 				    p->proc->tgid,
 				    gs_gpu_agent_path(path, sizeof(path))
 					? path
