@@ -497,6 +497,14 @@ int gs_gpu_host_add_process(struct gs_gpu_host *h, uint32_t tgid)
 	return scan(h, p);
 }
 
+int gs_gpu_host_agent_mapped(struct gs_gpu_host *h, uint32_t tgid)
+{
+	char path[PATH_MAX];
+	struct gs_maps_line m;
+
+	return find_agent(h, tgid, path, sizeof(path), &m, NULL);
+}
+
 void gs_gpu_host_remove_process(struct gs_gpu_host *h, uint32_t tgid)
 {
 	struct gpu_proc *p = proc_find(h, tgid, false);

@@ -222,6 +222,7 @@ static int gpu_h_attach(void *ctx, struct gs_proc *p, struct gs_elf_obj *o,
 
 static int gpu_h_fork(void *ctx, struct gs_proc *parent, struct gs_proc *child)
 {
+	gs_gpu_inject_fork(ctx, parent->tgid, child->tgid);
 	add_process(ctx, child->tgid);
 	return 0;
 }

@@ -19,6 +19,7 @@
  * watcher thread started): dlopen and InitializeInjection take
  * milliseconds. */
 #define AGENT_WAIT_MS 5000
+#define CUDA_POLL_MS  500 /* how often a job without libcuda is looked at again */
 
 enum {
 	INJ_NOT_TRIED = 0,
@@ -61,6 +62,25 @@ static void finish(struct gs_inject_slot *x, uint32_t tgid, bool refused, const 
 	x->j = NULL;
 }
 
+/* Only a job that uses CUDA gets the agent: libcuda mapped (PyTorch maps
+ * it when it first touches the GPU, possibly well after the attach). */
+static bool uses_cuda(struct gs_inject_slot *x, uint32_t tgid)
+{
+	struct gs_proc_maps *m;
+	bool found = false;
+	uint64_t now = now_ms();
+
+	if (x->since_ms && now - x->since_ms < CUDA_POLL_MS)
+		return false;
+	x->since_ms = now;
+	if (gs_proc_maps_read(tgid, &m))
+		return false;
+	for (size_t i = 0; i < m->n && !found; i++)
+		found = m->m[i].path && strstr(m->m[i].path, "/libcuda.so");
+	gs_proc_maps_put(m);
+	return found;
+}
+
 static void try_start(struct session *s, struct gs_inject_slot *x, uint32_t tgid)
 {
 	struct gs_procinfo *p = gs_procs_get(&s->procs, tgid);
@@ -68,8 +88,8 @@ static void try_start(struct session *s, struct gs_inject_slot *x, uint32_t tgid
 	int rc;
 
 	if (!p || p->py_state == GS_PYS_UNKNOWN)
-		return; /* discovery goes on */
-	if (host_state(s, tgid) != GS_GPU_PROC_NO_AGENT) {
+		return;                               /* discovery goes on */
+	if (gs_gpu_host_agent_mapped(s->gpu, tgid)) { /* prepared, or injected before */
 		finish(x, tgid, false, "%s",
 		       "the GPU agent is already loaded: armed as it is, nothing injected");
 		return;
@@ -79,6 +99,8 @@ static void try_start(struct session *s, struct gs_inject_slot *x, uint32_t tgid
 		       "not a CPython process gpusample can read (needs CPython 3.14+)");
 		return;
 	}
+	if (!uses_cuda(x, tgid))
+		return; /* asked again every CUDA_POLL_MS until the run ends */
 	if (!gs_gpu_agent_path(agent, sizeof(agent))) {
 		finish(x, tgid, true, "%s",
 		       "gpusample's agent libgpusample_agent.so is not installed next to it");
@@ -156,11 +178,19 @@ void gs_gpu_inject_gone(struct session *s, uint32_t tgid)
 
 		if (s->roots[i] != tgid || !x->j)
 			continue;
-		gs_inject_abandon(x->j); /* never written again; PENDING ends at the next tick */
-		if (x->phase == INJ_LOADING)
-			finish(x, tgid, true, "%s",
-			       "the process exited or exec'd before the agent started");
+		gs_inject_abandon(x->j); /* never written again */
+		finish(x, tgid, true, "%s",
+		       x->phase == INJ_PENDING
+			   ? "the process exited or exec'd before its interpreter ran the script"
+			   : "the process exited or exec'd before the agent started");
 	}
+}
+
+void gs_gpu_inject_fork(struct session *s, uint32_t parent, uint32_t child)
+{
+	for (int i = 0; i < s->n_roots; i++)
+		if (s->roots[i] == parent && s->injects[i].phase == INJ_PENDING)
+			gs_inject_withdraw_in(s->injects[i].j, child);
 }
 
 void gs_gpu_inject_end(struct session *s)
@@ -168,7 +198,10 @@ void gs_gpu_inject_end(struct session *s)
 	for (int i = 0; i < s->n_roots; i++) {
 		struct gs_inject_slot *x = &s->injects[i];
 
-		if (x->phase == INJ_PENDING || x->phase == INJ_LOADING)
+		if (x->phase == INJ_NOT_TRIED && x->since_ms)
+			finish(x, s->roots[i], true, "%s",
+			       "the job never mapped libcuda.so during the run: nothing injected");
+		else if (x->phase == INJ_PENDING || x->phase == INJ_LOADING)
 			finish(x, s->roots[i], true, "%s",
 			       x->phase == INJ_PENDING
 				   ? "the run ended before the interpreter ran the script; the "

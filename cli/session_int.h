@@ -137,11 +137,14 @@ void gs_gpu_start(struct session *s);      /* t0 known */
  * the tick rescans and arms (cli/runtimes.c registers it). */
 void gs_gpu_proc_handler(struct session *s, struct gs_proc_handler *h);
 /* cli/gpu_inject.c (--inject): tick: start or follow each root's injection
- * (from the GPU handler's tick); gone: a root exec'd or exited; end: at
+ * (from the GPU handler's tick); gone: a root exec'd or exited; fork: a
+ * root forked while its request is pending (withdrawn in the child, whose
+ * copy of the request would load a second agent there); end: at
  * detach, withdraw what is pending and remove the staged files; notes:
  * what happened, into the profile. */
 void gs_gpu_inject_tick(struct session *s);
 void gs_gpu_inject_gone(struct session *s, uint32_t tgid);
+void gs_gpu_inject_fork(struct session *s, uint32_t parent, uint32_t child);
 void gs_gpu_inject_end(struct session *s);
 void gs_gpu_inject_notes(struct session *s);
 void gs_gpu_record(struct session *s, const struct gs_rec_hdr *h);

@@ -168,6 +168,12 @@ void gs_inject_abandon(struct gs_inject *j)
 	j->abandoned = true;
 }
 
+void gs_inject_withdraw_in(struct gs_inject *j, uint32_t child)
+{
+	if (j && j->state == GS_INJECT_PENDING)
+		gs_pyexec_withdraw(child, &j->t);
+}
+
 const char *gs_inject_script(const struct gs_inject *j)
 {
 	return j->script;

@@ -52,6 +52,7 @@
  *   gs_inject_poll(j, now_ms, msg, len)   every tick until not PENDING
  *   gs_inject_abandon(j)                  the process exec'd or exited: no
  *                                        write into it again
+ *   gs_inject_withdraw_in(j, child)       the process forked while pending
  *   gs_inject_end(j)                      at detach: a request not taken is
  *                                        withdrawn (pending flag back to 0,
  *                                        if the process still is the image
@@ -131,6 +132,10 @@ int gs_inject_start(const struct gs_inject_req *r, struct gs_inject **out, char 
  * GONE (empty otherwise). */
 enum gs_inject_state gs_inject_poll(struct gs_inject *j, uint64_t now_ms, char *msg, size_t len);
 void gs_inject_abandon(struct gs_inject *j);
+/* A fork child of the process copied its pending request: withdraw it
+ * there too (when child still is that image; best effort: a child whose
+ * main thread took it first loads an agent of its own). */
+void gs_inject_withdraw_in(struct gs_inject *j, uint32_t child);
 /* The script path in the target ("/tmp/.gpusample-inject-XXXXXXXX/..."). */
 const char *gs_inject_script(const struct gs_inject *j);
 void gs_inject_end(struct gs_inject *j);

@@ -23,7 +23,8 @@ static inline void fixture_words(const char *path, uint64_t *out, int n)
 
 		if (line[0] == '#')
 			continue;
-		for (unsigned long long v; got < n && (v = strtoull(p, &end, 16), end != p); p = end)
+		for (unsigned long long v; got < n && (v = strtoull(p, &end, 16), end != p);
+		     p = end)
 			out[got++] = v;
 	}
 	fclose(f);
