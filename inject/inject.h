@@ -98,7 +98,7 @@ struct gs_pyexec_target {
 	uint64_t threads_main; /* &interp->threads.main, to re-check identity */
 };
 
-/* Highest minor version whose _Py_DebugOffsets layout is known. */
+/* The minor versions whose _Py_DebugOffsets layout is known (3.14, 3.15). */
 #define GS_PYEXEC_MINOR_MIN  14
 #define GS_PYEXEC_MINOR_LAST 15
 
@@ -139,25 +139,5 @@ void gs_inject_withdraw_in(struct gs_inject *j, uint32_t child);
 /* The script path in the target ("/tmp/.gpusample-inject-XXXXXXXX/..."). */
 const char *gs_inject_script(const struct gs_inject *j);
 void gs_inject_end(struct gs_inject *j);
-
-/* inject/stage.c: the staged directory in tgid's root (see above).  dir
- * gets the directory's path in the target; the files are agent_name and
- * script_name in it.  0 or -errno with msg. */
-struct gs_inject_stage {
-	int parent_fd, dir_fd; /* -1 when not open */
-	char name[40];         /* ".gpusample-inject-XXXXXXXX" */
-	char dir[128];         /* its path in the target's root */
-};
-#define GS_INJECT_AGENT_NAME  "libgpusample_agent.so"
-#define GS_INJECT_SCRIPT_NAME "gpusample_inject.py"
-int gs_inject_stage(uint32_t tgid, const char *agent, struct gs_inject_stage *st, char *msg,
-		    size_t len);
-/* Can tgid's user (uid, gids, in its root) read both staged files?
- * 0, -EACCES (msg names the file), or -errno of the check. */
-int gs_inject_stage_check_user(uint32_t tgid, const struct gs_inject_stage *st, char *msg,
-			       size_t len);
-/* Remove the files and the directory (through the fds held: works after
- * the process is gone) and close the fds. */
-void gs_inject_unstage(struct gs_inject_stage *st);
 
 #endif
