@@ -52,10 +52,10 @@ static enum gs_gpu_proc_state host_state(struct session *s, uint32_t tgid)
 	return i.state;
 }
 
-static void finish(struct gs_inject_slot *x, uint32_t tgid, bool refused, const char *fmt,
-		   const char *what)
+/* The outcome: said now and kept for the notes; the staged files go. */
+static void finish(struct gs_inject_slot *x, uint32_t tgid, bool refused, const char *what)
 {
-	snprintf(x->note, sizeof(x->note), fmt, what);
+	snprintf(x->note, sizeof(x->note), "%s", what);
 	gs_log("pid %u: --inject: %s%s\n", tgid, refused ? "GPU agent not loaded: " : "", x->note);
 	x->phase = INJ_DONE;
 	gs_inject_end(x->j); /* withdraws a request not taken, removes the files */
@@ -90,19 +90,19 @@ static void try_start(struct session *s, struct gs_inject_slot *x, uint32_t tgid
 	if (!p || p->py_state == GS_PYS_UNKNOWN)
 		return;                               /* discovery goes on */
 	if (gs_gpu_host_agent_mapped(s->gpu, tgid)) { /* prepared, or injected before */
-		finish(x, tgid, false, "%s",
+		finish(x, tgid, false,
 		       "the GPU agent is already loaded: armed as it is, nothing injected");
 		return;
 	}
 	if (p->py_state != GS_PYS_FOUND) {
-		finish(x, tgid, true, "%s",
+		finish(x, tgid, true,
 		       "not a CPython process gpusample can read (needs CPython 3.14+)");
 		return;
 	}
 	if (!uses_cuda(x, tgid))
 		return; /* asked again every CUDA_POLL_MS until the run ends */
 	if (!gs_gpu_agent_path(agent, sizeof(agent))) {
-		finish(x, tgid, true, "%s",
+		finish(x, tgid, true,
 		       "gpusample's agent libgpusample_agent.so is not installed next to it");
 		return;
 	}
@@ -115,7 +115,7 @@ static void try_start(struct session *s, struct gs_inject_slot *x, uint32_t tgid
 		.now_ms = now_ms(),
 	};
 	if ((rc = gs_inject_start(&r, &x->j, msg, sizeof(msg)))) {
-		finish(x, tgid, true, "%s", msg);
+		finish(x, tgid, true, msg);
 		return;
 	}
 	x->phase = INJ_PENDING;
@@ -134,7 +134,7 @@ static void follow(struct session *s, struct gs_inject_slot *x, uint32_t tgid)
 		if (st == GS_INJECT_PENDING)
 			return;
 		if (st != GS_INJECT_RAN) {
-			finish(x, tgid, true, "%s", msg);
+			finish(x, tgid, true, msg);
 			return;
 		}
 		gs_log("pid %u: --inject: %s\n", tgid, msg);
@@ -146,13 +146,13 @@ static void follow(struct session *s, struct gs_inject_slot *x, uint32_t tgid)
 	if (host_state(s, tgid) != GS_GPU_PROC_NO_AGENT) {
 		snprintf(msg, sizeof(msg),
 			 "the interpreter ran gpusample's script and the GPU agent was loaded "
-			 "(%llu ms after the script ran); GPU samples from then on",
+			 "(%llu ms after the script ran); armed as any dormant agent from then on",
 			 (unsigned long long)(now - x->since_ms));
-		finish(x, tgid, false, "%s", msg);
+		finish(x, tgid, false, msg);
 		return;
 	}
 	if (now - x->since_ms >= AGENT_WAIT_MS)
-		finish(x, tgid, true, "%s",
+		finish(x, tgid, true,
 		       "the interpreter ran the script, but the agent did not start within 5 s "
 		       "(ctypes missing in the job, or the loader refused the file)");
 }
@@ -179,7 +179,7 @@ void gs_gpu_inject_gone(struct session *s, uint32_t tgid)
 		if (s->roots[i] != tgid || !x->j)
 			continue;
 		gs_inject_abandon(x->j); /* never written again */
-		finish(x, tgid, true, "%s",
+		finish(x, tgid, true,
 		       x->phase == INJ_PENDING
 			   ? "the process exited or exec'd before its interpreter ran the script"
 			   : "the process exited or exec'd before the agent started");
@@ -199,10 +199,10 @@ void gs_gpu_inject_end(struct session *s)
 		struct gs_inject_slot *x = &s->injects[i];
 
 		if (x->phase == INJ_NOT_TRIED && x->since_ms)
-			finish(x, s->roots[i], true, "%s",
+			finish(x, s->roots[i], true,
 			       "the job never mapped libcuda.so during the run: nothing injected");
 		else if (x->phase == INJ_PENDING || x->phase == INJ_LOADING)
-			finish(x, s->roots[i], true, "%s",
+			finish(x, s->roots[i], true,
 			       x->phase == INJ_PENDING
 				   ? "the run ended before the interpreter ran the script; the "
 				     "request was withdrawn"
