@@ -437,9 +437,9 @@ int gs_options_parse(struct gs_options *o, int argc, char **argv)
 		gs_log("nothing to profile: give -p PID or -- CMD (see --help)\n");
 		return -EINVAL;
 	}
-	if (o->inject_wait_ms && (o->command || !o->gpu)) {
-		gs_log("--inject is for -p PID with GPU sampling on (launch mode loads the agent "
-		       "itself; --no-gpu turns GPU sampling off)\n");
+	if (o->inject_wait_ms && (o->command || !o->gpu || !o->python)) {
+		gs_log("--inject is for -p PID with GPU sampling and Python on (launch mode loads "
+		       "the agent itself; --no-gpu and --no-python turn off what it needs)\n");
 		return -EINVAL;
 	}
 	return 0;

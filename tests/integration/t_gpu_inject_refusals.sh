@@ -11,11 +11,11 @@ source "$ROOT/tests/fakes/gpu_test_lib.sh"
 [ -x "$GS" ] || fail "$GS not built: run make BUILD=$BUILD"
 source "$ROOT/tests/integration/inject_lib.sh"
 
-# 0. --inject is for -p PID with GPU sampling on.
-for args in "--inject -- true" "--inject --no-gpu -p $$"; do
+# 0. --inject is for -p PID with GPU sampling and Python on.
+for args in "--inject -- true" "--inject --no-gpu -p $$" "--inject --no-python -p $$"; do
 	# shellcheck disable=SC2086 # the arguments, split
 	if "$GS" $args > "$T/cli.out" 2>&1; then fail "gpusample $args: accepted"; fi
-	grep -q -- "--inject is for -p PID with GPU sampling on" "$T/cli.out" ||
+	grep -q -- "--inject is for -p PID with GPU sampling and Python on" "$T/cli.out" ||
 		{ cat "$T/cli.out"; fail "gpusample $args: no message"; }
 done
 
