@@ -207,8 +207,11 @@ static int find_agent(struct gs_gpu_host *h, uint32_t tgid, char *path, size_t l
 	for (size_t i = 0; i < snap->n && !found; i++) {
 		const struct gs_maps_line *l = &snap->m[i];
 
-		if (!l->path || l->path[0] != '/' || !l->inode || strstr(l->path, " (deleted)") ||
-		    l->offset != 0 || !is_agent(h, tgid, l, &obj))
+		/* A deleted file stays: an agent that gpusample --inject staged
+		 * is removed at detach while the job keeps it mapped, and a
+		 * later attach arms it through map_files (the file itself). */
+		if (!l->path || l->path[0] != '/' || !l->inode || l->offset != 0 ||
+		    !is_agent(h, tgid, l, &obj))
 			continue;
 		snprintf(path, len, "%s", l->path);
 		*m = *l;
@@ -295,14 +298,6 @@ static int cfg_address(const struct gs_elf_obj *o, uint64_t base, uint64_t *addr
 	return -ENOENT;
 }
 
-static int vm_write(uint32_t tgid, uint64_t addr, const void *buf, size_t len)
-{
-	struct iovec l = { (void *)buf, len }, r = { (void *)(uintptr_t)addr, len };
-	ssize_t n = process_vm_writev(tgid, &l, 1, &r, 1, 0);
-
-	return n == (ssize_t)len ? 0 : (n < 0 ? -errno : -EIO);
-}
-
 /* Low 32 bits of a process's start time (never 0 for a live one); 0 when
  * it is gone. */
 static uint32_t proc_start(uint32_t pid)
@@ -380,7 +375,7 @@ static int proc_attach(struct gs_gpu_host *h, struct gpu_proc *p, const char *ma
 	cfg.scratch_bytes = h->o.scratch_bytes;
 	cfg.owner_pid = (uint32_t)getpid();
 	cfg.owner_start_lo = proc_start(cfg.owner_pid);
-	if ((rc = vm_write(p->info.tgid, p->cfg_addr, &cfg, sizeof(cfg))))
+	if ((rc = gs_proc_mem_write(p->info.tgid, p->cfg_addr, &cfg, sizeof(cfg))))
 		return proc_error(p, rc, "cannot pass options to the agent in %s (%s): run as root",
 				  map_path);
 	p->info.session = cfg.session;
@@ -500,6 +495,14 @@ int gs_gpu_host_add_process(struct gs_gpu_host *h, uint32_t tgid)
 	p->gone = false; /* a fork/exec event: alive (possibly a reused pid) */
 	p->rescan_ns = RESCAN_NS;
 	return scan(h, p);
+}
+
+int gs_gpu_host_agent_mapped(struct gs_gpu_host *h, uint32_t tgid)
+{
+	char path[PATH_MAX];
+	struct gs_maps_line m;
+
+	return find_agent(h, tgid, path, sizeof(path), &m, NULL);
 }
 
 void gs_gpu_host_remove_process(struct gs_gpu_host *h, uint32_t tgid)
@@ -774,9 +777,9 @@ int gs_gpu_host_detach(struct gs_gpu_host *h, int (*poll)(void *ctx, int timeout
 		 * address means something else. */
 		if (find_agent(h, p->info.tgid, path, sizeof(path), &m, NULL) > 0 &&
 		    m.start == p->agent_base &&
-		    vm_write(p->info.tgid,
-			     p->cfg_addr + offsetof(struct gs_gpu_agent_cfg, detach_req), &req,
-			     sizeof(req)) == 0 &&
+		    gs_proc_mem_write(p->info.tgid,
+				      p->cfg_addr + offsetof(struct gs_gpu_agent_cfg, detach_req),
+				      &req, sizeof(req)) == 0 &&
 		    kill(p->info.tgid, 0) == 0)
 			waiting++;
 		else

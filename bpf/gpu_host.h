@@ -126,6 +126,10 @@ int gs_gpu_host_bind(struct gs_gpu_host *h, struct gs_proc_table *t, int id);
  * a message naming the owner.  The owner's session is never disturbed. */
 int gs_gpu_host_add_process(struct gs_gpu_host *h, uint32_t tgid);
 void gs_gpu_host_remove_process(struct gs_gpu_host *h, uint32_t tgid);
+/* 1 when tgid maps an agent (recognised by its probes, initialized or
+ * not, armed by anyone or not), 0 when it maps none, <0 an error reading
+ * its maps.  Nothing is attached or remembered. */
+int gs_gpu_host_agent_mapped(struct gs_gpu_host *h, uint32_t tgid);
 void gs_gpu_host_poll(struct gs_gpu_host *h);
 /* A process ready to arm (after add_process or poll), 0 when none.  The
  * caller prepares what its launch stacks need (unwind tables and symbols

@@ -222,6 +222,7 @@ static int gpu_h_attach(void *ctx, struct gs_proc *p, struct gs_elf_obj *o,
 
 static int gpu_h_fork(void *ctx, struct gs_proc *parent, struct gs_proc *child)
 {
+	gs_gpu_inject_fork(ctx, parent->tgid, child->tgid);
 	add_process(ctx, child->tgid);
 	return 0;
 }
@@ -230,6 +231,7 @@ static void gpu_h_detach(void *ctx, struct gs_proc *p, bool exec)
 {
 	struct session *s = ctx;
 
+	gs_gpu_inject_gone(s, p->tgid);
 	/* An exec's attach looks for the agent in the new image. */
 	if (!exec && s->gpu)
 		gs_gpu_host_remove_process(s->gpu, p->tgid);
@@ -242,6 +244,7 @@ static void gpu_h_tick(void *ctx)
 
 	if (!s->gpu)
 		return;
+	gs_gpu_inject_tick(s);
 	gs_gpu_host_poll(s->gpu);
 	prepare_and_arm(s);
 	gs_gpu_host_summary(s->gpu, sum, sizeof(sum));
@@ -380,6 +383,7 @@ void gs_gpu_detach(struct session *s, int (*poll)(void *ctx, int timeout_ms))
 	/* The agents drain and disarm first, so their last batches arrive
 	 * before the probes go away. */
 	late = gs_gpu_host_detach(s->gpu, poll, s, 2000);
+	gs_gpu_inject_end(s); /* the agents are disarmed: their staged files go */
 	if (late > 0)
 		gs_profile_add_note(&s->prof,
 				    "%d GPU agent(s) did not acknowledge the detach in 2 s; "
@@ -461,7 +465,8 @@ static void note_missing_agents(struct session *s)
 		snprintf(p->gpu, sizeof(p->gpu), "no agent");
 		gs_profile_add_note(&s->prof,
 				    "pid %u uses CUDA but has no gpusample agent: start the job "
-				    "with CUDA_INJECTION64_PATH=%s to get GPU samples",
+				    "with CUDA_INJECTION64_PATH=%s to get GPU samples (or, on "
+				    "CPython 3.14+, attach with --inject)",
 				    p->proc->tgid,
 				    gs_gpu_agent_path(path, sizeof(path))
 					? path
@@ -586,6 +591,7 @@ int gs_gpu_finish(struct session *s)
 	note_gpu_losses(s);
 	int lines_rc = gs_cuda_resolve_lines(s->cuda);
 	gs_gpu_host_foreach(s->gpu, note_process, s);
+	gs_gpu_inject_notes(s);
 	note_missing_agents(s);
 	if (s->join) {
 		rc = gs_join_emit(s->join, &st);
@@ -609,6 +615,7 @@ int gs_gpu_finish(struct session *s)
 
 void gs_gpu_close(struct session *s)
 {
+	gs_gpu_inject_end(s);
 	if (s->join)
 		gs_join_free(s->join);
 	if (s->gpu)

@@ -62,6 +62,9 @@ void gs_options_usage(FILE *out)
 	    "      --cupti PATH        libcupti for GPU source lines (root-owned, not "
 	    "group/other-\n"
 	    "                          writable; default: the CUDA toolkit's; none: no lines)\n"
+	    "      --inject[=S]        -p PID: load the GPU agent into a running CPython 3.14+\n"
+	    "                          job started without it (PEP 768 remote exec); its main\n"
+	    "                          thread has S seconds to run the request (default 10)\n"
 	    "      --as-root           launch mode: run CMD as root instead of the sudo user\n"
 	    "  -q, --quiet             do not print the report\n"
 	    "  -h, --help              this help\n"
@@ -234,6 +237,7 @@ enum {
 	OPT_GPU_SCRATCH,
 	OPT_GPU_HWBUF,
 	OPT_INTERP_FRAMES,
+	OPT_INJECT,
 };
 
 static const struct option long_opts[] = {
@@ -256,6 +260,7 @@ static const struct option long_opts[] = {
 	{ "cupti", required_argument, NULL, OPT_CUPTI },
 	{ "gpu-scratch", required_argument, NULL, OPT_GPU_SCRATCH },
 	{ "gpu-hwbuf", required_argument, NULL, OPT_GPU_HWBUF },
+	{ "inject", optional_argument, NULL, OPT_INJECT },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -326,6 +331,15 @@ static int handle_opt(struct gs_options *o, int c, const char *arg)
 		return 0;
 	case OPT_NO_OFFCPU:
 		o->offcpu = false;
+		return 0;
+	case OPT_INJECT:
+		if (!arg) {
+			o->inject_wait_ms = 10000;
+			return 0;
+		}
+		if (parse_number("--inject", arg, 0.1, 3600, &v))
+			return -EINVAL;
+		o->inject_wait_ms = (uint32_t)(v * 1000);
 		return 0;
 	case OPT_OFFCPU_RATE:
 		if (parse_number("--offcpu-rate", arg, 1, 10000, &v) || v != (uint32_t)v) {
@@ -421,6 +435,11 @@ int gs_options_parse(struct gs_options *o, int argc, char **argv)
 	}
 	if (!o->n_pids && !o->command) {
 		gs_log("nothing to profile: give -p PID or -- CMD (see --help)\n");
+		return -EINVAL;
+	}
+	if (o->inject_wait_ms && (o->command || !o->gpu || !o->python)) {
+		gs_log("--inject is for -p PID with GPU sampling and Python on (launch mode loads "
+		       "the agent itself; --no-gpu and --no-python turn off what it needs)\n");
 		return -EINVAL;
 	}
 	return 0;

@@ -36,6 +36,8 @@ struct gs_options {
 	uint32_t gpu_scratch_mib; /* --gpu-scratch: CUPTI scratch buffer; 0 = agent default */
 	uint32_t gpu_hwbuf_mib;   /* --gpu-hwbuf: CUPTI hardware buffer; 0 = CUPTI default */
 	const char *cupti;        /* --cupti PATH|none: host-side libcupti (checked at start) */
+	uint32_t inject_wait_ms;  /* --inject[=S]: load the agent into a running CPython
+				   * 3.14+ job, S to wait for it (ms); 0 = off */
 	char **report_files;      /* `gpusample report FILE...` */
 	int n_report_files;
 	const char *merge_out; /* `gpusample merge OUT IN...` */

@@ -33,6 +33,8 @@ struct gs_procinfo {
 	uint8_t py_state;      /* enum gs_py_state */
 	uint32_t py_cfg_id;    /* BPF py_cfgs id, 0 = none */
 	uint64_t py_first_try; /* CLOCK_MONOTONIC ns of the first discovery try */
+	uint64_t py_runtime;   /* &_PyRuntime once found (py_state FOUND) */
+	uint32_t py_version;   /* its PY_VERSION_HEX */
 	char gpu[96];          /* GPU agent state */
 	bool launcher;         /* spawned the rank processes (torchrun, mpirun): no rank labels */
 };

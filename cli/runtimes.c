@@ -133,6 +133,8 @@ static void py_discover(struct session *s, struct gs_procinfo *p)
 	if (rc == 0) {
 		p->py_cfg_id = py_cfg_id(s, &cfg);
 		p->py_state = GS_PYS_FOUND;
+		p->py_runtime = info.runtime_addr;
+		p->py_version = info.version_hex;
 		/* Found on a retry: the maps snapshot taken at exec (or first
 		 * sight) predates ld.so mapping libpython and its libraries, and
 		 * the process may be gone before the end of the run re-reads it. */

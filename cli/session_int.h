@@ -32,6 +32,15 @@ struct raw_sample {
 };
 
 
+/* --inject: one per target root (cli/gpu.c, inject/inject.h). */
+struct gs_inject;
+struct gs_inject_slot {
+	uint8_t phase;       /* enum in cli/gpu.c */
+	struct gs_inject *j; /* while staged */
+	uint64_t since_ms;   /* CLOCK_MONOTONIC ms the phase began */
+	char note[400];      /* what happened, for the profile */
+};
+
 struct session {
 	const struct gs_options *o;
 	struct gs_sampler *sampler;
@@ -55,6 +64,7 @@ struct session {
 	size_t n_samples, cap_samples;
 	struct gs_proc_slots procs;  /* struct gs_procinfo: the session's state of each process */
 	uint32_t roots[GS_MAX_PIDS]; /* -p PIDs, or the launched command */
+	struct gs_inject_slot injects[GS_MAX_PIDS]; /* --inject, by root */
 	int n_roots;
 	struct gs_launch launch;
 	bool launched, launch_exited;
@@ -126,6 +136,17 @@ void gs_gpu_start(struct session *s);      /* t0 known */
  * is scanned for the agent, configured and armed; an exited one dropped;
  * the tick rescans and arms (cli/runtimes.c registers it). */
 void gs_gpu_proc_handler(struct session *s, struct gs_proc_handler *h);
+/* cli/gpu_inject.c (--inject): tick: start or follow each root's injection
+ * (from the GPU handler's tick); gone: a root exec'd or exited; fork: a
+ * root forked while its request is pending (withdrawn in the child, whose
+ * copy of the request would load a second agent there); end: at
+ * detach, withdraw what is pending and remove the staged files; notes:
+ * what happened, into the profile. */
+void gs_gpu_inject_tick(struct session *s);
+void gs_gpu_inject_gone(struct session *s, uint32_t tgid);
+void gs_gpu_inject_fork(struct session *s, uint32_t parent, uint32_t child);
+void gs_gpu_inject_end(struct session *s);
+void gs_gpu_inject_notes(struct session *s);
 void gs_gpu_record(struct session *s, const struct gs_rec_hdr *h);
 /* A GS_REC_GPU_LAUNCH record decoded: its fixed part in *l and its CPU
  * stack in *v, narrowed to the program's frames; -EINVAL when malformed,

@@ -7,7 +7,10 @@
  * (gpusample -- CMD) sets, for CMD:
  *     CUDA_INJECTION64_PATH=<prefix>/lib/gpusample/libgpusample_agent.so
  *     GS_AGENT_OPTS=period=N,mode=continuous|serialized   (optional)
- * For -p PID the job must have been started with CUDA_INJECTION64_PATH.
+ * For -p PID the job must have been started with CUDA_INJECTION64_PATH, or
+ * (gpusample --inject, inject/inject.h) a CPython 3.14+ job loads the agent
+ * late with ctypes and calls InitializeInjection itself, once its CUDA
+ * contexts exist: the watcher finds them at arm as for any dormant agent.
  * The agent needs only libc; CUPTI is opened with dlopen (see cupti_api.c
  * for the search order; GS_CUPTI_PATH overrides it, which tests use to load
  * the CUPTI double).

@@ -4,6 +4,7 @@
  * syscall); /proc/PID/mem where it is refused: seccomp filters and LSMs
  * (Yama, AppArmor profiles) may deny the one and allow the other, and a
  * cubin read by the GPU host must work wherever a Python read works.
+ * And the one writer: process_vm_writev only (see proc.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -64,4 +65,19 @@ int gs_proc_mem_read(uint32_t tgid, uint64_t addr, void *buf, size_t len, size_t
 	if (got)
 		*got = best;
 	return best == len ? 0 : -EFAULT;
+}
+
+int gs_proc_mem_write(uint32_t tgid, uint64_t addr, const void *buf, size_t len)
+{
+	struct iovec l = { (void *)buf, len }, r = { (void *)(uintptr_t)addr, len };
+	ssize_t n;
+
+	if (len > GS_PROC_MEM_WRITE_MAX_BYTES)
+		return -E2BIG;
+	if (!len)
+		return 0;
+	n = process_vm_writev((pid_t)tgid, &l, 1, &r, 1, 0);
+	if (n == (ssize_t)len)
+		return 0;
+	return n < 0 && errno != EFAULT ? -errno : -EFAULT;
 }

@@ -83,6 +83,18 @@ int gs_proc_exec_ranges(uint32_t tgid, struct gs_proc_range *out, size_t max);
  * buf are valid) or another -errno of opening /proc/tgid/mem. */
 int gs_proc_mem_read(uint32_t tgid, uint64_t addr, void *buf, size_t len, size_t *got);
 
+/* One write into the target is at most this long (-E2BIG beyond): writes
+ * are small fields (agent options, a remote-exec request), never bulk. */
+#define GS_PROC_MEM_WRITE_MAX_BYTES (64u << 10)
+
+/* Copy len bytes of buf to addr in tgid with process_vm_writev only: never
+ * /proc/tgid/mem, whose writes bypass page protections (a read-only page of
+ * the target would be written).  No ptrace stop.  Returns 0 when all len
+ * bytes were written; -ESRCH (gone), -E2BIG (len over the bound), -EFAULT
+ * (a partial or refused write: an unmapped or read-only page) or another
+ * -errno (-EPERM: no access). */
+int gs_proc_mem_write(uint32_t tgid, uint64_t addr, const void *buf, size_t len);
+
 /* ---- ELF objects ---------------------------------------------------------- */
 
 /* One ELF file mapped by the target set, opened once and shared by every

@@ -150,8 +150,10 @@ class Kineto:
 
     def __init__(self, folder):
         self.dir = folder
-        self.cupti = ctypes.CDLL(os.environ["GS_CUPTI_PATH"])
-        self.agent = ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"])
+        # a job started without gpusample (t_gpu_inject): the loader's path
+        self.cupti = ctypes.CDLL(os.environ.get("GS_CUPTI_PATH", "libcupti.so.13"))
+        agent = os.environ.get("CUDA_INJECTION64_PATH")
+        self.agent = ctypes.CDLL(agent) if agent else None
         self.h = vp()
         self.calls = 0
         self.cb = self.CB(self.on_callback)
@@ -180,7 +182,7 @@ class Kineto:
             path = os.path.join(self.dir, name)
             if not os.path.exists(path):
                 continue
-            if name == "sub_armed" and not ctypes.c_uint32.in_dll(self.agent, "gs_agent_armed").value:
+            if name == "sub_armed" and not (self.agent and ctypes.c_uint32.in_dll(self.agent, "gs_agent_armed").value):
                 continue  # asked again at the next poll
             if name == "unsub_refused" and self.cupti.fake_cupti_calls(b"cuptiSubscribe") <= self.subscribes:
                 continue

@@ -12,28 +12,16 @@
 #include <string.h>
 #include <unistd.h>
 #include "symbolizer/python_int.h"
+#include "tests/unit/fixture_words.h"
 
 static uint64_t words[96];
 
 static void load(const char *version)
 {
-	char path[128], line[256];
-	int n = 0;
+	char path[128];
 
 	snprintf(path, sizeof(path), "tests/unit/python_debug/%s.txt", version);
-	FILE *f = fopen(path, "r");
-
-	cr_assert_not_null(f, "fixture %s missing (run from the repo root)", path);
-	while (fgets(line, sizeof(line), f)) {
-		char *p = line, *end;
-
-		if (line[0] == '#')
-			continue;
-		for (unsigned long long v; n < 96 && (v = strtoull(p, &end, 16), end != p); p = end)
-			words[n++] = v;
-	}
-	fclose(f);
-	cr_assert_eq(n, 96, "%s: %d words", path, n);
+	fixture_words(path, words, 96);
 }
 
 static int read_as(uint32_t version_hex, struct py_table *t, char *note, char *msg)

@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The staged directory of an injection, in the target's root (inject.h):
+ * made and filled only through descriptors, never by a path the target
+ * could redirect.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/openat2.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include "inject/inject.h"
+#include "inject/inject_int.h"
+#include "proc/proc.h"
+
+#define AGENT_MAX_BYTES (64u << 20)
+#define CHECK_WAIT_MS   2000
+#define MAX_GROUPS      256
+
+/* Candidate parents, relative to the target's root: the first safe one. */
+static const char *const parents[] = { "tmp", "var/tmp", "dev/shm" };
+
+static int open_root(uint32_t tgid)
+{
+	char path[48];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/root", tgid);
+	fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? (errno == ENOENT ? -ESRCH : -errno) : fd;
+}
+
+/* A parent nobody but root can rename entries in (root-owned, and not
+ * group/other-writable unless sticky), executable mappings allowed. */
+static int open_parent(int root_fd, const char *rel, const char **why)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	struct statvfs vfs;
+	struct stat st;
+	int fd = (int)syscall(SYS_openat2, root_fd, rel, &how, sizeof(how));
+
+	if (fd < 0) {
+		*why = "cannot be opened without following links";
+		return -errno;
+	}
+	if (fstat(fd, &st) || !S_ISDIR(st.st_mode) || st.st_uid != 0)
+		*why = "is not a root-owned directory";
+	else if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
+		*why = "is writable by others and not sticky";
+	else if (fstatvfs(fd, &vfs) || (vfs.f_flag & (ST_NOEXEC | ST_RDONLY)))
+		*why = "is mounted noexec or read-only";
+	else
+		return fd;
+	close(fd);
+	return -EPERM;
+}
+
+/* Create name in dir_fd (never over anything) with data from src_fd or buf. */
+static int write_file(int dir_fd, const char *name, int src_fd, const char *buf, size_t n)
+{
+	char chunk[65536];
+	int fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int err = 0;
+
+	if (fd < 0)
+		return -errno;
+	for (size_t done = 0; !err;) {
+		ssize_t r = src_fd >= 0
+				? read(src_fd, chunk, sizeof(chunk))
+				: (ssize_t)(n - done < sizeof(chunk) ? n - done : sizeof(chunk));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			err = r < 0 ? -errno : 0;
+			break;
+		}
+		const char *p = src_fd >= 0 ? chunk : buf + done;
+		for (ssize_t w = 0; w < r;) {
+			ssize_t k = write(fd, p + w, (size_t)(r - w));
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k <= 0) {
+				err = k < 0 ? -errno : -EIO;
+				break;
+			}
+			w += k;
+		}
+		done += (size_t)r;
+	}
+	if (!err && fchmod(fd, 0644))
+		err = -errno;
+	if (close(fd) && !err)
+		err = -errno;
+	return err;
+}
+
+/* gpusample's agent: a regular root-owned file nobody else may write. */
+static int open_agent(const char *agent, char *msg, size_t len)
+{
+	struct stat st;
+	int fd = gs_open_regular(agent, O_NOFOLLOW, &st);
+
+	if (fd < 0)
+		return gs_inject_say(msg, len, fd, "cannot open gpusample's agent %s (%s)", agent,
+				     strerror(-fd));
+	if (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)) ||
+	    st.st_size > (off_t)AGENT_MAX_BYTES) {
+		close(fd);
+		return gs_inject_say(
+		    msg, len, -EPERM,
+		    "gpusample's agent %s must be a root-owned file that group and others "
+		    "cannot write (install it with make install)",
+		    agent);
+	}
+	return fd;
+}
+
+static int make_dir(struct gs_inject_stage *st, const char *rel)
+{
+	uint32_t r;
+	struct stat sb;
+	int err;
+
+	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+		return -EIO;
+	snprintf(st->name, sizeof(st->name), ".gpusample-inject-%08x", r);
+	if (mkdirat(st->parent_fd, st->name, 0700))
+		return -errno;
+	st->dir_fd = openat(st->parent_fd, st->name,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	err = st->dir_fd < 0 ? -errno : 0;
+	if (!err && (fstat(st->dir_fd, &sb) || sb.st_uid != 0))
+		err = -EPERM;
+	if (err) {
+		if (st->dir_fd >= 0)
+			close(st->dir_fd);
+		st->dir_fd = -1;
+		unlinkat(st->parent_fd, st->name, AT_REMOVEDIR);
+		return err;
+	}
+	snprintf(st->dir, sizeof(st->dir), "/%s/%s", rel, st->name);
+	return 0;
+}
+
+/* The script: load the agent by its absolute path and start it as the CUDA
+ * driver would; silent, and the job goes on whatever happens. */
+static int write_script(struct gs_inject_stage *st)
+{
+	char s[1024];
+	int n = snprintf(s, sizeof(s),
+			 "# Written by gpusample --inject: loads gpusample's GPU agent; removed at "
+			 "detach.\n"
+			 "def _gpusample_inject():\n"
+			 "    try:\n"
+			 "        import ctypes\n"
+			 "        ctypes.CDLL(\"%s/%s\").InitializeInjection()\n"
+			 "    except Exception:\n"
+			 "        pass\n"
+			 "_gpusample_inject()\n"
+			 "del _gpusample_inject\n",
+			 st->dir, GS_INJECT_AGENT_NAME);
+
+	if (n < 0 || (size_t)n >= sizeof(s))
+		return -ENAMETOOLONG;
+	return write_file(st->dir_fd, GS_INJECT_SCRIPT_NAME, -1, s, (size_t)n);
+}
+
+int gs_inject_stage(uint32_t tgid, const char *agent, struct gs_inject_stage *st, char *msg,
+		    size_t len)
+{
+	const char *why = "";
+	int root_fd, src, err = -EXDEV;
+
+	*st = (struct gs_inject_stage){ .parent_fd = -1, .dir_fd = -1 };
+	if ((src = open_agent(agent, msg, len)) < 0)
+		return src;
+	if ((root_fd = open_root(tgid)) < 0) {
+		close(src);
+		return gs_inject_say(msg, len, root_fd, "cannot open /proc/%u/root (%s)", tgid,
+				     strerror(-root_fd));
+	}
+	for (size_t i = 0; i < sizeof(parents) / sizeof(parents[0]) && st->parent_fd < 0; i++) {
+		if ((st->parent_fd = open_parent(root_fd, parents[i], &why)) < 0)
+			continue;
+		if ((err = make_dir(st, parents[i]))) {
+			why = "refused a new directory";
+			close(st->parent_fd);
+			st->parent_fd = -1;
+		}
+	}
+	close(root_fd);
+	if (st->parent_fd < 0) {
+		close(src);
+		return gs_inject_say(
+		    msg, len, -EXDEV,
+		    "no safe directory in the job's root for the agent: /tmp, /var/tmp and "
+		    "/dev/shm there must be root-owned, sticky or not writable by others, "
+		    "and allow executable mappings (last: %s)",
+		    why);
+	}
+	err = write_file(st->dir_fd, GS_INJECT_AGENT_NAME, src, NULL, 0);
+	close(src);
+	if (!err)
+		err = write_script(st);
+	if (!err && fchmod(st->dir_fd, 0755))
+		err = -errno;
+	if (err) {
+		gs_inject_unstage(st);
+		return gs_inject_say(msg, len, err,
+				     "cannot write the agent and script into the job's root (%s)",
+				     strerror(-err));
+	}
+	return 0;
+}
+
+void gs_inject_unstage(struct gs_inject_stage *st)
+{
+	if (st->dir_fd >= 0) {
+		unlinkat(st->dir_fd, GS_INJECT_AGENT_NAME, 0);
+		unlinkat(st->dir_fd, GS_INJECT_SCRIPT_NAME, 0);
+		close(st->dir_fd);
+		if (st->parent_fd >= 0)
+			unlinkat(st->parent_fd, st->name, AT_REMOVEDIR);
+	}
+	if (st->parent_fd >= 0)
+		close(st->parent_fd);
+	st->dir_fd = st->parent_fd = -1;
+}
+
+/* The file-system ids of tgid (fs uid and gid: what access checks use) and
+ * its supplementary groups, from /proc/tgid/status. */
+struct ids {
+	uid_t uid;
+	gid_t gid;
+	gid_t groups[MAX_GROUPS];
+	int n_groups;
+};
+
+static int read_ids(uint32_t tgid, struct ids *id)
+{
+	char path[48], line[4096];
+	unsigned long v[4];
+	int have = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", tgid);
+	if (!(f = fopen(path, "re")))
+		return errno == ENOENT ? -ESRCH : -errno;
+	id->n_groups = 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Uid: %lu %lu %lu %lu", &v[0], &v[1], &v[2], &v[3]) == 4) {
+			id->uid = (uid_t)v[3];
+			have |= 1;
+		} else if (sscanf(line, "Gid: %lu %lu %lu %lu", &v[0], &v[1], &v[2], &v[3]) == 4) {
+			id->gid = (gid_t)v[3];
+			have |= 2;
+		} else if (!strncmp(line, "Groups:", 7)) {
+			char *p = line + 7, *end;
+			for (unsigned long g; id->n_groups < MAX_GROUPS; p = end) {
+				g = strtoul(p, &end, 10);
+				if (end == p)
+					break;
+				id->groups[id->n_groups++] = (gid_t)g;
+			}
+		}
+	}
+	fclose(f);
+	return have == 3 ? 0 : -EPROTO;
+}
+
+/* In a child: the job's root and ids, then open both files.  Raw syscalls:
+ * the child of a threaded process runs only async-signal-safe code. */
+static __attribute__((noreturn)) void check_child(int root_fd, const struct ids *id,
+						  const struct gs_inject_stage *st)
+{
+	char path[256];
+	const char *files[] = { GS_INJECT_AGENT_NAME, GS_INJECT_SCRIPT_NAME };
+
+	if (fchdir(root_fd) || chroot(".") ||
+	    syscall(SYS_setgroups, (size_t)id->n_groups, id->groups) ||
+	    syscall(SYS_setresgid, id->gid, id->gid, id->gid) ||
+	    syscall(SYS_setresuid, id->uid, id->uid, id->uid))
+		_exit(100);
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/%s", st->dir, files[i]);
+		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		if (fd < 0)
+			_exit(1 + i);
+		close(fd);
+	}
+	_exit(0);
+}
+
+int gs_inject_stage_check_user(uint32_t tgid, const struct gs_inject_stage *st, char *msg,
+			       size_t len)
+{
+	struct ids id;
+	int root_fd, status = 0, err;
+	pid_t pid, w = 0;
+
+	if ((err = read_ids(tgid, &id)))
+		return gs_inject_say(msg, len, err, "cannot read the ids of pid %u (%s)", tgid,
+				     strerror(-err));
+	if ((root_fd = open_root(tgid)) < 0)
+		return gs_inject_say(msg, len, root_fd, "cannot open /proc/%u/root", tgid);
+	pid = fork();
+	if (pid == 0)
+		check_child(root_fd, &id, st);
+	close(root_fd);
+	if (pid < 0)
+		return gs_inject_say(msg, len, -errno, "fork: %s", strerror(errno));
+	for (int ms = 0; ms < CHECK_WAIT_MS && !(w = waitpid(pid, &status, WNOHANG)); ms += 10)
+		nanosleep(&(struct timespec){ 0, 10000000L }, NULL);
+	if (w == 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		return gs_inject_say(msg, len, -ETIMEDOUT,
+				     "the readability check as uid %u timed out", (unsigned)id.uid);
+	}
+	if (w < 0 || !WIFEXITED(status) || WEXITSTATUS(status) == 100)
+		return gs_inject_say(msg, len, -EIO,
+				     "the readability check as uid %u could not run",
+				     (unsigned)id.uid);
+	if (WEXITSTATUS(status))
+		return gs_inject_say(
+		    msg, len, -EACCES,
+		    "the job's user (uid %u) cannot read %s/%s in its root: GPU sampling needs "
+		    "the agent readable there",
+		    (unsigned)id.uid, st->dir,
+		    WEXITSTATUS(status) == 1 ? GS_INJECT_AGENT_NAME : GS_INJECT_SCRIPT_NAME);
+	return 0;
+}
