@@ -3,8 +3,27 @@
 # readers, tables and helpers that should exist once, and the call graph
 # between components (from the objects' symbols, not from greps of calls).
 #   scripts/arch-counts.sh [BUILD]     (BUILD defaults to build/; run `make` first)
+#   scripts/arch-counts.sh --check [BUILD]
+#                                      fail when a count is above its value in
+#                                      scripts/arch-counts.baseline (CI runs
+#                                      this: t_arch_counts); lower them there
+#                                      when a change brings one down
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = --check ]; then
+	shift
+	now=$("$0" "$@")
+	echo "$now"
+	awk 'function key(l) { l = substr(l, 1, 44); sub(/ +$/, "", l); return l }
+	     function val(l) { return substr(l, 45) + 0 }
+	     NR == FNR { if ($0 !~ /^#/ && NF) base[key($0)] = val($0); next }
+	     { k = key($0); seen[k] = 1
+	       if (!(k in base)) { print "arch-counts: no baseline for \"" k "\""; bad = 1 }
+	       else if (val($0) > base[k]) { print "arch-counts: \"" k "\" is " val($0) ", above its baseline " base[k]; bad = 1 } }
+	     END { for (k in base) if (!(k in seen)) { print "arch-counts: \"" k "\" is no longer counted"; bad = 1 }
+	           exit bad }' scripts/arch-counts.baseline - <<<"$now"
+	exit
+fi
 B=${1:-build}
 SRC="bpf cli symbolizer output gpu_sampler $( [ -d proc ] && echo proc || true ) util"
 c() { grep -rlE "$1" --include=*.c --include=*.h $SRC 2>/dev/null | grep -v '\.bpf\.' | grep -vE "${2:-^$}" || true; }
@@ -23,6 +42,25 @@ show "linear-probing tables (files)"   "$(c '\+ 1\) & |& \(\w*cap\w* - 1\)|& mas
 show "clock helpers (clock_gettime)"   "$(c 'clock_gettime\(' '^util/clock\.h$')"
 printf '%-44s %3d\n' "realloc( call sites outside util/" \
 	"$(grep -rn 'realloc(' --include=*.c --include=*.h $SRC | grep -v '^util/' | wc -l)"
+
+# Keyed stores (a gs_hmap / gs_kmap field whose comment names its key): one
+# whose key starts with a pid is per-process state outside the process
+# table; one whose key holds a tid is a thread table.
+keyed() { grep -rnE '^\s*struct gs_[hk]map [a-z_]+; +/\* ' --include=*.c --include=*.h $SRC 2>/dev/null |
+	grep -v '^proc/table\.c' | awk -F'/\\* ' -v want="$1" '{ key = $2; sub(/->.*/, "", key)
+		tid = key ~ /(^|[^a-z_])tid([^a-z_]|$)/
+		pid = key ~ /^\(?(pid|tgid)([^a-z_]|$)/
+		if ((want == "tid" && tid) || (want == "pid" && pid && !tid)) { split($1, f, ":"); print f[1] ":" f[2] } }'; }
+show "per-process stores outside proc/table.c"  "$(keyed pid)"
+show "thread tables"                           "$(keyed tid)"
+# Each record type decoded by one consumer: the call sites of the codec's
+# per-type decoders, the most for one type.
+dec=$(grep -rnoE 'gs_rec_(cpu_sample|offcpu_stack|gpu_launch|stack|pc_batch|stall_table)\(' \
+	--include=*.c $SRC | grep -v '^util/' | sed 's/.*://' | sort | uniq -c | sort -rn)
+printf '%-44s %3d  %s\n' "record decodes per record type (most)" \
+	"$(echo "$dec" | awk 'NR == 1 {print $1 + 0} END {if (!NR) print 0}')" "$(echo $dec)"
+show "stall tables (files decoding them)"      "$(c 'gs_rec_stall_table\(' '^util/')"
+printf '%-44s %3d\n' "lines in cli/" "$(cat cli/*.c cli/*.h | wc -l)"
 
 # Call graph between object files from nm: who defines, who uses.
 python3 - "$B" <<'PY'
@@ -45,6 +83,11 @@ for o, us in uses.items():
         d = defs.get(s)
         if d and d != o:
             edges[rel(o)].add(rel(d))
+# Plug-ins calling each other: objects that define a process-table handler
+# (gs_*_proc_handler) and call into another such object.
+hs = {rel(o) for s_, o in defs.items() if s_.endswith("_proc_handler")}
+hh = sorted(f"{a} -> {d}" for a, ds in edges.items() if a in hs for d in ds if d in hs and d != a)
+print(f"{'handler-to-handler calls':44s} {len(hh):3d}  {' '.join(hh)}")
 up = sorted(f"{a} -> {d}" for a, ds in edges.items() for d in ds
             if d.startswith("cli/") and not a.startswith("cli/"))
 print(f"{'calls into cli/ from other components':44s} {len(up):3d}  {' '.join(up)}")
