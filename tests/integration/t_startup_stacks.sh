@@ -10,9 +10,10 @@
 # stacks).  "No table" stops come from libraries sampled before their table
 # is loaded (dlopen'ed libraries run their constructors at once;
 # libtorch_cpu's table takes 0.2-0.7 s to build) and from code outside
-# every FDE (ld.so's _start): 13-15% of walks before the builder queued
-# every new object at once, took pending objects by validated frame-pointer
-# steps and scans, and gave entry points an outermost row; 0.3-0.8% after.
+# every FDE (ld.so's _start): 13.8-14.8% of walks (3 runs) before the
+# builder queued every new object at once, pending objects were walked by
+# validated frame-pointer steps and scans (16 KiB), entry points got an
+# outermost row and the vDSO a table; 0.00-0.49% after (8 runs).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/python_lib.sh"
 py_need_gs
