@@ -32,7 +32,8 @@
 /* Bounds on one object's table (docs/SECURITY.md: nothing the target
  * controls is trusted for sizes): its .eh_frame, its rows, and the time spent
  * (GS_CFI_BUILD_MAX_NS, bpf/cfi_int.h).  libtorch_cpu.so, the largest object
- * seen: ~30 MB of .eh_frame, 1.4M rows, 1.7 s. */
+ * seen: ~30 MB of .eh_frame, 1.4M rows, 1.7 s (PyTorch 2.14's: 16 MiB,
+ * 2.4M rows, 0.2-0.7 s, bench/cfi_build.sh). */
 #define GS_CFI_MAX_EH_FRAME (256u << 20)
 #define GS_CFI_MAX_OBJ_ROWS (1u << 23)
 
@@ -1215,8 +1216,10 @@ static int build_from_elf(Elf *elf, struct gs_cfi_table *t, const struct gs_cfi_
 		return -ENOENT;
 
 	/* about 7 bytes of .eh_frame per row: one allocation instead of a
-	 * dozen doublings and copies (pages are touched only as rows land) */
-	if (row_reserve(&rv, data->d_size / 4 + 4096))
+	 * dozen doublings and copies (pages are touched only as rows land),
+	 * never past the rows bound (64 MiB) whatever the .eh_frame claims */
+	size_t guess = data->d_size / 4 + 4096;
+	if (row_reserve(&rv, guess < GS_CFI_MAX_OBJ_ROWS ? guess : GS_CFI_MAX_OBJ_ROWS))
 		return -ENOMEM;
 	struct row_sink sink = { .rs = &rs, .rv = &rv, .t = t, .lim = lim };
 	for (;;) {
