@@ -58,6 +58,19 @@ struct cfi_obj {
 	} load[GS_CFI_MAX_LOADS]; /* PF_X PT_LOADs */
 };
 
+/* The vDSO's table: built once from gpusample's own vDSO (the kernel maps
+ * the same image into every 64-bit process) and used for a target's
+ * [vdso] mapping whose bytes are the same.  clock_gettime runs there
+ * without a frame pointer, and a training loop timing its steps was
+ * sampled in it as a bare [vdso] frame. */
+#define GS_VDSO_MAX (64u << 10)
+struct cfi_vdso {
+	int state;   /* 0 not tried, 1 built (obj), <0 why not */
+	size_t obj;  /* index in objs */
+	size_t size; /* bytes of the image */
+	uint8_t *image;
+};
+
 struct cfi_proc {
 	uint32_t tgid;
 	bool pending; /* mappings wait for tables being built: republish */
@@ -66,7 +79,11 @@ struct cfi_proc {
 	uint32_t n_files;   /* file-backed executable mappings at the last read */
 };
 
-#define REREAD_MIN_NS 100000000ULL  /* 100 ms */
+/* 10 ms: right after an exec, ld.so maps libc and the rest within a few
+ * ms, and each such library is walked without a table until a re-read
+ * finds it (the back-off doubles while re-reads find nothing new, and a
+ * re-read that would find nothing costs one query per mapping). */
+#define REREAD_MIN_NS 10000000ULL   /* 10 ms */
 #define REREAD_MAX_NS 5000000000ULL /* 5 s */
 
 struct gs_cfi {
@@ -96,6 +113,7 @@ struct gs_cfi {
 	uint32_t pend_id[GS_CFI_PUBLISH_BATCH];
 	int pend_fd[GS_CFI_PUBLISH_BATCH];
 	uint32_t n_pend;
+	struct cfi_vdso vdso;
 };
 
 static int flush_tables(struct gs_cfi *c);
@@ -114,17 +132,20 @@ struct build_job {
 	struct build_job *next;
 	size_t obj;
 	int fd;
+	bool urgent;   /* a sample walked through the object: ahead of the rest */
+	uint64_t size; /* the file's: shorter jobs first among the rest */
 	char name[160];
 	struct gs_cfi_table t;
 	int err;
 	uint64_t ns;
+	uint64_t queued_ns; /* when queued: the verbose line's wait */
 };
 
 struct builder {
 	pthread_t th;
 	pthread_mutex_t mu;
-	pthread_cond_t cv; /* work queued, or a job finished */
-	struct build_job *todo, **todo_tail, *done;
+	pthread_cond_t cv;             /* work queued, or a job finished */
+	struct build_job *todo, *done; /* todo: urgent first, then by size */
 	bool busy, quit;
 	pid_t tid; /* the thread's, for its scheduling */
 	atomic_bool cancel;
@@ -152,8 +173,6 @@ static void *builder_main(void *arg)
 			break;
 		j = b->todo;
 		b->todo = j->next;
-		if (!b->todo)
-			b->todo_tail = &b->todo;
 		b->busy = true;
 		snprintf(b->current, sizeof(b->current), "%s", j->name);
 		atomic_store(&b->rows, 0);
@@ -186,7 +205,6 @@ static int builder_start(struct gs_cfi *c)
 		return -ENOMEM;
 	pthread_mutex_init(&b->mu, NULL);
 	pthread_cond_init(&b->cv, NULL);
-	b->todo_tail = &b->todo;
 	/* Signals stay with the session thread (its poll must see Ctrl-C). */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -249,9 +267,23 @@ static void builder_stop(struct gs_cfi *c)
 	c->b = NULL;
 }
 
-static int builder_queue(struct gs_cfi *c, size_t obj, int fd, const char *name)
+/* Where job j goes in the queue: urgent jobs (FIFO) before the others,
+ * those by size, so that a 16 MiB .eh_frame (libtorch_cpu: 0.5 s) does not
+ * hold back the dozens of small libraries mapped with it. */
+static struct build_job **queue_slot(struct builder *b, const struct build_job *j)
 {
-	struct build_job *j = calloc(1, sizeof(*j));
+	struct build_job **at = &b->todo;
+
+	while (*at && ((*at)->urgent > j->urgent ||
+		       ((*at)->urgent == j->urgent && (j->urgent || (*at)->size <= j->size))))
+		at = &(*at)->next;
+	return at;
+}
+
+static int builder_queue(struct gs_cfi *c, size_t obj, int fd, const char *name, bool urgent)
+{
+	struct build_job *j = calloc(1, sizeof(*j)), **at;
+	struct stat sb;
 
 	if (!j)
 		return -ENOMEM;
@@ -259,14 +291,18 @@ static int builder_queue(struct gs_cfi *c, size_t obj, int fd, const char *name)
 
 	j->obj = obj;
 	j->fd = fd;
+	j->urgent = urgent;
+	j->size = fstat(fd, &sb) ? UINT64_MAX : (uint64_t)sb.st_size;
 	if (len >= sizeof(j->name)) { /* keep the end: the file name */
 		name += len - (sizeof(j->name) - 1);
 		len = sizeof(j->name) - 1;
 	}
 	memcpy(j->name, name, len);
+	j->queued_ns = gs_mono_ns();
 	pthread_mutex_lock(&c->b->mu);
-	*c->b->todo_tail = j;
-	c->b->todo_tail = &j->next;
+	at = queue_slot(c->b, j);
+	j->next = *at;
+	*at = j;
 	c->b->queued_total++;
 	pthread_cond_signal(&c->b->cv);
 	pthread_mutex_unlock(&c->b->mu);
@@ -364,6 +400,7 @@ void gs_cfi_close(struct gs_cfi *cfi)
 	gs_elf_cache_put(cfi->elf);
 	free(cfi->objs);
 	gs_proc_slots_fini(&cfi->slots);
+	free(cfi->vdso.image);
 	free(cfi->scratch);
 	free(cfi);
 }
@@ -597,12 +634,37 @@ static struct cfi_obj *obj_cached(struct gs_cfi *c, uint64_t dev, uint64_t ino)
 	return v ? &c->objs[*v] : NULL;
 }
 
+/* Move object idx's queued job ahead of the others that no sample asked
+ * for (a sample walked through it meanwhile). */
+static void builder_promote(struct gs_cfi *c, size_t idx)
+{
+	struct builder *b = c->b;
+
+	pthread_mutex_lock(&b->mu);
+	for (struct build_job **at = &b->todo; *at; at = &(*at)->next) {
+		struct build_job *j = *at;
+
+		if (j->obj != idx)
+			continue;
+		if (!j->urgent) {
+			*at = j->next;
+			j->urgent = true;
+			at = queue_slot(b, j);
+			j->next = *at;
+			*at = j;
+		}
+		break;
+	}
+	pthread_mutex_unlock(&b->mu);
+}
+
 /* Table for one mapped file: the file through proc/'s ELF cache, the
  * table by ELF object.  NULL when not cached and !build (lazy: the mapping
  * stays pending).  Async: the object comes back -EINPROGRESS and its table
- * is built by the thread. */
+ * is built by the thread, ahead of the rest if urgent (asked for by a
+ * sample). */
 static struct cfi_obj *obj_for_file(struct gs_cfi *c, uint32_t tgid, const struct gs_maps_line *l,
-				    bool build)
+				    bool build, bool urgent)
 {
 	char open_path[128], alt[4200];
 	uint64_t dev = makedev(l->dev_major, l->dev_minor);
@@ -612,6 +674,8 @@ static struct cfi_obj *obj_for_file(struct gs_cfi *c, uint32_t tgid, const struc
 	int fd, err;
 	uint64_t t0;
 
+	if (o && o->status == -EINPROGRESS && urgent && c->b)
+		builder_promote(c, (size_t)(o - c->objs));
 	if (o || !build)
 		return o;
 	snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", tgid,
@@ -633,7 +697,7 @@ static struct cfi_obj *obj_for_file(struct gs_cfi *c, uint32_t tgid, const struc
 	}
 	size_t idx = (size_t)(o - c->objs);
 	if (c->b) {
-		if ((err = builder_queue(c, idx, fd, alt))) {
+		if ((err = builder_queue(c, idx, fd, alt, urgent))) {
 			close(fd);
 			o->status = err;
 			return o;
@@ -647,6 +711,91 @@ static struct cfi_obj *obj_for_file(struct gs_cfi *c, uint32_t tgid, const struc
 	finish_obj(c, idx, &t, err, gs_mono_ns() - t0, alt);
 	gs_cfi_table_free(&t);
 	return &c->objs[idx];
+}
+
+/* The executable PT_LOADs of the in-memory vDSO image (bounded by size). */
+static void vdso_loads(const uint8_t *img, size_t size, struct cfi_obj *o)
+{
+	const Elf64_Ehdr *eh = (const void *)img;
+
+	if (size < sizeof(*eh) || eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_phoff > size ||
+	    eh->e_phnum > (size - eh->e_phoff) / sizeof(Elf64_Phdr))
+		return;
+	for (unsigned i = 0; i < eh->e_phnum && o->n_load < GS_CFI_MAX_LOADS; i++) {
+		Elf64_Phdr ph;
+
+		memcpy(&ph, img + eh->e_phoff + i * sizeof(ph), sizeof(ph));
+		if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
+			continue;
+		o->load[o->n_load].vaddr = ph.p_vaddr;
+		o->load[o->n_load].offset = ph.p_offset;
+		o->load[o->n_load].filesz = ph.p_filesz;
+		o->n_load++;
+	}
+}
+
+/* Our own vDSO's bytes and table (once). */
+static int vdso_build(struct gs_cfi *c)
+{
+	struct cfi_vdso *v = &c->vdso;
+	struct gs_proc_maps *snap;
+	const struct gs_maps_line *l = NULL;
+	struct gs_cfi_table t;
+	struct cfi_obj *o;
+	int fd, err;
+
+	if (gs_proc_maps_read((uint32_t)getpid(), &snap))
+		return -ENOENT;
+	for (size_t i = 0; i < snap->n && !l; i++)
+		if (snap->m[i].path && !strcmp(snap->m[i].path, "[vdso]"))
+			l = &snap->m[i];
+	err = !l ? -ENOENT : l->end - l->start > GS_VDSO_MAX ? -EFBIG : 0;
+	if (!err) {
+		v->size = l->end - l->start;
+		err = (v->image = malloc(v->size)) ? 0 : -ENOMEM;
+	}
+	if (!err)
+		memcpy(v->image, (const void *)(uintptr_t)l->start, v->size);
+	gs_proc_maps_put(snap);
+	if (err)
+		return err;
+	/* the builder reads files: the image through a memfd */
+	if ((fd = memfd_create("gs-vdso", MFD_CLOEXEC)) < 0)
+		return -errno;
+	if (write(fd, v->image, v->size) != (ssize_t)v->size) {
+		close(fd);
+		return -EIO;
+	}
+	err = gs_cfi_table_build("[vdso]", fd, &t);
+	close(fd);
+	if (err)
+		return err;
+	if (!(o = obj_new(c, UINT32_MAX))) { /* no ELF cache id is UINT32_MAX */
+		gs_cfi_table_free(&t);
+		return -ENOMEM;
+	}
+	v->obj = (size_t)(o - c->objs);
+	vdso_loads(v->image, v->size, o);
+	finish_obj(c, v->obj, &t, 0, 0, "[vdso]");
+	gs_cfi_table_free(&t);
+	return c->objs[v->obj].status ? c->objs[v->obj].status : 1;
+}
+
+/* The vDSO object for tgid's [vdso] mapping l, or NULL: only when its
+ * bytes are our vDSO's (a remote read of at most GS_VDSO_MAX). */
+static struct cfi_obj *obj_vdso(struct gs_cfi *c, uint32_t tgid, const struct gs_maps_line *l)
+{
+	struct cfi_vdso *v = &c->vdso;
+	uint8_t buf[GS_VDSO_MAX];
+	size_t got = 0;
+
+	if (!v->state)
+		v->state = vdso_build(c);
+	if (v->state != 1 || l->end - l->start != v->size ||
+	    gs_proc_mem_read(tgid, l->start, buf, v->size, &got) || got != v->size ||
+	    memcmp(buf, v->image, v->size))
+		return NULL;
+	return &c->objs[v->obj];
 }
 
 static uint64_t mapping_bias(const struct cfi_obj *o, uint64_t start, uint64_t offset)
@@ -727,12 +876,24 @@ static int add_process(struct gs_cfi *c, uint32_t tgid, const uint64_t *want, si
 			m->table_id = GS_CFI_TABLE_ANON; /* JIT: scanned; known, so no miss */
 			continue;
 		}
+		if (!l->inode && l->path && !strcmp(l->path, "[vdso]") &&
+		    (o = obj_vdso(c, tgid, l))) {
+			m->table_id = o->table_id;
+			m->n_pages = o->n_pages;
+			m->bias = mapping_bias(o, l->start, 0) + o->base;
+			continue;
+		}
 		if (!l->inode || !l->path || l->path[0] != '/')
-			continue; /* [vdso] and the like: frame pointers; known, so no miss */
+			continue; /* [vsyscall] and the like: frame pointers; known, so no miss */
 		n_files++;
 		/* Lazy mode: an object gets its table when a sample first walks
-		 * through it (BPF records the miss and wakes us up at once). */
-		o = obj_for_file(c, tgid, l, force || !c->lazy || wanted(l->start, want, nwant));
+		 * through it (BPF records the miss and wakes us up at once).
+		 * With the builder thread nothing waits for a build, so every
+		 * new object is queued at once: a library runs its constructors
+		 * right after dlopen maps it, before any sample could ask, and
+		 * the object a sample asked for goes first. */
+		bool asked = wanted(l->start, want, nwant);
+		o = obj_for_file(c, tgid, l, force || !c->lazy || asked || c->b, asked);
 		pending += o && o->status == -EINPROGRESS;
 		if (!o || o->status == -EINPROGRESS) {
 			m->table_id = GS_CFI_TABLE_PENDING;
@@ -777,6 +938,9 @@ static int collect_built(struct gs_cfi *c, bool wait_all)
 	for (j = builder_take(c, wait_all); j; j = next) {
 		next = j->next;
 		finish_obj(c, j->obj, &j->t, j->err, j->ns, j->name);
+		if (c->verbose)
+			gs_log("cfi: %s: loaded %.1f ms after it was queued\n", j->name,
+			       (gs_mono_ns() - j->queued_ns) / 1e6);
 		gs_cfi_table_free(&j->t);
 		free(j);
 		c->collected++;
@@ -818,6 +982,18 @@ void gs_cfi_progress(struct gs_cfi *c, struct gs_cfi_progress *p)
 		p->rows = atomic_load(&c->b->rows);
 	}
 	pthread_mutex_unlock(&c->b->mu);
+}
+
+bool gs_cfi_busy(struct gs_cfi *c)
+{
+	bool busy;
+
+	if (!c->b)
+		return false;
+	pthread_mutex_lock(&c->b->mu);
+	busy = c->b->queued_total != c->collected;
+	pthread_mutex_unlock(&c->b->mu);
+	return busy;
 }
 
 int gs_cfi_fork(struct gs_cfi *c, uint32_t parent, uint32_t child)
@@ -896,8 +1072,6 @@ int gs_cfi_refresh(struct gs_cfi *c)
 		keys[n++] = next;
 		prev = next;
 	}
-	for (size_t i = 0; i < n; i++)
-		bpf_map_delete_elem(c->miss_fd, &keys[i]);
 	qsort(keys, n, sizeof(keys[0]), cmp_miss);
 	for (size_t i = 0; i < n;) {
 		uint32_t tgid = keys[i].tgid;
@@ -906,20 +1080,29 @@ int gs_cfi_refresh(struct gs_cfi *c)
 		size_t ns = 0;
 
 		for (; i < n && keys[i].tgid == tgid; i++) {
-			if (keys[i].start)
+			if (keys[i].start) {
 				starts[ns++] = keys[i].start;
-			else
+				bpf_map_delete_elem(c->miss_fd, &keys[i]);
+			} else {
 				reread = true;
+			}
 		}
-		if (!p)
-			continue; /* removed meanwhile */
+		const struct gs_cfi_miss_key unknown = { .tgid = tgid };
+		if (!p) {
+			bpf_map_delete_elem(c->miss_fd, &unknown); /* removed meanwhile */
+			continue;
+		}
 		/* An unknown mapping: re-read maps, backing off while re-reads
 		 * find nothing new (JIT code outside the snapshot would otherwise
-		 * make us parse /proc/PID/maps of a big process every tick). */
+		 * make us parse /proc/PID/maps of a big process every tick).
+		 * Its key stays until then: BPF wakes us once per key, so a
+		 * process in back-off cannot wake us at every sample. */
 		if (!p->reread_ns)
 			p->reread_ns = REREAD_MIN_NS;
 		if (reread && gs_mono_ns() - p->last_ns < p->reread_ns && !ns)
 			continue;
+		if (reread)
+			bpf_map_delete_elem(c->miss_fd, &unknown);
 		if (reread && !ns && exec_maps_unchanged(c, tgid)) {
 			p->last_ns = gs_mono_ns();
 			back_off(p, false);

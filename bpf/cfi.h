@@ -138,8 +138,12 @@ struct gs_cfi_proc {
  * Eager (default): gs_cfi_add_process builds every mapped object's table
  * before it returns (torch: ~300 objects, seconds).  Lazy
  * (gs_cfi_set_lazy): objects get a table the first time a sample walks
- * through them; until then that frame takes the frame-pointer path, so the
- * first 1-3 refresh rounds of a process have shorter stacks.
+ * through them; with the async builder (gs_cfi_set_async) every object a
+ * maps read finds is queued at once instead (nothing waits for it), small
+ * ones first and one a sample walked through ahead of those.  Until its
+ * table is loaded an object's frames take a validated frame-pointer step
+ * or a stack scan (bpf/unwind.bpf.h), so the first ms of a just-mapped
+ * library have shorter or approximate stacks.
  *   on GS_PROC_EXIT: gs_cfi_remove_process(cfi, tgid)
  *   gs_cfi_stats(cfi, &st) for the closing figures; gs_cfi_close(cfi).
  * Tables are kept per object of proc/'s ELF cache (build-id, else
@@ -252,6 +256,11 @@ void gs_cfi_remove_process(struct gs_cfi *cfi, uint32_t tgid);
  * per 100 ms).  Returns the number of processes updated or <0. */
 int gs_cfi_refresh(struct gs_cfi *cfi);
 void gs_cfi_stats(struct gs_cfi *cfi, struct gs_cfi_stats *st);
+/* Async: whether tables are queued, being built or built but not yet
+ * loaded (gs_cfi_refresh loads them): the session then calls
+ * gs_cfi_refresh every GS_CFI_POLL_MS instead of at its tick. */
+bool gs_cfi_busy(struct gs_cfi *cfi);
+#define GS_CFI_POLL_MS 5
 /* Build tables on first use instead of in gs_cfi_add_process. */
 void gs_cfi_set_lazy(struct gs_cfi *cfi, bool on);
 /* Verbose progress (one line per table built) to stderr. */

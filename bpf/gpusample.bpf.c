@@ -407,6 +407,11 @@ int BPF_PROG(gs_proc_exec, struct task_struct *p, pid_t old_pid, struct linux_bi
 	/* The old image's interpreter layout is gone; walking it now would read
 	 * garbage.  User space sets a new py_cfg_id after the EXEC event. */
 	t->py_cfg_id = 0;
+	/* Likewise its mappings: the new image's PCs would be looked up in
+	 * the old image's tables (wrong rules, garbage frames).  Frame
+	 * pointers (bpf_get_stack) until user space publishes the new image's
+	 * mappings, a few ms after the EXEC event wakes it. */
+	bpf_map_delete_elem(&gs_cfi_procs, &tgid);
 	gs_emit_proc(GS_PROC_EXEC, tgid, p->real_parent->tgid, p->comm);
 	return 0;
 }

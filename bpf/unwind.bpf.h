@@ -27,7 +27,8 @@
  * GS_UNWIND_WIN bytes (one probe read serves the frames inside it).  PCs without a row (JIT code, objects without
  * .eh_frame, gaps between FDEs) take one frame-pointer step.  A PC outside
  * every known mapping (JIT code in anonymous memory, such as oneDNN's
- * kernels, which keep neither a table nor a frame pointer) takes the
+ * kernels, which keep neither a table nor a frame pointer), or in an object
+ * whose table is still being built (GS_CFI_TABLE_PENDING), takes the
  * frame-pointer step only when its result validates as a return address
  * (gs_unwind_is_ret); otherwise the stack is scanned upwards from SP, 8
  * words per loop step, at most GS_UNWIND_SCAN_CHUNKS steps per walk, for
@@ -160,7 +161,7 @@ struct gs_unwind_state {
 	__u8 win[GS_UNWIND_WIN + 16];  /* + 16: reads at a masked offset stay inside */
 	__u64 ips[GS_MAX_USER_FRAMES]; /* leaf first */
 };
-#define GS_UNWIND_SCAN_CHUNKS 64 /* x 8 words: 4 KiB of stack per walk */
+#define GS_UNWIND_SCAN_CHUNKS 255 /* x 8 words: 16 KiB of stack per walk */
 
 /* One state per nesting level (GS_NEST_MAX, common.bpf.h): a perf_event
  * sample can interrupt a uprobe/USDT handler that is unwinding on the same
@@ -696,11 +697,13 @@ static long gs_unwind_step(__u32 i, void *arg)
 		struct gs_cfi_miss_key k = { .tgid = c->tgid, .start = m ? m->start : 0 };
 		__u64 now = bpf_ktime_get_ns();
 
-		/* A known object whose table is still pending (lazy mode): wake
-		 * user space now rather than at its next 200 ms tick, so the
-		 * table exists a few ms later.  Once per object (NOEXIST), never
-		 * for unknown memory such as JIT code (start 0). */
-		if (!bpf_map_update_elem(&gs_cfi_miss, &k, &now, BPF_NOEXIST) && k.start) {
+		/* A known object whose table is still pending, or code mapped
+		 * since the last maps read (dlopen): wake user space now rather
+		 * than at its next 200 ms tick, so the table exists a few ms
+		 * later.  Once per key (NOEXIST): user space deletes a key when
+		 * it served it (an unknown-memory key of a process whose maps
+		 * re-reads back off stays until the next re-read). */
+		if (!bpf_map_update_elem(&gs_cfi_miss, &k, &now, BPF_NOEXIST)) {
 #ifdef GS_WAKE_RINGBUF /* the includer's ring buffer map, if any */
 			struct gs_rec_hdr wake = { .type = GS_REC_WAKEUP,
 						   .version = GS_RECORDS_VERSION,
@@ -711,8 +714,12 @@ static long gs_unwind_step(__u32 i, void *arg)
 					   BPF_RB_FORCE_WAKEUP);
 #endif
 		}
-		if (!m)
-			return gs_unwind_unmapped(c, w);
+		/* Pending: the object's code is there but its rows are not (a
+		 * just-mapped library running its constructors, a big one being
+		 * built): a frame-pointer step taken blindly stops most of these
+		 * walks (distribution libraries keep no frame pointers), so the
+		 * validated step or scan of unknown code, until the table lands. */
+		return gs_unwind_unmapped(c, w);
 	} else if (m->table_id == GS_CFI_TABLE_ANON) {
 		return gs_unwind_unmapped(c, w);
 	} else if (m->table_id) {

@@ -36,6 +36,10 @@ int gs_rt_open(struct session *s)
 		 * (cannot fail: no process was added yet). */
 		if (!rc && s->sym)
 			gs_cfi_set_elf_cache(s->cfi, gs_sym_elf_cache(s->sym));
+		/* GS_DEBUG: one line per table built and loaded */
+		const char *dbg = getenv("GS_DEBUG");
+		if (!rc && dbg && *dbg)
+			gs_cfi_set_verbose(s->cfi, true);
 		/* GS_CFI_BUDGET_MB: the unwind tables' BPF map memory, all
 		 * objects together (default GS_CFI_BPF_BUDGET, 512 MiB) */
 		const char *bmb = getenv("GS_CFI_BUDGET_MB");

@@ -308,7 +308,7 @@ static int run_loop(struct session *s)
 {
 	uint64_t deadline = s->o->duration_s > 0 ? s->t0_mono + (uint64_t)(s->o->duration_s * 1e9)
 						 : UINT64_MAX;
-	uint64_t next_progress = 0, next_tick = 0;
+	uint64_t next_progress = 0, next_tick = 0, next_cfi = 0;
 	bool tick_pending = false;
 
 	s->phase = "sampling";
@@ -321,6 +321,14 @@ static int run_loop(struct session *s)
 		int wait_ms = tick_pending && next_tick > before
 				  ? (int)((next_tick - before) / 1000000) + 1
 				  : 200;
+		/* Unwind tables being built: load each within a few ms of its
+		 * build, and serve table requests (BPF wakes us) as they come,
+		 * not at the 50 ms tick: a library sampled before its table is
+		 * loaded gets a shorter stack. */
+		bool cfi_busy = s->cfi && gs_cfi_busy(s->cfi);
+
+		if (cfi_busy && wait_ms > GS_CFI_POLL_MS)
+			wait_ms = GS_CFI_POLL_MS;
 		int rc = gs_sampler_poll(s->sampler, wait_ms, on_record, s);
 		uint64_t now = gs_now_ns(CLOCK_MONOTONIC);
 
@@ -331,6 +339,10 @@ static int run_loop(struct session *s)
 		}
 		if (now >= deadline || stop_requested(s))
 			break;
+		if (s->cfi && now >= next_cfi) {
+			gs_cfi_refresh(s->cfi);
+			next_cfi = now + GS_CFI_POLL_MS * 1000000ull;
+		}
 		tick_pending = now < next_tick; /* woken early: tick once the 50 ms are up */
 		if (!tick_pending) {
 			gs_proc_table_tick(s->pt);

@@ -63,10 +63,17 @@ static const struct role_row {
 	{ GS_TR_COLLECTIVE, M_NATIVE, "ncclProxy", NULL },
 	{ GS_TR_COLLECTIVE, M_NATIVE, "ncclAsyncJobMain", NULL },
 	{ GS_TR_COLLECTIVE, M_OBJECT, "libnccl", NULL },
-	/* names torch >= 2 gives its threads */
+	/* names torch >= 2 gives its threads (2.14: torch/utils/data's
+	 * pt_data_worker and pt_data_pin, c10::setThreadName's pt_autograd_N,
+	 * pt_dist_engine (distributed autograd) and pt_gloo_runloop (gloo's
+	 * ProcessGroup thread, whose frames in a stripped libtorch_cpu have no
+	 * names)) */
 	{ GS_TR_AUTOGRAD, M_COMM, "pt_autograd", NULL },
+	{ GS_TR_AUTOGRAD, M_COMM, "pt_dist_engine", NULL },
 	{ GS_TR_DATALOADER_WORKER, M_COMM, "pt_data_worker", NULL },
 	{ GS_TR_DATALOADER_WORKER, M_COMM, "pt_multiprocess", NULL },
+	{ GS_TR_PIN_MEMORY, M_COMM, "pt_data_pin", NULL },
+	{ GS_TR_COLLECTIVE, M_COMM, "pt_gloo_runloop", NULL },
 };
 #define N_ROWS (sizeof(role_table) / sizeof(role_table[0]))
 

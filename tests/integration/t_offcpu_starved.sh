@@ -1,6 +1,7 @@
 #!/bin/bash
 # Off-CPU, issue 11 done-when (3): more spinning processes than CPUs (nproc
-# + 1, one thread each).  Each spinner's runnable share in the profile
+# + 1, one thread each), on Debian's python3 (3.11) and the sid root's
+# python3.14 (offcpu_lib.sh: OFF_STACKS).  Each spinner's runnable share in the profile
 # (runnable / (cpu + offcpu) of its thread) is within 5 points of the share
 # it measured itself from /proc/thread-self/schedstat (run delay, field 2,
 # over its spin), and the waiting is runnable, not blocked (< 5 points).
@@ -9,8 +10,10 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/python_lib.sh"
 source "$(dirname "$0")/offcpu_lib.sh"
-off_launch "$T/s" starved 4
-python3 - "$T/s.pb.gz" "$T/s.json" <<'EOF' || fail "runnable shares differ from schedstat (above)"
+for stack in "${OFF_STACKS[@]}"; do
+	off_use "$stack"
+	off_launch "$T/s.$OFF_TAG" starved 4
+	python3 - "$T/s.$OFF_TAG.pb.gz" "$T/s.$OFF_TAG.json" <<'EOF' || fail "$OFF_TAG: runnable shares differ from schedstat (above)"
 import collections, json, sys
 sys.path.insert(0, "tests/tools")
 from thread_times import load
@@ -37,4 +40,5 @@ for w in truth:
     bad += not ok
 sys.exit(1 if bad else 0)
 EOF
-ok "starved spinners: runnable share matches schedstat"
+	ok "$OFF_TAG: starved spinners: runnable share matches schedstat"
+done

@@ -5,16 +5,19 @@
 # select) and the time they waited, as the workload measured it with
 # perf_counter around each call (offcpu within 5% or 30 ms; the measured
 # time also holds the calls' own few ms on a CPU).  Launch mode, read back
-# with go tool pprof -traces -lines.
+# with go tool pprof -traces -lines.  On Debian's python3 (3.11) and the sid
+# root's python3.14 (offcpu_lib.sh: OFF_STACKS).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/python_lib.sh"
 source "$(dirname "$0")/offcpu_lib.sh"
 f=$PYWL/py_offcpu.py
-off_launch "$T/w" waits 3
-python3 - "$T/w.pb.gz" "$T/w.json" \
-	"sleeper:$(marker_line "$f" SLEEP_LINE):nanosleep" \
-	"locker:$(marker_line "$f" LOCK_LINE):futex_wait" \
-	"selector:$(marker_line "$f" SELECT_LINE):do_select" <<'EOF' || fail "off-CPU stacks or durations wrong (above)"
+for stack in "${OFF_STACKS[@]}"; do
+	off_use "$stack"
+	off_launch "$T/w.$OFF_TAG" waits 3
+	python3 - "$T/w.$OFF_TAG.pb.gz" "$T/w.$OFF_TAG.json" \
+		"sleeper:$(marker_line "$f" SLEEP_LINE):nanosleep" \
+		"locker:$(marker_line "$f" LOCK_LINE):futex_wait" \
+		"selector:$(marker_line "$f" SELECT_LINE):do_select" <<'EOF' || fail "$OFF_TAG: off-CPU stacks or durations wrong (above)"
 import json, re, sys
 sys.path.insert(0, "tests/tools")
 from thread_times import load
@@ -46,4 +49,5 @@ for spec in sys.argv[3:]:
         print("   thread states:", sorted({(s["state"], round(s["offcpu_s"], 4)) for s in mine})[:10])
 sys.exit(1 if bad else 0)
 EOF
-ok "sleep, lock and select waits: own stacks, durations as measured"
+	ok "$OFF_TAG: sleep, lock and select waits: own stacks, durations as measured"
+done

@@ -11,14 +11,18 @@
 #     "napper", asleep from before the window to after it) has cpu + offcpu =
 #     the profile's duration, and the napper's wait has its kernel stack
 #     (nanosleep) under the "since before the window" marker.
+# Parts 1 and 2 run on Debian's python3 (3.11) and on the sid root's
+# python3.14 (offcpu_lib.sh: OFF_STACKS).
 # Also: the ping-pong pair really had its stacks sampled (the comment says
 # switch-outs went without a stack) and --no-offcpu records no offcpu.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/python_lib.sh"
 source "$(dirname "$0")/offcpu_lib.sh"
 f=$PYWL/py_offcpu.py
-off_launch "$T/m" mixed 3
-python3 - "$T/m.pb.gz" "$T/m.json" <<'EOF' || fail "per-thread cpu + offcpu differs from the lifetime (above)"
+for stack in "${OFF_STACKS[@]}"; do
+	off_use "$stack"
+	off_launch "$T/m.$OFF_TAG" mixed 3
+	python3 - "$T/m.$OFF_TAG.pb.gz" "$T/m.$OFF_TAG.json" <<'EOF' || fail "$OFF_TAG: per-thread cpu + offcpu differs from the lifetime (above)"
 import collections, json, sys
 sys.path.insert(0, "tests/tools")
 from thread_times import load
@@ -39,17 +43,23 @@ for w in truth:
     bad += not ok
 sys.exit(1 if bad else 0)
 EOF
-go tool pprof -raw "$T/m.pb.gz" 2>/dev/null | grep -q 'switch-outs/s per thread.* [1-9][0-9]* switch-outs without a stack' ||
-	fail "the ping-pong pair's stacks were not sampled (p < 1 path untested): $(go tool pprof -raw "$T/m.pb.gz" 2>&1 | grep -i 'off-CPU')"
+	go tool pprof -raw "$T/m.$OFF_TAG.pb.gz" 2>/dev/null | grep -q 'switch-outs/s per thread.* [1-9][0-9]* switch-outs without a stack' ||
+		fail "$OFF_TAG: the ping-pong pair's stacks were not sampled (p < 1 path untested): $(go tool pprof -raw "$T/m.$OFF_TAG.pb.gz" 2>&1 | grep -i 'off-CPU')"
 
-# 2. attach: threads there for the whole window
-GS_GO=$T/go GS_SECONDS=4 "$OFF_PY" "$OFF_WL" mixed > "$T/a.json" &
-py_pid=$!
-gs_start -p "$py_pid" -d 2 -o "$T/a" -q --format pprof
-touch "$T/go"
-gs_wait
-wait "$py_pid" || fail "py_offcpu.py mixed (attached) exited with $?"
-python3 - "$T/a.pb.gz" "$py_pid" "$T/a.json" <<'EOF' || fail "threads alive through the window: cpu + offcpu != duration (above)"
+	# 2. attach: threads there for the whole window
+	GS_GO=$T/go.$OFF_TAG GS_SECONDS=4 "$OFF_PY" "$OFF_WL" mixed > "$T/a.$OFF_TAG.json" &
+	py_pid=$!
+	# attach once the napper sleeps (the sid root's python starts slower
+	# than gpusample attaches)
+	for _ in $(seq 1 200); do
+		[ "$(ls "/proc/$py_pid/task" 2>/dev/null | wc -l)" -ge 2 ] && break
+		sleep 0.05
+	done
+	gs_start -p "$py_pid" -d 2 -o "$T/a.$OFF_TAG" -q --format pprof
+	touch "$T/go.$OFF_TAG"
+	gs_wait
+	wait "$py_pid" || fail "$OFF_TAG: py_offcpu.py mixed (attached) exited with $?"
+	python3 - "$T/a.$OFF_TAG.pb.gz" "$py_pid" "$T/a.$OFF_TAG.json" <<'EOF' || fail "$OFF_TAG: threads alive through the window: cpu + offcpu != duration (above)"
 import collections, json, re, subprocess, sys
 sys.path.insert(0, "tests/tools")
 from thread_times import load
@@ -78,8 +88,10 @@ others = {t: v for t, v in tot.items() if t not in (main_tid, nap_tid)}
 print("other threads:", ", ".join("%d: %.3f s" % kv for kv in sorted(others.items())))
 sys.exit(0 if ok and all(v <= dur * 1.02 for v in others.values()) else 1)
 EOF
+done
 
-# --no-offcpu: no offcpu anywhere
+# --no-offcpu: no offcpu anywhere (on Debian's python3)
+off_use "${OFF_STACKS[0]}"
 off_launch "$T/n" waits 1 --no-offcpu
 n=$(python3 -c 'import sys; sys.path.insert(0, "tests/tools")
 from thread_times import load

@@ -370,3 +370,28 @@ Test(cfi, huge_fde_is_linear, .timeout = 60)
 	gs_cfi_table_free(&t);
 	unlink(so);
 }
+
+/* ld.so's _start has no FDE: the entry point gets an outermost row (a walk
+ * of the loader's start-up ends there), up to the next FDE. */
+Test(cfi, entry_point_is_outermost)
+{
+	const char *ld = "/lib64/ld-linux-x86-64.so.2";
+	char line[256];
+	unsigned long entry = 0;
+	struct gs_cfi_table t;
+	FILE *f = popen("readelf -h /lib64/ld-linux-x86-64.so.2", "r");
+
+	cr_assert(f, "readelf (binutils) is needed");
+	while (fgets(line, sizeof(line), f))
+		sscanf(line, " Entry point address: %lx", &entry);
+	pclose(f);
+	cr_assert_gt(entry, 0);
+	cr_assert_eq(gs_cfi_table_build(ld, -1, &t), 0);
+	const struct gs_cfi_rule *r = gs_cfi_table_lookup(&t, entry);
+	cr_assert_not_null(r);
+	cr_expect_eq(r->cfa_type, GS_CFA_END);
+	r = gs_cfi_table_lookup(&t, entry + 8); /* the return address of its first call */
+	cr_assert_not_null(r);
+	cr_expect_eq(r->cfa_type, GS_CFA_END);
+	gs_cfi_table_free(&t);
+}

@@ -84,6 +84,8 @@ Test(thread_roles, pytorch_job_threads)
 	uint32_t plain[] = { x.l_clone, x.l_conv };
 	fx_samples(p, plain, 2, 1, 100, 106, "python3", "main", 0, 1);
 	fx_samples(p, plain, 2, 1, 100, 107, "pt_autograd_0", "main", 0, 1);
+	fx_samples(p, plain, 2, 1, 100, 109, "pt_data_pin", "main", 0, 1);
+	fx_samples(p, plain, 2, 1, 100, 110, "pt_gloo_runloop", "main", 0, 1);
 	/* a stripped pool: only the object's name says what it is */
 	uint32_t m_pool = fx_map(p, "/usr/lib/x86_64-linux-gnu/libpthreadpool.so.0", "cd", 0xa000,
 				 0xb000, false);
@@ -106,6 +108,8 @@ Test(thread_roles, pytorch_job_threads)
 	cr_assert_str_eq(role_of(p, 106), "other");
 	cr_assert_str_eq(role_of(p, 107), "autograd_engine");
 	cr_assert_str_eq(role_of(p, 108), "intra_op_pool");
+	cr_assert_str_eq(role_of(p, 109), "pin_memory");
+	cr_assert_str_eq(role_of(p, 110), "collective");
 	cr_assert_str_eq(role_of(p, 200), "dataloader_worker");
 	cr_assert_str_eq(role_of(p, 201), "queue_feeder");
 	/* every sample of a thread carries its role */

@@ -6,10 +6,13 @@ the main process's pin-memory thread (torch.utils.data._utils.pin_memory.
 _pin_memory_loop) between them.
 
 CPU-only torch has no pinned memory: DataLoader starts the pin-memory thread
-only when CUDA is available, and Tensor.pin_memory() needs a CUDA driver.  So
-here torch.cuda.is_available / current_device / set_device answer as on a GPU
-machine and the per-batch pin is a plain copy (clone); the thread itself is
-DataLoader's own _pin_memory_loop, unchanged.  With CUDA nothing is patched.
+only when CUDA (torch 2.x: an accelerator) is available, and
+Tensor.pin_memory() needs a CUDA driver.  So here torch.cuda.is_available /
+current_device / set_device (torch 2.x: torch.accelerator's is_available /
+current_accelerator / current_device_index / set_device_index) answer as on a
+GPU machine and the per-batch pin is a plain copy (clone); the thread itself
+is DataLoader's own _pin_memory_loop, unchanged.  With CUDA nothing is
+patched.
 
 Prints "steps=N pid=PID" at the end.
 """
@@ -49,6 +52,12 @@ def main():
         torch.cuda.current_device = lambda: 0
         torch.cuda.set_device = lambda device: None
         pm.pin_memory = copy_pin
+        acc = getattr(torch, "accelerator", None)
+        if acc is not None:  # torch >= 2.6 asks torch.accelerator instead
+            acc.is_available = lambda: True
+            acc.current_accelerator = lambda *a, **k: torch.device("cuda")
+            acc.current_device_index = lambda: 0
+            acc.set_device_index = lambda device: None
     torch.set_num_threads(1)
     loader = DataLoader(Images(), batch_size=64, num_workers=2, pin_memory=True)
     it = iter(loader)
