@@ -312,16 +312,8 @@ static int row_push(struct row_vec *rv, uint64_t pc, uint32_t rule)
 {
 	if (pc > UINT32_MAX)
 		return 0; /* objects above 4 GiB of vaddr: not in 32-bit rows */
-	if (rv->n == rv->cap) {
-		size_t nc = rv->cap ? rv->cap * 2 : 4096;
-		struct raw_row *nv = realloc(rv->v, nc * sizeof(*nv));
-
-		if (!nv)
-			return -ENOMEM;
-		rv->v = nv;
-		rv->cap = nc;
-		hint_huge(rv->v, rv->cap * sizeof(*rv->v));
-	}
+	if (rv->n == rv->cap && row_reserve(rv, rv->cap ? rv->cap * 2 : 4096))
+		return -ENOMEM;
 	rv->v[rv->n].pc = (uint32_t)pc;
 	rv->v[rv->n].rule = rule;
 	rv->n++;
