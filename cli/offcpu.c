@@ -21,7 +21,6 @@
  * So for every thread cpu + offcpu = its wall time in the window.
  */
 #include <errno.h>
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -262,34 +261,26 @@ static void seed_stack(struct session *s, uint32_t tgid, uint32_t tid, struct gs
 	v->state = GS_OFF_BLOCKED;
 }
 
+static void seed_thread(void *ctx, uint32_t tgid, uint32_t tid)
+{
+	struct session *s = ctx;
+	struct gs_offcpu_thr v = { .tgid = tgid };
+	struct gs_proc_stat st;
+	uint64_t exec, delay;
+
+	v.last_ns = gs_now_ns(CLOCK_MONOTONIC);
+	if (read_schedstat(tgid, tid, &exec, &delay))
+		return;
+	v.sum_exec = exec;
+	v.run_delay = delay;
+	if (!gs_proc_stat(tid, &st) && (st.state == 'S' || st.state == 'D'))
+		seed_stack(s, tgid, tid, &v);
+	gs_sampler_offcpu_seed(s->sampler, tid, &v);
+}
+
 static void seed_process(struct session *s, uint32_t tgid)
 {
-	char path[48];
-	struct dirent *d;
-	DIR *dir;
-
-	snprintf(path, sizeof(path), "/proc/%u/task", tgid);
-	dir = opendir(path);
-	if (!dir)
-		return;
-	while ((d = readdir(dir))) {
-		struct gs_offcpu_thr v = { .tgid = tgid };
-		uint32_t tid = (uint32_t)strtoul(d->d_name, NULL, 10);
-		struct gs_proc_stat st;
-		uint64_t exec, delay;
-
-		if (!tid)
-			continue;
-		v.last_ns = gs_now_ns(CLOCK_MONOTONIC);
-		if (read_schedstat(tgid, tid, &exec, &delay))
-			continue;
-		v.sum_exec = exec;
-		v.run_delay = delay;
-		if (!gs_proc_stat(tid, &st) && (st.state == 'S' || st.state == 'D'))
-			seed_stack(s, tgid, tid, &v);
-		gs_sampler_offcpu_seed(s->sampler, tid, &v);
-	}
-	closedir(dir);
+	gs_proc_for_each_tid(tgid, seed_thread, s);
 }
 
 int gs_off_start(struct session *s)

@@ -83,6 +83,12 @@ int gs_proc_exec_ranges(uint32_t tgid, struct gs_proc_range *out, size_t max);
  * buf are valid) or another -errno of opening /proc/tgid/mem. */
 int gs_proc_mem_read(uint32_t tgid, uint64_t addr, void *buf, size_t len, size_t *got);
 
+/* Call fn for every thread of tgid (the entries of /proc/TGID/task, in
+ * directory order; threads born meanwhile may be missed).  0, or -ESRCH
+ * when the process is gone, or -errno of opendir. */
+int gs_proc_for_each_tid(uint32_t tgid, void (*fn)(void *ctx, uint32_t tgid, uint32_t tid),
+			 void *ctx);
+
 /* ---- ELF objects ---------------------------------------------------------- */
 
 /* One ELF file mapped by the target set, opened once and shared by every
