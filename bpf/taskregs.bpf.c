@@ -18,7 +18,7 @@
 char LICENSE[] SEC("license") = "GPL"; /* bpf_get_task_stack is GPL-only */
 
 const volatile __u32 gs_thread_size = 16384; /* KASAN kernels: 32768 */
-#define GS_PT_REGS_WORDS 21                   /* r15 ... ss */
+#define GS_PT_REGS_WORDS 21                  /* r15 ... ss */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

@@ -38,7 +38,8 @@ static int load(struct taskregs_bpf **out, struct bpf_program **prog, char *err,
 	 * the helper's probe as a perf_event program, which gets it from the
 	 * same table (bpf_tracing_func_proto) */
 	gs_bpf_features_probe(&f);
-	pt_regs = f.task_pt_regs && !(getenv("GS_BPF_COMPAT") && !strcmp(getenv("GS_BPF_COMPAT"), "1"));
+	pt_regs = f.task_pt_regs &&
+		  !(getenv("GS_BPF_COMPAT") && !strcmp(getenv("GS_BPF_COMPAT"), "1"));
 	*prog = pt_regs ? k->progs.gs_task_regs : k->progs.gs_task_regs_compat;
 	bpf_program__set_autoload(pt_regs ? k->progs.gs_task_regs_compat : k->progs.gs_task_regs,
 				  false);
@@ -49,7 +50,8 @@ static int load(struct taskregs_bpf **out, struct bpf_program **prog, char *err,
 	rc = taskregs_bpf__load(k);
 	if (rc) {
 		snprintf(err, errlen, "the kernel refused the task iterator (%s): %s",
-			 strerror(-rc), gs_bpf_last_warning()[0] ? gs_bpf_last_warning() : "no detail");
+			 strerror(-rc),
+			 gs_bpf_last_warning()[0] ? gs_bpf_last_warning() : "no detail");
 		taskregs_bpf__destroy(k);
 		return rc == -EPERM || rc == -EACCES ? -EPERM : -ENOTSUP;
 	}

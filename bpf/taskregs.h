@@ -21,16 +21,16 @@
 #define GS_TREG_KERN_ERR (1u << 4) /* bpf_get_task_stack failed */
 
 struct gs_task_regs {
-	__u32 tgid, tid;   /* root pid namespace */
-	__u32 state;       /* task->__state (task->state before 5.14): TASK_* bits */
-	__u32 flags;       /* GS_TREG_* */
-	__u64 ip, sp, bp;  /* user registers saved on the last kernel entry */
-	__u64 fsbase;      /* thread.fsbase: glibc's struct pthread (TLS, TSS keys) */
-	__u64 start_ns;    /* task start (CLOCK_MONOTONIC) */
-	__u32 n_kernel;    /* kernel frames in kips, leaf first */
+	__u32 tgid, tid;  /* root pid namespace */
+	__u32 state;      /* task->__state (task->state before 5.14): TASK_* bits */
+	__u32 flags;      /* GS_TREG_* */
+	__u64 ip, sp, bp; /* user registers saved on the last kernel entry */
+	__u64 fsbase;     /* thread.fsbase: glibc's struct pthread (TLS, TSS keys) */
+	__u64 start_ns;   /* task start (CLOCK_MONOTONIC) */
+	__u32 n_kernel;   /* kernel frames in kips, leaf first */
 	__u32 pad;
-	char comm[16];     /* thread comm */
-	__u64 kips[127];   /* GS_MAX_KERNEL_FRAMES */
+	char comm[16];   /* thread comm */
+	__u64 kips[127]; /* GS_MAX_KERNEL_FRAMES */
 };
 
 #ifndef __VMLINUX_H__

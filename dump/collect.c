@@ -40,8 +40,9 @@ struct thread {
 };
 
 struct proc_state {
-	uint32_t tgid;
+	uint32_t tgid, ppid;
 	bool is_root, py_ok;
+	bool main; /* process_role "main" (else "other", or "dataloader" later) */
 	struct gs_py_cfg cfg;
 	struct gs_rank_env ranks;
 	struct gs_proc_maps *maps;
@@ -159,9 +160,10 @@ static void proc_thread(void *ctx, uint32_t tgid, uint32_t tid)
 		return;
 	snprintf(t.r.comm, sizeof(t.r.comm), "%.*s", (int)(ce - cp - 1), cp + 1);
 	t.state = ce[1] && ce[2] ? ce[2] : '?';
-	t.state = t.state == 'R' ? 'R' : t.state == 'T' || t.state == 't' ? 'T'
-					 : t.state == 'Z'		   ? 'Z'
-									   : 'S';
+	t.state = t.state == 'R'                     ? 'R'
+		  : t.state == 'T' || t.state == 't' ? 'T'
+		  : t.state == 'Z'                   ? 'Z'
+						     : 'S';
 	/* "NR arg1..arg6 SP PC" while in a system call; "running" or "-1 SP PC" */
 	snprintf(path, sizeof(path), "/proc/%u/task/%u/syscall", tgid, tid);
 	if (read_small(path, buf, sizeof(buf)) > 0 &&
@@ -202,6 +204,7 @@ static int open_procs(struct collect *c)
 		if (gs_proc_stat(p->tgid, &ps) || ps.kernel_thread)
 			continue; /* gone meanwhile */
 		memcpy(p->comm, ps.comm, sizeof(p->comm));
+		p->ppid = ps.ppid;
 		p->ranks = GS_RANK_ENV_UNKNOWN;
 		gs_proc_rank_env(p->tgid, &p->ranks);
 		gs_sym_add_process(c->sym, p->tgid);
@@ -212,6 +215,46 @@ static int open_procs(struct collect *c)
 		c->n_procs++;
 	}
 	return 0;
+}
+
+/* Process roles, as the profiling session gives them (cli/procs.c): a rank
+ * head (a process with a rank whose parent is not a target of that rank:
+ * forkserver, resource tracker and DataLoader children inherit RANK) is
+ * "main" unless it launches other heads; a -p process with no head below
+ * it is "main"; the rest "other" (workers become "dataloader" from their
+ * frames).  Launchers lose their ranks, as there. */
+static bool is_head(struct collect *c, const struct proc_state *p)
+{
+	const struct proc_state *parent = p->is_root ? NULL : proc_of(c, p->ppid);
+
+	return p->ranks.rank >= 0 && !(parent && parent->ranks.rank == p->ranks.rank);
+}
+
+static void assign_roles(struct collect *c)
+{
+	bool *launcher = calloc(c->n_procs ? c->n_procs : 1, sizeof(*launcher));
+
+	if (!launcher)
+		return;
+	for (size_t i = 0; i < c->n_procs; i++) {
+		const struct proc_state *p = &c->procs[i];
+
+		for (int depth = 0; is_head(c, &c->procs[i]) && !p->is_root && depth < 256;
+		     depth++) {
+			p = proc_of(c, p->ppid);
+			if (!p)
+				break;
+			launcher[p - c->procs] = true;
+		}
+	}
+	for (size_t i = 0; i < c->n_procs; i++) {
+		struct proc_state *p = &c->procs[i];
+
+		p->main = !launcher[i] && (is_head(c, p) || (p->is_root && p->ranks.rank < 0));
+		if (launcher[i])
+			p->ranks = GS_RANK_ENV_UNKNOWN;
+	}
+	free(launcher);
 }
 
 static void collect_threads(struct collect *c, char *err, size_t errlen)
@@ -233,7 +276,9 @@ static void collect_threads(struct collect *c, char *err, size_t errlen)
 	}
 	c->n_threads = 0; /* a partial read starts over */
 	snprintf(c->st->source, sizeof(c->st->source), "/proc/PID/task/TID/syscall (%s)",
-		 c->o->force_proc ? "asked for" : why[0] ? why : strerror(-rc));
+		 c->o->force_proc ? "asked for"
+		 : why[0]         ? why
+				  : strerror(-rc));
 	for (size_t i = 0; i < c->n_procs; i++)
 		gs_proc_for_each_tid(c->procs[i].tgid, proc_thread, c);
 	(void)err;
@@ -366,8 +411,7 @@ static int add_thread(struct collect *c, struct thread *t)
 	x.pid = t->r.tgid;
 	x.tid = t->r.tid;
 	x.thread_name = gs_profile_intern(c->prof, comm);
-	x.process_role = gs_profile_intern(c->prof, p->is_root || p->ranks.rank >= 0 ? "main"
-											: "other");
+	x.process_role = gs_profile_intern(c->prof, p->main ? "main" : "other");
 	x.str_labels[GS_SL_THREAD_STATE] = gs_profile_intern(c->prof, state_label(t->state));
 	set_ranks(&x, &p->ranks);
 	s.stack = (uint32_t)stack;
@@ -417,8 +461,8 @@ static void free_collect(struct collect *c)
 	gs_sym_free(c->sym);
 }
 
-int gs_dump_collect(const struct gs_dump_opts *o, struct gs_profile *prof,
-		    struct gs_dump_stats *st, char *err, size_t errlen)
+int gs_dump_collect(const struct gs_dump_opts *o, struct gs_profile *prof, struct gs_dump_stats *st,
+		    char *err, size_t errlen)
 {
 	struct collect c = { .o = o, .prof = prof, .st = st };
 	uint64_t t0 = gs_now_ns(CLOCK_MONOTONIC);
@@ -430,6 +474,7 @@ int gs_dump_collect(const struct gs_dump_opts *o, struct gs_profile *prof,
 	    (o->native && !(c.unw = gs_dump_unwinder_new(gs_sym_elf_cache(c.sym)))) ||
 	    open_procs(&c))
 		goto out;
+	assign_roles(&c);
 	collect_threads(&c, err, errlen);
 	for (size_t i = 0; i < c.n_threads; i++)
 		if ((rc = walk_thread(&c, &c.threads[i])))

@@ -75,8 +75,8 @@ struct gs_dump_stats {
  * "dump: source" says how the registers were read.  Processes that exit
  * meanwhile are skipped.  0, or -errno with a line in err (-ENOMEM, -EPERM
  * without the privileges). */
-int gs_dump_collect(const struct gs_dump_opts *o, struct gs_profile *prof,
-		    struct gs_dump_stats *st, char *err, size_t errlen);
+int gs_dump_collect(const struct gs_dump_opts *o, struct gs_profile *prof, struct gs_dump_stats *st,
+		    char *err, size_t errlen);
 
 /* Text of a collected dump: a header line, the cross-rank summary (when
  * some process has a rank), then per process (by rank, then pid) its

@@ -40,7 +40,8 @@ static int by_order(const void *a, const void *b)
 {
 	const struct gs_sample *sa = &sort_p->samples[*(const uint32_t *)a];
 	const struct gs_sample *sb = &sort_p->samples[*(const uint32_t *)b];
-	const struct gs_sample_ctx *xa = gs_profile_ctx(sort_p, sa), *xb = gs_profile_ctx(sort_p, sb);
+	const struct gs_sample_ctx *xa = gs_profile_ctx(sort_p, sa),
+				   *xb = gs_profile_ctx(sort_p, sb);
 	uint64_t ra = (uint64_t)rank_of(xa), rb = (uint64_t)rank_of(xb); /* -1 sorts last */
 
 	if (ra != rb)
@@ -140,7 +141,8 @@ static void print_group(const struct gs_profile *p, const uint32_t *idx, size_t 
 	else
 		fprintf(out, "  %zu threads", n);
 	fprintf(out, " \"%s\" %s, %s", esc(str(p, x->thread_name), b1, sizeof(b1)),
-		x->str_labels[GS_SL_THREAD_ROLE] ? str(p, x->str_labels[GS_SL_THREAD_ROLE]) : "other",
+		x->str_labels[GS_SL_THREAD_ROLE] ? str(p, x->str_labels[GS_SL_THREAD_ROLE])
+						 : "other",
 		state[0] ? state : "unknown");
 	if (wait && strcmp(state, "running"))
 		fprintf(out, " in %s", esc(wait, b2, sizeof(b2)));
@@ -164,8 +166,8 @@ static void print_process(const struct gs_profile *p, const struct gs_sample_ctx
 	char b[64];
 	int64_t r = rank_of(x);
 
-	fprintf(out, "\nprocess %u \"%s\" %s", x->pid,
-		esc(str(p, x->thread_name), b, sizeof(b)), str(p, x->process_role));
+	fprintf(out, "\nprocess %u \"%s\" %s", x->pid, esc(str(p, x->thread_name), b, sizeof(b)),
+		str(p, x->process_role));
 	if (r >= 0)
 		fprintf(out, ", rank %lld", (long long)r);
 	if (x->num_set & (1u << GS_NL_LOCAL_RANK))

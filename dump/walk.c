@@ -333,7 +333,8 @@ uint32_t gs_dump_python(uint32_t tgid, const struct gs_py_cfg *cfg, uint64_t fsb
 		uint64_t code, next;
 		int rc;
 
-		if (rd64(tgid, frame + cfg->fr_code, &code) || rd64(tgid, frame + cfg->fr_back, &next)) {
+		if (rd64(tgid, frame + cfg->fr_code, &code) ||
+		    rd64(tgid, frame + cfg->fr_back, &next)) {
 			*flags |= GS_CPU_PY_ERR;
 			return n;
 		}
