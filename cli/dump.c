@@ -37,7 +37,8 @@ static void add_child(void *ctx, uint32_t pid, uint32_t ppid)
 	struct targets *ts = ctx;
 	struct gs_dump_target t = { .tgid = pid, .ppid = ppid };
 
-	if (!has(ts, pid) && ts->n < GS_DUMP_MAX_THREADS)
+	/* not this process (a dump of the shell that runs it) */
+	if (pid != (uint32_t)getpid() && !has(ts, pid) && ts->n < GS_DUMP_MAX_THREADS)
 		GS_PUSH(ts->t, ts->n, ts->cap, t);
 }
 

@@ -295,7 +295,8 @@ int gs_dump_print(const struct gs_profile *p, const struct gs_dump_stats *st, FI
 	fprintf(out, "gpusample dump: %u processes, %u threads in %.3f s (registers from the %s)\n",
 		st->processes, st->threads, (double)st->elapsed_ns / 1e9, st->source);
 	if (st->on_cpu)
-		fprintf(out, "%u threads were on a CPU: kernel stack and state only\n", st->on_cpu);
+		fprintf(out, "%u thread%s on a CPU: kernel stack and state only\n", st->on_cpu,
+			st->on_cpu == 1 ? " was" : "s were");
 	print_summary(p, idx, p->n_samples, out);
 	bool *done = calloc(p->n_samples ? p->n_samples : 1, 1);
 	uint32_t *grp = malloc((p->n_samples ? p->n_samples : 1) * sizeof(*grp));
