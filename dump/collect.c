@@ -331,11 +331,13 @@ static int walk_thread(struct collect *c, struct thread *t)
 		if (!t->n_user)
 			c->st->native_failed++;
 	}
-	if (p->py_ok && c->bpf) {
+	if (p->py_ok && c->bpf) { /* fsbase comes from the iterator only */
 		t->n_python = gs_dump_python(t->r.tgid, &p->cfg, t->r.fsbase, py, GS_MAX_PY_FRAMES,
 					     &t->flags);
-		/* code objects now, while the frames still run them */
-		gs_py_note_frames(c->py, t->r.tgid, py, t->n_python);
+		/* code objects now, while the frames still run them (the
+		 * session's own intern does it for gs_dump_walk's callers) */
+		if (c->py)
+			gs_py_note_frames(c->py, t->r.tgid, py, t->n_python);
 	}
 	t->user = t->n_user ? malloc(t->n_user * sizeof(*user)) : NULL;
 	t->py = t->n_python ? malloc(t->n_python * sizeof(*py)) : NULL;
@@ -492,6 +494,62 @@ out:
 	if (rc == -ENOMEM)
 		snprintf(err, errlen, "out of memory");
 	st->elapsed_ns = gs_now_ns(CLOCK_MONOTONIC) - t0;
+	free_collect(&c);
+	return rc;
+}
+
+/* ---- raw stacks for the sampling session -------------------------------- */
+
+int gs_dump_walk(const uint32_t *tgids, size_t n, const struct gs_dump_walk_src *src,
+		 int (*fn)(void *ctx, const struct gs_dump_raw *r), void *fn_ctx, char *err,
+		 size_t errlen)
+{
+	struct gs_dump_opts o = { .native = true, .python = true };
+	struct gs_dump_stats st = { 0 };
+	struct collect c = { .o = &o, .st = &st, .bpf = true };
+	int rc = -ENOMEM;
+
+	c.unw = gs_dump_unwinder_new(src->elf);
+	c.procs = calloc(n ? n : 1, sizeof(*c.procs));
+	if (!c.unw || !c.procs)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		struct proc_state *p = &c.procs[c.n_procs++];
+		const struct gs_py_cfg *cfg = src->py_cfg ? src->py_cfg(src->ctx, tgids[i]) : NULL;
+
+		p->tgid = tgids[i];
+		if (gs_proc_maps_read(p->tgid, &p->maps))
+			p->maps = NULL;
+		if (cfg) {
+			p->cfg = *cfg;
+			p->py_ok = true;
+		}
+	}
+	rc = gs_task_regs_read(tgids, n, on_task, &c, NULL, err, errlen);
+	for (size_t i = 0; !rc && i < c.n_threads; i++) {
+		struct thread *t = &c.threads[i];
+		struct gs_dump_raw r = {
+			.tgid = t->r.tgid,
+			.tid = t->r.tid,
+			.state = t->state,
+			.kernel = t->r.kips,
+			.n_kernel = t->r.n_kernel > GS_MAX_KERNEL_FRAMES ? GS_MAX_KERNEL_FRAMES
+									 : t->r.n_kernel,
+		};
+
+		if ((rc = walk_thread(&c, t)))
+			break;
+		memcpy(r.comm, t->r.comm, sizeof(r.comm));
+		r.flags = t->flags;
+		r.user = t->user;
+		r.n_user = t->n_user;
+		r.py = t->py;
+		r.n_python = t->n_python;
+		rc = fn(fn_ctx, &r);
+	}
+out:
+	if (rc == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
 	free_collect(&c);
 	return rc;
 }

@@ -42,6 +42,7 @@
 #include <stdio.h>
 
 #include "gpusample/profile.h"
+#include "gpusample/records.h"
 
 #define GS_DUMP_MAX_THREADS 65536
 
@@ -84,5 +85,36 @@ int gs_dump_collect(const struct gs_dump_opts *o, struct gs_profile *prof, struc
  * stacks leaf first with files and lines.  Names are escaped for the
  * terminal.  0 or -errno (-ENOMEM). */
 int gs_dump_print(const struct gs_profile *prof, const struct gs_dump_stats *st, FILE *out);
+
+/* The raw stacks of every thread of tgids[0..n) now, not symbolized: the
+ * frame runs of a CPU sample (gpusample/records.h), for a caller with its
+ * own symbolizer.  The sampling session takes the stacks of threads asleep
+ * when its window opens from here (cli/offcpu.c), so a wait that began
+ * before gpusample attached has its user stack too.  Only the task
+ * iterator's path: -ENOTSUP (err says why) where it cannot load, and the
+ * caller falls back to what it had.  fn is called per thread, its
+ * pointers valid during the call; its non-zero value stops the walk and is
+ * returned. */
+struct gs_py_cfg;
+struct gs_elf_cache;
+struct gs_dump_raw {
+	uint32_t tgid, tid;
+	char state; /* 'R' on a CPU, 'r' runnable, 'S' blocked, 'T' stopped */
+	char comm[16];
+	uint16_t flags; /* GS_CPU_* */
+	const __u64 *kernel, *user;
+	uint32_t n_kernel, n_user;
+	const struct gs_py_frame *py;
+	uint32_t n_python;
+};
+struct gs_dump_walk_src {
+	struct gs_elf_cache *elf; /* ELF objects (the symbolizer's cache) */
+	/* The Python walker configuration of tgid, NULL for none. */
+	const struct gs_py_cfg *(*py_cfg)(void *ctx, uint32_t tgid);
+	void *ctx;
+};
+int gs_dump_walk(const uint32_t *tgids, size_t n, const struct gs_dump_walk_src *src,
+		 int (*fn)(void *ctx, const struct gs_dump_raw *r), void *fn_ctx, char *err,
+		 size_t errlen);
 
 #endif
