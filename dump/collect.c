@@ -90,8 +90,10 @@ static int on_task(void *ctx, const struct gs_task_regs *r)
 	struct collect *c = ctx;
 	struct thread t = { .r = *r, .state = state_of(r) };
 
-	if (c->n_threads >= GS_DUMP_MAX_THREADS)
-		return 0; /* counted by the caller against the bound */
+	if (c->n_threads >= GS_DUMP_MAX_THREADS) {
+		c->st->dropped++;
+		return 0;
+	}
 	return GS_PUSH(c->threads, c->n_threads, c->cap_threads, t);
 }
 
@@ -182,6 +184,8 @@ static void proc_thread(void *ctx, uint32_t tgid, uint32_t tid)
 	snprintf(path, sizeof(path), "/proc/%u/task/%u/stack", tgid, tid);
 	if (read_small(path, buf, sizeof(buf)) > 0)
 		t.kfuncs = kernel_names(buf);
+	if (c->n_threads >= GS_DUMP_MAX_THREADS)
+		c->st->dropped++;
 	if (c->n_threads >= GS_DUMP_MAX_THREADS ||
 	    GS_PUSH(c->threads, c->n_threads, c->cap_threads, t))
 		free(t.kfuncs);
@@ -275,6 +279,7 @@ static void collect_threads(struct collect *c, char *err, size_t errlen)
 		return;
 	}
 	c->n_threads = 0; /* a partial read starts over */
+	c->st->dropped = 0;
 	snprintf(c->st->source, sizeof(c->st->source), "/proc/PID/task/TID/syscall (%s)",
 		 c->o->force_proc ? "asked for"
 		 : why[0]         ? why

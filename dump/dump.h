@@ -44,7 +44,7 @@
 #include "gpusample/profile.h"
 #include "gpusample/records.h"
 
-#define GS_DUMP_MAX_THREADS 65536
+#define GS_DUMP_MAX_THREADS 16384 /* x ~1.1 KiB of registers and kernel stack */
 
 struct gs_dump_target {
 	uint32_t tgid, ppid;
@@ -64,6 +64,7 @@ struct gs_dump_stats {
 	uint32_t processes, threads;
 	uint32_t on_cpu;        /* threads running on a CPU: no user stack */
 	uint32_t native_failed; /* threads whose native walk got no frame */
+	uint32_t dropped;       /* threads past GS_DUMP_MAX_THREADS, not shown */
 	uint64_t elapsed_ns;    /* the whole collection, symbolization included */
 	char source[160];       /* how registers were read, for the header line */
 };

@@ -35,13 +35,12 @@ static int64_t rank_of(const struct gs_sample_ctx *x)
 
 /* Samples in print order: rank (unranked last), pid, main thread first,
  * then (stack, state, role) groups by their first tid. */
-static const struct gs_profile *sort_p;
-static int by_order(const void *a, const void *b)
+static int by_order(const void *a, const void *b, void *arg)
 {
-	const struct gs_sample *sa = &sort_p->samples[*(const uint32_t *)a];
-	const struct gs_sample *sb = &sort_p->samples[*(const uint32_t *)b];
-	const struct gs_sample_ctx *xa = gs_profile_ctx(sort_p, sa),
-				   *xb = gs_profile_ctx(sort_p, sb);
+	const struct gs_profile *p = arg;
+	const struct gs_sample *sa = &p->samples[*(const uint32_t *)a];
+	const struct gs_sample *sb = &p->samples[*(const uint32_t *)b];
+	const struct gs_sample_ctx *xa = gs_profile_ctx(p, sa), *xb = gs_profile_ctx(p, sb);
 	uint64_t ra = (uint64_t)rank_of(xa), rb = (uint64_t)rank_of(xb); /* -1 sorts last */
 
 	if (ra != rb)
@@ -290,10 +289,12 @@ int gs_dump_print(const struct gs_profile *p, const struct gs_dump_stats *st, FI
 		return -ENOMEM;
 	for (size_t i = 0; i < p->n_samples; i++)
 		idx[i] = (uint32_t)i;
-	sort_p = p;
-	qsort(idx, p->n_samples, sizeof(*idx), by_order);
+	qsort_r(idx, p->n_samples, sizeof(*idx), by_order, (void *)p);
 	fprintf(out, "gpusample dump: %u processes, %u threads in %.3f s (registers from the %s)\n",
 		st->processes, st->threads, (double)st->elapsed_ns / 1e9, st->source);
+	if (st->dropped)
+		fprintf(out, "%u threads past the bound of %u not shown\n", st->dropped,
+			GS_DUMP_MAX_THREADS);
 	if (st->on_cpu)
 		fprintf(out, "%u thread%s on a CPU: kernel stack and state only\n", st->on_cpu,
 			st->on_cpu == 1 ? " was" : "s were");
