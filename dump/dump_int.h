@@ -17,13 +17,13 @@ void gs_dump_unwinder_free(struct gs_dump_unwinder *u);
 /* ips[0..return) leaf first (ip first, return addresses above), at most
  * cap; *err gets enum gs_unwind_err.  maps: the process's snapshot. */
 uint32_t gs_dump_unwind(struct gs_dump_unwinder *u, uint32_t tgid, const struct gs_proc_maps *maps,
-			uint64_t ip, uint64_t sp, uint64_t bp, bool bp_ok, __u64 *ips, uint32_t cap,
+			__u64 ip, __u64 sp, __u64 bp, bool bp_ok, __u64 *ips, uint32_t cap,
 			uint16_t *err);
 
 /* The Python stack of the thread whose fsbase is given, as the BPF walker
  * records it (bpf/python.bpf.h): out[0..return) innermost first, *flags
  * gets GS_CPU_PY_TRUNC / GS_CPU_PY_ERR. */
-uint32_t gs_dump_python(uint32_t tgid, const struct gs_py_cfg *cfg, uint64_t fsbase,
+uint32_t gs_dump_python(uint32_t tgid, const struct gs_py_cfg *cfg, __u64 fsbase,
 			struct gs_py_frame *out, uint32_t cap, uint16_t *flags);
 
 #endif

@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The user-space walks of a dump: native frames by the CFI rows of
- * bpf/cfi.h, Python frames by the walker configuration of discovery.  Both
- * follow what their BPF counterparts do at sample time (bpf/unwind.bpf.h
- * gs_unwind_cfi_step, bpf/python.bpf.h gs_py_walk_step), rule by rule,
- * with the reads going to proc/'s remote-memory reader instead of
+ * bpf/cfi.h, Python frames by the walker configuration of discovery, with
+ * the reads going to proc/'s remote-memory reader instead of
  * bpf_probe_read_user: a sleeping thread cannot be walked from BPF (the
  * walkers read the current task's memory), and a sleepable iterator with
- * bpf_copy_from_user_task exists only from 5.18.  The row semantics are
- * the ones bpf/cfi.h documents; a change there changes both walks.
+ * bpf_copy_from_user_task exists only from 5.18.  The native step takes
+ * the rule's arithmetic from bpf/cfi.h (gs_cfi_cfa, gs_cfi_rbp), the very
+ * functions the BPF step (bpf/unwind.bpf.h gs_unwind_cfi_step) calls: one
+ * definition of the row semantics; the reads (a page window here, the
+ * BPF window there) and the frame-pointer fallback are each side's own.
+ * The Python step follows bpf/python.bpf.h gs_py_walk_step field by field
+ * (the BPF one is shaped by the verifier: windows, masked offsets).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -23,13 +26,13 @@
 
 struct stack_win {
 	uint32_t tgid;
-	uint64_t base; /* 0: empty */
+	__u64 base; /* 0: empty */
 	uint8_t page[4096];
 };
 
-static int win_read(struct stack_win *w, uint64_t addr, uint64_t *v)
+static int win_read(struct stack_win *w, __u64 addr, __u64 *v)
 {
-	uint64_t base = addr & ~4095ull, off = addr - base;
+	__u64 base = addr & ~4095ull, off = addr - base;
 
 	if (off > 4096 - 8)
 		return gs_proc_mem_read(w->tgid, addr, v, 8, NULL);
@@ -102,7 +105,7 @@ static struct obj_table *table_of(struct gs_dump_unwinder *u, struct gs_elf_obj 
 /* The rule in effect at runtime address pc (a return address minus one
  * above the leaf), NULL when none: no mapping, no file, no table, a gap. */
 static const struct gs_cfi_rule *rule_at(struct gs_dump_unwinder *u, uint32_t tgid,
-					 const struct gs_proc_maps *maps, uint64_t pc)
+					 const struct gs_proc_maps *maps, __u64 pc)
 {
 	const struct gs_maps_line *l = gs_proc_maps_find(maps, pc);
 	struct gs_elf_obj *o;
@@ -120,7 +123,7 @@ static const struct gs_cfi_rule *rule_at(struct gs_dump_unwinder *u, uint32_t tg
 /* ---- the native walk ------------------------------------------------------ */
 
 struct regs {
-	uint64_t pc, sp, bp;
+	__u64 pc, sp, bp;
 	bool bp_ok, exact;
 };
 
@@ -128,7 +131,7 @@ struct regs {
  * 0 go on, <0 enum gs_unwind_err negated. */
 static int fp_step(struct stack_win *w, struct regs *r)
 {
-	uint64_t fr[2];
+	__u64 fr[2];
 
 	if (!r->bp_ok || r->bp < r->sp || (r->bp & 7))
 		return -GS_UNWIND_NO_TABLE;
@@ -143,67 +146,65 @@ static int fp_step(struct stack_win *w, struct regs *r)
 	return 0;
 }
 
-/* One step by rule c (bpf/cfi.h's semantics). */
+/* A signal trampoline frame: rt_sigframe at sp, saved rsp at +cfa_off, rip
+ * right after it, rbp at +rbp_off (as unwind.bpf.h's gs_unwind_signal). */
+static int signal_step(struct stack_win *w, struct regs *r, const struct gs_cfi_rule *c)
+{
+	__u64 sp, pc, bp;
+
+	if (win_read(w, r->sp + (int64_t)c->cfa_off, &sp) ||
+	    win_read(w, r->sp + (int64_t)c->cfa_off + 8, &pc) ||
+	    win_read(w, r->sp + (int64_t)c->rbp_off, &bp))
+		return -GS_UNWIND_READ_FAULT;
+	r->sp = sp;
+	r->bp = bp;
+	r->bp_ok = true;
+	r->pc = pc;
+	r->exact = true; /* the interrupted PC, not a return address */
+	return pc == 0;
+}
+
+/* One step by rule c: bpf/cfi.h's gs_cfi_cfa / gs_cfi_rbp, the arithmetic
+ * the BPF walk uses, and the reads here. */
 static int cfi_step(struct stack_win *w, struct regs *r, const struct gs_cfi_rule *c)
 {
-	uint64_t cfa, ret, nbp = r->bp;
+	__u64 cfa, ret, at, nbp;
 
-	switch (c->cfa_type) {
-	case GS_CFA_RSP:
-		cfa = r->sp + (int64_t)c->cfa_off;
+	switch (gs_cfi_cfa(c, r->pc, r->sp, r->bp, r->bp_ok, &cfa)) {
+	case GS_CFI_VALUE:
 		break;
-	case GS_CFA_RBP:
-		if (!r->bp_ok)
-			return -GS_UNWIND_BAD_RULE;
-		cfa = r->bp + (int64_t)c->cfa_off;
-		break;
-	case GS_CFA_DEREF_RBP:
-		if (!r->bp_ok)
-			return -GS_UNWIND_BAD_RULE;
-		if (win_read(w, r->bp + (int64_t)c->cfa_off, &cfa))
+	case GS_CFI_LOAD:
+		if (win_read(w, cfa, &cfa))
 			return -GS_UNWIND_READ_FAULT;
 		break;
-	case GS_CFA_PLT:
-		cfa = r->sp + (int64_t)c->cfa_off + ((r->pc & 15) >= (uint64_t)c->rbp_off ? 8 : 0);
-		break;
-	case GS_CFA_SIGNAL: /* rt_sigframe at sp: saved rsp, rip after it; rbp */
-		if (win_read(w, r->sp + (int64_t)c->cfa_off, &cfa) ||
-		    win_read(w, r->sp + (int64_t)c->cfa_off + 8, &ret) ||
-		    win_read(w, r->sp + (int64_t)c->rbp_off, &nbp))
-			return -GS_UNWIND_READ_FAULT;
-		r->sp = cfa;
-		r->bp = nbp;
-		r->bp_ok = true;
-		r->pc = ret;
-		r->exact = true;
-		return ret == 0;
-	case GS_CFA_END:
+	case GS_CFI_SIG:
+		return signal_step(w, r, c);
+	case GS_CFI_STOP:
 		return 1;
 	default:
 		return -GS_UNWIND_BAD_RULE;
 	}
-	if (cfa <= r->sp)
+	if (cfa <= r->sp) /* the caller's frame is above this one */
 		return -GS_UNWIND_BAD_RULE;
 	if (win_read(w, cfa - 8, &ret))
 		return -GS_UNWIND_READ_FAULT;
-	switch (c->rbp_type) {
-	case GS_RBP_SAME:
+	switch (gs_cfi_rbp(c, cfa, r->bp, r->bp_ok, &at)) {
+	case GS_CFI_VALUE:
+		nbp = at;
 		break;
-	case GS_RBP_CFA:
-		if (win_read(w, cfa + c->rbp_off, &nbp))
-			return -GS_UNWIND_READ_FAULT;
-		r->bp_ok = true;
-		break;
-	case GS_RBP_RBP:
-		if (!r->bp_ok)
-			return -GS_UNWIND_BAD_RULE;
-		if (win_read(w, r->bp + c->rbp_off, &nbp))
+	case GS_CFI_LOAD:
+		if (win_read(w, at, &nbp))
 			return -GS_UNWIND_READ_FAULT;
 		break;
+	case GS_CFI_BAD:
+		return -GS_UNWIND_BAD_RULE;
 	default:
+		nbp = at;
 		r->bp_ok = false;
 		break;
 	}
+	if (c->rbp_type == GS_RBP_CFA)
+		r->bp_ok = true;
 	r->bp = nbp;
 	r->sp = cfa;
 	r->pc = ret;
@@ -212,7 +213,7 @@ static int cfi_step(struct stack_win *w, struct regs *r, const struct gs_cfi_rul
 }
 
 uint32_t gs_dump_unwind(struct gs_dump_unwinder *u, uint32_t tgid, const struct gs_proc_maps *maps,
-			uint64_t ip, uint64_t sp, uint64_t bp, bool bp_ok, __u64 *ips, uint32_t cap,
+			__u64 ip, __u64 sp, __u64 bp, bool bp_ok, __u64 *ips, uint32_t cap,
 			uint16_t *err)
 {
 	struct regs r = { .pc = ip, .sp = sp, .bp = bp, .bp_ok = bp_ok, .exact = true };
@@ -249,14 +250,14 @@ uint32_t gs_dump_unwind(struct gs_dump_unwinder *u, uint32_t tgid, const struct 
 #define PY_REF_TAGS        7ull
 #define PY_WALK_STEPS      (2 * GS_MAX_PY_FRAMES + 2)
 
-static int rd64(uint32_t tgid, uint64_t addr, uint64_t *v)
+static int rd64(uint32_t tgid, __u64 addr, __u64 *v)
 {
 	return gs_proc_mem_read(tgid, addr, v, 8, NULL);
 }
 
 /* One frame's record: lasti, entry mark, checksum; 1 = a C entry frame
  * (skipped: the frame below it starts an eval invocation). */
-static int py_frame(uint32_t tgid, const struct gs_py_cfg *cfg, uint64_t frame, uint64_t code,
+static int py_frame(uint32_t tgid, const struct gs_py_cfg *cfg, __u64 frame, __u64 code,
 		    struct gs_py_frame *f)
 {
 	uint32_t ver = cfg->version_hex;
@@ -282,7 +283,7 @@ static int py_frame(uint32_t tgid, const struct gs_py_cfg *cfg, uint64_t frame, 
 		f->lasti = lasti < 0 ? 0xffffffffu : (uint32_t)lasti;
 		f->flags = GS_PYF_ENTRY;
 	} else {
-		uint64_t ip, first = code + cfg->code_adaptive;
+		__u64 ip, first = code + cfg->code_adaptive;
 		uint8_t entry = 0;
 
 		if (rd64(tgid, frame + cfg->fr_lasti, &ip))
@@ -293,7 +294,7 @@ static int py_frame(uint32_t tgid, const struct gs_py_cfg *cfg, uint64_t frame, 
 		    !gs_proc_mem_read(tgid, frame + cfg->fr_entry, &entry, 1, NULL) && entry)
 			f->flags = GS_PYF_ENTRY;
 	}
-	uint64_t type;
+	__u64 type;
 
 	if (rd64(tgid, code + 8, &type) || type != cfg->code_type ||
 	    gs_proc_mem_read(tgid, code + cfg->code_firstlineno, &fl[0], 4, NULL) ||
@@ -305,18 +306,18 @@ static int py_frame(uint32_t tgid, const struct gs_py_cfg *cfg, uint64_t frame, 
 	return 0;
 }
 
-uint32_t gs_dump_python(uint32_t tgid, const struct gs_py_cfg *cfg, uint64_t fsbase,
+uint32_t gs_dump_python(uint32_t tgid, const struct gs_py_cfg *cfg, __u64 fsbase,
 			struct gs_py_frame *out, uint32_t cap, uint16_t *flags)
 {
 	int32_t key = cfg->tss_key;
-	uint64_t tstate = 0, frame = 0;
+	__u64 tstate = 0, frame = 0;
 	uint32_t n = 0;
 
 	if (!cfg->version_hex || !fsbase || (key != GS_PY_TSS_TLS && (key < 0 || key >= 32)))
 		return 0;
 	if (rd64(tgid,
 		 key == GS_PY_TSS_TLS ? fsbase + (int64_t)(int32_t)cfg->tls_1stblock
-				      : fsbase + cfg->tls_1stblock + (uint64_t)key * 16 + 8,
+				      : fsbase + cfg->tls_1stblock + (__u64)key * 16 + 8,
 		 &tstate)) {
 		*flags |= GS_CPU_PY_ERR;
 		return 0;
@@ -330,7 +331,7 @@ uint32_t gs_dump_python(uint32_t tgid, const struct gs_py_cfg *cfg, uint64_t fsb
 		return 0;
 	}
 	for (uint32_t step = 0; frame && step < PY_WALK_STEPS; step++) {
-		uint64_t code, next;
+		__u64 code, next;
 		int rc;
 
 		if (rd64(tgid, frame + cfg->fr_code, &code) ||
