@@ -67,9 +67,11 @@
  *  - A bounded loop (compat) calls a global step function: its iterations
  *    cost a few instructions each.
  * Measured (clang 14, 2 CPUs; processed instructions of gs_sample,
- * gs_off_switch, gs_gpu_launch): 5.10 compat 44k/47k/32k; 6.1 43k/53k/23k;
- * 6.12 33k/38k/20k; 7.2 66k/69k/60k; 6.18.44 85k/82k/70k (compat 32k/37k/
- * 30k).  Before these rules: 1M+ (refused) on 6.18.44 and 7.2.
+ * gs_off_switch, gs_gpu_launch): 5.10 compat 44k/47k/31k; 6.1 44k/54k/23k;
+ * 6.12 33k/38k/20k; 7.2 14k/17k/8k; 6.18.44 75k/72k/60k (compat 31k/36k/
+ * 28k), with the rule arithmetic in bpf/cfi.h's gs_cfi_cfa/gs_cfi_rbp (7.2
+ * counted 66k/69k/60k and 6.18.44 85k/82k/70k with the switch inline here).
+ * Before these rules: 1M+ (refused) on 6.18.44 and 7.2.
  * Keep it that way: no pointers or caller state into the global functions,
  * no loop counters whose address is taken (the verifier then loses the
  * bound and explodes).
