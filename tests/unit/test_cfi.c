@@ -374,8 +374,9 @@ Test(cfi, huge_fde_is_linear, .timeout = 60)
 /* The rule arithmetic both walks share (gs_cfi_cfa / gs_cfi_rbp). */
 Test(cfi, rule_arithmetic)
 {
-	struct gs_cfi_rule r = { .cfa_type = GS_CFA_RSP, .cfa_off = 16, .rbp_type = GS_RBP_CFA,
-				 .rbp_off = -16 };
+	struct gs_cfi_rule r = {
+		.cfa_type = GS_CFA_RSP, .cfa_off = 16, .rbp_type = GS_RBP_CFA, .rbp_off = -16
+	};
 	__u64 at = 0;
 
 	cr_expect_eq(gs_cfi_cfa(&r, 0x1000, 0x7000, 0, 0, &at), GS_CFI_VALUE);
