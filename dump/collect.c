@@ -509,6 +509,8 @@ int gs_dump_walk(const uint32_t *tgids, size_t n, const struct gs_dump_walk_src 
 		 int (*fn)(void *ctx, const struct gs_dump_raw *r), void *fn_ctx, char *err,
 		 size_t errlen)
 {
+	static const __u64 no_user[1];
+	static const struct gs_py_frame no_py[1];
 	struct gs_dump_opts o = { .native = true, .python = true };
 	struct gs_dump_stats st = { 0 };
 	struct collect c = { .o = &o, .st = &st, .bpf = true };
@@ -546,9 +548,10 @@ int gs_dump_walk(const uint32_t *tgids, size_t n, const struct gs_dump_walk_src 
 			break;
 		memcpy(r.comm, t->r.comm, sizeof(r.comm));
 		r.flags = t->flags;
-		r.user = t->user;
+		/* never NULL: consumers copy runs of 0 frames with memcpy */
+		r.user = t->user ? t->user : no_user;
 		r.n_user = t->n_user;
-		r.py = t->py;
+		r.py = t->py ? t->py : no_py;
 		r.n_python = t->n_python;
 		rc = fn(fn_ctx, &r);
 	}
