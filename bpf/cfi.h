@@ -74,6 +74,73 @@ struct gs_cfi_row {
 	__u32 rule; /* index into gs_cfi_rules */
 };
 
+/* ---- the rule semantics, once --------------------------------------------
+ * What a rule says about the caller's frame, as pure arithmetic on this
+ * frame's registers (no reads): the BPF walk (unwind.bpf.h
+ * gs_unwind_cfi_step) and the user-space walk of `gpusample dump`
+ * (dump/walk.c) both take their CFA and RBP from here and only do the
+ * reads themselves.  The return address is at CFA - 8 for every row. */
+#ifdef __VMLINUX_H__
+#define GS_CFI_INLINE static __always_inline
+#else
+#define GS_CFI_INLINE static inline __attribute__((always_inline))
+#endif
+enum gs_cfi_how {
+	GS_CFI_VALUE = 0, /* the value is *at itself */
+	GS_CFI_LOAD = 1,  /* the value is the stack word at *at */
+	GS_CFI_SIG = 2,   /* CFA: a signal frame (GS_CFA_SIGNAL: registers from the ucontext) */
+	GS_CFI_STOP = 3,  /* CFA: outermost frame; RBP: unknown in the caller */
+	GS_CFI_BAD = 4,   /* needs this frame's RBP, not known; or a rule not followed */
+};
+
+/* The CFA of the frame at pc (exact or return address - 1 makes no
+ * difference here), stack pointer sp, frame pointer bp (bp_ok: known). */
+GS_CFI_INLINE int gs_cfi_cfa(const struct gs_cfi_rule *r, __u64 pc, __u64 sp, __u64 bp, int bp_ok,
+			     __u64 *at)
+{
+	switch (r->cfa_type) {
+	case GS_CFA_RSP:
+		*at = sp + (__s64)r->cfa_off;
+		return GS_CFI_VALUE;
+	case GS_CFA_RBP:
+		*at = bp + (__s64)r->cfa_off;
+		return bp_ok ? GS_CFI_VALUE : GS_CFI_BAD;
+	case GS_CFA_DEREF_RBP:
+		*at = bp + (__s64)r->cfa_off;
+		return bp_ok ? GS_CFI_LOAD : GS_CFI_BAD;
+	case GS_CFA_PLT:
+		*at = sp + (__s64)r->cfa_off + ((pc & 15) >= (__u64)r->rbp_off ? 8 : 0);
+		return GS_CFI_VALUE;
+	case GS_CFA_SIGNAL:
+		return GS_CFI_SIG;
+	case GS_CFA_END:
+		return GS_CFI_STOP;
+	default: /* GS_CFA_EXPR */
+		return GS_CFI_BAD;
+	}
+}
+
+/* The caller's RBP once the CFA is known: GS_CFI_VALUE (*at = bp,
+ * unchanged), GS_CFI_LOAD (saved at *at), GS_CFI_STOP (unknown in the
+ * caller) or GS_CFI_BAD (saved relative to an RBP not known). */
+GS_CFI_INLINE int gs_cfi_rbp(const struct gs_cfi_rule *r, __u64 cfa, __u64 bp, int bp_ok, __u64 *at)
+{
+	switch (r->rbp_type) {
+	case GS_RBP_SAME:
+		*at = bp;
+		return GS_CFI_VALUE;
+	case GS_RBP_CFA:
+		*at = cfa + (__s64)r->rbp_off;
+		return GS_CFI_LOAD;
+	case GS_RBP_RBP:
+		*at = bp + (__s64)r->rbp_off;
+		return bp_ok ? GS_CFI_LOAD : GS_CFI_BAD;
+	default:
+		*at = bp;
+		return GS_CFI_STOP;
+	}
+}
+
 #define GS_CFI_PAGE_SHIFT 12
 /* 8-byte entries (page index, rows) per element of a rows map: one 4 KiB
  * element, so a page's rows (a handful to a few hundred) mostly lie in one. */

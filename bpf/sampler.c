@@ -92,6 +92,17 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, ap);
 }
 
+void gs_bpf_quiet_libbpf(void)
+{
+	libbpf_warn[0] = 0;
+	libbpf_set_print(libbpf_print);
+}
+
+const char *gs_bpf_last_warning(void)
+{
+	return libbpf_warn;
+}
+
 /* ---- helpers exposed for tests ----------------------------------------- */
 
 int gs_parse_cpu_list(const char *s, bool *cpus, int max)
@@ -267,6 +278,14 @@ static void read_kernel_config(struct kernel_config *kc)
 			kc->kasan = true;
 	}
 	gzclose(f);
+}
+
+uint32_t gs_bpf_thread_size(void)
+{
+	struct kernel_config kc;
+
+	read_kernel_config(&kc);
+	return kc.kasan ? 32768 : 16384;
 }
 
 /* The compat programs (gs_*_compat, bpf/unwind.bpf.h) where the kernel lacks

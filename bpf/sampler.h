@@ -145,6 +145,13 @@ struct gs_bpf_features {
 	bool current_task_btf; /* helper bpf_get_current_task_btf (5.11+) */
 };
 void gs_bpf_features_probe(struct gs_bpf_features *f);
+/* Shared with the other loaders of the tree (bpf/taskregs.c): libbpf's
+ * output routed as the sampler's (quiet unless GS_DEBUG; the first warning
+ * kept: gs_bpf_last_warning, "" when none, reset by gs_bpf_quiet_libbpf),
+ * and x86-64's THREAD_SIZE of the running kernel (KASAN doubles it). */
+void gs_bpf_quiet_libbpf(void);
+const char *gs_bpf_last_warning(void);
+uint32_t gs_bpf_thread_size(void);
 
 /* One loaded program's name and the instructions the verifier processed
  * for it (from its BPF_LOG_STATS line with opts.verifier_stats, else the

@@ -68,9 +68,11 @@
  *  - A bounded loop (compat) calls a global step function: its iterations
  *    cost a few instructions each.
  * Measured (clang 14, 2 CPUs; processed instructions of gs_sample,
- * gs_off_switch, gs_gpu_launch): 5.10 compat 44k/47k/32k; 6.1 43k/53k/23k;
- * 6.12 33k/38k/20k; 7.2 66k/69k/60k; 6.18.44 85k/82k/70k (compat 32k/37k/
- * 30k).  Before these rules: 1M+ (refused) on 6.18.44 and 7.2.
+ * gs_off_switch, gs_gpu_launch): 5.10 compat 44k/47k/31k; 6.1 44k/54k/23k;
+ * 6.12 33k/38k/20k; 7.2 14k/17k/8k; 6.18.44 75k/72k/60k (compat 31k/36k/
+ * 28k), with the rule arithmetic in bpf/cfi.h's gs_cfi_cfa/gs_cfi_rbp (7.2
+ * counted 66k/69k/60k and 6.18.44 85k/82k/70k with the switch inline here).
+ * Before these rules: 1M+ (refused) on 6.18.44 and 7.2.
  * Keep it that way: no pointers or caller state into the global functions,
  * no loop counters whose address is taken (the verifier then loses the
  * bound and explodes).
@@ -461,37 +463,28 @@ static __always_inline long gs_unwind_signal(struct gs_unwind_state *w, const st
 	return sprip[1] == 0;
 }
 
-/* One CFI step with rule r; returns 1 to stop the walk. */
+/* One CFI step with rule r; returns 1 to stop the walk.  The rule's
+ * arithmetic is bpf/cfi.h's (gs_cfi_cfa, gs_cfi_rbp), shared with the
+ * user-space walk of dump/walk.c; this function only reads. */
 static __always_inline long gs_unwind_cfi_step(struct gs_unwind_state *w,
 					       const struct gs_cfi_rule *r)
 {
-	__u64 cfa, fr[2]; /* fr: saved RBP (when at CFA-16), return address */
-	__u8 cfa_type = r->cfa_type, rbp_type = r->rbp_type;
+	__u64 cfa, at, fr[2]; /* fr: saved RBP (when at CFA-16), return address */
+	__u8 rbp_type = r->rbp_type;
 	__s64 rbp_off = r->rbp_off;
 
-	switch (cfa_type) {
-	case GS_CFA_RSP:
-		cfa = w->sp + (__s64)r->cfa_off;
+	switch (gs_cfi_cfa(r, w->pc, w->sp, w->bp, w->bp_ok, &cfa)) {
+	case GS_CFI_VALUE:
 		break;
-	case GS_CFA_RBP:
-		if (!w->bp_ok)
-			return gs_unwind_stop(w, GS_UNWIND_BAD_RULE);
-		cfa = w->bp + (__s64)r->cfa_off;
-		break;
-	case GS_CFA_DEREF_RBP:
-		if (!w->bp_ok)
-			return gs_unwind_stop(w, GS_UNWIND_BAD_RULE);
-		if (gs_stack_read(w, &cfa, w->bp + (__s64)r->cfa_off, 8))
+	case GS_CFI_LOAD:
+		if (gs_stack_read(w, &cfa, cfa, 8))
 			return gs_unwind_stop(w, GS_UNWIND_READ_FAULT);
 		break;
-	case GS_CFA_PLT:
-		cfa = w->sp + (__s64)r->cfa_off + ((w->pc & 15) >= (__u64)r->rbp_off ? 8 : 0);
-		break;
-	case GS_CFA_SIGNAL:
+	case GS_CFI_SIG:
 		return gs_unwind_signal(w, r);
-	case GS_CFA_END:
+	case GS_CFI_STOP:
 		return 1;
-	default: /* GS_CFA_EXPR */
+	default:
 		return gs_unwind_stop(w, GS_UNWIND_BAD_RULE);
 	}
 
@@ -505,22 +498,18 @@ static __always_inline long gs_unwind_cfi_step(struct gs_unwind_state *w,
 	} else {
 		if (gs_stack_read(w, &fr[1], cfa - 8, 8))
 			return gs_unwind_stop(w, GS_UNWIND_READ_FAULT);
-		switch (rbp_type) {
-		case GS_RBP_SAME:
-			fr[0] = w->bp;
+		switch (gs_cfi_rbp(r, cfa, w->bp, w->bp_ok, &at)) {
+		case GS_CFI_VALUE:
+			fr[0] = at;
 			break;
-		case GS_RBP_CFA:
-			if (gs_stack_read(w, &fr[0], cfa + rbp_off, 8))
+		case GS_CFI_LOAD:
+			if (gs_stack_read(w, &fr[0], at, 8))
 				return gs_unwind_stop(w, GS_UNWIND_READ_FAULT);
 			break;
-		case GS_RBP_RBP:
-			if (!w->bp_ok)
-				return gs_unwind_stop(w, GS_UNWIND_BAD_RULE);
-			if (gs_stack_read(w, &fr[0], w->bp + rbp_off, 8))
-				return gs_unwind_stop(w, GS_UNWIND_READ_FAULT);
-			break;
+		case GS_CFI_BAD:
+			return gs_unwind_stop(w, GS_UNWIND_BAD_RULE);
 		default:
-			fr[0] = w->bp; /* unknown in the caller */
+			fr[0] = at; /* unknown in the caller */
 			w->bp_ok = 0;
 			break;
 		}

@@ -5,7 +5,10 @@
 #include <stdio.h>
 #include <sys/utsname.h>
 
+#include <unistd.h>
+#include "gpusample/records.h"
 #include "bpf/sampler.h"
+#include "bpf/taskregs.h"
 #include "cli/session.h"
 
 #define GS_CHECK_PROGS 32
@@ -19,6 +22,36 @@ static void print_features(void)
 	printf("feature task_storage %s\n", f.task_storage ? "yes" : "no");
 	printf("feature task_pt_regs %s\n", f.task_pt_regs ? "yes" : "no");
 	printf("feature current_task_btf %s\n", f.current_task_btf ? "yes" : "no");
+}
+
+static int count_thread(void *ctx, const struct gs_task_regs *t)
+{
+	int *n = ctx;
+
+	*n += t->n_kernel > 0;
+	return 0;
+}
+
+/* The task iterator of `gpusample dump`, run once over this process: it
+ * must load and see this thread with a kernel stack. */
+static int check_dump_iterator(void)
+{
+	struct gs_task_regs_info info = { 0 };
+	uint32_t self = (uint32_t)getpid();
+	char err[512];
+	int n = 0, rc = gs_task_regs_read(&self, 1, count_thread, &n, &info, err, sizeof(err));
+
+	if (rc) {
+		fprintf(stderr, "gpusample: dump: %s\n", err);
+		return 1;
+	}
+	if (!n) {
+		fprintf(stderr, "gpusample: dump: the task iterator saw no thread of this process "
+				"with a kernel stack\n");
+		return 1;
+	}
+	printf("program %s %ld\n", info.prog, info.insns);
+	return 0;
 }
 
 int gs_check_bpf(void)
@@ -45,6 +78,8 @@ int gs_check_bpf(void)
 	for (int i = 0; i < n; i++)
 		printf("program %s %ld\n", st[i].name, st[i].insns);
 	gs_sampler_close(s);
-	printf("ok: %d BPF programs load on this kernel\n", n);
+	if (check_dump_iterator())
+		return 1;
+	printf("ok: %d BPF programs load on this kernel\n", n + 1);
 	return 0;
 }

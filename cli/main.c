@@ -19,6 +19,8 @@ int main(int argc, char **argv)
 		return gs_report_files(o.report_files, o.n_report_files);
 	if (o.check)
 		return gs_check_bpf();
+	if (o.dump)
+		return gs_dump_main(&o);
 	if (o.merge_out)
 		return gs_merge_files(o.merge_out, o.merge_in, o.n_merge_in);
 	return gs_session_run(&o);

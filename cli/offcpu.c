@@ -21,7 +21,6 @@
  * So for every thread cpu + offcpu = its wall time in the window.
  */
 #include <errno.h>
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,8 +28,10 @@
 #include <time.h>
 
 #include "cli/session_int.h"
+#include "dump/dump.h"
 #include "gpusample/records_codec.h"
 #include "util/hashmap.h"
+#include "util/log.h"
 #include "util/vec.h" /* gs_grow */
 
 enum { ON = 0, BLK = 1, RUN = 2 }; /* exact[] slots; BLK/RUN = enum gs_offcpu_state */
@@ -66,6 +67,14 @@ struct gs_offcpu {
 	size_t n_smp, cap_smp;
 	uint64_t stacks_lost; /* END without its stack record (or the reverse) */
 	int64_t *trimmed;     /* build time: raw stack -> trimmed profile stack */
+	/* Stacks of the threads asleep before the window (dump/, taken before
+	 * the sampler starts): tid -> index in seed. */
+	struct gs_hmap seeds;
+	struct off_seed {
+		int64_t raw;   /* raw stack index */
+		uint64_t runs; /* schedstat's times-run then: unchanged = the same wait */
+	} * seed;
+	size_t n_seed, cap_seed;
 	uint64_t t_stop;
 };
 
@@ -190,11 +199,13 @@ void gs_off_record(struct session *s, const struct gs_rec_hdr *h)
 
 /* ---- window edges ------------------------------------------------------- */
 
-/* /proc/TGID/task/TID/schedstat: on-CPU ns, run-queue ns. */
-static int read_schedstat(uint32_t tgid, uint32_t tid, uint64_t *exec, uint64_t *delay)
+/* /proc/TGID/task/TID/schedstat: on-CPU ns, run-queue ns, times run on a
+ * CPU. */
+static int read_schedstat(uint32_t tgid, uint32_t tid, uint64_t *exec, uint64_t *delay,
+			  uint64_t *runs)
 {
 	char path[64];
-	unsigned long long a, b;
+	unsigned long long a, b, c;
 	FILE *f;
 	int n;
 
@@ -202,39 +213,26 @@ static int read_schedstat(uint32_t tgid, uint32_t tid, uint64_t *exec, uint64_t 
 	f = fopen(path, "re");
 	if (!f)
 		return -errno;
-	n = fscanf(f, "%llu %llu", &a, &b);
+	n = fscanf(f, "%llu %llu %llu", &a, &b, &c);
 	fclose(f);
-	if (n != 2)
+	if (n != 3)
 		return -EIO;
 	*exec = a;
 	*delay = b;
+	*runs = c;
 	return 0;
 }
 
-/* A thread asleep when the window opens has no stack record for that wait
- * (it went to sleep before BPF was there): its first interval gets the
- * kernel functions it waits in from /proc/TID/stack ("[<0>] do_select+0x65c/
- * 0x940" lines, leaf first) under a marker frame, as a sampled interval
- * (seq 1 of its seed, closed by BPF like any other).  The thread's comm comes
- * from /proc too. */
-static void seed_stack(struct session *s, uint32_t tgid, uint32_t tid, struct gs_offcpu_thr *v)
+/* The kernel functions a thread waits in from /proc/TID/stack ("[<0>]
+ * do_select+0x65c/0x940" lines, leaf first) under a marker frame: a profile
+ * stack (GS_OFF_PROF | id) or <0. */
+static int64_t proc_stack(struct session *s, uint32_t tgid, uint32_t tid)
 {
-	char path[64], line[256], name[GS_COMM_LEN + 1] = "";
-	struct off_thread *t = thread_get(s->off, tid, tgid);
+	char path[64], line[256];
 	uint32_t locs[32], n = 0;
 	int64_t id;
 	FILE *f;
 
-	if (!t)
-		return;
-	snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", tgid, tid);
-	if ((f = fopen(path, "re"))) {
-		if (fgets(name, sizeof(name), f)) {
-			name[strcspn(name, "\n")] = 0;
-			t->comm = gs_profile_intern(&s->prof, name);
-		}
-		fclose(f);
-	}
 	snprintf(path, sizeof(path), "/proc/%u/task/%u/stack", tgid, tid);
 	f = fopen(path, "re");
 	while (f && n < 31 && fgets(line, sizeof(line), f)) {
@@ -252,9 +250,41 @@ static void seed_stack(struct session *s, uint32_t tgid, uint32_t tid, struct gs
 	locs[n++] = gs_session_special(s,
 				       "[off-CPU since before the window: user stack not sampled]");
 	id = gs_profile_add_stack(&s->prof, locs, n);
+	return id < 0 ? id : (int64_t)(GS_OFF_PROF | id);
+}
+
+/* A thread asleep when the window opens has no stack record for that wait
+ * (it went to sleep before BPF was there).  Its first interval gets the
+ * stack the dump engine took of it at the start (seeds: kernel, native and
+ * Python frames, a raw stack symbolized like the others), else the kernel
+ * functions of /proc/TID/stack under a marker frame (proc_stack: no task
+ * iterator), as a sampled interval (seq 1 of its seed, closed by BPF like
+ * any other).  The thread's comm comes from /proc. */
+static void seed_stack(struct session *s, uint32_t tgid, uint32_t tid, uint64_t runs,
+		       struct gs_offcpu_thr *v)
+{
+	char path[64], name[GS_COMM_LEN + 1] = "";
+	struct off_thread *t = thread_get(s->off, tid, tgid);
+	uint64_t *k = gs_hmap_get(&s->off->seeds, tid);
+	const struct off_seed *sd = k ? &s->off->seed[*k] : NULL;
+	int64_t id;
+	FILE *f;
+
+	if (!t)
+		return;
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", tgid, tid);
+	if ((f = fopen(path, "re"))) {
+		if (fgets(name, sizeof(name), f)) {
+			name[strcspn(name, "\n")] = 0;
+			t->comm = gs_profile_intern(&s->prof, name);
+		}
+		fclose(f);
+	}
+	/* the dump's stack only if the thread has not run since: the same wait */
+	id = sd && sd->runs == runs ? sd->raw : proc_stack(s, tgid, tid);
 	if (id < 0)
 		return;
-	t->pend_stack = GS_OFF_PROF | id;
+	t->pend_stack = id;
 	t->pend_seq = v->seq = 1;
 	t->pend_p = GS_OFF_P_ONE;
 	t->pend_out = v->last_ns;
@@ -262,43 +292,110 @@ static void seed_stack(struct session *s, uint32_t tgid, uint32_t tid, struct gs
 	v->state = GS_OFF_BLOCKED;
 }
 
-static void seed_process(struct session *s, uint32_t tgid)
+static void seed_thread(void *ctx, uint32_t tgid, uint32_t tid)
 {
-	char path[48];
-	struct dirent *d;
-	DIR *dir;
+	struct session *s = ctx;
+	struct gs_offcpu_thr v = { .tgid = tgid };
+	struct gs_proc_stat st;
+	uint64_t exec, delay, runs;
 
-	snprintf(path, sizeof(path), "/proc/%u/task", tgid);
-	dir = opendir(path);
-	if (!dir)
+	v.last_ns = gs_now_ns(CLOCK_MONOTONIC);
+	if (read_schedstat(tgid, tid, &exec, &delay, &runs))
 		return;
-	while ((d = readdir(dir))) {
-		struct gs_offcpu_thr v = { .tgid = tgid };
-		uint32_t tid = (uint32_t)strtoul(d->d_name, NULL, 10);
-		struct gs_proc_stat st;
-		uint64_t exec, delay;
-
-		if (!tid)
-			continue;
-		v.last_ns = gs_now_ns(CLOCK_MONOTONIC);
-		if (read_schedstat(tgid, tid, &exec, &delay))
-			continue;
-		v.sum_exec = exec;
-		v.run_delay = delay;
-		if (!gs_proc_stat(tid, &st) && (st.state == 'S' || st.state == 'D'))
-			seed_stack(s, tgid, tid, &v);
-		gs_sampler_offcpu_seed(s->sampler, tid, &v);
-	}
-	closedir(dir);
+	v.sum_exec = exec;
+	v.run_delay = delay;
+	if (!gs_proc_stat(tid, &st) && (st.state == 'S' || st.state == 'D'))
+		seed_stack(s, tgid, tid, runs, &v);
+	gs_sampler_offcpu_seed(s->sampler, tid, &v);
 }
 
-int gs_off_start(struct session *s)
+static void seed_process(struct session *s, uint32_t tgid)
+{
+	gs_proc_for_each_tid(tgid, seed_thread, s);
+}
+
+static const struct gs_py_cfg *seed_py_cfg(void *ctx, uint32_t tgid)
+{
+	struct session *s = ctx;
+	struct gs_procinfo *p = gs_procs_get(&s->procs, tgid);
+
+	if (!p || !p->py_cfg_id || p->py_cfg_id > s->n_py_cfgs)
+		return NULL;
+	return &s->py_cfgs[p->py_cfg_id - 1];
+}
+
+/* One thread of the dump at the start: a blocked one's stack, interned as
+ * an off-CPU stack of its own (origin off-CPU, as a switch-out's). */
+static int seed_raw(void *ctx, const struct gs_dump_raw *r)
+{
+	struct session *s = ctx;
+	struct gs_cpu_sample cs = {
+		.tgid = r->tgid,
+		.tid = r->tid,
+		.flags = r->flags,
+		.n_kernel = (uint8_t)r->n_kernel,
+		.n_user = (uint8_t)r->n_user,
+		.n_python = (uint16_t)r->n_python,
+		.origin = GS_ORIGIN_OFFCPU,
+	};
+	struct gs_rec_cpu_view v = { .s = &cs,
+				     .kernel = r->kernel,
+				     .user = r->user,
+				     .py = r->py,
+				     .n_kernel = r->n_kernel,
+				     .n_user = r->n_user,
+				     .n_python = r->n_python };
+	struct off_seed sd;
+	uint64_t exec, delay;
+
+	if (r->state != 'S' || read_schedstat(r->tgid, r->tid, &exec, &delay, &sd.runs))
+		return 0;
+	memcpy(cs.comm, r->comm, sizeof(cs.comm));
+	sd.raw = gs_session_intern(s, &v);
+	if (sd.raw < 0 || GS_PUSH(s->off->seed, s->off->n_seed, s->off->cap_seed, sd))
+		return 0;
+	return gs_hmap_put(&s->off->seeds, r->tid, s->off->n_seed - 1);
+}
+
+/* The stacks of the threads asleep now, user stacks included (dump/dump.h);
+ * where the task iterator cannot load, seed_stack falls back to /proc. */
+static void seed_stacks(struct session *s)
+{
+	struct gs_dump_walk_src src = { .elf = gs_sym_elf_cache(s->sym),
+					.py_cfg = seed_py_cfg,
+					.ctx = s };
+	uint32_t *tgids = calloc(s->procs.n ? s->procs.n : 1, sizeof(*tgids));
+	char err[256];
+	int rc;
+
+	if (!tgids)
+		return;
+	for (size_t i = 0; i < s->procs.n; i++)
+		tgids[i] = ((struct gs_procinfo *)s->procs.all[i])->proc->tgid;
+	if (s->o->cfi &&
+	    (rc = gs_dump_walk(tgids, s->procs.n, &src, seed_raw, s, err, sizeof(err))))
+		gs_log_more("note: stacks of threads asleep at the start from /proc only (%s)\n",
+			    rc == -ENOTSUP ? err : strerror(-rc));
+	free(tgids);
+}
+
+int gs_off_prepare(struct session *s)
 {
 	if (!s->o->offcpu)
 		return 0;
 	s->off = calloc(1, sizeof(*s->off));
 	if (!s->off)
 		return -ENOMEM;
+	/* Before the window: the walk takes a good part of a second with big
+	 * libraries, which the window's start must not wait for. */
+	seed_stacks(s);
+	return 0;
+}
+
+int gs_off_start(struct session *s)
+{
+	if (!s->off)
+		return 0;
 	/* BPF ignores switches until the window is set, so every thread
 	 * there now either gets its seed or, born after t0, starts at birth. */
 	for (size_t i = 0; i < s->procs.n; i++)
@@ -313,14 +410,14 @@ static int close_open(void *ctx, uint32_t tid, const struct gs_offcpu_thr *v)
 {
 	struct session *s = ctx;
 	struct off_thread *t = thread_get(s->off, tid, v->tgid);
-	uint64_t now = s->off->t_stop, exec, delay, wall, on, run;
+	uint64_t now = s->off->t_stop, exec, delay, runs, wall, on, run;
 
 	if (!t)
 		return 0;
 	t->exact[ON] += v->acc_on_ns;
 	t->exact[BLK] += v->acc_blocked_ns;
 	t->exact[RUN] += v->acc_runnable_ns;
-	if (read_schedstat(v->tgid, tid, &exec, &delay))
+	if (read_schedstat(v->tgid, tid, &exec, &delay, &runs))
 		return 0; /* gone meanwhile: its exit record has the rest */
 	wall = now > v->last_ns ? now - v->last_ns : 0;
 	on = exec > v->sum_exec ? exec - v->sum_exec : 0;
@@ -648,6 +745,8 @@ void gs_off_free(struct session *s)
 		return;
 	free(s->off->th);
 	gs_hmap_free(&s->off->by_tid);
+	gs_hmap_free(&s->off->seeds);
+	free(s->off->seed);
 	free(s->off->smp);
 	free(s->off->trimmed);
 	free(s->off);

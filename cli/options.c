@@ -19,6 +19,10 @@ void gs_options_usage(FILE *out)
 	    "(merged)\n"
 	    "       gpusample merge OUT.pb.gz IN.pb.gz...     merge profiles of one version (e.g. "
 	    "per host)\n"
+	    "       gpusample dump -p PID[,PID...]            every thread's stack now (hung "
+	    "jobs):\n"
+	    "                                                 state, kernel, native and "
+	    "Python frames\n"
 	    "       gpusample check                           load the BPF programs, print the "
 	    "kernel's\n"
 	    "                                                 features and each program's "
@@ -421,6 +425,11 @@ int gs_options_parse(struct gs_options *o, int argc, char **argv)
 		o->n_merge_in = argc - 3;
 		return 0;
 	}
+	if (argc >= 2 && !strcmp(argv[1], "dump")) {
+		o->dump = true;
+		argv++;
+		argc--;
+	}
 	/* '+': stop at the first non-option so "-- CMD -x" reaches CMD intact. */
 	while ((c = getopt_long(argc, argv, "+p:d:F:o:qh", long_opts, NULL)) != -1) {
 		rc = handle_opt(o, c, optarg);
@@ -429,6 +438,11 @@ int gs_options_parse(struct gs_options *o, int argc, char **argv)
 	}
 	if (optind < argc)
 		o->command = &argv[optind];
+	if (o->dump && (o->command || !o->n_pids)) {
+		gs_log("usage: gpusample dump -p PID[,PID...] [-o PREFIX] [--no-children] "
+		       "[--no-python] [--no-cfi]\n");
+		return -EINVAL;
+	}
 	if (o->n_pids && o->command) {
 		gs_log("give either -p PID or -- CMD, not both\n");
 		return -EINVAL;

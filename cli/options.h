@@ -44,6 +44,7 @@ struct gs_options {
 	char **merge_in;
 	int n_merge_in;
 	bool check; /* `gpusample check` */
+	bool dump;  /* `gpusample dump -p PID...` */
 };
 
 /* -o PREFIX templates: %h = host name (characters other than letters,

@@ -716,6 +716,8 @@ static int start(struct session *s)
 	 * stall the ring-buffer consumer for seconds. */
 	if (s->cfi)
 		gs_cfi_set_lazy(s->cfi, true);
+	if ((rc = gs_off_prepare(s)))
+		return rc;
 	if ((rc = gs_sampler_start(s->sampler, s->err, sizeof(s->err)))) {
 		gs_log("%s\n", s->err);
 		return rc;

@@ -15,6 +15,10 @@ int gs_session_run(const struct gs_options *o);
 int gs_report_files(char **paths, int n);
 /* `gpusample merge OUT IN...`: merge profiles of one version into OUT. */
 int gs_merge_files(const char *out, char **in, int n);
+/* cli/dump.c.  `gpusample dump -p PID...`: every thread's stack now
+ * (dump/dump.h), as text on stdout and, with -o PREFIX, PREFIX.pb.gz and
+ * PREFIX.speedscope.json; returns the exit status. */
+int gs_dump_main(const struct gs_options *o);
 /* cli/check.c.  `gpusample check`: load every BPF program, print the
  * kernel, the probed features ("feature NAME yes|no") and each program's
  * verifier cost ("program NAME INSNS"); 0 when they load, else 1. */

@@ -173,6 +173,9 @@ int gs_session_prefix(struct session *s);
 uint32_t gs_session_special(struct session *s, const char *name);
 
 /* cli/offcpu.c: off-CPU records -> samples (see the file comment). */
+/* Before the sampler starts: the stacks of the threads asleep then, user
+ * stacks included (dump/dump.h), for the waits begun before the window. */
+int gs_off_prepare(struct session *s);
 int gs_off_start(struct session *s); /* right after gs_sampler_start and t0 */
 void gs_off_record(struct session *s, const struct gs_rec_hdr *h);
 void gs_off_stop(struct session *s); /* after the detach and drain */

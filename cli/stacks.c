@@ -34,45 +34,6 @@ static void new_stack(struct session *s, const struct gs_rawstack *r)
 		gs_sym_mapping_for(s->sym, r->tgid, r->frames[r->n_kernel + i], &mi);
 }
 
-/* Leaf-first user part of a stack: native frames, merged with the Python
- * frames where the sample has them; returns the count or -ENOSPC. */
-static int user_stack(struct session *s, const struct gs_rawstack *r, uint32_t *out, uint32_t cap)
-{
-	uint32_t native[GS_MAX_USER_FRAMES], py_locs[GS_MAX_PY_FRAMES];
-	const struct gs_py_frame *py = gs_rawstack_py(r);
-	uint32_t n_py = s->py ? r->n_python : 0;
-	uint32_t trunc = 0;
-
-	for (uint32_t i = 0; i < r->n_user; i++)
-		native[i] = gs_sym_native(s->sym, r->tgid, r->frames[r->n_kernel + i], i > 0);
-	if (!n_py) {
-		if (r->n_user > cap)
-			return -ENOSPC;
-		memcpy(out, native, r->n_user * sizeof(*out));
-		return r->n_user;
-	}
-	for (uint32_t i = 0; i < n_py; i++)
-		py_locs[i] = gs_py_location(s->py, r->tgid, &py[i]);
-	if (r->flags & GS_CPU_PY_TRUNC)
-		trunc = gs_py_truncated_location(s->py);
-	struct gs_py_range eval[GS_PY_EVAL_RANGES];
-	struct gs_py_stack st = {
-		.native = native,
-		.native_ips = &r->frames[r->n_kernel],
-		.n_native = r->n_user,
-		.py_locs = py_locs,
-		.py_frames = py,
-		.n_py = n_py,
-		.trunc_loc = trunc,
-		.py_partial = (r->flags & GS_CPU_PY_ERR) != 0,
-		.eval = eval,
-		.n_eval = gs_py_eval_ranges(s->py, r->tgid, eval, GS_PY_EVAL_RANGES),
-		.interp_frames = s->o->interp_frames,
-	};
-
-	return gs_py_merge(&s->prof, &st, out, cap);
-}
-
 struct gs_procinfo *gs_session_first_sight(struct session *s, uint32_t tgid)
 {
 	struct gs_proc_stat st;
@@ -121,18 +82,22 @@ static int64_t symbolize_stack(struct session *s, const struct gs_rawstack *r,
 			       uint32_t truncated_loc)
 {
 	uint32_t locs[GS_MAX_KERNEL_FRAMES + GS_MAX_USER_FRAMES + GS_MAX_PY_FRAMES + 2];
-	uint32_t n = 0;
-	int rc;
+	struct gs_cpu_stack cs = {
+		.tgid = r->tgid,
+		.flags = r->flags,
+		.kernel = r->frames,
+		.n_kernel = r->n_kernel,
+		.user = r->frames + r->n_kernel,
+		.n_user = r->n_user,
+		.py = gs_rawstack_py(r),
+		.n_python = r->n_python,
+	};
+	int rc = gs_sym_cpu_stack(s->sym, s->py, &cs, s->o->interp_frames, truncated_loc, locs,
+				  sizeof(locs) / sizeof(locs[0]));
 
-	for (uint32_t i = 0; i < r->n_kernel; i++)
-		locs[n++] = gs_sym_kernel(s->sym, r->frames[i]);
-	rc = user_stack(s, r, locs + n, (uint32_t)(sizeof(locs) / sizeof(locs[0]) - n - 1));
 	if (rc < 0)
 		return rc;
-	n += (uint32_t)rc;
-	if (r->flags & GS_CPU_USER_TRUNC)
-		locs[n++] = truncated_loc;
-	return gs_profile_add_stack(&s->prof, locs, n);
+	return gs_profile_add_stack(&s->prof, locs, (uint32_t)rc);
 }
 
 int64_t gs_session_stack(struct session *s, const struct gs_rawstack *r)

@@ -94,6 +94,11 @@ int gs_proc_mem_read(uint32_t tgid, uint64_t addr, void *buf, size_t len, size_t
  * (a partial or refused write: an unmapped or read-only page) or another
  * -errno (-EPERM: no access). */
 int gs_proc_mem_write(uint32_t tgid, uint64_t addr, const void *buf, size_t len);
+/* Call fn for every thread of tgid (the entries of /proc/TGID/task, in
+ * directory order; threads born meanwhile may be missed).  0, or -ESRCH
+ * when the process is gone, or -errno of opendir. */
+int gs_proc_for_each_tid(uint32_t tgid, void (*fn)(void *ctx, uint32_t tgid, uint32_t tid),
+			 void *ctx);
 
 /* ---- ELF objects ---------------------------------------------------------- */
 

@@ -61,6 +61,11 @@ struct gs_symbolizer {
 	struct kmod_map *kmods; /* per kallsyms module index */
 };
 
+struct gs_profile *gs_sym_profile(struct gs_symbolizer *s)
+{
+	return s->p;
+}
+
 struct gs_symbolizer *gs_sym_new(struct gs_profile *p)
 {
 	struct gs_symbolizer *s = calloc(1, sizeof(*s));

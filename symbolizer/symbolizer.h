@@ -51,11 +51,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "gpusample/profile.h"
+#include "gpusample/records.h"
 
 struct gs_symbolizer;
 
 struct gs_symbolizer *gs_sym_new(struct gs_profile *p);
 void gs_sym_free(struct gs_symbolizer *s);
+/* The profile given to gs_sym_new. */
+struct gs_profile *gs_sym_profile(struct gs_symbolizer *s);
 /* proc/'s cache of ELF objects this symbolizer opens files through (one fd
  * per distinct object, bounded as proc/proc.h says): hand it to the CFI
  * builder (gs_cfi_set_elf_cache) so each file is opened once. */
@@ -117,6 +120,27 @@ int gs_sym_mapping_for(struct gs_symbolizer *s, uint32_t tgid, uint64_t addr,
  * address order; a nonzero return from fn stops and is returned. */
 int gs_sym_foreach_mapping(struct gs_symbolizer *s, uint32_t tgid,
 			   int (*fn)(void *ctx, const struct gs_sym_mapping_info *m), void *ctx);
+
+/* One recorded CPU stack (the frame runs of a struct gs_cpu_sample, leaf
+ * first: records.h) of process tgid, symbolized (symbolizer/cpustack.c):
+ * kernel frames first, then the native user frames merged with the Python
+ * frames (gs_py_merge, python.h; py NULL or n_python 0: native only), then
+ * truncated_loc when flags has GS_CPU_USER_TRUNC (0: none).  The profiling
+ * session and `gpusample dump` both take their stacks through here.
+ * Python frames' code objects must have been noted (gs_py_note_frames).
+ * Writes out[0..return) and returns the count, or -ENOSPC when cap is too
+ * small (n_kernel + n_user + n_python + 2 always fits). */
+struct gs_py;
+struct gs_cpu_stack {
+	uint32_t tgid;
+	uint16_t flags; /* GS_CPU_* */
+	const __u64 *kernel, *user;
+	uint32_t n_kernel, n_user;
+	const struct gs_py_frame *py;
+	uint32_t n_python;
+};
+int gs_sym_cpu_stack(struct gs_symbolizer *sym, struct gs_py *py, const struct gs_cpu_stack *r,
+		     bool interp_frames, uint32_t truncated_loc, uint32_t *out, uint32_t cap);
 
 /* Demangle a C++ (Itanium) name; returns malloc'ed string or NULL (not
  * "_Z..." or not valid).  A "@@VERSION" suffix is kept after the result. */

@@ -7,7 +7,8 @@
 # multiplied one program's count by 13 over 6.18.0).  Counts come from
 # `gpusample check` (BPF_LOG_STATS, every kernel).  Kernel 6.18.44, clang 14:
 # gs_sample 96k, gs_off_switch 93k, gs_gpu_launch 81k; compat 50k, 55k, 36k.
-# scripts/kernel-matrix.sh checks the same on other kernels.
+# scripts/kernel-matrix.sh checks the same on other kernels.  The task
+# iterator of `gpusample dump` (gs_task_regs, its compat twin) is checked too.
 source "$(dirname "$0")/lib.sh"
 LIMIT=200000
 
@@ -27,7 +28,7 @@ check_set() { # $1: label, $2...: the programs that must be there
 	name=$(awk '$1 == "program" {print $2}' <<< "$out" | tr '\n' ' ')
 	echo "$label: $seen programs checked; loaded: $name"
 }
-check_set "bpf_loop set" gs_sample gs_off_switch gs_gpu_launch
-case $("$GS" check) in *gs_sample_compat*) fail "the compat set was loaded beside the bpf_loop set";; esac
-GS_BPF_COMPAT=1 check_set "compat set" gs_sample_compat gs_off_switch_compat gs_gpu_launch_compat
+check_set "bpf_loop set" gs_sample gs_off_switch gs_gpu_launch gs_task_regs
+case $("$GS" check) in *gs_sample_compat*|*gs_task_regs_compat*) fail "the compat set was loaded beside the bpf_loop set";; esac
+GS_BPF_COMPAT=1 check_set "compat set" gs_sample_compat gs_off_switch_compat gs_gpu_launch_compat gs_task_regs_compat
 ok "every program of both sets verifies under $LIMIT instructions"

@@ -394,4 +394,47 @@ Test(cfi, entry_point_is_outermost)
 	cr_assert_not_null(r);
 	cr_expect_eq(r->cfa_type, GS_CFA_END);
 	gs_cfi_table_free(&t);
+/* The rule arithmetic both walks share (gs_cfi_cfa / gs_cfi_rbp). */
+Test(cfi, rule_arithmetic)
+{
+	struct gs_cfi_rule r = {
+		.cfa_type = GS_CFA_RSP, .cfa_off = 16, .rbp_type = GS_RBP_CFA, .rbp_off = -16
+	};
+	__u64 at = 0;
+
+	cr_expect_eq(gs_cfi_cfa(&r, 0x1000, 0x7000, 0, 0, &at), GS_CFI_VALUE);
+	cr_expect_eq(at, 0x7010);
+	cr_expect_eq(gs_cfi_rbp(&r, 0x7010, 0x1, 0, &at), GS_CFI_LOAD);
+	cr_expect_eq(at, 0x7000, "saved RBP at CFA-16");
+	r.cfa_type = GS_CFA_RBP;
+	cr_expect_eq(gs_cfi_cfa(&r, 0x1000, 0x7000, 0x8000, 0, &at), GS_CFI_BAD, "RBP not known");
+	cr_expect_eq(gs_cfi_cfa(&r, 0x1000, 0x7000, 0x8000, 1, &at), GS_CFI_VALUE);
+	cr_expect_eq(at, 0x8010);
+	r.cfa_type = GS_CFA_DEREF_RBP;
+	cr_expect_eq(gs_cfi_cfa(&r, 0x1000, 0x7000, 0x8000, 1, &at), GS_CFI_LOAD);
+	cr_expect_eq(at, 0x8010);
+	/* PLT: 8 more once pc & 15 reaches the threshold (rbp_off) */
+	r.cfa_type = GS_CFA_PLT;
+	r.cfa_off = 8;
+	r.rbp_off = 11;
+	gs_cfi_cfa(&r, 0x100a, 0x7000, 0, 0, &at);
+	cr_expect_eq(at, 0x7008);
+	gs_cfi_cfa(&r, 0x100b, 0x7000, 0, 0, &at);
+	cr_expect_eq(at, 0x7010);
+	r.cfa_type = GS_CFA_SIGNAL;
+	cr_expect_eq(gs_cfi_cfa(&r, 0, 0, 0, 0, &at), GS_CFI_SIG);
+	r.cfa_type = GS_CFA_END;
+	cr_expect_eq(gs_cfi_cfa(&r, 0, 0, 0, 0, &at), GS_CFI_STOP);
+	r.cfa_type = GS_CFA_EXPR;
+	cr_expect_eq(gs_cfi_cfa(&r, 0, 0, 0, 0, &at), GS_CFI_BAD);
+	r.rbp_type = GS_RBP_SAME;
+	cr_expect_eq(gs_cfi_rbp(&r, 0x7010, 0x55, 0, &at), GS_CFI_VALUE);
+	cr_expect_eq(at, 0x55);
+	r.rbp_type = GS_RBP_RBP;
+	r.rbp_off = 8;
+	cr_expect_eq(gs_cfi_rbp(&r, 0x7010, 0x8000, 0, &at), GS_CFI_BAD);
+	cr_expect_eq(gs_cfi_rbp(&r, 0x7010, 0x8000, 1, &at), GS_CFI_LOAD);
+	cr_expect_eq(at, 0x8008);
+	r.rbp_type = GS_RBP_LOST;
+	cr_expect_eq(gs_cfi_rbp(&r, 0x7010, 0x8000, 1, &at), GS_CFI_STOP);
 }
