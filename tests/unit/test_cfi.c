@@ -394,6 +394,8 @@ Test(cfi, entry_point_is_outermost)
 	cr_assert_not_null(r);
 	cr_expect_eq(r->cfa_type, GS_CFA_END);
 	gs_cfi_table_free(&t);
+}
+
 /* The rule arithmetic both walks share (gs_cfi_cfa / gs_cfi_rbp). */
 Test(cfi, rule_arithmetic)
 {
