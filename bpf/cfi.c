@@ -34,6 +34,7 @@
 #include "util/hashmap.h"
 #include "util/vec.h"
 #include "util/membudget.h"
+#include "util/escape.h"
 
 /* ---- BPF maps and processes ------------------------------------------------ */
 
@@ -619,10 +620,14 @@ static void finish_obj(struct gs_cfi *c, size_t idx, struct gs_cfi_table *t, int
 		c->st.errors++;
 	}
 	o->status = err;
-	if (c->verbose)
-		gs_log("cfi: %s: %s%u rows, %u FDEs, %u expr, %.1f ms%s\n", name,
+	if (c->verbose) {
+		char shown[4 * 160]; /* the target names its libraries */
+
+		gs_term_escape(name, shown, sizeof(shown));
+		gs_log("cfi: %s: %s%u rows, %u FDEs, %u expr, %.1f ms%s\n", shown,
 		       err ? strerror(-err) : "", t->n_rows, t->n_fdes, t->n_expr, ns / 1e6,
 		       t->truncated ? " (bound reached: partial table)" : "");
+	}
 }
 
 /* The cached CFI object of a mapped file, or NULL. */
@@ -938,9 +943,13 @@ static int collect_built(struct gs_cfi *c, bool wait_all)
 	for (j = builder_take(c, wait_all); j; j = next) {
 		next = j->next;
 		finish_obj(c, j->obj, &j->t, j->err, j->ns, j->name);
-		if (c->verbose)
-			gs_log("cfi: %s: loaded %.1f ms after it was queued\n", j->name,
+		if (c->verbose) {
+			char shown[4 * 160];
+
+			gs_term_escape(j->name, shown, sizeof(shown));
+			gs_log("cfi: %s: loaded %.1f ms after it was queued\n", shown,
 			       (gs_mono_ns() - j->queued_ns) / 1e6);
+		}
 		gs_cfi_table_free(&j->t);
 		free(j);
 		c->collected++;

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include <stdio.h>
+#include "util/escape.h"
 #include "gpusample/profile.h"
 #include "output/output.h"
 
@@ -122,7 +123,6 @@ const char *gs_wait_name(const struct gs_profile *p, uint32_t stack, char *buf, 
 
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 if s starts an
  * invalid one (RFC 3629: no overlongs, no surrogates, max U+10FFFF). */
-int gs_utf8_len(const unsigned char *s);
 
 /* ---- terminal escaping: gs_term_escape in output.h ----------------------- */
 /* A view of p whose string table has every string that needs it escaped

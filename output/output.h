@@ -23,6 +23,7 @@
 #include <sys/types.h>
 #include "gpusample/counters.h"
 #include "gpusample/profile.h"
+#include "util/escape.h"
 
 /* Owner given to every output file (sudo: the invoking user); default: the
  * euid, with no chown.  Also the only owner whose files may be replaced. */
@@ -118,16 +119,7 @@ int gs_write_folded(const struct gs_profile *p, enum gs_folded_kind which, const
 /* Escape one frame name for folded output (';' and newlines replaced). */
 void gs_folded_escape(const char *in, char *out, size_t outlen);
 
-/* ---- terminal escaping --------------------------------------------------
- * Strings from the target (qualnames, file names, comm, thread names, agent
- * status text, library names in progress lines) must not drive the terminal
- * that shows the report or the log.  Escaped:
- * C0 controls, DEL and bytes that are not valid UTF-8 as "\xNN"; C1
- * controls (U+0080-U+009F) and bidi overrides/isolates as "\uXXXX".  Other
- * valid UTF-8 is kept. */
-bool gs_term_needs_escape(const char *s);
-/* Escaped s into out (whole escapes only; truncates); returns the length. */
-size_t gs_term_escape(const char *s, char *out, size_t outlen);
+/* ---- terminal escaping: util/escape.h (gs_term_escape) ---------------- */
 
 /* ---- counters (gpusample/counters.h) ------------------------------------
  * gs_profile_add_counters: one profile comment "counters: name=N ..." with

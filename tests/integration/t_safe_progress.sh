@@ -1,13 +1,15 @@
 #!/bin/bash
 # Issue 24, item 10: a job (run as nobody) names the large libraries it maps
 # with terminal escape sequences (OSC title, SGR, a C1 CSI); the "building
-# unwind tables ... now LIB" progress line on root's terminal shows them
-# escaped, never as raw control bytes.
+# unwind tables ... now LIB" progress line on root's terminal, and the table
+# builder's GS_DEBUG lines, show them escaped, never as raw control bytes.
 source "$(dirname "$0")/lib.sh"
 [ -x /usr/bin/python3 ] || fail "/usr/bin/python3 missing (make deps)"
 chmod 755 "$T"
 mkdir "$T/u"
-"$ROOT/tests/tools/make_cfi_bomb.sh" "$T/u/big.so" 135000 -Wl,--build-id=none ||
+# 2*400000 rows each: the builder must still be busy when the first progress
+# line is due (100 ms), however fast it gets (24 x 270k rows took 0.2 s)
+"$ROOT/tests/tools/make_cfi_bomb.sh" "$T/u/big.so" 400000 -Wl,--build-id=none ||
 	fail "cannot build the test object"
 evil=$'lib\e]0;owned\a\e[31mred\xc2\x9b2J'
 for i in $(seq 0 23); do cp "$T/u/big.so" "$T/u/$evil$i.so"; done
@@ -24,11 +26,14 @@ while time.time() - t < 60: sum(i * i for i in range(1000))
 job=$!
 for _ in $(seq 200); do [ -e "$T/u/ready" ] && break; sleep 0.1; done
 [ -e "$T/u/ready" ] || fail "workload did not start"
-"$GS" -p $job -d 1 -o "$T/out" 2>"$T/gs.err" >/dev/null || fail "gpusample: $(tail -3 "$T/gs.err")"
+# GS_DEBUG=1: the unwind-table builder's debug lines name the libraries too
+GS_DEBUG=1 "$GS" -p $job -d 1 -o "$T/out" 2>"$T/gs.err" >/dev/null || fail "gpusample: $(tail -3 "$T/gs.err")"
 kill $job
 grep -a 'now lib' "$T/gs.err" | head -2 | cat -v
 grep -aq 'building unwind tables.*now lib' "$T/gs.err" ||
 	fail "no progress line naming a library (the test needs a longer build): $(cat -v "$T/gs.err")"
 LC_ALL=C grep -aq $'[\x1b\x07]\|\xc2\x9b' "$T/gs.err" && fail "raw control bytes on the terminal: $(cat -v "$T/gs.err" | head -5)"
 grep -aq 'now lib\\x1b\]0;owned\\x07' "$T/gs.err" || fail "not shown escaped: $(grep -a 'now lib' "$T/gs.err" | cat -v | head -2)"
-ok "library names in the progress line escaped"
+grep -aq 'cfi: .*/lib\\x1b\]0;owned\\x07.*rows' "$T/gs.err" ||
+	fail "no escaped debug line of the table builder: $(grep -a 'cfi: ' "$T/gs.err" | cat -v | head -2)"
+ok "library names in the progress and debug lines escaped"
