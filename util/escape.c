@@ -96,4 +96,3 @@ size_t gs_term_escape(const char *str, char *out, size_t outlen)
 	out[o] = 0;
 	return o;
 }
-
