@@ -27,6 +27,10 @@ wall_attach() {
 	gs_start -p "${target:-$wl}" -d "$WALL_SECONDS" -q -o "$T/$name" ${WALL_GS_ARGS:-}
 	/usr/bin/python3 -c 'import time; print(time.monotonic())' > "$T/$name.t0"
 	gs_wait
+	# the loop outlives the window: $T/NAME.t0 is read a little after
+	# sampling began (later still on a loaded machine), so t0 + WALL_SECONDS
+	# can end past gpusample's exit (by 38 ms once in CI)
+	sleep 0.5
 	touch "$T/$name.json.stop"
 	wait "$wl" || { cat "$T/$name.out"; fail "$mode workload exited with $?"; }
 	wall_report "$name"
