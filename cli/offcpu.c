@@ -226,27 +226,27 @@ static int read_schedstat(uint32_t tgid, uint32_t tid, uint64_t *exec, uint64_t 
 /* The kernel functions a thread waits in from /proc/TID/stack ("[<0>]
  * do_select+0x65c/0x940" lines, leaf first) under a marker frame: a profile
  * stack (GS_OFF_PROF | id) or <0. */
+struct kstack_locs {
+	struct session *s;
+	uint32_t locs[32], n;
+};
+
+static int kstack_loc(void *ctx, const char *func)
+{
+	struct kstack_locs *k = ctx;
+
+	k->locs[k->n++] = gs_session_special(k->s, func);
+	return k->n == 31; /* room for the marker */
+}
+
 static int64_t proc_stack(struct session *s, uint32_t tgid, uint32_t tid)
 {
-	char path[64], line[256];
-	uint32_t locs[32], n = 0;
+	struct kstack_locs k = { .s = s };
+	uint32_t *locs = k.locs;
 	int64_t id;
-	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%u/task/%u/stack", tgid, tid);
-	f = fopen(path, "re");
-	while (f && n < 31 && fgets(line, sizeof(line), f)) {
-		char *fn = strstr(line, "] ");
-
-		if (!fn)
-			continue;
-		fn += 2;
-		fn[strcspn(fn, "+ \n")] = 0;
-		if (*fn)
-			locs[n++] = gs_session_special(s, fn);
-	}
-	if (f)
-		fclose(f);
+	gs_proc_task_kstack(tgid, tid, kstack_loc, &k);
+	uint32_t n = k.n;
 	locs[n++] = gs_session_special(s,
 				       "[off-CPU since before the window: user stack not sampled]");
 	id = gs_profile_add_stack(&s->prof, locs, n);

@@ -114,33 +114,25 @@ static ssize_t read_small(const char *path, char *buf, size_t len)
 	return n;
 }
 
-/* /proc/PID/task/TID/stack lines "[<0>] func+0x1a/0x40" -> "func\n..." */
-static char *kernel_names(const char *text)
+/* Kernel function names joined as "func\n..." (gs_proc_task_kstack), so
+ * the wait is taken now, before anything is symbolized. */
+struct kjoin {
+	char buf[4096];
+	size_t len;
+};
+
+static int kjoin_add(void *ctx, const char *func)
 {
-	size_t len = strlen(text);
-	char *out = malloc(len + 1), *o = out;
+	struct kjoin *k = ctx;
+	size_t n = strlen(func);
 
-	if (!out)
-		return NULL;
-	for (const char *l = text; *l;) {
-		const char *e = strchr(l, '\n'), *f = strstr(l, "] ");
-
-		if (!e)
-			e = l + strlen(l);
-		if (f && f < e) {
-			f += 2;
-			size_t n = strcspn(f, "+\n");
-
-			if (f + n > e)
-				n = (size_t)(e - f);
-			memcpy(o, f, n);
-			o += n;
-			*o++ = '\n';
-		}
-		l = *e ? e + 1 : e;
-	}
-	*o = 0;
-	return out;
+	if (k->len + n + 2 > sizeof(k->buf))
+		return 1;
+	memcpy(k->buf + k->len, func, n);
+	k->len += n;
+	k->buf[k->len++] = '\n';
+	k->buf[k->len] = 0;
+	return 0;
 }
 
 static void proc_thread(void *ctx, uint32_t tgid, uint32_t tid)
@@ -181,9 +173,9 @@ static void proc_thread(void *ctx, uint32_t tgid, uint32_t tid)
 	}
 	if (t.state == 'R')
 		t.r.flags |= GS_TREG_ON_CPU;
-	snprintf(path, sizeof(path), "/proc/%u/task/%u/stack", tgid, tid);
-	if (read_small(path, buf, sizeof(buf)) > 0)
-		t.kfuncs = kernel_names(buf);
+	struct kjoin k = { .len = 0 };
+	if (!gs_proc_task_kstack(tgid, tid, kjoin_add, &k) && k.len)
+		t.kfuncs = strdup(k.buf);
 	if (c->n_threads >= GS_DUMP_MAX_THREADS)
 		c->st->dropped++;
 	if (c->n_threads >= GS_DUMP_MAX_THREADS ||

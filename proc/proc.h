@@ -97,6 +97,13 @@ int gs_proc_mem_write(uint32_t tgid, uint64_t addr, const void *buf, size_t len)
 /* Call fn for every thread of tgid (the entries of /proc/TGID/task, in
  * directory order; threads born meanwhile may be missed).  0, or -ESRCH
  * when the process is gone, or -errno of opendir. */
+/* The kernel functions thread tid of tgid waits in, leaf first, from
+ * /proc/TGID/task/TID/stack ("[<0>] do_select+0x65c/0x940" lines: fn gets
+ * "do_select"), at most 64 lines of 255 bytes; fn returning non-zero stops
+ * the walk.  0, or -errno of the open (a kernel without the file, or not
+ * root: -ENOENT / -EACCES). */
+int gs_proc_task_kstack(uint32_t tgid, uint32_t tid, int (*fn)(void *ctx, const char *func),
+			void *ctx);
 int gs_proc_for_each_tid(uint32_t tgid, void (*fn)(void *ctx, uint32_t tgid, uint32_t tid),
 			 void *ctx);
 

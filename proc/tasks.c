@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* The threads of a process: /proc/TGID/task (gs_proc_for_each_tid). */
+/* The threads of a process: /proc/TGID/task (gs_proc_for_each_tid) and
+ * a thread's kernel wait (gs_proc_task_kstack). */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "proc/proc.h"
 
@@ -26,5 +28,28 @@ int gs_proc_for_each_tid(uint32_t tgid, void (*fn)(void *ctx, uint32_t tgid, uin
 			fn(ctx, tgid, (uint32_t)tid);
 	}
 	closedir(dir);
+	return 0;
+}
+
+int gs_proc_task_kstack(uint32_t tgid, uint32_t tid, int (*fn)(void *ctx, const char *func),
+			void *ctx)
+{
+	char path[64], line[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/stack", tgid, tid);
+	if (!(f = fopen(path, "re")))
+		return -errno;
+	for (int n = 0; n < 64 && fgets(line, sizeof(line), f); n++) {
+		char *fn_name = strstr(line, "] ");
+
+		if (!fn_name)
+			continue;
+		fn_name += 2;
+		fn_name[strcspn(fn_name, "+ \n")] = 0;
+		if (*fn_name && fn(ctx, fn_name))
+			break;
+	}
+	fclose(f);
 	return 0;
 }
