@@ -154,6 +154,12 @@ static void gpu_rates(const struct gs_sampler_opts *o, volatile const __u32 *lau
 	*(__u32 *)record = o->gpu_record_rate ? o->gpu_record_rate : (r ? r : 1);
 }
 
+void gs_sampler_gpu_rates(const struct gs_sampler *s, uint32_t *launch, uint32_t *record)
+{
+	*launch = s->skel->rodata->gpu_launch_rate;
+	*record = s->skel->rodata->gpu_record_rate;
+}
+
 uint32_t gs_sampler_offcpu_rate(const struct gs_sampler_opts *o)
 {
 	return o->offcpu_rate ? o->offcpu_rate : GS_OFF_DEFAULT_RATE;

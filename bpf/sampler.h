@@ -111,6 +111,9 @@ int gs_sampler_offcpu_each(struct gs_sampler *s, gs_offcpu_thr_fn fn, void *ctx)
 /* Detach the perf events and tracepoints; records already queued stay. */
 void gs_sampler_stop(struct gs_sampler *s);
 void gs_sampler_stats(struct gs_sampler *s, struct gs_sampler_stats *st);
+/* The per-process GPU rates BPF enforces (launch events and agent records
+ * per second): the options', GS_GPU_RATE_MAX's or the defaults. */
+void gs_sampler_gpu_rates(const struct gs_sampler *s, uint32_t *launch, uint32_t *record);
 void gs_sampler_close(struct gs_sampler *s);
 /* The loaded skeleton (struct gpusample_bpf from build/gpusample.skel.h), for
  * the modules that own other parts of the one BPF object (CFI tables, GPU

@@ -513,14 +513,15 @@ static void note_gpu_losses(struct session *s)
 				    "the ring buffer was full; GPU samples are undercounted (try a "
 				    "lower -F or a longer --gpu-period)",
 				    (unsigned long long)st.gpu_lost);
+	uint32_t launch_rate, record_rate;
+	gs_sampler_gpu_rates(s->sampler, &launch_rate, &record_rate);
 	if (st.gpu_rate_limited)
 		gs_profile_add_note(
 		    &s->prof,
 		    "%llu GPU records and launch events were dropped in BPF: their "
 		    "process sent more than %u launch events or %u agent records in "
 		    "a second, far above what gpusample's agent sends",
-		    (unsigned long long)st.gpu_rate_limited, GS_GPU_LAUNCH_RATE_MAX,
-		    GS_GPU_RECORD_RATE_MAX);
+		    (unsigned long long)st.gpu_rate_limited, launch_rate, record_rate);
 	if (st.gpu_bad)
 		gs_profile_add_note(&s->prof,
 				    "%llu GPU records from the agent were malformed and "
