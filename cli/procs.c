@@ -166,11 +166,6 @@ static struct gs_procinfo *info_at(const struct gs_proc_slots *s, size_t i)
 	return s->all[i];
 }
 
-static bool same_rank(const struct gs_rank_env *a, const struct gs_rank_env *b)
-{
-	return a->rank == b->rank && a->src[0] == b->src[0];
-}
-
 static struct gs_procinfo *parent_of(struct gs_proc_slots *s, const struct gs_procinfo *p)
 {
 	return p->proc->tgid == p->proc->root ? NULL : gs_procs_get(s, p->proc->ppid);
@@ -180,8 +175,7 @@ static bool is_rank_head(struct gs_proc_slots *s, const struct gs_procinfo *p)
 {
 	const struct gs_procinfo *parent = parent_of(s, p);
 
-	return p->proc->ranks.rank >= 0 &&
-	       !(parent && same_rank(&parent->proc->ranks, &p->proc->ranks));
+	return gs_rank_head(&p->proc->ranks, parent ? &parent->proc->ranks : NULL);
 }
 
 /* Mark every ancestor of p in the table as a launcher (bounded walk). */

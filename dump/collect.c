@@ -214,16 +214,14 @@ static int open_procs(struct collect *c)
 }
 
 /* Process roles, as the profiling session gives them (cli/procs.c): a rank
- * head (a process with a rank whose parent is not a target of that rank:
- * forkserver, resource tracker and DataLoader children inherit RANK) is
- * "main" unless it launches other heads; a -p process with no head below
+ * head (gs_rank_head) is "main" unless it launches other heads; a -p process with no head below
  * it is "main"; the rest "other" (workers become "dataloader" from their
  * frames).  Launchers lose their ranks, as there. */
 static bool is_head(struct collect *c, const struct proc_state *p)
 {
 	const struct proc_state *parent = p->is_root ? NULL : proc_of(c, p->ppid);
 
-	return p->ranks.rank >= 0 && !(parent && parent->ranks.rank == p->ranks.rank);
+	return gs_rank_head(&p->ranks, parent ? &parent->ranks : NULL);
 }
 
 static void assign_roles(struct collect *c)

@@ -139,3 +139,8 @@ int gs_proc_rank_env(uint32_t pid, struct gs_rank_env *r)
 	close(fd);
 	return rc;
 }
+
+bool gs_rank_head(const struct gs_rank_env *r, const struct gs_rank_env *parent)
+{
+	return r->rank >= 0 && !(parent && parent->rank == r->rank && parent->src[0] == r->src[0]);
+}

@@ -248,6 +248,12 @@ void gs_rank_env_parse(struct gs_rank_env *r, const char *buf, size_t n);
  * target is untrusted).  r is GS_RANK_ENV_UNKNOWN when the file cannot be
  * read (a process that hides it is simply unlabelled); returns 0 or -errno. */
 int gs_proc_rank_env(uint32_t pid, struct gs_rank_env *r);
+/* Whether a process with ranks r heads its rank: it has a rank, and its
+ * parent (NULL: none among the targets) does not carry the same one from
+ * the same source (forkserver, resource tracker and DataLoader children
+ * inherit RANK).  The rule behind the "main" process role, in the profile
+ * and in a dump; every ancestor of a head is a launcher. */
+bool gs_rank_head(const struct gs_rank_env *r, const struct gs_rank_env *parent);
 
 /* ---- the process table and its handlers ------------------------------------ */
 
