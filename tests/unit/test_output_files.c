@@ -215,3 +215,39 @@ Test(outfiles, swapped_temporary_never_published)
 	unlink(p);
 	unlink(victim);
 }
+
+static int folded_cpu(const struct gs_profile *p, const char *path, char *err, size_t len)
+{
+	return gs_write_folded(p, GS_FOLDED_CPU, path, err, len);
+}
+
+/* Every writer opens through gs_output_open: none writes through a link
+ * planted at its path (the link and its target stay as they were). */
+Test(outfiles, every_writer_refuses_a_link)
+{
+	static const struct {
+		const char *name;
+		int (*write)(const struct gs_profile *, const char *, char *, size_t);
+	} w[] = { { "pprof", gs_write_pprof },
+		  { "speedscope", gs_write_speedscope },
+		  { "trace", gs_write_trace },
+		  { "folded", folded_cpu } };
+	char target[128], link[128], err[256];
+	struct gs_profile p;
+
+	gs_profile_init(&p);
+	snprintf(target, sizeof(target), "%s/target", tmpdir);
+	put(target, "keep");
+	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+		snprintf(link, sizeof(link), "%s/out.%s", tmpdir, w[i].name);
+		cr_assert_eq(symlink(target, link), 0);
+		err[0] = 0;
+		cr_assert_lt(w[i].write(&p, link, err, sizeof(err)), 0, "%s", w[i].name);
+		cr_assert_not_null(strstr(err, "symbolic link"), "%s: %s", w[i].name, err);
+		assert_content(target, "keep");
+		struct stat st;
+		cr_assert_eq(lstat(link, &st), 0);
+		cr_assert(S_ISLNK(st.st_mode), "%s replaced the link", w[i].name);
+	}
+	gs_profile_free(&p);
+}

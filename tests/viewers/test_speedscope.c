@@ -8,7 +8,7 @@
 
 #include "output/internal.h"
 #include "output/output.h"
-#include "../unit/output_fixture.h"
+#include "viewer_fixture.h"
 
 FX_TMPDIR_SUITE(speedscope, "ss");
 
@@ -338,28 +338,20 @@ Test(speedscope, hostile_names_parse)
 
 Test(speedscope, chromium_imports_json_and_pprof, .timeout = 240)
 {
-	char tool[512], cmd[1024], path[128], pb[128], err[256];
-	snprintf(tool, sizeof(tool), "%s/tests/tools/speedscope_import.sh", fx_root());
+	char cmd[1024], path[128], pb[128], err[256];
 	struct fx x;
 	write_fixture(&x, path, sizeof(path));
 	snprintf(pb, sizeof(pb), "%s/fx.pb.gz", tmpdir);
 	cr_assert_eq(gs_write_pprof(&x.p, pb, err, sizeof(err)), 0, "%s", err);
-	int st;
-	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", tool, path);
-	char *out = fx_run(cmd, &st);
-	cr_assert_neq(st, 77, "a viewer is missing (make deps): %s", out);
-	cr_assert_eq(st, 0, "%s", out);
-	cr_assert_not_null(strstr(out, "Importing as speedscope json file"), "%s", out);
-	free(out);
-	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", tool, pb);
-	out = fx_run(cmd, &st);
-	cr_assert_eq(st, 0, "%s", out);
-	cr_assert_not_null(strstr(out, "Importing as protobuf encoded pprof file"), "%s", out);
-	free(out);
+	viewer_imports(path, "speedscope json file");
+	viewer_imports(pb, "protobuf encoded pprof file");
 	/* and the checker itself fails on junk */
-	snprintf(cmd, sizeof(cmd), "echo junk > %s/junk.json && %s %s/junk.json 2>&1", tmpdir, tool,
-		 tmpdir);
-	out = fx_run(cmd, &st);
+	int st;
+	snprintf(
+	    cmd, sizeof(cmd),
+	    "echo junk > %s/junk.json && %s/tests/tools/speedscope_import.sh %s/junk.json 2>&1",
+	    tmpdir, fx_root(), tmpdir);
+	char *out = fx_run(cmd, &st);
 	cr_assert_eq(st, 1, "junk must fail: %s", out);
 	free(out);
 	gs_profile_free(&x.p);
@@ -368,32 +360,12 @@ Test(speedscope, chromium_imports_json_and_pprof, .timeout = 240)
 /* The long-run form loads in the real speedscope (headless Chromium). */
 Test(speedscope, chromium_imports_long_run, .timeout = 240)
 {
-	char cmd[1024];
+	char path[256];
 	struct gs_profile p;
 	long_run_profile(&p);
 	free(write_long_run(&p, 20000, "stepped"));
-	snprintf(cmd, sizeof(cmd),
-		 "%s/tests/tools/speedscope_import.sh %s/stepped.speedscope.json 2>&1", fx_root(),
-		 tmpdir);
-	int st;
-	char *out = fx_run(cmd, &st);
-	cr_assert_eq(st, 0, "speedscope in Chromium (exit 77: Chromium or speedscope missing): %s",
-		     out);
-	cr_assert_not_null(strstr(out, "Importing as speedscope json file"), "%s", out);
-	free(out);
-	gs_profile_free(&p);
-}
-
-Test(speedscope, refuses_symlink)
-{
-	char link[128], err[256] = "";
-	snprintf(link, sizeof(link), "%s/l.json", tmpdir);
-	cr_assert_eq(symlink("/tmp/gs-nonexistent-target", link), 0);
-	struct gs_profile p;
-	gs_profile_init(&p);
-	cr_assert_lt(gs_write_speedscope(&p, link, err, sizeof(err)), 0);
-	cr_assert_not_null(strstr(err, "symbolic link"), "%s", err);
-	cr_assert_neq(access("/tmp/gs-nonexistent-target", F_OK), 0);
+	snprintf(path, sizeof(path), "%s/stepped.speedscope.json", tmpdir);
+	viewer_imports(path, "speedscope json file");
 	gs_profile_free(&p);
 }
 

@@ -8,7 +8,7 @@
 #include <criterion/criterion.h>
 
 #include "output/output.h"
-#include "../unit/output_fixture.h"
+#include "viewer_fixture.h"
 
 FX_TMPDIR_SUITE(trace, "tr");
 
@@ -163,38 +163,16 @@ Test(trace, hostile_names_parse)
 	gs_profile_free(&p);
 }
 
-Test(trace, refuses_symlink)
-{
-	char link[128], err[256] = "";
-	snprintf(link, sizeof(link), "%s/l.trace.json", tmpdir);
-	cr_assert_eq(symlink("/tmp/gs-nonexistent-target", link), 0);
-	struct gs_profile p;
-	gs_profile_init(&p);
-	cr_assert_lt(gs_write_trace(&p, link, err, sizeof(err)), 0);
-	cr_assert_not_null(strstr(err, "symbolic link"), "%s", err);
-	gs_profile_free(&p);
-}
-
 /* speedscope's Chrome-trace importer in headless Chromium, and the
  * wall-clock speedscope file of the same profile. */
 Test(trace, chromium_imports_trace_and_wall_speedscope, .timeout = 240)
 {
-	char tool[512], cmd[1024], path[128], ss[128], err[256];
-	snprintf(tool, sizeof(tool), "%s/tests/tools/speedscope_import.sh", fx_root());
+	char path[128], ss[128], err[256];
 	struct fx x;
 	write_fx(&x, path, sizeof(path), GS_TRACE_MAX_EVENTS);
 	snprintf(ss, sizeof(ss), "%s/fx.speedscope.json", tmpdir);
 	cr_assert_eq(gs_write_speedscope(&x.p, ss, err, sizeof(err)), 0, "%s", err);
-	int st;
-	snprintf(cmd, sizeof(cmd), "%s %s 'Trace Event Format profile' 2>&1", tool, path);
-	char *out = fx_run(cmd, &st);
-	cr_assert_eq(st, 0, "%s", out);
-	HAS(out, "imported as Trace Event Format profile");
-	free(out);
-	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", tool, ss);
-	out = fx_run(cmd, &st);
-	cr_assert_eq(st, 0, "%s", out);
-	HAS(out, "imported as speedscope json file");
-	free(out);
+	viewer_imports(path, "Trace Event Format profile");
+	viewer_imports(ss, "speedscope json file");
 	gs_profile_free(&x.p);
 }
