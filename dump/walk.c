@@ -21,6 +21,7 @@
 #include "bpf/cfi.h"
 #include "dump/dump_int.h"
 #include "symbolizer/python.h"
+#include "util/vec.h"
 
 /* ---- reads of the target's stack: one page at a time ------------------- */
 
@@ -57,7 +58,7 @@ struct obj_table {
 struct gs_dump_unwinder {
 	struct gs_elf_cache *elf;
 	struct obj_table *tables; /* by gs_elf_obj.id */
-	uint32_t n_tables;
+	size_t n_tables;          /* capacity, all zeroed until tried */
 	struct stack_win win;
 };
 
@@ -74,7 +75,7 @@ void gs_dump_unwinder_free(struct gs_dump_unwinder *u)
 {
 	if (!u)
 		return;
-	for (uint32_t i = 0; i < u->n_tables; i++)
+	for (size_t i = 0; i < u->n_tables; i++)
 		if (u->tables[i].tried && !u->tables[i].err)
 			gs_cfi_table_free(&u->tables[i].t);
 	free(u->tables);
@@ -84,14 +85,11 @@ void gs_dump_unwinder_free(struct gs_dump_unwinder *u)
 static struct obj_table *table_of(struct gs_dump_unwinder *u, struct gs_elf_obj *o)
 {
 	if (o->id >= u->n_tables) {
-		uint32_t n = o->id + 64;
-		struct obj_table *t = realloc(u->tables, n * sizeof(*t));
+		size_t had = u->n_tables;
 
-		if (!t)
+		if (GS_GROW(u->tables, u->n_tables, (size_t)o->id + 1))
 			return NULL;
-		memset(t + u->n_tables, 0, (n - u->n_tables) * sizeof(*t));
-		u->tables = t;
-		u->n_tables = n;
+		memset(u->tables + had, 0, (u->n_tables - had) * sizeof(*u->tables));
 	}
 	struct obj_table *t = &u->tables[o->id];
 
