@@ -10,6 +10,7 @@
 #include "inject/inject.h"
 #include "inject/inject_int.h"
 #include "proc/proc.h"
+#include "symbolizer/python.h"
 
 #define PY_EVAL_PLEASE_STOP_BIT 0x20u /* _PY_EVAL_PLEASE_STOP_BIT, 1 << 5 */
 
@@ -111,19 +112,8 @@ static int read_offsets(uint32_t tgid, uint64_t runtime, uint32_t version_hex, u
 		    "CPython %u.%u is newer than the layouts known (3.%u to 3.%u): "
 		    "gpusample writes into an interpreter only on a layout it knows",
 		    major, minor, GS_PYEXEC_MINOR_MIN, GS_PYEXEC_MINOR_LAST);
-	if ((err = gs_proc_mem_read(tgid, runtime, o, WORDS * 8, NULL)))
-		return gs_inject_say(msg, len, err,
-				     "cannot read _Py_DebugOffsets at 0x%" PRIx64 " (%s)", runtime,
-				     strerror(-err));
-	if (memcmp(o, "xdebugpy", 8))
-		return gs_inject_say(msg, len, -EPROTO,
-				     "_PyRuntime does not start with the _Py_DebugOffsets cookie");
-	if ((o[1] >> 16) != (version_hex >> 16))
-		return gs_inject_say(msg, len, -EPROTO,
-				     "_Py_DebugOffsets.version 0x%" PRIx64 " is not CPython %u.%u",
-				     o[1], major, minor);
-	if (o[2])
-		return gs_inject_say(msg, len, -ENOTSUP, "free-threaded build: not supported");
+	if ((err = gs_py_debug_words(tgid, runtime, version_hex, o, WORDS, msg, len)))
+		return err;
 	return check_offsets(o, *k, msg, len);
 }
 

@@ -542,23 +542,15 @@ static int read_debug_offsets(struct discover *d, uint64_t runtime, uint32_t ver
 	const struct dbg_table *k = NULL;
 	uint32_t minor = (version_hex >> 16) & 255;
 
-	if (rd(d->tgid, runtime, o, sizeof(o))) /* data segment not mapped yet */
-		return fail(d, -EAGAIN, "cannot read _Py_DebugOffsets at _PyRuntime");
-	if (memcmp(o, "xdebugpy", 8))
-		return fail(d, -EPROTO,
-			    "_PyRuntime does not start with the _Py_DebugOffsets cookie "
-			    "\"xdebugpy\": unsupported build (Python frames off)");
-	if ((o[1] >> 16) != (version_hex >> 16))
-		return fail(d, -EPROTO,
-			    "_Py_DebugOffsets.version 0x%" PRIx64 " does not match "
-			    "Py_Version 0x%x: unsupported build (Python frames off)",
-			    o[1], version_hex);
-	if (o[2])
-		return fail(d, -ENOTSUP,
-			    "free-threaded build (%u.%ut): not supported (its frames and "
-			    "code objects are laid out and tagged differently); native "
-			    "stacks only",
-			    version_hex >> 24, minor);
+	char why[256];
+	int err = gs_py_debug_words(d->tgid, runtime, version_hex, o, DBG_WORDS, why, sizeof(why));
+
+	if (err)
+		return fail(d, err, "%s%s", why,
+			    err == -EAGAIN    ? ""
+			    : err == -ENOTSUP ? " (its frames and code objects are laid out and "
+						"tagged differently); native stacks only"
+					      : ": unsupported build (Python frames off)");
 	for (size_t i = 0; i < sizeof(dbg_tables) / sizeof(dbg_tables[0]); i++)
 		if (dbg_tables[i].minor <= minor)
 			k = &dbg_tables[i];
@@ -634,6 +626,29 @@ static int read_debug_offsets(struct discover *d, uint64_t runtime, uint32_t ver
 		.bytes_sval = (uint16_t)o[k->by_sval],
 		.interp_head = (uint16_t)o[5],
 	};
+	return 0;
+}
+
+int gs_py_debug_words(uint32_t pid, uint64_t runtime, uint32_t version_hex, uint64_t *o,
+		      size_t nwords, char *msg, size_t msglen)
+{
+	if (nwords < 3 || rd(pid, runtime, o, nwords * 8))
+		return snprintf(msg, msglen, "cannot read _Py_DebugOffsets at _PyRuntime"), -EAGAIN;
+	if (memcmp(o, "xdebugpy", 8))
+		return snprintf(msg, msglen,
+				"_PyRuntime does not start with the _Py_DebugOffsets cookie "
+				"\"xdebugpy\""),
+		       -EPROTO;
+	if ((o[1] >> 16) != (version_hex >> 16))
+		return snprintf(msg, msglen,
+				"_Py_DebugOffsets.version 0x%" PRIx64 " does not match "
+				"Py_Version 0x%x",
+				o[1], version_hex),
+		       -EPROTO;
+	if (o[2])
+		return snprintf(msg, msglen, "free-threaded build (%u.%ut): not supported",
+				version_hex >> 24, (version_hex >> 16) & 255),
+		       -ENOTSUP;
 	return 0;
 }
 

@@ -123,6 +123,17 @@ struct gs_py_stats {
 };
 void gs_py_get_stats(const struct gs_py *py, struct gs_py_stats *st);
 
+/* The first nwords 8-byte words of the _Py_DebugOffsets at the start of
+ * _PyRuntime (runtime: its address in pid), read and checked for every
+ * reader of CPython 3.13+'s own layout (frame walking here, PEP 768's
+ * debugger fields in inject/): the "xdebugpy" cookie, a version that
+ * matches Py_Version's major.minor (version_hex), not free-threaded.  The
+ * offsets themselves are the caller's to bound.  0; -EAGAIN (unreadable:
+ * the data segment not mapped yet), -EPROTO (no cookie, another version)
+ * or -ENOTSUP (free-threaded), with a sentence in msg. */
+int gs_py_debug_words(uint32_t pid, uint64_t runtime, uint32_t version_hex, uint64_t *o,
+		      size_t nwords, char *msg, size_t msglen);
+
 /* Location of the "[truncated python stack]" marker frame. */
 uint32_t gs_py_truncated_location(struct gs_py *py);
 
