@@ -434,6 +434,11 @@ static void add_comments(struct session *s)
 	gs_profile_add_comment(p, "cpu sampling: %u Hz per CPU (cpu-clock), %ld ns per sample",
 			       p->frequency_hz, (long)p->period_ns);
 	gs_profile_add_comment(p, "duration: %.3f s", p->duration_nanos / 1e9);
+	/* the window on the clock a job's own timers use (Python's
+	 * time.monotonic and perf_counter), to line it up with their logs */
+	if (s->t0_mono)
+		gs_profile_add_comment(p, "window: CLOCK_MONOTONIC %.6f s + %.6f s",
+				       s->t0_mono / 1e9, p->duration_nanos / 1e9);
 	gs_profile_add_comment(p, "cpu samples: %zu, lost: %llu", s->n_samples,
 			       (unsigned long long)st.lost);
 	if (st.unwind_err[GS_UNWIND_NO_TABLE] || st.unwind_err[GS_UNWIND_READ_FAULT] ||

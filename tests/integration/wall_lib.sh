@@ -25,12 +25,7 @@ wall_attach() {
 	[ -e "$T/$name.json.ready" ] || fail "$mode workload not ready in 60 s"
 	target=$(cat "$T/$name.json.ready")
 	gs_start -p "${target:-$wl}" -d "$WALL_SECONDS" -q -o "$T/$name" ${WALL_GS_ARGS:-}
-	/usr/bin/python3 -c 'import time; print(time.monotonic())' > "$T/$name.t0"
 	gs_wait
-	# the loop outlives the window: $T/NAME.t0 is read a little after
-	# sampling began (later still on a loaded machine), so t0 + WALL_SECONDS
-	# can end past gpusample's exit (by 38 ms once in CI)
-	sleep 0.5
 	touch "$T/$name.json.stop"
 	wait "$wl" || { cat "$T/$name.out"; fail "$mode workload exited with $?"; }
 	wall_report "$name"
@@ -82,15 +77,19 @@ wall_in() {
 }
 
 # window_pct NAME: the workload's in-process figure over the profile's
-# window (from gpusample starting to sample, $T/NAME.t0, for the
-# $WALL_SECONDS of -d): the % of it inside the timed calls ("spans" [start, end]), or for
-# [time, run delay] points the run delay's growth over it.
+# window (its "window: CLOCK_MONOTONIC START s + DURATION s" comment: the
+# clock of the workload's perf_counter): the % of it inside the timed calls
+# ("spans" [start, end]), or for [time, run delay] points the run delay's
+# growth over it.
 window_pct() {
-	/usr/bin/python3 - "$T/$1.json" "$T/$1.t0" "$WALL_SECONDS" <<'PY'
-import json, sys
+	/usr/bin/python3 - "$T/$1.json" "$T/$1.pb.gz" <<'PY'
+import gzip, json, re, sys
 d = json.load(open(sys.argv[1]))
-t0 = float(open(sys.argv[2]).read())
-t1 = t0 + float(sys.argv[3])
+m = re.search(rb"window: CLOCK_MONOTONIC ([0-9.]+) s \+ ([0-9.]+) s", gzip.open(sys.argv[2]).read())
+if not m:
+    sys.exit("the profile has no window comment")
+t0 = float(m.group(1))
+t1 = t0 + float(m.group(2))
 sp = d["spans"]
 if "run_delay_frac" in d:  # [time, cumulative run delay]: interpolate at t0, t1
     def at(t):
