@@ -78,6 +78,7 @@ struct cfi_proc {
 	uint64_t last_ns;
 	uint64_t reread_ns; /* current back-off between miss-driven re-reads */
 	uint32_t n_files;   /* file-backed executable mappings at the last read */
+	uint32_t n_found;   /* re-reads that found a new object */
 };
 
 /* 10 ms: right after an exec, ld.so maps libc and the rest within a few
@@ -86,6 +87,11 @@ struct cfi_proc {
  * re-read that would find nothing costs one query per mapping). */
 #define REREAD_MIN_NS 10000000ULL   /* 10 ms */
 #define REREAD_MAX_NS 5000000000ULL /* 5 s */
+/* Past this many re-reads that found something new, a process is mapping
+ * new code all the time (or on purpose: a job can map a fresh file every
+ * 10 ms to have root parse its maps 100 times a second): 100 ms then. */
+#define REREAD_FAST_MAX 256u
+#define REREAD_SLOW_NS  100000000ULL /* 100 ms */
 
 struct gs_cfi {
 	int procs_fd, tables_fd, rules_fd, miss_fd;
@@ -1062,8 +1068,13 @@ static bool exec_maps_unchanged(struct gs_cfi *c, uint32_t tgid)
  * back off while re-reads find nothing new. */
 static void back_off(struct cfi_proc *p, bool found_new)
 {
-	p->reread_ns = found_new                          ? REREAD_MIN_NS
+	if (found_new && p->n_found < REREAD_FAST_MAX)
+		p->n_found++;
+	uint64_t min = p->n_found < REREAD_FAST_MAX ? REREAD_MIN_NS : REREAD_SLOW_NS;
+
+	p->reread_ns = found_new                          ? min
 		       : p->reread_ns * 2 > REREAD_MAX_NS ? REREAD_MAX_NS
+		       : p->reread_ns * 2 < min           ? min
 							  : p->reread_ns * 2;
 }
 
