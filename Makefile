@@ -38,7 +38,7 @@ SYS_LIBS    := -lpthread -ldl -lm
 ARCH := x86
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -I$(BUILD) -Ibpf -I/usr/include/$(shell uname -m)-linux-gnu -Wall -Wno-unused-function
 
-CORE_DIRS := util proc bpf symbolizer output inject dump
+CORE_DIRS := util proc bpf native python gpu symbolizer session output inject dump
 CORE_SRCS := $(filter-out %.bpf.c,$(foreach d,$(CORE_DIRS),$(wildcard $(d)/*.c)))
 CLI_SRCS  := $(wildcard cli/*.c)
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * One CFI table build (bpf/cfi_rows.c, gs_cfi_table_build) of the ELF file
+ * One CFI table build (native/cfi_rows.c, gs_cfi_table_build) of the ELF file
  * argv[1], timed in a fresh process as the builder thread meets a new
  * object: prints "rows N wall_ms W cpu_ms C minflt F".  bench/cfi_build.sh
  * links it against this tree's builder and a baseline's and compares.
@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "gpusample/records.h"
-#include "bpf/cfi.h"
+#include "native/native.h"
 
 static double ms(struct timeval t)
 {

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# CFI table build time (bpf/cfi_rows.c) of one big object, this tree's
+# CFI table build time (native/cfi_rows.c) of one big object, this tree's
 # builder against a baseline revision's, in the same run: bench/cfi_build.c
 # linked against each builder, one build per fresh process (as the builder
 # thread meets a new object), rounds alternating.  Prints each side's median
@@ -19,11 +19,11 @@ ROUNDS=${BENCH_CFI_ROUNDS:-7}
 [ -f build/libgpusample_core.a ] || { echo "cfi_build.sh: run make first" >&2; exit 1; }
 W=$(mktemp -d /tmp/gs-cfibench.XXXXXX)
 trap 'rm -rf "$W"' EXIT
-git show "$BASE:bpf/cfi_rows.c" > "$W/cfi_rows_base.c"
+git show "$BASE:native/cfi_rows.c" | sed "s@\"native/cfi_int.h\"@\"native/cfi_int.h\"@; s@\"bpf/cfi.h\"@\"native/native.h\"@" > "$W/cfi_rows_base.c"
 LIBS="build/libgpusample_core.a -Wl,-Bstatic -lbpf -ldw -lelf -lz -llzma -lbz2 -lzstd -liberty -Wl,-Bdynamic -lpthread -ldl -lm"
 CC="cc -O2 -std=gnu11 -D_GNU_SOURCE -Iinclude -I. -Ibuild"
 # the builder's own file first: its symbols win over the archive's copy
-$CC -o "$W/new" bench/cfi_build.c bpf/cfi_rows.c $LIBS
+$CC -o "$W/new" bench/cfi_build.c native/cfi_rows.c $LIBS
 $CC -o "$W/base" bench/cfi_build.c "$W/cfi_rows_base.c" $LIBS
 for i in $(seq 1 "$ROUNDS"); do
 	for side in base new; do

@@ -23,7 +23,7 @@
  *
  * User space attaches these programs per process with
  * bpf_program__attach_usdt(prog, tgid, agent_path, "gpusample", name, NULL)
- * (bpf/gpu_host.c); attaching raises the probes' semaphores, which is what
+ * (gpu/gpu_host.c); attaching raises the probes' semaphores, which is what
  * arms the agent.
  */
 #ifndef GS_GPU_BPF_H

@@ -40,7 +40,7 @@
  * before its split between them is within a few percent.
  * Time is never sampled: intervals without a stack travel as exact sums in
  * the END records and user space spreads them over the sampled stacks of the
- * same thread and state (cli/offcpu.c).
+ * same thread and state (session/offcpu.c).
  *
  * Scratch: its own slot (GS_SCRATCH_OFFCPU) and one level of nest_depth via
  * gs_fill_stack; see GS_NEST_MAX in common.bpf.h for why that is enough.
@@ -312,7 +312,7 @@ static __always_inline void gs_off_emit_stack(void *ctx, struct task_struct *p, 
 	gs_fill_head(rec, bpf_get_current_pid_tgid(), GS_ORIGIN_OFFCPU);
 	rec->flags = GS_CPU_IN_KERNEL;
 	/* the kernel stack starts with this program and the tracepoint's
-	 * machinery; cli/offcpu.c trims those frames by name */
+	 * machinery; session/offcpu.c trims those frames by name */
 	size = gs_fill_stack(ctx, p, tgid, t, kernel_stacks, rec, st, compat);
 	if (size > GS_CPU_SAMPLE_MAX_SIZE)
 		return;

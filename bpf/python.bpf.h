@@ -380,7 +380,7 @@ fault:
 
 /* Ring-buffer flag for a sample with n_python Python frames: samples of a
  * process younger than GS_PY_YOUNG_NS wake user space at once, which then
- * reads the code objects the stack references (cli/runtimes.c).  A fresh
+ * reads the code objects the stack references (session/runtimes.c).  A fresh
  * spawn worker runs its imports and often its one task within that time,
  * and a module body's code object is freed when its import ends, within
  * milliseconds; other samples wait for the next poll (BPF_RB_NO_WAKEUP). */

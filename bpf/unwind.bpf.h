@@ -18,7 +18,7 @@
  * Callers: gs_fill_stack (bpf/gpusample.bpf.c) and the test driver
  * tests/cfi/cfi_probe.bpf.c.
  *
- * How: processes that user space registered in gs_cfi_procs (bpf/cfi.c,
+ * How: processes that user space registered in gs_cfi_procs (native/cfi.c,
  * gs_cfi_add_process) are walked with .eh_frame rows (bpf/cfi.h): per frame,
  * a binary search over the process's sorted mappings, a page-index lookup
  * and a short binary search over that object's rows (all three skipped when

@@ -9,7 +9,7 @@
 #include "gpusample/records.h"
 #include "bpf/sampler.h"
 #include "bpf/taskregs.h"
-#include "cli/session.h"
+#include "cli/cli.h"
 
 #define GS_CHECK_PROGS 32
 

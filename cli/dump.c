@@ -10,9 +10,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/procs.h"
-#include "cli/session.h"
-#include "cli/session_int.h" /* gs_outputs_set_owner */
+#include "session/procs.h"
+#include "cli/cli.h"
+#include "session/session_int.h" /* gs_outputs_set_owner */
 #include "dump/dump.h"
 #include "output/output.h"
 #include "util/clock.h"

@@ -3,11 +3,12 @@
 #include <stdio.h>
 
 #include "cli/options.h"
-#include "cli/session.h"
+#include "cli/cli.h"
+#include "cli/progress.h"
 
 int main(int argc, char **argv)
 {
-	struct gs_options o;
+	struct gs_cli o;
 	int rc = gs_options_parse(&o, argc, argv);
 
 	if (rc == 1)
@@ -20,8 +21,8 @@ int main(int argc, char **argv)
 	if (o.check)
 		return gs_check_bpf();
 	if (o.dump)
-		return gs_dump_main(&o);
+		return gs_dump_main(&o.run);
 	if (o.merge_out)
 		return gs_merge_files(o.merge_out, o.merge_in, o.n_merge_in);
-	return gs_session_run(&o);
+	return gs_session_run(&o.run, gs_progress_show);
 }

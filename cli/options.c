@@ -78,83 +78,6 @@ void gs_options_usage(FILE *out)
 	    "speedscope.\n");
 }
 
-static int put_char(char *out, size_t outlen, size_t *n, char c)
-{
-	if (*n + 1 >= outlen)
-		return -ENAMETOOLONG;
-	out[(*n)++] = c;
-	return 0;
-}
-
-static int put_str(char *out, size_t outlen, size_t *n, const char *s, bool host)
-{
-	int rc = 0;
-
-	for (; *s && !rc; s++) {
-		char c = *s;
-
-		/* A host name is a path component here: nothing that could
-		 * climb or split the path. */
-		if (host && !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-			      (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
-			c = '_';
-		rc = put_char(out, outlen, n, c);
-	}
-	return rc;
-}
-
-int gs_expand_prefix(const char *tmpl, const struct gs_prefix_vars *v, char *out, size_t outlen,
-		     char *err, size_t errlen)
-{
-	char num[24];
-	size_t n = 0;
-	int rc = 0;
-
-	for (const char *t = tmpl; *t && !rc; t++) {
-		if (*t != '%') {
-			rc = put_char(out, outlen, &n, *t);
-			continue;
-		}
-		switch (*++t) {
-		case '%':
-			rc = put_char(out, outlen, &n, '%');
-			break;
-		case 'h':
-			rc = put_str(out, outlen, &n, v->host && *v->host ? v->host : "unknown",
-				     true);
-			break;
-		case 'p':
-			snprintf(num, sizeof(num), "%u", v->pid);
-			rc = put_str(out, outlen, &n, num, false);
-			break;
-		case 'r':
-			if (v->rank < 0) {
-				snprintf(err, errlen,
-					 "-o %s: %%r needs the rank, but neither RANK nor "
-					 "OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID is set "
-					 "(use %%h and %%p)",
-					 tmpl);
-				return -EINVAL;
-			}
-			snprintf(num, sizeof(num), "%lld", (long long)v->rank);
-			rc = put_str(out, outlen, &n, num, false);
-			break;
-		default:
-			snprintf(
-			    err, errlen,
-			    "-o %s: unknown %%%s (use %%h host, %%p pid, %%r rank, %%%% for %%)",
-			    tmpl, *t ? (char[2]){ *t, 0 } : "at the end");
-			return -EINVAL;
-		}
-	}
-	if (rc) {
-		snprintf(err, errlen, "-o %s: the expanded name is too long", tmpl);
-		return rc;
-	}
-	out[n] = '\0';
-	return 0;
-}
-
 static int parse_pids(struct gs_options *o, const char *arg)
 {
 	char *dup = strdup(arg), *save = NULL;
@@ -393,18 +316,20 @@ static int handle_opt(struct gs_options *o, int c, const char *arg)
 	}
 }
 
-int gs_options_parse(struct gs_options *o, int argc, char **argv)
+int gs_options_parse(struct gs_cli *cli, int argc, char **argv)
 {
+	struct gs_options *o = &cli->run;
 	int c, rc;
 
+	memset(cli, 0, sizeof(*cli));
 	set_defaults(o);
 	if (argc >= 2 && !strcmp(argv[1], "report")) {
 		if (argc < 3) {
 			gs_log("usage: gpusample report FILE.pb.gz [FILE.pb.gz...]\n");
 			return -EINVAL;
 		}
-		o->report_files = &argv[2];
-		o->n_report_files = argc - 2;
+		cli->report_files = &argv[2];
+		cli->n_report_files = argc - 2;
 		return 0;
 	}
 	if (argc >= 2 && !strcmp(argv[1], "check")) {
@@ -412,7 +337,7 @@ int gs_options_parse(struct gs_options *o, int argc, char **argv)
 			gs_log("usage: gpusample check\n");
 			return -EINVAL;
 		}
-		o->check = true;
+		cli->check = true;
 		return 0;
 	}
 	if (argc >= 2 && !strcmp(argv[1], "merge")) {
@@ -420,13 +345,13 @@ int gs_options_parse(struct gs_options *o, int argc, char **argv)
 			gs_log("usage: gpusample merge OUT.pb.gz IN.pb.gz [IN.pb.gz...]\n");
 			return -EINVAL;
 		}
-		o->merge_out = argv[2];
-		o->merge_in = &argv[3];
-		o->n_merge_in = argc - 3;
+		cli->merge_out = argv[2];
+		cli->merge_in = &argv[3];
+		cli->n_merge_in = argc - 3;
 		return 0;
 	}
 	if (argc >= 2 && !strcmp(argv[1], "dump")) {
-		o->dump = true;
+		cli->dump = true;
 		argv++;
 		argc--;
 	}
@@ -438,7 +363,7 @@ int gs_options_parse(struct gs_options *o, int argc, char **argv)
 	}
 	if (optind < argc)
 		o->command = &argv[optind];
-	if (o->dump && (o->command || !o->n_pids)) {
+	if (cli->dump && (o->command || !o->n_pids)) {
 		gs_log("usage: gpusample dump -p PID[,PID...] [-o PREFIX] [--no-children] "
 		       "[--no-python] [--no-cfi]\n");
 		return -EINVAL;

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/session.h"
+#include "cli/cli.h"
 #include "gpusample/profile.h"
 #include "output/output.h"
 #include "util/log.h"

@@ -3,12 +3,9 @@
 #ifndef GS_CLI_PROGRESS_H
 #define GS_CLI_PROGRESS_H
 
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
+#include "session/session.h"
 
-void gs_progress_set_gpu(const char *summary); /* "" when no GPU agent seen */
-void gs_progress_line(double elapsed_s, size_t cpu_samples, uint64_t lost, uint32_t live_procs,
-		      uint32_t all_procs, bool final);
+/* Draw p as the one progress line (\r, erase line; a newline when final). */
+void gs_progress_show(const struct gs_session_progress *p);
 
 #endif

@@ -21,7 +21,8 @@
 #include "dump/dump_int.h"
 #include "gpusample/procstat.h"
 #include "output/output.h"
-#include "symbolizer/python.h"
+#include "python/python.h"
+#include "native/native.h"
 #include "symbolizer/symbolizer.h"
 #include "util/clock.h"
 #include "util/vec.h"
@@ -213,7 +214,7 @@ static int open_procs(struct collect *c)
 	return 0;
 }
 
-/* Process roles, as the profiling session gives them (cli/procs.c): a rank
+/* Process roles, as the profiling session gives them (session/procs.c): a rank
  * head (gs_rank_head) is "main" unless it launches other heads; a -p process with no head below
  * it is "main"; the rest "other" (workers become "dataloader" from their
  * frames).  Launchers lose their ranks, as there. */

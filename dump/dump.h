@@ -24,7 +24,7 @@
  *    configuration of discovery (struct gs_py_cfg: thread state through
  *    the thread's fsbase and the TSS key, as the BPF walker does), giving
  *    the same struct gs_py_frame records, symbolized and merged by
- *    symbolizer/python.h as a profile's are;
+ *    python/python.h as a profile's are;
  *  - without the task iterator (a kernel without BTF or iter/task),
  *    /proc/PID/task/TID/{stat,syscall,stack}: the state, the stack and
  *    instruction pointer of a thread in a system call (no frame pointer:
@@ -90,7 +90,7 @@ int gs_dump_print(const struct gs_profile *prof, const struct gs_dump_stats *st,
 /* The raw stacks of every thread of tgids[0..n) now, not symbolized: the
  * frame runs of a CPU sample (gpusample/records.h), for a caller with its
  * own symbolizer.  The sampling session takes the stacks of threads asleep
- * when its window opens from here (cli/offcpu.c), so a wait that began
+ * when its window opens from here (session/offcpu.c), so a wait that began
  * before gpusample attached has its user stack too.  Only the task
  * iterator's path: -ENOTSUP (err says why) where it cannot load, and the
  * caller falls back to what it had.  fn is called per thread, its

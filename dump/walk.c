@@ -18,9 +18,9 @@
 #include <string.h>
 
 #include "gpusample/records.h"
-#include "bpf/cfi.h"
+#include "native/native.h"
 #include "dump/dump_int.h"
-#include "symbolizer/python.h"
+#include "python/python.h"
 #include "util/vec.h"
 
 /* ---- reads of the target's stack: one page at a time ------------------- */

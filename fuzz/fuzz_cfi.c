@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer harness: the CFI table builder (bpf/cfi_rows.c) on crafted ELF
+ * libFuzzer harness: the CFI table builder (native/cfi_rows.c) on crafted ELF
  * objects, the way a hostile job can hand them to gpusample (a library it
  * maps).  An input starting with "\x7fELF" is the whole file; anything else
  * is taken as the contents of .eh_frame and wrapped into a minimal x86-64
@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "gpusample/records.h"
-#include "bpf/cfi.h"
+#include "native/native.h"
 
 static const char shstrtab[] = "\0.eh_frame\0.shstrtab";
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * libFuzzer harness: cubins from the agent channel through the walled
- * libcupti path (symbolizer/cuda.c).  A mutated cubin made the toolkit's
+ * libcupti path (gpu/cuda.c).  A mutated cubin made the toolkit's
  * libcupti loop allocating in root's gpusample; every
  * cuptiGetSassToSourceCorrelation now runs in a child under RLIMIT_AS and
  * RLIMIT_CPU, killed at its deadline.  The input is the cubin; its kernel
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 
 #include "gpusample/profile.h"
-#include "symbolizer/cuda.h"
+#include "gpu/gpu.h"
 
 #define WALL_MS  2000
 #define WALL_MEM (256ull << 20)

@@ -2,9 +2,9 @@
 /*
  * libFuzzer harness: GPU agent records, as the target's agent writes them
  * into the ring buffer, through every host-side parser and the join:
- * bpf/gpu_host.c (state, stall tables, cubin reads under the caps),
- * symbolizer/cuda.c (stall tables, device facts, cubin ELF, comments) and
- * symbolizer/join.c (launches, PC batches, emit), each record through the
+ * gpu/gpu_host.c (state, stall tables, cubin reads under the caps),
+ * gpu/cuda.c (stall tables, device facts, cubin ELF, comments) and
+ * gpu/join.c (launches, PC batches, emit), each record through the
  * one codec (include/gpusample/records_codec.h) as in the session, whose
  * verdicts must agree (gs_rec_check, the typed decoders, gs_rec_stack and
  * the CPU stack's origin; an abort otherwise).  The agent runs in the
@@ -33,12 +33,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bpf/gpu_host.h"
+#include "gpu/gpu.h"
 #include "gpusample/profile.h"
 #include "gpusample/records.h"
 #include "gpusample/records_codec.h"
-#include "symbolizer/cuda.h"
-#include "symbolizer/join.h"
+#include "gpu/gpu.h"
+#include "gpu/gpu.h"
 
 struct run {
 	struct gs_profile p;

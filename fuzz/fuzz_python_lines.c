@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer harness: CPython line tables (symbolizer/python_lines.c) as a
+ * libFuzzer harness: CPython line tables (python/python_lines.c) as a
  * hostile interpreter can shape them in its code objects.  Input: one byte
  * choosing the format (lnotab <= 3.9, 3.10 linetable, 3.11+ locations),
  * 4 bytes firstlineno, 4 bytes f_lasti, then the table.
@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "symbolizer/python.h"
+#include "python/python.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

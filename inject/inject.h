@@ -45,7 +45,7 @@
  * or from where.  A forked child with the job's uid, gids and root checks
  * that it can read both files before the request is written.
  *
- * Session wiring (cli/gpu.c):
+ * Session wiring (session/gpu.c):
  *   gs_inject_start(&req, &j, msg, len)   once per target root whose
  *                                        CPython is known and whose agent is
  *                                        not mapped

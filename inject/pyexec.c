@@ -10,7 +10,7 @@
 #include "inject/inject.h"
 #include "inject/inject_int.h"
 #include "proc/proc.h"
-#include "symbolizer/python.h"
+#include "python/python.h"
 
 #define PY_EVAL_PLEASE_STOP_BIT 0x20u /* _PY_EVAL_PLEASE_STOP_BIT, 1 << 5 */
 

@@ -100,7 +100,7 @@ static void dropped(struct rpt *r)
 		fputc('\n', r->out);
 }
 
-/* The event that sampled the CPUs, from cli/session.c's comment ("" when
+/* The event that sampled the CPUs, from session/session.c's comment ("" when
  * the profile has none: a merged or older file). */
 static const char *sample_event(const struct gs_profile *p)
 {

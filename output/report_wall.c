@@ -29,7 +29,7 @@ struct who {
 	bool has_rank;
 };
 
-/* Who took the CPUs while the job waited for one (cli/machine.c's comment
+/* Who took the CPUs while the job waited for one (session/machine.c's comment
  * and the job's own threads): known = the comment was there. */
 struct machine {
 	bool known;
@@ -80,7 +80,7 @@ static bool has_offcpu(const struct gs_profile *p)
 	return false;
 }
 
-/* Whether off-CPU time was recorded, from the comment cli/offcpu.c writes:
+/* Whether off-CPU time was recorded, from the comment session/offcpu.c writes:
  * a profile without off-CPU samples is not necessarily a --no-offcpu one (a
  * process that exits within the first tens of ms leaves none).  -1: no such
  * comment (an older gpusample). */

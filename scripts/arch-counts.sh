@@ -25,7 +25,7 @@ if [ "${1:-}" = --check ]; then
 	exit
 fi
 B=${1:-build}
-SRC="bpf cli symbolizer output gpu_sampler $( [ -d proc ] && echo proc || true ) util"
+SRC="bpf cli session native python gpu symbolizer proc dump inject output gpu_sampler util"
 c() { grep -rlE "$1" --include=*.c --include=*.h $SRC 2>/dev/null | grep -v '\.bpf\.' | grep -vE "${2:-^$}" || true; }
 show() { local n; n=$(printf '%s\n' "$2" | grep -c . || true); printf '%-44s %3d  %s\n' "$1" "$n" "$(echo $2)"; }
 
@@ -91,13 +91,14 @@ print(f"{'handler-to-handler calls':44s} {len(hh):3d}  {' '.join(hh)}")
 up = sorted(f"{a} -> {d}" for a, ds in edges.items() for d in ds
             if d.startswith("cli/") and not a.startswith("cli/"))
 print(f"{'calls into cli/ from other components':44s} {len(up):3d}  {' '.join(up)}")
-# cycles among cli/ files (Tarjan's strongly connected components)
-nodes = sorted(n for n in edges.keys() | {d for ds in edges.values() for d in ds} if n.startswith("cli/"))
+# cycles among the engine's files, cli/ and session/ (Tarjan's strongly connected components)
+eng = lambda n: n.startswith("cli/") or n.startswith("session/")
+nodes = sorted(n for n in edges.keys() | {d for ds in edges.values() for d in ds} if eng(n))
 idx, low, st, on, sccs, k = {}, {}, [], set(), [], [0]
 def visit(v):
     idx[v] = low[v] = k[0]; k[0] += 1; st.append(v); on.add(v)
     for w in edges.get(v, ()):
-        if not w.startswith("cli/"): continue
+        if not eng(w): continue
         if w not in idx: visit(w); low[v] = min(low[v], low[w])
         elif w in on: low[v] = min(low[v], idx[w])
     if low[v] == idx[v]:
@@ -109,5 +110,5 @@ def visit(v):
 sys.setrecursionlimit(10000)
 for v in nodes:
     if v not in idx: visit(v)
-print(f"{'call cycles among cli/ files':44s} {len(sccs):3d}  {' | '.join(' <-> '.join(c) for c in sccs)}")
+print(f"{'call cycles among cli/ and session/ files':44s} {len(sccs):3d}  {' | '.join(' <-> '.join(c) for c in sccs)}")
 PY

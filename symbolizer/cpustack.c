@@ -5,7 +5,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "symbolizer/python.h"
+#include "python/python.h"
+#include "native/native.h"
 #include "symbolizer/symbolizer.h"
 
 /* Leaf-first user part: native frames, merged with the Python frames where

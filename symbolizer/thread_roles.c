@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "native/native.h"
 #include "symbolizer/symbolizer.h"
 #include "util/hashmap.h"
 #include "util/vec.h"

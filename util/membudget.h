@@ -24,9 +24,9 @@
 #define GS_MEM_BUDGET_DEFAULT (1ull << 30)
 
 enum gs_mem_kind {
-	GS_MEM_PERF_MAPS,  /* parsed perf maps (symbolizer/perfmap.c) */
-	GS_MEM_CFI_TABLES, /* unwind tables in BPF maps, kernel memory (bpf/cfi.c) */
-	GS_MEM_GPU_STORES, /* kernel names and PC locations (symbolizer/cuda.c) */
+	GS_MEM_PERF_MAPS,  /* parsed perf maps (native/perfmap.c) */
+	GS_MEM_CFI_TABLES, /* unwind tables in BPF maps, kernel memory (native/cfi.c) */
+	GS_MEM_GPU_STORES, /* kernel names and PC locations (gpu/cuda.c) */
 	GS_MEM_KINDS,
 };
 

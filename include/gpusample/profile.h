@@ -33,7 +33,7 @@ enum gs_value {
 	GS_V_OFFCPU_NS,      /* offcpu/nanoseconds: time off a CPU (blocked
 				* or runnable), from sched_switch.  An off-CPU
 				* sample has samples = 0, cpu = 0, offcpu = its
-				* duration (scaled, see cli/offcpu.c), time_ns
+				* duration (scaled, see session/offcpu.c), time_ns
 				* = its start (the switch-out, or the wake-up
 				* for the runnable part of a blocked interval),
 				* thread_state "blocked" or "runnable".  Per

@@ -2,7 +2,7 @@
 /*
  * cfi_probe: test driver for the CFI unwinder, independent of the CLI.
  * Samples a process (and its fork children) with cpu-clock perf events,
- * unwinds user stacks with bpf/unwind.bpf.h and tables from bpf/cfi.c,
+ * unwinds user stacks with bpf/unwind.bpf.h and tables from native/cfi.c,
  * symbolizes with libdwfl while the target is alive and prints folded stacks
  * (root first, "a;b;c count") on stdout; figures on stderr.
  *
@@ -33,7 +33,7 @@
 #include <bpf/libbpf.h>
 
 #include "gpusample/records.h"
-#include "bpf/cfi.h"
+#include "native/native.h"
 #include "cfi_probe.skel.h"
 
 struct probe_sample {

@@ -5,7 +5,7 @@
 #   $(BUILD)/fakes/libcuda.so.1     driver double (SONAME libcuda.so.1)
 #   $(BUILD)/fakes/libcupti.so.13   CUPTI double (SONAME libcupti.so.13)
 #   $(BUILD)/fakes/gs_gpu_driver    attaches to the agent like gpusample does
-#                                   (BPF + bpf/gpu_host.c) and summarizes
+#                                   (BPF + gpu/gpu_host.c) and summarizes
 #   make gpu-cubins                 rebuild tests/fakes/cubins/*.cubin with nvcc
 #                                   (committed, so CI needs no nvcc)
 

@@ -1,6 +1,6 @@
 # Helpers for tests/integration/t_gpu_*.sh (sourced after lib.sh): run the
 # PyTorch-shaped app on the CUDA/CUPTI doubles with the agent injected, and
-# attach to it with gs_gpu_driver (gpusample's BPF object + bpf/gpu_host.c).
+# attach to it with gs_gpu_driver (gpusample's BPF object + gpu/gpu_host.c).
 FAKES=$ROOT/$BUILD/fakes
 AGENT=$ROOT/$BUILD/libgpusample_agent.so
 APP_PY=$ROOT/tests/fakes/gpu_app.py

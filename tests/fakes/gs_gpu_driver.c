@@ -2,7 +2,7 @@
 /*
  * Test driver for the GPU path without the CLI: loads gpusample's BPF object
  * (bpf/sampler.c), attaches to the agent in PID the way gpusample does
- * (bpf/gpu_host.c), optionally several times, and prints what reached the
+ * (gpu/gpu_host.c), optionally several times, and prints what reached the
  * host as "key value" lines for tests/integration/t_gpu_*.sh.
  *
  * usage: gs_gpu_driver -p PID [-n ATTACHES] [-t SECONDS_ATTACHED] [-g GAP_S]
@@ -19,11 +19,11 @@
 #include <time.h>
 #include <unistd.h>
 #include "bpf/sampler.h"
-#include "bpf/gpu_host.h"
+#include "gpu/gpu.h"
 #include "gpusample/profile.h"
 #include "gpusample/records_codec.h"
 #include "gpusample/stall.h"
-#include "symbolizer/python.h"
+#include "python/python.h"
 #include "gpusample.skel.h"
 
 #define MAX_TABLES 16

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* A libcupti whose SASS-to-source call does what the real one did with a
  * mutated cubin (issue 24): it blocks every signal it can and allocates
- * forever.  Only the wall around libcupti (symbolizer/cuda.c) ends it. */
+ * forever.  Only the wall around libcupti (gpu/cuda.c) ends it. */
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>

@@ -4,8 +4,8 @@
 # tasks on one node expands to one path twice; the run that comes second
 # must leave the first one's profile as it was (same user, same directory:
 # the realistic case).  The file creation itself is the output layer's
-# (output/common.c gs_output_open, cli/outputs.c); a name made from a
-# template is checked before the run starts (cli/ranks.c): the second run
+# (output/common.c gs_output_open, session/outputs.c); a name made from a
+# template is checked before the run starts (session/ranks.c): the second run
 # is refused with a message saying what to do.
 source "$(dirname "$0")/lib.sh"
 [ -x "$GS" ] || fail "$GS missing"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* CFI row builder (bpf/cfi_rows.c) against binutils' own reading of .eh_frame:
+/* CFI row builder (native/cfi_rows.c) against binutils' own reading of .eh_frame:
  * every row that `readelf --debug-dump=frames-interp` prints for the test
  * library (build/workloads/libnofp.so, -O2 -fomit-frame-pointer) and for
  * glibc must give the same rule through gs_cfi_table_lookup. */
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "gpusample/records.h"
-#include "bpf/cfi.h"
+#include "native/native.h"
 
 #define LIBC "/lib/x86_64-linux-gnu/libc.so.6"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* GPU PC symbolization (symbolizer/cuda.c) against real nvcc-built cubins
+/* GPU PC symbolization (gpu/cuda.c) against real nvcc-built cubins
  * (tests/unit/cuda/kernels.cu, sm_90, with and without -lineinfo) and the
  * real libcupti's offline functions, which need no GPU.  Tests that need
  * libcupti skip (with the reason) where it is not installed. */
@@ -16,8 +16,8 @@
 
 #include "gpusample/profile.h"
 #include "gpusample/records.h"
-#include "symbolizer/cuda.h"
-#include "symbolizer/cuda_internal.h"
+#include "gpu/gpu.h"
+#include "gpu/cuda_internal.h"
 
 #ifndef GS_CUDA_FIXTURES
 #define GS_CUDA_FIXTURES "tests/unit/cuda"
@@ -30,7 +30,7 @@
 #if __has_include(<cupti_pcsampling.h>)
 #include <cupti_pcsampling.h>
 #include <stddef.h>
-/* The mirrors in symbolizer/cuda_internal.h must match the real header. */
+/* The mirrors in gpu/cuda_internal.h must match the real header. */
 _Static_assert(sizeof(struct gs_cupti_sass_params) == CUpti_GetSassToSourceCorrelationParamsSize,
 	       "sass params size");
 _Static_assert(offsetof(struct gs_cupti_sass_params, lineNumber) ==
@@ -554,7 +554,7 @@ Test(cuda, comments_carry_device_facts)
 /* ---- wire records end to end (records.h -> cuda + join -> profile) ------- */
 
 #include "gpusample/records.h"
-#include "symbolizer/join.h"
+#include "gpu/gpu.h"
 
 struct rec_buf {
 	unsigned char b[4096];

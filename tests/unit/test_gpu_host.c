@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* bpf/gpu_host.c record handling: per-process GPU state, warp-sample
+/* gpu/gpu_host.c record handling: per-process GPU state, warp-sample
  * counting against each context's own stall table, summary line. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "bpf/gpu_host.h"
+#include "gpu/gpu.h"
 
 static void hdr(struct gs_rec_hdr *h, uint16_t type, uint32_t size)
 {

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
-/* The CPU <-> GPU join (symbolizer/join.c): exact by correlation id,
+/* The CPU <-> GPU join (gpu/join.c): exact by correlation id,
  * proportional over launch stacks, unknown launches, windows. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <string.h>
 
 #include "gpusample/profile.h"
-#include "symbolizer/join.h"
+#include "gpu/gpu.h"
 
 static struct gs_profile P;
 

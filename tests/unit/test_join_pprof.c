@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* GPU samples made by symbolizer/cuda.c + join.c, written by the pprof
+/* GPU samples made by gpu/cuda.c + join.c, written by the pprof
  * writer and read back by an independent reader, `go tool pprof`, the way
  * a user would: -sample_index=gpu_samples -lines -top, -tags, -tagfocus.
  * Skips when go is not installed. */
@@ -11,8 +11,8 @@
 
 #include "gpusample/profile.h"
 #include "output/output.h"
-#include "symbolizer/cuda.h"
-#include "symbolizer/join.h"
+#include "gpu/gpu.h"
+#include "gpu/gpu.h"
 
 #ifndef GS_CUDA_FIXTURES
 #define GS_CUDA_FIXTURES "tests/unit/cuda"

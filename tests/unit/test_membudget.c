@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include "gpusample/profile.h"
-#include "symbolizer/cuda.h"
-#include "symbolizer/sym_internal.h"
+#include "gpu/gpu.h"
+#include "native/sym_internal.h"
 #include "util/membudget.h"
 
 Test(membudget, charges_add_up_across_kinds)

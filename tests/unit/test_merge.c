@@ -3,7 +3,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include "gpusample/profile.h"
-#include "symbolizer/python.h"
+#include "python/python.h"
 
 static struct gs_profile p;
 

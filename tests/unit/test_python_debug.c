@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* gs_py_debug_offsets (symbolizer/python.c) on the _Py_DebugOffsets that
+/* gs_py_debug_offsets (python/python.c) on the _Py_DebugOffsets that
  * real interpreters publish: fixtures tests/unit/python_debug/VERSION.txt
  * are the first 96 words of _PyRuntime in Debian sid's python3.14 and
  * python3.15 (read from their ELF files).  The reader goes through
@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include "symbolizer/python_int.h"
+#include "python/python_int.h"
 #include "tests/unit/fixture_words.h"
 
 static uint64_t words[96];

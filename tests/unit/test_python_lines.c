@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "symbolizer/python.h"
+#include "python/python.h"
 
 static int hexval(char c)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Ranks from the environment (proc/environ.c), process roles of distributed
- * jobs (cli/procs.c), and -o template expansion (cli/options.c). */
+ * jobs (session/procs.c), and -o template expansion (cli/options.c). */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <signal.h>
@@ -10,8 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli/options.h"
-#include "cli/procs.h"
+#include "session/session.h"
+#include "session/procs.h"
 
 static struct gs_rank_env parse(const char *const *env)
 {

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
-/* cli/rawstacks.c: stacks are interned from the codec's views of real
+/* session/rawstacks.c: stacks are interned from the codec's views of real
  * records, so a launch stack (a CPU sample with origin launch) narrowed to
  * the program's frames is the same raw stack as a timer sample with those
  * frames, and a view's frame runs are stored in order. */
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "cli/rawstacks.h"
+#include "session/rawstacks.h"
 
 static _Alignas(8) unsigned char buf[2][4096];
 
@@ -65,7 +65,7 @@ Test(rawstacks, narrowed_launch_stack_is_the_timer_sample)
 	int64_t whole = gs_rawstacks_intern(&t, &launch, 0, &is_new);
 	cr_expect(is_new && whole != a, "with kernel and agent frames: another stack");
 
-	/* what cli/gpu.c does to a launch stack: no kernel frames, no agent path */
+	/* what session/gpu.c does to a launch stack: no kernel frames, no agent path */
 	launch.kernel += launch.n_kernel;
 	launch.n_kernel = 0;
 	launch.user += 1;

@@ -391,7 +391,7 @@ Test(report, workers_found_by_stack)
 	gs_profile_free(&p);
 }
 
-/* Off-CPU recording was on (cli/offcpu.c's comment) but the profile holds no
+/* Off-CPU recording was on (session/offcpu.c's comment) but the profile holds no
  * off-CPU sample (a process that exits within tens of ms): the report says
  * so and does not tell the user to drop an option they did not give. */
 Test(report, offcpu_on_without_offcpu_samples)

@@ -4,7 +4,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "cli/session_int.h"
+#include "session/session_int.h"
 #include "gpusample/profile.h"
 
 static const char *note(const char *why)

@@ -25,8 +25,8 @@
 #include <unistd.h>
 
 #include "gpusample/profile.h"
-#include "symbolizer/symbolizer.h"
-#include "symbolizer/sym_internal.h"
+#include "native/native.h"
+#include "native/sym_internal.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 

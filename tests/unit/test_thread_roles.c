@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 
 #include "output_fixture.h"
+#include "native/native.h"
 #include "symbolizer/symbolizer.h"
 
 struct roles_fx {

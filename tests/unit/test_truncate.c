@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 #include "gpusample/records.h"
-#include "bpf/cfi.h"
-#include "symbolizer/sym_internal.h"
+#include "native/native.h"
+#include "native/sym_internal.h"
 
 /* A private copy of this test binary (a few MB with .eh_frame and .symtab). */
 static char *copy_self(char *path, size_t len, size_t *size)

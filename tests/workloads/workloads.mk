@@ -13,14 +13,14 @@ $(BUILD)/workloads/nofp_%: tests/workloads/nofp_%.c $(BUILD)/workloads/libnofp.s
 	$(CC) $(NOFP_CFLAGS) -o $@ $< -L$(BUILD)/workloads -lnofp -Wl,-rpath,'$$ORIGIN' -lpthread -lm
 
 # CFI test driver: its own small BPF object including bpf/unwind.bpf.h, plus
-# bpf/cfi.c and bpf/cfi_rows.c compiled in directly so it does not depend on the sampler's object;
+# native/cfi.c and native/cfi_rows.c compiled in directly so it does not depend on the sampler's object;
 # the core archive after it supplies proc/ (maps reader, ELF objects).
 $(BUILD)/cfi_probe.bpf.o: tests/cfi/cfi_probe.bpf.c $(BPF_HDRS) bpf/cfi.h $(BUILD)/vmlinux.h
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
-$(BUILD)/tests/cfi_probe: tests/cfi/cfi_probe.c bpf/cfi.c bpf/cfi_rows.c bpf/cfi.h bpf/cfi_int.h $(BUILD)/cfi_probe.skel.h $(BUILD)/libgpusample_core.a
+$(BUILD)/tests/cfi_probe: tests/cfi/cfi_probe.c native/cfi.c native/cfi_rows.c bpf/cfi.h native/cfi_int.h $(BUILD)/cfi_probe.skel.h $(BUILD)/libgpusample_core.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ tests/cfi/cfi_probe.c bpf/cfi.c bpf/cfi_rows.c $(BUILD)/libgpusample_core.a $(STATIC_LIBS) $(SYS_LIBS)
+	$(CC) $(CFLAGS) -o $@ tests/cfi/cfi_probe.c native/cfi.c native/cfi_rows.c $(BUILD)/libgpusample_core.a $(STATIC_LIBS) $(SYS_LIBS)
 
 TEST_HELPERS += $(BUILD)/workloads/libnofp.so $(BUILD)/tests/cfi_probe
 

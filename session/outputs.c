@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Output paths of a session, checked before sampling starts (docs/SECURITY.md):
+ * a run must never end with nowhere to write, and root must never write
+ * through or over something the caller or the target's user did not mean.
+ * The file creation rules themselves live in output/common.c.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "session/session_int.h"
+#include "output/output.h"
+#include "util/log.h"
+
+/* A decimal id from SUDO_UID / SUDO_GID; -1 if absent or not a number. */
+static long sudo_id(const char *name)
+{
+	const char *v = getenv(name);
+	char *end;
+	long id;
+
+	if (!v || !*v)
+		return -1;
+	errno = 0;
+	id = strtol(v, &end, 10);
+	if (errno || *end || id < 0 || id >= (long)UINT32_MAX)
+		return -1;
+	return id;
+}
+
+void gs_outputs_set_owner(void)
+{
+	long uid = sudo_id("SUDO_UID"), gid = sudo_id("SUDO_GID");
+
+	/* Files written as root under sudo belong to the user who asked. */
+	if (geteuid() == 0 && uid >= 0 && gid >= 0)
+		gs_output_set_owner((uid_t)uid, (gid_t)gid);
+}
+
+static const char *const out_suffix[] = { ".pb.gz", ".speedscope.json", ".cpu.folded" };
+
+/* "-o dir/" or "-o dir" for an existing directory would write hidden
+ * dir/.pb.gz files or siblings nobody looks for: ask for a file prefix. */
+static int check_prefix(const char *prefix)
+{
+	struct stat st;
+	size_t n = strlen(prefix);
+
+	if (!n || prefix[n - 1] == '/' || (!stat(prefix, &st) && S_ISDIR(st.st_mode))) {
+		gs_log("-o %s is a directory; -o takes a file prefix "
+		       "(e.g. -o %s%sprofile writes %s%sprofile.pb.gz)\n",
+		       prefix, prefix, n && prefix[n - 1] == '/' ? "" : "/", prefix,
+		       n && prefix[n - 1] == '/' ? "" : "/");
+		return -EISDIR;
+	}
+	return 0;
+}
+
+int gs_outputs_check(const struct session *s)
+{
+	char path[PATH_MAX + 32], err[PATH_MAX + 200];
+
+	if (check_prefix(s->prefix))
+		return -EINVAL;
+	for (int i = 0; i < 3; i++) {
+		if (!(s->o->formats & (1u << i)))
+			continue;
+		snprintf(path, sizeof(path), "%s%s", s->prefix, out_suffix[i]);
+		if (gs_output_check(path, err, sizeof(err))) {
+			gs_log("%s\n", err);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,830 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The profiling session: the one place that wires bpf/ (records in),
+ * symbolizer/ (addresses -> frames) and output/ (writers) together.
+ *
+ * During the run only cheap work happens per record (stack dedupe, maps
+ * snapshots of new processes, eager reads of new Python code objects); all
+ * native symbolization is deferred to the end, once per distinct stack and
+ * address, so the profiler competes as little as possible with the job.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/capability.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bpf/sampler.h"
+#include "session/launch.h"
+#include "session/procs.h"
+#include "session/rawstacks.h"
+#include "session/session.h"
+#include "session/session_int.h"
+#include "gpusample/profile.h"
+#include "output/output.h"
+#include "native/native.h"
+#include "symbolizer/symbolizer.h"
+#include "util/log.h"
+
+static volatile sig_atomic_t g_stop;
+
+static void on_signal(int sig)
+{
+	g_stop = sig;
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	/* No SA_RESTART: the ring-buffer poll must return on Ctrl-C. */
+	gs_launch_save_signals();
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/* ---- preflight ---------------------------------------------------------- */
+
+static bool has_cap(const struct __user_cap_data_struct *d, int cap)
+{
+	return d[cap / 32].effective & (1u << (cap % 32));
+}
+
+static int check_privileges(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2] = { 0 };
+
+	if (geteuid() == 0)
+		return 0;
+	if (!syscall(SYS_capget, &h, d) && has_cap(d, 39 /* CAP_BPF */) &&
+	    has_cap(d, 38 /* CAP_PERFMON */) && has_cap(d, CAP_SYS_PTRACE))
+		return 0;
+	gs_log("needs root to load eBPF programs and read other processes' "
+	       "memory: run it with sudo (or grant CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE)\n");
+	return -EPERM;
+}
+
+/* ---- targets ------------------------------------------------------------ */
+
+static int add_target(struct session *s, uint32_t pid, uint32_t ppid, bool is_root)
+{
+	struct gs_procinfo *p = gs_procs_add(&s->procs, pid, ppid);
+	struct gs_proc_stat st;
+	int rc;
+
+	if (!p)
+		return -ENOMEM;
+	p->is_root = is_root;
+	gs_procs_set_main(p, is_root);
+	if (!gs_proc_stat(pid, &st))
+		memcpy(p->comm, st.comm, sizeof(p->comm));
+	rc = gs_session_update_target(s, p); /* the table reads the ranks when it sees it */
+	if (!rc && !gs_proc_table_seen(s->pt, pid, ppid))
+		rc = -ENOMEM;
+	return rc;
+}
+
+static void add_descendant(void *ctx, uint32_t pid, uint32_t ppid)
+{
+	struct session *s = ctx;
+
+	/* Parents come first only by luck of pid order; make sure the chain
+	 * exists so roles and roots propagate. */
+	if (!gs_procs_get(&s->procs, ppid)) {
+		struct gs_proc_stat st;
+
+		if (!gs_proc_stat(ppid, &st))
+			add_descendant(ctx, ppid, st.ppid);
+	}
+	add_target(s, pid, ppid, false);
+}
+
+static int setup_targets(struct session *s)
+{
+	for (int i = 0; i < s->n_roots; i++) {
+		int rc = add_target(s, s->roots[i], 0, true);
+
+		if (rc) {
+			gs_log("cannot add target %u: %s\n", s->roots[i], strerror(-rc));
+			return rc;
+		}
+	}
+	if (s->o->children)
+		gs_for_each_descendant(s->roots, s->n_roots, add_descendant, s);
+	return 0;
+}
+
+/* ---- records ------------------------------------------------------------ */
+
+static bool is_dataloader_comm(const char *comm)
+{
+	/* PyTorch names worker threads pt_data_worker (<= 2.x) and
+	 * pt_multiprocess(ing_data_worker) in newer releases. */
+	return !strncmp(comm, "pt_data_worker", 14) || !strncmp(comm, "pt_multiprocess", 15);
+}
+
+static int push_sample(struct session *s, const struct raw_sample *r)
+{
+	if (s->n_samples == s->cap_samples) {
+		size_t cap = s->cap_samples ? s->cap_samples * 2 : 65536;
+		void *n = realloc(s->samples, cap * sizeof(*s->samples));
+
+		if (!n)
+			return -ENOMEM;
+		s->samples = n;
+		s->cap_samples = cap;
+	}
+	s->samples[s->n_samples++] = *r;
+	return 0;
+}
+
+/* A timer sample the codec accepted. */
+static int on_cpu_sample(struct session *s, const struct gs_rec_cpu_view *v)
+{
+	const struct gs_cpu_sample *cs = v->s;
+	struct raw_sample r;
+	struct gs_procinfo *p;
+	char comm[GS_COMM_LEN + 1];
+	int64_t idx;
+
+	idx = gs_session_intern(s, v);
+	if (idx < 0)
+		return (int)idx;
+	p = gs_procs_get(&s->procs, cs->tgid);
+	if (!p)
+		p = gs_session_first_sight(s, cs->tgid);
+	memcpy(comm, cs->comm, GS_COMM_LEN);
+	comm[GS_COMM_LEN] = '\0';
+	if (p) {
+		p->cpu_samples++;
+		if (is_dataloader_comm(comm))
+			gs_procs_set_dataloader(p);
+	}
+	r.stack = (uint32_t)idx;
+	r.tid = cs->tid;
+	r.ktime = cs->hdr.ktime_ns;
+	r.comm = gs_profile_intern(&s->prof, comm);
+	return push_sample(s, &r);
+}
+
+static void on_proc_event(struct session *s, const struct gs_proc_event *ev)
+{
+	struct gs_procinfo *p;
+
+	switch (ev->kind) {
+	case GS_PROC_FORK:
+		p = gs_procs_add(&s->procs, ev->tgid, ev->ppid);
+		if (p)
+			memcpy(p->comm, ev->comm, sizeof(p->comm));
+		gs_proc_table_fork(s->pt, ev->ppid, ev->tgid);
+		break;
+	case GS_PROC_EXEC:
+		p = gs_procs_get(&s->procs, ev->tgid);
+		if (!p)
+			p = gs_session_first_sight(s, ev->tgid);
+		if (p)
+			memcpy(p->comm, ev->comm, sizeof(p->comm));
+		/* known: first sight above; the table reads the new image's ranks */
+		gs_proc_table_exec(s->pt, ev->tgid, 0);
+		break;
+	case GS_PROC_EXIT:
+		gs_proc_table_exit(s->pt, ev->tgid); /* marks the entry exited */
+		break;
+	}
+}
+
+/* A kernel launch's CPU stack: interned and symbolized now (cached per
+ * address), since the join aggregates as batches arrive and needs the
+ * launch stack's profile index; gpu.c trims it and hands it to the join. */
+static void on_launch(struct session *s, const struct gs_rec_hdr *h)
+{
+	const struct gs_gpu_launch *l;
+	struct gs_rec_cpu_view v;
+	int64_t raw, stack;
+
+	if (gs_gpu_launch_sample(s, h, &l, &v) || (raw = gs_session_intern(s, &v)) < 0)
+		return;
+	stack = gs_session_stack(s, &s->raw.items[raw]);
+	if (stack >= 0)
+		gs_gpu_launch_stack(s, l, &v, (uint32_t)stack, gs_session_role(s, v.s->tgid));
+}
+
+/* Every record here passed the sampler's gs_rec_hdr_check (this version,
+ * hdr.size delivered); each type's layout is decoded by the codec before a
+ * field is read. */
+static int on_record(void *ctx, const struct gs_rec_hdr *h)
+{
+	struct session *s = ctx;
+	struct gs_rec_cpu_view v;
+	const void *rec;
+
+	switch (h->type) {
+	case GS_REC_CPU_SAMPLE:
+		if (!gs_rec_cpu_sample(h, &v))
+			return on_cpu_sample(s, &v);
+		s->counts[GS_C_records_malformed]++;
+		return 0;
+	case GS_REC_PROC_EVENT:
+		if (!gs_rec_fixed(h, GS_REC_PROC_EVENT, &rec))
+			on_proc_event(s, rec);
+		else
+			s->counts[GS_C_records_malformed]++;
+		return 0;
+	case GS_REC_OFFCPU_STACK:
+	case GS_REC_OFFCPU_END:
+		gs_off_record(s, h);
+		return 0;
+	default:
+		if (h->type >= GS_REC_GPU_PC_BATCH && h->type <= GS_REC_GPU_STATUS)
+			gs_gpu_record(s, h);
+		if (h->type == GS_REC_GPU_LAUNCH)
+			on_launch(s, h);
+		return 0;
+	}
+}
+
+static int poll_records(void *ctx, int timeout_ms)
+{
+	struct session *s = ctx;
+
+	return gs_sampler_poll(s->sampler, timeout_ms, on_record, s);
+}
+
+/* ---- the run loop ------------------------------------------------------- */
+
+static bool targets_gone(struct session *s)
+{
+	int status;
+
+	if (s->launched) {
+		if (!s->launch_exited &&
+		    waitpid(s->launch.pid, &status, WNOHANG) == s->launch.pid) {
+			s->launch_exited = true;
+			s->launch_status = status;
+		}
+		return s->launch_exited;
+	}
+	for (int i = 0; i < s->n_roots; i++)
+		if (gs_proc_alive(s->roots[i]))
+			return false;
+	return true;
+}
+
+/* A signal or the targets' exit ends the current phase (noted once). */
+static bool stop_requested(struct session *s)
+{
+	bool gone = !g_stop && targets_gone(s);
+
+	if (g_stop || gone)
+		gs_attach_note_stop(s, g_stop, gone);
+	return g_stop || gone;
+}
+
+static void progress(struct session *s, bool final)
+{
+	struct gs_sampler_stats st;
+	struct gs_session_progress p = { .gpu = s->gpu_summary, .final = final };
+
+	if (!s->show_progress)
+		return;
+	gs_sampler_stats(s->sampler, &st);
+	for (size_t i = 0; i < s->procs.n; i++)
+		p.live_procs += !((struct gs_procinfo *)s->procs.all[i])->proc->exited;
+	p.elapsed_s = (gs_now_ns(CLOCK_MONOTONIC) - s->t0_mono) / 1e9;
+	p.cpu_samples = s->n_samples;
+	p.lost = st.lost;
+	p.procs = (uint32_t)s->procs.n;
+	s->show_progress(&p);
+}
+
+static int run_loop(struct session *s)
+{
+	uint64_t deadline = s->o->duration_s > 0 ? s->t0_mono + (uint64_t)(s->o->duration_s * 1e9)
+						 : UINT64_MAX;
+	uint64_t next_progress = 0, next_tick = 0, next_cfi = 0;
+	bool tick_pending = false;
+
+	s->phase = "sampling";
+	while (!stop_requested(s)) {
+		/* Records arrive without per-record wakeups (BPF_RB_NO_WAKEUP for
+		 * samples); process events and CFI table requests do wake us.
+		 * Ticks (maps re-reads, discovery, GPU scans) run at most every
+		 * 50 ms so a burst of wakeups is handled in one batch. */
+		uint64_t before = gs_now_ns(CLOCK_MONOTONIC);
+		int wait_ms = tick_pending && next_tick > before
+				  ? (int)((next_tick - before) / 1000000) + 1
+				  : 200;
+		/* Unwind tables being built: load each within a few ms of its
+		 * build, and serve table requests (BPF wakes us) as they come,
+		 * not at the 50 ms tick: a library sampled before its table is
+		 * loaded gets a shorter stack. */
+		bool cfi_busy = s->cfi && gs_cfi_busy(s->cfi);
+
+		if (cfi_busy && wait_ms > GS_CFI_POLL_MS)
+			wait_ms = GS_CFI_POLL_MS;
+		int rc = gs_sampler_poll(s->sampler, wait_ms, on_record, s);
+		uint64_t now = gs_now_ns(CLOCK_MONOTONIC);
+
+		if (rc < 0 && rc != -EINTR) {
+			gs_log_more("\n");
+			gs_log("ring buffer poll failed: %s\n", strerror(-rc));
+			return rc;
+		}
+		if (now >= deadline || stop_requested(s))
+			break;
+		if (s->cfi && now >= next_cfi) {
+			gs_cfi_refresh(s->cfi);
+			next_cfi = now + GS_CFI_POLL_MS * 1000000ull;
+		}
+		tick_pending = now < next_tick; /* woken early: tick once the 50 ms are up */
+		if (!tick_pending) {
+			gs_proc_table_tick(s->pt);
+			next_tick = now + 50000000ull;
+		}
+		if (now >= next_progress) {
+			progress(s, false);
+			next_progress = now + 500000000ull;
+		}
+	}
+	gs_gpu_detach(s, poll_records);
+	gs_sampler_stop(s->sampler);
+	/* Drain what BPF queued before the detach. */
+	for (int i = 0; i < 64 && gs_sampler_poll(s->sampler, 0, on_record, s) > 0; i++)
+		;
+	gs_off_stop(s);
+	progress(s, true);
+	return 0;
+}
+
+/* ---- building the profile ------------------------------------------------ */
+
+
+/* PyTorch 1.x does not name its DataLoader worker threads; a process whose
+ * stacks run torch.utils.data's _worker_loop is a worker whatever its comm. */
+static void mark_dataloaders(struct session *s, const uint32_t *stack_ids)
+{
+	const struct gs_profile *p = &s->prof;
+
+	for (uint32_t i = 0; i < s->raw.n; i++) {
+		struct gs_procinfo *proc = gs_procs_get(&s->procs, s->raw.items[i].tgid);
+		const struct gs_stack *st = &p->stacks[stack_ids[i]];
+
+		if (!proc || proc->proc->role == GS_ROLE_DATALOADER)
+			continue;
+		for (uint32_t k = 0; k < st->n; k++) {
+			const struct gs_location *l =
+			    gs_profile_location(p, p->stack_locs[st->first + k]);
+
+			if (l->kind == GS_FRAME_PYTHON && l->n_lines &&
+			    !strcmp(
+				gs_profile_str(
+				    p,
+				    gs_profile_function(p, p->lines[l->first_line].function)->name),
+				"_worker_loop")) {
+				gs_procs_set_dataloader(proc);
+				break;
+			}
+		}
+	}
+}
+
+static void add_processes(struct session *s)
+{
+	for (size_t i = 0; i < s->procs.n; i++) {
+		const struct gs_procinfo *p = s->procs.all[i];
+		struct gs_process gp = {
+			.pid = p->proc->tgid,
+			.ppid = p->proc->ppid,
+			.comm = gs_profile_intern(&s->prof, p->comm),
+			.role = gs_profile_intern(&s->prof, gs_procs_role(p)),
+			.python = gs_profile_intern(&s->prof, p->python),
+			.gpu = gs_profile_intern(&s->prof, p->gpu),
+			.cpu_samples = p->cpu_samples,
+			.exited = p->proc->exited,
+		};
+		gs_profile_add_process(&s->prof, &gp);
+	}
+}
+
+static void add_comments(struct session *s)
+{
+	struct gs_sampler_stats st;
+	struct gs_profile *p = &s->prof;
+
+	gs_sampler_stats(s->sampler, &st);
+	p->lost_samples = st.lost;
+	gs_profile_add_comment(p, "gpusample %s", GS_VERSION);
+	gs_cpu_snap_comment(p, &s->cpu0, &s->cpu1, (uint32_t)getpid(), sysconf(_SC_CLK_TCK));
+	if (s->o->command) {
+		char cmd[512] = "";
+		size_t len = 0;
+
+		for (char **a = s->o->command; *a && len < sizeof(cmd) - 2; a++)
+			len += (size_t)snprintf(cmd + len, sizeof(cmd) - len, "%s%s",
+						a == s->o->command ? "" : " ", *a);
+		gs_profile_add_comment(p, "command: %s", cmd);
+	}
+	gs_profile_add_comment(p, "cpu sampling: %u Hz per CPU (cpu-clock), %ld ns per sample",
+			       p->frequency_hz, (long)p->period_ns);
+	gs_profile_add_comment(p, "duration: %.3f s", p->duration_nanos / 1e9);
+	/* the window on the clock a job's own timers use (Python's
+	 * time.monotonic and perf_counter), to line it up with their logs */
+	if (s->t0_mono)
+		gs_profile_add_comment(p, "window: CLOCK_MONOTONIC %.6f s + %.6f s",
+				       s->t0_mono / 1e9, p->duration_nanos / 1e9);
+	gs_profile_add_comment(p, "cpu samples: %zu, lost: %llu", s->n_samples,
+			       (unsigned long long)st.lost);
+	if (st.unwind_err[GS_UNWIND_NO_TABLE] || st.unwind_err[GS_UNWIND_READ_FAULT] ||
+	    st.unwind_err[GS_UNWIND_BAD_RULE] || st.unwind_err[GS_UNWIND_DEPTH])
+		gs_profile_add_comment(p,
+				       "native unwind stops: no table %llu, read fault %llu, "
+				       "bad rule %llu, depth %llu",
+				       (unsigned long long)st.unwind_err[GS_UNWIND_NO_TABLE],
+				       (unsigned long long)st.unwind_err[GS_UNWIND_READ_FAULT],
+				       (unsigned long long)st.unwind_err[GS_UNWIND_BAD_RULE],
+				       (unsigned long long)st.unwind_err[GS_UNWIND_DEPTH]);
+	gs_off_comments(s, &st);
+	gs_rt_comments(s);
+	if (st.lost)
+		gs_profile_add_note(p, "%llu samples were lost (ring buffer full); try a lower -F",
+				    (unsigned long long)st.lost);
+	gs_attach_add_comments(s);
+	gs_session_counters(s, &st);
+}
+
+static int build_profile(struct session *s)
+{
+	struct gs_profile *p = &s->prof;
+	uint32_t *stack_ids = calloc(s->raw.n ? s->raw.n : 1, sizeof(*stack_ids));
+
+	if (!stack_ids)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < s->raw.n; i++) {
+		int64_t id = gs_session_stack(s, &s->raw.items[i]);
+
+		if (id < 0) {
+			free(stack_ids);
+			return (int)id;
+		}
+		stack_ids[i] = (uint32_t)id;
+	}
+	mark_dataloaders(s, stack_ids);
+	gs_procs_assign_roles(&s->procs);
+	for (size_t i = 0; i < s->n_samples; i++) {
+		const struct raw_sample *r = &s->samples[i];
+		const struct gs_rawstack *rs = &s->raw.items[r->stack];
+		struct gs_procinfo *proc = gs_procs_get(&s->procs, rs->tgid);
+		struct gs_sample smp = {
+			.stack = stack_ids[r->stack],
+			.values = { [GS_V_SAMPLES] = 1, [GS_V_CPU_NS] = p->period_ns },
+			.time_ns = r->ktime > s->t0_mono ? r->ktime - s->t0_mono : 0,
+		};
+		struct gs_sample_ctx c = {
+			.pid = rs->tgid,
+			.tid = r->tid,
+			.thread_name = r->comm,
+			.process_role = gs_profile_intern(p, proc ? gs_procs_role(proc) : "other"),
+			.cuda_device = -1,
+		};
+		if (gs_profile_add_sample(p, &smp, &c)) {
+			free(stack_ids);
+			return -ENOMEM;
+		}
+	}
+	if (gs_off_finish(s, stack_ids)) {
+		free(stack_ids);
+		return -ENOMEM;
+	}
+	free(stack_ids);
+	if (gs_session_label_samples(s) || gs_gpu_finish(s))
+		return -ENOMEM;
+	if (gs_thread_roles(p))
+		return -ENOMEM;
+	add_processes(s);
+	add_comments(s);
+	return 0;
+}
+
+/* ---- writing ------------------------------------------------------------ */
+
+static int write_one(struct session *s, const char *suffix,
+		     int (*fn)(struct session *, const char *, char *, size_t))
+{
+	char path[PATH_MAX + 32];
+	int rc;
+
+	snprintf(path, sizeof(path), "%s%s", s->prefix, suffix);
+	rc = fn(s, path, s->err, sizeof(s->err));
+	if (rc) {
+		gs_log("cannot write %s: %s\n", path, s->err);
+		return rc;
+	}
+	gs_log("wrote %s\n", path);
+	return 0;
+}
+
+static int w_pprof(struct session *s, const char *path, char *err, size_t len)
+{
+	return gs_write_pprof(&s->prof, path, err, len);
+}
+
+static int w_speedscope(struct session *s, const char *path, char *err, size_t len)
+{
+	return gs_write_speedscope(&s->prof, path, err, len);
+}
+
+static int w_cpu_folded(struct session *s, const char *path, char *err, size_t len)
+{
+	return gs_write_folded(&s->prof, GS_FOLDED_CPU, path, err, len);
+}
+
+static int w_gpu_folded(struct session *s, const char *path, char *err, size_t len)
+{
+	return gs_write_folded(&s->prof, GS_FOLDED_GPU, path, err, len);
+}
+
+static int w_trace(struct session *s, const char *path, char *err, size_t len)
+{
+	return gs_write_trace(&s->prof, path, err, len);
+}
+
+static bool has_gpu_samples(const struct gs_profile *p)
+{
+	for (size_t i = p->n_samples; i-- > 0;)
+		if (gs_profile_ctx(p, &p->samples[i])->cuda_device >= 0)
+			return true;
+	return false;
+}
+
+static int write_outputs(struct session *s)
+{
+	int rc = 0;
+
+	/* One summary line for logs (the progress line is terminal-only). */
+	gs_log("%zu CPU samples, %llu lost, %u processes, %.1f s\n", s->n_samples,
+	       (unsigned long long)s->prof.lost_samples, (uint32_t)s->procs.n,
+	       s->prof.duration_nanos / 1e9);
+
+	if (s->o->formats & GS_FMT_PPROF)
+		rc |= write_one(s, ".pb.gz", w_pprof);
+	if (s->o->formats & GS_FMT_SPEEDSCOPE)
+		rc |= write_one(s, ".speedscope.json", w_speedscope);
+	if (s->o->formats & GS_FMT_FOLDED)
+		rc |= write_one(s, ".cpu.folded", w_cpu_folded);
+	if ((s->o->formats & GS_FMT_FOLDED) && has_gpu_samples(&s->prof))
+		rc |= write_one(s, ".gpu.folded", w_gpu_folded);
+	if (s->o->formats & GS_FMT_TRACE)
+		rc |= write_one(s, ".trace.json", w_trace);
+	if (s->o->report) {
+		struct gs_report_opts ro = { .top = 15, .color = isatty(1) };
+		int err = gs_write_report(&s->prof, &ro, stdout);
+
+		if (err) {
+			gs_log("report: %s; the profile files are written: run `gpusample report "
+			       "FILE.pb.gz` to print it\n",
+			       strerror(-err));
+			rc = 1;
+		}
+	}
+	return rc ? 1 : 0;
+}
+
+/* ---- setup / teardown ------------------------------------------------------ */
+
+static int open_sampler(struct session *s)
+{
+	struct gs_sampler_opts so = {
+		.frequency_hz = s->o->frequency_hz,
+		.kernel_stacks = s->o->kernel,
+		.follow_children = s->o->children,
+		.offcpu = s->o->offcpu,
+		.offcpu_rate = s->o->offcpu_rate,
+	};
+	int rc = gs_sampler_open(&so, &s->sampler, s->err, sizeof(s->err));
+
+	if (rc) {
+		gs_log("%s\n", s->err);
+		return rc;
+	}
+	if (gs_sampler_compat(s->sampler))
+		gs_profile_add_note(&s->prof,
+				    "BPF: the compat programs walked the stacks (for kernels "
+				    "without bpf_loop, bpf_task_pt_regs, task storage or "
+				    "bpf_get_current_task_btf, all in Linux 5.17+; or "
+				    "GS_BPF_COMPAT=1): the same stacks, up to %d processes with "
+				    "CFI unwinding, the others by frame pointers",
+				    GS_CFI_COMPAT_PROCS);
+	rc = gs_rt_open(s);
+	if (!rc)
+		rc = gs_gpu_open(s);
+	return rc ? rc : gs_rt_register(s);
+}
+
+static int start_launch(struct session *s)
+{
+	int rc;
+
+	gs_gpu_launch_env(s);
+	rc = gs_launch_start(&s->launch, s->o->command, s->o->as_root, s->launch_env, s->err,
+			     sizeof(s->err));
+
+	if (rc) {
+		gs_log("%s\n", s->err);
+		return rc;
+	}
+	s->launched = true;
+	return 0;
+}
+
+static void init_session(struct session *s, const struct gs_options *o)
+{
+	memset(s, 0, sizeof(*s));
+	s->o = o;
+	gs_profile_init(&s->prof);
+	gs_rawstacks_init(&s->raw);
+	s->prof.frequency_hz = o->frequency_hz;
+	s->prof.period_ns = 1000000000ll / o->frequency_hz;
+	/* Viewers open on the report's unit: wall time (on-CPU + waits) when
+	 * off-CPU time is recorded; a GPU run switches to GPU samples. */
+	s->prof.default_sample_type = o->offcpu ? GS_V_WALL_NS : GS_V_CPU_NS;
+	s->prof.process_frames = true; /* README: telling processes apart */
+}
+
+static void free_session(struct session *s)
+{
+	gs_off_free(s);
+	gs_proc_table_free(s->pt); /* before the runtimes its handlers call */
+	gs_gpu_close(s);
+	gs_rt_close(s);
+	if (s->sampler)
+		gs_sampler_close(s->sampler);
+	if (s->sym)
+		gs_sym_free(s->sym);
+	gs_rawstacks_free(&s->raw);
+	free(s->samples);
+	gs_proc_slots_fini(&s->procs); /* bound: the states only */
+	gs_profile_free(&s->prof);
+	gs_cpu_snap_free(&s->cpu0);
+	gs_cpu_snap_free(&s->cpu1);
+}
+
+static int prepare(struct session *s)
+{
+	char err[256];
+	int rc;
+
+	for (int i = 0; i < s->o->n_pids; i++)
+		if (gs_check_target(s->o->pids[i], err, sizeof(err))) {
+			gs_log("%s\n", err);
+			return -ESRCH;
+		}
+	if (s->o->command && (rc = start_launch(s)))
+		return rc;
+	if (s->launched) {
+		s->roots[0] = (uint32_t)s->launch.pid;
+		s->n_roots = 1;
+	} else {
+		memcpy(s->roots, s->o->pids, sizeof(s->roots));
+		s->n_roots = s->o->n_pids;
+	}
+	if ((rc = gs_session_prefix(s)) || (rc = gs_outputs_check(s)))
+		return rc;
+	s->sym = gs_sym_new(&s->prof);
+	if (!s->sym)
+		return -ENOMEM;
+	return open_sampler(s);
+}
+
+static int start(struct session *s)
+{
+	int rc;
+
+	/* Launch mode: the target entry first, then exec, so the job is
+	 * sampled from its first instruction and its children from birth. */
+	if ((rc = setup_targets(s)))
+		return rc;
+	/* Tables of the processes there at attach: built by the CFI thread
+	 * while this thread reports progress and watches for a stop. */
+	if (gs_attach_build_tables(s, stop_requested))
+		return 1;
+	gs_session_attach_done(s);
+	/* Tables of the processes there at attach were built eagerly (full
+	 * stacks from the first sample); from now on build them when a sample
+	 * first walks through an object, so a fork or dlopen mid-run does not
+	 * stall the ring-buffer consumer for seconds. */
+	if (s->cfi)
+		gs_cfi_set_lazy(s->cfi, true);
+	if ((rc = gs_off_prepare(s)))
+		return rc;
+	if ((rc = gs_sampler_start(s->sampler, s->err, sizeof(s->err)))) {
+		gs_log("%s\n", s->err);
+		return rc;
+	}
+	/* The report says which event sampled (output/report.c reads it). */
+	gs_profile_add_comment(&s->prof, "sample event: %s", gs_sampler_event(s->sampler));
+	gs_log("sampling %zu process%s at %u Hz%s (Ctrl-C to stop)\n", s->procs.n,
+	       s->procs.n == 1 ? "" : "es", s->o->frequency_hz,
+	       s->launched ? ", starting the command" : "");
+	s->t0_mono = gs_now_ns(CLOCK_MONOTONIC);
+	s->t0_wall = gs_now_ns(CLOCK_REALTIME);
+	gs_cpu_snap_take(&s->cpu0, "/proc"); /* best effort: no comment without it */
+	if ((rc = gs_off_start(s)))
+		return rc;
+	gs_gpu_start(s);
+	if (s->launched && (rc = gs_launch_release(&s->launch, s->err, sizeof(s->err)))) {
+		gs_log("%s\n", s->err);
+		return rc;
+	}
+	return 0;
+}
+
+static void finish_launch(struct session *s)
+{
+	if (!s->launched || s->launch_exited)
+		return;
+	if (g_stop) {
+		/* Ctrl-C at a terminal reached the command too; a signal sent to
+		 * gpusample alone (kill, a job scheduler) is passed on, as perf
+		 * record does, so the command does not outlive its profiler. */
+		for (int i = 0; i < 40; i++) {
+			int st;
+
+			if (waitpid(s->launch.pid, &st, WNOHANG) == s->launch.pid) {
+				s->launch_exited = true;
+				s->launch_status = st;
+				break;
+			}
+			if (i == 4)
+				kill(s->launch.pid, g_stop);
+			usleep(50000);
+		}
+	} else {
+		gs_log("duration reached; %s (pid %d) keeps running\n", s->o->command[0],
+		       s->launch.pid);
+	}
+}
+
+int gs_session_run(const struct gs_options *o, void (*show)(const struct gs_session_progress *p))
+{
+	struct session s;
+	int rc;
+
+	if (check_privileges())
+		return 1;
+	install_signals();
+	gs_session_raise_priority();
+	gs_outputs_set_owner();
+	init_session(&s, o);
+	s.show_progress = show;
+	s.phase = "loading the BPF programs";
+	rc = prepare(&s);
+	if (!rc)
+		rc = start(&s);
+	if (rc < 0) {
+		if (s.launched)
+			kill(s.launch.pid, SIGKILL);
+		free_session(&s);
+		return 1;
+	}
+	gs_session_attach_done(&s); /* no real-time class past attach, whatever happened */
+	if (rc == 0) {
+		run_loop(&s);
+		finish_launch(&s);
+	} else if (s.launched) { /* stopped before the command was let go: it never ran */
+		kill(s.launch.pid, SIGKILL);
+		waitpid(s.launch.pid, NULL, 0);
+		s.launched = false;
+	}
+	/* Stopped before sampling started (Ctrl-C or the target's exit while
+	 * the tables were built): t0 was never taken, and stop - 0 would be
+	 * the machine's uptime.  The profile covers nothing: duration 0, time
+	 * of the stop. */
+	if (s.t0_mono) {
+		gs_cpu_snap_take(&s.cpu1, "/proc");
+		s.prof.time_nanos = s.t0_wall;
+		s.prof.duration_nanos = gs_off_stop_time(&s) - s.t0_mono;
+	} else {
+		s.prof.time_nanos = gs_now_ns(CLOCK_REALTIME);
+		s.prof.duration_nanos = 0;
+	}
+	rc = build_profile(&s);
+	if (rc)
+		gs_log("building the profile failed: %s\n", strerror(-rc));
+	else
+		rc = write_outputs(&s);
+	rc = gs_session_exit_status(&s, rc);
+	free_session(&s);
+	return rc;
+}

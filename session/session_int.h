@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: MIT */
+/* State of one profiling session, shared by the cli/session*.c files only. */
+#ifndef GS_CLI_SESSION_INT_H
+#define GS_CLI_SESSION_INT_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gpusample/records_codec.h"
+#include "bpf/sampler.h"
+#include "session/launch.h"
+#include "session/machine.h"
+#include "session/session.h"
+#include "session/procs.h"
+#include "session/rawstacks.h"
+#include "gpusample/profile.h"
+#include "gpu/gpu.h"
+#include "proc/proc.h"
+#include "gpu/gpu.h"
+#include "gpu/gpu.h"
+#include "python/python.h"
+#include "native/native.h"
+#include "util/clock.h" /* gs_now_ns */
+
+struct raw_sample {
+	uint32_t stack; /* index into rawstacks */
+	uint32_t tid;
+	uint64_t ktime;
+	gs_str comm;
+};
+
+
+/* --inject: one per target root (session/gpu.c, inject/inject.h). */
+struct gs_inject;
+struct gs_inject_slot {
+	uint8_t phase;       /* enum in session/gpu.c */
+	struct gs_inject *j; /* while staged */
+	uint64_t since_ms;   /* CLOCK_MONOTONIC ms the phase began */
+	char note[400];      /* what happened, for the profile */
+};
+
+struct session {
+	const struct gs_options *o;
+	struct gs_sampler *sampler;
+	struct gs_symbolizer *sym;
+	struct gs_py *py;              /* NULL with --no-python */
+	struct gs_cfi *cfi;            /* NULL with --no-cfi */
+	struct gs_gpu_host *gpu;       /* NULL with --no-gpu */
+	struct gs_proc_table *pt;      /* the one process table: its handlers are the runtimes */
+	struct gs_cuda *cuda;          /* cubins, stall tables (with gpu) */
+	struct gs_join *join;          /* created at start: needs t0 */
+	struct gs_offcpu *off;         /* NULL with --no-offcpu (session/offcpu.c) */
+	uint64_t counts[GS_NCOUNTERS]; /* host counters (gpusample/counters.h), set where counted */
+	uint32_t truncated_loc;        /* "[truncated]" special location, 0 until made */
+	char agent_env[2][600];        /* launch mode: CUDA_INJECTION64_PATH, GS_AGENT_OPTS */
+	char *launch_env[3];
+	struct gs_py_cfg py_cfgs[64]; /* ids 1..n_py_cfgs, deduplicated */
+	uint32_t n_py_cfgs;
+	struct gs_profile prof;
+	struct gs_rawstacks raw;
+	struct raw_sample *samples;
+	size_t n_samples, cap_samples;
+	struct gs_proc_slots procs;  /* struct gs_procinfo: the session's state of each process */
+	uint32_t roots[GS_MAX_PIDS]; /* -p PIDs, or the launched command */
+	struct gs_inject_slot injects[GS_MAX_PIDS]; /* --inject, by root */
+	int n_roots;
+	struct gs_launch launch;
+	bool launched, launch_exited;
+	int launch_status;                    /* waitpid status once launch_exited */
+	const char *phase;                    /* what the run is doing now (session/attach.c) */
+	const char *stop_phase;               /* phase when a stop or target exit was seen */
+	char stop_cause[48];                  /* "stopped by SIGINT", "the target exited" */
+	uint32_t tables_queued, tables_built; /* attach-time unwind tables */
+	uint64_t t0_mono, t0_wall;
+	struct gs_cpu_snap cpu0, cpu1; /* the machine's CPU time at start and stop */
+	char prefix[PATH_MAX];
+	char gpu_summary[128]; /* the GPU host's, for the progress callback */
+	void (*show_progress)(const struct gs_session_progress *p);
+	char err[512];
+	gs_str host_label; /* GS_SL_HOST of every CPU sample, 0 until set */
+};
+
+
+/* session/attach.c: build the attach-time unwind tables with progress lines,
+ * returning 1 as soon as stop(s) says so (a signal, the target gone);
+ * remember why and in which phase a run stopped; comments/notes for a short
+ * run; the process exit status (launch mode: the command's; 1 when nothing
+ * was collected, with the reason on stderr; rc: the writers' result). */
+int gs_attach_build_tables(struct session *s, bool (*stop)(struct session *));
+void gs_attach_note_stop(struct session *s, int sig, bool target_gone);
+void gs_attach_add_comments(struct session *s);
+int gs_session_exit_status(struct session *s, int rc);
+/* Priorities (why: session/attach.c): nice -10 and SCHED_RR during attach;
+ * attach_builder gives the CFI thread the same; attach_done drops both to
+ * nice -10 SCHED_OTHER (call when sampling starts or the run stops). */
+void gs_session_raise_priority(void);
+void gs_session_attach_builder(struct session *s);
+void gs_session_attach_done(struct session *s);
+
+/* session/outputs.c: output files owned by the sudo caller (gs_output_set_owner
+ * from SUDO_UID/SUDO_GID) and every output path checked before sampling. */
+void gs_outputs_set_owner(void);
+int gs_outputs_check(const struct session *s);
+
+/* session/runtimes.c: the runtimes (Python, CFI tables) opened, then
+ * registered as handlers of s->pt with the symbolizer and the GPU agent
+ * (after gs_gpu_open, before the first process).  Process events go to
+ * s->pt (gs_proc_table_seen/_fork/_exec/_exit/_tick), which calls them. */
+int gs_rt_open(struct session *s);
+int gs_rt_register(struct session *s);
+void gs_rt_close(struct session *s);
+void gs_rt_comments(struct session *s); /* profile comments: what stayed unresolved */
+/* The note for a process whose Python stacks cannot be read. */
+int gs_rt_note_native_only(struct gs_profile *prof, uint32_t pid, const char *comm,
+			   const char *why);
+/* Push the targets entry of p (flags, root, py_cfg_id) to BPF. */
+int gs_session_update_target(struct session *s, const struct gs_procinfo *p);
+
+/* session/stacks.c (calls only down: procs.c and the components):
+ * Symbolize one raw stack into a profile stack (also used for launch
+ * stacks of GPU kernels during the run); returns the stack index or <0. */
+int64_t gs_session_stack(struct session *s, const struct gs_rawstack *r);
+/* Intern a decoded CPU stack (new stacks get their Python code objects
+ * read right away); returns the raw stack index or -ENOMEM. */
+int64_t gs_session_intern(struct session *s, const struct gs_rec_cpu_view *v);
+const char *gs_session_role(struct session *s, uint32_t tgid);
+/* A process seen for the first time (no fork record): table entry, ranks,
+ * maps snapshot, runtimes.  NULL on ENOMEM. */
+struct gs_procinfo *gs_session_first_sight(struct session *s, uint32_t tgid);
+
+/* session/gpu.c: the GPU agent's records and the CPU<->GPU join. */
+int gs_gpu_open(struct session *s);        /* after the sampler is loaded */
+void gs_gpu_launch_env(struct session *s); /* fills s->launch_env */
+void gs_gpu_start(struct session *s);      /* t0 known */
+/* The GPU agent's handler of s->pt: a process (at attach, fork and exec)
+ * is scanned for the agent, configured and armed; an exited one dropped;
+ * the tick rescans and arms (session/runtimes.c registers it). */
+void gs_gpu_proc_handler(struct session *s, struct gs_proc_handler *h);
+/* session/gpu_inject.c (--inject): tick: start or follow each root's injection
+ * (from the GPU handler's tick); gone: a root exec'd or exited; fork: a
+ * root forked while its request is pending (withdrawn in the child, whose
+ * copy of the request would load a second agent there); end: at
+ * detach, withdraw what is pending and remove the staged files; notes:
+ * what happened, into the profile. */
+void gs_gpu_inject_tick(struct session *s);
+void gs_gpu_inject_gone(struct session *s, uint32_t tgid);
+void gs_gpu_inject_fork(struct session *s, uint32_t parent, uint32_t child);
+void gs_gpu_inject_end(struct session *s);
+void gs_gpu_inject_notes(struct session *s);
+void gs_gpu_record(struct session *s, const struct gs_rec_hdr *h);
+/* A GS_REC_GPU_LAUNCH record decoded: its fixed part in *l and its CPU
+ * stack in *v, narrowed to the program's frames; -EINVAL when malformed,
+ * -ENODEV without GPU.  The caller interns and symbolizes the stack, then
+ * hands it to the join with gs_gpu_launch_stack. */
+int gs_gpu_launch_sample(struct session *s, const struct gs_rec_hdr *h,
+			 const struct gs_gpu_launch **l, struct gs_rec_cpu_view *v);
+void gs_gpu_launch_stack(struct session *s, const struct gs_gpu_launch *l,
+			 const struct gs_rec_cpu_view *v, uint32_t stack, const char *role);
+void gs_gpu_detach(struct session *s, int (*poll)(void *ctx, int timeout_ms));
+int gs_gpu_finish(struct session *s); /* join -> profile samples */
+void gs_gpu_close(struct session *s);
+
+/* session/ranks.c: host/rank labels (ranks: the process table's), -o expansion. */
+/* Host, rank, local_rank, world_size, node_rank labels on every CPU and
+ * off-CPU sample in the profile so far (by its process's ranks); 0 or
+ * -ENOMEM. */
+int gs_session_label_samples(struct session *s);
+/* s->prefix from -o (default gpusample-%p) with %h %p %r expanded
+ * (gs_expand_prefix); prints the error itself. */
+int gs_session_prefix(struct session *s);
+
+/* "[name]" frame of kind GS_FRAME_SPECIAL; returns its location id. */
+uint32_t gs_session_special(struct session *s, const char *name);
+
+/* session/offcpu.c: off-CPU records -> samples (see the file comment). */
+/* Before the sampler starts: the stacks of the threads asleep then, user
+ * stacks included (dump/dump.h), for the waits begun before the window. */
+int gs_off_prepare(struct session *s);
+int gs_off_start(struct session *s); /* right after gs_sampler_start and t0 */
+void gs_off_record(struct session *s, const struct gs_rec_hdr *h);
+void gs_off_stop(struct session *s); /* after the detach and drain */
+/* End of the window: when gs_off_stop closed the threads' intervals, or now
+ * without off-CPU accounting. */
+uint64_t gs_off_stop_time(struct session *s);
+/* After the CPU samples are in the profile; stack_ids maps raw stacks to
+ * profile stacks.  Labels CPU samples "running" also with --no-offcpu. */
+int gs_off_finish(struct session *s, const uint32_t *stack_ids);
+void gs_off_comments(struct session *s, const struct gs_sampler_stats *st);
+/* session/counters.c: the "counters:" profile comment, every BPF and host counter. */
+int gs_session_counters(struct session *s, const struct gs_sampler_stats *st);
+void gs_off_free(struct session *s);
+
+#endif
