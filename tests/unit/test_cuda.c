@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "keep_profile.h"
 #include "gpusample/profile.h"
 #include "gpusample/records.h"
 #include "gpu/gpu.h"
@@ -64,6 +65,7 @@ static void setup(void)
 static void teardown(void)
 {
 	gs_cuda_free(C);
+	gs_test_keep_profile(&P);
 	gs_profile_free(&P);
 }
 TestSuite(cuda, .init = setup, .fini = teardown);
@@ -856,6 +858,7 @@ Test(cuda, deferred_lines_match_synchronous)
 	}
 	cr_expect_gt(lines, 0, "no PC of scale resolved to a line");
 	gs_cuda_free(d);
+	gs_test_keep_profile(&q);
 	gs_profile_free(&q);
 	free(b);
 }
@@ -914,6 +917,7 @@ Test(cuda, cupti_behind_a_wall, .timeout = 60)
 			strstr(gs_profile_str(&q, q.comments[i]), "without a line");
 	cr_expect(said, "the comments say why the lines are missing");
 	gs_cuda_free(d);
+	gs_test_keep_profile(&q);
 	gs_profile_free(&q);
 	free(b);
 	unlink(lib);

@@ -8,6 +8,7 @@
 
 #include "dump/dump.h"
 #include "output_fixture.h"
+#include "keep_profile.h"
 
 /* One thread's sample, stack given leaf first. */
 static void thread(struct gs_profile *p, uint32_t pid, uint32_t tid, int64_t rank, const char *name,
@@ -82,5 +83,6 @@ Test(dump, text_summary_and_folding)
 	cr_expect(strstr(text, "process 100") &&
 		  strstr(text, "process 100") < strstr(text, "process 200"));
 	free(text);
+	gs_test_keep_profile(&p);
 	gs_profile_free(&p);
 }

@@ -7,6 +7,7 @@
 
 #include "gpusample/profile.h"
 #include "gpu/gpu.h"
+#include "keep_profile.h"
 
 static struct gs_profile P;
 
@@ -16,6 +17,7 @@ static void setup(void)
 }
 static void teardown(void)
 {
+	gs_test_keep_profile(&P);
 	gs_profile_free(&P);
 }
 TestSuite(join, .init = setup, .fini = teardown);

@@ -13,6 +13,7 @@
 #include "output/output.h"
 #include "gpu/gpu.h"
 #include "gpu/gpu.h"
+#include "keep_profile.h"
 
 #ifndef GS_CUDA_FIXTURES
 #define GS_CUDA_FIXTURES "tests/unit/cuda"
@@ -212,5 +213,6 @@ Test(join_pprof, go_tool_pprof_reads_gpu_samples)
 		fprintf(stderr, "kept %s\n", path);
 	gs_join_free(j);
 	gs_cuda_free(c);
+	gs_test_keep_profile(&P);
 	gs_profile_free(&P);
 }

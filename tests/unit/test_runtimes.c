@@ -6,6 +6,7 @@
 
 #include "session/session_int.h"
 #include "gpusample/profile.h"
+#include "keep_profile.h"
 
 static const char *note(const char *why)
 {
@@ -15,6 +16,7 @@ static const char *note(const char *why)
 	cr_assert_eq(gs_rt_note_native_only(&p, 42, "python3", why), 0);
 	cr_assert_eq(p.n_notes, 1);
 	snprintf(buf, sizeof(buf), "%s", gs_profile_str(&p, p.notes[0]));
+	gs_test_keep_profile(&p);
 	gs_profile_free(&p);
 	return buf;
 }

@@ -5,6 +5,7 @@
 #include "output_fixture.h"
 #include "native/native.h"
 #include "symbolizer/symbolizer.h"
+#include "keep_profile.h"
 
 struct roles_fx {
 	struct gs_profile p;
@@ -119,6 +120,7 @@ Test(thread_roles, pytorch_job_threads)
 		    gs_profile_str(
 			p, gs_profile_ctx(p, &p->samples[i])->str_labels[GS_SL_THREAD_ROLE]),
 		    role_of(p, gs_profile_ctx(p, &p->samples[i])->tid));
+	gs_test_keep_profile(p);
 	gs_profile_free(p);
 }
 
@@ -134,5 +136,6 @@ Test(thread_roles, gpu_samples_untouched)
 	gs_profile_add_sample(&x.p, &s, &s_c);
 	cr_assert_eq(gs_thread_roles(&x.p), 0);
 	cr_assert_eq(gs_profile_ctx(&x.p, &x.p.samples[0])->str_labels[GS_SL_THREAD_ROLE], 0);
+	gs_test_keep_profile(&x.p);
 	gs_profile_free(&x.p);
 }
