@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 BASE=${1:?usage: scripts/compare-profiles.sh BASE-COMMIT}
 TESTS="test_join test_cuda test_thread_roles test_join_pprof test_dump test_runtimes"
 W=$(mktemp -d /tmp/gs-cmp.XXXXXX)
-trap 'git worktree remove --force "$W/base" >/dev/null 2>&1 || true; rm -rf "$W"' EXIT
+trap '[ -n "${GS_CMP_KEEP:-}" ] && echo "kept $W" && exit; git worktree remove --force "$W/base" >/dev/null 2>&1 || true; rm -rf "$W"' EXIT
 git worktree add -q --detach "$W/base" "$BASE"
 keep() { # tree outdir
 	mkdir -p "$2"
@@ -21,8 +21,13 @@ keep() { # tree outdir
 			{ echo "compare-profiles: $t failed in $1" >&2; exit 1; }
 	done
 }
-keep "$W/base" "$W/a"
+# The cubin fixtures carry the absolute path of the .cu they were built from
+# (nvcc -lineinfo): both trees read this tree's, so only the code differs.
+make -s -j2 build/tests/test_cuda >/dev/null
 keep "$PWD" "$W/b"
+make -s -C "$W/base" -j2 build/tests/test_cuda >/dev/null
+cp build/cuda/*.cubin "$W/base/build/cuda/" && touch "$W/base/build/cuda/"*.cubin
+keep "$W/base" "$W/a"
 (cd "$W/a" && ls) > "$W/la"; (cd "$W/b" && ls) > "$W/lb"
 bad=0
 diff "$W/la" "$W/lb" >/dev/null || { echo "different sets of profiles:"; diff "$W/la" "$W/lb" || true; bad=1; }
