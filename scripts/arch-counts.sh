@@ -45,11 +45,17 @@ printf '%-44s %3d\n' "realloc( call sites outside util/" \
 
 # Keyed stores (a gs_hmap / gs_kmap field whose comment names its key): one
 # whose key starts with a pid is per-process state outside the process
-# table; one whose key holds a tid is a thread table.
+# table; one keyed by a thread (a tid, with at most its pid/tgid: nothing
+# else in the key) is a thread table.  A key that merely contains a tid
+# among other fields (the join's launch sites: stack, tid, kernel, role)
+# aggregates something else and is neither.
 keyed() { grep -rnE '^\s*struct gs_[hk]map [a-z_]+; +/\* ' --include=*.c --include=*.h $SRC 2>/dev/null |
 	grep -v '^proc/table\.c' | awk -F'/\\* ' -v want="$1" '{ key = $2; sub(/->.*/, "", key)
-		tid = key ~ /(^|[^a-z_])tid([^a-z_]|$)/
-		pid = key ~ /^\(?(pid|tgid)([^a-z_]|$)/
+		hastid = key ~ /(^|[^a-z_])tid([^a-z_]|$)/
+		ids = key; gsub(/[^a-z_]+/, " ", ids); n = split(ids, w, " "); other = 0
+		for (i = 1; i <= n; i++) if (w[i] != "pid" && w[i] != "tgid" && w[i] != "tid") other = 1
+		tid = hastid && !other
+		pid = key ~ /^\(?(pid|tgid)([^a-z_]|$)/ && !hastid
 		if ((want == "tid" && tid) || (want == "pid" && pid && !tid)) { split($1, f, ":"); print f[1] ":" f[2] } }'; }
 show "per-process stores outside proc/table.c"  "$(keyed pid)"
 show "thread tables"                           "$(keyed tid)"
