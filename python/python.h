@@ -103,6 +103,48 @@ void gs_py_exec(struct gs_py *py, uint32_t tgid);
 /* Process gone: cached code objects stay usable. */
 void gs_py_exit(struct gs_py *py, uint32_t tgid);
 
+/* ---- Python as a plug-in of the process table (python/plugin.c) ----------
+ * Discovery at attach (first sight, after exec) and on every tick until
+ * found or DISCOVERY_WINDOW (5 s) after the first try; the walker
+ * configurations deduplicated into BPF's py_cfgs (GS_PY_MAX_CFGS, its
+ * max_entries); a fork child takes its parent's state.  The plug-in changes
+ * BPF state and asks for maps re-reads only through the run's handle: */
+#define GS_PY_MAX_CFGS 64
+struct gs_py_host {
+	void *ctx;
+	/* Store configuration id (1..GS_PY_MAX_CFGS) in BPF: 0 or -errno. */
+	int (*set_cfg)(void *ctx, uint32_t id, const struct gs_py_cfg *cfg);
+	/* tgid's configuration id changed (gs_py_proc_view): rewrite its
+	 * BPF targets entry. */
+	void (*cfg_changed)(void *ctx, uint32_t tgid);
+	/* tgid mapped libpython after its maps were last read (found on a
+	 * retry): the runtimes that keep maps must read them again. */
+	void (*maps_grew)(void *ctx, uint32_t tgid);
+	/* tgid's comm, for notes ("" when unknown; never NULL). */
+	const char *(*comm)(void *ctx, uint32_t tgid);
+};
+struct gs_proc_handler;
+/* Fill h with the plug-in's handler (ctx: py); host is copied. */
+void gs_py_plugin(struct gs_py *py, const struct gs_py_host *host, struct gs_proc_handler *h);
+
+/* What discovery knows of a process. */
+enum gs_py_state { GS_PYS_UNKNOWN = 0, GS_PYS_FOUND, GS_PYS_NONE, GS_PYS_UNSUPPORTED };
+struct gs_py_proc {
+	uint8_t state;        /* enum gs_py_state */
+	uint32_t cfg_id;      /* BPF py_cfgs id, 0 = none */
+	uint64_t runtime;     /* &_PyRuntime (state FOUND) */
+	uint32_t version_hex; /* PY_VERSION_HEX (state FOUND) */
+	const char *name;     /* "CPython 3.11.7", "unsupported Python" or "" */
+};
+/* 0, or -ENOENT (py NULL, or tgid never seen: *out is UNKNOWN, name ""). */
+int gs_py_proc_view(struct gs_py *py, uint32_t tgid, struct gs_py_proc *out);
+/* The BPF walker configuration of tgid, or NULL (none, py NULL). */
+const struct gs_py_cfg *gs_py_cfg_of(struct gs_py *py, uint32_t tgid);
+/* "pid N (comm): why; native stacks only" as a profile note, the
+ * consequence said once (reasons often carry it already). */
+int gs_py_note_native_only(struct gs_profile *prof, uint32_t pid, const char *comm,
+			   const char *why);
+
 /* Read every code object of frames[0..n) not read yet (n may be 0).  Errors
  * are not fatal: unreadable code objects symbolize as "[unknown python]".
  * Returns the number of code objects newly read. */

@@ -49,6 +49,13 @@ struct py_space {
 struct py_proc {
 	struct py_space *sp;      /* its address space now; NULL: none */
 	struct py_space *retired; /* the one it had before its last exec */
+	/* Discovery (python/plugin.c): */
+	uint8_t state;        /* enum gs_py_state */
+	uint32_t cfg_id;      /* BPF py_cfgs id, 0 = none */
+	uint64_t first_try;   /* CLOCK_MONOTONIC ns of the first discovery try */
+	uint64_t runtime;     /* &_PyRuntime once found */
+	uint32_t version_hex; /* its PY_VERSION_HEX */
+	char name[64];        /* "CPython 3.11.7", "unsupported Python" or "" */
 };
 
 struct gs_py {
@@ -58,6 +65,9 @@ struct gs_py {
 	uint32_t mapping;           /* [python] mapping id */
 	uint32_t unknown_fn, trunc_loc;
 	struct gs_py_stats st;
+	struct gs_py_host host;                /* as a plug-in (gs_py_plugin) */
+	struct gs_py_cfg cfgs[GS_PY_MAX_CFGS]; /* ids 1..n_cfgs, deduplicated */
+	uint32_t n_cfgs;
 };
 
 static inline struct py_proc *proc_of(struct gs_py *py, uint32_t tgid, bool create)

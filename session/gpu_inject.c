@@ -83,18 +83,18 @@ static bool uses_cuda(struct gs_inject_slot *x, uint32_t tgid)
 
 static void try_start(struct session *s, struct gs_inject_slot *x, uint32_t tgid)
 {
-	struct gs_procinfo *p = gs_procs_get(&s->procs, tgid);
+	struct gs_py_proc p;
 	char agent[PATH_MAX], msg[320];
 	int rc;
 
-	if (!p || p->py_state == GS_PYS_UNKNOWN)
+	if (gs_py_proc_view(s->py, tgid, &p) || p.state == GS_PYS_UNKNOWN)
 		return;                               /* discovery goes on */
 	if (gs_gpu_host_agent_mapped(s->gpu, tgid)) { /* prepared, or injected before */
 		finish(x, tgid, false,
 		       "the GPU agent is already loaded: armed as it is, nothing injected");
 		return;
 	}
-	if (p->py_state != GS_PYS_FOUND) {
+	if (p.state != GS_PYS_FOUND) {
 		finish(x, tgid, true,
 		       "not a CPython process gpusample can read (needs CPython 3.14+)");
 		return;
@@ -108,8 +108,8 @@ static void try_start(struct session *s, struct gs_inject_slot *x, uint32_t tgid
 	}
 	struct gs_inject_req r = {
 		.tgid = tgid,
-		.runtime = p->py_runtime,
-		.version_hex = p->py_version,
+		.runtime = p.runtime,
+		.version_hex = p.version_hex,
 		.agent = agent,
 		.wait_ms = s->o->inject_wait_ms,
 		.now_ms = now_ms(),

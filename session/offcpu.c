@@ -317,11 +317,8 @@ static void seed_process(struct session *s, uint32_t tgid)
 static const struct gs_py_cfg *seed_py_cfg(void *ctx, uint32_t tgid)
 {
 	struct session *s = ctx;
-	struct gs_procinfo *p = gs_procs_get(&s->procs, tgid);
 
-	if (!p || !p->py_cfg_id || p->py_cfg_id > s->n_py_cfgs)
-		return NULL;
-	return &s->py_cfgs[p->py_cfg_id - 1];
+	return gs_py_cfg_of(s->py, tgid);
 }
 
 /* One thread of the dump at the start: a blocked one's stack, interned as

@@ -135,10 +135,6 @@ struct gs_procinfo *gs_procs_add(struct gs_proc_slots *s, uint32_t tgid, uint32_
 	parent = pr->ppid && pr->ppid != tgid ? gs_procs_get(s, pr->ppid) : NULL;
 	if (parent) {
 		memcpy(p->comm, parent->comm, sizeof(p->comm));
-		memcpy(p->python, parent->python, sizeof(p->python));
-		p->py_state = parent->py_state;
-		p->py_cfg_id = parent->py_cfg_id;
-		p->py_first_try = parent->py_first_try;
 	}
 	return p;
 }

@@ -29,26 +29,15 @@ struct gs_procinfo {
 	char comm[16];
 	bool is_root;
 	uint64_t cpu_samples;
-	char python[64];       /* "CPython 3.11.7" or a note */
-	uint8_t py_state;      /* enum gs_py_state */
-	uint32_t py_cfg_id;    /* BPF py_cfgs id, 0 = none */
-	uint64_t py_first_try; /* CLOCK_MONOTONIC ns of the first discovery try */
-	uint64_t py_runtime;   /* &_PyRuntime once found (py_state FOUND) */
-	uint32_t py_version;   /* its PY_VERSION_HEX */
-	char gpu[96];          /* GPU agent state */
-	bool launcher;         /* spawned the rank processes (torchrun, mpirun): no rank labels */
+	char gpu[96];  /* GPU agent state */
+	bool launcher; /* spawned the rank processes (torchrun, mpirun): no rank labels */
 };
-
-/* Python discovery per process: a freshly exec'ed interpreter has neither
- * libpython mapped nor its runtime initialised yet, so discovery is retried
- * for a few seconds before a process is taken as "not Python". */
-enum gs_py_state { GS_PYS_UNKNOWN = 0, GS_PYS_FOUND, GS_PYS_NONE, GS_PYS_UNSUPPORTED };
 
 /* The state of tgid in s (a gs_proc_slots of struct gs_procinfo), or NULL. */
 struct gs_procinfo *gs_procs_get(struct gs_proc_slots *s, uint32_t tgid);
 /* The state of tgid, made when new with the table's entry of parent ppid
- * (gs_proc_table_add): it starts with the parent's comm and Python state
- * (a fork child runs the same image).  NULL on ENOMEM. */
+ * (gs_proc_table_add): it starts with the parent's comm (a fork child runs
+ * the same image).  NULL on ENOMEM. */
 struct gs_procinfo *gs_procs_add(struct gs_proc_slots *s, uint32_t tgid, uint32_t ppid);
 /* Role "main" (a target root, what a wrapper runs) or not; a DataLoader
  * worker stays one. */

@@ -2,9 +2,9 @@
 /*
  * Per-process runtimes of a session, registered as handlers of the one
  * process table (proc/proc.h): the native symbolizer, the CFI unwind
- * tables, the CPython interpreter (discovery -> BPF walker configuration:
- * its handler is here) and the GPU agent (its handler: session/gpu.c).  The
- * stacks these runtimes resolve are merged in session/stacks.c.
+ * tables, the Python plug-in (python/plugin.c, given the run's handle to
+ * BPF state here) and the GPU agent (its handler: session/gpu.c).  The
+ * stacks these runtimes resolve are merged in symbolizer/cpustack.c.
  * The session feeds BPF process events into the table (session.c,
  * stacks.c); the table calls the handlers.
  */
@@ -18,8 +18,6 @@
 #include "proc/proc.h"
 #include "gpusample.skel.h"
 #include "util/log.h"
-
-#define PY_DISCOVERY_WINDOW_NS (5ull * 1000000000ull)
 
 int gs_rt_open(struct session *s)
 {
@@ -83,216 +81,62 @@ void gs_rt_close(struct session *s)
 
 int gs_session_update_target(struct session *s, const struct gs_procinfo *p)
 {
+	struct gs_py_proc py;
 	struct gs_target t = {
 		.flags = s->o->children ? GS_TARGET_FOLLOW_CHILDREN : 0,
-		.py_cfg_id = p->py_cfg_id,
 		.root_tgid = p->proc->root,
 	};
 
+	gs_py_proc_view(s->py, p->proc->tgid, &py);
+	t.py_cfg_id = py.cfg_id;
 	return gs_sampler_add_target(s->sampler, p->proc->tgid, &t);
 }
 
-/* Same configuration -> same id: fork-server and spawn workers re-exec the
- * same interpreter, and py_cfgs has only 64 slots. */
-static uint32_t py_cfg_id(struct session *s, const struct gs_py_cfg *cfg)
+/* ---- the Python plug-in's handle (struct gs_py_host) -------------------------- */
+
+static int py_set_cfg(void *ctx, uint32_t id, const struct gs_py_cfg *cfg)
 {
-	for (uint32_t i = 1; i <= s->n_py_cfgs; i++)
-		if (!memcmp(&s->py_cfgs[i - 1], cfg, sizeof(*cfg)))
-			return i;
-	if (s->n_py_cfgs == sizeof(s->py_cfgs) / sizeof(s->py_cfgs[0]))
-		return 0;
-	s->py_cfgs[s->n_py_cfgs++] = *cfg;
-	if (gs_sampler_set_py_cfg(s->sampler, s->n_py_cfgs, cfg)) {
-		s->n_py_cfgs--;
-		return 0;
-	}
-	return s->n_py_cfgs;
+	struct session *s = ctx;
+
+	return gs_sampler_set_py_cfg(s->sampler, id, cfg);
 }
 
-/* "pid N (comm): why; native stacks only", the consequence said once: the
- * symbolizer's reasons often carry it already ("... (native stacks only)"). */
-int gs_rt_note_native_only(struct gs_profile *prof, uint32_t pid, const char *comm, const char *why)
+static void py_cfg_changed(void *ctx, uint32_t tgid)
 {
-	if (strstr(why, "native stacks only"))
-		return gs_profile_add_note(prof, "pid %u (%s): %s", pid, comm, why);
-	return gs_profile_add_note(prof, "pid %u (%s): %s; native stacks only", pid, comm, why);
-}
+	struct session *s = ctx;
+	struct gs_procinfo *p = gs_procs_get(&s->procs, tgid);
 
-static void py_discover(struct session *s, struct gs_procinfo *p)
-{
-	struct gs_py_cfg cfg;
-	struct gs_py_info info;
-	char msg[512] = "";
-	uint64_t now = gs_now_ns(CLOCK_MONOTONIC);
-	int rc;
-
-	if (!s->py || p->py_state != GS_PYS_UNKNOWN || p->proc->exited)
-		return;
-	bool retry = p->py_first_try != 0;
-
-	if (!retry)
-		p->py_first_try = now;
-	memset(&cfg, 0, sizeof(cfg));
-	rc = gs_py_discover(s->py, p->proc->tgid, &cfg, &info, msg, sizeof(msg));
-	if (rc == 0) {
-		p->py_cfg_id = py_cfg_id(s, &cfg);
-		p->py_state = GS_PYS_FOUND;
-		p->py_runtime = info.runtime_addr;
-		p->py_version = info.version_hex;
-		/* Found on a retry: the maps snapshot taken at exec (or first
-		 * sight) predates ld.so mapping libpython and its libraries, and
-		 * the process may be gone before the end of the run re-reads it. */
-		if (retry) {
-			gs_sym_refresh(s->sym, p->proc->tgid);
-			if (s->cfi) /* same for the CFI snapshot: libpython's table */
-				gs_cfi_add_process(s->cfi, p->proc->tgid);
-		}
-		snprintf(p->python, sizeof(p->python), "CPython %s", info.version);
-		if (msg[0]) /* a version newer than those known: tried, with a note */
-			gs_profile_add_note(&s->prof, "%s", msg);
+	if (p)
 		gs_session_update_target(s, p);
-		return;
-	}
-	if (rc == -ENOENT || rc == -EAGAIN) {
-		/* Not (yet) an initialised interpreter: libpython may still be
-		 * loading right after exec. */
-		if (now - p->py_first_try <= PY_DISCOVERY_WINDOW_NS)
-			return;
-		p->py_state = GS_PYS_NONE;
-		if (rc == -EAGAIN) { /* CPython, but never walkable: say why */
-			p->py_state = GS_PYS_UNSUPPORTED;
-			snprintf(p->python, sizeof(p->python), "unsupported Python");
-			gs_rt_note_native_only(&s->prof, p->proc->tgid, p->comm, msg);
-		}
-		return;
-	}
-	if (rc == -ESRCH) {
-		p->py_state = GS_PYS_NONE;
-		return;
-	}
-	p->py_state = GS_PYS_UNSUPPORTED;
-	snprintf(p->python, sizeof(p->python), "unsupported Python");
-	gs_rt_note_native_only(&s->prof, p->proc->tgid, p->comm, msg);
 }
 
-/* ---- Python as a handler of the process table -------------------------------- */
-
-/* The session's state of a table entry: made before the event that
- * announces the entry (session.c, stacks.c); NULL only after ENOMEM, or
- * for an entry a component made that no event announced. */
-static struct gs_procinfo *info_of(struct session *s, const struct gs_proc *p)
-{
-	return gs_procs_get(&s->procs, p->tgid);
-}
-
-static int py_h_attach(void *ctx, struct gs_proc *pr, struct gs_elf_obj *o,
-		       const struct gs_maps_line *l)
-{
-	struct session *s = ctx;
-	struct gs_procinfo *p = info_of(s, pr);
-
-	if (!p)
-		return -ENOMEM;
-	/* Seen without a fork record (a descendant found at attach, or one
-	 * whose fork record was lost): the process table copied the parent's
-	 * Python state, which only a fork child shares -- a descendant may
-	 * run another interpreter, or the same one at other addresses (spawn
-	 * and forkserver workers, torchrun's workers).  Discover it itself.
-	 * After an exec, detach has reset the state already. */
-	if (p->py_state != GS_PYS_UNKNOWN || p->py_cfg_id) {
-		p->py_state = GS_PYS_UNKNOWN;
-		p->py_cfg_id = 0;
-		p->py_first_try = 0;
-		p->python[0] = '\0';
-		py_discover(s, p);
-		if (p->py_state != GS_PYS_FOUND)
-			gs_session_update_target(s, p); /* drop the copied py_cfg_id */
-	} else {
-		py_discover(s, p);
-	}
-	return 0;
-}
-
-static int py_h_fork(void *ctx, struct gs_proc *parent, struct gs_proc *pr)
-{
-	struct session *s = ctx;
-	struct gs_procinfo *child = info_of(s, pr);
-
-	/* Same address space: the BPF fork handler copied the targets entry,
-	 * py_cfg_id included; user space shares caches and tables. */
-	if (s->py)
-		gs_py_fork(s->py, pr->ppid, pr->tgid);
-	/* The process table copied the parent's Python state as it is now,
-	 * but BPF copied it at fork time: a parent discovered in between (a
-	 * fresh interpreter that forks its workers at once) left the child's
-	 * entry without a py_cfg_id.  Push the current one. */
-	if (child && child->py_state == GS_PYS_FOUND && gs_proc_alive(pr->tgid))
-		gs_session_update_target(s, child);
-	return 0;
-}
-
-static void py_h_detach(void *ctx, struct gs_proc *pr, bool exec)
-{
-	struct session *s = ctx;
-	struct gs_procinfo *p = info_of(s, pr);
-
-	if (!exec) {
-		if (s->py)
-			gs_py_exit(s->py, pr->tgid);
-		return;
-	}
-	/* A new image: the old interpreter configuration is meaningless now. */
-	if (p) {
-		p->py_state = GS_PYS_UNKNOWN;
-		p->py_cfg_id = 0;
-		p->py_first_try = 0;
-		p->python[0] = '\0';
-		gs_session_update_target(s, p);
-	}
-	if (s->py)
-		gs_py_exec(s->py, pr->tgid);
-}
-
-static void py_h_tick(void *ctx)
+static void py_maps_grew(void *ctx, uint32_t tgid)
 {
 	struct session *s = ctx;
 
-	for (size_t i = 0; i < s->procs.n; i++) /* in order of first sight */
-		py_discover(s, s->procs.all[i]);
+	gs_sym_refresh(s->sym, tgid);
+	if (s->cfi) /* same for the CFI snapshot: libpython's table */
+		gs_cfi_add_process(s->cfi, tgid);
 }
 
-static void py_h_report(void *ctx, struct gs_profile *prof)
+static const char *py_comm(void *ctx, uint32_t tgid)
 {
 	struct session *s = ctx;
-	struct gs_py_stats st;
+	struct gs_procinfo *p = gs_procs_get(&s->procs, tgid);
 
-	if (!s->py)
-		return;
-	gs_py_get_stats(s->py, &st);
-	if (!st.codes_read && !st.codes_failed)
-		return;
-	gs_profile_add_comment(
-	    prof,
-	    "python code objects: %llu read (%llu of them freed but "
-	    "intact), %llu unreadable (reused or process gone before they were "
-	    "read); %llu of %llu frames of distinct stacks are [unknown python]",
-	    (unsigned long long)st.codes_read, (unsigned long long)st.codes_freed,
-	    (unsigned long long)st.codes_failed, (unsigned long long)st.frames_unknown,
-	    (unsigned long long)st.frames);
+	return p ? p->comm : "";
 }
 
 /* ---- registration ------------------------------------------------------------ */
 
 int gs_rt_register(struct session *s)
 {
-	const struct gs_proc_handler py = {
-		.name = "python",
+	const struct gs_py_host py_host = {
 		.ctx = s,
-		.attach = py_h_attach,
-		.fork = py_h_fork,
-		.detach = py_h_detach,
-		.tick = py_h_tick,
-		.report = py_h_report,
+		.set_cfg = py_set_cfg,
+		.cfg_changed = py_cfg_changed,
+		.maps_grew = py_maps_grew,
+		.comm = py_comm,
 	};
 	const struct gs_proc_handler session = { .name = "session" };
 	struct gs_proc_handler h;
@@ -318,9 +162,11 @@ int gs_rt_register(struct session *s)
 		if ((rc = gs_proc_register(s->pt, &h)) < 0 || (rc = gs_cfi_bind(s->cfi, s->pt, rc)))
 			return rc;
 	}
-	if ((rc = gs_proc_register(s->pt, &py)) < 0 ||
-	    (s->py && (rc = gs_py_bind(s->py, s->pt, rc))))
-		return rc;
+	if (s->py) {
+		gs_py_plugin(s->py, &py_host, &h);
+		if ((rc = gs_proc_register(s->pt, &h)) < 0 || (rc = gs_py_bind(s->py, s->pt, rc)))
+			return rc;
+	}
 	gs_gpu_proc_handler(s, &h);
 	if ((rc = gs_proc_register(s->pt, &h)) < 0)
 		return rc;

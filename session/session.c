@@ -404,12 +404,15 @@ static void add_processes(struct session *s)
 {
 	for (size_t i = 0; i < s->procs.n; i++) {
 		const struct gs_procinfo *p = s->procs.all[i];
+		struct gs_py_proc py;
+
+		gs_py_proc_view(s->py, p->proc->tgid, &py);
 		struct gs_process gp = {
 			.pid = p->proc->tgid,
 			.ppid = p->proc->ppid,
 			.comm = gs_profile_intern(&s->prof, p->comm),
 			.role = gs_profile_intern(&s->prof, gs_procs_role(p)),
-			.python = gs_profile_intern(&s->prof, p->python),
+			.python = gs_profile_intern(&s->prof, py.name),
 			.gpu = gs_profile_intern(&s->prof, p->gpu),
 			.cpu_samples = p->cpu_samples,
 			.exited = p->proc->exited,

@@ -55,8 +55,6 @@ struct session {
 	uint32_t truncated_loc;        /* "[truncated]" special location, 0 until made */
 	char agent_env[2][600];        /* launch mode: CUDA_INJECTION64_PATH, GS_AGENT_OPTS */
 	char *launch_env[3];
-	struct gs_py_cfg py_cfgs[64]; /* ids 1..n_py_cfgs, deduplicated */
-	uint32_t n_py_cfgs;
 	struct gs_profile prof;
 	struct gs_rawstacks raw;
 	struct raw_sample *samples;
@@ -111,9 +109,6 @@ int gs_rt_open(struct session *s);
 int gs_rt_register(struct session *s);
 void gs_rt_close(struct session *s);
 void gs_rt_comments(struct session *s); /* profile comments: what stayed unresolved */
-/* The note for a process whose Python stacks cannot be read. */
-int gs_rt_note_native_only(struct gs_profile *prof, uint32_t pid, const char *comm,
-			   const char *why);
 /* Push the targets entry of p (flags, root, py_cfg_id) to BPF. */
 int gs_session_update_target(struct session *s, const struct gs_procinfo *p);
 
