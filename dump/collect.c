@@ -214,42 +214,30 @@ static int open_procs(struct collect *c)
 	return 0;
 }
 
-/* Process roles, as the profiling session gives them (session/procs.c): a rank
- * head (gs_rank_head) is "main" unless it launches other heads; a -p process with no head below
- * it is "main"; the rest "other" (workers become "dataloader" from their
- * frames).  Launchers lose their ranks, as there. */
-static bool is_head(struct collect *c, const struct proc_state *p)
-{
-	const struct proc_state *parent = p->is_root ? NULL : proc_of(c, p->ppid);
-
-	return gs_rank_head(&p->ranks, parent ? &parent->ranks : NULL);
-}
-
+/* Process roles by the session's rule (gs_proc_assign_roles): no CPU
+ * samples here, so no wrapper rule; workers become "dataloader" later from
+ * their frames.  Launchers lose their ranks, as there. */
 static void assign_roles(struct collect *c)
 {
-	bool *launcher = calloc(c->n_procs ? c->n_procs : 1, sizeof(*launcher));
+	struct gs_role_proc *v = calloc(c->n_procs ? c->n_procs : 1, sizeof(*v));
 
-	if (!launcher)
-		return;
-	for (size_t i = 0; i < c->n_procs; i++) {
+	for (size_t i = 0; v && i < c->n_procs; i++) {
 		const struct proc_state *p = &c->procs[i];
 
-		for (int depth = 0; is_head(c, &c->procs[i]) && !p->is_root && depth < 256;
-		     depth++) {
-			p = proc_of(c, p->ppid);
-			if (!p)
-				break;
-			launcher[p - c->procs] = true;
+		v[i] = (struct gs_role_proc){
+			.tgid = p->tgid,
+			.ppid = p->ppid,
+			.is_root = p->is_root,
+			.ranks = p->ranks,
+			.role = p->is_root ? GS_ROLE_MAIN : GS_ROLE_OTHER,
+		};
+	}
+	if (v && !gs_proc_assign_roles(v, c->n_procs))
+		for (size_t i = 0; i < c->n_procs; i++) {
+			c->procs[i].main = v[i].role == GS_ROLE_MAIN;
+			c->procs[i].ranks = v[i].ranks;
 		}
-	}
-	for (size_t i = 0; i < c->n_procs; i++) {
-		struct proc_state *p = &c->procs[i];
-
-		p->main = !launcher[i] && (is_head(c, p) || (p->is_root && p->ranks.rank < 0));
-		if (launcher[i])
-			p->ranks = GS_RANK_ENV_UNKNOWN;
-	}
-	free(launcher);
+	free(v);
 }
 
 static void collect_threads(struct collect *c, char *err, size_t errlen)

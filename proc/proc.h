@@ -324,6 +324,21 @@ enum gs_proc_role { GS_ROLE_OTHER = 0, GS_ROLE_MAIN, GS_ROLE_DATALOADER };
 /* "other", "main", "dataloader" ("other" for an unknown value). */
 const char *gs_proc_role_name(uint8_t role);
 
+/* The role rule over one job's processes (proc/roles.c says it; the
+ * session and `gpusample dump` both use it).  v[0..n) in the order the
+ * processes were first seen; in: tgid, ppid, is_root (a target root), CPU
+ * samples (0 when unknown: then no wrapper rule), ranks and the role so far
+ * (GS_ROLE_DATALOADER stays); out: role, and GS_RANK_ENV_UNKNOWN ranks for
+ * a launcher.  0 or -ENOMEM (v unchanged but partly). */
+struct gs_role_proc {
+	uint32_t tgid, ppid;
+	bool is_root;
+	uint64_t cpu_samples;
+	struct gs_rank_env ranks;
+	uint8_t role;
+};
+int gs_proc_assign_roles(struct gs_role_proc *v, size_t n);
+
 struct gs_proc_table;
 
 /* A new table; elf (a reference is taken; NULL: no probing) is the cache

@@ -157,88 +157,29 @@ const char *gs_procs_role(const struct gs_procinfo *p)
 
 /* ---- roles ---------------------------------------------------------------- */
 
-static struct gs_procinfo *info_at(const struct gs_proc_slots *s, size_t i)
-{
-	return s->all[i];
-}
-
-static struct gs_procinfo *parent_of(struct gs_proc_slots *s, const struct gs_procinfo *p)
-{
-	return p->proc->tgid == p->proc->root ? NULL : gs_procs_get(s, p->proc->ppid);
-}
-
-static bool is_rank_head(struct gs_proc_slots *s, const struct gs_procinfo *p)
-{
-	const struct gs_procinfo *parent = parent_of(s, p);
-
-	return gs_rank_head(&p->proc->ranks, parent ? &parent->proc->ranks : NULL);
-}
-
-/* Mark every ancestor of p in the table as a launcher (bounded walk). */
-static void mark_launchers(struct gs_proc_slots *s, const struct gs_procinfo *p)
-{
-	for (int depth = 0; depth < 256; depth++) {
-		struct gs_procinfo *parent = parent_of(s, p);
-
-		if (!parent || parent->launcher)
-			return;
-		parent->launcher = true;
-		p = parent;
-	}
-}
-
-static void wrapper_main(struct gs_proc_slots *s, struct gs_procinfo *r)
-{
-	struct gs_procinfo *best = NULL;
-
-	for (size_t k = 0; k < s->n; k++) {
-		struct gs_procinfo *p = info_at(s, k);
-
-		if (p->proc->root == r->proc->tgid && p->proc->role != GS_ROLE_DATALOADER &&
-		    (!best || p->cpu_samples > best->cpu_samples))
-			best = p;
-	}
-	if (!best || best == r || r->cpu_samples * 20 > best->cpu_samples)
-		return; /* the root itself does a real share of the work */
-	gs_procs_set_main(r, false);
-	gs_procs_set_main(best, true);
-}
-
-/* Each rank head is "main" unless it launches other heads; has_heads[k]
- * says that process k is the root of some head. */
-static void mark_heads(struct gs_proc_slots *s, bool *has_heads)
-{
-	for (size_t i = 0; i < s->n; i++) {
-		struct gs_procinfo *p = info_at(s, i);
-
-		if (!is_rank_head(s, p))
-			continue;
-		gs_procs_set_main(p, !p->launcher);
-		for (size_t k = 0; has_heads && k < s->n; k++)
-			if (info_at(s, k)->proc->tgid == p->proc->root)
-				has_heads[k] = true;
-	}
-}
-
 void gs_procs_assign_roles(struct gs_proc_slots *s)
 {
-	bool *has_heads = calloc(s->n ? s->n : 1, sizeof(*has_heads));
+	struct gs_role_proc *v = calloc(s->n ? s->n : 1, sizeof(*v));
 
-	for (size_t i = 0; i < s->n; i++)
-		info_at(s, i)->launcher = false;
-	for (size_t i = 0; i < s->n; i++)
-		if (is_rank_head(s, info_at(s, i)))
-			mark_launchers(s, info_at(s, i));
-	mark_heads(s, has_heads);
-	for (size_t i = 0; i < s->n; i++) {
-		struct gs_procinfo *p = info_at(s, i);
+	for (size_t i = 0; v && i < s->n; i++) {
+		const struct gs_procinfo *p = s->all[i];
 
-		if (p->launcher) {
-			gs_procs_set_main(p, false);
-			p->proc->ranks = GS_RANK_ENV_UNKNOWN;
-		} else if (p->is_root && !(has_heads && has_heads[i])) {
-			wrapper_main(s, p);
+		v[i] = (struct gs_role_proc){
+			.tgid = p->proc->tgid,
+			.ppid = p->proc->ppid,
+			.is_root = p->is_root,
+			.cpu_samples = p->cpu_samples,
+			.ranks = p->proc->ranks,
+			.role = p->proc->role,
+		};
+	}
+	if (v && !gs_proc_assign_roles(v, s->n)) {
+		for (size_t i = 0; i < s->n; i++) {
+			struct gs_procinfo *p = s->all[i];
+
+			p->proc->role = v[i].role;
+			p->proc->ranks = v[i].ranks;
 		}
 	}
-	free(has_heads);
+	free(v);
 }

@@ -29,8 +29,7 @@ struct gs_procinfo {
 	char comm[16];
 	bool is_root;
 	uint64_t cpu_samples;
-	char gpu[96];  /* GPU agent state */
-	bool launcher; /* spawned the rank processes (torchrun, mpirun): no rank labels */
+	char gpu[96]; /* GPU agent state */
 };
 
 /* The state of tgid in s (a gs_proc_slots of struct gs_procinfo), or NULL. */
