@@ -1127,10 +1127,16 @@ int gs_cuda_add_comments(struct gs_cuda *c)
 
 int gs_cuda_stall_table_record(struct gs_cuda *c, const struct gs_gpu_stall_table *rec, size_t size)
 {
-	const struct gs_gpu_stall_table *t;
-	const struct gs_gpu_stall_reason *r;
-	if (gs_rec_hdr_check(rec, size) || gs_rec_stall_table(&rec->hdr, &t, &r))
-		return -EINVAL; /* the codec's checks (include/gpusample/records_codec.h) */
+	struct gs_gpu_rec v;
+
+	if (gs_gpu_rec_decode_as(rec, size, GS_REC_GPU_STALL_TABLE, &v))
+		return -EINVAL;
+	return gs_cuda_stall_table(c, v.table.t, v.table.reasons);
+}
+
+int gs_cuda_stall_table(struct gs_cuda *c, const struct gs_gpu_stall_table *rec,
+			const struct gs_gpu_stall_reason *r)
+{
 	size_t n = rec->n_reasons;
 	uint32_t *idx = calloc(n ? n : 1, sizeof(*idx));
 	uint32_t *flags = calloc(n ? n : 1, sizeof(*flags));

@@ -746,13 +746,20 @@ void gs_join_stats(const struct gs_join *j, struct gs_join_stats *st)
 int gs_join_pc_batch_record(struct gs_join *j, struct gs_cuda *c, const struct gs_gpu_pc_batch *rec,
 			    size_t size)
 {
-	struct gs_rec_pc_batch_view v;
-	if (gs_rec_hdr_check(rec, size) || gs_rec_pc_batch(&rec->hdr, &v))
-		return -EINVAL; /* the codec's checks (include/gpusample/records_codec.h) */
+	struct gs_gpu_rec v;
+
+	if (gs_gpu_rec_decode_as(rec, size, GS_REC_GPU_PC_BATCH, &v))
+		return -EINVAL;
+	return gs_join_pc_batch(j, c, &v.batch);
+}
+
+int gs_join_pc_batch(struct gs_join *j, struct gs_cuda *c, const struct gs_rec_pc_batch_view *v)
+{
 	int err;
-	const struct gs_gpu_pc *pcs = v.pcs;
-	const struct gs_gpu_stall_count *counts = v.counts;
-	const char *names = v.names;
+	const struct gs_gpu_pc_batch *rec = v->b;
+	const struct gs_gpu_pc *pcs = v->pcs;
+	const struct gs_gpu_stall_count *counts = v->counts;
+	const char *names = v->names;
 	uint32_t pid = rec->gpu.tgid;
 	int32_t device = (int32_t)rec->gpu.device;
 	if (rec->total_samples || rec->dropped_samples || rec->non_user_samples)

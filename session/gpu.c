@@ -304,23 +304,16 @@ static uint32_t launch_frames_to_skip(struct session *s, const struct gs_rec_cpu
 	return i == v->n_user ? 0 : i;
 }
 
-int gs_gpu_launch_sample(struct session *s, const struct gs_rec_hdr *h,
-			 const struct gs_gpu_launch **l, struct gs_rec_cpu_view *v)
+/* A launch of a new kernel past the join's kernel caps is dropped (and
+ * counted) before its stack costs a symbolization; 1 when admitted. */
+static int launch_admit(struct session *s, const struct gs_gpu_launch *l, struct gs_rec_cpu_view *v)
 {
 	uint32_t skip;
 
-	if (!s->gpu || !s->join)
-		return -ENODEV;
-	if (gs_rec_gpu_launch(h, l, v)) {
-		s->counts[GS_C_records_malformed]++;
-		return -EINVAL;
-	}
-	/* A launch of a new kernel past the join's kernel caps is dropped
-	 * (and counted) before its stack costs a symbolization. */
-	if (!gs_join_launch_admit(s->join, (*l)->gpu.tgid, (*l)->name_hash,
-				  (*l)->cbid == GS_CBID_GRAPH_LAUNCH ||
-				      (*l)->cbid == GS_CBID_GRAPH_LAUNCH_PTSZ))
-		return -ENOSPC;
+	if (!gs_join_launch_admit(s->join, l->gpu.tgid, l->name_hash,
+				  l->cbid == GS_CBID_GRAPH_LAUNCH ||
+				      l->cbid == GS_CBID_GRAPH_LAUNCH_PTSZ))
+		return 0;
 	/* Without its kernel frames (the uprobe's own path into BPF, never
 	 * the program's) and the agent's callback path. */
 	skip = launch_frames_to_skip(s, v);
@@ -328,7 +321,7 @@ int gs_gpu_launch_sample(struct session *s, const struct gs_rec_hdr *h,
 	v->n_kernel = 0;
 	v->user += skip;
 	v->n_user -= skip;
-	return 0;
+	return 1;
 }
 
 void gs_gpu_launch_stack(struct session *s, const struct gs_gpu_launch *l,
@@ -342,31 +335,28 @@ void gs_gpu_launch_stack(struct session *s, const struct gs_gpu_launch *l,
 			      gs_profile_intern(&s->prof, role));
 }
 
-void gs_gpu_record(struct session *s, const struct gs_rec_hdr *h)
+bool gs_gpu_on(const struct session *s)
 {
-	const void *rec;
+	return s->gpu && s->join;
+}
 
-	if (!s->gpu || !s->join)
-		return;
-	gs_gpu_host_on_record(s->gpu, h);
-	switch (h->type) {
+int gs_gpu_record(struct session *s, struct gs_gpu_rec *r)
+{
+	gs_gpu_host_record(s->gpu, r);
+	switch (r->type) {
 	case GS_REC_GPU_CUBIN:
-		if (!gs_rec_fixed(h, GS_REC_GPU_CUBIN, &rec))
-			on_cubin(s, rec);
-		else
-			s->counts[GS_C_records_malformed]++;
-		break;
+		on_cubin(s, r->cubin);
+		return 0;
 	case GS_REC_GPU_STALL_TABLE:
-		gs_cuda_stall_table_record(s->cuda, (const struct gs_gpu_stall_table *)h, h->size);
-		break;
-	case GS_REC_GPU_LAUNCH: /* the session symbolizes its stack: gs_gpu_launch_sample */
-		break;
+		gs_cuda_stall_table(s->cuda, r->table.t, r->table.reasons);
+		return 0;
 	case GS_REC_GPU_PC_BATCH:
-		gs_join_pc_batch_record(s->join, s->cuda, (const struct gs_gpu_pc_batch *)h,
-					h->size);
-		break;
+		gs_join_pc_batch(s->join, s->cuda, &r->batch);
+		return 0;
+	case GS_REC_GPU_LAUNCH:
+		return launch_admit(s, r->launch.l, &r->launch.stack);
 	default:
-		break;
+		return 0;
 	}
 }
 

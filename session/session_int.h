@@ -148,13 +148,15 @@ void gs_gpu_inject_gone(struct session *s, uint32_t tgid);
 void gs_gpu_inject_fork(struct session *s, uint32_t parent, uint32_t child);
 void gs_gpu_inject_end(struct session *s);
 void gs_gpu_inject_notes(struct session *s);
-void gs_gpu_record(struct session *s, const struct gs_rec_hdr *h);
-/* A GS_REC_GPU_LAUNCH record decoded: its fixed part in *l and its CPU
- * stack in *v, narrowed to the program's frames; -EINVAL when malformed,
- * -ENODEV without GPU.  The caller interns and symbolizes the stack, then
- * hands it to the join with gs_gpu_launch_stack. */
-int gs_gpu_launch_sample(struct session *s, const struct gs_rec_hdr *h,
-			 const struct gs_gpu_launch **l, struct gs_rec_cpu_view *v);
+/* Whether GPU records have consumers (the agent host and the join). */
+bool gs_gpu_on(const struct session *s);
+/* A GPU record the router decoded once (gs_gpu_rec_decode), routed to the
+ * agent host, the cubin symbolizer or the join.  Returns 1 for a launch
+ * whose stack the session is to make: r->launch.stack is then narrowed to
+ * the program's frames, and the caller interns and symbolizes it and hands
+ * it to the join with gs_gpu_launch_stack; 0 otherwise (a launch of a new
+ * kernel past the join's caps is dropped, counted). */
+int gs_gpu_record(struct session *s, struct gs_gpu_rec *r);
 void gs_gpu_launch_stack(struct session *s, const struct gs_gpu_launch *l,
 			 const struct gs_rec_cpu_view *v, uint32_t stack, const char *role);
 void gs_gpu_detach(struct session *s, int (*poll)(void *ctx, int timeout_ms));
