@@ -279,6 +279,10 @@ struct gs_cuda;
 
 struct gs_cuda *gs_cuda_new(struct gs_profile *p);
 void gs_cuda_free(struct gs_cuda *c);
+/* Keep each process's use of the caps in the slots of t (proc/proc.h),
+ * id being a handler registered for it, instead of a table of its own:
+ * before the first PC record (-EBUSY after). */
+int gs_cuda_bind(struct gs_cuda *c, struct gs_proc_table *t, int id);
 
 /* ---- libcupti (offline correlation) ------------------------------------ */
 
@@ -551,6 +555,11 @@ struct gs_join;
 
 struct gs_join *gs_join_new(struct gs_profile *p, uint64_t t0_ns);
 void gs_join_free(struct gs_join *j);
+/* Keep per-process state (the caps' counts, kernels and correlation ids
+ * by key, drain windows) in the slots of t (proc/proc.h), id being a
+ * handler registered for it, instead of a table of its own: before the
+ * first record (-EBUSY after).  The run-wide lists stay the join's. */
+int gs_join_bind(struct gs_join *j, struct gs_proc_table *t, int id);
 
 struct gs_join_launch {
 	uint32_t pid, tid;       /* tgid and launching thread */

@@ -187,8 +187,13 @@ void gs_gpu_launch_env(struct session *s)
 
 void gs_gpu_start(struct session *s)
 {
-	if (s->gpu)
-		s->join = gs_join_new(&s->prof, s->t0_mono);
+	if (!s->gpu)
+		return;
+	s->join = gs_join_new(&s->prof, s->t0_mono);
+	if (s->join && gs_join_bind(s->join, s->pt, s->join_slot)) {
+		gs_join_free(s->join); /* no join: GPU records are not read */
+		s->join = NULL;
+	}
 }
 
 static int say_refused(void *ctx, const struct gs_gpu_proc_info *p)
@@ -257,6 +262,23 @@ void gs_gpu_proc_handler(struct session *s, struct gs_proc_handler *h)
 		.detach = gpu_h_detach,
 		.tick = gpu_h_tick,
 	};
+}
+
+int gs_gpu_register(struct session *s)
+{
+	const struct gs_proc_handler cuda = { .name = "gpu-cuda" }, join = { .name = "gpu-join" };
+	struct gs_proc_handler h;
+	int rc;
+
+	gs_gpu_proc_handler(s, &h);
+	if ((rc = gs_proc_register(s->pt, &h)) < 0 || !s->gpu)
+		return rc < 0 ? rc : 0;
+	if ((rc = gs_gpu_host_bind(s->gpu, s->pt, rc)) ||
+	    (rc = gs_proc_register(s->pt, &cuda)) < 0 || (rc = gs_cuda_bind(s->cuda, s->pt, rc)) ||
+	    (rc = gs_proc_register(s->pt, &join)) < 0)
+		return rc;
+	s->join_slot = rc;
+	return 0;
 }
 
 static void on_cubin(struct session *s, const struct gs_gpu_cubin *c)

@@ -50,6 +50,7 @@ struct session {
 	struct gs_proc_table *pt;      /* the one process table: its handlers are the runtimes */
 	struct gs_cuda *cuda;          /* cubins, stall tables (with gpu) */
 	struct gs_join *join;          /* created at start: needs t0 */
+	int join_slot;                 /* its handler id in pt (gs_gpu_register) */
 	struct gs_offcpu *off;         /* NULL with --no-offcpu (session/offcpu.c) */
 	uint64_t counts[GS_NCOUNTERS]; /* host counters (gpusample/counters.h), set where counted */
 	uint32_t truncated_loc;        /* "[truncated]" special location, 0 until made */
@@ -137,6 +138,10 @@ void gs_gpu_start(struct session *s);      /* t0 known */
  * is scanned for the agent, configured and armed; an exited one dropped;
  * the tick rescans and arms (session/runtimes.c registers it). */
 void gs_gpu_proc_handler(struct session *s, struct gs_proc_handler *h);
+/* Register that handler with s->pt, and with GPU sampling on, the slots
+ * the GPU host, the cubin symbolizer and the join keep their per-process
+ * state in (the join's bound when gs_gpu_start makes it): 0 or -errno. */
+int gs_gpu_register(struct session *s);
 /* session/gpu_inject.c (--inject): tick: start or follow each root's injection
  * (from the GPU handler's tick); gone: a root exec'd or exited; fork: a
  * root forked while its request is pending (withdrawn in the child, whose
