@@ -148,6 +148,34 @@ struct gs_gpu_proc_info {
 	char late_message[GS_GPU_STATUS_MSG_LEN];
 };
 
+/*
+ * The GPU agent as a handler of the process table (proc/proc.h), over the
+ * host's state only: a process (at attach, fork and exec) is scanned for
+ * the agent, configured and armed; an exited one dropped; the tick
+ * rescans and arms, and refreshes the progress summary.  A second
+ * gpusample refused by an armed agent is logged at once.  What the
+ * session does around it comes through hooks (any may be NULL, called
+ * with hooks.ctx): prepare(tgid) right before tgid's agent is armed (its
+ * launch stacks run through objects mapped since the last snapshots),
+ * and fork, gone (exit or exec) and tick for --inject's follow-up.
+ * Without a host only fork and gone reach the hooks.
+ */
+struct gs_gpu_hooks {
+	void *ctx;
+	void (*prepare)(void *ctx, uint32_t tgid);
+	void (*fork)(void *ctx, uint32_t parent, uint32_t child);
+	void (*gone)(void *ctx, uint32_t tgid);
+	void (*tick)(void *ctx);
+};
+struct gs_gpu_plugin {
+	struct gs_gpu_host *host; /* NULL: no GPU sampling */
+	struct gs_gpu_hooks hooks;
+	char summary[128]; /* gs_gpu_host_summary as of the last tick */
+};
+struct gs_proc_handler;
+/* g's handler (g must outlive the table's use of it). */
+void gs_gpu_proc_handler(struct gs_gpu_plugin *g, struct gs_proc_handler *h);
+
 struct gs_gpu_host *gs_gpu_host_new(struct bpf_program *record_prog,
 				    struct bpf_program *launch_prog,
 				    const struct gs_gpu_host_opts *o);

@@ -32,29 +32,27 @@ static int lib_kind_of_path(const char *path)
 	return strncmp(base, "libcuda.so", 10) ? LIB_OTHER : LIB_DRIVER;
 }
 
-/* Right before the agent in tgid is armed: its launch stacks run through
- * the agent, libcupti and libcuda, mapped since the last maps snapshot of
- * the unwinder, which would otherwise only learn of them from the first
- * launch stacks it failed to walk (those would then all stop at the agent's
- * first frame, and the join would hang GPU samples under them). */
-static void prepare_and_arm(struct session *s)
+/* Right before the agent in tgid is armed (the GPU handler's prepare
+ * hook): its launch stacks run through the agent, libcupti and libcuda,
+ * mapped since the last maps snapshot of the unwinder, which would
+ * otherwise only learn of them from the first launch stacks it failed to
+ * walk (those would then all stop at the agent's first frame, and the join
+ * would hang GPU samples under them). */
+static void prepare_process(void *ctx, uint32_t tgid)
 {
-	uint32_t tgid;
+	struct session *s = ctx;
 
-	while ((tgid = gs_gpu_host_next_ready(s->gpu))) {
-		/* Every table now, as for the processes there at attach: lazily,
-		 * each object of the launch path (agent, libcupti, libcuda,
-		 * libffi or libtorch_cuda, ...) would get its table only after a
-		 * stack first walked into it.  Paid once per GPU process, before
-		 * its agent arms. */
-		if (s->cfi)
-			gs_cfi_build_process(s->cfi, tgid);
-		/* The agent has just loaded libcupti: the symbolizer must know
-		 * it before the first launch records are trimmed
-		 * (launch_frames_to_skip). */
-		gs_sym_refresh(s->sym, tgid);
-		gs_gpu_host_arm(s->gpu, tgid); /* an error is in the process info */
-	}
+	/* Every table now, as for the processes there at attach: lazily,
+	 * each object of the launch path (agent, libcupti, libcuda,
+	 * libffi or libtorch_cuda, ...) would get its table only after a
+	 * stack first walked into it.  Paid once per GPU process, before
+	 * its agent arms. */
+	if (s->cfi)
+		gs_cfi_build_process(s->cfi, tgid);
+	/* The agent has just loaded libcupti: the symbolizer must know
+	 * it before the first launch records are trimmed
+	 * (launch_frames_to_skip). */
+	gs_sym_refresh(s->sym, tgid);
 }
 
 int gs_gpu_open(struct session *s)
@@ -196,72 +194,19 @@ void gs_gpu_start(struct session *s)
 	}
 }
 
-static int say_refused(void *ctx, const struct gs_gpu_proc_info *p)
+static void inject_fork(void *ctx, uint32_t parent, uint32_t child)
 {
-	if (p->tgid != *(const uint32_t *)ctx)
-		return 0;
-	gs_log("pid %u: %s\n", p->tgid, p->message);
-	return 1;
+	gs_gpu_inject_fork(ctx, parent, child);
 }
 
-static void add_process(struct session *s, uint32_t tgid)
+static void inject_gone(void *ctx, uint32_t tgid)
 {
-	/* A second gpusample on an armed agent is told at once, not only in
-	 * the report at the end. */
-	if (!s->gpu)
-		return;
-	if (gs_gpu_host_add_process(s->gpu, tgid) == -EBUSY)
-		gs_gpu_host_foreach(s->gpu, say_refused, &tgid);
-	prepare_and_arm(s);
+	gs_gpu_inject_gone(ctx, tgid);
 }
 
-/* ---- the GPU agent as a handler of the process table ------------------------ */
-
-static int gpu_h_attach(void *ctx, struct gs_proc *p, struct gs_elf_obj *o,
-			const struct gs_maps_line *l)
+static void inject_tick(void *ctx)
 {
-	add_process(ctx, p->tgid);
-	return 0;
-}
-
-static int gpu_h_fork(void *ctx, struct gs_proc *parent, struct gs_proc *child)
-{
-	gs_gpu_inject_fork(ctx, parent->tgid, child->tgid);
-	add_process(ctx, child->tgid);
-	return 0;
-}
-
-static void gpu_h_detach(void *ctx, struct gs_proc *p, bool exec)
-{
-	struct session *s = ctx;
-
-	gs_gpu_inject_gone(s, p->tgid);
-	/* An exec's attach looks for the agent in the new image. */
-	if (!exec && s->gpu)
-		gs_gpu_host_remove_process(s->gpu, p->tgid);
-}
-
-static void gpu_h_tick(void *ctx)
-{
-	struct session *s = ctx;
-	if (!s->gpu)
-		return;
-	gs_gpu_inject_tick(s);
-	gs_gpu_host_poll(s->gpu);
-	prepare_and_arm(s);
-	gs_gpu_host_summary(s->gpu, s->gpu_summary, sizeof(s->gpu_summary));
-}
-
-void gs_gpu_proc_handler(struct session *s, struct gs_proc_handler *h)
-{
-	*h = (struct gs_proc_handler){
-		.name = "gpu",
-		.ctx = s,
-		.attach = gpu_h_attach,
-		.fork = gpu_h_fork,
-		.detach = gpu_h_detach,
-		.tick = gpu_h_tick,
-	};
+	gs_gpu_inject_tick(ctx);
 }
 
 int gs_gpu_register(struct session *s)
@@ -270,7 +215,11 @@ int gs_gpu_register(struct session *s)
 	struct gs_proc_handler h;
 	int rc;
 
-	gs_gpu_proc_handler(s, &h);
+	s->gpu_plugin = (struct gs_gpu_plugin){
+		.host = s->gpu,
+		.hooks = { s, prepare_process, inject_fork, inject_gone, inject_tick },
+	};
+	gs_gpu_proc_handler(&s->gpu_plugin, &h);
 	if ((rc = gs_proc_register(s->pt, &h)) < 0 || !s->gpu)
 		return rc < 0 ? rc : 0;
 	if ((rc = gs_gpu_host_bind(s->gpu, s->pt, rc)) ||
@@ -633,5 +582,6 @@ void gs_gpu_close(struct session *s)
 		gs_cuda_free(s->cuda);
 	s->join = NULL;
 	s->gpu = NULL;
+	s->gpu_plugin.host = NULL; /* the table may outlive the host */
 	s->cuda = NULL;
 }

@@ -300,7 +300,7 @@ static bool stop_requested(struct session *s)
 static void progress(struct session *s, bool final)
 {
 	struct gs_sampler_stats st;
-	struct gs_session_progress p = { .gpu = s->gpu_summary, .final = final };
+	struct gs_session_progress p = { .gpu = s->gpu_plugin.summary, .final = final };
 
 	if (!s->show_progress)
 		return;

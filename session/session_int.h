@@ -76,7 +76,7 @@ struct session {
 	uint64_t t0_mono, t0_wall;
 	struct gs_cpu_snap cpu0, cpu1; /* the machine's CPU time at start and stop */
 	char prefix[PATH_MAX];
-	char gpu_summary[128]; /* the GPU host's, for the progress callback */
+	struct gs_gpu_plugin gpu_plugin; /* the GPU handler's state; its summary for the progress */
 	void (*show_progress)(const struct gs_session_progress *p);
 	char err[512];
 	gs_str host_label; /* GS_SL_HOST of every CPU sample, 0 until set */
@@ -134,11 +134,9 @@ struct gs_procinfo *gs_session_first_sight(struct session *s, uint32_t tgid);
 int gs_gpu_open(struct session *s);        /* after the sampler is loaded */
 void gs_gpu_launch_env(struct session *s); /* fills s->launch_env */
 void gs_gpu_start(struct session *s);      /* t0 known */
-/* The GPU agent's handler of s->pt: a process (at attach, fork and exec)
- * is scanned for the agent, configured and armed; an exited one dropped;
- * the tick rescans and arms (session/runtimes.c registers it). */
-void gs_gpu_proc_handler(struct session *s, struct gs_proc_handler *h);
-/* Register that handler with s->pt, and with GPU sampling on, the slots
+/* Register the GPU agent's handler (gpu/plugin.c, over s->gpu_plugin:
+ * the host, and the session's hooks for preparing a process before its
+ * agent arms and for --inject) with s->pt, and with GPU sampling on, the slots
  * the GPU host, the cubin symbolizer and the join keep their per-process
  * state in (the join's bound when gs_gpu_start makes it): 0 or -errno. */
 int gs_gpu_register(struct session *s);
