@@ -26,6 +26,7 @@
 #include "gpusample/records_codec.h"
 #include "gpu/cuda_internal.h"
 #include "native/native.h"
+#include "proc/proc.h"
 #include "util/membudget.h"
 
 struct cubin {
@@ -50,9 +51,10 @@ struct kfunc {
 	gs_str name, system_name;
 };
 
-/* What one process made here, against the caps (cuda.h GS_CUDA_*). */
-struct pid_use {
-	uint32_t pid, kernels, locations;
+/* What one process made here, against the caps (gpu.h GS_CUDA_*): in its
+ * slot of the process table. */
+struct cuda_proc {
+	uint32_t kernels, locations;
 	uint64_t name_bytes;
 };
 
@@ -109,11 +111,11 @@ struct gs_cuda {
 	struct gs_kmap kfunc_by_key; /* (crc, mangled gs_str, 0) -> kfuncs index */
 	struct gs_kmap loc_cache;    /* (crc, mangled gs_str, pcOffset) -> location id */
 
-	/* The caps on what PC records can make (cuda.h): use per pid, in
-	 * total, and what went past them to the [other kernels] location. */
-	struct pid_use *uses;
-	size_t n_uses, cap_uses;
-	struct gs_kmap use_by_pid; /* (pid, 0, 0) -> uses index */
+	/* The caps on what PC records can make (gpu.h): use per process
+	 * (struct cuda_proc, in the process table's slots once bound by
+	 * gs_cuda_bind, else in a table of its own), in total, and what went
+	 * past them to the [other kernels] location. */
+	struct gs_proc_slots slots;
 	uint64_t n_locations, name_bytes;
 	uint32_t other_loc;
 	struct gs_cuda_cap_losses lost;
@@ -134,12 +136,20 @@ struct gs_cuda {
 struct gs_cuda *gs_cuda_new(struct gs_profile *p)
 {
 	struct gs_cuda *c = calloc(1, sizeof(*c));
-	if (c) {
-		c->p = p;
-		c->wall_ms = GS_CUPTI_WALL_MS;
-		c->wall_mem = GS_CUPTI_WALL_MEM;
+
+	if (!c || gs_proc_slots_init(&c->slots, "cuda", sizeof(struct cuda_proc))) {
+		free(c);
+		return NULL;
 	}
+	c->p = p;
+	c->wall_ms = GS_CUPTI_WALL_MS;
+	c->wall_mem = GS_CUPTI_WALL_MEM;
 	return c;
+}
+
+int gs_cuda_bind(struct gs_cuda *c, struct gs_proc_table *t, int id)
+{
+	return gs_proc_slots_bind(&c->slots, t, id);
 }
 
 void gs_cuda_free(struct gs_cuda *c)
@@ -158,8 +168,7 @@ void gs_cuda_free(struct gs_cuda *c)
 	free(c->devices);
 	free(c->kfuncs);
 	free(c->pending);
-	free(c->uses);
-	gs_kmap_free(&c->use_by_pid);
+	gs_proc_slots_fini(&c->slots);
 	gs_kmap_free(&c->unknown_stalls);
 	gs_kmap_free(&c->cubin_by_crc);
 	gs_kmap_free(&c->mapping_by_crc);
@@ -593,13 +602,6 @@ static struct kfunc *kernel_function(struct gs_cuda *c, uint64_t crc, gs_str man
 	return &c->kfuncs[c->n_kfuncs++];
 }
 
-static struct pid_use *pid_use(struct gs_cuda *c, uint32_t pid)
-{
-	_Static_assert(offsetof(struct pid_use, pid) == 0, "gs_kmap_pid_slot sets the first field");
-	return gs_kmap_pid_slot(&c->use_by_pid, (void **)&c->uses, &c->n_uses, &c->cap_uses,
-				sizeof(*c->uses), pid);
-}
-
 /* The one location PC records past the caps fold into: function
  * "[other kernels]" in a mapping of that name. */
 static uint32_t other_location(struct gs_cuda *c)
@@ -641,7 +643,7 @@ uint32_t gs_cuda_location_pid(struct gs_cuda *c, uint32_t pid, uint64_t crc, con
 		return id;
 	bool new_kernel = known <= 0 ||
 			  !gs_kmap_get(&c->kfunc_by_key, crc, (uint64_t)known, 0, &ki);
-	struct pid_use *u = pid_use(c, pid);
+	struct cuda_proc *u = gs_proc_slots_get(&c->slots, pid, true);
 	if (!u)
 		return 0;
 	size_t len = strlen(function);
@@ -1127,10 +1129,16 @@ int gs_cuda_add_comments(struct gs_cuda *c)
 
 int gs_cuda_stall_table_record(struct gs_cuda *c, const struct gs_gpu_stall_table *rec, size_t size)
 {
-	const struct gs_gpu_stall_table *t;
-	const struct gs_gpu_stall_reason *r;
-	if (gs_rec_hdr_check(rec, size) || gs_rec_stall_table(&rec->hdr, &t, &r))
-		return -EINVAL; /* the codec's checks (include/gpusample/records_codec.h) */
+	struct gs_gpu_rec v;
+
+	if (gs_gpu_rec_decode_as(rec, size, GS_REC_GPU_STALL_TABLE, &v))
+		return -EINVAL;
+	return gs_cuda_stall_table(c, v.table.t, v.table.reasons);
+}
+
+int gs_cuda_stall_table(struct gs_cuda *c, const struct gs_gpu_stall_table *rec,
+			const struct gs_gpu_stall_reason *r)
+{
 	size_t n = rec->n_reasons;
 	uint32_t *idx = calloc(n ? n : 1, sizeof(*idx));
 	uint32_t *flags = calloc(n ? n : 1, sizeof(*flags));

@@ -109,25 +109,6 @@ static inline int gs_kmap_put(struct gs_kmap *m, uint64_t a, uint64_t b, uint64_
 	return 0;
 }
 
-/* The element of pid in a per-process array indexed by m: appended zeroed,
- * with its leading uint32_t pid set, at first sight.  NULL on ENOMEM.  One
- * place for the GPU stores' per-process caps (cuda.c, join.c). */
-static inline void *gs_kmap_pid_slot(struct gs_kmap *m, void **arr, size_t *n, size_t *cap,
-				     size_t sz, uint32_t pid)
-{
-	uint32_t i;
-
-	if (gs_kmap_get(m, pid, 0, 0, &i))
-		return (char *)*arr + (size_t)i * sz;
-	if (gs_grow(arr, cap, *n + 1, sz) || gs_kmap_put(m, pid, 0, 0, (uint32_t)*n))
-		return NULL;
-	char *e = (char *)*arr + *n * sz;
-	memset(e, 0, sz);
-	memcpy(e, &pid, sizeof(pid));
-	(*n)++;
-	return e;
-}
-
 static inline void gs_kmap_free(struct gs_kmap *m)
 {
 	free(m->e);

@@ -31,8 +31,10 @@
  *                                      it at cuInit, possibly much later),
  *                                      at most every 500 ms per process (every
  *                                      tick while a mapped agent initializes)
- *   gs_gpu_host_on_record(h, rec)      every GS_REC_GPU_* record from the ring
- *                                      buffer (reads cubins right away)
+ *   gs_gpu_host_record(h, &view)       every GS_REC_GPU_* record from the ring
+ *                                      buffer, as the router decoded it
+ *                                      (gs_gpu_rec_decode; reads cubins right
+ *                                      away)
  *   gs_gpu_host_remove_process(h, tgid) on GS_PROC_EXIT
  *   gs_gpu_host_detach(h, poll, ctx, timeout_ms)  at stop, BEFORE the final
  *                                      drain: asks each agent to drain and
@@ -60,7 +62,42 @@
 #include <stdint.h>
 #include "gpusample/profile.h"
 #include "gpusample/records.h"
+#include "gpusample/records_codec.h"
 #include "gpusample/stall.h"
+
+/*
+ * One GPU record (GS_REC_GPU_PC_BATCH .. GS_REC_GPU_STATUS) decoded once,
+ * by the one codec (include/gpusample/records_codec.h): the record router
+ * decodes it and hands the view to every GPU consumer (the agent host,
+ * the cubin symbolizer, the join), none of which checks it again.  The
+ * view points into the record; it copies nothing.
+ */
+struct gs_gpu_rec {
+	uint16_t type;                   /* hdr.type */
+	const struct gs_rec_hdr *hdr;    /* hdr.size bytes, checked */
+	const struct gs_gpu_common *gpu; /* the common part every GPU record has */
+	union {
+		struct gs_rec_pc_batch_view batch; /* GS_REC_GPU_PC_BATCH */
+		struct {
+			const struct gs_gpu_stall_table *t;
+			const struct gs_gpu_stall_reason *reasons; /* t->n_reasons */
+		} table;                                           /* GS_REC_GPU_STALL_TABLE */
+		const struct gs_gpu_cubin *cubin;                  /* GS_REC_GPU_CUBIN */
+		struct {
+			const struct gs_gpu_launch *l;
+			struct gs_rec_cpu_view stack; /* the launching CPU stack */
+		} launch;                             /* GS_REC_GPU_LAUNCH */
+		const struct gs_gpu_status *status;   /* GS_REC_GPU_STATUS */
+	};
+};
+/* Decode h (past gs_rec_hdr_check: h->size bytes readable) into *r.
+ * -EBADMSG: not a GPU record; -EINVAL: its layout lies (sizes, counts,
+ * name offsets, the launch's nested stack). */
+int gs_gpu_rec_decode(const struct gs_rec_hdr *h, struct gs_gpu_rec *r);
+/* For a component fed raw records on its own (a test, a fuzzer): size
+ * bytes at rec, header checked (gs_rec_hdr_check), then decoded; -EINVAL
+ * unless it is a well-formed record of type. */
+int gs_gpu_rec_decode_as(const void *rec, size_t size, uint16_t type, struct gs_gpu_rec *r);
 
 struct bpf_program;
 struct gs_gpu_host;
@@ -111,6 +148,34 @@ struct gs_gpu_proc_info {
 	char late_message[GS_GPU_STATUS_MSG_LEN];
 };
 
+/*
+ * The GPU agent as a handler of the process table (proc/proc.h), over the
+ * host's state only: a process (at attach, fork and exec) is scanned for
+ * the agent, configured and armed; an exited one dropped; the tick
+ * rescans and arms, and refreshes the progress summary.  A second
+ * gpusample refused by an armed agent is logged at once.  What the
+ * session does around it comes through hooks (any may be NULL, called
+ * with hooks.ctx): prepare(tgid) right before tgid's agent is armed (its
+ * launch stacks run through objects mapped since the last snapshots),
+ * and fork, gone (exit or exec) and tick for --inject's follow-up.
+ * Without a host only fork and gone reach the hooks.
+ */
+struct gs_gpu_hooks {
+	void *ctx;
+	void (*prepare)(void *ctx, uint32_t tgid);
+	void (*fork)(void *ctx, uint32_t parent, uint32_t child);
+	void (*gone)(void *ctx, uint32_t tgid);
+	void (*tick)(void *ctx);
+};
+struct gs_gpu_plugin {
+	struct gs_gpu_host *host; /* NULL: no GPU sampling */
+	struct gs_gpu_hooks hooks;
+	char summary[128]; /* gs_gpu_host_summary as of the last tick */
+};
+struct gs_proc_handler;
+/* g's handler (g must outlive the table's use of it). */
+void gs_gpu_proc_handler(struct gs_gpu_plugin *g, struct gs_proc_handler *h);
+
 struct gs_gpu_host *gs_gpu_host_new(struct bpf_program *record_prog,
 				    struct bpf_program *launch_prog,
 				    const struct gs_gpu_host_opts *o);
@@ -148,7 +213,12 @@ uint32_t gs_gpu_host_next_ready(const struct gs_gpu_host *h);
 /* Attach tgid's probes: 1 attached, -ENOENT not ready, <0 error (message
  * in the process info). */
 int gs_gpu_host_arm(struct gs_gpu_host *h, uint32_t tgid);
-/* Update state from a GS_REC_GPU_* record; other types are ignored. */
+/* Update state from a decoded GPU record (the router's view): a status,
+ * a cubin to read, a stall table to keep, a batch's warp samples to count,
+ * a launch to count. */
+void gs_gpu_host_record(struct gs_gpu_host *h, const struct gs_gpu_rec *r);
+/* The same from a raw record (past gs_rec_hdr_check), for the host used
+ * alone; non-GPU and malformed records are ignored. */
 void gs_gpu_host_on_record(struct gs_gpu_host *h, const struct gs_rec_hdr *rec);
 
 /* Drain-and-disarm handshake, then detach every probe.  poll(ctx, ms) must
@@ -237,6 +307,10 @@ struct gs_cuda;
 
 struct gs_cuda *gs_cuda_new(struct gs_profile *p);
 void gs_cuda_free(struct gs_cuda *c);
+/* Keep each process's use of the caps in the slots of t (proc/proc.h),
+ * id being a handler registered for it, instead of a table of its own:
+ * before the first PC record (-EBUSY after). */
+int gs_cuda_bind(struct gs_cuda *c, struct gs_proc_table *t, int id);
 
 /* ---- libcupti (offline correlation) ------------------------------------ */
 
@@ -421,6 +495,10 @@ struct gs_gpu_stall_table;
  * SM count and clock).  -EINVAL when the record is malformed. */
 int gs_cuda_stall_table_record(struct gs_cuda *c, const struct gs_gpu_stall_table *rec,
 			       size_t size);
+/* The same from the router's decoded view (struct gs_gpu_rec's table):
+ * 0 or -ENOMEM. */
+int gs_cuda_stall_table(struct gs_cuda *c, const struct gs_gpu_stall_table *t,
+			const struct gs_gpu_stall_reason *reasons);
 
 
 /*
@@ -476,18 +554,21 @@ int gs_cuda_stall_table_record(struct gs_cuda *c, const struct gs_gpu_stall_tabl
  * Times are CLOCK_MONOTONIC ns (record ktime); sample time_ns is written
  * relative to t0_ns given to gs_join_new().
  *
- * Session wiring (session/session.c), in ring-buffer order, after
- * gs_gpu_host_on_record(h, rec) has seen the record:
+ * Session wiring (session/session.c decodes each record once into r with
+ * gs_gpu_rec_decode; session/gpu.c routes r), in ring-buffer order, after
+ * gs_gpu_host_record(h, &r) has seen the record:
  *   c = gs_cuda_new(profile); j = gs_join_new(profile, t0 ktime)
- *   GS_REC_GPU_CUBIN:       bytes = gs_gpu_host_cubin(h, rec->crc, &size);
- *                           gs_cuda_add_cubin_borrowed(c, rec->crc, bytes, size, tgid,
- *                                                      NULL, NULL)
- *   GS_REC_GPU_STALL_TABLE: gs_cuda_stall_table_record(c, rec, hdr.size)
- *   GS_REC_GPU_LAUNCH:      stack = the profile stack of the embedded
- *                           gs_cpu_sample (symbolized like any CPU sample);
- *                           gs_join_launch_record(j, rec, stack, comm, role)
- *   GS_REC_GPU_PC_BATCH:    gs_join_pc_batch_record(j, c, rec, hdr.size)
+ *   GS_REC_GPU_CUBIN:       bytes = gs_gpu_host_cubin(h, r.cubin->crc, &size);
+ *                           gs_cuda_add_cubin_borrowed(c, r.cubin->crc, bytes, size,
+ *                                                      tgid, NULL, NULL)
+ *   GS_REC_GPU_STALL_TABLE: gs_cuda_stall_table(c, r.table.t, r.table.reasons)
+ *   GS_REC_GPU_LAUNCH:      stack = the profile stack of r.launch.stack
+ *                           (symbolized like any CPU sample);
+ *                           gs_join_launch_record(j, r.launch.l, stack, comm, role)
+ *   GS_REC_GPU_PC_BATCH:    gs_join_pc_batch(j, c, &r.batch)
  *   at the end:             gs_join_emit(j, &stats); gs_cuda_add_comments(c)
+ * (gs_cuda_stall_table_record and gs_join_pc_batch_record take the raw
+ * record, for the components used alone.)
  * A session that symbolizes CPU stacks only at the end can buffer these
  * records and replay them in the same order then.
  *
@@ -502,6 +583,11 @@ struct gs_join;
 
 struct gs_join *gs_join_new(struct gs_profile *p, uint64_t t0_ns);
 void gs_join_free(struct gs_join *j);
+/* Keep per-process state (the caps' counts, kernels and correlation ids
+ * by key, drain windows) in the slots of t (proc/proc.h), id being a
+ * handler registered for it, instead of a table of its own: before the
+ * first record (-EBUSY after).  The run-wide lists stay the join's. */
+int gs_join_bind(struct gs_join *j, struct gs_proc_table *t, int id);
 
 struct gs_join_launch {
 	uint32_t pid, tid;       /* tgid and launching thread */
@@ -587,6 +673,9 @@ struct gs_gpu_launch;
  * -EINVAL when the record is malformed (nothing added then). */
 int gs_join_pc_batch_record(struct gs_join *j, struct gs_cuda *c, const struct gs_gpu_pc_batch *rec,
 			    size_t size);
+/* The same from the router's decoded view (struct gs_gpu_rec's batch):
+ * 0 or -ENOMEM. */
+int gs_join_pc_batch(struct gs_join *j, struct gs_cuda *c, const struct gs_rec_pc_batch_view *v);
 /* A GS_REC_GPU_LAUNCH record's fixed part; stack = the profile stack index
  * the caller made from the gs_cpu_sample that follows it (thread_name and
  * role likewise, 0 if unknown).  Weight = sample_every. */

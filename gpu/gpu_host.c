@@ -660,24 +660,23 @@ static void store_table(struct gpu_proc *p, const struct gs_gpu_stall_table *t)
 
 /* Warp samples of a batch: base stall reasons only (no _not_issued twins,
  * no counters), as classified by the context's stall table. */
-static uint64_t batch_samples(struct gpu_proc *p, const struct gs_gpu_pc_batch *b)
+static uint64_t batch_samples(struct gpu_proc *p, const struct gs_rec_pc_batch_view *v)
 {
 	const struct gs_gpu_stall_table *t = NULL;
 	const struct gs_gpu_stall_reason *r;
-	struct gs_rec_pc_batch_view v;
 	uint64_t sum = 0;
 
 	for (size_t i = 0; i < p->n_tables; i++)
-		if (p->tables[i]->gpu.ctx_uid == b->gpu.ctx_uid)
+		if (p->tables[i]->gpu.ctx_uid == v->b->gpu.ctx_uid)
 			t = p->tables[i];
-	if (!t || gs_rec_pc_batch(&b->hdr, &v))
+	if (!t)
 		return 0;
 	r = (const void *)(t + 1);
-	for (uint32_t i = 0; i < b->n_counts; i++)
+	for (uint32_t i = 0; i < v->b->n_counts; i++)
 		for (uint32_t k = 0; k < t->n_reasons; k++)
-			if (r[k].index == v.counts[i].reason_index) {
+			if (r[k].index == v->counts[i].reason_index) {
 				if (gs_stall_kind(r[k].flags) == GS_STALL_BASE)
-					sum += v.counts[i].samples;
+					sum += v->counts[i].samples;
 				break;
 			}
 	return sum;
@@ -685,20 +684,22 @@ static uint64_t batch_samples(struct gpu_proc *p, const struct gs_gpu_pc_batch *
 
 void gs_gpu_host_on_record(struct gs_gpu_host *h, const struct gs_rec_hdr *rec)
 {
-	const struct gs_gpu_common *gc = (const void *)(rec + 1);
-	struct gpu_proc *p;
+	struct gs_gpu_rec r;
 
-	if (rec->type < GS_REC_GPU_PC_BATCH || rec->type > GS_REC_GPU_STATUS ||
-	    rec->size < sizeof(*rec) + sizeof(*gc))
-		return;
-	p = proc_find(h, gc->tgid, true);
+	if (!gs_gpu_rec_decode(rec, &r))
+		gs_gpu_host_record(h, &r);
+}
+
+void gs_gpu_host_record(struct gs_gpu_host *h, const struct gs_gpu_rec *r)
+{
+	const struct gs_rec_hdr *rec = r->hdr;
+	struct gpu_proc *p = proc_find(h, r->gpu->tgid, true);
+
 	if (!p)
 		return;
-	switch (rec->type) {
+	switch (r->type) {
 	case GS_REC_GPU_STATUS: {
-		const struct gs_gpu_status *s = (const void *)rec;
-		if (rec->size < sizeof(*s))
-			return;
+		const struct gs_gpu_status *s = r->status;
 		/* Once sampling went off, that reason is what the report must
 		 * say, not the "process exiting: 0 PC samples" that follows. */
 		if (s->state == GS_GPU_ST_ARMED && !s->gpu.ctx_uid)
@@ -737,21 +738,14 @@ void gs_gpu_host_on_record(struct gs_gpu_host *h, const struct gs_rec_hdr *rec)
 		return;
 	}
 	case GS_REC_GPU_CUBIN:
-		if (rec->size >= sizeof(struct gs_gpu_cubin))
-			store_cubin(h, gc->tgid, (const void *)rec);
+		store_cubin(h, r->gpu->tgid, r->cubin);
 		return;
-	case GS_REC_GPU_STALL_TABLE: {
-		const struct gs_gpu_stall_table *t;
-		const struct gs_gpu_stall_reason *r;
-		if (!gs_rec_stall_table(rec, &t, &r))
-			store_table(p, t);
+	case GS_REC_GPU_STALL_TABLE:
+		store_table(p, r->table.t);
 		return;
-	}
 	case GS_REC_GPU_PC_BATCH:
-		if (rec->size >= sizeof(struct gs_gpu_pc_batch)) {
-			p->info.batches++;
-			p->info.samples += batch_samples(p, (const void *)rec);
-		}
+		p->info.batches++;
+		p->info.samples += batch_samples(p, &r->batch);
 		return;
 	case GS_REC_GPU_LAUNCH:
 		p->info.launch_events++;

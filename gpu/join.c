@@ -10,8 +10,8 @@
 
 #include "gpusample/records.h"
 #include "gpusample/records_codec.h"
-#include "gpu/gpu.h"
 #include "gpu/cuda_internal.h"
+#include "proc/proc.h"
 
 /* Function key of CUDA graph launches (no kernel name): 0, which no kernel
  * name hashes to in practice and which PC records never carry for a known
@@ -51,9 +51,11 @@ struct hist {
 	double res_s, res_ni;
 };
 
+struct join_proc;
+
 /* Launch history of one (pid, kernel function). */
 struct kfn {
-	uint32_t use; /* index of its pid's struct pid_use */
+	struct join_proc *proc; /* its process's state */
 	struct launch *l;
 	size_t n, cap, head; /* live launches are l[head..n) */
 	bool unsorted;
@@ -62,16 +64,10 @@ struct kfn {
 	struct gs_kmap h_by_lkey; /* (lkey, 0, 0) -> h index, once nh > HIST_SCAN */
 };
 
-/* What one process holds, against the caps (join.h GS_JOIN_*). */
-struct pid_use {
-	uint32_t pid, kfns, corrs;
-	uint32_t excess;   /* scratch of compact_corrs */
-	uint64_t launches; /* live launch history entries of its kfns */
-};
-
 struct corr {
 	uint64_t time;
-	uint32_t pid, corr, lkey;
+	struct join_proc *proc;
+	uint32_t corr, lkey;
 };
 
 struct agg {
@@ -91,6 +87,22 @@ struct dev_window {
 	bool open;           /* records: the newest batch's drain is not complete */
 };
 
+/* What the join keeps of one process, in its slot of the process table:
+ * its share of the caps (gpu.h GS_JOIN_*), its kernels and correlation
+ * ids by key (the entries themselves are in the join's run-wide lists,
+ * which the total caps and the oldest-first trimming need), and its
+ * devices' drain windows. */
+struct join_proc {
+	uint32_t kfns, corrs;
+	uint32_t excess;              /* scratch of compact_corrs */
+	uint64_t launches;            /* live launch history entries of its kfns */
+	struct gs_kmap kfn_by_fn;     /* (function, 0, 0) -> kfns index */
+	struct gs_kmap corr_by_id;    /* (correlation id, 0, 0) -> corrs index */
+	struct gs_kmap window_by_dev; /* (device, 0, 0) -> windows index */
+	struct dev_window *windows;
+	size_t n_windows, cap_windows;
+};
+
 struct gs_join {
 	struct gs_profile *p;
 	uint64_t t0;
@@ -99,24 +111,19 @@ struct gs_join {
 	size_t n_lkeys, cap_lkeys;
 	struct gs_kmap lkey_map; /* (pid<<32|stack, tid<<32|name, role) -> lkeys index */
 
-	struct kfn *kfns;
-	size_t n_kfns, cap_kfns;
-	struct gs_kmap kfn_map; /* (pid, fn, 0) -> kfns index */
+	/* Per process: struct join_proc, in the process table's slots
+	 * (gs_join_bind) or in a table of its own. */
+	struct gs_proc_slots slots;
 
-	struct corr *corrs;
+	struct kfn *kfns; /* every process's, for the total caps */
+	size_t n_kfns, cap_kfns;
+
+	struct corr *corrs; /* every process's, oldest first */
 	size_t n_corrs, cap_corrs;
-	struct gs_kmap corr_map; /* (pid, corr, 0) -> corrs index */
 	size_t corr_compact_at;
 	uint64_t latest_end, newest_launch;
 
-	struct pid_use *uses;
-	size_t n_uses, cap_uses;
-	struct gs_kmap use_by_pid; /* (pid, 0, 0) -> uses index */
-	uint64_t n_launches;       /* live launch history entries, all kfns */
-
-	struct gs_kmap dev_end; /* (pid, device, 0) -> index into ends */
-	struct dev_window *ends;
-	size_t n_ends, cap_ends;
+	uint64_t n_launches; /* live launch history entries, all kfns */
 
 	struct gs_kmap stack_map; /* (gpu loc, cpu stack, 0) -> combined stack */
 	uint32_t unknown_loc;
@@ -131,11 +138,19 @@ struct gs_join {
 struct gs_join *gs_join_new(struct gs_profile *p, uint64_t t0_ns)
 {
 	struct gs_join *j = calloc(1, sizeof(*j));
-	if (j) {
+
+	if (j && !gs_proc_slots_init(&j->slots, "join", sizeof(struct join_proc))) {
 		j->p = p;
 		j->t0 = t0_ns;
+		return j;
 	}
-	return j;
+	free(j);
+	return NULL;
+}
+
+int gs_join_bind(struct gs_join *j, struct gs_proc_table *t, int id)
+{
+	return gs_proc_slots_bind(&j->slots, t, id);
 }
 
 void gs_join_free(struct gs_join *j)
@@ -147,17 +162,19 @@ void gs_join_free(struct gs_join *j)
 		free(j->kfns[i].h);
 		gs_kmap_free(&j->kfns[i].h_by_lkey);
 	}
+	for (size_t i = 0; i < j->slots.n; i++) {
+		struct join_proc *p = j->slots.all[i];
+		gs_kmap_free(&p->kfn_by_fn);
+		gs_kmap_free(&p->corr_by_id);
+		gs_kmap_free(&p->window_by_dev);
+		free(p->windows);
+	}
+	gs_proc_slots_fini(&j->slots);
 	free(j->kfns);
 	free(j->lkeys);
 	free(j->corrs);
-	free(j->ends);
 	free(j->aggs);
-	free(j->uses);
-	gs_kmap_free(&j->use_by_pid);
 	gs_kmap_free(&j->lkey_map);
-	gs_kmap_free(&j->kfn_map);
-	gs_kmap_free(&j->corr_map);
-	gs_kmap_free(&j->dev_end);
 	gs_kmap_free(&j->stack_map);
 	gs_kmap_free(&j->agg_map);
 	free(j);
@@ -182,32 +199,32 @@ static int get_lkey(struct gs_join *j, const struct gs_join_launch *l, uint32_t 
 	return 0;
 }
 
-static struct pid_use *pid_use(struct gs_join *j, uint32_t pid)
+/* pid's state; made (zeroed) with create.  NULL: none, or ENOMEM. */
+static struct join_proc *join_proc(struct gs_join *j, uint32_t pid, bool create)
 {
-	_Static_assert(offsetof(struct pid_use, pid) == 0, "gs_kmap_pid_slot sets the first field");
-	return gs_kmap_pid_slot(&j->use_by_pid, (void **)&j->uses, &j->n_uses, &j->cap_uses,
-				sizeof(*j->uses), pid);
+	return gs_proc_slots_get(&j->slots, pid, create);
 }
 
 /* Room for one more kernel of u's process. */
-static bool kernel_room(const struct gs_join *j, const struct pid_use *u)
+static bool kernel_room(const struct gs_join *j, const struct join_proc *u)
 {
 	return u->kfns < GS_JOIN_KERNELS_PER_PID && j->n_kfns < GS_JOIN_KERNELS_TOTAL;
 }
 
 static struct kfn *get_kfn(struct gs_join *j, uint32_t pid, uint64_t fn, bool create)
 {
+	struct join_proc *u = join_proc(j, pid, create);
 	uint32_t i;
-	if (gs_kmap_get(&j->kfn_map, pid, fn, 0, &i))
-		return &j->kfns[i];
-	if (!create)
+
+	if (!u)
 		return NULL;
-	struct pid_use *u = pid_use(j, pid);
-	if (!u || gs_grow((void **)&j->kfns, &j->cap_kfns, j->n_kfns + 1, sizeof(struct kfn)))
+	if (gs_kmap_get(&u->kfn_by_fn, fn, 0, 0, &i))
+		return &j->kfns[i];
+	if (!create || gs_grow((void **)&j->kfns, &j->cap_kfns, j->n_kfns + 1, sizeof(struct kfn)))
 		return NULL;
 	memset(&j->kfns[j->n_kfns], 0, sizeof(struct kfn));
-	j->kfns[j->n_kfns].use = (uint32_t)(u - j->uses);
-	if (gs_kmap_put(&j->kfn_map, pid, fn, 0, (uint32_t)j->n_kfns))
+	j->kfns[j->n_kfns].proc = u;
+	if (gs_kmap_put(&u->kfn_by_fn, fn, 0, 0, (uint32_t)j->n_kfns))
 		return NULL;
 	u->kfns++;
 	return &j->kfns[j->n_kfns++];
@@ -244,7 +261,7 @@ static struct hist *get_hist(struct kfn *k, uint32_t lkey)
 static void drop_launches(struct gs_join *j, struct kfn *k, size_t n)
 {
 	k->head += n;
-	j->uses[k->use].launches -= n;
+	k->proc->launches -= n;
 	j->n_launches -= n;
 	if (k->head > 64 && k->head * 2 > k->n) {
 		memmove(k->l, k->l + k->head, (k->n - k->head) * sizeof(struct launch));
@@ -258,7 +275,7 @@ static void drop_launches(struct gs_join *j, struct kfn *k, size_t n)
  * not kept).  Either way the launch stays in k's whole-run histogram. */
 static int push_launch(struct gs_join *j, struct kfn *k, const struct launch *ln)
 {
-	struct pid_use *u = &j->uses[k->use];
+	struct join_proc *u = k->proc;
 	size_t live = k->n - k->head;
 	if (live >= GS_JOIN_LAUNCHES_PER_KERNEL || u->launches >= GS_JOIN_LAUNCHES_PER_PID ||
 	    j->n_launches >= GS_JOIN_LAUNCHES_TOTAL) {
@@ -289,17 +306,20 @@ static int compact_corrs(struct gs_join *j)
 	size_t w = 0;
 	bool over = false;
 
-	for (size_t u = 0; u < j->n_uses; u++)
-		j->uses[u].corrs = 0;
+	for (size_t u = 0; u < j->slots.n; u++) {
+		struct join_proc *p = j->slots.all[u];
+		p->corrs = 0;
+		gs_kmap_free(&p->corr_by_id); /* rebuilt below */
+	}
 	for (size_t i = 0; i < j->n_corrs; i++) {
 		if (ref > KEEP_NS && j->corrs[i].time + KEEP_NS < ref)
 			continue;
 		j->corrs[w++] = j->corrs[i];
-		pid_use(j, j->corrs[i].pid)->corrs++; /* every pid has one: added first */
+		j->corrs[i].proc->corrs++;
 	}
 	j->n_corrs = w;
-	for (size_t u = 0; u < j->n_uses; u++) {
-		struct pid_use *p = &j->uses[u];
+	for (size_t u = 0; u < j->slots.n; u++) {
+		struct join_proc *p = j->slots.all[u];
 		p->excess = p->corrs > GS_JOIN_CORRS_PER_PID / 4 * 3
 				? p->corrs - GS_JOIN_CORRS_PER_PID / 2
 				: 0;
@@ -308,7 +328,7 @@ static int compact_corrs(struct gs_join *j)
 	if (over) {
 		w = 0;
 		for (size_t i = 0; i < j->n_corrs; i++) {
-			struct pid_use *p = pid_use(j, j->corrs[i].pid);
+			struct join_proc *p = j->corrs[i].proc;
 			if (p->excess) {
 				p->excess--;
 				p->corrs--;
@@ -322,14 +342,13 @@ static int compact_corrs(struct gs_join *j)
 	if (j->n_corrs > GS_JOIN_CORRS_TOTAL / 4 * 3) {
 		size_t drop = j->n_corrs - GS_JOIN_CORRS_TOTAL / 2;
 		for (size_t i = 0; i < drop; i++)
-			pid_use(j, j->corrs[i].pid)->corrs--;
+			j->corrs[i].proc->corrs--;
 		memmove(j->corrs, j->corrs + drop, (j->n_corrs - drop) * sizeof(struct corr));
 		j->n_corrs -= drop;
 		j->st.corrs_capped += drop;
 	}
-	gs_kmap_free(&j->corr_map);
 	for (size_t i = 0; i < j->n_corrs; i++)
-		if (gs_kmap_put(&j->corr_map, j->corrs[i].pid, j->corrs[i].corr, 0, (uint32_t)i))
+		if (gs_kmap_put(&j->corrs[i].proc->corr_by_id, j->corrs[i].corr, 0, 0, (uint32_t)i))
 			return -ENOMEM;
 	j->corr_compact_at = j->n_corrs * 2 > CORR_COMPACT_MIN ? j->n_corrs * 2 : CORR_COMPACT_MIN;
 	if (j->corr_compact_at > GS_JOIN_CORRS_TOTAL)
@@ -338,7 +357,7 @@ static int compact_corrs(struct gs_join *j)
 }
 
 static int add_corr(struct gs_join *j, const struct gs_join_launch *l, uint32_t lkey,
-		    struct pid_use *u)
+		    struct join_proc *u)
 {
 	int err;
 
@@ -349,8 +368,8 @@ static int add_corr(struct gs_join *j, const struct gs_join_launch *l, uint32_t 
 		return err;
 	if (gs_grow((void **)&j->corrs, &j->cap_corrs, j->n_corrs + 1, sizeof(struct corr)))
 		return -ENOMEM;
-	j->corrs[j->n_corrs] = (struct corr){ l->time_ns, l->pid, l->correlation_id, lkey };
-	if (gs_kmap_put(&j->corr_map, l->pid, l->correlation_id, 0, (uint32_t)j->n_corrs))
+	j->corrs[j->n_corrs] = (struct corr){ l->time_ns, u, l->correlation_id, lkey };
+	if (gs_kmap_put(&u->corr_by_id, l->correlation_id, 0, 0, (uint32_t)j->n_corrs))
 		return -ENOMEM;
 	j->n_corrs++;
 	u->corrs++;
@@ -359,11 +378,11 @@ static int add_corr(struct gs_join *j, const struct gs_join_launch *l, uint32_t 
 
 bool gs_join_launch_admit(struct gs_join *j, uint32_t pid, uint64_t function, bool graph)
 {
-	struct pid_use *u;
+	struct join_proc *u;
 
 	if ((!function && !graph) || get_kfn(j, pid, graph ? GRAPH_FN : function, false))
 		return true;
-	if (!(u = pid_use(j, pid)) || kernel_room(j, u))
+	if (!(u = join_proc(j, pid, true)) || kernel_room(j, u))
 		return true; /* no memory: gs_join_add_launch says so */
 	j->st.kernels_capped++;
 	return false;
@@ -377,7 +396,7 @@ int gs_join_add_launch(struct gs_join *j, const struct gs_join_launch *l)
 	 * (gs_join_launch_admit; callers that ask first never get here). */
 	if (!gs_join_launch_admit(j, l->pid, l->function, l->graph))
 		return 0;
-	struct pid_use *u = pid_use(j, l->pid);
+	struct join_proc *u = join_proc(j, l->pid, true);
 	uint32_t lkey;
 	int err = u ? get_lkey(j, l, &lkey) : -ENOMEM;
 	if (err)
@@ -615,16 +634,21 @@ out:
 
 static struct dev_window *dev_window(struct gs_join *j, uint32_t pid, int32_t device)
 {
+	struct join_proc *u = join_proc(j, pid, true);
 	uint32_t i;
-	if (!gs_kmap_get(&j->dev_end, pid, (uint32_t)device, 0, &i)) {
-		if (gs_grow((void **)&j->ends, &j->cap_ends, j->n_ends + 1, sizeof(*j->ends)))
+
+	if (!u)
+		return NULL;
+	if (!gs_kmap_get(&u->window_by_dev, (uint32_t)device, 0, 0, &i)) {
+		if (gs_grow((void **)&u->windows, &u->cap_windows, u->n_windows + 1,
+			    sizeof(*u->windows)))
 			return NULL;
-		i = (uint32_t)j->n_ends++;
-		j->ends[i] = (struct dev_window){ 0, 0, false };
-		if (gs_kmap_put(&j->dev_end, pid, (uint32_t)device, 0, i))
+		i = (uint32_t)u->n_windows++;
+		u->windows[i] = (struct dev_window){ 0, 0, false };
+		if (gs_kmap_put(&u->window_by_dev, (uint32_t)device, 0, 0, i))
 			return NULL;
 	}
-	return &j->ends[i];
+	return &u->windows[i];
 }
 
 static int window_start(struct gs_join *j, const struct gs_join_batch *b, uint64_t *start)
@@ -656,11 +680,12 @@ int gs_join_add_pc_batch(struct gs_join *j, const struct gs_join_batch *b,
 	struct pending *pe = malloc(n * sizeof(*pe));
 	if (!pe)
 		return -ENOMEM;
+	struct join_proc *u = join_proc(j, b->pid, false); /* made by window_start */
 	size_t npe = 0;
 	for (size_t i = 0; i < n && !err; i++) {
 		uint32_t ci;
-		if (pcs[i].correlation_id &&
-		    gs_kmap_get(&j->corr_map, b->pid, pcs[i].correlation_id, 0, &ci)) {
+		if (pcs[i].correlation_id && u &&
+		    gs_kmap_get(&u->corr_by_id, pcs[i].correlation_id, 0, 0, &ci)) {
 			err = add_out(j, b, &pcs[i], j->corrs[ci].lkey, GS_JOIN_EXACT,
 				      pcs[i].samples, pcs[i].not_issued);
 			continue;
@@ -746,13 +771,20 @@ void gs_join_stats(const struct gs_join *j, struct gs_join_stats *st)
 int gs_join_pc_batch_record(struct gs_join *j, struct gs_cuda *c, const struct gs_gpu_pc_batch *rec,
 			    size_t size)
 {
-	struct gs_rec_pc_batch_view v;
-	if (gs_rec_hdr_check(rec, size) || gs_rec_pc_batch(&rec->hdr, &v))
-		return -EINVAL; /* the codec's checks (include/gpusample/records_codec.h) */
+	struct gs_gpu_rec v;
+
+	if (gs_gpu_rec_decode_as(rec, size, GS_REC_GPU_PC_BATCH, &v))
+		return -EINVAL;
+	return gs_join_pc_batch(j, c, &v.batch);
+}
+
+int gs_join_pc_batch(struct gs_join *j, struct gs_cuda *c, const struct gs_rec_pc_batch_view *v)
+{
 	int err;
-	const struct gs_gpu_pc *pcs = v.pcs;
-	const struct gs_gpu_stall_count *counts = v.counts;
-	const char *names = v.names;
+	const struct gs_gpu_pc_batch *rec = v->b;
+	const struct gs_gpu_pc *pcs = v->pcs;
+	const struct gs_gpu_stall_count *counts = v->counts;
+	const char *names = v->names;
 	uint32_t pid = rec->gpu.tgid;
 	int32_t device = (int32_t)rec->gpu.device;
 	if (rec->total_samples || rec->dropped_samples || rec->non_user_samples)

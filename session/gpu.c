@@ -32,29 +32,27 @@ static int lib_kind_of_path(const char *path)
 	return strncmp(base, "libcuda.so", 10) ? LIB_OTHER : LIB_DRIVER;
 }
 
-/* Right before the agent in tgid is armed: its launch stacks run through
- * the agent, libcupti and libcuda, mapped since the last maps snapshot of
- * the unwinder, which would otherwise only learn of them from the first
- * launch stacks it failed to walk (those would then all stop at the agent's
- * first frame, and the join would hang GPU samples under them). */
-static void prepare_and_arm(struct session *s)
+/* Right before the agent in tgid is armed (the GPU handler's prepare
+ * hook): its launch stacks run through the agent, libcupti and libcuda,
+ * mapped since the last maps snapshot of the unwinder, which would
+ * otherwise only learn of them from the first launch stacks it failed to
+ * walk (those would then all stop at the agent's first frame, and the join
+ * would hang GPU samples under them). */
+static void prepare_process(void *ctx, uint32_t tgid)
 {
-	uint32_t tgid;
+	struct session *s = ctx;
 
-	while ((tgid = gs_gpu_host_next_ready(s->gpu))) {
-		/* Every table now, as for the processes there at attach: lazily,
-		 * each object of the launch path (agent, libcupti, libcuda,
-		 * libffi or libtorch_cuda, ...) would get its table only after a
-		 * stack first walked into it.  Paid once per GPU process, before
-		 * its agent arms. */
-		if (s->cfi)
-			gs_cfi_build_process(s->cfi, tgid);
-		/* The agent has just loaded libcupti: the symbolizer must know
-		 * it before the first launch records are trimmed
-		 * (launch_frames_to_skip). */
-		gs_sym_refresh(s->sym, tgid);
-		gs_gpu_host_arm(s->gpu, tgid); /* an error is in the process info */
-	}
+	/* Every table now, as for the processes there at attach: lazily,
+	 * each object of the launch path (agent, libcupti, libcuda,
+	 * libffi or libtorch_cuda, ...) would get its table only after a
+	 * stack first walked into it.  Paid once per GPU process, before
+	 * its agent arms. */
+	if (s->cfi)
+		gs_cfi_build_process(s->cfi, tgid);
+	/* The agent has just loaded libcupti: the symbolizer must know
+	 * it before the first launch records are trimmed
+	 * (launch_frames_to_skip). */
+	gs_sym_refresh(s->sym, tgid);
 }
 
 int gs_gpu_open(struct session *s)
@@ -187,76 +185,49 @@ void gs_gpu_launch_env(struct session *s)
 
 void gs_gpu_start(struct session *s)
 {
-	if (s->gpu)
-		s->join = gs_join_new(&s->prof, s->t0_mono);
-}
-
-static int say_refused(void *ctx, const struct gs_gpu_proc_info *p)
-{
-	if (p->tgid != *(const uint32_t *)ctx)
-		return 0;
-	gs_log("pid %u: %s\n", p->tgid, p->message);
-	return 1;
-}
-
-static void add_process(struct session *s, uint32_t tgid)
-{
-	/* A second gpusample on an armed agent is told at once, not only in
-	 * the report at the end. */
 	if (!s->gpu)
 		return;
-	if (gs_gpu_host_add_process(s->gpu, tgid) == -EBUSY)
-		gs_gpu_host_foreach(s->gpu, say_refused, &tgid);
-	prepare_and_arm(s);
+	s->join = gs_join_new(&s->prof, s->t0_mono);
+	if (s->join && gs_join_bind(s->join, s->pt, s->join_slot)) {
+		gs_join_free(s->join); /* no join: GPU records are not read */
+		s->join = NULL;
+	}
 }
 
-/* ---- the GPU agent as a handler of the process table ------------------------ */
-
-static int gpu_h_attach(void *ctx, struct gs_proc *p, struct gs_elf_obj *o,
-			const struct gs_maps_line *l)
+static void inject_fork(void *ctx, uint32_t parent, uint32_t child)
 {
-	add_process(ctx, p->tgid);
-	return 0;
+	gs_gpu_inject_fork(ctx, parent, child);
 }
 
-static int gpu_h_fork(void *ctx, struct gs_proc *parent, struct gs_proc *child)
+static void inject_gone(void *ctx, uint32_t tgid)
 {
-	gs_gpu_inject_fork(ctx, parent->tgid, child->tgid);
-	add_process(ctx, child->tgid);
-	return 0;
+	gs_gpu_inject_gone(ctx, tgid);
 }
 
-static void gpu_h_detach(void *ctx, struct gs_proc *p, bool exec)
+static void inject_tick(void *ctx)
 {
-	struct session *s = ctx;
-
-	gs_gpu_inject_gone(s, p->tgid);
-	/* An exec's attach looks for the agent in the new image. */
-	if (!exec && s->gpu)
-		gs_gpu_host_remove_process(s->gpu, p->tgid);
+	gs_gpu_inject_tick(ctx);
 }
 
-static void gpu_h_tick(void *ctx)
+int gs_gpu_register(struct session *s)
 {
-	struct session *s = ctx;
-	if (!s->gpu)
-		return;
-	gs_gpu_inject_tick(s);
-	gs_gpu_host_poll(s->gpu);
-	prepare_and_arm(s);
-	gs_gpu_host_summary(s->gpu, s->gpu_summary, sizeof(s->gpu_summary));
-}
+	const struct gs_proc_handler cuda = { .name = "gpu-cuda" }, join = { .name = "gpu-join" };
+	struct gs_proc_handler h;
+	int rc;
 
-void gs_gpu_proc_handler(struct session *s, struct gs_proc_handler *h)
-{
-	*h = (struct gs_proc_handler){
-		.name = "gpu",
-		.ctx = s,
-		.attach = gpu_h_attach,
-		.fork = gpu_h_fork,
-		.detach = gpu_h_detach,
-		.tick = gpu_h_tick,
+	s->gpu_plugin = (struct gs_gpu_plugin){
+		.host = s->gpu,
+		.hooks = { s, prepare_process, inject_fork, inject_gone, inject_tick },
 	};
+	gs_gpu_proc_handler(&s->gpu_plugin, &h);
+	if ((rc = gs_proc_register(s->pt, &h)) < 0 || !s->gpu)
+		return rc < 0 ? rc : 0;
+	if ((rc = gs_gpu_host_bind(s->gpu, s->pt, rc)) ||
+	    (rc = gs_proc_register(s->pt, &cuda)) < 0 || (rc = gs_cuda_bind(s->cuda, s->pt, rc)) ||
+	    (rc = gs_proc_register(s->pt, &join)) < 0)
+		return rc;
+	s->join_slot = rc;
+	return 0;
 }
 
 static void on_cubin(struct session *s, const struct gs_gpu_cubin *c)
@@ -304,23 +275,16 @@ static uint32_t launch_frames_to_skip(struct session *s, const struct gs_rec_cpu
 	return i == v->n_user ? 0 : i;
 }
 
-int gs_gpu_launch_sample(struct session *s, const struct gs_rec_hdr *h,
-			 const struct gs_gpu_launch **l, struct gs_rec_cpu_view *v)
+/* A launch of a new kernel past the join's kernel caps is dropped (and
+ * counted) before its stack costs a symbolization; 1 when admitted. */
+static int launch_admit(struct session *s, const struct gs_gpu_launch *l, struct gs_rec_cpu_view *v)
 {
 	uint32_t skip;
 
-	if (!s->gpu || !s->join)
-		return -ENODEV;
-	if (gs_rec_gpu_launch(h, l, v)) {
-		s->counts[GS_C_records_malformed]++;
-		return -EINVAL;
-	}
-	/* A launch of a new kernel past the join's kernel caps is dropped
-	 * (and counted) before its stack costs a symbolization. */
-	if (!gs_join_launch_admit(s->join, (*l)->gpu.tgid, (*l)->name_hash,
-				  (*l)->cbid == GS_CBID_GRAPH_LAUNCH ||
-				      (*l)->cbid == GS_CBID_GRAPH_LAUNCH_PTSZ))
-		return -ENOSPC;
+	if (!gs_join_launch_admit(s->join, l->gpu.tgid, l->name_hash,
+				  l->cbid == GS_CBID_GRAPH_LAUNCH ||
+				      l->cbid == GS_CBID_GRAPH_LAUNCH_PTSZ))
+		return 0;
 	/* Without its kernel frames (the uprobe's own path into BPF, never
 	 * the program's) and the agent's callback path. */
 	skip = launch_frames_to_skip(s, v);
@@ -328,7 +292,7 @@ int gs_gpu_launch_sample(struct session *s, const struct gs_rec_hdr *h,
 	v->n_kernel = 0;
 	v->user += skip;
 	v->n_user -= skip;
-	return 0;
+	return 1;
 }
 
 void gs_gpu_launch_stack(struct session *s, const struct gs_gpu_launch *l,
@@ -342,31 +306,28 @@ void gs_gpu_launch_stack(struct session *s, const struct gs_gpu_launch *l,
 			      gs_profile_intern(&s->prof, role));
 }
 
-void gs_gpu_record(struct session *s, const struct gs_rec_hdr *h)
+bool gs_gpu_on(const struct session *s)
 {
-	const void *rec;
+	return s->gpu && s->join;
+}
 
-	if (!s->gpu || !s->join)
-		return;
-	gs_gpu_host_on_record(s->gpu, h);
-	switch (h->type) {
+int gs_gpu_record(struct session *s, struct gs_gpu_rec *r)
+{
+	gs_gpu_host_record(s->gpu, r);
+	switch (r->type) {
 	case GS_REC_GPU_CUBIN:
-		if (!gs_rec_fixed(h, GS_REC_GPU_CUBIN, &rec))
-			on_cubin(s, rec);
-		else
-			s->counts[GS_C_records_malformed]++;
-		break;
+		on_cubin(s, r->cubin);
+		return 0;
 	case GS_REC_GPU_STALL_TABLE:
-		gs_cuda_stall_table_record(s->cuda, (const struct gs_gpu_stall_table *)h, h->size);
-		break;
-	case GS_REC_GPU_LAUNCH: /* the session symbolizes its stack: gs_gpu_launch_sample */
-		break;
+		gs_cuda_stall_table(s->cuda, r->table.t, r->table.reasons);
+		return 0;
 	case GS_REC_GPU_PC_BATCH:
-		gs_join_pc_batch_record(s->join, s->cuda, (const struct gs_gpu_pc_batch *)h,
-					h->size);
-		break;
+		gs_join_pc_batch(s->join, s->cuda, &r->batch);
+		return 0;
+	case GS_REC_GPU_LAUNCH:
+		return launch_admit(s, r->launch.l, &r->launch.stack);
 	default:
-		break;
+		return 0;
 	}
 }
 
@@ -621,5 +582,6 @@ void gs_gpu_close(struct session *s)
 		gs_cuda_free(s->cuda);
 	s->join = NULL;
 	s->gpu = NULL;
+	s->gpu_plugin.host = NULL; /* the table may outlive the host */
 	s->cuda = NULL;
 }

@@ -167,12 +167,9 @@ int gs_rt_register(struct session *s)
 		if ((rc = gs_proc_register(s->pt, &h)) < 0 || (rc = gs_py_bind(s->py, s->pt, rc)))
 			return rc;
 	}
-	gs_gpu_proc_handler(s, &h);
-	if ((rc = gs_proc_register(s->pt, &h)) < 0)
-		return rc;
-	/* The symbolizer, the CFI tables, Python and the GPU host keep
-	 * their per-process state in their slots. */
-	return s->gpu ? gs_gpu_host_bind(s->gpu, s->pt, rc) : 0;
+	/* The symbolizer, the CFI tables, Python and the GPU components
+	 * keep their per-process state in their slots. */
+	return gs_gpu_register(s);
 }
 
 void gs_rt_comments(struct session *s)

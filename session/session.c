@@ -205,20 +205,27 @@ static void on_proc_event(struct session *s, const struct gs_proc_event *ev)
 	}
 }
 
-/* A kernel launch's CPU stack: interned and symbolized now (cached per
- * address), since the join aggregates as batches arrive and needs the
- * launch stack's profile index; gpu.c trims it and hands it to the join. */
-static void on_launch(struct session *s, const struct gs_rec_hdr *h)
+/* A GPU record, decoded once here and routed by gpu.c.  A kernel launch's
+ * CPU stack is interned and symbolized now (cached per address), since
+ * the join aggregates as batches arrive and needs the launch stack's
+ * profile index; gpu.c trims it first and hands it to the join after. */
+static void on_gpu_record(struct session *s, const struct gs_rec_hdr *h)
 {
-	const struct gs_gpu_launch *l;
-	struct gs_rec_cpu_view v;
+	struct gs_gpu_rec r;
 	int64_t raw, stack;
 
-	if (gs_gpu_launch_sample(s, h, &l, &v) || (raw = gs_session_intern(s, &v)) < 0)
+	if (!gs_gpu_on(s))
+		return;
+	if (gs_gpu_rec_decode(h, &r)) {
+		s->counts[GS_C_records_malformed]++;
+		return;
+	}
+	if (gs_gpu_record(s, &r) <= 0 || (raw = gs_session_intern(s, &r.launch.stack)) < 0)
 		return;
 	stack = gs_session_stack(s, &s->raw.items[raw]);
 	if (stack >= 0)
-		gs_gpu_launch_stack(s, l, &v, (uint32_t)stack, gs_session_role(s, v.s->tgid));
+		gs_gpu_launch_stack(s, r.launch.l, &r.launch.stack, (uint32_t)stack,
+				    gs_session_role(s, r.launch.stack.s->tgid));
 }
 
 /* Every record here passed the sampler's gs_rec_hdr_check (this version,
@@ -248,9 +255,7 @@ static int on_record(void *ctx, const struct gs_rec_hdr *h)
 		return 0;
 	default:
 		if (h->type >= GS_REC_GPU_PC_BATCH && h->type <= GS_REC_GPU_STATUS)
-			gs_gpu_record(s, h);
-		if (h->type == GS_REC_GPU_LAUNCH)
-			on_launch(s, h);
+			on_gpu_record(s, h);
 		return 0;
 	}
 }
@@ -295,7 +300,7 @@ static bool stop_requested(struct session *s)
 static void progress(struct session *s, bool final)
 {
 	struct gs_sampler_stats st;
-	struct gs_session_progress p = { .gpu = s->gpu_summary, .final = final };
+	struct gs_session_progress p = { .gpu = s->gpu_plugin.summary, .final = final };
 
 	if (!s->show_progress)
 		return;

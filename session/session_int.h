@@ -50,6 +50,7 @@ struct session {
 	struct gs_proc_table *pt;      /* the one process table: its handlers are the runtimes */
 	struct gs_cuda *cuda;          /* cubins, stall tables (with gpu) */
 	struct gs_join *join;          /* created at start: needs t0 */
+	int join_slot;                 /* its handler id in pt (gs_gpu_register) */
 	struct gs_offcpu *off;         /* NULL with --no-offcpu (session/offcpu.c) */
 	uint64_t counts[GS_NCOUNTERS]; /* host counters (gpusample/counters.h), set where counted */
 	uint32_t truncated_loc;        /* "[truncated]" special location, 0 until made */
@@ -73,7 +74,7 @@ struct session {
 	uint64_t t0_mono, t0_wall;
 	struct gs_cpu_snap cpu0, cpu1; /* the machine's CPU time at start and stop */
 	char prefix[PATH_MAX];
-	char gpu_summary[128]; /* the GPU host's, for the progress callback */
+	struct gs_gpu_plugin gpu_plugin; /* the GPU handler's state; its summary for the progress */
 	void (*show_progress)(const struct gs_session_progress *p);
 	char err[512];
 	gs_str host_label; /* GS_SL_HOST of every CPU sample, 0 until set */
@@ -128,10 +129,12 @@ struct gs_procinfo *gs_session_first_sight(struct session *s, uint32_t tgid);
 int gs_gpu_open(struct session *s);        /* after the sampler is loaded */
 void gs_gpu_launch_env(struct session *s); /* fills s->launch_env */
 void gs_gpu_start(struct session *s);      /* t0 known */
-/* The GPU agent's handler of s->pt: a process (at attach, fork and exec)
- * is scanned for the agent, configured and armed; an exited one dropped;
- * the tick rescans and arms (session/runtimes.c registers it). */
-void gs_gpu_proc_handler(struct session *s, struct gs_proc_handler *h);
+/* Register the GPU agent's handler (gpu/plugin.c, over s->gpu_plugin:
+ * the host, and the session's hooks for preparing a process before its
+ * agent arms and for --inject) with s->pt, and with GPU sampling on, the slots
+ * the GPU host, the cubin symbolizer and the join keep their per-process
+ * state in (the join's bound when gs_gpu_start makes it): 0 or -errno. */
+int gs_gpu_register(struct session *s);
 /* session/gpu_inject.c (--inject): tick: start or follow each root's injection
  * (from the GPU handler's tick); gone: a root exec'd or exited; fork: a
  * root forked while its request is pending (withdrawn in the child, whose
@@ -143,13 +146,15 @@ void gs_gpu_inject_gone(struct session *s, uint32_t tgid);
 void gs_gpu_inject_fork(struct session *s, uint32_t parent, uint32_t child);
 void gs_gpu_inject_end(struct session *s);
 void gs_gpu_inject_notes(struct session *s);
-void gs_gpu_record(struct session *s, const struct gs_rec_hdr *h);
-/* A GS_REC_GPU_LAUNCH record decoded: its fixed part in *l and its CPU
- * stack in *v, narrowed to the program's frames; -EINVAL when malformed,
- * -ENODEV without GPU.  The caller interns and symbolizes the stack, then
- * hands it to the join with gs_gpu_launch_stack. */
-int gs_gpu_launch_sample(struct session *s, const struct gs_rec_hdr *h,
-			 const struct gs_gpu_launch **l, struct gs_rec_cpu_view *v);
+/* Whether GPU records have consumers (the agent host and the join). */
+bool gs_gpu_on(const struct session *s);
+/* A GPU record the router decoded once (gs_gpu_rec_decode), routed to the
+ * agent host, the cubin symbolizer or the join.  Returns 1 for a launch
+ * whose stack the session is to make: r->launch.stack is then narrowed to
+ * the program's frames, and the caller interns and symbolizes it and hands
+ * it to the join with gs_gpu_launch_stack; 0 otherwise (a launch of a new
+ * kernel past the join's caps is dropped, counted). */
+int gs_gpu_record(struct session *s, struct gs_gpu_rec *r);
 void gs_gpu_launch_stack(struct session *s, const struct gs_gpu_launch *l,
 			 const struct gs_rec_cpu_view *v, uint32_t stack, const char *role);
 void gs_gpu_detach(struct session *s, int (*poll)(void *ctx, int timeout_ms));
