@@ -295,7 +295,7 @@ struct gs_proc_handler {
 	void (*release)(void *ctx, struct gs_proc *p);
 };
 
-#define GS_PROC_MAX_HANDLERS 8
+#define GS_PROC_MAX_HANDLERS 16
 
 /* One process of the run (a tgid), from first sight to the end of the run. */
 struct gs_proc {
