@@ -141,12 +141,10 @@ static void py_discover(struct session *s, struct gs_procinfo *p)
 		p->py_version = info.version_hex;
 		/* Found on a retry: the maps snapshot taken at exec (or first
 		 * sight) predates ld.so mapping libpython and its libraries, and
-		 * the process may be gone before the end of the run re-reads it. */
-		if (retry) {
-			gs_sym_refresh(s->sym, p->proc->tgid);
-			if (s->cfi) /* same for the CFI snapshot: libpython's table */
-				gs_cfi_add_process(s->cfi, p->proc->tgid);
-		}
+		 * the process may be gone before the end of the run re-reads it
+		 * (the symbolizer's and the CFI tables': libpython's table). */
+		if (retry)
+			gs_proc_maps_reread(s->pt, p->proc->tgid, GS_MAPS_NOW, 0);
 		snprintf(p->python, sizeof(p->python), "CPython %s", info.version);
 		if (msg[0]) /* a version newer than those known: tried, with a note */
 			gs_profile_add_note(&s->prof, "%s", msg);
@@ -307,9 +305,10 @@ int gs_rt_register(struct session *s)
 	    (rc = gs_proc_register(s->pt, &session)) < 0 ||
 	    (rc = gs_proc_slots_bind(&s->procs, s->pt, rc)))
 		return rc;
-	/* Order matters: the symbolizer's snapshot first, then the CFI
-	 * tables, then Python discovery (which may refresh both), then the
-	 * GPU agent (whose arming builds the process's tables). */
+	/* In this order at each event: the symbolizer's snapshot, the CFI
+	 * tables, Python discovery, the GPU agent (a re-read Python or the
+	 * GPU agent asks proc/ for reaches the first two through
+	 * maps_changed). */
 	gs_sym_proc_handler(s->sym, &h);
 	if ((rc = gs_proc_register(s->pt, &h)) < 0 || (rc = gs_sym_bind(s->sym, s->pt, rc)))
 		return rc;
