@@ -75,23 +75,17 @@ struct cfi_vdso {
 struct cfi_proc {
 	uint32_t tgid;
 	bool pending; /* mappings wait for tables being built: republish */
-	uint64_t last_ns;
-	uint64_t reread_ns; /* current back-off between miss-driven re-reads */
-	uint32_t n_files;   /* file-backed executable mappings at the last read */
-	uint32_t n_found;   /* re-reads that found a new object */
 };
 
-/* 10 ms: right after an exec, ld.so maps libc and the rest within a few
- * ms, and each such library is walked without a table until a re-read
- * finds it (the back-off doubles while re-reads find nothing new, and a
- * re-read that would find nothing costs one query per mapping). */
-#define REREAD_MIN_NS 10000000ULL   /* 10 ms */
-#define REREAD_MAX_NS 5000000000ULL /* 5 s */
-/* Past this many re-reads that found something new, a process is mapping
- * new code all the time (or on purpose: a job can map a fresh file every
- * 10 ms to have root parse its maps 100 times a second): 100 ms then. */
-#define REREAD_FAST_MAX 256u
-#define REREAD_SLOW_NS  100000000ULL /* 100 ms */
+/* A re-read of one process's maps asked of proc/ (ask()): what our
+ * maps_changed publishes when proc/ announces that process. */
+struct cfi_ask {
+	uint32_t tgid;
+	const uint64_t *want; /* starts of the mappings BPF asked tables for */
+	size_t nwant;
+	bool done; /* published by maps_changed, with rc */
+	int rc;
+};
 
 struct gs_cfi {
 	int procs_fd, tables_fd, rules_fd, miss_fd;
@@ -121,6 +115,7 @@ struct gs_cfi {
 	int pend_fd[GS_CFI_PUBLISH_BATCH];
 	uint32_t n_pend;
 	struct cfi_vdso vdso;
+	struct cfi_ask *ask; /* the re-read being asked of proc/, or NULL */
 };
 
 static int flush_tables(struct gs_cfi *c);
@@ -347,6 +342,7 @@ static int map_fd(struct bpf_object *obj, const char *name, char *err, size_t er
 int gs_cfi_open(struct bpf_object *obj, struct gs_cfi **out, char *err, size_t errlen)
 {
 	struct gs_cfi *c = calloc(1, sizeof(*c));
+	struct gs_proc_handler h;
 
 	*out = NULL;
 	if (!c || !(c->scratch = malloc(sizeof(*c->scratch)))) {
@@ -364,8 +360,9 @@ int gs_cfi_open(struct bpf_object *obj, struct gs_cfi **out, char *err, size_t e
 	}
 	c->next_table = 1; /* 0 = no table */
 	c->budget = GS_CFI_BPF_BUDGET;
+	gs_cfi_proc_handler(c, &h); /* alone, the own table's re-reads reach it */
 	if (!(c->elf = gs_elf_cache_new()) ||
-	    gs_proc_slots_init(&c->slots, "cfi", sizeof(struct cfi_proc))) {
+	    gs_proc_slots_init_handler(&c->slots, &h, sizeof(struct cfi_proc))) {
 		gs_elf_cache_put(c->elf);
 		free(c->scratch);
 		free(c);
@@ -856,19 +853,15 @@ static bool wanted(uint64_t start, const uint64_t *want, size_t nwant)
 	return false;
 }
 
-/* Read the maps; build tables now (eager, or force) or only for mappings
- * in want. */
-static int add_process(struct gs_cfi *c, uint32_t tgid, const uint64_t *want, size_t nwant,
-		       bool force)
+/* Publish tgid's executable mappings of snap (proc/'s); build tables now
+ * (eager, or force) or only for mappings in want. */
+static int publish(struct gs_cfi *c, uint32_t tgid, const struct gs_proc_maps *snap,
+		   const uint64_t *want, size_t nwant, bool force)
 {
 	struct gs_cfi_proc *pe = c->scratch;
-	struct gs_proc_maps *snap;
 	struct cfi_proc *p;
-	uint32_t n_files = 0, pending = 0;
-	int err = gs_proc_maps_read(tgid, &snap);
+	uint32_t pending = 0;
 
-	if (err)
-		return err;
 	memset(pe, 0, offsetof(struct gs_cfi_proc, m));
 	for (size_t i = 0; i < snap->n; i++) {
 		const struct gs_maps_line *l = &snap->m[i];
@@ -896,7 +889,6 @@ static int add_process(struct gs_cfi *c, uint32_t tgid, const uint64_t *want, si
 		}
 		if (!l->inode || !l->path || l->path[0] != '/')
 			continue; /* [vsyscall] and the like: frame pointers; known, so no miss */
-		n_files++;
 		/* Lazy mode: an object gets its table when a sample first walks
 		 * through it (BPF records the miss and wakes us up at once).
 		 * With the builder thread nothing waits for a build, so every
@@ -917,24 +909,53 @@ static int add_process(struct gs_cfi *c, uint32_t tgid, const uint64_t *want, si
 		m->n_pages = o->n_pages;
 		m->bias = mapping_bias(o, l->start, l->offset) + o->base;
 	}
-	gs_proc_maps_put(snap);
 	qsort(pe->m, pe->n, sizeof(pe->m[0]), cmp_mapping);
 	flush_tables(c); /* tables first: BPF may look a mapping's table up at once */
 	pe->gen = ++c->next_gen ? c->next_gen : ++c->next_gen; /* never 0: see cfi.h */
 	if (bpf_map_update_elem(c->procs_fd, &tgid, pe, BPF_ANY))
 		return -errno;
 	p = proc_track(c, tgid);
-	if (p) {
-		p->last_ns = gs_mono_ns();
-		p->n_files = n_files;
+	if (p)
 		p->pending = pending > 0;
-	}
 	return 0;
+}
+
+/* Ask proc/ to re-read tgid's maps for why: our maps_changed publishes the
+ * new snapshot (want: the mappings BPF asked tables for).  always: publish
+ * the current snapshot also when proc/ read nothing new.  1 published, 0
+ * not, <0 -errno (-EAGAIN: proc/ backs off). */
+static int ask(struct gs_cfi *c, uint32_t tgid, unsigned why, const uint64_t *want, size_t nwant,
+	       bool always)
+{
+	struct cfi_ask a = { .tgid = tgid, .want = want, .nwant = nwant }, *outer = c->ask;
+	struct gs_proc *p;
+	int rc;
+
+	c->ask = &a; /* publishing may republish others: asks nest */
+	rc = gs_proc_maps_reread(c->slots.t, tgid, why, 0);
+	c->ask = outer;
+	if (rc < 0 || a.done)
+		return rc < 0 ? rc : a.rc < 0 ? a.rc : 1;
+	if (!always)
+		return 0;
+	if (!(p = gs_proc_get(c->slots.t, tgid)) || !p->maps)
+		return -ESRCH;
+	rc = publish(c, tgid, p->maps, want, nwant, false);
+	return rc < 0 ? rc : 1;
 }
 
 int gs_cfi_add_process(struct gs_cfi *c, uint32_t tgid)
 {
-	return add_process(c, tgid, NULL, 0, false);
+	struct gs_proc *p;
+	int rc;
+
+	if (!proc_track(c, tgid))
+		return -ENOMEM;
+	p = gs_proc_get(c->slots.t, tgid);
+	if (p && p->maps) /* read at attach */
+		return publish(c, tgid, p->maps, NULL, 0, false);
+	rc = ask(c, tgid, GS_MAPS_NOW, NULL, 0, false);
+	return rc < 0 ? rc : 0;
 }
 
 /* Async: load what the thread finished, then republish the processes
@@ -964,19 +985,11 @@ static int collect_built(struct gs_cfi *c, bool wait_all)
 	for (size_t i = 0; n && i < c->slots.n; i++) {
 		struct cfi_proc *p = c->slots.all[i];
 
-		if (p->pending && add_process(c, p->tgid, NULL, 0, false))
+		/* new code mapped meanwhile is published with them */
+		if (p->pending && ask(c, p->tgid, GS_MAPS_CHECK, NULL, 0, true) < 0)
 			p->pending = false; /* gone */
 	}
 	return n;
-}
-
-int gs_cfi_build_process(struct gs_cfi *c, uint32_t tgid)
-{
-	int rc = add_process(c, tgid, NULL, 0, true);
-
-	if (!rc && c->b)
-		collect_built(c, true);
-	return rc;
 }
 
 int gs_cfi_set_async(struct gs_cfi *c)
@@ -1020,9 +1033,7 @@ int gs_cfi_fork(struct gs_cfi *c, uint32_t parent, uint32_t child)
 	if (bpf_map_update_elem(c->procs_fd, &child, c->scratch, BPF_ANY))
 		return -errno;
 	p = proc_track(c, child);
-	if (p)
-		p->last_ns = gs_mono_ns();
-	return 0;
+	return p ? 0 : -ENOMEM;
 }
 
 void gs_cfi_remove_process(struct gs_cfi *c, uint32_t tgid)
@@ -1038,44 +1049,6 @@ static int cmp_miss(const void *a, const void *b)
 	if (x->tgid != y->tgid)
 		return x->tgid < y->tgid ? -1 : 1;
 	return x->start < y->start ? -1 : x->start > y->start;
-}
-
-/* Whether the executable mappings of tgid, asked of the kernel (one query
- * each: no maps file to format and parse), are the ones published to BPF.
- * Then a PC outside all of those is outside all of these, and a re-read
- * would publish the same list.  Unsure (an old kernel, a list too long):
- * no. */
-static bool exec_maps_unchanged(struct gs_cfi *c, uint32_t tgid)
-{
-	static struct gs_proc_range r[GS_CFI_MAX_MAPPINGS];
-	struct gs_cfi_proc *pe = c->scratch;
-	int n = gs_proc_exec_ranges(tgid, r, GS_CFI_MAX_MAPPINGS);
-	int k = 0;
-
-	if (n < 0 || bpf_map_lookup_elem(c->procs_fd, &tgid, pe))
-		return false;
-	for (uint32_t i = 0; i < pe->n && i < GS_CFI_MAX_MAPPINGS; i++) {
-		if (pe->m[i].start >> 63) /* [vsyscall]: the kernel's answer leaves it out */
-			continue;
-		if (k == n || r[k].start != pe->m[i].start || r[k].end != pe->m[i].end)
-			return false;
-		k++;
-	}
-	return k == n;
-}
-
-/* After a miss-driven re-read (or the proof that one would find nothing):
- * back off while re-reads find nothing new. */
-static void back_off(struct cfi_proc *p, bool found_new)
-{
-	if (found_new && p->n_found < REREAD_FAST_MAX)
-		p->n_found++;
-	uint64_t min = p->n_found < REREAD_FAST_MAX ? REREAD_MIN_NS : REREAD_SLOW_NS;
-
-	p->reread_ns = found_new                          ? min
-		       : p->reread_ns * 2 > REREAD_MAX_NS ? REREAD_MAX_NS
-		       : p->reread_ns * 2 < min           ? min
-							  : p->reread_ns * 2;
 }
 
 int gs_cfi_refresh(struct gs_cfi *c)
@@ -1112,27 +1085,22 @@ int gs_cfi_refresh(struct gs_cfi *c)
 			bpf_map_delete_elem(c->miss_fd, &unknown); /* removed meanwhile */
 			continue;
 		}
-		/* An unknown mapping: re-read maps, backing off while re-reads
-		 * find nothing new (JIT code outside the snapshot would otherwise
-		 * make us parse /proc/PID/maps of a big process every tick).
-		 * Its key stays until then: BPF wakes us once per key, so a
-		 * process in back-off cannot wake us at every sample. */
-		if (!p->reread_ns)
-			p->reread_ns = REREAD_MIN_NS;
-		if (reread && gs_mono_ns() - p->last_ns < p->reread_ns && !ns)
+		/* An unknown mapping: proc/ re-reads the maps, backing off while
+		 * re-reads find nothing new (JIT code outside the snapshot would
+		 * otherwise have a big process's maps parsed every tick).  Its
+		 * key stays until then: BPF wakes us once per key, so a process
+		 * in back-off cannot wake us at every sample.  Tables asked
+		 * for: published now, with new code if the ranges changed. */
+		int rc = ns ? ask(c, tgid, GS_MAPS_CHECK, starts, ns, true)
+			    : ask(c, tgid, GS_MAPS_CODE_MISS, NULL, 0, false);
+
+		if (rc == -EAGAIN)
 			continue;
 		if (reread)
 			bpf_map_delete_elem(c->miss_fd, &unknown);
-		if (reread && !ns && exec_maps_unchanged(c, tgid)) {
-			p->last_ns = gs_mono_ns();
-			back_off(p, false);
-			continue;
-		}
-		uint32_t before = p->n_files;
-		if (add_process(c, tgid, starts, ns, false) == 0) {
+		if (rc > 0) {
 			c->st.refreshes++;
 			done++;
-			back_off(p, p->n_files != before);
 		}
 	}
 	return done;
@@ -1143,7 +1111,13 @@ int gs_cfi_refresh(struct gs_cfi *c)
 static int cfi_h_attach(void *ctx, struct gs_proc *p, struct gs_elf_obj *o,
 			const struct gs_maps_line *l)
 {
-	return gs_cfi_add_process(ctx, p->tgid);
+	struct gs_cfi *c = ctx;
+
+	if (!p->maps) /* proc/ could not read them: gone */
+		return -ESRCH;
+	if (!proc_track(c, p->tgid))
+		return -ENOMEM;
+	return publish(c, p->tgid, p->maps, NULL, 0, false);
 }
 
 static int cfi_h_fork(void *ctx, struct gs_proc *parent, struct gs_proc *child)
@@ -1155,6 +1129,25 @@ static void cfi_h_detach(void *ctx, struct gs_proc *p, bool exec)
 {
 	if (!exec) /* an exec's attach replaces the process's mappings */
 		gs_cfi_remove_process(ctx, p->tgid);
+}
+
+/* proc/ re-read the maps of p: publish them (a process we follow). */
+static void cfi_h_maps_changed(void *ctx, struct gs_proc *p, const struct gs_proc_maps_change *ch)
+{
+	struct gs_cfi *c = ctx;
+	struct cfi_ask *a = c->ask && c->ask->tgid == p->tgid ? c->ask : NULL;
+	bool all = ch->why & GS_MAPS_BUILD_ALL;
+	int rc;
+
+	if (!proc_find(c, p->tgid)) /* not attached (yet): attach publishes */
+		return;
+	rc = publish(c, p->tgid, p->maps, a ? a->want : NULL, a ? a->nwant : 0, all);
+	if (a) {
+		a->done = true;
+		a->rc = rc;
+	}
+	if (!rc && all && c->b) /* wanted whole now: wait for the builds */
+		collect_built(c, true);
 }
 
 static void cfi_h_tick(void *ctx)
@@ -1185,6 +1178,7 @@ void gs_cfi_proc_handler(struct gs_cfi *cfi, struct gs_proc_handler *h)
 		.attach = cfi_h_attach,
 		.fork = cfi_h_fork,
 		.detach = cfi_h_detach,
+		.maps_changed = cfi_h_maps_changed,
 		.tick = cfi_h_tick,
 		.report = cfi_h_report,
 	};

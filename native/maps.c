@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * /proc/PID/maps snapshots.  Every file that has an executable mapping is
+ * The symbolizer's snapshots of proc/'s maps snapshots (the process table
+ * reads /proc/PID/maps; this adds modules and perf maps).  Every file that has an executable mapping is
  * opened at once, through /proc/PID/map_files/START-END (root only; also
  * works for deleted files and memfds), else /proc/PID/root/PATH (the file as
  * the target's mount namespace sees it), and kept open in the module cache,
@@ -94,12 +95,10 @@ static int open_modules(struct gs_sym_modcache *c, uint32_t tgid, struct gs_sym_
 	return 0;
 }
 
-/* The mappings of proc/'s snapshot, with the symbolizer's fields. */
-static int read_maps(uint32_t tgid, struct gs_sym_snapshot *s)
+/* The mappings of proc/'s snapshot raw, with the symbolizer's fields. */
+static int take_maps(struct gs_proc_maps *raw, struct gs_sym_snapshot *s)
 {
-	int err = gs_proc_maps_read(tgid, &s->raw);
-	if (err)
-		return err;
+	s->raw = gs_proc_maps_get(raw);
 	/* a zombie or kernel thread has an empty maps file */
 	if (!s->raw->n)
 		return -ESRCH;
@@ -119,8 +118,8 @@ static int read_maps(uint32_t tgid, struct gs_sym_snapshot *s)
 	return 0;
 }
 
-int gs_sym_snapshot_read(struct gs_sym_modcache *c, uint32_t tgid, uint32_t id,
-			 struct gs_sym_snapshot **out)
+int gs_sym_snapshot_make(struct gs_sym_modcache *c, uint32_t tgid, uint32_t id,
+			 struct gs_proc_maps *raw, struct gs_sym_snapshot **out)
 {
 	struct gs_sym_snapshot *s = calloc(1, sizeof(*s));
 	if (!s)
@@ -128,7 +127,7 @@ int gs_sym_snapshot_read(struct gs_sym_modcache *c, uint32_t tgid, uint32_t id,
 	s->refs = 1;
 	s->id = id;
 	s->tgid = tgid;
-	int err = read_maps(tgid, s);
+	int err = take_maps(raw, s);
 	if (!err)
 		err = open_modules(c, tgid, s);
 	if (err) {

@@ -2,14 +2,15 @@
 /*
  * Native and kernel symbolization into the profile model.
  *
- * Processes: gs_sym_add_process() snapshots /proc/PID/maps at first sight and
- * on exec, and opens every file-backed executable mapping right away (through
+ * Processes: gs_sym_add_process() snapshots proc/'s maps of the process (the
+ * process table's, read at first sight and on exec; read then when the table
+ * has none) and opens every file-backed executable mapping right away (through
  * /proc/PID/map_files/START-END, else /proc/PID/root/PATH), so a process that
  * exits before the end of the run still symbolizes.  Modules (ELF + DWARF via
  * libdwfl) are cached by build-id (or dev:inode when there is none) and shared
  * by every process that maps them.  A fork child shares its parent's snapshot
- * until it execs.  Addresses outside any snapshot trigger one re-read of the
- * maps while the process lives (dlopen after attach).
+ * until it execs.  An address outside the snapshot asks proc/ to re-read the
+ * maps while the process lives (dlopen after attach: GS_MAPS_ADDR_MISS).
  *
  * Resolution: each distinct (process snapshot, address) is resolved once and
  * turned into one pprof Location (inline chain as several Lines, callee first)
@@ -38,8 +39,12 @@
  *    (JIT) locations have mapping id 0.
  *  - Kernel: one "[kernel.kallsyms]" mapping for vmlinux and one "[module]"
  *    mapping per kernel module, as perf names them.
- *  - Maps re-read: a miss in a live process re-reads its maps and perf map
- *    at most once a second; mappings that disappeared (dlclose) are kept.
+ *  - Maps re-read: a miss in a live process asks proc/ (GS_MAPS_ADDR_MISS: at
+ *    most once a second, when the kernel's mapping there differs) and takes
+ *    proc/'s snapshot when it differs there from ours (another handler's
+ *    re-read may have found it already); its perf map is read again at most
+ *    once a second; mappings that disappeared (dlclose) are kept.  A
+ *    GS_MAPS_NOW re-read (maps_changed) is taken at once.
  *  - gs_sym_has_process: true once a snapshot exists (also after exit).  A
  *    process whose maps cannot be read is remembered without a snapshot; its
  *    addresses become "[unknown]" without re-reading /proc each time.
@@ -66,23 +71,19 @@ struct gs_profile *gs_sym_profile(struct gs_symbolizer *s);
 struct gs_elf_cache;
 struct gs_elf_cache *gs_sym_elf_cache(struct gs_symbolizer *s);
 
-/* Snapshot maps of tgid (first sight, or again after exec).  -ESRCH if the
- * process is gone. */
+/* Snapshot maps of tgid (first sight: proc/'s snapshot; exec: read again).
+ * -ESRCH if the process is gone. */
 int gs_sym_add_process(struct gs_symbolizer *s, uint32_t tgid);
 /* child shares parent's snapshot (same address space after fork). */
 int gs_sym_fork(struct gs_symbolizer *s, uint32_t parent, uint32_t child);
 int gs_sym_exec(struct gs_symbolizer *s, uint32_t tgid);
-/* Re-read tgid's maps now (same image: mappings gone since stay known, so
- * earlier samples still resolve), e.g. once libraries are known to have
- * been loaded.  Misses re-read on their own, at most once a second. */
-int gs_sym_refresh(struct gs_symbolizer *s, uint32_t tgid);
 void gs_sym_exit(struct gs_symbolizer *s, uint32_t tgid);
 bool gs_sym_has_process(struct gs_symbolizer *s, uint32_t tgid);
 /* The symbolizer as a handler of the process table (proc/proc.h): attach
- * gs_sym_add_process at first sight and gs_sym_exec after an exec, fork
+ * a snapshot of the table's maps at first sight and after an exec, fork
  * gs_sym_fork (gs_sym_add_process for a parent it has no snapshot of),
- * detach at exit gs_sym_exit, report the note on libraries left without
- * an fd by the ELF cache's bound. */
+ * detach at exit gs_sym_exit, maps_changed as "Maps re-read" above, report
+ * the note on libraries left without an fd by the ELF cache's bound. */
 struct gs_proc_handler;
 void gs_sym_proc_handler(struct gs_symbolizer *s, struct gs_proc_handler *h);
 /* Keep the snapshots in the slots of t (proc/proc.h), id being the
@@ -217,7 +218,7 @@ void gs_cfi_set_budget(struct gs_cfi *cfi, uint64_t bytes);
  * caller's loop.  gs_cfi_add_process / gs_cfi_refresh then only queue work;
  * mappings stay GS_CFI_TABLE_PENDING until gs_cfi_refresh finds the table
  * built, loads it and republishes the processes that wait for it.
- * gs_cfi_build_process waits for the queue to drain.  0 or -errno. */
+ * A GS_MAPS_BUILD_ALL re-read waits for the queue to drain.  0 or -errno. */
 int gs_cfi_set_async(struct gs_cfi *cfi);
 /* Scheduling of the async thread: SCHED_RR priority 1 (rt) or SCHED_OTHER,
  * and a nice value (the session's choice: session/attach.c). */
@@ -239,21 +240,19 @@ int gs_cfi_open(struct bpf_object *obj, struct gs_cfi **out, char *err, size_t e
  * Before the first process is added: -EBUSY after. */
 struct gs_elf_cache;
 int gs_cfi_set_elf_cache(struct gs_cfi *cfi, struct gs_elf_cache *elf);
-/* Read /proc/tgid/maps, build or reuse tables, write gs_cfi_procs[tgid].
- * -ESRCH if the process is gone.  Objects without CFI get table 0. */
+/* Build or reuse the tables of tgid's mappings in proc/'s snapshot (read
+ * now, through gs_proc_maps_reread, when there is none), write
+ * gs_cfi_procs[tgid].  -ESRCH if the process is gone.  Objects without CFI
+ * get table 0. */
 int gs_cfi_add_process(struct gs_cfi *cfi, uint32_t tgid);
-/* Same, but builds every table now whatever the lazy setting: for a
- * process whose next stacks must be complete at once (a GPU process right
- * before its agent arms: launch stacks run through the agent, libcupti and
- * libcuda). */
-int gs_cfi_build_process(struct gs_cfi *cfi, uint32_t tgid);
 /* child shares parent's mappings (fork without exec); falls back to
  * gs_cfi_add_process when the parent is unknown. */
 int gs_cfi_fork(struct gs_cfi *cfi, uint32_t parent, uint32_t child);
 void gs_cfi_remove_process(struct gs_cfi *cfi, uint32_t tgid);
-/* Serve gs_cfi_miss: build the tables BPF asked for; re-read the maps of
- * processes with PCs outside every known mapping (at most once per process
- * per 100 ms).  Returns the number of processes updated or <0. */
+/* Serve gs_cfi_miss: build the tables BPF asked for; have proc/ re-read
+ * the maps of processes with PCs outside every known mapping
+ * (GS_MAPS_CODE_MISS: proc/'s back-off).  Returns the number of processes
+ * updated or <0. */
 int gs_cfi_refresh(struct gs_cfi *cfi);
 void gs_cfi_stats(struct gs_cfi *cfi, struct gs_cfi_stats *st);
 /* Async: whether tables are queued, being built or built but not yet
@@ -267,8 +266,12 @@ void gs_cfi_set_lazy(struct gs_cfi *cfi, bool on);
 void gs_cfi_set_verbose(struct gs_cfi *cfi, bool on);
 void gs_cfi_close(struct gs_cfi *cfi);
 /* The CFI tables as a handler of the process table (proc/proc.h): attach
- * (first sight, exec) gs_cfi_add_process, fork gs_cfi_fork, detach at
- * exit gs_cfi_remove_process, tick gs_cfi_refresh. */
+ * (first sight, exec) publishes the table's snapshot, fork gs_cfi_fork,
+ * detach at exit gs_cfi_remove_process, maps_changed publishes the new
+ * snapshot (GS_MAPS_BUILD_ALL: every table built now, whatever the lazy
+ * setting, and waited for: a GPU process right before its agent arms, whose
+ * launch stacks run through the agent, libcupti and libcuda), tick
+ * gs_cfi_refresh. */
 struct gs_proc_handler;
 void gs_cfi_proc_handler(struct gs_cfi *cfi, struct gs_proc_handler *h);
 /* Keep per-process state in the slots of t (proc/proc.h), id being the CFI

@@ -163,7 +163,7 @@ struct gs_perfmap {
 struct gs_sym_snapshot {
 	int refs;
 	uint32_t id;             /* unique per symbolizer */
-	uint32_t tgid;           /* process that was read */
+	uint32_t tgid;           /* process it was made for (its perf map) */
 	struct gs_sym_map *maps; /* sorted by start */
 	size_t n;
 	struct gs_perfmap perf;
@@ -171,9 +171,11 @@ struct gs_sym_snapshot {
 	struct gs_proc_maps *raw; /* as read by proc/; owns the paths */
 };
 
-/* Read /proc/PID/maps (+ perf map), open modules.  -ESRCH if gone. */
-int gs_sym_snapshot_read(struct gs_sym_modcache *c, uint32_t tgid, uint32_t id,
-			 struct gs_sym_snapshot **out);
+/* A snapshot of tgid from raw (proc/'s; a reference is taken, and raw may
+ * be the parent's after fork), tgid's perf map read, modules opened.
+ * -ESRCH for an empty raw (a zombie). */
+int gs_sym_snapshot_make(struct gs_sym_modcache *c, uint32_t tgid, uint32_t id,
+			 struct gs_proc_maps *raw, struct gs_sym_snapshot **out);
 void gs_sym_snapshot_put(struct gs_sym_snapshot *s);
 const struct gs_sym_map *gs_sym_snapshot_find(const struct gs_sym_snapshot *s, uint64_t addr);
 

@@ -29,13 +29,14 @@
 #define SNAP_NS   (1ull << 62)
 #define KERNEL_NS (1ull << 63)
 #define NOPROC_NS (3ull << 62)
-/* A miss re-reads the maps of a live process at most this often. */
-#define REREAD_INTERVAL_NS 1000000000ull
+/* A miss re-reads the perf map of a live process at most this often (its
+ * maps: proc/'s GS_MAPS_ADDR_MISS rule). */
+#define PERFMAP_INTERVAL_NS 1000000000ull
 
 struct proc {
 	uint32_t tgid;
 	bool exited;
-	uint64_t last_reread_ns;
+	uint64_t last_perf_ns;
 	struct gs_sym_snapshot *snap;
 };
 
@@ -57,6 +58,7 @@ struct gs_symbolizer {
 	size_t n_locs, cap_locs;
 	struct gs_hmap loc_index; /* hash(k1, k2) -> index in locs */
 	uint32_t next_snap_id;
+	uint32_t asking; /* the tgid whose first read we asked proc/ for */
 	struct gs_kallsyms ks;
 	struct kmod_map *kmods; /* per kallsyms module index */
 };
@@ -69,11 +71,14 @@ struct gs_profile *gs_sym_profile(struct gs_symbolizer *s)
 struct gs_symbolizer *gs_sym_new(struct gs_profile *p)
 {
 	struct gs_symbolizer *s = calloc(1, sizeof(*s));
+	struct gs_proc_handler h;
+
 	if (!s)
 		return NULL;
 	s->p = p;
 	s->mc = gs_sym_modcache_new(NULL);
-	if (!s->mc || gs_proc_slots_init(&s->slots, "native", sizeof(struct proc))) {
+	gs_sym_proc_handler(s, &h); /* alone, the own table's re-reads reach it */
+	if (!s->mc || gs_proc_slots_init_handler(&s->slots, &h, sizeof(struct proc))) {
 		gs_sym_free(s);
 		return NULL;
 	}
@@ -127,17 +132,38 @@ static void proc_set_snap(struct proc *pr, struct gs_sym_snapshot *snap)
 	pr->snap = snap;
 }
 
-static int snapshot_new(struct gs_symbolizer *s, uint32_t tgid)
+/* proc/'s snapshot of tgid, read now (fresh) or when there is none. */
+static struct gs_proc_maps *table_maps(struct gs_symbolizer *s, uint32_t tgid, bool fresh)
+{
+	struct gs_proc *p = gs_proc_get(s->slots.t, tgid);
+
+	if (p && (fresh || !p->maps)) {
+		s->asking = tgid; /* our maps_changed: this call takes it */
+		gs_proc_maps_reread(s->slots.t, tgid, GS_MAPS_NOW, 0);
+		s->asking = 0;
+	}
+	return p ? p->maps : NULL;
+}
+
+/* A snapshot of tgid made from raw (proc/'s). */
+static int snapshot_from(struct gs_symbolizer *s, uint32_t tgid, struct gs_proc_maps *raw,
+			 struct gs_sym_snapshot **out)
+{
+	if (!raw)
+		return -ESRCH;
+	return gs_sym_snapshot_make(s->mc, tgid, ++s->next_snap_id, raw, out);
+}
+
+static int snapshot_new(struct gs_symbolizer *s, uint32_t tgid, bool fresh)
 {
 	struct gs_sym_snapshot *snap;
-	int err = gs_sym_snapshot_read(s->mc, tgid, ++s->next_snap_id, &snap);
-	if (err)
-		return err;
 	struct proc *pr = proc_insert(s, tgid);
-	if (!pr) {
-		gs_sym_snapshot_put(snap);
+	int err;
+
+	if (!pr)
 		return -ENOMEM;
-	}
+	if ((err = snapshot_from(s, tgid, table_maps(s, tgid, fresh), &snap)))
+		return err;
 	proc_set_snap(pr, snap);
 	pr->exited = false;
 	return 0;
@@ -148,7 +174,7 @@ int gs_sym_add_process(struct gs_symbolizer *s, uint32_t tgid)
 	struct proc *pr = proc_find(s, tgid);
 	if (pr && pr->snap)
 		return 0;
-	return snapshot_new(s, tgid);
+	return snapshot_new(s, tgid, false);
 }
 
 /* Process for an address lookup: snapshot it at first sight; one that cannot
@@ -166,14 +192,14 @@ static struct proc *proc_get(struct gs_symbolizer *s, uint32_t tgid)
 
 int gs_sym_exec(struct gs_symbolizer *s, uint32_t tgid)
 {
-	return snapshot_new(s, tgid);
+	return snapshot_new(s, tgid, true);
 }
 
 int gs_sym_fork(struct gs_symbolizer *s, uint32_t parent, uint32_t child)
 {
 	struct proc *pp = proc_find(s, parent);
 	if (!pp || !pp->snap)
-		return snapshot_new(s, child);
+		return snapshot_new(s, child, false);
 	struct gs_sym_snapshot *snap = pp->snap;
 	struct proc *pc = proc_insert(s, child);
 	if (!pc)
@@ -182,16 +208,6 @@ int gs_sym_fork(struct gs_symbolizer *s, uint32_t parent, uint32_t child)
 	proc_set_snap(pc, snap);
 	pc->exited = false;
 	return 0;
-}
-
-static int reread(struct gs_symbolizer *s, struct proc *pr);
-
-int gs_sym_refresh(struct gs_symbolizer *s, uint32_t tgid)
-{
-	struct proc *pr = proc_find(s, tgid);
-	if (!pr || !pr->snap)
-		return gs_sym_add_process(s, tgid);
-	return reread(s, pr);
 }
 
 void gs_sym_exit(struct gs_symbolizer *s, uint32_t tgid)
@@ -213,17 +229,14 @@ static int map_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* Re-read the maps of a live process after a miss (dlopen after attach).
+/* Take proc/'s newer snapshot raw of a live process (dlopen after attach).
  * Mappings of the old snapshot that no longer exist (dlclose) are kept so
  * that earlier samples in them still resolve. */
-static int reread(struct gs_symbolizer *s, struct proc *pr)
+static int adopt(struct gs_symbolizer *s, struct proc *pr, struct gs_proc_maps *raw)
 {
-	if (pr->exited)
-		return -EAGAIN;
-	pr->last_reread_ns = gs_mono_ns();
-	uint32_t tgid = pr->tgid;
 	struct gs_sym_snapshot *snap, *old = pr->snap;
-	int err = gs_sym_snapshot_read(s->mc, tgid, ++s->next_snap_id, &snap);
+	int err = snapshot_from(s, pr->tgid, raw, &snap);
+
 	if (err) {
 		if (err == -ESRCH)
 			pr->exited = true;
@@ -258,39 +271,54 @@ static int reread(struct gs_symbolizer *s, struct proc *pr)
 	return 0;
 }
 
-/* Whether re-reading the maps could change what a resolves to in pr: the
- * kernel's mapping at a (one query, not the whole maps file) is not the
- * snapshot's m, or m is anonymous and the perf map changed.  A kernel that
- * cannot say: yes. */
-static bool reread_may_help(const struct proc *pr, const struct gs_sym_map *m, uint64_t a)
+/* Whether proc/'s mapping l at a is not the snapshot's m there. */
+static bool differs(const struct gs_sym_map *m, const struct gs_maps_line *l)
 {
-	struct gs_maps_line v;
-	int rc = gs_proc_vma_at(pr->tgid, a, &v);
-
-	if (rc == -ENOENT) /* no mapping there: nothing to find, unless one went */
-		return m != NULL;
-	if (rc || !m || m->start != v.start || m->end != v.end || m->ino != v.inode ||
-	    m->dev != makedev(v.dev_major, v.dev_minor) || m->exec != v.exec ||
-	    (v.inode && m->offset != v.offset))
-		return true;
-	/* a fork child's snapshot is its parent's, perf map included */
-	return !m->mod && (pr->snap->tgid != pr->tgid ||
-			   !gs_perfmap_unchanged(&pr->snap->perf, pr->snap->perf_path));
+	if (!m || !l)
+		return m || l;
+	return m->start != l->start || m->end != l->end || m->ino != l->inode ||
+	       m->dev != makedev(l->dev_major, l->dev_minor) || m->exec != l->exec ||
+	       (l->inode && m->offset != l->offset);
 }
 
-/* A miss at a (unresolvable in the snapshot): re-read, rate-limited, when
- * that can help.  A miss that cannot be helped leaves the rate limit alone,
- * so a library mapped meanwhile is found at its own first miss. */
-static int reread_miss(struct gs_symbolizer *s, struct proc *pr, const struct gs_sym_map *m,
-		       uint64_t a)
+/* Whether the perf map behind an address outside every module may name it
+ * now: a fork child's snapshot is its parent's, perf map included, or the
+ * file changed.  At most once per PERFMAP_INTERVAL_NS. */
+static bool perfmap_may_help(struct proc *pr, const struct gs_sym_map *m)
 {
 	uint64_t t = gs_mono_ns();
 
-	if (pr->exited || (pr->last_reread_ns && t - pr->last_reread_ns < REREAD_INTERVAL_NS))
+	if ((m && m->mod) || (pr->last_perf_ns && t - pr->last_perf_ns < PERFMAP_INTERVAL_NS) ||
+	    (pr->snap->tgid == pr->tgid &&
+	     gs_perfmap_unchanged(&pr->snap->perf, pr->snap->perf_path)))
+		return false;
+	pr->last_perf_ns = t;
+	return true;
+}
+
+/* A miss at a (unresolvable in the snapshot): proc/ re-reads the maps when
+ * its rule says that can help (GS_MAPS_ADDR_MISS), and a snapshot of proc/
+ * newer than ours is taken when its mapping at a is not ours; the perf map
+ * is read again when it may name a.  A miss that cannot be helped leaves
+ * the rate limits alone, so a library mapped meanwhile is found at its own
+ * first miss. */
+static int reread_miss(struct gs_symbolizer *s, struct proc *pr, const struct gs_sym_map *m,
+		       uint64_t a)
+{
+	struct gs_proc *p;
+
+	if (pr->exited)
 		return -EAGAIN;
-	if (!reread_may_help(pr, m, a))
+	if (gs_proc_maps_reread(s->slots.t, pr->tgid, GS_MAPS_ADDR_MISS, a) == -ESRCH) {
+		pr->exited = true;
 		return -EAGAIN;
-	return reread(s, pr);
+	}
+	p = gs_proc_get(s->slots.t, pr->tgid);
+	if (!p || !p->maps)
+		return -EAGAIN;
+	if (p->maps != pr->snap->raw && differs(m, gs_proc_maps_find(p->maps, a)))
+		return adopt(s, pr, p->maps);
+	return perfmap_may_help(pr, m) ? adopt(s, pr, p->maps) : -EAGAIN;
 }
 
 /* ---- location cache ----------------------------------------------------- */
@@ -611,10 +639,15 @@ int gs_sym_foreach_mapping(struct gs_symbolizer *s, uint32_t tgid,
 
 /* ---- the process table's handler ------------------------------------------ */
 
+/* proc/ read p's maps just now: the snapshot is made from them. */
 static int sym_h_attach(void *ctx, struct gs_proc *p, struct gs_elf_obj *o,
 			const struct gs_maps_line *l)
 {
-	return p->image ? gs_sym_exec(ctx, p->tgid) : gs_sym_add_process(ctx, p->tgid);
+	struct proc *pr = proc_find(ctx, p->tgid);
+
+	if (!p->image && pr && pr->snap)
+		return 0;
+	return snapshot_new(ctx, p->tgid, false);
 }
 
 static int sym_h_fork(void *ctx, struct gs_proc *parent, struct gs_proc *child)
@@ -628,6 +661,21 @@ static void sym_h_detach(void *ctx, struct gs_proc *p, bool exec)
 {
 	if (!exec) /* an exec's attach takes a new snapshot */
 		gs_sym_exit(ctx, p->tgid);
+}
+
+/* A re-read asked for GS_MAPS_NOW (libraries known to be mapped): taken at
+ * once.  Other re-reads are taken at this process's next miss: a snapshot
+ * is a new key for the locations of code outside every module, so it
+ * changes only when a miss needs it. */
+static void sym_h_maps_changed(void *ctx, struct gs_proc *p, const struct gs_proc_maps_change *ch)
+{
+	struct gs_symbolizer *s = ctx;
+	struct proc *pr = proc_find(s, p->tgid);
+
+	if (GS_MAPS_WHY(ch->why) != GS_MAPS_NOW || s->asking == p->tgid || !pr || !pr->snap ||
+	    pr->exited)
+		return;
+	adopt(s, pr, p->maps);
 }
 
 /* Libraries left without an fd by the ELF cache's bound, or skipped for
@@ -670,6 +718,7 @@ void gs_sym_proc_handler(struct gs_symbolizer *s, struct gs_proc_handler *h)
 		.attach = sym_h_attach,
 		.fork = sym_h_fork,
 		.detach = sym_h_detach,
+		.maps_changed = sym_h_maps_changed,
 		.report = sym_h_report,
 	};
 }

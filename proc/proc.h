@@ -274,6 +274,13 @@ bool gs_rank_head(const struct gs_rank_env *r, const struct gs_rank_env *parent)
  *  detach(p, exec) p's image is gone: it exited (exec false; p->exited set,
  *                  the entry and its slots stay for the samples it left),
  *                  or is replaced by an exec (attach follows).
+ *  maps_changed(p, ch)  proc/ re-read p's maps (gs_proc_maps_reread) and
+ *                  they differ from p->maps before the read (ch->added,
+ *                  ch->removed: the mappings only in the new, only in the
+ *                  old snapshot); p->maps is the new snapshot.  Also called
+ *                  after a GS_MAPS_NOW re-read that found nothing new (the
+ *                  caller wants the snapshot used now: ch->why says so).
+ *                  Not at attach (p->maps is read before attach) nor fork.
  *  tick()          from the session's poll loop (every 50 ms).
  *  report(prof)    at the end: profile comments and notes.
  *  release(p)      the table is freed: drop p's slot.
@@ -281,6 +288,53 @@ bool gs_rank_head(const struct gs_rank_env *r, const struct gs_rank_env *parent)
  * (the other handlers are still called). */
 struct gs_profile;
 struct gs_proc;
+
+/* Why a handler asks proc/ to re-read a process's maps, and so which rule
+ * decides whether the maps file is read now (proc/ keeps each process's
+ * back-off: the maps of a job are parsed no more often than these allow,
+ * whoever asks). */
+enum gs_maps_why {
+	/* A PC outside every executable mapping of the snapshot (a CFI miss).
+	 * Re-read unless the kernel's executable ranges (PROCMAP_QUERY, one
+	 * query each) are the snapshot's.  Backs off while re-reads find no
+	 * new file-backed code: GS_MAPS_MISS_MIN_NS doubling up to
+	 * GS_MAPS_MISS_MAX_NS, GS_MAPS_MISS_SLOW_NS at least after the
+	 * process's first GS_MAPS_FAST_FINDS re-reads that found some. */
+	GS_MAPS_CODE_MISS = 1,
+	/* An address the snapshot cannot resolve (a symbolizer miss at addr):
+	 * re-read when the kernel's mapping at addr is not the snapshot's, at
+	 * most once per GS_MAPS_ADDR_MIN_NS per process. */
+	GS_MAPS_ADDR_MISS,
+	/* The snapshot is about to be used whole (tables loaded, mappings to
+	 * republish): re-read only if the executable ranges changed. */
+	GS_MAPS_CHECK,
+	/* Libraries are known to have been mapped (an interpreter found late,
+	 * a GPU agent about to arm): re-read now. */
+	GS_MAPS_NOW,
+};
+/* Or'ed into why: every table of the process is wanted now, not when a
+ * sample first walks through its object (launch stacks must be whole at
+ * once).  Passed on in ch->why. */
+#define GS_MAPS_BUILD_ALL 0x100u
+#define GS_MAPS_WHY(w)    ((w)&0xffu)
+
+#define GS_MAPS_MISS_MIN_NS  10000000ull   /* 10 ms: ld.so maps libraries ms apart */
+#define GS_MAPS_MISS_MAX_NS  5000000000ull /* 5 s */
+#define GS_MAPS_FAST_FINDS   256u          /* then a job maps new code all the time */
+#define GS_MAPS_MISS_SLOW_NS 100000000ull  /* 100 ms */
+#define GS_MAPS_ADDR_MIN_NS  1000000000ull /* 1 s */
+
+/* The difference of two snapshots of a process, in address order: each
+ * pointer into the old (removed) or new (added) snapshot, valid during the
+ * maps_changed call.  A mapping is the same when start, end, offset,
+ * device, inode, exec permission and path are. */
+struct gs_proc_maps_change {
+	unsigned why; /* the request's enum gs_maps_why | flags */
+	const struct gs_maps_line *const *added;
+	size_t n_added;
+	const struct gs_maps_line *const *removed;
+	size_t n_removed;
+};
 
 struct gs_proc_handler {
 	const char *name; /* "cfi", "python", ... for messages */
@@ -290,6 +344,7 @@ struct gs_proc_handler {
 		      const struct gs_maps_line *l);
 	int (*fork)(void *ctx, struct gs_proc *parent, struct gs_proc *child);
 	void (*detach)(void *ctx, struct gs_proc *p, bool exec);
+	void (*maps_changed)(void *ctx, struct gs_proc *p, const struct gs_proc_maps_change *ch);
 	void (*tick)(void *ctx);
 	void (*report)(void *ctx, struct gs_profile *prof);
 	void (*release)(void *ctx, struct gs_proc *p);
@@ -311,8 +366,9 @@ struct gs_proc {
 	uint8_t role;   /* enum gs_proc_role: the session decides it */
 	bool announced; /* a process event reached the handlers (not only
 			 * gs_proc_table_slot's creation) */
-	/* The maps as of the last attach, shared with the parent after fork;
-	 * NULL unless a handler probes (or the process could not be read). */
+	/* The maps as of the last read (attach, gs_proc_maps_reread), shared
+	 * with the parent after fork; NULL before the first read, when no
+	 * handler probes or takes maps_changed, or when unreadable. */
 	struct gs_proc_maps *maps;
 	void *slot[GS_PROC_MAX_HANDLERS]; /* per handler, by registration id */
 };
@@ -410,6 +466,22 @@ int gs_proc_slots_bind(struct gs_proc_slots *s, struct gs_proc_table *t, int id)
 void *gs_proc_slots_get(struct gs_proc_slots *s, uint32_t tgid, bool create);
 void gs_proc_slots_drop(struct gs_proc_slots *s, uint32_t tgid);
 void gs_proc_slots_fini(struct gs_proc_slots *s);
+/* Ask proc/ to re-read tgid's maps, for why (enum gs_maps_why, with
+ * GS_MAPS_BUILD_ALL or'ed in as needed): when why's rule allows, the maps
+ * are read, diffed against p->maps and, if they differ (or why is
+ * GS_MAPS_NOW), every handler's maps_changed is called.  A process whose
+ * maps are being announced already (a handler asking from maps_changed)
+ * is not read again.  Returns 1: read and the handlers told; 0: nothing to
+ * read (the rule found the snapshot current: the caller uses p->maps);
+ * -EAGAIN: backing off, ask again later; -ESRCH: no such entry, exited,
+ * or gone (an empty maps file: a zombie); -ENOMEM or -errno of the read. */
+int gs_proc_maps_reread(struct gs_proc_table *t, uint32_t tgid, unsigned why, uint64_t addr);
+
+/* gs_proc_slots_init with h as the own table's handler (its maps_changed,
+ * for a component used alone that asks gs_proc_maps_reread of that table). */
+int gs_proc_slots_init_handler(struct gs_proc_slots *s, const struct gs_proc_handler *h,
+			       size_t size);
+
 /* Every handler's tick / report. */
 void gs_proc_table_tick(struct gs_proc_table *t);
 void gs_proc_table_report(struct gs_proc_table *t, struct gs_profile *prof);

@@ -289,17 +289,35 @@ struct map_ent {
 	char path[256];
 };
 
+/* proc/'s snapshot of tgid, re-read first when its executable ranges
+ * changed (libpython mapped since: discovery retries while ld.so loads).
+ * A reference, or NULL and *err. */
+static struct gs_proc_maps *table_maps(struct gs_py *py, uint32_t tgid, int *err)
+{
+	struct gs_proc *p;
+
+	*err = -ENOMEM;
+	if (!gs_proc_table_slot(py->slots.t, tgid, py->slots.id, true)) /* alone: an entry */
+		return NULL;
+	*err = gs_proc_maps_reread(py->slots.t, tgid, GS_MAPS_CHECK, 0);
+	p = gs_proc_get(py->slots.t, tgid);
+	if (*err == -ESRCH || !p || !p->maps)
+		return NULL;
+	*err = 0;
+	return gs_proc_maps_get(p->maps);
+}
+
 /* File-backed mappings of tgid, one per distinct path (the one with the
  * lowest offset), in /proc/PID/maps order. */
-static int read_maps(uint32_t tgid, struct map_ent **out, int *n_out)
+static int read_maps(struct gs_py *py, uint32_t tgid, struct map_ent **out, int *n_out)
 {
-	struct gs_proc_maps *snap;
 	struct map_ent *v = NULL;
 	size_t n = 0, cap = 0;
-	int err = gs_proc_maps_read(tgid, &snap);
+	int err;
+	struct gs_proc_maps *snap = table_maps(py, tgid, &err);
 
-	if (err)
-		return err;
+	if (!snap)
+		return err ? err : -ESRCH;
 	for (size_t i = 0; i < snap->n && !err; i++) {
 		const struct gs_maps_line *l = &snap->m[i];
 		struct map_ent e = { l->start,     l->end,       l->offset, l->inode,
@@ -1002,7 +1020,7 @@ static int discover(struct gs_py *py, struct discover *d, struct gs_py_cfg *cfg,
 	char ver[32] = "";
 	uint32_t hex = 0;
 
-	if ((err = read_maps(d->tgid, &maps, &n)))
+	if ((err = read_maps(py, d->tgid, &maps, &n)))
 		return err == -ESRCH ? err : fail(d, err, "cannot read /proc/%u/maps", d->tgid);
 	if ((err = find_interpreter(d, maps, n, &f))) {
 		/* An old Python (no _PyRuntime before 3.7) still gets a note. */

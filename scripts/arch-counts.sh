@@ -30,6 +30,12 @@ c() { grep -rlE "$1" --include=*.c --include=*.h $SRC 2>/dev/null | grep -v '\.b
 show() { local n; n=$(printf '%s\n' "$2" | grep -c . || true); printf '%-44s %3d  %s\n' "$1" "$n" "$(echo $2)"; }
 
 show "readers of /proc/PID/maps"       "$(c '"/proc/%[ud]/maps"')"
+# A target's maps read (or asked of the kernel) by a runtime or the engine
+# itself instead of asking the process table (gs_proc_maps_reread), which
+# keeps one snapshot per process and the back-off rules; dump/ is a command
+# of its own, and gpusample's own maps (getpid()) are no target's.
+show "private maps reads outside proc/"   "$(grep -rlE 'gs_proc_(maps_read|exec_ranges|vma_at)\((tgid|[a-z]+->tgid|[a-z]+\.tgid|pid)' \
+	--include=*.c native python gpu symbolizer session 2>/dev/null || true)"
 # Per-process state keyed by tgid (a map commented "tgid ->", or a table
 # struct of processes): the target is one, proc/'s, with handler slots.
 show "per-process tables (files)"      "$(c 'struct gs_hmap [a-z_]+; +/\* tgid ->|^struct gs_proctab \{')"

@@ -42,17 +42,14 @@ static void prepare_process(void *ctx, uint32_t tgid)
 {
 	struct session *s = ctx;
 
-	/* Every table now, as for the processes there at attach: lazily,
-	 * each object of the launch path (agent, libcupti, libcuda,
-	 * libffi or libtorch_cuda, ...) would get its table only after a
-	 * stack first walked into it.  Paid once per GPU process, before
-	 * its agent arms. */
-	if (s->cfi)
-		gs_cfi_build_process(s->cfi, tgid);
-	/* The agent has just loaded libcupti: the symbolizer must know
-	 * it before the first launch records are trimmed
-	 * (launch_frames_to_skip). */
-	gs_sym_refresh(s->sym, tgid);
+	/* The agent has just loaded libcupti: every handler learns of the
+	 * maps now (the symbolizer before the first launch records are
+	 * trimmed: launch_frames_to_skip), and every table is built now, as
+	 * for the processes there at attach: lazily, each object of the
+	 * launch path (agent, libcupti, libcuda, libffi or libtorch_cuda, ...)
+	 * would get its table only after a stack first walked into it.  Paid
+	 * once per GPU process, before its agent arms. */
+	gs_proc_maps_reread(s->pt, tgid, GS_MAPS_NOW | GS_MAPS_BUILD_ALL, 0);
 }
 
 int gs_gpu_open(struct session *s)

@@ -64,20 +64,23 @@ static void finish(struct gs_inject_slot *x, uint32_t tgid, bool refused, const 
 
 /* Only a job that uses CUDA gets the agent: libcuda mapped (PyTorch maps
  * it when it first touches the GPU, possibly well after the attach). */
-static bool uses_cuda(struct gs_inject_slot *x, uint32_t tgid)
+static bool uses_cuda(struct session *s, struct gs_inject_slot *x, uint32_t tgid)
 {
-	struct gs_proc_maps *m;
+	const struct gs_proc_maps *m;
+	struct gs_proc *p;
 	bool found = false;
 	uint64_t now = now_ms();
 
 	if (x->since_ms && now - x->since_ms < CUDA_POLL_MS)
 		return false;
 	x->since_ms = now;
-	if (gs_proc_maps_read(tgid, &m))
+	/* the table's snapshot, re-read when new code was mapped since (the
+	 * re-read reaches every handler: libcuda's unwind table too) */
+	if (gs_proc_maps_reread(s->pt, tgid, GS_MAPS_CHECK, 0) < 0 ||
+	    !(p = gs_proc_get(s->pt, tgid)) || !(m = p->maps))
 		return false;
 	for (size_t i = 0; i < m->n && !found; i++)
 		found = m->m[i].path && strstr(m->m[i].path, "/libcuda.so");
-	gs_proc_maps_put(m);
 	return found;
 }
 
@@ -99,7 +102,7 @@ static void try_start(struct session *s, struct gs_inject_slot *x, uint32_t tgid
 		       "not a CPython process gpusample can read (needs CPython 3.14+)");
 		return;
 	}
-	if (!uses_cuda(x, tgid))
+	if (!uses_cuda(s, x, tgid))
 		return; /* asked again every CUDA_POLL_MS until the run ends */
 	if (!gs_gpu_agent_path(agent, sizeof(agent))) {
 		finish(x, tgid, true,

@@ -114,9 +114,8 @@ static void py_maps_grew(void *ctx, uint32_t tgid)
 {
 	struct session *s = ctx;
 
-	gs_sym_refresh(s->sym, tgid);
-	if (s->cfi) /* same for the CFI snapshot: libpython's table */
-		gs_cfi_add_process(s->cfi, tgid);
+	/* every plug-in that keeps maps hears of them: maps_changed */
+	gs_proc_maps_reread(s->pt, tgid, GS_MAPS_NOW, 0);
 }
 
 static const char *py_comm(void *ctx, uint32_t tgid)
@@ -151,9 +150,10 @@ int gs_rt_register(struct session *s)
 	    (rc = gs_proc_register(s->pt, &session)) < 0 ||
 	    (rc = gs_proc_slots_bind(&s->procs, s->pt, rc)))
 		return rc;
-	/* Order matters: the symbolizer's snapshot first, then the CFI
-	 * tables, then Python discovery (which may refresh both), then the
-	 * GPU agent (whose arming builds the process's tables). */
+	/* In this order at each event: the symbolizer's snapshot, the CFI
+	 * tables, Python discovery, the GPU agent (a re-read Python or the
+	 * GPU agent asks proc/ for reaches the first two through
+	 * maps_changed). */
 	gs_sym_proc_handler(s->sym, &h);
 	if ((rc = gs_proc_register(s->pt, &h)) < 0 || (rc = gs_sym_bind(s->sym, s->pt, rc)))
 		return rc;

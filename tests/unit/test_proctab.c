@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -415,4 +416,84 @@ Test(proc_table, entry_carries_ranks_and_role)
 	cr_assert_eq(rank_at_attach, 7);
 	reap(pid);
 	gs_proc_table_free(t);
+}
+
+/* A handler that keeps what maps_changed told it. */
+struct seen_change {
+	struct gs_proc_table *t;
+	int calls;
+	unsigned why;
+	size_t n_added, n_removed;
+	bool added_at, removed_at; /* the mapping at `at` was among them */
+	uint64_t at;
+	int nested; /* what a re-read asked from maps_changed returned */
+};
+
+static void on_maps_changed(void *ctx, struct gs_proc *p, const struct gs_proc_maps_change *ch)
+{
+	struct seen_change *c = ctx;
+
+	c->calls++;
+	c->why = ch->why;
+	c->n_added = ch->n_added;
+	c->n_removed = ch->n_removed;
+	c->added_at = c->removed_at = false;
+	for (size_t i = 0; i < ch->n_added; i++)
+		c->added_at |= ch->added[i]->start == c->at && ch->added[i]->exec;
+	for (size_t i = 0; i < ch->n_removed; i++)
+		c->removed_at |= ch->removed[i]->start == c->at;
+	c->nested = gs_proc_maps_reread(c->t, p->tgid, GS_MAPS_NOW, 0);
+}
+
+/* Re-reads asked of the table: diffed, announced, and held to their rules. */
+Test(proc_table, maps_reread_diffs_and_backs_off)
+{
+	struct seen_change c = { 0 };
+	struct gs_proc_handler h = { .name = "m", .ctx = &c, .maps_changed = on_maps_changed };
+	uint32_t me = (uint32_t)getpid();
+	struct gs_proc *p;
+	FILE *f;
+	void *code;
+	int fd;
+
+	c.t = gs_proc_table_new(NULL);
+	cr_assert_eq(gs_proc_register(c.t, &h), 0);
+	p = gs_proc_table_seen(c.t, me, 1);
+	cr_assert(p && p->maps && p->maps->n, "a maps_changed handler has the maps read at attach");
+	cr_assert_eq(c.calls, 0, "attach is no change");
+	cr_assert_eq(gs_proc_maps_reread(c.t, me, GS_MAPS_CHECK, 0), 0, "nothing new");
+	cr_assert_eq(gs_proc_maps_reread(c.t, me, GS_MAPS_ADDR_MISS, 4096), 0,
+		     "nothing at page 1, then or now");
+
+	/* new code: an executable mapping of a file */
+	cr_assert((f = tmpfile()));
+	fd = fileno(f);
+	cr_assert_eq(ftruncate(fd, 8192), 0);
+	code = mmap(NULL, 8192, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	cr_assert(code != MAP_FAILED);
+	c.at = (uint64_t)(uintptr_t)code;
+	usleep(GS_MAPS_MISS_MIN_NS / 1000 + 1000);
+	cr_assert_eq(gs_proc_maps_reread(c.t, me, GS_MAPS_CODE_MISS, 0), 1);
+	cr_assert(c.calls == 1 && c.added_at && !c.removed_at && c.why == GS_MAPS_CODE_MISS);
+	cr_assert_eq(c.nested, 0, "no second read while the first is announced");
+	cr_assert(gs_proc_maps_find(p->maps, c.at));
+	cr_assert_eq(gs_proc_maps_reread(c.t, me, GS_MAPS_CODE_MISS, 0), -EAGAIN, "backs off");
+
+	/* asked now: announced even when nothing changed */
+	cr_assert_eq(gs_proc_maps_reread(c.t, me, GS_MAPS_NOW | GS_MAPS_BUILD_ALL, 0), 1);
+	cr_assert(c.calls == 2 && !c.n_added && !c.n_removed);
+	cr_assert_eq(c.why, GS_MAPS_NOW | GS_MAPS_BUILD_ALL);
+
+	/* code gone: the exec ranges changed, so a check reads */
+	munmap(code, 8192);
+	fclose(f);
+	cr_assert_eq(gs_proc_maps_reread(c.t, me, GS_MAPS_CHECK, 0), 1);
+	cr_assert(c.calls == 3 && c.removed_at && !c.added_at);
+	/* an address miss within a second of the last such (or NOW) read */
+	cr_assert_eq(gs_proc_maps_reread(c.t, me, GS_MAPS_ADDR_MISS, c.at), -EAGAIN);
+	cr_assert_eq(gs_proc_maps_reread(c.t, 4000099, GS_MAPS_NOW, 0), -ESRCH, "no entry");
+	gs_proc_table_exit(c.t, me);
+	cr_assert_eq(gs_proc_maps_reread(c.t, me, GS_MAPS_NOW, 0), -ESRCH, "exited");
+	cr_assert_eq(c.calls, 3);
+	gs_proc_table_free(c.t);
 }
