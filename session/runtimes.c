@@ -128,17 +128,60 @@ static const char *py_comm(void *ctx, uint32_t tgid)
 
 /* ---- registration ------------------------------------------------------------ */
 
-int gs_rt_register(struct session *s)
+/* Each plug-in's registration: its handler(s) on s->pt and its per-process
+ * state bound to their slots; 0 (nothing registered) when it is off. */
+static int add_symbolizer(struct session *s)
 {
-	const struct gs_py_host py_host = {
+	struct gs_proc_handler h;
+	int rc;
+
+	gs_sym_proc_handler(s->sym, &h);
+	return (rc = gs_proc_register(s->pt, &h)) < 0 ? rc : gs_sym_bind(s->sym, s->pt, rc);
+}
+
+static int add_cfi(struct session *s)
+{
+	struct gs_proc_handler h;
+	int rc;
+
+	if (!s->cfi)
+		return 0;
+	gs_cfi_proc_handler(s->cfi, &h);
+	return (rc = gs_proc_register(s->pt, &h)) < 0 ? rc : gs_cfi_bind(s->cfi, s->pt, rc);
+}
+
+static int add_python(struct session *s)
+{
+	const struct gs_py_host host = {
 		.ctx = s,
 		.set_cfg = py_set_cfg,
 		.cfg_changed = py_cfg_changed,
 		.maps_grew = py_maps_grew,
 		.comm = py_comm,
 	};
-	const struct gs_proc_handler session = { .name = "session" };
 	struct gs_proc_handler h;
+	int rc;
+
+	if (!s->py)
+		return 0;
+	gs_py_plugin(s->py, &host, &h);
+	return (rc = gs_proc_register(s->pt, &h)) < 0 ? rc : gs_py_bind(s->py, s->pt, rc);
+}
+
+/* The plug-ins, in the order the table calls them at each event: the
+ * symbolizer's snapshot, the CFI tables, Python discovery, the GPU agent (a
+ * re-read Python or the GPU agent asks proc/ for reaches the first two
+ * through maps_changed).  They never call each other. */
+static int (*const plugins[])(struct session *s) = {
+	add_symbolizer,
+	add_cfi,
+	add_python,
+	gs_gpu_register,
+};
+
+int gs_rt_register(struct session *s)
+{
+	const struct gs_proc_handler session = { .name = "session" };
 	int rc;
 
 	s->pt = gs_proc_table_new(gs_sym_elf_cache(s->sym));
@@ -150,26 +193,10 @@ int gs_rt_register(struct session *s)
 	    (rc = gs_proc_register(s->pt, &session)) < 0 ||
 	    (rc = gs_proc_slots_bind(&s->procs, s->pt, rc)))
 		return rc;
-	/* In this order at each event: the symbolizer's snapshot, the CFI
-	 * tables, Python discovery, the GPU agent (a re-read Python or the
-	 * GPU agent asks proc/ for reaches the first two through
-	 * maps_changed). */
-	gs_sym_proc_handler(s->sym, &h);
-	if ((rc = gs_proc_register(s->pt, &h)) < 0 || (rc = gs_sym_bind(s->sym, s->pt, rc)))
-		return rc;
-	if (s->cfi) {
-		gs_cfi_proc_handler(s->cfi, &h);
-		if ((rc = gs_proc_register(s->pt, &h)) < 0 || (rc = gs_cfi_bind(s->cfi, s->pt, rc)))
+	for (size_t i = 0; i < sizeof(plugins) / sizeof(plugins[0]); i++)
+		if ((rc = plugins[i](s)))
 			return rc;
-	}
-	if (s->py) {
-		gs_py_plugin(s->py, &py_host, &h);
-		if ((rc = gs_proc_register(s->pt, &h)) < 0 || (rc = gs_py_bind(s->py, s->pt, rc)))
-			return rc;
-	}
-	/* The symbolizer, the CFI tables, Python and the GPU components
-	 * keep their per-process state in their slots. */
-	return gs_gpu_register(s);
+	return 0;
 }
 
 void gs_rt_comments(struct session *s)
