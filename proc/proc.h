@@ -371,6 +371,7 @@ struct gs_proc {
 	 * handler probes or takes maps_changed, or when unreadable. */
 	struct gs_proc_maps *maps;
 	void *slot[GS_PROC_MAX_HANDLERS]; /* per handler, by registration id */
+	struct gs_proc_threads *threads;  /* its threads (proc/threads.c), NULL until one */
 };
 
 /* What a process is to the job, for labels: the session decides (a root,
@@ -485,5 +486,56 @@ int gs_proc_slots_init_handler(struct gs_proc_slots *s, const struct gs_proc_han
 /* Every handler's tick / report. */
 void gs_proc_table_tick(struct gs_proc_table *t);
 void gs_proc_table_report(struct gs_proc_table *t, struct gs_profile *prof);
+
+/* ---- threads (proc/threads.c) -------------------------------------------- */
+
+/* A thread's off-CPU accounting (session/offcpu.c): the exact split of its
+ * window into on-CPU, blocked and runnable ns, the sampled interval still
+ * open, and the stack it slept in before the window (if taken). */
+struct gs_thread_offcpu {
+	uint64_t exact[3];  /* ns: on-CPU, blocked, runnable */
+	int64_t pend_stack; /* stack of the open sampled interval (offcpu.c's encoding), -1 none */
+	uint32_t pend_seq, pend_p;
+	uint64_t pend_out;  /* CLOCK_MONOTONIC ns the open interval began */
+	int64_t seed_raw;   /* raw stack of the wait begun before the window, -1 none */
+	uint64_t seed_runs; /* schedstat's times-run when it was taken */
+	bool accounted;     /* off-CPU records (or the window's edges) reached it */
+	bool rem_given;     /* its first CPU sample took the on-CPU division's remainder */
+};
+
+/* Votes a thread's samples cast for its role, one counter per enum
+ * gs_thread_role (symbolizer/symbolizer.h, which checks the size). */
+#define GS_THREAD_NVOTES 8
+
+/* One thread (tgid, tid) of a process in the table: made when it is first
+ * seen (a CPU sample, an off-CPU record, a kernel launch, a stack taken at
+ * the start), kept to the end of the run at a stable address.  What the
+ * samples of the thread need to be built whole lives here, so no pass
+ * edits samples afterwards (but the role: see gs_thread_roles_apply). */
+struct gs_thread {
+	uint32_t tgid, tid;
+	/* Its name as the profile's string id (gs_str), 0 unknown: from its
+	 * last off-CPU stack record (or /proc at the start), else from its
+	 * first CPU sample. */
+	uint32_t comm;
+	uint64_t cpu_samples; /* timer samples taken of it */
+	/* Role votes: per role, the samples added so far whose stack says
+	 * that role (symbolizer/thread_roles.c), and the thread name of the
+	 * last of them (gs_str; the role's fallback). */
+	uint32_t role_votes[GS_THREAD_NVOTES];
+	uint32_t vote_comm;
+	struct gs_thread_offcpu off;
+};
+
+/* tid of tgid: found, or (get) made when new -- tgid's entry too, made as
+ * gs_proc_table_add does when the table has none.  NULL: none (find), or
+ * ENOMEM (get).  tid 0 (the idle task) has no entry. */
+struct gs_thread *gs_thread_find(const struct gs_proc_table *t, uint32_t tgid, uint32_t tid);
+struct gs_thread *gs_thread_get(struct gs_proc_table *t, uint32_t tgid, uint32_t tid);
+/* p's threads in order of first sight: i < gs_thread_count(p). */
+size_t gs_thread_count(const struct gs_proc *p);
+struct gs_thread *gs_thread_at(const struct gs_proc *p, size_t i);
+/* Free p's threads (the table does, with p). */
+void gs_proc_threads_free(struct gs_proc *p);
 
 #endif

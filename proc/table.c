@@ -60,6 +60,7 @@ void gs_proc_table_free(struct gs_proc_table *t)
 			if (t->h[k].release)
 				t->h[k].release(t->h[k].ctx, t->procs[i]);
 		gs_proc_maps_put(t->procs[i]->maps);
+		gs_proc_threads_free(t->procs[i]);
 		free(t->procs[i]);
 	}
 	free(t->procs);

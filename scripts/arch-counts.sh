@@ -54,7 +54,8 @@ printf '%-44s %3d\n' "realloc( call sites outside util/" \
 # table; one keyed by a thread (a tid, with at most its pid/tgid: nothing
 # else in the key) is a thread table.  A key that merely contains a tid
 # among other fields (the join's launch sites: stack, tid, kernel, role)
-# aggregates something else and is neither.
+# aggregates something else and is neither.  The one thread table is the
+# process table's own (proc/threads.c).
 keyed() { grep -rnE '^\s*struct gs_[hk]map [a-z_]+; +/\* ' --include=*.c --include=*.h $SRC 2>/dev/null |
 	grep -v '^proc/table\.c' | awk -F'/\\* ' -v want="$1" '{ key = $2; sub(/->.*/, "", key)
 		hastid = key ~ /(^|[^a-z_])tid([^a-z_]|$)/

@@ -3,10 +3,11 @@
  * Off-CPU time in the session: GS_REC_OFFCPU_* records (bpf/offcpu.bpf.h,
  * include/gpusample/records.h) -> profile samples.
  *
- * Per thread this keeps the exact split of its window into on-CPU, blocked
- * and runnable time (the kernel's counters, summed from END records and the
- * open intervals read at stop), and the sampled off-CPU intervals with the
- * stack each waited in.  At build time:
+ * Per thread (on its entry in the process table, struct gs_thread's off)
+ * this keeps the exact split of its window into on-CPU, blocked and
+ * runnable time (the kernel's counters, summed from END records and the
+ * open intervals read at stop); here, the sampled off-CPU intervals with
+ * the stack each waited in.  At build time:
  *   - each sampled interval gives one sample per state part (blocked, then
  *     the run-queue wait after its wake-up) with offcpu = its duration / p
  *     (the probability its stack was taken), then every such sample of one
@@ -15,7 +16,8 @@
  *     spread over the sampled ones in proportion to their duration);
  *   - a thread's CPU samples share its exact on-CPU time (sum_exec_runtime
  *     over the window) equally, so cpu/nanoseconds is exact per thread and
- *     statistical only per stack;
+ *     statistical only per stack (gs_off_cpu_ns, as each CPU sample is
+ *     added: the thread's count of them is known from the run);
  *   - time no sample can carry (a state without any sampled stack, on-CPU
  *     time without a CPU sample) goes on a "[... stack not sampled]" frame.
  * So for every thread cpu + offcpu = its wall time in the window.
@@ -30,7 +32,6 @@
 #include "session/session_int.h"
 #include "dump/dump.h"
 #include "gpusample/records_codec.h"
-#include "util/hashmap.h"
 #include "util/log.h"
 #include "util/vec.h" /* gs_grow */
 
@@ -39,77 +40,40 @@ enum { ON = 0, BLK = 1, RUN = 2 }; /* exact[] slots; BLK/RUN = enum gs_offcpu_st
  * a profile stack made during the run (the seed stacks from /proc). */
 #define GS_OFF_PROF (1ll << 40)
 
-struct off_thread {
-	uint32_t tid, tgid;
-	gs_str comm;
-	int64_t pend_stack; /* stack of the open sampled interval (see GS_OFF_PROF), -1 = none */
-	uint32_t pend_seq, pend_p;
-	uint64_t pend_out;
-	uint64_t exact[3]; /* ns: on-CPU, blocked, runnable */
-	uint64_t n_cpu;    /* CPU samples in the profile (build time) */
-	bool rem_given;    /* the first of them took the division's remainder */
-};
-
+/* The per-thread state lives on the thread's entry in the process table
+ * (struct gs_thread, its off member); this keeps the sampled parts. */
 struct off_sample {
 	int64_t stack; /* see GS_OFF_PROF */
-	uint32_t tid;
+	struct gs_thread *t;
 	uint64_t out;  /* start of this part (CLOCK_MONOTONIC) */
 	double w;      /* duration / p */
 	uint8_t state; /* BLK or RUN */
 };
 
 struct gs_offcpu {
-	struct off_thread *th;
-	uint32_t n_th;
-	size_t cap_th;
-	struct gs_hmap by_tid; /* tid -> index in th */
+	struct gs_thread **th; /* the threads accounted, in order of first sight */
+	size_t n_th, cap_th;
 	struct off_sample *smp;
 	size_t n_smp, cap_smp;
 	uint64_t stacks_lost; /* END without its stack record (or the reverse) */
 	int64_t *trimmed;     /* build time: raw stack -> trimmed profile stack */
-	/* Stacks of the threads asleep before the window (dump/, taken before
-	 * the sampler starts): tid -> index in seed. */
-	struct gs_hmap seeds;
-	struct off_seed {
-		int64_t raw;   /* raw stack index */
-		uint64_t runs; /* schedstat's times-run then: unchanged = the same wait */
-	} * seed;
-	size_t n_seed, cap_seed;
 	uint64_t t_stop;
 };
 
-/* tid -> index in o->th; rebuilt after o->th is reordered. */
-static int reindex(struct gs_offcpu *o)
+/* The thread's entry, accounted from now on; NULL on allocation failure. */
+static struct gs_thread *thread_get(struct session *s, uint32_t tid, uint32_t tgid)
 {
-	gs_hmap_clear(&o->by_tid);
-	for (uint32_t i = 0; i < o->n_th; i++)
-		if (gs_hmap_put(&o->by_tid, o->th[i].tid, i))
-			return -ENOMEM;
-	return 0;
-}
+	struct gs_thread *t = gs_thread_get(s->pt, tgid, tid);
 
-static struct off_thread *thread_find(struct gs_offcpu *o, uint32_t tid)
-{
-	const uint64_t *i = gs_hmap_get(&o->by_tid, tid);
-
-	return i ? &o->th[*i] : NULL;
-}
-
-/* The thread's entry, made on first sight; NULL on allocation failure. */
-static struct off_thread *thread_get(struct gs_offcpu *o, uint32_t tid, uint32_t tgid)
-{
-	struct off_thread *t = thread_find(o, tid);
-
-	if (t)
+	if (!t || t->off.accounted)
 		return t;
-	if (gs_grow((void **)&o->th, &o->cap_th, o->n_th + 1, sizeof(*o->th)) ||
-	    gs_hmap_put(&o->by_tid, tid, o->n_th))
+	if (GS_PUSH(s->off->th, s->off->n_th, s->off->cap_th, t))
 		return NULL;
-	o->th[o->n_th] = (struct off_thread){ .tid = tid, .tgid = tgid, .pend_stack = -1 };
-	return &o->th[o->n_th++];
+	t->off.accounted = true;
+	return t;
 }
 
-static int add_part(struct gs_offcpu *o, const struct off_thread *t, uint64_t out, uint64_t ns,
+static int add_part(struct gs_offcpu *o, struct gs_thread *t, uint64_t out, uint64_t ns,
 		    uint8_t state)
 {
 	if (!ns)
@@ -117,26 +81,28 @@ static int add_part(struct gs_offcpu *o, const struct off_thread *t, uint64_t ou
 	if (gs_grow((void **)&o->smp, &o->cap_smp, o->n_smp + 1, sizeof(*o->smp)))
 		return -ENOMEM;
 	o->smp[o->n_smp++] = (struct off_sample){
-		.stack = t->pend_stack,
-		.tid = t->tid,
+		.stack = t->off.pend_stack,
+		.t = t,
 		.out = out,
-		.w = (double)ns * GS_OFF_P_ONE / (t->pend_p ? t->pend_p : 1),
+		.w = (double)ns * GS_OFF_P_ONE / (t->off.pend_p ? t->off.pend_p : 1),
 		.state = state,
 	};
 	return 0;
 }
 
 /* A sampled interval closed: blocked part first, then the run-queue wait. */
-static void close_sampled(struct gs_offcpu *o, struct off_thread *t, uint64_t blocked,
+static void close_sampled(struct gs_offcpu *o, struct gs_thread *t, uint64_t blocked,
 			  uint64_t runnable)
 {
-	t->exact[BLK] += blocked;
-	t->exact[RUN] += runnable;
-	if (t->pend_stack >= 0) {
-		add_part(o, t, t->pend_out, blocked, BLK);
-		add_part(o, t, t->pend_out + blocked, runnable, RUN);
+	struct gs_thread_offcpu *x = &t->off;
+
+	x->exact[BLK] += blocked;
+	x->exact[RUN] += runnable;
+	if (x->pend_stack >= 0) {
+		add_part(o, t, x->pend_out, blocked, BLK);
+		add_part(o, t, x->pend_out + blocked, runnable, RUN);
 	}
-	t->pend_stack = -1;
+	x->pend_stack = -1;
 }
 
 /* A stack record the codec accepted: v is its CPU stack (origin off-CPU). */
@@ -145,38 +111,44 @@ static void on_stack(struct session *s, const struct gs_offcpu_stack *h,
 {
 	const struct gs_cpu_sample *cs = v->s;
 	char comm[GS_COMM_LEN + 1];
-	struct off_thread *t;
+	struct gs_thread *t;
 	int64_t idx;
 
 	idx = gs_session_intern(s, v);
-	t = thread_get(s->off, cs->tid, cs->tgid);
+	t = thread_get(s, cs->tid, cs->tgid);
 	if (idx < 0 || !t)
 		return;
-	if (t->pend_stack >= 0)
+	if (t->off.pend_stack >= 0)
 		s->off->stacks_lost++; /* its END was lost: the time stays exact */
 	memcpy(comm, cs->comm, GS_COMM_LEN);
 	comm[GS_COMM_LEN] = '\0';
 	t->comm = gs_profile_intern(&s->prof, comm);
-	t->pend_stack = idx;
-	t->pend_seq = h->seq;
-	t->pend_p = h->p;
-	t->pend_out = h->hdr.ktime_ns;
+	t->off.pend_stack = idx;
+	t->off.pend_seq = h->seq;
+	t->off.pend_p = h->p;
+	t->off.pend_out = h->hdr.ktime_ns;
+}
+
+/* Add the kernel's accumulated on-CPU, blocked and runnable ns. */
+static void add_acc(struct gs_thread *t, uint64_t on, uint64_t blocked, uint64_t runnable)
+{
+	t->off.exact[ON] += on;
+	t->off.exact[BLK] += blocked;
+	t->off.exact[RUN] += runnable;
 }
 
 static void on_end(struct session *s, const struct gs_offcpu_end *e)
 {
-	struct off_thread *t = thread_get(s->off, e->tid, e->tgid);
+	struct gs_thread *t = thread_get(s, e->tid, e->tgid);
 
 	if (!t)
 		return;
-	t->exact[ON] += e->acc_on_ns;
-	t->exact[BLK] += e->acc_blocked_ns;
-	t->exact[RUN] += e->acc_runnable_ns;
+	add_acc(t, e->acc_on_ns, e->acc_blocked_ns, e->acc_runnable_ns);
 	if (!e->seq)
 		return;
-	if (t->pend_stack >= 0 && t->pend_seq != e->seq) {
+	if (t->off.pend_stack >= 0 && t->off.pend_seq != e->seq) {
 		s->off->stacks_lost++;
-		t->pend_stack = -1;
+		t->off.pend_stack = -1;
 	}
 	close_sampled(s->off, t, e->blocked_ns, e->runnable_ns);
 }
@@ -255,8 +227,8 @@ static int64_t proc_stack(struct session *s, uint32_t tgid, uint32_t tid)
 
 /* A thread asleep when the window opens has no stack record for that wait
  * (it went to sleep before BPF was there).  Its first interval gets the
- * stack the dump engine took of it at the start (seeds: kernel, native and
- * Python frames, a raw stack symbolized like the others), else the kernel
+ * stack the dump engine took of it at the start (its entry's seed_raw:
+ * kernel, native and Python frames, a raw stack symbolized like the others), else the kernel
  * functions of /proc/TID/stack under a marker frame (proc_stack: no task
  * iterator), as a sampled interval (seq 1 of its seed, closed by BPF like
  * any other).  The thread's comm comes from /proc. */
@@ -264,9 +236,7 @@ static void seed_stack(struct session *s, uint32_t tgid, uint32_t tid, uint64_t 
 		       struct gs_offcpu_thr *v)
 {
 	char path[64], name[GS_COMM_LEN + 1] = "";
-	struct off_thread *t = thread_get(s->off, tid, tgid);
-	uint64_t *k = gs_hmap_get(&s->off->seeds, tid);
-	const struct off_seed *sd = k ? &s->off->seed[*k] : NULL;
+	struct gs_thread *t = thread_get(s, tid, tgid);
 	int64_t id;
 	FILE *f;
 
@@ -281,13 +251,14 @@ static void seed_stack(struct session *s, uint32_t tgid, uint32_t tid, uint64_t 
 		fclose(f);
 	}
 	/* the dump's stack only if the thread has not run since: the same wait */
-	id = sd && sd->runs == runs ? sd->raw : proc_stack(s, tgid, tid);
+	id = t->off.seed_raw >= 0 && t->off.seed_runs == runs ? t->off.seed_raw
+							      : proc_stack(s, tgid, tid);
 	if (id < 0)
 		return;
-	t->pend_stack = id;
-	t->pend_seq = v->seq = 1;
-	t->pend_p = GS_OFF_P_ONE;
-	t->pend_out = v->last_ns;
+	t->off.pend_stack = id;
+	t->off.pend_seq = v->seq = 1;
+	t->off.pend_p = GS_OFF_P_ONE;
+	t->off.pend_out = v->last_ns;
 	v->captured = 1;
 	v->state = GS_OFF_BLOCKED;
 }
@@ -342,16 +313,19 @@ static int seed_raw(void *ctx, const struct gs_dump_raw *r)
 				     .n_kernel = r->n_kernel,
 				     .n_user = r->n_user,
 				     .n_python = r->n_python };
-	struct off_seed sd;
-	uint64_t exec, delay;
+	struct gs_thread *t;
+	uint64_t exec, delay, runs;
+	int64_t raw;
 
-	if (r->state != 'S' || read_schedstat(r->tgid, r->tid, &exec, &delay, &sd.runs))
+	if (r->state != 'S' || read_schedstat(r->tgid, r->tid, &exec, &delay, &runs))
 		return 0;
 	memcpy(cs.comm, r->comm, sizeof(cs.comm));
-	sd.raw = gs_session_intern(s, &v);
-	if (sd.raw < 0 || GS_PUSH(s->off->seed, s->off->n_seed, s->off->cap_seed, sd))
+	raw = gs_session_intern(s, &v);
+	if (raw < 0 || !(t = gs_thread_get(s->pt, r->tgid, r->tid)))
 		return 0;
-	return gs_hmap_put(&s->off->seeds, r->tid, s->off->n_seed - 1);
+	t->off.seed_raw = raw;
+	t->off.seed_runs = runs;
+	return 0;
 }
 
 /* The stacks of the threads asleep now, user stacks included (dump/dump.h);
@@ -406,14 +380,12 @@ int gs_off_start(struct session *s)
 static int close_open(void *ctx, uint32_t tid, const struct gs_offcpu_thr *v)
 {
 	struct session *s = ctx;
-	struct off_thread *t = thread_get(s->off, tid, v->tgid);
+	struct gs_thread *t = thread_get(s, tid, v->tgid);
 	uint64_t now = s->off->t_stop, exec, delay, runs, wall, on, run;
 
 	if (!t)
 		return 0;
-	t->exact[ON] += v->acc_on_ns;
-	t->exact[BLK] += v->acc_blocked_ns;
-	t->exact[RUN] += v->acc_runnable_ns;
+	add_acc(t, v->acc_on_ns, v->acc_blocked_ns, v->acc_runnable_ns);
 	if (read_schedstat(v->tgid, tid, &exec, &delay, &runs))
 		return 0; /* gone meanwhile: its exit record has the rest */
 	wall = now > v->last_ns ? now - v->last_ns : 0;
@@ -421,13 +393,11 @@ static int close_open(void *ctx, uint32_t tid, const struct gs_offcpu_thr *v)
 	on = on > wall ? wall : on;
 	run = delay > v->run_delay ? delay - v->run_delay : 0;
 	run = run > wall - on ? wall - on : run;
-	t->exact[ON] += on;
-	if (v->captured && t->pend_stack >= 0 && t->pend_seq == v->seq) {
+	t->off.exact[ON] += on;
+	if (v->captured && t->off.pend_stack >= 0 && t->off.pend_seq == v->seq)
 		close_sampled(s->off, t, wall - on - run, run);
-	} else {
-		t->exact[BLK] += wall - on - run;
-		t->exact[RUN] += run;
-	}
+	else
+		add_acc(t, 0, wall - on - run, run);
 	return 0;
 }
 
@@ -454,7 +424,7 @@ static gs_str state_name(struct gs_profile *p, int state)
 }
 
 /* What an off-CPU sample of thread t in state says besides its stack. */
-static struct gs_sample_ctx thread_ctx(struct session *s, const struct off_thread *t, int state)
+static struct gs_sample_ctx thread_ctx(struct session *s, const struct gs_thread *t, int state)
 {
 	struct gs_sample_ctx c = {
 		.pid = t->tgid,
@@ -465,12 +435,13 @@ static struct gs_sample_ctx thread_ctx(struct session *s, const struct off_threa
 	};
 
 	c.str_labels[GS_SL_THREAD_STATE] = state_name(&s->prof, state);
+	gs_session_proc_labels(s, t->tgid, &c);
 	return c;
 }
 
 /* A sample carrying time without a sampled stack: "[blocked: stack not
  * sampled]" and the like, so the thread's sums stay exact. */
-static int add_unsampled(struct session *s, const struct off_thread *t, int state, uint64_t ns)
+static int add_unsampled(struct session *s, struct gs_thread *t, int state, uint64_t ns)
 {
 	static const char *const names[] = { "[on-CPU: no CPU sample]",
 					     "[blocked: stack not sampled]",
@@ -486,7 +457,7 @@ static int add_unsampled(struct session *s, const struct off_thread *t, int stat
 	if (stack < 0)
 		return (int)stack;
 	smp.stack = (uint32_t)stack;
-	return gs_profile_add_sample(&s->prof, &smp, &c);
+	return gs_session_add_thread_sample(s, t, &smp, &c);
 }
 
 /* The tracer's own frames on top of a switch-out's kernel stack (this
@@ -545,20 +516,26 @@ static int64_t off_stack(struct session *s, int64_t raw, const uint32_t *stack_i
 	return id;
 }
 
+static int thread_cmp(const struct gs_thread *x, const struct gs_thread *y)
+{
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->tgid < y->tgid ? -1 : x->tgid > y->tgid;
+}
+
 static int by_tid(const void *a, const void *b)
 {
-	const struct off_thread *x = a, *y = b;
-
-	return x->tid < y->tid ? -1 : x->tid > y->tid;
+	return thread_cmp(*(struct gs_thread *const *)a, *(struct gs_thread *const *)b);
 }
 
 /* Sampled parts ordered by thread, state, time: each (thread, state) is a run. */
 static int by_thread_state(const void *a, const void *b)
 {
 	const struct off_sample *x = a, *y = b;
+	int c = thread_cmp(x->t, y->t);
 
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
+	if (c)
+		return c;
 	if (x->state != y->state)
 		return x->state < y->state ? -1 : 1;
 	return x->out < y->out ? -1 : x->out > y->out;
@@ -566,12 +543,12 @@ static int by_thread_state(const void *a, const void *b)
 
 /* Scale the sampled parts smp[lo, hi) of one thread and state to its exact
  * time there (see the file comment). */
-static int add_state(struct session *s, const struct off_thread *t, int state, size_t lo, size_t hi,
+static int add_state(struct session *s, struct gs_thread *t, int state, size_t lo, size_t hi,
 		     const uint32_t *stack_ids)
 {
 	struct gs_offcpu *o = s->off;
 	double sum = 0, scale;
-	int64_t left = (int64_t)t->exact[state];
+	int64_t left = (int64_t)t->off.exact[state];
 	size_t last = SIZE_MAX;
 	struct gs_sample_ctx c = thread_ctx(s, t, state);
 	int64_t ctx;
@@ -582,7 +559,7 @@ static int add_state(struct session *s, const struct off_thread *t, int state, s
 		return left > 0 ? add_unsampled(s, t, state, (uint64_t)left) : 0;
 	if ((ctx = gs_profile_add_ctx(&s->prof, &c)) < 0)
 		return (int)ctx;
-	scale = (double)t->exact[state] / sum;
+	scale = (double)t->off.exact[state] / sum;
 	for (size_t i = lo; i < hi; i++) {
 		const struct off_sample *x = &o->smp[i];
 		int64_t stack;
@@ -598,7 +575,7 @@ static int add_state(struct session *s, const struct off_thread *t, int state, s
 		if (!smp.values[GS_V_OFFCPU_NS])
 			continue;
 		left -= smp.values[GS_V_OFFCPU_NS];
-		if (gs_profile_add_sample(&s->prof, &smp, NULL))
+		if (gs_session_add_thread_sample(s, t, &smp, NULL))
 			return -ENOMEM;
 		last = s->prof.n_samples - 1;
 	}
@@ -609,57 +586,19 @@ static int add_state(struct session *s, const struct off_thread *t, int state, s
 	return 0;
 }
 
-static bool is_cpu_sample(const struct gs_sample *x, const struct gs_sample_ctx *c, void *arg)
+int64_t gs_off_cpu_ns(struct gs_thread *th, int64_t period_ns)
 {
-	return c->cuda_device < 0 && x->values[GS_V_SAMPLES];
-}
+	struct gs_thread_offcpu *o = th ? &th->off : NULL;
+	int64_t share;
 
-static void label_running(struct gs_sample_ctx *c, void *arg)
-{
-	c->str_labels[GS_SL_THREAD_STATE] = *(const gs_str *)arg;
-}
-
-/* CPU samples: label "running"; with off-CPU accounting, a thread's CPU
- * samples share its exact on-CPU time. */
-static int scale_cpu(struct session *s)
-{
-	struct gs_profile *p = &s->prof;
-	struct gs_offcpu *o = s->off;
-	size_t n = p->n_samples;
-	gs_str running = state_name(p, ON);
-
-	if (running == (gs_str)-1 || gs_profile_edit_ctx(p, is_cpu_sample, label_running, &running))
-		return -ENOMEM;
-	if (!o)
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		const struct gs_sample *x = &p->samples[i];
-		const struct gs_sample_ctx *c = gs_profile_ctx(p, x);
-		struct off_thread *t;
-
-		if (is_cpu_sample(x, c, NULL) && (t = thread_find(o, c->tid))) {
-			t->n_cpu++;
-			if (!t->comm)
-				t->comm = c->thread_name;
-		}
+	if (!o || !o->exact[ON] || !th->cpu_samples)
+		return period_ns;
+	share = (int64_t)(o->exact[ON] / th->cpu_samples);
+	if (!o->rem_given) {
+		share += (int64_t)(o->exact[ON] % th->cpu_samples);
+		o->rem_given = true;
 	}
-	for (size_t i = 0; i < n; i++) {
-		struct gs_sample *x = &p->samples[i];
-		const struct gs_sample_ctx *c = gs_profile_ctx(p, x);
-		struct off_thread *t;
-		int64_t share;
-
-		if (!is_cpu_sample(x, c, NULL) || !(t = thread_find(o, c->tid)) || !t->exact[ON])
-			continue;
-		share = (int64_t)(t->exact[ON] / t->n_cpu);
-		if (!t->rem_given) {
-			share += (int64_t)(t->exact[ON] % t->n_cpu);
-			t->rem_given = true;
-		}
-		x->values[GS_V_WALL_NS] += share - x->values[GS_V_CPU_NS];
-		x->values[GS_V_CPU_NS] = share;
-	}
-	return 0;
+	return share;
 }
 
 int gs_off_finish(struct session *s, const uint32_t *stack_ids)
@@ -667,33 +606,29 @@ int gs_off_finish(struct session *s, const uint32_t *stack_ids)
 	struct gs_offcpu *o = s->off;
 	size_t i = 0;
 
-	if (scale_cpu(s))
-		return -ENOMEM;
 	if (!o)
 		return 0;
 	qsort(o->smp, o->n_smp, sizeof(*o->smp), by_thread_state);
-	for (uint32_t k = 0; k < o->n_th; k++) {
-		struct off_thread *t = &o->th[k];
+	for (size_t k = 0; k < o->n_th; k++) {
+		struct gs_thread *t = o->th[k];
 
-		if (!t->n_cpu && t->exact[ON] && add_unsampled(s, t, ON, t->exact[ON]))
+		if (!t->cpu_samples && t->off.exact[ON] &&
+		    add_unsampled(s, t, ON, t->off.exact[ON]))
 			return -ENOMEM;
 	}
 	/* threads in tid order, as smp: walk both together */
 	qsort(o->th, o->n_th, sizeof(*o->th), by_tid);
-	if (reindex(o)) /* keep thread_find right */
-		return -ENOMEM;
-	for (uint32_t k = 0; k < o->n_th; k++) {
-		const struct off_thread *t = &o->th[k];
+	for (size_t k = 0; k < o->n_th; k++) {
+		struct gs_thread *t = o->th[k];
 
 		for (int state = BLK; state <= RUN; state++) {
 			size_t lo;
 
-			while (i < o->n_smp &&
-			       (o->smp[i].tid < t->tid ||
-				(o->smp[i].tid == t->tid && o->smp[i].state < state)))
+			while (i < o->n_smp && (thread_cmp(o->smp[i].t, t) < 0 ||
+						(o->smp[i].t == t && o->smp[i].state < state)))
 				i++; /* parts of no known thread: cannot happen */
 			lo = i;
-			while (i < o->n_smp && o->smp[i].tid == t->tid && o->smp[i].state == state)
+			while (i < o->n_smp && o->smp[i].t == t && o->smp[i].state == state)
 				i++;
 			if (add_state(s, t, state, lo, i, stack_ids))
 				return -ENOMEM;
@@ -741,9 +676,6 @@ void gs_off_free(struct session *s)
 	if (!s->off)
 		return;
 	free(s->off->th);
-	gs_hmap_free(&s->off->by_tid);
-	gs_hmap_free(&s->off->seeds);
-	free(s->off->seed);
 	free(s->off->smp);
 	free(s->off->trimmed);
 	free(s->off);

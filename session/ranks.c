@@ -122,38 +122,20 @@ static void set_num(struct gs_sample_ctx *c, enum gs_num_label l, int64_t v)
 	c->num_set |= 1u << l;
 }
 
-struct label_arg {
-	struct session *s;
-	gs_str host;
-};
-
-static bool is_cpu(const struct gs_sample *smp, const struct gs_sample_ctx *c, void *arg)
+void gs_session_proc_labels(struct session *s, uint32_t tgid, struct gs_sample_ctx *c)
 {
-	return c->cuda_device < 0;
-}
-
-/* Once per distinct context: the host and the ranks of its process. */
-static void label_ctx(struct gs_sample_ctx *c, void *arg)
-{
-	const struct label_arg *a = arg;
-	const struct gs_procinfo *info = gs_procs_get(&a->s->procs, c->pid);
+	const struct gs_procinfo *info = gs_procs_get(&s->procs, tgid);
 	const struct gs_proc *p = info ? info->proc : NULL;
+	gs_str host = host_label(s);
 
-	if (a->host != (gs_str)-1)
-		c->str_labels[GS_SL_HOST] = a->host;
+	if (host != (gs_str)-1)
+		c->str_labels[GS_SL_HOST] = host;
 	if (!p)
 		return;
 	set_num(c, GS_NL_RANK, p->ranks.rank);
 	set_num(c, GS_NL_LOCAL_RANK, p->ranks.local_rank);
 	set_num(c, GS_NL_WORLD_SIZE, p->ranks.world_size);
 	set_num(c, GS_NL_NODE_RANK, p->ranks.node_rank);
-}
-
-int gs_session_label_samples(struct session *s)
-{
-	struct label_arg a = { s, host_label(s) };
-
-	return gs_profile_edit_ctx(&s->prof, is_cpu, label_ctx, &a);
 }
 
 /* Rank of the profiled root: the launched command inherits gpusample's own

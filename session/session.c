@@ -156,6 +156,7 @@ static int on_cpu_sample(struct session *s, const struct gs_rec_cpu_view *v)
 	const struct gs_cpu_sample *cs = v->s;
 	struct raw_sample r;
 	struct gs_procinfo *p;
+	struct gs_thread *th;
 	char comm[GS_COMM_LEN + 1];
 	int64_t idx;
 
@@ -176,6 +177,13 @@ static int on_cpu_sample(struct session *s, const struct gs_rec_cpu_view *v)
 	r.tid = cs->tid;
 	r.ktime = cs->hdr.ktime_ns;
 	r.comm = gs_profile_intern(&s->prof, comm);
+	/* the thread's count before its first sample is built: they share
+	 * its exact on-CPU time (gs_off_cpu_ns) */
+	th = gs_thread_get(s->pt, cs->tgid, cs->tid);
+	if (!th && cs->tid)
+		return -ENOMEM;
+	if (th)
+		th->cpu_samples++;
 	return push_sample(s, &r);
 }
 
@@ -222,6 +230,8 @@ static void on_gpu_record(struct session *s, const struct gs_rec_hdr *h)
 	}
 	if (gs_gpu_record(s, &r) <= 0 || (raw = gs_session_intern(s, &r.launch.stack)) < 0)
 		return;
+	gs_thread_get(s->pt, r.launch.stack.s->tgid,
+		      r.launch.stack.s->tid); /* first sight of the thread maybe */
 	stack = gs_session_stack(s, &s->raw.items[raw]);
 	if (stack >= 0)
 		gs_gpu_launch_stack(s, r.launch.l, &r.launch.stack, (uint32_t)stack,
@@ -377,32 +387,83 @@ static int run_loop(struct session *s)
 
 
 /* PyTorch 1.x does not name its DataLoader worker threads; a process whose
- * stacks run torch.utils.data's _worker_loop is a worker whatever its comm. */
-static void mark_dataloaders(struct session *s, const uint32_t *stack_ids)
+ * stacks run torch.utils.data's _worker_loop is a worker whatever its comm.
+ * Judged as each stack is symbolized, before any sample is built. */
+static void note_dataloader(struct session *s, const struct gs_rawstack *r, uint32_t stack)
 {
 	const struct gs_profile *p = &s->prof;
+	struct gs_procinfo *proc = gs_procs_get(&s->procs, r->tgid);
+	const struct gs_stack *st = &p->stacks[stack];
 
-	for (uint32_t i = 0; i < s->raw.n; i++) {
-		struct gs_procinfo *proc = gs_procs_get(&s->procs, s->raw.items[i].tgid);
-		const struct gs_stack *st = &p->stacks[stack_ids[i]];
+	if (!proc || proc->proc->role == GS_ROLE_DATALOADER)
+		return;
+	for (uint32_t k = 0; k < st->n; k++) {
+		const struct gs_location *l = gs_profile_location(p, p->stack_locs[st->first + k]);
 
-		if (!proc || proc->proc->role == GS_ROLE_DATALOADER)
-			continue;
-		for (uint32_t k = 0; k < st->n; k++) {
-			const struct gs_location *l =
-			    gs_profile_location(p, p->stack_locs[st->first + k]);
-
-			if (l->kind == GS_FRAME_PYTHON && l->n_lines &&
-			    !strcmp(
-				gs_profile_str(
-				    p,
-				    gs_profile_function(p, p->lines[l->first_line].function)->name),
-				"_worker_loop")) {
-				gs_procs_set_dataloader(proc);
-				break;
-			}
+		if (l->kind == GS_FRAME_PYTHON && l->n_lines &&
+		    !strcmp(gs_profile_str(
+				p, gs_profile_function(p, p->lines[l->first_line].function)->name),
+			    "_worker_loop")) {
+			gs_procs_set_dataloader(proc);
+			return;
 		}
 	}
+}
+
+/* What a CPU sample of thread (tgid, tid) named comm says besides its
+ * stack: known in full when it is added (the process's role and ranks are
+ * assigned before the first one). */
+static struct gs_sample_ctx cpu_ctx(struct session *s, uint32_t tgid, uint32_t tid, gs_str comm,
+				    gs_str running)
+{
+	struct gs_sample_ctx c = {
+		.pid = tgid,
+		.tid = tid,
+		.thread_name = comm,
+		.process_role = gs_profile_intern(&s->prof, gs_session_role(s, tgid)),
+		.cuda_device = -1,
+	};
+
+	c.str_labels[GS_SL_THREAD_STATE] = running;
+	gs_session_proc_labels(s, tgid, &c);
+	return c;
+}
+
+/* The CPU samples, each whole: its thread's share of on-CPU time, state,
+ * process role, ranks and host (the thread role comes last: see
+ * symbolizer.h).  Runs of one thread share their context. */
+static int add_cpu_samples(struct session *s, const uint32_t *stack_ids)
+{
+	struct gs_profile *p = &s->prof;
+	gs_str running = gs_profile_intern(p, "running");
+	struct gs_thread *th = NULL;
+	struct gs_sample_ctx c = { 0 };
+
+	if (running == (gs_str)-1)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->n_samples; i++) {
+		const struct raw_sample *r = &s->samples[i];
+		uint32_t tgid = s->raw.items[r->stack].tgid;
+		struct gs_sample smp = {
+			.stack = stack_ids[r->stack],
+			.values = { [GS_V_SAMPLES] = 1 },
+			.time_ns = r->ktime > s->t0_mono ? r->ktime - s->t0_mono : 0,
+		};
+
+		if (!th || th->tgid != tgid || th->tid != r->tid) {
+			if (!(th = gs_thread_get(s->pt, tgid, r->tid)) && r->tid)
+				return -ENOMEM;
+			c.pid = 0; /* a new thread: a new context */
+		}
+		if (c.tid != r->tid || c.pid != tgid || c.thread_name != r->comm)
+			c = cpu_ctx(s, tgid, r->tid, r->comm, running);
+		if (th && !th->comm)
+			th->comm = r->comm;
+		smp.values[GS_V_CPU_NS] = gs_off_cpu_ns(th, p->period_ns);
+		if (gs_session_add_thread_sample(s, th, &smp, &c))
+			return -ENOMEM;
+	}
+	return 0;
 }
 
 static void add_processes(struct session *s)
@@ -487,38 +548,15 @@ static int build_profile(struct session *s)
 			return (int)id;
 		}
 		stack_ids[i] = (uint32_t)id;
+		note_dataloader(s, &s->raw.items[i], (uint32_t)id);
 	}
-	mark_dataloaders(s, stack_ids);
 	gs_procs_assign_roles(&s->procs);
-	for (size_t i = 0; i < s->n_samples; i++) {
-		const struct raw_sample *r = &s->samples[i];
-		const struct gs_rawstack *rs = &s->raw.items[r->stack];
-		struct gs_procinfo *proc = gs_procs_get(&s->procs, rs->tgid);
-		struct gs_sample smp = {
-			.stack = stack_ids[r->stack],
-			.values = { [GS_V_SAMPLES] = 1, [GS_V_CPU_NS] = p->period_ns },
-			.time_ns = r->ktime > s->t0_mono ? r->ktime - s->t0_mono : 0,
-		};
-		struct gs_sample_ctx c = {
-			.pid = rs->tgid,
-			.tid = r->tid,
-			.thread_name = r->comm,
-			.process_role = gs_profile_intern(p, proc ? gs_procs_role(proc) : "other"),
-			.cuda_device = -1,
-		};
-		if (gs_profile_add_sample(p, &smp, &c)) {
-			free(stack_ids);
-			return -ENOMEM;
-		}
-	}
-	if (gs_off_finish(s, stack_ids)) {
+	if (add_cpu_samples(s, stack_ids) || gs_off_finish(s, stack_ids)) {
 		free(stack_ids);
 		return -ENOMEM;
 	}
 	free(stack_ids);
-	if (gs_session_label_samples(s) || gs_gpu_finish(s))
-		return -ENOMEM;
-	if (gs_thread_roles(p))
+	if (gs_gpu_finish(s) || gs_thread_roles_apply(p, s->pt))
 		return -ENOMEM;
 	add_processes(s);
 	add_comments(s);
@@ -673,6 +711,7 @@ static void init_session(struct session *s, const struct gs_options *o)
 static void free_session(struct session *s)
 {
 	gs_off_free(s);
+	gs_thread_voter_free(&s->roles);
 	gs_proc_table_free(s->pt); /* before the runtimes its handlers call */
 	gs_gpu_close(s);
 	gs_rt_close(s);

@@ -21,7 +21,8 @@
 #include "gpu/gpu.h"
 #include "python/python.h"
 #include "native/native.h"
-#include "util/clock.h" /* gs_now_ns */
+#include "symbolizer/symbolizer.h" /* gs_thread_voter */
+#include "util/clock.h"            /* gs_now_ns */
 
 struct raw_sample {
 	uint32_t stack; /* index into rawstacks */
@@ -77,7 +78,8 @@ struct session {
 	struct gs_gpu_plugin gpu_plugin; /* the GPU handler's state; its summary for the progress */
 	void (*show_progress)(const struct gs_session_progress *p);
 	char err[512];
-	gs_str host_label; /* GS_SL_HOST of every CPU sample, 0 until set */
+	gs_str host_label;            /* GS_SL_HOST of every CPU sample, 0 until set */
+	struct gs_thread_voter roles; /* thread-role votes' caches (build time) */
 };
 
 
@@ -120,6 +122,12 @@ int64_t gs_session_stack(struct session *s, const struct gs_rawstack *r);
 /* Intern a decoded CPU stack (new stacks get their Python code objects
  * read right away); returns the raw stack index or -ENOMEM. */
 int64_t gs_session_intern(struct session *s, const struct gs_rec_cpu_view *v);
+/* Add a CPU or off-CPU sample of thread th, whole (its context c, or
+ * smp->ctx when c is NULL), and count its vote for th's role (NULL: tid 0)
+ * (gs_thread_role_vote: the role itself is applied once, at the end).
+ * 0 or -ENOMEM. */
+int gs_session_add_thread_sample(struct session *s, struct gs_thread *th,
+				 const struct gs_sample *smp, const struct gs_sample_ctx *c);
 const char *gs_session_role(struct session *s, uint32_t tgid);
 /* A process seen for the first time (no fork record): table entry, ranks,
  * maps snapshot, runtimes.  NULL on ENOMEM. */
@@ -162,10 +170,10 @@ int gs_gpu_finish(struct session *s); /* join -> profile samples */
 void gs_gpu_close(struct session *s);
 
 /* session/ranks.c: host/rank labels (ranks: the process table's), -o expansion. */
-/* Host, rank, local_rank, world_size, node_rank labels on every CPU and
- * off-CPU sample in the profile so far (by its process's ranks); 0 or
- * -ENOMEM. */
-int gs_session_label_samples(struct session *s);
+/* The host, rank, local_rank, world_size and node_rank labels of a CPU or
+ * off-CPU sample of process tgid (its ranks as the table has them once the
+ * roles are assigned) into *c. */
+void gs_session_proc_labels(struct session *s, uint32_t tgid, struct gs_sample_ctx *c);
 /* s->prefix from -o (default gpusample-%p) with %h %p %r expanded
  * (gs_expand_prefix); prints the error itself. */
 int gs_session_prefix(struct session *s);
@@ -183,8 +191,12 @@ void gs_off_stop(struct session *s); /* after the detach and drain */
 /* End of the window: when gs_off_stop closed the threads' intervals, or now
  * without off-CPU accounting. */
 uint64_t gs_off_stop_time(struct session *s);
-/* After the CPU samples are in the profile; stack_ids maps raw stacks to
- * profile stacks.  Labels CPU samples "running" also with --no-offcpu. */
+/* cpu/nanoseconds of the next CPU sample of th: with off-CPU accounting, a
+ * thread's CPU samples (th->cpu_samples of them) share its exact on-CPU
+ * time, the first one taking the division's remainder; else period_ns. */
+int64_t gs_off_cpu_ns(struct gs_thread *th, int64_t period_ns);
+/* After the CPU samples are in the profile: the off-CPU samples; stack_ids
+ * maps raw stacks to profile stacks. */
 int gs_off_finish(struct session *s, const uint32_t *stack_ids);
 void gs_off_comments(struct session *s, const struct gs_sampler_stats *st);
 /* session/counters.c: the "counters:" profile comment, every BPF and host counter. */

@@ -3,7 +3,8 @@
  * Stacks of the session: CPU-sample records interned (first sight of a
  * process starts its runtimes; a new stack has its Python code objects and
  * maps read while the process lives), raw stacks symbolized into profile
- * stacks (native and Python frames merged), special frames.  Below
+ * stacks (native and Python frames merged), special frames, a thread's
+ * samples added with their role votes.  Below
  * session.c, gpu.c and offcpu.c; it calls only procs.c and the
  * components (symbolizer, Python, the process table), nothing back up.
  */
@@ -106,4 +107,16 @@ int64_t gs_session_stack(struct session *s, const struct gs_rawstack *r)
 	if (!s->truncated_loc)
 		s->truncated_loc = gs_session_special(s, "[truncated]");
 	return symbolize_stack(s, r, s->truncated_loc);
+}
+
+int gs_session_add_thread_sample(struct session *s, struct gs_thread *th,
+				 const struct gs_sample *smp, const struct gs_sample_ctx *c)
+{
+	struct gs_profile *p = &s->prof;
+	int rc = gs_profile_add_sample(p, smp, c);
+
+	if (rc || !th) /* tid 0: no thread */
+		return rc;
+	return gs_thread_role_vote(&s->roles, p, th, smp->stack,
+				   gs_profile_ctx(p, &p->samples[p->n_samples - 1])->thread_name);
 }

@@ -7,7 +7,8 @@
  * decided by the thread's entry: the root-most matching frame of each
  * sample, so a main thread that calls into OpenMP is still the main thread
  * and an OpenMP worker that runs a convolution is still a pool worker.
- * One table; everything else here is bookkeeping.
+ * One table; everything else here is bookkeeping.  The votes are kept on
+ * the thread entries of the process table (proc/proc.h, struct gs_thread).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,7 +16,6 @@
 
 #include "native/native.h"
 #include "symbolizer/symbolizer.h"
-#include "util/hashmap.h"
 #include "util/vec.h"
 
 const char *const gs_thread_role_name[GS_NTHREAD_ROLES] = {
@@ -129,9 +129,20 @@ static uint8_t object_role(const struct gs_profile *p, const struct gs_location 
 	return prefix_role(M_OBJECT, slash ? slash + 1 : file);
 }
 
-/* Role + 1 of each stack: its root-most matching frame (0 = none).  fn_role
- * caches function_role (0xff = not computed). */
-static uint8_t stack_role(const struct gs_profile *p, uint32_t st, uint8_t *fn_role)
+/* v's caches cover p's functions and stacks (new ones: not yet known). */
+static int cover(uint8_t **arr, size_t *n, size_t need)
+{
+	size_t had = *n;
+
+	if (gs_grow_from((void **)arr, n, need, 1, 4096))
+		return -ENOMEM;
+	memset(*arr + had, 0xff, *n - had);
+	return 0;
+}
+
+/* Role + 1 of a stack: its root-most matching frame (0 = none).  v->fn_role
+ * caches function_role. */
+static uint8_t stack_role(struct gs_thread_voter *v, const struct gs_profile *p, uint32_t st)
 {
 	const struct gs_stack *s = &p->stacks[st];
 
@@ -145,45 +156,38 @@ static uint8_t stack_role(const struct gs_profile *p, uint32_t st, uint8_t *fn_r
 		for (uint32_t j = 0; j < l->n_lines; j++) {
 			uint32_t fn = p->lines[l->first_line + j].function;
 
-			if (fn_role[fn] == 0xff)
-				fn_role[fn] = function_role(p, fn, l->kind);
-			if (fn_role[fn])
-				return fn_role[fn];
+			if (v->fn_role[fn] == 0xff)
+				v->fn_role[fn] = function_role(p, fn, l->kind);
+			if (v->fn_role[fn])
+				return v->fn_role[fn];
 		}
 	}
 	return 0;
 }
 
-struct thread {
-	uint32_t pid, tid;
-	gs_str comm;
-	uint32_t votes[GS_NTHREAD_ROLES];
-};
+_Static_assert(GS_NTHREAD_ROLES == GS_THREAD_NVOTES, "struct gs_thread votes per role");
 
-struct threads {
-	struct thread *v;
-	size_t n, cap;
-	struct gs_hmap by_tid; /* pid << 32 | tid -> index in v */
-};
-
-static struct thread *thread_find(const struct threads *t, uint32_t pid, uint32_t tid)
+int gs_thread_role_vote(struct gs_thread_voter *v, const struct gs_profile *p, struct gs_thread *th,
+			uint32_t stack, gs_str thread_name)
 {
-	const uint64_t *i = gs_hmap_get(&t->by_tid, (uint64_t)pid << 32 | tid);
+	uint8_t r;
 
-	return i ? &t->v[*i] : NULL;
+	if (cover(&v->fn_role, &v->n_fn, (size_t)p->n_functions + 1) ||
+	    cover(&v->st_role, &v->n_st, (size_t)p->n_stacks + 1))
+		return -ENOMEM;
+	if (v->st_role[stack] == 0xff)
+		v->st_role[stack] = stack_role(v, p, stack);
+	r = v->st_role[stack];
+	th->role_votes[r ? r - 1 : GS_TR_OTHER]++;
+	th->vote_comm = thread_name;
+	return 0;
 }
 
-static struct thread *thread_get(struct threads *t, uint32_t pid, uint32_t tid)
+void gs_thread_voter_free(struct gs_thread_voter *v)
 {
-	struct thread *th = thread_find(t, pid, tid);
-
-	if (th)
-		return th;
-	if (GS_GROW(t->v, t->cap, t->n + 1) ||
-	    gs_hmap_put(&t->by_tid, (uint64_t)pid << 32 | tid, t->n))
-		return NULL;
-	t->v[t->n] = (struct thread){ .pid = pid, .tid = tid };
-	return &t->v[t->n++];
+	free(v->fn_role);
+	free(v->st_role);
+	*v = (struct gs_thread_voter){ 0 };
 }
 
 static uint8_t comm_role(const struct gs_profile *p, gs_str comm)
@@ -193,18 +197,18 @@ static uint8_t comm_role(const struct gs_profile *p, gs_str comm)
 	return r ? r - 1 : GS_TR_OTHER;
 }
 
-static enum gs_thread_role decide(const struct gs_profile *p, const struct thread *th)
+static enum gs_thread_role decide(const struct gs_profile *p, const struct gs_thread *th)
 {
 	uint32_t best = GS_TR_OTHER;
 
-	if (th->votes[GS_TR_DATALOADER_WORKER])
+	if (th->role_votes[GS_TR_DATALOADER_WORKER])
 		return GS_TR_DATALOADER_WORKER;
-	if (th->tid == th->pid)
+	if (th->tid == th->tgid)
 		return GS_TR_MAIN;
 	for (uint32_t r = 1; r < GS_NTHREAD_ROLES; r++)
-		if (th->votes[r] > th->votes[best])
+		if (th->role_votes[r] > th->role_votes[best])
 			best = r;
-	return best != GS_TR_OTHER ? best : comm_role(p, th->comm);
+	return best != GS_TR_OTHER ? best : comm_role(p, th->vote_comm);
 }
 
 static bool is_thread_sample(const struct gs_sample *s, const struct gs_sample_ctx *c, void *arg)
@@ -212,66 +216,56 @@ static bool is_thread_sample(const struct gs_sample *s, const struct gs_sample_c
 	return c->cuda_device < 0 && c->tid;
 }
 
-static int vote(struct gs_profile *p, struct threads *t)
-{
-	uint8_t *fn_role = malloc((size_t)p->n_functions + 1);
-	uint8_t *st_role = malloc((size_t)p->n_stacks + 1);
-
-	if (!fn_role || !st_role) {
-		free(fn_role);
-		free(st_role);
-		return -ENOMEM;
-	}
-	memset(fn_role, 0xff, (size_t)p->n_functions + 1);
-	memset(st_role, 0xff, (size_t)p->n_stacks + 1);
-	for (size_t i = 0; i < p->n_samples; i++) {
-		const struct gs_sample *s = &p->samples[i];
-		const struct gs_sample_ctx *c = gs_profile_ctx(p, s);
-		struct thread *th;
-
-		if (!is_thread_sample(s, c, NULL))
-			continue;
-		if (!(th = thread_get(t, c->pid, c->tid))) {
-			free(fn_role);
-			free(st_role);
-			return -ENOMEM;
-		}
-		if (st_role[s->stack] == 0xff)
-			st_role[s->stack] = stack_role(p, s->stack, fn_role);
-		th->votes[st_role[s->stack] ? st_role[s->stack] - 1 : GS_TR_OTHER]++;
-		th->comm = c->thread_name;
-	}
-	free(fn_role);
-	free(st_role);
-	return 0;
-}
-
 struct role_arg {
-	struct gs_profile *p;
-	struct threads *t;
+	const struct gs_profile *p;
+	const struct gs_proc_table *t;
 	gs_str names[GS_NTHREAD_ROLES];
 };
 
+/* Once per distinct context: the role its thread's entry decides (a thread
+ * whose samples were never counted has no votes: its tid and name say). */
 static void label_role(struct gs_sample_ctx *c, void *arg)
 {
 	struct role_arg *a = arg;
+	const struct gs_thread *th = gs_thread_find(a->t, c->pid, c->tid);
+	const struct gs_thread none = { .tgid = c->pid,
+					.tid = c->tid,
+					.vote_comm = c->thread_name };
 
-	c->str_labels[GS_SL_THREAD_ROLE] =
-	    a->names[decide(a->p, thread_find(a->t, c->pid, c->tid))];
+	c->str_labels[GS_SL_THREAD_ROLE] = a->names[decide(a->p, th ? th : &none)];
+}
+
+int gs_thread_roles_apply(struct gs_profile *p, const struct gs_proc_table *t)
+{
+	struct role_arg a = { p, t, { 0 } };
+
+	for (uint32_t r = 0; r < GS_NTHREAD_ROLES; r++)
+		if ((a.names[r] = gs_profile_intern(p, gs_thread_role_name[r])) == (gs_str)-1)
+			return -ENOMEM;
+	return gs_profile_edit_ctx(p, is_thread_sample, label_role, &a);
 }
 
 int gs_thread_roles(struct gs_profile *p)
 {
-	struct threads t = { 0 };
-	struct role_arg a = { p, &t, { 0 } };
-	int rc = vote(p, &t);
+	struct gs_proc_table *t = gs_proc_table_new(NULL);
+	struct gs_thread_voter v = { 0 };
+	int rc = t ? 0 : -ENOMEM;
 
-	for (uint32_t r = 0; !rc && r < GS_NTHREAD_ROLES; r++)
-		if ((a.names[r] = gs_profile_intern(p, gs_thread_role_name[r])) == (gs_str)-1)
+	for (size_t i = 0; !rc && i < p->n_samples; i++) {
+		const struct gs_sample *s = &p->samples[i];
+		const struct gs_sample_ctx *c = gs_profile_ctx(p, s);
+		struct gs_thread *th;
+
+		if (!is_thread_sample(s, c, NULL))
+			continue;
+		if (!(th = gs_thread_get(t, c->pid, c->tid)))
 			rc = -ENOMEM;
+		else
+			rc = gs_thread_role_vote(&v, p, th, s->stack, c->thread_name);
+	}
 	if (!rc)
-		rc = gs_profile_edit_ctx(p, is_thread_sample, label_role, &a);
-	free(t.v);
-	gs_hmap_free(&t.by_tid);
+		rc = gs_thread_roles_apply(p, t);
+	gs_thread_voter_free(&v);
+	gs_proc_table_free(t);
 	return rc;
 }

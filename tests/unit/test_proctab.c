@@ -497,3 +497,42 @@ Test(proc_table, maps_reread_diffs_and_backs_off)
 	cr_assert_eq(c.calls, 3);
 	gs_proc_table_free(c.t);
 }
+
+Test(proc_table, threads_one_entry_per_tgid_tid)
+{
+	struct gs_proc_table *t = gs_proc_table_new(NULL);
+	struct gs_thread *a, *b, *c;
+	struct gs_proc *p;
+
+	cr_assert_not_null(t);
+	cr_assert_null(gs_thread_find(t, 4000, 4001));
+	a = gs_thread_get(t, 4000, 4001); /* the process is made with it, announced to no one */
+	cr_assert_not_null(a);
+	p = gs_proc_get(t, 4000);
+	cr_assert_not_null(p);
+	cr_assert_not(p->announced);
+	cr_assert_eq(a->tgid, 4000);
+	cr_assert_eq(a->tid, 4001);
+	cr_assert_eq(a->off.pend_stack, -1);
+	cr_assert_eq(a->off.seed_raw, -1);
+	a->cpu_samples = 7;
+	/* many more threads: entries stay where they are */
+	for (uint32_t tid = 4002; tid < 4200; tid++)
+		cr_assert_not_null(gs_thread_get(t, 4000, tid));
+	cr_assert_eq(gs_thread_get(t, 4000, 4001), a);
+	cr_assert_eq(gs_thread_find(t, 4000, 4001)->cpu_samples, 7);
+	/* the same tid in another process is another thread */
+	b = gs_thread_get(t, 5000, 4001);
+	cr_assert_not_null(b);
+	cr_assert_neq(a, b);
+	cr_assert_eq(gs_thread_count(p), 199);
+	cr_assert_eq(gs_thread_at(p, 0), a);
+	cr_assert_null(gs_thread_at(p, 199));
+	/* tid 0 is no thread of a target */
+	cr_assert_null(gs_thread_get(t, 4000, 0));
+	/* a process first seen by its thread is announced later as usual */
+	c = gs_thread_get(t, 5000, 5001);
+	cr_assert_eq(gs_proc_table_seen(t, 5000, 1), gs_proc_get(t, 5000));
+	cr_assert_eq(gs_thread_find(t, 5000, 5001), c);
+	gs_proc_table_free(t); /* frees the threads (ASan/valgrind: no leak) */
+}
