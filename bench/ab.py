@@ -39,7 +39,7 @@ def run_profiler(binary, pid, seconds, hz, out):
 
 def one_round(a, order, tmp, rnd):
     total = (a.seconds + 3) * 2 + 8
-    wl = WORKLOADS[a.workload] + (["--seconds", str(total)] if a.workload == "train" else [])
+    wl = WORKLOADS[a.workload] + ["--seconds", str(total)]
     job = subprocess.Popen(wl, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(6)  # imports, workers started
     rows = []
