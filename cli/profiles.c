@@ -67,7 +67,8 @@ int gs_merge_files(const char *out, char **in, int n)
 	if (!rc && (rc = gs_write_pprof(&p, out, err, sizeof(err))))
 		gs_log("cannot write %s: %s\n", out, err);
 	if (!rc)
-		gs_log("merged %d profiles (%zu samples) into %s\n", n, p.n_samples, out);
+		gs_log("merged %d profile%s (%zu samples) into %s\n", n, n == 1 ? "" : "s",
+		       p.n_samples, out);
 	gs_profile_free(&p);
 	return rc ? 1 : 0;
 }

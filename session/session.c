@@ -32,6 +32,7 @@
 #include "output/output.h"
 #include "native/native.h"
 #include "symbolizer/symbolizer.h"
+#include "util/escape.h"
 #include "util/log.h"
 
 static volatile sig_atomic_t g_stop;
@@ -791,7 +792,15 @@ static int start(struct session *s)
 		return rc;
 	gs_gpu_start(s);
 	if (s->launched && (rc = gs_launch_release(&s->launch, s->err, sizeof(s->err)))) {
-		gs_log("%s\n", s->err);
+		char cmd[256];
+
+		gs_term_escape(s->o->command[0], cmd, sizeof(cmd));
+		/* `gpusample reprot x` launches "reprot": say what it tried */
+		gs_log("%s: %s%s\n", cmd, s->err,
+		       rc == -ENOENT && !strchr(s->o->command[0], '/')
+			   ? "; not found on PATH (gpusample's own commands are report, merge, "
+			     "check and dump)"
+			   : "");
 		return rc;
 	}
 	return 0;
