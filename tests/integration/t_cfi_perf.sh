@@ -42,8 +42,8 @@ trim < "$T/perf.folded" > "$T/b"
 echo "== perf --call-graph dwarf chains"; cat "$T/b"
 compare() { # folded-trimmed A, B, name of A
 	awk -v A="$1" -v B="$2" -v NAME="$3" 'BEGIN {
-	while ((getline l < A) > 0) { n = l; sub(/.* /, "", n); k = l; sub(/ [0-9]+$/, "", k); a[k] = n; ta += n }
-	while ((getline l < B) > 0) { n = l; sub(/.* /, "", n); k = l; sub(/ [0-9]+$/, "", k); b[k] = n; tb += n }
+	while ((getline l < A) > 0) { n = l; sub(/.* /, "", n); k = l; sub(/ [0-9]+$/, "", k); a[k] = n + 0; ta += n }
+	while ((getline l < B) > 0) { n = l; sub(/.* /, "", n); k = l; sub(/ [0-9]+$/, "", k); b[k] = n + 0; tb += n }
 	for (k in a) { u[k] = 1; if (k in b) { both++; wa += a[k] } }
 	for (k in b) { u[k] = 1; if (k in a) wb += b[k] }
 	nu = 0; for (k in u) nu++
