@@ -8,11 +8,13 @@ source "$(dirname "$0")/lib.sh"
 chmod 755 "$T"
 mkdir "$T/u"
 # 2*400000 rows each: the builder must still be busy when the first progress
-# line is due (100 ms), however fast it gets (24 x 270k rows took 0.2 s)
+# line is due (100 ms), however fast it gets (24 x 270k rows took 0.2 s), and
+# however long the attach before that loop takes (40 objects: ~1.5 s of builds;
+# 24 once finished while a loaded CI host was still attaching)
 "$ROOT/tests/tools/make_cfi_bomb.sh" "$T/u/big.so" 400000 -Wl,--build-id=none ||
 	fail "cannot build the test object"
 evil=$'lib\e]0;owned\a\e[31mred\xc2\x9b2J'
-for i in $(seq 0 23); do cp "$T/u/big.so" "$T/u/$evil$i.so"; done
+for i in $(seq 0 39); do cp "$T/u/big.so" "$T/u/$evil$i.so"; done
 chown -R nobody:nogroup "$T/u"
 setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -c "
 import ctypes, os, time
