@@ -340,12 +340,16 @@ static int rank_attach(void *ctx, struct gs_proc *p, struct gs_elf_obj *o,
 	return 0;
 }
 
+/* Until pid runs comm and its environment is readable: an exec sets the
+ * name before the new image's environment is in place. */
 static bool wait_comm(pid_t pid, const char *comm)
 {
 	for (int i = 0; i < 500; i++) {
 		struct gs_proc_stat st;
+		struct gs_rank_env r;
 
-		if (!gs_proc_stat((uint32_t)pid, &st) && !strcmp(st.comm, comm))
+		if (!gs_proc_stat((uint32_t)pid, &st) && !strcmp(st.comm, comm) &&
+		    !gs_proc_rank_env((uint32_t)pid, &r) && r.rank >= 0)
 			return true;
 		usleep(10000);
 	}
@@ -479,9 +483,11 @@ Test(proc_table, maps_reread_diffs_and_backs_off)
 	cr_assert(gs_proc_maps_find(p->maps, c.at));
 	cr_assert_eq(gs_proc_maps_reread(c.t, me, GS_MAPS_CODE_MISS, 0), -EAGAIN, "backs off");
 
-	/* asked now: announced even when nothing changed */
+	/* asked now: announced even when nothing changed (of the test's file:
+	 * this process's anonymous mappings may come and go with its
+	 * allocator, ASan's above all) */
 	cr_assert_eq(gs_proc_maps_reread(c.t, me, GS_MAPS_NOW | GS_MAPS_BUILD_ALL, 0), 1);
-	cr_assert(c.calls == 2 && !c.n_added && !c.n_removed);
+	cr_assert(c.calls == 2 && !c.added_at && !c.removed_at);
 	cr_assert_eq(c.why, GS_MAPS_NOW | GS_MAPS_BUILD_ALL);
 
 	/* code gone: the exec ranges changed, so a check reads */
