@@ -47,12 +47,12 @@ static size_t root_of(const ssize_t *parent, size_t i)
 	return i;
 }
 
-static void wrapper_main(struct gs_role_proc *v, size_t n, const ssize_t *parent, size_t r)
+static void wrapper_main(struct gs_role_proc *v, size_t n, const size_t *root, size_t r)
 {
 	struct gs_role_proc *best = NULL;
 
 	for (size_t k = 0; k < n; k++)
-		if (root_of(parent, k) == r && v[k].role != GS_ROLE_DATALOADER &&
+		if (root[k] == r && v[k].role != GS_ROLE_DATALOADER &&
 		    (!best || v[k].cpu_samples > best->cpu_samples))
 			best = &v[k];
 	if (!best || best == &v[r] || !best->cpu_samples ||
@@ -65,17 +65,20 @@ static void wrapper_main(struct gs_role_proc *v, size_t n, const ssize_t *parent
 int gs_proc_assign_roles(struct gs_role_proc *v, size_t n)
 {
 	ssize_t *parent = calloc(n ? n : 1, sizeof(*parent));
+	size_t *root = calloc(n ? n : 1, sizeof(*root));
 	bool *head = calloc(n ? n : 1, sizeof(*head)), *launcher = calloc(n ? n : 1, 1),
 	     *has_heads = calloc(n ? n : 1, 1);
-	int rc = parent && head && launcher && has_heads ? parents(v, n, parent) : -ENOMEM;
+	int rc = parent && root && head && launcher && has_heads ? parents(v, n, parent) : -ENOMEM;
 
+	for (size_t i = 0; i < n && !rc; i++)
+		root[i] = root_of(parent, i);
 	for (size_t i = 0; i < n && !rc; i++) {
 		head[i] = gs_rank_head(&v[i].ranks, parent[i] >= 0 ? &v[parent[i]].ranks : NULL);
 		for (ssize_t p = head[i] ? parent[i] : -1, depth = 0; p >= 0 && depth < 256;
 		     p = parent[p], depth++)
 			launcher[p] = true;
 		if (head[i])
-			has_heads[root_of(parent, i)] = true;
+			has_heads[root[i]] = true;
 	}
 	for (size_t i = 0; i < n && !rc; i++)
 		if (head[i])
@@ -85,10 +88,11 @@ int gs_proc_assign_roles(struct gs_role_proc *v, size_t n)
 			set_main(&v[i], false);
 			v[i].ranks = GS_RANK_ENV_UNKNOWN;
 		} else if (v[i].is_root && !has_heads[i]) {
-			wrapper_main(v, n, parent, i);
+			wrapper_main(v, n, root, i);
 		}
 	}
 	free(parent);
+	free(root);
 	free(head);
 	free(launcher);
 	free(has_heads);

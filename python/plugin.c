@@ -22,14 +22,6 @@
  * taken as "not Python". */
 #define DISCOVERY_WINDOW_NS (5ull * 1000000000ull)
 
-/* A zombie has exited already; its parent just hasn't reaped it. */
-static bool alive(uint32_t tgid)
-{
-	struct gs_proc_stat st;
-
-	return gs_proc_stat(tgid, &st) == 0 && st.state != 'Z' && st.state != 'X';
-}
-
 static struct py_proc *slot(struct gs_py *py, uint32_t tgid)
 {
 	return gs_proc_slots_get(&py->slots, tgid, true);
@@ -175,7 +167,7 @@ static int h_fork(void *ctx, struct gs_proc *parent, struct gs_proc *pr)
 	 * discovered in between (a fresh interpreter that forks its workers at
 	 * once) left the child's entry without a py_cfg_id.  Push the current
 	 * one. */
-	if (cp->state == GS_PYS_FOUND && alive(pr->tgid))
+	if (cp->state == GS_PYS_FOUND && gs_proc_alive(pr->tgid))
 		py->host.cfg_changed(py->host.ctx, pr->tgid);
 	return 0;
 }

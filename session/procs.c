@@ -8,14 +8,6 @@
 
 #include "session/procs.h"
 
-bool gs_proc_alive(uint32_t pid)
-{
-	struct gs_proc_stat st;
-
-	/* A zombie has exited already; its parent just hasn't reaped it. */
-	return gs_proc_stat(pid, &st) == 0 && st.state != 'Z' && st.state != 'X';
-}
-
 int gs_check_target(uint32_t pid, char *err, size_t errlen)
 {
 	struct gs_proc_stat st;

@@ -16,7 +16,6 @@ int gs_check_target(uint32_t pid, char *err, size_t errlen);
 /* Call fn for every live process that descends from one of roots[]. */
 int gs_for_each_descendant(const uint32_t *roots, int n_roots,
 			   void (*fn)(void *ctx, uint32_t pid, uint32_t ppid), void *ctx);
-bool gs_proc_alive(uint32_t pid);
 
 /* The session's state of each process: what the report and the role
  * labels need, in the process's slot of the one table (proc/proc.h, which

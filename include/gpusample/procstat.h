@@ -70,4 +70,13 @@ static inline int gs_proc_stat(uint32_t pid, struct gs_proc_stat *st)
 	return 0;
 }
 
+/* pid exists and has not exited (a zombie has: its parent just has not
+ * reaped it). */
+static inline bool gs_proc_alive(uint32_t pid)
+{
+	struct gs_proc_stat st;
+
+	return gs_proc_stat(pid, &st) == 0 && st.state != 'Z' && st.state != 'X';
+}
+
 #endif
