@@ -1008,6 +1008,10 @@ void gs_cfi_progress(struct gs_cfi *c, struct gs_cfi_progress *p)
 	if (c->b->busy) {
 		snprintf(p->current, sizeof(p->current), "%s", c->b->current);
 		p->rows = atomic_load(&c->b->rows);
+	} else if (c->b->done) {
+		/* all built: the wait is for tables not yet loaded into BPF maps */
+		snprintf(p->current, sizeof(p->current), "%s", c->b->done->name);
+		p->loading = true;
 	}
 	pthread_mutex_unlock(&c->b->mu);
 }

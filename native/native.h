@@ -227,7 +227,9 @@ struct gs_cfi_progress {
 	uint32_t queued;   /* objects queued over the run */
 	uint32_t pending;  /* of those, not yet loaded by gs_cfi_refresh */
 	uint64_t rows;     /* rows so far of the object being built */
-	char current[160]; /* the object being built now, "" when idle */
+	char current[160]; /* the object being built now, else one built and
+			    * waiting to be loaded (loading), "" when idle */
+	bool loading;
 };
 void gs_cfi_progress(struct gs_cfi *cfi, struct gs_cfi_progress *p);
 

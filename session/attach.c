@@ -123,8 +123,12 @@ int gs_attach_build_tables(struct session *s, bool (*stop)(struct session *))
 			gs_term_escape(pr.current[0] ? base_name(pr.current) : "", lib,
 				       sizeof(lib));
 			gs_log("building unwind tables: %u of %u objects done%s%s", s->tables_built,
-			       pr.queued, pr.current[0] ? ", now " : "", lib);
-			if (pr.current[0])
+			       pr.queued,
+			       !pr.current[0] ? ""
+			       : pr.loading   ? ", now loading "
+					      : ", now ",
+			       lib);
+			if (pr.current[0] && !pr.loading)
 				gs_log_more(" (%llu rows)", (unsigned long long)pr.rows);
 			gs_log_more("\n");
 			next = now + PROGRESS_EVERY_NS;

@@ -2,7 +2,7 @@
 # doubles' PyTorch-shaped app (tests/fakes/gpu_app.py: train_step ->
 # forward -> axpy, scale<float>; backward -> reduce_sum) under gpusample
 # with the real agent, then read the profile with go tool pprof.
-[ "$(id -u)" -eq 0 ] || skip "needs root (BPF, USDT)"
+[ "$(id -u)" -eq 0 ] || fail "needs root (BPF, USDT): run the tests as root"
 AGENT=$ROOT/$BUILD/libgpusample_agent.so
 FAKES=$ROOT/$BUILD/fakes
 for f in "$GS" "$AGENT" "$FAKES/libcuda.so.1" "$FAKES/libcupti.so.13"; do
