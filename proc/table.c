@@ -258,8 +258,14 @@ struct gs_proc *gs_proc_table_fork(struct gs_proc_table *t, uint32_t ppid, uint3
 
 	if (!c && !(c = proc_new(t, child, ppid)))
 		return NULL;
-	if (!c->announced) /* made by gs_proc_table_slot: the record gives its parent */
+	/* made by gs_proc_table_slot, or a pid the kernel handed out again
+	 * after its process exited: the record gives its parent */
+	if (!c->announced || c->exited)
 		set_parent(t, c, ppid);
+	if (c->exited) { /* another process now: another image, alive */
+		c->exited = false;
+		c->image++;
+	}
 	c->announced = true;
 	/* Same address space at fork: the parent's snapshot is the child's,
 	 * also for a child first seen by its samples before this record. */

@@ -185,6 +185,35 @@ Test(proc_table, events_reach_handlers_in_order)
 	cr_assert_str_eq(g.buf, want);
 }
 
+/* pid_max wraps: a pid that exited during the run is handed to a new
+ * process, whose fork record must bring the entry back to life. */
+Test(proc_table, fork_onto_an_exited_pid_is_a_new_process)
+{
+	static struct log g;
+	struct rec a = { "a", &g, 0 };
+	struct gs_proc_table *t = gs_proc_table_new(NULL);
+	struct gs_proc_handler ha = handler(&a, false);
+	uint32_t me = (uint32_t)getpid();
+
+	cr_assert(t);
+	cr_assert_eq(a.id = gs_proc_register(t, &ha), 0);
+	cr_assert(gs_proc_table_seen(t, me, 1));
+	struct gs_proc *c = gs_proc_table_fork(t, 4000040, 4000041);
+	cr_assert(c && c->root == 4000041);
+	gs_proc_table_exit(t, 4000041);
+	cr_assert(c->exited);
+	cr_assert_eq(gs_proc_table_fork(t, me, 4000041), c, "one entry per tgid");
+	cr_assert_not(c->exited, "the new process is alive");
+	cr_assert_eq(c->ppid, me);
+	cr_assert_eq(c->root, me, "its root is its new parent's");
+	cr_assert_eq(c->image, 1);
+	gs_proc_table_exit(t, 4000041);
+	cr_assert(c->exited, "and its own exit is seen");
+	gs_proc_table_free(t);
+	cr_assert(strstr(g.buf, "a:detach:4000041:exit a:fork:"), "%s", g.buf);
+	cr_assert(strstr(g.buf, ":4000041 a:detach:4000041:exit a:release"), "%s", g.buf);
+}
+
 Test(proc_table, probe_claims_objects_once_and_fork_shares_maps)
 {
 	static struct log g;
