@@ -200,7 +200,11 @@ int gs_gpu_host_add_process(struct gs_gpu_host *h, uint32_t tgid);
 void gs_gpu_host_remove_process(struct gs_gpu_host *h, uint32_t tgid);
 /* 1 when tgid maps an agent (recognised by its probes, initialized or
  * not, armed by anyone or not), 0 when it maps none, <0 an error reading
- * its maps.  Nothing is attached or remembered. */
+ * its maps (-ESRCH: gone).  Nothing is attached or remembered here.
+ * This, add_process, poll and detach look in the process table's maps
+ * snapshot of tgid (its entry made when the table has none), which they
+ * ask proc/ to re-read when the executable ranges changed
+ * (GS_MAPS_CHECK): such a re-read reaches every handler's maps_changed. */
 int gs_gpu_host_agent_mapped(struct gs_gpu_host *h, uint32_t tgid);
 void gs_gpu_host_poll(struct gs_gpu_host *h);
 /* A process ready to arm (after add_process or poll), 0 when none.  The

@@ -193,6 +193,29 @@ static bool is_agent(struct gs_gpu_host *h, uint32_t tgid, const struct gs_maps_
 	return *v == 2;
 }
 
+/* tgid's maps as the process table has them (a reference), re-read when
+ * its executable ranges changed since (dlopen of the agent maps code; an
+ * exec too): the re-read tells every handler of the new mappings.  A
+ * process the table does not know yet (our own table, or a process asked
+ * about before its first event) gets an entry first.  -ESRCH when it is
+ * gone or exited; while proc/ backs off (-EAGAIN), the snapshot it has. */
+static int table_maps(struct gs_gpu_host *h, uint32_t tgid, struct gs_proc_maps **out)
+{
+	struct gs_proc *p = gs_proc_get(h->slots.t, tgid);
+	int rc;
+
+	if (!p && !gs_proc_table_add(h->slots.t, tgid, 0))
+		return -ENOMEM;
+	rc = gs_proc_maps_reread(h->slots.t, tgid, GS_MAPS_CHECK, 0);
+	if (rc < 0 && rc != -EAGAIN)
+		return rc;
+	p = gs_proc_get(h->slots.t, tgid);
+	if (!p || !p->maps)
+		return -ESRCH;
+	*out = gs_proc_maps_get(p->maps);
+	return 0;
+}
+
 /* The agent's path, its offset-0 mapping in tgid (m->path: NULL) and its
  * object in the ELF cache (*o, when o is not NULL). */
 static int find_agent(struct gs_gpu_host *h, uint32_t tgid, char *path, size_t len,
@@ -200,7 +223,7 @@ static int find_agent(struct gs_gpu_host *h, uint32_t tgid, char *path, size_t l
 {
 	struct gs_elf_obj *obj = NULL;
 	struct gs_proc_maps *snap;
-	int found = 0, err = gs_proc_maps_read(tgid, &snap);
+	int found = 0, err = table_maps(h, tgid, &snap);
 
 	if (err)
 		return err;

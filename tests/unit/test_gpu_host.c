@@ -1,11 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /* gpu/gpu_host.c record handling: per-process GPU state, warp-sample
- * counting against each context's own stall table, summary line. */
+ * counting against each context's own stall table, summary line; the agent
+ * found in the process table's maps snapshot. */
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include "gpu/gpu.h"
+#include "proc/proc.h"
 
 static void hdr(struct gs_rec_hdr *h, uint16_t type, uint32_t size)
 {
@@ -219,4 +227,99 @@ Test(gpu_host, short_and_lying_records)
 	free(t);
 	free(s);
 	gs_gpu_host_free(h);
+}
+
+/* The agent built next to this test (build/libgpusample_agent.so), opened
+ * read-only: mapped, never run. */
+static int open_agent(void)
+{
+	char exe[PATH_MAX], path[PATH_MAX + 64];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	cr_assert_gt(n, 0);
+	exe[n] = 0;
+	*strrchr(exe, '/') = 0;
+	snprintf(path, sizeof(path), "%s/../libgpusample_agent.so", exe);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0, "%s: %s (make builds it)", path, strerror(errno));
+	return fd;
+}
+
+static int maps_changes;
+
+static void count_changes(void *ctx, struct gs_proc *p, const struct gs_proc_maps_change *ch)
+{
+	maps_changes++;
+}
+
+/* Whether p's snapshot has a mapping of the agent at addr. */
+static bool snapshot_maps_agent(const struct gs_proc *p, const void *addr)
+{
+	const struct gs_maps_line *l = gs_proc_maps_find(p->maps, (uintptr_t)addr);
+
+	return l && l->path && strstr(l->path, "libgpusample_agent.so");
+}
+
+/* The host looks for the agent in the process table's snapshot, which it
+ * asks proc/ to re-read only when the executable ranges changed: mapping
+ * the agent's code is told to every handler, and nothing is announced
+ * while the code stays. */
+Test(gpu_host, agent_in_table_snapshot)
+{
+	const struct gs_proc_handler watch = { .name = "watch", .maps_changed = count_changes };
+	const struct gs_proc_handler gpu = { .name = "gpu" };
+	struct gs_proc_table *t = gs_proc_table_new(NULL);
+	struct gs_gpu_host *h = gs_gpu_host_new(NULL, NULL, NULL);
+	uint32_t me = (uint32_t)getpid();
+	int fd = open_agent(), id;
+	struct stat st;
+	struct gs_proc *p;
+
+	cr_assert(t && h);
+	cr_assert_geq(gs_proc_register(t, &watch), 0);
+	cr_assert_geq(id = gs_proc_register(t, &gpu), 0);
+	cr_assert_eq(gs_gpu_host_bind(h, t, id), 0);
+	cr_assert_eq(gs_gpu_host_agent_mapped(h, me), 0);
+	cr_assert_not_null(p = gs_proc_get(t, me), "the host asked the table");
+	cr_assert_not_null(p->maps, "and read the maps through it");
+	maps_changes = 0;
+	cr_assert_eq(gs_gpu_host_agent_mapped(h, me), 0);
+	cr_expect_eq(maps_changes, 0, "nothing new mapped: nothing announced");
+
+	cr_assert_eq(fstat(fd, &st), 0);
+	void *a = mmap(NULL, st.st_size, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	cr_assert_neq(a, MAP_FAILED);
+	cr_assert_eq(gs_gpu_host_agent_mapped(h, me), 1);
+	cr_expect_geq(maps_changes, 1, "the re-read reached every handler");
+	cr_expect(snapshot_maps_agent(p, a), "the table's snapshot is the one searched");
+	munmap(a, st.st_size);
+	cr_assert_eq(gs_gpu_host_agent_mapped(h, me), 0);
+	cr_expect(!snapshot_maps_agent(p, a));
+	gs_gpu_host_free(h);
+	gs_proc_table_free(t);
+	close(fd);
+}
+
+/* Alone (its own table), the host finds the agent the same way; a process
+ * that is gone is an error, not "no agent". */
+Test(gpu_host, agent_own_table_and_gone)
+{
+	struct gs_gpu_host *h = gs_gpu_host_new(NULL, NULL, NULL);
+	int fd = open_agent();
+	struct stat st;
+	pid_t child = fork();
+
+	cr_assert_geq(child, 0);
+	if (!child)
+		_exit(0);
+	cr_assert_eq(waitpid(child, NULL, 0), child);
+	cr_assert_eq(gs_gpu_host_agent_mapped(h, (uint32_t)child), -ESRCH);
+	cr_assert_eq(gs_gpu_host_agent_mapped(h, (uint32_t)getpid()), 0);
+	cr_assert_eq(fstat(fd, &st), 0);
+	void *a = mmap(NULL, st.st_size, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	cr_assert_neq(a, MAP_FAILED);
+	cr_expect_eq(gs_gpu_host_agent_mapped(h, (uint32_t)getpid()), 1);
+	munmap(a, st.st_size);
+	gs_gpu_host_free(h);
+	close(fd);
 }
