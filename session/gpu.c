@@ -68,6 +68,7 @@ int gs_gpu_open(struct session *s)
 	s->cuda = gs_cuda_new(&s->prof);
 	if (!s->cuda)
 		return -ENOMEM;
+	o.cuda = s->cuda; /* the one store of stall tables */
 	/* Source lines after collection, off the ring-buffer loop. */
 	gs_cuda_defer_lines(s->cuda, true);
 	if (s->o->cupti) {

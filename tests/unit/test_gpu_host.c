@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* gpu/gpu_host.c record handling: per-process GPU state, warp-sample
- * counting against each context's own stall table, summary line; the agent
- * found in the process table's maps snapshot. */
+ * counting against each context's own stall table (kept once, by gpu/cuda.c,
+ * and asked with gs_cuda_stall_kind), summary line; the agent found in the
+ * process table's maps snapshot. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +14,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include "gpu/gpu.h"
+#include "gpusample/profile.h"
+#include "gpusample/stall.h"
 #include "proc/proc.h"
 
 static void hdr(struct gs_rec_hdr *h, uint16_t type, uint32_t size)
@@ -23,8 +26,11 @@ static void hdr(struct gs_rec_hdr *h, uint16_t type, uint32_t size)
 	h->ktime_ns = 1000;
 }
 
-/* Table: index 7 base reason, 8 its _not_issued twin, 0 a counter. */
-static void send_table(struct gs_gpu_host *h, uint32_t tgid, uint32_t ctx, uint32_t base_idx)
+/* Table: index base_idx a base reason, base_idx + 1 its _not_issued twin,
+ * 0 a counter; to the host and to the store of stall tables, as the
+ * session routes it. */
+static void send_table(struct gs_gpu_host *h, struct gs_cuda *c, uint32_t tgid, uint32_t ctx,
+		       uint32_t base_idx)
 {
 	size_t sz = sizeof(struct gs_gpu_stall_table) + 3 * sizeof(struct gs_gpu_stall_reason);
 	struct gs_gpu_stall_table *t = calloc(1, sz);
@@ -43,6 +49,7 @@ static void send_table(struct gs_gpu_host *h, uint32_t tgid, uint32_t ctx, uint3
 	r[2].flags = GS_GPU_STALL_COUNTER;
 	strcpy(r[2].name, "smsp__pcsamp_sample_count");
 	gs_gpu_host_on_record(h, &t->hdr);
+	cr_assert_eq(gs_cuda_stall_table_record(c, t, sz), 0);
 	free(t);
 }
 
@@ -92,15 +99,20 @@ static int grab(void *ctx, const struct gs_gpu_proc_info *p)
 
 Test(gpu_host, counts_base_reasons_per_context)
 {
-	struct gs_gpu_host *h = gs_gpu_host_new(NULL, NULL, NULL);
+	struct gs_profile prof;
+	gs_profile_init(&prof);
+	struct gs_cuda *c = gs_cuda_new(&prof);
+	struct gs_gpu_host_opts o = { .cuda = c };
+	struct gs_gpu_host *h = gs_gpu_host_new(NULL, NULL, &o);
 	struct gs_gpu_proc_info pi;
 	/* ctx 1: base 7; ctx 2: base 20 (index 7 is nothing there) */
 	uint32_t idx1[] = { 7, 8, 0 }, n1[] = { 5, 3, 5 };
 	uint32_t idx2[] = { 20, 7 }, n2[] = { 4, 100 };
 	char sum[128];
 
-	send_table(h, 42, 1, 7);
-	send_table(h, 42, 2, 20);
+	cr_assert(c && h);
+	send_table(h, c, 42, 1, 7);
+	send_table(h, c, 42, 2, 20);
 	send_status(h, 42, GS_GPU_ST_ARMED, 0);
 	send_batch(h, 42, 1, idx1, n1, 3);
 	send_batch(h, 42, 2, idx2, n2, 2);
@@ -110,11 +122,41 @@ Test(gpu_host, counts_base_reasons_per_context)
 	cr_assert_eq(pi.batches, 2);
 	cr_assert_eq(pi.samples, 5 + 4, "not_issued, counters and foreign indices excluded: %lu",
 		     (unsigned long)pi.samples);
-	cr_assert_not_null(gs_gpu_host_stall_table(h, 42, 2));
-	cr_assert_null(gs_gpu_host_stall_table(h, 42, 3));
 	gs_gpu_host_summary(h, sum, sizeof(sum));
 	cr_assert(strstr(sum, "1 armed") && strstr(sum, "9 samples"), "%s", sum);
 	gs_gpu_host_free(h);
+	gs_cuda_free(c);
+	gs_profile_free(&prof);
+}
+
+/* The one store of stall tables classifies a reason index of (tgid,
+ * context) by that context's last table only. */
+Test(gpu_host, stall_kind_query)
+{
+	struct gs_profile prof;
+	gs_profile_init(&prof);
+	struct gs_cuda *c = gs_cuda_new(&prof);
+	struct gs_gpu_host *h = gs_gpu_host_new(NULL, NULL, NULL);
+
+	cr_assert(c && h);
+	send_table(h, c, 42, 1, 7);
+	send_table(h, c, 42, 2, 20);
+	send_table(h, c, 43, 2, 30);
+	cr_expect_eq(gs_cuda_stall_kind(c, 42, 1, 7), GS_STALL_BASE);
+	cr_expect_eq(gs_cuda_stall_kind(c, 42, 1, 8), GS_STALL_NOT_ISSUED);
+	cr_expect_eq(gs_cuda_stall_kind(c, 42, 1, 0), GS_STALL_COUNTER);
+	cr_expect_eq(gs_cuda_stall_kind(c, 42, 2, 7), -ENOENT, "another context's index");
+	cr_expect_eq(gs_cuda_stall_kind(c, 42, 2, 20), GS_STALL_BASE);
+	cr_expect_eq(gs_cuda_stall_kind(c, 43, 2, 20), -ENOENT, "another process's table");
+	cr_expect_eq(gs_cuda_stall_kind(c, 43, 2, 31), GS_STALL_NOT_ISSUED);
+	cr_expect_eq(gs_cuda_stall_kind(c, 42, 3, 7), -ENOENT, "no table");
+	cr_expect_eq(gs_cuda_stall_kind(c, 44, 1, 7), -ENOENT, "no process");
+	send_table(h, c, 42, 1, 9); /* a second table replaces the first */
+	cr_expect_eq(gs_cuda_stall_kind(c, 42, 1, 7), -ENOENT);
+	cr_expect_eq(gs_cuda_stall_kind(c, 42, 1, 9), GS_STALL_BASE);
+	gs_gpu_host_free(h);
+	gs_cuda_free(c);
+	gs_profile_free(&prof);
 }
 
 Test(gpu_host, off_reason_in_summary)
@@ -194,7 +236,11 @@ Test(gpu_host, cubin_flood_capped)
  * cut at its field. */
 Test(gpu_host, short_and_lying_records)
 {
-	struct gs_gpu_host *h = gs_gpu_host_new(NULL, NULL, NULL);
+	struct gs_profile prof;
+	gs_profile_init(&prof);
+	struct gs_cuda *c = gs_cuda_new(&prof);
+	struct gs_gpu_host_opts o = { .cuda = c };
+	struct gs_gpu_host *h = gs_gpu_host_new(NULL, NULL, &o);
 	struct gs_gpu_proc_info pi;
 	size_t tsz = sizeof(struct gs_gpu_stall_table);
 	struct gs_gpu_stall_table *t = calloc(1, tsz);
@@ -212,7 +258,8 @@ Test(gpu_host, short_and_lying_records)
 	t->gpu.tgid = 3;
 	t->n_reasons = 0xffffffffu;
 	gs_gpu_host_on_record(h, &t->hdr);
-	cr_expect_null(gs_gpu_host_stall_table(h, 3, 0));
+	cr_expect_eq(gs_cuda_stall_table_record(c, t, tsz), -EINVAL);
+	cr_expect_eq(gs_cuda_stall_kind(c, 3, 0, 0), -ENOENT);
 	memset(s, 'A', sizeof(*s));
 	hdr(&s->hdr, GS_REC_GPU_STATUS, sizeof(*s));
 	s->gpu.tgid = 3;
@@ -227,6 +274,8 @@ Test(gpu_host, short_and_lying_records)
 	free(t);
 	free(s);
 	gs_gpu_host_free(h);
+	gs_cuda_free(c);
+	gs_profile_free(&prof);
 }
 
 /* The agent built next to this test (build/libgpusample_agent.so), opened
