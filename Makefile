@@ -132,6 +132,9 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libgpusample_cli.a $(BUILD)/libgpusamp
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libgpusample_cli.a $(BUILD)/libgpusample_core.a -lcriterion $(STATIC_LIBS) $(SYS_LIBS)
 
+# test_gpu_host maps the agent (never runs it) to be found in its own maps.
+$(BUILD)/tests/test_gpu_host: | $(AGENT)
+
 $(BUILD)/tests/viewers/%: tests/viewers/%.c $(BUILD)/libgpusample_cli.a $(BUILD)/libgpusample_core.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libgpusample_cli.a $(BUILD)/libgpusample_core.a -lcriterion $(STATIC_LIBS) $(SYS_LIBS)

@@ -130,8 +130,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	int nf = 0;
 
 	gs_profile_init(&r.p);
-	r.h = gs_gpu_host_new(NULL, NULL, &o);
 	r.c = gs_cuda_new(&r.p);
+	o.cuda = r.c;
+	r.h = gs_gpu_host_new(NULL, NULL, &o);
 	r.j = gs_join_new(&r.p, 0);
 	if (!r.h || !r.c || !r.j)
 		abort();

@@ -51,33 +51,41 @@ struct kfunc {
 	gs_str name, system_name;
 };
 
-/* What one process made here, against the caps (gpu.h GS_CUDA_*): in its
- * slot of the process table. */
-struct cuda_proc {
-	uint32_t kernels, locations;
-	uint64_t name_bytes;
-};
-
 struct stall_ent {
 	uint32_t index;
 	uint8_t kind;
 	gs_str reason;
 };
 
+/* One context's stall table: the last one its agent sent. */
 struct stall_table {
-	uint32_t pid, context;
+	uint32_t context;
 	int32_t device;
 	struct stall_ent *ents;
 	size_t n;
 };
 
+/* One device of a process: facts and run counters for its comment. */
 struct device {
+	uint64_t seq; /* order of first sight across processes: the comments' */
 	uint32_t pid;
 	int32_t device;
 	bool have_info;
 	char name[64], mode[32];
 	uint32_t sm_clock_khz, sm_count, period_exp;
 	uint64_t total, dropped, non_user, drains;
+};
+
+/* What one process made here, in its slot of the process table: use
+ * against the caps (gpu.h GS_CUDA_*), its contexts' stall tables and its
+ * devices (each in order of arrival). */
+struct cuda_proc {
+	uint32_t kernels, locations;
+	uint64_t name_bytes;
+	struct stall_table *tables;
+	size_t n_tables, cap_tables;
+	struct device *devices;
+	size_t n_devices, cap_devices;
 };
 
 struct gs_cuda {
@@ -111,25 +119,22 @@ struct gs_cuda {
 	struct gs_kmap kfunc_by_key; /* (crc, mangled gs_str, 0) -> kfuncs index */
 	struct gs_kmap loc_cache;    /* (crc, mangled gs_str, pcOffset) -> location id */
 
-	/* The caps on what PC records can make (gpu.h): use per process
-	 * (struct cuda_proc, in the process table's slots once bound by
-	 * gs_cuda_bind, else in a table of its own), in total, and what went
-	 * past them to the [other kernels] location. */
+	/* Per process (struct cuda_proc, in the process table's slots once
+	 * bound by gs_cuda_bind, else in a table of its own): stall tables,
+	 * devices and use against the caps on what PC records can make
+	 * (gpu.h); the use in total, and what went past them to the [other
+	 * kernels] location. */
 	struct gs_proc_slots slots;
 	uint64_t n_locations, name_bytes;
 	uint32_t other_loc;
 	struct gs_cuda_cap_losses lost;
 	struct gs_kmap unknown_stalls; /* (index, 0, 0) -> gs_str "stall_<index>" */
 
-	struct stall_table *tables;
-	size_t n_tables, cap_tables;
-
 	bool defer_lines;
 	struct pending_line *pending;
 	size_t n_pending, cap_pending;
 
-	struct device *devices;
-	size_t n_devices, cap_devices;
+	uint64_t next_device_seq;
 	uint64_t mem_charged; /* to the run's memory budget (util/membudget.h) */
 };
 
@@ -162,10 +167,14 @@ void gs_cuda_free(struct gs_cuda *c)
 		free(c->cubins[i].origin);
 	}
 	free(c->cubins);
-	for (size_t i = 0; i < c->n_tables; i++)
-		free(c->tables[i].ents);
-	free(c->tables);
-	free(c->devices);
+	for (size_t i = 0; i < c->slots.n; i++) {
+		struct cuda_proc *u = c->slots.all[i];
+
+		for (size_t k = 0; k < u->n_tables; k++)
+			free(u->tables[k].ents);
+		free(u->tables);
+		free(u->devices);
+	}
 	free(c->kfuncs);
 	free(c->pending);
 	gs_proc_slots_fini(&c->slots);
@@ -940,10 +949,22 @@ void gs_cuda_stall_short(const char *name, char *buf, size_t len)
 
 static struct stall_table *find_table(struct gs_cuda *c, uint32_t pid, uint32_t context)
 {
-	for (size_t i = 0; i < c->n_tables; i++)
-		if (c->tables[i].pid == pid && c->tables[i].context == context)
-			return &c->tables[i];
+	struct cuda_proc *u = gs_proc_slots_get(&c->slots, pid, false);
+
+	for (size_t i = 0; u && i < u->n_tables; i++)
+		if (u->tables[i].context == context)
+			return &u->tables[i];
 	return NULL;
+}
+
+int gs_cuda_stall_kind(struct gs_cuda *c, uint32_t pid, uint32_t context, uint32_t index)
+{
+	const struct stall_table *t = find_table(c, pid, context);
+
+	for (size_t k = 0; t && k < t->n; k++)
+		if (t->ents[k].index == index)
+			return t->ents[k].kind;
+	return -ENOENT;
 }
 
 int gs_cuda_add_stall_table(struct gs_cuda *c, uint32_t pid, uint32_t context, int32_t device,
@@ -965,17 +986,17 @@ int gs_cuda_add_stall_table(struct gs_cuda *c, uint32_t pid, uint32_t context, i
 		}
 	}
 	struct stall_table *t = find_table(c, pid, context);
+	struct cuda_proc *u = t ? NULL : gs_proc_slots_get(&c->slots, pid, true);
 	if (!t) {
-		if (gs_grow((void **)&c->tables, &c->cap_tables, c->n_tables + 1,
-			    sizeof(struct stall_table))) {
+		if (!u || gs_grow((void **)&u->tables, &u->cap_tables, u->n_tables + 1,
+				  sizeof(struct stall_table))) {
 			free(ents);
 			return -ENOMEM;
 		}
-		t = &c->tables[c->n_tables++];
+		t = &u->tables[u->n_tables++];
 		t->ents = NULL;
 	}
 	free(t->ents);
-	t->pid = pid;
 	t->context = context;
 	t->device = device;
 	t->ents = ents;
@@ -1042,16 +1063,56 @@ int gs_cuda_fold_stalls(struct gs_cuda *c, uint32_t pid, uint32_t context,
 
 static struct device *get_device(struct gs_cuda *c, uint32_t pid, int32_t device)
 {
-	for (size_t i = 0; i < c->n_devices; i++)
-		if (c->devices[i].pid == pid && c->devices[i].device == device)
-			return &c->devices[i];
-	if (gs_grow((void **)&c->devices, &c->cap_devices, c->n_devices + 1, sizeof(struct device)))
+	struct cuda_proc *u = gs_proc_slots_get(&c->slots, pid, true);
+
+	if (!u)
 		return NULL;
-	struct device *d = &c->devices[c->n_devices++];
+	for (size_t i = 0; i < u->n_devices; i++)
+		if (u->devices[i].device == device)
+			return &u->devices[i];
+	if (gs_grow((void **)&u->devices, &u->cap_devices, u->n_devices + 1, sizeof(struct device)))
+		return NULL;
+	struct device *d = &u->devices[u->n_devices++];
 	memset(d, 0, sizeof(*d));
+	d->seq = c->next_device_seq++;
 	d->pid = pid;
 	d->device = device;
 	return d;
+}
+
+static int by_seq(const void *a, const void *b)
+{
+	const struct device *x = *(const struct device *const *)a,
+			    *y = *(const struct device *const *)b;
+
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Every process's devices in the order they were first seen (the
+ * comments keep the order of arrival across processes): a malloc'ed array
+ * of *n, NULL and -ENOMEM when there are some but no memory. */
+static int devices_by_arrival(struct gs_cuda *c, const struct device ***out, size_t *n)
+{
+	const struct device **v;
+	size_t k = 0;
+
+	*out = NULL;
+	*n = 0;
+	for (size_t i = 0; i < c->slots.n; i++)
+		k += ((struct cuda_proc *)c->slots.all[i])->n_devices;
+	if (!k)
+		return 0;
+	if (!(v = malloc(k * sizeof(*v))))
+		return -ENOMEM;
+	for (size_t i = 0; i < c->slots.n; i++) {
+		const struct cuda_proc *u = c->slots.all[i];
+
+		for (size_t j = 0; j < u->n_devices; j++)
+			v[(*n)++] = &u->devices[j];
+	}
+	qsort(v, k, sizeof(*v), by_seq);
+	*out = v;
+	return 0;
 }
 
 int gs_cuda_set_device(struct gs_cuda *c, uint32_t pid, int32_t device,
@@ -1083,9 +1144,11 @@ void gs_cuda_add_counts(struct gs_cuda *c, uint32_t pid, int32_t device, uint64_
 
 int gs_cuda_add_comments(struct gs_cuda *c)
 {
-	int err = 0;
-	for (size_t i = 0; i < c->n_devices && !err; i++) {
-		const struct device *d = &c->devices[i];
+	const struct device **devs;
+	size_t n_devs;
+	int err = devices_by_arrival(c, &devs, &n_devs);
+	for (size_t i = 0; i < n_devs && !err; i++) {
+		const struct device *d = devs[i];
 		char facts[256] = "";
 		if (d->have_info) {
 			int n = snprintf(facts, sizeof(facts), " (%s%s%u SMs, SM clock %u MHz)",
@@ -1109,6 +1172,7 @@ int gs_cuda_add_comments(struct gs_cuda *c)
 		    d->pid, d->device, facts, (unsigned long long)d->total,
 		    (unsigned long long)d->dropped, (unsigned long long)d->non_user);
 	}
+	free(devs);
 	if (!err && c->walled)
 		err = gs_profile_add_comment(
 		    c->p,

@@ -118,6 +118,11 @@ struct gs_gpu_host_opts {
 	/* proc/'s ELF cache to open target files through (the symbolizer's:
 	 * gs_sym_elf_cache); NULL: one of its own.  A reference is taken. */
 	struct gs_elf_cache *elf;
+	/* The one store of stall tables (gs_cuda_stall_kind): a PC batch's
+	 * warp samples (gs_gpu_proc_info.samples) are its base reasons as
+	 * its context's table says; NULL: batches are counted, not their
+	 * samples.  Not owned; it must outlive the host's records. */
+	struct gs_cuda *cuda;
 };
 
 /* Per-process GPU state, for the progress line and the report. */
@@ -200,7 +205,11 @@ int gs_gpu_host_add_process(struct gs_gpu_host *h, uint32_t tgid);
 void gs_gpu_host_remove_process(struct gs_gpu_host *h, uint32_t tgid);
 /* 1 when tgid maps an agent (recognised by its probes, initialized or
  * not, armed by anyone or not), 0 when it maps none, <0 an error reading
- * its maps.  Nothing is attached or remembered. */
+ * its maps (-ESRCH: gone).  Nothing is attached or remembered here.
+ * This, add_process, poll and detach look in the process table's maps
+ * snapshot of tgid (its entry made when the table has none), which they
+ * ask proc/ to re-read when the executable ranges changed
+ * (GS_MAPS_CHECK): such a re-read reaches every handler's maps_changed. */
 int gs_gpu_host_agent_mapped(struct gs_gpu_host *h, uint32_t tgid);
 void gs_gpu_host_poll(struct gs_gpu_host *h);
 /* A process ready to arm (after add_process or poll), 0 when none.  The
@@ -214,8 +223,9 @@ uint32_t gs_gpu_host_next_ready(const struct gs_gpu_host *h);
  * in the process info). */
 int gs_gpu_host_arm(struct gs_gpu_host *h, uint32_t tgid);
 /* Update state from a decoded GPU record (the router's view): a status,
- * a cubin to read, a stall table to keep, a batch's warp samples to count,
- * a launch to count. */
+ * a cubin to read, a batch's warp samples to count (by opts.cuda's stall
+ * tables: the router gives those to gs_cuda_stall_table), a launch to
+ * count. */
 void gs_gpu_host_record(struct gs_gpu_host *h, const struct gs_gpu_rec *r);
 /* The same from a raw record (past gs_rec_hdr_check), for the host used
  * alone; non-GPU and malformed records are ignored. */
@@ -238,9 +248,6 @@ void gs_gpu_host_cubin_losses(const struct gs_gpu_host *h, struct gs_gpu_cubin_l
 
 /* Cubin bytes by CRC (read from the agent with process_vm_readv), or NULL. */
 const void *gs_gpu_host_cubin(struct gs_gpu_host *h, uint64_t crc, size_t *size);
-/* Last stall table of (tgid, ctx_uid), or NULL. */
-const struct gs_gpu_stall_table *gs_gpu_host_stall_table(struct gs_gpu_host *h, uint32_t tgid,
-							 uint32_t ctx_uid);
 int gs_gpu_host_foreach(struct gs_gpu_host *h,
 			int (*fn)(void *ctx, const struct gs_gpu_proc_info *p), void *ctx);
 /* "GPU: 2 armed (2 ctx), 12.3k samples" / "GPU: off (insufficient privileges)"
@@ -442,10 +449,17 @@ void gs_cuda_stall_short(const char *name, char *buf, size_t len);
 /* Stall table of one context, as the agent sent it: n triples (CUPTI
  * index, GS_GPU_STALL_* flags from the wire, full name); the flags decide
  * each reason's kind (gs_stall_kind).  A second table for the same
- * (pid, context) replaces the first. */
+ * (pid, context) replaces the first.  Kept in pid's state of the process
+ * table (gs_cuda_bind), as are its devices (below). */
 int gs_cuda_add_stall_table(struct gs_cuda *c, uint32_t pid, uint32_t context, int32_t device,
 			    size_t n, const uint32_t *indices, const uint32_t *flags,
 			    const char *const *names);
+
+/* The kind (enum gs_stall_kind, gpusample/stall.h) of CUPTI reason index
+ * in the stall table of (pid, context): the one store of stall tables,
+ * asked by the agent host to count a batch's warp samples.  -ENOENT when
+ * there is no such table or the index is not in it. */
+int gs_cuda_stall_kind(struct gs_cuda *c, uint32_t pid, uint32_t context, uint32_t index);
 
 /* One PC record's stall reasons as CUPTI gives them (index, samples). */
 struct gs_cuda_stall_in {
@@ -482,9 +496,10 @@ int gs_cuda_set_device(struct gs_cuda *c, uint32_t pid, int32_t device,
  * droppedSamples, nonUsrKernelsTotalSamples). */
 void gs_cuda_add_counts(struct gs_cuda *c, uint32_t pid, int32_t device, uint64_t total,
 			uint64_t dropped, uint64_t non_user);
-/* Write one comment line per (pid, device) seen: period, SM clock and count,
- * ns per sample, totals, dropped and non-user-kernel samples; plus a line
- * about libcupti when source lines were unavailable. */
+/* Write one comment line per (pid, device) seen, in the order first seen
+ * across processes: period, SM clock and count, ns per sample, totals,
+ * dropped and non-user-kernel samples; plus a line about libcupti when
+ * source lines were unavailable. */
 int gs_cuda_add_comments(struct gs_cuda *c);
 
 /* ---- wire records (include/gpusample/records.h) -------------------------- */

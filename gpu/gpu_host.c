@@ -51,9 +51,6 @@ struct gpu_proc {
 	bool ready;            /* options written, probes not attached: waits for
 				* gs_gpu_host_arm (listed by gs_gpu_host_next_ready) */
 	uint64_t init_seen_ns; /* agent mapped but not initialized since then (0: not so) */
-	struct gs_gpu_stall_table *tables[16]; /* by arrival; ctx_uid inside */
-	size_t n_tables;
-	/* reason flags per context for counting base samples: (ctx, index) -> flags */
 };
 
 struct cubin {
@@ -145,11 +142,8 @@ void gs_gpu_host_free(struct gs_gpu_host *h)
 {
 	if (!h)
 		return;
-	for (size_t i = 0; i < h->slots.n; i++) {
+	for (size_t i = 0; i < h->slots.n; i++)
 		proc_detach(proc_at(h, i));
-		for (size_t k = 0; k < proc_at(h, i)->n_tables; k++)
-			free(proc_at(h, i)->tables[k]);
-	}
 	for (size_t i = 0; i < h->n_cubins; i++)
 		free(h->cubins[i].data);
 	free(h->cubins);
@@ -193,6 +187,29 @@ static bool is_agent(struct gs_gpu_host *h, uint32_t tgid, const struct gs_maps_
 	return *v == 2;
 }
 
+/* tgid's maps as the process table has them (a reference), re-read when
+ * its executable ranges changed since (dlopen of the agent maps code; an
+ * exec too): the re-read tells every handler of the new mappings.  A
+ * process the table does not know yet (our own table, or a process asked
+ * about before its first event) gets an entry first.  -ESRCH when it is
+ * gone or exited; while proc/ backs off (-EAGAIN), the snapshot it has. */
+static int table_maps(struct gs_gpu_host *h, uint32_t tgid, struct gs_proc_maps **out)
+{
+	struct gs_proc *p = gs_proc_get(h->slots.t, tgid);
+	int rc;
+
+	if (!p && !gs_proc_table_add(h->slots.t, tgid, 0))
+		return -ENOMEM;
+	rc = gs_proc_maps_reread(h->slots.t, tgid, GS_MAPS_CHECK, 0);
+	if (rc < 0 && rc != -EAGAIN)
+		return rc;
+	p = gs_proc_get(h->slots.t, tgid);
+	if (!p || !p->maps)
+		return -ESRCH;
+	*out = gs_proc_maps_get(p->maps);
+	return 0;
+}
+
 /* The agent's path, its offset-0 mapping in tgid (m->path: NULL) and its
  * object in the ELF cache (*o, when o is not NULL). */
 static int find_agent(struct gs_gpu_host *h, uint32_t tgid, char *path, size_t len,
@@ -200,7 +217,7 @@ static int find_agent(struct gs_gpu_host *h, uint32_t tgid, char *path, size_t l
 {
 	struct gs_elf_obj *obj = NULL;
 	struct gs_proc_maps *snap;
-	int found = 0, err = gs_proc_maps_read(tgid, &snap);
+	int found = 0, err = table_maps(h, tgid, &snap);
 
 	if (err)
 		return err;
@@ -639,46 +656,18 @@ void gs_gpu_host_cubin_losses(const struct gs_gpu_host *h, struct gs_gpu_cubin_l
 	l->kept_bytes = h->cubin_bytes;
 }
 
-static void store_table(struct gpu_proc *p, const struct gs_gpu_stall_table *t)
-{
-	struct gs_gpu_stall_table *copy = malloc(t->hdr.size);
-
-	if (!copy)
-		return;
-	memcpy(copy, t, t->hdr.size);
-	for (size_t i = 0; i < p->n_tables; i++)
-		if (p->tables[i]->gpu.ctx_uid == t->gpu.ctx_uid) {
-			free(p->tables[i]);
-			p->tables[i] = copy;
-			return;
-		}
-	if (p->n_tables < sizeof(p->tables) / sizeof(*p->tables))
-		p->tables[p->n_tables++] = copy;
-	else
-		free(copy);
-}
-
 /* Warp samples of a batch: base stall reasons only (no _not_issued twins,
- * no counters), as classified by the context's stall table. */
-static uint64_t batch_samples(struct gpu_proc *p, const struct gs_rec_pc_batch_view *v)
+ * no counters, no index its context's table lacks), as the one store of
+ * stall tables classifies them. */
+static uint64_t batch_samples(struct gs_gpu_host *h, const struct gs_rec_pc_batch_view *v)
 {
-	const struct gs_gpu_stall_table *t = NULL;
-	const struct gs_gpu_stall_reason *r;
+	const struct gs_gpu_common *g = &v->b->gpu;
 	uint64_t sum = 0;
 
-	for (size_t i = 0; i < p->n_tables; i++)
-		if (p->tables[i]->gpu.ctx_uid == v->b->gpu.ctx_uid)
-			t = p->tables[i];
-	if (!t)
-		return 0;
-	r = (const void *)(t + 1);
-	for (uint32_t i = 0; i < v->b->n_counts; i++)
-		for (uint32_t k = 0; k < t->n_reasons; k++)
-			if (r[k].index == v->counts[i].reason_index) {
-				if (gs_stall_kind(r[k].flags) == GS_STALL_BASE)
-					sum += v->counts[i].samples;
-				break;
-			}
+	for (uint32_t i = 0; h->o.cuda && i < v->b->n_counts; i++)
+		if (gs_cuda_stall_kind(h->o.cuda, g->tgid, g->ctx_uid, v->counts[i].reason_index) ==
+		    GS_STALL_BASE)
+			sum += v->counts[i].samples;
 	return sum;
 }
 
@@ -741,11 +730,10 @@ void gs_gpu_host_record(struct gs_gpu_host *h, const struct gs_gpu_rec *r)
 		store_cubin(h, r->gpu->tgid, r->cubin);
 		return;
 	case GS_REC_GPU_STALL_TABLE:
-		store_table(p, r->table.t);
-		return;
+		return; /* kept by gs_cuda_stall_table: the one store */
 	case GS_REC_GPU_PC_BATCH:
 		p->info.batches++;
-		p->info.samples += batch_samples(p, &r->batch);
+		p->info.samples += batch_samples(h, &r->batch);
 		return;
 	case GS_REC_GPU_LAUNCH:
 		p->info.launch_events++;
@@ -803,19 +791,6 @@ const void *gs_gpu_host_cubin(struct gs_gpu_host *h, uint64_t crc, size_t *size)
 	if (size)
 		*size = h->cubins[i].size;
 	return h->cubins[i].data;
-}
-
-const struct gs_gpu_stall_table *gs_gpu_host_stall_table(struct gs_gpu_host *h, uint32_t tgid,
-							 uint32_t ctx_uid)
-{
-	struct gpu_proc *p = proc_find(h, tgid, false);
-
-	if (!p)
-		return NULL;
-	for (size_t i = 0; i < p->n_tables; i++)
-		if (p->tables[i]->gpu.ctx_uid == ctx_uid)
-			return p->tables[i];
-	return NULL;
 }
 
 int gs_gpu_host_foreach(struct gs_gpu_host *h,

@@ -65,6 +65,14 @@ keyed() { grep -rnE '^\s*struct gs_[hk]map [a-z_]+; +/\* ' --include=*.c --inclu
 		pid = key ~ /^\(?(pid|tgid)([^a-z_]|$)/ && !hastid
 		if ((want == "tid" && tid) || (want == "pid" && pid && !tid)) { split($1, f, ":"); print f[1] ":" f[2] } }'; }
 show "per-process stores outside proc/table.c"  "$(keyed pid)"
+# The same as a list: an array kept in a struct whose elements are looked
+# up by their pid or tgid member (c->tables[i].pid == pid), in the engine
+# and the runtimes.  Local arrays (a sorted batch of BPF keys) and the
+# profile readers (output/: the processes of a written profile) are not
+# stores; nor is `gpusample dump`'s list of targets (cli/dump.c: a command
+# of its own, without the table).
+show "per-pid lists outside the table (files)"  "$(grep -rlE '(->|\.)[a-z_]+\[[a-z_]+\](\.|->)(pid|tgid) *[!=]=' \
+	--include=*.c --include=*.h cli session native python gpu symbolizer 2>/dev/null | grep -v '^cli/dump\.c$' || true)"
 show "thread tables"                           "$(keyed tid)"
 # Each record type decoded by one consumer: the call sites of the codec's
 # per-type decoders, the most for one type.

@@ -68,6 +68,7 @@ int gs_gpu_open(struct session *s)
 	s->cuda = gs_cuda_new(&s->prof);
 	if (!s->cuda)
 		return -ENOMEM;
+	o.cuda = s->cuda; /* the one store of stall tables */
 	/* Source lines after collection, off the ring-buffer loop. */
 	gs_cuda_defer_lines(s->cuda, true);
 	if (s->o->cupti) {
@@ -239,13 +240,24 @@ static void on_cubin(struct session *s, const struct gs_gpu_cubin *c)
 	gs_cuda_add_cubin_borrowed(s->cuda, c->crc, bytes, size, c->gpu.tgid, NULL, NULL);
 }
 
+/* The file mapping addr in tgid, from the process table's snapshot (re-read
+ * once when the kernel's mapping at addr is not the snapshot's): NULL when
+ * none maps it. */
+static const char *mapped_path(struct session *s, uint32_t tgid, uint64_t addr)
+{
+	const struct gs_proc *p = gs_proc_get(s->pt, tgid);
+	const struct gs_maps_line *l = p && p->maps ? gs_proc_maps_find(p->maps, addr) : NULL;
+
+	if (p && !l && gs_proc_maps_reread(s->pt, tgid, GS_MAPS_ADDR_MISS, addr) > 0)
+		l = gs_proc_maps_find(p->maps, addr);
+	return l && l->path && l->path[0] == '/' ? l->path : NULL;
+}
+
 static int lib_kind(struct session *s, uint32_t tgid, uint64_t addr)
 {
-	struct gs_sym_mapping_info mi;
+	const char *path = mapped_path(s, tgid, addr);
 
-	if (gs_sym_mapping_for(s->sym, tgid, addr, &mi) || !mi.path)
-		return LIB_OTHER;
-	return lib_kind_of_path(mi.path);
+	return path ? lib_kind_of_path(path) : LIB_OTHER;
 }
 
 /* Leaf user frames of a launch stack that are the agent's own callback
@@ -399,11 +411,17 @@ static int note_process(void *ctx, const struct gs_gpu_proc_info *i)
 }
 
 /* -p mode: a CUDA process without the agent gets one line saying how to
- * enable GPU sampling next time. */
-static int has_cuda(void *ctx, const struct gs_sym_mapping_info *m)
+ * enable GPU sampling next time.  Uses CUDA: libcuda's code is mapped (the
+ * table's last snapshot: the process may have exited since). */
+static bool has_cuda(const struct gs_proc *p)
 {
-	(void)ctx;
-	return strstr(m->path, "/libcuda.so") ? 1 : 0;
+	const struct gs_proc_maps *m = p->maps;
+
+	for (size_t i = 0; m && i < m->n; i++)
+		if (m->m[i].exec && m->m[i].path && m->m[i].path[0] == '/' &&
+		    strstr(m->m[i].path, "/libcuda.so"))
+			return true;
+	return false;
 }
 
 static void note_missing_agents(struct session *s)
@@ -413,8 +431,7 @@ static void note_missing_agents(struct session *s)
 	for (size_t i = 0; i < s->procs.n; i++) {
 		struct gs_procinfo *p = s->procs.all[i];
 
-		if (p->gpu[0] || !p->is_root ||
-		    gs_sym_foreach_mapping(s->sym, p->proc->tgid, has_cuda, NULL) <= 0)
+		if (p->gpu[0] || !p->is_root || !has_cuda(p->proc))
 			continue;
 		snprintf(p->gpu, sizeof(p->gpu), "no agent");
 		gs_profile_add_note(&s->prof,

@@ -553,6 +553,35 @@ Test(cuda, comments_carry_device_facts)
 	cr_expect(strstr(s, "529.6 us") != NULL, "%s", s);
 }
 
+/* Each process keeps its own devices, yet the comments come in the order
+ * the devices were first seen across processes (as one list kept them).
+ * Its own profile: not one of the fixed profiles the suite keeps. */
+Test(cuda_alone, device_comments_in_arrival_order)
+{
+	struct gs_profile p;
+	gs_profile_init(&p);
+	struct gs_cuda *c = gs_cuda_new(&p);
+
+	cr_assert_not_null(c);
+	gs_cuda_add_counts(c, 7, 1, 10, 0, 0);
+	gs_cuda_add_counts(c, 8, 0, 20, 0, 0);
+	gs_cuda_add_counts(c, 7, 0, 30, 0, 0);
+	gs_cuda_add_counts(c, 8, 0, 40, 0, 0); /* the same device again */
+	gs_cuda_add_counts(c, 9, 3, 50, 0, 0);
+	cr_assert_eq(gs_cuda_add_comments(c), 0);
+	cr_assert_geq(p.n_comments, 4);
+	const char *want[] = { "gpu pid 7 device 1; samples total 10,",
+			       "gpu pid 8 device 0; samples total 60,",
+			       "gpu pid 7 device 0; samples total 30,",
+			       "gpu pid 9 device 3; samples total 50," };
+	for (size_t i = 0; i < 4; i++) {
+		const char *s = gs_profile_str(&p, p.comments[i]);
+		cr_expect(!strncmp(s, want[i], strlen(want[i])), "comment %zu: %s", i, s);
+	}
+	gs_cuda_free(c);
+	gs_profile_free(&p);
+}
+
 /* ---- wire records end to end (records.h -> cuda + join -> profile) ------- */
 
 #include "gpusample/records.h"

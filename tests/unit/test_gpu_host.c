@@ -1,11 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /* gpu/gpu_host.c record handling: per-process GPU state, warp-sample
- * counting against each context's own stall table, summary line. */
+ * counting against each context's own stall table (kept once, by gpu/cuda.c,
+ * and asked with gs_cuda_stall_kind), summary line; the agent found in the
+ * process table's maps snapshot. */
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include "gpu/gpu.h"
+#include "gpusample/profile.h"
+#include "gpusample/stall.h"
+#include "proc/proc.h"
 
 static void hdr(struct gs_rec_hdr *h, uint16_t type, uint32_t size)
 {
@@ -15,8 +26,11 @@ static void hdr(struct gs_rec_hdr *h, uint16_t type, uint32_t size)
 	h->ktime_ns = 1000;
 }
 
-/* Table: index 7 base reason, 8 its _not_issued twin, 0 a counter. */
-static void send_table(struct gs_gpu_host *h, uint32_t tgid, uint32_t ctx, uint32_t base_idx)
+/* Table: index base_idx a base reason, base_idx + 1 its _not_issued twin,
+ * 0 a counter; to the host and to the store of stall tables, as the
+ * session routes it. */
+static void send_table(struct gs_gpu_host *h, struct gs_cuda *c, uint32_t tgid, uint32_t ctx,
+		       uint32_t base_idx)
 {
 	size_t sz = sizeof(struct gs_gpu_stall_table) + 3 * sizeof(struct gs_gpu_stall_reason);
 	struct gs_gpu_stall_table *t = calloc(1, sz);
@@ -35,6 +49,7 @@ static void send_table(struct gs_gpu_host *h, uint32_t tgid, uint32_t ctx, uint3
 	r[2].flags = GS_GPU_STALL_COUNTER;
 	strcpy(r[2].name, "smsp__pcsamp_sample_count");
 	gs_gpu_host_on_record(h, &t->hdr);
+	cr_assert_eq(gs_cuda_stall_table_record(c, t, sz), 0);
 	free(t);
 }
 
@@ -84,15 +99,20 @@ static int grab(void *ctx, const struct gs_gpu_proc_info *p)
 
 Test(gpu_host, counts_base_reasons_per_context)
 {
-	struct gs_gpu_host *h = gs_gpu_host_new(NULL, NULL, NULL);
+	struct gs_profile prof;
+	gs_profile_init(&prof);
+	struct gs_cuda *c = gs_cuda_new(&prof);
+	struct gs_gpu_host_opts o = { .cuda = c };
+	struct gs_gpu_host *h = gs_gpu_host_new(NULL, NULL, &o);
 	struct gs_gpu_proc_info pi;
 	/* ctx 1: base 7; ctx 2: base 20 (index 7 is nothing there) */
 	uint32_t idx1[] = { 7, 8, 0 }, n1[] = { 5, 3, 5 };
 	uint32_t idx2[] = { 20, 7 }, n2[] = { 4, 100 };
 	char sum[128];
 
-	send_table(h, 42, 1, 7);
-	send_table(h, 42, 2, 20);
+	cr_assert(c && h);
+	send_table(h, c, 42, 1, 7);
+	send_table(h, c, 42, 2, 20);
 	send_status(h, 42, GS_GPU_ST_ARMED, 0);
 	send_batch(h, 42, 1, idx1, n1, 3);
 	send_batch(h, 42, 2, idx2, n2, 2);
@@ -102,11 +122,41 @@ Test(gpu_host, counts_base_reasons_per_context)
 	cr_assert_eq(pi.batches, 2);
 	cr_assert_eq(pi.samples, 5 + 4, "not_issued, counters and foreign indices excluded: %lu",
 		     (unsigned long)pi.samples);
-	cr_assert_not_null(gs_gpu_host_stall_table(h, 42, 2));
-	cr_assert_null(gs_gpu_host_stall_table(h, 42, 3));
 	gs_gpu_host_summary(h, sum, sizeof(sum));
 	cr_assert(strstr(sum, "1 armed") && strstr(sum, "9 samples"), "%s", sum);
 	gs_gpu_host_free(h);
+	gs_cuda_free(c);
+	gs_profile_free(&prof);
+}
+
+/* The one store of stall tables classifies a reason index of (tgid,
+ * context) by that context's last table only. */
+Test(gpu_host, stall_kind_query)
+{
+	struct gs_profile prof;
+	gs_profile_init(&prof);
+	struct gs_cuda *c = gs_cuda_new(&prof);
+	struct gs_gpu_host *h = gs_gpu_host_new(NULL, NULL, NULL);
+
+	cr_assert(c && h);
+	send_table(h, c, 42, 1, 7);
+	send_table(h, c, 42, 2, 20);
+	send_table(h, c, 43, 2, 30);
+	cr_expect_eq(gs_cuda_stall_kind(c, 42, 1, 7), GS_STALL_BASE);
+	cr_expect_eq(gs_cuda_stall_kind(c, 42, 1, 8), GS_STALL_NOT_ISSUED);
+	cr_expect_eq(gs_cuda_stall_kind(c, 42, 1, 0), GS_STALL_COUNTER);
+	cr_expect_eq(gs_cuda_stall_kind(c, 42, 2, 7), -ENOENT, "another context's index");
+	cr_expect_eq(gs_cuda_stall_kind(c, 42, 2, 20), GS_STALL_BASE);
+	cr_expect_eq(gs_cuda_stall_kind(c, 43, 2, 20), -ENOENT, "another process's table");
+	cr_expect_eq(gs_cuda_stall_kind(c, 43, 2, 31), GS_STALL_NOT_ISSUED);
+	cr_expect_eq(gs_cuda_stall_kind(c, 42, 3, 7), -ENOENT, "no table");
+	cr_expect_eq(gs_cuda_stall_kind(c, 44, 1, 7), -ENOENT, "no process");
+	send_table(h, c, 42, 1, 9); /* a second table replaces the first */
+	cr_expect_eq(gs_cuda_stall_kind(c, 42, 1, 7), -ENOENT);
+	cr_expect_eq(gs_cuda_stall_kind(c, 42, 1, 9), GS_STALL_BASE);
+	gs_gpu_host_free(h);
+	gs_cuda_free(c);
+	gs_profile_free(&prof);
 }
 
 Test(gpu_host, off_reason_in_summary)
@@ -186,7 +236,11 @@ Test(gpu_host, cubin_flood_capped)
  * cut at its field. */
 Test(gpu_host, short_and_lying_records)
 {
-	struct gs_gpu_host *h = gs_gpu_host_new(NULL, NULL, NULL);
+	struct gs_profile prof;
+	gs_profile_init(&prof);
+	struct gs_cuda *c = gs_cuda_new(&prof);
+	struct gs_gpu_host_opts o = { .cuda = c };
+	struct gs_gpu_host *h = gs_gpu_host_new(NULL, NULL, &o);
 	struct gs_gpu_proc_info pi;
 	size_t tsz = sizeof(struct gs_gpu_stall_table);
 	struct gs_gpu_stall_table *t = calloc(1, tsz);
@@ -204,7 +258,8 @@ Test(gpu_host, short_and_lying_records)
 	t->gpu.tgid = 3;
 	t->n_reasons = 0xffffffffu;
 	gs_gpu_host_on_record(h, &t->hdr);
-	cr_expect_null(gs_gpu_host_stall_table(h, 3, 0));
+	cr_expect_eq(gs_cuda_stall_table_record(c, t, tsz), -EINVAL);
+	cr_expect_eq(gs_cuda_stall_kind(c, 3, 0, 0), -ENOENT);
 	memset(s, 'A', sizeof(*s));
 	hdr(&s->hdr, GS_REC_GPU_STATUS, sizeof(*s));
 	s->gpu.tgid = 3;
@@ -219,4 +274,101 @@ Test(gpu_host, short_and_lying_records)
 	free(t);
 	free(s);
 	gs_gpu_host_free(h);
+	gs_cuda_free(c);
+	gs_profile_free(&prof);
+}
+
+/* The agent built next to this test (build/libgpusample_agent.so), opened
+ * read-only: mapped, never run. */
+static int open_agent(void)
+{
+	char exe[PATH_MAX], path[PATH_MAX + 64];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	cr_assert_gt(n, 0);
+	exe[n] = 0;
+	*strrchr(exe, '/') = 0;
+	snprintf(path, sizeof(path), "%s/../libgpusample_agent.so", exe);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0, "%s: %s (make builds it)", path, strerror(errno));
+	return fd;
+}
+
+static int maps_changes;
+
+static void count_changes(void *ctx, struct gs_proc *p, const struct gs_proc_maps_change *ch)
+{
+	maps_changes++;
+}
+
+/* Whether p's snapshot has a mapping of the agent at addr. */
+static bool snapshot_maps_agent(const struct gs_proc *p, const void *addr)
+{
+	const struct gs_maps_line *l = gs_proc_maps_find(p->maps, (uintptr_t)addr);
+
+	return l && l->path && strstr(l->path, "libgpusample_agent.so");
+}
+
+/* The host looks for the agent in the process table's snapshot, which it
+ * asks proc/ to re-read only when the executable ranges changed: mapping
+ * the agent's code is told to every handler, and nothing is announced
+ * while the code stays. */
+Test(gpu_host, agent_in_table_snapshot)
+{
+	const struct gs_proc_handler watch = { .name = "watch", .maps_changed = count_changes };
+	const struct gs_proc_handler gpu = { .name = "gpu" };
+	struct gs_proc_table *t = gs_proc_table_new(NULL);
+	struct gs_gpu_host *h = gs_gpu_host_new(NULL, NULL, NULL);
+	uint32_t me = (uint32_t)getpid();
+	int fd = open_agent(), id;
+	struct stat st;
+	struct gs_proc *p;
+
+	cr_assert(t && h);
+	cr_assert_geq(gs_proc_register(t, &watch), 0);
+	cr_assert_geq(id = gs_proc_register(t, &gpu), 0);
+	cr_assert_eq(gs_gpu_host_bind(h, t, id), 0);
+	cr_assert_eq(gs_gpu_host_agent_mapped(h, me), 0);
+	cr_assert_not_null(p = gs_proc_get(t, me), "the host asked the table");
+	cr_assert_not_null(p->maps, "and read the maps through it");
+	maps_changes = 0;
+	cr_assert_eq(gs_gpu_host_agent_mapped(h, me), 0);
+	cr_expect_eq(maps_changes, 0, "nothing new mapped: nothing announced");
+
+	cr_assert_eq(fstat(fd, &st), 0);
+	void *a = mmap(NULL, st.st_size, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	cr_assert_neq(a, MAP_FAILED);
+	cr_assert_eq(gs_gpu_host_agent_mapped(h, me), 1);
+	cr_expect_geq(maps_changes, 1, "the re-read reached every handler");
+	cr_expect(snapshot_maps_agent(p, a), "the table's snapshot is the one searched");
+	munmap(a, st.st_size);
+	cr_assert_eq(gs_gpu_host_agent_mapped(h, me), 0);
+	cr_expect(!snapshot_maps_agent(p, a));
+	gs_gpu_host_free(h);
+	gs_proc_table_free(t);
+	close(fd);
+}
+
+/* Alone (its own table), the host finds the agent the same way; a process
+ * that is gone is an error, not "no agent". */
+Test(gpu_host, agent_own_table_and_gone)
+{
+	struct gs_gpu_host *h = gs_gpu_host_new(NULL, NULL, NULL);
+	int fd = open_agent();
+	struct stat st;
+	pid_t child = fork();
+
+	cr_assert_geq(child, 0);
+	if (!child)
+		_exit(0);
+	cr_assert_eq(waitpid(child, NULL, 0), child);
+	cr_assert_eq(gs_gpu_host_agent_mapped(h, (uint32_t)child), -ESRCH);
+	cr_assert_eq(gs_gpu_host_agent_mapped(h, (uint32_t)getpid()), 0);
+	cr_assert_eq(fstat(fd, &st), 0);
+	void *a = mmap(NULL, st.st_size, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	cr_assert_neq(a, MAP_FAILED);
+	cr_expect_eq(gs_gpu_host_agent_mapped(h, (uint32_t)getpid()), 1);
+	munmap(a, st.st_size);
+	gs_gpu_host_free(h);
+	close(fd);
 }
