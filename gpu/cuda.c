@@ -100,6 +100,8 @@ struct gs_cuda {
 	char *cupti_path;  /* --cupti, checked */
 	char skipped[256]; /* why the first untrusted candidate was not loaded */
 	uint64_t sass_failures, sass_no_line, sass_lines;
+	uint64_t stall_tables_refused; /* past GS_CUDA_STALL_CONTEXTS_PER_PID */
+	uint64_t devices_refused;      /* records of devices past GS_CUDA_DEVICES_PER_PID */
 	/* the wall around libcupti (gs_cuda_set_cupti_limits) and what it cut */
 	uint32_t wall_ms;
 	uint64_t wall_mem;
@@ -987,6 +989,11 @@ int gs_cuda_add_stall_table(struct gs_cuda *c, uint32_t pid, uint32_t context, i
 	}
 	struct stall_table *t = find_table(c, pid, context);
 	struct cuda_proc *u = t ? NULL : gs_proc_slots_get(&c->slots, pid, true);
+	if (!t && u && u->n_tables >= GS_CUDA_STALL_CONTEXTS_PER_PID) {
+		c->stall_tables_refused++;
+		free(ents);
+		return -ENOSPC;
+	}
 	if (!t) {
 		if (!u || gs_grow((void **)&u->tables, &u->cap_tables, u->n_tables + 1,
 				  sizeof(struct stall_table))) {
@@ -1070,6 +1077,10 @@ static struct device *get_device(struct gs_cuda *c, uint32_t pid, int32_t device
 	for (size_t i = 0; i < u->n_devices; i++)
 		if (u->devices[i].device == device)
 			return &u->devices[i];
+	if (u->n_devices >= GS_CUDA_DEVICES_PER_PID) { /* device ids come from the target */
+		c->devices_refused++;
+		return NULL;
+	}
 	if (gs_grow((void **)&u->devices, &u->cap_devices, u->n_devices + 1, sizeof(struct device)))
 		return NULL;
 	struct device *d = &u->devices[u->n_devices++];
@@ -1173,6 +1184,18 @@ int gs_cuda_add_comments(struct gs_cuda *c)
 		    (unsigned long long)d->dropped, (unsigned long long)d->non_user);
 	}
 	free(devs);
+	if (!err && c->stall_tables_refused)
+		err = gs_profile_add_comment(c->p,
+					     "gpu stall tables: %llu refused, past %u contexts of "
+					     "one process (their reasons are named stall_<index>)",
+					     (unsigned long long)c->stall_tables_refused,
+					     GS_CUDA_STALL_CONTEXTS_PER_PID);
+	if (!err && c->devices_refused)
+		err = gs_profile_add_comment(
+		    c->p,
+		    "gpu devices: %llu record(s) of devices past %u in one "
+		    "process left out of the device lines",
+		    (unsigned long long)c->devices_refused, GS_CUDA_DEVICES_PER_PID);
 	if (!err && c->walled)
 		err = gs_profile_add_comment(
 		    c->p,

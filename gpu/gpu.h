@@ -450,7 +450,16 @@ void gs_cuda_stall_short(const char *name, char *buf, size_t len);
  * index, GS_GPU_STALL_* flags from the wire, full name); the flags decide
  * each reason's kind (gs_stall_kind).  A second table for the same
  * (pid, context) replaces the first.  Kept in pid's state of the process
- * table (gs_cuda_bind), as are its devices (below). */
+ * table (gs_cuda_bind), as are its devices (below).  The context id comes
+ * from the target: past GS_CUDA_STALL_CONTEXTS_PER_PID contexts a new one's
+ * table is refused (-ENOSPC), counted in a profile comment; its warp
+ * samples then get "stall_<index>" names.  A real process has a context or
+ * a few per device. */
+#define GS_CUDA_STALL_CONTEXTS_PER_PID 64u
+/* Device lines ("gpu pid P device D ...") per process: device ids come
+ * from the target's records too; past this many a new id's facts and
+ * counts are left out, counted in a comment. */
+#define GS_CUDA_DEVICES_PER_PID 64u
 int gs_cuda_add_stall_table(struct gs_cuda *c, uint32_t pid, uint32_t context, int32_t device,
 			    size_t n, const uint32_t *indices, const uint32_t *flags,
 			    const char *const *names);

@@ -266,6 +266,36 @@ Test(cuda, stall_fold_per_context)
 	cr_expect_eq(gs_cuda_fold_stalls(C, 10, 1, in, 6, out, 2, &n), -ENOSPC);
 }
 
+/* Context and device ids come from the target: one process cannot make the
+ * stores grow (and every lookup slow) without bound; refusals are counted. */
+Test(cuda, stall_tables_and_devices_capped_per_process)
+{
+	const char *names[] = { "smsp__pcsamp_warps_issue_stalled_barrier" };
+	uint32_t idx[] = { 4 }, flags[] = { 0 };
+
+	for (uint32_t ctx = 1; ctx <= GS_CUDA_STALL_CONTEXTS_PER_PID; ctx++)
+		cr_assert_eq(gs_cuda_add_stall_table(C, 12, ctx, 0, 1, idx, flags, names), 0);
+	cr_expect_eq(gs_cuda_add_stall_table(C, 12, 100000, 0, 1, idx, flags, names), -ENOSPC);
+	cr_expect_eq(gs_cuda_add_stall_table(C, 12, 1, 0, 1, idx, flags, names), 0,
+		     "a known context's table is still replaced");
+	cr_expect_eq(gs_cuda_add_stall_table(C, 13, 100000, 0, 1, idx, flags, names), 0,
+		     "another process has its own share");
+	for (int32_t dev = 0; dev < (int32_t)GS_CUDA_DEVICES_PER_PID + 10; dev++)
+		gs_cuda_add_counts(C, 14, dev, 1, 0, 0);
+	cr_assert_eq(gs_cuda_add_comments(C), 0);
+	bool said = false, said_dev = false;
+	size_t dev_lines = 0;
+	for (size_t i = 0; i < P.n_comments; i++) {
+		const char *t = gs_profile_str(&P, P.comments[i]);
+		said |= strstr(t, "gpu stall tables: 1 refused") != NULL;
+		said_dev |= strstr(t, "gpu devices: 10 record(s)") != NULL;
+		dev_lines += !strncmp(t, "gpu pid 14 device", 17);
+	}
+	cr_expect(said, "the refusal is counted in a comment");
+	cr_expect(said_dev, "device ids past the cap are counted");
+	cr_expect_eq(dev_lines, GS_CUDA_DEVICES_PER_PID);
+}
+
 /* ---- cubins and libcupti ------------------------------------------------- */
 
 Test(cuda, cubin_functions_from_elf)
