@@ -311,7 +311,7 @@ static bool stop_requested(struct session *s)
 static void progress(struct session *s, bool final)
 {
 	struct gs_sampler_stats st;
-	struct gs_session_progress p = { .gpu = s->gpu_plugin.summary, .final = final };
+	struct gs_session_progress p = { .gpu = s->gpu.plugin.summary, .final = final };
 
 	if (!s->show_progress)
 		return;
@@ -684,7 +684,7 @@ static int start_launch(struct session *s)
 	int rc;
 
 	gs_gpu_launch_env(s);
-	rc = gs_launch_start(&s->launch, s->o->command, s->o->as_root, s->launch_env, s->err,
+	rc = gs_launch_start(&s->launch, s->o->command, s->o->as_root, s->gpu.launch_env, s->err,
 			     sizeof(s->err));
 
 	if (rc) {

@@ -41,29 +41,38 @@ struct gs_inject_slot {
 	char note[400];      /* what happened, for the profile */
 };
 
+/* The GPU side (session/gpu.c, session/gpu_inject.c write it; the router
+ * and the progress line read it).  All NULL / zero with --no-gpu. */
+struct gs_session_gpu {
+	struct gs_gpu_host *host;    /* the agent host; NULL with --no-gpu or when it failed */
+	struct gs_cuda *cuda;        /* cubins, kernels, stall tables (with host) */
+	struct gs_join *join;        /* CPU<->GPU join, made by gs_gpu_start (needs t0) */
+	int join_slot;               /* the join's handler id in the process table */
+	struct gs_gpu_plugin plugin; /* the GPU handler's state; its summary for the progress */
+	/* launch mode: CUDA_INJECTION64_PATH=, GS_AGENT_OPTS= (gs_gpu_launch_env),
+	 * and launch_env, the NULL-ended list of them the command gets */
+	char agent_env[2][600];
+	char *launch_env[3];
+	struct gs_inject_slot injects[GS_MAX_PIDS]; /* --inject, by index of targets' root */
+};
+
 struct session {
 	const struct gs_options *o;
 	struct gs_sampler *sampler;
 	struct gs_symbolizer *sym;
-	struct gs_py *py;              /* NULL with --no-python */
-	struct gs_cfi *cfi;            /* NULL with --no-cfi */
-	struct gs_gpu_host *gpu;       /* NULL with --no-gpu */
-	struct gs_proc_table *pt;      /* the one process table: its handlers are the runtimes */
-	struct gs_cuda *cuda;          /* cubins, stall tables (with gpu) */
-	struct gs_join *join;          /* created at start: needs t0 */
-	int join_slot;                 /* its handler id in pt (gs_gpu_register) */
+	struct gs_py *py;         /* NULL with --no-python */
+	struct gs_cfi *cfi;       /* NULL with --no-cfi */
+	struct gs_proc_table *pt; /* the one process table: its handlers are the runtimes */
+	struct gs_session_gpu gpu;
 	struct gs_offcpu *off;         /* NULL with --no-offcpu (session/offcpu.c) */
 	uint64_t counts[GS_NCOUNTERS]; /* host counters (gpusample/counters.h), set where counted */
 	uint32_t truncated_loc;        /* "[truncated]" special location, 0 until made */
-	char agent_env[2][600];        /* launch mode: CUDA_INJECTION64_PATH, GS_AGENT_OPTS */
-	char *launch_env[3];
 	struct gs_profile prof;
 	struct gs_rawstacks raw;
 	struct raw_sample *samples;
 	size_t n_samples, cap_samples;
 	struct gs_proc_slots procs;  /* struct gs_procinfo: the session's state of each process */
 	uint32_t roots[GS_MAX_PIDS]; /* -p PIDs, or the launched command */
-	struct gs_inject_slot injects[GS_MAX_PIDS]; /* --inject, by root */
 	int n_roots;
 	struct gs_launch launch;
 	bool launched, launch_exited;
@@ -75,7 +84,6 @@ struct session {
 	uint64_t t0_mono, t0_wall;
 	struct gs_cpu_snap cpu0, cpu1; /* the machine's CPU time at start and stop */
 	char prefix[PATH_MAX];
-	struct gs_gpu_plugin gpu_plugin; /* the GPU handler's state; its summary for the progress */
 	void (*show_progress)(const struct gs_session_progress *p);
 	char err[512];
 	gs_str host_label;            /* GS_SL_HOST of every CPU sample, 0 until set */
@@ -135,9 +143,9 @@ struct gs_procinfo *gs_session_first_sight(struct session *s, uint32_t tgid);
 
 /* session/gpu.c: the GPU agent's records and the CPU<->GPU join. */
 int gs_gpu_open(struct session *s);        /* after the sampler is loaded */
-void gs_gpu_launch_env(struct session *s); /* fills s->launch_env */
+void gs_gpu_launch_env(struct session *s); /* fills s->gpu.launch_env */
 void gs_gpu_start(struct session *s);      /* t0 known */
-/* Register the GPU agent's handler (gpu/plugin.c, over s->gpu_plugin:
+/* Register the GPU agent's handler (gpu/plugin.c, over s->gpu.plugin:
  * the host, and the session's hooks for preparing a process before its
  * agent arms and for --inject) with s->pt, and with GPU sampling on, the slots
  * the GPU host, the cubin symbolizer and the join keep their per-process
