@@ -185,8 +185,8 @@ int gs_session_exit_status(struct session *s, int rc)
 {
 	if (rc)
 		return 1; /* the message is out already: no profile written */
-	if (s->launched && s->launch_exited) {
-		int st = s->launch_status;
+	if (s->targets.launched && s->targets.exited) {
+		int st = s->targets.status;
 
 		if (WIFEXITED(st) && WEXITSTATUS(st))
 			return WEXITSTATUS(st);

@@ -164,22 +164,22 @@ void gs_gpu_inject_tick(struct session *s)
 {
 	if (!s->o->inject_wait_ms || !s->gpu.host)
 		return;
-	for (int i = 0; i < s->n_roots; i++) {
+	for (int i = 0; i < s->targets.n_roots; i++) {
 		struct gs_inject_slot *x = &s->gpu.injects[i];
 
 		if (x->phase == INJ_NOT_TRIED)
-			try_start(s, x, s->roots[i]);
+			try_start(s, x, s->targets.roots[i]);
 		else if (x->phase != INJ_DONE)
-			follow(s, x, s->roots[i]);
+			follow(s, x, s->targets.roots[i]);
 	}
 }
 
 void gs_gpu_inject_gone(struct session *s, uint32_t tgid)
 {
-	for (int i = 0; i < s->n_roots; i++) {
+	for (int i = 0; i < s->targets.n_roots; i++) {
 		struct gs_inject_slot *x = &s->gpu.injects[i];
 
-		if (s->roots[i] != tgid || !x->j)
+		if (s->targets.roots[i] != tgid || !x->j)
 			continue;
 		gs_inject_abandon(x->j); /* never written again */
 		finish(x, tgid, true,
@@ -191,21 +191,21 @@ void gs_gpu_inject_gone(struct session *s, uint32_t tgid)
 
 void gs_gpu_inject_fork(struct session *s, uint32_t parent, uint32_t child)
 {
-	for (int i = 0; i < s->n_roots; i++)
-		if (s->roots[i] == parent && s->gpu.injects[i].phase == INJ_PENDING)
+	for (int i = 0; i < s->targets.n_roots; i++)
+		if (s->targets.roots[i] == parent && s->gpu.injects[i].phase == INJ_PENDING)
 			gs_inject_withdraw_in(s->gpu.injects[i].j, child);
 }
 
 void gs_gpu_inject_end(struct session *s)
 {
-	for (int i = 0; i < s->n_roots; i++) {
+	for (int i = 0; i < s->targets.n_roots; i++) {
 		struct gs_inject_slot *x = &s->gpu.injects[i];
 
 		if (x->phase == INJ_NOT_TRIED && x->since_ms)
-			finish(x, s->roots[i], true,
+			finish(x, s->targets.roots[i], true,
 			       "the job never mapped libcuda.so during the run: nothing injected");
 		else if (x->phase == INJ_PENDING || x->phase == INJ_LOADING)
-			finish(x, s->roots[i], true,
+			finish(x, s->targets.roots[i], true,
 			       x->phase == INJ_PENDING
 				   ? "the run ended before the interpreter ran the script; the "
 				     "request was withdrawn"
@@ -217,8 +217,8 @@ void gs_gpu_inject_end(struct session *s)
 
 void gs_gpu_inject_notes(struct session *s)
 {
-	for (int i = 0; i < s->n_roots; i++)
+	for (int i = 0; i < s->targets.n_roots; i++)
 		if (s->gpu.injects[i].note[0])
-			gs_profile_add_note(&s->prof, "pid %u: --inject: %s", s->roots[i],
+			gs_profile_add_note(&s->prof, "pid %u: --inject: %s", s->targets.roots[i],
 					    s->gpu.injects[i].note);
 }

@@ -140,16 +140,16 @@ void gs_session_proc_labels(struct session *s, uint32_t tgid, struct gs_sample_c
 
 /* Rank of the profiled root: the launched command inherits gpusample's own
  * environment; an attached process is read like any other. */
-static int64_t root_rank(const struct session *s)
+static int64_t root_rank(const struct gs_session_targets *t)
 {
 	extern char **environ;
 	struct gs_rank_env r = GS_RANK_ENV_UNKNOWN;
 
-	if (s->launched) {
+	if (t->launched) {
 		for (char **e = environ; e && *e; e++)
 			gs_rank_env_entry(&r, *e, strlen(*e));
 	} else {
-		gs_proc_rank_env(s->roots[0], &r);
+		gs_proc_rank_env(t->roots[0], &r);
 	}
 	return r.rank;
 }
@@ -202,7 +202,9 @@ int gs_session_prefix(struct session *s)
 {
 	const char *tmpl = s->o->prefix ? s->o->prefix : "gpusample-%p";
 	char host[256];
-	struct gs_prefix_vars v = { .host = host, .pid = s->roots[0], .rank = root_rank(s) };
+	struct gs_prefix_vars v = { .host = host,
+				    .pid = s->targets.roots[0],
+				    .rank = root_rank(&s->targets) };
 	int rc;
 
 	local_host(host, sizeof(host));

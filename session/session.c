@@ -114,16 +114,16 @@ static void add_descendant(void *ctx, uint32_t pid, uint32_t ppid)
 
 static int setup_targets(struct session *s)
 {
-	for (int i = 0; i < s->n_roots; i++) {
-		int rc = add_target(s, s->roots[i], 0, true);
+	for (int i = 0; i < s->targets.n_roots; i++) {
+		int rc = add_target(s, s->targets.roots[i], 0, true);
 
 		if (rc) {
-			gs_log("cannot add target %u: %s\n", s->roots[i], strerror(-rc));
+			gs_log("cannot add target %u: %s\n", s->targets.roots[i], strerror(-rc));
 			return rc;
 		}
 	}
 	if (s->o->children)
-		gs_for_each_descendant(s->roots, s->n_roots, add_descendant, s);
+		gs_for_each_descendant(s->targets.roots, s->targets.n_roots, add_descendant, s);
 	return 0;
 }
 
@@ -280,20 +280,19 @@ static int poll_records(void *ctx, int timeout_ms)
 
 /* ---- the run loop ------------------------------------------------------- */
 
-static bool targets_gone(struct session *s)
+static bool targets_gone(struct gs_session_targets *t)
 {
 	int status;
 
-	if (s->launched) {
-		if (!s->launch_exited &&
-		    waitpid(s->launch.pid, &status, WNOHANG) == s->launch.pid) {
-			s->launch_exited = true;
-			s->launch_status = status;
+	if (t->launched) {
+		if (!t->exited && waitpid(t->launch.pid, &status, WNOHANG) == t->launch.pid) {
+			t->exited = true;
+			t->status = status;
 		}
-		return s->launch_exited;
+		return t->exited;
 	}
-	for (int i = 0; i < s->n_roots; i++)
-		if (gs_proc_alive(s->roots[i]))
+	for (int i = 0; i < t->n_roots; i++)
+		if (gs_proc_alive(t->roots[i]))
 			return false;
 	return true;
 }
@@ -301,7 +300,7 @@ static bool targets_gone(struct session *s)
 /* A signal or the targets' exit ends the current phase (noted once). */
 static bool stop_requested(struct session *s)
 {
-	bool gone = !g_stop && targets_gone(s);
+	bool gone = !g_stop && targets_gone(&s->targets);
 
 	if (g_stop || gone)
 		gs_attach_note_stop(s, g_stop, gone);
@@ -684,14 +683,14 @@ static int start_launch(struct session *s)
 	int rc;
 
 	gs_gpu_launch_env(s);
-	rc = gs_launch_start(&s->launch, s->o->command, s->o->as_root, s->gpu.launch_env, s->err,
-			     sizeof(s->err));
+	rc = gs_launch_start(&s->targets.launch, s->o->command, s->o->as_root, s->gpu.launch_env,
+			     s->err, sizeof(s->err));
 
 	if (rc) {
 		gs_log("%s\n", s->err);
 		return rc;
 	}
-	s->launched = true;
+	s->targets.launched = true;
 	return 0;
 }
 
@@ -740,12 +739,12 @@ static int prepare(struct session *s)
 		}
 	if (s->o->command && (rc = start_launch(s)))
 		return rc;
-	if (s->launched) {
-		s->roots[0] = (uint32_t)s->launch.pid;
-		s->n_roots = 1;
+	if (s->targets.launched) {
+		s->targets.roots[0] = (uint32_t)s->targets.launch.pid;
+		s->targets.n_roots = 1;
 	} else {
-		memcpy(s->roots, s->o->pids, sizeof(s->roots));
-		s->n_roots = s->o->n_pids;
+		memcpy(s->targets.roots, s->o->pids, sizeof(s->targets.roots));
+		s->targets.n_roots = s->o->n_pids;
 	}
 	if ((rc = gs_session_prefix(s)) || (rc = gs_outputs_check(s)))
 		return rc;
@@ -784,14 +783,15 @@ static int start(struct session *s)
 	gs_profile_add_comment(&s->prof, "sample event: %s", gs_sampler_event(s->sampler));
 	gs_log("sampling %zu process%s at %u Hz%s (Ctrl-C to stop)\n", s->procs.n,
 	       s->procs.n == 1 ? "" : "es", s->o->frequency_hz,
-	       s->launched ? ", starting the command" : "");
+	       s->targets.launched ? ", starting the command" : "");
 	s->t0_mono = gs_now_ns(CLOCK_MONOTONIC);
 	s->t0_wall = gs_now_ns(CLOCK_REALTIME);
 	gs_cpu_snap_take(&s->cpu0, "/proc"); /* best effort: no comment without it */
 	if ((rc = gs_off_start(s)))
 		return rc;
 	gs_gpu_start(s);
-	if (s->launched && (rc = gs_launch_release(&s->launch, s->err, sizeof(s->err)))) {
+	if (s->targets.launched &&
+	    (rc = gs_launch_release(&s->targets.launch, s->err, sizeof(s->err)))) {
 		char cmd[256];
 
 		gs_term_escape(s->o->command[0], cmd, sizeof(cmd));
@@ -808,7 +808,7 @@ static int start(struct session *s)
 
 static void finish_launch(struct session *s)
 {
-	if (!s->launched || s->launch_exited)
+	if (!s->targets.launched || s->targets.exited)
 		return;
 	if (g_stop) {
 		/* Ctrl-C at a terminal reached the command too; a signal sent to
@@ -817,18 +817,18 @@ static void finish_launch(struct session *s)
 		for (int i = 0; i < 40; i++) {
 			int st;
 
-			if (waitpid(s->launch.pid, &st, WNOHANG) == s->launch.pid) {
-				s->launch_exited = true;
-				s->launch_status = st;
+			if (waitpid(s->targets.launch.pid, &st, WNOHANG) == s->targets.launch.pid) {
+				s->targets.exited = true;
+				s->targets.status = st;
 				break;
 			}
 			if (i == 4)
-				kill(s->launch.pid, g_stop);
+				kill(s->targets.launch.pid, g_stop);
 			usleep(50000);
 		}
 	} else {
 		gs_log("duration reached; %s (pid %d) keeps running\n", s->o->command[0],
-		       s->launch.pid);
+		       s->targets.launch.pid);
 	}
 }
 
@@ -849,8 +849,8 @@ int gs_session_run(const struct gs_options *o, void (*show)(const struct gs_sess
 	if (!rc)
 		rc = start(&s);
 	if (rc < 0) {
-		if (s.launched)
-			kill(s.launch.pid, SIGKILL);
+		if (s.targets.launched)
+			kill(s.targets.launch.pid, SIGKILL);
 		free_session(&s);
 		return 1;
 	}
@@ -858,10 +858,10 @@ int gs_session_run(const struct gs_options *o, void (*show)(const struct gs_sess
 	if (rc == 0) {
 		run_loop(&s);
 		finish_launch(&s);
-	} else if (s.launched) { /* stopped before the command was let go: it never ran */
-		kill(s.launch.pid, SIGKILL);
-		waitpid(s.launch.pid, NULL, 0);
-		s.launched = false;
+	} else if (s.targets.launched) { /* stopped before the command was let go: it never ran */
+		kill(s.targets.launch.pid, SIGKILL);
+		waitpid(s.targets.launch.pid, NULL, 0);
+		s.targets.launched = false;
 	}
 	/* Stopped before sampling started (Ctrl-C or the target's exit while
 	 * the tables were built): t0 was never taken, and stop - 0 would be

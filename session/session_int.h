@@ -41,6 +41,18 @@ struct gs_inject_slot {
 	char note[400];      /* what happened, for the profile */
 };
 
+/* What is profiled: the -p PIDs, or the launched command (session.c
+ * writes it in prepare and when the command exits; ranks.c and
+ * gpu_inject.c read the roots). */
+struct gs_session_targets {
+	uint32_t roots[GS_MAX_PIDS]; /* -p PIDs, or the launched command's pid */
+	int n_roots;
+	struct gs_launch launch; /* launch mode's command (session/launch.h) */
+	bool launched;           /* launch mode, the command started */
+	bool exited;             /* the launched command was reaped */
+	int status;              /* its waitpid status once exited */
+};
+
 /* The GPU side (session/gpu.c, session/gpu_inject.c write it; the router
  * and the progress line read it).  All NULL / zero with --no-gpu. */
 struct gs_session_gpu {
@@ -63,6 +75,7 @@ struct session {
 	struct gs_py *py;         /* NULL with --no-python */
 	struct gs_cfi *cfi;       /* NULL with --no-cfi */
 	struct gs_proc_table *pt; /* the one process table: its handlers are the runtimes */
+	struct gs_session_targets targets;
 	struct gs_session_gpu gpu;
 	struct gs_offcpu *off;         /* NULL with --no-offcpu (session/offcpu.c) */
 	uint64_t counts[GS_NCOUNTERS]; /* host counters (gpusample/counters.h), set where counted */
@@ -71,15 +84,10 @@ struct session {
 	struct gs_rawstacks raw;
 	struct raw_sample *samples;
 	size_t n_samples, cap_samples;
-	struct gs_proc_slots procs;  /* struct gs_procinfo: the session's state of each process */
-	uint32_t roots[GS_MAX_PIDS]; /* -p PIDs, or the launched command */
-	int n_roots;
-	struct gs_launch launch;
-	bool launched, launch_exited;
-	int launch_status;                    /* waitpid status once launch_exited */
-	const char *phase;                    /* what the run is doing now (session/attach.c) */
-	const char *stop_phase;               /* phase when a stop or target exit was seen */
-	char stop_cause[48];                  /* "stopped by SIGINT", "the target exited" */
+	struct gs_proc_slots procs; /* struct gs_procinfo: the session's state of each process */
+	const char *phase;          /* what the run is doing now (session/attach.c) */
+	const char *stop_phase;     /* phase when a stop or target exit was seen */
+	char stop_cause[48];        /* "stopped by SIGINT", "the target exited" */
 	uint32_t tables_queued, tables_built; /* attach-time unwind tables */
 	uint64_t t0_mono, t0_wall;
 	struct gs_cpu_snap cpu0, cpu1; /* the machine's CPU time at start and stop */
