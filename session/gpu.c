@@ -185,7 +185,7 @@ void gs_gpu_start(struct session *s)
 {
 	if (!s->gpu.host)
 		return;
-	s->gpu.join = gs_join_new(&s->prof, s->t0_mono);
+	s->gpu.join = gs_join_new(&s->prof, s->window.t0_mono);
 	if (s->gpu.join && gs_join_bind(s->gpu.join, s->pt, s->gpu.join_slot)) {
 		gs_join_free(s->gpu.join); /* no join: GPU records are not read */
 		s->gpu.join = NULL;

@@ -371,7 +371,7 @@ int gs_off_start(struct session *s)
 	 * there now either gets its seed or, born after t0, starts at birth. */
 	for (size_t i = 0; i < s->procs.n; i++)
 		seed_process(s, ((struct gs_procinfo *)s->procs.all[i])->proc->tgid);
-	gs_sampler_offcpu_window(s->sampler, s->t0_mono);
+	gs_sampler_offcpu_window(s->sampler, s->window.t0_mono);
 	return 0;
 }
 
@@ -565,7 +565,7 @@ static int add_state(struct session *s, struct gs_thread *t, int state, size_t l
 		int64_t stack;
 		struct gs_sample smp = {
 			.ctx = (uint32_t)ctx,
-			.time_ns = x->out > s->t0_mono ? x->out - s->t0_mono : 0,
+			.time_ns = x->out > s->window.t0_mono ? x->out - s->window.t0_mono : 0,
 		};
 
 		if ((stack = off_stack(s, x->stack, stack_ids)) < 0)

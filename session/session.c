@@ -303,7 +303,7 @@ static bool stop_requested(struct session *s)
 	bool gone = !g_stop && targets_gone(&s->targets);
 
 	if (g_stop || gone)
-		gs_attach_note_stop(s, g_stop, gone);
+		gs_attach_note_stop(&s->attach, g_stop, gone);
 	return g_stop || gone;
 }
 
@@ -317,7 +317,7 @@ static void progress(struct session *s, bool final)
 	gs_sampler_stats(s->sampler, &st);
 	for (size_t i = 0; i < s->procs.n; i++)
 		p.live_procs += !((struct gs_procinfo *)s->procs.all[i])->proc->exited;
-	p.elapsed_s = (gs_now_ns(CLOCK_MONOTONIC) - s->t0_mono) / 1e9;
+	p.elapsed_s = (gs_now_ns(CLOCK_MONOTONIC) - s->window.t0_mono) / 1e9;
 	p.cpu_samples = s->n_samples;
 	p.lost = st.lost;
 	p.procs = (uint32_t)s->procs.n;
@@ -326,12 +326,13 @@ static void progress(struct session *s, bool final)
 
 static int run_loop(struct session *s)
 {
-	uint64_t deadline = s->o->duration_s > 0 ? s->t0_mono + (uint64_t)(s->o->duration_s * 1e9)
-						 : UINT64_MAX;
+	uint64_t deadline = s->o->duration_s > 0
+				? s->window.t0_mono + (uint64_t)(s->o->duration_s * 1e9)
+				: UINT64_MAX;
 	uint64_t next_progress = 0, next_tick = 0, next_cfi = 0;
 	bool tick_pending = false;
 
-	s->phase = "sampling";
+	s->attach.phase = "sampling";
 	while (!stop_requested(s)) {
 		/* Records arrive without per-record wakeups (BPF_RB_NO_WAKEUP for
 		 * samples); process events and CFI table requests do wake us.
@@ -447,7 +448,7 @@ static int add_cpu_samples(struct session *s, const uint32_t *stack_ids)
 		struct gs_sample smp = {
 			.stack = stack_ids[r->stack],
 			.values = { [GS_V_SAMPLES] = 1 },
-			.time_ns = r->ktime > s->t0_mono ? r->ktime - s->t0_mono : 0,
+			.time_ns = r->ktime > s->window.t0_mono ? r->ktime - s->window.t0_mono : 0,
 		};
 
 		if (!th || th->tgid != tgid || th->tid != r->tid) {
@@ -495,7 +496,8 @@ static void add_comments(struct session *s)
 	gs_sampler_stats(s->sampler, &st);
 	p->lost_samples = st.lost;
 	gs_profile_add_comment(p, "gpusample %s", GS_VERSION);
-	gs_cpu_snap_comment(p, &s->cpu0, &s->cpu1, (uint32_t)getpid(), sysconf(_SC_CLK_TCK));
+	gs_cpu_snap_comment(p, &s->window.cpu0, &s->window.cpu1, (uint32_t)getpid(),
+			    sysconf(_SC_CLK_TCK));
 	if (s->o->command) {
 		char cmd[512] = "";
 		size_t len = 0;
@@ -510,9 +512,9 @@ static void add_comments(struct session *s)
 	gs_profile_add_comment(p, "duration: %.3f s", p->duration_nanos / 1e9);
 	/* the window on the clock a job's own timers use (Python's
 	 * time.monotonic and perf_counter), to line it up with their logs */
-	if (s->t0_mono)
+	if (s->window.t0_mono)
 		gs_profile_add_comment(p, "window: CLOCK_MONOTONIC %.6f s + %.6f s",
-				       s->t0_mono / 1e9, p->duration_nanos / 1e9);
+				       s->window.t0_mono / 1e9, p->duration_nanos / 1e9);
 	gs_profile_add_comment(p, "cpu samples: %zu, lost: %llu", s->n_samples,
 			       (unsigned long long)st.lost);
 	if (st.unwind_err[GS_UNWIND_NO_TABLE] || st.unwind_err[GS_UNWIND_READ_FAULT] ||
@@ -723,8 +725,8 @@ static void free_session(struct session *s)
 	free(s->samples);
 	gs_proc_slots_fini(&s->procs); /* bound: the states only */
 	gs_profile_free(&s->prof);
-	gs_cpu_snap_free(&s->cpu0);
-	gs_cpu_snap_free(&s->cpu1);
+	gs_cpu_snap_free(&s->window.cpu0);
+	gs_cpu_snap_free(&s->window.cpu1);
 }
 
 static int prepare(struct session *s)
@@ -784,9 +786,9 @@ static int start(struct session *s)
 	gs_log("sampling %zu process%s at %u Hz%s (Ctrl-C to stop)\n", s->procs.n,
 	       s->procs.n == 1 ? "" : "es", s->o->frequency_hz,
 	       s->targets.launched ? ", starting the command" : "");
-	s->t0_mono = gs_now_ns(CLOCK_MONOTONIC);
-	s->t0_wall = gs_now_ns(CLOCK_REALTIME);
-	gs_cpu_snap_take(&s->cpu0, "/proc"); /* best effort: no comment without it */
+	s->window.t0_mono = gs_now_ns(CLOCK_MONOTONIC);
+	s->window.t0_wall = gs_now_ns(CLOCK_REALTIME);
+	gs_cpu_snap_take(&s->window.cpu0, "/proc"); /* best effort: no comment without it */
 	if ((rc = gs_off_start(s)))
 		return rc;
 	gs_gpu_start(s);
@@ -844,7 +846,7 @@ int gs_session_run(const struct gs_options *o, void (*show)(const struct gs_sess
 	gs_outputs_set_owner();
 	init_session(&s, o);
 	s.show_progress = show;
-	s.phase = "loading the BPF programs";
+	s.attach.phase = "loading the BPF programs";
 	rc = prepare(&s);
 	if (!rc)
 		rc = start(&s);
@@ -867,10 +869,10 @@ int gs_session_run(const struct gs_options *o, void (*show)(const struct gs_sess
 	 * the tables were built): t0 was never taken, and stop - 0 would be
 	 * the machine's uptime.  The profile covers nothing: duration 0, time
 	 * of the stop. */
-	if (s.t0_mono) {
-		gs_cpu_snap_take(&s.cpu1, "/proc");
-		s.prof.time_nanos = s.t0_wall;
-		s.prof.duration_nanos = gs_off_stop_time(&s) - s.t0_mono;
+	if (s.window.t0_mono) {
+		gs_cpu_snap_take(&s.window.cpu1, "/proc");
+		s.prof.time_nanos = s.window.t0_wall;
+		s.prof.duration_nanos = gs_off_stop_time(&s) - s.window.t0_mono;
 	} else {
 		s.prof.time_nanos = gs_now_ns(CLOCK_REALTIME);
 		s.prof.duration_nanos = 0;

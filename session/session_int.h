@@ -41,6 +41,24 @@ struct gs_inject_slot {
 	char note[400];      /* what happened, for the profile */
 };
 
+/* Where the run is (session.c sets the phase as it goes; attach.c writes
+ * the rest): a run stopped before sampling says in which phase and why. */
+struct gs_session_attach {
+	const char *phase;      /* what the run is doing now: a static string */
+	const char *stop_phase; /* phase when a stop or the targets' exit was first seen */
+	char stop_cause[48];    /* "stopped by SIGINT", "the target exited"; "" if neither */
+	uint32_t tables_queued; /* attach-time unwind tables: objects queued, */
+	uint32_t tables_built;  /* and built so far (gs_attach_build_tables) */
+};
+
+/* The sampling window (session.c writes it when sampling starts and when
+ * the run ends; gpu.c and offcpu.c read t0_mono). */
+struct gs_session_window {
+	uint64_t t0_mono;              /* CLOCK_MONOTONIC ns sampling started; 0: it never did */
+	uint64_t t0_wall;              /* CLOCK_REALTIME ns at the same instant */
+	struct gs_cpu_snap cpu0, cpu1; /* the machine's CPU time at start and stop */
+};
+
 /* What is profiled: the -p PIDs, or the launched command (session.c
  * writes it in prepare and when the command exits; ranks.c and
  * gpu_inject.c read the roots). */
@@ -75,6 +93,8 @@ struct session {
 	struct gs_py *py;         /* NULL with --no-python */
 	struct gs_cfi *cfi;       /* NULL with --no-cfi */
 	struct gs_proc_table *pt; /* the one process table: its handlers are the runtimes */
+	struct gs_session_attach attach;
+	struct gs_session_window window;
 	struct gs_session_targets targets;
 	struct gs_session_gpu gpu;
 	struct gs_offcpu *off;         /* NULL with --no-offcpu (session/offcpu.c) */
@@ -85,12 +105,6 @@ struct session {
 	struct raw_sample *samples;
 	size_t n_samples, cap_samples;
 	struct gs_proc_slots procs; /* struct gs_procinfo: the session's state of each process */
-	const char *phase;          /* what the run is doing now (session/attach.c) */
-	const char *stop_phase;     /* phase when a stop or target exit was seen */
-	char stop_cause[48];        /* "stopped by SIGINT", "the target exited" */
-	uint32_t tables_queued, tables_built; /* attach-time unwind tables */
-	uint64_t t0_mono, t0_wall;
-	struct gs_cpu_snap cpu0, cpu1; /* the machine's CPU time at start and stop */
 	char prefix[PATH_MAX];
 	void (*show_progress)(const struct gs_session_progress *p);
 	char err[512];
@@ -105,7 +119,7 @@ struct session {
  * run; the process exit status (launch mode: the command's; 1 when nothing
  * was collected, with the reason on stderr; rc: the writers' result). */
 int gs_attach_build_tables(struct session *s, bool (*stop)(struct session *));
-void gs_attach_note_stop(struct session *s, int sig, bool target_gone);
+void gs_attach_note_stop(struct gs_session_attach *a, int sig, bool target_gone);
 void gs_attach_add_comments(struct session *s);
 int gs_session_exit_status(struct session *s, int rc);
 /* Priorities (why: session/attach.c): nice -10 and SCHED_RR during attach;
