@@ -166,7 +166,7 @@ void gs_attach_add_comments(struct session *s)
 			       "short run: %s while %s (unwind tables: %u of %u objects built); "
 			       "%zu CPU samples",
 			       s->attach.stop_cause, s->attach.stop_phase, s->attach.tables_built,
-			       s->attach.tables_queued, s->n_samples);
+			       s->attach.tables_queued, s->stacks.n_samples);
 	gs_profile_add_note(p,
 			    "the run was %s while %s, before sampling had started: the profile "
 			    "holds no samples",

@@ -36,7 +36,7 @@
 #include "util/vec.h" /* gs_grow */
 
 enum { ON = 0, BLK = 1, RUN = 2 }; /* exact[] slots; BLK/RUN = enum gs_offcpu_state */
-/* A sampled interval's stack: a raw stack index (s->raw), or with this bit
+/* A sampled interval's stack: a raw stack index (s->stacks.raw), or with this bit
  * a profile stack made during the run (the seed stacks from /proc). */
 #define GS_OFF_PROF (1ll << 40)
 
@@ -488,10 +488,10 @@ static int64_t off_stack(struct session *s, int64_t raw, const uint32_t *stack_i
 	if (raw & GS_OFF_PROF)
 		return raw & ~GS_OFF_PROF; /* already a profile stack */
 	if (!o->trimmed) {
-		o->trimmed = malloc((s->raw.n ? s->raw.n : 1) * sizeof(*o->trimmed));
+		o->trimmed = malloc((s->stacks.raw.n ? s->stacks.raw.n : 1) * sizeof(*o->trimmed));
 		if (!o->trimmed)
 			return -ENOMEM;
-		for (uint32_t i = 0; i < s->raw.n; i++)
+		for (uint32_t i = 0; i < s->stacks.raw.n; i++)
 			o->trimmed[i] = -1;
 	}
 	if (o->trimmed[raw] >= 0)

@@ -107,11 +107,11 @@ static gs_str host_label(struct session *s)
 {
 	char host[256];
 
-	if (!s->host_label) {
+	if (!s->stacks.host_label) {
 		local_host(host, sizeof(host));
-		s->host_label = gs_profile_intern(&s->prof, host);
+		s->stacks.host_label = gs_profile_intern(&s->prof, host);
 	}
-	return s->host_label;
+	return s->stacks.host_label;
 }
 
 static void set_num(struct gs_sample_ctx *c, enum gs_num_label l, int64_t v)

@@ -203,13 +203,14 @@ void gs_rt_comments(struct session *s)
 {
 	size_t scanned = 0;
 
-	for (size_t i = 0; i < s->n_samples; i++)
-		scanned += (s->raw.items[s->samples[i].stack].flags & GS_CPU_USER_SCAN) != 0;
+	for (size_t i = 0; i < s->stacks.n_samples; i++)
+		scanned += (s->stacks.raw.items[s->stacks.samples[i].stack].flags &
+			    GS_CPU_USER_SCAN) != 0;
 	if (scanned)
 		gs_profile_add_comment(&s->prof,
 				       "native stacks: %zu of %zu samples continued past "
 				       "code without an unwind table or frame pointer (JIT) by a "
 				       "stack scan",
-				       scanned, s->n_samples);
+				       scanned, s->stacks.n_samples);
 	gs_proc_table_report(s->pt, &s->prof);
 }

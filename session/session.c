@@ -136,18 +136,18 @@ static bool is_dataloader_comm(const char *comm)
 	return !strncmp(comm, "pt_data_worker", 14) || !strncmp(comm, "pt_multiprocess", 15);
 }
 
-static int push_sample(struct session *s, const struct raw_sample *r)
+static int push_sample(struct gs_session_stacks *k, const struct raw_sample *r)
 {
-	if (s->n_samples == s->cap_samples) {
-		size_t cap = s->cap_samples ? s->cap_samples * 2 : 65536;
-		void *n = realloc(s->samples, cap * sizeof(*s->samples));
+	if (k->n_samples == k->cap_samples) {
+		size_t cap = k->cap_samples ? k->cap_samples * 2 : 65536;
+		void *n = realloc(k->samples, cap * sizeof(*k->samples));
 
 		if (!n)
 			return -ENOMEM;
-		s->samples = n;
-		s->cap_samples = cap;
+		k->samples = n;
+		k->cap_samples = cap;
 	}
-	s->samples[s->n_samples++] = *r;
+	k->samples[k->n_samples++] = *r;
 	return 0;
 }
 
@@ -185,7 +185,7 @@ static int on_cpu_sample(struct session *s, const struct gs_rec_cpu_view *v)
 		return -ENOMEM;
 	if (th)
 		th->cpu_samples++;
-	return push_sample(s, &r);
+	return push_sample(&s->stacks, &r);
 }
 
 static void on_proc_event(struct session *s, const struct gs_proc_event *ev)
@@ -233,7 +233,7 @@ static void on_gpu_record(struct session *s, const struct gs_rec_hdr *h)
 		return;
 	gs_thread_get(s->pt, r.launch.stack.s->tgid,
 		      r.launch.stack.s->tid); /* first sight of the thread maybe */
-	stack = gs_session_stack(s, &s->raw.items[raw]);
+	stack = gs_session_stack(s, &s->stacks.raw.items[raw]);
 	if (stack >= 0)
 		gs_gpu_launch_stack(s, r.launch.l, &r.launch.stack, (uint32_t)stack,
 				    gs_session_role(s, r.launch.stack.s->tgid));
@@ -318,7 +318,7 @@ static void progress(struct session *s, bool final)
 	for (size_t i = 0; i < s->procs.n; i++)
 		p.live_procs += !((struct gs_procinfo *)s->procs.all[i])->proc->exited;
 	p.elapsed_s = (gs_now_ns(CLOCK_MONOTONIC) - s->window.t0_mono) / 1e9;
-	p.cpu_samples = s->n_samples;
+	p.cpu_samples = s->stacks.n_samples;
 	p.lost = st.lost;
 	p.procs = (uint32_t)s->procs.n;
 	s->show_progress(&p);
@@ -442,9 +442,9 @@ static int add_cpu_samples(struct session *s, const uint32_t *stack_ids)
 
 	if (running == (gs_str)-1)
 		return -ENOMEM;
-	for (size_t i = 0; i < s->n_samples; i++) {
-		const struct raw_sample *r = &s->samples[i];
-		uint32_t tgid = s->raw.items[r->stack].tgid;
+	for (size_t i = 0; i < s->stacks.n_samples; i++) {
+		const struct raw_sample *r = &s->stacks.samples[i];
+		uint32_t tgid = s->stacks.raw.items[r->stack].tgid;
 		struct gs_sample smp = {
 			.stack = stack_ids[r->stack],
 			.values = { [GS_V_SAMPLES] = 1 },
@@ -515,7 +515,7 @@ static void add_comments(struct session *s)
 	if (s->window.t0_mono)
 		gs_profile_add_comment(p, "window: CLOCK_MONOTONIC %.6f s + %.6f s",
 				       s->window.t0_mono / 1e9, p->duration_nanos / 1e9);
-	gs_profile_add_comment(p, "cpu samples: %zu, lost: %llu", s->n_samples,
+	gs_profile_add_comment(p, "cpu samples: %zu, lost: %llu", s->stacks.n_samples,
 			       (unsigned long long)st.lost);
 	if (st.unwind_err[GS_UNWIND_NO_TABLE] || st.unwind_err[GS_UNWIND_READ_FAULT] ||
 	    st.unwind_err[GS_UNWIND_BAD_RULE] || st.unwind_err[GS_UNWIND_DEPTH])
@@ -538,19 +538,19 @@ static void add_comments(struct session *s)
 static int build_profile(struct session *s)
 {
 	struct gs_profile *p = &s->prof;
-	uint32_t *stack_ids = calloc(s->raw.n ? s->raw.n : 1, sizeof(*stack_ids));
+	uint32_t *stack_ids = calloc(s->stacks.raw.n ? s->stacks.raw.n : 1, sizeof(*stack_ids));
 
 	if (!stack_ids)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < s->raw.n; i++) {
-		int64_t id = gs_session_stack(s, &s->raw.items[i]);
+	for (uint32_t i = 0; i < s->stacks.raw.n; i++) {
+		int64_t id = gs_session_stack(s, &s->stacks.raw.items[i]);
 
 		if (id < 0) {
 			free(stack_ids);
 			return (int)id;
 		}
 		stack_ids[i] = (uint32_t)id;
-		note_dataloader(s, &s->raw.items[i], (uint32_t)id);
+		note_dataloader(s, &s->stacks.raw.items[i], (uint32_t)id);
 	}
 	gs_procs_assign_roles(&s->procs);
 	if (add_cpu_samples(s, stack_ids) || gs_off_finish(s, stack_ids)) {
@@ -621,7 +621,7 @@ static int write_outputs(struct session *s)
 	int rc = 0;
 
 	/* One summary line for logs (the progress line is terminal-only). */
-	gs_log("%zu CPU samples, %llu lost, %u processes, %.1f s\n", s->n_samples,
+	gs_log("%zu CPU samples, %llu lost, %u processes, %.1f s\n", s->stacks.n_samples,
 	       (unsigned long long)s->prof.lost_samples, (uint32_t)s->procs.n,
 	       s->prof.duration_nanos / 1e9);
 
@@ -701,7 +701,7 @@ static void init_session(struct session *s, const struct gs_options *o)
 	memset(s, 0, sizeof(*s));
 	s->o = o;
 	gs_profile_init(&s->prof);
-	gs_rawstacks_init(&s->raw);
+	gs_rawstacks_init(&s->stacks.raw);
 	s->prof.frequency_hz = o->frequency_hz;
 	s->prof.period_ns = 1000000000ll / o->frequency_hz;
 	/* Viewers open on the report's unit: wall time (on-CPU + waits) when
@@ -713,7 +713,7 @@ static void init_session(struct session *s, const struct gs_options *o)
 static void free_session(struct session *s)
 {
 	gs_off_free(s);
-	gs_thread_voter_free(&s->roles);
+	gs_thread_voter_free(&s->stacks.roles);
 	gs_proc_table_free(s->pt); /* before the runtimes its handlers call */
 	gs_gpu_close(s);
 	gs_rt_close(s);
@@ -721,8 +721,8 @@ static void free_session(struct session *s)
 		gs_sampler_close(s->sampler);
 	if (s->sym)
 		gs_sym_free(s->sym);
-	gs_rawstacks_free(&s->raw);
-	free(s->samples);
+	gs_rawstacks_free(&s->stacks.raw);
+	free(s->stacks.samples);
 	gs_proc_slots_fini(&s->procs); /* bound: the states only */
 	gs_profile_free(&s->prof);
 	gs_cpu_snap_free(&s->window.cpu0);

@@ -41,6 +41,18 @@ struct gs_inject_slot {
 	char note[400];      /* what happened, for the profile */
 };
 
+/* The stacks and CPU samples as recorded, and what building the profile's
+ * samples from them keeps (session.c and stacks.c write it; offcpu.c and
+ * gpu.c intern their stacks here too; ranks.c keeps the host label). */
+struct gs_session_stacks {
+	struct gs_rawstacks raw;       /* every distinct recorded stack (CPU, off-CPU, launch) */
+	struct raw_sample *samples;    /* the CPU samples in arrival order, */
+	size_t n_samples, cap_samples; /* n_samples of them in cap_samples slots */
+	uint32_t truncated_loc;        /* "[truncated]" special location, 0 until made */
+	gs_str host_label;             /* GS_SL_HOST of every sample, 0 until set */
+	struct gs_thread_voter roles;  /* thread-role votes' caches (build time) */
+};
+
 /* Where the run is (session.c sets the phase as it goes; attach.c writes
  * the rest): a run stopped before sampling says in which phase and why. */
 struct gs_session_attach {
@@ -93,23 +105,18 @@ struct session {
 	struct gs_py *py;         /* NULL with --no-python */
 	struct gs_cfi *cfi;       /* NULL with --no-cfi */
 	struct gs_proc_table *pt; /* the one process table: its handlers are the runtimes */
+	struct gs_session_stacks stacks;
 	struct gs_session_attach attach;
 	struct gs_session_window window;
 	struct gs_session_targets targets;
 	struct gs_session_gpu gpu;
 	struct gs_offcpu *off;         /* NULL with --no-offcpu (session/offcpu.c) */
 	uint64_t counts[GS_NCOUNTERS]; /* host counters (gpusample/counters.h), set where counted */
-	uint32_t truncated_loc;        /* "[truncated]" special location, 0 until made */
 	struct gs_profile prof;
-	struct gs_rawstacks raw;
-	struct raw_sample *samples;
-	size_t n_samples, cap_samples;
 	struct gs_proc_slots procs; /* struct gs_procinfo: the session's state of each process */
 	char prefix[PATH_MAX];
 	void (*show_progress)(const struct gs_session_progress *p);
 	char err[512];
-	gs_str host_label;            /* GS_SL_HOST of every CPU sample, 0 until set */
-	struct gs_thread_voter roles; /* thread-role votes' caches (build time) */
 };
 
 

@@ -57,11 +57,11 @@ int64_t gs_session_intern(struct session *s, const struct gs_rec_cpu_view *v)
 	if (!gs_procs_get(&s->procs, v->s->tgid))
 		gs_session_first_sight(s, v->s->tgid);
 	idx = gs_rawstacks_intern(
-	    &s->raw, v,
+	    &s->stacks.raw, v,
 	    v->s->flags & (GS_CPU_USER_TRUNC | GS_CPU_PY_TRUNC | GS_CPU_PY_ERR | GS_CPU_USER_SCAN),
 	    &is_new);
 	if (idx >= 0 && is_new)
-		new_stack(s, &s->raw.items[idx]);
+		new_stack(s, &s->stacks.raw.items[idx]);
 	return idx;
 }
 
@@ -104,9 +104,9 @@ static int64_t symbolize_stack(struct session *s, const struct gs_rawstack *r,
 
 int64_t gs_session_stack(struct session *s, const struct gs_rawstack *r)
 {
-	if (!s->truncated_loc)
-		s->truncated_loc = gs_session_special(s, "[truncated]");
-	return symbolize_stack(s, r, s->truncated_loc);
+	if (!s->stacks.truncated_loc)
+		s->stacks.truncated_loc = gs_session_special(s, "[truncated]");
+	return symbolize_stack(s, r, s->stacks.truncated_loc);
 }
 
 int gs_session_add_thread_sample(struct session *s, struct gs_thread *th,
@@ -117,6 +117,6 @@ int gs_session_add_thread_sample(struct session *s, struct gs_thread *th,
 
 	if (rc || !th) /* tid 0: no thread */
 		return rc;
-	return gs_thread_role_vote(&s->roles, p, th, smp->stack,
+	return gs_thread_role_vote(&s->stacks.roles, p, th, smp->stack,
 				   gs_profile_ctx(p, &p->samples[p->n_samples - 1])->thread_name);
 }
