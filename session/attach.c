@@ -57,22 +57,22 @@ void gs_session_raise_priority(void)
 	g_rt = sched_setscheduler(0, SCHED_RR | SCHED_RESET_ON_FORK, &sp) == 0;
 }
 
-void gs_session_attach_done(struct session *s)
+void gs_session_attach_done(struct gs_cfi *cfi)
 {
 	struct sched_param sp = { .sched_priority = 0 };
 
 	if (!g_rt)
 		return;
 	sched_setscheduler(0, SCHED_OTHER, &sp);
-	if (s->cfi)
-		gs_cfi_builder_sched(s->cfi, false, GS_SESSION_NICE);
+	if (cfi)
+		gs_cfi_builder_sched(cfi, false, GS_SESSION_NICE);
 	g_rt = false;
 }
 
-void gs_session_attach_builder(struct session *s)
+void gs_session_attach_builder(struct gs_cfi *cfi)
 {
-	if (s->cfi)
-		gs_cfi_builder_sched(s->cfi, g_rt, GS_SESSION_NICE);
+	if (cfi)
+		gs_cfi_builder_sched(cfi, g_rt, GS_SESSION_NICE);
 }
 
 static void sleep_ms(int ms)
@@ -95,14 +95,14 @@ int gs_attach_build_tables(struct session *s, bool (*stop)(struct session *))
 		 next = t0 + PROGRESS_EVERY_NS / 10; /* quiet when quick */
 	struct gs_cfi_progress pr;
 
-	if (!s->cfi)
+	if (!s->rt.cfi)
 		return 0;
 	s->attach.phase = "building unwind tables";
 	for (;;) {
 		uint64_t now;
 
-		gs_cfi_refresh(s->cfi);
-		gs_cfi_progress(s->cfi, &pr);
+		gs_cfi_refresh(s->rt.cfi);
+		gs_cfi_progress(s->rt.cfi, &pr);
 		s->attach.tables_queued = pr.queued;
 		s->attach.tables_built = pr.queued - pr.pending;
 		if (stop(s))

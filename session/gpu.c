@@ -49,18 +49,18 @@ static void prepare_process(void *ctx, uint32_t tgid)
 	 * launch path (agent, libcupti, libcuda, libffi or libtorch_cuda, ...)
 	 * would get its table only after a stack first walked into it.  Paid
 	 * once per GPU process, before its agent arms. */
-	gs_proc_maps_reread(s->pt, tgid, GS_MAPS_NOW | GS_MAPS_BUILD_ALL, 0);
+	gs_proc_maps_reread(s->rt.pt, tgid, GS_MAPS_NOW | GS_MAPS_BUILD_ALL, 0);
 }
 
 int gs_gpu_open(struct session *s)
 {
-	struct gpusample_bpf *skel = gs_sampler_skel(s->sampler);
+	struct gpusample_bpf *skel = gs_sampler_skel(s->rt.sampler);
 	struct gs_gpu_host_opts o = {
 		.sampling_period = s->o->gpu_period_log2,
 		.serialized = s->o->gpu_serialized,
 		.scratch_bytes = (uint64_t)s->o->gpu_scratch_mib << 20,
 		.hw_buffer_bytes = (uint64_t)s->o->gpu_hwbuf_mib << 20,
-		.elf = s->sym ? gs_sym_elf_cache(s->sym) : NULL,
+		.elf = s->rt.sym ? gs_sym_elf_cache(s->rt.sym) : NULL,
 	};
 
 	if (!s->o->gpu)
@@ -82,8 +82,8 @@ int gs_gpu_open(struct session *s)
 			return rc;
 		}
 	}
-	s->gpu.host = gs_gpu_host_new(skel->progs.gs_gpu_record, gs_sampler_launch_prog(s->sampler),
-				      &o);
+	s->gpu.host = gs_gpu_host_new(skel->progs.gs_gpu_record,
+				      gs_sampler_launch_prog(s->rt.sampler), &o);
 	if (!s->gpu.host) {
 		/* CPU profiling goes on; the report says why there is no GPU data. */
 		gs_profile_add_note(&s->prof,
@@ -186,7 +186,7 @@ void gs_gpu_start(struct session *s)
 	if (!s->gpu.host)
 		return;
 	s->gpu.join = gs_join_new(&s->prof, s->window.t0_mono);
-	if (s->gpu.join && gs_join_bind(s->gpu.join, s->pt, s->gpu.join_slot)) {
+	if (s->gpu.join && gs_join_bind(s->gpu.join, s->rt.pt, s->gpu.join_slot)) {
 		gs_join_free(s->gpu.join); /* no join: GPU records are not read */
 		s->gpu.join = NULL;
 	}
@@ -218,12 +218,12 @@ int gs_gpu_register(struct session *s)
 		.hooks = { s, prepare_process, inject_fork, inject_gone, inject_tick },
 	};
 	gs_gpu_proc_handler(&s->gpu.plugin, &h);
-	if ((rc = gs_proc_register(s->pt, &h)) < 0 || !s->gpu.host)
+	if ((rc = gs_proc_register(s->rt.pt, &h)) < 0 || !s->gpu.host)
 		return rc < 0 ? rc : 0;
-	if ((rc = gs_gpu_host_bind(s->gpu.host, s->pt, rc)) ||
-	    (rc = gs_proc_register(s->pt, &cuda)) < 0 ||
-	    (rc = gs_cuda_bind(s->gpu.cuda, s->pt, rc)) ||
-	    (rc = gs_proc_register(s->pt, &join)) < 0)
+	if ((rc = gs_gpu_host_bind(s->gpu.host, s->rt.pt, rc)) ||
+	    (rc = gs_proc_register(s->rt.pt, &cuda)) < 0 ||
+	    (rc = gs_cuda_bind(s->gpu.cuda, s->rt.pt, rc)) ||
+	    (rc = gs_proc_register(s->rt.pt, &join)) < 0)
 		return rc;
 	s->gpu.join_slot = rc;
 	return 0;
@@ -245,7 +245,7 @@ static int lib_kind(struct session *s, uint32_t tgid, uint64_t addr)
 {
 	struct gs_sym_mapping_info mi;
 
-	if (gs_sym_mapping_for(s->sym, tgid, addr, &mi) || !mi.path)
+	if (gs_sym_mapping_for(s->rt.sym, tgid, addr, &mi) || !mi.path)
 		return LIB_OTHER;
 	return lib_kind_of_path(mi.path);
 }
@@ -360,7 +360,7 @@ static const char *reason_hint(const struct gs_gpu_proc_info *p)
 static int note_process(void *ctx, const struct gs_gpu_proc_info *i)
 {
 	struct session *s = ctx;
-	struct gs_procinfo *p = gs_procs_get(&s->procs, i->tgid);
+	struct gs_procinfo *p = gs_procs_get(&s->rt.procs, i->tgid);
 	const char *late;
 
 	if (!p)
@@ -412,11 +412,11 @@ static void note_missing_agents(struct session *s)
 {
 	char path[512];
 
-	for (size_t i = 0; i < s->procs.n; i++) {
-		struct gs_procinfo *p = s->procs.all[i];
+	for (size_t i = 0; i < s->rt.procs.n; i++) {
+		struct gs_procinfo *p = s->rt.procs.all[i];
 
 		if (p->gpu[0] || !p->is_root ||
-		    gs_sym_foreach_mapping(s->sym, p->proc->tgid, has_cuda, NULL) <= 0)
+		    gs_sym_foreach_mapping(s->rt.sym, p->proc->tgid, has_cuda, NULL) <= 0)
 			continue;
 		snprintf(p->gpu, sizeof(p->gpu), "no agent");
 		gs_profile_add_note(&s->prof,
@@ -459,7 +459,7 @@ static void note_gpu_losses(struct session *s)
 {
 	struct gs_sampler_stats st;
 
-	gs_sampler_stats(s->sampler, &st);
+	gs_sampler_stats(s->rt.sampler, &st);
 	gs_profile_add_comment(&s->prof,
 			       "gpu records lost: %llu (ring buffer full), rejected: %llu",
 			       (unsigned long long)st.gpu_lost, (unsigned long long)st.gpu_bad);
@@ -470,7 +470,7 @@ static void note_gpu_losses(struct session *s)
 				    "lower -F or a longer --gpu-period)",
 				    (unsigned long long)st.gpu_lost);
 	uint32_t launch_rate, record_rate;
-	gs_sampler_gpu_rates(s->sampler, &launch_rate, &record_rate);
+	gs_sampler_gpu_rates(s->rt.sampler, &launch_rate, &record_rate);
 	if (st.gpu_rate_limited)
 		gs_profile_add_note(
 		    &s->prof,

@@ -76,8 +76,8 @@ static bool uses_cuda(struct session *s, struct gs_inject_slot *x, uint32_t tgid
 	x->since_ms = now;
 	/* the table's snapshot, re-read when new code was mapped since (the
 	 * re-read reaches every handler: libcuda's unwind table too) */
-	if (gs_proc_maps_reread(s->pt, tgid, GS_MAPS_CHECK, 0) < 0 ||
-	    !(p = gs_proc_get(s->pt, tgid)) || !(m = p->maps))
+	if (gs_proc_maps_reread(s->rt.pt, tgid, GS_MAPS_CHECK, 0) < 0 ||
+	    !(p = gs_proc_get(s->rt.pt, tgid)) || !(m = p->maps))
 		return false;
 	for (size_t i = 0; i < m->n && !found; i++)
 		found = m->m[i].path && strstr(m->m[i].path, "/libcuda.so");
@@ -90,7 +90,7 @@ static void try_start(struct session *s, struct gs_inject_slot *x, uint32_t tgid
 	char agent[PATH_MAX], msg[320];
 	int rc;
 
-	if (gs_py_proc_view(s->py, tgid, &p) || p.state == GS_PYS_UNKNOWN)
+	if (gs_py_proc_view(s->rt.py, tgid, &p) || p.state == GS_PYS_UNKNOWN)
 		return;                                    /* discovery goes on */
 	if (gs_gpu_host_agent_mapped(s->gpu.host, tgid)) { /* prepared, or injected before */
 		finish(x, tgid, false,

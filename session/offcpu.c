@@ -63,7 +63,7 @@ struct gs_offcpu {
 /* The thread's entry, accounted from now on; NULL on allocation failure. */
 static struct gs_thread *thread_get(struct session *s, uint32_t tid, uint32_t tgid)
 {
-	struct gs_thread *t = gs_thread_get(s->pt, tgid, tid);
+	struct gs_thread *t = gs_thread_get(s->rt.pt, tgid, tid);
 
 	if (!t || t->off.accounted)
 		return t;
@@ -277,7 +277,7 @@ static void seed_thread(void *ctx, uint32_t tgid, uint32_t tid)
 	v.run_delay = delay;
 	if (!gs_proc_stat(tid, &st) && (st.state == 'S' || st.state == 'D'))
 		seed_stack(s, tgid, tid, runs, &v);
-	gs_sampler_offcpu_seed(s->sampler, tid, &v);
+	gs_sampler_offcpu_seed(s->rt.sampler, tid, &v);
 }
 
 static void seed_process(struct session *s, uint32_t tgid)
@@ -289,7 +289,7 @@ static const struct gs_py_cfg *seed_py_cfg(void *ctx, uint32_t tgid)
 {
 	struct session *s = ctx;
 
-	return gs_py_cfg_of(s->py, tgid);
+	return gs_py_cfg_of(s->rt.py, tgid);
 }
 
 /* One thread of the dump at the start: a blocked one's stack, interned as
@@ -321,7 +321,7 @@ static int seed_raw(void *ctx, const struct gs_dump_raw *r)
 		return 0;
 	memcpy(cs.comm, r->comm, sizeof(cs.comm));
 	raw = gs_session_intern(s, &v);
-	if (raw < 0 || !(t = gs_thread_get(s->pt, r->tgid, r->tid)))
+	if (raw < 0 || !(t = gs_thread_get(s->rt.pt, r->tgid, r->tid)))
 		return 0;
 	t->off.seed_raw = raw;
 	t->off.seed_runs = runs;
@@ -332,19 +332,19 @@ static int seed_raw(void *ctx, const struct gs_dump_raw *r)
  * where the task iterator cannot load, seed_stack falls back to /proc. */
 static void seed_stacks(struct session *s)
 {
-	struct gs_dump_walk_src src = { .elf = gs_sym_elf_cache(s->sym),
+	struct gs_dump_walk_src src = { .elf = gs_sym_elf_cache(s->rt.sym),
 					.py_cfg = seed_py_cfg,
 					.ctx = s };
-	uint32_t *tgids = calloc(s->procs.n ? s->procs.n : 1, sizeof(*tgids));
+	uint32_t *tgids = calloc(s->rt.procs.n ? s->rt.procs.n : 1, sizeof(*tgids));
 	char err[256];
 	int rc;
 
 	if (!tgids)
 		return;
-	for (size_t i = 0; i < s->procs.n; i++)
-		tgids[i] = ((struct gs_procinfo *)s->procs.all[i])->proc->tgid;
+	for (size_t i = 0; i < s->rt.procs.n; i++)
+		tgids[i] = ((struct gs_procinfo *)s->rt.procs.all[i])->proc->tgid;
 	if (s->o->cfi &&
-	    (rc = gs_dump_walk(tgids, s->procs.n, &src, seed_raw, s, err, sizeof(err))))
+	    (rc = gs_dump_walk(tgids, s->rt.procs.n, &src, seed_raw, s, err, sizeof(err))))
 		gs_log_more("note: stacks of threads asleep at the start from /proc only (%s)\n",
 			    rc == -ENOTSUP ? err : strerror(-rc));
 	free(tgids);
@@ -369,9 +369,9 @@ int gs_off_start(struct session *s)
 		return 0;
 	/* BPF ignores switches until the window is set, so every thread
 	 * there now either gets its seed or, born after t0, starts at birth. */
-	for (size_t i = 0; i < s->procs.n; i++)
-		seed_process(s, ((struct gs_procinfo *)s->procs.all[i])->proc->tgid);
-	gs_sampler_offcpu_window(s->sampler, s->window.t0_mono);
+	for (size_t i = 0; i < s->rt.procs.n; i++)
+		seed_process(s, ((struct gs_procinfo *)s->rt.procs.all[i])->proc->tgid);
+	gs_sampler_offcpu_window(s->rt.sampler, s->window.t0_mono);
 	return 0;
 }
 
@@ -406,7 +406,7 @@ void gs_off_stop(struct session *s)
 	if (!s->off)
 		return;
 	s->off->t_stop = gs_now_ns(CLOCK_MONOTONIC);
-	gs_sampler_offcpu_each(s->sampler, close_open, s);
+	gs_sampler_offcpu_each(s->rt.sampler, close_open, s);
 }
 
 uint64_t gs_off_stop_time(struct session *s)

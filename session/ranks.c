@@ -124,7 +124,7 @@ static void set_num(struct gs_sample_ctx *c, enum gs_num_label l, int64_t v)
 
 void gs_session_proc_labels(struct session *s, uint32_t tgid, struct gs_sample_ctx *c)
 {
-	const struct gs_procinfo *info = gs_procs_get(&s->procs, tgid);
+	const struct gs_procinfo *info = gs_procs_get(&s->rt.procs, tgid);
 	const struct gs_proc *p = info ? info->proc : NULL;
 	gs_str host = host_label(s);
 

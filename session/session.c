@@ -81,7 +81,7 @@ static int check_privileges(void)
 
 static int add_target(struct session *s, uint32_t pid, uint32_t ppid, bool is_root)
 {
-	struct gs_procinfo *p = gs_procs_add(&s->procs, pid, ppid);
+	struct gs_procinfo *p = gs_procs_add(&s->rt.procs, pid, ppid);
 	struct gs_proc_stat st;
 	int rc;
 
@@ -92,7 +92,7 @@ static int add_target(struct session *s, uint32_t pid, uint32_t ppid, bool is_ro
 	if (!gs_proc_stat(pid, &st))
 		memcpy(p->comm, st.comm, sizeof(p->comm));
 	rc = gs_session_update_target(s, p); /* the table reads the ranks when it sees it */
-	if (!rc && !gs_proc_table_seen(s->pt, pid, ppid))
+	if (!rc && !gs_proc_table_seen(s->rt.pt, pid, ppid))
 		rc = -ENOMEM;
 	return rc;
 }
@@ -103,7 +103,7 @@ static void add_descendant(void *ctx, uint32_t pid, uint32_t ppid)
 
 	/* Parents come first only by luck of pid order; make sure the chain
 	 * exists so roles and roots propagate. */
-	if (!gs_procs_get(&s->procs, ppid)) {
+	if (!gs_procs_get(&s->rt.procs, ppid)) {
 		struct gs_proc_stat st;
 
 		if (!gs_proc_stat(ppid, &st))
@@ -164,7 +164,7 @@ static int on_cpu_sample(struct session *s, const struct gs_rec_cpu_view *v)
 	idx = gs_session_intern(s, v);
 	if (idx < 0)
 		return (int)idx;
-	p = gs_procs_get(&s->procs, cs->tgid);
+	p = gs_procs_get(&s->rt.procs, cs->tgid);
 	if (!p)
 		p = gs_session_first_sight(s, cs->tgid);
 	memcpy(comm, cs->comm, GS_COMM_LEN);
@@ -180,7 +180,7 @@ static int on_cpu_sample(struct session *s, const struct gs_rec_cpu_view *v)
 	r.comm = gs_profile_intern(&s->prof, comm);
 	/* the thread's count before its first sample is built: they share
 	 * its exact on-CPU time (gs_off_cpu_ns) */
-	th = gs_thread_get(s->pt, cs->tgid, cs->tid);
+	th = gs_thread_get(s->rt.pt, cs->tgid, cs->tid);
 	if (!th && cs->tid)
 		return -ENOMEM;
 	if (th)
@@ -194,22 +194,22 @@ static void on_proc_event(struct session *s, const struct gs_proc_event *ev)
 
 	switch (ev->kind) {
 	case GS_PROC_FORK:
-		p = gs_procs_add(&s->procs, ev->tgid, ev->ppid);
+		p = gs_procs_add(&s->rt.procs, ev->tgid, ev->ppid);
 		if (p)
 			memcpy(p->comm, ev->comm, sizeof(p->comm));
-		gs_proc_table_fork(s->pt, ev->ppid, ev->tgid);
+		gs_proc_table_fork(s->rt.pt, ev->ppid, ev->tgid);
 		break;
 	case GS_PROC_EXEC:
-		p = gs_procs_get(&s->procs, ev->tgid);
+		p = gs_procs_get(&s->rt.procs, ev->tgid);
 		if (!p)
 			p = gs_session_first_sight(s, ev->tgid);
 		if (p)
 			memcpy(p->comm, ev->comm, sizeof(p->comm));
 		/* known: first sight above; the table reads the new image's ranks */
-		gs_proc_table_exec(s->pt, ev->tgid, 0);
+		gs_proc_table_exec(s->rt.pt, ev->tgid, 0);
 		break;
 	case GS_PROC_EXIT:
-		gs_proc_table_exit(s->pt, ev->tgid); /* marks the entry exited */
+		gs_proc_table_exit(s->rt.pt, ev->tgid); /* marks the entry exited */
 		break;
 	}
 }
@@ -231,7 +231,7 @@ static void on_gpu_record(struct session *s, const struct gs_rec_hdr *h)
 	}
 	if (gs_gpu_record(s, &r) <= 0 || (raw = gs_session_intern(s, &r.launch.stack)) < 0)
 		return;
-	gs_thread_get(s->pt, r.launch.stack.s->tgid,
+	gs_thread_get(s->rt.pt, r.launch.stack.s->tgid,
 		      r.launch.stack.s->tid); /* first sight of the thread maybe */
 	stack = gs_session_stack(s, &s->stacks.raw.items[raw]);
 	if (stack >= 0)
@@ -275,7 +275,7 @@ static int poll_records(void *ctx, int timeout_ms)
 {
 	struct session *s = ctx;
 
-	return gs_sampler_poll(s->sampler, timeout_ms, on_record, s);
+	return gs_sampler_poll(s->rt.sampler, timeout_ms, on_record, s);
 }
 
 /* ---- the run loop ------------------------------------------------------- */
@@ -314,13 +314,13 @@ static void progress(struct session *s, bool final)
 
 	if (!s->show_progress)
 		return;
-	gs_sampler_stats(s->sampler, &st);
-	for (size_t i = 0; i < s->procs.n; i++)
-		p.live_procs += !((struct gs_procinfo *)s->procs.all[i])->proc->exited;
+	gs_sampler_stats(s->rt.sampler, &st);
+	for (size_t i = 0; i < s->rt.procs.n; i++)
+		p.live_procs += !((struct gs_procinfo *)s->rt.procs.all[i])->proc->exited;
 	p.elapsed_s = (gs_now_ns(CLOCK_MONOTONIC) - s->window.t0_mono) / 1e9;
 	p.cpu_samples = s->stacks.n_samples;
 	p.lost = st.lost;
-	p.procs = (uint32_t)s->procs.n;
+	p.procs = (uint32_t)s->rt.procs.n;
 	s->show_progress(&p);
 }
 
@@ -346,11 +346,11 @@ static int run_loop(struct session *s)
 		 * build, and serve table requests (BPF wakes us) as they come,
 		 * not at the 50 ms tick: a library sampled before its table is
 		 * loaded gets a shorter stack. */
-		bool cfi_busy = s->cfi && gs_cfi_busy(s->cfi);
+		bool cfi_busy = s->rt.cfi && gs_cfi_busy(s->rt.cfi);
 
 		if (cfi_busy && wait_ms > GS_CFI_POLL_MS)
 			wait_ms = GS_CFI_POLL_MS;
-		int rc = gs_sampler_poll(s->sampler, wait_ms, on_record, s);
+		int rc = gs_sampler_poll(s->rt.sampler, wait_ms, on_record, s);
 		uint64_t now = gs_now_ns(CLOCK_MONOTONIC);
 
 		if (rc < 0 && rc != -EINTR) {
@@ -360,13 +360,13 @@ static int run_loop(struct session *s)
 		}
 		if (now >= deadline || stop_requested(s))
 			break;
-		if (s->cfi && now >= next_cfi) {
-			gs_cfi_refresh(s->cfi);
+		if (s->rt.cfi && now >= next_cfi) {
+			gs_cfi_refresh(s->rt.cfi);
 			next_cfi = now + GS_CFI_POLL_MS * 1000000ull;
 		}
 		tick_pending = now < next_tick; /* woken early: tick once the 50 ms are up */
 		if (!tick_pending) {
-			gs_proc_table_tick(s->pt);
+			gs_proc_table_tick(s->rt.pt);
 			next_tick = now + 50000000ull;
 		}
 		if (now >= next_progress) {
@@ -375,9 +375,9 @@ static int run_loop(struct session *s)
 		}
 	}
 	gs_gpu_detach(s, poll_records);
-	gs_sampler_stop(s->sampler);
+	gs_sampler_stop(s->rt.sampler);
 	/* Drain what BPF queued before the detach. */
-	for (int i = 0; i < 64 && gs_sampler_poll(s->sampler, 0, on_record, s) > 0; i++)
+	for (int i = 0; i < 64 && gs_sampler_poll(s->rt.sampler, 0, on_record, s) > 0; i++)
 		;
 	gs_off_stop(s);
 	progress(s, true);
@@ -393,7 +393,7 @@ static int run_loop(struct session *s)
 static void note_dataloader(struct session *s, const struct gs_rawstack *r, uint32_t stack)
 {
 	const struct gs_profile *p = &s->prof;
-	struct gs_procinfo *proc = gs_procs_get(&s->procs, r->tgid);
+	struct gs_procinfo *proc = gs_procs_get(&s->rt.procs, r->tgid);
 	const struct gs_stack *st = &p->stacks[stack];
 
 	if (!proc || proc->proc->role == GS_ROLE_DATALOADER)
@@ -452,7 +452,7 @@ static int add_cpu_samples(struct session *s, const uint32_t *stack_ids)
 		};
 
 		if (!th || th->tgid != tgid || th->tid != r->tid) {
-			if (!(th = gs_thread_get(s->pt, tgid, r->tid)) && r->tid)
+			if (!(th = gs_thread_get(s->rt.pt, tgid, r->tid)) && r->tid)
 				return -ENOMEM;
 			c.pid = 0; /* a new thread: a new context */
 		}
@@ -469,11 +469,11 @@ static int add_cpu_samples(struct session *s, const uint32_t *stack_ids)
 
 static void add_processes(struct session *s)
 {
-	for (size_t i = 0; i < s->procs.n; i++) {
-		const struct gs_procinfo *p = s->procs.all[i];
+	for (size_t i = 0; i < s->rt.procs.n; i++) {
+		const struct gs_procinfo *p = s->rt.procs.all[i];
 		struct gs_py_proc py;
 
-		gs_py_proc_view(s->py, p->proc->tgid, &py);
+		gs_py_proc_view(s->rt.py, p->proc->tgid, &py);
 		struct gs_process gp = {
 			.pid = p->proc->tgid,
 			.ppid = p->proc->ppid,
@@ -493,7 +493,7 @@ static void add_comments(struct session *s)
 	struct gs_sampler_stats st;
 	struct gs_profile *p = &s->prof;
 
-	gs_sampler_stats(s->sampler, &st);
+	gs_sampler_stats(s->rt.sampler, &st);
 	p->lost_samples = st.lost;
 	gs_profile_add_comment(p, "gpusample %s", GS_VERSION);
 	gs_cpu_snap_comment(p, &s->window.cpu0, &s->window.cpu1, (uint32_t)getpid(),
@@ -552,13 +552,13 @@ static int build_profile(struct session *s)
 		stack_ids[i] = (uint32_t)id;
 		note_dataloader(s, &s->stacks.raw.items[i], (uint32_t)id);
 	}
-	gs_procs_assign_roles(&s->procs);
+	gs_procs_assign_roles(&s->rt.procs);
 	if (add_cpu_samples(s, stack_ids) || gs_off_finish(s, stack_ids)) {
 		free(stack_ids);
 		return -ENOMEM;
 	}
 	free(stack_ids);
-	if (gs_gpu_finish(s) || gs_thread_roles_apply(p, s->pt))
+	if (gs_gpu_finish(s) || gs_thread_roles_apply(p, s->rt.pt))
 		return -ENOMEM;
 	add_processes(s);
 	add_comments(s);
@@ -622,7 +622,7 @@ static int write_outputs(struct session *s)
 
 	/* One summary line for logs (the progress line is terminal-only). */
 	gs_log("%zu CPU samples, %llu lost, %u processes, %.1f s\n", s->stacks.n_samples,
-	       (unsigned long long)s->prof.lost_samples, (uint32_t)s->procs.n,
+	       (unsigned long long)s->prof.lost_samples, (uint32_t)s->rt.procs.n,
 	       s->prof.duration_nanos / 1e9);
 
 	if (s->o->formats & GS_FMT_PPROF)
@@ -660,13 +660,13 @@ static int open_sampler(struct session *s)
 		.offcpu = s->o->offcpu,
 		.offcpu_rate = s->o->offcpu_rate,
 	};
-	int rc = gs_sampler_open(&so, &s->sampler, s->err, sizeof(s->err));
+	int rc = gs_sampler_open(&so, &s->rt.sampler, s->err, sizeof(s->err));
 
 	if (rc) {
 		gs_log("%s\n", s->err);
 		return rc;
 	}
-	if (gs_sampler_compat(s->sampler))
+	if (gs_sampler_compat(s->rt.sampler))
 		gs_profile_add_note(&s->prof,
 				    "BPF: the compat programs walked the stacks (for kernels "
 				    "without bpf_loop, bpf_task_pt_regs, task storage or "
@@ -714,16 +714,16 @@ static void free_session(struct session *s)
 {
 	gs_off_free(s);
 	gs_thread_voter_free(&s->stacks.roles);
-	gs_proc_table_free(s->pt); /* before the runtimes its handlers call */
+	gs_proc_table_free(s->rt.pt); /* before the runtimes its handlers call */
 	gs_gpu_close(s);
 	gs_rt_close(s);
-	if (s->sampler)
-		gs_sampler_close(s->sampler);
-	if (s->sym)
-		gs_sym_free(s->sym);
+	if (s->rt.sampler)
+		gs_sampler_close(s->rt.sampler);
+	if (s->rt.sym)
+		gs_sym_free(s->rt.sym);
 	gs_rawstacks_free(&s->stacks.raw);
 	free(s->stacks.samples);
-	gs_proc_slots_fini(&s->procs); /* bound: the states only */
+	gs_proc_slots_fini(&s->rt.procs); /* bound: the states only */
 	gs_profile_free(&s->prof);
 	gs_cpu_snap_free(&s->window.cpu0);
 	gs_cpu_snap_free(&s->window.cpu1);
@@ -750,8 +750,8 @@ static int prepare(struct session *s)
 	}
 	if ((rc = gs_session_prefix(s)) || (rc = gs_outputs_check(s)))
 		return rc;
-	s->sym = gs_sym_new(&s->prof);
-	if (!s->sym)
+	s->rt.sym = gs_sym_new(&s->prof);
+	if (!s->rt.sym)
 		return -ENOMEM;
 	return open_sampler(s);
 }
@@ -768,23 +768,23 @@ static int start(struct session *s)
 	 * while this thread reports progress and watches for a stop. */
 	if (gs_attach_build_tables(s, stop_requested))
 		return 1;
-	gs_session_attach_done(s);
+	gs_session_attach_done(s->rt.cfi);
 	/* Tables of the processes there at attach were built eagerly (full
 	 * stacks from the first sample); from now on build them when a sample
 	 * first walks through an object, so a fork or dlopen mid-run does not
 	 * stall the ring-buffer consumer for seconds. */
-	if (s->cfi)
-		gs_cfi_set_lazy(s->cfi, true);
+	if (s->rt.cfi)
+		gs_cfi_set_lazy(s->rt.cfi, true);
 	if ((rc = gs_off_prepare(s)))
 		return rc;
-	if ((rc = gs_sampler_start(s->sampler, s->err, sizeof(s->err)))) {
+	if ((rc = gs_sampler_start(s->rt.sampler, s->err, sizeof(s->err)))) {
 		gs_log("%s\n", s->err);
 		return rc;
 	}
 	/* The report says which event sampled (output/report.c reads it). */
-	gs_profile_add_comment(&s->prof, "sample event: %s", gs_sampler_event(s->sampler));
-	gs_log("sampling %zu process%s at %u Hz%s (Ctrl-C to stop)\n", s->procs.n,
-	       s->procs.n == 1 ? "" : "es", s->o->frequency_hz,
+	gs_profile_add_comment(&s->prof, "sample event: %s", gs_sampler_event(s->rt.sampler));
+	gs_log("sampling %zu process%s at %u Hz%s (Ctrl-C to stop)\n", s->rt.procs.n,
+	       s->rt.procs.n == 1 ? "" : "es", s->o->frequency_hz,
 	       s->targets.launched ? ", starting the command" : "");
 	s->window.t0_mono = gs_now_ns(CLOCK_MONOTONIC);
 	s->window.t0_wall = gs_now_ns(CLOCK_REALTIME);
@@ -856,7 +856,7 @@ int gs_session_run(const struct gs_options *o, void (*show)(const struct gs_sess
 		free_session(&s);
 		return 1;
 	}
-	gs_session_attach_done(&s); /* no real-time class past attach, whatever happened */
+	gs_session_attach_done(s.rt.cfi); /* no real-time class past attach, whatever happened */
 	if (rc == 0) {
 		run_loop(&s);
 		finish_launch(&s);

@@ -41,6 +41,18 @@ struct gs_inject_slot {
 	char note[400];      /* what happened, for the profile */
 };
 
+/* The components the session opened and wires together: opened by
+ * session.c (sampler, symbolizer) and runtimes.c (the rest), closed by
+ * free_session; every session file calls through them. */
+struct gs_session_rt {
+	struct gs_sampler *sampler; /* the BPF programs and their ring buffer */
+	struct gs_symbolizer *sym;  /* native and kernel symbols, the ELF cache */
+	struct gs_py *py;           /* NULL with --no-python */
+	struct gs_cfi *cfi;         /* unwind tables; NULL with --no-cfi or when refused */
+	struct gs_proc_table *pt;   /* the one process table: its handlers are the runtimes */
+	struct gs_proc_slots procs; /* struct gs_procinfo: the session's state of each process */
+};
+
 /* The stacks and CPU samples as recorded, and what building the profile's
  * samples from them keeps (session.c and stacks.c write it; offcpu.c and
  * gpu.c intern their stacks here too; ranks.c keeps the host label). */
@@ -100,11 +112,7 @@ struct gs_session_gpu {
 
 struct session {
 	const struct gs_options *o;
-	struct gs_sampler *sampler;
-	struct gs_symbolizer *sym;
-	struct gs_py *py;         /* NULL with --no-python */
-	struct gs_cfi *cfi;       /* NULL with --no-cfi */
-	struct gs_proc_table *pt; /* the one process table: its handlers are the runtimes */
+	struct gs_session_rt rt;
 	struct gs_session_stacks stacks;
 	struct gs_session_attach attach;
 	struct gs_session_window window;
@@ -113,7 +121,6 @@ struct session {
 	struct gs_offcpu *off;         /* NULL with --no-offcpu (session/offcpu.c) */
 	uint64_t counts[GS_NCOUNTERS]; /* host counters (gpusample/counters.h), set where counted */
 	struct gs_profile prof;
-	struct gs_proc_slots procs; /* struct gs_procinfo: the session's state of each process */
 	char prefix[PATH_MAX];
 	void (*show_progress)(const struct gs_session_progress *p);
 	char err[512];
@@ -133,8 +140,8 @@ int gs_session_exit_status(struct session *s, int rc);
  * attach_builder gives the CFI thread the same; attach_done drops both to
  * nice -10 SCHED_OTHER (call when sampling starts or the run stops). */
 void gs_session_raise_priority(void);
-void gs_session_attach_builder(struct session *s);
-void gs_session_attach_done(struct session *s);
+void gs_session_attach_builder(struct gs_cfi *cfi);
+void gs_session_attach_done(struct gs_cfi *cfi);
 
 /* session/outputs.c: output files owned by the sudo caller (gs_output_set_owner
  * from SUDO_UID/SUDO_GID) and every output path checked before sampling. */
@@ -142,9 +149,9 @@ void gs_outputs_set_owner(void);
 int gs_outputs_check(const struct session *s);
 
 /* session/runtimes.c: the runtimes (Python, CFI tables) opened, then
- * registered as handlers of s->pt with the symbolizer and the GPU agent
+ * registered as handlers of s->rt.pt with the symbolizer and the GPU agent
  * (after gs_gpu_open, before the first process).  Process events go to
- * s->pt (gs_proc_table_seen/_fork/_exec/_exit/_tick), which calls them. */
+ * s->rt.pt (gs_proc_table_seen/_fork/_exec/_exit/_tick), which calls them. */
 int gs_rt_open(struct session *s);
 int gs_rt_register(struct session *s);
 void gs_rt_close(struct session *s);
@@ -176,7 +183,7 @@ void gs_gpu_launch_env(struct session *s); /* fills s->gpu.launch_env */
 void gs_gpu_start(struct session *s);      /* t0 known */
 /* Register the GPU agent's handler (gpu/plugin.c, over s->gpu.plugin:
  * the host, and the session's hooks for preparing a process before its
- * agent arms and for --inject) with s->pt, and with GPU sampling on, the slots
+ * agent arms and for --inject) with s->rt.pt, and with GPU sampling on, the slots
  * the GPU host, the cubin symbolizer and the join keep their per-process
  * state in (the join's bound when gs_gpu_start makes it): 0 or -errno. */
 int gs_gpu_register(struct session *s);

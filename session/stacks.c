@@ -26,14 +26,14 @@ static void new_stack(struct session *s, const struct gs_rawstack *r)
 
 	/* Read code objects now: the process (a DataLoader worker) may be gone
 	 * by the end of the run. */
-	if (s->py && r->n_python)
-		gs_py_note_frames(s->py, r->tgid, gs_rawstack_py(r), r->n_python);
+	if (s->rt.py && r->n_python)
+		gs_py_note_frames(s->rt.py, r->tgid, gs_rawstack_py(r), r->n_python);
 	/* Likewise the maps: a native address outside the snapshot (a library
 	 * mapped after exec or dlopened after attach) makes the symbolizer
 	 * re-read them now, while the process lives (rate-limited there).
 	 * Symbolization itself still waits for the end of the run. */
 	for (uint32_t i = 0; i < r->n_user; i++)
-		gs_sym_mapping_for(s->sym, r->tgid, r->frames[r->n_kernel + i], &mi);
+		gs_sym_mapping_for(s->rt.sym, r->tgid, r->frames[r->n_kernel + i], &mi);
 }
 
 struct gs_procinfo *gs_session_first_sight(struct session *s, uint32_t tgid)
@@ -43,9 +43,9 @@ struct gs_procinfo *gs_session_first_sight(struct session *s, uint32_t tgid)
 
 	if (gs_proc_stat(tgid, &st))
 		st.ppid = 0;
-	p = gs_procs_add(&s->procs, tgid, st.ppid);
+	p = gs_procs_add(&s->rt.procs, tgid, st.ppid);
 	if (p) /* reads its ranks, then attaches the runtimes */
-		gs_proc_table_seen(s->pt, tgid, st.ppid);
+		gs_proc_table_seen(s->rt.pt, tgid, st.ppid);
 	return p;
 }
 
@@ -54,7 +54,7 @@ int64_t gs_session_intern(struct session *s, const struct gs_rec_cpu_view *v)
 	bool is_new;
 	int64_t idx;
 
-	if (!gs_procs_get(&s->procs, v->s->tgid))
+	if (!gs_procs_get(&s->rt.procs, v->s->tgid))
 		gs_session_first_sight(s, v->s->tgid);
 	idx = gs_rawstacks_intern(
 	    &s->stacks.raw, v,
@@ -67,7 +67,7 @@ int64_t gs_session_intern(struct session *s, const struct gs_rec_cpu_view *v)
 
 const char *gs_session_role(struct session *s, uint32_t tgid)
 {
-	struct gs_procinfo *p = gs_procs_get(&s->procs, tgid);
+	struct gs_procinfo *p = gs_procs_get(&s->rt.procs, tgid);
 
 	return p ? gs_procs_role(p) : "other";
 }
@@ -94,8 +94,8 @@ static int64_t symbolize_stack(struct session *s, const struct gs_rawstack *r,
 		.py = gs_rawstack_py(r),
 		.n_python = r->n_python,
 	};
-	int rc = gs_sym_cpu_stack(s->sym, s->py, &cs, s->o->interp_frames, truncated_loc, locs,
-				  sizeof(locs) / sizeof(locs[0]));
+	int rc = gs_sym_cpu_stack(s->rt.sym, s->rt.py, &cs, s->o->interp_frames, truncated_loc,
+				  locs, sizeof(locs) / sizeof(locs[0]));
 
 	if (rc < 0)
 		return rc;
