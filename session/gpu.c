@@ -514,10 +514,10 @@ static void note_caps(struct session *s, const struct gs_join_stats *st)
 	struct gs_cuda_cap_losses l;
 
 	gs_cuda_cap_losses(s->gpu.cuda, &l);
-	s->counts[GS_C_gpu_kernels_capped] = st->kernels_capped + l.kernels;
-	s->counts[GS_C_gpu_locations_capped] = l.locations;
-	s->counts[GS_C_gpu_launches_trimmed] = st->launches_trimmed;
-	s->counts[GS_C_gpu_corrs_capped] = st->corrs_capped;
+	s->out.counts[GS_C_gpu_kernels_capped] = st->kernels_capped + l.kernels;
+	s->out.counts[GS_C_gpu_locations_capped] = l.locations;
+	s->out.counts[GS_C_gpu_launches_trimmed] = st->launches_trimmed;
+	s->out.counts[GS_C_gpu_corrs_capped] = st->corrs_capped;
 	if (!st->kernels_capped && !l.kernels && !l.locations && !st->launches_trimmed &&
 	    !st->corrs_capped)
 		return;
@@ -562,8 +562,8 @@ int gs_gpu_finish(struct session *s)
 			    "gpusample -- CMD",
 			    (unsigned long long)st.samples[GS_JOIN_UNKNOWN]);
 	}
-	s->counts[GS_C_gpu_unknown_launch] = st.samples[GS_JOIN_UNKNOWN];
-	s->counts[GS_C_gpu_unannounced] = st.unannounced;
+	s->out.counts[GS_C_gpu_unknown_launch] = st.samples[GS_JOIN_UNKNOWN];
+	s->out.counts[GS_C_gpu_unannounced] = st.unannounced;
 	note_caps(s, &st);
 	note_unannounced(s, st.unannounced);
 	gs_cuda_add_comments(s->gpu.cuda);

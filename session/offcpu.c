@@ -166,7 +166,7 @@ void gs_off_record(struct session *s, const struct gs_rec_hdr *h)
 	else if (!gs_rec_fixed(h, GS_REC_OFFCPU_END, &end))
 		on_end(s, end);
 	else
-		s->counts[GS_C_records_malformed]++;
+		s->out.counts[GS_C_records_malformed]++;
 }
 
 /* ---- window edges ------------------------------------------------------- */
@@ -646,7 +646,7 @@ void gs_off_comments(struct session *s, const struct gs_sampler_stats *st)
 		gs_profile_add_comment(p, "off-CPU: off (--no-offcpu)");
 		return;
 	}
-	s->counts[GS_C_off_stacks_unmatched] = s->off->stacks_lost;
+	s->out.counts[GS_C_off_stacks_unmatched] = s->off->stacks_lost;
 	gs_profile_add_comment(p,
 			       "off-CPU: sched_switch; per thread exact on-CPU (sum_exec_runtime), "
 			       "runnable (run_delay) and blocked time; cpu/nanoseconds of a thread "

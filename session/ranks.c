@@ -175,7 +175,7 @@ static int refuse_clash(const struct session *s, const char *tmpl)
 	for (size_t i = 0; i < sizeof(outs) / sizeof(outs[0]); i++) {
 		if (!(s->o->formats & outs[i].fmt))
 			continue;
-		snprintf(path, sizeof(path), "%s%s", s->prefix, outs[i].suffix);
+		snprintf(path, sizeof(path), "%s%s", s->out.prefix, outs[i].suffix);
 		if (!lstat(path, &st)) {
 			gs_log("%s exists: -o %s names one run's files, and this one is "
 			       "another run's; not overwriting it (remove it, or add %%p or %%r to "
@@ -208,7 +208,8 @@ int gs_session_prefix(struct session *s)
 	int rc;
 
 	local_host(host, sizeof(host));
-	rc = gs_expand_prefix(tmpl, &v, s->prefix, sizeof(s->prefix), s->err, sizeof(s->err));
+	rc = gs_expand_prefix(tmpl, &v, s->out.prefix, sizeof(s->out.prefix), s->err,
+			      sizeof(s->err));
 	if (rc) {
 		gs_log("%s\n", s->err);
 		return rc;

@@ -226,7 +226,7 @@ static void on_gpu_record(struct session *s, const struct gs_rec_hdr *h)
 	if (!gs_gpu_on(s))
 		return;
 	if (gs_gpu_rec_decode(h, &r)) {
-		s->counts[GS_C_records_malformed]++;
+		s->out.counts[GS_C_records_malformed]++;
 		return;
 	}
 	if (gs_gpu_record(s, &r) <= 0 || (raw = gs_session_intern(s, &r.launch.stack)) < 0)
@@ -252,13 +252,13 @@ static int on_record(void *ctx, const struct gs_rec_hdr *h)
 	case GS_REC_CPU_SAMPLE:
 		if (!gs_rec_cpu_sample(h, &v))
 			return on_cpu_sample(s, &v);
-		s->counts[GS_C_records_malformed]++;
+		s->out.counts[GS_C_records_malformed]++;
 		return 0;
 	case GS_REC_PROC_EVENT:
 		if (!gs_rec_fixed(h, GS_REC_PROC_EVENT, &rec))
 			on_proc_event(s, rec);
 		else
-			s->counts[GS_C_records_malformed]++;
+			s->out.counts[GS_C_records_malformed]++;
 		return 0;
 	case GS_REC_OFFCPU_STACK:
 	case GS_REC_OFFCPU_END:
@@ -312,7 +312,7 @@ static void progress(struct session *s, bool final)
 	struct gs_sampler_stats st;
 	struct gs_session_progress p = { .gpu = s->gpu.plugin.summary, .final = final };
 
-	if (!s->show_progress)
+	if (!s->out.show_progress)
 		return;
 	gs_sampler_stats(s->rt.sampler, &st);
 	for (size_t i = 0; i < s->rt.procs.n; i++)
@@ -321,7 +321,7 @@ static void progress(struct session *s, bool final)
 	p.cpu_samples = s->stacks.n_samples;
 	p.lost = st.lost;
 	p.procs = (uint32_t)s->rt.procs.n;
-	s->show_progress(&p);
+	s->out.show_progress(&p);
 }
 
 static int run_loop(struct session *s)
@@ -573,7 +573,7 @@ static int write_one(struct session *s, const char *suffix,
 	char path[PATH_MAX + 32];
 	int rc;
 
-	snprintf(path, sizeof(path), "%s%s", s->prefix, suffix);
+	snprintf(path, sizeof(path), "%s%s", s->out.prefix, suffix);
 	rc = fn(s, path, s->err, sizeof(s->err));
 	if (rc) {
 		gs_log("cannot write %s: %s\n", path, s->err);
@@ -845,7 +845,7 @@ int gs_session_run(const struct gs_options *o, void (*show)(const struct gs_sess
 	gs_session_raise_priority();
 	gs_outputs_set_owner();
 	init_session(&s, o);
-	s.show_progress = show;
+	s.out.show_progress = show;
 	s.attach.phase = "loading the BPF programs";
 	rc = prepare(&s);
 	if (!rc)

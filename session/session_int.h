@@ -41,6 +41,16 @@ struct gs_inject_slot {
 	char note[400];      /* what happened, for the profile */
 };
 
+/* What the run tells: the output files' prefix (ranks.c expands -o into
+ * it, outputs.c checks it, session.c writes), the host counters (written
+ * where counted: session.c, gpu.c, offcpu.c; counters.c puts them in the
+ * profile) and the progress callback (session.c). */
+struct gs_session_out {
+	char prefix[PATH_MAX];         /* -o expanded: every output path is prefix + suffix */
+	uint64_t counts[GS_NCOUNTERS]; /* host counters (gpusample/counters.h), event counts */
+	void (*show_progress)(const struct gs_session_progress *p); /* NULL: no progress line */
+};
+
 /* The components the session opened and wires together: opened by
  * session.c (sampler, symbolizer) and runtimes.c (the rest), closed by
  * free_session; every session file calls through them. */
@@ -118,11 +128,9 @@ struct session {
 	struct gs_session_window window;
 	struct gs_session_targets targets;
 	struct gs_session_gpu gpu;
-	struct gs_offcpu *off;         /* NULL with --no-offcpu (session/offcpu.c) */
-	uint64_t counts[GS_NCOUNTERS]; /* host counters (gpusample/counters.h), set where counted */
+	struct gs_session_out out;
+	struct gs_offcpu *off; /* NULL with --no-offcpu (session/offcpu.c) */
 	struct gs_profile prof;
-	char prefix[PATH_MAX];
-	void (*show_progress)(const struct gs_session_progress *p);
 	char err[512];
 };
 
@@ -218,7 +226,7 @@ void gs_gpu_close(struct session *s);
  * off-CPU sample of process tgid (its ranks as the table has them once the
  * roles are assigned) into *c. */
 void gs_session_proc_labels(struct session *s, uint32_t tgid, struct gs_sample_ctx *c);
-/* s->prefix from -o (default gpusample-%p) with %h %p %r expanded
+/* s->out.prefix from -o (default gpusample-%p) with %h %p %r expanded
  * (gs_expand_prefix); prints the error itself. */
 int gs_session_prefix(struct session *s);
 
