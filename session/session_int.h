@@ -1,7 +1,18 @@
 /* SPDX-License-Identifier: MIT */
-/* State of one profiling session, shared by the cli/session*.c files only. */
-#ifndef GS_CLI_SESSION_INT_H
-#define GS_CLI_SESSION_INT_H
+/*
+ * State of one profiling session, shared by the session/ files only.
+ *
+ * struct session is split by concern: each sub-struct says which files
+ * write it and which read it, and a file works mostly in its own
+ * (attach.c in attach, gpu.c and gpu_inject.c in gpu, offcpu.c in off);
+ * a function that needs one concern only takes that sub-struct.  What
+ * every file shares stays at the top: the options, the profile being
+ * built, and an error buffer.  scripts/arch-counts.sh counts the top-level
+ * fields, so the struct does not grow back flat: a new field goes into
+ * its concern's sub-struct, or a new concern gets one.
+ */
+#ifndef GS_SESSION_INT_H
+#define GS_SESSION_INT_H
 
 #include <limits.h>
 #include <stdbool.h>
@@ -17,38 +28,17 @@
 #include "gpusample/profile.h"
 #include "gpu/gpu.h"
 #include "proc/proc.h"
-#include "gpu/gpu.h"
-#include "gpu/gpu.h"
 #include "python/python.h"
 #include "native/native.h"
 #include "symbolizer/symbolizer.h" /* gs_thread_voter */
 #include "util/clock.h"            /* gs_now_ns */
 
+/* One CPU sample as recorded (session.c), made whole at the end. */
 struct raw_sample {
-	uint32_t stack; /* index into rawstacks */
+	uint32_t stack; /* index into the session's raw stacks */
 	uint32_t tid;
-	uint64_t ktime;
-	gs_str comm;
-};
-
-
-/* --inject: one per target root (session/gpu.c, inject/inject.h). */
-struct gs_inject;
-struct gs_inject_slot {
-	uint8_t phase;       /* enum in session/gpu.c */
-	struct gs_inject *j; /* while staged */
-	uint64_t since_ms;   /* CLOCK_MONOTONIC ms the phase began */
-	char note[400];      /* what happened, for the profile */
-};
-
-/* What the run tells: the output files' prefix (ranks.c expands -o into
- * it, outputs.c checks it, session.c writes), the host counters (written
- * where counted: session.c, gpu.c, offcpu.c; counters.c puts them in the
- * profile) and the progress callback (session.c). */
-struct gs_session_out {
-	char prefix[PATH_MAX];         /* -o expanded: every output path is prefix + suffix */
-	uint64_t counts[GS_NCOUNTERS]; /* host counters (gpusample/counters.h), event counts */
-	void (*show_progress)(const struct gs_session_progress *p); /* NULL: no progress line */
+	uint64_t ktime; /* the record's CLOCK_MONOTONIC ns (bpf_ktime_get_ns) */
+	gs_str comm;    /* the thread's comm, interned in the profile */
 };
 
 /* The components the session opened and wires together: opened by
@@ -63,16 +53,16 @@ struct gs_session_rt {
 	struct gs_proc_slots procs; /* struct gs_procinfo: the session's state of each process */
 };
 
-/* The stacks and CPU samples as recorded, and what building the profile's
- * samples from them keeps (session.c and stacks.c write it; offcpu.c and
- * gpu.c intern their stacks here too; ranks.c keeps the host label). */
-struct gs_session_stacks {
-	struct gs_rawstacks raw;       /* every distinct recorded stack (CPU, off-CPU, launch) */
-	struct raw_sample *samples;    /* the CPU samples in arrival order, */
-	size_t n_samples, cap_samples; /* n_samples of them in cap_samples slots */
-	uint32_t truncated_loc;        /* "[truncated]" special location, 0 until made */
-	gs_str host_label;             /* GS_SL_HOST of every sample, 0 until set */
-	struct gs_thread_voter roles;  /* thread-role votes' caches (build time) */
+/* What is profiled: the -p PIDs, or the launched command (session.c
+ * writes it in prepare and when the command is reaped; ranks.c and
+ * gpu_inject.c read the roots). */
+struct gs_session_targets {
+	uint32_t roots[GS_MAX_PIDS]; /* -p PIDs, or the launched command's pid */
+	int n_roots;
+	struct gs_launch launch; /* launch mode's command (session/launch.h) */
+	bool launched;           /* launch mode, the command started */
+	bool exited;             /* the launched command was reaped */
+	int status;              /* its waitpid status once exited */
 };
 
 /* Where the run is (session.c sets the phase as it goes; attach.c writes
@@ -93,16 +83,25 @@ struct gs_session_window {
 	struct gs_cpu_snap cpu0, cpu1; /* the machine's CPU time at start and stop */
 };
 
-/* What is profiled: the -p PIDs, or the launched command (session.c
- * writes it in prepare and when the command exits; ranks.c and
- * gpu_inject.c read the roots). */
-struct gs_session_targets {
-	uint32_t roots[GS_MAX_PIDS]; /* -p PIDs, or the launched command's pid */
-	int n_roots;
-	struct gs_launch launch; /* launch mode's command (session/launch.h) */
-	bool launched;           /* launch mode, the command started */
-	bool exited;             /* the launched command was reaped */
-	int status;              /* its waitpid status once exited */
+/* The stacks and CPU samples as recorded, and what building the profile's
+ * samples from them keeps (session.c and stacks.c write it; offcpu.c and
+ * gpu.c intern their stacks here too; ranks.c keeps the host label). */
+struct gs_session_stacks {
+	struct gs_rawstacks raw;       /* every distinct recorded stack (CPU, off-CPU, launch) */
+	struct raw_sample *samples;    /* the CPU samples in arrival order, */
+	size_t n_samples, cap_samples; /* n_samples of them in cap_samples slots */
+	uint32_t truncated_loc;        /* "[truncated]" special location, 0 until made */
+	gs_str host_label;             /* GS_SL_HOST of every CPU and off-CPU sample, 0 until set */
+	struct gs_thread_voter roles;  /* thread-role votes' caches (build time) */
+};
+
+/* --inject: one per target root (session/gpu_inject.c, inject/inject.h). */
+struct gs_inject;
+struct gs_inject_slot {
+	uint8_t phase;       /* enum in session/gpu_inject.c */
+	struct gs_inject *j; /* while staged */
+	uint64_t since_ms;   /* CLOCK_MONOTONIC ms the phase began */
+	char note[400];      /* what happened, for the profile */
 };
 
 /* The GPU side (session/gpu.c, session/gpu_inject.c write it; the router
@@ -117,23 +116,32 @@ struct gs_session_gpu {
 	 * and launch_env, the NULL-ended list of them the command gets */
 	char agent_env[2][600];
 	char *launch_env[3];
-	struct gs_inject_slot injects[GS_MAX_PIDS]; /* --inject, by index of targets' root */
+	struct gs_inject_slot injects[GS_MAX_PIDS]; /* --inject, by index of targets.roots */
+};
+
+/* What the run tells: the output files' prefix (ranks.c expands -o into
+ * it, outputs.c checks it, session.c writes), the host counters (written
+ * where counted: session.c, gpu.c, offcpu.c; counters.c puts them in the
+ * profile) and the progress callback (session.c). */
+struct gs_session_out {
+	char prefix[PATH_MAX];         /* -o expanded: every output path is prefix + suffix */
+	uint64_t counts[GS_NCOUNTERS]; /* host counters (gpusample/counters.h), event counts */
+	void (*show_progress)(const struct gs_session_progress *p); /* NULL: no progress line */
 };
 
 struct session {
-	const struct gs_options *o;
-	struct gs_session_rt rt;
-	struct gs_session_stacks stacks;
-	struct gs_session_attach attach;
-	struct gs_session_window window;
-	struct gs_session_targets targets;
-	struct gs_session_gpu gpu;
-	struct gs_session_out out;
-	struct gs_offcpu *off; /* NULL with --no-offcpu (session/offcpu.c) */
-	struct gs_profile prof;
-	char err[512];
+	const struct gs_options *o;        /* the command line, read-only */
+	struct gs_profile prof;            /* the profile being built; every file adds to it */
+	char err[512];                     /* the last component error, for the log line */
+	struct gs_session_rt rt;           /* component handles */
+	struct gs_session_targets targets; /* roots, the launched command */
+	struct gs_session_attach attach;   /* phase, why the run stopped */
+	struct gs_session_window window;   /* t0, CPU snapshots */
+	struct gs_session_stacks stacks;   /* raw stacks, CPU samples */
+	struct gs_session_gpu gpu;         /* GPU agent host, cubins, join, --inject */
+	struct gs_offcpu *off;             /* off-CPU threads; NULL with --no-offcpu (offcpu.c) */
+	struct gs_session_out out;         /* output prefix, host counters, progress */
 };
-
 
 /* session/attach.c: build the attach-time unwind tables with progress lines,
  * returning 1 as soon as stop(s) says so (a signal, the target gone);
