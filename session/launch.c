@@ -7,26 +7,34 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "session/launch.h"
 
 /* Under sudo, run CMD as the user who invoked sudo, with that user's
  * supplementary groups, so the job behaves as it does without gpusample. */
-static int drop_to_sudo_user(void)
+static bool sudo_ids(uid_t *uid, gid_t *gid)
 {
 	const char *uid_s = getenv("SUDO_UID"), *gid_s = getenv("SUDO_GID");
+
+	if (!uid_s || !gid_s || geteuid() != 0)
+		return false;
+	*uid = (uid_t)strtoul(uid_s, NULL, 10);
+	*gid = (gid_t)strtoul(gid_s, NULL, 10);
+	return *uid != 0;
+}
+
+static int drop_to_sudo_user(void)
+{
 	uid_t uid;
 	gid_t gid;
 	struct passwd *pw;
 
-	if (!uid_s || !gid_s || geteuid() != 0)
-		return 0;
-	uid = (uid_t)strtoul(uid_s, NULL, 10);
-	gid = (gid_t)strtoul(gid_s, NULL, 10);
-	if (uid == 0)
+	if (!sudo_ids(&uid, &gid))
 		return 0;
 	pw = getpwuid(uid);
 	if (pw ? initgroups(pw->pw_name, gid) : setgroups(0, NULL))
@@ -109,7 +117,15 @@ int gs_launch_start(struct gs_launch *l, char **argv, bool as_root, char **env_e
 		    size_t errlen)
 {
 	int go[2], ex[2];
+	gid_t gid;
+	struct timespec now;
 
+	if (as_root || !sudo_ids(&l->uid, &gid))
+		l->uid = geteuid();
+	clock_gettime(CLOCK_REALTIME, &now);
+	l->jit_maps_since_ns = getenv("ONEDNN_JIT_PROFILE") || getenv("DNNL_JIT_PROFILE")
+				   ? 0
+				   : (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 	if (pipe2(go, O_CLOEXEC) || pipe2(ex, O_CLOEXEC)) {
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		return -errno;
@@ -151,4 +167,30 @@ int gs_launch_release(struct gs_launch *l, char *err, size_t errlen)
 		return e;
 	}
 	return 0;
+}
+
+size_t gs_launch_remove_jit_maps(const struct gs_launch *l, const uint32_t *tgids, size_t n)
+{
+	/* /tmp is root's and sticky: only the file's owner (the command's
+	 * user) can swap the entry between the check and the unlink, so what
+	 * goes is always theirs; the last component is never followed */
+	int dir = l->jit_maps_since_ns ? open("/tmp", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+				       : -1;
+	size_t removed = 0;
+
+	for (size_t i = 0; dir >= 0 && i < n; i++) {
+		char name[32];
+		struct stat st;
+
+		snprintf(name, sizeof(name), "perf-%u.map", tgids[i]);
+		if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
+		    st.st_nlink != 1 || st.st_uid != l->uid ||
+		    (uint64_t)st.st_ctim.tv_sec * 1000000000ull + (uint64_t)st.st_ctim.tv_nsec <
+			l->jit_maps_since_ns)
+			continue;
+		removed += unlinkat(dir, name, 0) == 0;
+	}
+	if (dir >= 0)
+		close(dir);
+	return removed;
 }

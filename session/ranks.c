@@ -177,10 +177,14 @@ static int refuse_clash(const struct session *s, const char *tmpl)
 			continue;
 		snprintf(path, sizeof(path), "%s%s", s->out.prefix, outs[i].suffix);
 		if (!lstat(path, &st)) {
+			/* with %p already in the name, the clash is an earlier run
+			 * on the same process (the default -o names none other) */
 			gs_log("%s exists: -o %s names one run's files, and this one is "
-			       "another run's; not overwriting it (remove it, or add %%p or %%r to "
-			       "-o)\n",
-			       path, tmpl);
+			       "another run's; not overwriting it (%s)\n",
+			       path, tmpl,
+			       strstr(tmpl, "%p") ? "an earlier run on this PID: remove or rename "
+						    "it, or give -o another name"
+						  : "remove it, or add %p or %r to -o");
 			return -EEXIST;
 		}
 	}

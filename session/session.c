@@ -834,6 +834,21 @@ static void finish_launch(struct session *s)
 	}
 }
 
+/* After the outputs: the perf maps launch mode had oneDNN write, of the
+ * command's processes that are gone (a running one still writes its own). */
+static void remove_jit_maps(struct gs_proc_table *pt, const struct gs_launch *l)
+{
+	size_t n = pt ? gs_proc_count(pt) : 0, k = 0;
+	uint32_t *gone = n ? calloc(n, sizeof(*gone)) : NULL;
+
+	for (size_t i = 0; gone && i < n; i++)
+		if (gs_proc_at(pt, i)->exited)
+			gone[k++] = gs_proc_at(pt, i)->tgid;
+	if (gone)
+		gs_launch_remove_jit_maps(l, gone, k);
+	free(gone);
+}
+
 int gs_session_run(const struct gs_options *o, void (*show)(const struct gs_session_progress *p))
 {
 	struct session s;
@@ -882,6 +897,8 @@ int gs_session_run(const struct gs_options *o, void (*show)(const struct gs_sess
 		gs_log("building the profile failed: %s\n", strerror(-rc));
 	else
 		rc = write_outputs(&s);
+	if (s.targets.launched)
+		remove_jit_maps(s.rt.pt, &s.targets.launch);
 	rc = gs_session_exit_status(&s, rc);
 	free_session(&s);
 	return rc;

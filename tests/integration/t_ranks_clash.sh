@@ -20,6 +20,16 @@ cmp -s "$T/precious" "$T/clash-$(hostname).pb.gz" || fail "a clash overwrote ano
 grep -q "clash-$(hostname).pb.gz exists: -o .*clash-%h names one run's files.*not overwriting it (remove it, or add %p or %r to -o)" "$T/c.err" ||
 	fail "no clear message on the clash"
 ok "a clash did not overwrite the existing file, and said so"
+# The default -o (gpusample-%p) clashes only with an earlier run on the same
+# PID: the hint must not ask for the %p it already has.
+sleep 30 & job=$!
+(cd "$T" && "$GS" -p $job -d 0.3 -q --format pprof 2> "$T/d1.err") || { cat "$T/d1.err"; fail "first default-name run failed"; }
+(cd "$T" && "$GS" -p $job -d 0.3 -q --format pprof 2> "$T/d2.err") && fail "a second default-name run overwrote gpusample-$job.pb.gz"
+kill $job
+grep -q "gpusample-$job.pb.gz exists: .*an earlier run on this PID: remove or rename it, or give -o another name" "$T/d2.err" ||
+	fail "the default-name clash's hint: $(cat "$T/d2.err")"
+grep -q 'add %p' "$T/d2.err" && fail "the hint asks to add the %p the default name has: $(cat "$T/d2.err")"
+ok "a rerun on the same PID is refused with a hint that fits it"
 # A plain -o (no template) is one user's name for one profile: a rerun
 # replaces that user's own earlier profile, as before.
 "$GS" -o "$T/plain" -q --format pprof -- /bin/sleep 0.2 2> /dev/null || fail "first plain run failed"

@@ -32,6 +32,7 @@ for _ in $(seq 600); do [ -s "/tmp/perf-$tpid.map" ] && break; sleep 0.1; done
 gs_start -p "$tpid" -d 4 -F 499 -o "$T/att" -q --format pprof
 gs_wait
 kill "$tpid" 2>/dev/null; wait "$tpid" 2>/dev/null
+rm -f "/tmp/perf-$tpid.map" # the test switched it on: oneDNN never removes it
 pprof_stacks "$T/att.pb.gz" -lines > "$T/att.full" || fail "pprof failed: $(cat "$T/pprof.err")"
 read -r mg mt mwhy < <(roots "$T/att.full" '$2 ~ /(^|,)pid='"$tpid"',/')
 read -r tg tt twhy < <(roots "$T/att.full" '$2 ~ /(^|,)pid='"$tpid"',/ && $2 !~ /tid='"$tpid"'(,|$)/')
@@ -56,4 +57,21 @@ read -r lg lt lwhy < <(roots "$T/lau.full" '$2 ~ /process_role=main/ && /train_s
 echo "launch: JIT kernels named: ${jit:-none}"
 echo "launch (informational: tables of libraries loaded by the import are built while sampling): training-step samples rooted $lg of $lt"
 [ -n "$jit" ] || fail "launch mode: no JIT kernel named from oneDNN's perf map (ONEDNN_JIT_PROFILE=2)"
+# the maps gpusample switched on are gone with the command's processes; one
+# the user asked for (their own ONEDNN_JIT_PROFILE) stays
+pids=$(grep -o 'pid=[0-9]*' "$T/lau.full" | sort -u | cut -d= -f2)
+[ -n "$pids" ] || fail "launch mode: no pid label in the profile"
+for p in $pids; do
+	[ ! -e "/tmp/perf-$p.map" ] || fail "launch mode left /tmp/perf-$p.map behind"
+done
+ONEDNN_JIT_PROFILE=2 "$GS" -F 99 -o "$T/own" -q --format pprof -- /usr/bin/python3 "$PYWL/train_torch.py" \
+	--steps 5 --workers 0 --threads 2 > "$T/own.out" 2> "$T/own.err" ||
+	{ cat "$T/own.err"; fail "gpusample -- train_torch.py (own ONEDNN_JIT_PROFILE) failed"; }
+pprof_stacks "$T/own.pb.gz" > "$T/own.full" || fail "pprof failed: $(cat "$T/pprof.err")"
+kept=0
+for p in $(grep -o 'pid=[0-9]*' "$T/own.full" | sort -u | cut -d= -f2); do
+	[ -e "/tmp/perf-$p.map" ] && kept=$((kept + 1)) && rm -f "/tmp/perf-$p.map"
+done
+[ "$kept" -ge 1 ] || fail "the user's own ONEDNN_JIT_PROFILE=2 map was removed"
+echo "launch: perf maps of $(echo $pids | wc -w) process(es) removed; the user's own kept ($kept)"
 ok "native stacks reach their root through JIT code ($mg/$mt main, $tg/$tt intra-op)"
