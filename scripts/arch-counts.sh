@@ -82,6 +82,11 @@ printf '%-44s %3d  %s\n' "record decodes per record type (most)" \
 	"$(echo "$dec" | awk 'NR == 1 {print $1 + 0} END {if (!NR) print 0}')" "$(echo $dec)"
 show "stall tables (files decoding them)"      "$(c 'gs_rec_stall_table\(' '^util/')"
 printf '%-44s %3d\n' "lines in cli/" "$(cat cli/*.c cli/*.h | wc -l)"
+# The session's state is split by concern (session/session_int.h): a new
+# field goes into its concern's sub-struct, not back at the top.
+printf '%-44s %3d\n' "top-level fields of struct session" \
+	"$(awk '/^struct session \{/ { on = 1; next } on && /^\};/ { exit }
+		on && /^\t[a-z].*;/ { n++ } END { print n + 0 }' session/session_int.h)"
 
 # Call graph between object files from nm: who defines, who uses.
 python3 - "$B" <<'PY'

@@ -57,22 +57,22 @@ void gs_session_raise_priority(void)
 	g_rt = sched_setscheduler(0, SCHED_RR | SCHED_RESET_ON_FORK, &sp) == 0;
 }
 
-void gs_session_attach_done(struct session *s)
+void gs_session_attach_done(struct gs_cfi *cfi)
 {
 	struct sched_param sp = { .sched_priority = 0 };
 
 	if (!g_rt)
 		return;
 	sched_setscheduler(0, SCHED_OTHER, &sp);
-	if (s->cfi)
-		gs_cfi_builder_sched(s->cfi, false, GS_SESSION_NICE);
+	if (cfi)
+		gs_cfi_builder_sched(cfi, false, GS_SESSION_NICE);
 	g_rt = false;
 }
 
-void gs_session_attach_builder(struct session *s)
+void gs_session_attach_builder(struct gs_cfi *cfi)
 {
-	if (s->cfi)
-		gs_cfi_builder_sched(s->cfi, g_rt, GS_SESSION_NICE);
+	if (cfi)
+		gs_cfi_builder_sched(cfi, g_rt, GS_SESSION_NICE);
 }
 
 static void sleep_ms(int ms)
@@ -95,16 +95,16 @@ int gs_attach_build_tables(struct session *s, bool (*stop)(struct session *))
 		 next = t0 + PROGRESS_EVERY_NS / 10; /* quiet when quick */
 	struct gs_cfi_progress pr;
 
-	if (!s->cfi)
+	if (!s->rt.cfi)
 		return 0;
-	s->phase = "building unwind tables";
+	s->attach.phase = "building unwind tables";
 	for (;;) {
 		uint64_t now;
 
-		gs_cfi_refresh(s->cfi);
-		gs_cfi_progress(s->cfi, &pr);
-		s->tables_queued = pr.queued;
-		s->tables_built = pr.queued - pr.pending;
+		gs_cfi_refresh(s->rt.cfi);
+		gs_cfi_progress(s->rt.cfi, &pr);
+		s->attach.tables_queued = pr.queued;
+		s->attach.tables_built = pr.queued - pr.pending;
 		if (stop(s))
 			return 1;
 		if (!pr.pending)
@@ -113,7 +113,7 @@ int gs_attach_build_tables(struct session *s, bool (*stop)(struct session *))
 		if (now - t0 > ATTACH_WAIT_MAX_NS) {
 			gs_log("unwind tables: %u of %u objects after %.0f s; "
 			       "sampling starts, the rest are built meanwhile\n",
-			       s->tables_built, pr.queued, (now - t0) / 1e9);
+			       s->attach.tables_built, pr.queued, (now - t0) / 1e9);
 			break;
 		}
 		if (now >= next) {
@@ -122,8 +122,8 @@ int gs_attach_build_tables(struct session *s, bool (*stop)(struct session *))
 			/* the target names its libraries: no escape reaches root's tty */
 			gs_term_escape(pr.current[0] ? base_name(pr.current) : "", lib,
 				       sizeof(lib));
-			gs_log("building unwind tables: %u of %u objects done%s%s", s->tables_built,
-			       pr.queued,
+			gs_log("building unwind tables: %u of %u objects done%s%s",
+			       s->attach.tables_built, pr.queued,
 			       !pr.current[0] ? ""
 			       : pr.loading   ? ", now loading "
 					      : ", now ",
@@ -141,35 +141,36 @@ int gs_attach_build_tables(struct session *s, bool (*stop)(struct session *))
 	return 0;
 }
 
-void gs_attach_note_stop(struct session *s, int sig, bool target_gone)
+void gs_attach_note_stop(struct gs_session_attach *a, int sig, bool target_gone)
 {
-	if (s->stop_phase)
+	if (a->stop_phase)
 		return;
-	s->stop_phase = s->phase ? s->phase : "starting";
+	a->stop_phase = a->phase ? a->phase : "starting";
 	if (sig)
-		snprintf(s->stop_cause, sizeof(s->stop_cause), "stopped by SIG%s",
+		snprintf(a->stop_cause, sizeof(a->stop_cause), "stopped by SIG%s",
 			 sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
 	else if (target_gone)
-		snprintf(s->stop_cause, sizeof(s->stop_cause), "the target exited");
-	if (s->stop_cause[0] && strcmp(s->stop_phase, "sampling"))
-		gs_log("%s while %s\n", s->stop_cause, s->stop_phase);
+		snprintf(a->stop_cause, sizeof(a->stop_cause), "the target exited");
+	if (a->stop_cause[0] && strcmp(a->stop_phase, "sampling"))
+		gs_log("%s while %s\n", a->stop_cause, a->stop_phase);
 }
 
 void gs_attach_add_comments(struct session *s)
 {
 	struct gs_profile *p = &s->prof;
 
-	if (!s->stop_phase || !s->stop_cause[0] || !strcmp(s->stop_phase, "sampling"))
+	if (!s->attach.stop_phase || !s->attach.stop_cause[0] ||
+	    !strcmp(s->attach.stop_phase, "sampling"))
 		return;
 	gs_profile_add_comment(p,
 			       "short run: %s while %s (unwind tables: %u of %u objects built); "
 			       "%zu CPU samples",
-			       s->stop_cause, s->stop_phase, s->tables_built, s->tables_queued,
-			       s->n_samples);
+			       s->attach.stop_cause, s->attach.stop_phase, s->attach.tables_built,
+			       s->attach.tables_queued, s->stacks.n_samples);
 	gs_profile_add_note(p,
 			    "the run was %s while %s, before sampling had started: the profile "
 			    "holds no samples",
-			    s->stop_cause, s->stop_phase);
+			    s->attach.stop_cause, s->attach.stop_phase);
 }
 
 static bool collected_nothing(const struct session *s)
@@ -185,8 +186,8 @@ int gs_session_exit_status(struct session *s, int rc)
 {
 	if (rc)
 		return 1; /* the message is out already: no profile written */
-	if (s->launched && s->launch_exited) {
-		int st = s->launch_status;
+	if (s->targets.launched && s->targets.exited) {
+		int st = s->targets.status;
 
 		if (WIFEXITED(st) && WEXITSTATUS(st))
 			return WEXITSTATUS(st);
@@ -196,10 +197,11 @@ int gs_session_exit_status(struct session *s, int rc)
 	if (collected_nothing(s)) {
 		char why[200] = "";
 
-		if (s->stop_cause[0])
-			snprintf(why, sizeof(why), " (%s while %s)", s->stop_cause, s->stop_phase);
+		if (s->attach.stop_cause[0])
+			snprintf(why, sizeof(why), " (%s while %s)", s->attach.stop_cause,
+				 s->attach.stop_phase);
 		gs_log("no samples were collected%s; exit status 1\n", why);
-		if (!s->stop_cause[0])
+		if (!s->attach.stop_cause[0])
 			gs_log("the target ran too briefly or was idle (off-CPU) the "
 			       "whole time: profile for longer (-d) or a busier phase\n");
 		return 1;

@@ -49,31 +49,31 @@ static void prepare_process(void *ctx, uint32_t tgid)
 	 * launch path (agent, libcupti, libcuda, libffi or libtorch_cuda, ...)
 	 * would get its table only after a stack first walked into it.  Paid
 	 * once per GPU process, before its agent arms. */
-	gs_proc_maps_reread(s->pt, tgid, GS_MAPS_NOW | GS_MAPS_BUILD_ALL, 0);
+	gs_proc_maps_reread(s->rt.pt, tgid, GS_MAPS_NOW | GS_MAPS_BUILD_ALL, 0);
 }
 
 int gs_gpu_open(struct session *s)
 {
-	struct gpusample_bpf *skel = gs_sampler_skel(s->sampler);
+	struct gpusample_bpf *skel = gs_sampler_skel(s->rt.sampler);
 	struct gs_gpu_host_opts o = {
 		.sampling_period = s->o->gpu_period_log2,
 		.serialized = s->o->gpu_serialized,
 		.scratch_bytes = (uint64_t)s->o->gpu_scratch_mib << 20,
 		.hw_buffer_bytes = (uint64_t)s->o->gpu_hwbuf_mib << 20,
-		.elf = s->sym ? gs_sym_elf_cache(s->sym) : NULL,
+		.elf = s->rt.sym ? gs_sym_elf_cache(s->rt.sym) : NULL,
 	};
 
 	if (!s->o->gpu)
 		return 0;
-	s->cuda = gs_cuda_new(&s->prof);
-	if (!s->cuda)
+	s->gpu.cuda = gs_cuda_new(&s->prof);
+	if (!s->gpu.cuda)
 		return -ENOMEM;
-	o.cuda = s->cuda; /* the one store of stall tables */
+	o.cuda = s->gpu.cuda; /* the one store of stall tables */
 	/* Source lines after collection, off the ring-buffer loop. */
-	gs_cuda_defer_lines(s->cuda, true);
+	gs_cuda_defer_lines(s->gpu.cuda, true);
 	if (s->o->cupti) {
 		char why[PATH_MAX + 64];
-		int rc = gs_cuda_set_cupti(s->cuda, s->o->cupti, why, sizeof(why));
+		int rc = gs_cuda_set_cupti(s->gpu.cuda, s->o->cupti, why, sizeof(why));
 		if (rc) {
 			gs_log(
 			    "--cupti %s refused: %s; give a libcupti that only "
@@ -83,8 +83,9 @@ int gs_gpu_open(struct session *s)
 			return rc;
 		}
 	}
-	s->gpu = gs_gpu_host_new(skel->progs.gs_gpu_record, gs_sampler_launch_prog(s->sampler), &o);
-	if (!s->gpu) {
+	s->gpu.host = gs_gpu_host_new(skel->progs.gs_gpu_record,
+				      gs_sampler_launch_prog(s->rt.sampler), &o);
+	if (!s->gpu.host) {
 		/* CPU profiling goes on; the report says why there is no GPU data. */
 		gs_profile_add_note(&s->prof,
 				    "GPU sampling off: cannot set up the GPU agent host side");
@@ -161,9 +162,9 @@ void gs_gpu_launch_env(struct session *s)
 			       "GPU sampling needs the gpusample agent there\n",
 			       have);
 	} else if (gs_gpu_agent_path(path, sizeof(path))) {
-		snprintf(s->agent_env[0], sizeof(s->agent_env[0]), "CUDA_INJECTION64_PATH=%s",
-			 path);
-		s->launch_env[n++] = s->agent_env[0];
+		snprintf(s->gpu.agent_env[0], sizeof(s->gpu.agent_env[0]),
+			 "CUDA_INJECTION64_PATH=%s", path);
+		s->gpu.launch_env[n++] = s->gpu.agent_env[0];
 	} else {
 		gs_log("libgpusample_agent.so not found next to gpusample; "
 		       "GPU sampling off (reinstall with make install)\n");
@@ -172,23 +173,23 @@ void gs_gpu_launch_env(struct session *s)
 	 * InitializeInjection, before the job loads its first module, so every
 	 * cubin is seen (a dormant agent holds no subscription and misses the
 	 * modules loaded meanwhile); it gives CUPTI back at disarm. */
-	snprintf(s->agent_env[1], sizeof(s->agent_env[1]),
+	snprintf(s->gpu.agent_env[1], sizeof(s->gpu.agent_env[1]),
 		 "GS_AGENT_OPTS=subscribe=launch,period=%u%s%s%.0u%s%.0u", s->o->gpu_period_log2,
 		 s->o->gpu_serialized ? ",mode=serialized" : "",
 		 s->o->gpu_scratch_mib ? ",scratch=" : "", s->o->gpu_scratch_mib << 20,
 		 s->o->gpu_hwbuf_mib ? ",hwbuf=" : "", s->o->gpu_hwbuf_mib << 20);
-	s->launch_env[n++] = s->agent_env[1];
-	s->launch_env[n] = NULL;
+	s->gpu.launch_env[n++] = s->gpu.agent_env[1];
+	s->gpu.launch_env[n] = NULL;
 }
 
 void gs_gpu_start(struct session *s)
 {
-	if (!s->gpu)
+	if (!s->gpu.host)
 		return;
-	s->join = gs_join_new(&s->prof, s->t0_mono);
-	if (s->join && gs_join_bind(s->join, s->pt, s->join_slot)) {
-		gs_join_free(s->join); /* no join: GPU records are not read */
-		s->join = NULL;
+	s->gpu.join = gs_join_new(&s->prof, s->window.t0_mono);
+	if (s->gpu.join && gs_join_bind(s->gpu.join, s->rt.pt, s->gpu.join_slot)) {
+		gs_join_free(s->gpu.join); /* no join: GPU records are not read */
+		s->gpu.join = NULL;
 	}
 }
 
@@ -213,31 +214,32 @@ int gs_gpu_register(struct session *s)
 	struct gs_proc_handler h;
 	int rc;
 
-	s->gpu_plugin = (struct gs_gpu_plugin){
-		.host = s->gpu,
+	s->gpu.plugin = (struct gs_gpu_plugin){
+		.host = s->gpu.host,
 		.hooks = { s, prepare_process, inject_fork, inject_gone, inject_tick },
 	};
-	gs_gpu_proc_handler(&s->gpu_plugin, &h);
-	if ((rc = gs_proc_register(s->pt, &h)) < 0 || !s->gpu)
+	gs_gpu_proc_handler(&s->gpu.plugin, &h);
+	if ((rc = gs_proc_register(s->rt.pt, &h)) < 0 || !s->gpu.host)
 		return rc < 0 ? rc : 0;
-	if ((rc = gs_gpu_host_bind(s->gpu, s->pt, rc)) ||
-	    (rc = gs_proc_register(s->pt, &cuda)) < 0 || (rc = gs_cuda_bind(s->cuda, s->pt, rc)) ||
-	    (rc = gs_proc_register(s->pt, &join)) < 0)
+	if ((rc = gs_gpu_host_bind(s->gpu.host, s->rt.pt, rc)) ||
+	    (rc = gs_proc_register(s->rt.pt, &cuda)) < 0 ||
+	    (rc = gs_cuda_bind(s->gpu.cuda, s->rt.pt, rc)) ||
+	    (rc = gs_proc_register(s->rt.pt, &join)) < 0)
 		return rc;
-	s->join_slot = rc;
+	s->gpu.join_slot = rc;
 	return 0;
 }
 
 static void on_cubin(struct session *s, const struct gs_gpu_cubin *c)
 {
 	size_t size = 0;
-	const void *bytes = gs_gpu_host_cubin(s->gpu, c->crc, &size);
+	const void *bytes = gs_gpu_host_cubin(s->gpu.host, c->crc, &size);
 
-	gs_cuda_cubin_announced(s->cuda, c->crc); /* not kept is not "never announced" */
+	gs_cuda_cubin_announced(s->gpu.cuda, c->crc); /* not kept is not "never announced" */
 
-	if (!bytes || gs_cuda_has_cubin(s->cuda, c->crc))
+	if (!bytes || gs_cuda_has_cubin(s->gpu.cuda, c->crc))
 		return;
-	gs_cuda_add_cubin_borrowed(s->cuda, c->crc, bytes, size, c->gpu.tgid, NULL, NULL);
+	gs_cuda_add_cubin_borrowed(s->gpu.cuda, c->crc, bytes, size, c->gpu.tgid, NULL, NULL);
 }
 
 /* The file mapping addr in tgid, from the process table's snapshot (re-read
@@ -245,10 +247,10 @@ static void on_cubin(struct session *s, const struct gs_gpu_cubin *c)
  * none maps it. */
 static const char *mapped_path(struct session *s, uint32_t tgid, uint64_t addr)
 {
-	const struct gs_proc *p = gs_proc_get(s->pt, tgid);
+	const struct gs_proc *p = gs_proc_get(s->rt.pt, tgid);
 	const struct gs_maps_line *l = p && p->maps ? gs_proc_maps_find(p->maps, addr) : NULL;
 
-	if (p && !l && gs_proc_maps_reread(s->pt, tgid, GS_MAPS_ADDR_MISS, addr) > 0)
+	if (p && !l && gs_proc_maps_reread(s->rt.pt, tgid, GS_MAPS_ADDR_MISS, addr) > 0)
 		l = gs_proc_maps_find(p->maps, addr);
 	return l && l->path && l->path[0] == '/' ? l->path : NULL;
 }
@@ -290,7 +292,7 @@ static int launch_admit(struct session *s, const struct gs_gpu_launch *l, struct
 {
 	uint32_t skip;
 
-	if (!gs_join_launch_admit(s->join, l->gpu.tgid, l->name_hash,
+	if (!gs_join_launch_admit(s->gpu.join, l->gpu.tgid, l->name_hash,
 				  l->cbid == GS_CBID_GRAPH_LAUNCH ||
 				      l->cbid == GS_CBID_GRAPH_LAUNCH_PTSZ))
 		return 0;
@@ -311,27 +313,27 @@ void gs_gpu_launch_stack(struct session *s, const struct gs_gpu_launch *l,
 
 	memcpy(comm, v->s->comm, GS_COMM_LEN);
 	comm[GS_COMM_LEN] = '\0';
-	gs_join_launch_record(s->join, l, stack, gs_profile_intern(&s->prof, comm),
+	gs_join_launch_record(s->gpu.join, l, stack, gs_profile_intern(&s->prof, comm),
 			      gs_profile_intern(&s->prof, role));
 }
 
 bool gs_gpu_on(const struct session *s)
 {
-	return s->gpu && s->join;
+	return s->gpu.host && s->gpu.join;
 }
 
 int gs_gpu_record(struct session *s, struct gs_gpu_rec *r)
 {
-	gs_gpu_host_record(s->gpu, r);
+	gs_gpu_host_record(s->gpu.host, r);
 	switch (r->type) {
 	case GS_REC_GPU_CUBIN:
 		on_cubin(s, r->cubin);
 		return 0;
 	case GS_REC_GPU_STALL_TABLE:
-		gs_cuda_stall_table(s->cuda, r->table.t, r->table.reasons);
+		gs_cuda_stall_table(s->gpu.cuda, r->table.t, r->table.reasons);
 		return 0;
 	case GS_REC_GPU_PC_BATCH:
-		gs_join_pc_batch(s->join, s->cuda, &r->batch);
+		gs_join_pc_batch(s->gpu.join, s->gpu.cuda, &r->batch);
 		return 0;
 	case GS_REC_GPU_LAUNCH:
 		return launch_admit(s, r->launch.l, &r->launch.stack);
@@ -344,11 +346,11 @@ void gs_gpu_detach(struct session *s, int (*poll)(void *ctx, int timeout_ms))
 {
 	int late;
 
-	if (!s->gpu)
+	if (!s->gpu.host)
 		return;
 	/* The agents drain and disarm first, so their last batches arrive
 	 * before the probes go away. */
-	late = gs_gpu_host_detach(s->gpu, poll, s, 2000);
+	late = gs_gpu_host_detach(s->gpu.host, poll, s, 2000);
 	gs_gpu_inject_end(s); /* the agents are disarmed: their staged files go */
 	if (late > 0)
 		gs_profile_add_note(&s->prof,
@@ -370,7 +372,7 @@ static const char *reason_hint(const struct gs_gpu_proc_info *p)
 static int note_process(void *ctx, const struct gs_gpu_proc_info *i)
 {
 	struct session *s = ctx;
-	struct gs_procinfo *p = gs_procs_get(&s->procs, i->tgid);
+	struct gs_procinfo *p = gs_procs_get(&s->rt.procs, i->tgid);
 	const char *late;
 
 	if (!p)
@@ -428,8 +430,8 @@ static void note_missing_agents(struct session *s)
 {
 	char path[512];
 
-	for (size_t i = 0; i < s->procs.n; i++) {
-		struct gs_procinfo *p = s->procs.all[i];
+	for (size_t i = 0; i < s->rt.procs.n; i++) {
+		struct gs_procinfo *p = s->rt.procs.all[i];
 
 		if (p->gpu[0] || !p->is_root || !has_cuda(p->proc))
 			continue;
@@ -449,7 +451,7 @@ static void note_cubin_losses(struct session *s)
 {
 	struct gs_gpu_cubin_losses l;
 
-	gs_gpu_host_cubin_losses(s->gpu, &l);
+	gs_gpu_host_cubin_losses(s->gpu.host, &l);
 	gs_profile_add_comment(
 	    &s->prof,
 	    "gpu cubins kept: %llu MiB; not kept: %llu (%llu MiB "
@@ -474,7 +476,7 @@ static void note_gpu_losses(struct session *s)
 {
 	struct gs_sampler_stats st;
 
-	gs_sampler_stats(s->sampler, &st);
+	gs_sampler_stats(s->rt.sampler, &st);
 	gs_profile_add_comment(&s->prof,
 			       "gpu records lost: %llu (ring buffer full), rejected: %llu",
 			       (unsigned long long)st.gpu_lost, (unsigned long long)st.gpu_bad);
@@ -485,7 +487,7 @@ static void note_gpu_losses(struct session *s)
 				    "lower -F or a longer --gpu-period)",
 				    (unsigned long long)st.gpu_lost);
 	uint32_t launch_rate, record_rate;
-	gs_sampler_gpu_rates(s->sampler, &launch_rate, &record_rate);
+	gs_sampler_gpu_rates(s->rt.sampler, &launch_rate, &record_rate);
 	if (st.gpu_rate_limited)
 		gs_profile_add_note(
 		    &s->prof,
@@ -508,7 +510,7 @@ static void note_unannounced(struct session *s, uint64_t samples)
 {
 	uint64_t kernels, cubins;
 
-	gs_cuda_unannounced(s->cuda, &kernels, &cubins);
+	gs_cuda_unannounced(s->gpu.cuda, &kernels, &cubins);
 	if (!kernels)
 		return;
 	gs_profile_add_note(
@@ -528,11 +530,11 @@ static void note_caps(struct session *s, const struct gs_join_stats *st)
 {
 	struct gs_cuda_cap_losses l;
 
-	gs_cuda_cap_losses(s->cuda, &l);
-	s->counts[GS_C_gpu_kernels_capped] = st->kernels_capped + l.kernels;
-	s->counts[GS_C_gpu_locations_capped] = l.locations;
-	s->counts[GS_C_gpu_launches_trimmed] = st->launches_trimmed;
-	s->counts[GS_C_gpu_corrs_capped] = st->corrs_capped;
+	gs_cuda_cap_losses(s->gpu.cuda, &l);
+	s->out.counts[GS_C_gpu_kernels_capped] = st->kernels_capped + l.kernels;
+	s->out.counts[GS_C_gpu_locations_capped] = l.locations;
+	s->out.counts[GS_C_gpu_launches_trimmed] = st->launches_trimmed;
+	s->out.counts[GS_C_gpu_corrs_capped] = st->corrs_capped;
 	if (!st->kernels_capped && !l.kernels && !l.locations && !st->launches_trimmed &&
 	    !st->corrs_capped)
 		return;
@@ -558,15 +560,15 @@ int gs_gpu_finish(struct session *s)
 	struct gs_join_stats st = { 0 };
 	int rc = 0;
 
-	if (!s->gpu)
+	if (!s->gpu.host)
 		return 0;
 	note_gpu_losses(s);
-	int lines_rc = gs_cuda_resolve_lines(s->cuda);
-	gs_gpu_host_foreach(s->gpu, note_process, s);
+	int lines_rc = gs_cuda_resolve_lines(s->gpu.cuda);
+	gs_gpu_host_foreach(s->gpu.host, note_process, s);
 	gs_gpu_inject_notes(s);
 	note_missing_agents(s);
-	if (s->join) {
-		rc = gs_join_emit(s->join, &st);
+	if (s->gpu.join) {
+		rc = gs_join_emit(s->gpu.join, &st);
 		if (!rc && st.samples[GS_JOIN_UNKNOWN])
 			gs_profile_add_note(
 			    &s->prof,
@@ -577,25 +579,25 @@ int gs_gpu_finish(struct session *s)
 			    "gpusample -- CMD",
 			    (unsigned long long)st.samples[GS_JOIN_UNKNOWN]);
 	}
-	s->counts[GS_C_gpu_unknown_launch] = st.samples[GS_JOIN_UNKNOWN];
-	s->counts[GS_C_gpu_unannounced] = st.unannounced;
+	s->out.counts[GS_C_gpu_unknown_launch] = st.samples[GS_JOIN_UNKNOWN];
+	s->out.counts[GS_C_gpu_unannounced] = st.unannounced;
 	note_caps(s, &st);
 	note_unannounced(s, st.unannounced);
-	gs_cuda_add_comments(s->cuda);
+	gs_cuda_add_comments(s->gpu.cuda);
 	return rc ? rc : lines_rc;
 }
 
 void gs_gpu_close(struct session *s)
 {
 	gs_gpu_inject_end(s);
-	if (s->join)
-		gs_join_free(s->join);
-	if (s->gpu)
-		gs_gpu_host_free(s->gpu);
-	if (s->cuda)
-		gs_cuda_free(s->cuda);
-	s->join = NULL;
-	s->gpu = NULL;
-	s->gpu_plugin.host = NULL; /* the table may outlive the host */
-	s->cuda = NULL;
+	if (s->gpu.join)
+		gs_join_free(s->gpu.join);
+	if (s->gpu.host)
+		gs_gpu_host_free(s->gpu.host);
+	if (s->gpu.cuda)
+		gs_cuda_free(s->gpu.cuda);
+	s->gpu.join = NULL;
+	s->gpu.host = NULL;
+	s->gpu.plugin.host = NULL; /* the table may outlive the host */
+	s->gpu.cuda = NULL;
 }

@@ -48,7 +48,7 @@ static enum gs_gpu_proc_state host_state(struct session *s, uint32_t tgid)
 {
 	struct gs_gpu_proc_info i = { .tgid = tgid, .state = GS_GPU_PROC_NO_AGENT };
 
-	gs_gpu_host_foreach(s->gpu, find_state, &i);
+	gs_gpu_host_foreach(s->gpu.host, find_state, &i);
 	return i.state;
 }
 
@@ -76,8 +76,8 @@ static bool uses_cuda(struct session *s, struct gs_inject_slot *x, uint32_t tgid
 	x->since_ms = now;
 	/* the table's snapshot, re-read when new code was mapped since (the
 	 * re-read reaches every handler: libcuda's unwind table too) */
-	if (gs_proc_maps_reread(s->pt, tgid, GS_MAPS_CHECK, 0) < 0 ||
-	    !(p = gs_proc_get(s->pt, tgid)) || !(m = p->maps))
+	if (gs_proc_maps_reread(s->rt.pt, tgid, GS_MAPS_CHECK, 0) < 0 ||
+	    !(p = gs_proc_get(s->rt.pt, tgid)) || !(m = p->maps))
 		return false;
 	for (size_t i = 0; i < m->n && !found; i++)
 		found = m->m[i].path && strstr(m->m[i].path, "/libcuda.so");
@@ -90,9 +90,9 @@ static void try_start(struct session *s, struct gs_inject_slot *x, uint32_t tgid
 	char agent[PATH_MAX], msg[320];
 	int rc;
 
-	if (gs_py_proc_view(s->py, tgid, &p) || p.state == GS_PYS_UNKNOWN)
-		return;                               /* discovery goes on */
-	if (gs_gpu_host_agent_mapped(s->gpu, tgid)) { /* prepared, or injected before */
+	if (gs_py_proc_view(s->rt.py, tgid, &p) || p.state == GS_PYS_UNKNOWN)
+		return;                                    /* discovery goes on */
+	if (gs_gpu_host_agent_mapped(s->gpu.host, tgid)) { /* prepared, or injected before */
 		finish(x, tgid, false,
 		       "the GPU agent is already loaded: armed as it is, nothing injected");
 		return;
@@ -145,7 +145,7 @@ static void follow(struct session *s, struct gs_inject_slot *x, uint32_t tgid)
 		x->since_ms = now;
 	}
 	/* Rescanned every tick (the host's own poll waits 500 ms). */
-	gs_gpu_host_add_process(s->gpu, tgid);
+	gs_gpu_host_add_process(s->gpu.host, tgid);
 	if (host_state(s, tgid) != GS_GPU_PROC_NO_AGENT) {
 		snprintf(msg, sizeof(msg),
 			 "the interpreter ran gpusample's script and the GPU agent was loaded "
@@ -162,24 +162,24 @@ static void follow(struct session *s, struct gs_inject_slot *x, uint32_t tgid)
 
 void gs_gpu_inject_tick(struct session *s)
 {
-	if (!s->o->inject_wait_ms || !s->gpu)
+	if (!s->o->inject_wait_ms || !s->gpu.host)
 		return;
-	for (int i = 0; i < s->n_roots; i++) {
-		struct gs_inject_slot *x = &s->injects[i];
+	for (int i = 0; i < s->targets.n_roots; i++) {
+		struct gs_inject_slot *x = &s->gpu.injects[i];
 
 		if (x->phase == INJ_NOT_TRIED)
-			try_start(s, x, s->roots[i]);
+			try_start(s, x, s->targets.roots[i]);
 		else if (x->phase != INJ_DONE)
-			follow(s, x, s->roots[i]);
+			follow(s, x, s->targets.roots[i]);
 	}
 }
 
 void gs_gpu_inject_gone(struct session *s, uint32_t tgid)
 {
-	for (int i = 0; i < s->n_roots; i++) {
-		struct gs_inject_slot *x = &s->injects[i];
+	for (int i = 0; i < s->targets.n_roots; i++) {
+		struct gs_inject_slot *x = &s->gpu.injects[i];
 
-		if (s->roots[i] != tgid || !x->j)
+		if (s->targets.roots[i] != tgid || !x->j)
 			continue;
 		gs_inject_abandon(x->j); /* never written again */
 		finish(x, tgid, true,
@@ -191,21 +191,21 @@ void gs_gpu_inject_gone(struct session *s, uint32_t tgid)
 
 void gs_gpu_inject_fork(struct session *s, uint32_t parent, uint32_t child)
 {
-	for (int i = 0; i < s->n_roots; i++)
-		if (s->roots[i] == parent && s->injects[i].phase == INJ_PENDING)
-			gs_inject_withdraw_in(s->injects[i].j, child);
+	for (int i = 0; i < s->targets.n_roots; i++)
+		if (s->targets.roots[i] == parent && s->gpu.injects[i].phase == INJ_PENDING)
+			gs_inject_withdraw_in(s->gpu.injects[i].j, child);
 }
 
 void gs_gpu_inject_end(struct session *s)
 {
-	for (int i = 0; i < s->n_roots; i++) {
-		struct gs_inject_slot *x = &s->injects[i];
+	for (int i = 0; i < s->targets.n_roots; i++) {
+		struct gs_inject_slot *x = &s->gpu.injects[i];
 
 		if (x->phase == INJ_NOT_TRIED && x->since_ms)
-			finish(x, s->roots[i], true,
+			finish(x, s->targets.roots[i], true,
 			       "the job never mapped libcuda.so during the run: nothing injected");
 		else if (x->phase == INJ_PENDING || x->phase == INJ_LOADING)
-			finish(x, s->roots[i], true,
+			finish(x, s->targets.roots[i], true,
 			       x->phase == INJ_PENDING
 				   ? "the run ended before the interpreter ran the script; the "
 				     "request was withdrawn"
@@ -217,8 +217,8 @@ void gs_gpu_inject_end(struct session *s)
 
 void gs_gpu_inject_notes(struct session *s)
 {
-	for (int i = 0; i < s->n_roots; i++)
-		if (s->injects[i].note[0])
-			gs_profile_add_note(&s->prof, "pid %u: --inject: %s", s->roots[i],
-					    s->injects[i].note);
+	for (int i = 0; i < s->targets.n_roots; i++)
+		if (s->gpu.injects[i].note[0])
+			gs_profile_add_note(&s->prof, "pid %u: --inject: %s", s->targets.roots[i],
+					    s->gpu.injects[i].note);
 }

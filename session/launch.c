@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "session/launch.h"
+#include "util/clock.h"
 
 /* Under sudo, run CMD as the user who invoked sudo, with that user's
  * supplementary groups, so the job behaves as it does without gpusample. */
@@ -118,14 +119,12 @@ int gs_launch_start(struct gs_launch *l, char **argv, bool as_root, char **env_e
 {
 	int go[2], ex[2];
 	gid_t gid;
-	struct timespec now;
 
 	if (as_root || !sudo_ids(&l->uid, &gid))
 		l->uid = geteuid();
-	clock_gettime(CLOCK_REALTIME, &now);
 	l->jit_maps_since_ns = getenv("ONEDNN_JIT_PROFILE") || getenv("DNNL_JIT_PROFILE")
 				   ? 0
-				   : (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+				   : gs_now_ns(CLOCK_REALTIME);
 	if (pipe2(go, O_CLOEXEC) || pipe2(ex, O_CLOEXEC)) {
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		return -errno;

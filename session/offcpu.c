@@ -36,7 +36,7 @@
 #include "util/vec.h" /* gs_grow */
 
 enum { ON = 0, BLK = 1, RUN = 2 }; /* exact[] slots; BLK/RUN = enum gs_offcpu_state */
-/* A sampled interval's stack: a raw stack index (s->raw), or with this bit
+/* A sampled interval's stack: a raw stack index (s->stacks.raw), or with this bit
  * a profile stack made during the run (the seed stacks from /proc). */
 #define GS_OFF_PROF (1ll << 40)
 
@@ -63,7 +63,7 @@ struct gs_offcpu {
 /* The thread's entry, accounted from now on; NULL on allocation failure. */
 static struct gs_thread *thread_get(struct session *s, uint32_t tid, uint32_t tgid)
 {
-	struct gs_thread *t = gs_thread_get(s->pt, tgid, tid);
+	struct gs_thread *t = gs_thread_get(s->rt.pt, tgid, tid);
 
 	if (!t || t->off.accounted)
 		return t;
@@ -166,7 +166,7 @@ void gs_off_record(struct session *s, const struct gs_rec_hdr *h)
 	else if (!gs_rec_fixed(h, GS_REC_OFFCPU_END, &end))
 		on_end(s, end);
 	else
-		s->counts[GS_C_records_malformed]++;
+		s->out.counts[GS_C_records_malformed]++;
 }
 
 /* ---- window edges ------------------------------------------------------- */
@@ -277,7 +277,7 @@ static void seed_thread(void *ctx, uint32_t tgid, uint32_t tid)
 	v.run_delay = delay;
 	if (!gs_proc_stat(tid, &st) && (st.state == 'S' || st.state == 'D'))
 		seed_stack(s, tgid, tid, runs, &v);
-	gs_sampler_offcpu_seed(s->sampler, tid, &v);
+	gs_sampler_offcpu_seed(s->rt.sampler, tid, &v);
 }
 
 static void seed_process(struct session *s, uint32_t tgid)
@@ -289,7 +289,7 @@ static const struct gs_py_cfg *seed_py_cfg(void *ctx, uint32_t tgid)
 {
 	struct session *s = ctx;
 
-	return gs_py_cfg_of(s->py, tgid);
+	return gs_py_cfg_of(s->rt.py, tgid);
 }
 
 /* One thread of the dump at the start: a blocked one's stack, interned as
@@ -321,7 +321,7 @@ static int seed_raw(void *ctx, const struct gs_dump_raw *r)
 		return 0;
 	memcpy(cs.comm, r->comm, sizeof(cs.comm));
 	raw = gs_session_intern(s, &v);
-	if (raw < 0 || !(t = gs_thread_get(s->pt, r->tgid, r->tid)))
+	if (raw < 0 || !(t = gs_thread_get(s->rt.pt, r->tgid, r->tid)))
 		return 0;
 	t->off.seed_raw = raw;
 	t->off.seed_runs = runs;
@@ -332,19 +332,19 @@ static int seed_raw(void *ctx, const struct gs_dump_raw *r)
  * where the task iterator cannot load, seed_stack falls back to /proc. */
 static void seed_stacks(struct session *s)
 {
-	struct gs_dump_walk_src src = { .elf = gs_sym_elf_cache(s->sym),
+	struct gs_dump_walk_src src = { .elf = gs_sym_elf_cache(s->rt.sym),
 					.py_cfg = seed_py_cfg,
 					.ctx = s };
-	uint32_t *tgids = calloc(s->procs.n ? s->procs.n : 1, sizeof(*tgids));
+	uint32_t *tgids = calloc(s->rt.procs.n ? s->rt.procs.n : 1, sizeof(*tgids));
 	char err[256];
 	int rc;
 
 	if (!tgids)
 		return;
-	for (size_t i = 0; i < s->procs.n; i++)
-		tgids[i] = ((struct gs_procinfo *)s->procs.all[i])->proc->tgid;
+	for (size_t i = 0; i < s->rt.procs.n; i++)
+		tgids[i] = ((struct gs_procinfo *)s->rt.procs.all[i])->proc->tgid;
 	if (s->o->cfi &&
-	    (rc = gs_dump_walk(tgids, s->procs.n, &src, seed_raw, s, err, sizeof(err))))
+	    (rc = gs_dump_walk(tgids, s->rt.procs.n, &src, seed_raw, s, err, sizeof(err))))
 		gs_log_more("note: stacks of threads asleep at the start from /proc only (%s)\n",
 			    rc == -ENOTSUP ? err : strerror(-rc));
 	free(tgids);
@@ -369,9 +369,9 @@ int gs_off_start(struct session *s)
 		return 0;
 	/* BPF ignores switches until the window is set, so every thread
 	 * there now either gets its seed or, born after t0, starts at birth. */
-	for (size_t i = 0; i < s->procs.n; i++)
-		seed_process(s, ((struct gs_procinfo *)s->procs.all[i])->proc->tgid);
-	gs_sampler_offcpu_window(s->sampler, s->t0_mono);
+	for (size_t i = 0; i < s->rt.procs.n; i++)
+		seed_process(s, ((struct gs_procinfo *)s->rt.procs.all[i])->proc->tgid);
+	gs_sampler_offcpu_window(s->rt.sampler, s->window.t0_mono);
 	return 0;
 }
 
@@ -406,7 +406,7 @@ void gs_off_stop(struct session *s)
 	if (!s->off)
 		return;
 	s->off->t_stop = gs_now_ns(CLOCK_MONOTONIC);
-	gs_sampler_offcpu_each(s->sampler, close_open, s);
+	gs_sampler_offcpu_each(s->rt.sampler, close_open, s);
 }
 
 uint64_t gs_off_stop_time(struct session *s)
@@ -488,10 +488,10 @@ static int64_t off_stack(struct session *s, int64_t raw, const uint32_t *stack_i
 	if (raw & GS_OFF_PROF)
 		return raw & ~GS_OFF_PROF; /* already a profile stack */
 	if (!o->trimmed) {
-		o->trimmed = malloc((s->raw.n ? s->raw.n : 1) * sizeof(*o->trimmed));
+		o->trimmed = malloc((s->stacks.raw.n ? s->stacks.raw.n : 1) * sizeof(*o->trimmed));
 		if (!o->trimmed)
 			return -ENOMEM;
-		for (uint32_t i = 0; i < s->raw.n; i++)
+		for (uint32_t i = 0; i < s->stacks.raw.n; i++)
 			o->trimmed[i] = -1;
 	}
 	if (o->trimmed[raw] >= 0)
@@ -565,7 +565,7 @@ static int add_state(struct session *s, struct gs_thread *t, int state, size_t l
 		int64_t stack;
 		struct gs_sample smp = {
 			.ctx = (uint32_t)ctx,
-			.time_ns = x->out > s->t0_mono ? x->out - s->t0_mono : 0,
+			.time_ns = x->out > s->window.t0_mono ? x->out - s->window.t0_mono : 0,
 		};
 
 		if ((stack = off_stack(s, x->stack, stack_ids)) < 0)
@@ -646,7 +646,7 @@ void gs_off_comments(struct session *s, const struct gs_sampler_stats *st)
 		gs_profile_add_comment(p, "off-CPU: off (--no-offcpu)");
 		return;
 	}
-	s->counts[GS_C_off_stacks_unmatched] = s->off->stacks_lost;
+	s->out.counts[GS_C_off_stacks_unmatched] = s->off->stacks_lost;
 	gs_profile_add_comment(p,
 			       "off-CPU: sched_switch; per thread exact on-CPU (sum_exec_runtime), "
 			       "runnable (run_delay) and blocked time; cpu/nanoseconds of a thread "

@@ -65,12 +65,12 @@ int gs_outputs_check(const struct session *s)
 {
 	char path[PATH_MAX + 32], err[PATH_MAX + 200];
 
-	if (check_prefix(s->prefix))
+	if (check_prefix(s->out.prefix))
 		return -EINVAL;
 	for (int i = 0; i < 3; i++) {
 		if (!(s->o->formats & (1u << i)))
 			continue;
-		snprintf(path, sizeof(path), "%s%s", s->prefix, out_suffix[i]);
+		snprintf(path, sizeof(path), "%s%s", s->out.prefix, out_suffix[i]);
 		if (gs_output_check(path, err, sizeof(err))) {
 			gs_log("%s\n", err);
 			return -EINVAL;

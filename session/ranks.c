@@ -107,11 +107,11 @@ static gs_str host_label(struct session *s)
 {
 	char host[256];
 
-	if (!s->host_label) {
+	if (!s->stacks.host_label) {
 		local_host(host, sizeof(host));
-		s->host_label = gs_profile_intern(&s->prof, host);
+		s->stacks.host_label = gs_profile_intern(&s->prof, host);
 	}
-	return s->host_label;
+	return s->stacks.host_label;
 }
 
 static void set_num(struct gs_sample_ctx *c, enum gs_num_label l, int64_t v)
@@ -124,7 +124,7 @@ static void set_num(struct gs_sample_ctx *c, enum gs_num_label l, int64_t v)
 
 void gs_session_proc_labels(struct session *s, uint32_t tgid, struct gs_sample_ctx *c)
 {
-	const struct gs_procinfo *info = gs_procs_get(&s->procs, tgid);
+	const struct gs_procinfo *info = gs_procs_get(&s->rt.procs, tgid);
 	const struct gs_proc *p = info ? info->proc : NULL;
 	gs_str host = host_label(s);
 
@@ -140,16 +140,16 @@ void gs_session_proc_labels(struct session *s, uint32_t tgid, struct gs_sample_c
 
 /* Rank of the profiled root: the launched command inherits gpusample's own
  * environment; an attached process is read like any other. */
-static int64_t root_rank(const struct session *s)
+static int64_t root_rank(const struct gs_session_targets *t)
 {
 	extern char **environ;
 	struct gs_rank_env r = GS_RANK_ENV_UNKNOWN;
 
-	if (s->launched) {
+	if (t->launched) {
 		for (char **e = environ; e && *e; e++)
 			gs_rank_env_entry(&r, *e, strlen(*e));
 	} else {
-		gs_proc_rank_env(s->roots[0], &r);
+		gs_proc_rank_env(t->roots[0], &r);
 	}
 	return r.rank;
 }
@@ -175,7 +175,7 @@ static int refuse_clash(const struct session *s, const char *tmpl)
 	for (size_t i = 0; i < sizeof(outs) / sizeof(outs[0]); i++) {
 		if (!(s->o->formats & outs[i].fmt))
 			continue;
-		snprintf(path, sizeof(path), "%s%s", s->prefix, outs[i].suffix);
+		snprintf(path, sizeof(path), "%s%s", s->out.prefix, outs[i].suffix);
 		if (!lstat(path, &st)) {
 			/* with %p already in the name, the clash is an earlier run
 			 * on the same process (the default -o names none other) */
@@ -206,11 +206,14 @@ int gs_session_prefix(struct session *s)
 {
 	const char *tmpl = s->o->prefix ? s->o->prefix : "gpusample-%p";
 	char host[256];
-	struct gs_prefix_vars v = { .host = host, .pid = s->roots[0], .rank = root_rank(s) };
+	struct gs_prefix_vars v = { .host = host,
+				    .pid = s->targets.roots[0],
+				    .rank = root_rank(&s->targets) };
 	int rc;
 
 	local_host(host, sizeof(host));
-	rc = gs_expand_prefix(tmpl, &v, s->prefix, sizeof(s->prefix), s->err, sizeof(s->err));
+	rc = gs_expand_prefix(tmpl, &v, s->out.prefix, sizeof(s->out.prefix), s->err,
+			      sizeof(s->err));
 	if (rc) {
 		gs_log("%s\n", s->err);
 		return rc;

@@ -22,22 +22,22 @@
 int gs_rt_open(struct session *s)
 {
 	if (s->o->python) {
-		s->py = gs_py_new(&s->prof);
-		if (!s->py)
+		s->rt.py = gs_py_new(&s->prof);
+		if (!s->rt.py)
 			return -ENOMEM;
 	}
 	if (s->o->cfi) {
-		int rc = gs_cfi_open(gs_sampler_skel(s->sampler)->obj, &s->cfi, s->err,
+		int rc = gs_cfi_open(gs_sampler_skel(s->rt.sampler)->obj, &s->rt.cfi, s->err,
 				     sizeof(s->err));
 
 		/* One ELF cache: each library opened once for symbols and CFI
 		 * (cannot fail: no process was added yet). */
-		if (!rc && s->sym)
-			gs_cfi_set_elf_cache(s->cfi, gs_sym_elf_cache(s->sym));
+		if (!rc && s->rt.sym)
+			gs_cfi_set_elf_cache(s->rt.cfi, gs_sym_elf_cache(s->rt.sym));
 		/* GS_DEBUG: one line per table built and loaded */
 		const char *dbg = getenv("GS_DEBUG");
 		if (!rc && dbg && *dbg)
-			gs_cfi_set_verbose(s->cfi, true);
+			gs_cfi_set_verbose(s->rt.cfi, true);
 		/* GS_CFI_BUDGET_MB: the unwind tables' BPF map memory, all
 		 * objects together (default GS_CFI_BPF_BUDGET, 512 MiB) */
 		const char *bmb = getenv("GS_CFI_BUDGET_MB");
@@ -45,7 +45,7 @@ int gs_rt_open(struct session *s)
 			char *end;
 			unsigned long long mb = strtoull(bmb, &end, 10);
 			if (!*end && mb && mb < (1ull << 20))
-				gs_cfi_set_budget(s->cfi, mb << 20);
+				gs_cfi_set_budget(s->rt.cfi, mb << 20);
 			else
 				gs_log("warning: GS_CFI_BUDGET_MB=%s ignored (MiB, 1 to 2^20)\n",
 				       bmb);
@@ -57,13 +57,13 @@ int gs_rt_open(struct session *s)
 			    &s->prof,
 			    "CFI unwinding off (%s): native stacks use frame pointers only",
 			    s->err);
-			s->cfi = NULL;
-		} else if ((rc = gs_cfi_set_async(s->cfi))) {
+			s->rt.cfi = NULL;
+		} else if ((rc = gs_cfi_set_async(s->rt.cfi))) {
 			gs_log("warning: no table-building thread (%s); tables are "
 			       "built on the sampling thread\n",
 			       strerror(-rc));
 		} else {
-			gs_session_attach_builder(s);
+			gs_session_attach_builder(s->rt.cfi);
 		}
 	}
 	return 0;
@@ -71,12 +71,12 @@ int gs_rt_open(struct session *s)
 
 void gs_rt_close(struct session *s)
 {
-	if (s->cfi)
-		gs_cfi_close(s->cfi);
-	if (s->py)
-		gs_py_free(s->py);
-	s->cfi = NULL;
-	s->py = NULL;
+	if (s->rt.cfi)
+		gs_cfi_close(s->rt.cfi);
+	if (s->rt.py)
+		gs_py_free(s->rt.py);
+	s->rt.cfi = NULL;
+	s->rt.py = NULL;
 }
 
 int gs_session_update_target(struct session *s, const struct gs_procinfo *p)
@@ -87,9 +87,9 @@ int gs_session_update_target(struct session *s, const struct gs_procinfo *p)
 		.root_tgid = p->proc->root,
 	};
 
-	gs_py_proc_view(s->py, p->proc->tgid, &py);
+	gs_py_proc_view(s->rt.py, p->proc->tgid, &py);
 	t.py_cfg_id = py.cfg_id;
-	return gs_sampler_add_target(s->sampler, p->proc->tgid, &t);
+	return gs_sampler_add_target(s->rt.sampler, p->proc->tgid, &t);
 }
 
 /* ---- the Python plug-in's handle (struct gs_py_host) -------------------------- */
@@ -98,13 +98,13 @@ static int py_set_cfg(void *ctx, uint32_t id, const struct gs_py_cfg *cfg)
 {
 	struct session *s = ctx;
 
-	return gs_sampler_set_py_cfg(s->sampler, id, cfg);
+	return gs_sampler_set_py_cfg(s->rt.sampler, id, cfg);
 }
 
 static void py_cfg_changed(void *ctx, uint32_t tgid)
 {
 	struct session *s = ctx;
-	struct gs_procinfo *p = gs_procs_get(&s->procs, tgid);
+	struct gs_procinfo *p = gs_procs_get(&s->rt.procs, tgid);
 
 	if (p)
 		gs_session_update_target(s, p);
@@ -115,28 +115,29 @@ static void py_maps_grew(void *ctx, uint32_t tgid)
 	struct session *s = ctx;
 
 	/* every plug-in that keeps maps hears of them: maps_changed */
-	gs_proc_maps_reread(s->pt, tgid, GS_MAPS_NOW, 0);
+	gs_proc_maps_reread(s->rt.pt, tgid, GS_MAPS_NOW, 0);
 }
 
 static const char *py_comm(void *ctx, uint32_t tgid)
 {
 	struct session *s = ctx;
-	struct gs_procinfo *p = gs_procs_get(&s->procs, tgid);
+	struct gs_procinfo *p = gs_procs_get(&s->rt.procs, tgid);
 
 	return p ? p->comm : "";
 }
 
 /* ---- registration ------------------------------------------------------------ */
 
-/* Each plug-in's registration: its handler(s) on s->pt and its per-process
+/* Each plug-in's registration: its handler(s) on s->rt.pt and its per-process
  * state bound to their slots; 0 (nothing registered) when it is off. */
 static int add_symbolizer(struct session *s)
 {
 	struct gs_proc_handler h;
 	int rc;
 
-	gs_sym_proc_handler(s->sym, &h);
-	return (rc = gs_proc_register(s->pt, &h)) < 0 ? rc : gs_sym_bind(s->sym, s->pt, rc);
+	gs_sym_proc_handler(s->rt.sym, &h);
+	return (rc = gs_proc_register(s->rt.pt, &h)) < 0 ? rc
+							 : gs_sym_bind(s->rt.sym, s->rt.pt, rc);
 }
 
 static int add_cfi(struct session *s)
@@ -144,10 +145,11 @@ static int add_cfi(struct session *s)
 	struct gs_proc_handler h;
 	int rc;
 
-	if (!s->cfi)
+	if (!s->rt.cfi)
 		return 0;
-	gs_cfi_proc_handler(s->cfi, &h);
-	return (rc = gs_proc_register(s->pt, &h)) < 0 ? rc : gs_cfi_bind(s->cfi, s->pt, rc);
+	gs_cfi_proc_handler(s->rt.cfi, &h);
+	return (rc = gs_proc_register(s->rt.pt, &h)) < 0 ? rc
+							 : gs_cfi_bind(s->rt.cfi, s->rt.pt, rc);
 }
 
 static int add_python(struct session *s)
@@ -162,10 +164,10 @@ static int add_python(struct session *s)
 	struct gs_proc_handler h;
 	int rc;
 
-	if (!s->py)
+	if (!s->rt.py)
 		return 0;
-	gs_py_plugin(s->py, &host, &h);
-	return (rc = gs_proc_register(s->pt, &h)) < 0 ? rc : gs_py_bind(s->py, s->pt, rc);
+	gs_py_plugin(s->rt.py, &host, &h);
+	return (rc = gs_proc_register(s->rt.pt, &h)) < 0 ? rc : gs_py_bind(s->rt.py, s->rt.pt, rc);
 }
 
 /* The plug-ins, in the order the table calls them at each event: the
@@ -184,14 +186,14 @@ int gs_rt_register(struct session *s)
 	const struct gs_proc_handler session = { .name = "session" };
 	int rc;
 
-	s->pt = gs_proc_table_new(gs_sym_elf_cache(s->sym));
-	if (!s->pt)
+	s->rt.pt = gs_proc_table_new(gs_sym_elf_cache(s->rt.sym));
+	if (!s->rt.pt)
 		return -ENOMEM;
 	/* The session's own per-process state (struct gs_procinfo): a slot
 	 * without ops, made by gs_procs_add before each announcing event. */
-	if ((rc = gs_proc_slots_init(&s->procs, "session", sizeof(struct gs_procinfo))) ||
-	    (rc = gs_proc_register(s->pt, &session)) < 0 ||
-	    (rc = gs_proc_slots_bind(&s->procs, s->pt, rc)))
+	if ((rc = gs_proc_slots_init(&s->rt.procs, "session", sizeof(struct gs_procinfo))) ||
+	    (rc = gs_proc_register(s->rt.pt, &session)) < 0 ||
+	    (rc = gs_proc_slots_bind(&s->rt.procs, s->rt.pt, rc)))
 		return rc;
 	for (size_t i = 0; i < sizeof(plugins) / sizeof(plugins[0]); i++)
 		if ((rc = plugins[i](s)))
@@ -203,13 +205,14 @@ void gs_rt_comments(struct session *s)
 {
 	size_t scanned = 0;
 
-	for (size_t i = 0; i < s->n_samples; i++)
-		scanned += (s->raw.items[s->samples[i].stack].flags & GS_CPU_USER_SCAN) != 0;
+	for (size_t i = 0; i < s->stacks.n_samples; i++)
+		scanned += (s->stacks.raw.items[s->stacks.samples[i].stack].flags &
+			    GS_CPU_USER_SCAN) != 0;
 	if (scanned)
 		gs_profile_add_comment(&s->prof,
 				       "native stacks: %zu of %zu samples continued past "
 				       "code without an unwind table or frame pointer (JIT) by a "
 				       "stack scan",
-				       scanned, s->n_samples);
-	gs_proc_table_report(s->pt, &s->prof);
+				       scanned, s->stacks.n_samples);
+	gs_proc_table_report(s->rt.pt, &s->prof);
 }

@@ -81,7 +81,7 @@ static int check_privileges(void)
 
 static int add_target(struct session *s, uint32_t pid, uint32_t ppid, bool is_root)
 {
-	struct gs_procinfo *p = gs_procs_add(&s->procs, pid, ppid);
+	struct gs_procinfo *p = gs_procs_add(&s->rt.procs, pid, ppid);
 	struct gs_proc_stat st;
 	int rc;
 
@@ -92,7 +92,7 @@ static int add_target(struct session *s, uint32_t pid, uint32_t ppid, bool is_ro
 	if (!gs_proc_stat(pid, &st))
 		memcpy(p->comm, st.comm, sizeof(p->comm));
 	rc = gs_session_update_target(s, p); /* the table reads the ranks when it sees it */
-	if (!rc && !gs_proc_table_seen(s->pt, pid, ppid))
+	if (!rc && !gs_proc_table_seen(s->rt.pt, pid, ppid))
 		rc = -ENOMEM;
 	return rc;
 }
@@ -103,7 +103,7 @@ static void add_descendant(void *ctx, uint32_t pid, uint32_t ppid)
 
 	/* Parents come first only by luck of pid order; make sure the chain
 	 * exists so roles and roots propagate. */
-	if (!gs_procs_get(&s->procs, ppid)) {
+	if (!gs_procs_get(&s->rt.procs, ppid)) {
 		struct gs_proc_stat st;
 
 		if (!gs_proc_stat(ppid, &st))
@@ -114,16 +114,16 @@ static void add_descendant(void *ctx, uint32_t pid, uint32_t ppid)
 
 static int setup_targets(struct session *s)
 {
-	for (int i = 0; i < s->n_roots; i++) {
-		int rc = add_target(s, s->roots[i], 0, true);
+	for (int i = 0; i < s->targets.n_roots; i++) {
+		int rc = add_target(s, s->targets.roots[i], 0, true);
 
 		if (rc) {
-			gs_log("cannot add target %u: %s\n", s->roots[i], strerror(-rc));
+			gs_log("cannot add target %u: %s\n", s->targets.roots[i], strerror(-rc));
 			return rc;
 		}
 	}
 	if (s->o->children)
-		gs_for_each_descendant(s->roots, s->n_roots, add_descendant, s);
+		gs_for_each_descendant(s->targets.roots, s->targets.n_roots, add_descendant, s);
 	return 0;
 }
 
@@ -136,18 +136,18 @@ static bool is_dataloader_comm(const char *comm)
 	return !strncmp(comm, "pt_data_worker", 14) || !strncmp(comm, "pt_multiprocess", 15);
 }
 
-static int push_sample(struct session *s, const struct raw_sample *r)
+static int push_sample(struct gs_session_stacks *k, const struct raw_sample *r)
 {
-	if (s->n_samples == s->cap_samples) {
-		size_t cap = s->cap_samples ? s->cap_samples * 2 : 65536;
-		void *n = realloc(s->samples, cap * sizeof(*s->samples));
+	if (k->n_samples == k->cap_samples) {
+		size_t cap = k->cap_samples ? k->cap_samples * 2 : 65536;
+		void *n = realloc(k->samples, cap * sizeof(*k->samples));
 
 		if (!n)
 			return -ENOMEM;
-		s->samples = n;
-		s->cap_samples = cap;
+		k->samples = n;
+		k->cap_samples = cap;
 	}
-	s->samples[s->n_samples++] = *r;
+	k->samples[k->n_samples++] = *r;
 	return 0;
 }
 
@@ -164,7 +164,7 @@ static int on_cpu_sample(struct session *s, const struct gs_rec_cpu_view *v)
 	idx = gs_session_intern(s, v);
 	if (idx < 0)
 		return (int)idx;
-	p = gs_procs_get(&s->procs, cs->tgid);
+	p = gs_procs_get(&s->rt.procs, cs->tgid);
 	if (!p)
 		p = gs_session_first_sight(s, cs->tgid);
 	memcpy(comm, cs->comm, GS_COMM_LEN);
@@ -180,12 +180,12 @@ static int on_cpu_sample(struct session *s, const struct gs_rec_cpu_view *v)
 	r.comm = gs_profile_intern(&s->prof, comm);
 	/* the thread's count before its first sample is built: they share
 	 * its exact on-CPU time (gs_off_cpu_ns) */
-	th = gs_thread_get(s->pt, cs->tgid, cs->tid);
+	th = gs_thread_get(s->rt.pt, cs->tgid, cs->tid);
 	if (!th && cs->tid)
 		return -ENOMEM;
 	if (th)
 		th->cpu_samples++;
-	return push_sample(s, &r);
+	return push_sample(&s->stacks, &r);
 }
 
 static void on_proc_event(struct session *s, const struct gs_proc_event *ev)
@@ -194,22 +194,22 @@ static void on_proc_event(struct session *s, const struct gs_proc_event *ev)
 
 	switch (ev->kind) {
 	case GS_PROC_FORK:
-		p = gs_procs_add(&s->procs, ev->tgid, ev->ppid);
+		p = gs_procs_add(&s->rt.procs, ev->tgid, ev->ppid);
 		if (p)
 			memcpy(p->comm, ev->comm, sizeof(p->comm));
-		gs_proc_table_fork(s->pt, ev->ppid, ev->tgid);
+		gs_proc_table_fork(s->rt.pt, ev->ppid, ev->tgid);
 		break;
 	case GS_PROC_EXEC:
-		p = gs_procs_get(&s->procs, ev->tgid);
+		p = gs_procs_get(&s->rt.procs, ev->tgid);
 		if (!p)
 			p = gs_session_first_sight(s, ev->tgid);
 		if (p)
 			memcpy(p->comm, ev->comm, sizeof(p->comm));
 		/* known: first sight above; the table reads the new image's ranks */
-		gs_proc_table_exec(s->pt, ev->tgid, 0);
+		gs_proc_table_exec(s->rt.pt, ev->tgid, 0);
 		break;
 	case GS_PROC_EXIT:
-		gs_proc_table_exit(s->pt, ev->tgid); /* marks the entry exited */
+		gs_proc_table_exit(s->rt.pt, ev->tgid); /* marks the entry exited */
 		break;
 	}
 }
@@ -226,14 +226,14 @@ static void on_gpu_record(struct session *s, const struct gs_rec_hdr *h)
 	if (!gs_gpu_on(s))
 		return;
 	if (gs_gpu_rec_decode(h, &r)) {
-		s->counts[GS_C_records_malformed]++;
+		s->out.counts[GS_C_records_malformed]++;
 		return;
 	}
 	if (gs_gpu_record(s, &r) <= 0 || (raw = gs_session_intern(s, &r.launch.stack)) < 0)
 		return;
-	gs_thread_get(s->pt, r.launch.stack.s->tgid,
+	gs_thread_get(s->rt.pt, r.launch.stack.s->tgid,
 		      r.launch.stack.s->tid); /* first sight of the thread maybe */
-	stack = gs_session_stack(s, &s->raw.items[raw]);
+	stack = gs_session_stack(s, &s->stacks.raw.items[raw]);
 	if (stack >= 0)
 		gs_gpu_launch_stack(s, r.launch.l, &r.launch.stack, (uint32_t)stack,
 				    gs_session_role(s, r.launch.stack.s->tgid));
@@ -252,13 +252,13 @@ static int on_record(void *ctx, const struct gs_rec_hdr *h)
 	case GS_REC_CPU_SAMPLE:
 		if (!gs_rec_cpu_sample(h, &v))
 			return on_cpu_sample(s, &v);
-		s->counts[GS_C_records_malformed]++;
+		s->out.counts[GS_C_records_malformed]++;
 		return 0;
 	case GS_REC_PROC_EVENT:
 		if (!gs_rec_fixed(h, GS_REC_PROC_EVENT, &rec))
 			on_proc_event(s, rec);
 		else
-			s->counts[GS_C_records_malformed]++;
+			s->out.counts[GS_C_records_malformed]++;
 		return 0;
 	case GS_REC_OFFCPU_STACK:
 	case GS_REC_OFFCPU_END:
@@ -275,25 +275,24 @@ static int poll_records(void *ctx, int timeout_ms)
 {
 	struct session *s = ctx;
 
-	return gs_sampler_poll(s->sampler, timeout_ms, on_record, s);
+	return gs_sampler_poll(s->rt.sampler, timeout_ms, on_record, s);
 }
 
 /* ---- the run loop ------------------------------------------------------- */
 
-static bool targets_gone(struct session *s)
+static bool targets_gone(struct gs_session_targets *t)
 {
 	int status;
 
-	if (s->launched) {
-		if (!s->launch_exited &&
-		    waitpid(s->launch.pid, &status, WNOHANG) == s->launch.pid) {
-			s->launch_exited = true;
-			s->launch_status = status;
+	if (t->launched) {
+		if (!t->exited && waitpid(t->launch.pid, &status, WNOHANG) == t->launch.pid) {
+			t->exited = true;
+			t->status = status;
 		}
-		return s->launch_exited;
+		return t->exited;
 	}
-	for (int i = 0; i < s->n_roots; i++)
-		if (gs_proc_alive(s->roots[i]))
+	for (int i = 0; i < t->n_roots; i++)
+		if (gs_proc_alive(t->roots[i]))
 			return false;
 	return true;
 }
@@ -301,38 +300,39 @@ static bool targets_gone(struct session *s)
 /* A signal or the targets' exit ends the current phase (noted once). */
 static bool stop_requested(struct session *s)
 {
-	bool gone = !g_stop && targets_gone(s);
+	bool gone = !g_stop && targets_gone(&s->targets);
 
 	if (g_stop || gone)
-		gs_attach_note_stop(s, g_stop, gone);
+		gs_attach_note_stop(&s->attach, g_stop, gone);
 	return g_stop || gone;
 }
 
 static void progress(struct session *s, bool final)
 {
 	struct gs_sampler_stats st;
-	struct gs_session_progress p = { .gpu = s->gpu_plugin.summary, .final = final };
+	struct gs_session_progress p = { .gpu = s->gpu.plugin.summary, .final = final };
 
-	if (!s->show_progress)
+	if (!s->out.show_progress)
 		return;
-	gs_sampler_stats(s->sampler, &st);
-	for (size_t i = 0; i < s->procs.n; i++)
-		p.live_procs += !((struct gs_procinfo *)s->procs.all[i])->proc->exited;
-	p.elapsed_s = (gs_now_ns(CLOCK_MONOTONIC) - s->t0_mono) / 1e9;
-	p.cpu_samples = s->n_samples;
+	gs_sampler_stats(s->rt.sampler, &st);
+	for (size_t i = 0; i < s->rt.procs.n; i++)
+		p.live_procs += !((struct gs_procinfo *)s->rt.procs.all[i])->proc->exited;
+	p.elapsed_s = (gs_now_ns(CLOCK_MONOTONIC) - s->window.t0_mono) / 1e9;
+	p.cpu_samples = s->stacks.n_samples;
 	p.lost = st.lost;
-	p.procs = (uint32_t)s->procs.n;
-	s->show_progress(&p);
+	p.procs = (uint32_t)s->rt.procs.n;
+	s->out.show_progress(&p);
 }
 
 static int run_loop(struct session *s)
 {
-	uint64_t deadline = s->o->duration_s > 0 ? s->t0_mono + (uint64_t)(s->o->duration_s * 1e9)
-						 : UINT64_MAX;
+	uint64_t deadline = s->o->duration_s > 0
+				? s->window.t0_mono + (uint64_t)(s->o->duration_s * 1e9)
+				: UINT64_MAX;
 	uint64_t next_progress = 0, next_tick = 0, next_cfi = 0;
 	bool tick_pending = false;
 
-	s->phase = "sampling";
+	s->attach.phase = "sampling";
 	while (!stop_requested(s)) {
 		/* Records arrive without per-record wakeups (BPF_RB_NO_WAKEUP for
 		 * samples); process events and CFI table requests do wake us.
@@ -346,11 +346,11 @@ static int run_loop(struct session *s)
 		 * build, and serve table requests (BPF wakes us) as they come,
 		 * not at the 50 ms tick: a library sampled before its table is
 		 * loaded gets a shorter stack. */
-		bool cfi_busy = s->cfi && gs_cfi_busy(s->cfi);
+		bool cfi_busy = s->rt.cfi && gs_cfi_busy(s->rt.cfi);
 
 		if (cfi_busy && wait_ms > GS_CFI_POLL_MS)
 			wait_ms = GS_CFI_POLL_MS;
-		int rc = gs_sampler_poll(s->sampler, wait_ms, on_record, s);
+		int rc = gs_sampler_poll(s->rt.sampler, wait_ms, on_record, s);
 		uint64_t now = gs_now_ns(CLOCK_MONOTONIC);
 
 		if (rc < 0 && rc != -EINTR) {
@@ -360,13 +360,13 @@ static int run_loop(struct session *s)
 		}
 		if (now >= deadline || stop_requested(s))
 			break;
-		if (s->cfi && now >= next_cfi) {
-			gs_cfi_refresh(s->cfi);
+		if (s->rt.cfi && now >= next_cfi) {
+			gs_cfi_refresh(s->rt.cfi);
 			next_cfi = now + GS_CFI_POLL_MS * 1000000ull;
 		}
 		tick_pending = now < next_tick; /* woken early: tick once the 50 ms are up */
 		if (!tick_pending) {
-			gs_proc_table_tick(s->pt);
+			gs_proc_table_tick(s->rt.pt);
 			next_tick = now + 50000000ull;
 		}
 		if (now >= next_progress) {
@@ -375,9 +375,9 @@ static int run_loop(struct session *s)
 		}
 	}
 	gs_gpu_detach(s, poll_records);
-	gs_sampler_stop(s->sampler);
+	gs_sampler_stop(s->rt.sampler);
 	/* Drain what BPF queued before the detach. */
-	for (int i = 0; i < 64 && gs_sampler_poll(s->sampler, 0, on_record, s) > 0; i++)
+	for (int i = 0; i < 64 && gs_sampler_poll(s->rt.sampler, 0, on_record, s) > 0; i++)
 		;
 	gs_off_stop(s);
 	progress(s, true);
@@ -393,7 +393,7 @@ static int run_loop(struct session *s)
 static void note_dataloader(struct session *s, const struct gs_rawstack *r, uint32_t stack)
 {
 	const struct gs_profile *p = &s->prof;
-	struct gs_procinfo *proc = gs_procs_get(&s->procs, r->tgid);
+	struct gs_procinfo *proc = gs_procs_get(&s->rt.procs, r->tgid);
 	const struct gs_stack *st = &p->stacks[stack];
 
 	if (!proc || proc->proc->role == GS_ROLE_DATALOADER)
@@ -442,17 +442,17 @@ static int add_cpu_samples(struct session *s, const uint32_t *stack_ids)
 
 	if (running == (gs_str)-1)
 		return -ENOMEM;
-	for (size_t i = 0; i < s->n_samples; i++) {
-		const struct raw_sample *r = &s->samples[i];
-		uint32_t tgid = s->raw.items[r->stack].tgid;
+	for (size_t i = 0; i < s->stacks.n_samples; i++) {
+		const struct raw_sample *r = &s->stacks.samples[i];
+		uint32_t tgid = s->stacks.raw.items[r->stack].tgid;
 		struct gs_sample smp = {
 			.stack = stack_ids[r->stack],
 			.values = { [GS_V_SAMPLES] = 1 },
-			.time_ns = r->ktime > s->t0_mono ? r->ktime - s->t0_mono : 0,
+			.time_ns = r->ktime > s->window.t0_mono ? r->ktime - s->window.t0_mono : 0,
 		};
 
 		if (!th || th->tgid != tgid || th->tid != r->tid) {
-			if (!(th = gs_thread_get(s->pt, tgid, r->tid)) && r->tid)
+			if (!(th = gs_thread_get(s->rt.pt, tgid, r->tid)) && r->tid)
 				return -ENOMEM;
 			c.pid = 0; /* a new thread: a new context */
 		}
@@ -469,11 +469,11 @@ static int add_cpu_samples(struct session *s, const uint32_t *stack_ids)
 
 static void add_processes(struct session *s)
 {
-	for (size_t i = 0; i < s->procs.n; i++) {
-		const struct gs_procinfo *p = s->procs.all[i];
+	for (size_t i = 0; i < s->rt.procs.n; i++) {
+		const struct gs_procinfo *p = s->rt.procs.all[i];
 		struct gs_py_proc py;
 
-		gs_py_proc_view(s->py, p->proc->tgid, &py);
+		gs_py_proc_view(s->rt.py, p->proc->tgid, &py);
 		struct gs_process gp = {
 			.pid = p->proc->tgid,
 			.ppid = p->proc->ppid,
@@ -493,10 +493,11 @@ static void add_comments(struct session *s)
 	struct gs_sampler_stats st;
 	struct gs_profile *p = &s->prof;
 
-	gs_sampler_stats(s->sampler, &st);
+	gs_sampler_stats(s->rt.sampler, &st);
 	p->lost_samples = st.lost;
 	gs_profile_add_comment(p, "gpusample %s", GS_VERSION);
-	gs_cpu_snap_comment(p, &s->cpu0, &s->cpu1, (uint32_t)getpid(), sysconf(_SC_CLK_TCK));
+	gs_cpu_snap_comment(p, &s->window.cpu0, &s->window.cpu1, (uint32_t)getpid(),
+			    sysconf(_SC_CLK_TCK));
 	if (s->o->command) {
 		char cmd[512] = "";
 		size_t len = 0;
@@ -511,10 +512,10 @@ static void add_comments(struct session *s)
 	gs_profile_add_comment(p, "duration: %.3f s", p->duration_nanos / 1e9);
 	/* the window on the clock a job's own timers use (Python's
 	 * time.monotonic and perf_counter), to line it up with their logs */
-	if (s->t0_mono)
+	if (s->window.t0_mono)
 		gs_profile_add_comment(p, "window: CLOCK_MONOTONIC %.6f s + %.6f s",
-				       s->t0_mono / 1e9, p->duration_nanos / 1e9);
-	gs_profile_add_comment(p, "cpu samples: %zu, lost: %llu", s->n_samples,
+				       s->window.t0_mono / 1e9, p->duration_nanos / 1e9);
+	gs_profile_add_comment(p, "cpu samples: %zu, lost: %llu", s->stacks.n_samples,
 			       (unsigned long long)st.lost);
 	if (st.unwind_err[GS_UNWIND_NO_TABLE] || st.unwind_err[GS_UNWIND_READ_FAULT] ||
 	    st.unwind_err[GS_UNWIND_BAD_RULE] || st.unwind_err[GS_UNWIND_DEPTH])
@@ -537,27 +538,27 @@ static void add_comments(struct session *s)
 static int build_profile(struct session *s)
 {
 	struct gs_profile *p = &s->prof;
-	uint32_t *stack_ids = calloc(s->raw.n ? s->raw.n : 1, sizeof(*stack_ids));
+	uint32_t *stack_ids = calloc(s->stacks.raw.n ? s->stacks.raw.n : 1, sizeof(*stack_ids));
 
 	if (!stack_ids)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < s->raw.n; i++) {
-		int64_t id = gs_session_stack(s, &s->raw.items[i]);
+	for (uint32_t i = 0; i < s->stacks.raw.n; i++) {
+		int64_t id = gs_session_stack(s, &s->stacks.raw.items[i]);
 
 		if (id < 0) {
 			free(stack_ids);
 			return (int)id;
 		}
 		stack_ids[i] = (uint32_t)id;
-		note_dataloader(s, &s->raw.items[i], (uint32_t)id);
+		note_dataloader(s, &s->stacks.raw.items[i], (uint32_t)id);
 	}
-	gs_procs_assign_roles(&s->procs);
+	gs_procs_assign_roles(&s->rt.procs);
 	if (add_cpu_samples(s, stack_ids) || gs_off_finish(s, stack_ids)) {
 		free(stack_ids);
 		return -ENOMEM;
 	}
 	free(stack_ids);
-	if (gs_gpu_finish(s) || gs_thread_roles_apply(p, s->pt))
+	if (gs_gpu_finish(s) || gs_thread_roles_apply(p, s->rt.pt))
 		return -ENOMEM;
 	add_processes(s);
 	add_comments(s);
@@ -572,7 +573,7 @@ static int write_one(struct session *s, const char *suffix,
 	char path[PATH_MAX + 32];
 	int rc;
 
-	snprintf(path, sizeof(path), "%s%s", s->prefix, suffix);
+	snprintf(path, sizeof(path), "%s%s", s->out.prefix, suffix);
 	rc = fn(s, path, s->err, sizeof(s->err));
 	if (rc) {
 		gs_log("cannot write %s: %s\n", path, s->err);
@@ -620,8 +621,8 @@ static int write_outputs(struct session *s)
 	int rc = 0;
 
 	/* One summary line for logs (the progress line is terminal-only). */
-	gs_log("%zu CPU samples, %llu lost, %u processes, %.1f s\n", s->n_samples,
-	       (unsigned long long)s->prof.lost_samples, (uint32_t)s->procs.n,
+	gs_log("%zu CPU samples, %llu lost, %u processes, %.1f s\n", s->stacks.n_samples,
+	       (unsigned long long)s->prof.lost_samples, (uint32_t)s->rt.procs.n,
 	       s->prof.duration_nanos / 1e9);
 
 	if (s->o->formats & GS_FMT_PPROF)
@@ -659,13 +660,13 @@ static int open_sampler(struct session *s)
 		.offcpu = s->o->offcpu,
 		.offcpu_rate = s->o->offcpu_rate,
 	};
-	int rc = gs_sampler_open(&so, &s->sampler, s->err, sizeof(s->err));
+	int rc = gs_sampler_open(&so, &s->rt.sampler, s->err, sizeof(s->err));
 
 	if (rc) {
 		gs_log("%s\n", s->err);
 		return rc;
 	}
-	if (gs_sampler_compat(s->sampler))
+	if (gs_sampler_compat(s->rt.sampler))
 		gs_profile_add_note(&s->prof,
 				    "BPF: the compat programs walked the stacks (for kernels "
 				    "without bpf_loop, bpf_task_pt_regs, task storage or "
@@ -684,14 +685,14 @@ static int start_launch(struct session *s)
 	int rc;
 
 	gs_gpu_launch_env(s);
-	rc = gs_launch_start(&s->launch, s->o->command, s->o->as_root, s->launch_env, s->err,
-			     sizeof(s->err));
+	rc = gs_launch_start(&s->targets.launch, s->o->command, s->o->as_root, s->gpu.launch_env,
+			     s->err, sizeof(s->err));
 
 	if (rc) {
 		gs_log("%s\n", s->err);
 		return rc;
 	}
-	s->launched = true;
+	s->targets.launched = true;
 	return 0;
 }
 
@@ -700,7 +701,7 @@ static void init_session(struct session *s, const struct gs_options *o)
 	memset(s, 0, sizeof(*s));
 	s->o = o;
 	gs_profile_init(&s->prof);
-	gs_rawstacks_init(&s->raw);
+	gs_rawstacks_init(&s->stacks.raw);
 	s->prof.frequency_hz = o->frequency_hz;
 	s->prof.period_ns = 1000000000ll / o->frequency_hz;
 	/* Viewers open on the report's unit: wall time (on-CPU + waits) when
@@ -712,20 +713,20 @@ static void init_session(struct session *s, const struct gs_options *o)
 static void free_session(struct session *s)
 {
 	gs_off_free(s);
-	gs_thread_voter_free(&s->roles);
-	gs_proc_table_free(s->pt); /* before the runtimes its handlers call */
+	gs_thread_voter_free(&s->stacks.roles);
+	gs_proc_table_free(s->rt.pt); /* before the runtimes its handlers call */
 	gs_gpu_close(s);
 	gs_rt_close(s);
-	if (s->sampler)
-		gs_sampler_close(s->sampler);
-	if (s->sym)
-		gs_sym_free(s->sym);
-	gs_rawstacks_free(&s->raw);
-	free(s->samples);
-	gs_proc_slots_fini(&s->procs); /* bound: the states only */
+	if (s->rt.sampler)
+		gs_sampler_close(s->rt.sampler);
+	if (s->rt.sym)
+		gs_sym_free(s->rt.sym);
+	gs_rawstacks_free(&s->stacks.raw);
+	free(s->stacks.samples);
+	gs_proc_slots_fini(&s->rt.procs); /* bound: the states only */
 	gs_profile_free(&s->prof);
-	gs_cpu_snap_free(&s->cpu0);
-	gs_cpu_snap_free(&s->cpu1);
+	gs_cpu_snap_free(&s->window.cpu0);
+	gs_cpu_snap_free(&s->window.cpu1);
 }
 
 static int prepare(struct session *s)
@@ -740,17 +741,17 @@ static int prepare(struct session *s)
 		}
 	if (s->o->command && (rc = start_launch(s)))
 		return rc;
-	if (s->launched) {
-		s->roots[0] = (uint32_t)s->launch.pid;
-		s->n_roots = 1;
+	if (s->targets.launched) {
+		s->targets.roots[0] = (uint32_t)s->targets.launch.pid;
+		s->targets.n_roots = 1;
 	} else {
-		memcpy(s->roots, s->o->pids, sizeof(s->roots));
-		s->n_roots = s->o->n_pids;
+		memcpy(s->targets.roots, s->o->pids, sizeof(s->targets.roots));
+		s->targets.n_roots = s->o->n_pids;
 	}
 	if ((rc = gs_session_prefix(s)) || (rc = gs_outputs_check(s)))
 		return rc;
-	s->sym = gs_sym_new(&s->prof);
-	if (!s->sym)
+	s->rt.sym = gs_sym_new(&s->prof);
+	if (!s->rt.sym)
 		return -ENOMEM;
 	return open_sampler(s);
 }
@@ -767,31 +768,32 @@ static int start(struct session *s)
 	 * while this thread reports progress and watches for a stop. */
 	if (gs_attach_build_tables(s, stop_requested))
 		return 1;
-	gs_session_attach_done(s);
+	gs_session_attach_done(s->rt.cfi);
 	/* Tables of the processes there at attach were built eagerly (full
 	 * stacks from the first sample); from now on build them when a sample
 	 * first walks through an object, so a fork or dlopen mid-run does not
 	 * stall the ring-buffer consumer for seconds. */
-	if (s->cfi)
-		gs_cfi_set_lazy(s->cfi, true);
+	if (s->rt.cfi)
+		gs_cfi_set_lazy(s->rt.cfi, true);
 	if ((rc = gs_off_prepare(s)))
 		return rc;
-	if ((rc = gs_sampler_start(s->sampler, s->err, sizeof(s->err)))) {
+	if ((rc = gs_sampler_start(s->rt.sampler, s->err, sizeof(s->err)))) {
 		gs_log("%s\n", s->err);
 		return rc;
 	}
 	/* The report says which event sampled (output/report.c reads it). */
-	gs_profile_add_comment(&s->prof, "sample event: %s", gs_sampler_event(s->sampler));
-	gs_log("sampling %zu process%s at %u Hz%s (Ctrl-C to stop)\n", s->procs.n,
-	       s->procs.n == 1 ? "" : "es", s->o->frequency_hz,
-	       s->launched ? ", starting the command" : "");
-	s->t0_mono = gs_now_ns(CLOCK_MONOTONIC);
-	s->t0_wall = gs_now_ns(CLOCK_REALTIME);
-	gs_cpu_snap_take(&s->cpu0, "/proc"); /* best effort: no comment without it */
+	gs_profile_add_comment(&s->prof, "sample event: %s", gs_sampler_event(s->rt.sampler));
+	gs_log("sampling %zu process%s at %u Hz%s (Ctrl-C to stop)\n", s->rt.procs.n,
+	       s->rt.procs.n == 1 ? "" : "es", s->o->frequency_hz,
+	       s->targets.launched ? ", starting the command" : "");
+	s->window.t0_mono = gs_now_ns(CLOCK_MONOTONIC);
+	s->window.t0_wall = gs_now_ns(CLOCK_REALTIME);
+	gs_cpu_snap_take(&s->window.cpu0, "/proc"); /* best effort: no comment without it */
 	if ((rc = gs_off_start(s)))
 		return rc;
 	gs_gpu_start(s);
-	if (s->launched && (rc = gs_launch_release(&s->launch, s->err, sizeof(s->err)))) {
+	if (s->targets.launched &&
+	    (rc = gs_launch_release(&s->targets.launch, s->err, sizeof(s->err)))) {
 		char cmd[256];
 
 		gs_term_escape(s->o->command[0], cmd, sizeof(cmd));
@@ -808,7 +810,7 @@ static int start(struct session *s)
 
 static void finish_launch(struct session *s)
 {
-	if (!s->launched || s->launch_exited)
+	if (!s->targets.launched || s->targets.exited)
 		return;
 	if (g_stop) {
 		/* Ctrl-C at a terminal reached the command too; a signal sent to
@@ -817,33 +819,33 @@ static void finish_launch(struct session *s)
 		for (int i = 0; i < 40; i++) {
 			int st;
 
-			if (waitpid(s->launch.pid, &st, WNOHANG) == s->launch.pid) {
-				s->launch_exited = true;
-				s->launch_status = st;
+			if (waitpid(s->targets.launch.pid, &st, WNOHANG) == s->targets.launch.pid) {
+				s->targets.exited = true;
+				s->targets.status = st;
 				break;
 			}
 			if (i == 4)
-				kill(s->launch.pid, g_stop);
+				kill(s->targets.launch.pid, g_stop);
 			usleep(50000);
 		}
 	} else {
 		gs_log("duration reached; %s (pid %d) keeps running\n", s->o->command[0],
-		       s->launch.pid);
+		       s->targets.launch.pid);
 	}
 }
 
 /* After the outputs: the perf maps launch mode had oneDNN write, of the
  * command's processes that are gone (a running one still writes its own). */
-static void remove_jit_maps(struct session *s)
+static void remove_jit_maps(struct gs_proc_table *pt, const struct gs_launch *l)
 {
-	size_t n = s->pt ? gs_proc_count(s->pt) : 0, k = 0;
+	size_t n = pt ? gs_proc_count(pt) : 0, k = 0;
 	uint32_t *gone = n ? calloc(n, sizeof(*gone)) : NULL;
 
 	for (size_t i = 0; gone && i < n; i++)
-		if (gs_proc_at(s->pt, i)->exited)
-			gone[k++] = gs_proc_at(s->pt, i)->tgid;
+		if (gs_proc_at(pt, i)->exited)
+			gone[k++] = gs_proc_at(pt, i)->tgid;
 	if (gone)
-		gs_launch_remove_jit_maps(&s->launch, gone, k);
+		gs_launch_remove_jit_maps(l, gone, k);
 	free(gone);
 }
 
@@ -858,34 +860,34 @@ int gs_session_run(const struct gs_options *o, void (*show)(const struct gs_sess
 	gs_session_raise_priority();
 	gs_outputs_set_owner();
 	init_session(&s, o);
-	s.show_progress = show;
-	s.phase = "loading the BPF programs";
+	s.out.show_progress = show;
+	s.attach.phase = "loading the BPF programs";
 	rc = prepare(&s);
 	if (!rc)
 		rc = start(&s);
 	if (rc < 0) {
-		if (s.launched)
-			kill(s.launch.pid, SIGKILL);
+		if (s.targets.launched)
+			kill(s.targets.launch.pid, SIGKILL);
 		free_session(&s);
 		return 1;
 	}
-	gs_session_attach_done(&s); /* no real-time class past attach, whatever happened */
+	gs_session_attach_done(s.rt.cfi); /* no real-time class past attach, whatever happened */
 	if (rc == 0) {
 		run_loop(&s);
 		finish_launch(&s);
-	} else if (s.launched) { /* stopped before the command was let go: it never ran */
-		kill(s.launch.pid, SIGKILL);
-		waitpid(s.launch.pid, NULL, 0);
-		s.launched = false;
+	} else if (s.targets.launched) { /* stopped before the command was let go: it never ran */
+		kill(s.targets.launch.pid, SIGKILL);
+		waitpid(s.targets.launch.pid, NULL, 0);
+		s.targets.launched = false;
 	}
 	/* Stopped before sampling started (Ctrl-C or the target's exit while
 	 * the tables were built): t0 was never taken, and stop - 0 would be
 	 * the machine's uptime.  The profile covers nothing: duration 0, time
 	 * of the stop. */
-	if (s.t0_mono) {
-		gs_cpu_snap_take(&s.cpu1, "/proc");
-		s.prof.time_nanos = s.t0_wall;
-		s.prof.duration_nanos = gs_off_stop_time(&s) - s.t0_mono;
+	if (s.window.t0_mono) {
+		gs_cpu_snap_take(&s.window.cpu1, "/proc");
+		s.prof.time_nanos = s.window.t0_wall;
+		s.prof.duration_nanos = gs_off_stop_time(&s) - s.window.t0_mono;
 	} else {
 		s.prof.time_nanos = gs_now_ns(CLOCK_REALTIME);
 		s.prof.duration_nanos = 0;
@@ -895,8 +897,8 @@ int gs_session_run(const struct gs_options *o, void (*show)(const struct gs_sess
 		gs_log("building the profile failed: %s\n", strerror(-rc));
 	else
 		rc = write_outputs(&s);
-	if (s.launched)
-		remove_jit_maps(&s);
+	if (s.targets.launched)
+		remove_jit_maps(s.rt.pt, &s.targets.launch);
 	rc = gs_session_exit_status(&s, rc);
 	free_session(&s);
 	return rc;

@@ -1,7 +1,18 @@
 /* SPDX-License-Identifier: MIT */
-/* State of one profiling session, shared by the cli/session*.c files only. */
-#ifndef GS_CLI_SESSION_INT_H
-#define GS_CLI_SESSION_INT_H
+/*
+ * State of one profiling session, shared by the session/ files only.
+ *
+ * struct session is split by concern: each sub-struct says which files
+ * write it and which read it, and a file works mostly in its own
+ * (attach.c in attach, gpu.c and gpu_inject.c in gpu, offcpu.c in off);
+ * a function that needs one concern only takes that sub-struct.  What
+ * every file shares stays at the top: the options, the profile being
+ * built, and an error buffer.  scripts/arch-counts.sh counts the top-level
+ * fields, so the struct does not grow back flat: a new field goes into
+ * its concern's sub-struct, or a new concern gets one.
+ */
+#ifndef GS_SESSION_INT_H
+#define GS_SESSION_INT_H
 
 #include <limits.h>
 #include <stdbool.h>
@@ -17,71 +28,120 @@
 #include "gpusample/profile.h"
 #include "gpu/gpu.h"
 #include "proc/proc.h"
-#include "gpu/gpu.h"
-#include "gpu/gpu.h"
 #include "python/python.h"
 #include "native/native.h"
 #include "symbolizer/symbolizer.h" /* gs_thread_voter */
 #include "util/clock.h"            /* gs_now_ns */
 
+/* One CPU sample as recorded (session.c), made whole at the end. */
 struct raw_sample {
-	uint32_t stack; /* index into rawstacks */
+	uint32_t stack; /* index into the session's raw stacks */
 	uint32_t tid;
-	uint64_t ktime;
-	gs_str comm;
+	uint64_t ktime; /* the record's CLOCK_MONOTONIC ns (bpf_ktime_get_ns) */
+	gs_str comm;    /* the thread's comm, interned in the profile */
 };
 
+/* The components the session opened and wires together: opened by
+ * session.c (sampler, symbolizer) and runtimes.c (the rest), closed by
+ * free_session; every session file calls through them. */
+struct gs_session_rt {
+	struct gs_sampler *sampler; /* the BPF programs and their ring buffer */
+	struct gs_symbolizer *sym;  /* native and kernel symbols, the ELF cache */
+	struct gs_py *py;           /* NULL with --no-python */
+	struct gs_cfi *cfi;         /* unwind tables; NULL with --no-cfi or when refused */
+	struct gs_proc_table *pt;   /* the one process table: its handlers are the runtimes */
+	struct gs_proc_slots procs; /* struct gs_procinfo: the session's state of each process */
+};
 
-/* --inject: one per target root (session/gpu.c, inject/inject.h). */
+/* What is profiled: the -p PIDs, or the launched command (session.c
+ * writes it in prepare and when the command is reaped; ranks.c and
+ * gpu_inject.c read the roots). */
+struct gs_session_targets {
+	uint32_t roots[GS_MAX_PIDS]; /* -p PIDs, or the launched command's pid */
+	int n_roots;
+	struct gs_launch launch; /* launch mode's command (session/launch.h) */
+	bool launched;           /* launch mode, the command started */
+	bool exited;             /* the launched command was reaped */
+	int status;              /* its waitpid status once exited */
+};
+
+/* Where the run is (session.c sets the phase as it goes; attach.c writes
+ * the rest): a run stopped before sampling says in which phase and why. */
+struct gs_session_attach {
+	const char *phase;      /* what the run is doing now: a static string */
+	const char *stop_phase; /* phase when a stop or the targets' exit was first seen */
+	char stop_cause[48];    /* "stopped by SIGINT", "the target exited"; "" if neither */
+	uint32_t tables_queued; /* attach-time unwind tables: objects queued, */
+	uint32_t tables_built;  /* and built so far (gs_attach_build_tables) */
+};
+
+/* The sampling window (session.c writes it when sampling starts and when
+ * the run ends; gpu.c and offcpu.c read t0_mono). */
+struct gs_session_window {
+	uint64_t t0_mono;              /* CLOCK_MONOTONIC ns sampling started; 0: it never did */
+	uint64_t t0_wall;              /* CLOCK_REALTIME ns at the same instant */
+	struct gs_cpu_snap cpu0, cpu1; /* the machine's CPU time at start and stop */
+};
+
+/* The stacks and CPU samples as recorded, and what building the profile's
+ * samples from them keeps (session.c and stacks.c write it; offcpu.c and
+ * gpu.c intern their stacks here too; ranks.c keeps the host label). */
+struct gs_session_stacks {
+	struct gs_rawstacks raw;       /* every distinct recorded stack (CPU, off-CPU, launch) */
+	struct raw_sample *samples;    /* the CPU samples in arrival order, */
+	size_t n_samples, cap_samples; /* n_samples of them in cap_samples slots */
+	uint32_t truncated_loc;        /* "[truncated]" special location, 0 until made */
+	gs_str host_label;             /* GS_SL_HOST of every CPU and off-CPU sample, 0 until set */
+	struct gs_thread_voter roles;  /* thread-role votes' caches (build time) */
+};
+
+/* --inject: one per target root (session/gpu_inject.c, inject/inject.h). */
 struct gs_inject;
 struct gs_inject_slot {
-	uint8_t phase;       /* enum in session/gpu.c */
+	uint8_t phase;       /* enum in session/gpu_inject.c */
 	struct gs_inject *j; /* while staged */
 	uint64_t since_ms;   /* CLOCK_MONOTONIC ms the phase began */
 	char note[400];      /* what happened, for the profile */
 };
 
-struct session {
-	const struct gs_options *o;
-	struct gs_sampler *sampler;
-	struct gs_symbolizer *sym;
-	struct gs_py *py;              /* NULL with --no-python */
-	struct gs_cfi *cfi;            /* NULL with --no-cfi */
-	struct gs_gpu_host *gpu;       /* NULL with --no-gpu */
-	struct gs_proc_table *pt;      /* the one process table: its handlers are the runtimes */
-	struct gs_cuda *cuda;          /* cubins, stall tables (with gpu) */
-	struct gs_join *join;          /* created at start: needs t0 */
-	int join_slot;                 /* its handler id in pt (gs_gpu_register) */
-	struct gs_offcpu *off;         /* NULL with --no-offcpu (session/offcpu.c) */
-	uint64_t counts[GS_NCOUNTERS]; /* host counters (gpusample/counters.h), set where counted */
-	uint32_t truncated_loc;        /* "[truncated]" special location, 0 until made */
-	char agent_env[2][600];        /* launch mode: CUDA_INJECTION64_PATH, GS_AGENT_OPTS */
+/* The GPU side (session/gpu.c, session/gpu_inject.c write it; the router
+ * and the progress line read it).  All NULL / zero with --no-gpu. */
+struct gs_session_gpu {
+	struct gs_gpu_host *host;    /* the agent host; NULL with --no-gpu or when it failed */
+	struct gs_cuda *cuda;        /* cubins, kernels, stall tables (with host) */
+	struct gs_join *join;        /* CPU<->GPU join, made by gs_gpu_start (needs t0) */
+	int join_slot;               /* the join's handler id in the process table */
+	struct gs_gpu_plugin plugin; /* the GPU handler's state; its summary for the progress */
+	/* launch mode: CUDA_INJECTION64_PATH=, GS_AGENT_OPTS= (gs_gpu_launch_env),
+	 * and launch_env, the NULL-ended list of them the command gets */
+	char agent_env[2][600];
 	char *launch_env[3];
-	struct gs_profile prof;
-	struct gs_rawstacks raw;
-	struct raw_sample *samples;
-	size_t n_samples, cap_samples;
-	struct gs_proc_slots procs;  /* struct gs_procinfo: the session's state of each process */
-	uint32_t roots[GS_MAX_PIDS]; /* -p PIDs, or the launched command */
-	struct gs_inject_slot injects[GS_MAX_PIDS]; /* --inject, by root */
-	int n_roots;
-	struct gs_launch launch;
-	bool launched, launch_exited;
-	int launch_status;                    /* waitpid status once launch_exited */
-	const char *phase;                    /* what the run is doing now (session/attach.c) */
-	const char *stop_phase;               /* phase when a stop or target exit was seen */
-	char stop_cause[48];                  /* "stopped by SIGINT", "the target exited" */
-	uint32_t tables_queued, tables_built; /* attach-time unwind tables */
-	uint64_t t0_mono, t0_wall;
-	struct gs_cpu_snap cpu0, cpu1; /* the machine's CPU time at start and stop */
-	char prefix[PATH_MAX];
-	struct gs_gpu_plugin gpu_plugin; /* the GPU handler's state; its summary for the progress */
-	void (*show_progress)(const struct gs_session_progress *p);
-	char err[512];
-	gs_str host_label;            /* GS_SL_HOST of every CPU sample, 0 until set */
-	struct gs_thread_voter roles; /* thread-role votes' caches (build time) */
+	struct gs_inject_slot injects[GS_MAX_PIDS]; /* --inject, by index of targets.roots */
 };
 
+/* What the run tells: the output files' prefix (ranks.c expands -o into
+ * it, outputs.c checks it, session.c writes), the host counters (written
+ * where counted: session.c, gpu.c, offcpu.c; counters.c puts them in the
+ * profile) and the progress callback (session.c). */
+struct gs_session_out {
+	char prefix[PATH_MAX];         /* -o expanded: every output path is prefix + suffix */
+	uint64_t counts[GS_NCOUNTERS]; /* host counters (gpusample/counters.h), event counts */
+	void (*show_progress)(const struct gs_session_progress *p); /* NULL: no progress line */
+};
+
+struct session {
+	const struct gs_options *o;        /* the command line, read-only */
+	struct gs_profile prof;            /* the profile being built; every file adds to it */
+	char err[512];                     /* the last component error, for the log line */
+	struct gs_session_rt rt;           /* component handles */
+	struct gs_session_targets targets; /* roots, the launched command */
+	struct gs_session_attach attach;   /* phase, why the run stopped */
+	struct gs_session_window window;   /* t0, CPU snapshots */
+	struct gs_session_stacks stacks;   /* raw stacks, CPU samples */
+	struct gs_session_gpu gpu;         /* GPU agent host, cubins, join, --inject */
+	struct gs_offcpu *off;             /* off-CPU threads; NULL with --no-offcpu (offcpu.c) */
+	struct gs_session_out out;         /* output prefix, host counters, progress */
+};
 
 /* session/attach.c: build the attach-time unwind tables with progress lines,
  * returning 1 as soon as stop(s) says so (a signal, the target gone);
@@ -89,15 +149,15 @@ struct session {
  * run; the process exit status (launch mode: the command's; 1 when nothing
  * was collected, with the reason on stderr; rc: the writers' result). */
 int gs_attach_build_tables(struct session *s, bool (*stop)(struct session *));
-void gs_attach_note_stop(struct session *s, int sig, bool target_gone);
+void gs_attach_note_stop(struct gs_session_attach *a, int sig, bool target_gone);
 void gs_attach_add_comments(struct session *s);
 int gs_session_exit_status(struct session *s, int rc);
 /* Priorities (why: session/attach.c): nice -10 and SCHED_RR during attach;
  * attach_builder gives the CFI thread the same; attach_done drops both to
  * nice -10 SCHED_OTHER (call when sampling starts or the run stops). */
 void gs_session_raise_priority(void);
-void gs_session_attach_builder(struct session *s);
-void gs_session_attach_done(struct session *s);
+void gs_session_attach_builder(struct gs_cfi *cfi);
+void gs_session_attach_done(struct gs_cfi *cfi);
 
 /* session/outputs.c: output files owned by the sudo caller (gs_output_set_owner
  * from SUDO_UID/SUDO_GID) and every output path checked before sampling. */
@@ -105,9 +165,9 @@ void gs_outputs_set_owner(void);
 int gs_outputs_check(const struct session *s);
 
 /* session/runtimes.c: the runtimes (Python, CFI tables) opened, then
- * registered as handlers of s->pt with the symbolizer and the GPU agent
+ * registered as handlers of s->rt.pt with the symbolizer and the GPU agent
  * (after gs_gpu_open, before the first process).  Process events go to
- * s->pt (gs_proc_table_seen/_fork/_exec/_exit/_tick), which calls them. */
+ * s->rt.pt (gs_proc_table_seen/_fork/_exec/_exit/_tick), which calls them. */
 int gs_rt_open(struct session *s);
 int gs_rt_register(struct session *s);
 void gs_rt_close(struct session *s);
@@ -135,11 +195,11 @@ struct gs_procinfo *gs_session_first_sight(struct session *s, uint32_t tgid);
 
 /* session/gpu.c: the GPU agent's records and the CPU<->GPU join. */
 int gs_gpu_open(struct session *s);        /* after the sampler is loaded */
-void gs_gpu_launch_env(struct session *s); /* fills s->launch_env */
+void gs_gpu_launch_env(struct session *s); /* fills s->gpu.launch_env */
 void gs_gpu_start(struct session *s);      /* t0 known */
-/* Register the GPU agent's handler (gpu/plugin.c, over s->gpu_plugin:
+/* Register the GPU agent's handler (gpu/plugin.c, over s->gpu.plugin:
  * the host, and the session's hooks for preparing a process before its
- * agent arms and for --inject) with s->pt, and with GPU sampling on, the slots
+ * agent arms and for --inject) with s->rt.pt, and with GPU sampling on, the slots
  * the GPU host, the cubin symbolizer and the join keep their per-process
  * state in (the join's bound when gs_gpu_start makes it): 0 or -errno. */
 int gs_gpu_register(struct session *s);
@@ -174,7 +234,7 @@ void gs_gpu_close(struct session *s);
  * off-CPU sample of process tgid (its ranks as the table has them once the
  * roles are assigned) into *c. */
 void gs_session_proc_labels(struct session *s, uint32_t tgid, struct gs_sample_ctx *c);
-/* s->prefix from -o (default gpusample-%p) with %h %p %r expanded
+/* s->out.prefix from -o (default gpusample-%p) with %h %p %r expanded
  * (gs_expand_prefix); prints the error itself. */
 int gs_session_prefix(struct session *s);
 

@@ -26,14 +26,14 @@ static void new_stack(struct session *s, const struct gs_rawstack *r)
 
 	/* Read code objects now: the process (a DataLoader worker) may be gone
 	 * by the end of the run. */
-	if (s->py && r->n_python)
-		gs_py_note_frames(s->py, r->tgid, gs_rawstack_py(r), r->n_python);
+	if (s->rt.py && r->n_python)
+		gs_py_note_frames(s->rt.py, r->tgid, gs_rawstack_py(r), r->n_python);
 	/* Likewise the maps: a native address outside the snapshot (a library
 	 * mapped after exec or dlopened after attach) makes the symbolizer
 	 * re-read them now, while the process lives (rate-limited there).
 	 * Symbolization itself still waits for the end of the run. */
 	for (uint32_t i = 0; i < r->n_user; i++)
-		gs_sym_mapping_for(s->sym, r->tgid, r->frames[r->n_kernel + i], &mi);
+		gs_sym_mapping_for(s->rt.sym, r->tgid, r->frames[r->n_kernel + i], &mi);
 }
 
 struct gs_procinfo *gs_session_first_sight(struct session *s, uint32_t tgid)
@@ -43,9 +43,9 @@ struct gs_procinfo *gs_session_first_sight(struct session *s, uint32_t tgid)
 
 	if (gs_proc_stat(tgid, &st))
 		st.ppid = 0;
-	p = gs_procs_add(&s->procs, tgid, st.ppid);
+	p = gs_procs_add(&s->rt.procs, tgid, st.ppid);
 	if (p) /* reads its ranks, then attaches the runtimes */
-		gs_proc_table_seen(s->pt, tgid, st.ppid);
+		gs_proc_table_seen(s->rt.pt, tgid, st.ppid);
 	return p;
 }
 
@@ -54,20 +54,20 @@ int64_t gs_session_intern(struct session *s, const struct gs_rec_cpu_view *v)
 	bool is_new;
 	int64_t idx;
 
-	if (!gs_procs_get(&s->procs, v->s->tgid))
+	if (!gs_procs_get(&s->rt.procs, v->s->tgid))
 		gs_session_first_sight(s, v->s->tgid);
 	idx = gs_rawstacks_intern(
-	    &s->raw, v,
+	    &s->stacks.raw, v,
 	    v->s->flags & (GS_CPU_USER_TRUNC | GS_CPU_PY_TRUNC | GS_CPU_PY_ERR | GS_CPU_USER_SCAN),
 	    &is_new);
 	if (idx >= 0 && is_new)
-		new_stack(s, &s->raw.items[idx]);
+		new_stack(s, &s->stacks.raw.items[idx]);
 	return idx;
 }
 
 const char *gs_session_role(struct session *s, uint32_t tgid)
 {
-	struct gs_procinfo *p = gs_procs_get(&s->procs, tgid);
+	struct gs_procinfo *p = gs_procs_get(&s->rt.procs, tgid);
 
 	return p ? gs_procs_role(p) : "other";
 }
@@ -94,8 +94,8 @@ static int64_t symbolize_stack(struct session *s, const struct gs_rawstack *r,
 		.py = gs_rawstack_py(r),
 		.n_python = r->n_python,
 	};
-	int rc = gs_sym_cpu_stack(s->sym, s->py, &cs, s->o->interp_frames, truncated_loc, locs,
-				  sizeof(locs) / sizeof(locs[0]));
+	int rc = gs_sym_cpu_stack(s->rt.sym, s->rt.py, &cs, s->o->interp_frames, truncated_loc,
+				  locs, sizeof(locs) / sizeof(locs[0]));
 
 	if (rc < 0)
 		return rc;
@@ -104,9 +104,9 @@ static int64_t symbolize_stack(struct session *s, const struct gs_rawstack *r,
 
 int64_t gs_session_stack(struct session *s, const struct gs_rawstack *r)
 {
-	if (!s->truncated_loc)
-		s->truncated_loc = gs_session_special(s, "[truncated]");
-	return symbolize_stack(s, r, s->truncated_loc);
+	if (!s->stacks.truncated_loc)
+		s->stacks.truncated_loc = gs_session_special(s, "[truncated]");
+	return symbolize_stack(s, r, s->stacks.truncated_loc);
 }
 
 int gs_session_add_thread_sample(struct session *s, struct gs_thread *th,
@@ -117,6 +117,6 @@ int gs_session_add_thread_sample(struct session *s, struct gs_thread *th,
 
 	if (rc || !th) /* tid 0: no thread */
 		return rc;
-	return gs_thread_role_vote(&s->roles, p, th, smp->stack,
+	return gs_thread_role_vote(&s->stacks.roles, p, th, smp->stack,
 				   gs_profile_ctx(p, &p->samples[p->n_samples - 1])->thread_name);
 }
