@@ -10,6 +10,11 @@
 const fs = require('fs');
 const path = require('path');
 const mods = path.join(__dirname, '..', 'node_modules');
+if (!fs.existsSync(path.join(mods, 'ajv')) || !fs.existsSync(path.join(mods, 'speedscope'))) {
+  console.error(`validate_speedscope: ${mods} lacks ajv or speedscope: run make deps ` +
+                '(it installs them with npm)');
+  process.exit(2);
+}
 const Ajv = require(path.join(mods, 'ajv'));
 const schema = JSON.parse(fs.readFileSync(
   path.join(mods, 'speedscope', 'dist', 'release', 'file-format-schema.json'), 'utf8'));

@@ -106,11 +106,14 @@ Test(rank_env, proc_environ_of_child)
 		execve("/bin/sleep", (char *[]){ "sleep", "5", NULL }, envp);
 		_exit(127);
 	}
-	/* Wait until the exec happened (comm changes to "sleep"). */
+	/* Wait until the exec happened: the task is named "sleep" before the
+	 * new image's environment is in place, so read until the rank shows
+	 * (a reader that cannot find it fails below after 2 s). */
 	for (int i = 0; i < 200; i++) {
 		struct gs_proc_stat st;
 
-		if (!gs_proc_stat((uint32_t)pid, &st) && !strcmp(st.comm, "sleep"))
+		if (!gs_proc_stat((uint32_t)pid, &st) && !strcmp(st.comm, "sleep") &&
+		    !(rc = gs_proc_rank_env((uint32_t)pid, &r)) && r.rank >= 0)
 			break;
 		usleep(10000);
 	}
