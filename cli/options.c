@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/options.h"
+#include "util/escape.h"
 #include "util/log.h"
 
 void gs_options_usage(FILE *out)
@@ -34,7 +36,8 @@ void gs_options_usage(FILE *out)
 	    "\n"
 	    "Options:\n"
 	    "  -p, --pid PID[,PID...]  processes to attach to (their children are followed)\n"
-	    "  -d, --duration SECONDS  stop after SECONDS (default: until Ctrl-C or exit)\n"
+	    "  -d, --duration SECONDS  stop after SECONDS (or 90s, 5m, 1h; default: until Ctrl-C "
+	    "or exit)\n"
 	    "  -F, --frequency HZ      CPU samples per second per CPU (default 99)\n"
 	    "  -o, --output PREFIX     output prefix (default gpusample-%%p; %%h = host name,\n"
 	    "                          %%p = pid, %%r = rank from RANK/SLURM_PROCID, %%%% = %%): "
@@ -147,6 +150,31 @@ static int parse_number(const char *what, const char *arg, double lo, double hi,
 	return 0;
 }
 
+/* -d SECONDS, or with a unit as people type it: 90s, 5m, 1h. */
+static int parse_duration(struct gs_options *o, const char *arg)
+{
+	static const struct {
+		char unit;
+		double scale;
+	} units[] = { { 's', 1 }, { 'm', 60 }, { 'h', 3600 } };
+	char num[64];
+	size_t n = strlen(arg);
+	double scale = 1, v;
+
+	snprintf(num, sizeof(num), "%s", arg);
+	for (size_t i = 0; n > 1 && n < sizeof(num) && i < sizeof(units) / sizeof(*units); i++)
+		if (num[n - 1] == units[i].unit) {
+			num[n - 1] = '\0';
+			scale = units[i].scale;
+		}
+	if (parse_number("duration", num, 0.001 / scale, 31536000 / scale, &v)) {
+		gs_log_more("-d takes seconds (-d 30), or a number with s, m or h (-d 5m)\n");
+		return -EINVAL;
+	}
+	o->duration_s = v * scale;
+	return 0;
+}
+
 enum {
 	OPT_FORMAT = 256,
 	OPT_NO_CHILDREN,
@@ -204,7 +232,7 @@ static void set_defaults(struct gs_options *o)
 	o->offcpu = true;
 }
 
-static int handle_opt(struct gs_options *o, int c, const char *arg)
+static int handle_opt(struct gs_options *o, int c, char *arg)
 {
 	double v;
 
@@ -212,10 +240,7 @@ static int handle_opt(struct gs_options *o, int c, const char *arg)
 	case 'p':
 		return parse_pids(o, arg);
 	case 'd':
-		if (parse_number("duration", arg, 0.001, 31536000, &v))
-			return -EINVAL;
-		o->duration_s = v;
-		return 0;
+		return parse_duration(o, arg);
 	case 'F':
 		/* Upper bound checked against perf_event_max_sample_rate later. */
 		if (parse_number("frequency", arg, 1, 1e9, &v) || v != (uint32_t)v) {
@@ -233,6 +258,10 @@ static int handle_opt(struct gs_options *o, int c, const char *arg)
 			gs_log("%s\n", err);
 			return -EINVAL;
 		}
+		/* -o prof.pb.gz means the prefix prof (prof.pb.gz.pb.gz otherwise) */
+		size_t n = strlen(arg);
+		if (n > 6 && !strcmp(arg + n - 6, ".pb.gz"))
+			arg[n - 6] = '\0';
 		o->prefix = arg;
 		return 0;
 	}
@@ -316,6 +345,44 @@ static int handle_opt(struct gs_options *o, int c, const char *arg)
 	}
 }
 
+/* An executable regular file named name in a PATH directory (as execvp
+ * would find it; the command runs with this environment). */
+static bool on_path(const char *name)
+{
+	const char *path = getenv("PATH");
+	char buf[PATH_MAX];
+
+	for (const char *d = path && *path ? path : "/usr/local/bin:/usr/bin:/bin"; d;) {
+		const char *end = strchr(d, ':');
+		int n = end ? (int)(end - d) : (int)strlen(d);
+		struct stat st;
+
+		if (snprintf(buf, sizeof(buf), "%.*s/%s", n ? n : 1, n ? d : ".", name) <
+			(int)sizeof(buf) &&
+		    !stat(buf, &st) && S_ISREG(st.st_mode) && (st.st_mode & 0111))
+			return true;
+		d = end ? end + 1 : NULL;
+	}
+	return false;
+}
+
+/* Words after the options with -p given: most often `-p $(pgrep ...)`
+ * that found several processes. */
+static int extra_words(char **w)
+{
+	char words[256] = "", one[64];
+
+	for (int i = 0; w[i] && strlen(words) < 180; i++) {
+		gs_term_escape(w[i], one, sizeof(one));
+		snprintf(words + strlen(words), sizeof(words) - strlen(words), "%s%s", i ? " " : "",
+			 one);
+	}
+	gs_log("unexpected argument(s) after the options: '%s' (several PIDs go in one -p, "
+	       "comma-separated: -p A,B; a command to launch goes after --, without -p)\n",
+	       words);
+	return -EINVAL;
+}
+
 int gs_options_parse(struct gs_cli *cli, int argc, char **argv)
 {
 	struct gs_options *o = &cli->run;
@@ -369,8 +436,20 @@ int gs_options_parse(struct gs_cli *cli, int argc, char **argv)
 		return -EINVAL;
 	}
 	if (o->n_pids && o->command) {
+		if (strcmp(argv[optind - 1], "--")) /* words left over, no -- typed */
+			return extra_words(&argv[optind]);
 		gs_log("give either -p PID or -- CMD, not both\n");
 		return -EINVAL;
+	}
+	if (o->command && !strchr(o->command[0], '/') && !on_path(o->command[0])) {
+		char cmd[256];
+
+		/* `gpusample reprot x` would launch "reprot": refuse before sampling */
+		gs_term_escape(o->command[0], cmd, sizeof(cmd));
+		gs_log("%s: not found on PATH (gpusample's own commands are report, merge, check "
+		       "and dump; a command to profile goes after --)\n",
+		       cmd);
+		return -ENOENT;
 	}
 	if (!o->n_pids && !o->command) {
 		gs_log("nothing to profile: give -p PID or -- CMD (see --help)\n");

@@ -295,6 +295,9 @@ static struct gs_rpt_thread *collect_threads(const struct gs_profile *p, size_t 
 			*k = n++;
 		}
 		t[*k].samples += s->values[GS_V_SAMPLES];
+		/* the name it had last, as top shows it: an exec renames the
+		 * thread (a launched command, a pyenv shim's bash before python) */
+		t[*k].name = sc->thread_name;
 	}
 	gs_hmap_free(&by_tid);
 	*n_out = n;

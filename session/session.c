@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -161,14 +162,20 @@ static int on_cpu_sample(struct session *s, const struct gs_rec_cpu_view *v)
 	char comm[GS_COMM_LEN + 1];
 	int64_t idx;
 
+	memcpy(comm, cs->comm, GS_COMM_LEN);
+	comm[GS_COMM_LEN] = '\0';
+	/* The command's process between fork and exec runs gpusample's own
+	 * code (environment, user switch) under gpusample's name: not the
+	 * command's samples. */
+	if (s->targets.launched && cs->tgid == (uint32_t)s->targets.launch.pid &&
+	    s->targets.self_comm[0] && !strcmp(comm, s->targets.self_comm))
+		return 0;
 	idx = gs_session_intern(s, v);
 	if (idx < 0)
 		return (int)idx;
 	p = gs_procs_get(&s->rt.procs, cs->tgid);
 	if (!p)
 		p = gs_session_first_sight(s, cs->tgid);
-	memcpy(comm, cs->comm, GS_COMM_LEN);
-	comm[GS_COMM_LEN] = '\0';
 	if (p) {
 		p->cpu_samples++;
 		if (is_dataloader_comm(comm))
@@ -621,9 +628,9 @@ static int write_outputs(struct session *s)
 	int rc = 0;
 
 	/* One summary line for logs (the progress line is terminal-only). */
-	gs_log("%zu CPU samples, %llu lost, %u processes, %.1f s\n", s->stacks.n_samples,
+	gs_log("%zu CPU samples, %llu lost, %u process%s, %.1f s\n", s->stacks.n_samples,
 	       (unsigned long long)s->prof.lost_samples, (uint32_t)s->rt.procs.n,
-	       s->prof.duration_nanos / 1e9);
+	       s->rt.procs.n == 1 ? "" : "es", s->prof.duration_nanos / 1e9);
 
 	if (s->o->formats & GS_FMT_PPROF)
 		rc |= write_one(s, ".pb.gz", w_pprof);
@@ -693,6 +700,8 @@ static int start_launch(struct session *s)
 		return rc;
 	}
 	s->targets.launched = true;
+	if (prctl(PR_GET_NAME, s->targets.self_comm))
+		s->targets.self_comm[0] = '\0';
 	return 0;
 }
 

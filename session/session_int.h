@@ -63,6 +63,8 @@ struct gs_session_targets {
 	bool launched;           /* launch mode, the command started */
 	bool exited;             /* the launched command was reaped */
 	int status;              /* its waitpid status once exited */
+	char self_comm[16];      /* gpusample's own task name: the command's
+				  * until its exec (PR_GET_NAME at launch) */
 };
 
 /* Where the run is (session.c sets the phase as it goes; attach.c writes

@@ -19,6 +19,11 @@ expect_error 'perf_event_max_sample_rate' "$GS" -F $((max + 1)) -p $$ -d 1
 expect_error 'cannot write' "$GS" -p $$ -d 1 -o /proc/no-such-dir/x
 expect_error 'nothing to profile' "$GS"
 expect_error 'not both' "$GS" -p 1 -- true
+# `-p $(pgrep -f train.py)` that found several processes
+expect_error "unexpected argument.*'2 3'.*-p A,B" "$GS" -p 1 2 3
+# a mistyped subcommand is not launched (nothing starts sampling)
+expect_error "reprot: not found on PATH.*own commands are report" "$GS" reprot x.pb.gz
+grep -q 'sampling' "$T/out" && fail "a mistyped subcommand started sampling: $(cat "$T/out")"
 # A symlink at the output path is refused and its target is left alone.
 echo keep > "$T/victim"
 ln -s "$T/victim" "$T/link.pb.gz"
@@ -30,6 +35,13 @@ uid=$(SUDO_UID=65534 SUDO_GID=65534 "$GS" -q -o "$T/launch" -- id -u 2>/dev/null
 uid=$(SUDO_UID=65534 SUDO_GID=65534 "$GS" -q --as-root -o "$T/launch2" -- id -u 2>/dev/null | tail -1)
 [ "$uid" = 0 ] || fail "--as-root ran as uid '$uid'"
 expect_error 'cannot run the command' "$GS" -q -o "$T/launch3" -- /no/such/program
+expect_error "takes seconds .-d 30., or a number with s, m or h" "$GS" -d 5x -p 1
+# -d with a unit, -o naming the pprof file itself (not a prefix)
+"$GS" -q -d 0.005m --format pprof,speedscope -o "$T/sfx.pb.gz" -- sleep 2 2>"$T/sfx.err" ||
+	{ cat "$T/sfx.err"; fail "-d 0.005m -o sfx.pb.gz"; }
+[ -s "$T/sfx.pb.gz" ] && [ -s "$T/sfx.speedscope.json" ] && [ ! -e "$T/sfx.pb.gz.pb.gz" ] ||
+	fail "-o sfx.pb.gz wrote: $(ls "$T" | grep sfx | tr '\n' ' ')"
+grep -q 'duration reached' "$T/sfx.err" || fail "-d 0.005m (0.3 s) did not end the run: $(cat "$T/sfx.err")"
 "$GS" --version | grep -q '^gpusample ' || fail "--version"
 "$GS" --help | grep -q -- '--no-children' || fail "--help"
 ok "errors are clear"
