@@ -542,6 +542,32 @@ static void add_comments(struct session *s)
 	gs_session_counters(s, &st);
 }
 
+/* -p named a DataLoader worker (pgrep -f train.py finds them too): the
+ * verdict and the "main thread" are the worker's, so say whose job it is. */
+static void note_worker_roots(struct session *s)
+{
+	for (size_t i = 0; i < s->rt.procs.n; i++) {
+		const struct gs_procinfo *p = s->rt.procs.all[i];
+		struct gs_proc_stat st; /* a root's parent is outside the table */
+
+		if (!p->is_root || p->proc->role != GS_ROLE_DATALOADER)
+			continue;
+		if (!gs_proc_stat(p->proc->tgid, &st) && st.ppid > 1)
+			gs_profile_add_note(
+			    &s->prof,
+			    "pid %u is a DataLoader worker of pid %u: this profile "
+			    "shows the worker's own time; profile pid %u (its workers "
+			    "are followed) for the whole job",
+			    p->proc->tgid, st.ppid, st.ppid);
+		else
+			gs_profile_add_note(&s->prof,
+					    "pid %u is a DataLoader worker: this profile shows the "
+					    "worker's own time; profile the training process (its "
+					    "workers are followed) for the whole job",
+					    p->proc->tgid);
+	}
+}
+
 static int build_profile(struct session *s)
 {
 	struct gs_profile *p = &s->prof;
@@ -560,6 +586,7 @@ static int build_profile(struct session *s)
 		note_dataloader(s, &s->stacks.raw.items[i], (uint32_t)id);
 	}
 	gs_procs_assign_roles(&s->rt.procs);
+	note_worker_roots(s);
 	if (add_cpu_samples(s, stack_ids) || gs_off_finish(s, stack_ids)) {
 		free(stack_ids);
 		return -ENOMEM;
