@@ -37,11 +37,21 @@ echo "frame pointers only: $ffull of $fleaf leaf samples carry the full chain"
 ratio_at_least "$ffull" "$fleaf" 0.5 && fail "frame-pointer walk followed the chain: workload has frame pointers?"
 
 "$P" -d 4 -F 199 -- "$WL/nofp_syscall" 30 > "$T/sys.folded" 2> "$T/sys.err" || fail "cfi_probe nofp_syscall: $(tail -3 "$T/sys.err")"
-read -r sfull stotal < <(awk '{ n = $NF; $NF = ""; s = $0; sub(/ +$/, "", s); t += n
-	if (s ~ /(^|;)main;sys_run;nofp_lib_entry;lib_aligned;lib_recurse;lib_recurse;lib_recurse;lib_recurse;lib_recurse;sys_callback(;[^;]*read[^;]*)?$/) g += n }
-	END { printf "%d %d\n", g, t }' "$T/sys.folded")
+# A sample taken outside the chain -- in an outer frame of it (sys_run's own
+# loop between calls) or beside it (sys_run's clock_gettime): a whole stack
+# from main, shorter or elsewhere -- is not a syscall-leaf sample: not
+# counted either way
+# (1 to 8 of ~790 per run; 8 failed the 99% rule once in CI).
+read -r sfull stotal souter < <(awk 'BEGIN { chain = "main;sys_run;nofp_lib_entry;lib_aligned;lib_recurse;lib_recurse;lib_recurse;lib_recurse;lib_recurse;sys_callback" }
+	{ n = $NF; $NF = ""; s = $0; sub(/ +$/, "", s)
+	  i = index(s, "main;sys_run"); rest = i ? substr(s, i) : ""
+	  prefix = rest != "" && rest != chain && index(chain, rest) == 1 && substr(chain, length(rest) + 1, 1) == ";"
+	  if (prefix || (rest != "" && index(rest, "main;sys_run;nofp_lib_entry") != 1)) { o += n; next }
+	  t += n
+	  if (s ~ /(^|;)main;sys_run;nofp_lib_entry;lib_aligned;lib_recurse;lib_recurse;lib_recurse;lib_recurse;lib_recurse;sys_callback(;[^;]*read[^;]*)?$/) g += n }
+	END { printf "%d %d %d\n", g, t, o }' "$T/sys.folded")
 inkernel=$(awk '/^samples_in_kernel /{print $2}' "$T/sys.err")
-echo "syscall leaf: $sfull of $stotal samples carry the full chain; $inkernel interrupted the kernel"
+echo "syscall leaf: $sfull of $stotal samples carry the full chain ($souter outside it); $inkernel interrupted the kernel"
 [ "$stotal" -ge 100 ] || fail "only $stotal samples of nofp_syscall"
 ratio_at_least "$inkernel" "$stotal" 0.5 || fail "nofp_syscall: only $inkernel/$stotal samples in the kernel"
 ratio_at_least "$sfull" "$stotal" 0.99 || fail "user chain from syscall regs: only $sfull/$stotal full"
