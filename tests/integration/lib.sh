@@ -19,6 +19,16 @@ pprof() { go tool pprof "$@" 2>"$T/pprof.err"; }
 # viewer, "VALUE<TAB>LABELS<TAB>leaf;...;root" (tests/tools/pprof_stacks.py).
 pprof_stacks() { "$ROOT/tests/tools/pprof_stacks.py" "$@" 2>"$T/pprof.err"; }
 # Fraction check: ratio a/b >= min (floating point via awk).
+# SIGKILL a process and all its descendants, deepest first seen last:
+# a launcher's grandchildren (multiprocessing's forkserver and resource
+# tracker, a rank's workers) outlive `pkill -P` and the test otherwise.
+kill_tree() {
+	local p kids
+	kill -STOP "$1" 2>/dev/null
+	kids=$(pgrep -P "$1")
+	for p in $kids; do kill_tree "$p"; done
+	kill -KILL "$1" 2>/dev/null
+}
 ratio_at_least() { awk -v a="$1" -v b="$2" -v m="$3" 'BEGIN{ if (b==0 || a/b < m) exit 1 }'; }
 # Start gpusample in the background with stderr to $T/gs.err and wait until
 # it samples (BPF verification can take a few seconds).  Sets $gs.

@@ -36,7 +36,7 @@ dump_job() { # LABEL LAUNCHER [ARGS]: the launcher starts both ranks
 	sleep 2 # rank 0 into its all_reduce, the workers into __getitem__
 	"$GS" dump -p "$pid" -o "$out" > "$out.dump" 2> "$out.dump.err" ||
 		{ cat "$out.dump.err"; fail "$label: gpusample dump failed"; }
-	pkill -KILL -P "$pid"; kill -KILL "$pid"; wait "$pid" 2>/dev/null
+	kill_tree "$pid"; wait "$pid" 2>/dev/null
 	echo "--- $label"; sed -n '1,/^process/p' "$out.dump" | sed '$d'
 	grep -E "^process|^  thread|^  [0-9]+ threads" "$out.dump"
 	grep -q "not in the collective the others wait in: rank 1$" "$out.dump" ||

@@ -30,7 +30,7 @@ for run in 1 2 3; do
 	[ "$ms" -lt "$best_ms" ] && best_ms=$ms
 	awk -v a="$s" -v b="$secs" 'BEGIN { exit !(a < b) }' && secs=$s
 done
-pkill -KILL -P "$pid"; kill -KILL "$pid"; wait "$pid" 2>/dev/null
+kill_tree "$pid"; wait "$pid" 2>/dev/null
 grep -q "^gpusample dump: 9 processes, 321 threads in" "$T/dump.txt" || fail "expected 9 processes, 321 threads: $(head -1 "$T/dump.txt")"
 for r in 0 1 2 3 4 5 6 7; do
 	grep -q "^process [0-9]* \"python3\" main, rank $r$" "$T/dump.txt" || fail "rank $r missing"
