@@ -959,14 +959,29 @@ static struct stall_table *find_table(struct gs_cuda *c, uint32_t pid, uint32_t 
 	return NULL;
 }
 
-int gs_cuda_stall_kind(struct gs_cuda *c, uint32_t pid, uint32_t context, uint32_t index)
+static int kind_in(const struct stall_table *t, uint32_t index)
 {
-	const struct stall_table *t = find_table(c, pid, context);
-
 	for (size_t k = 0; t && k < t->n; k++)
 		if (t->ents[k].index == index)
 			return t->ents[k].kind;
 	return -ENOENT;
+}
+
+int gs_cuda_stall_kind(struct gs_cuda *c, uint32_t pid, uint32_t context, uint32_t index)
+{
+	return kind_in(find_table(c, pid, context), index);
+}
+
+uint64_t gs_cuda_base_samples(struct gs_cuda *c, uint32_t pid, uint32_t context,
+			      const struct gs_gpu_stall_count *counts, uint32_t n)
+{
+	const struct stall_table *t = find_table(c, pid, context); /* once per batch */
+	uint64_t sum = 0;
+
+	for (uint32_t i = 0; t && i < n; i++)
+		if (kind_in(t, counts[i].reason_index) == GS_STALL_BASE)
+			sum += counts[i].samples;
+	return sum;
 }
 
 int gs_cuda_add_stall_table(struct gs_cuda *c, uint32_t pid, uint32_t context, int32_t device,
@@ -1068,27 +1083,32 @@ int gs_cuda_fold_stalls(struct gs_cuda *c, uint32_t pid, uint32_t context,
 
 /* ---- devices and comments ------------------------------------------------ */
 
-static struct device *get_device(struct gs_cuda *c, uint32_t pid, int32_t device)
+/* pid's line of device: found or made.  0, -ENOMEM, or -ENOSPC past
+ * GS_CUDA_DEVICES_PER_PID (counted). */
+static int get_device(struct gs_cuda *c, uint32_t pid, int32_t device, struct device **out)
 {
 	struct cuda_proc *u = gs_proc_slots_get(&c->slots, pid, true);
 
 	if (!u)
-		return NULL;
+		return -ENOMEM;
 	for (size_t i = 0; i < u->n_devices; i++)
-		if (u->devices[i].device == device)
-			return &u->devices[i];
+		if (u->devices[i].device == device) {
+			*out = &u->devices[i];
+			return 0;
+		}
 	if (u->n_devices >= GS_CUDA_DEVICES_PER_PID) { /* device ids come from the target */
 		c->devices_refused++;
-		return NULL;
+		return -ENOSPC;
 	}
 	if (gs_grow((void **)&u->devices, &u->cap_devices, u->n_devices + 1, sizeof(struct device)))
-		return NULL;
+		return -ENOMEM;
 	struct device *d = &u->devices[u->n_devices++];
 	memset(d, 0, sizeof(*d));
 	d->seq = c->next_device_seq++;
 	d->pid = pid;
 	d->device = device;
-	return d;
+	*out = d;
+	return 0;
 }
 
 static int by_seq(const void *a, const void *b)
@@ -1129,9 +1149,10 @@ static int devices_by_arrival(struct gs_cuda *c, const struct device ***out, siz
 int gs_cuda_set_device(struct gs_cuda *c, uint32_t pid, int32_t device,
 		       const struct gs_cuda_device_info *info)
 {
-	struct device *d = get_device(c, pid, device);
-	if (!d)
-		return -ENOMEM;
+	struct device *d;
+	int err = get_device(c, pid, device, &d);
+	if (err)
+		return err;
 	d->have_info = true;
 	snprintf(d->name, sizeof(d->name), "%s", info->name ? info->name : "");
 	snprintf(d->mode, sizeof(d->mode), "%s", info->mode ? info->mode : "");
@@ -1144,8 +1165,8 @@ int gs_cuda_set_device(struct gs_cuda *c, uint32_t pid, int32_t device,
 void gs_cuda_add_counts(struct gs_cuda *c, uint32_t pid, int32_t device, uint64_t total,
 			uint64_t dropped, uint64_t non_user)
 {
-	struct device *d = get_device(c, pid, device);
-	if (!d)
+	struct device *d;
+	if (get_device(c, pid, device, &d))
 		return;
 	d->total += total;
 	d->dropped += dropped;
@@ -1245,11 +1266,9 @@ int gs_cuda_stall_table(struct gs_cuda *c, const struct gs_gpu_stall_table *rec,
 				      ptrs);
 	if (err)
 		goto out;
-	struct device *d = get_device(c, rec->gpu.tgid, device);
-	if (!d) {
-		err = -ENOMEM;
+	struct device *d;
+	if ((err = get_device(c, rec->gpu.tgid, device, &d)))
 		goto out;
-	}
 	d->have_info = true;
 	if (rec->sm_count)
 		d->sm_count = rec->sm_count;

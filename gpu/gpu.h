@@ -118,7 +118,7 @@ struct gs_gpu_host_opts {
 	/* proc/'s ELF cache to open target files through (the symbolizer's:
 	 * gs_sym_elf_cache); NULL: one of its own.  A reference is taken. */
 	struct gs_elf_cache *elf;
-	/* The one store of stall tables (gs_cuda_stall_kind): a PC batch's
+	/* The one store of stall tables (gs_cuda_base_samples): a PC batch's
 	 * warp samples (gs_gpu_proc_info.samples) are its base reasons as
 	 * its context's table says; NULL: batches are counted, not their
 	 * samples.  Not owned; it must outlive the host's records. */
@@ -469,6 +469,12 @@ int gs_cuda_add_stall_table(struct gs_cuda *c, uint32_t pid, uint32_t context, i
  * asked by the agent host to count a batch's warp samples.  -ENOENT when
  * there is no such table or the index is not in it. */
 int gs_cuda_stall_kind(struct gs_cuda *c, uint32_t pid, uint32_t context, uint32_t index);
+/* The warp samples of a PC batch's counts[0..n) under base reasons (no
+ * _not_issued twins, no counters, no index the table lacks), the table of
+ * (pid, context) looked up once: 0 without a table. */
+struct gs_gpu_stall_count;
+uint64_t gs_cuda_base_samples(struct gs_cuda *c, uint32_t pid, uint32_t context,
+			      const struct gs_gpu_stall_count *counts, uint32_t n);
 
 /* One PC record's stall reasons as CUPTI gives them (index, samples). */
 struct gs_cuda_stall_in {
@@ -499,6 +505,7 @@ struct gs_cuda_device_info {
 	uint32_t period_exp;   /* sampling period = 2^period_exp SM cycles; 0 unknown */
 	const char *mode;      /* "continuous" / "kernel-serialized", may be NULL */
 };
+/* 0, -ENOMEM, or -ENOSPC past GS_CUDA_DEVICES_PER_PID. */
 int gs_cuda_set_device(struct gs_cuda *c, uint32_t pid, int32_t device,
 		       const struct gs_cuda_device_info *info);
 /* Add one GetData drain's counters (CUpti_PCSamplingData totalSamples,
@@ -520,7 +527,8 @@ struct gs_gpu_stall_table;
 int gs_cuda_stall_table_record(struct gs_cuda *c, const struct gs_gpu_stall_table *rec,
 			       size_t size);
 /* The same from the router's decoded view (struct gs_gpu_rec's table):
- * 0 or -ENOMEM. */
+ * 0, -ENOMEM, or -ENOSPC past the per-process caps on contexts and
+ * devices (GS_CUDA_STALL_CONTEXTS_PER_PID, GS_CUDA_DEVICES_PER_PID). */
 int gs_cuda_stall_table(struct gs_cuda *c, const struct gs_gpu_stall_table *t,
 			const struct gs_gpu_stall_reason *reasons);
 

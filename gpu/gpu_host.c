@@ -662,13 +662,10 @@ void gs_gpu_host_cubin_losses(const struct gs_gpu_host *h, struct gs_gpu_cubin_l
 static uint64_t batch_samples(struct gs_gpu_host *h, const struct gs_rec_pc_batch_view *v)
 {
 	const struct gs_gpu_common *g = &v->b->gpu;
-	uint64_t sum = 0;
 
-	for (uint32_t i = 0; h->o.cuda && i < v->b->n_counts; i++)
-		if (gs_cuda_stall_kind(h->o.cuda, g->tgid, g->ctx_uid, v->counts[i].reason_index) ==
-		    GS_STALL_BASE)
-			sum += v->counts[i].samples;
-	return sum;
+	return h->o.cuda
+		   ? gs_cuda_base_samples(h->o.cuda, g->tgid, g->ctx_uid, v->counts, v->b->n_counts)
+		   : 0;
 }
 
 void gs_gpu_host_on_record(struct gs_gpu_host *h, const struct gs_rec_hdr *rec)

@@ -280,8 +280,10 @@ Test(cuda, stall_tables_and_devices_capped_per_process)
 		     "a known context's table is still replaced");
 	cr_expect_eq(gs_cuda_add_stall_table(C, 13, 100000, 0, 1, idx, flags, names), 0,
 		     "another process has its own share");
-	for (int32_t dev = 0; dev < (int32_t)GS_CUDA_DEVICES_PER_PID + 10; dev++)
+	for (int32_t dev = 0; dev < (int32_t)GS_CUDA_DEVICES_PER_PID + 9; dev++)
 		gs_cuda_add_counts(C, 14, dev, 1, 0, 0);
+	struct gs_cuda_device_info info = { .name = "x" };
+	cr_expect_eq(gs_cuda_set_device(C, 14, 100000, &info), -ENOSPC);
 	cr_assert_eq(gs_cuda_add_comments(C), 0);
 	bool said = false, said_dev = false;
 	size_t dev_lines = 0;
