@@ -153,25 +153,22 @@ static int parse_number(const char *what, const char *arg, double lo, double hi,
 /* -d SECONDS, or with a unit as people type it: 90s, 5m, 1h. */
 static int parse_duration(struct gs_options *o, const char *arg)
 {
-	static const struct {
-		char unit;
-		double scale;
-	} units[] = { { 's', 1 }, { 'm', 60 }, { 'h', 3600 } };
-	char num[64];
-	size_t n = strlen(arg);
-	double scale = 1, v;
+	char *end;
+	double v = strtod(arg, &end);
+	double scale = !*end               ? 1
+		       : !strcmp(end, "s") ? 1
+		       : !strcmp(end, "m") ? 60
+		       : !strcmp(end, "h") ? 3600
+					   : 0;
 
-	snprintf(num, sizeof(num), "%s", arg);
-	for (size_t i = 0; n > 1 && n < sizeof(num) && i < sizeof(units) / sizeof(*units); i++)
-		if (num[n - 1] == units[i].unit) {
-			num[n - 1] = '\0';
-			scale = units[i].scale;
-		}
-	if (parse_number("duration", num, 0.001 / scale, 31536000 / scale, &v)) {
-		gs_log_more("-d takes seconds (-d 30), or a number with s, m or h (-d 5m)\n");
+	v *= scale;
+	if (end == arg || !scale || !(v >= 0.001 && v <= 31536000)) {
+		gs_log("bad duration '%s': -d takes seconds (-d 30), or a number with s, m or h "
+		       "(-d 5m), up to a year\n",
+		       arg);
 		return -EINVAL;
 	}
-	o->duration_s = v * scale;
+	o->duration_s = v;
 	return 0;
 }
 

@@ -832,13 +832,9 @@ static int start(struct session *s)
 	    (rc = gs_launch_release(&s->targets.launch, s->err, sizeof(s->err)))) {
 		char cmd[256];
 
+		/* a bare name not on PATH was refused with the options (cli/) */
 		gs_term_escape(s->o->command[0], cmd, sizeof(cmd));
-		/* `gpusample reprot x` launches "reprot": say what it tried */
-		gs_log("%s: %s%s\n", cmd, s->err,
-		       rc == -ENOENT && !strchr(s->o->command[0], '/')
-			   ? "; not found on PATH (gpusample's own commands are report, merge, "
-			     "check and dump)"
-			   : "");
+		gs_log("%s: %s\n", cmd, s->err);
 		return rc;
 	}
 	return 0;
