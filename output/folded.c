@@ -297,7 +297,7 @@ static void write_line(const struct gs_profile *p, struct gs_wbuf *w, const stru
 		put_frame(w, name, false, &first);
 	}
 	const struct gs_stack *st = &p->stacks[a->stack];
-	const uint32_t *locs = &p->stack_locs[st->first];
+	const uint32_t *locs = gs_profile_stack_locs(p, st);
 	struct gs_dframe df[66];
 	for (uint32_t i = st->n; i-- > 0;) {
 		size_t nd = gs_location_dframes(p, locs[i], df, 66);

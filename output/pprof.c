@@ -384,7 +384,7 @@ static void emit_sample(struct pb *w, const struct enc *e, const struct agg *g, 
 	const struct gs_profile *p = e->p;
 	const struct gs_sample *s = &p->samples[g->rep];
 	const struct gs_stack *st = &p->stacks[s->stack];
-	const uint32_t *locs = &p->stack_locs[st->first];
+	const uint32_t *locs = gs_profile_stack_locs(p, st);
 	struct label l[8 + GS_NSTR_LABELS + GS_NNUM_LABELS];
 	int nl = sample_labels(e, gs_profile_ctx(p, s), l);
 	uint32_t root = e->agg_pf && e->agg_pf[ai] ? p->n_locations + e->agg_pf[ai] : 0;

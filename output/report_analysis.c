@@ -182,7 +182,7 @@ static void count_functions(const struct gs_profile *p, const int64_t *stack_cpu
 	for (uint32_t st = 0; st < p->n_stacks; st++) {
 		int64_t c = stack_cpu[st];
 		const struct gs_stack *s = &p->stacks[st];
-		const uint32_t *locs = &p->stack_locs[s->first];
+		const uint32_t *locs = gs_profile_stack_locs(p, s);
 		uint32_t leaf = 0, work = 0; /* interpreter frames below work count */
 
 		if (c <= 0 || !s->n)

@@ -170,7 +170,7 @@ static int stack_frames(struct ss *s, uint32_t st, const uint32_t **out, uint32_
 {
 	if (s->stack_off[st] == UINT32_MAX) {
 		const struct gs_stack *k = &s->p->stacks[st];
-		const uint32_t *locs = &s->p->stack_locs[k->first];
+		const uint32_t *locs = gs_profile_stack_locs(s->p, k);
 		size_t start = s->n_flist;
 		struct gs_dframe df[MAX_DF_PER_LOC];
 		for (uint32_t i = k->n; i-- > 0;) { /* stored leaf first */

@@ -238,6 +238,13 @@ static inline const struct gs_location *gs_profile_location(const struct gs_prof
 {
 	return &p->locations[id - 1];
 }
+/* Location ids of stack s, leaf first (s->n of them).  An empty stack gives
+ * NULL: a profile of empty stacks has no stack_locs array to index. */
+static inline const uint32_t *gs_profile_stack_locs(const struct gs_profile *p,
+						    const struct gs_stack *s)
+{
+	return s->n ? &p->stack_locs[s->first] : NULL;
+}
 static inline const struct gs_sample_ctx *gs_profile_ctx(const struct gs_profile *p,
 							 const struct gs_sample *s)
 {

@@ -367,6 +367,44 @@ Test(report, empty_profile)
 	gs_profile_free(&p);
 }
 
+/* A file whose samples all have empty stacks (a hostile or truncated pprof
+ * file) has no location ids at all: every writer takes it without indexing
+ * the absent array (UBSan in make asan: "zero offset to null pointer"). */
+Test(report, only_empty_stacks)
+{
+	struct gs_profile p;
+	char dir[] = "/tmp/gs-empty-XXXXXX", path[96], err[256];
+	gs_profile_init(&p);
+	p.period_ns = FX_PERIOD;
+	p.duration_nanos = 1000000000;
+	int64_t st = gs_profile_add_stack(&p, NULL, 0);
+	cr_assert_geq(st, 0);
+	struct gs_sample_ctx c = { .pid = 7, .tid = 7, .cuda_device = -1 };
+	struct gs_sample s = { .stack = (uint32_t)st };
+	s.values[GS_V_SAMPLES] = 3;
+	s.values[GS_V_CPU_NS] = 3 * FX_PERIOD;
+	cr_assert_eq(gs_profile_add_sample(&p, &s, &c), 0);
+	cr_assert_null(p.stack_locs);
+	char *r = report(&p, 15);
+	HAS(r, "3 CPU samples");
+	free(r);
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/p.pb.gz", dir);
+	cr_assert_eq(gs_write_pprof(&p, path, err, sizeof(err)), 0, "%s", err);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/p.folded", dir);
+	cr_assert_eq(gs_write_folded(&p, GS_FOLDED_CPU, path, err, sizeof(err)), 0, "%s", err);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/p.speedscope.json", dir);
+	cr_assert_eq(gs_write_speedscope(&p, path, err, sizeof(err)), 0, "%s", err);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/p.trace.json", dir);
+	cr_assert_eq(gs_write_trace(&p, path, err, sizeof(err)), 0, "%s", err);
+	unlink(path);
+	rmdir(dir);
+	gs_profile_free(&p);
+}
+
 /* torch does not rename DataLoader workers: a process running
  * torch.utils.data's _worker_loop is a worker whatever its role label. */
 Test(report, workers_found_by_stack)
