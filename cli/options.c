@@ -150,6 +150,21 @@ static int parse_number(const char *what, const char *arg, double lo, double hi,
 	return 0;
 }
 
+/* A whole number in [lo, hi]; one line on error naming the option and unit. */
+static int parse_whole(const char *opt, const char *arg, uint32_t lo, uint32_t hi, const char *unit,
+		       uint32_t *out)
+{
+	char *end;
+	double v = strtod(arg, &end);
+
+	if (*arg == '\0' || *end != '\0' || !(v >= lo && v <= hi) || v != (uint32_t)v) {
+		gs_log("bad %s '%s' (a whole number of %s, %u..%u)\n", opt, arg, unit, lo, hi);
+		return -EINVAL;
+	}
+	*out = (uint32_t)v;
+	return 0;
+}
+
 /* -d SECONDS, or with a unit as people type it: 90s, 5m, 1h. */
 static int parse_duration(struct gs_options *o, const char *arg)
 {
@@ -240,12 +255,7 @@ static int handle_opt(struct gs_options *o, int c, char *arg)
 		return parse_duration(o, arg);
 	case 'F':
 		/* Upper bound checked against perf_event_max_sample_rate later. */
-		if (parse_number("frequency", arg, 1, 1e9, &v) || v != (uint32_t)v) {
-			gs_log("-F takes a whole number of Hz >= 1\n");
-			return -EINVAL;
-		}
-		o->frequency_hz = (uint32_t)v;
-		return 0;
+		return parse_whole("-F", arg, 1, 1000000000, "Hz", &o->frequency_hz);
 	case 'o': {
 		/* Catch a bad escape now, not after a long run. */
 		struct gs_prefix_vars probe = { .host = "h", .pid = 1, .rank = 0 };
@@ -295,18 +305,10 @@ static int handle_opt(struct gs_options *o, int c, char *arg)
 		o->inject_wait_ms = (uint32_t)(v * 1000);
 		return 0;
 	case OPT_OFFCPU_RATE:
-		if (parse_number("--offcpu-rate", arg, 1, 10000, &v) || v != (uint32_t)v) {
-			gs_log(
-			    "--offcpu-rate takes a whole number of stacks per second, 1..10000\n");
-			return -EINVAL;
-		}
-		o->offcpu_rate = (uint32_t)v;
-		return 0;
+		return parse_whole("--offcpu-rate", arg, 1, 10000, "stacks per second",
+				   &o->offcpu_rate);
 	case OPT_GPU_PERIOD:
-		if (parse_number("--gpu-period", arg, 5, 31, &v))
-			return -EINVAL;
-		o->gpu_period_log2 = (uint32_t)v;
-		return 0;
+		return parse_whole("--gpu-period", arg, 5, 31, "log2 cycles", &o->gpu_period_log2);
 	case OPT_GPU_SERIALIZED:
 		o->gpu_serialized = true;
 		return 0;
@@ -318,15 +320,9 @@ static int handle_opt(struct gs_options *o, int c, char *arg)
 		return 0;
 	case OPT_GPU_SCRATCH:
 	case OPT_GPU_HWBUF:
-		if (parse_number(c == OPT_GPU_SCRATCH ? "--gpu-scratch" : "--gpu-hwbuf", arg, 1,
-				 4096, &v) ||
-		    v != (uint32_t)v) {
-			gs_log("%s takes a whole number of MiB, 1..4096\n",
-			       c == OPT_GPU_SCRATCH ? "--gpu-scratch" : "--gpu-hwbuf");
-			return -EINVAL;
-		}
-		*(c == OPT_GPU_SCRATCH ? &o->gpu_scratch_mib : &o->gpu_hwbuf_mib) = (uint32_t)v;
-		return 0;
+		return parse_whole(c == OPT_GPU_SCRATCH ? "--gpu-scratch" : "--gpu-hwbuf", arg, 1,
+				   4096, "MiB",
+				   c == OPT_GPU_SCRATCH ? &o->gpu_scratch_mib : &o->gpu_hwbuf_mib);
 	case 'q':
 		o->report = false;
 		return 0;

@@ -11,7 +11,9 @@ expect_error() { # expect_error PATTERN CMD...
 expect_error 'sudo' setpriv --reuid=65534 --regid=65534 --clear-groups "$GS" -p 1 -d 1
 expect_error 'no such process' "$GS" -p 999999 -d 1
 expect_error 'kernel thread' "$GS" -p 2 -d 1
-expect_error 'frequency|-F' "$GS" -F 0 -p 1 -d 1
+expect_error "bad -F '0' \\(a whole number of Hz, 1\\.\\.1000000000\\)" "$GS" -F 0 -p 1 -d 1
+[ "$(wc -l < "$T/out")" = 1 ] || fail "-F 0 said more than one line: $(cat "$T/out")"
+expect_error "bad --gpu-period '2.5' \\(a whole number of log2 cycles" "$GS" --gpu-period 2.5 -p 1 -d 1
 expect_error 'offcpu-rate' "$GS" --offcpu-rate 0 -p 1 -d 1
 expect_error 'offcpu-rate' "$GS" --offcpu-rate 2.5 -p 1 -d 1
 max=$(cat /proc/sys/kernel/perf_event_max_sample_rate)
