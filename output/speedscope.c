@@ -140,7 +140,7 @@ static bool list_eq(const void *ctx, uint64_t st)
 {
 	const struct list_eq_ctx *c = ctx;
 	return c->s->stack_len[st] == c->n &&
-	       !memcmp(&c->s->flist[c->s->stack_off[st]], c->fr, c->n * sizeof(*c->fr));
+	       (!c->n || !memcmp(&c->s->flist[c->s->stack_off[st]], c->fr, c->n * sizeof(*c->fr)));
 }
 
 /* Frames of stack st appended at flist[start..]: keep them, or point st at
@@ -148,8 +148,9 @@ static bool list_eq(const void *ctx, uint64_t st)
 static int set_canon(struct ss *s, uint32_t st, size_t start)
 {
 	uint32_t n = (uint32_t)(s->n_flist - start);
-	uint64_t h = gs_hash_bytes(&s->flist[start], n * sizeof(uint32_t), n);
-	struct list_eq_ctx c = { s, &s->flist[start], n };
+	const uint32_t *fr = n ? &s->flist[start] : NULL; /* flist is NULL until a frame */
+	uint64_t h = gs_hash_bytes(fr, n * sizeof(uint32_t), n);
+	struct list_eq_ctx c = { s, fr, n };
 	uint64_t *v = gs_hmap_find_by(&s->smap, h, list_eq, &c);
 	if (v) {
 		s->canon[st] = (uint32_t)*v;
@@ -185,8 +186,8 @@ static int stack_frames(struct ss *s, uint32_t st, const uint32_t **out, uint32_
 		if (s->n_flist >= UINT32_MAX || set_canon(s, st, start))
 			return -ENOMEM;
 	}
-	*out = &s->flist[s->stack_off[st]];
 	*n = s->stack_len[st];
+	*out = *n ? &s->flist[s->stack_off[st]] : NULL;
 	return 0;
 }
 
@@ -659,9 +660,8 @@ static int rank_frames(struct ss *s, uint32_t **order_out)
 {
 	for (size_t i = 0; i < s->n_keys; i++) {
 		const struct key *k = &s->keys[i];
-		const uint32_t *fr = &s->flist[s->stack_off[k->stack]];
 		for (uint32_t j = 0; j < s->stack_len[k->stack]; j++)
-			s->uses[fr[j]] += k->entries[0];
+			s->uses[s->flist[s->stack_off[k->stack] + j]] += k->entries[0];
 		if (k->lab != NO_FRAME)
 			s->uses[k->lab] += k->entries[0];
 	}

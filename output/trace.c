@@ -121,10 +121,12 @@ static int stack_dframes(struct tr *t, uint32_t st, const struct gs_dframe **out
 							 t->pool + t->n_pool, MAX_DF_PER_LOC);
 		}
 		t->off[st] = start;
-		t->len[st] = keep_python_frames(t->pool + start, (uint32_t)(t->n_pool - start));
+		t->len[st] = t->n_pool > start ? keep_python_frames(t->pool + start,
+								    (uint32_t)(t->n_pool - start))
+					       : 0; /* the pool is NULL until a frame */
 	}
-	*out = t->pool + t->off[st];
 	*n = t->len[st];
+	*out = *n ? t->pool + t->off[st] : NULL;
 	return 0;
 }
 
@@ -295,7 +297,7 @@ static const struct gs_dframe *run_frames(struct tr *t, size_t i, uint32_t *n)
 {
 	uint32_t st = t->p->samples[t->runs[i].sample].stack;
 	*n = t->len[st] < t->depth_limit ? t->len[st] : t->depth_limit;
-	return t->pool + t->off[st];
+	return *n ? t->pool + t->off[st] : NULL;
 }
 
 /* Frames of run i shared with run i - 1 (limited to depth_limit). */

@@ -2,15 +2,18 @@
 #
 # CFI unwinder workloads: built -O2 -fomit-frame-pointer so that only .eh_frame
 # unwinding can follow them.  nofp_chain calls into libnofp.so (rpath $ORIGIN).
+# GCC's code whatever CC is (make asan builds with clang): test_cfi expects
+# the rows GCC writes (a DRAP realignment, the PLT).
 NOFP_CFLAGS := -O2 -g -fomit-frame-pointer -fno-optimize-sibling-calls -fasynchronous-unwind-tables
+NOFP_CC := gcc
 
 $(BUILD)/workloads/libnofp.so: tests/workloads/nofp/libnofp.c
 	@mkdir -p $(dir $@)
-	$(CC) $(NOFP_CFLAGS) -fPIC -shared -o $@ $<
+	$(NOFP_CC) $(NOFP_CFLAGS) -fPIC -shared -o $@ $<
 
 $(BUILD)/workloads/nofp_%: tests/workloads/nofp_%.c $(BUILD)/workloads/libnofp.so
 	@mkdir -p $(dir $@)
-	$(CC) $(NOFP_CFLAGS) -o $@ $< -L$(BUILD)/workloads -lnofp -Wl,-rpath,'$$ORIGIN' -lpthread -lm
+	$(NOFP_CC) $(NOFP_CFLAGS) -o $@ $< -L$(BUILD)/workloads -lnofp -Wl,-rpath,'$$ORIGIN' -lpthread -lm
 
 # CFI test driver: its own small BPF object including bpf/unwind.bpf.h, plus
 # native/cfi.c and native/cfi_rows.c compiled in directly so it does not depend on the sampler's object;
