@@ -114,14 +114,17 @@ static void on_stack(struct session *s, const struct gs_offcpu_stack *h,
 	struct gs_thread *t;
 	int64_t idx;
 
-	idx = gs_session_intern(s, v);
+	memcpy(comm, cs->comm, GS_COMM_LEN);
+	comm[GS_COMM_LEN] = '\0';
 	t = thread_get(s, cs->tid, cs->tgid);
-	if (idx < 0 || !t)
+	if (!t)
 		return;
 	if (t->off.pend_stack >= 0)
 		s->off->stacks_lost++; /* its END was lost: the time stays exact */
-	memcpy(comm, cs->comm, GS_COMM_LEN);
-	comm[GS_COMM_LEN] = '\0';
+	t->off.pend_stack = -1;
+	/* before the launched command's exec: its time stays exact (unsampled) */
+	if (gs_targets_pre_exec(&s->targets, cs->tgid, comm) || (idx = gs_session_intern(s, v)) < 0)
+		return;
 	t->comm = gs_profile_intern(&s->prof, comm);
 	t->off.pend_stack = idx;
 	t->off.pend_seq = h->seq;
@@ -275,7 +278,10 @@ static void seed_thread(void *ctx, uint32_t tgid, uint32_t tid)
 		return;
 	v.sum_exec = exec;
 	v.run_delay = delay;
-	if (!gs_proc_stat(tid, &st) && (st.state == 'S' || st.state == 'D'))
+	/* The launched command, not yet let go, waits in gpusample's own code
+	 * (gs_launch_release): that wait is no stack of the command's. */
+	if (!gs_proc_stat(tid, &st) && (st.state == 'S' || st.state == 'D') &&
+	    !(s->targets.launched && tgid == (uint32_t)s->targets.launch.pid))
 		seed_stack(s, tgid, tid, runs, &v);
 	gs_sampler_offcpu_seed(s->rt.sampler, tid, &v);
 }
@@ -423,13 +429,28 @@ static gs_str state_name(struct gs_profile *p, int state)
 						   : "runnable");
 }
 
+/* The thread's latest name; a thread never seen by name (its only stack
+ * taken before the launched command's exec) is named, if it is the main
+ * thread, by its process's. */
+static gs_str thread_name(struct session *s, const struct gs_thread *t)
+{
+	const struct gs_procinfo *p;
+	char comm[sizeof(p->comm) + 1];
+
+	if (t->comm || t->tid != t->tgid || !(p = gs_procs_get(&s->rt.procs, t->tgid)))
+		return t->comm;
+	memcpy(comm, p->comm, sizeof(p->comm));
+	comm[sizeof(p->comm)] = '\0';
+	return gs_profile_intern(&s->prof, comm);
+}
+
 /* What an off-CPU sample of thread t in state says besides its stack. */
 static struct gs_sample_ctx thread_ctx(struct session *s, const struct gs_thread *t, int state)
 {
 	struct gs_sample_ctx c = {
 		.pid = t->tgid,
 		.tid = t->tid,
-		.thread_name = t->comm,
+		.thread_name = thread_name(s, t),
 		.process_role = gs_profile_intern(&s->prof, gs_session_role(s, t->tgid)),
 		.cuda_device = -1,
 	};

@@ -164,11 +164,7 @@ static int on_cpu_sample(struct session *s, const struct gs_rec_cpu_view *v)
 
 	memcpy(comm, cs->comm, GS_COMM_LEN);
 	comm[GS_COMM_LEN] = '\0';
-	/* The command's process between fork and exec runs gpusample's own
-	 * code (environment, user switch) under gpusample's name: not the
-	 * command's samples. */
-	if (s->targets.launched && cs->tgid == (uint32_t)s->targets.launch.pid &&
-	    s->targets.self_comm[0] && !strcmp(comm, s->targets.self_comm))
+	if (gs_targets_pre_exec(&s->targets, cs->tgid, comm))
 		return 0;
 	idx = gs_session_intern(s, v);
 	if (idx < 0)
@@ -190,8 +186,10 @@ static int on_cpu_sample(struct session *s, const struct gs_rec_cpu_view *v)
 	th = gs_thread_get(s->rt.pt, cs->tgid, cs->tid);
 	if (!th && cs->tid)
 		return -ENOMEM;
-	if (th)
+	if (th) {
 		th->cpu_samples++;
+		th->comm = r.comm; /* the latest name: off-CPU samples are built at the end */
+	}
 	return push_sample(&s->stacks, &r);
 }
 

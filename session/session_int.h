@@ -17,6 +17,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "gpusample/records_codec.h"
 #include "bpf/sampler.h"
@@ -66,6 +67,17 @@ struct gs_session_targets {
 	char self_comm[16];      /* gpusample's own task name: the command's
 				  * until its exec (PR_GET_NAME at launch) */
 };
+
+/* A record of the launched command's process taken before its exec: it ran
+ * gpusample's own code (environment, user switch, the wait to be let go)
+ * under gpusample's name, so neither its CPU samples nor its off-CPU stacks
+ * are the command's.  comm: the record's task name (GS_COMM_LEN bytes). */
+static inline bool gs_targets_pre_exec(const struct gs_session_targets *t, uint32_t tgid,
+				       const char *comm)
+{
+	return t->launched && tgid == (uint32_t)t->launch.pid && t->self_comm[0] &&
+	       !strncmp(comm, t->self_comm, GS_COMM_LEN);
+}
 
 /* Where the run is (session.c sets the phase as it goes; attach.c writes
  * the rest): a run stopped before sampling says in which phase and why. */

@@ -3,15 +3,19 @@
 # gpusample's own code until then (environment, user switch), and those
 # samples carried gpusample's name (3.5 ms of 6 ms at 20 kHz for `true`;
 # once the report's Threads table named a torch job's main thread
-# "gpusample").  The Threads table names a thread by its last name: a shell
+# "gpusample"; off-CPU, the command's wait to be let go was its first
+# blocked stack).  The Threads table names a thread by its last name: a shell
 # that execs python is python.
 source "$(dirname "$0")/lib.sh"
 [ -x /usr/bin/python3 ] || fail "/usr/bin/python3 missing (make deps)"
-for i in 1 2 3; do
+for i in 1 2 3 4 5 6; do
 	"$GS" -F 20000 -q -o "$T/t$i" --format pprof -- true 2>"$T/t$i.err" || { cat "$T/t$i.err"; fail "gpusample -- true"; }
 	pprof_stacks "$T/t$i.pb.gz" > "$T/t$i.full" || fail "pprof failed: $(cat "$T/pprof.err")"
 	[ -s "$T/t$i.full" ] || fail "no samples of true"
 	grep -q 'thread_name=gpusample' "$T/t$i.full" && fail "run $i: samples named gpusample: $(grep -c 'thread_name=gpusample' "$T/t$i.full")"
+	# its wait to be let go (a pipe read in gpusample's code, asleep when
+	# the window opens) is no off-CPU stack of the command's: true reads none
+	grep -q 'pipe_read' "$T/t$i.full" && fail "run $i: gpusample's wait before exec in the profile: $(grep -m1 pipe_read "$T/t$i.full")"
 done
 "$GS" -F 999 -o "$T/sh" --format pprof -- /bin/sh -c \
 	'i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; exec /usr/bin/python3 -c "sum(range(3 * 10**7))"' \
