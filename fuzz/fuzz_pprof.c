@@ -2,7 +2,9 @@
 /*
  * libFuzzer harness: `gpusample report FILE` on a hostile file: the pprof
  * reader (gzip or plain profile.proto, gpusample's private meta field) and
- * the terminal report written from what it read (escaping, sums, tables).
+ * the terminal report written from what it read (escaping, sums, tables);
+ * then what `gpusample merge` does with it (merged into an empty profile,
+ * encoded again).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -33,7 +35,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (gs_read_pprof(path, &p, err, sizeof(err)) == 0) {
 		struct gs_report_opts ro = { .top = 15, .color = size & 1 };
 
+		struct gs_profile m;
+		uint8_t *buf = NULL;
+		size_t len;
+
 		gs_write_report(&p, &ro, devnull);
+		gs_profile_init(&m);
+		if (gs_profile_merge(&m, &p, err, sizeof(err)) == 0 &&
+		    gs_pprof_encode(&m, &buf, &len) == 0)
+			free(buf);
+		gs_profile_free(&m);
 	}
 	gs_profile_free(&p);
 	return 0;
