@@ -23,7 +23,8 @@ struct rpt {
 	FILE *out;
 	unsigned top;
 	bool color;
-	int64_t cpu_total; /* CPU samples */
+	bool dump;         /* a `gpusample dump` profile: one stack per thread, no time */
+	int64_t cpu_total; /* CPU samples (a dump: threads) */
 };
 
 static void heading(struct rpt *r, const char *s)
@@ -100,19 +101,63 @@ static void dropped(struct rpt *r)
 		fputc('\n', r->out);
 }
 
-/* The event that sampled the CPUs, from session/session.c's comment ("" when
- * the profile has none: a merged or older file). */
-static const char *sample_event(const struct gs_profile *p)
+/* The text after key in the profile's first comment starting with it, NULL
+ * when none does. */
+static const char *comment_value(const struct gs_profile *p, const char *key)
 {
-	static const char key[] = "sample event: ";
+	size_t n = strlen(key);
 
 	for (uint32_t i = 0; i < p->n_comments; i++) {
 		const char *c = gs_profile_str(p, p->comments[i]);
 
-		if (!strncmp(c, key, sizeof(key) - 1))
-			return c + sizeof(key) - 1;
+		if (!strncmp(c, key, n))
+			return c + n;
 	}
-	return "";
+	return NULL;
+}
+
+/* The event that sampled the CPUs, from session/session.c's comment ("" when
+ * the profile has none: a merged or older file). */
+static const char *sample_event(const struct gs_profile *p)
+{
+	const char *ev = comment_value(p, "sample event: ");
+
+	return ev ? ev : "";
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Processes among the report's threads (a dump lists no processes). */
+static size_t thread_pids(const struct gs_rpt *a)
+{
+	uint32_t *pid = malloc(sizeof(*pid) * (a->n_threads + 1));
+	size_t n = 0;
+
+	if (!pid)
+		return 0;
+	for (size_t i = 0; i < a->n_threads; i++)
+		pid[i] = a->threads[i].pid;
+	qsort(pid, a->n_threads, sizeof(*pid), cmp_u32);
+	for (size_t i = 0; i < a->n_threads; i++)
+		n += !i || pid[i] != pid[i - 1];
+	free(pid);
+	return n;
+}
+
+/* A dump has no time, rate or losses: what it is and what to run instead. */
+static void dump_header(struct rpt *r)
+{
+	size_t np = thread_pids(r->a);
+
+	fprintf(r->out,
+		"  a dump: one stack per thread at one moment, %zu thread%s in %zu process%s\n"
+		"  (no time: to see where the time goes, sample the job: gpusample -p PID -d 30)\n",
+		r->a->n_threads, r->a->n_threads == 1 ? "" : "s", np, np == 1 ? "" : "es");
 }
 
 static void header(struct rpt *r, int64_t gpu_total)
@@ -122,6 +167,10 @@ static void header(struct rpt *r, int64_t gpu_total)
 	char d[32];
 	fmt_ns(d, sizeof(d), (int64_t)p->duration_nanos);
 	fprintf(r->out, r->color ? "\033[1mgpusample report\033[0m\n" : "gpusample report\n");
+	if (r->dump) {
+		dump_header(r);
+		return;
+	}
 	fprintf(r->out, "  duration %s, %u Hz%s%s, %" PRId64 " CPU samples, %" PRIu64 " lost", d,
 		p->frequency_hz, *ev ? " " : "", ev, r->cpu_total, p->lost_samples);
 	if (gpu_total)
@@ -140,8 +189,10 @@ static void top_functions(struct rpt *r)
 	char name[256];
 	for (int pass = 0; pass < 2 && r->a->n_fns; pass++) {
 		const struct gs_rpt_fn *rows = pass ? r->a->by_total : r->a->by_self;
-		heading(r, pass ? "Top functions by total CPU (self + callees)"
-				: "Top functions by self CPU");
+		heading(r, r->dump ? (pass ? "Top functions by threads on whose stack they are"
+					   : "Top functions by threads stopped in them")
+			   : pass  ? "Top functions by total CPU (self + callees)"
+				   : "Top functions by self CPU");
 		fprintf(r->out, "  %7s %6s %7s %6s  %s\n", "self", "self%", "total", "total%",
 			"function");
 		for (size_t i = 0; i < r->a->n_fns && i < r->top; i++) {
@@ -160,6 +211,8 @@ static void processes_and_threads(struct rpt *r)
 	const struct gs_profile *p = r->p;
 	const struct gs_rpt_thread *t = r->a->threads;
 	size_t n = r->a->n_threads;
+	if (r->dump && !p->n_processes)
+		goto threads;
 	heading(r, "Processes");
 	fprintf(r->out, "  %7s %-16s %-11s %8s %6s  %-16s %s\n", "pid", "comm", "role", "samples",
 		"cpu%", "python", "GPU");
@@ -184,14 +237,21 @@ static void processes_and_threads(struct rpt *r)
 		fprintf(r->out,
 			"  ... %u more processes (no CPU samples, or beyond the first %u)\n", quiet,
 			4 * r->top);
+threads:
 	heading(r, "Threads");
-	fprintf(r->out, "  %7s %7s %-16s %-11s %8s %6s\n", "pid", "tid", "thread", "role",
-		"samples", "cpu%");
-	for (size_t j = 0; j < n && j < r->top; j++)
-		fprintf(r->out, "  %7u %7u %-16s %-11s %8" PRId64 " %5.1f%%\n", t[j].pid, t[j].tid,
-			t[j].name ? gs_profile_str(p, t[j].name) : "?",
-			t[j].role ? gs_profile_str(p, t[j].role) : "-", t[j].samples,
-			pct(t[j].samples, r->cpu_total));
+	/* a dump: a sample per thread, so no count columns (and no padding) */
+	fprintf(r->out, "  %7s %7s %-16s %-*s", "pid", "tid", "thread", r->dump ? 0 : 11, "role");
+	fprintf(r->out, r->dump ? "\n" : " %8s %6s\n", "samples", "cpu%");
+	for (size_t j = 0; j < n && j < r->top; j++) {
+		fprintf(r->out, "  %7u %7u %-16s %-*s", t[j].pid, t[j].tid,
+			t[j].name ? gs_profile_str(p, t[j].name) : "?", r->dump ? 0 : 11,
+			t[j].role ? gs_profile_str(p, t[j].role) : "-");
+		if (r->dump)
+			fputc('\n', r->out);
+		else
+			fprintf(r->out, " %8" PRId64 " %5.1f%%\n", t[j].samples,
+				pct(t[j].samples, r->cpu_total));
+	}
 	if (n > r->top)
 		fprintf(r->out, "  ... %zu more threads\n", n - r->top);
 }
@@ -369,6 +429,7 @@ static int write_report(const struct gs_profile *p, const struct gs_report_opts 
 			 .out = out,
 			 .top = o && o->top ? o->top : 15,
 			 .color = o && o->color,
+			 .dump = comment_value(p, GS_DUMP_COMMENT) != NULL,
 			 .cpu_total = a.cpu_total };
 
 	if (rc)
@@ -383,6 +444,8 @@ static int write_report(const struct gs_profile *p, const struct gs_report_opts 
 	}
 	if (a.gpu_total > 0)
 		gpu_section(&r);
+	if (r.dump) /* no time to split */
+		goto out;
 	rc = where_time_goes(&r);
 	if (!rc)
 		rc = gs_report_ranks(p, out, r.color);

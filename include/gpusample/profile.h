@@ -107,6 +107,11 @@ enum gs_num_label {
 	GS_NNUM_LABELS
 };
 extern const char *const gs_str_label_key[GS_NSTR_LABELS]; /* pprof keys */
+
+/* The comment that marks a `gpusample dump` profile (one stack per thread at
+ * one moment, no time): "dump: registers from the SOURCE". */
+#define GS_DUMP_COMMENT "dump: "
+
 extern const char *const gs_num_label_key[GS_NNUM_LABELS];
 
 /* Who and what a sample is about, besides its stack, values and time.  A

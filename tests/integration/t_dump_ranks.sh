@@ -55,6 +55,14 @@ dump_job() { # LABEL LAUNCHER [ARGS]: the launcher starts both ranks
 	grep -q "rank:  1" "$out.traces" && grep -q "thread_state:  blocked" "$out.traces" &&
 		grep -q "Stuck.__getitem__" "$out.traces" ||
 		{ head -40 "$out.traces"; fail "$label: the pprof lacks rank / state labels or frames"; }
+	# `gpusample report` of the dump says what it is, with no time or verdict
+	"$GS" report "$out.pb.gz" > "$out.report" 2>&1 || fail "$label: gpusample report: $(cat "$out.report")"
+	nthr=$(sed -n 's/^gpusample dump: [0-9]* processes, \([0-9]*\) threads.*/\1/p' "$out.dump")
+	grep -Eq "^  a dump: one stack per thread at one moment, $nthr threads in [0-9]+ processes$" "$out.report" ||
+		{ head -5 "$out.report"; fail "$label: the report of the dump does not say it is one ($nthr threads)"; }
+	grep -Eq "CPU samples|Verdict|Where the time goes" "$out.report" &&
+		{ cat "$out.report"; fail "$label: the report of a dump speaks of CPU samples or time"; }
+	grep -q "^Top functions by threads stopped in them" "$out.report" || fail "$label: no top functions by threads"
 }
 
 port=$((29500 + RANDOM % 400))

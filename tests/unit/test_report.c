@@ -405,6 +405,35 @@ Test(report, only_empty_stacks)
 	gs_profile_free(&p);
 }
 
+/* A `gpusample dump` profile (one stack per thread, no time) is reported as
+ * one: threads, not CPU samples; no wall-time split or verdict. */
+Test(report, dump_profile)
+{
+	struct gs_profile p;
+	uint32_t m = py_profile(&p, 0);
+	uint32_t loc = gs_profile_add_location(&p, m, 0x1234, GS_FRAME_NATIVE, NULL, 0);
+	int64_t st = gs_profile_add_stack(&p, &loc, 1);
+	cr_assert_geq(st, 0);
+	for (uint32_t tid = 10; tid < 13; tid++) {
+		struct gs_sample_ctx c = { .pid = tid < 12 ? 10 : 20,
+					   .tid = tid,
+					   .cuda_device = -1 };
+		struct gs_sample s = { .stack = (uint32_t)st };
+		s.values[GS_V_SAMPLES] = 1;
+		cr_assert_eq(gs_profile_add_sample(&p, &s, &c), 0);
+	}
+	gs_profile_add_comment(&p, GS_DUMP_COMMENT "registers from the BPF task iterator");
+	char *r = report(&p, 15);
+	HAS(r, "  a dump: one stack per thread at one moment, 3 threads in 2 processes\n");
+	HAS(r, "Top functions by threads stopped in them");
+	HAS(r, "      pid     tid thread           role\n");
+	cr_assert_null(strstr(r, "CPU samples"), "%s", r);
+	cr_assert_null(strstr(r, "Verdict"), "%s", r);
+	cr_assert_null(strstr(r, "Processes"), "%s", r);
+	free(r);
+	gs_profile_free(&p);
+}
+
 /* torch does not rename DataLoader workers: a process running
  * torch.utils.data's _worker_loop is a worker whatever its role label. */
 Test(report, workers_found_by_stack)
