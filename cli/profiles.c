@@ -5,6 +5,7 @@
  * gs_read_pprof and merged with gs_profile_merge, so the report covers all
  * of them and a merged file keeps every sample's host and rank labels.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -66,9 +67,21 @@ int gs_merge_files(const char *out, char **in, int n)
 	rc = read_merged(in, n, &p);
 	if (!rc && (rc = gs_write_pprof(&p, out, err, sizeof(err))))
 		gs_log("cannot write %s: %s\n", out, err);
-	if (!rc)
-		gs_log("merged %d profile%s (%zu samples) into %s\n", n, n == 1 ? "" : "s",
-		       p.n_samples, out);
+	if (!rc) {
+		/* what the summary line of a run counts: CPU and GPU PC samples,
+		 * not the profile's sample records (off-CPU time, GPU batches) */
+		int64_t cpu = 0, gpu = 0;
+
+		for (size_t i = 0; i < p.n_samples; i++) {
+			cpu += p.samples[i].values[GS_V_SAMPLES];
+			gpu += p.samples[i].values[GS_V_GPU_SAMPLES];
+		}
+		gs_log("merged %d profile%s (%" PRId64 " CPU samples%s", n, n == 1 ? "" : "s", cpu,
+		       gpu ? ", " : "");
+		if (gpu)
+			gs_log_more("%" PRId64 " GPU PC samples", gpu);
+		gs_log_more(") into %s\n", out);
+	}
 	gs_profile_free(&p);
 	return rc ? 1 : 0;
 }

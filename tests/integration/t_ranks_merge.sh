@@ -49,6 +49,9 @@ sum=$(paste -d' ' <(echo $ta | tr ' ' '\n') <(echo $tb | tr ' ' '\n') | awk '{pr
 echo "totals (samples cpu offcpu gpu gpu_ni wall): node-a $ta| node-b $tb| merged $tm"
 [ "$(echo $ta | cut -d' ' -f1)" -gt 20 ] || fail "too few samples on node-a: $ta"
 [ "$tm" = "$sum" ] || fail "merged totals $tm != node-a + node-b $sum"
+# its summary line counts CPU samples (the samples column), not sample records
+grep -q "merged 2 profiles ($(echo $tm | cut -d' ' -f1) CPU samples) into" "$T/merge.err" ||
+	fail "the merge's summary does not count the merged CPU samples ($(echo $tm | cut -d' ' -f1)): $(cat "$T/merge.err")"
 ok "merged totals add up exactly"
 
 t1=$(totals "$T/all.pb.gz" -tagfocus=rank=1)
