@@ -75,6 +75,9 @@ int gs_check_bpf(void)
 		return 1;
 	}
 	n = gs_sampler_prog_stats(s, st, GS_CHECK_PROGS);
+	/* the kernel's BPF_COMPLEXITY_LIMIT_INSNS (not in its UAPI headers) */
+	printf("verifier: instructions processed per program (the kernel's limit: "
+	       "1000000)\n");
 	for (int i = 0; i < n; i++)
 		printf("program %s %ld\n", st[i].name, st[i].insns);
 	gs_sampler_close(s);
