@@ -422,16 +422,50 @@ static void print_starved_in(struct wall_ctx *w, const struct gs_wall_split *x)
 	fprintf(w->out, "\n");
 }
 
-/* The stacks after the top one, each with its own time:
- * "      also      0.30 s  30.0%  stack". */
+/* The stacks after the top one, each with its own time, at most 2 lines:
+ * "      also      0.30 s  30.0%  stack".  Stacks that read the same once
+ * shortened are one line (their times added); one that reads as the top
+ * one is left out (the category's line has its time). */
 static void print_more_stacks(struct wall_ctx *w, const struct gs_wall_split *x, int c)
 {
-	char a[32], stack[200];
+	char text[GS_WALL_TOP][200], a[32];
+	uint64_t ns[GS_WALL_TOP];
+	int n = 0;
+
+	short_stack(w->p, x->top_stacks[c][0], c, text[0], sizeof(text[0]));
 	for (int k = 1; k < GS_WALL_TOP && x->top_stacks[c][k] != UINT32_MAX; k++) {
-		fmt_s(a, sizeof(a), x->top_ns[c][k]);
-		short_stack(w->p, x->top_stacks[c][k], c, stack, sizeof(stack));
+		int j = 0;
+
+		short_stack(w->p, x->top_stacks[c][k], c, text[n + 1], sizeof(text[n + 1]));
+		while (j <= n && strcmp(text[j], text[n + 1]))
+			j++;
+		if (j == 0)
+			continue;
+		if (j <= n) {
+			ns[j] += x->top_ns[c][k];
+			continue;
+		}
+		ns[++n] = x->top_ns[c][k];
+	}
+	for (int k = 1; k <= n && k <= 2; k++) {
+		int best = k; /* sums can reorder the lines */
+
+		for (int j = k + 1; j <= n; j++)
+			if (ns[j] > ns[best])
+				best = j;
+		if (best != k) {
+			char t[200];
+			uint64_t v = ns[k];
+
+			memcpy(t, text[k], sizeof(t));
+			memcpy(text[k], text[best], sizeof(t));
+			memcpy(text[best], t, sizeof(t));
+			ns[k] = ns[best];
+			ns[best] = v;
+		}
+		fmt_s(a, sizeof(a), ns[k]);
 		fprintf(w->out, "      %-14s %9s %5.1f%%  %s\n", k == 1 ? "also" : "", a,
-			pct(x->top_ns[c][k], x->total_ns), stack);
+			pct(ns[k], x->total_ns), text[k]);
 	}
 }
 

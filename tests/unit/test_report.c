@@ -280,6 +280,50 @@ Test(report, other_blocking_top_stacks)
 	gs_profile_free(&p);
 }
 
+/* Stacks that differ only past the frames the report shows read the same:
+ * one "also" line with their times added, none repeating the top line. */
+Test(report, other_blocking_same_short_stacks_merged)
+{
+	struct gs_profile p;
+	uint32_t mid = py_profile(&p, 0);
+	uint32_t outer[2], mod, step, wait[3];
+	const char *waits[] = { "wait_select", "wait_lock", "wait_read" };
+	/* outer frame, wait, ns: 0 and 1 read the same, and so do 2 and 3 */
+	const struct {
+		int o, w;
+		int64_t ns;
+	} st[] = {
+		{ 0, 0, 400000000 }, { 1, 0, 300000000 }, { 0, 1, 200000000 },
+		{ 1, 1, 150000000 }, { 0, 2, 250000000 },
+	};
+
+	for (int i = 0; i < 2; i++)
+		outer[i] = fx_loc(&p, mid, 0, GS_FRAME_PYTHON,
+				  fx_fn(&p, i ? "run_b" : "run_a", NULL, "/home/u/io.py", 1 + i),
+				  2 + i);
+	mod = fx_loc(&p, mid, 0, GS_FRAME_PYTHON, fx_fn(&p, "<module>", NULL, "/home/u/io.py", 1),
+		     5);
+	step = fx_loc(&p, mid, 0, GS_FRAME_PYTHON, fx_fn(&p, "step", NULL, "/home/u/io.py", 7), 8);
+	for (int i = 0; i < 3; i++)
+		wait[i] = fx_loc(&p, mid, 0, GS_FRAME_PYTHON,
+				 fx_fn(&p, waits[i], NULL, "/home/u/io.py", 10 + i), 11 + i);
+	for (uint32_t i = 0; i < 5; i++) {
+		uint32_t l[] = { outer[st[i].o], mod, step, wait[st[i].w] };
+		fx_samples(&p, l, 4, 0, 40, 40, "python3", "main", 0, 0);
+		fx_offcpu(&p, i, 40, 40, "python3", "main", "blocked", 0, st[i].ns);
+	}
+	char *r = report(&p, 15);
+	HAS(r, "    other blocking      1.30 s 100.0%  <module> (io.py:5) > step (io.py:8) > "
+	       "wait_select (io.py:11)\n"
+	       "      also              0.35 s  26.9%  <module> (io.py:5) > step (io.py:8) > "
+	       "wait_lock (io.py:12)\n"
+	       "                        0.25 s  19.2%  <module> (io.py:5) > step (io.py:8) > "
+	       "wait_read (io.py:13)\n"
+	       "\n");
+	free(r);
+	gs_profile_free(&p);
+}
+
 /* Target-controlled names cannot put control bytes on the terminal. */
 Test(report, names_are_cleaned)
 {
