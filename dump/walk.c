@@ -215,6 +215,7 @@ uint32_t gs_dump_unwind(struct gs_dump_unwinder *u, uint32_t tgid, const struct 
 			uint16_t *err)
 {
 	struct regs r = { .pc = ip, .sp = sp, .bp = bp, .bp_ok = bp_ok, .exact = true };
+	const struct gs_cfi_rule *c = NULL; /* the rule of the step that gave r */
 	uint32_t n = 0;
 	int rc = 0;
 
@@ -222,10 +223,18 @@ uint32_t gs_dump_unwind(struct gs_dump_unwinder *u, uint32_t tgid, const struct 
 	u->win.base = 0;
 	*err = GS_UNWIND_OK;
 	while (r.pc) {
-		const struct gs_cfi_rule *c;
+		const struct gs_maps_line *l;
 
 		if (n == cap) {
 			*err = GS_UNWIND_DEPTH;
+			break;
+		}
+		/* A return address outside executable memory (a frame-pointer
+		 * guess through a function without one lands on the stack) is
+		 * no frame: the walk stops there, as the BPF walk's check of a
+		 * guessed step (gs_unwind_is_ret). */
+		if (n && (!(l = gs_proc_maps_find(maps, r.exact ? r.pc : r.pc - 1)) || !l->exec)) {
+			*err = c ? GS_UNWIND_BAD_RULE : GS_UNWIND_NO_TABLE;
 			break;
 		}
 		ips[n++] = r.pc;

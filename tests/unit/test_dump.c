@@ -6,7 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "dump/dump.h"
+#include "dump/dump_int.h"
 #include "output_fixture.h"
 #include "keep_profile.h"
 
@@ -85,4 +89,37 @@ Test(dump, text_summary_and_folding)
 	free(text);
 	gs_test_keep_profile(&p);
 	gs_profile_free(&p);
+}
+
+/* A frame-pointer step (code without a table: anonymous executable memory)
+ * whose return address is not in executable memory (a guess through a
+ * function that keeps no frame pointer lands on the stack) ends the walk:
+ * no "[stack]" frame; one that is code is the next frame. */
+Test(dump, guessed_return_address_must_be_code)
+{
+	struct gs_elf_cache *elf = gs_elf_cache_new();
+	struct gs_dump_unwinder *u = gs_dump_unwinder_new(elf);
+	uint8_t *jit = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	volatile uint64_t frame[4] = { 0 }; /* [saved RBP, return address] */
+	struct gs_proc_maps *maps;
+	__u64 ips[8], at = (uint64_t)(uintptr_t)&frame[0];
+	uint16_t err;
+	uint32_t n;
+
+	cr_assert(elf && u && jit != MAP_FAILED);
+	cr_assert_eq(gs_proc_maps_read((uint32_t)getpid(), &maps), 0);
+	frame[1] = (uint64_t)(uintptr_t)&frame[2];
+	n = gs_dump_unwind(u, (uint32_t)getpid(), maps, (uint64_t)(uintptr_t)jit + 16, at, at, true,
+			   ips, 8, &err);
+	cr_assert_eq(n, 1, "a return address on the stack became frame %u", n);
+	cr_assert_eq(err, GS_UNWIND_NO_TABLE);
+	frame[1] = (uint64_t)(uintptr_t)jit + 33;
+	n = gs_dump_unwind(u, (uint32_t)getpid(), maps, (uint64_t)(uintptr_t)jit + 16, at, at, true,
+			   ips, 8, &err);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(ips[1], (uint64_t)(uintptr_t)jit + 33);
+	gs_proc_maps_put(maps);
+	munmap(jit, 4096);
+	gs_dump_unwinder_free(u);
+	gs_elf_cache_put(elf);
 }
