@@ -5,6 +5,7 @@
  * gs_read_pprof and merged with gs_profile_merge, so the report covers all
  * of them and a merged file keeps every sample's host and rank labels.
  */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -63,6 +64,13 @@ int gs_merge_files(const char *out, char **in, int n)
 	char err[512];
 	int rc;
 
+	/* OUT comes first: `merge prof-*.pb.gz` must not replace a profile */
+	if (!faccessat(AT_FDCWD, out, F_OK, AT_SYMLINK_NOFOLLOW)) {
+		gs_log("%s exists: merge writes a new file (usage: gpusample merge OUT IN...); "
+		       "remove it or name another OUT\n",
+		       out);
+		return 1;
+	}
 	gs_profile_init(&p);
 	rc = read_merged(in, n, &p);
 	if (!rc && (rc = gs_write_pprof(&p, out, err, sizeof(err))))

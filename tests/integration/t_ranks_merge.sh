@@ -80,3 +80,22 @@ grep -q "other.pb.gz: written by gpusample 9.9.9, the others by 0.1.0: merge pro
 	fail "no clear version message"
 [ ! -e "$T/mixed.pb.gz" ] || fail "a refused merge wrote its output"
 ok "mismatched versions refused with a clear message"
+
+# OUT comes first: `merge prof-*.pb.gz` (OUT forgotten) must not replace the
+# first profile with the merge of the others.
+cp "$T/prof-node-a.pb.gz" "$T/keep.pb.gz"
+if "$GS" merge "$T/prof-node-a.pb.gz" "$T/prof-node-b.pb.gz" "$T/all.pb.gz" 2> "$T/over.err"; then
+	fail "merge overwrote an existing OUT"
+fi
+cat "$T/over.err"
+grep -q "prof-node-a.pb.gz exists: merge writes a new file (usage: gpusample merge OUT IN...)" "$T/over.err" ||
+	fail "no clear message for an existing OUT"
+cmp -s "$T/prof-node-a.pb.gz" "$T/keep.pb.gz" || fail "the existing OUT was changed"
+# a dump (one stack per thread) is no run to merge
+"$GS" dump -p $$ -o "$T/dump" > /dev/null 2>&1 || fail "gpusample dump of this shell failed"
+if "$GS" merge "$T/with-dump.pb.gz" "$T/prof-node-a.pb.gz" "$T/dump.pb.gz" 2> "$T/dump.err"; then
+	fail "merging a dump succeeded"
+fi
+grep -q "dump.pb.gz: a dump (one stack per thread at one moment), not a sampled profile" "$T/dump.err" ||
+	fail "no clear message for a dump: $(cat "$T/dump.err")"
+ok "an existing OUT is refused and kept; a dump is refused by name"
