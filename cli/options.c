@@ -439,9 +439,12 @@ int gs_options_parse(struct gs_cli *cli, int argc, char **argv)
 
 		/* `gpusample reprot x` would launch "reprot": refuse before sampling */
 		gs_term_escape(o->command[0], cmd, sizeof(cmd));
-		gs_log("%s: not found on PATH (gpusample's own commands are report, merge, check "
-		       "and dump; a command to profile goes after --)\n",
-		       cmd);
+		if (optind && !strcmp(argv[optind - 1], "--"))
+			gs_log("%s: not found on PATH (give its path, or check its name)\n", cmd);
+		else
+			gs_log("%s: not found on PATH (gpusample's own commands are report, merge, "
+			       "check and dump; a command to profile goes after --)\n",
+			       cmd);
 		return -ENOENT;
 	}
 	if (!o->n_pids && !o->command) {
@@ -453,5 +456,9 @@ int gs_options_parse(struct gs_cli *cli, int argc, char **argv)
 		       "the agent itself; --no-gpu and --no-python turn off what it needs)\n");
 		return -EINVAL;
 	}
+	if (o->frequency_hz > 10000) /* each sample walks three stacks in BPF */
+		gs_log("note: at -F %u the sampling takes a large share of every CPU the job runs "
+		       "on: the job slows and its time split shifts (99-999 Hz is the usual)\n",
+		       o->frequency_hz);
 	return 0;
 }

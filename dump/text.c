@@ -290,8 +290,10 @@ int gs_dump_print(const struct gs_profile *p, const struct gs_dump_stats *st, FI
 	for (size_t i = 0; i < p->n_samples; i++)
 		idx[i] = (uint32_t)i;
 	qsort_r(idx, p->n_samples, sizeof(*idx), by_order, (void *)p);
-	fprintf(out, "gpusample dump: %u processes, %u threads in %.3f s (registers from the %s)\n",
-		st->processes, st->threads, (double)st->elapsed_ns / 1e9, st->source);
+	fprintf(out,
+		"gpusample dump: %u process%s, %u thread%s in %.3f s (registers from the %s)\n",
+		st->processes, st->processes == 1 ? "" : "es", st->threads,
+		st->threads == 1 ? "" : "s", (double)st->elapsed_ns / 1e9, st->source);
 	if (st->dropped)
 		fprintf(out, "%u threads past the bound of %u not shown\n", st->dropped,
 			GS_DUMP_MAX_THREADS);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,8 +9,31 @@
 
 #include "session/procs.h"
 
+/* The process (tgid) thread tid belongs to, from /proc/TID/status; 0 when
+ * it cannot be read. */
+static uint32_t tgid_of(uint32_t tid)
+{
+	char path[64], buf[512], *at;
+	unsigned v;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", tid);
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1); /* Tgid is the 4th line */
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	at = strstr(buf, "\nTgid:");
+	return at && sscanf(at + 6, "%u", &v) == 1 ? v : 0;
+}
+
 int gs_check_target(uint32_t pid, char *err, size_t errlen)
 {
+	uint32_t tgid;
+
 	struct gs_proc_stat st;
 	int rc = gs_proc_stat(pid, &st);
 
@@ -25,6 +49,13 @@ int gs_check_target(uint32_t pid, char *err, size_t errlen)
 		snprintf(err, errlen,
 			 "PID %u (%s) is a kernel thread; gpusample profiles user processes", pid,
 			 st.comm);
+		return -EINVAL;
+	}
+	if ((tgid = tgid_of(pid)) && tgid != pid) {
+		snprintf(err, errlen,
+			 "%u is a thread (\"%s\") of process %u: profile the process, -p %u "
+			 "(its threads are all sampled)",
+			 pid, st.comm, tgid, tgid);
 		return -EINVAL;
 	}
 	return 0;

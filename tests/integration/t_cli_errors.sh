@@ -11,6 +11,15 @@ expect_error() { # expect_error PATTERN CMD...
 expect_error 'sudo' setpriv --reuid=65534 --regid=65534 --clear-groups "$GS" -p 1 -d 1
 expect_error 'no such process' "$GS" -p 999999 -d 1
 expect_error 'kernel thread' "$GS" -p 2 -d 1
+# a thread id (ps -L, top -H) is not a process: the error names the process
+/usr/bin/python3 -c 'import threading, time; threading.Thread(target=time.sleep, args=(20,)).start(); time.sleep(20)' &
+job=$!
+for _ in $(seq 50); do [ "$(ls /proc/$job/task 2>/dev/null | wc -l)" -ge 2 ] && break; sleep 0.1; done
+tid=$(ls /proc/$job/task | grep -vx "$job" | head -1)
+[ -n "$tid" ] || fail "the threaded job did not start a thread"
+expect_error "$tid is a thread .* of process $job: profile the process, -p $job" "$GS" -p "$tid" -d 1
+expect_error "$tid is a thread .* of process $job" "$GS" dump -p "$tid"
+kill $job
 expect_error "bad -F '0' \\(a whole number of Hz, 1\\.\\.1000000000\\)" "$GS" -F 0 -p 1 -d 1
 [ "$(wc -l < "$T/out")" = 1 ] || fail "-F 0 said more than one line: $(cat "$T/out")"
 expect_error "bad --gpu-period '2.5' \\(a whole number of log2 cycles" "$GS" --gpu-period 2.5 -p 1 -d 1
@@ -26,6 +35,8 @@ expect_error "unexpected argument.*'2 3'.*-p A,B" "$GS" -p 1 2 3
 # a mistyped subcommand is not launched (nothing starts sampling)
 expect_error "reprot: not found on PATH.*own commands are report" "$GS" reprot x.pb.gz
 grep -q 'sampling' "$T/out" && fail "a mistyped subcommand started sampling: $(cat "$T/out")"
+# after --, a command not on PATH gets no hint about gpusample's own commands
+expect_error "no_such_cmd_x: not found on PATH \\(give its path, or check its name\\)$" "$GS" -d 1 -- no_such_cmd_x
 # A symlink at the output path is refused and its target is left alone.
 echo keep > "$T/victim"
 ln -s "$T/victim" "$T/link.pb.gz"

@@ -12,6 +12,8 @@ for i in 1 2 3 4 5 6; do
 	"$GS" -F 20000 -q -o "$T/t$i" --format pprof -- true 2>"$T/t$i.err" || { cat "$T/t$i.err"; fail "gpusample -- true"; }
 	pprof_stacks "$T/t$i.pb.gz" > "$T/t$i.full" || fail "pprof failed: $(cat "$T/pprof.err")"
 	[ -s "$T/t$i.full" ] || fail "no samples of true"
+	grep -q "note: at -F 20000 the sampling takes a large share of every CPU" "$T/t$i.err" ||
+		fail "no note on the cost of -F 20000: $(cat "$T/t$i.err")"
 	grep -q 'thread_name=gpusample' "$T/t$i.full" && fail "run $i: samples named gpusample: $(grep -c 'thread_name=gpusample' "$T/t$i.full")"
 	# its wait to be let go (a pipe read in gpusample's code, asleep when
 	# the window opens) is no off-CPU stack of the command's: true reads none
