@@ -113,13 +113,18 @@ static int parse_pids(struct gs_options *o, const char *arg)
 
 static int parse_formats(struct gs_options *o, const char *arg)
 {
-	char *dup = strdup(arg), *save = NULL;
+	char *dup = strdup(arg);
 
 	if (!dup)
 		return -ENOMEM;
 	o->formats = 0;
-	for (char *tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (!strcmp(tok, "pprof"))
+	for (char *rest = dup, *tok; (tok = strsep(&rest, ","));) {
+		if (!*tok) {
+			gs_log("empty format in '%s' (a comma-separated list: pprof,speedscope)\n",
+			       arg);
+			free(dup);
+			return -EINVAL;
+		} else if (!strcmp(tok, "pprof"))
 			o->formats |= GS_FMT_PPROF;
 		else if (!strcmp(tok, "speedscope"))
 			o->formats |= GS_FMT_SPEEDSCOPE;
@@ -135,6 +140,16 @@ static int parse_formats(struct gs_options *o, const char *arg)
 	}
 	free(dup);
 	return o->formats ? 0 : -EINVAL;
+}
+
+/* A word of a file list that looks like an option ("-q"): the file
+ * commands take none, and "cannot read -q" would not say so. */
+static bool has_option(char **words)
+{
+	for (; *words; words++)
+		if ((*words)[0] == '-' && (*words)[1])
+			return true;
+	return false;
 }
 
 static int parse_number(const char *what, const char *arg, double lo, double hi, double *out)
@@ -384,8 +399,8 @@ int gs_options_parse(struct gs_cli *cli, int argc, char **argv)
 	memset(cli, 0, sizeof(*cli));
 	set_defaults(o);
 	if (argc >= 2 && !strcmp(argv[1], "report")) {
-		if (argc < 3) {
-			gs_log("usage: gpusample report FILE.pb.gz [FILE.pb.gz...]\n");
+		if (argc < 3 || has_option(&argv[2])) {
+			gs_log("usage: gpusample report FILE.pb.gz [FILE.pb.gz...] (no options)\n");
 			return -EINVAL;
 		}
 		cli->report_files = &argv[2];
@@ -401,8 +416,9 @@ int gs_options_parse(struct gs_cli *cli, int argc, char **argv)
 		return 0;
 	}
 	if (argc >= 2 && !strcmp(argv[1], "merge")) {
-		if (argc < 4) {
-			gs_log("usage: gpusample merge OUT.pb.gz IN.pb.gz [IN.pb.gz...]\n");
+		if (argc < 4 || has_option(&argv[2])) {
+			gs_log("usage: gpusample merge OUT.pb.gz IN.pb.gz [IN.pb.gz...] (no "
+			       "options)\n");
 			return -EINVAL;
 		}
 		cli->merge_out = argv[2];
@@ -415,8 +431,16 @@ int gs_options_parse(struct gs_cli *cli, int argc, char **argv)
 		argv++;
 		argc--;
 	}
+	/* getopt's own messages name argv[0]: "gpusample", not the path */
+	argv[0] = cli->dump ? "gpusample dump" : "gpusample";
 	/* '+': stop at the first non-option so "-- CMD -x" reaches CMD intact. */
 	while ((c = getopt_long(argc, argv, "+p:d:F:o:qh", long_opts, NULL)) != -1) {
+		if (cli->dump && (c == 'd' || c == 'F')) {
+			gs_log("dump takes one stack per thread now: -%c is for sampling "
+			       "(gpusample -p PID -d SECONDS)\n",
+			       c);
+			return -EINVAL;
+		}
 		rc = handle_opt(o, c, optarg);
 		if (rc)
 			return rc;

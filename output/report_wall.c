@@ -422,7 +422,8 @@ static void print_starved_in(struct wall_ctx *w, const struct gs_wall_split *x)
 	fprintf(w->out, "\n");
 }
 
-/* The stacks after the top one, each with its own time, at most 2 lines:
+/* The stacks after the top one, each with its own time, at most 2 lines of
+ * 0.5% or more:
  * "      also      0.30 s  30.0%  stack".  Stacks that read the same once
  * shortened are one line (their times added); one that reads as the top
  * one is left out (the category's line has its time). */
@@ -463,6 +464,8 @@ static void print_more_stacks(struct wall_ctx *w, const struct gs_wall_split *x,
 			ns[k] = ns[best];
 			ns[best] = v;
 		}
+		if (ns[k] * 200 < x->total_ns) /* under 0.5%: "0.00 s 0.0%" says nothing */
+			break;
 		fmt_s(a, sizeof(a), ns[k]);
 		fprintf(w->out, "      %-14s %9s %5.1f%%  %s\n", k == 1 ? "also" : "", a,
 			pct(ns[k], x->total_ns), text[k]);

@@ -24,6 +24,11 @@ expect_error "bad -F '0' \\(a whole number of Hz, 1\\.\\.1000000000\\)" "$GS" -F
 [ "$(wc -l < "$T/out")" = 1 ] || fail "-F 0 said more than one line: $(cat "$T/out")"
 expect_error "bad --gpu-period '2.5' \\(a whole number of log2 cycles" "$GS" --gpu-period 2.5 -p 1 -d 1
 expect_error 'offcpu-rate' "$GS" --offcpu-rate 0 -p 1 -d 1
+expect_error "empty format in 'pprof,,trace'" "$GS" --format pprof,,trace -p 1 -d 1
+expect_error "usage: gpusample report FILE.pb.gz .* \\(no options\\)" "$GS" report -q x.pb.gz
+expect_error "dump takes one stack per thread now: -d is for sampling" "$GS" dump -p 1 -d 3
+# getopt's own messages say gpusample, not the binary's path
+expect_error "^gpusample: unrecognized option '--bogus'" "$GS" --bogus
 expect_error 'offcpu-rate' "$GS" --offcpu-rate 2.5 -p 1 -d 1
 max=$(cat /proc/sys/kernel/perf_event_max_sample_rate)
 expect_error 'perf_event_max_sample_rate' "$GS" -F $((max + 1)) -p $$ -d 1

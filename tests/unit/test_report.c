@@ -250,23 +250,32 @@ Test(report, top_stack_names_the_reason)
 	gs_profile_free(&p);
 }
 
+/* The main thread (pid 40) blocked in names[i] (io.py:11 + i, under
+ * <module> at io.py:2) for ns[i]: stack i. */
+static void blocked_calls(struct gs_profile *p, const char *const *names, const int64_t *ns, int n)
+{
+	uint32_t mid = py_profile(p, 0);
+	uint32_t root = fx_loc(p, mid, 0, GS_FRAME_PYTHON,
+			       fx_fn(p, "<module>", NULL, "/home/u/io.py", 1), 2);
+
+	for (int i = 0; i < n; i++) {
+		uint32_t l[] = { root, fx_loc(p, mid, 0, GS_FRAME_PYTHON,
+					      fx_fn(p, names[i], NULL, "/home/u/io.py", 10 + i),
+					      11 + i) };
+		fx_samples(p, l, 2, 0, 40, 40, "python3", "main", 0, 0);
+		fx_offcpu(p, (uint32_t)i, 40, 40, "python3", "main", "blocked", 0, ns[i]);
+	}
+}
+
 /* Other blocking lists its top stacks, most first: the top one on its
  * row, the next ones with their own time. */
 Test(report, other_blocking_top_stacks)
 {
 	struct gs_profile p;
-	uint32_t mid = py_profile(&p, 0);
 	const char *names[] = { "wait_select", "wait_lock", "wait_read", "wait_pipe" };
-	uint32_t root = fx_loc(&p, mid, 0, GS_FRAME_PYTHON,
-			       fx_fn(&p, "<module>", NULL, "/home/u/io.py", 1), 2);
-	for (int i = 0; i < 4; i++) {
-		uint32_t l[] = { root, fx_loc(&p, mid, 0, GS_FRAME_PYTHON,
-					      fx_fn(&p, names[i], NULL, "/home/u/io.py", 10 + i),
-					      11 + i) };
-		fx_samples(&p, l, 2, 0, 40, 40, "python3", "main", 0, 0);
-		fx_offcpu(&p, (uint32_t)i, 40, 40, "python3", "main", "blocked", 0,
-			  (4 - i) * 100000000LL);
-	}
+	const int64_t ns[] = { 400000000, 300000000, 200000000, 100000000 };
+
+	blocked_calls(&p, names, ns, 4);
 	char *r = report(&p, 15);
 	HAS(r,
 	    "    other blocking      1.00 s 100.0%  <module> (io.py:2) > wait_select (io.py:11)\n"
@@ -320,6 +329,22 @@ Test(report, other_blocking_same_short_stacks_merged)
 	       "                        0.25 s  19.2%  <module> (io.py:5) > step (io.py:8) > "
 	       "wait_read (io.py:13)\n"
 	       "\n");
+	free(r);
+	gs_profile_free(&p);
+}
+
+/* An "also" stack under 0.5% of the thread's time is no line ("0.00 s 0.0%"). */
+Test(report, other_blocking_tiny_stacks_left_out)
+{
+	struct gs_profile p;
+	const char *names[] = { "wait_select", "wait_lock", "wait_read" };
+	const int64_t ns[] = { 700000000, 300000000, 2000000 };
+
+	blocked_calls(&p, names, ns, 3);
+	char *r = report(&p, 15);
+	HAS(r,
+	    "      also              0.30 s  29.9%  <module> (io.py:2) > wait_lock (io.py:12)\n\n");
+	cr_assert_null(strstr(r, "wait_read"), "a 0.2%% stack listed:\n%s", r);
 	free(r);
 	gs_profile_free(&p);
 }
