@@ -307,6 +307,10 @@ static bool stop_requested(struct session *s)
 {
 	bool gone = !g_stop && targets_gone(&s->targets);
 
+	if (gone && !s->targets.launched && !s->attach.stop_phase &&
+	    !strcmp(s->attach.phase ? s->attach.phase : "", "sampling"))
+		gs_log("the profiled process%s exited; writing the profile\n",
+		       s->targets.n_roots > 1 ? "es" : "");
 	if (g_stop || gone)
 		gs_attach_note_stop(&s->attach, g_stop, gone);
 	return g_stop || gone;

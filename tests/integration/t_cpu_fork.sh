@@ -11,6 +11,8 @@ start=$(date +%s)
 gs_wait
 elapsed=$(( $(date +%s) - start ))
 [ "$elapsed" -lt 20 ] || fail "run did not end when the target exited (${elapsed}s)"
+grep -q "^gpusample: the profiled process exited; writing the profile" "$T/gs.err" ||
+	fail "the run's end is not explained: $(cat "$T/gs.err")"
 pprof_stacks "$T/fork.pb.gz" > "$T/stacks" || fail "pprof: $(cat "$T/pprof.err")"
 pids=$(awk -F'\t' '{ if (match($2, /pid=[^,]*/)) print substr($2, RSTART, RLENGTH) }' "$T/stacks" | sort -u | wc -l)
 echo "distinct pid labels: $pids"
