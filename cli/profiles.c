@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -58,12 +59,33 @@ int gs_report_files(char **paths, int n)
 	return rc ? 1 : 0;
 }
 
+/* One file given twice would count its samples twice: refused, named. */
+static bool same_file_twice(char **in, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct stat a, b;
+
+		if (stat(in[i], &a))
+			continue; /* the read says why */
+		for (int j = 0; j < i; j++)
+			if (!stat(in[j], &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+				gs_log("%s and %s are the same file: its samples would count "
+				       "twice\n",
+				       in[j], in[i]);
+				return true;
+			}
+	}
+	return false;
+}
+
 int gs_merge_files(const char *out, char **in, int n)
 {
 	struct gs_profile p;
 	char err[512];
 	int rc;
 
+	if (same_file_twice(in, n))
+		return 1;
 	/* OUT comes first: `merge prof-*.pb.gz` must not replace a profile */
 	if (!faccessat(AT_FDCWD, out, F_OK, AT_SYMLINK_NOFOLLOW)) {
 		gs_log("%s exists: merge writes a new file (usage: gpusample merge OUT IN...); "

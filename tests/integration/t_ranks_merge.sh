@@ -99,3 +99,10 @@ fi
 grep -q "dump.pb.gz: a dump (one stack per thread at one moment), not a sampled profile" "$T/dump.err" ||
 	fail "no clear message for a dump: $(cat "$T/dump.err")"
 ok "an existing OUT is refused and kept; a dump is refused by name"
+# one file given twice would count its samples twice
+if "$GS" merge "$T/twice.pb.gz" "$T/prof-node-a.pb.gz" "$T/prof-node-a.pb.gz" 2> "$T/twice.err"; then
+	fail "merging a file with itself succeeded"
+fi
+grep -q "prof-node-a.pb.gz and .*prof-node-a.pb.gz are the same file" "$T/twice.err" ||
+	fail "no clear message for a file given twice: $(cat "$T/twice.err")"
+ok "a file given twice is refused"
