@@ -18,6 +18,19 @@
 
 #define VERSION_COMMENT "gpusample "
 
+const char *gs_profile_comment(const struct gs_profile *p, const char *key)
+{
+	size_t n = strlen(key);
+
+	for (uint32_t i = 0; i < p->n_comments; i++) {
+		const char *c = gs_profile_str(p, p->comments[i]);
+
+		if (!strncmp(c, key, n))
+			return c + n;
+	}
+	return NULL;
+}
+
 const char *gs_profile_version(const struct gs_profile *p)
 {
 	size_t n = strlen(VERSION_COMMENT);
@@ -254,15 +267,12 @@ int gs_profile_merge(struct gs_profile *dst, const struct gs_profile *src, char 
 	bool first = dst->n_comments == 0 && dst->n_samples == 0;
 	struct remap m = { .dst = dst, .src = src };
 
-	for (uint32_t i = 0; i < src->n_comments; i++)
-		if (!strncmp(gs_profile_str(src, src->comments[i]), GS_DUMP_COMMENT,
-			     strlen(GS_DUMP_COMMENT))) {
-			snprintf(err, errlen,
-				 "a dump (one stack per thread at one moment), not a sampled "
-				 "profile: merge takes profiles of runs (read a dump with "
-				 "gpusample report)");
-			return -EINVAL;
-		}
+	if (gs_profile_comment(src, GS_DUMP_COMMENT)) {
+		snprintf(err, errlen,
+			 "a dump (one stack per thread at one moment), not a sampled profile: "
+			 "merge takes profiles of runs (read a dump with gpusample report)");
+		return -EINVAL;
+	}
 	if (!vs || (!first && !vd)) {
 		snprintf(err, errlen,
 			 "not a gpusample profile (no \"gpusample VERSION\" comment): "

@@ -68,6 +68,9 @@ int gs_read_pprof(const char *path, struct gs_profile *p, char *err, size_t errl
  * half-merged after an error: free it. */
 int gs_profile_merge(struct gs_profile *dst, const struct gs_profile *src, char *err,
 		     size_t errlen);
+/* The text after key in p's first comment that starts with key, NULL if
+ * none ("sample event: ", GS_DUMP_COMMENT). */
+const char *gs_profile_comment(const struct gs_profile *p, const char *key);
 /* The version in p's "gpusample VERSION" comment, NULL if none. */
 const char *gs_profile_version(const struct gs_profile *p);
 

@@ -101,26 +101,11 @@ static void dropped(struct rpt *r)
 		fputc('\n', r->out);
 }
 
-/* The text after key in the profile's first comment starting with it, NULL
- * when none does. */
-static const char *comment_value(const struct gs_profile *p, const char *key)
-{
-	size_t n = strlen(key);
-
-	for (uint32_t i = 0; i < p->n_comments; i++) {
-		const char *c = gs_profile_str(p, p->comments[i]);
-
-		if (!strncmp(c, key, n))
-			return c + n;
-	}
-	return NULL;
-}
-
 /* The event that sampled the CPUs, from session/session.c's comment ("" when
  * the profile has none: a merged or older file). */
 static const char *sample_event(const struct gs_profile *p)
 {
-	const char *ev = comment_value(p, "sample event: ");
+	const char *ev = gs_profile_comment(p, "sample event: ");
 
 	return ev ? ev : "";
 }
@@ -429,7 +414,7 @@ static int write_report(const struct gs_profile *p, const struct gs_report_opts 
 			 .out = out,
 			 .top = o && o->top ? o->top : 15,
 			 .color = o && o->color,
-			 .dump = comment_value(p, GS_DUMP_COMMENT) != NULL,
+			 .dump = gs_profile_comment(p, GS_DUMP_COMMENT) != NULL,
 			 .cpu_total = a.cpu_total };
 
 	if (rc)
