@@ -416,29 +416,17 @@ const struct gs_perfmap_entry *gs_perfmap_find(const struct gs_perfmap *pm, uint
 
 int64_t gs_sym_nstgid(uint32_t tgid)
 {
-	char path[64], *line = NULL;
-	size_t cap = 0;
-	snprintf(path, sizeof(path), "/proc/%u/status", tgid);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return -ESRCH;
+	char v[256], *p = v, *end;
 	int64_t ns = tgid;
-	while (getline(&line, &cap, f) > 0) {
-		if (strncmp(line, "NStgid:", 7))
-			continue;
-		/* last field: the pid in the innermost namespace */
-		char *p = line + 7, *end;
-		for (;;) {
-			long long v = strtoll(p, &end, 10);
-			if (end == p)
-				break;
-			ns = v;
-			p = end;
-		}
-		break;
-	}
-	free(line);
-	fclose(f);
+	int rc = gs_proc_status_field(tgid, "NStgid:", v, sizeof(v));
+
+	if (rc == -ENOENT) /* a kernel without pid namespaces in status */
+		return tgid;
+	if (rc)
+		return -ESRCH;
+	/* last field: the pid in the innermost namespace */
+	for (long long x; (x = strtoll(p, &end, 10)), end != p; p = end)
+		ns = x;
 	return ns;
 }
 

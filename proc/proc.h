@@ -106,6 +106,12 @@ int gs_proc_task_kstack(uint32_t tgid, uint32_t tid, int (*fn)(void *ctx, const 
 			void *ctx);
 int gs_proc_for_each_tid(uint32_t tgid, void (*fn)(void *ctx, uint32_t tgid, uint32_t tid),
 			 void *ctx);
+/* The value of key ("Tgid:", "NStgid:") in /proc/PID/status, blanks after
+ * the key skipped, to the line's end, in out (len bytes, cut to fit).  The
+ * kernel writes the file and escapes the task name in it, so no line can be
+ * forged.  0, -ENOENT when no line starts with key, -ESRCH when the task is
+ * gone, or -errno of the open. */
+int gs_proc_status_field(uint32_t pid, const char *key, char *out, size_t len);
 
 /* ---- ELF objects ---------------------------------------------------------- */
 

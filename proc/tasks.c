@@ -3,6 +3,7 @@
  * a thread's kernel wait (gs_proc_task_kstack). */
 #include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,4 +53,31 @@ int gs_proc_task_kstack(uint32_t tgid, uint32_t tid, int (*fn)(void *ctx, const 
 	}
 	fclose(f);
 	return 0;
+}
+
+int gs_proc_status_field(uint32_t pid, const char *key, char *out, size_t len)
+{
+	char path[48], line[1024];
+	size_t n = strlen(key);
+	bool at_start = true; /* fgets splits long lines (Groups:) */
+	int rc = -ENOENT;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", pid);
+	if (!(f = fopen(path, "re")))
+		return errno == ENOENT ? -ESRCH : -errno;
+	while (fgets(line, sizeof(line), f)) {
+		bool whole = strchr(line, '\n') != NULL;
+
+		if (at_start && !strncmp(line, key, n)) {
+			const char *v = line + n + strspn(line + n, " \t");
+
+			snprintf(out, len, "%.*s", (int)strcspn(v, "\n"), v);
+			rc = 0;
+			break;
+		}
+		at_start = whole;
+	}
+	fclose(f);
+	return rc;
 }

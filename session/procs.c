@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,25 +8,14 @@
 
 #include "session/procs.h"
 
-/* The process (tgid) thread tid belongs to, from /proc/TID/status; 0 when
- * it cannot be read. */
+/* The process (tgid) thread tid belongs to; 0 when it cannot be read. */
 static uint32_t tgid_of(uint32_t tid)
 {
-	char path[64], buf[512], *at;
-	unsigned v;
-	ssize_t n;
-	int fd;
+	char v[32];
+	unsigned t;
 
-	snprintf(path, sizeof(path), "/proc/%u/status", tid);
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1); /* Tgid is the 4th line */
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	at = strstr(buf, "\nTgid:");
-	return at && sscanf(at + 6, "%u", &v) == 1 ? v : 0;
+	return !gs_proc_status_field(tid, "Tgid:", v, sizeof(v)) && sscanf(v, "%u", &t) == 1 ? t
+											     : 0;
 }
 
 int gs_check_target(uint32_t pid, char *err, size_t errlen)
