@@ -87,9 +87,10 @@ struct html {
 	struct hrow *rows, *out_rows;
 	size_t n_rows, cap_rows, n_out_rows, cap_out_rows;
 	int64_t total[NV];
-	uint64_t k;        /* kept: nodes reaching total / k in some view */
-	size_t n_kept;     /* nodes kept, root included */
-	char *report;      /* the terminal report's text */
+	bool dump;     /* a `gpusample dump`: CPU view = threads, no time */
+	uint64_t k;    /* kept: nodes reaching total / k in some view */
+	size_t n_kept; /* nodes kept, root included */
+	char *report;  /* the terminal report's text */
 	size_t report_len;
 };
 
@@ -120,11 +121,21 @@ static void html_text(struct gs_wbuf *w, const char *s, size_t n)
 			continue;
 		}
 		switch (*c) {
-		case '&': gs_wbuf_puts(w, "&amp;"); break;
-		case '<': gs_wbuf_puts(w, "&lt;"); break;
-		case '>': gs_wbuf_puts(w, "&gt;"); break;
-		case '"': gs_wbuf_puts(w, "&quot;"); break;
-		case '\'': gs_wbuf_puts(w, "&#39;"); break;
+		case '&':
+			gs_wbuf_puts(w, "&amp;");
+			break;
+		case '<':
+			gs_wbuf_puts(w, "&lt;");
+			break;
+		case '>':
+			gs_wbuf_puts(w, "&gt;");
+			break;
+		case '"':
+			gs_wbuf_puts(w, "&quot;");
+			break;
+		case '\'':
+			gs_wbuf_puts(w, "&#39;");
+			break;
 		default:
 			if ((*c < 0x20 && *c != '\n' && *c != '\t') || *c == 0x7f)
 				gs_wbuf_puts(w, "\xef\xbf\xbd");
@@ -143,8 +154,9 @@ static void html_str(struct gs_wbuf *w, const char *s)
 static void put_u4(struct gs_wbuf *w, unsigned v)
 {
 	static const char hex[] = "0123456789abcdef";
-	char b[6] = { '\\', 'u', hex[v >> 12 & 15], hex[v >> 8 & 15], hex[v >> 4 & 15],
-		      hex[v & 15] };
+	char b[6] = {
+		'\\', 'u', hex[v >> 12 & 15], hex[v >> 8 & 15], hex[v >> 4 & 15], hex[v & 15]
+	};
 
 	gs_wbuf_put(w, b, sizeof(b));
 }
@@ -162,7 +174,8 @@ void gs_html_json_str(struct gs_wbuf *w, const char *s)
 		if (k == 0) {
 			put_u4(w, 0xfffd);
 			c++;
-		} else if (k == 3 && c[0] == 0xe2 && c[1] == 0x80 && (c[2] == 0xa8 || c[2] == 0xa9)) {
+		} else if (k == 3 && c[0] == 0xe2 && c[1] == 0x80 &&
+			   (c[2] == 0xa8 || c[2] == 0xa9)) {
 			put_u4(w, c[2] == 0xa8 ? 0x2028 : 0x2029);
 			c += 3;
 		} else if (k > 1) {
@@ -289,6 +302,8 @@ static int aggregate(struct html *h)
 			v[V_WALL] = gs_wall_ns(p, s);
 			v[V_CPU] = s->values[GS_V_CPU_NS] ? s->values[GS_V_CPU_NS]
 							  : s->values[GS_V_SAMPLES] * p->period_ns;
+			if (h->dump) /* a stack per thread, no time: count them */
+				v[V_CPU] = s->values[GS_V_SAMPLES];
 		}
 		if (v[V_WALL] <= 0 && v[V_CPU] <= 0 && v[V_GPU] <= 0)
 			continue;
@@ -297,7 +312,8 @@ static int aggregate(struct html *h)
 			break;
 		}
 		struct hagg a = { s->stack, (uint32_t)t, gpu ? c->cuda_stall_reason : 0, { 0 } };
-		uint64_t hash = gs_mix64(((uint64_t)a.stack << 32 | a.thread) ^ (uint64_t)a.reason << 20);
+		uint64_t hash = gs_mix64(((uint64_t)a.stack << 32 | a.thread) ^ (uint64_t)a.reason
+										    << 20);
 		struct agg_key k = { h, &a };
 		uint64_t *e = gs_hmap_find_by(&m, hash, agg_eq, &k);
 
@@ -394,7 +410,8 @@ static int build_tree(struct html *h)
 static bool reaches(const struct html *h, const struct hnode *n, uint64_t k)
 {
 	for (int j = 0; j < NV; j++)
-		if (h->total[j] > 0 && n->tot[j] > 0 && (uint64_t)n->tot[j] * k >= (uint64_t)h->total[j])
+		if (h->total[j] > 0 && n->tot[j] > 0 &&
+		    (uint64_t)n->tot[j] * k >= (uint64_t)h->total[j])
 			return true;
 	return false;
 }
@@ -521,6 +538,13 @@ static void put_frames(struct html *h, struct gs_wbuf *w)
 	gs_wbuf_puts(w, "],\n");
 }
 
+/* A value as the page has it: ns as us (a 99 Hz sample is 10101 us); GPU
+ * samples and a dump's threads as counts. */
+static int64_t view_value(const struct html *h, int view, int64_t v)
+{
+	return view == V_GPU || (h->dump && view == V_CPU) ? v : (v + 500) / 1000;
+}
+
 static void put_tree(struct html *h, struct gs_wbuf *w)
 {
 	bool first = true;
@@ -547,8 +571,7 @@ static void put_tree(struct html *h, struct gs_wbuf *w)
 		gs_wbuf_u64(w, r->thread);
 		for (int j = 0; j < NV; j++) {
 			gs_wbuf_putc(w, ',');
-			/* ns to us: a 99 Hz sample is 10101 us; GPU: samples */
-			gs_wbuf_i64(w, j == V_GPU ? r->v[j] : (r->v[j] + 500) / 1000);
+			gs_wbuf_i64(w, view_value(h, j, r->v[j]));
 		}
 	}
 	gs_wbuf_puts(w, "],\n");
@@ -577,7 +600,9 @@ static void put_threads(struct html *h, struct gs_wbuf *w)
 		gs_wbuf_putc(w, ',');
 		gs_html_json_str(w, gpu ? "gpu" : gs_profile_str(p, t->role));
 		gs_wbuf_putc(w, ',');
-		gs_html_json_str(w, gpu ? "GPU" : pr && pr->comm ? gs_profile_str(p, pr->comm) : "");
+		gs_html_json_str(w, gpu              ? "GPU"
+				    : pr && pr->comm ? gs_profile_str(p, pr->comm)
+						     : "");
 		gs_wbuf_putc(w, ']');
 	}
 	gs_wbuf_puts(w, "],\n");
@@ -592,7 +617,7 @@ static void put_data(struct html *h, struct gs_wbuf *w)
 	for (int j = 0; j < NV; j++) {
 		if (j)
 			gs_wbuf_putc(w, ',');
-		gs_wbuf_i64(w, j == V_GPU ? h->total[j] : (h->total[j] + 500) / 1000);
+		gs_wbuf_i64(w, view_value(h, j, h->total[j]));
 	}
 	gs_wbuf_puts(w, "],\n\"cut\":{\"nodes\":");
 	gs_wbuf_u64(w, cut_nodes);
@@ -605,7 +630,7 @@ static void put_data(struct html *h, struct gs_wbuf *w)
 	put_threads(h, w);
 	put_tree(h, w);
 	gs_wbuf_puts(w, "\"dump\":");
-	gs_wbuf_puts(w, gs_profile_comment(h->p, GS_DUMP_COMMENT) ? "true" : "false");
+	gs_wbuf_puts(w, h->dump ? "true" : "false");
 	gs_wbuf_puts(w, "}</script>\n");
 }
 
@@ -642,7 +667,8 @@ static void put_section(struct gs_wbuf *w, const char *s, const char *end)
 
 	while (end > body && end[-1] == '\n')
 		end--;
-	gs_wbuf_puts(w, strncmp(s, "Verdict", 7) ? "<section><h2>" : "<section class=\"verdict\"><h2>");
+	gs_wbuf_puts(w, strncmp(s, "Verdict", 7) ? "<section><h2>"
+						 : "<section class=\"verdict\"><h2>");
 	html_text(w, s, (size_t)(body - s) - (nl ? 1 : 0));
 	gs_wbuf_puts(w, "</h2><pre>");
 	html_text(w, body, (size_t)(end - body));
@@ -796,7 +822,8 @@ static void put_gpu_lines(struct html *h, struct gs_wbuf *w, const struct gline 
 		}
 		gs_wbuf_puts(w, "</td><td>");
 		for (int j = 0; j < 3 && g[i].rn[j]; j++) {
-			snprintf(buf, sizeof(buf), " %.0f%%", 100.0 * (double)g[i].rn[j] / (double)g[i].n);
+			snprintf(buf, sizeof(buf), " %.0f%%",
+				 100.0 * (double)g[i].rn[j] / (double)g[i].n);
 			if (j)
 				gs_wbuf_puts(w, ", ");
 			html_str(w, g[i].reason[j] ? gs_profile_str(p, g[i].reason[j]) : "unknown");
@@ -823,11 +850,12 @@ static int body(void *ctx, struct gs_wbuf *w)
 
 	if (rc)
 		return rc;
-	gs_wbuf_puts(w, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-			"<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-			"style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"
-			"<meta name=\"viewport\" content=\"width=device-width\">\n"
-			"<title>gpusample report</title>\n<style>\n");
+	gs_wbuf_puts(w,
+		     "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+		     "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+		     "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"
+		     "<meta name=\"viewport\" content=\"width=device-width\">\n"
+		     "<title>gpusample report</title>\n<style>\n");
 	gs_wbuf_put(w, gs_html_css, sizeof(gs_html_css) - 1);
 	gs_wbuf_puts(w, "</style></head><body>\n<main id=\"report\">\n");
 	put_report(h, w);
@@ -861,7 +889,10 @@ static void html_free(struct html *h)
 int gs_write_html_capped(const struct gs_profile *p, const char *path, size_t max_nodes,
 			 size_t max_rows, char *err, size_t errlen)
 {
-	struct html h = { .p = p, .max_nodes = max_nodes ? max_nodes : 1, .max_rows = max_rows };
+	struct html h = { .p = p,
+			  .max_nodes = max_nodes ? max_nodes : 1,
+			  .max_rows = max_rows,
+			  .dump = gs_profile_comment(p, GS_DUMP_COMMENT) != NULL };
 	int rc = report_text(&h);
 
 	if (!rc)

@@ -7,9 +7,10 @@
   'use strict';
   var D = JSON.parse(document.getElementById('gs-data').textContent);
   var ui = document.getElementById('fg-ui');
-  var VIEWS = [['wall', 'Wall time'], ['cpu', 'CPU time'], ['gpu', 'GPU samples']];
+  var VIEWS = [['wall', 'Wall time'], ['cpu', D.dump ? 'Threads (a dump: stacks now)' : 'CPU time'],
+    ['gpu', 'GPU samples']];
   var KINDS = ['Python', 'native', 'kernel', 'GPU', 'other'];
-  var ROW = 18, MIN_PX = 1, MAX_DRAWN = 8000;
+  var ROW = 18, MIN_PX = 2, MAX_DRAWN = 4000;
   var n = D.nodes.length / 2 + 1, nf = D.frames.length;
   var parent = new Int32Array(n), frame = new Int32Array(n);
   var i, k;
@@ -35,6 +36,18 @@
     return;
   }
   state.view = views[0];
+  // Wall time of all threads adds up the idle ones (queue feeders, pools):
+  // the graph opens on the main thread of the main process (the one with
+  // the most time), as the report's "Where the time goes" does.
+  (function () {
+    var t, best = -1, most = 0, per = new Float64Array(D.threads.length), r = D.rows;
+    for (i = 0; i < r.length; i += 5) per[r[i + 1]] += r[i + 2 + state.view];
+    for (t = 0; t < D.threads.length; t++) {
+      var th = D.threads[t];
+      if (th[3] === 'main' && th[0] === th[1] && per[t] > most) { best = t; most = per[t]; }
+    }
+    if (best >= 0 && state.view !== 2) state.filter = 't:' + best;
+  })();
 
   function el(tag, cls, text) {
     var e = document.createElement(tag);
@@ -44,6 +57,7 @@
   }
   function fmt(v) {
     if (state.view === 2) return Math.round(v) + ' samples';
+    if (D.dump) return Math.round(v) + ' threads';
     if (v >= 1e6) return (v / 1e6).toFixed(2) + ' s';
     return (v / 1e3).toFixed(1) + ' ms';
   }
@@ -109,6 +123,7 @@
   reset.id = 'fg-reset';
   var status = el('span', 'fg-status');
   status.id = 'fg-status';
+  filt.value = state.filter;
   [viewSel, filt, search, reset, status].forEach(function (e) { bar.appendChild(e); });
   var legend = el('div', 'fg-legend');
   KINDS.forEach(function (kn, j) {

@@ -5,10 +5,11 @@
 // --remote-debugging-pipe: no npm package needed):
 //
 //   node tests/tools/html_check.js PAGE.html [--frame NAME] [--thread NAME]
-//        [--hostile TEXT] [--screenshot OUT.png] [--max-open-ms N]
+//        [--hostile TEXT] [--screenshot OUT.png] [--max-open-ms N] [--dump]
 //
-// Checks: the report's first section is "Where the time goes" and has a
-// verdict; the flame graph draws frames (NAME among them); search for NAME
+// Checks: the report's first section is "Where the time goes" and the
+// verdict follows it (--dump: a dump's page, which has no time, starts with
+// its threads' stacks); the flame graph draws frames (NAME among them, all threads); search for NAME
 // highlights frames and gives their share; a click on a NAME frame zooms
 // it to the full width and "reset zoom" undoes it; the thread filter (the
 // first thread named NAME, else the second thread) changes the graph's
@@ -129,12 +130,32 @@ async function main() {
   console.log('open_ms ' + openMs);
   if (maxOpen) check(openMs <= maxOpen, 'opens within ' + maxOpen + ' ms', openMs + ' ms');
 
+  // as it opens, before the checks below change it
+  if (shot) {
+    const h = await js('Math.min(document.documentElement.scrollHeight, 6000)');
+    await send('Emulation.setDeviceMetricsOverride', { width: 1400, height: h, deviceScaleFactor: 1, mobile: false }, s);
+    await sleep(100);
+    const img = await send('Page.captureScreenshot', { format: 'png' }, s);
+    fs.writeFileSync(shot, Buffer.from(img.data, 'base64'));
+    console.log('screenshot ' + shot);
+  }
+  await send('Emulation.setDeviceMetricsOverride', { width: 1400, height: 900, deviceScaleFactor: 1, mobile: false }, s);
   const first = await js("(function(){var h=Array.from(document.querySelectorAll('main section h2'))" +
     ".map(function(e){return e.textContent});return [h[0],h[1]]})()");
-  check(first[0] === 'Where the time goes', 'the report starts with "Where the time goes"', first[0]);
-  check(/^Verdict: /.test(first[1] || ''), 'the verdict follows it', first[1]);
+  if (args.indexOf('--dump') < 0) {
+    check(first[0] === 'Where the time goes', 'the report starts with "Where the time goes"', first[0]);
+    check(/^Verdict: /.test(first[1] || ''), 'the verdict follows it', first[1]);
+  } else {
+    check(/^Top functions by threads stopped/.test(first[0]), 'a dump starts with its threads\' stacks', first[0]);
+  }
   check(drawn > 3, 'the flame graph draws frames', drawn);
 
+  // the graph opens on the main thread when there is one; the checks below
+  // start from all threads
+  const dflt = await js("(function(){var s=document.getElementById('fg-filter');" +
+    "return s.options[s.selectedIndex].textContent})()");
+  console.log('default filter: ' + dflt);
+  await js("(function(){var s=document.getElementById('fg-filter');s.value='all';s.dispatchEvent(new Event('change'))})()");
   const names = await js("Array.from(document.querySelectorAll('#fg-graph .f')).map(function(e){return e.textContent})");
   if (frameName) {
     check(names.some((t) => t.indexOf(frameName) >= 0), 'a frame named ' + frameName + ' is drawn');
@@ -186,14 +207,6 @@ async function main() {
   check(dialogs.length === 0, 'no dialog', dialogs.join('; '));
   const away = requests.filter((r) => r !== url);
   check(away.length === 0, 'no request leaves the page', away.length ? away.join(' ') : requests.length + ' request(s), all the page');
-  if (shot) {
-    const h = await js('Math.min(document.documentElement.scrollHeight, 6000)');
-    await send('Emulation.setDeviceMetricsOverride', { width: 1400, height: h, deviceScaleFactor: 1, mobile: false }, s);
-    await sleep(100);
-    const img = await send('Page.captureScreenshot', { format: 'png' }, s);
-    fs.writeFileSync(shot, Buffer.from(img.data, 'base64'));
-    console.log('screenshot ' + shot);
-  }
 }
 
 const exited = new Promise((r) => proc.on('exit', r));

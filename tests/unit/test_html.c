@@ -173,7 +173,8 @@ Test(html, cap_cuts_small_frames)
 	}
 	char *s = write_page(p, 40, "cap.html");
 	/* 15 + 500 samples of 10 ms */
-	cr_assert_not_null(strstr(s, "\"total\":[5150000,5150000,170]"), "%s", strstr(s, "\"total"));
+	cr_assert_not_null(strstr(s, "\"total\":[5150000,5150000,170]"), "%s",
+			   strstr(s, "\"total"));
 	const char *c = strstr(s, "\"cut\":{\"nodes\":");
 	cr_assert_not_null(c);
 	long cut = atol(c + 15);

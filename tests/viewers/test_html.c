@@ -61,7 +61,8 @@ Test(html, hostile_names_render_as_text)
 	gs_profile_add_process(p, &pr);
 	snprintf(path, sizeof(path), "%s/hostile.html", tmpdir);
 	cr_assert_eq(gs_write_html(p, path, err, sizeof(err)), 0, "%s", err);
-	char *out = html_check(path, "--frame onerror --hostile '" HOSTILE "' --thread '" HOSTILE "'");
+	char *out = html_check(path,
+			       "--frame onerror --hostile '" HOSTILE "' --thread '" HOSTILE "'");
 	cr_assert_not_null(strstr(out, "ok: the hostile name is shown as text"), "%s", out);
 	free(out);
 	gs_profile_free(p);
