@@ -686,7 +686,10 @@ static void put_report(struct html *h, struct gs_wbuf *w)
 		wall = next_section(wall, end);
 	gs_wbuf_puts(w, "<pre class=\"head\">");
 	html_text(w, s, (size_t)(first - s));
-	gs_wbuf_puts(w, "</pre>\n");
+	gs_wbuf_puts(w, "</pre>\n<nav><a href=\"#flame\">flame graph</a>");
+	if (h->total[V_GPU])
+		gs_wbuf_puts(w, " &middot; <a href=\"#gpu-lines\">GPU source lines</a>");
+	gs_wbuf_puts(w, "</nav>\n");
 	for (const char *c = wall; c < end;) {
 		const char *n = next_section(c, end);
 

@@ -7,7 +7,9 @@
 # thread filter work, and nothing is fetched (its open time is measured
 # by bench/outputs.sh, not here).
 # `gpusample report --html` writes the page of the saved profile, of two
-# merged ones and of a dump; --format without html leaves it out.
+# merged ones (twice the samples) and of a dump; a Python function named
+# '</script><img ...>' is text on its page; --format without html leaves
+# it out.
 # Screenshot: build/html-report-demo.png.
 # gs-test-timeout: 150
 source "$(dirname "$0")/lib.sh"
@@ -54,6 +56,25 @@ grep -q 'a dump: one stack per thread' "$T/dump.html" || fail "dump.html has no 
 grep -q 'pysleep\|time_sleep\|&lt;module&gt; (&lt;string&gt;' "$T/dump.html" || fail "dump.html has not the sleeper's stack"
 tests/tools/html_check.js "$T/dump.html" --dump --frame sleep > "$T/dump.check" 2>&1 ||
 	{ cat "$T/dump.check"; fail "dump.html failed in Chromium"; }
+
+# a real Python function named like markup: text on the page, no element
+cat > "$T/hostile.py" <<'PY'
+import threading, time
+threading.Thread(target=time.sleep, args=(3,), daemon=True).start()  # a thread to filter on
+def burn(t):
+    end = time.time() + t
+    while time.time() < end:
+        pass
+name = '</script><img src=x onerror=alert(1)>'
+burn.__code__ = burn.__code__.replace(co_name=name, co_qualname=name)
+burn(2)
+PY
+"$GS" -o "$T/hostile" -q --format html -- /usr/bin/python3 "$T/hostile.py" 2> "$T/h.err" ||
+	fail "hostile run: $(cat "$T/h.err")"
+tests/tools/html_check.js "$T/hostile.html" --frame onerror \
+	--hostile '</script><img src=x onerror=alert(1)>' > "$T/hostile.check" 2>&1 ||
+	{ cat "$T/hostile.check"; fail "the hostile page failed in Chromium"; }
+grep 'hostile' "$T/hostile.check"
 
 # --format without html: no page
 "$GS" -o "$T/nohtml" -q --format pprof -- /bin/sleep 0.2 2> "$T/n.err" || fail "--format pprof: $(cat "$T/n.err")"
