@@ -10,6 +10,7 @@
 #   bench/outputs.sh                      this tree's writers
 #   BENCH_OUT_SAMPLES=5000000 (default)   samples in the model
 #   BENCH_OUT_ARGS="-r 1.2 -b 0.3"        more model options (bench/outputs.c)
+#   BENCH_OUT_WRITERS="html report"       some writers only (default: all)
 #   BENCH_OUT_BASE=PATH                   also run a baseline binary: the
 #                                         same bench/outputs.c linked against
 #                                         another tree's core archive, e.g.
@@ -57,7 +58,7 @@ echo "| build | writer | file MB | write s | model RSS MB | peak RSS MB | writer
 echo "|---|---|---|---|---|---|---|---|"
 # (a baseline built before the report writer existed in bench/outputs.c
 # has no report row)
-for w in pprof speedscope folded trace report html; do
+for w in ${BENCH_OUT_WRITERS:-pprof speedscope folded trace report html}; do
 	if [ -n "${BENCH_OUT_BASE:-}" ] &&
 	   "$BENCH_OUT_BASE" -n 10 -w "$w" -o "$T/probe" >/dev/null 2>&1; then
 		row base "$BENCH_OUT_BASE" "$w"
