@@ -14,7 +14,8 @@
 // highlights frames and gives their share; a click on a NAME frame zooms
 // it to the full width and "reset zoom" undoes it; the thread filter (the
 // first thread named NAME, else the second thread) changes the graph's
-// total; no request leaves the page (only the page itself is loaded), no
+// total; a tooltip gives total, self and file:line; every view (wall, CPU,
+// GPU samples) draws, the GPU one with "[GPU] kernel" frames; no request leaves the page (only the page itself is loaded), no
 // script error, no dialog; with --hostile, TEXT is on the page as text and
 // no element came from it.  Prints "open_ms N" (navigation start to the
 // graph drawn) and one "ok"/"FAIL" line per check; exit 0 when all pass, 1
@@ -187,6 +188,23 @@ async function main() {
     check(!/zoomed to/.test(back), 'reset zoom goes back to all');
     await js("(function(){var i=document.getElementById('fg-search');i.value='';i.dispatchEvent(new Event('input'))})()");
   }
+  // tooltip: self / total and file:line of the widest frame with a file
+  const tipText = await js("(function(){var best=null,D=JSON.parse(document.getElementById('gs-data').textContent);" +
+    "document.querySelectorAll('#fg-graph .f').forEach(function(e){var n=+e.getAttribute('data-n');" +
+    "if(n>0&&D.frames[D.nodes[2*n-1]][3]>0&&(!best||e.offsetWidth>best.offsetWidth))best=e});" +
+    "if(!best)return null;var r=best.getBoundingClientRect();" +
+    "best.dispatchEvent(new MouseEvent('mousemove',{bubbles:true,clientX:r.left+2,clientY:r.top+2}));" +
+    "var t=document.getElementById('fg-tip');return t.style.display==='block'?t.textContent:''})()");
+  check(tipText && /total .*\n.*self .*\n.*:\d+/.test(tipText), 'a tooltip gives total, self and file:line',
+    tipText && tipText.replace(/\n/g, ' | '));
+  // every view draws; the GPU view has [GPU] kernel frames
+  const vs = await js("(function(){var s=document.getElementById('fg-view'),out=[];" +
+    "Array.from(s.options).forEach(function(o){s.value=o.value;s.dispatchEvent(new Event('change'));" +
+    "var f=Array.from(document.querySelectorAll('#fg-graph .f')).map(function(e){return e.textContent});" +
+    "out.push([o.textContent,f.length,f.some(function(t){return t.indexOf('[GPU] ')===0})])});" +
+    "s.value=s.options[0].value;s.dispatchEvent(new Event('change'));return out})()");
+  vs.forEach((v) => check(v[1] > 1 && (v[0] !== 'GPU samples' || v[2]), 'the ' + v[0] + ' view draws' +
+    (v[0] === 'GPU samples' ? ' [GPU] kernel frames' : ''), v[1] + ' frames'));
   // thread filter
   const f = await js("(function(){var s=document.getElementById('fg-filter'),want=" + JSON.stringify(threadName || '') +
     ",o=Array.from(s.options).filter(function(o){return o.value.charAt(0)==='t'});" +

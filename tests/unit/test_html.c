@@ -194,3 +194,39 @@ Test(html, cap_cuts_small_frames)
 	free(s);
 	gs_profile_free(p);
 }
+
+/* Many threads: rows are (node, thread) self values; past max_rows the
+ * small leaves fold into their caller, one row per thread left. */
+Test(html, cap_limits_rows)
+{
+	struct fx x;
+	char name[32];
+
+	fx_build(&x);
+	struct gs_profile *p = &x.p;
+	uint32_t top = fx_loc(p, x.m_pyrt, 0x600000, GS_FRAME_NATIVE,
+			      fx_fn(p, "thread_top", NULL, NULL, 0), 0);
+	for (int i = 0; i < 500; i++) {
+		snprintf(name, sizeof(name), "leaf_%d", i);
+		uint32_t st[2] = { top, fx_loc(p, x.m_pyrt, 0x700000 + (uint64_t)i * 16,
+					       GS_FRAME_NATIVE, fx_fn(p, name, NULL, NULL, 0), 0) };
+		fx_samples(p, st, 2, 1, 5000, 5000 + (uint32_t)i / 5, "w", "other", 0, 1);
+	}
+	char path[128], err[256];
+	snprintf(path, sizeof(path), "%s/rows.html", tmpdir);
+	cr_assert_eq(gs_write_html_capped(p, path, GS_HTML_MAX_NODES, 150, err, sizeof(err)), 0,
+		     "%s", err);
+	char *s = fx_read_file(path, NULL);
+	cr_assert_not_null(s);
+	const char *rows = strstr(s, "\"rows\":[");
+	cr_assert_not_null(rows);
+	size_t commas = 0;
+	for (const char *e = rows + 8; *e != ']'; e++)
+		commas += *e == ',';
+	cr_assert_leq((commas + 1) / 5, 150, "%zu rows", (commas + 1) / 5);
+	cr_assert_null(strstr(s, "\"cut\":{\"nodes\":0,"));
+	cr_assert_not_null(strstr(s, "\"total\":[5150000,5150000,170]"), "%s",
+			   strstr(s, "\"total"));
+	free(s);
+	gs_profile_free(p);
+}

@@ -2,8 +2,8 @@
 /*
  * The HTML report (output/html.c) as Chromium runs it, network off
  * (tests/tools/html_check.js over the DevTools protocol): the report's
- * verdict first, the flame graph drawn, search, zoom and the thread filter
- * working, no request leaving the page, and a thread, process and function
+ * verdict first, the flame graph drawn, search, zoom, tooltips, the views
+ * (wall, CPU, GPU samples) and the thread filter working, no request leaving the page, and a thread, process and function
  * named like markup shown as text.  A real profile of the demo loop:
  * tests/integration/t_html.sh.
  */
@@ -43,6 +43,9 @@ Test(html, fixture_search_zoom_filter)
 	char *out = html_check(path, "--frame train_step --thread pt_data_worker");
 	cr_assert_not_null(strstr(out, "ok: a click zooms the frame to the full width"), "%s", out);
 	cr_assert_not_null(strstr(out, "ok: no request leaves the page"), "%s", out);
+	cr_assert_not_null(strstr(out, "ok: the GPU samples view draws [GPU] kernel frames"), "%s",
+			   out);
+	cr_assert_not_null(strstr(out, "ok: a tooltip gives total, self and file:line"), "%s", out);
 	free(out);
 	gs_profile_free(&x.p);
 }
