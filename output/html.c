@@ -720,72 +720,102 @@ static int cmp_gline(const void *a, const void *b)
 	return x->n != y->n ? (x->n < y->n ? 1 : -1) : (x->line > y->line) - (x->line < y->line);
 }
 
-/* Reason counts of line g: keep the 3 largest (aggregates come summed per
- * reason, so one reason is added once per (stack, thread)). */
+/* Put one reason's exact count into line g's top 3 (most first). */
 static void add_reason(struct gline *g, gs_str reason, int64_t n)
 {
-	int i;
+	int i = 3;
 
-	for (i = 0; i < 3 && g->rn[i] && g->reason[i] != reason; i++)
-		;
-	if (i == 3) {
-		if (n <= g->rn[2])
-			return;
-		i = 2;
-		g->rn[2] = 0;
+	while (i > 0 && g->rn[i - 1] < n) {
+		if (i < 3)
+			g->reason[i] = g->reason[i - 1], g->rn[i] = g->rn[i - 1];
+		i--;
 	}
-	g->reason[i] = reason;
-	g->rn[i] += n;
-	for (; i > 0 && g->rn[i] > g->rn[i - 1]; i--) {
-		struct gline t = *g;
-
-		g->reason[i] = t.reason[i - 1], g->rn[i] = t.rn[i - 1];
-		g->reason[i - 1] = t.reason[i], g->rn[i - 1] = t.rn[i];
-	}
+	if (i < 3)
+		g->reason[i] = reason, g->rn[i] = n;
 }
 
-static int gpu_lines(struct html *h, struct gline **out, size_t *n_out)
+/* The kernel and source line frames of GPU aggregate a as one key (frame
+ * indexes; the line's 0 when the cubin has no line info).  0, -1 when it
+ * has no kernel, -ENOMEM. */
+static int gpu_line_key(struct html *h, const struct hagg *a, uint64_t *key, uint32_t *kfn,
+			uint32_t *lfn, int64_t *line)
 {
 	const struct gs_profile *p = h->p;
-	struct gs_hmap m = { 0 };
+	const struct gs_stack *st = &p->stacks[a->stack];
+	struct gs_dframe df[66];
+	int64_t kf = -1, lf = 0, f;
+	size_t nd = st->n ? gs_location_dframes(p, gs_profile_stack_locs(p, st)[0], df, 66) : 0;
+
+	for (size_t j = 0; j < nd; j++) {
+		if (df[j].type != GS_DF_GPU_KERNEL && df[j].type != GS_DF_GPU_LINE)
+			continue;
+		if ((f = frame_of(h, &df[j])) < 0)
+			return (int)f;
+		if (df[j].type == GS_DF_GPU_KERNEL) {
+			kf = f;
+			*kfn = df[j].fn;
+		} else {
+			lf = f + 1;
+			*lfn = df[j].fn;
+			*line = df[j].line;
+		}
+	}
+	*key = (uint64_t)kf << 32 | (uint64_t)lf;
+	return kf < 0 ? -1 : 0;
+}
+
+struct line_reason {
+	uint32_t line; /* index into the lines */
+	gs_str reason;
+	int64_t n;
+};
+
+/* GPU samples per (kernel, source line), hottest first, each with its top
+ * stall reasons; counts exact (summed per line and reason, then ranked). */
+static int gpu_lines(struct html *h, struct gline **out, size_t *n_out)
+{
+	struct gs_hmap lines = { 0 }, reasons = { 0 };
 	struct gline *g = NULL;
-	size_t n = 0, cap = 0;
+	struct line_reason *lr = NULL;
+	size_t n = 0, cap = 0, nlr = 0, caplr = 0;
 	int rc = 0;
 
 	for (size_t i = 0; i < h->n_aggs && !rc; i++) {
 		const struct hagg *a = &h->aggs[i];
-		const struct gs_stack *st = &p->stacks[a->stack];
-		struct gs_dframe df[66];
-		size_t nd;
-		uint32_t kfn = 0, lfn = 0;
-		int64_t line = 0;
+		struct gline z = { 0 };
+		uint64_t key = 0, *v, *r;
 		bool added;
 
-		if (!a->v[V_GPU] || !st->n)
+		if (!a->v[V_GPU])
 			continue;
-		nd = gs_location_dframes(p, gs_profile_stack_locs(p, st)[0], df, 66);
-		for (size_t j = 0; j < nd; j++) {
-			if (df[j].type == GS_DF_GPU_KERNEL)
-				kfn = df[j].fn;
-			if (df[j].type == GS_DF_GPU_LINE)
-				lfn = df[j].fn, line = df[j].line;
+		rc = gpu_line_key(h, a, &key, &z.kfn, &z.lfn, &z.line);
+		if (rc == -1) {
+			rc = 0;
+			continue;
 		}
-		if (!kfn)
-			continue;
-		uint64_t *v = gs_hmap_slot(&m, gs_mix64((uint64_t)kfn << 32 | lfn) ^ (uint64_t)line,
-					   &added);
-		struct gline z = { kfn, lfn, line, 0, { 0 }, { 0 } };
-
-		if (!v || (added && GS_PUSH(g, n, cap, z))) {
+		if (rc || !(v = gs_hmap_slot(&lines, key, &added)) ||
+		    (added && GS_PUSH(g, n, cap, z))) {
 			rc = -ENOMEM;
 			break;
 		}
 		if (added)
 			*v = n - 1;
 		g[*v].n += a->v[V_GPU];
-		add_reason(&g[*v], a->reason, a->v[V_GPU]);
+		struct line_reason k = { (uint32_t)*v, a->reason, 0 };
+		if (!(r = gs_hmap_slot(&reasons, (uint64_t)k.line << 32 | k.reason, &added)) ||
+		    (added && GS_PUSH(lr, nlr, caplr, k))) {
+			rc = -ENOMEM;
+			break;
+		}
+		if (added)
+			*r = nlr - 1;
+		lr[*r].n += a->v[V_GPU];
 	}
-	gs_hmap_free(&m);
+	for (size_t i = 0; i < nlr && !rc; i++)
+		add_reason(&g[lr[i].line], lr[i].reason, lr[i].n);
+	gs_hmap_free(&lines);
+	gs_hmap_free(&reasons);
+	free(lr);
 	if (rc) {
 		free(g);
 		return rc;
