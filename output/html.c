@@ -25,12 +25,16 @@
  * (& < > " ' as entities) in the text, or as a JSON string inside the
  * <script type="application/json"> element with < > & U+2028 U+2029 as
  * \u escapes, so no name can end the element or start markup.  Bytes that
- * are not UTF-8 become U+FFFD in both.
+ * are not UTF-8 become U+FFFD in both.  The page's Content-Security-Policy
+ * allows no fetch and runs only the script with this page's nonce.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "html_assets.h"
 #include "output/internal.h"
@@ -874,21 +878,41 @@ static void put_gpu_lines(struct html *h, struct gs_wbuf *w, const struct gline 
 
 /* ---- the page ------------------------------------------------------------- */
 
+/* A fresh script nonce (32 hex digits): the page's policy runs only the
+ * script that carries it, so markup that got into the page by a mistake in
+ * the escaping above still could not run script (no inline handler, no
+ * other <script>).  getrandom, else the clock and pid mixed. */
+static void script_nonce(char out[33])
+{
+	uint64_t r[2];
+	struct timespec ts;
+
+	if (getrandom(r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		r[0] = gs_mix64((uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 30);
+		r[1] = gs_mix64(r[0] ^ (uint64_t)getpid());
+	}
+	snprintf(out, 33, "%016" PRIx64 "%016" PRIx64, r[0], r[1]);
+}
+
 static int body(void *ctx, struct gs_wbuf *w)
 {
 	struct html *h = ctx;
 	struct gline *g = NULL;
 	size_t ng = 0;
+	char nonce[33];
 	int rc = gpu_lines(h, &g, &ng);
 
 	if (rc)
 		return rc;
+	script_nonce(nonce);
 	gs_wbuf_puts(w,
 		     "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
 		     "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-		     "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"
-		     "<meta name=\"viewport\" content=\"width=device-width\">\n"
-		     "<title>gpusample report</title>\n<style>\n");
+		     "style-src 'unsafe-inline'; img-src data:; script-src 'nonce-");
+	gs_wbuf_puts(w, nonce);
+	gs_wbuf_puts(w, "'\">\n<meta name=\"viewport\" content=\"width=device-width\">\n"
+			"<title>gpusample report</title>\n<style>\n");
 	gs_wbuf_put(w, gs_html_css, sizeof(gs_html_css) - 1);
 	gs_wbuf_puts(w, "</style></head><body>\n<main id=\"report\">\n");
 	put_report(h, w);
@@ -898,7 +922,9 @@ static int body(void *ctx, struct gs_wbuf *w)
 			"<noscript><p>The flame graph needs JavaScript; the report above "
 			"does not.</p></noscript>\n<div id=\"fg-ui\"></div></section>\n");
 	put_data(h, w);
-	gs_wbuf_puts(w, "<script>\n");
+	gs_wbuf_puts(w, "<script nonce=\"");
+	gs_wbuf_puts(w, nonce);
+	gs_wbuf_puts(w, "\">\n");
 	gs_wbuf_put(w, gs_html_js, sizeof(gs_html_js) - 1);
 	gs_wbuf_puts(w, "</script>\n</body></html>\n");
 	free(g);

@@ -100,26 +100,32 @@ function check(ok, what, detail) {
   if (!ok) failed++;
 }
 
+const requests = [], errors = [], dialogs = [];
+let s = null, openMs = 0;
+async function js(expr) {
+  const r = await send('Runtime.evaluate', { expression: expr, returnByValue: true }, s);
+  if (r.exceptionDetails) throw new Error('in page: ' + expr + ': ' + r.exceptionDetails.text);
+  return r.result.value;
+}
+
 async function main() {
-  const requests = [], errors = [], dialogs = [];
   listeners.push((m) => {
     if (m.method === 'Network.requestWillBeSent') requests.push(m.params.request.url);
     if (m.method === 'Runtime.exceptionThrown') errors.push(m.params.exceptionDetails.text +
       ' ' + JSON.stringify(m.params.exceptionDetails.exception || {}).slice(0, 200));
-    if (m.method === 'Page.javascriptDialogOpening') dialogs.push(m.params.message);
+    if (m.method === 'Page.javascriptDialogOpening') {
+      // an alert() from a name run as markup: record it, close it (it blocks the page)
+      dialogs.push(m.params.message);
+      send('Page.handleJavaScriptDialog', { accept: true }, m.sessionId).catch(() => {});
+    }
   });
   const { targetInfos } = await send('Target.getTargets');
   const target = targetInfos.find((t) => t.type === 'page');
-  const { sessionId: s } = await send('Target.attachToTarget', { targetId: target.targetId, flatten: true });
+  s = (await send('Target.attachToTarget', { targetId: target.targetId, flatten: true })).sessionId;
   await send('Network.enable', {}, s);
   await send('Page.enable', {}, s);
   await send('Runtime.enable', {}, s);
   await send('Emulation.setDeviceMetricsOverride', { width: 1400, height: 900, deviceScaleFactor: 1, mobile: false }, s);
-  async function js(expr) {
-    const r = await send('Runtime.evaluate', { expression: expr, returnByValue: true }, s);
-    if (r.exceptionDetails) throw new Error('in page: ' + expr + ': ' + r.exceptionDetails.text);
-    return r.result.value;
-  }
   const loaded = new Promise((r) => listeners.push((m) => { if (m.method === 'Page.loadEventFired') r(); }));
   await send('Page.navigate', { url }, s);
   await loaded;
@@ -129,7 +135,7 @@ async function main() {
     drawn = await js("document.querySelectorAll('#fg-graph .f').length");
     if (!drawn) await sleep(50);
   }
-  const openMs = await js('Math.round(performance.now())');
+  openMs = await js('Math.round(performance.now())');
   console.log('open_ms ' + openMs);
   if (maxOpen) check(openMs <= maxOpen, 'opens within ' + maxOpen + ' ms', openMs + ' ms');
 
@@ -153,6 +159,16 @@ async function main() {
   }
   check(drawn > 3, 'the flame graph draws frames', drawn);
 
+  try {
+    await interact();
+  } catch (e) {
+    check(false, 'driving the page', e.message); // the checks after this still run
+  }
+  await afterwards();
+}
+
+// Search, zoom, tooltip, views and the thread filter.
+async function interact() {
   // the graph opens on the main thread when there is one; the checks below
   // start from all threads
   const dflt = await js("(function(){var s=document.getElementById('fg-filter');" +
@@ -216,10 +232,15 @@ async function main() {
   check(f && f[1].split(' in view')[0] !== f[2].split(' in view')[0] && f[3] > 0,
     'the thread filter redraws the graph for one thread', f && (f[0] + ': ' + f[1].split(';')[0] + ' -> ' + f[2].split(';')[0]));
   await js("(function(){var s=document.getElementById('fg-filter');s.value='all';s.dispatchEvent(new Event('change'))})()");
+}
+
+// Hostile names, script errors, dialogs, requests.
+async function afterwards() {
   if (hostile) {
     const h = await js('(function(){var t=' + JSON.stringify(hostile) + ';return [document.images.length,' +
       "document.querySelectorAll('[onerror]').length,document.body.textContent.indexOf(t)>=0," +
-      "Array.from(document.getElementById('fg-filter').options).some(function(o){return o.textContent.indexOf(t)>=0})]})()");
+      "!!document.getElementById('fg-filter')&&Array.from(document.getElementById('fg-filter').options)" +
+      '.some(function(o){return o.textContent.indexOf(t)>=0})]})()');
     check(h[0] === 0 && h[1] === 0, 'no element came from a hostile name', h[0] + ' images, ' + h[1] + ' onerror');
     check(h[2], 'the hostile name is shown as text');
     if (threadName === hostile) check(h[3], 'the hostile thread name is shown as text in the filter');

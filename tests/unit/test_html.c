@@ -94,6 +94,13 @@ Test(html, structure)
 	cr_assert_null(strstr(s, "@import"));
 	cr_assert_null(strstr(s, "url("));
 	cr_assert_eq(count(s, "<script"), 2); /* the data and the code */
+	/* only the page's own script runs: its nonce, no 'unsafe-inline' script */
+	const char *n = strstr(s, "script-src 'nonce-");
+	cr_assert_not_null(n);
+	char tag[80];
+	snprintf(tag, sizeof(tag), "<script nonce=\"%.32s\">", n + 18);
+	cr_assert_not_null(strstr(s, tag), "no %s", tag);
+	cr_assert_null(strstr(s, "script-src 'unsafe-inline'"));
 	cr_assert_eq(count(s, "</script>"), 2);
 	/* the report's text is HTML, before any script; the verdict first */
 	ptrdiff_t wall = at(s, "<h2>Where the time goes</h2>");
