@@ -70,3 +70,16 @@ Test(html, hostile_names_render_as_text)
 	free(out);
 	gs_profile_free(p);
 }
+
+/* The page's script as a file of its own parses (node --check). */
+Test(html, script_parses)
+{
+	char cmd[512];
+	int st;
+
+	cr_assert(fx_have("node"), "node is needed (apt-get install nodejs)");
+	snprintf(cmd, sizeof(cmd), "node --check %s/output/html_report.js 2>&1", fx_root());
+	char *out = fx_run(cmd, &st);
+	cr_assert_eq(st, 0, "%s", out);
+	free(out);
+}
