@@ -16,8 +16,8 @@
  *                                     "thread" per device, tid -1 - device)
  *   rows    flat [node, thread, wall us, cpu us, gpu samples, ...]: the
  *                                     self values of a node in one thread
- * Long runs: the tree keeps the nodes that reach 1/K of a view's total in
- * some view, K the largest of 1e5, 5e4, ... that keeps at most max_nodes
+ * Long runs: a tree of more than max_nodes nodes or max_rows rows keeps
+ * the nodes that reach 1/K of a view's total in some view, K the largest of 1e5, 5e4, ... that keeps at most max_nodes
  * nodes and max_rows rows; a cut node's time goes to its nearest kept
  * caller (as self time), and the page says how many nodes were cut.
  *
@@ -410,18 +410,21 @@ static int build_tree(struct html *h)
 	return 0;
 }
 
-/* Does node n reach 1/k of a view's total?  (The root always does.) */
+/* Does node n reach 1/k of a view's total (k 0: every node does)?
+ * Divided, not multiplied: a merged job's wall total can pass 2^64 / k. */
 static bool reaches(const struct html *h, const struct hnode *n, uint64_t k)
 {
+	if (!k)
+		return true;
 	for (int j = 0; j < NV; j++)
 		if (h->total[j] > 0 && n->tot[j] > 0 &&
-		    (uint64_t)n->tot[j] * k >= (uint64_t)h->total[j])
+		    (uint64_t)n->tot[j] >= ((uint64_t)h->total[j] + k - 1) / k)
 			return true;
 	return false;
 }
 
 /* Keep the nodes that reach total / k; rows moved to their nearest kept
- * node.  0, -E2BIG when more than the caps are left (k > 1: k = 1 keeps
+ * node.  0, -E2BIG when more than the caps are left (but for k = 1, which keeps
  * the root and the nodes that hold all of a view, whatever the caps),
  * -ENOMEM. */
 static int cut(struct html *h, uint64_t k)
@@ -437,7 +440,7 @@ static int cut(struct html *h, uint64_t k)
 		if (i == 0 || (h->nodes[n->parent].keep && reaches(h, n, k)))
 			n->keep = (uint32_t)++h->n_kept;
 	}
-	if (h->n_kept > h->max_nodes && k > 1)
+	if (h->n_kept > h->max_nodes && k != 1)
 		return -E2BIG;
 	h->n_out_rows = 0;
 	for (size_t i = 0; i < h->n_rows && !rc; i++) {
@@ -449,15 +452,16 @@ static int cut(struct html *h, uint64_t k)
 			     h->nodes[n].keep - 1, h->rows[i].thread, h->rows[i].v);
 	}
 	gs_hmap_free(&m);
-	if (!rc && h->n_out_rows > h->max_rows && k > 1)
+	if (!rc && h->n_out_rows > h->max_rows && k != 1)
 		rc = -E2BIG;
 	h->k = k;
 	return rc;
 }
 
+/* The whole tree when it fits, else the largest k from 100000 down. */
 static int cap_tree(struct html *h)
 {
-	int rc = -E2BIG;
+	int rc = cut(h, 0);
 
 	for (uint64_t k = 100000; rc == -E2BIG && k >= 1; k /= 2)
 		rc = cut(h, k);

@@ -119,9 +119,9 @@ int gs_write_trace_capped(const struct gs_profile *p, const char *path, size_t m
  * reasons when there are GPU samples, and an icicle graph per view (wall
  * time, CPU time, GPU samples) with search, zoom and a thread / process /
  * role filter, drawn by output/html_report.js.  Stacks are aggregated into
- * a tree of at most max_nodes nodes and max_rows (node, thread) rows: the
- * nodes below 1/K of every view's total are cut, K the largest of 1e5, 5e4,
- * ... that fits, their time counted in their caller's self time, and the
+ * a tree of at most max_nodes nodes and max_rows (node, thread) rows: past
+ * them, the nodes below 1/K of every view's total are cut, K the largest of
+ * 1e5, 5e4, ... that fits, their time counted in their caller's self time, and the
  * page says how many were cut.  Every target string is escaped for HTML
  * or for a JSON string inside <script>.  0 or -errno with err filled. */
 #define GS_HTML_MAX_NODES 20000
