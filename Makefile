@@ -79,6 +79,17 @@ $(BUILD)/obj/%.o: %.c | $(SKELS)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 -include $(CORE_OBJS:.o=.d) $(CLI_OBJS:.o=.d)
 
+# The HTML report's script and style (output/html_report.js, .css) are
+# files of their own (linted and tested as such) compiled into gpusample as
+# byte arrays: $(BUILD)/html_assets.h, included by output/html.c.
+HTML_ASSETS := output/html_report.js output/html_report.css
+$(BUILD)/html_assets.h: $(HTML_ASSETS)
+	@mkdir -p $(BUILD)
+	{ for a in js css; do printf 'static const unsigned char gs_html_%s[] = {\n' $$a; \
+	  od -An -v -tx1 output/html_report.$$a | sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	  printf '0};\n'; done; } > $@.tmp && mv $@.tmp $@
+$(BUILD)/obj/output/html.o: $(BUILD)/html_assets.h
+
 $(BUILD)/libgpusample_core.a: $(CORE_OBJS)
 	@rm -f $@
 	ar rcs $@ $^

@@ -27,7 +27,7 @@
  * runnable) of 5-100 ms.  Deterministic (fixed seed).
  *
  * Usage: outputs [-n SAMPLES] [-s STACKS] [-t THREADS] [-r RUN] [-b BLOCKED] -w WRITER -o PATH
- * WRITER: pprof, speedscope, folded, trace, report, none (model only).
+ * WRITER: pprof, speedscope, folded, trace, report, html, none (model only).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -343,9 +343,12 @@ static int write_one(const struct gs_profile *p, const struct opts *o, char *err
 		return gs_write_trace(p, o->out, err, errlen);
 	if (!strcmp(o->writer, "report"))
 		return write_report(p, o->out, err, errlen);
+	if (!strcmp(o->writer, "html"))
+		return gs_write_html(p, o->out, err, errlen);
 	if (!strcmp(o->writer, "none"))
 		return 0;
-	snprintf(err, errlen, "unknown writer %s (pprof, speedscope, folded, trace, report, none)",
+	snprintf(err, errlen,
+		 "unknown writer %s (pprof, speedscope, folded, trace, report, html, none)",
 		 o->writer);
 	return -EINVAL;
 }
@@ -388,7 +391,7 @@ int main(int argc, char **argv)
 		fprintf(stderr,
 			"usage: %s [-n SAMPLES] [-s STACKS >= 10*THREADS] [-t THREADS 1-8] [-r RUN "
 			">= 1] [-b BLOCKED 0-1] "
-			"-w pprof|speedscope|folded|trace|none -o PATH\n",
+			"-w pprof|speedscope|folded|trace|report|html|none -o PATH\n",
 			argv[0]);
 		return 2;
 	}

@@ -3,11 +3,14 @@
 # Output writers at scale: build/bench/outputs (bench/outputs.c) builds a
 # synthetic long-run profile and times one writer per process; this runs
 # every writer and prints a markdown table (bench/results_outputs.md has
-# the figures and how they were taken).
+# the figures and how they were taken).  The HTML page is also opened in
+# headless Chromium (node tests/tools/html_check.js): its open time is the
+# row's note.
 #
 #   bench/outputs.sh                      this tree's writers
 #   BENCH_OUT_SAMPLES=5000000 (default)   samples in the model
 #   BENCH_OUT_ARGS="-r 1.2 -b 0.3"        more model options (bench/outputs.c)
+#   BENCH_OUT_WRITERS="html report"       some writers only (default: all)
 #   BENCH_OUT_BASE=PATH                   also run a baseline binary: the
 #                                         same bench/outputs.c linked against
 #                                         another tree's core archive, e.g.
@@ -41,6 +44,10 @@ row() { # label binary writer
 	}'
 	# the speedscope title says when the long-run policy merged samples
 	note=$(head -c 4096 "$T/out.$3" | grep -o '\[long run: [^]]*\]' || true)
+	# the HTML page: how long Chromium takes to show it (navigation start
+	# to the flame graph drawn, tests/tools/html_check.js)
+	[ "$3" = html ] && note="opens in $(node tests/tools/html_check.js "$T/out.html" |
+		sed -n 's/^open_ms //p') ms in headless Chromium"
 	echo " ${note:-} |"
 	rm -f "$T/out.$3"
 }
@@ -51,7 +58,7 @@ echo "| build | writer | file MB | write s | model RSS MB | peak RSS MB | writer
 echo "|---|---|---|---|---|---|---|---|"
 # (a baseline built before the report writer existed in bench/outputs.c
 # has no report row)
-for w in pprof speedscope folded trace report; do
+for w in ${BENCH_OUT_WRITERS:-pprof speedscope folded trace report html}; do
 	if [ -n "${BENCH_OUT_BASE:-}" ] &&
 	   "$BENCH_OUT_BASE" -n 10 -w "$w" -o "$T/probe" >/dev/null 2>&1; then
 		row base "$BENCH_OUT_BASE" "$w"

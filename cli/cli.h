@@ -6,8 +6,10 @@
 #include "cli/options.h"
 
 /* cli/profiles.c.  `gpusample report FILE...`: read profiles back (several
- * are merged into one view) and print the report; returns the exit status. */
-int gs_report_files(char **paths, int n);
+ * are merged into one view) and print the report, or with html (not NULL)
+ * write it to that path as the HTML page of a run (gs_write_html);
+ * returns the exit status. */
+int gs_report_files(char **paths, int n, const char *html);
 /* `gpusample merge OUT IN...`: merge profiles of one version into OUT. */
 int gs_merge_files(const char *out, char **in, int n);
 /* cli/dump.c.  `gpusample dump -p PID...`: every thread's stack now

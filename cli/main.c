@@ -17,7 +17,7 @@ int main(int argc, char **argv)
 		return 2;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (o.report_files)
-		return gs_report_files(o.report_files, o.n_report_files);
+		return gs_report_files(o.report_files, o.n_report_files, o.report_html);
 	if (o.check)
 		return gs_check_bpf();
 	if (o.dump)

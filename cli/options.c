@@ -19,6 +19,9 @@ void gs_options_usage(FILE *out)
 	    "       gpusample [options] -- CMD [ARGS...]      launch CMD and profile it\n"
 	    "       gpusample report FILE.pb.gz [FILE...]     print the report of saved profiles "
 	    "(merged)\n"
+	    "       gpusample report --html OUT.html FILE.pb.gz [FILE...]\n"
+	    "                                                 write it as a page with flame "
+	    "graphs\n"
 	    "       gpusample merge OUT.pb.gz IN.pb.gz...     merge profiles of one version (e.g. "
 	    "per host)\n"
 	    "       gpusample dump -p PID[,PID...]            every thread's stack now (hung "
@@ -42,12 +45,14 @@ void gs_options_usage(FILE *out)
 	    "  -o, --output PREFIX     output prefix (default gpusample-%%p; %%h = host name,\n"
 	    "                          %%p = pid, %%r = rank from RANK/SLURM_PROCID, %%%% = %%): "
 	    "writes\n"
-	    "                          PREFIX.pb.gz, PREFIX.speedscope.json (and with folded:\n"
-	    "                          PREFIX.cpu.folded, PREFIX.gpu.folded; with trace:\n"
-	    "                          PREFIX.trace.json)\n"
-	    "      --format LIST       comma list of pprof,speedscope,folded,trace (default\n"
-	    "                          pprof,speedscope; trace = Chrome trace-event JSON for\n"
-	    "                          Perfetto UI / chrome://tracing)\n"
+	    "                          PREFIX.html, PREFIX.pb.gz, PREFIX.speedscope.json (and\n"
+	    "                          with folded: PREFIX.cpu.folded, PREFIX.gpu.folded; with\n"
+	    "                          trace: PREFIX.trace.json)\n"
+	    "      --format LIST       comma list of html,pprof,speedscope,folded,trace\n"
+	    "                          (default html,pprof,speedscope; html = the report and\n"
+	    "                          flame graphs in one self-contained page for any\n"
+	    "                          browser; trace = Chrome trace-event JSON for Perfetto\n"
+	    "                          UI / chrome://tracing)\n"
 	    "      --no-children       do not follow child processes\n"
 	    "      --no-kernel         do not record kernel stacks\n"
 	    "      --no-python         do not walk Python frames\n"
@@ -132,8 +137,11 @@ static int parse_formats(struct gs_options *o, const char *arg)
 			o->formats |= GS_FMT_FOLDED;
 		else if (!strcmp(tok, "trace"))
 			o->formats |= GS_FMT_TRACE;
+		else if (!strcmp(tok, "html"))
+			o->formats |= GS_FMT_HTML;
 		else {
-			gs_log("unknown format '%s' (use pprof, speedscope, folded, trace)\n", tok);
+			gs_log("unknown format '%s' (use pprof, speedscope, folded, trace, html)\n",
+			       tok);
 			free(dup);
 			return -EINVAL;
 		}
@@ -253,7 +261,7 @@ static void set_defaults(struct gs_options *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->frequency_hz = 99;
-	o->formats = GS_FMT_PPROF | GS_FMT_SPEEDSCOPE;
+	o->formats = GS_FMT_PPROF | GS_FMT_SPEEDSCOPE | GS_FMT_HTML;
 	o->children = o->kernel = o->python = o->cfi = o->gpu = o->report = true;
 	o->gpu_period_log2 = 18;
 	o->offcpu = true;
@@ -399,12 +407,20 @@ int gs_options_parse(struct gs_cli *cli, int argc, char **argv)
 	memset(cli, 0, sizeof(*cli));
 	set_defaults(o);
 	if (argc >= 2 && !strcmp(argv[1], "report")) {
-		if (argc < 3 || has_option(&argv[2])) {
-			gs_log("usage: gpusample report FILE.pb.gz [FILE.pb.gz...] (no options)\n");
+		int first = 2;
+
+		if (argc >= 3 && !strcmp(argv[2], "--html")) {
+			cli->report_html = argc >= 4 ? argv[3] : NULL;
+			first = 4;
+		}
+		if (argc <= first || has_option(&argv[first]) ||
+		    (first == 4 && (!*argv[3] || argv[3][0] == '-'))) {
+			gs_log("usage: gpusample report [--html OUT.html] FILE.pb.gz "
+			       "[FILE.pb.gz...]\n");
 			return -EINVAL;
 		}
-		cli->report_files = &argv[2];
-		cli->n_report_files = argc - 2;
+		cli->report_files = &argv[first];
+		cli->n_report_files = argc - first;
 		return 0;
 	}
 	if (argc >= 2 && !strcmp(argv[1], "check")) {

@@ -17,7 +17,8 @@ struct gs_cli {
 	struct gs_options run;
 	char **report_files; /* `gpusample report FILE...` */
 	int n_report_files;
-	const char *merge_out; /* `gpusample merge OUT IN...` */
+	const char *report_html; /* `gpusample report --html OUT FILE...` */
+	const char *merge_out;   /* `gpusample merge OUT IN...` */
 	char **merge_in;
 	int n_merge_in;
 	bool check; /* `gpusample check` */

@@ -7,6 +7,7 @@
  */
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -44,7 +45,20 @@ static int read_merged(char **paths, int n, struct gs_profile *p)
 	return 0;
 }
 
-int gs_report_files(char **paths, int n)
+/* The page of p at path; 0 or 1 after saying why not. */
+static int report_html(const struct gs_profile *p, const char *path)
+{
+	char err[PATH_MAX + 200];
+
+	if (gs_write_html(p, path, err, sizeof(err))) {
+		gs_log("%s\n", err);
+		return 1;
+	}
+	gs_log("wrote %s\n", path);
+	return 0;
+}
+
+int gs_report_files(char **paths, int n, const char *html)
 {
 	struct gs_profile p;
 	struct gs_report_opts ro = { .top = 15, .color = isatty(1) };
@@ -52,6 +66,11 @@ int gs_report_files(char **paths, int n)
 
 	gs_profile_init(&p);
 	rc = read_merged(paths, n, &p);
+	if (!rc && html) {
+		rc = report_html(&p, html);
+		gs_profile_free(&p);
+		return rc;
+	}
 	if (!rc && (rc = gs_write_report(&p, &ro, stdout)))
 		gs_log("report: %s; the profile files are intact, try again with more memory\n",
 		       strerror(-rc));

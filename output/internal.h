@@ -84,6 +84,9 @@ int gs_wbuf_flush(struct gs_wbuf *w);
 void gs_json_escape(struct gs_wbuf *w, const char *s);
 /* A JSON string: '"', gs_json_escape(s), '"'. */
 void gs_json_str(struct gs_wbuf *w, const char *s);
+/* A JSON string safe inside an HTML <script> element (output/html.c): as
+ * gs_json_str, plus < > & and U+2028 U+2029 as \u escapes. */
+void gs_html_json_str(struct gs_wbuf *w, const char *s);
 /* Create path (gs_output_open), write it through body(ctx, w) with a
  * buffered writer, flush and close; errors (body's, or the file's) are
  * reported in err as "cannot write PATH: ...".  Returns 0 or -errno. */

@@ -112,6 +112,24 @@ int gs_write_trace(const struct gs_profile *p, const char *path, char *err, size
 int gs_write_trace_capped(const struct gs_profile *p, const char *path, size_t max_events,
 			  char *err, size_t errlen);
 
+/* A self-contained HTML report (output/html.c): one file, nothing loaded
+ * from elsewhere (style and script inline, a Content-Security-Policy that
+ * allows no fetch), readable without JavaScript for its text: the terminal
+ * report (verdict first), the hottest GPU source lines with their stall
+ * reasons when there are GPU samples, and an icicle graph per view (wall
+ * time, CPU time, GPU samples) with search, zoom and a thread / process /
+ * role filter, drawn by output/html_report.js.  Stacks are aggregated into
+ * a tree of at most max_nodes nodes and max_rows (node, thread) rows: past
+ * them, the nodes below 1/K of every view's total are cut, K the largest of
+ * 1e5, 5e4, ... that fits, their time counted in their caller's self time, and the
+ * page says how many were cut.  Every target string is escaped for HTML
+ * or for a JSON string inside <script>.  0 or -errno with err filled. */
+#define GS_HTML_MAX_NODES 20000
+#define GS_HTML_MAX_ROWS  200000
+int gs_write_html(const struct gs_profile *p, const char *path, char *err, size_t errlen);
+int gs_write_html_capped(const struct gs_profile *p, const char *path, size_t max_nodes,
+			 size_t max_rows, char *err, size_t errlen);
+
 /* Brendan Gregg folded stacks: root;...;leaf COUNT.  which = GS_FOLDED_CPU
  * (samples/count, root frame "comm-pid", kernel frames suffixed "_[k]") or
  * GS_FOLDED_GPU (gpu_samples only: the _not_issued column is a subset and is

@@ -11,8 +11,9 @@ mkdir -p build/demo
 PY=/usr/bin/python3
 $PY -c 'import torch' 2>/dev/null || { echo "demo: python3-torch missing: run 'sudo make deps'" >&2; exit 1; }
 echo "demo: gpusample -o build/demo/train -- $PY tests/workloads/train_torch.py --seconds 12 --workers 2"
-./build/gpusample -o build/demo/train --format pprof,speedscope,folded -- \
+./build/gpusample -o build/demo/train --format html,pprof,speedscope,folded -- \
 	$PY tests/workloads/train_torch.py --seconds 12 --workers 2
 echo
-echo "demo: outputs in build/demo/: train.pb.gz, train.speedscope.json, train.cpu.folded"
-echo "demo: view with: go tool pprof -http=: build/demo/train.pb.gz"
+echo "demo: outputs in build/demo/: train.html, train.pb.gz, train.speedscope.json, train.cpu.folded"
+echo "demo: open build/demo/train.html in a browser (one file, works offline);"
+echo "demo: or: go tool pprof -http=: build/demo/train.pb.gz"

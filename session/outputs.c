@@ -42,7 +42,11 @@ void gs_outputs_set_owner(void)
 		gs_output_set_owner((uid_t)uid, (gid_t)gid);
 }
 
-static const char *const out_suffix[] = { ".pb.gz", ".speedscope.json", ".cpu.folded" };
+const struct gs_out_file gs_out_files[GS_N_OUT_FILES] = {
+	{ GS_FMT_PPROF, ".pb.gz" },       { GS_FMT_SPEEDSCOPE, ".speedscope.json" },
+	{ GS_FMT_FOLDED, ".cpu.folded" }, { GS_FMT_FOLDED, ".gpu.folded" },
+	{ GS_FMT_TRACE, ".trace.json" },  { GS_FMT_HTML, ".html" },
+};
 
 /* "-o dir/" or "-o dir" for an existing directory would write hidden
  * dir/.pb.gz files or siblings nobody looks for: ask for a file prefix. */
@@ -67,10 +71,10 @@ int gs_outputs_check(const struct session *s)
 
 	if (check_prefix(s->out.prefix))
 		return -EINVAL;
-	for (int i = 0; i < 3; i++) {
-		if (!(s->o->formats & (1u << i)))
+	for (size_t i = 0; i < GS_N_OUT_FILES; i++) {
+		if (!(s->o->formats & gs_out_files[i].fmt))
 			continue;
-		snprintf(path, sizeof(path), "%s%s", s->out.prefix, out_suffix[i]);
+		snprintf(path, sizeof(path), "%s%s", s->out.prefix, gs_out_files[i].suffix);
 		if (gs_output_check(path, err, sizeof(err))) {
 			gs_log("%s\n", err);
 			return -EINVAL;

@@ -161,18 +161,11 @@ static int64_t root_rank(const struct gs_session_targets *t)
  * started at the same instant are the output layer's to keep apart. */
 static int refuse_clash(const struct session *s, const char *tmpl)
 {
-	static const struct {
-		unsigned fmt;
-		const char *suffix;
-	} outs[] = {
-		{ GS_FMT_PPROF, ".pb.gz" },       { GS_FMT_SPEEDSCOPE, ".speedscope.json" },
-		{ GS_FMT_FOLDED, ".cpu.folded" }, { GS_FMT_FOLDED, ".gpu.folded" },
-		{ GS_FMT_TRACE, ".trace.json" },
-	};
+	const struct gs_out_file *outs = gs_out_files;
 	char path[PATH_MAX + 32];
 	struct stat st;
 
-	for (size_t i = 0; i < sizeof(outs) / sizeof(outs[0]); i++) {
+	for (size_t i = 0; i < GS_N_OUT_FILES; i++) {
 		if (!(s->o->formats & outs[i].fmt))
 			continue;
 		snprintf(path, sizeof(path), "%s%s", s->out.prefix, outs[i].suffix);

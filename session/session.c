@@ -644,6 +644,11 @@ static int w_trace(struct session *s, const char *path, char *err, size_t len)
 	return gs_write_trace(&s->prof, path, err, len);
 }
 
+static int w_html(struct session *s, const char *path, char *err, size_t len)
+{
+	return gs_write_html(&s->prof, path, err, len);
+}
+
 static bool has_gpu_samples(const struct gs_profile *p)
 {
 	for (size_t i = p->n_samples; i-- > 0;)
@@ -671,6 +676,8 @@ static int write_outputs(struct session *s)
 		rc |= write_one(s, ".gpu.folded", w_gpu_folded);
 	if (s->o->formats & GS_FMT_TRACE)
 		rc |= write_one(s, ".trace.json", w_trace);
+	if (s->o->formats & GS_FMT_HTML)
+		rc |= write_one(s, ".html", w_html);
 	if (s->o->report) {
 		struct gs_report_opts ro = { .top = 15, .color = isatty(1) };
 		int err = gs_write_report(&s->prof, &ro, stdout);

@@ -19,6 +19,7 @@ enum gs_format_bits {
 	GS_FMT_SPEEDSCOPE = 1 << 1,
 	GS_FMT_FOLDED = 1 << 2,
 	GS_FMT_TRACE = 1 << 3, /* PREFIX.trace.json */
+	GS_FMT_HTML = 1 << 4,  /* PREFIX.html: report and flame graphs in one page */
 };
 
 struct gs_options {

@@ -176,6 +176,14 @@ void gs_session_attach_done(struct gs_cfi *cfi);
 /* session/outputs.c: output files owned by the sudo caller (gs_output_set_owner
  * from SUDO_UID/SUDO_GID) and every output path checked before sampling. */
 void gs_outputs_set_owner(void);
+/* The files of a run: a format bit of s->o->formats and the suffix after
+ * the prefix (session/outputs.c); GS_N_OUT_FILES of them. */
+struct gs_out_file {
+	unsigned fmt;
+	const char *suffix;
+};
+#define GS_N_OUT_FILES 6
+extern const struct gs_out_file gs_out_files[GS_N_OUT_FILES];
 int gs_outputs_check(const struct session *s);
 
 /* session/runtimes.c: the runtimes (Python, CFI tables) opened, then

@@ -25,7 +25,9 @@ expect_error "bad -F '0' \\(a whole number of Hz, 1\\.\\.1000000000\\)" "$GS" -F
 expect_error "bad --gpu-period '2.5' \\(a whole number of log2 cycles" "$GS" --gpu-period 2.5 -p 1 -d 1
 expect_error 'offcpu-rate' "$GS" --offcpu-rate 0 -p 1 -d 1
 expect_error "empty format in 'pprof,,trace'" "$GS" --format pprof,,trace -p 1 -d 1
-expect_error "usage: gpusample report FILE.pb.gz .* \\(no options\\)" "$GS" report -q x.pb.gz
+expect_error "usage: gpusample report \\[--html OUT.html\\] FILE.pb.gz" "$GS" report -q x.pb.gz
+expect_error "usage: gpusample report \\[--html OUT.html\\] FILE.pb.gz" "$GS" report --html x.pb.gz
+expect_error "usage: gpusample report \\[--html OUT.html\\] FILE.pb.gz" "$GS" report --html -q x.pb.gz
 expect_error "dump takes one stack per thread now: -d is for sampling" "$GS" dump -p 1 -d 3
 # getopt's own messages say gpusample, not the binary's path
 expect_error "^gpusample: unrecognized option '--bogus'" "$GS" --bogus
