@@ -56,8 +56,7 @@ static int check_caps(uint32_t tgid, unsigned long uid, char *msg, size_t len)
 	int fd, err = gs_proc_status_field(tgid, "CapPrm:", v, sizeof(v));
 
 	if (err)
-		return gs_inject_say(msg, len, err, "cannot read the capabilities of pid %u",
-				     tgid);
+		return gs_inject_say(msg, len, err, "cannot read the capabilities of pid %u", tgid);
 	caps = strtoull(v, NULL, 16);
 	if (uid == 0 || caps == 0)
 		return 0;
