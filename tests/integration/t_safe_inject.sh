@@ -2,7 +2,7 @@
 # gs-test-timeout: 120
 # gpusample -p PID --inject against a hostile job owner (jobs run as nobody
 # or with changed ids, CPython 3.14 of the sid root, chrooted):
-#   1. a ctypes.py planted in the job's script directory (first on its
+#   1. a ctypes.py planted in the job's working directory (first on its
 #      sys.path, the job never imported ctypes) is never run: the injected
 #      script imports only built-in modules, and the agent still loads;
 #   2. a process its user could not ptrace is refused: ids changed (real
@@ -56,16 +56,17 @@ print("agent mapped" if "libgpusample_agent" in open("/proc/self/maps").read() e
 EOF
 }
 
-# 1. A planted ctypes.py next to the job's script.
+# 1. A planted ctypes.py in the job's working directory (python -c: '' first
+#    on sys.path, the directory searched at each import).
 mkdir "$T/job"
-loop_job 3 plain > "$T/job/app.py"
 cat > "$T/job/ctypes.py" <<EOF
 import os
 open("$T/job/PLANTED_RAN", "w").write("uid %d euid %d\n" % (os.getuid(), os.geteuid()))
 EOF
 chown -R nobody:nogroup "$T/job"
 job planted "$NOBODY"
-start planted "$T/job/app.py" "$FAKES/libcuda.so.1"
+start planted -c "import os; os.chdir('$T/job')
+$(loop_job 3 plain)" "$FAKES/libcuda.so.1"
 inject planted -d 1.5
 wait "$APP" || { cat "$T/planted.job"; fail "the planted job exited with $?"; }
 [ ! -e "$T/job/PLANTED_RAN" ] || fail "the job's ctypes.py ran in the injected script: $(cat "$T/job/PLANTED_RAN")"
