@@ -98,7 +98,7 @@ inject etc -d 1.5
 wait "$APP"
 grep -q "no safe directory in the job's root for the agent.*another tree bound there" "$T/etc.report" ||
 	{ cat "$T/etc.out"; fail "/etc bound at /tmp: not refused"; }
-[ "$(ls -a /etc | md5sum)" = "$etc_before" ] || fail "/etc changed: $(ls -a /etc | grep gpusample)"
+[ "$(ls -a /etc | md5sum)" = "$etc_before" ] || fail "/etc changed: $(find /etc -maxdepth 1 -name '.gpusample*')"
 
 # 4. SIGKILL while the request is pending (the main thread blocked in C).
 blocked='

@@ -17,8 +17,9 @@ chown nobody:nogroup "$T/u"
 setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 "$PYWL/py_many_maps.py" \
 	20 60000 "$T/u/ready" "$T/u/stop" > "$T/wl.out" 2>&1 &
 pid=$!
-for _ in $(seq 600); do [ "$(ls "$T/u" | grep -c '^ready\.')" -eq 20 ] && break; sleep 0.1; done
-[ "$(ls "$T/u" | grep -c '^ready\.')" -eq 20 ] || { kill_tree "$pid"; fail "the 20 processes did not map: $(cat "$T/wl.out")"; }
+n_ready() { find "$T/u" -name 'ready.*' | wc -l; }
+for _ in $(seq 600); do [ "$(n_ready)" -eq 20 ] && break; sleep 0.1; done
+[ "$(n_ready)" -eq 20 ] || { kill_tree "$pid"; fail "the 20 processes did not map: $(cat "$T/wl.out")"; }
 lines=$(wc -l < "/proc/$pid/maps")
 [ "$lines" -gt 59000 ] || { kill_tree "$pid"; fail "only $lines mappings in the job"; }
 /usr/bin/time -f "%M %e" -o "$T/time" "$GS" dump -p "$pid" -o "$T/d" > "$T/dump.txt" 2> "$T/dump.err" ||
