@@ -253,7 +253,7 @@ static int write_script(struct gs_inject_stage *st)
 			 "            name = \"%s\"\n"
 			 "            origin = d + \"/%s\"\n"
 			 "        _imp.create_dynamic(spec)\n"
-			 "    except BaseException:\n"
+			 "    except Exception:\n"
 			 "        pass\n"
 			 "_gpusample_inject()\n"
 			 "del _gpusample_inject\n",
