@@ -58,7 +58,7 @@ static int take_line(struct reading *r, char *line)
 
 /* Read the file in chunks and keep the lines the caps allow: memory
  * follows what is kept, not what the job mapped. */
-static int read_lines(int fd, struct gs_proc_maps *s)
+static int read_lines(int fd, struct gs_proc_maps *s, size_t *bytes)
 {
 	char *buf = malloc(GS_PROC_MAPS_CHUNK + 1);
 	struct reading r = { .s = s };
@@ -99,7 +99,7 @@ static int read_lines(int fd, struct gs_proc_maps *s)
 	}
 	for (size_t i = 0; !err && i < s->n; i++)
 		s->m[i].path = r.offs[i] == SIZE_MAX ? NULL : s->text + r.offs[i];
-	s->bytes = r.cap * sizeof(*s->m) + r.pool_cap;
+	*bytes = r.cap * sizeof(*s->m) + r.pool_cap;
 	free(r.offs);
 	free(buf);
 	return err;
@@ -108,6 +108,7 @@ static int read_lines(int fd, struct gs_proc_maps *s)
 int gs_proc_maps_read(uint32_t tgid, struct gs_proc_maps **out)
 {
 	char path[64];
+	size_t bytes = 0;
 	int fd, err;
 
 	snprintf(path, sizeof(path), "/proc/%u/maps", tgid);
@@ -121,12 +122,12 @@ int gs_proc_maps_read(uint32_t tgid, struct gs_proc_maps **out)
 	}
 	s->tgid = tgid;
 	s->refs = 1;
-	err = read_lines(fd, s);
+	err = read_lines(fd, s, &bytes);
 	close(fd);
-	if (!err && gs_mem_charge(GS_MEM_MAPS, s->bytes)) {
-		s->bytes = 0;
+	if (!err && gs_mem_charge(GS_MEM_MAPS, bytes))
 		err = -ENOSPC;
-	}
+	if (!err)
+		s->bytes = bytes; /* charged: given back at the last put */
 	if (err) {
 		gs_proc_maps_put(s);
 		return err;

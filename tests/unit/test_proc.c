@@ -106,6 +106,24 @@ Test(proc_maps, anonymous_mappings_capped_and_charged)
 	munmap(base, pages * 4096);
 }
 
+/* A spent budget refuses the snapshot (nothing charged, nothing left to
+ * give back), and counts the refusal. */
+Test(proc_maps, refused_by_the_budget)
+{
+	struct gs_mem_stats a, b;
+	struct gs_proc_maps *s = NULL;
+	uint64_t old;
+
+	gs_mem_stats(&a);
+	old = gs_mem_set_budget(a.used + 16);
+	cr_assert_eq(gs_proc_maps_read((uint32_t)getpid(), &s), -ENOSPC);
+	cr_assert_null(s);
+	gs_mem_set_budget(old);
+	gs_mem_stats(&b);
+	cr_assert_eq(b.refused[GS_MEM_MAPS], a.refused[GS_MEM_MAPS] + 1);
+	cr_assert_eq(b.used_by[GS_MEM_MAPS], a.used_by[GS_MEM_MAPS]);
+}
+
 /* The hand parser takes what the kernel prints and refuses the rest. */
 Test(proc_maps, line_parser)
 {
