@@ -116,8 +116,7 @@ static int open_parent(uint32_t tgid, int root_fd, const char *rel, const char *
 	else if (fstatvfs(fd, &vfs) || (vfs.f_flag & (ST_NOEXEC | ST_RDONLY)))
 		*why = "is mounted noexec or read-only";
 	else if (!own_tmp(tgid, fd, rel))
-		*why = "is another tree bound there (a bind mount of a directory that is not a "
-		       "temporary one)";
+		*why = "is a bind mount of a directory that is not a temporary one";
 	else
 		return fd;
 	close(fd);
@@ -298,7 +297,8 @@ int gs_inject_stage(uint32_t tgid, const char *agent, struct gs_inject_stage *st
 		    msg, len, -EXDEV,
 		    "no safe directory in the job's root for the agent: /tmp, /var/tmp and "
 		    "/dev/shm there must be root-owned, sticky or not writable by others, "
-		    "and allow executable mappings (last: %s)",
+		    "allow executable mappings and be the job's own temporary directory, not "
+		    "another tree bound there (last: %s)",
 		    why);
 	}
 	err = write_file(st->dir_fd, GS_INJECT_AGENT_NAME, src, NULL, 0);
