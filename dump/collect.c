@@ -447,6 +447,15 @@ static void free_collect(struct collect *c)
 	gs_sym_free(c->sym);
 }
 
+/* Lines the maps snapshots' caps left out (proc.h): said in the profile. */
+static void maps_note(struct gs_profile *prof)
+{
+	char note[320];
+
+	if (gs_proc_maps_cap_note(note, sizeof(note)))
+		gs_profile_add_note(prof, "%s", note);
+}
+
 int gs_dump_collect(const struct gs_dump_opts *o, struct gs_profile *prof, struct gs_dump_stats *st,
 		    char *err, size_t errlen)
 {
@@ -473,6 +482,7 @@ int gs_dump_collect(const struct gs_dump_opts *o, struct gs_profile *prof, struc
 		goto out;
 	mark_workers(prof);
 	gs_profile_add_comment(prof, GS_DUMP_COMMENT "registers from the %s", st->source);
+	maps_note(prof);
 	rc = 0;
 out:
 	if (rc == -ENOMEM)

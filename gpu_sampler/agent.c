@@ -1900,3 +1900,13 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	start_watcher();
 	return 1;
 }
+
+/* Entry point when gpusample --inject has the interpreter load the agent
+ * as an extension module (_imp.create_dynamic: dlopen by absolute path, no
+ * search).  Starts the agent and makes no module: NULL (the interpreter
+ * raises SystemError, which the injected script ignores). */
+__attribute__((visibility("default"))) void *PyInit_libgpusample_agent(void)
+{
+	InitializeInjection();
+	return NULL;
+}

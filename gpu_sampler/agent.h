@@ -9,7 +9,8 @@
  *     GS_AGENT_OPTS=period=N,mode=continuous|serialized   (optional)
  * For -p PID the job must have been started with CUDA_INJECTION64_PATH, or
  * (gpusample --inject, inject/inject.h) a CPython 3.14+ job loads the agent
- * late with ctypes and calls InitializeInjection itself, once its CUDA
+ * late as an extension module (_imp.create_dynamic: its
+ * PyInit_libgpusample_agent calls InitializeInjection), once its CUDA
  * contexts exist: the watcher finds them at arm as for any dormant agent.
  * The agent needs only libc; CUPTI is opened with dlopen (see cupti_api.c
  * for the search order; GS_CUPTI_PATH overrides it, which tests use to load

@@ -11,7 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <signal.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include "inject/inject.h"
 #include "inject/inject_int.h"
@@ -25,6 +28,8 @@ struct gs_inject {
 	char script[192];
 	int lock_fd, lock_dir_fd;
 	char lock_name[32];
+	pid_t watchdog;  /* cleans up if gpusample dies (0: none) */
+	int watchdog_fd; /* its pipe: a byte means "done, exit"; EOF "clean up" */
 	uint64_t deadline_ms, start_ms;
 	enum gs_inject_state state;
 	bool abandoned; /* exec'd or gone: never written again */
@@ -58,18 +63,33 @@ static int lock_target(struct gs_inject *j, char *msg, size_t len)
 				     "%s must be root's directory, writable by root only",
 				     LOCK_DIR);
 	snprintf(j->lock_name, sizeof(j->lock_name), "inject.%u", j->tgid);
-	j->lock_fd = openat(j->lock_dir_fd, j->lock_name,
-			    O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
-	if (j->lock_fd < 0)
-		return gs_inject_say(msg, len, -errno, "cannot open %s/%s (%s)", LOCK_DIR,
-				     j->lock_name, strerror(errno));
-	if (flock(j->lock_fd, LOCK_EX | LOCK_NB)) {
+	/* The holder unlinks the file while it holds it (unlock_target), so
+	 * an flock won on a file opened before that unlink is a lock on a
+	 * name nobody else sees: held only when the name still is the file
+	 * locked, else tried again on the new file. */
+	for (int tries = 0; tries < 8; tries++) {
+		struct stat fd_st, name_st;
+		j->lock_fd = openat(j->lock_dir_fd, j->lock_name,
+				    O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+		if (j->lock_fd < 0)
+			return gs_inject_say(msg, len, -errno, "cannot open %s/%s (%s)", LOCK_DIR,
+					     j->lock_name, strerror(errno));
+		if (flock(j->lock_fd, LOCK_EX | LOCK_NB)) {
+			close(j->lock_fd);
+			j->lock_fd = -1;
+			return gs_inject_say(
+			    msg, len, -EALREADY,
+			    "another gpusample is injecting the agent into this process");
+		}
+		if (!fstat(j->lock_fd, &fd_st) &&
+		    !fstatat(j->lock_dir_fd, j->lock_name, &name_st, AT_SYMLINK_NOFOLLOW) &&
+		    fd_st.st_ino == name_st.st_ino && fd_st.st_dev == name_st.st_dev)
+			return 0;
 		close(j->lock_fd);
 		j->lock_fd = -1;
-		return gs_inject_say(msg, len, -EALREADY,
-				     "another gpusample is injecting the agent into this process");
 	}
-	return 0;
+	return gs_inject_say(msg, len, -EALREADY, "the lock %s/%s keeps being replaced", LOCK_DIR,
+			     j->lock_name);
 }
 
 static void unlock_target(struct gs_inject *j)
@@ -83,10 +103,98 @@ static void unlock_target(struct gs_inject *j)
 	j->lock_fd = j->lock_dir_fd = -1;
 }
 
+/* The watchdog: a child that outlives a gpusample killed by SIGKILL (which
+ * runs no cleanup of its own) long enough to withdraw the request, drop
+ * the liveness lock (its copy of alive_fd) and remove the staged files and
+ * the lock file.  It keeps only the descriptors it needs (no BPF link or
+ * perf event of gpusample stays alive through it) and ignores the
+ * terminal's signals.  Only system calls: it is the child of a threaded
+ * process. */
+static void close_all_but(int *keep, int n)
+{
+	unsigned from = 0;
+
+	for (int i = 1; i < n; i++) /* insertion sort: a handful */
+		for (int k = i; k > 0 && keep[k] < keep[k - 1]; k--) {
+			int t = keep[k];
+			keep[k] = keep[k - 1];
+			keep[k - 1] = t;
+		}
+	for (int i = 0; i < n; i++) {
+		if (keep[i] < 0 || (unsigned)keep[i] < from)
+			continue;
+		if ((unsigned)keep[i] > from)
+			close_range(from, (unsigned)keep[i] - 1, 0);
+		from = (unsigned)keep[i] + 1;
+	}
+	close_range(from, ~0u, 0);
+}
+
+static __attribute__((noreturn)) void watchdog_run(struct gs_inject *j, int rfd)
+{
+	int keep[] = { rfd,        j->st.parent_fd, j->st.dir_fd, j->st.alive_fd,
+		       j->lock_fd, j->lock_dir_fd };
+	const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2 };
+	struct sigaction ign = { .sa_handler = SIG_IGN };
+	sigset_t none;
+	ssize_t r;
+	char c;
+
+	close_all_but(keep, (int)(sizeof(keep) / sizeof(keep[0])));
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &ign, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	prctl(PR_SET_NAME, "gs-inject-wd", 0, 0, 0);
+	do
+		r = read(rfd, &c, 1);
+	while (r < 0 && errno == EINTR);
+	if (r != 1) {                               /* gpusample died: its work, done here */
+		gs_pyexec_withdraw(j->tgid, &j->t); /* checks it still is that image */
+		gs_inject_unstage(&j->st);
+		unlock_target(j);
+	}
+	_exit(0);
+}
+
+static int start_watchdog(struct gs_inject *j, char *msg, size_t len)
+{
+	int p[2];
+
+	if (pipe2(p, O_CLOEXEC))
+		return gs_inject_say(msg, len, -errno, "pipe: %s", strerror(errno));
+	j->watchdog = fork();
+	if (j->watchdog == 0) {
+		close(p[1]);
+		watchdog_run(j, p[0]);
+	}
+	close(p[0]);
+	if (j->watchdog < 0) {
+		j->watchdog = 0;
+		close(p[1]);
+		return gs_inject_say(msg, len, -errno, "fork: %s", strerror(errno));
+	}
+	j->watchdog_fd = p[1];
+	return 0;
+}
+
+static void stop_watchdog(struct gs_inject *j)
+{
+	if (!j->watchdog)
+		return;
+	while (write(j->watchdog_fd, "", 1) < 0 && errno == EINTR)
+		;
+	close(j->watchdog_fd);
+	while (waitpid(j->watchdog, NULL, 0) < 0 && errno == EINTR)
+		;
+	j->watchdog = 0;
+}
+
 static void free_inject(struct gs_inject *j)
 {
 	gs_inject_unstage(&j->st);
 	unlock_target(j);
+	stop_watchdog(j);
 	free(j);
 }
 
@@ -99,11 +207,12 @@ int gs_inject_start(const struct gs_inject_req *r, struct gs_inject **out, char 
 	if (!j)
 		return gs_inject_say(msg, len, -ENOMEM, "out of memory");
 	j->tgid = r->tgid;
-	j->lock_fd = j->lock_dir_fd = -1;
-	j->st.parent_fd = j->st.dir_fd = -1;
-	/* The lock first (a second gpusample is told so), then the interpreter:
-	 * no file is made for a process that refuses. */
-	if ((err = lock_target(j, msg, len)) ||
+	j->lock_fd = j->lock_dir_fd = j->watchdog_fd = -1;
+	j->st.parent_fd = j->st.dir_fd = j->st.alive_fd = -1;
+	/* The lock first (a second gpusample is told so), then the process's
+	 * ids and the interpreter: no file is made for a process that
+	 * refuses. */
+	if ((err = lock_target(j, msg, len)) || (err = gs_inject_check_access(r->tgid, msg, len)) ||
 	    (err = gs_pyexec_locate(r->tgid, r->runtime, r->version_hex, &j->t, msg, len)) ||
 	    (err = gs_inject_stage(r->tgid, r->agent, &j->st, msg, len)) ||
 	    (err = gs_inject_stage_check_user(r->tgid, &j->st, msg, len))) {
@@ -111,9 +220,19 @@ int gs_inject_start(const struct gs_inject_req *r, struct gs_inject **out, char 
 		return err;
 	}
 	snprintf(j->script, sizeof(j->script), "%s/%s", j->st.dir, GS_INJECT_SCRIPT_NAME);
-	/* Looked at again under the lock: another tool may have asked since. */
+	/* Looked at again under the lock: another tool may have asked since,
+	 * the process may have changed ids.  The watchdog before the request:
+	 * from the write on, gpusample's death withdraws it. */
 	if ((err = gs_pyexec_locate(r->tgid, r->runtime, r->version_hex, &j->t, msg, len)) ||
+	    (err = start_watchdog(j, msg, len)) ||
+	    (err = gs_inject_check_access(r->tgid, msg, len)) ||
 	    (err = gs_pyexec_request(r->tgid, &j->t, j->script, msg, len))) {
+		free_inject(j);
+		return err;
+	}
+	/* ids changed while the request was written: taken back */
+	if ((err = gs_inject_check_access(r->tgid, msg, len))) {
+		gs_pyexec_withdraw(r->tgid, &j->t);
 		free_inject(j);
 		return err;
 	}

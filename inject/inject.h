@@ -29,21 +29,32 @@
  * a bit another thread of the job sets between the read and the write is
  * lost, as with CPython's client; the interpreter sets those bits again.
  *
+ * Only into a process its user could ptrace itself (access.c: the same
+ * real/effective/saved/fs uids and gids, dumpable, no capability the user
+ * lacks), checked before staging, before the request and after it.
+ *
  * The script and the agent live in a fresh directory in the TARGET's root
  * (the path is resolved by the job, possibly chrooted or in a container):
  * /tmp, else /var/tmp, else /dev/shm of /proc/PID/root, each opened with
  * openat2(RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
  * and used only when root owns it and nobody else can rename entries in it
- * (not group/other-writable, or sticky), and it is not mounted noexec (the
- * agent is mapped executable).  The directory ".gpusample-inject-XXXXXXXX"
- * (random) is made by mkdirat (never follows a link), root-owned, 0755;
- * the agent is copied from gpusample's own root-owned file (not
- * group/other-writable, opened without following links) as 0644, the
- * script written 0644.  The script only loads the agent by that absolute
- * path with ctypes and calls its InitializeInjection (which the CUDA
- * driver calls in a prepared job); nothing of the target decides what runs
- * or from where.  A forked child with the job's uid, gids and root checks
- * that it can read both files before the request is written.
+ * (not group/other-writable, or sticky), it is not mounted noexec (the
+ * agent is mapped executable), and it is the job's own temporary
+ * directory, not another tree bound there (stage.c, own_tmp).  The
+ * directory ".gpusample-inject-XXXXXXXX" (random) is made by mkdirat
+ * (never follows a link), root-owned, 0755; the agent is copied from
+ * gpusample's own root-owned file (not group/other-writable, opened without
+ * following links) as 0644, the script written 0644.  The script imports
+ * only modules built into the interpreter (nothing from the job's
+ * sys.path), goes on only while gpusample (or its watchdog) holds an OFD
+ * write lock on the script, and loads the agent by its absolute path with
+ * _imp.create_dynamic, whose PyInit_libgpusample_agent calls
+ * InitializeInjection (which the CUDA driver calls in a prepared job);
+ * nothing of the target decides what runs or from where.  A forked child
+ * with the job's uid, gids and root checks that it can read both files
+ * before the request is written.  A watchdog child, forked before the
+ * request, does the cleanup at detach when gpusample is SIGKILLed
+ * (withdraw, files, lock file).
  *
  * Session wiring (session/gpu.c):
  *   gs_inject_start(&req, &j, msg, len)   once per target root whose
@@ -59,7 +70,8 @@
  *                                        written to), the staged files and
  *                                        directory removed, j freed
  * One injection per process at a time, across gpusample instances: an
- * flock on /run/gpusample/inject.PID, held from start to end.
+ * flock on /run/gpusample/inject.PID, held from start to end (a lock won
+ * on a file unlinked meanwhile is taken again on the new one).
  *
  * Errors: 0 or -errno; msg gets one line naming the cause and what to do.
  */
@@ -124,7 +136,8 @@ int gs_pyexec_withdraw(uint32_t tgid, const struct gs_pyexec_target *t);
 
 /* Stage the files and write the request.  0: *out pending; else a negative
  * errno, msg says why (nothing is left behind): -ENOTSUP / -EPROTO /
- * -EPERM / -EBUSY / -EAGAIN as gs_pyexec_locate, -EALREADY another
+ * -EPERM / -EBUSY / -EAGAIN as gs_pyexec_locate (-EPERM also: the job's
+ * user could not ptrace tgid), -EALREADY another
  * gpusample is injecting into tgid, -EACCES the job's user cannot read the
  * staged files, -EXDEV no safe directory in the target's root. */
 int gs_inject_start(const struct gs_inject_req *r, struct gs_inject **out, char *msg, size_t len);

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,9 +41,61 @@ static int open_root(uint32_t tgid)
 	return fd < 0 ? (errno == ENOENT ? -ESRCH : -errno) : fd;
 }
 
+/* Is the directory fd (rel in tgid's root) a temporary directory of the
+ * job's own, not some other tree bound there?  Its mount (statx's mount
+ * id) in the job's mountinfo gives the bound tree's path in its
+ * filesystem (the root field) and where the job sees it (the mount point):
+ * the directory's path in its filesystem must end as rel does (/tmp,
+ * /var/tmp, /dev/shm: the host's /tmp bound at the job's /tmp is fine,
+ * its /etc is not), or the directory is the root of a sticky tmpfs (or
+ * ramfs): a /tmp mounted for the job (not the host's /run, say).  A mount
+ * the job's mountinfo leaves out is mounted above the job's root (the
+ * kernel skips mount points outside it): the directory is then part of the
+ * job's own tree (a chroot's /tmp). */
+static bool own_tmp(uint32_t tgid, int fd, const char *rel)
+{
+	char path[48], line[4096], root[2048], mnt[2048], type[64];
+	struct statx sx;
+	bool ok = true;
+	FILE *f;
+
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID | STATX_MODE, &sx) ||
+	    !(sx.stx_mask & STATX_MNT_ID))
+		return false;
+	snprintf(path, sizeof(path), "/proc/%u/mountinfo", tgid);
+	if (!(f = fopen(path, "re")))
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long id;
+		const char *dash = strstr(line, " - ");
+		if (sscanf(line, "%llu %*u %*s %2047s %2047s", &id, root, mnt) != 3 ||
+		    id != sx.stx_mnt_id || !dash || sscanf(dash, " - %63s", type) != 1)
+			continue;
+		/* the path below the mount point, appended to the bound tree */
+		char job_path[64], fs_path[4200];
+		snprintf(job_path, sizeof(job_path), "/%s", rel);
+		size_t m = strcmp(mnt, "/") ? strlen(mnt) : 0;
+		if (m > strlen(job_path)) {
+			ok = false;
+			break;
+		}
+		const char *below = job_path + m, *last = strrchr(job_path, '/');
+		snprintf(fs_path, sizeof(fs_path), "%s%s", strcmp(root, "/") ? root : "", below);
+		size_t fl = strlen(fs_path), ll = strlen(last);
+		ok = (fl >= ll && !strcmp(fs_path + fl - ll, last)) ||
+		     (!*below && !strcmp(root, "/") &&
+		      (!strcmp(type, "tmpfs") || !strcmp(type, "ramfs")) &&
+		      (sx.stx_mode & S_ISVTX));
+		break;
+	}
+	fclose(f);
+	return ok;
+}
+
 /* A parent nobody but root can rename entries in (root-owned, and not
- * group/other-writable unless sticky), executable mappings allowed. */
-static int open_parent(int root_fd, const char *rel, const char **why)
+ * group/other-writable unless sticky), executable mappings allowed, the
+ * job's own temporary directory (own_tmp). */
+static int open_parent(uint32_t tgid, int root_fd, const char *rel, const char **why)
 {
 	struct open_how how = {
 		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
@@ -62,6 +115,8 @@ static int open_parent(int root_fd, const char *rel, const char **why)
 		*why = "is writable by others and not sticky";
 	else if (fstatvfs(fd, &vfs) || (vfs.f_flag & (ST_NOEXEC | ST_RDONLY)))
 		*why = "is mounted noexec or read-only";
+	else if (!own_tmp(tgid, fd, rel))
+		*why = "is a bind mount of a directory that is not a temporary one";
 	else
 		return fd;
 	close(fd);
@@ -128,6 +183,19 @@ static int open_agent(const char *agent, char *msg, size_t len)
 	return fd;
 }
 
+/* The liveness lock the script tests: an OFD write lock on the script,
+ * held through alive_fd (and the watchdog's copy of it) while gpusample
+ * is attached; the kernel drops it when the last holder dies. */
+static int lock_script(struct gs_inject_stage *st)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+
+	st->alive_fd = openat(st->dir_fd, GS_INJECT_SCRIPT_NAME, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (st->alive_fd < 0)
+		return -errno;
+	return fcntl(st->alive_fd, F_OFD_SETLK, &fl) ? -errno : 0;
+}
+
 static int make_dir(struct gs_inject_stage *st, const char *rel)
 {
 	uint32_t r;
@@ -155,27 +223,48 @@ static int make_dir(struct gs_inject_stage *st, const char *rel)
 	return 0;
 }
 
-/* The script: load the agent by its absolute path and start it as the CUDA
- * driver would; silent, and the job goes on whatever happens. */
+/* The script: only modules built into the interpreter (posix, _imp: in
+ * sys.modules from its start, never searched on the job's sys.path), so no
+ * file of the job runs.  It goes on only while the script is write-locked
+ * (an OFD lock: gpusample, or its watchdog, attached); then _imp loads the
+ * agent by its absolute path as an extension module would be
+ * (dlopen, no search) and the agent's PyInit_ entry starts it as the CUDA
+ * driver would.  Silent: the job goes on whatever happens. */
 static int write_script(struct gs_inject_stage *st)
 {
-	char s[1024];
+	char s[1536];
 	int n = snprintf(s, sizeof(s),
 			 "# Written by gpusample --inject: loads gpusample's GPU agent; removed at "
 			 "detach.\n"
 			 "def _gpusample_inject():\n"
 			 "    try:\n"
-			 "        import ctypes\n"
-			 "        ctypes.CDLL(\"%s/%s\").InitializeInjection()\n"
+			 "        import posix, _imp\n"
+			 "        d = \"%s\"\n"
+			 "        fd = posix.open(d + \"/%s\", posix.O_RDONLY)\n"
+			 "        try:\n"
+			 "            posix.lockf(fd, posix.F_TEST, 0)\n"
+			 "            return  # not locked: no gpusample attached any more\n"
+			 "        except OSError:\n"
+			 "            pass\n"
+			 "        finally:\n"
+			 "            posix.close(fd)\n"
+			 "        class spec:\n"
+			 "            name = \"%s\"\n"
+			 "            origin = d + \"/%s\"\n"
+			 "        _imp.create_dynamic(spec)\n"
 			 "    except Exception:\n"
 			 "        pass\n"
 			 "_gpusample_inject()\n"
 			 "del _gpusample_inject\n",
-			 st->dir, GS_INJECT_AGENT_NAME);
+			 st->dir, GS_INJECT_SCRIPT_NAME, GS_INJECT_AGENT_MODULE,
+			 GS_INJECT_AGENT_NAME);
+	int err;
 
 	if (n < 0 || (size_t)n >= sizeof(s))
 		return -ENAMETOOLONG;
-	return write_file(st->dir_fd, GS_INJECT_SCRIPT_NAME, -1, s, (size_t)n);
+	if ((err = write_file(st->dir_fd, GS_INJECT_SCRIPT_NAME, -1, s, (size_t)n)))
+		return err;
+	return lock_script(st);
 }
 
 int gs_inject_stage(uint32_t tgid, const char *agent, struct gs_inject_stage *st, char *msg,
@@ -184,7 +273,7 @@ int gs_inject_stage(uint32_t tgid, const char *agent, struct gs_inject_stage *st
 	const char *why = "";
 	int root_fd, src, err = -EXDEV;
 
-	*st = (struct gs_inject_stage){ .parent_fd = -1, .dir_fd = -1 };
+	*st = (struct gs_inject_stage){ .parent_fd = -1, .dir_fd = -1, .alive_fd = -1 };
 	if ((src = open_agent(agent, msg, len)) < 0)
 		return src;
 	if ((root_fd = open_root(tgid)) < 0) {
@@ -193,7 +282,7 @@ int gs_inject_stage(uint32_t tgid, const char *agent, struct gs_inject_stage *st
 				     strerror(-root_fd));
 	}
 	for (size_t i = 0; i < sizeof(parents) / sizeof(parents[0]) && st->parent_fd < 0; i++) {
-		if ((st->parent_fd = open_parent(root_fd, parents[i], &why)) < 0)
+		if ((st->parent_fd = open_parent(tgid, root_fd, parents[i], &why)) < 0)
 			continue;
 		if ((err = make_dir(st, parents[i]))) {
 			why = "refused a new directory";
@@ -208,7 +297,8 @@ int gs_inject_stage(uint32_t tgid, const char *agent, struct gs_inject_stage *st
 		    msg, len, -EXDEV,
 		    "no safe directory in the job's root for the agent: /tmp, /var/tmp and "
 		    "/dev/shm there must be root-owned, sticky or not writable by others, "
-		    "and allow executable mappings (last: %s)",
+		    "allow executable mappings and be the job's own temporary directory, not "
+		    "another tree bound there (last: %s)",
 		    why);
 	}
 	err = write_file(st->dir_fd, GS_INJECT_AGENT_NAME, src, NULL, 0);
@@ -228,6 +318,8 @@ int gs_inject_stage(uint32_t tgid, const char *agent, struct gs_inject_stage *st
 
 void gs_inject_unstage(struct gs_inject_stage *st)
 {
+	if (st->alive_fd >= 0)
+		close(st->alive_fd); /* a script run from now on loads nothing */
 	if (st->dir_fd >= 0) {
 		unlinkat(st->dir_fd, GS_INJECT_AGENT_NAME, 0);
 		unlinkat(st->dir_fd, GS_INJECT_SCRIPT_NAME, 0);
@@ -237,7 +329,7 @@ void gs_inject_unstage(struct gs_inject_stage *st)
 	}
 	if (st->parent_fd >= 0)
 		close(st->parent_fd);
-	st->dir_fd = st->parent_fd = -1;
+	st->dir_fd = st->parent_fd = st->alive_fd = -1;
 }
 
 /* The file-system ids of tgid (fs uid and gid: what access checks use) and

@@ -96,8 +96,14 @@ int gs_sym_bind(struct gs_symbolizer *s, struct gs_proc_table *t, int id);
 /* Location id for a user address of tgid.  is_return_addr: the address is a
  * return address (every frame but the leaf), so look up addr-1. */
 uint32_t gs_sym_native(struct gs_symbolizer *s, uint32_t tgid, uint64_t addr, bool is_return_addr);
-/* Location id for a kernel text address. */
+/* Location id for a kernel text address.  Kernel addresses stay out of the
+ * profile unless asked for (as kernel.kptr_restrict keeps them out of what
+ * users read): one location per kernel function, at address 0, its mapping
+ * at 0 too.  GS_KERNEL_ADDRESSES=1 in the environment (read by gs_sym_new)
+ * or gs_sym_keep_kernel_addresses(s, true) keeps them: one location per
+ * address, the mapping's kallsyms range. */
 uint32_t gs_sym_kernel(struct gs_symbolizer *s, uint64_t addr);
+void gs_sym_keep_kernel_addresses(struct gs_symbolizer *s, bool keep);
 
 /* File backing addr in tgid's snapshot (NULL if none), and the mapping's
  * start/offset; used by Python discovery and the CFI table builder.

@@ -29,6 +29,9 @@
 #define SNAP_NS   (1ull << 62)
 #define KERNEL_NS (1ull << 63)
 #define NOPROC_NS (3ull << 62)
+/* (KERNEL_FN_NS, symbol start): the one location of a kernel function
+ * when kernel addresses are not kept (bit 62 clear: no SNAP_NS id). */
+#define KERNEL_FN_NS (KERNEL_NS | 1)
 /* A miss re-reads the perf map of a live process at most this often (its
  * maps: proc/'s GS_MAPS_ADDR_MISS rule). */
 #define PERFMAP_INTERVAL_NS 1000000000ull
@@ -61,6 +64,7 @@ struct gs_symbolizer {
 	uint32_t asking; /* the tgid whose first read we asked proc/ for */
 	struct gs_kallsyms ks;
 	struct kmod_map *kmods; /* per kallsyms module index */
+	bool kernel_addresses;  /* keep them in locations and mappings */
 };
 
 struct gs_profile *gs_sym_profile(struct gs_symbolizer *s)
@@ -76,6 +80,8 @@ struct gs_symbolizer *gs_sym_new(struct gs_profile *p)
 	if (!s)
 		return NULL;
 	s->p = p;
+	s->kernel_addresses = getenv("GS_KERNEL_ADDRESSES") &&
+			      !strcmp(getenv("GS_KERNEL_ADDRESSES"), "1");
 	s->mc = gs_sym_modcache_new(NULL);
 	gs_sym_proc_handler(s, &h); /* alone, the own table's re-reads reach it */
 	if (!s->mc || gs_proc_slots_init_handler(&s->slots, &h, sizeof(struct proc))) {
@@ -556,14 +562,42 @@ static uint32_t kernel_mapping(struct gs_symbolizer *s, uint32_t module)
 	else
 		snprintf(name, sizeof(name), "[kernel.kallsyms]");
 	struct gs_mapping gm = {
-		.start = km->start,
-		.limit = km->end,
+		.start = s->kernel_addresses ? km->start : 0,
+		.limit = s->kernel_addresses ? km->end : 0,
 		.file = gs_profile_intern(s->p, name),
 		.has_functions = true,
 	};
 	if (gm.file == (gs_str)-1)
 		return 0;
 	return km->mapping = gs_profile_add_mapping(s->p, &gm);
+}
+
+void gs_sym_keep_kernel_addresses(struct gs_symbolizer *s, bool keep)
+{
+	s->kernel_addresses = keep;
+}
+
+/* The location of kernel symbol k (NULL: unknown) at addr: one per address
+ * when addresses are kept, else one per function at address 0 (the
+ * kernel's layout, which KASLR hides, stays out of the profile). */
+static uint32_t kernel_location(struct gs_symbolizer *s, const struct gs_ksym *k, uint64_t addr)
+{
+	uint64_t key = k ? k->addr : 0;
+	uint32_t loc = s->kernel_addresses ? 0 : loc_get(s, KERNEL_FN_NS, key);
+
+	if (loc)
+		return loc;
+	if (!k) {
+		loc = add_named_location(s, 0, s->kernel_addresses ? addr : 0, GS_FRAME_KERNEL,
+					 "[unknown]", NULL);
+	} else {
+		uint32_t mid = kernel_mapping(s, k->module);
+		char *dem = gs_demangle(k->name);
+		loc = add_named_location(s, mid, s->kernel_addresses ? addr : 0, GS_FRAME_KERNEL,
+					 dem ? dem : k->name, dem ? k->name : NULL);
+		free(dem);
+	}
+	return s->kernel_addresses ? loc : loc_put(s, KERNEL_FN_NS, key, loc);
 }
 
 uint32_t gs_sym_kernel(struct gs_symbolizer *s, uint64_t addr)
@@ -574,16 +608,7 @@ uint32_t gs_sym_kernel(struct gs_symbolizer *s, uint64_t addr)
 	if (!s->ks.loaded && kernel_load(s))
 		s->ks.all_zero = true; /* unreadable: every frame "[unknown]" */
 	const struct gs_ksym *k = s->kmods ? gs_kallsyms_find(&s->ks, addr) : NULL;
-	if (!k) {
-		loc = add_named_location(s, 0, addr, GS_FRAME_KERNEL, "[unknown]", NULL);
-		return loc_put(s, KERNEL_NS, addr, loc);
-	}
-	uint32_t mid = kernel_mapping(s, k->module);
-	char *dem = gs_demangle(k->name);
-	loc = add_named_location(s, mid, addr, GS_FRAME_KERNEL, dem ? dem : k->name,
-				 dem ? k->name : NULL);
-	free(dem);
-	return loc_put(s, KERNEL_NS, addr, loc);
+	return loc_put(s, KERNEL_NS, addr, kernel_location(s, k, addr));
 }
 
 /* ---- mapping queries ---------------------------------------------------- */

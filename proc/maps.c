@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The one reader of /proc/PID/maps.  The file is read whole into one
- * buffer first (a bounded loop of read()), then parsed in place, so that a
- * snapshot is two allocations and its paths cost no copies.  One mapping
+ * The one reader of /proc/PID/maps.  The file is read in chunks and parsed
+ * line by line; a snapshot keeps the lines its caps allow (proc.h), their
+ * paths copied into one pool, and is charged to the memory budget.  One mapping
  * can also be asked of the kernel alone (PROCMAP_QUERY), which costs a
  * few microseconds where the whole file of a large job costs milliseconds.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,65 +16,99 @@
 #include <unistd.h>
 #include <linux/types.h>
 #include "proc/proc.h"
+#include "util/membudget.h"
 #include "util/vec.h"
 
-/* The whole file, NUL-terminated, in *text (*len bytes). */
-static int slurp(int fd, char **text, size_t *len)
-{
-	char *buf = NULL;
-	size_t cap = 0, n = 0;
+static uint64_t capped_procs, dropped_lines; /* gs_proc_maps_capped */
 
-	for (;;) {
-		if (GS_GROW(buf, cap, n + 65536 + 1)) {
-			free(buf);
-			return -ENOMEM;
-		}
-		ssize_t r = read(fd, buf + n, cap - n - 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			int err = errno == ENOENT ? -ESRCH : -errno;
-			free(buf);
-			return err;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-		if (n > GS_PROC_MAPS_MAX_BYTES) {
-			free(buf);
-			return -EFBIG;
-		}
+/* The state of one read: the kept lines' path offsets in the pool (the
+ * pool moves as it grows; pointers are set at the end). */
+struct reading {
+	struct gs_proc_maps *s;
+	size_t cap, *offs, offs_cap, pool_cap, pool_n, n_anon;
+};
+
+/* One line of the file: kept (pushed, its path copied into the pool) or
+ * dropped and counted by the caps. */
+static int take_line(struct reading *r, char *line)
+{
+	struct gs_proc_maps *s = r->s;
+	struct gs_maps_line l;
+	size_t plen;
+
+	if (gs_maps_parse_line(line, &l))
+		return 0;
+	/* anonymous data (no file, no pseudo path, not code): what a job can
+	 * make endlessly and nothing symbolizes */
+	bool anon = !l.inode && !l.path && !l.exec;
+	if (s->n >= GS_PROC_MAPS_MAX_LINES || (anon && ++r->n_anon > GS_PROC_MAPS_ANON_MAX)) {
+		s->dropped++;
+		return 0;
 	}
-	buf[n] = '\0';
-	*text = buf;
-	*len = n;
+	plen = l.path ? strlen(l.path) + 1 : 0;
+	if ((plen && GS_GROW(s->text, r->pool_cap, r->pool_n + plen)) ||
+	    GS_GROW(r->offs, r->offs_cap, s->n + 1) || GS_PUSH(s->m, s->n, r->cap, l))
+		return -ENOMEM;
+	r->offs[s->n - 1] = plen ? r->pool_n : SIZE_MAX;
+	if (plen)
+		memcpy(s->text + r->pool_n, l.path, plen);
+	r->pool_n += plen;
 	return 0;
 }
 
-static int parse(struct gs_proc_maps *s, char *text)
+/* Read the file in chunks and keep the lines the caps allow: memory
+ * follows what is kept, not what the job mapped. */
+static int read_lines(int fd, struct gs_proc_maps *s, size_t *bytes)
 {
-	size_t cap = 0;
+	char *buf = malloc(GS_PROC_MAPS_CHUNK + 1);
+	struct reading r = { .s = s };
+	size_t have = 0, total = 0;
+	int err = buf ? 0 : -ENOMEM;
 
-	for (char *line = text, *nl; *line; line = nl) {
-		struct gs_maps_line l;
-
-		nl = strchr(line, '\n');
-		if (nl)
-			*nl++ = '\0';
-		else
-			nl = line + strlen(line);
-		if (gs_maps_parse_line(line, &l))
+	while (!err) {
+		ssize_t got = read(fd, buf + have, GS_PROC_MAPS_CHUNK - have);
+		if (got < 0 && errno == EINTR)
 			continue;
-		if (GS_PUSH(s->m, s->n, cap, l))
-			return -ENOMEM;
+		if (got < 0) {
+			err = errno == ENOENT ? -ESRCH : -errno;
+			break;
+		}
+		total += (size_t)got;
+		if (total > GS_PROC_MAPS_MAX_BYTES) {
+			err = -EFBIG;
+			break;
+		}
+		have += (size_t)got;
+		buf[have] = '\0';
+		char *line = buf, *nl;
+		while (!err && (nl = strchr(line, '\n'))) {
+			*nl = '\0';
+			err = take_line(&r, line);
+			line = nl + 1;
+		}
+		have -= (size_t)(line - buf);
+		memmove(buf, line, have);
+		if (got == 0) { /* the last line, without a newline */
+			buf[have] = '\0';
+			if (have && !err)
+				err = take_line(&r, buf);
+			break;
+		}
+		if (have == GS_PROC_MAPS_CHUNK) /* no line is this long: not a maps file */
+			err = -EPROTO;
 	}
-	return 0;
+	for (size_t i = 0; !err && i < s->n; i++)
+		s->m[i].path = r.offs[i] == SIZE_MAX ? NULL : s->text + r.offs[i];
+	*bytes = r.cap * sizeof(*s->m) + r.pool_cap;
+	free(r.offs);
+	free(buf);
+	return err;
 }
 
 int gs_proc_maps_read(uint32_t tgid, struct gs_proc_maps **out)
 {
 	char path[64];
-	size_t len;
+	size_t bytes = 0;
 	int fd, err;
 
 	snprintf(path, sizeof(path), "/proc/%u/maps", tgid);
@@ -87,16 +122,44 @@ int gs_proc_maps_read(uint32_t tgid, struct gs_proc_maps **out)
 	}
 	s->tgid = tgid;
 	s->refs = 1;
-	err = slurp(fd, &s->text, &len);
+	err = read_lines(fd, s, &bytes);
 	close(fd);
+	if (!err && gs_mem_charge(GS_MEM_MAPS, bytes))
+		err = -ENOSPC;
 	if (!err)
-		err = parse(s, s->text);
+		s->bytes = bytes; /* charged: given back at the last put */
 	if (err) {
 		gs_proc_maps_put(s);
 		return err;
 	}
+	if (s->dropped) {
+		__atomic_add_fetch(&capped_procs, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&dropped_lines, s->dropped, __ATOMIC_RELAXED);
+	}
 	*out = s;
 	return 0;
+}
+
+void gs_proc_maps_capped(uint64_t *snapshots, uint64_t *lines)
+{
+	*snapshots = __atomic_load_n(&capped_procs, __ATOMIC_RELAXED);
+	*lines = __atomic_load_n(&dropped_lines, __ATOMIC_RELAXED);
+}
+
+int gs_proc_maps_cap_note(char *buf, size_t len)
+{
+	uint64_t snaps, lines;
+
+	gs_proc_maps_capped(&snaps, &lines);
+	if (!lines)
+		return 0;
+	snprintf(buf, len,
+		 "maps: %llu mapping lines left out in %llu reads of a maps file (more than %u "
+		 "lines of anonymous data, or %u lines in all, in one process): addresses in "
+		 "them are not symbolized",
+		 (unsigned long long)lines, (unsigned long long)snaps, GS_PROC_MAPS_ANON_MAX,
+		 GS_PROC_MAPS_MAX_LINES);
+	return 1;
 }
 
 struct gs_proc_maps *gs_proc_maps_get(struct gs_proc_maps *s)
@@ -109,6 +172,7 @@ void gs_proc_maps_put(struct gs_proc_maps *s)
 {
 	if (!s || --s->refs > 0)
 		return;
+	gs_mem_release(GS_MEM_MAPS, s->bytes);
 	free(s->m);
 	free(s->text);
 	free(s);

@@ -27,25 +27,41 @@
  * as include/gpusample/procmaps.h parses a line (path: NULL for anonymous
  * memory, pseudo paths and " (deleted)" kept; it points into text and lives
  * as long as the snapshot).  Reference-counted so that a child shares its
- * parent's after fork. */
+ * parent's after fork.  A job decides how many lines its maps file has
+ * (vm.max_map_count, 65530 by default, each); a snapshot keeps at most
+ * GS_PROC_MAPS_ANON_MAX lines of anonymous data (no file, no pseudo path,
+ * not executable: nothing to symbolize) and GS_PROC_MAPS_MAX_LINES in all;
+ * the rest are dropped and counted (dropped, gs_proc_maps_capped).  Its
+ * memory (bytes) is charged to the budget (GS_MEM_MAPS). */
 struct gs_proc_maps {
 	uint32_t tgid;
 	size_t n;
 	struct gs_maps_line *m;
-	char *text; /* the file as read; paths point into it */
+	char *text;       /* the kept lines' paths; paths point into it */
+	size_t bytes;     /* charged to the memory budget */
+	uint64_t dropped; /* lines the caps left out */
 	unsigned refs;
 };
 
+#define GS_PROC_MAPS_ANON_MAX  1024u
+#define GS_PROC_MAPS_MAX_LINES 16384u
+#define GS_PROC_MAPS_CHUNK     (64u << 10) /* read size; a line is at most ~4200 bytes */
 /* Larger maps files are refused (-EFBIG): vm.max_map_count (65530 by
  * default) lines of at most ~4200 bytes stay far below. */
 #define GS_PROC_MAPS_MAX_BYTES (256u << 20)
 
 /* Read /proc/tgid/maps (O_NOFOLLOW, O_CLOEXEC; read at most
  * GS_PROC_MAPS_MAX_BYTES; each line parsed by gs_maps_parse_line, lines that
- * do not parse skipped).  A zombie or a kernel thread gives n == 0.
- * Returns 0 and *out (refs 1), -ESRCH when the process is gone, -EFBIG,
- * -ENOMEM or another -errno of open/read. */
+ * do not parse skipped, the caps above applied).  A zombie or a kernel
+ * thread gives n == 0.  Returns 0 and *out (refs 1), -ESRCH when the
+ * process is gone, -EFBIG, -ENOMEM, -ENOSPC (the memory budget is spent),
+ * -EPROTO (a line longer than GS_PROC_MAPS_CHUNK) or another -errno of
+ * open/read. */
 int gs_proc_maps_read(uint32_t tgid, struct gs_proc_maps **out);
+/* Since the start: the snapshots that dropped lines, and the lines dropped. */
+void gs_proc_maps_capped(uint64_t *snapshots, uint64_t *lines);
+/* The profile's note on those (1, in buf), or 0 when no line was dropped. */
+int gs_proc_maps_cap_note(char *buf, size_t len);
 
 /* One more reference (returns s); drop one (frees at 0; NULL is a no-op). */
 struct gs_proc_maps *gs_proc_maps_get(struct gs_proc_maps *s);

@@ -27,6 +27,7 @@ enum gs_mem_kind {
 	GS_MEM_PERF_MAPS,  /* parsed perf maps (native/perfmap.c) */
 	GS_MEM_CFI_TABLES, /* unwind tables in BPF maps, kernel memory (native/cfi.c) */
 	GS_MEM_GPU_STORES, /* kernel names and PC locations (gpu/cuda.c) */
+	GS_MEM_MAPS,       /* maps snapshots (proc/maps.c) */
 	GS_MEM_KINDS,
 };
 
@@ -46,7 +47,7 @@ uint64_t gs_mem_left(void);
 /* Set the budget (bytes); returns the previous one. */
 uint64_t gs_mem_set_budget(uint64_t bytes);
 void gs_mem_stats(struct gs_mem_stats *st);
-/* "perf maps", "unwind tables", "GPU stores" */
+/* "perf maps", "unwind tables", "GPU stores", "maps snapshots" */
 const char *gs_mem_kind_name(enum gs_mem_kind kind);
 
 #endif

@@ -29,23 +29,66 @@ struct gs_maps_line {
 	char *path;
 };
 
+/* The number at *p (base 16 or 10, at least one digit, no overflow); *p
+ * moved past it.  A hand parser: a job can have 65530 lines per process,
+ * read again at each change, and sscanf was most of a dump's time. */
+static inline int gs_maps_num(char **p, unsigned base, uint64_t *v)
+{
+	char *s = *p;
+	uint64_t x = 0;
+
+	for (;; s++) {
+		unsigned d;
+		if (*s >= '0' && *s <= '9')
+			d = (unsigned)(*s - '0');
+		else if (base == 16 && *s >= 'a' && *s <= 'f')
+			d = (unsigned)(*s - 'a' + 10);
+		else if (base == 16 && *s >= 'A' && *s <= 'F')
+			d = (unsigned)(*s - 'A' + 10);
+		else
+			break;
+		if (x > (UINT64_MAX - d) / base)
+			return -EINVAL;
+		x = x * base + d;
+	}
+	if (s == *p)
+		return -EINVAL;
+	*v = x;
+	*p = s;
+	return 0;
+}
+
+/* The number, then the separator c. */
+static inline int gs_maps_field(char **p, unsigned base, uint64_t *v, char c)
+{
+	if (gs_maps_num(p, base, v) || **p != c)
+		return -EINVAL;
+	++*p;
+	return 0;
+}
+
 static inline int gs_maps_parse_line(char *line, struct gs_maps_line *m)
 {
-	unsigned long long start, end, off, ino;
-	char perms[8];
-	int n = 0;
+	uint64_t major, minor;
+	char *p = line, *perms;
 	size_t len;
 
-	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off,
-		   &m->dev_major, &m->dev_minor, &ino, &n) < 7 ||
-	    !n)
+	if (gs_maps_field(&p, 16, &m->start, '-') || gs_maps_field(&p, 16, &m->end, ' '))
 		return -EINVAL;
-	m->start = start;
-	m->end = end;
-	m->offset = off;
-	m->inode = ino;
-	m->exec = strchr(perms, 'x') != NULL;
-	m->path = line + n;
+	perms = p;
+	p += strcspn(p, " ");
+	if (p == perms || p - perms > 7 || *p++ != ' ')
+		return -EINVAL;
+	m->exec = memchr(perms, 'x', (size_t)(p - 1 - perms)) != NULL;
+	if (gs_maps_field(&p, 16, &m->offset, ' ') || gs_maps_field(&p, 16, &major, ':') ||
+	    gs_maps_num(&p, 16, &minor) || *p != ' ' || major > UINT32_MAX || minor > UINT32_MAX)
+		return -EINVAL;
+	p += strspn(p, " ");
+	if (gs_maps_num(&p, 10, &m->inode) || (*p && *p != ' ' && *p != '\n'))
+		return -EINVAL;
+	m->dev_major = (unsigned)major;
+	m->dev_minor = (unsigned)minor;
+	m->path = p + strspn(p, " ");
 	len = strlen(m->path);
 	while (len && (m->path[len - 1] == '\n' || m->path[len - 1] == ' '))
 		m->path[--len] = '\0';

@@ -26,26 +26,32 @@ sid_need() {
 		fail "sid root $SID_ROOT missing and scripts/sid-root.sh failed: $(tail -5 "$T/sid-root.log")"
 }
 
-# sid_cmd NAME: an executable $T/sid/NAME that runs NAME (python3.14, ...)
-# inside the sid root: `unshare -m` (a private mount namespace), /proc /dev
-# /sys, /tmp (the test's $T) and the checkout ($ROOT: the workloads) bound
-# in at the same paths, then `chroot ROOT NAME ARGS`.  Every step execs: the
-# job keeps the pid the test started (attach mode needs it).  Prints the
-# path; call sid_need first.
-sid_cmd() {
-	local w=$T/sid/$1
-	mkdir -p "$T/sid"
-	cat > "$w" <<EOS
+# sid_wrap PATH COMMAND [MOUNTS]: an executable PATH that runs COMMAND
+# (python3.14, "setpriv ... python3.14") inside the sid root: `unshare -m`
+# (a private mount namespace), /proc /dev /sys, /tmp (the test's $T) and the
+# checkout ($ROOT: the workloads) bound in at the same paths, then MOUNTS
+# (shell; $r is the root), then `chroot ROOT COMMAND ARGS`.  Every step
+# execs: the job keeps the pid the test started (attach mode needs it).
+sid_wrap() {
+	cat > "$1" <<EOS
 #!/bin/sh
 exec unshare -m --propagation private sh -c '
 r=\$0
 for d in /proc /dev /sys /tmp "$ROOT"; do
 	mkdir -p "\$r\$d" && mount --rbind "\$d" "\$r\$d" || exit 1
 done
-exec chroot "\$r" "$1" "\$@"' "$SID_ROOT" "\$@"
+${3:-true} || exit 1
+exec chroot "\$r" $2 "\$@"' "$SID_ROOT" "\$@"
 EOS
-	chmod +x "$w"
-	echo "$w"
+	chmod +x "$1"
+}
+
+# sid_cmd NAME: sid_wrap $T/sid/NAME NAME; prints the path; call sid_need
+# first.
+sid_cmd() {
+	mkdir -p "$T/sid"
+	sid_wrap "$T/sid/$1" "$1"
+	echo "$T/sid/$1"
 }
 
 # py_interpreters: sets PYS to the interpreters to test: every pyenv CPython

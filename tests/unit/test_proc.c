@@ -8,6 +8,7 @@
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "proc/proc.h"
+#include "util/membudget.h"
 
 static int marker(void)
 {
@@ -63,6 +65,89 @@ Test(proc_maps, gone_process)
 	cr_assert_eq(waitpid(c, NULL, 0), c);
 	cr_assert_eq(gs_proc_maps_read((uint32_t)c, &s), -ESRCH);
 	cr_assert_null(s);
+}
+
+/* A job with far more anonymous mappings than the cap: the snapshot keeps
+ * GS_PROC_MAPS_ANON_MAX of them and every file-backed and executable one,
+ * counts the rest, and is charged to the budget as what it keeps. */
+Test(proc_maps, anonymous_mappings_capped_and_charged)
+{
+	const size_t pages = 2 * (GS_PROC_MAPS_ANON_MAX + 500);
+	struct gs_mem_stats before, during;
+	struct gs_proc_maps *s;
+	uint64_t snaps, lines, snaps0, lines0;
+	char *base = mmap(NULL, pages * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			  -1, 0);
+
+	cr_assert_neq(base, MAP_FAILED);
+	for (size_t i = 0; i < pages; i += 2) /* neighbours differ: no merge */
+		cr_assert_eq(mprotect(base + i * 4096, 4096, PROT_READ), 0);
+	gs_proc_maps_capped(&snaps0, &lines0);
+	gs_mem_stats(&before);
+	cr_assert_eq(gs_proc_maps_read((uint32_t)getpid(), &s), 0);
+	gs_mem_stats(&during);
+	cr_assert_geq(s->dropped, 1000, "dropped %llu", (unsigned long long)s->dropped);
+	size_t anon = 0;
+	for (size_t i = 0; i < s->n; i++)
+		anon += !s->m[i].inode && !s->m[i].path && !s->m[i].exec;
+	cr_assert_eq(anon, GS_PROC_MAPS_ANON_MAX);
+	cr_assert(gs_proc_maps_find(s, (uint64_t)(uintptr_t)&marker), "code is kept");
+	cr_assert_eq(during.used_by[GS_MEM_MAPS] - before.used_by[GS_MEM_MAPS], s->bytes);
+	cr_assert_lt(s->bytes, 512u << 10);
+	gs_proc_maps_capped(&snaps, &lines);
+	cr_assert_eq(snaps - snaps0, 1);
+	cr_assert_eq(lines - lines0, s->dropped);
+	char note[320];
+	cr_assert_eq(gs_proc_maps_cap_note(note, sizeof(note)), 1);
+	cr_assert(strstr(note, "mapping lines left out"), "%s", note);
+	gs_proc_maps_put(s);
+	gs_mem_stats(&during);
+	cr_assert_eq(during.used_by[GS_MEM_MAPS], before.used_by[GS_MEM_MAPS]);
+	munmap(base, pages * 4096);
+}
+
+/* A spent budget refuses the snapshot (nothing charged, nothing left to
+ * give back), and counts the refusal. */
+Test(proc_maps, refused_by_the_budget)
+{
+	struct gs_mem_stats a, b;
+	struct gs_proc_maps *s = NULL;
+	uint64_t old;
+
+	gs_mem_stats(&a);
+	old = gs_mem_set_budget(a.used + 16);
+	cr_assert_eq(gs_proc_maps_read((uint32_t)getpid(), &s), -ENOSPC);
+	cr_assert_null(s);
+	gs_mem_set_budget(old);
+	gs_mem_stats(&b);
+	cr_assert_eq(b.refused[GS_MEM_MAPS], a.refused[GS_MEM_MAPS] + 1);
+	cr_assert_eq(b.used_by[GS_MEM_MAPS], a.used_by[GS_MEM_MAPS]);
+}
+
+/* The hand parser takes what the kernel prints and refuses the rest. */
+Test(proc_maps, line_parser)
+{
+	char ok[] = "7f0000001000-7f0000002000 r-xp 0000a000 fd:01 123456     /usr/lib/x y.so\n";
+	char anon[] = "7f0000001000-7f0000002000 rw-p 00000000 00:00 0 ";
+	char bad1[] = "7f0000001000 7f0000002000 r-xp 0 fd:01 1 /x";
+	char bad2[] = "7f0000001000-7f0000002000 r-xp 0 fd01 1 /x";
+	char bad3[] = "ffffffffffffffffff-1 r-xp 0 fd:01 1 /x";
+	struct gs_maps_line l;
+
+	cr_assert_eq(gs_maps_parse_line(ok, &l), 0);
+	cr_assert_eq(l.start, 0x7f0000001000ull);
+	cr_assert_eq(l.end, 0x7f0000002000ull);
+	cr_assert_eq(l.offset, 0xa000);
+	cr_assert_eq(l.dev_major, 0xfd);
+	cr_assert_eq(l.dev_minor, 1);
+	cr_assert_eq(l.inode, 123456);
+	cr_assert(l.exec);
+	cr_assert_str_eq(l.path, "/usr/lib/x y.so");
+	cr_assert_eq(gs_maps_parse_line(anon, &l), 0);
+	cr_assert(!l.exec && !l.inode && !l.path);
+	cr_assert_eq(gs_maps_parse_line(bad1, &l), -EINVAL);
+	cr_assert_eq(gs_maps_parse_line(bad2, &l), -EINVAL);
+	cr_assert_eq(gs_maps_parse_line(bad3, &l), -EINVAL);
 }
 
 /* PROCMAP_QUERY came with Linux 6.11: older kernels must say so. */

@@ -814,8 +814,30 @@ Test(symbolizer, kernel_symbol_from_kallsyms)
 	cr_assert(strstr(aliases, want), "got %s, want one of %s", want, aliases);
 	cr_assert_str_eq(S(prof.mappings[l->mapping - 1].file), "[kernel.kallsyms]");
 	cr_assert_eq(gs_sym_kernel(sym, a + 4), loc);
+	/* by default no kernel address in the profile: one location per
+	 * function at 0, its mapping at 0 */
+	cr_assert_eq(l->address, 0);
+	cr_assert_eq(prof.mappings[l->mapping - 1].start, 0);
+	cr_assert_eq(prof.mappings[l->mapping - 1].limit, 0);
+	cr_assert_eq(gs_sym_kernel(sym, a), loc, "one location per function");
+	for (uint32_t i = 1; i <= prof.n_locations; i++)
+		cr_assert_lt(gs_profile_location(&prof, i)->address, 0xffff800000000000ull);
+}
+
+/* Asked for (GS_KERNEL_ADDRESSES=1): one location per address, kept. */
+Test(symbolizer, kernel_addresses_kept_when_asked)
+{
+	char aliases[1024];
+	uint64_t a = kallsyms_addr("__x64_sys_getpid", aliases, sizeof(aliases));
+	if (!a)
+		cr_skip_test("kallsyms addresses hidden (run as root)");
+	gs_sym_keep_kernel_addresses(sym, true);
+	uint32_t loc = gs_sym_kernel(sym, a + 4);
+	const struct gs_location *l = gs_profile_location(&prof, loc);
+	cr_assert_eq(l->address, a + 4);
+	cr_assert_leq(prof.mappings[l->mapping - 1].start, a);
+	cr_assert_eq(gs_sym_kernel(sym, a + 4), loc);
 	cr_assert_neq(gs_sym_kernel(sym, a), loc, "one location per address");
-	cr_assert_eq(gs_sym_kernel(sym, a), gs_sym_kernel(sym, a));
 }
 
 Test(kallsyms, parse_modules_and_search)
