@@ -53,6 +53,26 @@ __attribute__((visibility("default"))) volatile uint32_t gs_agent_armed;
 
 enum ctx_state { CTX_IDLE = 0, CTX_ARMED = 1, CTX_OFF = 2 };
 
+/* The buffer configured as SAMPLING_DATA_BUFFER.  CUPTI writes into it
+ * after the configuration call has returned: at Disable and at the
+ * context's teardown ("this API does the PC Sampling tear-down, joins
+ * threads and copies PC records in the buffer provided during the PC
+ * sampling configuration", cupti_pcsampling.h:617-621, cuptiPCSamplingDisable,
+ * which a context's destruction does by itself), and when a range closes
+ * unflushed ("Flushing of GPU PC Sampling data is required ... For
+ * KERNEL_SERIALIZED, after every kernel ends", cupti_pcsampling.h:529-534).
+ * So it lives on the heap, the CUpti_PCSamplingData header with it, and is
+ * freed only once CUPTI can no longer write it: after a successful Disable.
+ * A context that went away without one (destroyed while the agent's lock
+ * was busy, or during process exit) leaves its buffer on g.retired for the
+ * life of the process. */
+struct cfg_buf {
+	struct cfg_buf *next; /* g.retired */
+	CUpti_PCSamplingData data;
+	void *pcs;
+	CUpti_PCSamplingStallReason *sr;
+};
+
 struct gs_ctx {
 	CUcontext ctx;
 	uint32_t uid, device;
@@ -64,9 +84,13 @@ struct gs_ctx {
 	uint32_t *reason_idx;
 	char (*reason_names)[GS_GPU_STALL_NAME_LEN];
 	uint8_t *reason_flags_by_slot; /* GS_GPU_STALL_* per table slot */
-	void *get_pcs, *cfg_pcs;       /* PCData arrays, stride pcdata_size */
-	CUpti_PCSamplingStallReason *get_sr, *cfg_sr;
-	CUpti_PCSamplingData get_data, cfg_data;
+	void *get_pcs;                 /* PCData array, stride pcdata_size */
+	CUpti_PCSamplingStallReason *get_sr;
+	CUpti_PCSamplingData get_data;
+	struct cfg_buf *cfg; /* the context's SAMPLING_DATA_BUFFER */
+	/* cfg was handed to CUPTI and no Disable has succeeded since: CUPTI may
+	 * still write it (free_ctx_buffers retires it instead of freeing). */
+	bool cfg_live;
 	uint32_t period, mode, seq, overflows;
 	bool in_use;
 	/* Enable failed on the watcher thread: arm from the next launch
@@ -120,13 +144,16 @@ static struct {
 	_Atomic(struct pending_cubin *) pending_cubins;
 	struct gs_cubin *cubins;
 	size_t n_cubins, cap_cubins, cubin_bytes;
-	struct gs_hmap names; /* CUPTI-allocated function name -> its hash (freed at exit) */
+	struct gs_hmap names;    /* CUPTI-allocated function name -> its hash (freed at exit) */
+	struct cfg_buf *retired; /* configured buffers CUPTI may still write: never freed */
+	uint32_t n_retired;
 	bool armed, launch_cb_on;
 	bool arming_in_launch; /* ctx_enable runs in a launch callback */
 	uint32_t session, reported_session;
 	uint64_t last_drain_ns, last_rate_ns, last_rate_launches;
 	/* counters (status) */
 	uint64_t batches, samples, dropped, hw_full, scratch_full, records_failed;
+	_Atomic uint64_t flush_missed; /* serialized flushes that missed g.lock */
 	_Atomic uint64_t launches, launch_events;
 	_Atomic uint32_t launch_every, launch_seq;
 	uint64_t recbuf[GS_GPU_REC_MAX / 8];
@@ -289,6 +316,15 @@ static uint32_t count_deferred(void)
 	for (int i = 0; i < GS_AGENT_MAX_CTX; i++)
 		n += g.ctx[i].in_use && g.ctx[i].arm_on_launch;
 	return n;
+}
+
+static uint32_t count_cfg_live(void)
+{
+	uint32_t n = 0;
+
+	for (int i = 0; i < GS_AGENT_MAX_CTX; i++)
+		n += g.ctx[i].in_use && g.ctx[i].cfg_live;
+	return n + (g.retired != NULL);
 }
 
 static uint32_t count_live(void)
@@ -647,17 +683,53 @@ static int alloc_data(CUpti_PCSamplingData *d, void **pcs, CUpti_PCSamplingStall
 	return 0;
 }
 
+static struct cfg_buf *cfg_alloc(size_t n_reasons)
+{
+	struct cfg_buf *b = calloc(1, sizeof(*b));
+
+	if (b && alloc_data(&b->data, &b->pcs, &b->sr, GS_AGENT_CFG_PCS, n_reasons)) {
+		free(b->pcs);
+		free(b->sr);
+		free(b);
+		return NULL;
+	}
+	return b;
+}
+
+/* Free c's configured buffer, or keep it for good while CUPTI may still
+ * write it (see struct cfg_buf). */
+static void cfg_release(struct gs_ctx *c)
+{
+	struct cfg_buf *b = c->cfg;
+
+	c->cfg = NULL;
+	if (!b)
+		return;
+	if (c->cfg_live) {
+		b->next = g.retired;
+		g.retired = b;
+		g.n_retired++;
+		gs_agent_log(
+		    "context %u: configured buffer kept (CUPTI may still write it; %u kept)",
+		    c->uid, g.n_retired);
+	} else {
+		free(b->pcs);
+		free(b->sr);
+		free(b);
+	}
+	c->cfg_live = false;
+}
+
 static void free_ctx_buffers(struct gs_ctx *c)
 {
 	free(c->get_pcs);
-	free(c->cfg_pcs);
 	free(c->get_sr);
-	free(c->cfg_sr);
+	cfg_release(c);
 	free(c->reason_idx);
 	free(c->reason_names);
 	free(c->reason_flags_by_slot);
-	c->get_pcs = c->cfg_pcs = NULL;
-	c->get_sr = c->cfg_sr = NULL;
+	c->get_pcs = NULL;
+	c->get_sr = NULL;
 	c->reason_idx = NULL;
 	c->reason_names = NULL;
 	c->reason_flags_by_slot = NULL;
@@ -738,7 +810,7 @@ static CUptiResult configure(struct gs_ctx *c, bool with_period)
 	a[n - 1].attributeData.stallReasonData.stallReasonCount = c->n_reasons;
 	a[n - 1].attributeData.stallReasonData.pStallReasonIndex = c->reason_idx;
 	set_attr(a, &n, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER);
-	a[n - 1].attributeData.samplingDataBufferData.samplingDataBuffer = &c->cfg_data;
+	a[n - 1].attributeData.samplingDataBufferData.samplingDataBuffer = &c->cfg->data;
 	set_attr(a, &n, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE);
 	a[n - 1].attributeData.collectionModeData.collectionMode =
 	    g.opts.mode == GS_GPU_MODE_SERIALIZED
@@ -762,6 +834,9 @@ static CUptiResult configure(struct gs_ctx *c, bool with_period)
 	p.ctx = c->ctx;
 	p.numAttributes = n;
 	p.pPCSamplingConfigurationInfo = a;
+	/* Attributes are taken one by one (attributeStatus): the buffer may be
+	 * CUPTI's even when the call as a whole failed. */
+	c->cfg_live = true;
 	return g.api.PCSamplingSetConfigurationAttribute(&p);
 }
 
@@ -834,18 +909,31 @@ static struct gs_ctx *device_owner(const struct gs_ctx *c)
 	return NULL;
 }
 
+/* cuptiPCSamplingDisable.  Only a successful one ends CUPTI's writes into
+ * the configured buffer; a failed one leaves it CUPTI's (cfg_live). */
+static CUptiResult pcs_disable(struct gs_ctx *c)
+{
+	CUpti_PCSamplingDisableParams dp = { .size = CUpti_PCSamplingDisableParamsSize };
+	CUptiResult r;
+
+	dp.ctx = c->ctx;
+	if ((r = g.api.PCSamplingDisable(&dp)) == CUPTI_SUCCESS)
+		c->cfg_live = false;
+	else
+		gs_agent_log("context %u: cuptiPCSamplingDisable: %s", c->uid,
+			     gs_cupti_strerror(&g.api, r));
+	return r;
+}
+
 static void ctx_fail(struct gs_ctx *c, CUptiResult r, const char *call, bool enabled)
 {
 	char msg[GS_GPU_STATUS_MSG_LEN];
-	CUpti_PCSamplingDisableParams dp = { .size = CUpti_PCSamplingDisableParamsSize };
 
 	c->reason = explain(r, c->device, call, msg, sizeof(msg));
 	c->result = r;
 	snprintf(c->msg, sizeof(c->msg), "%s", msg);
-	if (enabled) {
-		dp.ctx = c->ctx;
-		g.api.PCSamplingDisable(&dp);
-	}
+	if (enabled)
+		pcs_disable(c);
 	free_ctx_buffers(c);
 	c->state = CTX_OFF;
 	emit_status(c, GS_GPU_ST_OFF, c->reason, r, "GPU sampling off for context %u: %s", c->uid,
@@ -888,9 +976,12 @@ static int ctx_enable(struct gs_ctx *c)
 		ctx_fail(c, r, "cuptiPCSamplingGetStallReasons", true);
 		return -1;
 	}
+	if (!c->cfg && !(c->cfg = cfg_alloc(c->n_reasons))) {
+		ctx_fail(c, CUPTI_ERROR_OUT_OF_MEMORY, "allocating PC buffers", true);
+		return -1;
+	}
 	if (!c->get_pcs &&
-	    (alloc_data(&c->get_data, &c->get_pcs, &c->get_sr, GS_AGENT_GET_PCS, c->n_reasons) ||
-	     alloc_data(&c->cfg_data, &c->cfg_pcs, &c->cfg_sr, GS_AGENT_CFG_PCS, c->n_reasons))) {
+	    alloc_data(&c->get_data, &c->get_pcs, &c->get_sr, GS_AGENT_GET_PCS, c->n_reasons)) {
 		ctx_fail(c, CUPTI_ERROR_OUT_OF_MEMORY, "allocating PC buffers", true);
 		return -1;
 	}
@@ -1128,6 +1219,25 @@ static void ctx_recover(struct gs_ctx *c, CUpti_PCSamplingData *d)
 		    c->device, lost, old != g.opts.period ? " with a longer period" : "");
 }
 
+/* Records CUPTI parked in the configured buffer: a range closed without a
+ * flush (a serialized kernel whose flush missed the lock, a module unload),
+ * or Disable's leftovers.  Read, when emit, and handed back (totalNumPcs 0),
+ * as NVIDIA's samples read it after Disable and at context destroy
+ * (pc_sampling_continuous.cpp; docs/reference cupti_pc_sampling.md 1.5).
+ * Caller holds g.lock. */
+static void read_parked(struct gs_ctx *c, bool emit)
+{
+	CUpti_PCSamplingData *d = c->cfg ? &c->cfg->data : NULL;
+
+	if (!d || !d->totalNumPcs)
+		return;
+	if (d->totalNumPcs > d->collectNumPcs)
+		d->totalNumPcs = d->collectNumPcs; /* never read past the buffer */
+	if (emit)
+		emit_batches(c, d, 0);
+	d->totalNumPcs = 0;
+}
+
 /* GetData until remainingNumPcs is 0.  Caller holds g.lock. */
 static void ctx_drain(struct gs_ctx *c)
 {
@@ -1135,6 +1245,7 @@ static void ctx_drain(struct gs_ctx *c)
 
 	if (c->state != CTX_ARMED || atomic_load(&c->gone))
 		return;
+	read_parked(c, true);
 	for (int guard = 0; guard < 4096; guard++) {
 		CUpti_PCSamplingData *d = &c->get_data;
 		CUptiResult r;
@@ -1178,17 +1289,19 @@ static void ctx_drain(struct gs_ctx *c)
 
 static void ctx_disable(struct gs_ctx *c, bool report_leftovers)
 {
-	CUpti_PCSamplingDisableParams dp = { .size = CUpti_PCSamplingDisableParamsSize };
+	CUptiResult r;
 
 	if (c->state != CTX_ARMED || atomic_load(&c->gone))
 		return;
-	c->cfg_data.totalNumPcs = 0;
-	dp.ctx = c->ctx;
-	g.api.PCSamplingDisable(&dp);
+	read_parked(c, report_leftovers);
+	r = pcs_disable(c);
 	/* Disable copies what CUPTI still held into the configured buffer. */
-	if (report_leftovers && c->cfg_data.totalNumPcs <= GS_AGENT_CFG_PCS &&
-	    c->cfg_data.totalNumPcs)
-		emit_batches(c, &c->cfg_data, 0);
+	read_parked(c, report_leftovers && r == CUPTI_SUCCESS);
+	if (r != CUPTI_SUCCESS)
+		emit_status(c, GS_GPU_ST_WARNING, GS_GPU_R_CUPTI_ERROR, r,
+			    "cuptiPCSamplingDisable on context %u: %s; its PC buffer is kept, "
+			    "since CUPTI may still write it",
+			    c->uid, gs_cupti_strerror(&g.api, r));
 	c->state = CTX_IDLE;
 }
 
@@ -1246,6 +1359,30 @@ static void arm_in_launch(struct gs_ctx *c)
 	pthread_mutex_unlock(&g.lock);
 }
 
+/* Kernel-serialized mode: "Flushing of GPU PC Sampling data is required ...
+ * For CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED, after every kernel
+ * ends" (cupti_pcsampling.h:529-534), and NVIDIA's pc_sampling_continuous
+ * drains in every launch EXIT callback (docs/reference cupti_pc_sampling.md
+ * 2.x, "Launch EXIT").  A range left unflushed is parked in the configured
+ * buffer and the next kernel's overwrites it.  So drain here, on the
+ * launching thread (the context is current, no driver call), with a bounded
+ * wait: a missed flush is read from the configured buffer at the next drain,
+ * unless another kernel overwrote it first. */
+static void flush_in_launch(CUcontext ctx)
+{
+	struct gs_ctx *c = ctx_find(ctx);
+
+	if (!c || c->state != CTX_ARMED || c->mode != GS_GPU_MODE_SERIALIZED)
+		return;
+	if (!lock_bounded(20)) {
+		g.flush_missed++;
+		return;
+	}
+	if (c->in_use && c->ctx == ctx && g.armed && !g.exiting)
+		ctx_drain(c);
+	pthread_mutex_unlock(&g.lock);
+}
+
 static void on_launch(const CUpti_CallbackData *cb, CUpti_CallbackId cbid)
 {
 	uint32_t every = atomic_load(&g.launch_every);
@@ -1253,6 +1390,10 @@ static void on_launch(const CUpti_CallbackData *cb, CUpti_CallbackId cbid)
 	struct gs_gpu_launch l;
 	uint64_t n;
 
+	if (cb->callbackSite == CUPTI_API_EXIT) {
+		flush_in_launch(cb->context);
+		return;
+	}
 	if (cb->callbackSite != CUPTI_API_ENTER)
 		return;
 	n = atomic_fetch_add(&g.launches, 1);
@@ -1591,8 +1732,11 @@ static void drain_armed(bool disable)
 
 static void disarm(void)
 {
-	set_launch_callbacks(false);
+	/* Disable before the launch callbacks go: in kernel-serialized mode a
+	 * kernel launched in between would have no flush (its range parked in
+	 * the configured buffer and overwritten by the next kernel's). */
 	drain_armed(true);
+	set_launch_callbacks(false);
 	for (int i = 0; i < GS_AGENT_MAX_CTX; i++) {
 		struct gs_ctx *c = &g.ctx[i];
 		if (!c->in_use)
@@ -1604,8 +1748,9 @@ static void disarm(void)
 	}
 	emit_status(NULL, GS_GPU_ST_DISARMED, g.off_reason, g.off_result,
 		    "disarmed: %" PRIu64 " PC samples in %" PRIu64 " batches, %" PRIu64 " dropped, "
-		    "%" PRIu64 " launch events",
-		    g.samples, g.batches, g.dropped, (uint64_t)atomic_load(&g.launch_events));
+		    "%" PRIu64 " launch events, %" PRIu64 " serialized flushes deferred",
+		    g.samples, g.batches, g.dropped, (uint64_t)atomic_load(&g.launch_events),
+		    (uint64_t)atomic_load(&g.flush_missed));
 	g.armed = false;
 	gs_agent_armed = 0;
 	g.holder_reported = false;
@@ -1807,7 +1952,13 @@ static void at_exit(void)
 		g.armed = false;
 	}
 	g.exiting = true;
-	free_names(); /* no record can refer to them any more */
+	/* A context still sampled gets its records copied into its configured
+	 * buffer at its teardown, after this handler (the driver's exit, a
+	 * runtime's): CUPTI still holds the name strings then, shared "across
+	 * all the records" (cupti_pcsampling.h:144-148).  Freed only when no
+	 * configured buffer is CUPTI's any more. */
+	if (!count_cfg_live())
+		free_names(); /* no record can refer to them any more */
 	pthread_mutex_unlock(&g.lock);
 }
 

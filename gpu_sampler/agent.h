@@ -57,7 +57,14 @@
  *
  * Drains (cuptiPCSamplingGetData until remainingNumPcs == 0): every
  * drain_interval_ms on the watcher, at module load / unload, before Disable,
- * at context destroy and at exit.  Hardware buffer overflow: Disable +
+ * at context destroy, and in kernel-serialized mode in every launch's EXIT
+ * callback on the launching thread (cupti_pcsampling.h:529-534: a flush
+ * "after every kernel ends"); each drain first reads what CUPTI parked in
+ * the configured buffer (SAMPLING_DATA_BUFFER).  That buffer is CUPTI's
+ * until a Disable succeeds (a context's teardown writes into it): a context
+ * gone without one keeps its buffer for the life of the process.  Nothing
+ * is drained or disabled after the process's exit handler ran.
+ * Hardware buffer overflow: Disable +
  * Enable + configure again, dropped samples counted, status RECOVERED.
  * Every CUPTI failure turns GPU sampling off (for the process or the
  * context) with a status record naming the cause and what to change; the

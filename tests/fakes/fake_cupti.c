@@ -25,6 +25,16 @@
  *     2.4.8: https://docs.nvidia.com/cupti/main/main.html)
  *   - callbacks only for (domain, cbid) pairs each subscriber enabled
  *   - Disable: leftovers copied into the SAMPLING_DATA_BUFFER, excess dropped
+ *   - context destroy: the same copy, after the DESTROY_STARTING callbacks
+ *     returned, into a buffer still configured (a client that freed it gets
+ *     a write after free; t_gpu_exit_asan builds this double with ASan)
+ *   - records written with CUPTI's own stride (56 bytes before API v22, 64
+ *     from it), never the client's size field; any other size is refused
+ *   - ranges: a range closed unflushed (a kernel in KERNEL_SERIALIZED mode
+ *     when the next starts, a module unload) is parked in the configured
+ *     buffer over what was there (parked_pcs_lost counts what the client had
+ *     not read: totalNumPcs not set back to 0); GetData into the configured
+ *     buffer itself is accepted, as NVIDIA's start/stop sample does
  *
  * Environment:
  *   FAKE_CUPTI_VERSION   cuptiGetVersion() value (default 130001)
@@ -48,6 +58,9 @@
  *   FAKE_CUPTI_SAMPLES   warp samples per launch (default 40)
  *   FAKE_CUPTI_GETDATA_MS each cuptiPCSamplingGetData takes this long (a busy
  *                        GPU; the agent holds its lock meanwhile)
+ *   FAKE_CUPTI_TEARDOWN_MS a context's PC-sampling teardown waits this long
+ *                        (joining CUPTI's threads) before it writes the
+ *                        configured buffer
  *   FAKE_CUPTI_PC_SPREAD distinct PCs a kernel's samples spread over
  *                        (default: up to 4 inside the function)
  *
@@ -134,7 +147,8 @@ static const char *const call_names[C_NR] = {
 static _Atomic uint64_t calls[C_NR];
 static _Atomic uint64_t st_launches, st_launch_cb, st_resource_cb, st_generated, st_delivered,
     st_dropped, st_hwfull, st_bad_size, st_order_err, st_enable_ok, st_scratch_full,
-    st_scratch_lost, st_scratch_bytes, st_names_freed_early, st_enable_offthread, st_dead_ctx_calls;
+    st_scratch_lost, st_scratch_bytes, st_names_freed_early, st_enable_offthread, st_dead_ctx_calls,
+    st_parked, st_parked_lost, st_teardown_copies, st_teardown_pcs;
 #define COUNT(c) atomic_fetch_add(&calls[c], 1)
 
 /* ---- stall reason tables ----------------------------------------------- */
@@ -259,6 +273,7 @@ struct pcs_state {
 	struct pcrec *recs;
 	size_t n_recs, cap_recs, read_pos;
 	uint64_t range, pend_total, pend_dropped, pend_nonuser, since_drain;
+	uint64_t parked_samples; /* delivered into the range parked in cfg_buf */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -582,6 +597,71 @@ static void dispatch(int d, int cbid, const void *data)
 	}
 }
 
+static void copy_out(struct pcs_state *s, CUpti_PCSamplingData *d, bool once_totals);
+static bool data_ok(CUpti_PCSamplingData *d, size_t n_selected);
+
+/* A range closed with PC records nobody flushed: they go to the configured
+ * buffer, over whatever it held (cupti_pcsampling.h:529-534 makes flushing
+ * the client's duty "to maintain uniqueness of PCs").  The double's
+ * convention for "the client has read it": totalNumPcs set back to 0; a
+ * range overwritten before that is lost, and its samples are taken back
+ * from samples_delivered.  What does not fit is discarded, as at Disable.
+ * Caller holds lock. */
+static void park(struct pcs_state *s)
+{
+	uint64_t before;
+
+	if (!s || !s->enabled || !s->cfg_buf || s->read_pos >= s->n_recs || s->hw_full ||
+	    s->scratch_full || !data_ok(s->cfg_buf, s->n_selected))
+		return;
+	if (s->cfg_buf->totalNumPcs) {
+		atomic_fetch_add(&st_parked_lost, s->cfg_buf->totalNumPcs);
+		atomic_fetch_sub(&st_delivered, s->parked_samples);
+	}
+	before = atomic_load(&st_delivered);
+	copy_out(s, s->cfg_buf, s->read_pos == 0);
+	s->parked_samples = atomic_load(&st_delivered) - before;
+	atomic_fetch_add(&st_parked, 1);
+	s->n_recs = s->read_pos = 0;
+	if (s->slots)
+		memset(s->slots, 0, s->n_slots * sizeof(*s->slots));
+}
+
+/* The context goes: CUPTI tears its PC sampling down as Disable would
+ * ("this API does the PC Sampling tear-down, joins threads and copies PC
+ * records in the buffer provided during the PC sampling configuration",
+ * cupti_pcsampling.h:617-621: Disable does for a live context what the
+ * context's destruction does), after the DESTROY_STARTING callbacks have
+ * returned.  FAKE_CUPTI_TEARDOWN_MS: joining CUPTI's worker threads takes
+ * that long first.  A client that freed the configured buffer meanwhile
+ * has it written after free (ASan reports it). */
+static void teardown(struct fake_ctx *c)
+{
+	const char *ms = getenv("FAKE_CUPTI_TEARDOWN_MS");
+	struct pcs_state *s;
+
+	pthread_mutex_lock(&lock);
+	s = state_of((CUcontext)c, false);
+	bool copy = s && s->enabled && s->cfg_buf;
+	pthread_mutex_unlock(&lock);
+	if (copy && ms)
+		usleep((useconds_t)atoi(ms) * 1000);
+	pthread_mutex_lock(&lock);
+	if ((s = state_of((CUcontext)c, false))) {
+		if (s->enabled && s->cfg_buf && !s->hw_full && !s->scratch_full &&
+		    data_ok(s->cfg_buf, s->n_selected)) {
+			s->cfg_buf->totalNumPcs = 0;
+			copy_out(s, s->cfg_buf, true);
+			atomic_fetch_add(&st_teardown_copies, 1);
+			atomic_fetch_add(&st_teardown_pcs, s->cfg_buf->totalNumPcs);
+		}
+		free(s->recs);
+		free(s->slots);
+		s->ctx = NULL; /* CUPTI drops its per-context state with the context */
+	}
+	pthread_mutex_unlock(&lock);
+}
+
 static void hook_resource(int cbid, struct fake_ctx *c, struct fake_module *m)
 {
 	CUpti_ModuleResourceData md;
@@ -608,16 +688,14 @@ static void hook_resource(int cbid, struct fake_ctx *c, struct fake_module *m)
 		dispatch(CUPTI_CB_DOMAIN_RESOURCE, cbid, &rd);
 	}
 	/* with or without a subscriber */
-	if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
-		/* CUPTI drops its per-context state with the context. */
+	if (cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING) {
+		/* The range closes: what was not flushed is parked. */
 		pthread_mutex_lock(&lock);
-		struct pcs_state *s = state_of((CUcontext)c, false);
-		if (s) {
-			free(s->recs);
-			s->ctx = NULL;
-		}
+		park(state_of((CUcontext)c, false));
 		pthread_mutex_unlock(&lock);
 	}
+	if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING)
+		teardown(c);
 }
 
 static uint64_t crc_of(const void *image, size_t size);
@@ -717,8 +795,11 @@ static void run_kernel(struct fake_ctx *c, struct fake_func *f, uint32_t corr)
 		pthread_mutex_unlock(&lock);
 		return;
 	}
-	if (s->mode == CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED)
+	if (s->mode == CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED) {
+		/* a range per kernel: the last kernel's, if not flushed, is parked */
+		park(s);
 		s->range++;
+	}
 	s->pend_nonuser += 1; /* a little non-user kernel noise per launch */
 	s->pend_total += 1;
 	limit = getenv("FAKE_CUPTI_HWFULL_AFTER")
@@ -869,13 +950,24 @@ API CUptiResult cuptiPCSamplingEnable(CUpti_PCSamplingEnableParams *p)
 	return r;
 }
 
-/* Copy pending records into d (stride from each record's own size). */
+/* CUPTI's own CUpti_PCSamplingPCData stride: correlationId came with API
+ * v22 (CUDA 12.4: cupti_version.h:114 lists "v22 : CUDA Toolkit 12.4";
+ * cupti_pcsampling.h:159-163 is the field), taking the struct from 56 to 64
+ * bytes.  CUPTI walks the client's array with its own stride, not with the
+ * records' size fields, so a client that allocated the other layout reads
+ * garbage (or has its heap overrun); data_ok refuses it here. */
+static size_t pc_stride(void)
+{
+	return version >= 22 ? 64 : 56;
+}
+
+/* Copy pending records into d, with CUPTI's stride. */
 static void copy_out(struct pcs_state *s, CUpti_PCSamplingData *d, bool once_totals)
 {
 	const struct table *t = table_for(s->ctx);
 	size_t n = 0;
 	char *base = (char *)d->pPcData;
-	size_t stride = d->pPcData ? d->pPcData[0].size : 0;
+	size_t stride = pc_stride();
 
 	while (s->read_pos < s->n_recs && n < d->collectNumPcs) {
 		struct pcrec *r = &s->recs[s->read_pos++];
@@ -954,8 +1046,8 @@ static bool data_ok(CUpti_PCSamplingData *d, size_t n_selected)
 	    !d->collectNumPcs)
 		return false;
 	for (size_t i = 0; i < d->collectNumPcs; i++) {
-		CUpti_PCSamplingPCData *p = (void *)((char *)d->pPcData + i * d->pPcData[0].size);
-		if (version < 22 ? p->size != 56 : (p->size != 56 && p->size != 64))
+		CUpti_PCSamplingPCData *p = (void *)((char *)d->pPcData + i * pc_stride());
+		if (p->size != pc_stride())
 			return false;
 		if (n_selected && !p->stallReason)
 			return false;
@@ -988,10 +1080,8 @@ API CUptiResult cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams *p)
 		pthread_mutex_unlock(&lock);
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	}
-	if (d == s->cfg_buf) { /* the configured buffer belongs to CUPTI */
-		pthread_mutex_unlock(&lock);
-		return CUPTI_ERROR_INVALID_PARAMETER;
-	}
+	/* GetData into the configured buffer itself is allowed: NVIDIA's
+	 * pc_sampling_start_stop sample does it. */
 	if (s->scratch_full) {
 		d->totalNumPcs = d->remainingNumPcs = 0;
 		if (d->size > offsetof(CUpti_PCSamplingData, hardwareBufferFull))
@@ -1360,6 +1450,10 @@ static void write_stats(void)
 		(unsigned long long)atomic_load(&st_enable_offthread));
 	fprintf(f, "dead_ctx_calls %llu\n", (unsigned long long)atomic_load(&st_dead_ctx_calls));
 	fprintf(f, "scratch_lost %llu\n", (unsigned long long)atomic_load(&st_scratch_lost));
+	fprintf(f, "parked_ranges %llu\n", (unsigned long long)atomic_load(&st_parked));
+	fprintf(f, "parked_pcs_lost %llu\n", (unsigned long long)atomic_load(&st_parked_lost));
+	fprintf(f, "teardown_copies %llu\n", (unsigned long long)atomic_load(&st_teardown_copies));
+	fprintf(f, "teardown_pcs %llu\n", (unsigned long long)atomic_load(&st_teardown_pcs));
 	fprintf(f, "scratch_bytes %llu\n", (unsigned long long)atomic_load(&st_scratch_bytes));
 	fprintf(f, "bad_size %llu\n", (unsigned long long)atomic_load(&st_bad_size));
 	fprintf(f, "order_errors %llu\n", (unsigned long long)atomic_load(&st_order_err));
