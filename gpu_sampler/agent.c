@@ -154,6 +154,7 @@ static struct {
 	/* counters (status) */
 	uint64_t batches, samples, dropped, hw_full, scratch_full, records_failed;
 	_Atomic uint64_t flush_missed; /* serialized flushes that missed g.lock */
+	uint64_t zero_records;         /* all-zero PC records after an overflow, skipped */
 	_Atomic uint64_t launches, launch_events;
 	_Atomic uint32_t launch_every, launch_seq;
 	uint64_t recbuf[GS_GPU_REC_MAX / 8];
@@ -1049,6 +1050,15 @@ static int ctx_arm(struct gs_ctx *c)
 	return 0;
 }
 
+static uint64_t samples_of(const CUpti_PCSamplingPCData *p, size_t nsr)
+{
+	uint64_t n = 0;
+
+	for (size_t j = 0; j < nsr && p->stallReason; j++)
+		n += p->stallReason[j].samples;
+	return n;
+}
+
 /* Turn one GetData result (d: totalNumPcs PCs) into batch records. */
 static void emit_batches(struct gs_ctx *c, CUpti_PCSamplingData *d, uint32_t flags)
 {
@@ -1118,6 +1128,12 @@ static void emit_batches(struct gs_ctx *c, CUpti_PCSamplingData *d, uint32_t fla
 
 		if (nsr > c->n_reasons)
 			nsr = c->n_reasons;
+		/* "When hardware buffer is full, user will get pc data as 0"
+		 * (cupti_pcsampling.h:236-239): such a record names no PC. */
+		if (!p->cubinCrc && !p->pcOffset && !p->functionName && !samples_of(p, nsr)) {
+			g.zero_records++;
+			continue;
+		}
 		for (k = 0; k < n_seen && seen[k].p != fn; k++)
 			;
 		if (k < n_seen)
@@ -1748,9 +1764,10 @@ static void disarm(void)
 	}
 	emit_status(NULL, GS_GPU_ST_DISARMED, g.off_reason, g.off_result,
 		    "disarmed: %" PRIu64 " PC samples in %" PRIu64 " batches, %" PRIu64 " dropped, "
-		    "%" PRIu64 " launch events, %" PRIu64 " serialized flushes deferred",
+		    "%" PRIu64 " launch events, %" PRIu64 " serialized flushes deferred, %" PRIu64
+		    " all-zero PC records skipped",
 		    g.samples, g.batches, g.dropped, (uint64_t)atomic_load(&g.launch_events),
-		    (uint64_t)atomic_load(&g.flush_missed));
+		    (uint64_t)atomic_load(&g.flush_missed), g.zero_records);
 	g.armed = false;
 	gs_agent_armed = 0;
 	g.holder_reported = false;

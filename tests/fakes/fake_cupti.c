@@ -24,7 +24,8 @@
  *     allowMultipleSubscribers (CUPTI Usage, "Multiple Subscribers" 2.4.1,
  *     2.4.8: https://docs.nvidia.com/cupti/main/main.html)
  *   - callbacks only for (domain, cbid) pairs each subscriber enabled
- *   - Disable: leftovers copied into the SAMPLING_DATA_BUFFER, excess dropped
+ *   - Disable: leftovers copied into the SAMPLING_DATA_BUFFER, excess dropped;
+ *     with the hardware buffer full, as all-zero records (zero_pcs)
  *   - context destroy: the same copy, after the DESTROY_STARTING callbacks
  *     returned, into a buffer still configured (a client that freed it gets
  *     a write after free; t_gpu_exit_asan builds this double with ASan)
@@ -148,7 +149,7 @@ static _Atomic uint64_t calls[C_NR];
 static _Atomic uint64_t st_launches, st_launch_cb, st_resource_cb, st_generated, st_delivered,
     st_dropped, st_hwfull, st_bad_size, st_order_err, st_enable_ok, st_scratch_full,
     st_scratch_lost, st_scratch_bytes, st_names_freed_early, st_enable_offthread, st_dead_ctx_calls,
-    st_parked, st_parked_lost, st_teardown_copies, st_teardown_pcs;
+    st_parked, st_parked_lost, st_teardown_copies, st_teardown_pcs, st_zero_pcs;
 #define COUNT(c) atomic_fetch_add(&calls[c], 1)
 
 /* ---- stall reason tables ----------------------------------------------- */
@@ -1030,6 +1031,27 @@ static void copy_out(struct pcs_state *s, CUpti_PCSamplingData *d, bool once_tot
 		memset(s->slots, 0, s->n_slots * sizeof(*s->slots));
 }
 
+/* "When hardware buffer is full, user will get pc data as 0"
+ * (cupti_pcsampling.h:236-239): the pending records come out with every
+ * field but size and the stall-reason array pointer zeroed. */
+static void zero_out(struct pcs_state *s, CUpti_PCSamplingData *d)
+{
+	size_t n = s->n_recs - s->read_pos;
+
+	if (n > d->collectNumPcs)
+		n = d->collectNumPcs;
+	for (size_t i = 0; i < n; i++) {
+		CUpti_PCSamplingPCData *o = (void *)((char *)d->pPcData + i * pc_stride());
+		CUpti_PCSamplingStallReason *sr = o->stallReason;
+		memset(o, 0, pc_stride());
+		o->size = pc_stride();
+		o->stallReason = sr;
+	}
+	d->totalNumPcs = n;
+	d->remainingNumPcs = 0;
+	atomic_fetch_add(&st_zero_pcs, n);
+}
+
 static size_t min_data_size(void)
 {
 	if (version >= 19)
@@ -1121,7 +1143,9 @@ API CUptiResult cuptiPCSamplingDisable(CUpti_PCSamplingDisableParams *p)
 		pthread_mutex_unlock(&lock);
 		return CUPTI_ERROR_INVALID_OPERATION;
 	}
-	if (s->cfg_buf && !s->hw_full && !s->scratch_full && data_ok(s->cfg_buf, s->n_selected))
+	if (s->cfg_buf && s->hw_full && data_ok(s->cfg_buf, s->n_selected))
+		zero_out(s, s->cfg_buf);
+	else if (s->cfg_buf && !s->scratch_full && data_ok(s->cfg_buf, s->n_selected))
 		copy_out(s, s->cfg_buf, true);
 	s->enabled = s->configured = s->started = false;
 	s->hw_full = s->scratch_full = false;
@@ -1450,6 +1474,7 @@ static void write_stats(void)
 		(unsigned long long)atomic_load(&st_enable_offthread));
 	fprintf(f, "dead_ctx_calls %llu\n", (unsigned long long)atomic_load(&st_dead_ctx_calls));
 	fprintf(f, "scratch_lost %llu\n", (unsigned long long)atomic_load(&st_scratch_lost));
+	fprintf(f, "zero_pcs %llu\n", (unsigned long long)atomic_load(&st_zero_pcs));
 	fprintf(f, "parked_ranges %llu\n", (unsigned long long)atomic_load(&st_parked));
 	fprintf(f, "parked_pcs_lost %llu\n", (unsigned long long)atomic_load(&st_parked_lost));
 	fprintf(f, "teardown_copies %llu\n", (unsigned long long)atomic_load(&st_teardown_copies));

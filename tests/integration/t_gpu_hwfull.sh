@@ -17,4 +17,9 @@ grep -q "state=4 reason=9 .*hardware buffer full" "$T/driver.out" || fail "recov
 [ "$(val status_dropped)" -gt 0 ] || fail "dropped samples not reported"
 [ "$(val samples)" = "$(stat samples_delivered)" ] || fail "samples after recovery lost"
 [ "$(val samples)" -gt 0 ] || fail "no samples after recovery"
+# "When hardware buffer is full, user will get pc data as 0"
+# (cupti_pcsampling.h:236-239): the double's Disable hands the pending
+# records back zeroed; they name no PC and must not reach the host.
+[ "$(stat zero_pcs)" -gt 0 ] || fail "the double handed out no all-zero records: the path under test was not taken"
+[ "$(val zero_pcs)" = 0 ] || fail "$(val zero_pcs) all-zero PC records reached the host"
 ok "recovered from a full hardware buffer, $(val status_dropped) dropped samples reported"
