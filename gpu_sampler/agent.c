@@ -92,6 +92,8 @@ struct gs_ctx {
 	 * still write it (free_ctx_buffers retires it instead of freeing). */
 	bool cfg_live;
 	uint32_t period, mode, seq, overflows;
+	uint64_t hwbuf;      /* hardware buffer asked for (bytes); 0: not sized yet */
+	uint64_t hwbuf_read; /* as CUPTI reads it back */
 	bool in_use;
 	/* Enable failed on the watcher thread: arm from the next launch
 	 * callback, on an application thread, as Proton and parcagpu do. */
@@ -804,7 +806,7 @@ static CUptiResult configure(struct gs_ctx *c, bool with_period)
 	CUpti_PCSamplingConfigurationInfoParams p = {
 		.size = CUpti_PCSamplingConfigurationInfoParamsSize
 	};
-	CUpti_PCSamplingConfigurationInfo a[8];
+	CUpti_PCSamplingConfigurationInfo a[9];
 	int n = 0;
 
 	set_attr(a, &n, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON);
@@ -824,14 +826,22 @@ static CUptiResult configure(struct gs_ctx *c, bool with_period)
 		set_attr(a, &n, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD);
 		a[n - 1].attributeData.samplingPeriodData.samplingPeriod = g.opts.period;
 	}
+	if (g.opts.sleep_ms) {
+		set_attr(
+		    a, &n,
+		    CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN);
+		a[n - 1]
+		    .attributeData.workerThreadPeriodicSleepSpanData.workerThreadPeriodicSleepSpan =
+		    g.opts.sleep_ms;
+	}
 	if (g.opts.scratch) {
 		set_attr(a, &n, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE);
 		a[n - 1].attributeData.scratchBufferSizeData.scratchBufferSize = g.opts.scratch;
 	}
-	if (g.opts.hwbuf) {
-		set_attr(a, &n, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE);
-		a[n - 1].attributeData.hardwareBufferSizeData.hardwareBufferSize = g.opts.hwbuf;
-	}
+	if (!c->hwbuf) /* in a callback: no cuMemGetInfo there */
+		c->hwbuf = g.opts.hwbuf ? g.opts.hwbuf : GS_AGENT_HWBUF;
+	set_attr(a, &n, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE);
+	a[n - 1].attributeData.hardwareBufferSizeData.hardwareBufferSize = c->hwbuf;
 	p.ctx = c->ctx;
 	p.numAttributes = n;
 	p.pPCSamplingConfigurationInfo = a;
@@ -841,21 +851,51 @@ static CUptiResult configure(struct gs_ctx *c, bool with_period)
 	return g.api.PCSamplingSetConfigurationAttribute(&p);
 }
 
-static uint32_t read_period(struct gs_ctx *c)
+/* One attribute as CUPTI has it; false when it cannot say. */
+static bool read_attr(struct gs_ctx *c, CUpti_PCSamplingConfigurationAttributeType t,
+		      CUpti_PCSamplingConfigurationInfo *a)
 {
 	CUpti_PCSamplingConfigurationInfoParams p = {
 		.size = CUpti_PCSamplingConfigurationInfoParamsSize
 	};
-	CUpti_PCSamplingConfigurationInfo a;
 
-	memset(&a, 0, sizeof(a));
-	a.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD;
+	memset(a, 0, sizeof(*a));
+	a->attributeType = t;
 	p.ctx = c->ctx;
 	p.numAttributes = 1;
-	p.pPCSamplingConfigurationInfo = &a;
-	if (g.api.PCSamplingGetConfigurationAttribute(&p) != CUPTI_SUCCESS)
-		return g.opts.period;
-	return a.attributeData.samplingPeriodData.samplingPeriod;
+	p.pPCSamplingConfigurationInfo = a;
+	return g.api.PCSamplingGetConfigurationAttribute(&p) == CUPTI_SUCCESS &&
+	       a->attributeStatus == CUPTI_SUCCESS;
+}
+
+/* Period and hardware buffer as CUPTI took them. */
+static void read_back(struct gs_ctx *c)
+{
+	CUpti_PCSamplingConfigurationInfo a;
+
+	c->period = g.opts.period;
+	if (read_attr(c, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD, &a))
+		c->period = a.attributeData.samplingPeriodData.samplingPeriod;
+	c->hwbuf_read = c->hwbuf;
+	if (read_attr(c, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE, &a))
+		c->hwbuf_read = a.attributeData.hardwareBufferSizeData.hardwareBufferSize;
+}
+
+/* Hardware buffer for c, on the watcher with c current (GS_AGENT_HWBUF). */
+static void size_hwbuf(struct gs_ctx *c)
+{
+	size_t free_b = 0, total_b = 0;
+
+	c->hwbuf = g.opts.hwbuf ? g.opts.hwbuf : GS_AGENT_HWBUF;
+	if (g.opts.hwbuf || !g.api.MemGetInfo ||
+	    g.api.MemGetInfo(&free_b, &total_b) != CUDA_SUCCESS)
+		return;
+	if (free_b / GS_AGENT_HWBUF_FREE_DIV < c->hwbuf)
+		c->hwbuf = free_b / GS_AGENT_HWBUF_FREE_DIV > (1u << 20)
+			       ? free_b / GS_AGENT_HWBUF_FREE_DIV
+			       : (1u << 20);
+	gs_agent_log("context %u: %zu MiB free of %zu on GPU %u: hardware buffer %" PRIu64 " MiB",
+		     c->uid, free_b >> 20, total_b >> 20, c->device, c->hwbuf >> 20);
 }
 
 static void emit_stall_table(struct gs_ctx *c)
@@ -1002,7 +1042,7 @@ static int ctx_enable(struct gs_ctx *c)
 		ctx_fail(c, r, "cuptiPCSamplingSetConfigurationAttribute", true);
 		return -1;
 	}
-	c->period = read_period(c);
+	read_back(c);
 	c->state = CTX_ARMED;
 	return 0;
 }
@@ -1043,10 +1083,11 @@ static int ctx_arm(struct gs_ctx *c)
 	if (rc)
 		return rc;
 	emit_stall_table(c);
-	emit_status(c, GS_GPU_ST_ARMED, 0, 0, "context %u on GPU %u armed: %s, period 2^%u", c->uid,
-		    c->device,
+	emit_status(c, GS_GPU_ST_ARMED, 0, 0,
+		    "context %u on GPU %u armed: %s, period 2^%u, hardware buffer %" PRIu64 " MiB",
+		    c->uid, c->device,
 		    c->mode == GS_GPU_MODE_SERIALIZED ? "kernel-serialized" : "continuous",
-		    c->period);
+		    c->period, c->hwbuf_read >> 20);
 	return 0;
 }
 
@@ -1216,23 +1257,33 @@ static void ctx_recover_scratch(struct gs_ctx *c)
 static void ctx_recover(struct gs_ctx *c, CUpti_PCSamplingData *d)
 {
 	uint64_t lost = d->droppedSamples;
-	uint32_t old = g.opts.period;
+	uint32_t old = g.opts.period, old_sleep = g.opts.sleep_ms;
+	uint32_t cur = g.opts.period ? g.opts.period : c->period;
 
 	g.hw_full++;
 	g.dropped += lost;
 	c->overflows++;
-	/* Overflowing again: halve the sample rate rather than lose data
-	 * every drain. */
-	if (c->overflows >= 2 && g.opts.period && g.opts.period < 31)
-		g.opts.period++;
+	/* Overflowing again: the header's remedies (cupti_pcsampling.h:236-239)
+	 * rather than losing data every drain: CUPTI's worker threads drain the
+	 * hardware buffer twice as often (their sleep span halved from CUPTI's
+	 * 100 ms, down to 10 ms; the attribute came with API v19, CUDA 12.0),
+	 * and the sample rate halves, from the period CUPTI read back when it
+	 * chose it. */
+	if (c->overflows >= 2 && cur >= 5 && cur < 31)
+		g.opts.period = cur + 1;
+	if (c->overflows >= 2 && g.api.version >= 19 && (!old_sleep || old_sleep > 10))
+		g.opts.sleep_ms = (old_sleep ? old_sleep : 100) / 2 < 10
+				      ? 10
+				      : (old_sleep ? old_sleep : 100) / 2;
 	ctx_disable(c, true);
 	c->state = CTX_IDLE;
 	if (ctx_enable(c) == 0)
 		emit_status(
 		    c, GS_GPU_ST_RECOVERED, GS_GPU_R_HW_BUFFER_FULL, CUPTI_ERROR_OUT_OF_MEMORY,
 		    "hardware buffer full on GPU %u (%" PRIu64 " samples dropped); PC sampling "
-		    "restarted%s: use a longer --gpu-period or a bigger hardware buffer",
-		    c->device, lost, old != g.opts.period ? " with a longer period" : "");
+		    "restarted%s%s: use a longer --gpu-period or a bigger hardware buffer",
+		    c->device, lost, old != g.opts.period ? " with a longer period" : "",
+		    old_sleep != g.opts.sleep_ms ? ", CUPTI draining more often" : "");
 }
 
 /* Records CUPTI parked in the configured buffer: a range closed without a
@@ -1475,6 +1526,8 @@ static void arm_all(void)
 		if (!c->in_use || !ctx_armable(c))
 			continue; /* no driver calls for contexts that stay as they are */
 		push_ctx(c);
+		if (c->state != CTX_ARMED)
+			size_hwbuf(c);
 		ctx_arm(c);
 		pop_ctx();
 	}
@@ -1760,6 +1813,7 @@ static void disarm(void)
 		if (c->state == CTX_OFF && c->reason == GS_GPU_R_SECOND_CONTEXT)
 			c->state = CTX_IDLE; /* may be the sampled one next time */
 		c->arm_on_launch = false;
+		c->hwbuf = 0; /* sized again for the next session's options */
 		free_ctx_buffers(c);
 	}
 	emit_status(NULL, GS_GPU_ST_DISARMED, g.off_reason, g.off_result,

@@ -97,8 +97,15 @@
 /* CUPTI's 1 MB scratch buffer holds ~5,500 PCs: PyTorch-class work runs
  * out (CUPTI_ERROR_OUT_OF_MEMORY).  16 MB, as parcagpu, Proton and
  * HPCToolkit use; doubled on each overflow up to the max. */
-#define GS_AGENT_SCRATCH     (16ull << 20)
-#define GS_AGENT_SCRATCH_MAX (256ull << 20)
+#define GS_AGENT_SCRATCH (16ull << 20)
+/* CUPTI's hardware buffer is device memory, 512 MB by default
+ * (cupti_pcsampling.h:288-296), taken mid-training from the job's GPU.
+ * 128 MB, as Proton uses, and never more than a quarter of the device's
+ * free memory (cuMemGetInfo, asked on the watcher only: no driver calls
+ * inside CUPTI callbacks); hwbuf= / --gpu-hwbuf set it instead. */
+#define GS_AGENT_HWBUF          (128ull << 20)
+#define GS_AGENT_HWBUF_FREE_DIV 4
+#define GS_AGENT_SCRATCH_MAX    (256ull << 20)
 
 void gs_agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -122,6 +129,7 @@ struct gs_agent_opts {
 	uint32_t subscribe; /* enum gs_agent_subscribe (environment only) */
 	uint32_t launch_rate;
 	uint32_t drain_ms;
+	uint32_t sleep_ms; /* CUPTI worker sleep span; 0 = CUPTI's (100 ms) */
 	uint64_t hwbuf, scratch, cubin_keep;
 };
 int gs_agent_parse_opts(const char *s, struct gs_agent_opts *o);

@@ -417,6 +417,22 @@ CUresult cuMemAlloc_v2(unsigned long long *p, size_t n)
 	return CUDA_SUCCESS;
 }
 
+/* FAKE_CUDA_FREE_MB of the device's 81,559 MB (an H100's) are free
+ * (default 80,000). */
+CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total_b)
+{
+	const char *e = getenv("FAKE_CUDA_FREE_MB");
+	size_t total = 81559ull << 20, free_mb = e ? strtoull(e, NULL, 0) : 80000;
+
+	if (!alive(current()))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!free_b || !total_b)
+		return CUDA_ERROR_INVALID_VALUE;
+	*total_b = total;
+	*free_b = (free_mb << 20) < total ? free_mb << 20 : total;
+	return CUDA_SUCCESS;
+}
+
 CUresult cuMemFree_v2(unsigned long long p)
 {
 	free((void *)(uintptr_t)p);

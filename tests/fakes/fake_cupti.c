@@ -49,7 +49,8 @@
  *                        created the context nor launched on it fails with
  *                        CUPTI_ERROR_INVALID_OPERATION: no document allows it),
  *                        hwfull (hardware buffer overflows once, after
- *                        FAKE_CUPTI_HWFULL_AFTER samples, default 500),
+ *                        FAKE_CUPTI_HWFULL_AFTER samples, default 500;
+ *                        FAKE_CUPTI_HWFULL_TIMES times, default 1),
  *                        continuous_corr (PC records carry the launch's
  *                        correlationId in continuous mode too, where the
  *                        documentation promises 0: a client must not trust
@@ -149,7 +150,8 @@ static _Atomic uint64_t calls[C_NR];
 static _Atomic uint64_t st_launches, st_launch_cb, st_resource_cb, st_generated, st_delivered,
     st_dropped, st_hwfull, st_bad_size, st_order_err, st_enable_ok, st_scratch_full,
     st_scratch_lost, st_scratch_bytes, st_names_freed_early, st_enable_offthread, st_dead_ctx_calls,
-    st_parked, st_parked_lost, st_teardown_copies, st_teardown_pcs, st_zero_pcs;
+    st_parked, st_parked_lost, st_teardown_copies, st_teardown_pcs, st_zero_pcs, st_hwbuf_bytes,
+    st_sleep_ms, st_period;
 #define COUNT(c) atomic_fetch_add(&calls[c], 1)
 
 /* ---- stall reason tables ----------------------------------------------- */
@@ -265,6 +267,7 @@ struct pcs_state {
 	struct fake_ctx *ctx;
 	bool enabled, configured, start_stop, started, hw_full, scratch_full;
 	uint64_t scratch; /* bytes configured; 0 = CUPTI's 1 MB */
+	uint64_t hwbuf;   /* bytes configured; 0 = CUPTI's 512 MB */
 	uint32_t *slots;  /* pending recs by key: index + 1, 0 = empty */
 	size_t n_slots;
 	uint32_t mode, period;
@@ -325,7 +328,7 @@ static uint32_t version = 130001;
 static uint32_t driver_branch = 580;
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static char fail[256];
-static bool hwfull_fired;
+static unsigned hwfull_fired, hwfull_times = 1;
 
 static bool failing(const char *what)
 {
@@ -823,9 +826,9 @@ static void run_kernel(struct fake_ctx *c, struct fake_func *f, uint32_t corr)
 			atomic_fetch_add(&st_dropped, 1);
 			continue;
 		}
-		if (failing("hwfull") && !hwfull_fired && ++s->since_drain > limit) {
-			s->hw_full = true;   /* sticky until Disable + Enable */
-			hwfull_fired = true; /* once per process */
+		if (failing("hwfull") && hwfull_fired < hwfull_times && ++s->since_drain > limit) {
+			s->hw_full = true; /* sticky until Disable + Enable */
+			hwfull_fired++;    /* FAKE_CUPTI_HWFULL_TIMES per process */
 			atomic_fetch_add(&st_hwfull, 1);
 			s->pend_dropped++;
 			atomic_fetch_add(&st_dropped, 1);
@@ -1200,6 +1203,7 @@ static CUptiResult set_one(struct pcs_state *s, CUpti_PCSamplingConfigurationInf
 		    a->attributeData.samplingPeriodData.samplingPeriod > 31)
 			return CUPTI_ERROR_INVALID_OPERATION;
 		s->period = a->attributeData.samplingPeriodData.samplingPeriod;
+		atomic_store(&st_period, s->period);
 		return CUPTI_SUCCESS;
 	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON: {
 		size_t n = a->attributeData.stallReasonData.stallReasonCount;
@@ -1223,6 +1227,8 @@ static CUptiResult set_one(struct pcs_state *s, CUpti_PCSamplingConfigurationInf
 		atomic_store(&st_scratch_bytes, s->scratch);
 		return CUPTI_SUCCESS;
 	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE:
+		s->hwbuf = a->attributeData.hardwareBufferSizeData.hardwareBufferSize;
+		atomic_store(&st_hwbuf_bytes, s->hwbuf);
 		return CUPTI_SUCCESS;
 	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE: {
 		uint32_t m = a->attributeData.collectionModeData.collectionMode;
@@ -1245,6 +1251,10 @@ static CUptiResult set_one(struct pcs_state *s, CUpti_PCSamplingConfigurationInf
 		s->cfg_buf = a->attributeData.samplingDataBufferData.samplingDataBuffer;
 		return s->cfg_buf ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_OPERATION;
 	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN:
+		if (version < 19) /* came with CUDA 12.0 */
+			return CUPTI_ERROR_INVALID_PARAMETER;
+		atomic_store(&st_sleep_ms, a->attributeData.workerThreadPeriodicSleepSpanData
+					       .workerThreadPeriodicSleepSpan);
 		return CUPTI_SUCCESS;
 	default:
 		return CUPTI_ERROR_INVALID_PARAMETER;
@@ -1299,6 +1309,11 @@ API CUptiResult cuptiPCSamplingGetConfigurationAttribute(CUpti_PCSamplingConfigu
 			break;
 		case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE:
 			a->attributeData.collectionModeData.collectionMode = s->mode;
+			break;
+		case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE:
+			/* "DEFAULT - 512 MB" (cupti_pcsampling.h:288-296) */
+			a->attributeData.hardwareBufferSizeData.hardwareBufferSize =
+			    s->hwbuf ? s->hwbuf : (512ull << 20);
 			break;
 		case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL:
 			a->attributeData.enableStartStopControlData.enableStartStopControl =
@@ -1480,6 +1495,9 @@ static void write_stats(void)
 	fprintf(f, "teardown_copies %llu\n", (unsigned long long)atomic_load(&st_teardown_copies));
 	fprintf(f, "teardown_pcs %llu\n", (unsigned long long)atomic_load(&st_teardown_pcs));
 	fprintf(f, "scratch_bytes %llu\n", (unsigned long long)atomic_load(&st_scratch_bytes));
+	fprintf(f, "hwbuf_bytes %llu\n", (unsigned long long)atomic_load(&st_hwbuf_bytes));
+	fprintf(f, "sleep_span_ms %llu\n", (unsigned long long)atomic_load(&st_sleep_ms));
+	fprintf(f, "period_set %llu\n", (unsigned long long)atomic_load(&st_period));
 	fprintf(f, "bad_size %llu\n", (unsigned long long)atomic_load(&st_bad_size));
 	fprintf(f, "order_errors %llu\n", (unsigned long long)atomic_load(&st_order_err));
 	fprintf(f, "enables %llu\n", (unsigned long long)atomic_load(&st_enable_ok));
@@ -1505,6 +1523,8 @@ __attribute__((constructor)) static void fake_cupti_init(void)
 		version = strtoul(v, NULL, 0);
 	if ((v = getenv("FAKE_CUPTI_DRIVER")))
 		driver_branch = strtoul(v, NULL, 0);
+	if ((v = getenv("FAKE_CUPTI_HWFULL_TIMES")))
+		hwfull_times = strtoul(v, NULL, 0);
 	if (f)
 		snprintf(fail, sizeof(fail), "%s", f);
 	build_table(&tab90, true);

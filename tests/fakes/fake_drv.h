@@ -11,6 +11,7 @@
  *   FAKE_CUDA_ARCH      comma list of SM versions per device (default 90);
  *                       the CUPTI double serves a different stall-reason
  *                       table for 90 and for anything else
+ *   FAKE_CUDA_FREE_MB   free device memory cuMemGetInfo reports (default 80000)
  *   FAKE_CUDA_EXIT_DESTROY 1: contexts still alive at exit are destroyed
  *                       after the exit handlers registered after cuInit
  *   CUDA_INJECTION64_PATH  loaded and InitializeInjection() called in cuInit
