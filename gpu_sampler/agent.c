@@ -98,6 +98,11 @@ struct gs_ctx {
 	/* Enable failed on the watcher thread: arm from the next launch
 	 * callback, on an application thread, as Proton and parcagpu do. */
 	bool arm_on_launch;
+	/* GetData failed on the watcher thread: drained from the launch EXIT
+	 * callbacks of the application's threads instead (every drain_ms),
+	 * where NVIDIA's sample drains; a failure there turns it off. */
+	bool drain_on_launch;
+	uint64_t last_cb_drain_ns;
 	/* DESTROY_STARTING came while g.lock was busy: the context is gone for
 	 * CUPTI; set without the lock, reaped (no CUPTI call) under it. */
 	_Atomic bool gone;
@@ -1305,6 +1310,9 @@ static void read_parked(struct gs_ctx *c, bool emit)
 	d->totalNumPcs = 0;
 }
 
+/* Set while this thread drains inside a launch callback. */
+static __thread bool in_launch_cb;
+
 /* GetData until remainingNumPcs is 0.  Caller holds g.lock. */
 static void ctx_drain(struct gs_ctx *c)
 {
@@ -1342,6 +1350,16 @@ static void ctx_drain(struct gs_ctx *c)
 		}
 		if (atomic_load(&c->gone))
 			return; /* destroyed during the call: its error means nothing */
+		if (r != CUPTI_SUCCESS && !in_launch_cb && !c->drain_on_launch &&
+		    enable_retryable(r)) {
+			c->drain_on_launch = true;
+			emit_status(
+			    c, GS_GPU_ST_WARNING, 0, r,
+			    "cuptiPCSamplingGetData on the agent's thread: %s; context %u is "
+			    "drained from its kernel launches from now on",
+			    gs_cupti_strerror(&g.api, r), c->uid);
+			return;
+		}
 		if (r != CUPTI_SUCCESS) {
 			ctx_fail(c, r, "cuptiPCSamplingGetData", true);
 			return;
@@ -1438,15 +1456,31 @@ static void arm_in_launch(struct gs_ctx *c)
 static void flush_in_launch(CUcontext ctx)
 {
 	struct gs_ctx *c = ctx_find(ctx);
+	bool serialized;
+	uint64_t now;
 
-	if (!c || c->state != CTX_ARMED || c->mode != GS_GPU_MODE_SERIALIZED)
+	if (!c || c->state != CTX_ARMED)
 		return;
-	if (!lock_bounded(20)) {
-		g.flush_missed++;
+	serialized = c->mode == GS_GPU_MODE_SERIALIZED;
+	if (!serialized) {
+		/* continuous: only a context the watcher cannot drain, every
+		 * drain_ms (unlocked read: a stale value costs one drain) */
+		now = now_ns();
+		if (!c->drain_on_launch ||
+		    now - c->last_cb_drain_ns < (uint64_t)g.opts.drain_ms * 1000000ull)
+			return;
+	}
+	if (!lock_bounded(serialized ? 20 : 5)) {
+		if (serialized)
+			g.flush_missed++;
 		return;
 	}
-	if (c->in_use && c->ctx == ctx && g.armed && !g.exiting)
+	if (c->in_use && c->ctx == ctx && g.armed && !g.exiting) {
+		in_launch_cb = true;
+		c->last_cb_drain_ns = now_ns();
 		ctx_drain(c);
+		in_launch_cb = false;
+	}
 	pthread_mutex_unlock(&g.lock);
 }
 
@@ -1792,7 +1826,9 @@ static void drain_armed(bool disable)
 		if (!c->in_use || c->state != CTX_ARMED)
 			continue;
 		push_ctx(c);
-		ctx_drain(c);
+		/* one drained from its launches gets its leftovers from Disable */
+		if (!c->drain_on_launch)
+			ctx_drain(c);
 		if (disable)
 			ctx_disable(c, true);
 		pop_ctx();
@@ -1812,7 +1848,7 @@ static void disarm(void)
 			continue;
 		if (c->state == CTX_OFF && c->reason == GS_GPU_R_SECOND_CONTEXT)
 			c->state = CTX_IDLE; /* may be the sampled one next time */
-		c->arm_on_launch = false;
+		c->arm_on_launch = c->drain_on_launch = false;
 		c->hwbuf = 0; /* sized again for the next session's options */
 		free_ctx_buffers(c);
 	}

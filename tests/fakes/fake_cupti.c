@@ -51,6 +51,11 @@
  *                        hwfull (hardware buffer overflows once, after
  *                        FAKE_CUPTI_HWFULL_AFTER samples, default 500;
  *                        FAKE_CUPTI_HWFULL_TIMES times, default 1),
+ *                        inflight (GetData while a kernel of the context
+ *                        runs fails with CUPTI_ERROR_UNKNOWN: CUPTI wants
+ *                        the GPU idle, and a tool calling from a worker
+ *                        thread saw that error; FAKE_CUPTI_KERNEL_MS: how
+ *                        long each kernel runs),
  *                        continuous_corr (PC records carry the launch's
  *                        correlationId in continuous mode too, where the
  *                        documentation promises 0: a client must not trust
@@ -151,7 +156,7 @@ static _Atomic uint64_t st_launches, st_launch_cb, st_resource_cb, st_generated,
     st_dropped, st_hwfull, st_bad_size, st_order_err, st_enable_ok, st_scratch_full,
     st_scratch_lost, st_scratch_bytes, st_names_freed_early, st_enable_offthread, st_dead_ctx_calls,
     st_parked, st_parked_lost, st_teardown_copies, st_teardown_pcs, st_zero_pcs, st_hwbuf_bytes,
-    st_sleep_ms, st_period;
+    st_sleep_ms, st_period, st_inflight_refused;
 #define COUNT(c) atomic_fetch_add(&calls[c], 1)
 
 /* ---- stall reason tables ----------------------------------------------- */
@@ -877,7 +882,11 @@ static int hook_launch(int cbid, const char *api_name, struct fake_ctx *c, struc
 		atomic_fetch_add(&st_launch_cb, 1);
 		dispatch(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &cd);
 	}
+	__atomic_add_fetch(&c->running, 1, __ATOMIC_SEQ_CST);
 	run_kernel(c, f, corr);
+	if (getenv("FAKE_CUPTI_KERNEL_MS")) /* the kernel runs that long */
+		usleep((useconds_t)(atof(getenv("FAKE_CUPTI_KERNEL_MS")) * 1000));
+	__atomic_sub_fetch(&c->running, 1, __ATOMIC_SEQ_CST);
 	cd.callbackSite = CUPTI_API_EXIT;
 	cd.functionReturnValue = &ret;
 	if (cb)
@@ -1092,6 +1101,11 @@ API CUptiResult cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams *p)
 		atomic_fetch_add(&st_dead_ctx_calls, 1); /* called on a destroyed context */
 	if (getenv("FAKE_CUPTI_GETDATA_MS"))
 		usleep((useconds_t)atoi(getenv("FAKE_CUPTI_GETDATA_MS")) * 1000);
+	if (failing("inflight") && ctx_ok(p->ctx) &&
+	    __atomic_load_n(&((struct fake_ctx *)p->ctx)->running, __ATOMIC_SEQ_CST)) {
+		atomic_fetch_add(&st_inflight_refused, 1);
+		return CUPTI_ERROR_UNKNOWN;
+	}
 	pthread_mutex_lock(&lock);
 	if (!ctx_ok(p->ctx) || !(s = state_of(p->ctx, false)) || !s->enabled || !s->configured) {
 		atomic_fetch_add(&st_order_err, 1);
@@ -1487,6 +1501,8 @@ static void write_stats(void)
 		(unsigned long long)atomic_load(&st_names_freed_early));
 	fprintf(f, "enable_offthread_refused %llu\n",
 		(unsigned long long)atomic_load(&st_enable_offthread));
+	fprintf(f, "inflight_refused %llu\n",
+		(unsigned long long)atomic_load(&st_inflight_refused));
 	fprintf(f, "dead_ctx_calls %llu\n", (unsigned long long)atomic_load(&st_dead_ctx_calls));
 	fprintf(f, "scratch_lost %llu\n", (unsigned long long)atomic_load(&st_scratch_lost));
 	fprintf(f, "zero_pcs %llu\n", (unsigned long long)atomic_load(&st_zero_pcs));

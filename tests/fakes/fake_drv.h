@@ -32,6 +32,7 @@ struct fake_ctx {
 	/* Threads of the application that used the context (pthread_self):
 	 * the creator and the last launcher. */
 	unsigned long creator, launcher;
+	int running; /* kernels in flight (between ENTER and EXIT), __atomic */
 };
 #define FAKE_CTX_MAGIC 0xc0c0c7c7u
 

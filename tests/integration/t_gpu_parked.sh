@@ -12,10 +12,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$ROOT/tests/fakes/gpu_test_lib.sh"
 export FAKE_CUPTI_GETDATA_MS=40
-start_app 60 --rate 300
-driver -n 1 -t 2 -S -r 1000
-wait_app
-show
+attached_run 300 -t 2 -S -r 1000
 [ "$(stat parked_ranges)" -gt 0 ] || fail "no range was parked: the path under test was not taken"
 [ "$(val samples)" = "$(stat samples_delivered)" ] || fail "host got $(val samples) samples, the double delivered $(stat samples_delivered) (parked ranges not read?)"
 [ "$(val samples)" -gt 0 ] || fail "no samples"
