@@ -155,6 +155,12 @@ static struct {
 	struct cfg_buf *retired; /* configured buffers CUPTI may still write: never freed */
 	uint32_t n_retired;
 	bool armed, launch_cb_on;
+	/* Detach asked: armed contexts are drained and disabled in their next
+	 * launch EXIT callback, on an application thread; the watcher does the
+	 * rest at disarm_deadline_ns (GS_AGENT_DISARM_WAIT_MS) or once none is
+	 * armed. */
+	_Atomic bool disarming;
+	uint64_t disarm_deadline_ns;
 	bool arming_in_launch; /* ctx_enable runs in a launch callback */
 	uint32_t session, reported_session;
 	uint64_t last_drain_ns, last_rate_ns, last_rate_launches;
@@ -1434,7 +1440,8 @@ static void arm_in_launch(struct gs_ctx *c)
 {
 	if (!lock_bounded(5))
 		return; /* next launch */
-	if (c->arm_on_launch && g.armed && !g.exiting && !atomic_load(&c->gone)) {
+	if (c->arm_on_launch && g.armed && !g.exiting && !atomic_load(&g.disarming) &&
+	    !atomic_load(&c->gone)) {
 		g.arming_in_launch = true;
 		c->arm_on_launch = false;
 		if (ctx_arm(c) == 0)
@@ -1453,6 +1460,25 @@ static void arm_in_launch(struct gs_ctx *c)
  * launching thread (the context is current, no driver call), with a bounded
  * wait: a missed flush is read from the configured buffer at the next drain,
  * unless another kernel overwrote it first. */
+/* Detach, on the launching thread, after its kernel: the last drain and
+ * Disable where CUPTI has the context idle and current (peers stop
+ * sampling from an application thread, never from a foreign one).  The
+ * watcher does it for contexts that launch nothing more. */
+static void disarm_in_launch(struct gs_ctx *c)
+{
+	if (!lock_bounded(5))
+		return; /* the next launch, or the watcher */
+	if (c->in_use && c->state == CTX_ARMED && g.armed && !g.exiting &&
+	    atomic_load(&g.disarming)) {
+		in_launch_cb = true;
+		ctx_drain(c);
+		ctx_disable(c, true);
+		in_launch_cb = false;
+		gs_agent_log("context %u disabled from a launch callback", c->uid);
+	}
+	pthread_mutex_unlock(&g.lock);
+}
+
 static void flush_in_launch(CUcontext ctx)
 {
 	struct gs_ctx *c = ctx_find(ctx);
@@ -1461,6 +1487,10 @@ static void flush_in_launch(CUcontext ctx)
 
 	if (!c || c->state != CTX_ARMED)
 		return;
+	if (atomic_load(&g.disarming)) {
+		disarm_in_launch(c);
+		return;
+	}
 	serialized = c->mode == GS_GPU_MODE_SERIALIZED;
 	if (!serialized) {
 		/* continuous: only a context the watcher cannot drain, every
@@ -1835,6 +1865,29 @@ static void drain_armed(bool disable)
 	}
 }
 
+static void disarm(void);
+
+/* Detach asked: leave the last drain and Disable to the application's
+ * launch callbacks (disarm_in_launch) for up to GS_AGENT_DISARM_WAIT_MS,
+ * then do what is left here: a job that launches nothing more is disarmed
+ * all the same.  Caller holds g.lock. */
+static void start_disarm(void)
+{
+	uint64_t now = now_ns();
+
+	if (!atomic_load(&g.disarming)) {
+		atomic_store(&g.disarming, true);
+		g.disarm_deadline_ns = now + GS_AGENT_DISARM_WAIT_MS * 1000000ull;
+	}
+	if (!g.launch_cb_on || !count_armed() || now >= g.disarm_deadline_ns) {
+		if (count_armed())
+			gs_agent_log("%u contexts launched nothing since the detach: disabled by "
+				     "the agent's thread",
+				     count_armed());
+		disarm();
+	}
+}
+
 static void disarm(void)
 {
 	/* Disable before the launch callbacks go: in kernel-serialized mode a
@@ -1859,6 +1912,7 @@ static void disarm(void)
 		    g.samples, g.batches, g.dropped, (uint64_t)atomic_load(&g.launch_events),
 		    (uint64_t)atomic_load(&g.flush_missed), g.zero_records);
 	g.armed = false;
+	atomic_store(&g.disarming, false);
 	gs_agent_armed = 0;
 	g.holder_reported = false;
 	if (g.env_opts.subscribe != GS_AGENT_SUB_INIT)
@@ -1889,7 +1943,7 @@ static void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 		c = ctx_add(rd->context);
 		/* Armed: enable right here, on the creating thread, as NVIDIA's
 		 * continuous sample does, so the first kernels are sampled. */
-		if (c && g.armed && !g.exiting)
+		if (c && g.armed && !g.exiting && !atomic_load(&g.disarming))
 			ctx_arm(c);
 		pthread_mutex_unlock(&g.lock);
 		return;
@@ -1980,13 +2034,15 @@ static void watcher_tick(void)
 	}
 	reap_gone();
 	adopt_cubins();
+	if (want && g.armed && atomic_load(&g.disarming))
+		disarm(); /* attached again while disarming: finish, arm anew */
 	if (want && g.armed && gs_agent_cfg.session != g.session) {
 		disarm(); /* re-attached between two polls: start a new session */
 	}
 	if (want && !g.armed) {
 		arm();
 	} else if (!want && g.armed) {
-		disarm();
+		start_disarm();
 	} else if (g.armed && !g.off_reason && !g.subscribed) {
 		if (now_ns() - g.sub_try_ns >= GS_AGENT_SUB_RETRY_MS * 1000000ull)
 			arm_subscribed(); /* is CUPTI free now? */

@@ -36,8 +36,11 @@
  *   3. per context Enable -> stall reasons -> configuration (continuous by
  *      default) -> stall table record; cubin notices for every known
  *      module; launch callbacks on.
- * Disarm (semaphore back to 0, or detach_req == session): drain, Disable,
- * launch callbacks off, status DISARMED, cuptiUnsubscribe; contexts are
+ * Disarm (semaphore back to 0, or detach_req == session): each armed
+ * context is drained and disabled in its next launch EXIT callback, on the
+ * application's thread; after GS_AGENT_DISARM_WAIT_MS the watcher does it
+ * for the contexts that launched nothing; then launch callbacks off,
+ * status DISARMED, cuptiUnsubscribe; contexts are
  * forgotten (their destruction is not seen while unsubscribed) and found
  * again at the next arm.
  *
@@ -94,6 +97,9 @@
 #define GS_AGENT_CFG_PCS      1024 /* PCs in the SAMPLING_DATA_BUFFER */
 #define GS_AGENT_LAUNCH_RATE  200  /* default launch events per second */
 #define GS_AGENT_DRAIN_MS     100
+/* detach: how long the launch callbacks have to disable their contexts
+ * before the watcher does it (a job that launches nothing more) */
+#define GS_AGENT_DISARM_WAIT_MS 300
 /* CUPTI's 1 MB scratch buffer holds ~5,500 PCs: PyTorch-class work runs
  * out (CUPTI_ERROR_OUT_OF_MEMORY).  16 MB, as parcagpu, Proton and
  * HPCToolkit use; doubled on each overflow up to the max. */

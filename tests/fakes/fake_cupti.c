@@ -51,8 +51,8 @@
  *                        hwfull (hardware buffer overflows once, after
  *                        FAKE_CUPTI_HWFULL_AFTER samples, default 500;
  *                        FAKE_CUPTI_HWFULL_TIMES times, default 1),
- *                        inflight (GetData while a kernel of the context
- *                        runs fails with CUPTI_ERROR_UNKNOWN: CUPTI wants
+ *                        inflight (GetData or Disable while a kernel of the
+ *                        context runs fails with CUPTI_ERROR_UNKNOWN: CUPTI wants
  *                        the GPU idle, and a tool calling from a worker
  *                        thread saw that error; FAKE_CUPTI_KERNEL_MS: how
  *                        long each kernel runs),
@@ -156,7 +156,7 @@ static _Atomic uint64_t st_launches, st_launch_cb, st_resource_cb, st_generated,
     st_dropped, st_hwfull, st_bad_size, st_order_err, st_enable_ok, st_scratch_full,
     st_scratch_lost, st_scratch_bytes, st_names_freed_early, st_enable_offthread, st_dead_ctx_calls,
     st_parked, st_parked_lost, st_teardown_copies, st_teardown_pcs, st_zero_pcs, st_hwbuf_bytes,
-    st_sleep_ms, st_period, st_inflight_refused;
+    st_sleep_ms, st_period, st_inflight_refused, st_disable_refused, st_disable_app_thread;
 #define COUNT(c) atomic_fetch_add(&calls[c], 1)
 
 /* ---- stall reason tables ----------------------------------------------- */
@@ -1152,6 +1152,16 @@ API CUptiResult cuptiPCSamplingDisable(CUpti_PCSamplingDisableParams *p)
 
 	COUNT(C_PCDisable);
 	CHECK_SIZE(p, CUpti_PCSamplingDisableParamsSize);
+	if (ctx_ok(p->ctx)) {
+		const struct fake_ctx *fc = (const struct fake_ctx *)p->ctx;
+		unsigned long me = (unsigned long)pthread_self();
+		if (failing("inflight") && __atomic_load_n(&fc->running, __ATOMIC_SEQ_CST)) {
+			atomic_fetch_add(&st_disable_refused, 1);
+			return CUPTI_ERROR_UNKNOWN;
+		}
+		if (me == fc->creator || me == fc->launcher)
+			atomic_fetch_add(&st_disable_app_thread, 1);
+	}
 	pthread_mutex_lock(&lock);
 	if (!ctx_ok(p->ctx))
 		atomic_fetch_add(&st_dead_ctx_calls, 1);
@@ -1503,6 +1513,9 @@ static void write_stats(void)
 		(unsigned long long)atomic_load(&st_enable_offthread));
 	fprintf(f, "inflight_refused %llu\n",
 		(unsigned long long)atomic_load(&st_inflight_refused));
+	fprintf(f, "disable_refused %llu\n", (unsigned long long)atomic_load(&st_disable_refused));
+	fprintf(f, "disable_app_thread %llu\n",
+		(unsigned long long)atomic_load(&st_disable_app_thread));
 	fprintf(f, "dead_ctx_calls %llu\n", (unsigned long long)atomic_load(&st_dead_ctx_calls));
 	fprintf(f, "scratch_lost %llu\n", (unsigned long long)atomic_load(&st_scratch_lost));
 	fprintf(f, "zero_pcs %llu\n", (unsigned long long)atomic_load(&st_zero_pcs));
