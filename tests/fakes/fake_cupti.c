@@ -51,8 +51,10 @@
  *                        hwfull (hardware buffer overflows once, after
  *                        FAKE_CUPTI_HWFULL_AFTER samples, default 500;
  *                        FAKE_CUPTI_HWFULL_TIMES times, default 1),
- *                        inflight (GetData or Disable while a kernel of the
- *                        context runs fails with CUPTI_ERROR_UNKNOWN: CUPTI wants
+ *                        offthread (Enable, GetData and Disable from such a
+ *                        thread fail with CUPTI_ERROR_INVALID_OPERATION),
+ *                        inflight (Enable, GetData or Disable while a kernel
+ *                        of the context runs fails with CUPTI_ERROR_UNKNOWN: CUPTI wants
  *                        the GPU idle, and a tool calling from a worker
  *                        thread saw that error; FAKE_CUPTI_KERNEL_MS: how
  *                        long each kernel runs),
@@ -156,7 +158,8 @@ static _Atomic uint64_t st_launches, st_launch_cb, st_resource_cb, st_generated,
     st_dropped, st_hwfull, st_bad_size, st_order_err, st_enable_ok, st_scratch_full,
     st_scratch_lost, st_scratch_bytes, st_names_freed_early, st_enable_offthread, st_dead_ctx_calls,
     st_parked, st_parked_lost, st_teardown_copies, st_teardown_pcs, st_zero_pcs, st_hwbuf_bytes,
-    st_sleep_ms, st_period, st_inflight_refused, st_disable_refused, st_disable_app_thread;
+    st_sleep_ms, st_period, st_inflight_refused, st_disable_refused, st_disable_app_thread,
+    st_offthread_refused;
 #define COUNT(c) atomic_fetch_add(&calls[c], 1)
 
 /* ---- stall reason tables ----------------------------------------------- */
@@ -917,6 +920,25 @@ static const struct fake_cupti_hooks hooks = { hook_resource, hook_launch };
 		}                                             \
 	} while (0)
 
+/* Neither the thread that created ctx nor the one that last launched on it. */
+static bool off_thread(CUcontext ctx)
+{
+	const struct fake_ctx *fc = (const struct fake_ctx *)ctx;
+	unsigned long me = (unsigned long)pthread_self();
+
+	return me != fc->creator && me != fc->launcher;
+}
+
+/* FAKE_CUPTI_FAIL=inflight: a kernel of ctx is running (counted refused). */
+static bool in_flight(CUcontext ctx)
+{
+	if (!failing("inflight") ||
+	    !__atomic_load_n(&((struct fake_ctx *)ctx)->running, __ATOMIC_SEQ_CST))
+		return false;
+	atomic_fetch_add(&st_inflight_refused, 1);
+	return true;
+}
+
 API CUptiResult cuptiPCSamplingEnable(CUpti_PCSamplingEnableParams *p)
 {
 	struct pcs_state *s;
@@ -934,14 +956,12 @@ API CUptiResult cuptiPCSamplingEnable(CUpti_PCSamplingEnableParams *p)
 		return CUPTI_ERROR_NOT_SUPPORTED;
 	if (failing("enable_oom"))
 		return CUPTI_ERROR_OUT_OF_MEMORY;
-	if (failing("enable_offthread")) {
-		const struct fake_ctx *fc = (const struct fake_ctx *)p->ctx;
-		unsigned long me = (unsigned long)pthread_self();
-		if (me != fc->creator && me != fc->launcher) {
-			atomic_fetch_add(&st_enable_offthread, 1);
-			return CUPTI_ERROR_INVALID_OPERATION;
-		}
+	if ((failing("enable_offthread") || failing("offthread")) && off_thread(p->ctx)) {
+		atomic_fetch_add(&st_enable_offthread, 1);
+		return CUPTI_ERROR_INVALID_OPERATION;
 	}
+	if (in_flight(p->ctx))
+		return CUPTI_ERROR_UNKNOWN;
 	pthread_mutex_lock(&lock);
 	for (int i = 0; i < MAX_CTX; i++)
 		if (ctxs[i].ctx && ctxs[i].enabled && ctxs[i].ctx != (struct fake_ctx *)p->ctx &&
@@ -1101,11 +1121,12 @@ API CUptiResult cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams *p)
 		atomic_fetch_add(&st_dead_ctx_calls, 1); /* called on a destroyed context */
 	if (getenv("FAKE_CUPTI_GETDATA_MS"))
 		usleep((useconds_t)atoi(getenv("FAKE_CUPTI_GETDATA_MS")) * 1000);
-	if (failing("inflight") && ctx_ok(p->ctx) &&
-	    __atomic_load_n(&((struct fake_ctx *)p->ctx)->running, __ATOMIC_SEQ_CST)) {
-		atomic_fetch_add(&st_inflight_refused, 1);
-		return CUPTI_ERROR_UNKNOWN;
+	if (ctx_ok(p->ctx) && failing("offthread") && off_thread(p->ctx)) {
+		atomic_fetch_add(&st_offthread_refused, 1);
+		return CUPTI_ERROR_INVALID_OPERATION;
 	}
+	if (ctx_ok(p->ctx) && in_flight(p->ctx))
+		return CUPTI_ERROR_UNKNOWN;
 	pthread_mutex_lock(&lock);
 	if (!ctx_ok(p->ctx) || !(s = state_of(p->ctx, false)) || !s->enabled || !s->configured) {
 		atomic_fetch_add(&st_order_err, 1);
@@ -1155,9 +1176,10 @@ API CUptiResult cuptiPCSamplingDisable(CUpti_PCSamplingDisableParams *p)
 	if (ctx_ok(p->ctx)) {
 		const struct fake_ctx *fc = (const struct fake_ctx *)p->ctx;
 		unsigned long me = (unsigned long)pthread_self();
-		if (failing("inflight") && __atomic_load_n(&fc->running, __ATOMIC_SEQ_CST)) {
+		bool off = failing("offthread") && off_thread(p->ctx);
+		if (off || in_flight(p->ctx)) {
 			atomic_fetch_add(&st_disable_refused, 1);
-			return CUPTI_ERROR_UNKNOWN;
+			return off ? CUPTI_ERROR_INVALID_OPERATION : CUPTI_ERROR_UNKNOWN;
 		}
 		if (me == fc->creator || me == fc->launcher)
 			atomic_fetch_add(&st_disable_app_thread, 1);
@@ -1514,6 +1536,8 @@ static void write_stats(void)
 	fprintf(f, "inflight_refused %llu\n",
 		(unsigned long long)atomic_load(&st_inflight_refused));
 	fprintf(f, "disable_refused %llu\n", (unsigned long long)atomic_load(&st_disable_refused));
+	fprintf(f, "offthread_refused %llu\n",
+		(unsigned long long)atomic_load(&st_offthread_refused));
 	fprintf(f, "disable_app_thread %llu\n",
 		(unsigned long long)atomic_load(&st_disable_app_thread));
 	fprintf(f, "dead_ctx_calls %llu\n", (unsigned long long)atomic_load(&st_dead_ctx_calls));
