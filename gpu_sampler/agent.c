@@ -53,6 +53,26 @@ __attribute__((visibility("default"))) volatile uint32_t gs_agent_armed;
 
 enum ctx_state { CTX_IDLE = 0, CTX_ARMED = 1, CTX_OFF = 2 };
 
+/* The buffer configured as SAMPLING_DATA_BUFFER.  CUPTI writes into it
+ * after the configuration call has returned: at Disable and at the
+ * context's teardown ("this API does the PC Sampling tear-down, joins
+ * threads and copies PC records in the buffer provided during the PC
+ * sampling configuration", cupti_pcsampling.h:617-621, cuptiPCSamplingDisable,
+ * which a context's destruction does by itself), and when a range closes
+ * unflushed ("Flushing of GPU PC Sampling data is required ... For
+ * KERNEL_SERIALIZED, after every kernel ends", cupti_pcsampling.h:529-534).
+ * So it lives on the heap, the CUpti_PCSamplingData header with it, and is
+ * freed only once CUPTI can no longer write it: after a successful Disable.
+ * A context that went away without one (destroyed while the agent's lock
+ * was busy, or during process exit) leaves its buffer on g.retired for the
+ * life of the process. */
+struct cfg_buf {
+	struct cfg_buf *next; /* g.retired */
+	CUpti_PCSamplingData data;
+	void *pcs;
+	CUpti_PCSamplingStallReason *sr;
+};
+
 struct gs_ctx {
 	CUcontext ctx;
 	uint32_t uid, device;
@@ -64,14 +84,25 @@ struct gs_ctx {
 	uint32_t *reason_idx;
 	char (*reason_names)[GS_GPU_STALL_NAME_LEN];
 	uint8_t *reason_flags_by_slot; /* GS_GPU_STALL_* per table slot */
-	void *get_pcs, *cfg_pcs;       /* PCData arrays, stride pcdata_size */
-	CUpti_PCSamplingStallReason *get_sr, *cfg_sr;
-	CUpti_PCSamplingData get_data, cfg_data;
+	void *get_pcs;                 /* PCData array, stride pcdata_size */
+	CUpti_PCSamplingStallReason *get_sr;
+	CUpti_PCSamplingData get_data;
+	struct cfg_buf *cfg; /* the context's SAMPLING_DATA_BUFFER */
+	/* cfg was handed to CUPTI and no Disable has succeeded since: CUPTI may
+	 * still write it (free_ctx_buffers retires it instead of freeing). */
+	bool cfg_live;
 	uint32_t period, mode, seq, overflows;
+	uint64_t hwbuf;      /* hardware buffer asked for (bytes); 0: not sized yet */
+	uint64_t hwbuf_read; /* as CUPTI reads it back */
 	bool in_use;
 	/* Enable failed on the watcher thread: arm from the next launch
 	 * callback, on an application thread, as Proton and parcagpu do. */
 	bool arm_on_launch;
+	/* GetData failed on the watcher thread: drained from the launch EXIT
+	 * callbacks of the application's threads instead (every drain_ms),
+	 * where NVIDIA's sample drains; a failure there turns it off. */
+	bool drain_on_launch;
+	uint64_t last_cb_drain_ns;
 	/* DESTROY_STARTING came while g.lock was busy: the context is gone for
 	 * CUPTI; set without the lock, reaped (no CUPTI call) under it. */
 	_Atomic bool gone;
@@ -120,13 +151,23 @@ static struct {
 	_Atomic(struct pending_cubin *) pending_cubins;
 	struct gs_cubin *cubins;
 	size_t n_cubins, cap_cubins, cubin_bytes;
-	struct gs_hmap names; /* CUPTI-allocated function name -> its hash (freed at exit) */
+	struct gs_hmap names;    /* CUPTI-allocated function name -> its hash (freed at exit) */
+	struct cfg_buf *retired; /* configured buffers CUPTI may still write: never freed */
+	uint32_t n_retired;
 	bool armed, launch_cb_on;
+	/* Detach asked: armed contexts are drained and disabled in their next
+	 * launch EXIT callback, on an application thread; the watcher does the
+	 * rest at disarm_deadline_ns (GS_AGENT_DISARM_WAIT_MS) or once none is
+	 * armed. */
+	_Atomic bool disarming;
+	uint64_t disarm_deadline_ns;
 	bool arming_in_launch; /* ctx_enable runs in a launch callback */
 	uint32_t session, reported_session;
 	uint64_t last_drain_ns, last_rate_ns, last_rate_launches;
 	/* counters (status) */
 	uint64_t batches, samples, dropped, hw_full, scratch_full, records_failed;
+	_Atomic uint64_t flush_missed; /* serialized flushes that missed g.lock */
+	uint64_t zero_records;         /* all-zero PC records after an overflow, skipped */
 	_Atomic uint64_t launches, launch_events;
 	_Atomic uint32_t launch_every, launch_seq;
 	uint64_t recbuf[GS_GPU_REC_MAX / 8];
@@ -289,6 +330,15 @@ static uint32_t count_deferred(void)
 	for (int i = 0; i < GS_AGENT_MAX_CTX; i++)
 		n += g.ctx[i].in_use && g.ctx[i].arm_on_launch;
 	return n;
+}
+
+static uint32_t count_cfg_live(void)
+{
+	uint32_t n = 0;
+
+	for (int i = 0; i < GS_AGENT_MAX_CTX; i++)
+		n += g.ctx[i].in_use && g.ctx[i].cfg_live;
+	return n + (g.retired != NULL);
 }
 
 static uint32_t count_live(void)
@@ -647,17 +697,53 @@ static int alloc_data(CUpti_PCSamplingData *d, void **pcs, CUpti_PCSamplingStall
 	return 0;
 }
 
+static struct cfg_buf *cfg_alloc(size_t n_reasons)
+{
+	struct cfg_buf *b = calloc(1, sizeof(*b));
+
+	if (b && alloc_data(&b->data, &b->pcs, &b->sr, GS_AGENT_CFG_PCS, n_reasons)) {
+		free(b->pcs);
+		free(b->sr);
+		free(b);
+		return NULL;
+	}
+	return b;
+}
+
+/* Free c's configured buffer, or keep it for good while CUPTI may still
+ * write it (see struct cfg_buf). */
+static void cfg_release(struct gs_ctx *c)
+{
+	struct cfg_buf *b = c->cfg;
+
+	c->cfg = NULL;
+	if (!b)
+		return;
+	if (c->cfg_live) {
+		b->next = g.retired;
+		g.retired = b;
+		g.n_retired++;
+		gs_agent_log(
+		    "context %u: configured buffer kept (CUPTI may still write it; %u kept)",
+		    c->uid, g.n_retired);
+	} else {
+		free(b->pcs);
+		free(b->sr);
+		free(b);
+	}
+	c->cfg_live = false;
+}
+
 static void free_ctx_buffers(struct gs_ctx *c)
 {
 	free(c->get_pcs);
-	free(c->cfg_pcs);
 	free(c->get_sr);
-	free(c->cfg_sr);
+	cfg_release(c);
 	free(c->reason_idx);
 	free(c->reason_names);
 	free(c->reason_flags_by_slot);
-	c->get_pcs = c->cfg_pcs = NULL;
-	c->get_sr = c->cfg_sr = NULL;
+	c->get_pcs = NULL;
+	c->get_sr = NULL;
 	c->reason_idx = NULL;
 	c->reason_names = NULL;
 	c->reason_flags_by_slot = NULL;
@@ -731,14 +817,14 @@ static CUptiResult configure(struct gs_ctx *c, bool with_period)
 	CUpti_PCSamplingConfigurationInfoParams p = {
 		.size = CUpti_PCSamplingConfigurationInfoParamsSize
 	};
-	CUpti_PCSamplingConfigurationInfo a[8];
+	CUpti_PCSamplingConfigurationInfo a[9];
 	int n = 0;
 
 	set_attr(a, &n, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON);
 	a[n - 1].attributeData.stallReasonData.stallReasonCount = c->n_reasons;
 	a[n - 1].attributeData.stallReasonData.pStallReasonIndex = c->reason_idx;
 	set_attr(a, &n, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER);
-	a[n - 1].attributeData.samplingDataBufferData.samplingDataBuffer = &c->cfg_data;
+	a[n - 1].attributeData.samplingDataBufferData.samplingDataBuffer = &c->cfg->data;
 	set_attr(a, &n, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE);
 	a[n - 1].attributeData.collectionModeData.collectionMode =
 	    g.opts.mode == GS_GPU_MODE_SERIALIZED
@@ -751,35 +837,76 @@ static CUptiResult configure(struct gs_ctx *c, bool with_period)
 		set_attr(a, &n, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD);
 		a[n - 1].attributeData.samplingPeriodData.samplingPeriod = g.opts.period;
 	}
+	if (g.opts.sleep_ms) {
+		set_attr(
+		    a, &n,
+		    CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN);
+		a[n - 1]
+		    .attributeData.workerThreadPeriodicSleepSpanData.workerThreadPeriodicSleepSpan =
+		    g.opts.sleep_ms;
+	}
 	if (g.opts.scratch) {
 		set_attr(a, &n, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE);
 		a[n - 1].attributeData.scratchBufferSizeData.scratchBufferSize = g.opts.scratch;
 	}
-	if (g.opts.hwbuf) {
-		set_attr(a, &n, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE);
-		a[n - 1].attributeData.hardwareBufferSizeData.hardwareBufferSize = g.opts.hwbuf;
-	}
+	if (!c->hwbuf) /* in a callback: no cuMemGetInfo there */
+		c->hwbuf = g.opts.hwbuf ? g.opts.hwbuf : GS_AGENT_HWBUF;
+	set_attr(a, &n, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE);
+	a[n - 1].attributeData.hardwareBufferSizeData.hardwareBufferSize = c->hwbuf;
 	p.ctx = c->ctx;
 	p.numAttributes = n;
 	p.pPCSamplingConfigurationInfo = a;
+	/* Attributes are taken one by one (attributeStatus): the buffer may be
+	 * CUPTI's even when the call as a whole failed. */
+	c->cfg_live = true;
 	return g.api.PCSamplingSetConfigurationAttribute(&p);
 }
 
-static uint32_t read_period(struct gs_ctx *c)
+/* One attribute as CUPTI has it; false when it cannot say. */
+static bool read_attr(struct gs_ctx *c, CUpti_PCSamplingConfigurationAttributeType t,
+		      CUpti_PCSamplingConfigurationInfo *a)
 {
 	CUpti_PCSamplingConfigurationInfoParams p = {
 		.size = CUpti_PCSamplingConfigurationInfoParamsSize
 	};
-	CUpti_PCSamplingConfigurationInfo a;
 
-	memset(&a, 0, sizeof(a));
-	a.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD;
+	memset(a, 0, sizeof(*a));
+	a->attributeType = t;
 	p.ctx = c->ctx;
 	p.numAttributes = 1;
-	p.pPCSamplingConfigurationInfo = &a;
-	if (g.api.PCSamplingGetConfigurationAttribute(&p) != CUPTI_SUCCESS)
-		return g.opts.period;
-	return a.attributeData.samplingPeriodData.samplingPeriod;
+	p.pPCSamplingConfigurationInfo = a;
+	return g.api.PCSamplingGetConfigurationAttribute(&p) == CUPTI_SUCCESS &&
+	       a->attributeStatus == CUPTI_SUCCESS;
+}
+
+/* Period and hardware buffer as CUPTI took them. */
+static void read_back(struct gs_ctx *c)
+{
+	CUpti_PCSamplingConfigurationInfo a;
+
+	c->period = g.opts.period;
+	if (read_attr(c, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD, &a))
+		c->period = a.attributeData.samplingPeriodData.samplingPeriod;
+	c->hwbuf_read = c->hwbuf;
+	if (read_attr(c, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE, &a))
+		c->hwbuf_read = a.attributeData.hardwareBufferSizeData.hardwareBufferSize;
+}
+
+/* Hardware buffer for c, on the watcher with c current (GS_AGENT_HWBUF). */
+static void size_hwbuf(struct gs_ctx *c)
+{
+	size_t free_b = 0, total_b = 0;
+
+	c->hwbuf = g.opts.hwbuf ? g.opts.hwbuf : GS_AGENT_HWBUF;
+	if (g.opts.hwbuf || !g.api.MemGetInfo ||
+	    g.api.MemGetInfo(&free_b, &total_b) != CUDA_SUCCESS)
+		return;
+	if (free_b / GS_AGENT_HWBUF_FREE_DIV < c->hwbuf)
+		c->hwbuf = free_b / GS_AGENT_HWBUF_FREE_DIV > (1u << 20)
+			       ? free_b / GS_AGENT_HWBUF_FREE_DIV
+			       : (1u << 20);
+	gs_agent_log("context %u: %zu MiB free of %zu on GPU %u: hardware buffer %" PRIu64 " MiB",
+		     c->uid, free_b >> 20, total_b >> 20, c->device, c->hwbuf >> 20);
 }
 
 static void emit_stall_table(struct gs_ctx *c)
@@ -834,18 +961,31 @@ static struct gs_ctx *device_owner(const struct gs_ctx *c)
 	return NULL;
 }
 
+/* cuptiPCSamplingDisable.  Only a successful one ends CUPTI's writes into
+ * the configured buffer; a failed one leaves it CUPTI's (cfg_live). */
+static CUptiResult pcs_disable(struct gs_ctx *c)
+{
+	CUpti_PCSamplingDisableParams dp = { .size = CUpti_PCSamplingDisableParamsSize };
+	CUptiResult r;
+
+	dp.ctx = c->ctx;
+	if ((r = g.api.PCSamplingDisable(&dp)) == CUPTI_SUCCESS)
+		c->cfg_live = false;
+	else
+		gs_agent_log("context %u: cuptiPCSamplingDisable: %s", c->uid,
+			     gs_cupti_strerror(&g.api, r));
+	return r;
+}
+
 static void ctx_fail(struct gs_ctx *c, CUptiResult r, const char *call, bool enabled)
 {
 	char msg[GS_GPU_STATUS_MSG_LEN];
-	CUpti_PCSamplingDisableParams dp = { .size = CUpti_PCSamplingDisableParamsSize };
 
 	c->reason = explain(r, c->device, call, msg, sizeof(msg));
 	c->result = r;
 	snprintf(c->msg, sizeof(c->msg), "%s", msg);
-	if (enabled) {
-		dp.ctx = c->ctx;
-		g.api.PCSamplingDisable(&dp);
-	}
+	if (enabled)
+		pcs_disable(c);
 	free_ctx_buffers(c);
 	c->state = CTX_OFF;
 	emit_status(c, GS_GPU_ST_OFF, c->reason, r, "GPU sampling off for context %u: %s", c->uid,
@@ -888,9 +1028,12 @@ static int ctx_enable(struct gs_ctx *c)
 		ctx_fail(c, r, "cuptiPCSamplingGetStallReasons", true);
 		return -1;
 	}
+	if (!c->cfg && !(c->cfg = cfg_alloc(c->n_reasons))) {
+		ctx_fail(c, CUPTI_ERROR_OUT_OF_MEMORY, "allocating PC buffers", true);
+		return -1;
+	}
 	if (!c->get_pcs &&
-	    (alloc_data(&c->get_data, &c->get_pcs, &c->get_sr, GS_AGENT_GET_PCS, c->n_reasons) ||
-	     alloc_data(&c->cfg_data, &c->cfg_pcs, &c->cfg_sr, GS_AGENT_CFG_PCS, c->n_reasons))) {
+	    alloc_data(&c->get_data, &c->get_pcs, &c->get_sr, GS_AGENT_GET_PCS, c->n_reasons)) {
 		ctx_fail(c, CUPTI_ERROR_OUT_OF_MEMORY, "allocating PC buffers", true);
 		return -1;
 	}
@@ -910,7 +1053,7 @@ static int ctx_enable(struct gs_ctx *c)
 		ctx_fail(c, r, "cuptiPCSamplingSetConfigurationAttribute", true);
 		return -1;
 	}
-	c->period = read_period(c);
+	read_back(c);
 	c->state = CTX_ARMED;
 	return 0;
 }
@@ -951,11 +1094,21 @@ static int ctx_arm(struct gs_ctx *c)
 	if (rc)
 		return rc;
 	emit_stall_table(c);
-	emit_status(c, GS_GPU_ST_ARMED, 0, 0, "context %u on GPU %u armed: %s, period 2^%u", c->uid,
-		    c->device,
+	emit_status(c, GS_GPU_ST_ARMED, 0, 0,
+		    "context %u on GPU %u armed: %s, period 2^%u, hardware buffer %" PRIu64 " MiB",
+		    c->uid, c->device,
 		    c->mode == GS_GPU_MODE_SERIALIZED ? "kernel-serialized" : "continuous",
-		    c->period);
+		    c->period, c->hwbuf_read >> 20);
 	return 0;
+}
+
+static uint64_t samples_of(const CUpti_PCSamplingPCData *p, size_t nsr)
+{
+	uint64_t n = 0;
+
+	for (size_t j = 0; j < nsr && p->stallReason; j++)
+		n += p->stallReason[j].samples;
+	return n;
 }
 
 /* Turn one GetData result (d: totalNumPcs PCs) into batch records. */
@@ -1027,6 +1180,12 @@ static void emit_batches(struct gs_ctx *c, CUpti_PCSamplingData *d, uint32_t fla
 
 		if (nsr > c->n_reasons)
 			nsr = c->n_reasons;
+		/* "When hardware buffer is full, user will get pc data as 0"
+		 * (cupti_pcsampling.h:236-239): such a record names no PC. */
+		if (!p->cubinCrc && !p->pcOffset && !p->functionName && !samples_of(p, nsr)) {
+			g.zero_records++;
+			continue;
+		}
 		for (k = 0; k < n_seen && seen[k].p != fn; k++)
 			;
 		if (k < n_seen)
@@ -1109,24 +1268,56 @@ static void ctx_recover_scratch(struct gs_ctx *c)
 static void ctx_recover(struct gs_ctx *c, CUpti_PCSamplingData *d)
 {
 	uint64_t lost = d->droppedSamples;
-	uint32_t old = g.opts.period;
+	uint32_t old = g.opts.period, old_sleep = g.opts.sleep_ms;
+	uint32_t cur = g.opts.period ? g.opts.period : c->period;
 
 	g.hw_full++;
 	g.dropped += lost;
 	c->overflows++;
-	/* Overflowing again: halve the sample rate rather than lose data
-	 * every drain. */
-	if (c->overflows >= 2 && g.opts.period && g.opts.period < 31)
-		g.opts.period++;
+	/* Overflowing again: the header's remedies (cupti_pcsampling.h:236-239)
+	 * rather than losing data every drain: CUPTI's worker threads drain the
+	 * hardware buffer twice as often (their sleep span halved from CUPTI's
+	 * 100 ms, down to 10 ms; the attribute came with API v19, CUDA 12.0),
+	 * and the sample rate halves, from the period CUPTI read back when it
+	 * chose it. */
+	if (c->overflows >= 2 && cur >= 5 && cur < 31)
+		g.opts.period = cur + 1;
+	if (c->overflows >= 2 && g.api.version >= 19 && (!old_sleep || old_sleep > 10))
+		g.opts.sleep_ms = (old_sleep ? old_sleep : 100) / 2 < 10
+				      ? 10
+				      : (old_sleep ? old_sleep : 100) / 2;
 	ctx_disable(c, true);
 	c->state = CTX_IDLE;
 	if (ctx_enable(c) == 0)
 		emit_status(
 		    c, GS_GPU_ST_RECOVERED, GS_GPU_R_HW_BUFFER_FULL, CUPTI_ERROR_OUT_OF_MEMORY,
 		    "hardware buffer full on GPU %u (%" PRIu64 " samples dropped); PC sampling "
-		    "restarted%s: use a longer --gpu-period or a bigger hardware buffer",
-		    c->device, lost, old != g.opts.period ? " with a longer period" : "");
+		    "restarted%s%s: use a longer --gpu-period or a bigger hardware buffer",
+		    c->device, lost, old != g.opts.period ? " with a longer period" : "",
+		    old_sleep != g.opts.sleep_ms ? ", CUPTI draining more often" : "");
 }
+
+/* Records CUPTI parked in the configured buffer: a range closed without a
+ * flush (a serialized kernel whose flush missed the lock, a module unload),
+ * or Disable's leftovers.  Read, when emit, and handed back (totalNumPcs 0),
+ * as NVIDIA's samples read it after Disable and at context destroy
+ * (pc_sampling_continuous.cpp; docs/reference cupti_pc_sampling.md 1.5).
+ * Caller holds g.lock. */
+static void read_parked(struct gs_ctx *c, bool emit)
+{
+	CUpti_PCSamplingData *d = c->cfg ? &c->cfg->data : NULL;
+
+	if (!d || !d->totalNumPcs)
+		return;
+	if (d->totalNumPcs > d->collectNumPcs)
+		d->totalNumPcs = d->collectNumPcs; /* never read past the buffer */
+	if (emit)
+		emit_batches(c, d, 0);
+	d->totalNumPcs = 0;
+}
+
+/* Set while this thread drains inside a launch callback. */
+static __thread bool in_launch_cb;
 
 /* GetData until remainingNumPcs is 0.  Caller holds g.lock. */
 static void ctx_drain(struct gs_ctx *c)
@@ -1135,6 +1326,7 @@ static void ctx_drain(struct gs_ctx *c)
 
 	if (c->state != CTX_ARMED || atomic_load(&c->gone))
 		return;
+	read_parked(c, true);
 	for (int guard = 0; guard < 4096; guard++) {
 		CUpti_PCSamplingData *d = &c->get_data;
 		CUptiResult r;
@@ -1164,6 +1356,16 @@ static void ctx_drain(struct gs_ctx *c)
 		}
 		if (atomic_load(&c->gone))
 			return; /* destroyed during the call: its error means nothing */
+		if (r != CUPTI_SUCCESS && !in_launch_cb && !c->drain_on_launch &&
+		    enable_retryable(r)) {
+			c->drain_on_launch = true;
+			emit_status(
+			    c, GS_GPU_ST_WARNING, 0, r,
+			    "cuptiPCSamplingGetData on the agent's thread: %s; context %u is "
+			    "drained from its kernel launches from now on",
+			    gs_cupti_strerror(&g.api, r), c->uid);
+			return;
+		}
 		if (r != CUPTI_SUCCESS) {
 			ctx_fail(c, r, "cuptiPCSamplingGetData", true);
 			return;
@@ -1178,17 +1380,19 @@ static void ctx_drain(struct gs_ctx *c)
 
 static void ctx_disable(struct gs_ctx *c, bool report_leftovers)
 {
-	CUpti_PCSamplingDisableParams dp = { .size = CUpti_PCSamplingDisableParamsSize };
+	CUptiResult r;
 
 	if (c->state != CTX_ARMED || atomic_load(&c->gone))
 		return;
-	c->cfg_data.totalNumPcs = 0;
-	dp.ctx = c->ctx;
-	g.api.PCSamplingDisable(&dp);
+	read_parked(c, report_leftovers);
+	r = pcs_disable(c);
 	/* Disable copies what CUPTI still held into the configured buffer. */
-	if (report_leftovers && c->cfg_data.totalNumPcs <= GS_AGENT_CFG_PCS &&
-	    c->cfg_data.totalNumPcs)
-		emit_batches(c, &c->cfg_data, 0);
+	read_parked(c, report_leftovers && r == CUPTI_SUCCESS);
+	if (r != CUPTI_SUCCESS)
+		emit_status(c, GS_GPU_ST_WARNING, GS_GPU_R_CUPTI_ERROR, r,
+			    "cuptiPCSamplingDisable on context %u: %s; its PC buffer is kept, "
+			    "since CUPTI may still write it",
+			    c->uid, gs_cupti_strerror(&g.api, r));
 	c->state = CTX_IDLE;
 }
 
@@ -1236,12 +1440,76 @@ static void arm_in_launch(struct gs_ctx *c)
 {
 	if (!lock_bounded(5))
 		return; /* next launch */
-	if (c->arm_on_launch && g.armed && !g.exiting && !atomic_load(&c->gone)) {
+	if (c->arm_on_launch && g.armed && !g.exiting && !atomic_load(&g.disarming) &&
+	    !atomic_load(&c->gone)) {
 		g.arming_in_launch = true;
 		c->arm_on_launch = false;
 		if (ctx_arm(c) == 0)
 			gs_agent_log("context %u armed from a launch callback", c->uid);
 		g.arming_in_launch = false;
+	}
+	pthread_mutex_unlock(&g.lock);
+}
+
+/* Kernel-serialized mode: "Flushing of GPU PC Sampling data is required ...
+ * For CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED, after every kernel
+ * ends" (cupti_pcsampling.h:529-534), and NVIDIA's pc_sampling_continuous
+ * drains in every launch EXIT callback (docs/reference cupti_pc_sampling.md
+ * 2.x, "Launch EXIT").  A range left unflushed is parked in the configured
+ * buffer and the next kernel's overwrites it.  So drain here, on the
+ * launching thread (the context is current, no driver call), with a bounded
+ * wait: a missed flush is read from the configured buffer at the next drain,
+ * unless another kernel overwrote it first. */
+/* Detach, on the launching thread, after its kernel: the last drain and
+ * Disable where CUPTI has the context idle and current (peers stop
+ * sampling from an application thread, never from a foreign one).  The
+ * watcher does it for contexts that launch nothing more. */
+static void disarm_in_launch(struct gs_ctx *c)
+{
+	if (!lock_bounded(5))
+		return; /* the next launch, or the watcher */
+	if (c->in_use && c->state == CTX_ARMED && g.armed && !g.exiting &&
+	    atomic_load(&g.disarming)) {
+		in_launch_cb = true;
+		ctx_drain(c);
+		ctx_disable(c, true);
+		in_launch_cb = false;
+		gs_agent_log("context %u disabled from a launch callback", c->uid);
+	}
+	pthread_mutex_unlock(&g.lock);
+}
+
+static void flush_in_launch(CUcontext ctx)
+{
+	struct gs_ctx *c = ctx_find(ctx);
+	bool serialized;
+	uint64_t now;
+
+	if (!c || c->state != CTX_ARMED)
+		return;
+	if (atomic_load(&g.disarming)) {
+		disarm_in_launch(c);
+		return;
+	}
+	serialized = c->mode == GS_GPU_MODE_SERIALIZED;
+	if (!serialized) {
+		/* continuous: only a context the watcher cannot drain, every
+		 * drain_ms (unlocked read: a stale value costs one drain) */
+		now = now_ns();
+		if (!c->drain_on_launch ||
+		    now - c->last_cb_drain_ns < (uint64_t)g.opts.drain_ms * 1000000ull)
+			return;
+	}
+	if (!lock_bounded(serialized ? 20 : 5)) {
+		if (serialized)
+			g.flush_missed++;
+		return;
+	}
+	if (c->in_use && c->ctx == ctx && g.armed && !g.exiting) {
+		in_launch_cb = true;
+		c->last_cb_drain_ns = now_ns();
+		ctx_drain(c);
+		in_launch_cb = false;
 	}
 	pthread_mutex_unlock(&g.lock);
 }
@@ -1253,6 +1521,10 @@ static void on_launch(const CUpti_CallbackData *cb, CUpti_CallbackId cbid)
 	struct gs_gpu_launch l;
 	uint64_t n;
 
+	if (cb->callbackSite == CUPTI_API_EXIT) {
+		flush_in_launch(cb->context);
+		return;
+	}
 	if (cb->callbackSite != CUPTI_API_ENTER)
 		return;
 	n = atomic_fetch_add(&g.launches, 1);
@@ -1318,6 +1590,8 @@ static void arm_all(void)
 		if (!c->in_use || !ctx_armable(c))
 			continue; /* no driver calls for contexts that stay as they are */
 		push_ctx(c);
+		if (c->state != CTX_ARMED)
+			size_hwbuf(c);
 		ctx_arm(c);
 		pop_ctx();
 	}
@@ -1582,31 +1856,63 @@ static void drain_armed(bool disable)
 		if (!c->in_use || c->state != CTX_ARMED)
 			continue;
 		push_ctx(c);
-		ctx_drain(c);
+		/* one drained from its launches gets its leftovers from Disable */
+		if (!c->drain_on_launch)
+			ctx_drain(c);
 		if (disable)
 			ctx_disable(c, true);
 		pop_ctx();
 	}
 }
 
+static void disarm(void);
+
+/* Detach asked: leave the last drain and Disable to the application's
+ * launch callbacks (disarm_in_launch) for up to GS_AGENT_DISARM_WAIT_MS,
+ * then do what is left here: a job that launches nothing more is disarmed
+ * all the same.  Caller holds g.lock. */
+static void start_disarm(void)
+{
+	uint64_t now = now_ns();
+
+	if (!atomic_load(&g.disarming)) {
+		atomic_store(&g.disarming, true);
+		g.disarm_deadline_ns = now + GS_AGENT_DISARM_WAIT_MS * 1000000ull;
+	}
+	if (!g.launch_cb_on || !count_armed() || now >= g.disarm_deadline_ns) {
+		if (count_armed())
+			gs_agent_log("%u contexts launched nothing since the detach: disabled by "
+				     "the agent's thread",
+				     count_armed());
+		disarm();
+	}
+}
+
 static void disarm(void)
 {
-	set_launch_callbacks(false);
+	/* Disable before the launch callbacks go: in kernel-serialized mode a
+	 * kernel launched in between would have no flush (its range parked in
+	 * the configured buffer and overwritten by the next kernel's). */
 	drain_armed(true);
+	set_launch_callbacks(false);
 	for (int i = 0; i < GS_AGENT_MAX_CTX; i++) {
 		struct gs_ctx *c = &g.ctx[i];
 		if (!c->in_use)
 			continue;
 		if (c->state == CTX_OFF && c->reason == GS_GPU_R_SECOND_CONTEXT)
 			c->state = CTX_IDLE; /* may be the sampled one next time */
-		c->arm_on_launch = false;
+		c->arm_on_launch = c->drain_on_launch = false;
+		c->hwbuf = 0; /* sized again for the next session's options */
 		free_ctx_buffers(c);
 	}
 	emit_status(NULL, GS_GPU_ST_DISARMED, g.off_reason, g.off_result,
 		    "disarmed: %" PRIu64 " PC samples in %" PRIu64 " batches, %" PRIu64 " dropped, "
-		    "%" PRIu64 " launch events",
-		    g.samples, g.batches, g.dropped, (uint64_t)atomic_load(&g.launch_events));
+		    "%" PRIu64 " launch events, %" PRIu64 " serialized flushes deferred, %" PRIu64
+		    " all-zero PC records skipped",
+		    g.samples, g.batches, g.dropped, (uint64_t)atomic_load(&g.launch_events),
+		    (uint64_t)atomic_load(&g.flush_missed), g.zero_records);
 	g.armed = false;
+	atomic_store(&g.disarming, false);
 	gs_agent_armed = 0;
 	g.holder_reported = false;
 	if (g.env_opts.subscribe != GS_AGENT_SUB_INIT)
@@ -1637,7 +1943,7 @@ static void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 		c = ctx_add(rd->context);
 		/* Armed: enable right here, on the creating thread, as NVIDIA's
 		 * continuous sample does, so the first kernels are sampled. */
-		if (c && g.armed && !g.exiting)
+		if (c && g.armed && !g.exiting && !atomic_load(&g.disarming))
 			ctx_arm(c);
 		pthread_mutex_unlock(&g.lock);
 		return;
@@ -1728,13 +2034,15 @@ static void watcher_tick(void)
 	}
 	reap_gone();
 	adopt_cubins();
+	if (want && g.armed && atomic_load(&g.disarming))
+		disarm(); /* attached again while disarming: finish, arm anew */
 	if (want && g.armed && gs_agent_cfg.session != g.session) {
 		disarm(); /* re-attached between two polls: start a new session */
 	}
 	if (want && !g.armed) {
 		arm();
 	} else if (!want && g.armed) {
-		disarm();
+		start_disarm();
 	} else if (g.armed && !g.off_reason && !g.subscribed) {
 		if (now_ns() - g.sub_try_ns >= GS_AGENT_SUB_RETRY_MS * 1000000ull)
 			arm_subscribed(); /* is CUPTI free now? */
@@ -1807,7 +2115,13 @@ static void at_exit(void)
 		g.armed = false;
 	}
 	g.exiting = true;
-	free_names(); /* no record can refer to them any more */
+	/* A context still sampled gets its records copied into its configured
+	 * buffer at its teardown, after this handler (the driver's exit, a
+	 * runtime's): CUPTI still holds the name strings then, shared "across
+	 * all the records" (cupti_pcsampling.h:144-148).  Freed only when no
+	 * configured buffer is CUPTI's any more. */
+	if (!count_cfg_live())
+		free_names(); /* no record can refer to them any more */
 	pthread_mutex_unlock(&g.lock);
 }
 

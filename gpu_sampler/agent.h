@@ -37,8 +37,11 @@
  *   3. per context Enable -> stall reasons -> configuration (continuous by
  *      default) -> stall table record; cubin notices for every known
  *      module; launch callbacks on.
- * Disarm (semaphore back to 0, or detach_req == session): drain, Disable,
- * launch callbacks off, status DISARMED, cuptiUnsubscribe; contexts are
+ * Disarm (semaphore back to 0, or detach_req == session): each armed
+ * context is drained and disabled in its next launch EXIT callback, on the
+ * application's thread; after GS_AGENT_DISARM_WAIT_MS the watcher does it
+ * for the contexts that launched nothing; then launch callbacks off,
+ * status DISARMED, cuptiUnsubscribe; contexts are
  * forgotten (their destruction is not seen while unsubscribed) and found
  * again at the next arm.
  *
@@ -58,7 +61,14 @@
  *
  * Drains (cuptiPCSamplingGetData until remainingNumPcs == 0): every
  * drain_interval_ms on the watcher, at module load / unload, before Disable,
- * at context destroy and at exit.  Hardware buffer overflow: Disable +
+ * at context destroy, and in kernel-serialized mode in every launch's EXIT
+ * callback on the launching thread (cupti_pcsampling.h:529-534: a flush
+ * "after every kernel ends"); each drain first reads what CUPTI parked in
+ * the configured buffer (SAMPLING_DATA_BUFFER).  That buffer is CUPTI's
+ * until a Disable succeeds (a context's teardown writes into it): a context
+ * gone without one keeps its buffer for the life of the process.  Nothing
+ * is drained or disabled after the process's exit handler ran.
+ * Hardware buffer overflow: Disable +
  * Enable + configure again, dropped samples counted, status RECOVERED.
  * Every CUPTI failure turns GPU sampling off (for the process or the
  * context) with a status record naming the cause and what to change; the
@@ -88,11 +98,21 @@
 #define GS_AGENT_CFG_PCS      1024 /* PCs in the SAMPLING_DATA_BUFFER */
 #define GS_AGENT_LAUNCH_RATE  200  /* default launch events per second */
 #define GS_AGENT_DRAIN_MS     100
+/* detach: how long the launch callbacks have to disable their contexts
+ * before the watcher does it (a job that launches nothing more) */
+#define GS_AGENT_DISARM_WAIT_MS 300
 /* CUPTI's 1 MB scratch buffer holds ~5,500 PCs: PyTorch-class work runs
  * out (CUPTI_ERROR_OUT_OF_MEMORY).  16 MB, as parcagpu, Proton and
  * HPCToolkit use; doubled on each overflow up to the max. */
-#define GS_AGENT_SCRATCH     (16ull << 20)
-#define GS_AGENT_SCRATCH_MAX (256ull << 20)
+#define GS_AGENT_SCRATCH (16ull << 20)
+/* CUPTI's hardware buffer is device memory, 512 MB by default
+ * (cupti_pcsampling.h:288-296), taken mid-training from the job's GPU.
+ * 128 MB, as Proton uses, and never more than a quarter of the device's
+ * free memory (cuMemGetInfo, asked on the watcher only: no driver calls
+ * inside CUPTI callbacks); hwbuf= / --gpu-hwbuf set it instead. */
+#define GS_AGENT_HWBUF          (128ull << 20)
+#define GS_AGENT_HWBUF_FREE_DIV 4
+#define GS_AGENT_SCRATCH_MAX    (256ull << 20)
 
 void gs_agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -116,6 +136,7 @@ struct gs_agent_opts {
 	uint32_t subscribe; /* enum gs_agent_subscribe (environment only) */
 	uint32_t launch_rate;
 	uint32_t drain_ms;
+	uint32_t sleep_ms; /* CUPTI worker sleep span; 0 = CUPTI's (100 ms) */
 	uint64_t hwbuf, scratch, cubin_keep;
 };
 int gs_agent_parse_opts(const char *s, struct gs_agent_opts *o);

@@ -195,6 +195,7 @@ int gs_cupti_open(struct gs_cupti *c, char *err, size_t errlen)
 		*(void **)&c->PrimaryState = dlsym(drv, "cuDevicePrimaryCtxGetState");
 		*(void **)&c->PrimaryRetain = dlsym(drv, "cuDevicePrimaryCtxRetain");
 		*(void **)&c->PrimaryRelease = dlsym(drv, "cuDevicePrimaryCtxRelease_v2");
+		*(void **)&c->MemGetInfo = dlsym(drv, "cuMemGetInfo_v2");
 	}
 	return 0;
 }

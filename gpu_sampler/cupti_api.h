@@ -44,8 +44,9 @@ struct gs_cupti {
 	CUptiResult (*RegisterComputeCrcCallback)(CUpti_ComputeCrcCallbackFunc); /* optional */
 
 	/* CUDA driver (optional: to make a context current on the watcher
-	 * thread, to read SM count / clock, and to find at arm the primary
-	 * contexts created while the agent was not subscribed). */
+	 * thread, to read SM count / clock, to size the hardware buffer from
+	 * free device memory, and to find at arm the primary contexts created
+	 * while the agent was not subscribed). */
 	CUresult (*CtxPush)(CUcontext);
 	CUresult (*CtxPop)(CUcontext *);
 	CUresult (*DevAttr)(int *, CUdevice_attribute, CUdevice);
@@ -55,6 +56,7 @@ struct gs_cupti {
 	CUresult (*PrimaryState)(CUdevice, unsigned int *, int *);
 	CUresult (*PrimaryRetain)(CUcontext *, CUdevice);
 	CUresult (*PrimaryRelease)(CUdevice);
+	CUresult (*MemGetInfo)(size_t *, size_t *); /* the current context's device */
 };
 
 /* CUpti_SubscriberParams.allowMultipleSubscribers is in the 13.2

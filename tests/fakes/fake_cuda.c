@@ -36,6 +36,7 @@ static const struct fake_cupti_hooks *hooks;
 static int initialized, ndev = 1, arch[FAKE_MAX_DEVICES];
 static uint32_t next_ctx_uid = 1, next_mod_id = 1;
 static __thread struct fake_ctx *stack[16];
+static struct fake_ctx *all_ctx[64]; /* every context made, for the teardown at exit */
 static __thread int depth;
 
 __attribute__((visibility("default"))) void fake_drv_set_hooks(const struct fake_cupti_hooks *h)
@@ -76,6 +77,20 @@ static void load_injection(void)
 		init();
 }
 
+CUresult cuCtxDestroy_v2(struct fake_ctx *c);
+
+/* FAKE_CUDA_EXIT_DESTROY=1: contexts the program left alive are destroyed
+ * at process exit, after the exit handlers registered later (the agent's
+ * among them) have run, as a runtime's exit handler or the driver's own
+ * teardown does: CONTEXT_DESTROY_STARTING callbacks then reach a CUPTI
+ * client that is already exiting. */
+static void exit_destroy(void)
+{
+	for (int i = 0; i < 64; i++)
+		if (all_ctx[i] && alive(all_ctx[i]))
+			cuCtxDestroy_v2(all_ctx[i]);
+}
+
 CUresult cuInit(unsigned flags)
 {
 	const char *e;
@@ -103,7 +118,9 @@ CUresult cuInit(unsigned flags)
 	}
 	initialized = 1;
 	pthread_mutex_unlock(&lock);
-	load_injection(); /* the real driver does this during cuInit */
+	if ((e = getenv("FAKE_CUDA_EXIT_DESTROY")) && *e == '1')
+		atexit(exit_destroy); /* before the agent's: runs after it */
+	load_injection();             /* the real driver does this during cuInit */
 	return CUDA_SUCCESS;
 }
 
@@ -158,6 +175,8 @@ static struct fake_ctx *new_ctx(int dev)
 	c->magic = FAKE_CTX_MAGIC;
 	pthread_mutex_lock(&lock);
 	c->uid = next_ctx_uid++;
+	if (c->uid <= 64)
+		all_ctx[c->uid - 1] = c;
 	pthread_mutex_unlock(&lock);
 	c->device = dev;
 	c->arch = arch[dev];
@@ -217,8 +236,6 @@ CUresult cuDevicePrimaryCtxRetain(struct fake_ctx **out, int dev)
 		hooks->resource(CBID_CONTEXT_CREATED, c, NULL);
 	return CUDA_SUCCESS;
 }
-
-CUresult cuCtxDestroy_v2(struct fake_ctx *c);
 
 CUresult cuDevicePrimaryCtxRelease_v2(int dev)
 {
@@ -397,6 +414,22 @@ CUresult cuMemAlloc_v2(unsigned long long *p, size_t n)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	*p = (unsigned long long)(uintptr_t)m;
+	return CUDA_SUCCESS;
+}
+
+/* FAKE_CUDA_FREE_MB of the device's 81,559 MB (an H100's) are free
+ * (default 80,000). */
+CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total_b)
+{
+	const char *e = getenv("FAKE_CUDA_FREE_MB");
+	size_t total = 81559ull << 20, free_mb = e ? strtoull(e, NULL, 0) : 80000;
+
+	if (!alive(current()))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!free_b || !total_b)
+		return CUDA_ERROR_INVALID_VALUE;
+	*total_b = total;
+	*free_b = (free_mb << 20) < total ? free_mb << 20 : total;
 	return CUDA_SUCCESS;
 }
 

@@ -24,7 +24,18 @@
  *     allowMultipleSubscribers (CUPTI Usage, "Multiple Subscribers" 2.4.1,
  *     2.4.8: https://docs.nvidia.com/cupti/main/main.html)
  *   - callbacks only for (domain, cbid) pairs each subscriber enabled
- *   - Disable: leftovers copied into the SAMPLING_DATA_BUFFER, excess dropped
+ *   - Disable: leftovers copied into the SAMPLING_DATA_BUFFER, excess dropped;
+ *     with the hardware buffer full, as all-zero records (zero_pcs)
+ *   - context destroy: the same copy, after the DESTROY_STARTING callbacks
+ *     returned, into a buffer still configured (a client that freed it gets
+ *     a write after free; t_gpu_exit_asan builds this double with ASan)
+ *   - records written with CUPTI's own stride (56 bytes before API v22, 64
+ *     from it), never the client's size field; any other size is refused
+ *   - ranges: a range closed unflushed (a kernel in KERNEL_SERIALIZED mode
+ *     when the next starts, a module unload) is parked in the configured
+ *     buffer over what was there (parked_pcs_lost counts what the client had
+ *     not read: totalNumPcs not set back to 0); GetData into the configured
+ *     buffer itself is accepted, as NVIDIA's start/stop sample does
  *
  * Environment:
  *   FAKE_CUPTI_VERSION   cuptiGetVersion() value (default 130001)
@@ -38,7 +49,15 @@
  *                        created the context nor launched on it fails with
  *                        CUPTI_ERROR_INVALID_OPERATION: no document allows it),
  *                        hwfull (hardware buffer overflows once, after
- *                        FAKE_CUPTI_HWFULL_AFTER samples, default 500),
+ *                        FAKE_CUPTI_HWFULL_AFTER samples, default 500;
+ *                        FAKE_CUPTI_HWFULL_TIMES times, default 1),
+ *                        offthread (Enable, GetData and Disable from such a
+ *                        thread fail with CUPTI_ERROR_INVALID_OPERATION),
+ *                        inflight (Enable, GetData or Disable while a kernel
+ *                        of the context runs fails with CUPTI_ERROR_UNKNOWN: CUPTI wants
+ *                        the GPU idle, and a tool calling from a worker
+ *                        thread saw that error; FAKE_CUPTI_KERNEL_MS: how
+ *                        long each kernel runs),
  *                        continuous_corr (PC records carry the launch's
  *                        correlationId in continuous mode too, where the
  *                        documentation promises 0: a client must not trust
@@ -48,6 +67,9 @@
  *   FAKE_CUPTI_SAMPLES   warp samples per launch (default 40)
  *   FAKE_CUPTI_GETDATA_MS each cuptiPCSamplingGetData takes this long (a busy
  *                        GPU; the agent holds its lock meanwhile)
+ *   FAKE_CUPTI_TEARDOWN_MS a context's PC-sampling teardown waits this long
+ *                        (joining CUPTI's threads) before it writes the
+ *                        configured buffer
  *   FAKE_CUPTI_PC_SPREAD distinct PCs a kernel's samples spread over
  *                        (default: up to 4 inside the function)
  *
@@ -134,7 +156,10 @@ static const char *const call_names[C_NR] = {
 static _Atomic uint64_t calls[C_NR];
 static _Atomic uint64_t st_launches, st_launch_cb, st_resource_cb, st_generated, st_delivered,
     st_dropped, st_hwfull, st_bad_size, st_order_err, st_enable_ok, st_scratch_full,
-    st_scratch_lost, st_scratch_bytes, st_names_freed_early, st_enable_offthread, st_dead_ctx_calls;
+    st_scratch_lost, st_scratch_bytes, st_names_freed_early, st_enable_offthread, st_dead_ctx_calls,
+    st_parked, st_parked_lost, st_teardown_copies, st_teardown_pcs, st_zero_pcs, st_hwbuf_bytes,
+    st_sleep_ms, st_period, st_inflight_refused, st_disable_refused, st_disable_app_thread,
+    st_offthread_refused;
 #define COUNT(c) atomic_fetch_add(&calls[c], 1)
 
 /* ---- stall reason tables ----------------------------------------------- */
@@ -250,6 +275,7 @@ struct pcs_state {
 	struct fake_ctx *ctx;
 	bool enabled, configured, start_stop, started, hw_full, scratch_full;
 	uint64_t scratch; /* bytes configured; 0 = CUPTI's 1 MB */
+	uint64_t hwbuf;   /* bytes configured; 0 = CUPTI's 512 MB */
 	uint32_t *slots;  /* pending recs by key: index + 1, 0 = empty */
 	size_t n_slots;
 	uint32_t mode, period;
@@ -259,6 +285,7 @@ struct pcs_state {
 	struct pcrec *recs;
 	size_t n_recs, cap_recs, read_pos;
 	uint64_t range, pend_total, pend_dropped, pend_nonuser, since_drain;
+	uint64_t parked_samples; /* delivered into the range parked in cfg_buf */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -309,7 +336,7 @@ static uint32_t version = 130001;
 static uint32_t driver_branch = 580;
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static char fail[256];
-static bool hwfull_fired;
+static unsigned hwfull_fired, hwfull_times = 1;
 
 static bool failing(const char *what)
 {
@@ -582,6 +609,71 @@ static void dispatch(int d, int cbid, const void *data)
 	}
 }
 
+static void copy_out(struct pcs_state *s, CUpti_PCSamplingData *d, bool once_totals);
+static bool data_ok(CUpti_PCSamplingData *d, size_t n_selected);
+
+/* A range closed with PC records nobody flushed: they go to the configured
+ * buffer, over whatever it held (cupti_pcsampling.h:529-534 makes flushing
+ * the client's duty "to maintain uniqueness of PCs").  The double's
+ * convention for "the client has read it": totalNumPcs set back to 0; a
+ * range overwritten before that is lost, and its samples are taken back
+ * from samples_delivered.  What does not fit is discarded, as at Disable.
+ * Caller holds lock. */
+static void park(struct pcs_state *s)
+{
+	uint64_t before;
+
+	if (!s || !s->enabled || !s->cfg_buf || s->read_pos >= s->n_recs || s->hw_full ||
+	    s->scratch_full || !data_ok(s->cfg_buf, s->n_selected))
+		return;
+	if (s->cfg_buf->totalNumPcs) {
+		atomic_fetch_add(&st_parked_lost, s->cfg_buf->totalNumPcs);
+		atomic_fetch_sub(&st_delivered, s->parked_samples);
+	}
+	before = atomic_load(&st_delivered);
+	copy_out(s, s->cfg_buf, s->read_pos == 0);
+	s->parked_samples = atomic_load(&st_delivered) - before;
+	atomic_fetch_add(&st_parked, 1);
+	s->n_recs = s->read_pos = 0;
+	if (s->slots)
+		memset(s->slots, 0, s->n_slots * sizeof(*s->slots));
+}
+
+/* The context goes: CUPTI tears its PC sampling down as Disable would
+ * ("this API does the PC Sampling tear-down, joins threads and copies PC
+ * records in the buffer provided during the PC sampling configuration",
+ * cupti_pcsampling.h:617-621: Disable does for a live context what the
+ * context's destruction does), after the DESTROY_STARTING callbacks have
+ * returned.  FAKE_CUPTI_TEARDOWN_MS: joining CUPTI's worker threads takes
+ * that long first.  A client that freed the configured buffer meanwhile
+ * has it written after free (ASan reports it). */
+static void teardown(struct fake_ctx *c)
+{
+	const char *ms = getenv("FAKE_CUPTI_TEARDOWN_MS");
+	struct pcs_state *s;
+
+	pthread_mutex_lock(&lock);
+	s = state_of((CUcontext)c, false);
+	bool copy = s && s->enabled && s->cfg_buf;
+	pthread_mutex_unlock(&lock);
+	if (copy && ms)
+		usleep((useconds_t)atoi(ms) * 1000);
+	pthread_mutex_lock(&lock);
+	if ((s = state_of((CUcontext)c, false))) {
+		if (s->enabled && s->cfg_buf && !s->hw_full && !s->scratch_full &&
+		    data_ok(s->cfg_buf, s->n_selected)) {
+			s->cfg_buf->totalNumPcs = 0;
+			copy_out(s, s->cfg_buf, true);
+			atomic_fetch_add(&st_teardown_copies, 1);
+			atomic_fetch_add(&st_teardown_pcs, s->cfg_buf->totalNumPcs);
+		}
+		free(s->recs);
+		free(s->slots);
+		s->ctx = NULL; /* CUPTI drops its per-context state with the context */
+	}
+	pthread_mutex_unlock(&lock);
+}
+
 static void hook_resource(int cbid, struct fake_ctx *c, struct fake_module *m)
 {
 	CUpti_ModuleResourceData md;
@@ -608,16 +700,14 @@ static void hook_resource(int cbid, struct fake_ctx *c, struct fake_module *m)
 		dispatch(CUPTI_CB_DOMAIN_RESOURCE, cbid, &rd);
 	}
 	/* with or without a subscriber */
-	if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
-		/* CUPTI drops its per-context state with the context. */
+	if (cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING) {
+		/* The range closes: what was not flushed is parked. */
 		pthread_mutex_lock(&lock);
-		struct pcs_state *s = state_of((CUcontext)c, false);
-		if (s) {
-			free(s->recs);
-			s->ctx = NULL;
-		}
+		park(state_of((CUcontext)c, false));
 		pthread_mutex_unlock(&lock);
 	}
+	if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING)
+		teardown(c);
 }
 
 static uint64_t crc_of(const void *image, size_t size);
@@ -717,8 +807,11 @@ static void run_kernel(struct fake_ctx *c, struct fake_func *f, uint32_t corr)
 		pthread_mutex_unlock(&lock);
 		return;
 	}
-	if (s->mode == CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED)
+	if (s->mode == CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED) {
+		/* a range per kernel: the last kernel's, if not flushed, is parked */
+		park(s);
 		s->range++;
+	}
 	s->pend_nonuser += 1; /* a little non-user kernel noise per launch */
 	s->pend_total += 1;
 	limit = getenv("FAKE_CUPTI_HWFULL_AFTER")
@@ -741,9 +834,9 @@ static void run_kernel(struct fake_ctx *c, struct fake_func *f, uint32_t corr)
 			atomic_fetch_add(&st_dropped, 1);
 			continue;
 		}
-		if (failing("hwfull") && !hwfull_fired && ++s->since_drain > limit) {
-			s->hw_full = true;   /* sticky until Disable + Enable */
-			hwfull_fired = true; /* once per process */
+		if (failing("hwfull") && hwfull_fired < hwfull_times && ++s->since_drain > limit) {
+			s->hw_full = true; /* sticky until Disable + Enable */
+			hwfull_fired++;    /* FAKE_CUPTI_HWFULL_TIMES per process */
 			atomic_fetch_add(&st_hwfull, 1);
 			s->pend_dropped++;
 			atomic_fetch_add(&st_dropped, 1);
@@ -792,7 +885,11 @@ static int hook_launch(int cbid, const char *api_name, struct fake_ctx *c, struc
 		atomic_fetch_add(&st_launch_cb, 1);
 		dispatch(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &cd);
 	}
+	__atomic_add_fetch(&c->running, 1, __ATOMIC_SEQ_CST);
 	run_kernel(c, f, corr);
+	if (getenv("FAKE_CUPTI_KERNEL_MS")) /* the kernel runs that long */
+		usleep((useconds_t)(atof(getenv("FAKE_CUPTI_KERNEL_MS")) * 1000));
+	__atomic_sub_fetch(&c->running, 1, __ATOMIC_SEQ_CST);
 	cd.callbackSite = CUPTI_API_EXIT;
 	cd.functionReturnValue = &ret;
 	if (cb)
@@ -823,6 +920,25 @@ static const struct fake_cupti_hooks hooks = { hook_resource, hook_launch };
 		}                                             \
 	} while (0)
 
+/* Neither the thread that created ctx nor the one that last launched on it. */
+static bool off_thread(CUcontext ctx)
+{
+	const struct fake_ctx *fc = (const struct fake_ctx *)ctx;
+	unsigned long me = (unsigned long)pthread_self();
+
+	return me != fc->creator && me != fc->launcher;
+}
+
+/* FAKE_CUPTI_FAIL=inflight: a kernel of ctx is running (counted refused). */
+static bool in_flight(CUcontext ctx)
+{
+	if (!failing("inflight") ||
+	    !__atomic_load_n(&((struct fake_ctx *)ctx)->running, __ATOMIC_SEQ_CST))
+		return false;
+	atomic_fetch_add(&st_inflight_refused, 1);
+	return true;
+}
+
 API CUptiResult cuptiPCSamplingEnable(CUpti_PCSamplingEnableParams *p)
 {
 	struct pcs_state *s;
@@ -840,14 +956,12 @@ API CUptiResult cuptiPCSamplingEnable(CUpti_PCSamplingEnableParams *p)
 		return CUPTI_ERROR_NOT_SUPPORTED;
 	if (failing("enable_oom"))
 		return CUPTI_ERROR_OUT_OF_MEMORY;
-	if (failing("enable_offthread")) {
-		const struct fake_ctx *fc = (const struct fake_ctx *)p->ctx;
-		unsigned long me = (unsigned long)pthread_self();
-		if (me != fc->creator && me != fc->launcher) {
-			atomic_fetch_add(&st_enable_offthread, 1);
-			return CUPTI_ERROR_INVALID_OPERATION;
-		}
+	if ((failing("enable_offthread") || failing("offthread")) && off_thread(p->ctx)) {
+		atomic_fetch_add(&st_enable_offthread, 1);
+		return CUPTI_ERROR_INVALID_OPERATION;
 	}
+	if (in_flight(p->ctx))
+		return CUPTI_ERROR_UNKNOWN;
 	pthread_mutex_lock(&lock);
 	for (int i = 0; i < MAX_CTX; i++)
 		if (ctxs[i].ctx && ctxs[i].enabled && ctxs[i].ctx != (struct fake_ctx *)p->ctx &&
@@ -869,13 +983,24 @@ API CUptiResult cuptiPCSamplingEnable(CUpti_PCSamplingEnableParams *p)
 	return r;
 }
 
-/* Copy pending records into d (stride from each record's own size). */
+/* CUPTI's own CUpti_PCSamplingPCData stride: correlationId came with API
+ * v22 (CUDA 12.4: cupti_version.h:114 lists "v22 : CUDA Toolkit 12.4";
+ * cupti_pcsampling.h:159-163 is the field), taking the struct from 56 to 64
+ * bytes.  CUPTI walks the client's array with its own stride, not with the
+ * records' size fields, so a client that allocated the other layout reads
+ * garbage (or has its heap overrun); data_ok refuses it here. */
+static size_t pc_stride(void)
+{
+	return version >= 22 ? 64 : 56;
+}
+
+/* Copy pending records into d, with CUPTI's stride. */
 static void copy_out(struct pcs_state *s, CUpti_PCSamplingData *d, bool once_totals)
 {
 	const struct table *t = table_for(s->ctx);
 	size_t n = 0;
 	char *base = (char *)d->pPcData;
-	size_t stride = d->pPcData ? d->pPcData[0].size : 0;
+	size_t stride = pc_stride();
 
 	while (s->read_pos < s->n_recs && n < d->collectNumPcs) {
 		struct pcrec *r = &s->recs[s->read_pos++];
@@ -938,6 +1063,27 @@ static void copy_out(struct pcs_state *s, CUpti_PCSamplingData *d, bool once_tot
 		memset(s->slots, 0, s->n_slots * sizeof(*s->slots));
 }
 
+/* "When hardware buffer is full, user will get pc data as 0"
+ * (cupti_pcsampling.h:236-239): the pending records come out with every
+ * field but size and the stall-reason array pointer zeroed. */
+static void zero_out(struct pcs_state *s, CUpti_PCSamplingData *d)
+{
+	size_t n = s->n_recs - s->read_pos;
+
+	if (n > d->collectNumPcs)
+		n = d->collectNumPcs;
+	for (size_t i = 0; i < n; i++) {
+		CUpti_PCSamplingPCData *o = (void *)((char *)d->pPcData + i * pc_stride());
+		CUpti_PCSamplingStallReason *sr = o->stallReason;
+		memset(o, 0, pc_stride());
+		o->size = pc_stride();
+		o->stallReason = sr;
+	}
+	d->totalNumPcs = n;
+	d->remainingNumPcs = 0;
+	atomic_fetch_add(&st_zero_pcs, n);
+}
+
 static size_t min_data_size(void)
 {
 	if (version >= 19)
@@ -954,8 +1100,8 @@ static bool data_ok(CUpti_PCSamplingData *d, size_t n_selected)
 	    !d->collectNumPcs)
 		return false;
 	for (size_t i = 0; i < d->collectNumPcs; i++) {
-		CUpti_PCSamplingPCData *p = (void *)((char *)d->pPcData + i * d->pPcData[0].size);
-		if (version < 22 ? p->size != 56 : (p->size != 56 && p->size != 64))
+		CUpti_PCSamplingPCData *p = (void *)((char *)d->pPcData + i * pc_stride());
+		if (p->size != pc_stride())
 			return false;
 		if (n_selected && !p->stallReason)
 			return false;
@@ -975,6 +1121,12 @@ API CUptiResult cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams *p)
 		atomic_fetch_add(&st_dead_ctx_calls, 1); /* called on a destroyed context */
 	if (getenv("FAKE_CUPTI_GETDATA_MS"))
 		usleep((useconds_t)atoi(getenv("FAKE_CUPTI_GETDATA_MS")) * 1000);
+	if (ctx_ok(p->ctx) && failing("offthread") && off_thread(p->ctx)) {
+		atomic_fetch_add(&st_offthread_refused, 1);
+		return CUPTI_ERROR_INVALID_OPERATION;
+	}
+	if (ctx_ok(p->ctx) && in_flight(p->ctx))
+		return CUPTI_ERROR_UNKNOWN;
 	pthread_mutex_lock(&lock);
 	if (!ctx_ok(p->ctx) || !(s = state_of(p->ctx, false)) || !s->enabled || !s->configured) {
 		atomic_fetch_add(&st_order_err, 1);
@@ -988,10 +1140,8 @@ API CUptiResult cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams *p)
 		pthread_mutex_unlock(&lock);
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	}
-	if (d == s->cfg_buf) { /* the configured buffer belongs to CUPTI */
-		pthread_mutex_unlock(&lock);
-		return CUPTI_ERROR_INVALID_PARAMETER;
-	}
+	/* GetData into the configured buffer itself is allowed: NVIDIA's
+	 * pc_sampling_start_stop sample does it. */
 	if (s->scratch_full) {
 		d->totalNumPcs = d->remainingNumPcs = 0;
 		if (d->size > offsetof(CUpti_PCSamplingData, hardwareBufferFull))
@@ -1023,6 +1173,17 @@ API CUptiResult cuptiPCSamplingDisable(CUpti_PCSamplingDisableParams *p)
 
 	COUNT(C_PCDisable);
 	CHECK_SIZE(p, CUpti_PCSamplingDisableParamsSize);
+	if (ctx_ok(p->ctx)) {
+		const struct fake_ctx *fc = (const struct fake_ctx *)p->ctx;
+		unsigned long me = (unsigned long)pthread_self();
+		bool off = failing("offthread") && off_thread(p->ctx);
+		if (off || in_flight(p->ctx)) {
+			atomic_fetch_add(&st_disable_refused, 1);
+			return off ? CUPTI_ERROR_INVALID_OPERATION : CUPTI_ERROR_UNKNOWN;
+		}
+		if (me == fc->creator || me == fc->launcher)
+			atomic_fetch_add(&st_disable_app_thread, 1);
+	}
 	pthread_mutex_lock(&lock);
 	if (!ctx_ok(p->ctx))
 		atomic_fetch_add(&st_dead_ctx_calls, 1);
@@ -1031,7 +1192,9 @@ API CUptiResult cuptiPCSamplingDisable(CUpti_PCSamplingDisableParams *p)
 		pthread_mutex_unlock(&lock);
 		return CUPTI_ERROR_INVALID_OPERATION;
 	}
-	if (s->cfg_buf && !s->hw_full && !s->scratch_full && data_ok(s->cfg_buf, s->n_selected))
+	if (s->cfg_buf && s->hw_full && data_ok(s->cfg_buf, s->n_selected))
+		zero_out(s, s->cfg_buf);
+	else if (s->cfg_buf && !s->scratch_full && data_ok(s->cfg_buf, s->n_selected))
 		copy_out(s, s->cfg_buf, true);
 	s->enabled = s->configured = s->started = false;
 	s->hw_full = s->scratch_full = false;
@@ -1086,6 +1249,7 @@ static CUptiResult set_one(struct pcs_state *s, CUpti_PCSamplingConfigurationInf
 		    a->attributeData.samplingPeriodData.samplingPeriod > 31)
 			return CUPTI_ERROR_INVALID_OPERATION;
 		s->period = a->attributeData.samplingPeriodData.samplingPeriod;
+		atomic_store(&st_period, s->period);
 		return CUPTI_SUCCESS;
 	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON: {
 		size_t n = a->attributeData.stallReasonData.stallReasonCount;
@@ -1109,6 +1273,8 @@ static CUptiResult set_one(struct pcs_state *s, CUpti_PCSamplingConfigurationInf
 		atomic_store(&st_scratch_bytes, s->scratch);
 		return CUPTI_SUCCESS;
 	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE:
+		s->hwbuf = a->attributeData.hardwareBufferSizeData.hardwareBufferSize;
+		atomic_store(&st_hwbuf_bytes, s->hwbuf);
 		return CUPTI_SUCCESS;
 	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE: {
 		uint32_t m = a->attributeData.collectionModeData.collectionMode;
@@ -1131,6 +1297,10 @@ static CUptiResult set_one(struct pcs_state *s, CUpti_PCSamplingConfigurationInf
 		s->cfg_buf = a->attributeData.samplingDataBufferData.samplingDataBuffer;
 		return s->cfg_buf ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_OPERATION;
 	case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN:
+		if (version < 19) /* came with CUDA 12.0 */
+			return CUPTI_ERROR_INVALID_PARAMETER;
+		atomic_store(&st_sleep_ms, a->attributeData.workerThreadPeriodicSleepSpanData
+					       .workerThreadPeriodicSleepSpan);
 		return CUPTI_SUCCESS;
 	default:
 		return CUPTI_ERROR_INVALID_PARAMETER;
@@ -1185,6 +1355,11 @@ API CUptiResult cuptiPCSamplingGetConfigurationAttribute(CUpti_PCSamplingConfigu
 			break;
 		case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE:
 			a->attributeData.collectionModeData.collectionMode = s->mode;
+			break;
+		case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE:
+			/* "DEFAULT - 512 MB" (cupti_pcsampling.h:288-296) */
+			a->attributeData.hardwareBufferSizeData.hardwareBufferSize =
+			    s->hwbuf ? s->hwbuf : (512ull << 20);
 			break;
 		case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL:
 			a->attributeData.enableStartStopControlData.enableStartStopControl =
@@ -1358,9 +1533,24 @@ static void write_stats(void)
 		(unsigned long long)atomic_load(&st_names_freed_early));
 	fprintf(f, "enable_offthread_refused %llu\n",
 		(unsigned long long)atomic_load(&st_enable_offthread));
+	fprintf(f, "inflight_refused %llu\n",
+		(unsigned long long)atomic_load(&st_inflight_refused));
+	fprintf(f, "disable_refused %llu\n", (unsigned long long)atomic_load(&st_disable_refused));
+	fprintf(f, "offthread_refused %llu\n",
+		(unsigned long long)atomic_load(&st_offthread_refused));
+	fprintf(f, "disable_app_thread %llu\n",
+		(unsigned long long)atomic_load(&st_disable_app_thread));
 	fprintf(f, "dead_ctx_calls %llu\n", (unsigned long long)atomic_load(&st_dead_ctx_calls));
 	fprintf(f, "scratch_lost %llu\n", (unsigned long long)atomic_load(&st_scratch_lost));
+	fprintf(f, "zero_pcs %llu\n", (unsigned long long)atomic_load(&st_zero_pcs));
+	fprintf(f, "parked_ranges %llu\n", (unsigned long long)atomic_load(&st_parked));
+	fprintf(f, "parked_pcs_lost %llu\n", (unsigned long long)atomic_load(&st_parked_lost));
+	fprintf(f, "teardown_copies %llu\n", (unsigned long long)atomic_load(&st_teardown_copies));
+	fprintf(f, "teardown_pcs %llu\n", (unsigned long long)atomic_load(&st_teardown_pcs));
 	fprintf(f, "scratch_bytes %llu\n", (unsigned long long)atomic_load(&st_scratch_bytes));
+	fprintf(f, "hwbuf_bytes %llu\n", (unsigned long long)atomic_load(&st_hwbuf_bytes));
+	fprintf(f, "sleep_span_ms %llu\n", (unsigned long long)atomic_load(&st_sleep_ms));
+	fprintf(f, "period_set %llu\n", (unsigned long long)atomic_load(&st_period));
 	fprintf(f, "bad_size %llu\n", (unsigned long long)atomic_load(&st_bad_size));
 	fprintf(f, "order_errors %llu\n", (unsigned long long)atomic_load(&st_order_err));
 	fprintf(f, "enables %llu\n", (unsigned long long)atomic_load(&st_enable_ok));
@@ -1386,6 +1576,8 @@ __attribute__((constructor)) static void fake_cupti_init(void)
 		version = strtoul(v, NULL, 0);
 	if ((v = getenv("FAKE_CUPTI_DRIVER")))
 		driver_branch = strtoul(v, NULL, 0);
+	if ((v = getenv("FAKE_CUPTI_HWFULL_TIMES")))
+		hwfull_times = strtoul(v, NULL, 0);
 	if (f)
 		snprintf(fail, sizeof(fail), "%s", f);
 	build_table(&tab90, true);

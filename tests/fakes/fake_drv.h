@@ -11,6 +11,9 @@
  *   FAKE_CUDA_ARCH      comma list of SM versions per device (default 90);
  *                       the CUPTI double serves a different stall-reason
  *                       table for 90 and for anything else
+ *   FAKE_CUDA_FREE_MB   free device memory cuMemGetInfo reports (default 80000)
+ *   FAKE_CUDA_EXIT_DESTROY 1: contexts still alive at exit are destroyed
+ *                       after the exit handlers registered after cuInit
  *   CUDA_INJECTION64_PATH  loaded and InitializeInjection() called in cuInit
  */
 #ifndef GS_FAKE_DRV_H
@@ -29,6 +32,7 @@ struct fake_ctx {
 	/* Threads of the application that used the context (pthread_self):
 	 * the creator and the last launcher. */
 	unsigned long creator, launcher;
+	int running; /* kernels in flight (between ENTER and EXIT), __atomic */
 };
 #define FAKE_CTX_MAGIC 0xc0c0c7c7u
 

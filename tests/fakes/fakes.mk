@@ -48,3 +48,18 @@ $(BUILD)/fakes/hostile/libcupti.so: tests/fakes/hostile_cupti.c
 	$(CC) $(FAKE_CFLAGS) -shared -o $@ $<
 TEST_HELPERS += $(BUILD)/fakes/hostile/libcupti.so
 $(BUILD)/tests/test_cuda: | $(BUILD)/fakes/hostile/libcupti.so
+
+# The agent and the CUPTI double built with AddressSanitizer, for the GPU
+# test leg that runs under it (t_gpu_exit_asan.sh: the test preloads the ASan
+# runtime these link against).  The driver double stays uninstrumented: the
+# CUPTI double's DT_NEEDED libcuda.so.1 is the one the app already loaded.
+ASAN_FLAGS := -fsanitize=address -fno-omit-frame-pointer
+$(BUILD)/fakes/asan/libgpusample_agent.so: $(AGENT_SRCS) $(wildcard gpu_sampler/*.h) include/gpusample/records.h include/gpusample/stall.h util/hash.h util/vec.h util/hashmap.h
+	@mkdir -p $(dir $@)
+	$(CC) $(AGENT_CFLAGS) $(ASAN_FLAGS) -shared -o $@ $(AGENT_SRCS)
+
+$(BUILD)/fakes/asan/libcupti.so.13: tests/fakes/fake_cupti.c tests/fakes/fake_drv.h $(BUILD)/fakes/libcuda.so.1
+	@mkdir -p $(dir $@)
+	$(CC) $(FAKE_CFLAGS) $(ASAN_FLAGS) -fvisibility=hidden -shared -Wl,-soname,libcupti.so.13 -o $@ $< \
+		$(BUILD)/fakes/libcuda.so.1 -Wl,-rpath,'$$ORIGIN/..' -lpthread -ldl
+TEST_HELPERS += $(BUILD)/fakes/asan/libgpusample_agent.so $(BUILD)/fakes/asan/libcupti.so.13

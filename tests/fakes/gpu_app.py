@@ -16,7 +16,7 @@ DIR (see Kineto below).
 
 usage: gpu_app.py LIBCUDA CUBIN_DIR [--seconds S] [--rate LAUNCHES_PER_S]
                   [--devices N] [--contexts N] [--start-file F] [--stop-file F]
-                  [--primary] [--kineto-dir DIR]
+                  [--primary] [--kineto-dir DIR] [--keep-contexts] [--idle-file F]
 Prints one line "gpu_app launches=N contexts=N primary_created=N" at exit;
 exit status 0.
 """
@@ -46,6 +46,11 @@ p.add_argument("--twin", action="store_true",
 p.add_argument("--primary", action="store_true",
                help="use the devices' primary contexts, as the CUDA runtime does")
 p.add_argument("--kineto-dir", default=None, help="a Kineto stand-in driven by files in this folder")
+p.add_argument("--idle-file", default=None,
+               help="launch nothing while this file exists (a job gone quiet)")
+p.add_argument("--keep-contexts", action="store_true",
+               help="exit with the contexts and modules alive (the driver double destroys them "
+               "at exit with FAKE_CUDA_EXIT_DESTROY=1)")
 args = p.parse_args()
 
 cu = ctypes.CDLL(args.libcuda)
@@ -255,6 +260,12 @@ while time.monotonic() - start < args.seconds:
         break
     if kineto and step % 8 == 0:
         kineto.poll()
+    if args.idle_file and os.path.exists(args.idle_file):
+        if args.stop_file and os.path.exists(args.stop_file):
+            break
+        time.sleep(0.05)
+        start = time.monotonic() - step * 3 * nctx / args.rate  # no catching up afterwards
+        continue
     for dev in range(nctx):  # dev: index of the context (and its functions)
         train_step(dev, step)
     step += 1
@@ -264,7 +275,7 @@ while time.monotonic() - start < args.seconds:
     if delay > 0:
         time.sleep(delay)
 
-for i, (ctx, mods) in enumerate(ctxs):
+for i, (ctx, mods) in enumerate([] if args.keep_contexts else ctxs):
     cu.cuCtxSetCurrent(ctx)
     for m in mods:
         cu.cuModuleUnload(m)

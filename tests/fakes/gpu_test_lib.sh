@@ -44,3 +44,13 @@ driver() {
 val() { awk -v k="$1" '$1 == k { print $2; exit }' "${2:-$T/driver.out}"; }
 stat() { val "$1" "$T/cupti.stats"; }
 show() { echo "--- driver"; cat "$T/driver.out"; echo "--- cupti double"; grep -v '^call\.' "$T/cupti.stats" 2>/dev/null; }
+
+# attached_run RATE [driver args...]: the app launching RATE kernels/s, the
+# driver attached once (-n 1 plus the args), the app stopped, both shown.
+attached_run() {
+	local rate=$1; shift
+	start_app 60 --rate "$rate"
+	driver -n 1 "$@"
+	wait_app
+	show
+}

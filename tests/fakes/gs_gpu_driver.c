@@ -38,7 +38,8 @@ static struct {
 	int n_tab;
 	uint64_t batches, pcs, counts, samples, not_issued, counter_samples, total, dropped,
 	    nonuser;
-	uint64_t bad_refs, seq_gaps, no_corr_flag, serialized_flag, corr_nonzero, corr_matched;
+	uint64_t bad_refs, zero_pcs, seq_gaps, no_corr_flag, serialized_flag, corr_nonzero,
+	    corr_matched;
 	uint64_t launches, launch_weight, launch_stack, launch_py, launch_py_max, launch_ctx0;
 	uint64_t cpu_samples, armed_status, disarmed_status, off_status, recovered_status, ctx_off;
 	uint64_t cubins, cubins_replay, cubins_read, status_dropped;
@@ -102,6 +103,8 @@ static void on_batch(const struct gs_rec_pc_batch_view *v)
 		uint64_t pc_samples = 0;
 		int k;
 
+		if (!p->cubin_crc && !p->pc_offset && !name[0])
+			D.zero_pcs++; /* an all-zero CUPTI record passed on */
 		if (p->correlation_id) {
 			D.corr_nonzero++;
 			for (size_t c = 0; c < D.n_corr; c++)
@@ -367,6 +370,7 @@ int main(int argc, char **argv)
 	P(dropped);
 	P(nonuser);
 	P(bad_refs);
+	P(zero_pcs);
 	P(no_corr_flag);
 	P(serialized_flag);
 	P(corr_nonzero);

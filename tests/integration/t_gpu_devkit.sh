@@ -15,6 +15,21 @@ extra=$(ldd "$T/kit/gpusample" | grep -vE 'linux-vdso|libc\.so|libm\.so|ld-linux
 for f in gpusample libgpusample_agent.so pcsamp_probe workload.py check.sh cubins/kernels_lineinfo.sm_90.cubin; do
 	[ -e "$T/kit/$f" ] || fail "kit lacks $f"
 done
+# The probe lays PC records out with the running CUPTI's stride: 56 bytes
+# before API v22 (CUDA 12.4 added correlationId, cupti_pcsampling.h:159-163),
+# 64 from it.  The double writes with its own stride and refuses records
+# whose size is not it (a cu118/cu121 torch brings CUPTI v18/v20).
+for vs in 18:56 21:56 22:64 130001:64; do
+	v=${vs%:*} want=${vs#*:}
+	FAKE_CUPTI_VERSION=$v FAKE_CUPTI_STATS=$T/probe.stats LD_LIBRARY_PATH=$T/kit/double timeout 40 \
+		"$T/kit/pcsamp_probe" "$T/kit/double/libcuda.so.1" "$T/kit/double/libcupti.so.13" \
+		"$T/kit/cubins/kernels_lineinfo.sm_90.cubin" 50 > "$T/probe.out" 2>&1 ||
+		{ cat "$T/probe.out"; fail "pcsamp_probe failed on CUPTI API $v"; }
+	grep -q "^probe: PC record stride $want bytes (CUPTI API $v)" "$T/probe.out" ||
+		{ cat "$T/probe.out"; fail "probe did not pick the $want-byte stride for CUPTI API $v"; }
+	grep -q '^probe: ok: .* [1-9][0-9]* stall-reason samples' "$T/probe.out" || { cat "$T/probe.out"; fail "no samples on CUPTI API $v"; }
+	[ "$(awk '$1 == "bad_size" { print $2 }' "$T/probe.stats")" = 0 ] || fail "probe's records refused on CUPTI API $v"
+done
 start=$(date +%s)
 timeout 300 "$T/kit/check.sh" --double "$T/out" > "$T/check.out" 2>&1 || { cat "$T/check.out"; fail "the kit's check failed its dry run"; }
 secs=$(( $(date +%s) - start ))

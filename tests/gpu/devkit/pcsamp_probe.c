@@ -8,11 +8,19 @@
  * and a 16 MB scratch buffer, launches axpy LAUNCHES times, drains with
  * cuptiPCSamplingGetData and prints what came back.
  *
+ * PC records are laid out with the stride of the running libcupti, not of
+ * the headers built against: CUPTI API v22 (CUDA 12.4, cupti_version.h
+ * "v22 : CUDA Toolkit 12.4") added CUpti_PCSamplingPCData.correlationId
+ * (cupti_pcsampling.h:159-163), taking the record from 56 to 64 bytes, and
+ * CUPTI writes the array with its own stride.  A cu118/cu121 torch brings a
+ * libcupti before v22: 56-byte records.  The stride is printed.
+ *
  * usage: pcsamp_probe LIBCUDA LIBCUPTI CUBIN [LAUNCHES]
  * Prints "probe: <step>: <result>" lines and a final "probe: ok ..." line;
  * exit 0 ok, 1 a step failed (the line says which and CUPTI's reason).
  */
 #include <dlfcn.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +40,27 @@ static void *need(void *lib, const char *name)
 #define BIND(lib, var, name) (*(void **)&(var) = need(lib, name))
 
 static CUptiResult (*pcs_result_string)(CUptiResult, const char **);
+static size_t stride; /* CUpti_PCSamplingPCData size of the running libcupti */
+
+static CUpti_PCSamplingPCData *PC(CUpti_PCSamplingData *d, size_t i)
+{
+	return (CUpti_PCSamplingPCData *)((char *)d->pPcData + i * stride);
+}
+
+/* Stall-reason samples of d's totalNumPcs records; the first kernel name. */
+static unsigned long long tally(CUpti_PCSamplingData *d, char *first_fn, size_t len)
+{
+	unsigned long long samples = 0;
+
+	if (d->totalNumPcs > d->collectNumPcs)
+		d->totalNumPcs = d->collectNumPcs;
+	if (d->totalNumPcs && !first_fn[0] && PC(d, 0)->functionName)
+		snprintf(first_fn, len, "%s", PC(d, 0)->functionName);
+	for (size_t i = 0; i < d->totalNumPcs; i++)
+		for (size_t k = 0; k < PC(d, i)->stallReasonCount; k++)
+			samples += PC(d, i)->stallReason[k].samples;
+	return samples;
+}
 
 static void cupti_ok(CUptiResult r, const char *what)
 {
@@ -147,13 +176,22 @@ int main(int argc, char **argv)
 	printf("probe: %zu stall reasons (first: %s)\n", n, n ? names[0] : "-");
 
 	enum { NPC = 4096 };
-	CUpti_PCSamplingData cfg = { .size = sizeof(cfg), .collectNumPcs = NPC }, get = cfg;
-	cfg.pPcData = calloc(NPC, sizeof(CUpti_PCSamplingPCData));
-	get.pPcData = calloc(NPC, sizeof(CUpti_PCSamplingPCData));
+	/* CUpti_PCSamplingData.size as the running libcupti knows the struct:
+	 * nonUsrKernelsTotalSamples came with v16 (CUDA 11.5), hardwareBufferFull
+	 * with v19 (CUDA 12.0) */
+	CUpti_PCSamplingData cfg = { .collectNumPcs = NPC }, get;
+	cfg.size = ver >= 19   ? sizeof(cfg)
+		   : ver >= 16 ? offsetof(CUpti_PCSamplingData, hardwareBufferFull)
+			       : offsetof(CUpti_PCSamplingData, nonUsrKernelsTotalSamples);
+	get = cfg;
+	stride = ver >= 22 ? 64 : 56;
+	printf("probe: PC record stride %zu bytes (CUPTI API %u)\n", stride, ver);
+	cfg.pPcData = calloc(NPC, stride);
+	get.pPcData = calloc(NPC, stride);
 	for (size_t i = 0; i < NPC; i++) {
-		cfg.pPcData[i].size = get.pPcData[i].size = sizeof(CUpti_PCSamplingPCData);
-		cfg.pPcData[i].stallReason = calloc(n, sizeof(CUpti_PCSamplingStallReason));
-		get.pPcData[i].stallReason = calloc(n, sizeof(CUpti_PCSamplingStallReason));
+		PC(&cfg, i)->size = PC(&get, i)->size = stride;
+		PC(&cfg, i)->stallReason = calloc(n, sizeof(CUpti_PCSamplingStallReason));
+		PC(&get, i)->stallReason = calloc(n, sizeof(CUpti_PCSamplingStallReason));
 	}
 	CUpti_PCSamplingConfigurationInfo a[4];
 	memset(a, 0, sizeof(a));
@@ -197,15 +235,15 @@ int main(int argc, char **argv)
 		pcs += get.totalNumPcs;
 		total += get.totalSamples;
 		dropped += get.droppedSamples;
-		if (get.totalNumPcs && !first_fn[0] && get.pPcData[0].functionName)
-			snprintf(first_fn, sizeof(first_fn), "%s", get.pPcData[0].functionName);
-		for (size_t i = 0; i < get.totalNumPcs; i++)
-			for (size_t k = 0; k < get.pPcData[i].stallReasonCount; k++)
-				samples += get.pPcData[i].stallReason[k].samples;
+		samples += tally(&get, first_fn, sizeof(first_fn));
 	} while (get.remainingNumPcs);
 	CUpti_PCSamplingDisableParams dp = { .size = CUpti_PCSamplingDisableParamsSize,
 					     .ctx = ctx };
+	cfg.totalNumPcs = 0;
 	cupti_ok(Disable(&dp), "cuptiPCSamplingDisable");
+	/* Disable copies what CUPTI still held into the configured buffer */
+	pcs += cfg.totalNumPcs;
+	samples += tally(&cfg, first_fn, sizeof(first_fn));
 	/* The module was loaded with no CUPTI subscriber, as by a job whose
 	 * agent is dormant: CUPTI must still name its kernels (gpusample's
 	 * kernel-level attribution of such modules relies on it). */
