@@ -70,6 +70,7 @@ static void module_free(struct gs_sym_module *m)
 {
 	if (m->dwfl && !m->broken) /* broken: libdwfl state is mid-update, leak it */
 		dwfl_end(m->dwfl);
+	gs_sym_debug_release(m);
 	free(m->path);
 	free(m->file_name);
 	free(m->syms);
@@ -157,8 +158,13 @@ static bool module_open_dwfl(struct gs_sym_module *m)
 {
 	if (m->dwfl)
 		return m->mod != NULL;
-	if (m->fd < 0)
+	if (m->fd < 0 || m->no_dwarf)
 		return false;
+	/* libdw inflates compressed sections whole, at the sizes they claim */
+	if (gs_sym_debug_admit(m, m->fd, m->path)) {
+		m->no_dwarf = true;
+		return false;
+	}
 	m->dwfl = dwfl_begin(&dwfl_cbs);
 	if (!m->dwfl)
 		return false;
@@ -172,6 +178,10 @@ static bool module_open_dwfl(struct gs_sym_module *m)
 		close(fd);
 		return false;
 	}
+	void **userdata = NULL;
+	dwfl_module_info(m->mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
+	if (userdata) /* the debug file search's (debuginfo.c) */
+		*userdata = m;
 	Dwarf_Addr bias = 0;
 	if (!dwfl_module_getelf(m->mod, &bias)) {
 		m->mod = NULL;

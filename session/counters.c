@@ -12,24 +12,32 @@
 static void memory_budget(struct session *s)
 {
 	struct gs_mem_stats m;
+	char held[256] = "", refused[256] = "";
+	size_t h = 0, r = 0;
+	uint64_t n_refused = 0;
 
 	gs_mem_stats(&m);
-	gs_profile_add_comment(
-	    &s->prof,
-	    "memory budget: peak %.1f MiB of %llu MiB (at the end: %s %.1f, %s "
-	    "%.1f, %s %.1f MiB); refused: %s %llu, %s %llu, %s %llu",
-	    m.peak / 1048576.0, (unsigned long long)(m.budget >> 20),
-	    gs_mem_kind_name(GS_MEM_PERF_MAPS), m.used_by[0] / 1048576.0,
-	    gs_mem_kind_name(GS_MEM_CFI_TABLES), m.used_by[1] / 1048576.0,
-	    gs_mem_kind_name(GS_MEM_GPU_STORES), m.used_by[2] / 1048576.0,
-	    gs_mem_kind_name(GS_MEM_PERF_MAPS), (unsigned long long)m.refused[0],
-	    gs_mem_kind_name(GS_MEM_CFI_TABLES), (unsigned long long)m.refused[1],
-	    gs_mem_kind_name(GS_MEM_GPU_STORES), (unsigned long long)m.refused[2]);
-	if (m.refused[0] + m.refused[1] + m.refused[2])
+	for (int k = 0; k < GS_MEM_KINDS; k++) {
+		const char *sep = k ? ", " : "";
+
+		h += (size_t)snprintf(held + h, h < sizeof(held) ? sizeof(held) - h : 0,
+				      "%s%s %.1f", sep, gs_mem_kind_name(k),
+				      m.used_by[k] / 1048576.0);
+		r += (size_t)snprintf(refused + r, r < sizeof(refused) ? sizeof(refused) - r : 0,
+				      "%s%s %llu", sep, gs_mem_kind_name(k),
+				      (unsigned long long)m.refused[k]);
+		n_refused += m.refused[k];
+	}
+	gs_profile_add_comment(&s->prof,
+			       "memory budget: peak %.1f MiB of %llu MiB (at the end: %s MiB); "
+			       "refused: %s",
+			       m.peak / 1048576.0, (unsigned long long)(m.budget >> 20), held,
+			       refused);
+	if (n_refused)
 		gs_profile_add_note(
 		    &s->prof,
-		    "the run's memory budget (%llu MiB of perf maps, unwind tables "
-		    "and GPU names and locations together; GS_MEM_BUDGET_MB sets "
+		    "the run's memory budget (%llu MiB of perf maps, unwind tables, GPU names "
+		    "and locations, and inflated debug sections together; GS_MEM_BUDGET_MB sets "
 		    "another) was spent: what came after it was dropped and counted",
 		    (unsigned long long)(m.budget >> 20));
 }
