@@ -11,7 +11,8 @@
  * (elf_compress, elf_compress_gnu): what libelf inflated must not pass the
  * sum the check reported (the oracle: the check saw every section libelf
  * inflates), and -malloc_limit_mb/-rss_limit_mb turn an allocation past the
- * cap into a finding.  Seeds: fuzz/gen_compressed_sections_seeds.sh.
+ * cap into a finding (the check's own inflating of .gnu_debugdata xz streams
+ * included).  Seeds: fuzz/gen_compressed_sections_seeds.sh.
  */
 #include <gelf.h>
 #include <stdint.h>
@@ -23,7 +24,7 @@
 #include "fuzz/sparse_memfd.h"
 #include "proc/proc.h"
 
-#define CAP        (256ull << 20)
+#define CAP (256ull << 20)
 
 /* Bytes libelf inflated for fd's compressed sections, as libdw asks. */
 static uint64_t inflate_all(int fd)

@@ -1,8 +1,8 @@
 #!/bin/bash
 # Seed corpus for fuzz/fuzz_compressed_sections.c: a small library with
 # DWARF compressed by objcopy in each form libdw inflates (zlib, GNU
-# .zdebug, zstd where binutils has it), and one zlib section claiming more
-# than its stream holds.  Each seed is [8-byte little-endian size][file].
+# .zdebug, zstd where binutils has it), one zlib section claiming more than
+# its stream holds, and a stripped one with a .gnu_debugdata xz stream.  Each seed is [8-byte little-endian size][file].
 # usage: fuzz/gen_compressed_sections_seeds.sh fuzz/corpus/compressed_sections
 set -eu
 out=$1
@@ -30,3 +30,7 @@ for i in range(shnum):
 open(sys.argv[2], "wb").write(e)
 PY
 seed "$tmp/forged.so" forged_claim
+strip --strip-all -o "$tmp/stripped.so" "$tmp/a.so"
+head -c 1M /dev/zero | xz -0 >"$tmp/mini.xz"
+objcopy --add-section .gnu_debugdata="$tmp/mini.xz" "$tmp/stripped.so" "$tmp/mini.so"
+seed "$tmp/mini.so" gnu_debugdata

@@ -10,6 +10,15 @@
  * or a GNU ".zdebug*" section's "ZLIB" + 8-byte big-endian size, after a
  * copy of the compressed bytes (sh_size) in libelf's read mode.  Those are
  * the memory at stake, so they are what is summed and capped.
+ *
+ * libdwfl also inflates a stripped file's ".gnu_debugdata" (MiniDebugInfo:
+ * an xz-compressed ELF with a .symtab) when the file has no .symtab, into a
+ * buffer it grows as the stream goes, with no limit: a 156 KB section of
+ * xz'ed zeros took gpusample to 1.1 GB.  No header says that size, so the
+ * stream is inflated here first, into a scratch buffer, counting: past the
+ * cap, or past a decoder needing more than GS_ELF_XZ_MEMLIMIT, it is
+ * refused; else twice its size (libdwfl's buffer doubles) and the decoder's
+ * memory are counted.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -17,6 +26,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <elf.h>
+#include <lzma.h>
+#include <stdlib.h>
 #include "proc/proc.h"
 
 /* deflate's best ratio: a 258-byte match in about two bits. */
@@ -97,15 +108,59 @@ static int64_t claim(int fd, struct elf_form f, const struct shdr *s, bool gnu_n
 	return (int64_t)(size + s->size);
 }
 
-/* Section s's name starts with ".zdebug" (names read from shstrtab). */
-static bool gnu_zdebug(int fd, const struct shdr *strtab, uint32_t name)
+/* Section s's name starts with prefix (n bytes, its NUL included when the
+ * whole name must match; names read from shstrtab). */
+static bool name_is(int fd, const struct shdr *strtab, uint32_t name, const char *prefix, size_t n)
 {
-	char n[8];
+	char got[32];
 
-	if (!strtab || name >= strtab->size || strtab->size - name < sizeof(n))
+	if (!strtab || n > sizeof(got) || name >= strtab->size || strtab->size - name < n)
 		return false;
-	return pread(fd, n, sizeof(n), (off_t)(strtab->offset + name)) == (ssize_t)sizeof(n) &&
-	       !memcmp(n, ".zdebug", 7);
+	return pread(fd, got, n, (off_t)(strtab->offset + name)) == (ssize_t)n &&
+	       !memcmp(got, prefix, n);
+}
+
+/* What libdwfl's inflating of the xz stream in section s would take
+ * (bytes), or -EFBIG with *why past left or a decoder over its limit. */
+static int64_t xz_claim(int fd, const struct shdr *s, uint64_t left, const char **why)
+{
+	enum { IN = 65536, OUT = 1 << 20 };
+	lzma_stream z = LZMA_STREAM_INIT;
+	unsigned char *in = malloc(IN), *out = malloc(OUT);
+	uint64_t off = 0, used;
+	lzma_ret r = LZMA_OK;
+
+	if (!in || !out || lzma_stream_decoder(&z, GS_ELF_XZ_MEMLIMIT, 0) != LZMA_OK) {
+		free(in);
+		free(out);
+		*why = "no memory to check a .gnu_debugdata stream";
+		return -EFBIG;
+	}
+	while (r == LZMA_OK && 2 * z.total_out <= left) {
+		if (!z.avail_in && off < s->size) {
+			size_t n = s->size - off < IN ? (size_t)(s->size - off) : IN;
+			ssize_t got = pread(fd, in, n, (off_t)(s->offset + off));
+
+			if (got <= 0)
+				break; /* libdwfl's read fails there too */
+			z.next_in = in;
+			z.avail_in = (size_t)got;
+			off += (uint64_t)got;
+		}
+		z.next_out = out;
+		z.avail_out = OUT;
+		r = lzma_code(&z, off < s->size ? LZMA_RUN : LZMA_FINISH);
+	}
+	used = 2 * z.total_out + lzma_memusage(&z);
+	lzma_end(&z);
+	free(in);
+	free(out);
+	if (r == LZMA_MEMLIMIT_ERROR || used > left) {
+		*why = r == LZMA_MEMLIMIT_ERROR ? "a .gnu_debugdata stream needs a large decoder"
+						: ".gnu_debugdata inflates past the per-file cap";
+		return -EFBIG;
+	}
+	return (int64_t)used;
 }
 
 int gs_elf_inflate_check(int fd, uint64_t cap, uint64_t *bytes, const char **why)
@@ -149,8 +204,14 @@ int gs_elf_inflate_check(int fd, uint64_t cap, uint64_t *bytes, const char **why
 		if (pread(fd, sh, min_sh, (off_t)(shoff + i * min_sh)) != (ssize_t)min_sh)
 			break; /* libelf refuses a cut table too */
 		shdr_parse(sh, f, &s);
-		int64_t c = claim(fd, f, &s, gnu_zdebug(fd, have_strtab ? &strtab : NULL, s.name),
-				  why);
+		const struct shdr *names = have_strtab ? &strtab : NULL;
+		int64_t c;
+
+		if (s.type != SHT_NOBITS && !(s.flags & SHF_COMPRESSED) &&
+		    name_is(fd, names, s.name, ".gnu_debugdata", sizeof(".gnu_debugdata")))
+			c = xz_claim(fd, &s, cap - *bytes, why);
+		else
+			c = claim(fd, f, &s, name_is(fd, names, s.name, ".zdebug", 7), why);
 
 		if (c < 0)
 			return (int)c;

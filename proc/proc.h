@@ -226,7 +226,12 @@ int gs_elf_headers_check(int fd, const char **why);
  * Returns 0 when it is at most cap (also for a file that is not ELF),
  * -EFBIG and *why (a static string) when gs_elf_headers_check refuses the
  * file, a claim passes cap or is impossible (a zlib section claiming more
- * than 1032 times its size, a header outside the file). */
+ * than 1032 times its size, a header outside the file).  A ".gnu_debugdata"
+ * section (xz; libdwfl inflates it into a growing buffer when the file has
+ * no .symtab, and no header says its size) is inflated here into a scratch
+ * buffer first, counting, with a decoder of at most GS_ELF_XZ_MEMLIMIT
+ * bytes: twice its output plus the decoder's memory are counted. */
+#define GS_ELF_XZ_MEMLIMIT (128ull << 20)
 int gs_elf_inflate_check(int fd, uint64_t cap, uint64_t *bytes, const char **why);
 
 struct stat;

@@ -5,6 +5,8 @@
 #include <criterion/criterion.h>
 #include <elf.h>
 #include <errno.h>
+#include <lzma.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -20,7 +22,9 @@ struct sec {
 	uint64_t flags;
 	uint32_t ch_type; /* SHF_COMPRESSED: the Chdr's; .zdebug: "ZLIB" */
 	uint64_t claim;
-	uint64_t size; /* sh_size: the compressed bytes, header included */
+	uint64_t size;   /* sh_size: the compressed bytes, header included */
+	const void *raw; /* else these raw_len bytes are the section */
+	size_t raw_len;
 };
 
 static bool g_b64 = true, g_msb;
@@ -36,7 +40,7 @@ static int elf_with(const struct sec *secs, size_t n)
 {
 	static unsigned char img[1 << 16];
 	size_t w = g_b64 ? 8 : 4, ehsize = g_b64 ? 64 : 52, shent = g_b64 ? 64 : 40;
-	size_t str_at = 256, data_at = 1024, sh_at = 8192, str_len = 1, data = data_at;
+	size_t str_at = 256, data_at = 1024, sh_at = 60000, str_len = 1, data = data_at;
 	int fd = memfd_create("elf", MFD_CLOEXEC);
 
 	memset(img, 0, sizeof(img));
@@ -70,8 +74,12 @@ static int elf_with(const struct sec *secs, size_t n)
 		put(sh + 4, 4, SHT_PROGBITS);
 		put(sh + 8, w, s->flags);
 		put(sh + 8 + 2 * w, w, data);
-		put(sh + 8 + 3 * w, w, s->size);
-		if (s->flags & SHF_COMPRESSED) {
+		put(sh + 8 + 3 * w, w, s->raw ? s->raw_len : s->size);
+		if (s->raw) {
+			cr_assert_lt(data + s->raw_len, sh_at);
+			memcpy(d, s->raw, s->raw_len);
+			data += s->raw_len;
+		} else if (s->flags & SHF_COMPRESSED) {
 			put(d, 4, s->ch_type);
 			put(d + (g_b64 ? 8 : 4), w, s->claim);
 		} else {
@@ -88,8 +96,7 @@ static int elf_with(const struct sec *secs, size_t n)
 	return fd;
 }
 
-static int check(const struct sec *secs, size_t n, uint64_t cap, uint64_t *bytes,
-		 const char **why)
+static int check(const struct sec *secs, size_t n, uint64_t cap, uint64_t *bytes, const char **why)
 {
 	int fd = elf_with(secs, n), rc = gs_elf_inflate_check(fd, cap, bytes, why);
 
@@ -184,4 +191,27 @@ Test(elf_inflate, not_elf_passes)
 	cr_assert_eq(gs_elf_inflate_check(fd, 1, &bytes, NULL), 0);
 	cr_assert_eq(bytes, 0);
 	close(fd);
+}
+
+/* .gnu_debugdata has no size header: the xz stream is inflated, counted,
+ * and refused past the cap (libdwfl inflates it into a growing buffer). */
+Test(elf_inflate, minidebuginfo_inflated_and_counted)
+{
+	size_t zeros = 64 << 20, cap = 1 << 16, n = 0;
+	unsigned char *in = calloc(1, zeros), *xz = malloc(cap);
+	const char *why;
+	uint64_t bytes;
+
+	cr_assert(in && xz);
+	cr_assert_eq(lzma_easy_buffer_encode(6, LZMA_CHECK_CRC64, NULL, in, zeros, xz, &n, cap),
+		     LZMA_OK);
+	cr_assert_lt(n, 40000, "%zu", n);
+	const struct sec s[] = { { ".gnu_debugdata", 0, 0, 0, 0, xz, n } };
+
+	cr_assert_eq(check(s, 1, 512 * MiB, &bytes, &why), 0, "%s", why ? why : "");
+	cr_assert_geq(bytes, 2 * zeros, "%llu", (unsigned long long)bytes);
+	cr_assert_eq(check(s, 1, 100 * MiB, &bytes, &why), -EFBIG);
+	cr_assert(why && strstr(why, "gnu_debugdata"), "%s", why);
+	free(in);
+	free(xz);
 }
