@@ -26,9 +26,10 @@
  *    the inflate cap and the memory budget) before libdwfl reads it, and a
  *    refused file is deleted from the cache, so no later run reads it
  *    without asking (a file the server sent, kept, then the server gone);
- *  - the cache holds at most GS_DEBUGINFOD_CACHE_BYTES: the least recently
- *    used build-ids are deleted past it (before each query and after each
- *    fetch).
+ *  - the cache holds at most GS_DEBUGINFOD_CACHE_BYTES on disk
+ *    (GS_DEBUGINFOD_CACHE_MB in the environment sets another): the least
+ *    recently used build-ids are deleted past it (before each query and
+ *    after each fetch).
  * The client library reads its settings from the environment
  * (DEBUGINFOD_CACHE_PATH, _TIMEOUT, _MAXTIME, _MAXSIZE): they are set around
  * each query and put back, so a job gpusample starts never inherits them.
@@ -71,8 +72,9 @@ static struct {
 	size_t last_at;     /* the last fetch's place in fetched[], and its size: */
 	uint64_t last_size; /* taken back when debuginfo.c refuses it */
 	uint64_t bytes;
-	char fetched[512]; /* "name (size)" list for the note, cut at its size */
-} g = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	char fetched[512];  /* "name (size)" list for the note, cut at its size */
+	uint64_t cache_cap; /* bytes on disk */
+} g = { .lock = PTHREAD_MUTEX_INITIALIZER, .cache_cap = GS_DEBUGINFOD_CACHE_BYTES };
 
 static double now_s(void)
 {
@@ -98,9 +100,13 @@ static int root_dir(const char *path, mode_t mode)
 
 static void init_locked(void)
 {
-	const char *urls = getenv("DEBUGINFOD_URLS");
+	const char *urls = getenv("DEBUGINFOD_URLS"), *mb = getenv("GS_DEBUGINFOD_CACHE_MB");
+	char *end;
+	unsigned long long v = mb ? strtoull(mb, &end, 10) : 0;
 
 	g.inited = true;
+	if (mb && *mb && !*end && v > 0 && v < (1ull << 44))
+		g.cache_cap = v << 20;
 	if (!urls || !urls[0])
 		return;
 	if (geteuid() != 0) {
@@ -265,7 +271,7 @@ static void entry_delete(int cfd, const char *name)
 	unlinkat(cfd, name, AT_REMOVEDIR);
 }
 
-/* Keep the cache within GS_DEBUGINFOD_CACHE_BYTES: the least recently used
+/* Keep the cache within g.cache_cap bytes on disk: the least recently used
  * build-id directories go first (at most GS_DEBUGINFOD_CACHE_ENTRIES are
  * looked at; more are deleted oldest-unknown, as they come). */
 static void cache_prune_locked(void)
@@ -295,9 +301,9 @@ static void cache_prune_locked(void)
 		entry_measure(cfd, &e[n]);
 		total += e[n++].bytes;
 	}
-	if (e && total > GS_DEBUGINFOD_CACHE_BYTES) {
+	if (e && total > g.cache_cap) {
 		qsort(e, n, sizeof(*e), entry_cmp);
-		for (size_t i = 0; i < n && total > GS_DEBUGINFOD_CACHE_BYTES; i++) {
+		for (size_t i = 0; i < n && total > g.cache_cap; i++) {
 			entry_delete(cfd, e[i].name);
 			total -= e[i].bytes;
 			g.n_pruned++;
@@ -437,7 +443,7 @@ void gs_sym_debuginfod_report(struct gs_profile *prof)
 				    "debuginfod: %zu least recently used build-id(s) deleted from "
 				    "the cache %s (kept within %llu MiB)",
 				    g.n_pruned, GS_DEBUGINFOD_CACHE,
-				    (unsigned long long)(GS_DEBUGINFOD_CACHE_BYTES >> 20));
+				    (unsigned long long)(g.cache_cap >> 20));
 	if (g.n_skipped)
 		gs_profile_add_note(
 		    prof,

@@ -126,8 +126,9 @@ void gs_sym_debug_report(struct gs_profile *prof);
 #define GS_DEBUGINFOD_CACHE        GS_DEBUGINFOD_CACHE_PARENT "/debuginfod"
 #define GS_DEBUGINFOD_BUDGET_S     10
 #define GS_DEBUGINFOD_MAX_BYTES    (1ULL << 30)
-/* The cache's bound (bytes on disk, all build-ids), and how many build-id
- * directories are looked at when pruning it. */
+/* The cache's bound (bytes on disk, all build-ids; GS_DEBUGINFOD_CACHE_MB in
+ * the environment sets another), and how many build-id directories are
+ * looked at when pruning it. */
 #define GS_DEBUGINFOD_CACHE_BYTES   (4ULL << 30)
 #define GS_DEBUGINFOD_CACHE_ENTRIES 4096
 int gs_sym_debuginfod_find(const unsigned char *bid, int n, const char *modname, char **path);

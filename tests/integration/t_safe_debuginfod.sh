@@ -10,6 +10,8 @@
 #    and the run stays small;
 #  - libdjunk's: 1 MiB without a Content-Length: refused, and the note says
 #    why.
+# The cache is bounded: with GS_DEBUGINFOD_CACHE_MB=1, three 512 KiB
+# entries last used in 2001-2003 go oldest first, named in a note.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/debug_lib.sh"
 [ -x /usr/bin/time ] || fail "/usr/bin/time missing (package time)"
@@ -32,7 +34,16 @@ objcopy --only-keep-debug "$T/libdbomb.full.so" "$T/keep.debug" || fail "keep-de
 strip --strip-debug -o "$T/nodwarf.debug" "$T/keep.debug" || fail "strip debug"
 debug_bomb "$T/nodwarf.debug" "$T/bomb.debug" 256 3
 cache=/var/cache/gpusample/debuginfod
-trap 'rm -rf "$cache/$bid_dbomb" "$cache/$bid_djunk"; kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; [ -n "${GS_KEEP:-}" ] || rm -rf "$T"' EXIT
+olds=""
+for y in 2001 2002 2003; do
+	o=$(echo "old $y $tok" | sha1sum | cut -c1-40)
+	olds="$olds $o"
+	mkdir -p "$cache/$o"
+	head -c 512K /dev/urandom >"$cache/$o/debuginfo"
+	touch -d "$y-01-01" "$cache/$o/debuginfo"
+done
+set -- $olds
+trap 'rm -rf "$cache/$bid_dbomb" "$cache/$bid_djunk"; for o in $olds; do rm -rf "${cache:?}/$o"; done; kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; [ -n "${GS_KEEP:-}" ] || rm -rf "$T"' EXIT
 
 python3 - "$T/bomb.debug" "$bid_dbomb" "$bid_djunk" >"$T/srv.port" 2>"$T/srv.log" <<'PY' &
 import http.server, sys
@@ -69,7 +80,7 @@ job=$!
 sleep 1
 kill -0 $job 2>/dev/null || fail "job did not start"
 
-DEBUGINFOD_URLS="http://127.0.0.1:$port" /usr/bin/time -f '%M' -o "$T/rss" \
+GS_DEBUGINFOD_CACHE_MB=1 DEBUGINFOD_URLS="http://127.0.0.1:$port" /usr/bin/time -f '%M' -o "$T/rss" \
 	timeout -k 5 50 "$GS" -q -p $job -d 2 -o "$T/out" 2>"$T/gs.err"
 rc=$?
 kb=$(tail -1 "$T/rss")
@@ -83,4 +94,8 @@ grep -q 'debuginfod refused 2 file(s).*1 sent without a Content-Length.*1 failin
 [ ! -e "$cache/$bid_dbomb/debuginfo" ] || fail "the refused file stayed in root's cache"
 [ ! -e "$cache/$bid_djunk/debuginfo" ] || fail "the answer without a length stayed in root's cache"
 ok "served bomb refused and deleted, length-less answer refused, noted; peak RSS $kb KiB"
+[ ! -e "$cache/$1" ] || fail "the cache was not pruned: the 2001 entry stayed"
+grep -q 'debuginfod: [1-9][0-9]* least recently used build-id(s) deleted .*(kept within 1 MiB)' "$T/rep" ||
+	fail "no note of the pruning: $(grep -i debuginfod "$T/rep")"
+ok "the cache kept within its bound, oldest first, noted"
 kill $job
