@@ -76,6 +76,7 @@ struct gs_sym_module {
 	bool no_dwarf;            /* its own compressed sections refused: libdw never sees it */
 	unsigned debug_refused;   /* causes of refusal counted for it (debuginfo.c) */
 	bool debuginfod_asked;    /* the servers were asked for its debug file */
+	Elf *dynsym_elf;          /* no_dwarf: its .dynsym's names live here (native.c) */
 	uint64_t inflate_charged; /* bytes charged to the memory budget */
 };
 
@@ -98,8 +99,11 @@ int gs_sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
  * refused unread).  All debuglink CRCs of a run together get
  * GS_DEBUGLINK_CRC_S seconds. */
 #define GS_DEBUG_INFLATE_MAX (512ull << 20)
-#define GS_DEBUG_FILE_MAX    (1ull << 30)
-#define GS_DEBUGLINK_CRC_S   10
+/* A module refused to libdw keeps its .dynsym names: the table and its
+ * strings, read whole by libelf, at most this each (bytes). */
+#define GS_SYM_DYNSYM_MAX  (64u << 20)
+#define GS_DEBUG_FILE_MAX  (1ull << 30)
+#define GS_DEBUGLINK_CRC_S 10
 /* debuginfo.c: may libdw read fd (the module's file or a debug file, name
  * for the note)?  Its compressed sections' claims are checked against
  * GS_DEBUG_INFLATE_MAX and charged to the run's memory budget
