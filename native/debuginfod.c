@@ -18,14 +18,25 @@
  *  - one time budget per run (GS_DEBUGINFOD_BUDGET_S, all queries together):
  *    once spent, no more queries, and a note says so;
  *  - a size limit per file (GS_DEBUGINFOD_MAX_BYTES), told to the server
- *    (DEBUGINFOD_MAXSIZE) and enforced by the progress callback;
+ *    (DEBUGINFOD_MAXSIZE) and enforced by the progress callback; an answer
+ *    without a Content-Length is refused at its first byte (its size is
+ *    unknown until it is all in the cache) and counted as such;
  *  - the downloaded file is checked by debuginfo.c as a target's debug file
- *    is (gs_elf_headers_check, the module's build-id) before libdwfl reads it.
+ *    is (ELF headers, the module's build-id, its compressed sections against
+ *    the inflate cap and the memory budget) before libdwfl reads it, and a
+ *    refused file is deleted from the cache, so no later run reads it
+ *    without asking (a file the server sent, kept, then the server gone);
+ *  - the cache holds at most GS_DEBUGINFOD_CACHE_BYTES on disk
+ *    (GS_DEBUGINFOD_CACHE_MB in the environment sets another): the least
+ *    recently used build-ids are deleted past it (before each query and
+ *    after each fetch).
  * The client library reads its settings from the environment
  * (DEBUGINFOD_CACHE_PATH, _TIMEOUT, _MAXTIME, _MAXSIZE): they are set around
  * each query and put back, so a job gpusample starts never inherits them.
  */
+#include <dirent.h>
 #include <dlfcn.h>
+#include <limits.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -52,11 +63,18 @@ static struct {
 	void (*end)(debuginfod_client *);
 	double spent;    /* seconds in queries so far */
 	double deadline; /* this query's end (monotonic seconds) */
-	bool too_big;
-	size_t n_fetched, n_missed, n_refused, n_skipped;
+	bool too_big, no_length;
+	size_t n_fetched, n_missed, n_skipped;
+	/* refused: over the size limit, sent without Content-Length, failed
+	 * debuginfo.c's checks; deleted from the cache; cache entries pruned */
+	size_t n_big, n_no_length, n_bad, n_deleted, n_pruned;
+	char bad_why[96];
+	size_t last_at;     /* the last fetch's place in fetched[], and its size: */
+	uint64_t last_size; /* taken back when debuginfo.c refuses it */
 	uint64_t bytes;
-	char fetched[512]; /* "name (size)" list for the note, cut at its size */
-} g = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	char fetched[512];  /* "name (size)" list for the note, cut at its size */
+	uint64_t cache_cap; /* bytes on disk */
+} g = { .lock = PTHREAD_MUTEX_INITIALIZER, .cache_cap = GS_DEBUGINFOD_CACHE_BYTES };
 
 static double now_s(void)
 {
@@ -82,9 +100,13 @@ static int root_dir(const char *path, mode_t mode)
 
 static void init_locked(void)
 {
-	const char *urls = getenv("DEBUGINFOD_URLS");
+	const char *urls = getenv("DEBUGINFOD_URLS"), *mb = getenv("GS_DEBUGINFOD_CACHE_MB");
+	char *end;
+	unsigned long long v = mb ? strtoull(mb, &end, 10) : 0;
 
 	g.inited = true;
+	if (mb && *mb && !*end && v > 0 && v < (1ull << 44))
+		g.cache_cap = v << 20;
 	if (!urls || !urls[0])
 		return;
 	if (geteuid() != 0) {
@@ -119,10 +141,16 @@ static void init_locked(void)
 }
 
 /* Nonzero aborts the transfer: past the budget, or past the size limit
- * (b: the size the server announced, 0 when it did not; a: bytes so far). */
+ * (b: the size the server announced, negative when it sent none; a: bytes
+ * so far).  An unknown size is refused: the client writes the whole
+ * answer into root's cache before anything here could check it. */
 static int progress(debuginfod_client *c, long a, long b)
 {
 	(void)c;
+	if (b < 0) {
+		g.no_length = true;
+		return 1;
+	}
 	if ((uint64_t)a > GS_DEBUGINFOD_MAX_BYTES || (uint64_t)b > GS_DEBUGINFOD_MAX_BYTES) {
 		g.too_big = true;
 		return 1;
@@ -165,6 +193,126 @@ static void list_add(const char *name, uint64_t size)
 			 size < 1048576 ? "KiB" : "MiB");
 }
 
+/* Delete path, a file the client put in the cache, and its build-id
+ * directory when that is left empty.  Only a name under the cache is
+ * touched. */
+static void cache_delete_locked(const char *path)
+{
+	size_t l = strlen(GS_DEBUGINFOD_CACHE);
+	char dir[PATH_MAX];
+
+	if (!path || strncmp(path, GS_DEBUGINFOD_CACHE "/", l + 1) || strstr(path, "/../") ||
+	    snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir))
+		return;
+	if (!unlink(path))
+		g.n_deleted++;
+	char *slash = strrchr(dir, '/');
+	if (slash && (size_t)(slash - dir) > l) {
+		*slash = 0;
+		rmdir(dir); /* fails while other files are there: kept */
+	}
+}
+
+struct cache_entry {
+	char name[NAME_MAX + 1];
+	uint64_t bytes;
+	int64_t used; /* newest access or change, seconds */
+};
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const struct cache_entry *x = a, *y = b;
+
+	return (x->used > y->used) - (x->used < y->used);
+}
+
+/* Directory name under cfd, never through a link; NULL if it is none. */
+static DIR *subdir(int cfd, const char *name)
+{
+	int dfd = openat(cfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+
+	if (!d && dfd >= 0)
+		close(dfd);
+	return d;
+}
+
+/* The files of one build-id directory: their bytes and last use. */
+static void entry_measure(int cfd, struct cache_entry *e)
+{
+	DIR *d = subdir(cfd, e->name);
+	struct dirent *de;
+
+	while (d && (de = readdir(d))) {
+		struct stat st;
+
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
+			continue;
+		e->bytes += (uint64_t)st.st_blocks * 512;
+		if (st.st_atime > e->used)
+			e->used = st.st_atime;
+		if (st.st_mtime > e->used)
+			e->used = st.st_mtime;
+	}
+	if (d)
+		closedir(d);
+}
+
+static void entry_delete(int cfd, const char *name)
+{
+	DIR *d = subdir(cfd, name);
+	struct dirent *de;
+
+	while (d && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			unlinkat(dirfd(d), de->d_name, 0);
+	if (d)
+		closedir(d);
+	unlinkat(cfd, name, AT_REMOVEDIR);
+}
+
+/* Keep the cache within g.cache_cap bytes on disk: the least recently used
+ * build-id directories go first (at most GS_DEBUGINFOD_CACHE_ENTRIES are
+ * looked at; more are deleted oldest-unknown, as they come). */
+static void cache_prune_locked(void)
+{
+	int cfd = open(GS_DEBUGINFOD_CACHE, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = cfd >= 0 ? fdopendir(cfd) : NULL;
+	struct cache_entry *e = NULL;
+	size_t n = 0;
+	uint64_t total = 0;
+	struct dirent *de;
+
+	if (!d) {
+		if (cfd >= 0)
+			close(cfd);
+		return;
+	}
+	e = calloc(GS_DEBUGINFOD_CACHE_ENTRIES, sizeof(*e));
+	while (e && (de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		if (n == GS_DEBUGINFOD_CACHE_ENTRIES) {
+			entry_delete(cfd, de->d_name);
+			g.n_pruned++;
+			continue;
+		}
+		snprintf(e[n].name, sizeof(e[n].name), "%s", de->d_name);
+		entry_measure(cfd, &e[n]);
+		total += e[n++].bytes;
+	}
+	if (e && total > g.cache_cap) {
+		qsort(e, n, sizeof(*e), entry_cmp);
+		for (size_t i = 0; i < n && total > g.cache_cap; i++) {
+			entry_delete(cfd, e[i].name);
+			total -= e[i].bytes;
+			g.n_pruned++;
+		}
+	}
+	free(e);
+	closedir(d);
+}
+
 int gs_sym_debuginfod_find(const unsigned char *bid, int n, const char *modname, char **path)
 {
 	int fd = -1;
@@ -195,7 +343,8 @@ int gs_sym_debuginfod_find(const unsigned char *bid, int n, const char *modname,
 	env_set(&env[2], "DEBUGINFOD_MAXTIME", secs);
 	env_set(&env[3], "DEBUGINFOD_MAXSIZE", maxsize);
 	g.deadline = t0 + left;
-	g.too_big = false;
+	g.too_big = g.no_length = false;
+	cache_prune_locked();
 	g.set_progressfn(g.client, progress);
 	fd = g.find_debuginfo(g.client, bid, n, path);
 	g.set_progressfn(g.client, NULL);
@@ -204,21 +353,42 @@ int gs_sym_debuginfod_find(const unsigned char *bid, int n, const char *modname,
 	g.spent += now_s() - t0;
 	if (fd >= 0) {
 		struct stat st;
+		bool bad = fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+			   (uint64_t)st.st_size > GS_DEBUGINFOD_MAX_BYTES;
 
-		if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
-		    (uint64_t)st.st_size > GS_DEBUGINFOD_MAX_BYTES) {
+		if (bad || g.no_length) {
+			/* the client may finish a short answer before it tells
+			 * the callback that no length came: refused all the same */
 			close(fd);
+			fd = -1;
+			if (g.no_length)
+				g.n_no_length++;
+			else
+				g.n_big++;
+			cache_delete_locked(*path);
 			free(*path);
 			*path = NULL;
-			fd = -1;
-			g.n_refused++;
 		} else {
 			g.n_fetched++;
 			g.bytes += (uint64_t)st.st_size;
+			g.last_at = strlen(g.fetched);
+			g.last_size = (uint64_t)st.st_size;
 			list_add(modname ? modname : "?", (uint64_t)st.st_size);
+			cache_prune_locked();
 		}
-	} else if (g.too_big) {
-		g.n_refused++;
+	} else if (g.no_length || g.too_big || fd == -EFBIG) {
+		/* -EFBIG: the client's own MAXSIZE check.  Whatever the client
+		 * left of a refused answer goes. */
+		char hex[2 * 64 + 1], left[PATH_MAX];
+
+		for (int i = 0; i < n && i < 64; i++)
+			snprintf(hex + 2 * i, 3, "%02x", bid[i]);
+		snprintf(left, sizeof(left), "%s/%s/debuginfo", GS_DEBUGINFOD_CACHE, hex);
+		cache_delete_locked(left);
+		if (g.no_length)
+			g.n_no_length++;
+		else
+			g.n_big++;
 	} else {
 		g.n_missed++;
 	}
@@ -228,14 +398,18 @@ int gs_sym_debuginfod_find(const unsigned char *bid, int n, const char *modname,
 	return fd;
 }
 
-/* debuginfo.c: the file fd came from debuginfod and failed its checks. */
-void gs_sym_debuginfod_refused(void)
+void gs_sym_debuginfod_refused(const char *path, const char *why)
 {
 	pthread_mutex_lock(&g.lock);
 	if (g.n_fetched) {
 		g.n_fetched--;
-		g.n_refused++;
+		g.bytes -= g.last_size;
+		g.fetched[g.last_at] = 0;
+		g.last_size = 0;
 	}
+	if (!g.n_bad++)
+		snprintf(g.bad_why, sizeof(g.bad_why), "%s", why);
+	cache_delete_locked(path);
 	pthread_mutex_unlock(&g.lock);
 }
 
@@ -245,17 +419,31 @@ void gs_sym_debuginfod_report(struct gs_profile *prof)
 	if (g.inited && !g.usable && g.why[0])
 		gs_profile_add_note(prof, "debuginfod not asked (DEBUGINFOD_URLS is set): %s",
 				    g.why);
-	if (g.usable && (g.n_fetched || g.n_missed || g.n_refused || g.gave_up))
+	size_t refused = g.n_big + g.n_no_length + g.n_bad;
+	if (g.usable && (g.n_fetched || g.n_missed || refused || g.gave_up))
 		gs_profile_add_note(
 		    prof,
 		    "debuginfod: %zu debug file(s) fetched or found in the cache %s (%.2f MiB%s%s)"
-		    ", %zu not on the server(s), %zu refused (over %llu MiB or not the "
-		    "module's)%s; %.1f s of the %d s budget",
+		    ", %zu not on the server(s), %zu refused%s; %.1f s of the %d s budget",
 		    g.n_fetched, GS_DEBUGINFOD_CACHE, (double)g.bytes / 1048576.0,
-		    g.fetched[0] ? ": " : "", g.fetched, g.n_missed, g.n_refused,
-		    (unsigned long long)(GS_DEBUGINFOD_MAX_BYTES >> 20),
+		    g.fetched[0] ? ": " : "", g.fetched, g.n_missed, refused,
 		    g.gave_up ? "; budget spent, later modules not asked" : "", g.spent,
 		    GS_DEBUGINFOD_BUDGET_S);
+	if (refused)
+		gs_profile_add_note(
+		    prof,
+		    "debuginfod refused %zu file(s): %zu over %llu MiB, %zu sent without a "
+		    "Content-Length (the size must be known before a file enters the cache), "
+		    "%zu failing the checks of a debug file%s%s%s; %zu deleted from the cache",
+		    refused, g.n_big, (unsigned long long)(GS_DEBUGINFOD_MAX_BYTES >> 20),
+		    g.n_no_length, g.n_bad, g.n_bad ? " (first: " : "", g.bad_why,
+		    g.n_bad ? ")" : "", g.n_deleted);
+	if (g.n_pruned)
+		gs_profile_add_note(prof,
+				    "debuginfod: %zu least recently used build-id(s) deleted from "
+				    "the cache %s (kept within %llu MiB)",
+				    g.n_pruned, GS_DEBUGINFOD_CACHE,
+				    (unsigned long long)(g.cache_cap >> 20));
 	if (g.n_skipped)
 		gs_profile_add_note(
 		    prof,

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <sys/sysmacros.h>
 #include "proc/proc.h"
 #include "native/sym_internal.h"
@@ -54,9 +55,29 @@ static bool same_root(uint32_t tgid)
 	       a.st_ino == b.st_ino;
 }
 
+/* maps names files as our root sees them: a chrooted job's library is
+ * /JOBROOT/opt/x/lib.so there, and /opt/x/lib.so in its own root, where its
+ * debug files are looked for (debuginfo.c).  The job's root as we see it
+ * (len bytes of root, "/" when it is ours) is cut off the front. */
+static const char *inside_root(const char *root, size_t len, const char *path)
+{
+	if (len > 1 && !strncmp(path, root, len) && path[len] == '/')
+		return path + len;
+	return path;
+}
+
 static int open_modules(struct gs_sym_modcache *c, uint32_t tgid, struct gs_sym_snapshot *s)
 {
 	bool host = same_root(tgid);
+	struct gs_sym_creds creds = { 0 };
+	char link[64], root[4096];
+	ssize_t rl;
+
+	snprintf(link, sizeof(link), "/proc/%u/root", tgid);
+	rl = host ? -1 : readlink(link, root, sizeof(root) - 1);
+	root[rl > 0 ? rl : 0] = 0;
+
+	gs_sym_creds_read(tgid, &creds); /* gone: !known, public debug files only */
 	for (size_t i = 0; i < s->n; i++) {
 		struct gs_sym_map *m = &s->maps[i];
 		if (!m->exec || !is_file(m))
@@ -69,11 +90,13 @@ static int open_modules(struct gs_sym_modcache *c, uint32_t tgid, struct gs_sym_
 		size_t pl = strlen(plain);
 		if (pl > 10 && !strcmp(plain + pl - 10, " (deleted)"))
 			plain[pl - 10] = 0;
-		snprintf(rp, sizeof(rp), "/proc/%u/root%s", tgid, plain);
+		snprintf(rp, sizeof(rp), "/proc/%u/root%s", tgid,
+			 inside_root(root, strlen(root), plain));
 		const char *paths[] = { mf, rp };
 		m->mod = gs_sym_module_get(c, m->path, paths, 2, host ? plain : rp, m->dev, m->ino);
 		if (!m->mod)
 			return -ENOMEM;
+		gs_sym_module_creds(m->mod, &creds);
 	}
 	/* Non-executable segments of the same files (data, relro: Python
 	 * discovery reads _PyRuntime there) are adjacent in maps. */

@@ -70,6 +70,9 @@ static void module_free(struct gs_sym_module *m)
 {
 	if (m->dwfl && !m->broken) /* broken: libdwfl state is mid-update, leak it */
 		dwfl_end(m->dwfl);
+	gs_sym_debug_release(m);
+	if (m->dynsym_elf)
+		elf_end(m->dynsym_elf);
 	free(m->path);
 	free(m->file_name);
 	free(m->syms);
@@ -157,8 +160,13 @@ static bool module_open_dwfl(struct gs_sym_module *m)
 {
 	if (m->dwfl)
 		return m->mod != NULL;
-	if (m->fd < 0)
+	if (m->fd < 0 || m->no_dwarf)
 		return false;
+	/* libdw inflates compressed sections whole, at the sizes they claim */
+	if (gs_sym_debug_admit(m, m->fd, m->path)) {
+		m->no_dwarf = true;
+		return false;
+	}
 	m->dwfl = dwfl_begin(&dwfl_cbs);
 	if (!m->dwfl)
 		return false;
@@ -172,6 +180,10 @@ static bool module_open_dwfl(struct gs_sym_module *m)
 		close(fd);
 		return false;
 	}
+	void **userdata = NULL;
+	dwfl_module_info(m->mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
+	if (userdata) /* the debug file search's (debuginfo.c) */
+		*userdata = m;
 	Dwarf_Addr bias = 0;
 	if (!dwfl_module_getelf(m->mod, &bias)) {
 		m->mod = NULL;
@@ -192,33 +204,83 @@ static int sym_cmp(const void *a, const void *b)
 	return (int)strlen(x->name) - (int)strlen(y->name);
 }
 
+/* Is sym (in section shndx, named name) a function for the sorted array? */
+static bool is_function(const GElf_Sym *sym, GElf_Word shndx, const char *name)
+{
+	int t = GELF_ST_TYPE(sym->st_info);
+
+	if (!name || !*name || shndx == SHN_UNDEF)
+		return false;
+	if (t != STT_FUNC && t != STT_GNU_IFUNC && t != STT_NOTYPE)
+		return false;
+	return t != STT_NOTYPE || (shndx != SHN_ABS && name[0] != '$' && name[0] != '.');
+}
+
+/* The .dynsym of a module libdw must not see (no_dwarf: its compressed
+ * sections were refused), through an Elf of its own in libelf's pread mode:
+ * only when the table and its strings are neither compressed nor over
+ * GS_SYM_DYNSYM_MAX (libelf reads them whole).  Symbols (n of them) in
+ * m->syms, or n 0. */
+static size_t module_read_dynsym(struct gs_sym_module *m)
+{
+	Elf *e = m->fd >= 0 ? elf_begin(m->fd, ELF_C_READ, NULL) : NULL;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh, str;
+	Elf_Data *d;
+	size_t k = 0, n;
+
+	if (!e)
+		return 0;
+	m->dynsym_elf = e; /* the names live in it */
+	while ((scn = elf_nextscn(e, scn)) && (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM))
+		;
+	if (!scn || !sh.sh_entsize || (sh.sh_flags & SHF_COMPRESSED) ||
+	    sh.sh_size > GS_SYM_DYNSYM_MAX || !gelf_getshdr(elf_getscn(e, sh.sh_link), &str) ||
+	    str.sh_type != SHT_STRTAB || (str.sh_flags & SHF_COMPRESSED) ||
+	    str.sh_size > GS_SYM_DYNSYM_MAX || !(d = elf_getdata(scn, NULL)))
+		return 0;
+	n = sh.sh_size / sh.sh_entsize;
+	if (!(m->syms = malloc(n * sizeof(*m->syms))))
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		GElf_Sym sym;
+		const char *name;
+
+		if (!gelf_getsym(d, (int)i, &sym))
+			break;
+		name = elf_strptr(e, sh.sh_link, sym.st_name);
+		if (is_function(&sym, sym.st_shndx, name))
+			m->syms[k++] = (struct gs_sym_elfsym){ sym.st_value, sym.st_size, name };
+	}
+	return k;
+}
+
 /* One pass over .symtab (from the file or its debug file) or .dynsym into a
  * sorted array of function symbols. */
 static void module_load_syms(struct gs_sym_module *m)
 {
+	size_t k = 0;
+
 	m->syms_loaded = true;
-	int n = dwfl_module_getsymtab(m->mod);
-	if (n <= 0)
-		return;
-	m->syms = malloc((size_t)n * sizeof(*m->syms));
+	if (m->no_dwarf) {
+		k = module_read_dynsym(m);
+	} else {
+		int n = dwfl_module_getsymtab(m->mod);
+		if (n <= 0 || !(m->syms = malloc((size_t)n * sizeof(*m->syms))))
+			return;
+		for (int i = 1; i < n; i++) {
+			GElf_Sym sym;
+			GElf_Addr addr;
+			GElf_Word shndx;
+			const char *name = dwfl_module_getsym_info(m->mod, i, &sym, &addr, &shndx,
+								   NULL, NULL);
+			if (is_function(&sym, shndx, name))
+				m->syms[k++] = (struct gs_sym_elfsym){ addr - m->dwfl_bias,
+								       sym.st_size, name };
+		}
+	}
 	if (!m->syms)
 		return;
-	size_t k = 0;
-	for (int i = 1; i < n; i++) {
-		GElf_Sym sym;
-		GElf_Addr addr;
-		GElf_Word shndx;
-		const char *name = dwfl_module_getsym_info(m->mod, i, &sym, &addr, &shndx, NULL,
-							   NULL);
-		if (!name || !*name || shndx == SHN_UNDEF)
-			continue;
-		int t = GELF_ST_TYPE(sym.st_info);
-		if (t != STT_FUNC && t != STT_GNU_IFUNC && t != STT_NOTYPE)
-			continue;
-		if (t == STT_NOTYPE && (shndx == SHN_ABS || name[0] == '$' || name[0] == '.'))
-			continue;
-		m->syms[k++] = (struct gs_sym_elfsym){ addr - m->dwfl_bias, sym.st_size, name };
-	}
 	qsort(m->syms, k, sizeof(*m->syms), sym_cmp);
 	/* drop duplicate addresses, keeping the preferred first entry */
 	size_t w = 0;
@@ -647,10 +709,24 @@ static int function_start(struct gs_sym_module *m, uint64_t vaddr, uint64_t *sta
 	return 0;
 }
 
+/* A module refused to libdw: its .dynsym name, if any. */
+static int resolve_dynsym(struct gs_sym_module *m, uint64_t vaddr, struct gs_sym_result *r)
+{
+	const struct gs_sym_elfsym *sym = module_find_sym(m, vaddr);
+	int err;
+
+	if (!sym)
+		return 0;
+	r->from_symtab = true;
+	if ((err = set_names(&r->f[r->n++], sym->name)))
+		gs_sym_result_clear(r);
+	return err;
+}
+
 static int resolve(struct gs_sym_module *m, uint64_t vaddr, struct gs_sym_result *r)
 {
 	if (!module_open_dwfl(m))
-		return 0;
+		return m->no_dwarf ? resolve_dynsym(m, vaddr, r) : 0;
 	Dwarf_Addr da = vaddr + m->dwfl_bias;
 	const struct gs_sym_elfsym *sym = module_find_sym(m, vaddr);
 

@@ -53,6 +53,7 @@
 #ifndef GS_NATIVE_H
 #define GS_NATIVE_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include "gpusample/profile.h"
@@ -128,6 +129,13 @@ int gs_sym_mapping_for(struct gs_symbolizer *s, uint32_t tgid, uint64_t addr,
  * address order; a nonzero return from fn stops and is returned. */
 int gs_sym_foreach_mapping(struct gs_symbolizer *s, uint32_t tgid,
 			   int (*fn)(void *ctx, const struct gs_sym_mapping_info *m), void *ctx);
+
+/* Stop requests for long reads of debug files (a .gnu_debuglink CRC):
+ * count is the number of SIGINT/SIGTERM the session got; one arriving
+ * after this call (the count grown past its value now) ends the CRC under
+ * way and every later one, so the profile is written with what was named
+ * so far.  Called again, it watches from then on.  NULL: none. */
+void gs_sym_watch_stop(const volatile sig_atomic_t *count);
 
 /* Demangle a C++ (Itanium) name; returns malloc'ed string or NULL (not
  * "_Z..." or not valid).  A "@@VERSION" suffix is kept after the result. */

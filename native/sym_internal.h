@@ -30,6 +30,15 @@ struct gs_sym_bias_map {
 	uint32_t mapping_id;
 };
 
+#define GS_SYM_MAX_GROUPS 64
+struct gs_sym_creds {
+	bool known;
+	uid_t uid;
+	gid_t gid;
+	gid_t groups[GS_SYM_MAX_GROUPS];
+	int n_groups;
+};
+
 struct gs_sym_module {
 	struct gs_elf_obj *obj; /* proc/'s, shared with the CFI builder */
 	const char *key;        /* obj's: build-id hex or "dev:inode" */
@@ -60,6 +69,15 @@ struct gs_sym_module {
 	struct gs_sym_bias_map *maps;
 	size_t n_maps;
 	bool broken; /* SIGBUS while reading it (file shrank): never touched again */
+	/* debug data: the job's user (first process; !known after another
+	 * user's: world-readable files only), and what libdw may inflate */
+	struct gs_sym_creds creds;
+	bool creds_mixed;
+	bool no_dwarf;            /* its own compressed sections refused: libdw never sees it */
+	unsigned debug_refused;   /* causes of refusal counted for it (debuginfo.c) */
+	bool debuginfod_asked;    /* the servers were asked for its debug file */
+	Elf *dynsym_elf;          /* no_dwarf: its .dynsym's names live here (native.c) */
+	uint64_t inflate_charged; /* bytes charged to the memory budget */
 };
 
 /* guard.c: run fn(arg); a SIGBUS inside (a mapped file that shrank) makes
@@ -68,10 +86,41 @@ struct gs_sym_module {
 int gs_sym_guarded(int (*fn)(void *), void *arg);
 
 /* debuginfo.c: libdwfl's find_debuginfo, looking only under /usr/lib/debug
- * of the target's root and the host's (never next to the library). */
+ * of the target's root and the host's (never next to the library; a
+ * .gnu_debuglink name only under the target's own root).  The module's
+ * libdwfl userdata is its gs_sym_module (module_open_dwfl sets it). */
 int gs_sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
 			  const char *file_name, const char *debuglink, GElf_Word crc,
 			  char **debuginfo_file_name);
+
+/* Bounds on the debug data a target's files make libdw hold, per file: the
+ * sizes its compressed sections claim inflated (gs_elf_inflate_check), and
+ * a .gnu_debuglink file's size (its CRC reads it whole; a larger one is
+ * refused unread).  All debuglink CRCs of a run together get
+ * GS_DEBUGLINK_CRC_S seconds. */
+#define GS_DEBUG_INFLATE_MAX (512ull << 20)
+/* A module refused to libdw keeps its .dynsym names: the table and its
+ * strings, read whole by libelf, at most this each (bytes). */
+#define GS_SYM_DYNSYM_MAX  (64u << 20)
+#define GS_DEBUG_FILE_MAX  (1ull << 30)
+#define GS_DEBUGLINK_CRC_S 10
+/* debuginfo.c: may libdw read fd (the module's file or a debug file, name
+ * for the note)?  Its compressed sections' claims are checked against
+ * GS_DEBUG_INFLATE_MAX and charged to the run's memory budget
+ * (GS_MEM_DEBUG_DATA), added to m->inflate_charged (gs_sym_debug_release
+ * gives them back when m is freed).  0, or -EFBIG / -ENOSPC (counted for
+ * the note: libdw must not see the file). */
+int gs_sym_debug_admit(struct gs_sym_module *m, int fd, const char *name);
+void gs_sym_debug_release(struct gs_sym_module *m);
+/* The job's user as /proc/PID/status shows it (real uid, gid, groups):
+ * whose debug files may be read for its modules. */
+int gs_sym_creds_read(uint32_t tgid, struct gs_sym_creds *c);
+/* A module seen in a process with creds c: the first process's are kept;
+ * another user's makes the module public-only (world-readable debug files). */
+void gs_sym_module_creds(struct gs_sym_module *m, const struct gs_sym_creds *c);
+/* The notes on debug files refused (size, compressed sections, budget,
+ * unreadable by the job's user, CRC bound or interrupted). */
+void gs_sym_debug_report(struct gs_profile *prof);
 
 /* debuginfod.c: the debug file of build-id bid (n bytes) from the servers in
  * DEBUGINFOD_URLS, through a root-owned cache, within one time budget per
@@ -81,9 +130,16 @@ int gs_sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 #define GS_DEBUGINFOD_CACHE        GS_DEBUGINFOD_CACHE_PARENT "/debuginfod"
 #define GS_DEBUGINFOD_BUDGET_S     10
 #define GS_DEBUGINFOD_MAX_BYTES    (1ULL << 30)
+/* The cache's bound (bytes on disk, all build-ids; GS_DEBUGINFOD_CACHE_MB in
+ * the environment sets another), and how many build-id directories are
+ * looked at when pruning it. */
+#define GS_DEBUGINFOD_CACHE_BYTES   (4ULL << 30)
+#define GS_DEBUGINFOD_CACHE_ENTRIES 4096
 int gs_sym_debuginfod_find(const unsigned char *bid, int n, const char *modname, char **path);
-/* The last file found failed debuginfo.c's checks: count it as refused. */
-void gs_sym_debuginfod_refused(void);
+/* The file found (at path, in the cache) failed debuginfo.c's checks (why:
+ * a static string): count it as refused and delete it from the cache, so
+ * no later run reads it without asking. */
+void gs_sym_debuginfod_refused(const char *path, const char *why);
 /* The profile note: what was fetched, missed, refused, and the budget. */
 void gs_sym_debuginfod_report(struct gs_profile *prof);
 

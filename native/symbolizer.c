@@ -732,6 +732,7 @@ static void sym_h_report(void *ctx, struct gs_profile *prof)
 				    "cut, %zu not read (first: %s); JIT code there is unnamed",
 				    (size_t)GS_PERFMAP_TOTAL_BYTES >> 20, ps.cut, ps.refused,
 				    ps.first);
+	gs_sym_debug_report(prof);
 	gs_sym_debuginfod_report(prof);
 }
 

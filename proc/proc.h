@@ -232,6 +232,24 @@ int gs_proc_open_mapped(uint32_t tgid, const struct gs_maps_line *l);
 #define GS_ELF_SHNUM_MAX 65536u
 int gs_elf_headers_check(int fd, const char **why);
 
+/* Memory that inflating fd's compressed sections would take (proc/
+ * elf_inflate.c), read by pread before libelf or libdw sees the file:
+ * libdw inflates each compressed debug section whole, into a buffer of the
+ * size its header claims (SHF_COMPRESSED: the Elf32/Elf64_Chdr's ch_size,
+ * zlib or zstd; a GNU ".zdebug*" section: its "ZLIB" header's size), so a
+ * 2 MB file can claim GiBs; libelf may copy the compressed bytes first
+ * (sh_size).  *bytes is the sum of both over the compressed sections.
+ * Returns 0 when it is at most cap (also for a file that is not ELF),
+ * -EFBIG and *why (a static string) when gs_elf_headers_check refuses the
+ * file, a claim passes cap or is impossible (a zlib section claiming more
+ * than 1032 times its size, a header outside the file).  A ".gnu_debugdata"
+ * section (xz; libdwfl inflates it into a growing buffer when the file has
+ * no .symtab, and no header says its size) is inflated here into a scratch
+ * buffer first, counting, with a decoder of at most GS_ELF_XZ_MEMLIMIT
+ * bytes: twice its output plus the decoder's memory are counted. */
+#define GS_ELF_XZ_MEMLIMIT (128ull << 20)
+int gs_elf_inflate_check(int fd, uint64_t cap, uint64_t *bytes, const char **why);
+
 struct stat;
 /* Open path read-only (O_CLOEXEC, O_NONBLOCK) only if it leads to a regular
  * file: it is looked at through an O_PATH descriptor first (extra_flags:

@@ -13,29 +13,34 @@
  * and what it refused (each store names its own losses too). */
 static void memory_budget(struct session *s)
 {
-	char used[256] = "", refused[256] = "", note[320];
-	uint64_t n_refused = 0;
 	struct gs_mem_stats m;
+	char held[256] = "", refused[256] = "", note[320];
+	size_t h = 0, r = 0;
+	uint64_t n_refused = 0;
 
 	gs_mem_stats(&m);
 	for (int k = 0; k < GS_MEM_KINDS; k++) {
-		size_t u = strlen(used), r = strlen(refused);
-		snprintf(used + u, sizeof(used) - u, "%s%s %.1f", k ? ", " : "",
-			 gs_mem_kind_name(k), m.used_by[k] / 1048576.0);
-		snprintf(refused + r, sizeof(refused) - r, "%s%s %llu", k ? ", " : "",
-			 gs_mem_kind_name(k), (unsigned long long)m.refused[k]);
+		const char *sep = k ? ", " : "";
+
+		h += (size_t)snprintf(held + h, h < sizeof(held) ? sizeof(held) - h : 0,
+				      "%s%s %.1f", sep, gs_mem_kind_name(k),
+				      m.used_by[k] / 1048576.0);
+		r += (size_t)snprintf(refused + r, r < sizeof(refused) ? sizeof(refused) - r : 0,
+				      "%s%s %llu", sep, gs_mem_kind_name(k),
+				      (unsigned long long)m.refused[k]);
 		n_refused += m.refused[k];
 	}
 	gs_profile_add_comment(&s->prof,
 			       "memory budget: peak %.1f MiB of %llu MiB (at the end: %s MiB); "
 			       "refused: %s",
-			       m.peak / 1048576.0, (unsigned long long)(m.budget >> 20), used,
+			       m.peak / 1048576.0, (unsigned long long)(m.budget >> 20), held,
 			       refused);
 	if (n_refused)
 		gs_profile_add_note(
 		    &s->prof,
-		    "the run's memory budget (%llu MiB of perf maps, unwind tables, GPU "
-		    "names and locations and maps snapshots together; GS_MEM_BUDGET_MB sets "
+		    "the run's memory budget (%llu MiB of perf maps, unwind tables, GPU names "
+		    "and locations, maps snapshots and inflated debug sections together; "
+		    "GS_MEM_BUDGET_MB sets "
 		    "another) was spent: what came after it was dropped and counted",
 		    (unsigned long long)(m.budget >> 20));
 	if (gs_proc_maps_cap_note(note, sizeof(note)))

@@ -37,10 +37,14 @@
 #include "util/log.h"
 
 static volatile sig_atomic_t g_stop;
+/* Stop signals so far: the symbolizer's long debug-file reads end on one
+ * that comes after it was told to watch (gs_sym_watch_stop). */
+static volatile sig_atomic_t g_signals;
 
 static void on_signal(int sig)
 {
 	g_stop = sig;
+	g_signals = g_signals + 1;
 }
 
 static void install_signals(void)
@@ -54,6 +58,8 @@ static void install_signals(void)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* a debug-file read while sampling (a huge debuglink CRC) ends on one */
+	gs_sym_watch_stop(&g_signals);
 }
 
 /* ---- preflight ---------------------------------------------------------- */
@@ -390,6 +396,9 @@ static int run_loop(struct session *s)
 		;
 	gs_off_stop(s);
 	progress(s, true);
+	/* The Ctrl-C that ended sampling must not cut the symbolization that
+	 * follows; another one does. */
+	gs_sym_watch_stop(&g_signals);
 	return 0;
 }
 

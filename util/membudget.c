@@ -88,6 +88,6 @@ void gs_mem_stats(struct gs_mem_stats *st)
 const char *gs_mem_kind_name(enum gs_mem_kind kind)
 {
 	static const char *const names[GS_MEM_KINDS] = { "perf maps", "unwind tables", "GPU stores",
-							 "maps snapshots" };
+							 "maps snapshots", "debug sections" };
 	return (unsigned)kind < GS_MEM_KINDS ? names[kind] : "?";
 }

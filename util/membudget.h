@@ -5,7 +5,8 @@
  * A profiled job decides how much some of gpusample's stores grow: the
  * perf maps it writes, the unwind tables of the libraries it maps (BPF map
  * memory: the kernel's, not counted in gpusample's RSS), the kernel names
- * and PC locations its GPU agent reports.  Each store keeps its own cap
+ * and PC locations its GPU agent reports, the debug sections of its
+ * libraries and debug files that libdw inflates.  Each store keeps its own cap
  * (per file, per object, per process: one job cannot take another's share)
  * and, before it grows, charges this budget, shared by all of them, so no
  * mix of attacks adds up past it.  A refused charge is counted here by kind;
@@ -28,6 +29,7 @@ enum gs_mem_kind {
 	GS_MEM_CFI_TABLES, /* unwind tables in BPF maps, kernel memory (native/cfi.c) */
 	GS_MEM_GPU_STORES, /* kernel names and PC locations (gpu/cuda.c) */
 	GS_MEM_MAPS,       /* maps snapshots (proc/maps.c) */
+	GS_MEM_DEBUG_DATA, /* compressed debug sections libdw inflates (native/debuginfo.c) */
 	GS_MEM_KINDS,
 };
 
@@ -47,7 +49,7 @@ uint64_t gs_mem_left(void);
 /* Set the budget (bytes); returns the previous one. */
 uint64_t gs_mem_set_budget(uint64_t bytes);
 void gs_mem_stats(struct gs_mem_stats *st);
-/* "perf maps", "unwind tables", "GPU stores", "maps snapshots" */
+/* "perf maps", "unwind tables", "GPU stores", "maps snapshots", "debug sections" */
 const char *gs_mem_kind_name(enum gs_mem_kind kind);
 
 #endif
