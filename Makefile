@@ -5,6 +5,7 @@
 #   make demo       profile the bundled training-like workload, print the report
 #   make bench      benchmarks against peers (bench/README.md)
 #   make install PREFIX=/usr/local
+#   make deb        build/gpusample_VERSION_ARCH.deb (Debian tools)
 #
 # Sources are picked up by directory: every cli/ bpf/ symbolizer/ output/ *.c
 # (except *.bpf.c) goes into gpusample; gpu_sampler/*.c into the agent.
@@ -50,7 +51,7 @@ SKELS     := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/%.skel.h)
 AGENT_SRCS := $(wildcard gpu_sampler/*.c) util/hashmap.c
 AGENT      := $(BUILD)/libgpusample_agent.so
 
-.PHONY: all deps test unit integration demo bench bench-tools install clean asan fuzz fuzz-build \
+.PHONY: all deps test unit integration demo bench bench-tools install deb clean asan fuzz fuzz-build \
 	format format-check compile_commands.json
 # Keep generated BPF objects and skeletons: they are inputs of every object.
 .SECONDARY:
@@ -226,6 +227,14 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/gpusample
 	install -m 0755 $(BUILD)/gpusample $(DESTDIR)$(PREFIX)/bin/gpusample
 	install -m 0755 $(AGENT) $(DESTDIR)$(PREFIX)/lib/gpusample/libgpusample_agent.so
+
+# The man page (packaging/gpusample.1, from README.md's Usage) and the
+# Debian package (scripts/build-deb.sh: dpkg-shlibdeps, dpkg-deb).
+$(BUILD)/gpusample.1: packaging/gpusample.1
+	@mkdir -p $(BUILD)
+	sed -e 's/@VERSION@/$(VERSION)/' -e "s/@DATE@/$$(git log -1 --format=%cs 2>/dev/null || date +%F)/" $< > $@
+deb: $(BUILD)/gpusample $(AGENT) $(BUILD)/gpusample.1
+	./scripts/build-deb.sh $(BUILD) $(VERSION)
 
 clean:
 	rm -rf $(BUILD) build-asan $(FUZZ_BUILD)
