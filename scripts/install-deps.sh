@@ -12,7 +12,7 @@ BUILD_PKGS="clang llvm gcc g++ make pkg-config bpftool libbpf-dev libelf-dev lib
  zlib1g-dev libzstd-dev liblzma-dev libbz2-dev libiberty-dev systemtap-sdt-dev dpkg-dev"
 TEST_PKGS="libcriterion-dev golang-go protobuf-compiler python3-torch chromium
  linux-perf bpftrace jq procps file qemu-system-x86 busybox-static cpio debian-archive-keyring
- debootstrap graphviz debuginfod libdebuginfod1 curl time lintian man-db"
+ debootstrap graphviz debuginfod libdebuginfod1 curl time lintian man-db bash-completion"
 BENCH_PKGS="bpfcc-tools linux-headers-amd64"
 
 need=""

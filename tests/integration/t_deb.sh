@@ -61,4 +61,17 @@ bash -n "$R/usr/share/bash-completion/completions/gpusample" || fail "completion
 for o in $("$GS" --help | grep -oE -- '--[a-z][a-z-]+' | sort -u); do
 	grep -qF -- "$o" "$R/usr/share/bash-completion/completions/gpusample" || fail "completion lacks $o"
 done
-ok "bash completion names every --help option"
+# and completes as bash-completion runs it
+BC=/usr/share/bash-completion/bash_completion
+[ -r "$BC" ] || fail "$BC missing (bash-completion; sudo make test-deps)"
+comp() { # comp WORD...: what completing the last word offers
+	BC=$BC CF=$R/usr/share/bash-completion/completions/gpusample bash -c 'source "$BC"; source "$CF"
+		COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}
+		_gpusample gpusample "${COMP_WORDS[-1]}" "${COMP_WORDS[-2]}"; echo "${COMPREPLY[*]}"' \
+		_ "$@" 2>/dev/null
+}
+[ "$(comp gpusample re)" = report ] || fail "completion 're': '$(comp gpusample re)'"
+[ "$(comp gpusample --on-duration=k)" = keep ] || fail "completion '--on-duration=k': '$(comp gpusample --on-duration=k)'"
+[ "$(comp gpusample --format pprof,sp)" = pprof,speedscope ] || fail "completion of a format list: '$(comp gpusample --format pprof,sp)'"
+[ "$(comp gpusample report --h)" = --html ] || fail "completion 'report --h': '$(comp gpusample report --h)'"
+ok "bash completion names every --help option and completes them"
