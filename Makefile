@@ -1,6 +1,6 @@
 # gpusample — build, test, demo, install.
 #   make            build/gpusample, build/libgpusample_agent.so, test helpers
-#   make deps       install the Debian packages (root)
+#   make deps       install what building needs (root); make test-deps: the tests' too
 #   make test       unit + integration tests (integration needs root)
 #   make demo       profile the bundled training-like workload, print the report
 #   make bench      benchmarks against peers (bench/README.md)
@@ -51,7 +51,7 @@ SKELS     := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/%.skel.h)
 AGENT_SRCS := $(wildcard gpu_sampler/*.c) util/hashmap.c
 AGENT      := $(BUILD)/libgpusample_agent.so
 
-.PHONY: all deps test unit integration demo bench bench-tools install deb clean asan fuzz fuzz-build \
+.PHONY: all deps test-deps test unit integration demo bench bench-tools install deb clean asan fuzz fuzz-build \
 	format format-check compile_commands.json
 # Keep generated BPF objects and skeletons: they are inputs of every object.
 .SECONDARY:
@@ -59,7 +59,11 @@ all: $(BUILD)/gpusample $(AGENT) test-helpers
 
 deps: $(BUILD)/.deps-ok
 $(BUILD)/.deps-ok: scripts/install-deps.sh
-	./scripts/install-deps.sh
+	./scripts/install-deps.sh build
+	@mkdir -p $(BUILD) && touch $@
+test-deps: $(BUILD)/.test-deps-ok
+$(BUILD)/.test-deps-ok: scripts/install-deps.sh
+	./scripts/install-deps.sh test
 	@mkdir -p $(BUILD) && touch $@
 
 $(BUILD)/vmlinux.h:
@@ -164,11 +168,11 @@ $(BUILD)/workloads/%: tests/workloads/%.c
 unit: $(UNIT_BINS)
 	@./tests/run_unit.sh $(UNIT_BINS)
 
-integration: deps all $(VIEWER_BINS)
+integration: test-deps all $(VIEWER_BINS)
 	@./tests/integration/run.sh
 
 # Unit tests, then integration tests (root: real eBPF on real processes).
-test: deps all $(UNIT_BINS) $(VIEWER_BINS)
+test: test-deps all $(UNIT_BINS) $(VIEWER_BINS)
 	@./tests/run_all.sh $(UNIT_BINS)
 
 # clang: its UBSan also stops on pointer arithmetic on NULL (an empty
@@ -215,12 +219,13 @@ compile_commands.json:
 	BSRCS='$(BPF_SRCS)' ./scripts/compile-db.py > $@.tmp && mv $@.tmp $@
 
 demo: deps all
+	./scripts/install-deps.sh demo
 	./scripts/demo.sh
 
 bench-tools: $(BENCH_BINS)
 
-bench: deps all bench-tools
-	GS_BENCH_DEPS=1 ./scripts/install-deps.sh
+bench: test-deps all bench-tools
+	GS_BENCH_DEPS=1 ./scripts/install-deps.sh test
 	./bench/run.sh
 
 install: all

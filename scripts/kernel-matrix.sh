@@ -65,14 +65,14 @@ kernel_spec() {
 	esac
 }
 
-# ---- prerequisites: missing ones fail (scripts/install-deps.sh has them) ---
+# ---- prerequisites: missing ones fail (make test-deps installs them) ---
 [ "$(id -u)" -eq 0 ] || die "run as root (sudo): gpusample needs it, natively and for the cache"
 for c in apt-get apt-cache dpkg-deb qemu-system-x86_64 cpio gzip timeout ldd; do
-	command -v "$c" >/dev/null || die "$c missing (sudo scripts/install-deps.sh)"
+	command -v "$c" >/dev/null || die "$c missing (sudo make test-deps)"
 done
 BUSYBOX=$(command -v busybox || true)
 [ -n "$BUSYBOX" ] && [[ $(ldd "$BUSYBOX" 2>&1) == *"not a dynamic"* ]] ||
-	die "a static busybox is needed (busybox-static; sudo scripts/install-deps.sh)"
+	die "a static busybox is needed (busybox-static; sudo make test-deps)"
 [ -r "$KEYRING" ] || die "$KEYRING missing (debian-archive-keyring)"
 if [ "$fetch_only" = 0 ]; then
 	for f in "$BUILD/gpusample" "$BUILD/workloads/cpu_chain"; do

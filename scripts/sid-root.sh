@@ -21,7 +21,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 command -v debootstrap >/dev/null || {
-	echo "sid-root: debootstrap missing (scripts/install-deps.sh installs it)" >&2
+	echo "sid-root: debootstrap missing (sudo make test-deps installs it)" >&2
 	exit 1
 }
 
