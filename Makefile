@@ -99,8 +99,11 @@ $(BUILD)/libgpusample_core.a: $(CORE_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
+# Full RELRO (bind now): the GOT is read-only before main, in gpusample (root,
+# reading target-controlled data) and in the agent (inside the job).
+RELRO := -Wl,-z,relro,-z,now
 $(BUILD)/gpusample: $(CLI_OBJS) $(BUILD)/libgpusample_core.a
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(BUILD)/libgpusample_core.a $(STATIC_LIBS) $(SYS_LIBS)
+	$(CC) $(LDFLAGS) $(RELRO) -o $@ $(CLI_OBJS) $(BUILD)/libgpusample_core.a $(STATIC_LIBS) $(SYS_LIBS)
 
 # The agent: C only, libc only (dlopen is in libc since glibc 2.34); of
 # util/ only the libc-only pieces (hash.h, vec.h, hashmap.c).
@@ -108,7 +111,7 @@ AGENT_CFLAGS := -std=gnu11 -O2 -g -fPIC -fvisibility=hidden -Wall -Wextra -Wno-u
 		-D_GNU_SOURCE -Iinclude -I. -Igpu_sampler -I/usr/local/cuda/include
 $(AGENT): $(AGENT_SRCS) $(wildcard gpu_sampler/*.h) include/gpusample/records.h include/gpusample/stall.h util/hash.h util/vec.h util/hashmap.h
 	@mkdir -p $(BUILD)
-	$(if $(AGENT_SRCS),$(CC) $(AGENT_CFLAGS) -shared -o $@ $(AGENT_SRCS) -Wl$(comma)--no-undefined -Wl$(comma)-z$(comma)defs,touch $@)
+	$(if $(AGENT_SRCS),$(CC) $(AGENT_CFLAGS) -shared -o $@ $(AGENT_SRCS) -Wl$(comma)--no-undefined -Wl$(comma)-z$(comma)defs $(RELRO),touch $@)
 comma := ,
 
 # ---- tests ---------------------------------------------------------------
