@@ -1,10 +1,11 @@
 # gpusample — build, test, demo, install.
 #   make            build/gpusample, build/libgpusample_agent.so, test helpers
-#   make deps       install the Debian packages (root)
+#   make deps       install what building needs (root); make test-deps: the tests' too
 #   make test       unit + integration tests (integration needs root)
 #   make demo       profile the bundled training-like workload, print the report
 #   make bench      benchmarks against peers (bench/README.md)
 #   make install PREFIX=/usr/local
+#   make deb        build/gpusample_VERSION_ARCH.deb (Debian tools)
 #
 # Sources are picked up by directory: every cli/ bpf/ symbolizer/ output/ *.c
 # (except *.bpf.c) goes into gpusample; gpu_sampler/*.c into the agent.
@@ -50,7 +51,7 @@ SKELS     := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/%.skel.h)
 AGENT_SRCS := $(wildcard gpu_sampler/*.c) util/hashmap.c
 AGENT      := $(BUILD)/libgpusample_agent.so
 
-.PHONY: all deps test unit integration demo bench bench-tools install clean asan fuzz fuzz-build \
+.PHONY: all deps test-deps test unit integration demo bench bench-tools install deb clean asan fuzz fuzz-build \
 	format format-check compile_commands.json
 # Keep generated BPF objects and skeletons: they are inputs of every object.
 .SECONDARY:
@@ -58,7 +59,11 @@ all: $(BUILD)/gpusample $(AGENT) test-helpers
 
 deps: $(BUILD)/.deps-ok
 $(BUILD)/.deps-ok: scripts/install-deps.sh
-	./scripts/install-deps.sh
+	./scripts/install-deps.sh build
+	@mkdir -p $(BUILD) && touch $@
+test-deps: $(BUILD)/.test-deps-ok
+$(BUILD)/.test-deps-ok: scripts/install-deps.sh
+	./scripts/install-deps.sh test
 	@mkdir -p $(BUILD) && touch $@
 
 $(BUILD)/vmlinux.h:
@@ -94,8 +99,11 @@ $(BUILD)/libgpusample_core.a: $(CORE_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
+# Full RELRO (bind now): the GOT is read-only before main, in gpusample (root,
+# reading target-controlled data) and in the agent (inside the job).
+RELRO := -Wl,-z,relro,-z,now
 $(BUILD)/gpusample: $(CLI_OBJS) $(BUILD)/libgpusample_core.a
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(BUILD)/libgpusample_core.a $(STATIC_LIBS) $(SYS_LIBS)
+	$(CC) $(LDFLAGS) $(RELRO) -o $@ $(CLI_OBJS) $(BUILD)/libgpusample_core.a $(STATIC_LIBS) $(SYS_LIBS)
 
 # The agent: C only, libc only (dlopen is in libc since glibc 2.34); of
 # util/ only the libc-only pieces (hash.h, vec.h, hashmap.c).
@@ -103,7 +111,7 @@ AGENT_CFLAGS := -std=gnu11 -O2 -g -fPIC -fvisibility=hidden -Wall -Wextra -Wno-u
 		-D_GNU_SOURCE -Iinclude -I. -Igpu_sampler -I/usr/local/cuda/include
 $(AGENT): $(AGENT_SRCS) $(wildcard gpu_sampler/*.h) include/gpusample/records.h include/gpusample/stall.h util/hash.h util/vec.h util/hashmap.h
 	@mkdir -p $(BUILD)
-	$(if $(AGENT_SRCS),$(CC) $(AGENT_CFLAGS) -shared -o $@ $(AGENT_SRCS) -Wl$(comma)--no-undefined -Wl$(comma)-z$(comma)defs,touch $@)
+	$(if $(AGENT_SRCS),$(CC) $(AGENT_CFLAGS) -shared -o $@ $(AGENT_SRCS) -Wl$(comma)--no-undefined -Wl$(comma)-z$(comma)defs $(RELRO),touch $@)
 comma := ,
 
 # ---- tests ---------------------------------------------------------------
@@ -163,11 +171,11 @@ $(BUILD)/workloads/%: tests/workloads/%.c
 unit: $(UNIT_BINS)
 	@./tests/run_unit.sh $(UNIT_BINS)
 
-integration: deps all $(VIEWER_BINS)
+integration: test-deps all $(VIEWER_BINS)
 	@./tests/integration/run.sh
 
 # Unit tests, then integration tests (root: real eBPF on real processes).
-test: deps all $(UNIT_BINS) $(VIEWER_BINS)
+test: test-deps all $(UNIT_BINS) $(VIEWER_BINS)
 	@./tests/run_all.sh $(UNIT_BINS)
 
 # clang: its UBSan also stops on pointer arithmetic on NULL (an empty
@@ -214,18 +222,27 @@ compile_commands.json:
 	BSRCS='$(BPF_SRCS)' ./scripts/compile-db.py > $@.tmp && mv $@.tmp $@
 
 demo: deps all
+	./scripts/install-deps.sh demo
 	./scripts/demo.sh
 
 bench-tools: $(BENCH_BINS)
 
-bench: deps all bench-tools
-	GS_BENCH_DEPS=1 ./scripts/install-deps.sh
+bench: test-deps all bench-tools
+	GS_BENCH_DEPS=1 ./scripts/install-deps.sh test
 	./bench/run.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/gpusample
 	install -m 0755 $(BUILD)/gpusample $(DESTDIR)$(PREFIX)/bin/gpusample
 	install -m 0755 $(AGENT) $(DESTDIR)$(PREFIX)/lib/gpusample/libgpusample_agent.so
+
+# The man page (packaging/gpusample.1, from README.md's Usage) and the
+# Debian package (scripts/build-deb.sh: dpkg-shlibdeps, dpkg-deb).
+$(BUILD)/gpusample.1: packaging/gpusample.1
+	@mkdir -p $(BUILD)
+	sed -e 's/@VERSION@/$(VERSION)/' -e "s/@DATE@/$$(git log -1 --format=%cs 2>/dev/null || date +%F)/" $< > $@
+deb: $(BUILD)/gpusample $(AGENT) $(BUILD)/gpusample.1
+	./scripts/build-deb.sh $(BUILD) $(VERSION)
 
 clean:
 	rm -rf $(BUILD) build-asan $(FUZZ_BUILD)

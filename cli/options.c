@@ -78,6 +78,8 @@ void gs_options_usage(FILE *out)
 	    "                          job started without it (PEP 768 remote exec); its main\n"
 	    "                          thread has S seconds to run the request (default 10)\n"
 	    "      --as-root           launch mode: run CMD as root instead of the sudo user\n"
+	    "      --on-duration=stop|keep  launch mode, when -d ends: SIGTERM CMD and wait\n"
+	    "                          up to 10 s for it (stop, the default), or leave it running\n"
 	    "  -q, --quiet             do not print the report\n"
 	    "  -h, --help              this help\n"
 	    "      --version           print the version\n"
@@ -228,6 +230,7 @@ enum {
 	OPT_GPU_HWBUF,
 	OPT_INTERP_FRAMES,
 	OPT_INJECT,
+	OPT_ON_DURATION,
 };
 
 static const struct option long_opts[] = {
@@ -247,6 +250,7 @@ static const struct option long_opts[] = {
 	{ "gpu-period", required_argument, NULL, OPT_GPU_PERIOD },
 	{ "gpu-serialized", no_argument, NULL, OPT_GPU_SERIALIZED },
 	{ "as-root", no_argument, NULL, OPT_AS_ROOT },
+	{ "on-duration", required_argument, NULL, OPT_ON_DURATION },
 	{ "cupti", required_argument, NULL, OPT_CUPTI },
 	{ "gpu-scratch", required_argument, NULL, OPT_GPU_SCRATCH },
 	{ "gpu-hwbuf", required_argument, NULL, OPT_GPU_HWBUF },
@@ -337,6 +341,15 @@ static int handle_opt(struct gs_options *o, int c, char *arg)
 		return 0;
 	case OPT_AS_ROOT:
 		o->as_root = true;
+		return 0;
+	case OPT_ON_DURATION:
+		if (strcmp(arg, "stop") && strcmp(arg, "keep")) {
+			gs_log("bad --on-duration '%s': stop (SIGTERM the launched command when -d "
+			       "ends) or keep (leave it running)\n",
+			       arg);
+			return -EINVAL;
+		}
+		o->on_duration = !strcmp(arg, "keep") ? GS_ON_DURATION_KEEP : GS_ON_DURATION_STOP;
 		return 0;
 	case OPT_CUPTI:
 		o->cupti = arg;
@@ -489,6 +502,10 @@ int gs_options_parse(struct gs_cli *cli, int argc, char **argv)
 	}
 	if (!o->n_pids && !o->command) {
 		gs_log("nothing to profile: give -p PID or -- CMD (see --help)\n");
+		return -EINVAL;
+	}
+	if (o->on_duration && !o->command) {
+		gs_log("--on-duration is for launch mode (-- CMD); a -p job is never stopped\n");
 		return -EINVAL;
 	}
 	if (o->inject_wait_ms && (o->command || !o->gpu || !o->python)) {

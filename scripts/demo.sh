@@ -9,7 +9,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 mkdir -p build/demo
 PY=/usr/bin/python3
-$PY -c 'import torch' 2>/dev/null || { echo "demo: python3-torch missing: run 'sudo make deps'" >&2; exit 1; }
+$PY -c 'import torch' 2>/dev/null || { echo "demo: python3-torch missing: run 'sudo make demo' (it installs it)" >&2; exit 1; }
 echo "demo: gpusample -o build/demo/train -- $PY tests/workloads/train_torch.py --seconds 12 --workers 2"
 ./build/gpusample -o build/demo/train --format html,pprof,speedscope,folded -- \
 	$PY tests/workloads/train_torch.py --seconds 12 --workers 2

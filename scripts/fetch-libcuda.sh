@@ -2,7 +2,8 @@
 # Unpack Debian's real CUDA driver library (non-free libcuda1) into DEST
 # (default build/realdrv) for tests/integration/t_gpu_real_driver.sh.  Never
 # installed system-wide: a private apt configuration (sources, lists, cache
-# under DEST/.apt) adds bookworm non-free for this one download only, then
+# under DEST/.apt) adds bookworm non-free (from the mirror the
+# machine's apt uses, scripts/debian-mirror.sh) for this one download only, then
 # `apt-get download` + `dpkg -x`.  Idempotent; retries the network steps.
 set -euo pipefail
 DEST=${1:-$(cd "$(dirname "$0")/.." && pwd)/build/realdrv}
@@ -13,7 +14,10 @@ if [ -e "$LIB" ]; then
 fi
 A=$DEST/.apt
 mkdir -p "$A/lists/partial" "$A/cache/archives/partial" "$A/etc"
-echo "deb http://deb.debian.org/debian bookworm non-free" > "$A/etc/sources.list"
+# shellcheck source=scripts/debian-mirror.sh
+source "$(dirname "$0")/debian-mirror.sh"
+mirror=$(debian_mirror) || exit 1
+echo "deb $mirror bookworm non-free" > "$A/etc/sources.list"
 apt_() {
 	apt-get -q -o Dir::Etc::sourcelist="$A/etc/sources.list" -o Dir::Etc::sourceparts=/dev/null \
 		-o Dir::State::Lists="$A/lists" -o Dir::Cache="$A/cache" -o APT::Sandbox::User=root "$@"

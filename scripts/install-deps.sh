@@ -1,22 +1,42 @@
 #!/bin/bash
-# Install what gpusample needs to build, test and benchmark on Debian 12.
-# Idempotent; run as root (sudo).  Used by `make deps` and .ci/run.
+# Install what gpusample needs on Debian 12.  Idempotent; run as root (sudo).
+#
+# Usage: scripts/install-deps.sh [build|demo|test]
+#   build (default; make deps): the packages that build gpusample and the
+#         Debian package (make deb); gpusample itself needs only libc to run.
+#   demo  (make demo): build + python3-torch for the bundled training loop.
+#   test  (make test-deps, used by make test and .ci/run): demo + the tests'
+#         packages, npm's speedscope and ajv, the real CUDA driver library,
+#         Debian's kernels for the QEMU matrix and the Debian sid root.
+# GS_BENCH_DEPS=1 adds the benchmarks' packages (make bench).
 set -euo pipefail
 
+set_=${1:-build}
+case $set_ in
+build | demo | test) ;;
+*)
+	echo "install-deps: unknown set '$set_' (build, demo or test)" >&2
+	exit 2
+	;;
+esac
 if [ "$(id -u)" -ne 0 ]; then
 	echo "install-deps: run as root (sudo make deps, or make deps as root)" >&2
 	exit 1
 fi
 
 BUILD_PKGS="clang llvm gcc g++ make pkg-config bpftool libbpf-dev libelf-dev libdw-dev
- zlib1g-dev libzstd-dev liblzma-dev libbz2-dev libiberty-dev systemtap-sdt-dev"
-TEST_PKGS="libcriterion-dev golang-go protobuf-compiler python3-torch chromium
+ zlib1g-dev libzstd-dev liblzma-dev libbz2-dev libiberty-dev systemtap-sdt-dev dpkg-dev"
+DEMO_PKGS="python3-torch"
+TEST_PKGS="libcriterion-dev golang-go protobuf-compiler chromium
  linux-perf bpftrace jq procps file qemu-system-x86 busybox-static cpio debian-archive-keyring
- debootstrap graphviz debuginfod libdebuginfod1 curl time"
+ debootstrap graphviz debuginfod libdebuginfod1 curl time lintian man-db bash-completion"
 BENCH_PKGS="bpfcc-tools linux-headers-amd64"
 
 need=""
-for p in $BUILD_PKGS $TEST_PKGS ${GS_BENCH_DEPS:+$BENCH_PKGS}; do
+want=$BUILD_PKGS
+[ "$set_" = build ] || want="$want $DEMO_PKGS"
+[ "$set_" != test ] || want="$want $TEST_PKGS"
+for p in $want ${GS_BENCH_DEPS:+$BENCH_PKGS}; do
 	dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"
 done
 if [ -n "$need" ]; then
@@ -26,6 +46,10 @@ if [ -n "$need" ]; then
 	apt-get install -y -q --no-install-recommends $need
 fi
 
+if [ "$set_" != test ]; then
+	echo "install-deps: ok ($set_)"
+	exit 0
+fi
 # npm tools used by the tests: speedscope (importer + schema) and ajv.
 NPM_DIR="$(cd "$(dirname "$0")/.." && pwd)/tests/node_modules"
 if [ ! -d "$NPM_DIR/speedscope" ] || [ ! -d "$NPM_DIR/ajv" ]; then
@@ -47,4 +71,4 @@ fi
 # The Debian sid root (python3.14, python3.15, PyTorch 2.x) the Python tests
 # also run in, as a container would (cached: a no-op once built).
 "$(dirname "$0")/sid-root.sh"
-echo "install-deps: ok"
+echo "install-deps: ok (test)"

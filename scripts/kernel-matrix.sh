@@ -65,14 +65,14 @@ kernel_spec() {
 	esac
 }
 
-# ---- prerequisites: missing ones fail (scripts/install-deps.sh has them) ---
+# ---- prerequisites: missing ones fail (make test-deps installs them) ---
 [ "$(id -u)" -eq 0 ] || die "run as root (sudo): gpusample needs it, natively and for the cache"
 for c in apt-get apt-cache dpkg-deb qemu-system-x86_64 cpio gzip timeout ldd; do
-	command -v "$c" >/dev/null || die "$c missing (sudo scripts/install-deps.sh)"
+	command -v "$c" >/dev/null || die "$c missing (sudo make test-deps)"
 done
 BUSYBOX=$(command -v busybox || true)
 [ -n "$BUSYBOX" ] && [[ $(ldd "$BUSYBOX" 2>&1) == *"not a dynamic"* ]] ||
-	die "a static busybox is needed (busybox-static; sudo scripts/install-deps.sh)"
+	die "a static busybox is needed (busybox-static; sudo make test-deps)"
 [ -r "$KEYRING" ] || die "$KEYRING missing (debian-archive-keyring)"
 if [ "$fetch_only" = 0 ]; then
 	for f in "$BUILD/gpusample" "$BUILD/workloads/cpu_chain"; do
@@ -82,22 +82,10 @@ if [ "$fetch_only" = 0 ]; then
 fi
 
 # ---- the Debian mirror this machine uses ------------------------------------
-# URIs of the host's apt sources, one-line (.list) and deb822 (.sources).
-host_uris() {
-	awk '/^[[:space:]]*#/ { next }
-	     tolower($1) == "uris:" { for (i = 2; i <= NF; i++) print $i }
-	     $1 == "deb" { i = 2
-	                   if ($i ~ /^\[/) while (i <= NF && $i !~ /\]$/) i++
-	                   if ($2 ~ /^\[/) i++
-	                   print $i }' \
-		$(ls /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null)
-}
-MIRROR=${GS_DEBIAN_MIRROR:-$(host_uris | grep -E '/debian/?$' | head -1)}
-MIRROR=${MIRROR%/}
-[ -n "$MIRROR" ] || die "no Debian mirror (a URI ending in /debian) in /etc/apt sources; set GS_DEBIAN_MIRROR"
-SECURITY=${GS_DEBIAN_SECURITY:-$(host_uris | grep -E '/debian-security/?$' | head -1)}
-SECURITY=${SECURITY%/}
-SECURITY=${SECURITY:-${MIRROR%/debian}/debian-security}
+# shellcheck source=scripts/debian-mirror.sh
+source "$ROOT/scripts/debian-mirror.sh"
+MIRROR=$(debian_mirror) || exit 1
+SECURITY=$(debian_security) || exit 1
 
 # ---- private apt, one per suite ---------------------------------------------
 # apt_for SUITE: sets APT to the options that make apt-get / apt-cache use

@@ -21,26 +21,14 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 command -v debootstrap >/dev/null || {
-	echo "sid-root: debootstrap missing (scripts/install-deps.sh installs it)" >&2
+	echo "sid-root: debootstrap missing (sudo make test-deps installs it)" >&2
 	exit 1
 }
 
-# The same Debian mirror the host uses: the first URIs: line of a deb822
-# source, or the first deb line of a one-line source, naming .../debian.
-mirror=""
-for f in /etc/apt/sources.list.d/*.sources; do
-	[ -f "$f" ] || continue
-	mirror=$(awk '/^URIs:/ { for (i = 2; i <= NF; i++) if ($i ~ /\/debian\/?$/) { print $i; exit } }' "$f")
-	[ -n "$mirror" ] && break
-done
-if [ -z "$mirror" ]; then
-	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-		[ -f "$f" ] || continue
-		mirror=$(awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /\/debian\/?$/) { print $i; exit } }' "$f")
-		[ -n "$mirror" ] && break
-	done
-fi
-mirror="${mirror:-http://deb.debian.org/debian}"
+# The same Debian mirror the host's apt uses (none: stop and say so).
+# shellcheck source=scripts/debian-mirror.sh
+source "$(dirname "$0")/debian-mirror.sh"
+mirror=$(debian_mirror) || exit 1
 
 # A half-built root from an interrupted run is started again.
 if [ -d "$ROOT" ]; then

@@ -191,7 +191,8 @@ int gs_session_exit_status(struct session *s, int rc)
 
 		if (WIFEXITED(st) && WEXITSTATUS(st))
 			return WEXITSTATUS(st);
-		if (WIFSIGNALED(st))
+		/* the SIGTERM that ended it at -d was ours: the run ended as asked */
+		if (WIFSIGNALED(st) && !(s->targets.stopped && WTERMSIG(st) == SIGTERM))
 			return 128 + WTERMSIG(st);
 	}
 	if (collected_nothing(s)) {

@@ -858,6 +858,41 @@ static int start(struct session *s)
 	return 0;
 }
 
+/* -d ended with the command still running: SIGTERM it, as perf record and
+ * timeout(1) do, and wait up to GS_STOP_WAIT_S for it to exit (a training
+ * job may save a checkpoint on SIGTERM).  No SIGKILL: one that ignores the
+ * signal is named and left running rather than killed mid-write.  Called
+ * once the profile is written: names are read through the job's
+ * /proc/PID/root (a container's debug files), gone with the job. */
+#define GS_STOP_WAIT_S 10
+static void stop_at_duration(struct session *s)
+{
+	pid_t pid = s->targets.launch.pid;
+	char cmd[256];
+
+	if (!s->targets.launched || s->targets.exited || g_stop ||
+	    s->o->on_duration == GS_ON_DURATION_KEEP)
+		return;
+	gs_term_escape(s->o->command[0], cmd, sizeof(cmd));
+	gs_log("duration reached; stopping %s (pid %d) with SIGTERM (--on-duration=keep leaves "
+	       "it running)\n",
+	       cmd, pid);
+	s->targets.stopped = true;
+	kill(pid, SIGTERM);
+	for (int i = 0; i < GS_STOP_WAIT_S * 20; i++) {
+		int st;
+
+		if (waitpid(pid, &st, WNOHANG) == pid) {
+			s->targets.exited = true;
+			s->targets.status = st;
+			return;
+		}
+		usleep(50000);
+	}
+	gs_log("%s (pid %d) still runs %d s after SIGTERM; left running\n", cmd, pid,
+	       GS_STOP_WAIT_S);
+}
+
 static void finish_launch(struct session *s)
 {
 	if (!s->targets.launched || s->targets.exited)
@@ -878,9 +913,9 @@ static void finish_launch(struct session *s)
 				kill(s->targets.launch.pid, g_stop);
 			usleep(50000);
 		}
-	} else {
-		gs_log("duration reached; %s (pid %d) keeps running\n", s->o->command[0],
-		       s->targets.launch.pid);
+	} else if (s->o->on_duration == GS_ON_DURATION_KEEP) {
+		gs_log("duration reached; %s (pid %d) keeps running (--on-duration=keep)\n",
+		       s->o->command[0], s->targets.launch.pid);
 	}
 }
 
@@ -947,6 +982,7 @@ int gs_session_run(const struct gs_options *o, void (*show)(const struct gs_sess
 		gs_log("building the profile failed: %s\n", strerror(-rc));
 	else
 		rc = write_outputs(&s);
+	stop_at_duration(&s);
 	if (s.targets.launched)
 		remove_jit_maps(s.rt.pt, &s.targets.launch);
 	rc = gs_session_exit_status(&s, rc);

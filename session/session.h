@@ -31,6 +31,9 @@ struct gs_options {
 	const char *prefix;    /* -o; NULL = gpusample-<pid> */
 	unsigned formats;      /* enum gs_format_bits */
 	bool children, kernel, python, cfi, gpu, as_root, quiet, report;
+	/* --on-duration: what -d's end does to a launched command; unset = stop
+	 * (SIGTERM, as perf record and timeout(1) do to their command) */
+	enum { GS_ON_DURATION_UNSET, GS_ON_DURATION_STOP, GS_ON_DURATION_KEEP } on_duration;
 	uint32_t gpu_period_log2; /* --gpu-period: CUPTI sampling factor (2^n cycles) */
 	bool gpu_serialized;      /* --gpu-serialized: kernel-serialized PC sampling */
 	bool offcpu;              /* off-CPU time from sched_switch (--no-offcpu clears) */

@@ -64,6 +64,7 @@ struct gs_session_targets {
 	bool launched;           /* launch mode, the command started */
 	bool exited;             /* the launched command was reaped */
 	int status;              /* its waitpid status once exited */
+	bool stopped;            /* SIGTERM'd by us when -d ended (--on-duration=stop) */
 	char self_comm[16];      /* gpusample's own task name: the command's
 				  * until its exec (PR_GET_NAME at launch) */
 };

@@ -5,7 +5,7 @@
 py_need_gs
 OFF_PY=/usr/bin/python3
 OFF_WL=$PYWL/py_offcpu.py
-[ -x "$OFF_PY" ] || fail "$OFF_PY missing (make deps)"
+[ -x "$OFF_PY" ] || fail "$OFF_PY missing (make test-deps)"
 # OFF_STACKS: the Pythons each test runs on, "TAG PYTHON": Debian's python3
 # (3.11) and the sid root's python3.14 (python_lib.sh: sid_cmd; the job in
 # its own mount namespace and chroot); off_use sets OFF_TAG and OFF_PY.

@@ -19,7 +19,7 @@ py_need_gs() {
 # target must be found through /proc/PID/root.
 SID_ROOT=${GS_SID_ROOT:-/var/cache/gpusample/sid-root}
 
-# sid_need: the sid root, built when missing (make deps builds it; about 4
+# sid_need: the sid root, built when missing (make test-deps builds it; about 4
 # minutes on a first run); its absence fails the test.
 sid_need() {
 	"$ROOT/scripts/sid-root.sh" "$SID_ROOT" >"$T/sid-root.log" 2>&1 ||
@@ -57,7 +57,7 @@ sid_cmd() {
 # py_interpreters: sets PYS to the interpreters to test: every pyenv CPython
 # 3.8-3.13 found (optional: CI has none), Debian's python3, which CI
 # installs, so its absence fails, and python3.14 and python3.15 of the sid
-# root (sid_cmd; built by make deps, else here).  GS_PYTHONS="PY1 PY2"
+# root (sid_cmd; built by make test-deps, else here).  GS_PYTHONS="PY1 PY2"
 # overrides (to debug one interpreter; sid:python3.14 names a sid one).
 py_interpreters() {
 	local v p
@@ -68,7 +68,7 @@ py_interpreters() {
 		done
 		return
 	fi
-	[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 missing (make deps)"
+	[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 missing (make test-deps)"
 	for v in 3.8 3.9 3.10 3.11 3.12 3.13; do
 		PYS+=($(ls -d /root/.pyenv/versions/$v.*/bin/python 2>/dev/null | head -1))
 	done

@@ -9,7 +9,7 @@ source "$(dirname "$0")/lib.sh"
 P=$ROOT/$BUILD/tests/cfi_probe
 W=$WL/nofp_chain
 [ -x "$P" ] && [ -x "$W" ] || fail "build first: make BUILD=$BUILD test-helpers"
-command -v perf >/dev/null || fail "perf (linux-perf) not installed (make deps)"
+command -v perf >/dev/null || fail "perf (linux-perf) not installed (make test-deps)"
 
 "$W" 20 &
 pid=$!

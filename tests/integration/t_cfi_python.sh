@@ -14,7 +14,7 @@ for v in 3.8 3.9 3.10 3.11 3.12 3.13; do
 	for p in /root/.pyenv/versions/$v.*/bin/python$v; do [ -x "$p" ] && pythons+=("$p"); done
 done
 [ -x /usr/bin/python3 ] && pythons+=(/usr/bin/python3)
-[ ${#pythons[@]} -gt 0 ] || fail "no CPython found (pyenv versions or /usr/bin/python3; make deps)"
+[ ${#pythons[@]} -gt 0 ] || fail "no CPython found (pyenv versions or /usr/bin/python3; make test-deps)"
 
 bad=0
 for py in "${pythons[@]}"; do

@@ -7,7 +7,7 @@
 source "$(dirname "$0")/lib.sh"
 P=$ROOT/$BUILD/tests/cfi_probe
 [ -x "$P" ] || fail "build first: make BUILD=$BUILD test-helpers"
-/usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch not installed (make deps)"
+/usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch not installed (make test-deps)"
 
 # Sample only the training loop: wait for "ready" (import done), then attach.
 /usr/bin/python3 -u "$ROOT/tests/cfi/torch_loop.py" 40 > "$T/torch.out" 2>&1 &

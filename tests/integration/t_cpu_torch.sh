@@ -5,7 +5,7 @@
 # reads it, and speedscope (headless Chromium) imports the .pb.gz and the
 # .speedscope.json.
 source "$(dirname "$0")/lib.sh"
-/usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch is not installed (make deps)"
+/usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch is not installed (make test-deps)"
 "$GS" -o "$T/torch" -q --format pprof,speedscope,folded -- \
 	/usr/bin/python3 tests/workloads/train_torch.py --seconds 6 --workers 2 > "$T/train.out" ||
 	fail "gpusample exited with $?"

@@ -5,10 +5,10 @@
 # debuginfod on loopback (DEBUGINFOD_URLS), fetched into gpusample's root
 # cache and named in a note.  The named function is static: only the debug
 # file's .symtab knows it, and a control run without either file must not.
-# A missing tool fails (scripts/install-deps.sh installs them).
+# A missing tool fails (make test-deps installs them).
 source "$(dirname "$0")/lib.sh"
 for t in objcopy strip debuginfod gcc curl chroot; do
-	command -v $t >/dev/null || fail "$t missing (scripts/install-deps.sh)"
+	command -v $t >/dev/null || fail "$t missing (make test-deps)"
 done
 [ -e /usr/lib/x86_64-linux-gnu/libdebuginfod.so.1 ] || fail "libdebuginfod.so.1 missing (libdebuginfod1)"
 chmod 755 "$T"

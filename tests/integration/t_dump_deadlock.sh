@@ -14,7 +14,7 @@ py_need_gs
 f=$PYWL/py_deadlock.py
 la=$(marker_line "$f" DEADLOCK-A)
 lb=$(marker_line "$f" DEADLOCK-B)
-[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 missing (make deps)"
+[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 missing (make test-deps)"
 sid_need
 PYS=(/usr/bin/python3 "$(sid_cmd python3.14)")
 

@@ -9,7 +9,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/python_lib.sh"
 py_need_gs
-[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 missing (make deps)"
+[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 missing (make test-deps)"
 /usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch missing"
 f=$PYWL/py_many_threads.py
 line=$(marker_line "$f" "# THREAD-WAIT")

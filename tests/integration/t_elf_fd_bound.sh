@@ -5,7 +5,7 @@
 # profile says how many libraries went without and what to do, and the
 # libraries that were kept are symbolized.
 source "$(dirname "$0")/lib.sh"
-[ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import torch' 2>/dev/null || fail "needs Debian python3-torch (make deps)"
+[ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import torch' 2>/dev/null || fail "needs Debian python3-torch (make test-deps)"
 cat > "$T/w.py" <<'PY'
 import time, torch
 def busy_loop():

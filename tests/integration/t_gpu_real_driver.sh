@@ -10,7 +10,7 @@ source "$(dirname "$0")/lib.sh"
 [ "$(id -u)" -eq 0 ] || fail "needs root (BPF, USDT)"
 DRV=$ROOT/$BUILD/realdrv/usr/lib/x86_64-linux-gnu/nvidia/current/libcuda.so.1
 AGENT=$ROOT/$BUILD/libgpusample_agent.so
-[ -e "$DRV" ] || fail "$DRV missing: run scripts/fetch-libcuda.sh (scripts/install-deps.sh does)"
+[ -e "$DRV" ] || fail "$DRV missing: run scripts/fetch-libcuda.sh (make test-deps does)"
 [ -s "$AGENT" ] || fail "$AGENT missing: run make"
 cat > "$T/probe.py" <<PY
 import ctypes, glob, os, sys, time

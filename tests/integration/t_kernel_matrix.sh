@@ -4,7 +4,7 @@
 # kernels 5.10, 6.1, 6.12 and 7.x (booted under QEMU, software emulation) and
 # on the running kernel: scripts/kernel-matrix.sh, whose table ends up in this
 # test's log (consoles in build/kernel-matrix/).  2-4 minutes once the kernels
-# are in the cache (`make deps` fetches them; the first run downloads ~100 MB).
+# are in the cache (`make test-deps` fetches them; the first run downloads ~100 MB).
 # The timeout above (run.sh reads it) leaves room for the first download and
 # for kernels whose verifier runs to its limit (~1-2 min each under TCG).
 source "$(dirname "$0")/lib.sh"

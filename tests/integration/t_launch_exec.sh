@@ -7,7 +7,7 @@
 # blocked stack).  The Threads table names a thread by its last name: a shell
 # that execs python is python.
 source "$(dirname "$0")/lib.sh"
-[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 missing (make deps)"
+[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 missing (make test-deps)"
 for i in 1 2 3 4 5 6; do
 	"$GS" -F 20000 -q -o "$T/t$i" --format pprof -- true 2>"$T/t$i.err" || { cat "$T/t$i.err"; fail "gpusample -- true"; }
 	pprof_stacks "$T/t$i.pb.gz" > "$T/t$i.full" || fail "pprof failed: $(cat "$T/pprof.err")"

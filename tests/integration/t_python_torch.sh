@@ -13,7 +13,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/python_lib.sh"
 py_need_gs
-/usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch is not installed (make deps)"
+/usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch is not installed (make test-deps)"
 "$GS" -F 499 -o "$T/torch" -q --format pprof -- /usr/bin/python3 "$PYWL/train_torch.py" \
 	--seconds 4 --workers 2 > "$T/train.out" 2> "$T/gs.err" || { cat "$T/gs.err"; fail "gpusample exited with $?"; }
 cat "$T/train.out"

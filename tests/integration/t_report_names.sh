@@ -9,7 +9,7 @@
 #    same merged stacks) hold no interpreter frame between two Python
 #    frames, and --interpreter-frames brings them back.
 source "$(dirname "$0")/lib.sh"
-/usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch is not installed (make deps)"
+/usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch is not installed (make test-deps)"
 "$GS" -o "$T/d" --format pprof,folded -- \
 	/usr/bin/python3 tests/workloads/train_torch.py --seconds 6 --workers 2 > "$T/report" ||
 	fail "gpusample exited with $?"

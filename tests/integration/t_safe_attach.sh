@@ -5,8 +5,8 @@
 # is short (and a non-zero exit); a crafted .so with an 800 KB FDE costs
 # milliseconds; launch mode exits with the command's status.
 source "$(dirname "$0")/lib.sh"
-[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 missing (make deps)"
-/usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch missing (make deps)"
+[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 missing (make test-deps)"
+/usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch missing (make test-deps)"
 
 # torch_target FILE: a PyTorch process (~300 mapped objects) that also maps
 # 24 distinct copies of a 270002-row object (no build-id: each is built), so

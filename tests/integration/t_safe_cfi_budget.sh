@@ -7,7 +7,7 @@
 # unwind by its CFI (it has no frame pointers).  With a small budget
 # (GS_CFI_BUDGET_MB) objects past it get no table, and the profile says so.
 source "$(dirname "$0")/lib.sh"
-[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 missing (make deps)"
+[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 missing (make test-deps)"
 chmod 755 "$T"
 mkdir "$T/u"
 cat >"$T/hi.c" <<'C'

@@ -3,7 +3,7 @@
 # reach the terminal escaped, in the live report and in `gpusample report`;
 # folded output stays valid UTF-8.
 source "$(dirname "$0")/lib.sh"
-[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 missing (make deps)"
+[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 missing (make test-deps)"
 "$GS" -o "$T/p" -F 199 -- /usr/bin/python3 "$ROOT/tests/workloads/py_escapes.py" 2 \
 	>"$T/report" 2>"$T/gs.err" || fail "gpusample failed: $(cat "$T/gs.err")"
 "$GS" report "$T/p.pb.gz" >"$T/report2" 2>>"$T/gs.err" || fail "gpusample report failed"

@@ -5,8 +5,8 @@
 # memory.  One parse per file identity now: gpusample's peak RSS stays near
 # one map's worth, and the profile still names the JIT regions.
 source "$(dirname "$0")/lib.sh"
-[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 missing (make deps)"
-[ -x /usr/bin/time ] || fail "/usr/bin/time missing (make deps)"
+[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 missing (make test-deps)"
+[ -x /usr/bin/time ] || fail "/usr/bin/time missing (make test-deps)"
 chmod 755 "$T"
 mkdir "$T/u"
 # ~32 MB, 500k regions with distinct names, far above every real mapping

@@ -4,7 +4,7 @@
 # unwind tables ... now LIB" progress line on root's terminal, and the table
 # builder's GS_DEBUG lines, show them escaped, never as raw control bytes.
 source "$(dirname "$0")/lib.sh"
-[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 missing (make deps)"
+[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 missing (make test-deps)"
 chmod 755 "$T"
 mkdir "$T/u"
 # 2*400000 rows each: the builder must still be busy when the first progress

@@ -3,7 +3,7 @@
 # its unwind table and symbolizes it: gpusample keeps running, writes the
 # profile, and that object is an error, not a crash (SIGBUS).
 source "$(dirname "$0")/lib.sh"
-[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 missing (make deps)"
+[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 missing (make test-deps)"
 lib=$(ls /usr/lib/x86_64-linux-gnu/libstdc++.so.6.* | head -1)
 [ -f "$lib" ] || fail "libstdc++ missing"
 cp "$lib" "$T/libvictim.so"

@@ -23,7 +23,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/python_lib.sh"
 py_need_gs
-/usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch is not installed (make deps)"
+/usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch is not installed (make test-deps)"
 sid_need
 # roles_check TAG PYTHON: the checks below on one stack, files in $T/TAG.
 roles_check() {

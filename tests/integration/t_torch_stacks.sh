@@ -15,7 +15,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/python_lib.sh"
 py_need_gs
-/usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch is not installed (make deps)"
+/usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch is not installed (make test-deps)"
 roots() { # FULL [FILTER-AWK] -> "good total" over samples matching the filter
 	awk -F'\t' "$2"' { n = split($3, fr, ";"); r = fr[n]; sub(/ .*/, "", r)
 		tot += $1; if (r ~ /^(_start|clone|clone3|__clone|__clone3)$/) good += $1

@@ -4,7 +4,7 @@
 # profiles and check them with node (speedscope's schema via ajv, the
 # trace-event nesting rules), speedscope's importer in headless Chromium,
 # and the HTML report driven in Chromium (tests/tools/html_check.js).  Integration tests, not units: they need node, npm's
-# speedscope and Chromium (make deps installs them; missing ones fail).
+# speedscope and Chromium (make test-deps installs them; missing ones fail).
 # gs-test-timeout: 600
 source "$(dirname "$0")/lib.sh"
 B=${BUILD:-build}

@@ -12,7 +12,7 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/python_lib.sh"
 source "$(dirname "$0")/wall_lib.sh"
 py_need_gs
-/usr/bin/python3 -c 'import torch.distributed' 2>/dev/null || fail "python3-torch is not installed (make deps)"
+/usr/bin/python3 -c 'import torch.distributed' 2>/dev/null || fail "python3-torch is not installed (make test-deps)"
 wall_attach ar collective
 wall_check ar "collective wait" "all_reduce (rank 0)"
 grep -q "^    collective wait .*all_reduce (distributed_c10d.py:" "$T/ar.report" || fail "the top stack lacks torch.distributed's all_reduce"

@@ -10,7 +10,7 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/python_lib.sh"
 source "$(dirname "$0")/wall_lib.sh"
 py_need_gs
-/usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch is not installed (make deps)"
+/usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch is not installed (make test-deps)"
 for w in 0 2; do
 	wall_attach "c$w" collate --workers "$w" --collate-ms 20
 	wall_check "c$w" "input wait" "next(loader), num_workers=$w,"

@@ -10,7 +10,7 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/python_lib.sh"
 source "$(dirname "$0")/wall_lib.sh"
 py_need_gs
-/usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch is not installed (make deps)"
+/usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch is not installed (make test-deps)"
 wall_attach ds dataset --workers 2 --item-ms 4
 wall_check ds "input wait" "next(loader)"
 grep -q "^Verdict: input wait .*input-bound" "$T/ds.report" || fail "the verdict does not say input-bound"

@@ -14,7 +14,7 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/python_lib.sh"
 source "$(dirname "$0")/wall_lib.sh"
 py_need_gs
-/usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch is not installed (make deps)"
+/usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch is not installed (make test-deps)"
 command -v node >/dev/null || fail "node is needed (apt-get install nodejs)"
 WALL_SECONDS=2 WALL_GS_ARGS="--format pprof,speedscope,trace" wall_attach out dataset --workers 2 --item-ms 4
 pid=$(json_field out pid)

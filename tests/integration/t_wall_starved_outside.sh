@@ -6,7 +6,7 @@
 # (the job runs 1 busy thread).  t_wall_starved is the other side: a job
 # whose own children oversubscribe the cores keeps that advice.
 source "$(dirname "$0")/lib.sh"
-[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 missing (make deps)"
+[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 missing (make test-deps)"
 cp /usr/bin/yes "$T/gsburner" || fail "cannot copy yes"
 burners=()
 for _ in $(seq $((3 * $(nproc)))); do "$T/gsburner" >/dev/null & burners+=($!); done

@@ -7,7 +7,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/python_lib.sh"
 py_need_gs
-/usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch is not installed (make deps)"
+/usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch is not installed (make test-deps)"
 /usr/bin/python3 "$PYWL/dataloader_pin.py" --seconds 40 > "$T/out" 2>&1 &
 job=$!
 workers=""

@@ -12,7 +12,7 @@
 /* Import path in speedscope; the run must succeed and print "Importing as
  * <format>" (format: "speedscope json file", "protobuf encoded pprof file",
  * "Trace Event Format profile": the importer speedscope picked).  Exit 77
- * (Chromium or speedscope missing) is a failure: make deps installs them.
+ * (Chromium or speedscope missing) is a failure: make test-deps installs them.
  * The script exits 0 only when speedscope used that importer and raised no
  * alert. */
 static inline void viewer_imports(const char *path, const char *format)
@@ -23,7 +23,7 @@ static inline void viewer_imports(const char *path, const char *format)
 	snprintf(cmd, sizeof(cmd), "%s/tests/tools/speedscope_import.sh %s '%s' 2>&1", fx_root(),
 		 path, format);
 	char *out = fx_run(cmd, &st);
-	cr_assert_neq(st, 77, "a viewer is missing (make deps): %s", out);
+	cr_assert_neq(st, 77, "a viewer is missing (make test-deps): %s", out);
 	cr_assert_eq(st, 0, "speedscope in Chromium on %s: %s", path, out);
 	cr_assert_not_null(strstr(out, format), "%s: not imported as %s: %s", path, format, out);
 	free(out);
