@@ -13,8 +13,8 @@
 # Screenshot: build/html-report-demo.png.
 # gs-test-timeout: 150
 source "$(dirname "$0")/lib.sh"
-/usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch is not installed (make deps)"
-command -v node >/dev/null || fail "node is not installed (make deps)"
+/usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch is not installed (make test-deps)"
+command -v node >/dev/null || fail "node is not installed (make test-deps)"
 "$GS" -o "$T/train" -q -- /usr/bin/python3 tests/workloads/train_torch.py --seconds 6 --workers 2 \
 	> "$T/train.out" 2> "$T/gs.err" || { cat "$T/gs.err"; fail "gpusample exited with $?"; }
 grep -q 'steps=' "$T/train.out" || fail "the training loop did not finish"

@@ -8,10 +8,10 @@
 #  - the trace follows the trace-event nesting rules with ends computed as
 #    the readers compute them (tests/tools/check_trace.js, no tolerance).
 source "$(dirname "$0")/lib.sh"
-[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 missing (make deps)"
-command -v go >/dev/null || fail "go missing (make deps)"
-command -v dot >/dev/null || fail "graphviz (dot) missing (make deps)"
-command -v node >/dev/null || fail "node missing (make deps)"
+[ -x /usr/bin/python3 ] || fail "/usr/bin/python3 missing (make test-deps)"
+command -v go >/dev/null || fail "go missing (make test-deps)"
+command -v dot >/dev/null || fail "graphviz (dot) missing (make test-deps)"
+command -v node >/dev/null || fail "node missing (make test-deps)"
 cat > "$T/job.py" <<'PY'
 import multiprocessing as mp, time
 def burn():

@@ -11,7 +11,7 @@ const fs = require('fs');
 const path = require('path');
 const mods = path.join(__dirname, '..', 'node_modules');
 if (!fs.existsSync(path.join(mods, 'ajv')) || !fs.existsSync(path.join(mods, 'speedscope'))) {
-  console.error(`validate_speedscope: ${mods} lacks ajv or speedscope: run make deps ` +
+  console.error(`validate_speedscope: ${mods} lacks ajv or speedscope: run make test-deps ` +
                 '(it installs them with npm)');
   process.exit(2);
 }

@@ -1013,7 +1013,8 @@ Test(timing, libtorch_cpu)
 {
 	const char *lib = "/usr/lib/python3/dist-packages/torch/lib/libtorch_cpu.so";
 	/* python3-torch is a test dependency (make test-deps): missing is a failure */
-	cr_assert(access(lib, R_OK) == 0, "%s missing: install python3-torch (make test-deps)", lib);
+	cr_assert(access(lib, R_OK) == 0, "%s missing: install python3-torch (make test-deps)",
+		  lib);
 	time_library(lib, 2000);
 }
 

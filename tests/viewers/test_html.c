@@ -26,7 +26,7 @@ static char *html_check(const char *path, const char *args)
 	snprintf(cmd, sizeof(cmd), "node %s/tests/tools/html_check.js %s %s 2>&1", fx_root(), path,
 		 args);
 	char *out = fx_run(cmd, &st);
-	cr_assert_neq(st, 77, "Chromium is missing (make deps): %s", out);
+	cr_assert_neq(st, 77, "Chromium is missing (make test-deps): %s", out);
 	cr_assert_eq(st, 0, "%s", out);
 	return out;
 }
