@@ -481,6 +481,7 @@ int gs_dump_collect(const struct gs_dump_opts *o, struct gs_profile *prof, struc
 	if ((rc = gs_thread_roles(prof)))
 		goto out;
 	mark_workers(prof);
+	gs_sym_report(c.sym, prof);
 	gs_profile_add_comment(prof, GS_DUMP_COMMENT "registers from the %s", st->source);
 	maps_note(prof);
 	rc = 0;

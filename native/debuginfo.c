@@ -81,7 +81,7 @@ void gs_sym_watch_stop(const volatile sig_atomic_t *count)
 	g_signals_base = count ? *count : 0;
 }
 
-static bool stop_asked(void)
+bool gs_sym_stop_asked(void)
 {
 	return g_signals && *g_signals != g_signals_base;
 }
@@ -282,7 +282,7 @@ static int file_crc(int fd, off_t size, uint32_t *out)
 
 		if (r <= 0)
 			err = -EIO;
-		else if (stop_asked() || now_s() - t0 > left)
+		else if (gs_sym_stop_asked() || now_s() - t0 > left)
 			err = -EINTR;
 		else {
 			crc = crc32(crc, buf, (uInt)r);

@@ -65,6 +65,7 @@ static struct {
 	double deadline; /* this query's end (monotonic seconds) */
 	bool too_big, no_length;
 	size_t n_fetched, n_missed, n_skipped;
+	bool stopped; /* a transfer ended by a stop request */
 	/* refused: over the size limit, sent without Content-Length, failed
 	 * debuginfo.c's checks; deleted from the cache; cache entries pruned */
 	size_t n_big, n_no_length, n_bad, n_deleted, n_pruned;
@@ -153,6 +154,10 @@ static int progress(debuginfod_client *c, long a, long b)
 	}
 	if ((uint64_t)a > GS_DEBUGINFOD_MAX_BYTES || (uint64_t)b > GS_DEBUGINFOD_MAX_BYTES) {
 		g.too_big = true;
+		return 1;
+	}
+	if (gs_sym_stop_asked()) {
+		g.stopped = true;
 		return 1;
 	}
 	return now_s() > g.deadline;
@@ -327,7 +332,7 @@ int gs_sym_debuginfod_find(const unsigned char *bid, int n, const char *modname,
 		pthread_mutex_unlock(&g.lock);
 		return -1;
 	}
-	if (g.gave_up) {
+	if (g.gave_up || gs_sym_stop_asked()) {
 		g.n_skipped++;
 		pthread_mutex_unlock(&g.lock);
 		return -1;
@@ -343,7 +348,7 @@ int gs_sym_debuginfod_find(const unsigned char *bid, int n, const char *modname,
 	env_set(&env[2], "DEBUGINFOD_MAXTIME", secs);
 	env_set(&env[3], "DEBUGINFOD_MAXSIZE", maxsize);
 	g.deadline = t0 + left;
-	g.too_big = g.no_length = false;
+	g.too_big = g.no_length = g.stopped = false;
 	cache_prune_locked();
 	g.set_progressfn(g.client, progress);
 	fd = g.find_debuginfo(g.client, bid, n, path);
@@ -376,9 +381,9 @@ int gs_sym_debuginfod_find(const unsigned char *bid, int n, const char *modname,
 			list_add(modname ? modname : "?", (uint64_t)st.st_size);
 			cache_prune_locked();
 		}
-	} else if (g.no_length || g.too_big || fd == -EFBIG) {
+	} else if (g.no_length || g.too_big || g.stopped || fd == -EFBIG) {
 		/* -EFBIG: the client's own MAXSIZE check.  Whatever the client
-		 * left of a refused answer goes. */
+		 * left of a refused or stopped answer goes. */
 		char hex[2 * 64 + 1], left[PATH_MAX];
 
 		for (int i = 0; i < n && i < 64; i++)
@@ -387,6 +392,8 @@ int gs_sym_debuginfod_find(const unsigned char *bid, int n, const char *modname,
 		cache_delete_locked(left);
 		if (g.no_length)
 			g.n_no_length++;
+		else if (g.stopped)
+			g.n_skipped++;
 		else
 			g.n_big++;
 	} else {
@@ -447,8 +454,8 @@ void gs_sym_debuginfod_report(struct gs_profile *prof)
 	if (g.n_skipped)
 		gs_profile_add_note(
 		    prof,
-		    "debuginfod: %zu module(s) not asked, the time budget was spent "
-		    "(names there are offsets)",
+		    "debuginfod: %zu module(s) not fetched, the time budget was spent or a stop "
+		    "was asked (names there are offsets)",
 		    g.n_skipped);
 	pthread_mutex_unlock(&g.lock);
 }

@@ -87,6 +87,10 @@ bool gs_sym_has_process(struct gs_symbolizer *s, uint32_t tgid);
  * the note on libraries left without an fd by the ELF cache's bound. */
 struct gs_proc_handler;
 void gs_sym_proc_handler(struct gs_symbolizer *s, struct gs_proc_handler *h);
+/* The same notes as that handler's report (libraries without an fd, ELF
+ * headers skipped, perf maps cut, debug files refused by cause, debuginfod)
+ * added to prof, for a caller that runs no process table (dump). */
+void gs_sym_report(struct gs_symbolizer *s, struct gs_profile *prof);
 /* Keep the snapshots in the slots of t (proc/proc.h), id being the
  * handler's registration id, instead of a table of its own: before the
  * first process (-EBUSY after); t must outlive every gs_sym_* call but

@@ -118,6 +118,9 @@ int gs_sym_creds_read(uint32_t tgid, struct gs_sym_creds *c);
 /* A module seen in a process with creds c: the first process's are kept;
  * another user's makes the module public-only (world-readable debug files). */
 void gs_sym_module_creds(struct gs_sym_module *m, const struct gs_sym_creds *c);
+/* A stop was asked (gs_sym_watch_stop): long debug-file work (a CRC, a
+ * debuginfod transfer) ends and no new one starts. */
+bool gs_sym_stop_asked(void);
 /* The notes on debug files refused (size, compressed sections, budget,
  * unreadable by the job's user, CRC bound or interrupted). */
 void gs_sym_debug_report(struct gs_profile *prof);

@@ -736,6 +736,11 @@ static void sym_h_report(void *ctx, struct gs_profile *prof)
 	gs_sym_debuginfod_report(prof);
 }
 
+void gs_sym_report(struct gs_symbolizer *s, struct gs_profile *prof)
+{
+	sym_h_report(s, prof);
+}
+
 void gs_sym_proc_handler(struct gs_symbolizer *s, struct gs_proc_handler *h)
 {
 	*h = (struct gs_proc_handler){

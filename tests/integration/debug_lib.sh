@@ -41,3 +41,38 @@ open(dst, "wb").write(e)
 PY
 }
 
+
+# nobody_py LIB FUNC: a job run as nobody, Python calling LIB's FUNC(); its
+# pid in $job.
+nobody_py() {
+	setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -c "
+import ctypes
+ctypes.CDLL('$1').$2()
+" &
+	job=$!
+	sleep 1
+	kill -0 $job 2>/dev/null || fail "job ($2) did not start"
+}
+
+# stop_timed SIG PID WHAT: send SIG to our child PID and wait for it to end
+# (at most 10 s, else fail): how long it took in $ms, its status in $rc.
+stop_timed() {
+	kill -"$1" "$2"
+	local t0
+	t0=$(date +%s%N)
+	for _ in $(seq 1 100); do kill -0 "$2" 2>/dev/null || break; sleep 0.1; done
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	kill -0 "$2" 2>/dev/null && fail "$3: SIG$1 ignored (still running after ${ms} ms)"
+	wait "$2"
+	rc=$?
+}
+
+# dump_cut_check SIG PREFIX: a dump stopped by SIG (stop_timed) ended within
+# 2.5 s and wrote PREFIX.pb.gz, whose report (PREFIX.rep) notes the cut.
+dump_cut_check() {
+	[ -s "$2.pb.gz" ] || fail "dump: SIG$1 left no profile (rc $rc): $(tail -3 "$2.err")"
+	[ "$ms" -lt 2500 ] || fail "dump: SIG$1 took ${ms} ms to end it"
+	"$GS" report "$2.pb.gz" >"$2.rep" 2>&1 || fail "dump report: $(tail -3 "$2.rep")"
+	grep -q "dump cut short by SIG$1" "$2.rep" ||
+		fail "dump: no note of the cut: $(grep -i 'cut\|debug' "$2.rep")"
+}

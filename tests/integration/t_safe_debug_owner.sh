@@ -7,6 +7,7 @@
 # read it (world-readable, or by its uid or groups), and the profile says
 # one was refused.  Control: the same file made 0644 names the function.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/debug_lib.sh"
 chmod 755 "$T"
 bid=$(head -c 20 /dev/urandom | od -An -tx1 | tr -d ' \n')
 dbg=/usr/lib/debug/.build-id/${bid:0:2}/${bid:2}.debug
@@ -29,13 +30,7 @@ mkdir -p "$(dirname "$dbg")"
 trap 'rm -f "$dbg"; rmdir "$(dirname "$dbg")" 2>/dev/null; kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; [ -n "${GS_KEEP:-}" ] || rm -rf "$T"' EXIT
 install -m 0600 -o root -g root "$T/full.so" "$dbg"
 chown nobody:nogroup "$T/libown.so"
-setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -c "
-import ctypes
-ctypes.CDLL('$T/libown.so').own_spin()
-" &
-job=$!
-sleep 1
-kill -0 $job 2>/dev/null || fail "job did not start"
+nobody_py "$T/libown.so" own_spin
 
 # run NAME: profile the job for 1 s
 run() {

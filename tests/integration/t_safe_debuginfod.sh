@@ -10,6 +10,9 @@
 #    and the run stays small;
 #  - libdjunk's: 1 MiB without a Content-Length: refused, and the note says
 #    why.
+# A dump (of a process blocked in libdjunk) stopped by SIGINT while the
+# server trickles an answer ends at once, the transfer abandoned (it went on
+# for the run's 10 s debuginfod budget), and is written, noting both.
 # The cache is bounded: with GS_DEBUGINFOD_CACHE_MB=1, three 512 KiB
 # entries last used in 2001-2003 go oldest first, named in a note.
 source "$(dirname "$0")/lib.sh"
@@ -20,9 +23,11 @@ chmod 755 "$T"
 tok="$$_$RANDOM$RANDOM" # new build-ids each run: the server must answer, not the cache
 for l in dbomb djunk; do
 	cat >"$T/lib$l.c" <<C
+#include <unistd.h>
 volatile unsigned long sink;
 const char *token = "$tok";
 void ${l}_spin(void) { for (;;) for (unsigned long i = 0; i < 100000000ul; i++) sink += i * i; }
+void ${l}_nap(void) { for (;;) sleep(1); }
 C
 	gcc -g -O1 -shared -fPIC -Wl,--build-id=sha1 -o "$T/lib$l.full.so" "$T/lib$l.c" || fail "cc $l"
 	strip --strip-debug --strip-unneeded -o "$T/lib$l.so" "$T/lib$l.full.so" || fail "strip $l"
@@ -45,13 +50,21 @@ done
 set -- $olds
 trap 'rm -rf "$cache/$bid_dbomb" "$cache/$bid_djunk"; for o in $olds; do rm -rf "${cache:?}/$o"; done; kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; [ -n "${GS_KEEP:-}" ] || rm -rf "$T"' EXIT
 
-python3 - "$T/bomb.debug" "$bid_dbomb" "$bid_djunk" >"$T/srv.port" 2>"$T/srv.log" <<'PY' &
-import http.server, sys
+python3 - "$T/bomb.debug" "$bid_dbomb" "$bid_djunk" "$T/slow" >"$T/srv.port" 2>"$T/srv.log" <<'PY' &
+import http.server, os, sys, time
 bomb, bid_bomb, bid_junk = open(sys.argv[1], "rb").read(), sys.argv[2], sys.argv[3]
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.0"
     def do_GET(self):
-        if self.path == f"/buildid/{bid_bomb}/debuginfo":
+        if os.path.exists(sys.argv[4]):  # trickle 1 MiB at 10 KiB/s
+            self.send_response(200)
+            self.send_header("Content-Length", str(1 << 20))
+            self.end_headers()
+            for _ in range(1024):
+                self.wfile.write(b"x" * 1024)
+                self.wfile.flush()
+                time.sleep(0.1)
+        elif self.path == f"/buildid/{bid_bomb}/debuginfo":
             self.send_response(200)
             self.send_header("Content-Length", str(len(bomb)))
             self.end_headers()
@@ -98,4 +111,24 @@ ok "served bomb refused and deleted, length-less answer refused, noted; peak RSS
 grep -q 'debuginfod: [1-9][0-9]* least recently used build-id(s) deleted .*(kept within 1 MiB)' "$T/rep" ||
 	fail "no note of the pruning: $(grep -i debuginfod "$T/rep")"
 ok "the cache kept within its bound, oldest first, noted"
+kill $job
+
+# SIGINT during a dump's slow debuginfod transfer
+touch "$T/slow"
+nobody_py "$T/libdjunk.so" djunk_nap
+asked=$(grep -c 'GET /buildid/' "$T/srv.log")
+DEBUGINFOD_URLS="http://127.0.0.1:$port" env --default-signal=INT "$GS" dump -p $job -o "$T/dump" \
+	>"$T/dump.out" 2>"$T/dump.err" &
+dp=$!
+for _ in $(seq 1 100); do
+	[ "$(grep -c 'GET /buildid/' "$T/srv.log")" -gt "$asked" ] && break
+	kill -0 $dp 2>/dev/null || fail "dump ended without asking debuginfod: $(tail -3 "$T/dump.err")"
+	sleep 0.1
+done
+sleep 0.5
+stop_timed INT $dp "dump during a debuginfod transfer"
+dump_cut_check INT "$T/dump"
+grep -q 'debuginfod: [1-9][0-9]* module(s) not fetched, .*a stop was asked' "$T/dump.rep" ||
+	fail "dump: no note of the stopped transfer: $(grep -i debuginfod "$T/dump.rep")"
+ok "SIGINT during a dump's debuginfod transfer: ended in ${ms} ms, profile written, noted"
 kill $job

@@ -13,8 +13,12 @@
 #  (3) libw: a real debug file in the job's root is found by its debug link
 #      (names from it), and the same name under the host's /usr/lib/debug
 #      is not looked at: that path is the job's, not the host's;
-#  (4) the Ctrl-C that ends a run (the usual way) cuts no CRC.
+#  (4) the Ctrl-C that ends a run (the usual way) cuts no CRC;
+#  (5) `dump`: SIGINT or SIGTERM during the same CRCs ends it promptly (it
+#      killed the dump, which wrote nothing), and its profile is written,
+#      noting the cut.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/debug_lib.sh"
 for t in objcopy strip gcc chroot; do command -v $t >/dev/null || fail "$t missing"; done
 chmod 755 "$T"
 R=$T/jobroot
@@ -117,14 +121,25 @@ chown nobody:nogroup "$D"/lib*.debug
 start_job
 gs_start -q -p $job -d 1 -o "$T/int"
 sleep 2
-kill -INT $gs
-t0=$(date +%s%N)
-for _ in $(seq 1 100); do kill -0 $gs 2>/dev/null || break; sleep 0.1; done
-ms=$((($(date +%s%N) - t0) / 1000000))
-kill -0 $gs 2>/dev/null && fail "SIGINT ignored during the CRCs (still running after ${ms} ms)"
-wait $gs
+stop_timed INT $gs "a run during the CRCs"
 [ -s "$T/int.pb.gz" ] || fail "SIGINT: no profile: $(tail -3 "$T/gs.err")"
 [ $ms -lt 3000 ] || fail "SIGINT took ${ms} ms to end the run"
 "$GS" report "$T/int.pb.gz" >"$T/int.rep" 2>&1 || fail "report: $(tail -3 "$T/int.rep")"
 grep -q 'CRC cut short' "$T/int.rep" || fail "no note of the cut CRC: $(grep -i debug "$T/int.rep")"
 ok "SIGINT during debug-link CRCs: the run ended in ${ms} ms, profile written, noted"
+
+# (5) the same CRCs in a dump, cut by SIGINT (as from a terminal: a
+# background job of a script starts with SIGINT ignored) and by SIGTERM
+dump_cut() { # signal
+	env --default-signal=INT "$GS" dump -p $job -o "$T/dump$1" >"$T/dump$1.out" 2>"$T/dump$1.err" &
+	dp=$!
+	sleep 2
+	kill -0 $dp 2>/dev/null || fail "dump ended before SIG$1 (no CRC under way): $(tail -3 "$T/dump$1.err")"
+	stop_timed $1 $dp "dump during the CRCs"
+	dump_cut_check $1 "$T/dump$1"
+	grep -q 'CRC cut short' "$T/dump$1.rep" || fail "dump: no note of the cut CRC: $(grep -i debug "$T/dump$1.rep")"
+	grep -q '_spin' "$T/dump$1.out" || fail "dump: no stacks printed: $(head -5 "$T/dump$1.out")"
+	ok "SIG$1 during a dump's debug-link CRCs: ended in ${ms} ms (rc $rc), profile written, noted"
+}
+dump_cut INT
+dump_cut TERM
