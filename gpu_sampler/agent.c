@@ -98,6 +98,13 @@ struct gs_ctx {
 	/* Enable failed on the watcher thread: arm from the next launch
 	 * callback, on an application thread, as Proton and parcagpu do. */
 	bool arm_on_launch;
+	/* arm_on_launch: when the watcher arms it instead (UINT64_MAX: never,
+	 * the agent's thread was refused) */
+	uint64_t arm_deadline_ns;
+	/* configured with start/stop control; Start succeeded (no Stop since);
+	 * Starts refused so far */
+	bool start_stop, started;
+	uint32_t start_refused;
 	/* GetData failed on the watcher thread: drained from the launch EXIT
 	 * callbacks of the application's threads instead (every drain_ms),
 	 * where NVIDIA's sample drains; a failure there turns it off. */
@@ -817,7 +824,7 @@ static CUptiResult configure(struct gs_ctx *c, bool with_period)
 	CUpti_PCSamplingConfigurationInfoParams p = {
 		.size = CUpti_PCSamplingConfigurationInfoParamsSize
 	};
-	CUpti_PCSamplingConfigurationInfo a[9];
+	CUpti_PCSamplingConfigurationInfo a[10];
 	int n = 0;
 
 	set_attr(a, &n, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON);
@@ -848,6 +855,14 @@ static CUptiResult configure(struct gs_ctx *c, bool with_period)
 	if (g.opts.scratch) {
 		set_attr(a, &n, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE);
 		a[n - 1].attributeData.scratchBufferSizeData.scratchBufferSize = g.opts.scratch;
+	}
+	/* Sampling starts at cuptiPCSamplingStart, after ctx_start has made the
+	 * GPU idle, not at this call (cupti_pcsampling.h:303-311). */
+	c->start_stop = g.api.PCSamplingStart && g.api.PCSamplingStop && g.api.CtxSynchronize;
+	if (c->start_stop) {
+		set_attr(a, &n,
+			 CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL);
+		a[n - 1].attributeData.enableStartStopControlData.enableStartStopControl = 1;
 	}
 	if (!c->hwbuf) /* in a callback: no cuMemGetInfo there */
 		c->hwbuf = g.opts.hwbuf ? g.opts.hwbuf : GS_AGENT_HWBUF;
@@ -969,6 +984,7 @@ static CUptiResult pcs_disable(struct gs_ctx *c)
 	CUptiResult r;
 
 	dp.ctx = c->ctx;
+	c->started = false; /* Disable ends the range */
 	if ((r = g.api.PCSamplingDisable(&dp)) == CUPTI_SUCCESS)
 		c->cfg_live = false;
 	else
@@ -1003,8 +1019,52 @@ static bool enable_retryable(CUptiResult r)
 	       reason != GS_GPU_R_HW_BUSY && reason != GS_GPU_R_OUT_OF_MEMORY;
 }
 
-/* Enable + stall reasons + configuration.  Caller holds g.lock and has the
- * context current. */
+/* Start the sampled range on an idle GPU.  "CUPTI requires the GPU to be
+ * idle before starting PC sampling" (parcagpu, which like Proton starts from
+ * a launch callback after cuCtxSynchronize): the kernels already queued on
+ * the context are waited for, on this thread, with c current.  Without
+ * start/stop control sampling began at the configuration. */
+static CUptiResult ctx_start(struct gs_ctx *c)
+{
+	CUpti_PCSamplingStartParams sp = { .size = CUpti_PCSamplingStartParamsSize };
+	CUresult cr;
+	CUptiResult r;
+
+	if (!c->start_stop)
+		return CUPTI_SUCCESS;
+	if ((cr = g.api.CtxSynchronize()) != CUDA_SUCCESS) {
+		gs_agent_log("context %u: cuCtxSynchronize: %d", c->uid, (int)cr);
+		return CUPTI_ERROR_UNKNOWN;
+	}
+	sp.ctx = c->ctx;
+	if ((r = g.api.PCSamplingStart(&sp)) != CUPTI_SUCCESS) {
+		gs_agent_log("context %u: cuptiPCSamplingStart: %s", c->uid,
+			     gs_cupti_strerror(&g.api, r));
+		return r;
+	}
+	c->started = true;
+	c->start_refused = 0;
+	return CUPTI_SUCCESS;
+}
+
+/* End the sampled range before Disable; what it held is flushed by
+ * Disable into the configured buffer (cupti_pcsampling.h:533-535). */
+static void ctx_stop(struct gs_ctx *c)
+{
+	CUpti_PCSamplingStopParams sp = { .size = CUpti_PCSamplingStopParamsSize };
+	CUptiResult r;
+
+	if (!c->started)
+		return;
+	sp.ctx = c->ctx;
+	if ((r = g.api.PCSamplingStop(&sp)) != CUPTI_SUCCESS)
+		gs_agent_log("context %u: cuptiPCSamplingStop: %s", c->uid,
+			     gs_cupti_strerror(&g.api, r));
+	c->started = false;
+}
+
+/* Enable + stall reasons + configuration + Start.  Caller holds g.lock and
+ * has the context current. */
 static int ctx_enable(struct gs_ctx *c)
 {
 	CUpti_PCSamplingEnableParams ep = { .size = CUpti_PCSamplingEnableParamsSize };
@@ -1014,6 +1074,7 @@ static int ctx_enable(struct gs_ctx *c)
 	if ((r = g.api.PCSamplingEnable(&ep)) != CUPTI_SUCCESS) {
 		if (!g.arming_in_launch && enable_retryable(r)) {
 			c->arm_on_launch = true;
+			c->arm_deadline_ns = UINT64_MAX;
 			c->result = r;
 			emit_status(c, GS_GPU_ST_WARNING, 0, r,
 				    "cuptiPCSamplingEnable on the agent's "
@@ -1054,6 +1115,18 @@ static int ctx_enable(struct gs_ctx *c)
 		return -1;
 	}
 	read_back(c);
+	if ((r = ctx_start(c)) != CUPTI_SUCCESS) {
+		if (++c->start_refused >= GS_AGENT_START_TRIES || !enable_retryable(r)) {
+			ctx_fail(c, r, "cuptiPCSamplingStart", true);
+			return -1;
+		}
+		/* the GPU was busy again: Disable, and try at a later launch */
+		pcs_disable(c);
+		c->arm_on_launch = true;
+		c->arm_deadline_ns = now_ns() + GS_AGENT_ARM_WAIT_MS * 1000000ull;
+		return -1;
+	}
+	c->arm_on_launch = false;
 	c->state = CTX_ARMED;
 	return 0;
 }
@@ -1063,7 +1136,7 @@ static int ctx_enable(struct gs_ctx *c)
  * and was reported once; the watcher must not retry (or report) it each tick. */
 static bool ctx_armable(const struct gs_ctx *c)
 {
-	if (c->arm_on_launch && !g.arming_in_launch)
+	if (c->arm_on_launch && !g.arming_in_launch && now_ns() < c->arm_deadline_ns)
 		return false; /* waits for an application thread */
 	return c->state == CTX_IDLE ||
 	       (c->state == CTX_OFF && c->reason == GS_GPU_R_SECOND_CONTEXT && !device_owner(c));
@@ -1384,6 +1457,7 @@ static void ctx_disable(struct gs_ctx *c, bool report_leftovers)
 
 	if (c->state != CTX_ARMED || atomic_load(&c->gone))
 		return;
+	ctx_stop(c);
 	read_parked(c, report_leftovers);
 	r = pcs_disable(c);
 	/* Disable copies what CUPTI still held into the configured buffer. */
@@ -1589,6 +1663,15 @@ static void arm_all(void)
 		struct gs_ctx *c = &g.ctx[i];
 		if (!c->in_use || !ctx_armable(c))
 			continue; /* no driver calls for contexts that stay as they are */
+		if (!c->arm_on_launch && g.subscribed && !device_owner(c)) {
+			/* armed by its own thread at its next launch (on_launch) */
+			push_ctx(c);
+			size_hwbuf(c);
+			pop_ctx();
+			c->arm_on_launch = true;
+			c->arm_deadline_ns = now_ns() + GS_AGENT_ARM_WAIT_MS * 1000000ull;
+			continue;
+		}
 		push_ctx(c);
 		if (c->state != CTX_ARMED)
 			size_hwbuf(c);
@@ -1783,8 +1866,8 @@ static void emit_armed(void)
 		snprintf(held, sizeof(held),
 			 "; GPU sampling started late: \"%s\" held CUPTI until now", g.holder);
 	emit_status(NULL, GS_GPU_ST_ARMED, g.holder_reported ? GS_GPU_R_OTHER_SUBSCRIBER : 0, 0,
-		    "armed: %u of %u contexts sampled, %s, CUPTI %u at %.120s%s%s", count_armed(),
-		    count_live(),
+		    "armed: %u of %u contexts sampled, %s, CUPTI %u at %.120s%s%s",
+		    count_armed() + count_deferred(), count_live(),
 		    g.opts.mode == GS_GPU_MODE_SERIALIZED ? "kernel-serialized" : "continuous",
 		    g.api.version, g.api.path, g.shared ? ", multi-subscriber mode requested" : "",
 		    held);

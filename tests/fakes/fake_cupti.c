@@ -4,8 +4,11 @@
  * Models, as far as NVIDIA documents them (docs/reference
  * cupti_pc_sampling.md §1, §6.2):
  *   - call order: every PC-sampling call but Enable needs Enable on that
- *     context first; Start/Stop only with ENABLE_START_STOP_CONTROL; one
- *     sampled context per device
+ *     context first; Start/Stop only with ENABLE_START_STOP_CONTROL
+ *     (cupti_pcsampling.h:655-669, 695-709); Start only on a GPU idle for
+ *     the calling thread, i.e. after its cuCtxSynchronize with no launch
+ *     since (CUPTI_ERROR_UNKNOWN, counted start_busy_refused); one sampled
+ *     context per device
  *   - size checks on every params struct, PC record size by API version
  *     (56 bytes before v22, 56 or 64 from v22), attributeStatus per attribute,
  *     sampling period 5..31
@@ -58,6 +61,9 @@
  *                        the GPU idle, and a tool calling from a worker
  *                        thread saw that error; FAKE_CUPTI_KERNEL_MS: how
  *                        long each kernel runs),
+ *                        idle (sampling started by the configuration, with
+ *                        no start/stop control, on a GPU not idle for the
+ *                        calling thread is refused like such a Start),
  *                        continuous_corr (PC records carry the launch's
  *                        correlationId in continuous mode too, where the
  *                        documentation promises 0: a client must not trust
@@ -159,7 +165,7 @@ static _Atomic uint64_t st_launches, st_launch_cb, st_resource_cb, st_generated,
     st_scratch_lost, st_scratch_bytes, st_names_freed_early, st_enable_offthread, st_dead_ctx_calls,
     st_parked, st_parked_lost, st_teardown_copies, st_teardown_pcs, st_zero_pcs, st_hwbuf_bytes,
     st_sleep_ms, st_period, st_inflight_refused, st_disable_refused, st_disable_app_thread,
-    st_offthread_refused;
+    st_offthread_refused, st_start_busy, st_start_app_thread;
 #define COUNT(c) atomic_fetch_add(&calls[c], 1)
 
 /* ---- stall reason tables ----------------------------------------------- */
@@ -885,6 +891,7 @@ static int hook_launch(int cbid, const char *api_name, struct fake_ctx *c, struc
 		atomic_fetch_add(&st_launch_cb, 1);
 		dispatch(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &cd);
 	}
+	__atomic_add_fetch(&c->launches, 1, __ATOMIC_SEQ_CST);
 	__atomic_add_fetch(&c->running, 1, __ATOMIC_SEQ_CST);
 	run_kernel(c, f, corr);
 	if (getenv("FAKE_CUPTI_KERNEL_MS")) /* the kernel runs that long */
@@ -1333,6 +1340,13 @@ API CUptiResult cuptiPCSamplingSetConfigurationAttribute(CUpti_PCSamplingConfigu
 		for (size_t k = 0; k < table_for(s->ctx)->n; k++)
 			s->selected[s->n_selected++] = k;
 	}
+	/* FAKE_CUPTI_FAIL=idle: sampling that starts here (no start/stop
+	 * control) on a GPU not idle for this thread is refused, as Start is. */
+	if (r == CUPTI_SUCCESS && !s->start_stop && failing("idle") &&
+	    !fake_drv_idle((const struct fake_ctx *)p->ctx)) {
+		atomic_fetch_add(&st_start_busy, 1);
+		r = CUPTI_ERROR_UNKNOWN;
+	}
 	if (r == CUPTI_SUCCESS)
 		s->configured = true;
 	pthread_mutex_unlock(&lock);
@@ -1380,6 +1394,14 @@ static CUptiResult start_stop(CUcontext ctx, bool start)
 	NEED_ENABLED(s, ctx);
 	if (!s->start_stop || s->started == start)
 		return CUPTI_ERROR_INVALID_OPERATION;
+	/* "CUPTI requires the GPU to be idle before starting PC sampling"
+	 * (parcagpu): a cuCtxSynchronize on this thread since the last launch. */
+	if (start && !fake_drv_idle((const struct fake_ctx *)ctx)) {
+		atomic_fetch_add(&st_start_busy, 1);
+		return CUPTI_ERROR_UNKNOWN;
+	}
+	if (start && !off_thread(ctx))
+		atomic_fetch_add(&st_start_app_thread, 1);
 	s->started = start;
 	if (!start)
 		s->range++;
@@ -1538,6 +1560,9 @@ static void write_stats(void)
 	fprintf(f, "disable_refused %llu\n", (unsigned long long)atomic_load(&st_disable_refused));
 	fprintf(f, "offthread_refused %llu\n",
 		(unsigned long long)atomic_load(&st_offthread_refused));
+	fprintf(f, "start_busy_refused %llu\n", (unsigned long long)atomic_load(&st_start_busy));
+	fprintf(f, "start_app_thread %llu\n",
+		(unsigned long long)atomic_load(&st_start_app_thread));
 	fprintf(f, "disable_app_thread %llu\n",
 		(unsigned long long)atomic_load(&st_disable_app_thread));
 	fprintf(f, "dead_ctx_calls %llu\n", (unsigned long long)atomic_load(&st_dead_ctx_calls));
