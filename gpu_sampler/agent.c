@@ -169,6 +169,11 @@ static struct {
 	_Atomic bool disarming;
 	uint64_t disarm_deadline_ns;
 	bool arming_in_launch; /* ctx_enable runs in a launch callback */
+	/* Disarmed in subscribe=arm: cuptiFinalize waits for the exit site of
+	 * the next launch (finalize_in_launch) until finalize_deadline_ns, then
+	 * the watcher unsubscribes instead. */
+	_Atomic bool finalize_pending;
+	uint64_t finalize_deadline_ns;
 	uint32_t session, reported_session;
 	uint64_t last_drain_ns, last_rate_ns, last_rate_launches;
 	/* counters (status) */
@@ -1732,7 +1737,7 @@ static CUptiResult subscribe_call(char *holder, size_t len)
 	return g.api.Subscribe_v2(&g.sub, callback, NULL, (CUpti_SubscriberParams *)&sp);
 }
 
-static void unsubscribe(void);
+static void unsubscribe(bool finalize);
 
 /* Subscribe and turn the resource callbacks on.  0; -EBUSY when another
  * subscriber holds CUPTI (g.holder names it); -EIO when CUPTI failed
@@ -1771,7 +1776,7 @@ static int subscribe(void)
 			/* without context and module callbacks nothing can be sampled */
 			set_off(explain(r, ~0u, "cuptiEnableCallback(resource)", msg, sizeof(msg)),
 				r, msg);
-			unsubscribe();
+			unsubscribe(false);
 			return -EIO;
 		}
 	return 0;
@@ -1782,15 +1787,21 @@ static int subscribe(void)
  * unsubscribed, and a stale CUcontext must never reach CUPTI at the next
  * arm (they are found again then).  Cubins stay.  Caller holds g.lock,
  * every context disabled. */
-static void unsubscribe(void)
+static void unsubscribe(bool finalize)
 {
-	CUptiResult r;
+	CUptiResult r = CUPTI_ERROR_NOT_INITIALIZED;
 
+	atomic_store(&g.finalize_pending, false);
 	if (!g.subscribed)
 		return;
 	set_launch_callbacks(false);
 	atomic_store(&g.cb_live, false);
-	if ((r = g.api.Unsubscribe(g.sub)) != CUPTI_SUCCESS)
+	/* cuptiFinalize ends the subscription with the rest of CUPTI */
+	if (finalize && (r = g.api.Finalize()) != CUPTI_SUCCESS)
+		gs_agent_log("cuptiFinalize: %s", gs_cupti_strerror(&g.api, r));
+	if (finalize && r == CUPTI_SUCCESS)
+		gs_agent_log("CUPTI finalized at a launch's exit");
+	else if ((r = g.api.Unsubscribe(g.sub)) != CUPTI_SUCCESS)
 		gs_agent_log("cuptiUnsubscribe: %s", gs_cupti_strerror(&g.api, r));
 	g.subscribed = g.shared = false;
 	for (int i = 0; i < GS_AGENT_MAX_CTX; i++) {
@@ -1998,8 +2009,33 @@ static void disarm(void)
 	atomic_store(&g.disarming, false);
 	gs_agent_armed = 0;
 	g.holder_reported = false;
-	if (g.env_opts.subscribe != GS_AGENT_SUB_INIT)
-		unsubscribe(); /* dormant again: CUPTI is the user's */
+	if (g.env_opts.subscribe == GS_AGENT_SUB_ARM && g.api.Finalize) {
+		/* Attached to a running job: an idle CUPTI left initialized
+		 * slows it (Kineto saw lasting slowdowns), so it is finalized,
+		 * "from the exit call site of any of the CUDA Driver or Runtime
+		 * API" (CUPTI Usage 2.3.5), at the next launch's EXIT callback.
+		 * CUPTI may be attached again after: "You can attach and detach
+		 * CUPTI any number of times" (ibid.). */
+		set_launch_callbacks(true);
+		g.finalize_deadline_ns = now_ns() + GS_AGENT_DISARM_WAIT_MS * 1000000ull;
+		atomic_store(&g.finalize_pending, g.launch_cb_on);
+		if (!g.launch_cb_on)
+			unsubscribe(false);
+	} else if (g.env_opts.subscribe != GS_AGENT_SUB_INIT) {
+		unsubscribe(false); /* dormant again: CUPTI is the user's */
+	}
+}
+
+/* At a launch's exit site, on the application's thread, after a disarm in
+ * subscribe=arm: cuptiFinalize (it synchronizes every context and blocks
+ * the application's threads while CUPTI tears down: once per detach). */
+static void finalize_in_launch(void)
+{
+	if (!lock_bounded(5))
+		return; /* the next launch, or the watcher's unsubscribe */
+	if (atomic_load(&g.finalize_pending) && !g.armed && !g.exiting)
+		unsubscribe(true);
+	pthread_mutex_unlock(&g.lock);
 }
 
 /* ---- CUPTI callbacks --------------------------------------------------- */
@@ -2092,6 +2128,9 @@ static void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 		on_resource(cbid, data);
 	else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && g.armed)
 		on_launch(data, cbid);
+	else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && atomic_load(&g.finalize_pending) &&
+		 ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_EXIT)
+		finalize_in_launch();
 }
 
 /* ---- watcher ----------------------------------------------------------- */
@@ -2117,6 +2156,9 @@ static void watcher_tick(void)
 	}
 	reap_gone();
 	adopt_cubins();
+	/* attached again, or no launch came to finalize CUPTI at */
+	if (atomic_load(&g.finalize_pending) && (want || now_ns() >= g.finalize_deadline_ns))
+		unsubscribe(false);
 	if (want && g.armed && atomic_load(&g.disarming))
 		disarm(); /* attached again while disarming: finish, arm anew */
 	if (want && g.armed && gs_agent_cfg.session != g.session) {

@@ -44,7 +44,9 @@
  * context is drained and disabled in its next launch EXIT callback, on the
  * application's thread; after GS_AGENT_DISARM_WAIT_MS the watcher does it
  * for the contexts that launched nothing; then launch callbacks off,
- * status DISARMED, cuptiUnsubscribe; contexts are
+ * status DISARMED, cuptiUnsubscribe (subscribe=arm: cuptiFinalize in the
+ * EXIT callback of the next launch, within GS_AGENT_DISARM_WAIT_MS, else
+ * cuptiUnsubscribe by the watcher); contexts are
  * forgotten (their destruction is not seen while unsubscribed) and found
  * again at the next arm.
  *

@@ -167,6 +167,7 @@ int gs_cupti_open(struct gs_cupti *c, char *err, size_t errlen)
 	BIND(PCSamplingGetData, "cuptiPCSamplingGetData", 1);
 	BIND(PCSamplingStart, "cuptiPCSamplingStart", 0);
 	BIND(PCSamplingStop, "cuptiPCSamplingStop", 0);
+	BIND(Finalize, "cuptiFinalize", 0);
 	BIND(GetCubinCrc, "cuptiGetCubinCrc", 1);
 	BIND(RegisterComputeCrcCallback, "cuptiRegisterComputeCrcCallback", 0);
 

@@ -42,6 +42,7 @@ struct gs_cupti {
 	CUptiResult (*PCSamplingGetData)(CUpti_PCSamplingGetDataParams *);
 	CUptiResult (*PCSamplingStart)(CUpti_PCSamplingStartParams *); /* optional */
 	CUptiResult (*PCSamplingStop)(CUpti_PCSamplingStopParams *);   /* optional */
+	CUptiResult (*Finalize)(void);                                 /* optional */
 	CUptiResult (*GetCubinCrc)(CUpti_GetCubinCrcParams *);
 	CUptiResult (*RegisterComputeCrcCallback)(CUpti_ComputeCrcCallbackFunc); /* optional */
 

@@ -27,6 +27,10 @@
  *     allowMultipleSubscribers (CUPTI Usage, "Multiple Subscribers" 2.4.1,
  *     2.4.8: https://docs.nvidia.com/cupti/main/main.html)
  *   - callbacks only for (domain, cbid) pairs each subscriber enabled
+ *   - cuptiFinalize ends every subscription, a later subscribe starts
+ *     afresh (subscribe_after_finalize); counted by call site
+ *     (finalize_at_exit_site: inside a launch's EXIT callbacks, where CUPTI
+ *     Usage 2.3.5 wants it; finalize_elsewhere) and finalize_while_enabled
  *   - Disable: leftovers copied into the SAMPLING_DATA_BUFFER, excess dropped;
  *     with the hardware buffer full, as all-zero records (zero_pcs)
  *   - context destroy: the same copy, after the DESTROY_STARTING callbacks
@@ -337,6 +341,10 @@ static struct {
 	uint64_t ok, refused;
 } sub_stats[8];
 static pthread_mutex_t sub_lock = PTHREAD_MUTEX_INITIALIZER;
+/* cuptiFinalize: calls by site, with PC sampling on, subscribes after */
+static _Atomic uint64_t st_finalize_exit, st_finalize_elsewhere, st_finalize_enabled,
+    st_sub_after_finalize;
+static bool finalized; /* under sub_lock */
 static _Atomic uint32_t next_corr = 1;
 static uint32_t version = 130001;
 static uint32_t driver_branch = 580;
@@ -516,6 +524,8 @@ static CUptiResult do_subscribe(CUpti_SubscriberHandle *h, CUpti_CallbackFunc fn
 			}
 	}
 	count_subscribe(name, r == CUPTI_SUCCESS);
+	if (r == CUPTI_SUCCESS && finalized)
+		atomic_fetch_add(&st_sub_after_finalize, 1);
 	pthread_mutex_unlock(&sub_lock);
 	return r;
 }
@@ -584,9 +594,28 @@ API CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle h, CUp
 	return CUPTI_SUCCESS;
 }
 
+/* A launch's EXIT callbacks run on this thread (cuptiFinalize's documented
+ * call site). */
+static __thread bool at_exit_site;
+
+/* CUPTI detached from the process: every subscription ends; "You can attach
+ * and detach CUPTI any number of times" (CUPTI Usage 2.3.5), so a later
+ * subscribe starts afresh.  Called anywhere but a driver API's exit site,
+ * or with PC sampling still enabled on a context, it is counted. */
 API CUptiResult cuptiFinalize(void)
 {
 	COUNT(C_Finalize);
+	atomic_fetch_add(at_exit_site ? &st_finalize_exit : &st_finalize_elsewhere, 1);
+	pthread_mutex_lock(&lock);
+	for (int i = 0; i < MAX_CTX; i++)
+		if (ctxs[i].enabled)
+			atomic_fetch_add(&st_finalize_enabled, 1);
+	pthread_mutex_unlock(&lock);
+	pthread_mutex_lock(&sub_lock);
+	for (int i = 0; i < MAX_SUBS; i++)
+		subs[i].used = false;
+	finalized = true;
+	pthread_mutex_unlock(&sub_lock);
 	return CUPTI_SUCCESS;
 }
 
@@ -899,8 +928,10 @@ static int hook_launch(int cbid, const char *api_name, struct fake_ctx *c, struc
 	__atomic_sub_fetch(&c->running, 1, __ATOMIC_SEQ_CST);
 	cd.callbackSite = CUPTI_API_EXIT;
 	cd.functionReturnValue = &ret;
+	at_exit_site = true;
 	if (cb)
 		dispatch(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &cd);
+	at_exit_site = false;
 	return 0;
 }
 
@@ -1531,6 +1562,18 @@ API uint64_t fake_cupti_calls(const char *name)
 static void write_stats(void)
 {
 	const char *path = getenv("FAKE_CUPTI_STATS");
+	/* the start/stop, idle and finalize rules' counters */
+	static const struct {
+		const char *key;
+		_Atomic uint64_t *n;
+	} rules[] = {
+		{ "start_busy_refused", &st_start_busy },
+		{ "start_app_thread", &st_start_app_thread },
+		{ "finalize_at_exit_site", &st_finalize_exit },
+		{ "finalize_elsewhere", &st_finalize_elsewhere },
+		{ "finalize_while_enabled", &st_finalize_enabled },
+		{ "subscribe_after_finalize", &st_sub_after_finalize },
+	};
 	uint64_t pcs = 0;
 	FILE *f;
 
@@ -1560,9 +1603,8 @@ static void write_stats(void)
 	fprintf(f, "disable_refused %llu\n", (unsigned long long)atomic_load(&st_disable_refused));
 	fprintf(f, "offthread_refused %llu\n",
 		(unsigned long long)atomic_load(&st_offthread_refused));
-	fprintf(f, "start_busy_refused %llu\n", (unsigned long long)atomic_load(&st_start_busy));
-	fprintf(f, "start_app_thread %llu\n",
-		(unsigned long long)atomic_load(&st_start_app_thread));
+	for (size_t i = 0; i < sizeof(rules) / sizeof(*rules); i++)
+		fprintf(f, "%s %llu\n", rules[i].key, (unsigned long long)atomic_load(rules[i].n));
 	fprintf(f, "disable_app_thread %llu\n",
 		(unsigned long long)atomic_load(&st_disable_app_thread));
 	fprintf(f, "dead_ctx_calls %llu\n", (unsigned long long)atomic_load(&st_dead_ctx_calls));
