@@ -180,6 +180,7 @@ static struct {
 	uint64_t batches, samples, dropped, hw_full, scratch_full, records_failed;
 	_Atomic uint64_t flush_missed; /* serialized flushes that missed g.lock */
 	uint64_t zero_records;         /* all-zero PC records after an overflow, skipped */
+	uint64_t names_past_cap;       /* functionName pointers not kept (GS_AGENT_MAX_NAMES) */
 	_Atomic uint64_t launches, launch_events;
 	_Atomic uint32_t launch_every, launch_seq;
 	uint64_t recbuf[GS_GPU_REC_MAX / 8];
@@ -547,6 +548,10 @@ static uint64_t name_hash(char *p)
 
 	if (!p)
 		return 0;
+	if (g.names.n >= GS_AGENT_MAX_NAMES && !gs_hmap_get(&g.names, (uint64_t)(uintptr_t)p)) {
+		g.names_past_cap++; /* CUPTI's to free: it may hand it out again */
+		return gs_kernel_name_hash(p);
+	}
 	v = gs_hmap_slot(&g.names, (uint64_t)(uintptr_t)p, &added);
 	if (!v)
 		return gs_kernel_name_hash(p); /* not remembered: leaked, never double-freed */
@@ -2002,9 +2007,9 @@ static void disarm(void)
 	emit_status(NULL, GS_GPU_ST_DISARMED, g.off_reason, g.off_result,
 		    "disarmed: %" PRIu64 " PC samples in %" PRIu64 " batches, %" PRIu64 " dropped, "
 		    "%" PRIu64 " launch events, %" PRIu64 " serialized flushes deferred, %" PRIu64
-		    " all-zero PC records skipped",
+		    " all-zero PC records skipped, %" PRIu64 " function-name pointers past the cap",
 		    g.samples, g.batches, g.dropped, (uint64_t)atomic_load(&g.launch_events),
-		    (uint64_t)atomic_load(&g.flush_missed), g.zero_records);
+		    (uint64_t)atomic_load(&g.flush_missed), g.zero_records, g.names_past_cap);
 	g.armed = false;
 	atomic_store(&g.disarming, false);
 	gs_agent_armed = 0;

@@ -112,6 +112,10 @@
 /* Starts refused (GPU busy again between cuCtxSynchronize and Start, as
  * another thread launched) retried at later launches before giving up */
 #define GS_AGENT_START_TRIES 16
+/* functionName pointers remembered (hashed once, freed at exit); a CUPTI
+ * that allocates them per GetData hands out new ones without end: past
+ * this many, a name is hashed each time, not kept, and counted */
+#define GS_AGENT_MAX_NAMES 1024
 /* CUPTI's 1 MB scratch buffer holds ~5,500 PCs: PyTorch-class work runs
  * out (CUPTI_ERROR_OUT_OF_MEMORY).  16 MB, as parcagpu, Proton and
  * HPCToolkit use; doubled on each overflow up to the max. */

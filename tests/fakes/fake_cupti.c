@@ -68,6 +68,10 @@
  *                        idle (sampling started by the configuration, with
  *                        no start/stop control, on a GPU not idle for the
  *                        calling thread is refused like such a Start),
+ *                        names_per_getdata (each GetData hands a new
+ *                        functionName string per function, as a CUPTI that
+ *                        allocates per call would: names_per_getdata counts
+ *                        them),
  *                        continuous_corr (PC records carry the launch's
  *                        correlationId in continuous mode too, where the
  *                        documentation promises 0: a client must not trust
@@ -169,7 +173,7 @@ static _Atomic uint64_t st_launches, st_launch_cb, st_resource_cb, st_generated,
     st_scratch_lost, st_scratch_bytes, st_names_freed_early, st_enable_offthread, st_dead_ctx_calls,
     st_parked, st_parked_lost, st_teardown_copies, st_teardown_pcs, st_zero_pcs, st_hwbuf_bytes,
     st_sleep_ms, st_period, st_inflight_refused, st_disable_refused, st_disable_app_thread,
-    st_offthread_refused, st_start_busy, st_start_app_thread;
+    st_offthread_refused, st_start_busy, st_start_app_thread, st_names_fresh;
 #define COUNT(c) atomic_fetch_add(&calls[c], 1)
 
 /* ---- stall reason tables ----------------------------------------------- */
@@ -1039,6 +1043,12 @@ static void copy_out(struct pcs_state *s, CUpti_PCSamplingData *d, bool once_tot
 	size_t n = 0;
 	char *base = (char *)d->pPcData;
 	size_t stride = pc_stride();
+	struct {
+		const struct fake_func *f;
+		char *s;
+	} fresh[16];
+	size_t n_fresh = 0;
+	bool per_call = failing("names_per_getdata");
 
 	while (s->read_pos < s->n_recs && n < d->collectNumPcs) {
 		struct pcrec *r = &s->recs[s->read_pos++];
@@ -1046,6 +1056,16 @@ static void copy_out(struct pcs_state *s, CUpti_PCSamplingData *d, bool once_tot
 		size_t k = 0;
 		char *name = NULL;
 
+		/* names_per_getdata: a fresh string per function and call */
+		for (size_t i = 0; i < n_fresh && !name; i++)
+			if (fresh[i].f == r->f)
+				name = fresh[i].s;
+		if (!name && per_call && n_fresh < sizeof(fresh) / sizeof(*fresh)) {
+			name = strdup(r->f->name);
+			fresh[n_fresh].f = r->f;
+			fresh[n_fresh++].s = name;
+			atomic_fetch_add(&st_names_fresh, 1);
+		}
 		for (size_t i = 0; i < n_names && !name; i++)
 			if (names[i].f == r->f) {
 				name = names[i].s;
@@ -1573,6 +1593,7 @@ static void write_stats(void)
 		{ "finalize_elsewhere", &st_finalize_elsewhere },
 		{ "finalize_while_enabled", &st_finalize_enabled },
 		{ "subscribe_after_finalize", &st_sub_after_finalize },
+		{ "names_per_getdata", &st_names_fresh },
 	};
 	uint64_t pcs = 0;
 	FILE *f;
