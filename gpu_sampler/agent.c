@@ -98,6 +98,13 @@ struct gs_ctx {
 	/* Enable failed on the watcher thread: arm from the next launch
 	 * callback, on an application thread, as Proton and parcagpu do. */
 	bool arm_on_launch;
+	/* arm_on_launch: when the watcher arms it instead (UINT64_MAX: never,
+	 * the agent's thread was refused) */
+	uint64_t arm_deadline_ns;
+	/* configured with start/stop control; Start succeeded (no Stop since);
+	 * Starts refused so far */
+	bool start_stop, started;
+	uint32_t start_refused;
 	/* GetData failed on the watcher thread: drained from the launch EXIT
 	 * callbacks of the application's threads instead (every drain_ms),
 	 * where NVIDIA's sample drains; a failure there turns it off. */
@@ -162,12 +169,18 @@ static struct {
 	_Atomic bool disarming;
 	uint64_t disarm_deadline_ns;
 	bool arming_in_launch; /* ctx_enable runs in a launch callback */
+	/* Disarmed in subscribe=arm: cuptiFinalize waits for the exit site of
+	 * the next launch (finalize_in_launch) until finalize_deadline_ns, then
+	 * the watcher unsubscribes instead. */
+	_Atomic bool finalize_pending;
+	uint64_t finalize_deadline_ns;
 	uint32_t session, reported_session;
 	uint64_t last_drain_ns, last_rate_ns, last_rate_launches;
 	/* counters (status) */
 	uint64_t batches, samples, dropped, hw_full, scratch_full, records_failed;
 	_Atomic uint64_t flush_missed; /* serialized flushes that missed g.lock */
 	uint64_t zero_records;         /* all-zero PC records after an overflow, skipped */
+	uint64_t names_past_cap;       /* functionName pointers not kept (GS_AGENT_MAX_NAMES) */
 	_Atomic uint64_t launches, launch_events;
 	_Atomic uint32_t launch_every, launch_seq;
 	uint64_t recbuf[GS_GPU_REC_MAX / 8];
@@ -535,6 +548,10 @@ static uint64_t name_hash(char *p)
 
 	if (!p)
 		return 0;
+	if (g.names.n >= GS_AGENT_MAX_NAMES && !gs_hmap_get(&g.names, (uint64_t)(uintptr_t)p)) {
+		g.names_past_cap++; /* CUPTI's to free: it may hand it out again */
+		return gs_kernel_name_hash(p);
+	}
 	v = gs_hmap_slot(&g.names, (uint64_t)(uintptr_t)p, &added);
 	if (!v)
 		return gs_kernel_name_hash(p); /* not remembered: leaked, never double-freed */
@@ -817,7 +834,7 @@ static CUptiResult configure(struct gs_ctx *c, bool with_period)
 	CUpti_PCSamplingConfigurationInfoParams p = {
 		.size = CUpti_PCSamplingConfigurationInfoParamsSize
 	};
-	CUpti_PCSamplingConfigurationInfo a[9];
+	CUpti_PCSamplingConfigurationInfo a[10];
 	int n = 0;
 
 	set_attr(a, &n, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON);
@@ -848,6 +865,14 @@ static CUptiResult configure(struct gs_ctx *c, bool with_period)
 	if (g.opts.scratch) {
 		set_attr(a, &n, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE);
 		a[n - 1].attributeData.scratchBufferSizeData.scratchBufferSize = g.opts.scratch;
+	}
+	/* Sampling starts at cuptiPCSamplingStart, after ctx_start has made the
+	 * GPU idle, not at this call (cupti_pcsampling.h:303-311). */
+	c->start_stop = g.api.PCSamplingStart && g.api.PCSamplingStop && g.api.CtxSynchronize;
+	if (c->start_stop) {
+		set_attr(a, &n,
+			 CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL);
+		a[n - 1].attributeData.enableStartStopControlData.enableStartStopControl = 1;
 	}
 	if (!c->hwbuf) /* in a callback: no cuMemGetInfo there */
 		c->hwbuf = g.opts.hwbuf ? g.opts.hwbuf : GS_AGENT_HWBUF;
@@ -969,6 +994,7 @@ static CUptiResult pcs_disable(struct gs_ctx *c)
 	CUptiResult r;
 
 	dp.ctx = c->ctx;
+	c->started = false; /* Disable ends the range */
 	if ((r = g.api.PCSamplingDisable(&dp)) == CUPTI_SUCCESS)
 		c->cfg_live = false;
 	else
@@ -1003,8 +1029,52 @@ static bool enable_retryable(CUptiResult r)
 	       reason != GS_GPU_R_HW_BUSY && reason != GS_GPU_R_OUT_OF_MEMORY;
 }
 
-/* Enable + stall reasons + configuration.  Caller holds g.lock and has the
- * context current. */
+/* Start the sampled range on an idle GPU.  "CUPTI requires the GPU to be
+ * idle before starting PC sampling" (parcagpu, which like Proton starts from
+ * a launch callback after cuCtxSynchronize): the kernels already queued on
+ * the context are waited for, on this thread, with c current.  Without
+ * start/stop control sampling began at the configuration. */
+static CUptiResult ctx_start(struct gs_ctx *c)
+{
+	CUpti_PCSamplingStartParams sp = { .size = CUpti_PCSamplingStartParamsSize };
+	CUresult cr;
+	CUptiResult r;
+
+	if (!c->start_stop)
+		return CUPTI_SUCCESS;
+	if ((cr = g.api.CtxSynchronize()) != CUDA_SUCCESS) {
+		gs_agent_log("context %u: cuCtxSynchronize: %d", c->uid, (int)cr);
+		return CUPTI_ERROR_UNKNOWN;
+	}
+	sp.ctx = c->ctx;
+	if ((r = g.api.PCSamplingStart(&sp)) != CUPTI_SUCCESS) {
+		gs_agent_log("context %u: cuptiPCSamplingStart: %s", c->uid,
+			     gs_cupti_strerror(&g.api, r));
+		return r;
+	}
+	c->started = true;
+	c->start_refused = 0;
+	return CUPTI_SUCCESS;
+}
+
+/* End the sampled range before Disable; what it held is flushed by
+ * Disable into the configured buffer (cupti_pcsampling.h:533-535). */
+static void ctx_stop(struct gs_ctx *c)
+{
+	CUpti_PCSamplingStopParams sp = { .size = CUpti_PCSamplingStopParamsSize };
+	CUptiResult r;
+
+	if (!c->started)
+		return;
+	sp.ctx = c->ctx;
+	if ((r = g.api.PCSamplingStop(&sp)) != CUPTI_SUCCESS)
+		gs_agent_log("context %u: cuptiPCSamplingStop: %s", c->uid,
+			     gs_cupti_strerror(&g.api, r));
+	c->started = false;
+}
+
+/* Enable + stall reasons + configuration + Start.  Caller holds g.lock and
+ * has the context current. */
 static int ctx_enable(struct gs_ctx *c)
 {
 	CUpti_PCSamplingEnableParams ep = { .size = CUpti_PCSamplingEnableParamsSize };
@@ -1014,6 +1084,7 @@ static int ctx_enable(struct gs_ctx *c)
 	if ((r = g.api.PCSamplingEnable(&ep)) != CUPTI_SUCCESS) {
 		if (!g.arming_in_launch && enable_retryable(r)) {
 			c->arm_on_launch = true;
+			c->arm_deadline_ns = UINT64_MAX;
 			c->result = r;
 			emit_status(c, GS_GPU_ST_WARNING, 0, r,
 				    "cuptiPCSamplingEnable on the agent's "
@@ -1054,6 +1125,18 @@ static int ctx_enable(struct gs_ctx *c)
 		return -1;
 	}
 	read_back(c);
+	if ((r = ctx_start(c)) != CUPTI_SUCCESS) {
+		if (++c->start_refused >= GS_AGENT_START_TRIES || !enable_retryable(r)) {
+			ctx_fail(c, r, "cuptiPCSamplingStart", true);
+			return -1;
+		}
+		/* the GPU was busy again: Disable, and try at a later launch */
+		pcs_disable(c);
+		c->arm_on_launch = true;
+		c->arm_deadline_ns = now_ns() + GS_AGENT_ARM_WAIT_MS * 1000000ull;
+		return -1;
+	}
+	c->arm_on_launch = false;
 	c->state = CTX_ARMED;
 	return 0;
 }
@@ -1063,7 +1146,7 @@ static int ctx_enable(struct gs_ctx *c)
  * and was reported once; the watcher must not retry (or report) it each tick. */
 static bool ctx_armable(const struct gs_ctx *c)
 {
-	if (c->arm_on_launch && !g.arming_in_launch)
+	if (c->arm_on_launch && !g.arming_in_launch && now_ns() < c->arm_deadline_ns)
 		return false; /* waits for an application thread */
 	return c->state == CTX_IDLE ||
 	       (c->state == CTX_OFF && c->reason == GS_GPU_R_SECOND_CONTEXT && !device_owner(c));
@@ -1384,6 +1467,7 @@ static void ctx_disable(struct gs_ctx *c, bool report_leftovers)
 
 	if (c->state != CTX_ARMED || atomic_load(&c->gone))
 		return;
+	ctx_stop(c);
 	read_parked(c, report_leftovers);
 	r = pcs_disable(c);
 	/* Disable copies what CUPTI still held into the configured buffer. */
@@ -1589,6 +1673,15 @@ static void arm_all(void)
 		struct gs_ctx *c = &g.ctx[i];
 		if (!c->in_use || !ctx_armable(c))
 			continue; /* no driver calls for contexts that stay as they are */
+		if (!c->arm_on_launch && g.subscribed && !device_owner(c)) {
+			/* armed by its own thread at its next launch (on_launch) */
+			push_ctx(c);
+			size_hwbuf(c);
+			pop_ctx();
+			c->arm_on_launch = true;
+			c->arm_deadline_ns = now_ns() + GS_AGENT_ARM_WAIT_MS * 1000000ull;
+			continue;
+		}
 		push_ctx(c);
 		if (c->state != CTX_ARMED)
 			size_hwbuf(c);
@@ -1649,7 +1742,7 @@ static CUptiResult subscribe_call(char *holder, size_t len)
 	return g.api.Subscribe_v2(&g.sub, callback, NULL, (CUpti_SubscriberParams *)&sp);
 }
 
-static void unsubscribe(void);
+static void unsubscribe(bool finalize);
 
 /* Subscribe and turn the resource callbacks on.  0; -EBUSY when another
  * subscriber holds CUPTI (g.holder names it); -EIO when CUPTI failed
@@ -1688,7 +1781,7 @@ static int subscribe(void)
 			/* without context and module callbacks nothing can be sampled */
 			set_off(explain(r, ~0u, "cuptiEnableCallback(resource)", msg, sizeof(msg)),
 				r, msg);
-			unsubscribe();
+			unsubscribe(false);
 			return -EIO;
 		}
 	return 0;
@@ -1699,15 +1792,21 @@ static int subscribe(void)
  * unsubscribed, and a stale CUcontext must never reach CUPTI at the next
  * arm (they are found again then).  Cubins stay.  Caller holds g.lock,
  * every context disabled. */
-static void unsubscribe(void)
+static void unsubscribe(bool finalize)
 {
-	CUptiResult r;
+	CUptiResult r = CUPTI_ERROR_NOT_INITIALIZED;
 
+	atomic_store(&g.finalize_pending, false);
 	if (!g.subscribed)
 		return;
 	set_launch_callbacks(false);
 	atomic_store(&g.cb_live, false);
-	if ((r = g.api.Unsubscribe(g.sub)) != CUPTI_SUCCESS)
+	/* cuptiFinalize ends the subscription with the rest of CUPTI */
+	if (finalize && (r = g.api.Finalize()) != CUPTI_SUCCESS)
+		gs_agent_log("cuptiFinalize: %s", gs_cupti_strerror(&g.api, r));
+	if (finalize && r == CUPTI_SUCCESS)
+		gs_agent_log("CUPTI finalized at a launch's exit");
+	else if ((r = g.api.Unsubscribe(g.sub)) != CUPTI_SUCCESS)
 		gs_agent_log("cuptiUnsubscribe: %s", gs_cupti_strerror(&g.api, r));
 	g.subscribed = g.shared = false;
 	for (int i = 0; i < GS_AGENT_MAX_CTX; i++) {
@@ -1783,8 +1882,8 @@ static void emit_armed(void)
 		snprintf(held, sizeof(held),
 			 "; GPU sampling started late: \"%s\" held CUPTI until now", g.holder);
 	emit_status(NULL, GS_GPU_ST_ARMED, g.holder_reported ? GS_GPU_R_OTHER_SUBSCRIBER : 0, 0,
-		    "armed: %u of %u contexts sampled, %s, CUPTI %u at %.120s%s%s", count_armed(),
-		    count_live(),
+		    "armed: %u of %u contexts sampled, %s, CUPTI %u at %.120s%s%s",
+		    count_armed() + count_deferred(), count_live(),
 		    g.opts.mode == GS_GPU_MODE_SERIALIZED ? "kernel-serialized" : "continuous",
 		    g.api.version, g.api.path, g.shared ? ", multi-subscriber mode requested" : "",
 		    held);
@@ -1908,15 +2007,40 @@ static void disarm(void)
 	emit_status(NULL, GS_GPU_ST_DISARMED, g.off_reason, g.off_result,
 		    "disarmed: %" PRIu64 " PC samples in %" PRIu64 " batches, %" PRIu64 " dropped, "
 		    "%" PRIu64 " launch events, %" PRIu64 " serialized flushes deferred, %" PRIu64
-		    " all-zero PC records skipped",
+		    " all-zero PC records skipped, %" PRIu64 " function-name pointers past the cap",
 		    g.samples, g.batches, g.dropped, (uint64_t)atomic_load(&g.launch_events),
-		    (uint64_t)atomic_load(&g.flush_missed), g.zero_records);
+		    (uint64_t)atomic_load(&g.flush_missed), g.zero_records, g.names_past_cap);
 	g.armed = false;
 	atomic_store(&g.disarming, false);
 	gs_agent_armed = 0;
 	g.holder_reported = false;
-	if (g.env_opts.subscribe != GS_AGENT_SUB_INIT)
-		unsubscribe(); /* dormant again: CUPTI is the user's */
+	if (g.env_opts.subscribe == GS_AGENT_SUB_ARM && g.api.Finalize) {
+		/* Attached to a running job: an idle CUPTI left initialized
+		 * slows it (Kineto saw lasting slowdowns), so it is finalized,
+		 * "from the exit call site of any of the CUDA Driver or Runtime
+		 * API" (CUPTI Usage 2.3.5), at the next launch's EXIT callback.
+		 * CUPTI may be attached again after: "You can attach and detach
+		 * CUPTI any number of times" (ibid.). */
+		set_launch_callbacks(true);
+		g.finalize_deadline_ns = now_ns() + GS_AGENT_DISARM_WAIT_MS * 1000000ull;
+		atomic_store(&g.finalize_pending, g.launch_cb_on);
+		if (!g.launch_cb_on)
+			unsubscribe(false);
+	} else if (g.env_opts.subscribe != GS_AGENT_SUB_INIT) {
+		unsubscribe(false); /* dormant again: CUPTI is the user's */
+	}
+}
+
+/* At a launch's exit site, on the application's thread, after a disarm in
+ * subscribe=arm: cuptiFinalize (it synchronizes every context and blocks
+ * the application's threads while CUPTI tears down: once per detach). */
+static void finalize_in_launch(void)
+{
+	if (!lock_bounded(5))
+		return; /* the next launch, or the watcher's unsubscribe */
+	if (atomic_load(&g.finalize_pending) && !g.armed && !g.exiting)
+		unsubscribe(true);
+	pthread_mutex_unlock(&g.lock);
 }
 
 /* ---- CUPTI callbacks --------------------------------------------------- */
@@ -2009,6 +2133,9 @@ static void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 		on_resource(cbid, data);
 	else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && g.armed)
 		on_launch(data, cbid);
+	else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && atomic_load(&g.finalize_pending) &&
+		 ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_EXIT)
+		finalize_in_launch();
 }
 
 /* ---- watcher ----------------------------------------------------------- */
@@ -2034,6 +2161,9 @@ static void watcher_tick(void)
 	}
 	reap_gone();
 	adopt_cubins();
+	/* attached again, or no launch came to finalize CUPTI at */
+	if (atomic_load(&g.finalize_pending) && (want || now_ns() >= g.finalize_deadline_ns))
+		unsubscribe(false);
 	if (want && g.armed && atomic_load(&g.disarming))
 		disarm(); /* attached again while disarming: finish, arm anew */
 	if (want && g.armed && gs_agent_cfg.session != g.session) {

@@ -34,14 +34,20 @@
  *      contexts (the CUDA runtime's, PyTorch's) from the driver
  *      (cuDevicePrimaryCtxGetState, then Retain + Release, which leaves the
  *      count as it was); any other context at its next kernel launch.
- *   3. per context Enable -> stall reasons -> configuration (continuous by
- *      default) -> stall table record; cubin notices for every known
- *      module; launch callbacks on.
+ *   3. launch callbacks on; per context, in the ENTER callback of its next
+ *      kernel launch, on the application's thread: Enable -> stall reasons
+ *      -> configuration (continuous by default, start/stop control) ->
+ *      cuCtxSynchronize -> cuptiPCSamplingStart -> stall table record (a
+ *      context that launches nothing for GS_AGENT_ARM_WAIT_MS is armed by
+ *      the watcher, the same calls with it pushed current); cubin notices
+ *      for every known module.
  * Disarm (semaphore back to 0, or detach_req == session): each armed
  * context is drained and disabled in its next launch EXIT callback, on the
  * application's thread; after GS_AGENT_DISARM_WAIT_MS the watcher does it
  * for the contexts that launched nothing; then launch callbacks off,
- * status DISARMED, cuptiUnsubscribe; contexts are
+ * status DISARMED, cuptiUnsubscribe (subscribe=arm: cuptiFinalize in the
+ * EXIT callback of the next launch, within GS_AGENT_DISARM_WAIT_MS, else
+ * cuptiUnsubscribe by the watcher); contexts are
  * forgotten (their destruction is not seen while unsubscribed) and found
  * again at the next arm.
  *
@@ -101,6 +107,16 @@
 /* detach: how long the launch callbacks have to disable their contexts
  * before the watcher does it (a job that launches nothing more) */
 #define GS_AGENT_DISARM_WAIT_MS 300
+/* arm: the same wait for a context's next launch before the watcher arms
+ * it (it is idle then: starting sampling needs an idle GPU) */
+#define GS_AGENT_ARM_WAIT_MS 300
+/* Starts refused (GPU busy again between cuCtxSynchronize and Start, as
+ * another thread launched) retried at later launches before giving up */
+#define GS_AGENT_START_TRIES 16
+/* functionName pointers remembered (hashed once, freed at exit); a CUPTI
+ * that allocates them per GetData hands out new ones without end: past
+ * this many, a name is hashed each time, not kept, and counted */
+#define GS_AGENT_MAX_NAMES 1024
 /* CUPTI's 1 MB scratch buffer holds ~5,500 PCs: PyTorch-class work runs
  * out (CUPTI_ERROR_OUT_OF_MEMORY).  16 MB, as parcagpu, Proton and
  * HPCToolkit use; doubled on each overflow up to the max. */

@@ -165,6 +165,9 @@ int gs_cupti_open(struct gs_cupti *c, char *err, size_t errlen)
 	BIND(PCSamplingSetConfigurationAttribute, "cuptiPCSamplingSetConfigurationAttribute", 1);
 	BIND(PCSamplingGetConfigurationAttribute, "cuptiPCSamplingGetConfigurationAttribute", 1);
 	BIND(PCSamplingGetData, "cuptiPCSamplingGetData", 1);
+	BIND(PCSamplingStart, "cuptiPCSamplingStart", 0);
+	BIND(PCSamplingStop, "cuptiPCSamplingStop", 0);
+	BIND(Finalize, "cuptiFinalize", 0);
 	BIND(GetCubinCrc, "cuptiGetCubinCrc", 1);
 	BIND(RegisterComputeCrcCallback, "cuptiRegisterComputeCrcCallback", 0);
 
@@ -196,6 +199,7 @@ int gs_cupti_open(struct gs_cupti *c, char *err, size_t errlen)
 		*(void **)&c->PrimaryRetain = dlsym(drv, "cuDevicePrimaryCtxRetain");
 		*(void **)&c->PrimaryRelease = dlsym(drv, "cuDevicePrimaryCtxRelease_v2");
 		*(void **)&c->MemGetInfo = dlsym(drv, "cuMemGetInfo_v2");
+		*(void **)&c->CtxSynchronize = dlsym(drv, "cuCtxSynchronize");
 	}
 	return 0;
 }

@@ -40,6 +40,9 @@ struct gs_cupti {
 	CUptiResult (*PCSamplingGetConfigurationAttribute)(
 	    CUpti_PCSamplingConfigurationInfoParams *);
 	CUptiResult (*PCSamplingGetData)(CUpti_PCSamplingGetDataParams *);
+	CUptiResult (*PCSamplingStart)(CUpti_PCSamplingStartParams *); /* optional */
+	CUptiResult (*PCSamplingStop)(CUpti_PCSamplingStopParams *);   /* optional */
+	CUptiResult (*Finalize)(void);                                 /* optional */
 	CUptiResult (*GetCubinCrc)(CUpti_GetCubinCrcParams *);
 	CUptiResult (*RegisterComputeCrcCallback)(CUpti_ComputeCrcCallbackFunc); /* optional */
 
@@ -57,6 +60,7 @@ struct gs_cupti {
 	CUresult (*PrimaryRetain)(CUcontext *, CUdevice);
 	CUresult (*PrimaryRelease)(CUdevice);
 	CUresult (*MemGetInfo)(size_t *, size_t *); /* the current context's device */
+	CUresult (*CtxSynchronize)(void);           /* the current context */
 };
 
 /* CUpti_SubscriberParams.allowMultipleSubscribers is in the 13.2

@@ -369,12 +369,27 @@ static void gpu_wait(void)
 	pthread_mutex_unlock(&wait_lock);
 }
 
+/* This thread's last cuCtxSynchronize: which context, after how many of
+ * its launches (fake_drv_idle). */
+static __thread const struct fake_ctx *synced_ctx;
+static __thread uint64_t synced_launches;
+
 CUresult cuCtxSynchronize(void)
 {
-	if (!alive(current()))
+	struct fake_ctx *c = current();
+
+	if (!alive(c))
 		return CUDA_ERROR_INVALID_CONTEXT;
 	gpu_wait();
+	synced_ctx = c;
+	synced_launches = __atomic_load_n(&c->launches, __ATOMIC_SEQ_CST);
 	return CUDA_SUCCESS;
+}
+
+__attribute__((visibility("default"))) int fake_drv_idle(const struct fake_ctx *ctx)
+{
+	return ctx == synced_ctx && !__atomic_load_n(&ctx->running, __ATOMIC_SEQ_CST) &&
+	       __atomic_load_n(&ctx->launches, __ATOMIC_SEQ_CST) == synced_launches;
 }
 
 CUresult cuStreamSynchronize(void *stream)

@@ -4,8 +4,11 @@
  * Models, as far as NVIDIA documents them (docs/reference
  * cupti_pc_sampling.md §1, §6.2):
  *   - call order: every PC-sampling call but Enable needs Enable on that
- *     context first; Start/Stop only with ENABLE_START_STOP_CONTROL; one
- *     sampled context per device
+ *     context first; Start/Stop only with ENABLE_START_STOP_CONTROL
+ *     (cupti_pcsampling.h:655-669, 695-709); Start only on a GPU idle for
+ *     the calling thread, i.e. after its cuCtxSynchronize with no launch
+ *     since (CUPTI_ERROR_UNKNOWN, counted start_busy_refused); one sampled
+ *     context per device
  *   - size checks on every params struct, PC record size by API version
  *     (56 bytes before v22, 56 or 64 from v22), attributeStatus per attribute,
  *     sampling period 5..31
@@ -24,6 +27,10 @@
  *     allowMultipleSubscribers (CUPTI Usage, "Multiple Subscribers" 2.4.1,
  *     2.4.8: https://docs.nvidia.com/cupti/main/main.html)
  *   - callbacks only for (domain, cbid) pairs each subscriber enabled
+ *   - cuptiFinalize ends every subscription, a later subscribe starts
+ *     afresh (subscribe_after_finalize); counted by call site
+ *     (finalize_at_exit_site: inside a launch's EXIT callbacks, where CUPTI
+ *     Usage 2.3.5 wants it; finalize_elsewhere) and finalize_while_enabled
  *   - Disable: leftovers copied into the SAMPLING_DATA_BUFFER, excess dropped;
  *     with the hardware buffer full, as all-zero records (zero_pcs)
  *   - context destroy: the same copy, after the DESTROY_STARTING callbacks
@@ -58,6 +65,13 @@
  *                        the GPU idle, and a tool calling from a worker
  *                        thread saw that error; FAKE_CUPTI_KERNEL_MS: how
  *                        long each kernel runs),
+ *                        idle (sampling started by the configuration, with
+ *                        no start/stop control, on a GPU not idle for the
+ *                        calling thread is refused like such a Start),
+ *                        names_per_getdata (each GetData hands a new
+ *                        functionName string per function, as a CUPTI that
+ *                        allocates per call would: names_per_getdata counts
+ *                        them),
  *                        continuous_corr (PC records carry the launch's
  *                        correlationId in continuous mode too, where the
  *                        documentation promises 0: a client must not trust
@@ -159,7 +173,7 @@ static _Atomic uint64_t st_launches, st_launch_cb, st_resource_cb, st_generated,
     st_scratch_lost, st_scratch_bytes, st_names_freed_early, st_enable_offthread, st_dead_ctx_calls,
     st_parked, st_parked_lost, st_teardown_copies, st_teardown_pcs, st_zero_pcs, st_hwbuf_bytes,
     st_sleep_ms, st_period, st_inflight_refused, st_disable_refused, st_disable_app_thread,
-    st_offthread_refused;
+    st_offthread_refused, st_start_busy, st_start_app_thread, st_names_fresh;
 #define COUNT(c) atomic_fetch_add(&calls[c], 1)
 
 /* ---- stall reason tables ----------------------------------------------- */
@@ -331,6 +345,10 @@ static struct {
 	uint64_t ok, refused;
 } sub_stats[8];
 static pthread_mutex_t sub_lock = PTHREAD_MUTEX_INITIALIZER;
+/* cuptiFinalize: calls by site, with PC sampling on, subscribes after */
+static _Atomic uint64_t st_finalize_exit, st_finalize_elsewhere, st_finalize_enabled,
+    st_sub_after_finalize;
+static bool finalized; /* under sub_lock */
 static _Atomic uint32_t next_corr = 1;
 static uint32_t version = 130001;
 static uint32_t driver_branch = 580;
@@ -510,6 +528,8 @@ static CUptiResult do_subscribe(CUpti_SubscriberHandle *h, CUpti_CallbackFunc fn
 			}
 	}
 	count_subscribe(name, r == CUPTI_SUCCESS);
+	if (r == CUPTI_SUCCESS && finalized)
+		atomic_fetch_add(&st_sub_after_finalize, 1);
 	pthread_mutex_unlock(&sub_lock);
 	return r;
 }
@@ -578,9 +598,28 @@ API CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle h, CUp
 	return CUPTI_SUCCESS;
 }
 
+/* A launch's EXIT callbacks run on this thread (cuptiFinalize's documented
+ * call site). */
+static __thread bool at_exit_site;
+
+/* CUPTI detached from the process: every subscription ends; "You can attach
+ * and detach CUPTI any number of times" (CUPTI Usage 2.3.5), so a later
+ * subscribe starts afresh.  Called anywhere but a driver API's exit site,
+ * or with PC sampling still enabled on a context, it is counted. */
 API CUptiResult cuptiFinalize(void)
 {
 	COUNT(C_Finalize);
+	atomic_fetch_add(at_exit_site ? &st_finalize_exit : &st_finalize_elsewhere, 1);
+	pthread_mutex_lock(&lock);
+	for (int i = 0; i < MAX_CTX; i++)
+		if (ctxs[i].enabled)
+			atomic_fetch_add(&st_finalize_enabled, 1);
+	pthread_mutex_unlock(&lock);
+	pthread_mutex_lock(&sub_lock);
+	for (int i = 0; i < MAX_SUBS; i++)
+		subs[i].used = false;
+	finalized = true;
+	pthread_mutex_unlock(&sub_lock);
 	return CUPTI_SUCCESS;
 }
 
@@ -885,6 +924,7 @@ static int hook_launch(int cbid, const char *api_name, struct fake_ctx *c, struc
 		atomic_fetch_add(&st_launch_cb, 1);
 		dispatch(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &cd);
 	}
+	__atomic_add_fetch(&c->launches, 1, __ATOMIC_SEQ_CST);
 	__atomic_add_fetch(&c->running, 1, __ATOMIC_SEQ_CST);
 	run_kernel(c, f, corr);
 	if (getenv("FAKE_CUPTI_KERNEL_MS")) /* the kernel runs that long */
@@ -892,8 +932,10 @@ static int hook_launch(int cbid, const char *api_name, struct fake_ctx *c, struc
 	__atomic_sub_fetch(&c->running, 1, __ATOMIC_SEQ_CST);
 	cd.callbackSite = CUPTI_API_EXIT;
 	cd.functionReturnValue = &ret;
+	at_exit_site = true;
 	if (cb)
 		dispatch(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &cd);
+	at_exit_site = false;
 	return 0;
 }
 
@@ -1001,6 +1043,12 @@ static void copy_out(struct pcs_state *s, CUpti_PCSamplingData *d, bool once_tot
 	size_t n = 0;
 	char *base = (char *)d->pPcData;
 	size_t stride = pc_stride();
+	struct {
+		const struct fake_func *f;
+		char *s;
+	} fresh[16];
+	size_t n_fresh = 0;
+	bool per_call = failing("names_per_getdata");
 
 	while (s->read_pos < s->n_recs && n < d->collectNumPcs) {
 		struct pcrec *r = &s->recs[s->read_pos++];
@@ -1008,6 +1056,16 @@ static void copy_out(struct pcs_state *s, CUpti_PCSamplingData *d, bool once_tot
 		size_t k = 0;
 		char *name = NULL;
 
+		/* names_per_getdata: a fresh string per function and call */
+		for (size_t i = 0; i < n_fresh && !name; i++)
+			if (fresh[i].f == r->f)
+				name = fresh[i].s;
+		if (!name && per_call && n_fresh < sizeof(fresh) / sizeof(*fresh)) {
+			name = strdup(r->f->name);
+			fresh[n_fresh].f = r->f;
+			fresh[n_fresh++].s = name;
+			atomic_fetch_add(&st_names_fresh, 1);
+		}
 		for (size_t i = 0; i < n_names && !name; i++)
 			if (names[i].f == r->f) {
 				name = names[i].s;
@@ -1333,6 +1391,13 @@ API CUptiResult cuptiPCSamplingSetConfigurationAttribute(CUpti_PCSamplingConfigu
 		for (size_t k = 0; k < table_for(s->ctx)->n; k++)
 			s->selected[s->n_selected++] = k;
 	}
+	/* FAKE_CUPTI_FAIL=idle: sampling that starts here (no start/stop
+	 * control) on a GPU not idle for this thread is refused, as Start is. */
+	if (r == CUPTI_SUCCESS && !s->start_stop && failing("idle") &&
+	    !fake_drv_idle((const struct fake_ctx *)p->ctx)) {
+		atomic_fetch_add(&st_start_busy, 1);
+		r = CUPTI_ERROR_UNKNOWN;
+	}
 	if (r == CUPTI_SUCCESS)
 		s->configured = true;
 	pthread_mutex_unlock(&lock);
@@ -1380,6 +1445,14 @@ static CUptiResult start_stop(CUcontext ctx, bool start)
 	NEED_ENABLED(s, ctx);
 	if (!s->start_stop || s->started == start)
 		return CUPTI_ERROR_INVALID_OPERATION;
+	/* "CUPTI requires the GPU to be idle before starting PC sampling"
+	 * (parcagpu): a cuCtxSynchronize on this thread since the last launch. */
+	if (start && !fake_drv_idle((const struct fake_ctx *)ctx)) {
+		atomic_fetch_add(&st_start_busy, 1);
+		return CUPTI_ERROR_UNKNOWN;
+	}
+	if (start && !off_thread(ctx))
+		atomic_fetch_add(&st_start_app_thread, 1);
 	s->started = start;
 	if (!start)
 		s->range++;
@@ -1509,6 +1582,19 @@ API uint64_t fake_cupti_calls(const char *name)
 static void write_stats(void)
 {
 	const char *path = getenv("FAKE_CUPTI_STATS");
+	/* the start/stop, idle and finalize rules' counters */
+	static const struct {
+		const char *key;
+		_Atomic uint64_t *n;
+	} rules[] = {
+		{ "start_busy_refused", &st_start_busy },
+		{ "start_app_thread", &st_start_app_thread },
+		{ "finalize_at_exit_site", &st_finalize_exit },
+		{ "finalize_elsewhere", &st_finalize_elsewhere },
+		{ "finalize_while_enabled", &st_finalize_enabled },
+		{ "subscribe_after_finalize", &st_sub_after_finalize },
+		{ "names_per_getdata", &st_names_fresh },
+	};
 	uint64_t pcs = 0;
 	FILE *f;
 
@@ -1538,6 +1624,8 @@ static void write_stats(void)
 	fprintf(f, "disable_refused %llu\n", (unsigned long long)atomic_load(&st_disable_refused));
 	fprintf(f, "offthread_refused %llu\n",
 		(unsigned long long)atomic_load(&st_offthread_refused));
+	for (size_t i = 0; i < sizeof(rules) / sizeof(*rules); i++)
+		fprintf(f, "%s %llu\n", rules[i].key, (unsigned long long)atomic_load(rules[i].n));
 	fprintf(f, "disable_app_thread %llu\n",
 		(unsigned long long)atomic_load(&st_disable_app_thread));
 	fprintf(f, "dead_ctx_calls %llu\n", (unsigned long long)atomic_load(&st_dead_ctx_calls));

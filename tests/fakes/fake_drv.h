@@ -32,7 +32,8 @@ struct fake_ctx {
 	/* Threads of the application that used the context (pthread_self):
 	 * the creator and the last launcher. */
 	unsigned long creator, launcher;
-	int running; /* kernels in flight (between ENTER and EXIT), __atomic */
+	int running;       /* kernels in flight (between ENTER and EXIT), __atomic */
+	uint64_t launches; /* launches past their ENTER callback, __atomic */
 };
 #define FAKE_CTX_MAGIC 0xc0c0c7c7u
 
@@ -61,5 +62,9 @@ struct fake_cupti_hooks {
 
 void fake_drv_set_hooks(const struct fake_cupti_hooks *h);
 int fake_drv_device_arch(int device);
+/* Whether ctx is idle for the calling thread: no kernel of it running, and
+ * this thread's last cuCtxSynchronize was on ctx after its last launch
+ * (what CUPTI wants before sampling starts). */
+int fake_drv_idle(const struct fake_ctx *ctx);
 
 #endif

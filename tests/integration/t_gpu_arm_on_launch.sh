@@ -1,15 +1,25 @@
 #!/bin/bash
-# Arming from the watcher thread is allowed by no document (issue 15 item
-# 6).  The CUPTI double, with FAKE_CUPTI_FAIL=enable_offthread, refuses
-# cuptiPCSamplingEnable from any thread that neither created the context
-# nor launched on it.  The agent keeps the watcher path, and when Enable
-# fails there it arms from the next launch callback on the application's
-# thread: sampling is on, every sample is delivered, GPU sampling never off.
+# gs-test-timeout: 60
+# Arming from the watcher thread is allowed by no document.  The agent arms
+# a context from its next launch; only a context that launches nothing for
+# 300 ms is tried on the watcher.  The CUPTI double, with
+# FAKE_CUPTI_FAIL=enable_offthread, refuses cuptiPCSamplingEnable from any
+# thread that neither created the context nor launched on it.  A job quiet
+# at the attach (its primary context found without a launch) is tried on
+# the watcher, refused, and armed from the launch callback of its first
+# kernel once it launches again: sampling is on, every sample is
+# delivered, GPU sampling never off.
 source "$(dirname "$0")/lib.sh"
 source "$ROOT/tests/fakes/gpu_test_lib.sh"
 export FAKE_CUPTI_FAIL=enable_offthread
-start_app 60 --rate 1000
-driver -n 1 -t 1.5
+touch "$T/idle"
+GS_AGENT_DEBUG=1 start_app 60 --rate 1000 --primary --idle-file "$T/idle"
+# quiet until 0.8 s after the arm found its context
+(for _ in $(seq 200); do grep -q 'found at arm' "$T/app.out" && break; sleep 0.05; done
+ sleep 0.8; rm -f "$T/idle") &
+WAKE=$!
+driver -n 1 -t 3
+wait "$WAKE"
 wait_app
 show
 [ "$(stat enable_offthread_refused)" -ge 1 ] || fail "the watcher never tried to arm (double not exercised)"

@@ -34,7 +34,7 @@ done
 # never announced, their kernels are still named by CUPTI (checked above).
 [ "$(val cubins_read)" = 0 ] || fail "host read $(val cubins_read) cubins of modules loaded while dormant"
 [ "$(stat subscribe_ok.CUPTI_for_gpusample)" = 2 ] || fail "agent did not subscribe once per session"
-[ "$(stat call.cuptiUnsubscribe)" = 2 ] || fail "agent did not unsubscribe at each disarm"
+[ $(( $(stat call.cuptiUnsubscribe) + $(stat call.cuptiFinalize) )) = 2 ] || fail "agent did not unsubscribe or finalize CUPTI at each disarm"
 ev=$(val launches); cb=$(stat launch_callbacks); w=$(val launch_weight)
 [ "$ev" -gt 50 ] || fail "only $ev launch events"
 # launches seen while armed (with callbacks on); 1-in-N events stand for N each
