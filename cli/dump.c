@@ -4,7 +4,6 @@
  * (dump/dump.h), prints its text and writes the profile files -o asks for. */
 #include <errno.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +14,6 @@
 #include "cli/cli.h"
 #include "session/session_int.h" /* gs_outputs_set_owner */
 #include "dump/dump.h"
-#include "native/native.h"
 #include "output/output.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -42,46 +40,6 @@ static void add_child(void *ctx, uint32_t pid, uint32_t ppid)
 	/* not this process (a dump of the shell that runs it) */
 	if (pid != (uint32_t)getpid() && !has(ts, pid) && ts->n < GS_DUMP_MAX_THREADS)
 		GS_PUSH(ts->t, ts->n, ts->cap, t);
-}
-
-/* SIGINT/SIGTERM/SIGHUP so far, and the last one.  A dump is not ended
- * by them: they stop the symbolizer's long reads (gs_sym_watch_stop), so
- * the stacks collected are still printed and written, named as far as
- * the symbolization got. */
-static volatile sig_atomic_t g_signals, g_last_signal;
-
-static void on_signal(int sig)
-{
-	g_last_signal = sig;
-	g_signals = g_signals + 1;
-}
-
-static void install_signals(void)
-{
-	/* restarted: nothing here waits for a signal to wake it */
-	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
-
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	gs_sym_watch_stop(&g_signals);
-}
-
-static void note_cut(struct gs_profile *p)
-{
-	int sig = g_last_signal;
-
-	if (!g_signals)
-		return;
-	gs_profile_add_note(p,
-			    "dump cut short by %s: slow symbolization (debug-link CRCs, "
-			    "debuginfod) stopped there; every thread is shown, frames past the "
-			    "stop are named from symbol tables or offsets",
-			    sig == SIGINT    ? "SIGINT"
-			    : sig == SIGTERM ? "SIGTERM"
-					     : "SIGHUP");
-	gs_log("dump cut short by a stop signal: frames named as far as symbolization got\n");
 }
 
 static int write_files(const struct gs_options *o, const struct gs_profile *p)
@@ -132,7 +90,6 @@ int gs_dump_main(const struct gs_options *o)
 	}
 	if (o->children)
 		gs_for_each_descendant(o->pids, o->n_pids, add_child, &ts);
-	install_signals();
 	gs_profile_init(&prof);
 	prof.time_nanos = gs_now_ns(CLOCK_REALTIME);
 	prof.default_sample_type = GS_V_SAMPLES; /* one sample per thread */
@@ -142,6 +99,7 @@ int gs_dump_main(const struct gs_options *o)
 		.native = o->cfi,
 		.python = o->python,
 		.interp_frames = o->interp_frames,
+		.catch_stops = true,
 		.force_proc = getenv("GS_DUMP_PROC") && !strcmp(getenv("GS_DUMP_PROC"), "1"),
 	};
 	rc = gs_dump_collect(&d, &prof, &st, err, sizeof(err));
@@ -151,7 +109,6 @@ int gs_dump_main(const struct gs_options *o)
 		gs_profile_free(&prof);
 		return 1;
 	}
-	note_cut(&prof);
 	rc = gs_dump_print(&prof, &st, stdout) ? 1 : 0;
 	if (o->prefix && write_files(o, &prof))
 		rc = 1;

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -25,6 +26,7 @@
 #include "native/native.h"
 #include "symbolizer/symbolizer.h"
 #include "util/clock.h"
+#include "util/log.h"
 #include "util/vec.h"
 
 /* One thread as collected, before its stacks are walked. */
@@ -456,6 +458,46 @@ static void maps_note(struct gs_profile *prof)
 		gs_profile_add_note(prof, "%s", note);
 }
 
+/* SIGINT/SIGTERM/SIGHUP so far, and the last one.  A dump is not ended
+ * by them: they stop the symbolizer's long reads (gs_sym_watch_stop), so
+ * the stacks collected are still printed and written, named as far as
+ * the symbolization got. */
+static volatile sig_atomic_t g_signals, g_last_signal;
+
+static void on_signal(int sig)
+{
+	g_last_signal = sig;
+	g_signals = g_signals + 1;
+}
+
+static void install_signals(void)
+{
+	/* restarted: nothing here waits for a signal to wake it */
+	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	gs_sym_watch_stop(&g_signals);
+}
+
+static void note_cut(struct gs_profile *p)
+{
+	int sig = g_last_signal;
+
+	if (!g_signals)
+		return;
+	gs_profile_add_note(p,
+			    "dump cut short by %s: slow symbolization (debug-link CRCs, "
+			    "debuginfod) stopped there; every thread is shown, frames past the "
+			    "stop are named from symbol tables or offsets",
+			    sig == SIGINT    ? "SIGINT"
+			    : sig == SIGTERM ? "SIGTERM"
+					     : "SIGHUP");
+	gs_log("dump cut short by a stop signal: frames named as far as symbolization got\n");
+}
+
 int gs_dump_collect(const struct gs_dump_opts *o, struct gs_profile *prof, struct gs_dump_stats *st,
 		    char *err, size_t errlen)
 {
@@ -464,6 +506,8 @@ int gs_dump_collect(const struct gs_dump_opts *o, struct gs_profile *prof, struc
 	int rc = -ENOMEM;
 
 	memset(st, 0, sizeof(*st));
+	if (o->catch_stops)
+		install_signals();
 	c.sym = gs_sym_new(prof);
 	if (!c.sym || (o->python && !(c.py = gs_py_new(prof))) ||
 	    (o->native && !(c.unw = gs_dump_unwinder_new(gs_sym_elf_cache(c.sym)))) ||
@@ -484,6 +528,8 @@ int gs_dump_collect(const struct gs_dump_opts *o, struct gs_profile *prof, struc
 	gs_sym_report(c.sym, prof);
 	gs_profile_add_comment(prof, GS_DUMP_COMMENT "registers from the %s", st->source);
 	maps_note(prof);
+	if (o->catch_stops)
+		note_cut(prof);
 	rc = 0;
 out:
 	if (rc == -ENOMEM)

@@ -58,6 +58,9 @@ struct gs_dump_opts {
 	bool python;        /* walk Python stacks */
 	bool interp_frames; /* keep the interpreter's frames between Python ones */
 	bool force_proc;    /* skip the task iterator (tests of the fallback) */
+	/* SIGINT/SIGTERM/SIGHUP stop the slow symbolization (debug-link CRCs,
+	 * debuginfod) instead of ending the process; a profile note says so */
+	bool catch_stops;
 };
 
 struct gs_dump_stats {

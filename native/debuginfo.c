@@ -52,6 +52,7 @@
 #include "proc/proc.h"
 #include "native/sym_internal.h"
 #include "util/membudget.h"
+#include "util/clock.h"
 
 #define DEBUG_DIR "usr/lib/debug"
 
@@ -99,14 +100,6 @@ static void refused(struct gs_sym_module *m, enum refusal r, const char *name, c
 		snprintf(g.first[r], sizeof(g.first[r]), "%s%s%s", name ? name : "?",
 			 why ? ": " : "", why ? why : "");
 	pthread_mutex_unlock(&g.lock);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* ---- the job's user ------------------------------------------------------ */
@@ -271,7 +264,7 @@ static int file_crc(int fd, off_t size, uint32_t *out)
 	const size_t chunk = 1 << 20;
 	unsigned char *buf = malloc(chunk);
 	uLong crc = crc32(0, NULL, 0);
-	double t0 = now_s(), left;
+	double t0 = gs_mono_s(), left;
 	int err = buf ? 0 : -ENOMEM;
 
 	pthread_mutex_lock(&g.lock);
@@ -282,7 +275,7 @@ static int file_crc(int fd, off_t size, uint32_t *out)
 
 		if (r <= 0)
 			err = -EIO;
-		else if (gs_sym_stop_asked() || now_s() - t0 > left)
+		else if (gs_sym_stop_asked() || gs_mono_s() - t0 > left)
 			err = -EINTR;
 		else {
 			crc = crc32(crc, buf, (uInt)r);
@@ -290,7 +283,7 @@ static int file_crc(int fd, off_t size, uint32_t *out)
 		}
 	}
 	pthread_mutex_lock(&g.lock);
-	g.crc_s += now_s() - t0;
+	g.crc_s += gs_mono_s() - t0;
 	pthread_mutex_unlock(&g.lock);
 	free(buf);
 	*out = (uint32_t)crc;

@@ -47,6 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "native/sym_internal.h"
+#include "util/clock.h"
 
 typedef struct debuginfod_client debuginfod_client;
 typedef int (*progressfn_t)(debuginfod_client *c, long a, long b);
@@ -76,14 +77,6 @@ static struct {
 	char fetched[512];  /* "name (size)" list for the note, cut at its size */
 	uint64_t cache_cap; /* bytes on disk */
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER, .cache_cap = GS_DEBUGINFOD_CACHE_BYTES };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* A directory owned by root that only root writes; created when missing. */
 static int root_dir(const char *path, mode_t mode)
@@ -160,7 +153,7 @@ static int progress(debuginfod_client *c, long a, long b)
 		g.stopped = true;
 		return 1;
 	}
-	return now_s() > g.deadline;
+	return gs_mono_s() > g.deadline;
 }
 
 struct env_save {
@@ -337,7 +330,7 @@ int gs_sym_debuginfod_find(const unsigned char *bid, int n, const char *modname,
 		pthread_mutex_unlock(&g.lock);
 		return -1;
 	}
-	double left = GS_DEBUGINFOD_BUDGET_S - g.spent, t0 = now_s();
+	double left = GS_DEBUGINFOD_BUDGET_S - g.spent, t0 = gs_mono_s();
 	char secs[32], maxsize[32];
 	struct env_save env[4];
 
@@ -355,7 +348,7 @@ int gs_sym_debuginfod_find(const unsigned char *bid, int n, const char *modname,
 	g.set_progressfn(g.client, NULL);
 	for (int i = 3; i >= 0; i--)
 		env_restore(&env[i]);
-	g.spent += now_s() - t0;
+	g.spent += gs_mono_s() - t0;
 	if (fd >= 0) {
 		struct stat st;
 		bool bad = fstat(fd, &st) || !S_ISREG(st.st_mode) ||

@@ -41,6 +41,7 @@
 #include "output/output.h"
 #include "util/hashmap.h"
 #include "util/vec.h"
+#include "util/clock.h"
 
 enum { V_WALL, V_CPU, V_GPU, NV };
 enum { K_PY, K_NATIVE, K_KERNEL, K_GPU, K_SPECIAL };
@@ -889,11 +890,9 @@ static void put_gpu_lines(struct html *h, struct gs_wbuf *w, const struct gline 
 static void script_nonce(char out[33])
 {
 	uint64_t r[2];
-	struct timespec ts;
 
 	if (getrandom(r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		r[0] = gs_mix64((uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 30);
+		r[0] = gs_mix64(gs_now_ns(CLOCK_REALTIME));
 		r[1] = gs_mix64(r[0] ^ (uint64_t)getpid());
 	}
 	snprintf(out, 33, "%016" PRIx64 "%016" PRIx64, r[0], r[1]);

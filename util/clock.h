@@ -21,4 +21,10 @@ static inline uint64_t gs_mono_ns(void)
 	return gs_now_ns(CLOCK_MONOTONIC);
 }
 
+/* Seconds of CLOCK_MONOTONIC, for deadlines kept as doubles. */
+static inline double gs_mono_s(void)
+{
+	return (double)gs_mono_ns() / 1e9;
+}
+
 #endif
