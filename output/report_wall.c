@@ -53,8 +53,8 @@ struct wall_ctx {
 	struct machine mach;
 };
 
-/* A worker process and the span of its samples (ns from the profile's
- * start: its first and last), which tell its generation. */
+/* A worker process and the span of its CPU timer samples (ns from the
+ * profile's start: its first and last), which tell its generation. */
 struct worker {
 	uint32_t pid, ppid;
 	uint64_t first_ns, last_ns;
@@ -214,7 +214,11 @@ static int find_workers(struct wall_ctx *w)
 	}
 	for (size_t i = 0; i < p->n_samples && w->n_workers; i++) {
 		const struct gs_sample *s = &p->samples[i];
-		int64_t k = is_cpu(p, s) ? worker_index(w, gs_profile_ctx(p, s)->pid) : -1;
+		/* timer ticks only: off-CPU samples carry time folded from a
+		 * thread's whole run (the unsampled remainder) */
+		int64_t k = is_cpu(p, s) && s->values[GS_V_SAMPLES] > 0
+				? worker_index(w, gs_profile_ctx(p, s)->pid)
+				: -1;
 		if (k < 0)
 			continue;
 		struct worker *x = &w->workers[k];
@@ -547,35 +551,32 @@ static int cmp_first(const void *a, const void *b)
 	return x->first_ns < y->first_ns ? -1 : x->first_ns > y->first_ns;
 }
 
-/* How main_pid's workers came: *n processes, in *gens generations (a
- * worker that starts after one of the current generation ended starts the
- * next: a DataLoader without persistent_workers makes one per epoch), at
- * most *at_once of them at a time (their sample spans overlapping).
- * 0 or -ENOMEM. */
+/* How main_pid's workers came: *n processes, at most *at_once of them at
+ * a time (their sample spans overlapping), so in *gens generations of
+ * *at_once (a DataLoader without persistent_workers makes one per epoch;
+ * counted so, not from gaps between spans: a worker of a short epoch may
+ * stop ticking before its sibling's first tick).  0 or -ENOMEM. */
 static int generations(const struct wall_ctx *w, uint32_t main_pid, unsigned n_mains, size_t *n,
 		       size_t *gens, size_t *at_once)
 {
 	const struct worker **v = malloc((w->n_workers + 1) * sizeof(*v));
 	uint64_t *ends = malloc((w->n_workers + 1) * sizeof(*ends));
-	size_t live = 0;
-	uint64_t gen_end = 0;
+	size_t live = 0, nv = 0;
 	*n = *gens = *at_once = 0;
 	if (!v || !ends) {
 		free(v);
 		free(ends);
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < w->n_workers; i++)
-		if (worker_of(w, i, main_pid, n_mains))
-			v[(*n)++] = &w->workers[i];
-	qsort(v, *n, sizeof(*v), cmp_first);
-	for (size_t i = 0; i < *n; i++) {
-		if (!*gens || v[i]->first_ns > gen_end) {
-			(*gens)++;
-			gen_end = v[i]->last_ns;
-		} else if (v[i]->last_ns < gen_end) {
-			gen_end = v[i]->last_ns;
-		}
+	for (size_t i = 0; i < w->n_workers; i++) {
+		if (!worker_of(w, i, main_pid, n_mains))
+			continue;
+		(*n)++;
+		if (w->workers[i].first_ns <= w->workers[i].last_ns) /* no tick: no span */
+			v[nv++] = &w->workers[i];
+	}
+	qsort(v, nv, sizeof(*v), cmp_first);
+	for (size_t i = 0; i < nv; i++) {
 		/* the live ones: those whose span reaches this start (ends[] kept
 		 * small: spans that ended are dropped as they are met) */
 		size_t k = 0;
@@ -586,6 +587,7 @@ static int generations(const struct wall_ctx *w, uint32_t main_pid, unsigned n_m
 		ends[live++] = v[i]->last_ns;
 		*at_once = live > *at_once ? live : *at_once;
 	}
+	*gens = *at_once ? (*n + *at_once - 1) / *at_once : 1;
 	free(v);
 	free(ends);
 	return 0;
