@@ -44,11 +44,14 @@ sleep 5
 gs=$!
 tck=$(getconf CLK_TCK)
 t0=$(date +%s)
-echo "elapsed_s,rss_kb,cpu_s" > "$OUT/rss.csv"
+# rss_kb: VmRSS; anon_kb: RssAnon (file pages of the libraries read for
+# symbols are in VmRSS too, and the kernel can take them back)
+echo "elapsed_s,rss_kb,cpu_s,anon_kb" > "$OUT/rss.csv"
 while kill -0 $gs 2>/dev/null; do
 	rss=$(awk '/^VmRSS/ { print $2 }' /proc/$gs/status 2>/dev/null)
+	anon=$(awk '/^RssAnon/ { print $2 }' /proc/$gs/status 2>/dev/null)
 	cpu=$(awk -v t="$tck" '{ printf "%.2f", ($14 + $15) / t }' /proc/$gs/stat 2>/dev/null)
-	[ -n "$rss" ] && echo "$(($(date +%s) - t0)),$rss,$cpu" >> "$OUT/rss.csv"
+	[ -n "$rss" ] && echo "$(($(date +%s) - t0)),$rss,$cpu,$anon" >> "$OUT/rss.csv"
 	sleep "$INTERVAL"
 done
 wait $gs
@@ -73,9 +76,10 @@ reported=$(echo "$line" | grep -o '[0-9,]* process' | head -1 | tr -d ', process
 	echo "report: $line"
 	echo "report's worker processes: ${reported:-?}"
 	echo "gpusample: $(grep -a 'CPU samples' "$OUT/gs.err" | tail -1 | sed 's/.*gpusample: //')"
-	awk -F, 'NR == 2 { a = $2 } NR > 1 { if ($1 >= 300 && !f) { f = 1; b = $2; tb = $1 } l = $2; tl = $1; c = $3; if ($2 > m) m = $2 }
-		END { printf "rss: %.1f MB at start, %s at 5 min, %.1f MB at the end (%d s), peak %.1f MB\n", a / 1024, f ? sprintf("%.1f MB", b / 1024) : "-", l / 1024, tl, m / 1024;
-		      if (f && tl > tb) printf "rss slope after 5 min: %.3f MB/min\n", (l - b) / 1024 / ((tl - tb) / 60);
+	awk -F, 'NR == 2 { a = $2 } NR > 1 { if ($1 >= 300 && !f) { f = 1; b = $2; tb = $1 } l = $2; tl = $1; c = $3; an = $4; if ($2 > m) m = $2 }
+		END { printf "anon at the end: %.1f MiB\n", an / 1024;
+		      printf "rss: %.1f MiB at start, %s at 5 min, %.1f MiB at the end (%d s), peak %.1f MiB\n", a / 1024, f ? sprintf("%.1f MiB", b / 1024) : "-", l / 1024, tl, m / 1024;
+		      if (f && tl > tb) printf "rss slope after 5 min: %.3f MiB/min\n", (l - b) / 1024 / ((tl - tb) / 60);
 		      printf "gpusample CPU: %.1f s over %d s (%.2f%% of one CPU)\n", c, tl, 100 * c / (tl ? tl : 1) }' "$OUT/rss.csv"
 	for f in "$SCRATCH"/soak.*; do
 		[ -e "$f" ] && echo "output: $(basename "$f") $(stat -c %s "$f") bytes"
