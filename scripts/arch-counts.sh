@@ -55,9 +55,11 @@ printf '%-44s %3d\n' "realloc( call sites outside util/" \
 # else in the key) is a thread table.  A key that merely contains a tid
 # among other fields (the join's launch sites: stack, tid, kernel, role)
 # aggregates something else and is neither.  The one thread table is the
-# process table's own (proc/threads.c).
+# process table's own (proc/threads.c).  As for the lists below, output/
+# is not the engine: its indexes are over a written profile's processes
+# (the report's workers of a profile), not state of the run's processes.
 keyed() { grep -rnE '^\s*struct gs_[hk]map [a-z_]+; +/\* ' --include=*.c --include=*.h $SRC 2>/dev/null |
-	grep -v '^proc/table\.c' | awk -F'/\\* ' -v want="$1" '{ key = $2; sub(/->.*/, "", key)
+	grep -v '^proc/table\.c' | grep -v '^output/' | awk -F'/\\* ' -v want="$1" '{ key = $2; sub(/->.*/, "", key)
 		hastid = key ~ /(^|[^a-z_])tid([^a-z_]|$)/
 		ids = key; gsub(/[^a-z_]+/, " ", ids); n = split(ids, w, " "); other = 0
 		for (i = 1; i <= n; i++) if (w[i] != "pid" && w[i] != "tgid" && w[i] != "tid") other = 1
