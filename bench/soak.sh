@@ -76,11 +76,13 @@ reported=$(echo "$line" | grep -o '[0-9,]* process' | head -1 | tr -d ', process
 	echo "report: $line"
 	echo "report's worker processes: ${reported:-?}"
 	echo "gpusample: $(grep -a 'CPU samples' "$OUT/gs.err" | tail -1 | sed 's/.*gpusample: //')"
-	awk -F, 'NR == 2 { a = $2 } NR > 1 { if ($1 >= 300 && !f) { f = 1; b = $2; tb = $1 } l = $2; tl = $1; c = $3; an = $4; if ($2 > m) m = $2 }
-		END { printf "anon at the end: %.1f MiB\n", an / 1024;
-		      printf "rss: %.1f MiB at start, %s at 5 min, %.1f MiB at the end (%d s), peak %.1f MiB\n", a / 1024, f ? sprintf("%.1f MiB", b / 1024) : "-", l / 1024, tl, m / 1024;
+	# "the end": the last row inside the window (the rows after it are the
+	# outputs being written, the peak)
+	awk -F, -v win="$SECONDS_WANTED" 'NR == 2 { a = $2 } NR > 1 { if ($1 >= 300 && !f) { f = 1; b = $2; tb = $1 } if ($1 <= win) { l = $2; tl = $1; an = $4 } c = $3; if ($2 > m) m = $2 }
+		END { printf "anon at the end of the window: %.1f MiB\n", an / 1024;
+		      printf "rss: %.1f MiB at start, %s at 5 min, %.1f MiB at the end of the window (%d s), peak %.1f MiB (writing)\n", a / 1024, f ? sprintf("%.1f MiB", b / 1024) : "-", l / 1024, tl, m / 1024;
 		      if (f && tl > tb) printf "rss slope after 5 min: %.3f MiB/min\n", (l - b) / 1024 / ((tl - tb) / 60);
-		      printf "gpusample CPU: %.1f s over %d s (%.2f%% of one CPU)\n", c, tl, 100 * c / (tl ? tl : 1) }' "$OUT/rss.csv"
+		      printf "gpusample CPU: %.1f s in all, writing included (%.2f%% of one CPU over the window)\n", c, 100 * c / win }' "$OUT/rss.csv"
 	for f in "$SCRATCH"/soak.*; do
 		[ -e "$f" ] && echo "output: $(basename "$f") $(stat -c %s "$f") bytes"
 	done

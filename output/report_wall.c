@@ -544,6 +544,12 @@ static bool worker_of(const struct wall_ctx *w, size_t i, uint32_t main_pid, uns
 	return n_mains == 1 || w->workers[i].ppid == main_pid;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
 static int cmp_first(const void *a, const void *b)
 {
 	const struct worker *x = *(const struct worker *const *)a,
@@ -575,8 +581,17 @@ static int generations(const struct wall_ctx *w, uint32_t main_pid, unsigned n_m
 		if (w->workers[i].first_ns <= w->workers[i].last_ns) /* no tick: no span */
 			v[nv++] = &w->workers[i];
 	}
+	/* A pid the kernel handed out again (pid_max wraps over hours of
+	 * churn) joins two lives into one long span: spans past 4 times the
+	 * median are left out of the count at a time. */
+	for (size_t i = 0; i < nv; i++)
+		ends[i] = v[i]->last_ns - v[i]->first_ns;
+	qsort(ends, nv, sizeof(*ends), cmp_u64);
+	uint64_t longest = nv ? 4 * ends[nv / 2] + 1 : 0;
 	qsort(v, nv, sizeof(*v), cmp_first);
 	for (size_t i = 0; i < nv; i++) {
+		if (v[i]->last_ns - v[i]->first_ns > longest)
+			continue;
 		/* the live ones: those whose span reaches this start (ends[] kept
 		 * small: spans that ended are dropped as they are met) */
 		size_t k = 0;

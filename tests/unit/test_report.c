@@ -691,3 +691,31 @@ Test(report, churned_workers_grouped_in_tables)
 	free(r);
 	gs_profile_free(&p);
 }
+
+/* Over hours the kernel hands a worker's pid out again (pid_max wraps): the
+ * last epoch's workers get the first epoch's pids, joining two lives into
+ * one span 45 s long.  The count at a time stays 2 (it said 299 with such
+ * spans counted); a reused pid is one process in the profile. */
+Test(report, reused_worker_pid_does_not_inflate_at_a_time)
+{
+	struct gs_profile p;
+	uint32_t mid = py_profile(&p, 45000000000ULL);
+	uint32_t f_loop = fx_fn(&p, "_worker_loop", NULL,
+				"/x/dist-packages/torch/utils/data/_utils/worker.py", 200);
+	uint32_t f_main = fx_fn(&p, "<module>", NULL, "/home/u/train.py", 1);
+	uint32_t l_loop = fx_loc(&p, mid, 0, GS_FRAME_PYTHON, f_loop, 250);
+	uint32_t l_main = fx_loc(&p, mid, 0, GS_FRAME_PYTHON, f_main, 3);
+	uint32_t a[] = { l_main, l_loop }, b[] = { l_main };
+	const uint64_t ms = 1000000;
+	fx_samples(&p, b, 1, 100, 60, 60, "python3", "main", 0, 100 * ms);
+	for (uint32_t e = 0; e < 300; e++)
+		for (uint32_t k = 0; k < 2; k++) {
+			uint32_t pid = e == 299 ? 1000 + k : 1000 + 2 * e + k;
+			fx_samples(&p, a, 2, 10, pid, pid, "python3", "dataloader",
+				   150 * ms * e + k * ms, 10 * ms);
+		}
+	char *r = report(&p, 15);
+	HAS(r, "DataLoader workers (598 processes over 299 epochs, 2 at a time)");
+	free(r);
+	gs_profile_free(&p);
+}
