@@ -79,11 +79,16 @@ int gs_sym_add_process(struct gs_symbolizer *s, uint32_t tgid);
 int gs_sym_fork(struct gs_symbolizer *s, uint32_t parent, uint32_t child);
 int gs_sym_exec(struct gs_symbolizer *s, uint32_t tgid);
 void gs_sym_exit(struct gs_symbolizer *s, uint32_t tgid);
+/* An exited tgid whose stacks are all symbolized: its snapshot is dropped
+ * (the last reference frees it and proc/'s maps it holds); its addresses
+ * resolve to "[unknown]" from now on.  Alive or unknown: nothing. */
+void gs_sym_retire(struct gs_symbolizer *s, uint32_t tgid);
 bool gs_sym_has_process(struct gs_symbolizer *s, uint32_t tgid);
 /* The symbolizer as a handler of the process table (proc/proc.h): attach
  * a snapshot of the table's maps at first sight and after an exec, fork
  * gs_sym_fork (gs_sym_add_process for a parent it has no snapshot of),
- * detach at exit gs_sym_exit, maps_changed as "Maps re-read" above, report
+ * detach at exit gs_sym_exit, retire gs_sym_retire, maps_changed as "Maps
+ * re-read" above, report
  * the note on libraries left without an fd by the ELF cache's bound. */
 struct gs_proc_handler;
 void gs_sym_proc_handler(struct gs_symbolizer *s, struct gs_proc_handler *h);

@@ -223,6 +223,14 @@ void gs_sym_exit(struct gs_symbolizer *s, uint32_t tgid)
 		pr->exited = true; /* keep the snapshot: its samples come later */
 }
 
+void gs_sym_retire(struct gs_symbolizer *s, uint32_t tgid)
+{
+	struct proc *pr = proc_find(s, tgid);
+
+	if (pr && pr->exited)
+		proc_set_snap(pr, NULL);
+}
+
 bool gs_sym_has_process(struct gs_symbolizer *s, uint32_t tgid)
 {
 	struct proc *pr = proc_find(s, tgid);
@@ -688,6 +696,11 @@ static void sym_h_detach(void *ctx, struct gs_proc *p, bool exec)
 		gs_sym_exit(ctx, p->tgid);
 }
 
+static void sym_h_retire(void *ctx, struct gs_proc *p)
+{
+	gs_sym_retire(ctx, p->tgid);
+}
+
 /* A re-read asked for GS_MAPS_NOW (libraries known to be mapped): taken at
  * once.  Other re-reads are taken at this process's next miss: a snapshot
  * is a new key for the locations of code outside every module, so it
@@ -749,6 +762,7 @@ void gs_sym_proc_handler(struct gs_symbolizer *s, struct gs_proc_handler *h)
 		.attach = sym_h_attach,
 		.fork = sym_h_fork,
 		.detach = sym_h_detach,
+		.retire = sym_h_retire,
 		.maps_changed = sym_h_maps_changed,
 		.report = sym_h_report,
 	};

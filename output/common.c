@@ -634,11 +634,9 @@ const char *gs_short_cxx_name(const char *name, char *buf, size_t len)
 
 const struct gs_process *gs_find_process(const struct gs_profile *p, uint32_t pid)
 {
-	/* Processes are few (tens); later entries win (exec replaced comm). */
-	for (uint32_t i = p->n_processes; i-- > 0;)
-		if (p->processes[i].pid == pid)
-			return &p->processes[i];
-	return NULL;
+	/* later entries win (exec replaced comm): the index keeps the last */
+	const uint64_t *i = gs_hmap_get(&p->proc_index, pid);
+	return i && *i < p->n_processes ? &p->processes[*i] : NULL;
 }
 
 /* ---- display frames ----------------------------------------------------- */

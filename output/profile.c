@@ -82,6 +82,7 @@ void gs_profile_free(struct gs_profile *p)
 	gs_hmap_free(&p->stack_index);
 	free(p->ctxs);
 	gs_hmap_free(&p->ctx_index);
+	gs_hmap_free(&p->proc_index);
 	free(p->samples);
 	free(p->processes);
 	free(p->comments);
@@ -370,7 +371,8 @@ int gs_profile_edit_ctx(struct gs_profile *p, gs_ctx_pick_fn pick, gs_ctx_edit_f
 
 int gs_profile_add_process(struct gs_profile *p, const struct gs_process *proc)
 {
-	if (GROW(p->processes, p->cap_processes, (size_t)p->n_processes + 1))
+	if (GROW(p->processes, p->cap_processes, (size_t)p->n_processes + 1) ||
+	    gs_hmap_put(&p->proc_index, proc->pid, p->n_processes))
 		return -ENOMEM;
 	p->processes[p->n_processes++] = *proc;
 	return 0;

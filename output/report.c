@@ -206,6 +206,19 @@ static void processes_and_threads(struct rpt *r)
 		const struct gs_process *pr = &p->processes[i];
 		if (gs_find_process(p, pr->pid) != pr)
 			continue; /* superseded by a later entry (exec) */
+		uint32_t g = r->a->proc_group[i];
+		if (g) { /* one row for the group, where its first member was */
+			const struct gs_rpt_group *x = &r->a->groups[g - 1];
+			if (x->first == i)
+				fprintf(
+				    r->out,
+				    "  %7s %-16s %-11s %8" PRId64 " %5.1f%%  %-16s %s (%u exited "
+				    "workers of pid %u)\n",
+				    "-", gs_profile_str(p, x->comm),
+				    x->role ? gs_profile_str(p, x->role) : "-", x->samples,
+				    pct(x->samples, r->cpu_total), "-", "-", x->n_procs, x->ppid);
+			continue;
+		}
 		int64_t c = r->a->proc_cpu[i];
 		/* short-lived helpers (shell wrappers, readlink) clutter the table */
 		if ((!c && !pr->python && !pr->gpu) || shown >= 4 * r->top) {
@@ -228,6 +241,17 @@ threads:
 	fprintf(r->out, "  %7s %7s %-16s %-*s", "pid", "tid", "thread", r->dump ? 0 : 11, "role");
 	fprintf(r->out, r->dump ? "\n" : " %8s %6s\n", "samples", "cpu%");
 	for (size_t j = 0; j < n && j < r->top; j++) {
+		if (t[j].n_procs) { /* threads of a group of exited workers */
+			fprintf(r->out,
+				"  %7s %7s %-16s %-11s %8" PRId64
+				" %5.1f%%  (%u threads of %u exited "
+				"workers of pid %u)\n",
+				"-", "-", t[j].name ? gs_profile_str(p, t[j].name) : "?",
+				t[j].role ? gs_profile_str(p, t[j].role) : "-", t[j].samples,
+				pct(t[j].samples, r->cpu_total), t[j].n_threads, t[j].n_procs,
+				t[j].pid);
+			continue;
+		}
 		fprintf(r->out, "  %7u %7u %-16s %-*s", t[j].pid, t[j].tid,
 			t[j].name ? gs_profile_str(p, t[j].name) : "?", r->dump ? 0 : 11,
 			t[j].role ? gs_profile_str(p, t[j].role) : "-");

@@ -308,18 +308,105 @@ fail:
 	return NULL;
 }
 
+static bool exited_worker(const struct gs_profile *p, const struct gs_process *pr)
+{
+	return pr->exited && gs_find_process(p, pr->pid) == pr && pr->role &&
+	       !strcmp(gs_profile_str(p, pr->role), "dataloader");
+}
+
+/* Groups of GS_RPT_GROUP_MIN or more exited workers of one parent. */
+static int find_groups(struct gs_rpt *r)
+{
+	const struct gs_profile *p = r->p;
+	struct gs_hmap n_of = { 0 }; /* ppid -> exited workers, then group + 1 */
+	size_t cap = 0;
+	int rc = 0;
+	r->proc_group = calloc(p->n_processes + 1, sizeof(*r->proc_group));
+	if (!r->proc_group)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < p->n_processes && !rc; i++) {
+		bool added;
+		uint64_t *v;
+		if (!exited_worker(p, &p->processes[i]))
+			continue;
+		if ((v = gs_hmap_slot(&n_of, p->processes[i].ppid, &added)))
+			++*v;
+		else
+			rc = -ENOMEM;
+	}
+	for (uint32_t i = 0; i < p->n_processes && !rc; i++) {
+		const struct gs_process *pr = &p->processes[i];
+		uint64_t *v = exited_worker(p, pr) ? gs_hmap_get(&n_of, pr->ppid) : NULL;
+		if (!v || *v < GS_RPT_GROUP_MIN) /* too few: rows of their own */
+			continue;
+		if (*v < UINT64_C(1) << 32) { /* first member: a new group */
+			struct gs_rpt_group g = { pr->ppid, pr->comm, pr->role, 0, 0, i };
+			if ((rc = GS_PUSH(r->groups, r->n_groups, cap, g)))
+				break;
+			*v = (UINT64_C(1) << 32) | r->n_groups;
+		}
+		struct gs_rpt_group *g = &r->groups[(uint32_t)*v - 1];
+		g->n_procs++;
+		g->samples += r->proc_cpu[i];
+		r->proc_group[i] = (uint32_t)*v;
+	}
+	gs_hmap_free(&n_of);
+	return rc;
+}
+
+/* The threads of grouped processes merged by (group, thread name). */
+static int merge_grouped_threads(struct gs_rpt *r)
+{
+	const struct gs_profile *p = r->p;
+	struct gs_hmap row = { 0 }; /* group << 32 | name -> index in threads */
+	size_t n = 0;
+	int rc = 0;
+	for (size_t j = 0; j < r->n_threads && !rc; j++) {
+		struct gs_rpt_thread t = r->threads[j];
+		const struct gs_process *pr = gs_find_process(p, t.pid);
+		uint32_t g = pr ? r->proc_group[pr - p->processes] : 0;
+		bool added;
+		uint64_t *v = g ? gs_hmap_slot(&row, (uint64_t)g << 32 | t.name, &added) : NULL;
+		if (!g) {
+			r->threads[n++] = t;
+			continue;
+		}
+		if (!v) {
+			rc = -ENOMEM;
+			break;
+		}
+		if (added) {
+			*v = n;
+			r->threads[n++] =
+			    (struct gs_rpt_thread){ .pid = r->groups[g - 1].ppid,
+						    .name = t.name,
+						    .role = t.role,
+						    .n_procs = r->groups[g - 1].n_procs };
+		}
+		r->threads[*v].samples += t.samples;
+		r->threads[*v].n_threads++;
+	}
+	r->n_threads = n;
+	gs_hmap_free(&row);
+	return rc;
+}
+
 static int threads_and_processes(struct gs_rpt *r)
 {
 	const struct gs_profile *p = r->p;
+	int rc;
 
 	r->threads = collect_threads(p, &r->n_threads);
 	r->proc_cpu = calloc(p->n_processes + 1, sizeof(*r->proc_cpu));
 	if (!r->threads || !r->proc_cpu)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < p->n_processes; i++)
-		for (size_t j = 0; j < r->n_threads; j++)
-			if (r->threads[j].pid == p->processes[i].pid)
-				r->proc_cpu[i] += r->threads[j].samples;
+	for (size_t j = 0; j < r->n_threads; j++) {
+		const struct gs_process *pr = gs_find_process(p, r->threads[j].pid);
+		if (pr)
+			r->proc_cpu[pr - p->processes] += r->threads[j].samples;
+	}
+	if ((rc = find_groups(r)) || (r->n_groups && (rc = merge_grouped_threads(r))))
+		return rc;
 	qsort(r->threads, r->n_threads, sizeof(*r->threads), cmp_thr);
 	return 0;
 }
@@ -549,6 +636,8 @@ void gs_rpt_free(struct gs_rpt *r)
 	free(r->by_total);
 	free(r->threads);
 	free(r->proc_cpu);
+	free(r->groups);
+	free(r->proc_group);
 	free(r->cnt);
 	memset(r, 0, sizeof(*r));
 }

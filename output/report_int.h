@@ -25,11 +25,27 @@ struct gs_rpt_fn {
 	int64_t self, total;
 };
 
-/* A thread with CPU samples, by (pid, tid). */
+/* A thread with CPU samples, by (pid, tid); or, with n_procs > 0, the
+ * threads named `name` of a group of exited workers (pid: their parent,
+ * tid 0): n_threads of them in n_procs processes. */
 struct gs_rpt_thread {
 	uint32_t pid, tid;
 	gs_str name, role;
 	int64_t samples;
+	uint32_t n_threads, n_procs;
+};
+
+/* Exited DataLoader workers of one parent, when there are at least
+ * GS_RPT_GROUP_MIN of them (a loop that re-creates its workers each epoch):
+ * one row in the Processes table and one per thread name in Threads, not
+ * thousands. */
+#define GS_RPT_GROUP_MIN 8
+struct gs_rpt_group {
+	uint32_t ppid;
+	gs_str comm, role;
+	uint32_t n_procs;
+	int64_t samples;
+	uint32_t first; /* index in p->processes of its first member */
 };
 
 /* GPU sample counts keyed by (tag, kernel function, a, b):
@@ -60,6 +76,10 @@ struct gs_rpt {
 	struct gs_rpt_thread *threads;
 	size_t n_threads;
 	int64_t *proc_cpu;
+	/* groups of exited workers, and each process's group + 1 (0: none) */
+	struct gs_rpt_group *groups;
+	size_t n_groups;
+	uint32_t *proc_group;
 	/* GPU counts sorted by (tag, kfn), then by samples; only with GPU samples */
 	struct gs_rpt_cnt *cnt;
 	size_t n_cnt;

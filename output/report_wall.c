@@ -18,9 +18,7 @@
 #include "output/internal.h"
 #include "output/output.h"
 #include "util/hashmap.h"
-
-#define MAX_MAINS   64
-#define MAX_WORKERS 256
+#include "util/vec.h"
 
 struct who {
 	uint32_t pid; /* tgid (main thread: tid == pid) */
@@ -46,11 +44,20 @@ struct wall_ctx {
 	bool color;
 	bool offcpu; /* the profile has off-CPU samples */
 	int off_rec; /* off-CPU recording: 1 on, 0 off (--no-offcpu), -1 unknown */
-	uint32_t workers[MAX_WORKERS];
-	uint32_t worker_ppid[MAX_WORKERS];
-	unsigned n_workers;
+	/* Every DataLoader worker process, in order of its first sample; a
+	 * loop that re-creates its workers each epoch has thousands. */
+	struct worker *workers;
+	size_t n_workers, cap_workers;
+	struct gs_hmap worker_of_pid; /* pid -> index in workers */
 	unsigned n_mains;
 	struct machine mach;
+};
+
+/* A worker process and the span of its CPU timer samples (ns from the
+ * profile's start: its first and last), which tell its generation. */
+struct worker {
+	uint32_t pid, ppid;
+	uint64_t first_ns, last_ns;
 };
 
 static double pct(uint64_t a, uint64_t b)
@@ -173,12 +180,12 @@ static bool stack_has_worker_loop(const struct gs_profile *p, uint32_t st)
 	return false;
 }
 
-static bool in_list(const uint32_t *v, unsigned n, uint32_t x)
+/* The index of pid's worker entry, or -1: not a worker. */
+static int64_t worker_index(const struct wall_ctx *w, uint32_t pid)
 {
-	for (unsigned i = 0; i < n; i++)
-		if (v[i] == x)
-			return true;
-	return false;
+	const uint64_t *v = gs_hmap_get(&w->worker_of_pid, pid);
+
+	return v ? (int64_t)*v : -1;
 }
 
 static bool is_worker_role(const char *role)
@@ -187,72 +194,98 @@ static bool is_worker_role(const char *role)
 	       !strcmp(role, "worker");
 }
 
-static void find_workers(struct wall_ctx *w)
+/* Every worker (by role or by a _worker_loop frame), then the span of
+ * each one's samples.  0 or -ENOMEM. */
+static int find_workers(struct wall_ctx *w)
 {
 	const struct gs_profile *p = w->p;
-	for (size_t i = 0; i < p->n_samples && w->n_workers < MAX_WORKERS; i++) {
+	for (size_t i = 0; i < p->n_samples; i++) {
 		const struct gs_sample *s = &p->samples[i];
 		const struct gs_sample_ctx *sc = gs_profile_ctx(p, s);
-		if (!is_cpu(p, s) || in_list(w->workers, w->n_workers, sc->pid))
+		if (!is_cpu(p, s) || worker_index(w, sc->pid) >= 0)
 			continue;
 		if (!is_worker_role(role_of(p, s)) && !stack_has_worker_loop(p, s->stack))
 			continue;
 		const struct gs_process *pr = gs_find_process(p, sc->pid);
-		w->worker_ppid[w->n_workers] = pr ? pr->ppid : 0;
-		w->workers[w->n_workers++] = sc->pid;
+		struct worker x = { sc->pid, pr ? pr->ppid : 0, UINT64_MAX, 0 };
+		if (GS_PUSH(w->workers, w->n_workers, w->cap_workers, x) ||
+		    gs_hmap_put(&w->worker_of_pid, sc->pid, w->n_workers - 1))
+			return -ENOMEM;
 	}
+	for (size_t i = 0; i < p->n_samples && w->n_workers; i++) {
+		const struct gs_sample *s = &p->samples[i];
+		/* timer ticks only: off-CPU samples carry time folded from a
+		 * thread's whole run (the unsampled remainder) */
+		int64_t k = is_cpu(p, s) && s->values[GS_V_SAMPLES] > 0
+				? worker_index(w, gs_profile_ctx(p, s)->pid)
+				: -1;
+		if (k < 0)
+			continue;
+		struct worker *x = &w->workers[k];
+		x->first_ns = s->time_ns < x->first_ns ? s->time_ns : x->first_ns;
+		x->last_ns = s->time_ns > x->last_ns ? s->time_ns : x->last_ns;
+	}
+	return 0;
 }
 
-static void add_main(struct who *m, unsigned *n, const struct gs_profile *p, uint32_t pid,
-		     gs_str comm)
+/* The main threads of the training processes, in order of discovery. */
+struct mains {
+	struct who *v;
+	size_t n, cap;
+	struct gs_hmap of_pid; /* pid -> 1: known */
+};
+
+static int add_main(struct mains *m, const struct gs_profile *p, uint32_t pid, gs_str comm)
 {
-	for (unsigned i = 0; i < *n; i++)
-		if (m[i].pid == pid)
-			return;
-	if (*n == MAX_MAINS)
-		return;
+	bool added;
+	uint64_t *k = gs_hmap_slot(&m->of_pid, pid, &added);
+	if (!k)
+		return -ENOMEM;
+	if (!added)
+		return 0;
 	const struct gs_process *pr = gs_find_process(p, pid);
-	m[*n] = (struct who){ .pid = pid, .comm = pr && pr->comm ? pr->comm : comm, .rank = -1 };
+	struct who x = { .pid = pid, .comm = pr && pr->comm ? pr->comm : comm, .rank = -1 };
 	for (size_t i = 0; i < p->n_samples; i++) { /* rank label of its samples */
 		const struct gs_sample *s = &p->samples[i];
 		const struct gs_sample_ctx *sc = gs_profile_ctx(p, s);
 		if (sc->pid == pid && (sc->num_set & (1u << GS_NL_RANK))) {
-			m[*n].rank = sc->num_labels[GS_NL_RANK];
-			m[*n].has_rank = true;
+			x.rank = sc->num_labels[GS_NL_RANK];
+			x.has_rank = true;
 			break;
 		}
 	}
-	(*n)++;
+	return GS_PUSH(m->v, m->n, m->cap, x);
 }
 
 /* Every process with role "main" (process table, then sample labels);
- * without any, the first process, else the first sampled non-worker. */
-static unsigned find_mains(struct wall_ctx *w, struct who *m)
+ * without any, the first process, else the first sampled non-worker.
+ * 0 or -ENOMEM. */
+static int find_mains(struct wall_ctx *w, struct mains *m)
 {
 	const struct gs_profile *p = w->p;
-	unsigned n = 0;
-	for (uint32_t i = 0; i < p->n_processes; i++) {
+	int rc = 0;
+	for (uint32_t i = 0; i < p->n_processes && !rc; i++) {
 		const struct gs_process *pr = &p->processes[i];
 		if (pr->role && !strcmp(gs_profile_str(p, pr->role), "main"))
-			add_main(m, &n, p, pr->pid, pr->comm);
+			rc = add_main(m, p, pr->pid, pr->comm);
 	}
-	for (size_t i = 0; i < p->n_samples; i++) {
+	for (size_t i = 0; i < p->n_samples && !rc; i++) {
 		const struct gs_sample *s = &p->samples[i];
 		const struct gs_sample_ctx *sc = gs_profile_ctx(p, s);
 		if (is_cpu(p, s) && sc->process_role &&
 		    !strcmp(gs_profile_str(p, sc->process_role), "main"))
-			add_main(m, &n, p, sc->pid, sc->thread_name);
+			rc = add_main(m, p, sc->pid, sc->thread_name);
 	}
-	if (!n && p->n_processes)
-		add_main(m, &n, p, p->processes[0].pid, p->processes[0].comm);
-	for (size_t i = 0; i < p->n_samples && !n; i++) {
+	if (!rc && !m->n && p->n_processes)
+		rc = add_main(m, p, p->processes[0].pid, p->processes[0].comm);
+	for (size_t i = 0; i < p->n_samples && !m->n && !rc; i++) {
 		const struct gs_sample *s = &p->samples[i];
 		const struct gs_sample_ctx *sc = gs_profile_ctx(p, s);
 		if (is_cpu(p, s) && s->values[GS_V_SAMPLES] > 0 && sc->pid &&
-		    !in_list(w->workers, w->n_workers, sc->pid))
-			add_main(m, &n, p, sc->pid, sc->thread_name);
+		    worker_index(w, sc->pid) < 0)
+			rc = add_main(m, p, sc->pid, sc->thread_name);
 	}
-	return n;
+	return rc;
 }
 
 /* ---- one readable line per stack ------------------------------------------ */
@@ -506,29 +539,91 @@ static void print_split(struct wall_ctx *w, const struct who *m, const struct gs
 
 /* The worker belongs to main_pid: its parent, or any worker when there is
  * one main. */
-static bool worker_of(const struct wall_ctx *w, unsigned i, uint32_t main_pid, unsigned n_mains)
+static bool worker_of(const struct wall_ctx *w, size_t i, uint32_t main_pid, unsigned n_mains)
 {
-	return n_mains == 1 || w->worker_ppid[i] == main_pid;
+	return n_mains == 1 || w->workers[i].ppid == main_pid;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_first(const void *a, const void *b)
+{
+	const struct worker *x = *(const struct worker *const *)a,
+			    *y = *(const struct worker *const *)b;
+	return x->first_ns < y->first_ns ? -1 : x->first_ns > y->first_ns;
+}
+
+/* How main_pid's workers came: *n processes, at most *at_once of them at
+ * a time (their sample spans overlapping), so in *gens generations of
+ * *at_once (a DataLoader without persistent_workers makes one per epoch;
+ * counted so, not from gaps between spans: a worker of a short epoch may
+ * stop ticking before its sibling's first tick).  0 or -ENOMEM. */
+static int generations(const struct wall_ctx *w, uint32_t main_pid, unsigned n_mains, size_t *n,
+		       size_t *gens, size_t *at_once)
+{
+	const struct worker **v = malloc((w->n_workers + 1) * sizeof(*v));
+	uint64_t *ends = malloc((w->n_workers + 1) * sizeof(*ends));
+	size_t live = 0, nv = 0;
+	*n = *gens = *at_once = 0;
+	if (!v || !ends) {
+		free(v);
+		free(ends);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < w->n_workers; i++) {
+		if (!worker_of(w, i, main_pid, n_mains))
+			continue;
+		(*n)++;
+		if (w->workers[i].first_ns <= w->workers[i].last_ns) /* no tick: no span */
+			v[nv++] = &w->workers[i];
+	}
+	/* A pid the kernel handed out again (pid_max wraps over hours of
+	 * churn) joins two lives into one long span: spans past 4 times the
+	 * median are left out of the count at a time. */
+	for (size_t i = 0; i < nv; i++)
+		ends[i] = v[i]->last_ns - v[i]->first_ns;
+	qsort(ends, nv, sizeof(*ends), cmp_u64);
+	uint64_t longest = nv ? 4 * ends[nv / 2] + 1 : 0;
+	qsort(v, nv, sizeof(*v), cmp_first);
+	for (size_t i = 0; i < nv; i++) {
+		if (v[i]->last_ns - v[i]->first_ns > longest)
+			continue;
+		/* the live ones: those whose span reaches this start (ends[] kept
+		 * small: spans that ended are dropped as they are met) */
+		size_t k = 0;
+		for (size_t j = 0; j < live; j++)
+			if (ends[j] >= v[i]->first_ns)
+				ends[k++] = ends[j];
+		live = k;
+		ends[live++] = v[i]->last_ns;
+		*at_once = live > *at_once ? live : *at_once;
+	}
+	*gens = *at_once ? (*n + *at_once - 1) / *at_once : 1;
+	free(v);
+	free(ends);
+	return 0;
 }
 
 /* Busy / blocked / starved of the workers of main_pid: their main
- * threads' on-CPU time, blocked and runnable off-CPU time. */
-static void print_workers(struct wall_ctx *w, uint32_t main_pid, unsigned n_mains)
+ * threads' on-CPU time, blocked and runnable off-CPU time.  0 or -ENOMEM. */
+static int print_workers(struct wall_ctx *w, uint32_t main_pid, unsigned n_mains)
 {
 	const struct gs_profile *p = w->p;
 	uint64_t busy = 0, blocked = 0, starved = 0;
-	unsigned n = 0;
-	for (unsigned i = 0; i < w->n_workers; i++)
-		n += worker_of(w, i, main_pid, n_mains);
+	size_t n, gens, at_once;
+	if (generations(w, main_pid, n_mains, &n, &gens, &at_once))
+		return -ENOMEM;
 	for (size_t i = 0; i < p->n_samples && n; i++) {
 		const struct gs_sample *s = &p->samples[i];
 		const struct gs_sample_ctx *sc = gs_profile_ctx(p, s);
 		if (!is_cpu(p, s) || sc->pid != sc->tid)
 			continue;
-		unsigned k = 0;
-		while (k < w->n_workers && w->workers[k] != sc->pid)
-			k++;
-		if (k == w->n_workers || !worker_of(w, k, main_pid, n_mains))
+		int64_t k = worker_index(w, sc->pid);
+		if (k < 0 || !worker_of(w, (size_t)k, main_pid, n_mains))
 			continue;
 		int64_t off = s->values[GS_V_OFFCPU_NS] > 0 ? s->values[GS_V_OFFCPU_NS] : 0;
 		const char *st = gs_profile_str(p, sc->str_labels[GS_SL_THREAD_STATE]);
@@ -539,21 +634,26 @@ static void print_workers(struct wall_ctx *w, uint32_t main_pid, unsigned n_main
 			blocked += (uint64_t)off;
 	}
 	if (!n)
-		return;
+		return 0;
 	uint64_t tot = busy + blocked + starved;
-	char a[32];
+	char a[32], who[96];
 	fmt_s(a, sizeof(a), busy);
+	if (gens > 1) /* re-created: the average is over the workers at a time */
+		snprintf(who, sizeof(who), "%zu processes over %zu epochs, %zu at a time", n, gens,
+			 at_once);
+	else
+		snprintf(who, sizeof(who), "%zu process%s", n, n == 1 ? "" : "es");
 	if (w->offcpu)
-		fprintf(
-		    w->out,
-		    "  DataLoader workers (%u process%s): busy %.1f%% (%s on-CPU), blocked %.1f%%, "
-		    "starved %.1f%% (runnable, waiting for a CPU)\n",
-		    n, n == 1 ? "" : "es", pct(busy, tot), a, pct(blocked, tot), pct(starved, tot));
+		fprintf(w->out,
+			"  DataLoader workers (%s): busy %.1f%% (%s on-CPU), blocked %.1f%%, "
+			"starved %.1f%% (runnable, waiting for a CPU)\n",
+			who, pct(busy, tot), a, pct(blocked, tot), pct(starved, tot));
 	else
 		fprintf(w->out,
-			"  DataLoader workers (%u process%s): %s on-CPU, %.0f%% busy on average "
+			"  DataLoader workers (%s): %s on-CPU, %.0f%% busy on average "
 			"(on-CPU only)\n",
-			n, n == 1 ? "" : "es", a, pct(busy, (uint64_t)p->duration_nanos * n));
+			who, a, pct(busy, (uint64_t)p->duration_nanos * (gens > 1 ? at_once : n)));
+	return 0;
 }
 
 /* ---- verdict ------------------------------------------------------------------ */
@@ -654,11 +754,11 @@ static void print_verdict(struct wall_ctx *w, const struct who *m, const struct 
 		fprintf(w->out, "%s %.0f%% of the main thread's wall time (%s): %s",
 			gs_wall_cat_name[best], pct(x->ns[best], x->total_ns), a, remedy[best]);
 	if (w->offcpu && best == GS_WALL_INPUT) {
-		unsigned nw = 0;
-		for (unsigned i = 0; i < w->n_workers; i++)
+		size_t nw = 0;
+		for (size_t i = 0; i < w->n_workers; i++)
 			nw += worker_of(w, i, m->pid, w->n_mains);
 		if (nw)
-			fprintf(w->out, " (%u DataLoader worker process%s seen)", nw,
+			fprintf(w->out, " (%zu DataLoader worker process%s seen)", nw,
 				nw == 1 ? "" : "es");
 		else
 			fprintf(w->out,
@@ -679,25 +779,26 @@ int gs_report_wall(const struct gs_profile *p, FILE *out, bool color, const char
 			      .color = color,
 			      .offcpu = has_offcpu(p),
 			      .off_rec = offcpu_recording(p) };
-	struct who *mains = calloc(MAX_MAINS, sizeof(*mains));
-	struct gs_wall_split *x = calloc(MAX_MAINS, sizeof(*x));
-	int rc = 0;
-	if (!mains || !x) {
+	struct mains m = { 0 };
+	struct gs_wall_split *x = NULL;
+	int rc = find_workers(&w);
+	if (!rc)
+		rc = machine_of(p, &w.mach);
+	if (!rc)
+		rc = find_mains(&w, &m);
+	if (!rc && !(x = calloc(m.n + 1, sizeof(*x))))
 		rc = -ENOMEM;
+	if (rc)
 		goto out;
-	}
-	find_workers(&w);
-	if ((rc = machine_of(p, &w.mach)))
-		goto out;
-	unsigned n = find_mains(&w, mains);
+	unsigned n = (unsigned)m.n;
 	w.n_mains = n;
 	fprintf(out, color ? "\n\033[1m%s\033[0m\n" : "\n%s\n", "Where the time goes");
 	for (unsigned i = 0; i < n && !rc; i++) {
-		struct thread_key k = { mains[i].pid, mains[i].pid };
+		struct thread_key k = { m.v[i].pid, m.v[i].pid };
 		rc = gs_wall_split(p, keep_thread, &k, &x[i]);
 		if (!rc) {
-			print_split(&w, &mains[i], &x[i]);
-			print_workers(&w, mains[i].pid, n);
+			print_split(&w, &m.v[i], &x[i]);
+			rc = print_workers(&w, m.v[i].pid, n);
 		}
 	}
 	if (!n)
@@ -705,12 +806,15 @@ int gs_report_wall(const struct gs_profile *p, FILE *out, bool color, const char
 	if (gpu_line)
 		fprintf(out, "  %s\n", gpu_line);
 	for (unsigned i = 0; i < n && !rc; i++)
-		print_verdict(&w, &mains[i], &x[i], n > 1);
+		print_verdict(&w, &m.v[i], &x[i], n > 1);
 	if (!n)
 		fprintf(out, color ? "\n\033[1mVerdict:\033[0m %s\n" : "\nVerdict: %s\n",
 			"No CPU samples from the main thread: nothing to conclude about it.");
 out:
-	free(mains);
+	free(m.v);
+	gs_hmap_free(&m.of_pid);
+	free(w.workers);
+	gs_hmap_free(&w.worker_of_pid);
 	free(x);
 	return rc;
 }

@@ -314,6 +314,10 @@ bool gs_rank_head(const struct gs_rank_env *r, const struct gs_rank_env *parent)
  *  detach(p, exec) p's image is gone: it exited (exec false; p->exited set,
  *                  the entry and its slots stay for the samples it left),
  *                  or is replaced by an exec (attach follows).
+ *  retire(p)       p exited and every stack it left is symbolized
+ *                  (gs_proc_table_retire): drop what only symbolizing its
+ *                  addresses needed (maps snapshots); what the profile's
+ *                  end needs (counts, names) stays.
  *  maps_changed(p, ch)  proc/ re-read p's maps (gs_proc_maps_reread) and
  *                  they differ from p->maps before the read (ch->added,
  *                  ch->removed: the mappings only in the new, only in the
@@ -388,6 +392,7 @@ struct gs_proc_handler {
 	void (*tick)(void *ctx);
 	void (*report)(void *ctx, struct gs_profile *prof);
 	void (*release)(void *ctx, struct gs_proc *p);
+	void (*retire)(void *ctx, struct gs_proc *p);
 };
 
 #define GS_PROC_MAX_HANDLERS 16
@@ -469,6 +474,13 @@ struct gs_proc *gs_proc_table_seen(struct gs_proc_table *t, uint32_t tgid, uint3
 struct gs_proc *gs_proc_table_fork(struct gs_proc_table *t, uint32_t ppid, uint32_t child);
 struct gs_proc *gs_proc_table_exec(struct gs_proc_table *t, uint32_t tgid, uint32_t ppid);
 void gs_proc_table_exit(struct gs_proc_table *t, uint32_t tgid);
+/* tgid exited and its caller symbolized every stack it left: each
+ * handler's retire (in reverse order), then the entry's maps snapshot is
+ * dropped (p->maps NULL).  A long run whose DataLoader re-creates its
+ * workers every epoch keeps, per exited worker, only its entry, threads
+ * and slots' small state.  0; -ENOENT: no announced entry; -EBUSY: alive
+ * (a pid handed out again). */
+int gs_proc_table_retire(struct gs_proc_table *t, uint32_t tgid);
 /* tgid's entry, made without calling any handler when new (as
  * gs_proc_table_slot does) with ppid as its parent: for a component that
  * sets up its own state before the first process event announces the

@@ -305,6 +305,22 @@ void gs_proc_table_exit(struct gs_proc_table *t, uint32_t tgid)
 	detach_all(t, p, false);
 }
 
+int gs_proc_table_retire(struct gs_proc_table *t, uint32_t tgid)
+{
+	struct gs_proc *p = gs_proc_get(t, tgid);
+
+	if (!p || !p->announced)
+		return -ENOENT;
+	if (!p->exited)
+		return -EBUSY;
+	for (int k = t->n_handlers; k-- > 0;)
+		if (t->h[k].retire)
+			t->h[k].retire(t->h[k].ctx, p);
+	gs_proc_maps_put(p->maps);
+	p->maps = NULL;
+	return 0;
+}
+
 /* ---- re-reads of the maps ------------------------------------------------ */
 
 static bool same_line(const struct gs_maps_line *a, const struct gs_maps_line *b)

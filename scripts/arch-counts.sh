@@ -55,11 +55,11 @@ printf '%-44s %3d\n' "realloc( call sites outside util/" \
 # else in the key) is a thread table.  A key that merely contains a tid
 # among other fields (the join's launch sites: stack, tid, kernel, role)
 # aggregates something else and is neither.  The one thread table is the
-# process table's own (proc/threads.c).  The writers in output/ group a
-# written profile's samples by thread (the report, the HTML page): readers
-# of a profile, not stores of live threads, as for the per-pid lists below.
+# process table's own (proc/threads.c).  As for the per-pid lists below,
+# output/ is not the engine: its indexes (the report's workers, the HTML
+# page's threads) are over a written profile, not state of the run.
 keyed() { grep -rnE '^\s*struct gs_[hk]map [a-z_]+; +/\* ' --include=*.c --include=*.h $SRC 2>/dev/null |
-	grep -v '^proc/table\.c' | awk -F'/\\* ' -v want="$1" '{ key = $2; sub(/->.*/, "", key)
+	grep -v '^proc/table\.c' | grep -v '^output/' | awk -F'/\\* ' -v want="$1" '{ key = $2; sub(/->.*/, "", key)
 		hastid = key ~ /(^|[^a-z_])tid([^a-z_]|$)/
 		ids = key; gsub(/[^a-z_]+/, " ", ids); n = split(ids, w, " "); other = 0
 		for (i = 1; i <= n; i++) if (w[i] != "pid" && w[i] != "tgid" && w[i] != "tid") other = 1
@@ -75,7 +75,7 @@ show "per-process stores outside proc/table.c"  "$(keyed pid)"
 # of its own, without the table).
 show "per-pid lists outside the table (files)"  "$(grep -rlE '(->|\.)[a-z_]+\[[a-z_]+\](\.|->)(pid|tgid) *[!=]=' \
 	--include=*.c --include=*.h cli session native python gpu symbolizer 2>/dev/null | grep -v '^cli/dump\.c$' || true)"
-show "thread tables"                           "$(keyed tid | grep -v '^output/' || true)"
+show "thread tables"                           "$(keyed tid)"
 # Each record type decoded by one consumer: the call sites of the codec's
 # per-type decoders, the most for one type.
 dec=$(grep -rnoE 'gs_rec_(cpu_sample|offcpu_stack|gpu_launch|stack|pc_batch|stall_table)\(' \

@@ -29,6 +29,12 @@ struct gs_procinfo {
 	bool is_root;
 	uint64_t cpu_samples;
 	char gpu[96]; /* GPU agent state */
+	/* The raw stacks it left that are not symbolized yet (indices into
+	 * the session's raw stacks): symbolized when it is retired, a while
+	 * after its exit, so that its maps snapshots can go. */
+	uint32_t *raw;
+	size_t n_raw, cap_raw;
+	uint64_t exit_ns; /* CLOCK_MONOTONIC ns of its exit record, 0 alive */
 };
 
 /* The state of tgid in s (a gs_proc_slots of struct gs_procinfo), or NULL. */

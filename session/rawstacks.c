@@ -49,8 +49,8 @@ static bool same(const void *ctx, uint64_t idx)
 	const __u64 *at = r->frames;
 	struct run run[3];
 
-	if (r->tgid != v->s->tgid || r->flags != q->flags || r->n_kernel != v->n_kernel ||
-	    r->n_user != v->n_user || r->n_python != v->n_python)
+	if (r->settled || r->tgid != v->s->tgid || r->flags != q->flags ||
+	    r->n_kernel != v->n_kernel || r->n_user != v->n_user || r->n_python != v->n_python)
 		return false;
 	runs_of(v, run);
 	for (int i = 0; i < 3; at += run[i].words, i++)
@@ -81,6 +81,7 @@ static int append(struct gs_rawstacks *t, const struct gs_rec_cpu_view *v, uint1
 	r->n_kernel = (uint8_t)v->n_kernel;
 	r->n_user = (uint8_t)v->n_user;
 	r->n_python = (uint16_t)v->n_python;
+	r->settled = 0;
 	return (int)t->n++;
 }
 
@@ -120,4 +121,13 @@ int64_t gs_rawstacks_intern(struct gs_rawstacks *t, const struct gs_rec_cpu_view
 	}
 	*is_new = true;
 	return idx;
+}
+
+void gs_rawstacks_settle(struct gs_rawstacks *t, uint32_t idx, uint32_t stack)
+{
+	struct gs_rawstack *r = &t->items[idx];
+
+	free(r->frames);
+	r->frames = NULL;
+	r->settled = stack + 1;
 }

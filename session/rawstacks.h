@@ -15,7 +15,9 @@ struct gs_rawstack {
 	uint16_t flags; /* GS_CPU_* that affect the stack shape */
 	uint8_t n_kernel, n_user;
 	uint16_t n_python;
-	__u64 *frames; /* kernel ips, user ips, then Python frames (2 u64 each) */
+	uint32_t settled; /* profile stack + 1 once symbolized early (its
+			   * process retired), 0 before; frames are then NULL */
+	__u64 *frames;    /* kernel ips, user ips, then Python frames (2 u64 each) */
 };
 
 struct gs_rawstacks {
@@ -32,6 +34,11 @@ void gs_rawstacks_free(struct gs_rawstacks *t);
  * now. */
 int64_t gs_rawstacks_intern(struct gs_rawstacks *t, const struct gs_rec_cpu_view *v, uint16_t flags,
 			    bool *is_new);
+
+/* Stack idx symbolized as profile stack `stack` (its process exited): its
+ * frames are freed and a later identical stack of the same tgid (the pid
+ * handed out again) is a new entry. */
+void gs_rawstacks_settle(struct gs_rawstacks *t, uint32_t idx, uint32_t stack);
 
 static inline const struct gs_py_frame *gs_rawstack_py(const struct gs_rawstack *r)
 {

@@ -206,8 +206,10 @@ static void on_proc_event(struct session *s, const struct gs_proc_event *ev)
 	switch (ev->kind) {
 	case GS_PROC_FORK:
 		p = gs_procs_add(&s->rt.procs, ev->tgid, ev->ppid);
-		if (p)
+		if (p) {
 			memcpy(p->comm, ev->comm, sizeof(p->comm));
+			p->exit_ns = 0; /* a pid handed out again: alive */
+		}
 		gs_proc_table_fork(s->rt.pt, ev->ppid, ev->tgid);
 		break;
 	case GS_PROC_EXEC:
@@ -221,6 +223,9 @@ static void on_proc_event(struct session *s, const struct gs_proc_event *ev)
 		break;
 	case GS_PROC_EXIT:
 		gs_proc_table_exit(s->rt.pt, ev->tgid); /* marks the entry exited */
+		p = gs_procs_get(&s->rt.procs, ev->tgid);
+		if (p && p->proc->exited)
+			gs_session_exited(s, p, gs_now_ns(CLOCK_MONOTONIC));
 		break;
 	}
 }
@@ -382,6 +387,8 @@ static int run_loop(struct session *s)
 		tick_pending = now < next_tick; /* woken early: tick once the 50 ms are up */
 		if (!tick_pending) {
 			gs_proc_table_tick(s->rt.pt);
+			/* ENOMEM: the stacks left are symbolized at the end */
+			(void)gs_session_retire_exited(s, now);
 			next_tick = now + 50000000ull;
 		}
 		if (now >= next_progress) {
@@ -404,30 +411,6 @@ static int run_loop(struct session *s)
 
 /* ---- building the profile ------------------------------------------------ */
 
-
-/* PyTorch 1.x does not name its DataLoader worker threads; a process whose
- * stacks run torch.utils.data's _worker_loop is a worker whatever its comm.
- * Judged as each stack is symbolized, before any sample is built. */
-static void note_dataloader(struct session *s, const struct gs_rawstack *r, uint32_t stack)
-{
-	const struct gs_profile *p = &s->prof;
-	struct gs_procinfo *proc = gs_procs_get(&s->rt.procs, r->tgid);
-	const struct gs_stack *st = &p->stacks[stack];
-
-	if (!proc || proc->proc->role == GS_ROLE_DATALOADER)
-		return;
-	for (uint32_t k = 0; k < st->n; k++) {
-		const struct gs_location *l = gs_profile_location(p, p->stack_locs[st->first + k]);
-
-		if (l->kind == GS_FRAME_PYTHON && l->n_lines &&
-		    !strcmp(gs_profile_str(
-				p, gs_profile_function(p, p->lines[l->first_line].function)->name),
-			    "_worker_loop")) {
-			gs_procs_set_dataloader(proc);
-			return;
-		}
-	}
-}
 
 /* What a CPU sample of thread (tgid, tid) named comm says besides its
  * stack: known in full when it is added (the process's role and ranks are
@@ -594,7 +577,7 @@ static int build_profile(struct session *s)
 			return (int)id;
 		}
 		stack_ids[i] = (uint32_t)id;
-		note_dataloader(s, &s->stacks.raw.items[i], (uint32_t)id);
+		gs_session_note_dataloader(s, &s->stacks.raw.items[i], (uint32_t)id);
 	}
 	gs_procs_assign_roles(&s->rt.procs);
 	note_worker_roots(s);
@@ -777,6 +760,9 @@ static void free_session(struct session *s)
 		gs_sym_free(s->rt.sym);
 	gs_rawstacks_free(&s->stacks.raw);
 	free(s->stacks.samples);
+	for (size_t i = 0; i < s->rt.procs.n; i++)
+		free(((struct gs_procinfo *)s->rt.procs.all[i])->raw);
+	free(s->stacks.retiring);
 	gs_proc_slots_fini(&s->rt.procs); /* bound: the states only */
 	gs_profile_free(&s->prof);
 	gs_cpu_snap_free(&s->window.cpu0);

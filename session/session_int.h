@@ -108,6 +108,11 @@ struct gs_session_stacks {
 	uint32_t truncated_loc;        /* "[truncated]" special location, 0 until made */
 	gs_str host_label;             /* GS_SL_HOST of every CPU and off-CPU sample, 0 until set */
 	struct gs_thread_voter roles;  /* thread-role votes' caches (build time) */
+	/* Exited processes waiting to be retired (their stacks symbolized,
+	 * their maps snapshots dropped), oldest first from retire_head. */
+	uint32_t *retiring;
+	size_t retire_head, n_retiring, cap_retiring;
+	uint64_t trim_ns; /* CLOCK_MONOTONIC ns of the last malloc_trim after retiring */
 };
 
 /* --inject: one per target root (session/gpu_inject.c, inject/inject.h). */
@@ -202,6 +207,19 @@ int gs_session_update_target(struct session *s, const struct gs_procinfo *p);
  * Symbolize one raw stack into a profile stack (also used for launch
  * stacks of GPU kernels during the run); returns the stack index or <0. */
 int64_t gs_session_stack(struct session *s, const struct gs_rawstack *r);
+/* Raw stack r symbolized as profile stack `stack`: a _worker_loop frame
+ * makes its process a DataLoader worker. */
+void gs_session_note_dataloader(struct session *s, const struct gs_rawstack *r, uint32_t stack);
+/* Exited process p (its exit record came at now): queued for retiring.
+ * Retire those whose exit is GS_RETIRE_DELAY_NS old at now (every stack
+ * they left symbolized, then gs_proc_table_retire drops their maps
+ * snapshots).  The delay lets records of the process still in the ring
+ * buffer arrive first.  0 or -ENOMEM (then nothing is lost: the stacks
+ * are symbolized at the end as before). */
+#define GS_RETIRE_DELAY_NS 2000000000ull
+#define GS_RETIRE_TRIM_NS  10000000000ull /* malloc_trim at most every 10 s */
+int gs_session_exited(struct session *s, struct gs_procinfo *p, uint64_t now);
+int gs_session_retire_exited(struct session *s, uint64_t now);
 /* Intern a decoded CPU stack (new stacks get their Python code objects
  * read right away); returns the raw stack index or -ENOMEM. */
 int64_t gs_session_intern(struct session *s, const struct gs_rec_cpu_view *v);

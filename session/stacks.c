@@ -9,6 +9,8 @@
  * components (symbolizer, Python, the process table), nothing back up.
  */
 #include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "session/procs.h"
@@ -18,6 +20,7 @@
 #include "python/python.h"
 #include "native/native.h"
 #include "symbolizer/symbolizer.h"
+#include "util/vec.h"
 
 /* A new raw stack: what must be read while its process lives. */
 static void new_stack(struct session *s, const struct gs_rawstack *r)
@@ -60,9 +63,96 @@ int64_t gs_session_intern(struct session *s, const struct gs_rec_cpu_view *v)
 	    &s->stacks.raw, v,
 	    v->s->flags & (GS_CPU_USER_TRUNC | GS_CPU_PY_TRUNC | GS_CPU_PY_ERR | GS_CPU_USER_SCAN),
 	    &is_new);
-	if (idx >= 0 && is_new)
+	if (idx >= 0 && is_new) {
+		struct gs_procinfo *p = gs_procs_get(&s->rt.procs, v->s->tgid);
+
 		new_stack(s, &s->stacks.raw.items[idx]);
+		/* no room: symbolized at the end, its process's snapshots kept */
+		if (p)
+			(void)GS_PUSH(p->raw, p->n_raw, p->cap_raw, (uint32_t)idx);
+	}
 	return idx;
+}
+
+/* PyTorch 1.x does not name its DataLoader worker threads; a process whose
+ * stacks run torch.utils.data's _worker_loop is a worker whatever its comm.
+ * Judged as each stack is symbolized, before any sample is built. */
+void gs_session_note_dataloader(struct session *s, const struct gs_rawstack *r, uint32_t stack)
+{
+	const struct gs_profile *p = &s->prof;
+	struct gs_procinfo *proc = gs_procs_get(&s->rt.procs, r->tgid);
+	const struct gs_stack *st = &p->stacks[stack];
+
+	if (!proc || proc->proc->role == GS_ROLE_DATALOADER)
+		return;
+	for (uint32_t k = 0; k < st->n; k++) {
+		const struct gs_location *l = gs_profile_location(p, p->stack_locs[st->first + k]);
+
+		if (l->kind == GS_FRAME_PYTHON && l->n_lines &&
+		    !strcmp(gs_profile_str(
+				p, gs_profile_function(p, p->lines[l->first_line].function)->name),
+			    "_worker_loop")) {
+			gs_procs_set_dataloader(proc);
+			return;
+		}
+	}
+}
+
+int gs_session_exited(struct session *s, struct gs_procinfo *p, uint64_t now)
+{
+	struct gs_session_stacks *k = &s->stacks;
+
+	p->exit_ns = now ? now : 1;
+	if (k->retire_head && k->retire_head == k->n_retiring)
+		k->retire_head = k->n_retiring = 0; /* all retired: start over */
+	return GS_PUSH(k->retiring, k->n_retiring, k->cap_retiring, p->proc->tgid);
+}
+
+/* p's stacks symbolized now, its frames freed, its maps snapshots
+ * dropped.  A pid handed out again meanwhile (alive) waits for its exit. */
+static int retire(struct session *s, struct gs_procinfo *p)
+{
+	for (size_t i = 0; i < p->n_raw; i++) {
+		struct gs_rawstack *r = &s->stacks.raw.items[p->raw[i]];
+		int64_t id = r->settled ? (int64_t)r->settled - 1 : gs_session_stack(s, r);
+
+		if (id < 0)
+			return (int)id;
+		gs_session_note_dataloader(s, r, (uint32_t)id);
+		gs_rawstacks_settle(&s->stacks.raw, p->raw[i], (uint32_t)id);
+	}
+	free(p->raw);
+	p->raw = NULL;
+	p->n_raw = p->cap_raw = 0;
+	gs_proc_table_retire(s->rt.pt, p->proc->tgid);
+	return 0;
+}
+
+int gs_session_retire_exited(struct session *s, uint64_t now)
+{
+	struct gs_session_stacks *k = &s->stacks;
+	unsigned n = 0;
+	int rc = 0;
+
+	while (!rc && k->retire_head < k->n_retiring) {
+		struct gs_procinfo *p = gs_procs_get(&s->rt.procs, k->retiring[k->retire_head]);
+
+		if (p && p->exit_ns && now - p->exit_ns < GS_RETIRE_DELAY_NS)
+			break;
+		k->retire_head++;
+		if (p && p->exit_ns && p->proc->exited) {
+			rc = retire(s, p);
+			n++;
+		}
+	}
+	/* The snapshots freed leave holes of whole pages inside the heap,
+	 * which free() keeps: give them back now and then, so that resident
+	 * memory follows what is kept. */
+	if (n && now - k->trim_ns >= GS_RETIRE_TRIM_NS) {
+		malloc_trim(0);
+		k->trim_ns = now;
+	}
+	return rc;
 }
 
 const char *gs_session_role(struct session *s, uint32_t tgid)
@@ -104,6 +194,8 @@ static int64_t symbolize_stack(struct session *s, const struct gs_rawstack *r,
 
 int64_t gs_session_stack(struct session *s, const struct gs_rawstack *r)
 {
+	if (r->settled)
+		return (int64_t)r->settled - 1;
 	if (!s->stacks.truncated_loc)
 		s->stacks.truncated_loc = gs_session_special(s, "[truncated]");
 	return symbolize_stack(s, r, s->stacks.truncated_loc);

@@ -179,6 +179,7 @@ struct gs_profile {
 	size_t n_samples, cap_samples;
 	struct gs_process *processes;
 	uint32_t n_processes, cap_processes;
+	struct gs_hmap proc_index; /* pid -> index of its last entry (a long run: thousands) */
 	gs_str *comments;
 	uint32_t n_comments, cap_comments;
 	gs_str *notes;

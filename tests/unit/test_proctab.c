@@ -91,6 +91,13 @@ static void r_release(void *ctx, struct gs_proc *p)
 	add(r->log, "%s:release:%u ", r->name, p->tgid);
 }
 
+static void r_retire(void *ctx, struct gs_proc *p)
+{
+	struct rec *r = ctx;
+
+	add(r->log, "%s:retire:%u ", r->name, p->tgid);
+}
+
 /* Claims the test binary itself, whatever its path. */
 static int r_probe(void *ctx, const struct gs_elf_obj *o)
 {
@@ -112,6 +119,7 @@ static struct gs_proc_handler handler(struct rec *r, bool probe)
 		.tick = r_tick,
 		.report = r_report,
 		.release = r_release,
+		.retire = r_retire,
 	};
 }
 
@@ -251,6 +259,41 @@ Test(proc_table, probe_claims_objects_once_and_fork_shares_maps)
 	cr_assert_eq(c->maps, p->maps);
 	cr_assert_neq(c->maps, own);
 	reap(kid);
+	gs_proc_table_free(t);
+}
+
+/* A DataLoader worker that exited and whose stacks are symbolized: the
+ * handlers drop their snapshots (retire, in reverse order) and the entry
+ * its maps, so a run that re-creates workers every epoch keeps no maps per
+ * exited worker; a live process (a pid handed out again) is not retired. */
+Test(proc_table, retire_drops_an_exited_process_maps)
+{
+	static struct log g;
+	struct rec a = { "a", &g, 0 }, b = { "b", &g, 0 };
+	struct gs_elf_cache *elf = gs_elf_cache_new();
+	struct gs_proc_table *t;
+	struct gs_proc_handler ha = handler(&a, true), hb = handler(&b, false);
+	uint32_t me = (uint32_t)getpid();
+
+	cr_assert_gt(readlink("/proc/self/exe", g.exe, sizeof(g.exe) - 1), 0);
+	cr_assert(elf && (t = gs_proc_table_new(elf)));
+	gs_elf_cache_put(elf);
+	cr_assert_eq(gs_proc_register(t, &ha), 0);
+	cr_assert_eq(gs_proc_register(t, &hb), 1);
+	struct gs_proc *p = gs_proc_table_seen(t, me, 1);
+	cr_assert(p && p->maps);
+	struct gs_proc *c = gs_proc_table_fork(t, me, 4000061);
+	cr_assert_eq(c->maps, p->maps);
+	cr_assert_eq(p->maps->refs, 2);
+	cr_assert_eq(gs_proc_table_retire(t, 4000061), -EBUSY, "alive: not retired");
+	cr_assert_eq(gs_proc_table_retire(t, 4000062), -ENOENT);
+	gs_proc_table_exit(t, 4000061);
+	g.buf[0] = 0;
+	cr_assert_eq(gs_proc_table_retire(t, 4000061), 0);
+	cr_assert_null(c->maps, "the exited worker's snapshot reference is dropped");
+	cr_assert_eq(p->maps->refs, 1, "the parent's snapshot stays");
+	cr_assert_str_eq(g.buf, "b:retire:4000061 a:retire:4000061 ");
+	cr_assert_eq(gs_proc_get(t, 4000061), c, "the entry stays for the profile");
 	gs_proc_table_free(t);
 }
 

@@ -623,3 +623,88 @@ Test(report, tables_skip_roots_skid_and_unnamed_offsets)
 	free(r);
 	gs_profile_free(&p);
 }
+
+/* A loop whose DataLoader re-creates its 2 workers every epoch: main pid 60,
+ * 300 epochs of 2 workers (pids 1000...) with 10 samples each, 150 ms
+ * apart; with_table: the process table says so too (exited workers of 60);
+ * reuse: the last epoch's workers get the first epoch's pids again. */
+static void churned_workers(struct gs_profile *p, bool with_table, bool reuse)
+{
+	uint32_t mid = py_profile(p, 45000000000ULL);
+	uint32_t f_loop = fx_fn(p, "_worker_loop", NULL,
+				"/x/dist-packages/torch/utils/data/_utils/worker.py", 200);
+	uint32_t f_main = fx_fn(p, "<module>", NULL, "/home/u/train.py", 1);
+	uint32_t l_loop = fx_loc(p, mid, 0, GS_FRAME_PYTHON, f_loop, 250);
+	uint32_t l_main = fx_loc(p, mid, 0, GS_FRAME_PYTHON, f_main, 3);
+	uint32_t a[] = { l_main, l_loop }, b[] = { l_main };
+	const uint64_t ms = 1000000;
+	fx_samples(p, b, 1, 100, 60, 60, "python3", "main", 0, 100 * ms);
+	for (uint32_t e = 0; e < 300; e++) /* epoch e: 2 workers of 10 samples */
+		for (uint32_t k = 0; k < 2; k++) {
+			uint32_t pid = reuse && e == 299 ? 1000 + k : 1000 + 2 * e + k;
+			fx_samples(p, a, 2, 10, pid, pid, "python3", "dataloader",
+				   150 * ms * e + k * ms, 10 * ms);
+		}
+	if (!with_table)
+		return;
+	struct gs_process m = { .pid = 60,
+				.comm = gs_profile_intern(p, "python3"),
+				.role = gs_profile_intern(p, "main"),
+				.cpu_samples = 100 };
+	gs_profile_add_process(p, &m);
+	for (uint32_t i = 0; i < 600; i++) {
+		struct gs_process w = { .pid = 1000 + i,
+					.ppid = 60,
+					.comm = m.comm,
+					.role = gs_profile_intern(p, "dataloader"),
+					.cpu_samples = 10,
+					.exited = true };
+		gs_profile_add_process(p, &w);
+	}
+}
+
+/* Every worker is counted (the report once stopped at 256, silently, and
+ * said 25.6 s on-CPU), and the line says how they came. */
+Test(report, churned_workers_all_counted_by_generation)
+{
+	struct gs_profile p;
+	churned_workers(&p, false, false);
+	char *r = report(&p, 15);
+	HAS(r, "DataLoader workers (600 processes over 300 epochs, 2 at a time): 60.0 s on-CPU, "
+	       "67% busy on average (on-CPU only)");
+	free(r);
+	gs_profile_free(&p);
+}
+
+/* The Processes and Threads tables give the exited workers one row each,
+ * not 600 rows cut off at the table's length. */
+Test(report, churned_workers_grouped_in_tables)
+{
+	struct gs_profile p;
+	churned_workers(&p, true, false);
+	char *r = report(&p, 15);
+	HAS(r, "        - python3          dataloader      6000  98.4%  -                - (600 "
+	       "exited "
+	       "workers of pid 60)");
+	HAS(r,
+	    "        -       - python3          dataloader      6000  98.4%  (600 threads of 600 "
+	    "exited workers of pid 60)");
+	cr_assert_null(strstr(r, "more threads"), "%s", r);
+	cr_assert_null(strstr(r, "more processes"), "%s", r);
+	free(r);
+	gs_profile_free(&p);
+}
+
+/* Over hours the kernel hands a worker's pid out again (pid_max wraps): the
+ * last epoch's workers get the first epoch's pids, joining two lives into
+ * one span 45 s long.  The count at a time stays 2 (it said 4 with such
+ * spans counted); a reused pid is one process in the profile. */
+Test(report, reused_worker_pid_does_not_inflate_at_a_time)
+{
+	struct gs_profile p;
+	churned_workers(&p, false, true);
+	char *r = report(&p, 15);
+	HAS(r, "DataLoader workers (598 processes over 299 epochs, 2 at a time)");
+	free(r);
+	gs_profile_free(&p);
+}
