@@ -1338,12 +1338,14 @@ static void ctx_recover_scratch(struct gs_ctx *c)
 		g.opts.scratch = old * 2;
 	ctx_disable(c, false); /* what CUPTI still holds is incomplete */
 	c->state = CTX_IDLE;
-	if (ctx_enable(c) == 0)
-		emit_status(c, GS_GPU_ST_RECOVERED, GS_GPU_R_SCRATCH_FULL,
-			    CUPTI_ERROR_OUT_OF_MEMORY,
-			    "scratch buffer full on GPU %u (%" PRIu64 " MiB): PC records lost; PC "
-			    "sampling restarted with %" PRIu64 " MiB (--gpu-scratch sets the size)",
-			    c->device, old >> 20, g.opts.scratch >> 20);
+	/* Said before the restart: the records are lost whether sampling starts
+	 * again now or, on a GPU busy for this thread, at the next launch (an
+	 * OFF status follows if it cannot). */
+	emit_status(c, GS_GPU_ST_RECOVERED, GS_GPU_R_SCRATCH_FULL, CUPTI_ERROR_OUT_OF_MEMORY,
+		    "scratch buffer full on GPU %u (%" PRIu64 " MiB): PC records lost; PC "
+		    "sampling restarts with %" PRIu64 " MiB (--gpu-scratch sets the size)",
+		    c->device, old >> 20, g.opts.scratch >> 20);
+	ctx_enable(c);
 }
 
 /* Hardware buffer overflow: data is lost and CUPTI stays wedged until the

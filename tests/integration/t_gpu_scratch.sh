@@ -6,6 +6,7 @@
 #   1. --gpu-scratch 1: the agent recovers (Disable + Enable, twice the
 #      buffer) instead of turning GPU sampling off; the loss is reported and
 #      sampling goes on;
+#      the same on a GPU kept busy (a restart deferred to the next launch);
 #   2. default: a 16 MiB scratch buffer, no overflow, every sample delivered.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/gpu_join_lib.sh"
@@ -25,6 +26,15 @@ n=$(gpu_total "$T/small.pb.gz")
 d=$(cupti_stat small samples_delivered)
 echo "--gpu-scratch 1: $(cupti_stat small scratch_full) overflow(s), $(cupti_stat small scratch_lost) samples lost there, $d delivered, $n in the profile"
 [ "${n%.*}" -gt 0 ] 2>/dev/null || fail "no GPU samples after recovery"
+
+# The same with kernels that keep the GPU busy (3 ms each): the watcher's
+# restart is refused (Start wants a GPU idle for the calling thread) and
+# sampling restarts at the next launch; the overflow is still reported.
+FAKE_CUPTI_KERNEL_MS=3 gpu_run busy --gpu-scratch 1
+[ "$(cupti_stat busy scratch_full)" -ge 1 ] || fail "busy GPU: the scratch buffer never overflowed"
+"$GS" report "$T/busy.pb.gz" > "$T/busy.report" 2>&1 || fail "gpusample report failed (busy)"
+grep -q 'scratch buffer overflowed' "$T/busy.report" || { cat "$T/busy.report"; fail "busy GPU: scratch overflow not reported"; }
+grep -qi 'GPU sampling off' "$T/busy.report" && fail "busy GPU: GPU sampling turned off after a scratch overflow"
 
 gpu_run dflt
 [ "$(cupti_stat dflt scratch_bytes)" = $((16 << 20)) ] || fail "default scratch buffer is $(cupti_stat dflt scratch_bytes), not 16 MiB"
