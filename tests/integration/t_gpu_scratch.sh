@@ -30,7 +30,7 @@ echo "--gpu-scratch 1: $(cupti_stat small scratch_full) overflow(s), $(cupti_sta
 # The same with kernels that keep the GPU busy (3 ms each): the watcher's
 # restart is refused (Start wants a GPU idle for the calling thread) and
 # sampling restarts at the next launch; the overflow is still reported.
-FAKE_CUPTI_KERNEL_MS=3 gpu_run busy --gpu-scratch 1
+FAKE_CUPTI_KERNEL_MS=3 FAKE_CUPTI_SAMPLES=1000 gpu_run busy --gpu-scratch 1
 [ "$(cupti_stat busy scratch_full)" -ge 1 ] || fail "busy GPU: the scratch buffer never overflowed"
 "$GS" report "$T/busy.pb.gz" > "$T/busy.report" 2>&1 || fail "gpusample report failed (busy)"
 grep -q 'scratch buffer overflowed' "$T/busy.report" || { cat "$T/busy.report"; fail "busy GPU: scratch overflow not reported"; }

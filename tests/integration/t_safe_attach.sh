@@ -9,16 +9,16 @@ source "$(dirname "$0")/lib.sh"
 /usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch missing (make test-deps)"
 
 # torch_target FILE: a PyTorch process (~300 mapped objects) that also maps
-# 24 distinct copies of a 270002-row object (no build-id: each is built), so
+# 64 distinct copies of a 270002-row object (no build-id: each is built), so
 # that building its tables takes a while even at gpusample's attach priority;
 # spinning; pid in $tp.
 torch_target() {
 	"$ROOT/tests/tools/make_cfi_bomb.sh" "$T/big0.so" 135000 -Wl,--build-id=none ||
 		fail "cannot build the test objects"
-	for i in $(seq 1 23); do cp "$T/big0.so" "$T/big$i.so"; done
+	for i in $(seq 1 63); do cp "$T/big0.so" "$T/big$i.so"; done
 	/usr/bin/python3 -c "
 import ctypes, torch, time
-for i in range(24): ctypes.CDLL('$T/big%d.so' % i)
+for i in range(64): ctypes.CDLL('$T/big%d.so' % i)
 open('$1', 'w').close()
 t = time.time()
 while time.time() - t < 120: torch.ones(64, 64).sum()
