@@ -128,6 +128,12 @@ Test(report, wall_clock_split_and_verdict)
 	HAS(r, "  Next: CPU starvation 20%.");
 	cr_assert_null(strstr(r, "on-CPU only"), "%s", r);
 	free(r);
+	/* a category under 5 ms is no row: "0.00 s" says nothing */
+	fx_offcpu(&x.p, FX_ST_CPU(&x.p), 1200, 1200, "python3", "main", "blocked", 0, 3000000);
+	r = report(&x.p, 15);
+	HAS(r, "    input wait          0.65 s  64.8%");
+	cr_assert_null(strstr(r, " 0.00 s "), "a 0.00 s row:\n%s", r);
+	free(r);
 	gs_profile_free(&x.p);
 }
 
@@ -265,6 +271,27 @@ static void blocked_calls(struct gs_profile *p, const char *const *names, const 
 		fx_samples(p, l, 2, 0, 40, 40, "python3", "main", 0, 0);
 		fx_offcpu(p, (uint32_t)i, 40, 40, "python3", "main", "blocked", 0, ns[i]);
 	}
+}
+
+/* A run with no wall time to speak of gets no split and no verdict: one
+ * line says there is nothing to conclude. */
+Test(report, no_verdict_without_time)
+{
+	struct gs_profile p;
+	const char *names[] = { "wait_select", "wait_lock" };
+	const int64_t ns[] = { 3000000, 1000000 };
+
+	blocked_calls(&p, names, ns, 2);
+	char *r = report(&p, 15);
+	HAS(r, "  main thread (python3 pid 40): no wall time in this profile (under 0.01 s; "
+	       "profile 0.00 s): nothing to conclude about it\n");
+	cr_assert_null(strstr(r, "Verdict"), "a verdict on a 0 s run:\n%s", r);
+	cr_assert_null(strstr(r, "other blocking"), "a split of a 0 s run:\n%s", r);
+	cr_assert_eq(strstr(r, "nothing to conclude"), strstr(r, "nothing to conclude about it\n"));
+	const char *once = strstr(r, "nothing to conclude");
+	cr_assert_null(strstr(once + 1, "nothing to conclude"), "said twice:\n%s", r);
+	free(r);
+	gs_profile_free(&p);
 }
 
 /* Other blocking lists its top stacks, most first: the top one on its
