@@ -137,6 +137,38 @@ Test(report, wall_clock_split_and_verdict)
 	gs_profile_free(&x.p);
 }
 
+/* `report a b` of two runs an hour apart: the duration is the time they
+ * ran (1 s + 2 s), not the gap from the first start to the last end; runs
+ * that overlap (the ranks of one job) keep their union. */
+Test(report, separate_runs_sum_durations)
+{
+	struct fx a, b, c;
+	struct gs_profile m;
+	char err[256];
+
+	struct fx *runs[] = { &a, &b, &c };
+	for (int i = 0; i < 3; i++) {
+		fx_build(runs[i]);
+		gs_profile_add_comment(&runs[i]->p, "gpusample 0.1.0");
+	}
+	b.p.time_nanos = a.p.time_nanos + 3600000000000ULL;
+	b.p.duration_nanos = 2000000000ULL;
+	c.p.time_nanos = b.p.time_nanos + 1500000000ULL; /* overlaps b by 0.5 s */
+	gs_profile_init(&m);
+	cr_assert_eq(gs_profile_merge(&m, &a.p, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(gs_profile_merge(&m, &b.p, err, sizeof(err)), 0, "%s", err);
+	char *r = report(&m, 15);
+	HAS(r, "duration 3.00 s,");
+	free(r);
+	cr_assert_eq(gs_profile_merge(&m, &c.p, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(m.duration_nanos, 3500000000ULL);
+	cr_assert_eq(m.time_nanos, a.p.time_nanos);
+	gs_profile_free(&m);
+	gs_profile_free(&a.p);
+	gs_profile_free(&b.p);
+	gs_profile_free(&c.p);
+}
+
 /* A thread that waits for a CPU is starved, never "blocked". */
 Test(report, starved_is_not_blocked)
 {
