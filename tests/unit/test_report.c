@@ -662,8 +662,8 @@ Test(report, tables_skip_roots_skid_and_unnamed_offsets)
 	HAS(r, "  duration 1.00 s, 0 Hz cpu-clock, 10 CPU samples"); /* the event sampled */
 	/* self: the unnamed function under its named caller; the skid's
 	 * samples on the page fault it interrupted */
-	HAS(r, "        6  60.0%       9  90.0%  at::TensorIteratorBase::serial_for_each > [no "
-	       "symbols]\n");
+	HAS(r, "        6  60.0%       9  90.0%  at::TensorIteratorBase::serial_for_each > "
+	       "libtorch_cpu.so.1.13.0 [no symbols]\n");
 	HAS(r, "        3  30.0%       3  30.0%  exc_page_fault [kernel]\n");
 	HAS(r, "        1  10.0%       1  10.0%  c10::ThreadPool::main_loop\n");
 	HAS(r, "        0   0.0%       9  90.0%  <module> (t.py:1)\n");
@@ -679,6 +679,17 @@ Test(report, tables_skip_roots_skid_and_unnamed_offsets)
 
 		cr_assert(!hit || hit > tables_end, "%s in the function tables:\n%s", gone[i], r);
 	}
+	free(r);
+	/* unnamed code of a second library under the same caller: the row
+	 * names no one library */
+	uint32_t gomp = fx_loc(&p, fx_map(&p, "/lib/libgomp.so.1", "dd", 0xb00000, 0xb10000, false),
+			       0, GS_FRAME_NATIVE, fx_fn(&p, "libgomp.so.1+0x1234", NULL, NULL, 0),
+			       0);
+	uint32_t d[] = { start, libc, bytesmain, helper, evalcode, mod, tpcall, impl, gomp };
+	fx_samples(&p, d, 9, 1, 1, 1, "python3", "main", 300000000, 10000000);
+	r = report(&p, 15);
+	HAS(r, "        7  63.6%      10  90.9%  at::TensorIteratorBase::serial_for_each > "
+	       "[libraries without symbols]\n");
 	free(r);
 	gs_profile_free(&p);
 }
