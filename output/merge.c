@@ -231,34 +231,60 @@ static int view_rank(enum gs_value v)
 	return v == GS_V_GPU_SAMPLES || v == GS_V_GPU_NOT_ISSUED ? 2 : v == GS_V_WALL_NS;
 }
 
-/* Run facts: the union of the time spans, lost samples summed. */
-static void merge_facts(struct gs_profile *dst, const struct gs_profile *src, bool first)
+/* Add src's span to dst's runs (kept sorted by start) and make dst's
+ * duration the time they cover: overlapping spans (the ranks of one job)
+ * count once, separate runs add up (not the gap between them).  0 or
+ * -ENOMEM. */
+static int add_run_span(struct gs_profile *dst, const struct gs_profile *src)
 {
-	uint64_t start, end;
+	struct gs_run_span s = { src->time_nanos, src->time_nanos + src->duration_nanos };
+	uint32_t i;
+	uint64_t covered = 0, end = 0;
 
+	if (dst->n_run_spans == dst->cap_run_spans) {
+		uint32_t cap = dst->cap_run_spans ? 2 * dst->cap_run_spans : 8;
+		void *v = realloc(dst->run_spans, cap * sizeof(*dst->run_spans));
+
+		if (!v)
+			return -ENOMEM;
+		dst->run_spans = v;
+		dst->cap_run_spans = cap;
+	}
+	for (i = dst->n_run_spans; i > 0 && dst->run_spans[i - 1].start > s.start; i--)
+		dst->run_spans[i] = dst->run_spans[i - 1];
+	dst->run_spans[i] = s;
+	dst->n_run_spans++;
+	for (i = 0; i < dst->n_run_spans; i++) {
+		const struct gs_run_span *r = &dst->run_spans[i];
+
+		if (r->end > end)
+			covered += r->end - (r->start > end ? r->start : end);
+		end = r->end > end ? r->end : end;
+	}
+	dst->time_nanos = dst->run_spans[0].start;
+	dst->duration_nanos = covered;
+	return 0;
+}
+
+/* Run facts: the time the runs cover, lost samples summed.  0 or -ENOMEM. */
+static int merge_facts(struct gs_profile *dst, const struct gs_profile *src, bool first)
+{
 	if (first) {
 		/* The run facts, field by field: all but the tables. */
-		dst->time_nanos = src->time_nanos;
-		dst->duration_nanos = src->duration_nanos;
 		dst->frequency_hz = src->frequency_hz;
 		dst->period_ns = src->period_ns;
 		dst->default_sample_type = src->default_sample_type;
 		dst->lost_samples = src->lost_samples;
 		dst->process_frames = src->process_frames;
-		return;
+		return add_run_span(dst, src);
 	}
-	start = dst->time_nanos < src->time_nanos ? dst->time_nanos : src->time_nanos;
-	end = dst->time_nanos + dst->duration_nanos;
-	if (src->time_nanos + src->duration_nanos > end)
-		end = src->time_nanos + src->duration_nanos;
-	dst->time_nanos = start;
-	dst->duration_nanos = end - start;
 	dst->lost_samples += src->lost_samples;
 	dst->process_frames |= src->process_frames;
 	/* GPU samples over wall time over CPU time: the richest view wins
 	 * whatever the order of the inputs. */
 	if (view_rank(src->default_sample_type) > view_rank(dst->default_sample_type))
 		dst->default_sample_type = src->default_sample_type;
+	return add_run_span(dst, src);
 }
 
 int gs_profile_merge(struct gs_profile *dst, const struct gs_profile *src, char *err, size_t errlen)
@@ -298,7 +324,7 @@ int gs_profile_merge(struct gs_profile *dst, const struct gs_profile *src, char 
 	merge_processes(&m);
 	merge_texts(&m);
 	if (!m.err)
-		merge_facts(dst, src, first);
+		m.err = merge_facts(dst, src, first);
 	free(m.map_id);
 	free(m.fn_id);
 	free(m.loc_id);

@@ -62,7 +62,10 @@ int gs_read_pprof(const char *path, struct gs_profile *p, char *err, size_t errl
 /* Merge src into dst (output/merge.c): dst empty (gs_profile_init) takes
  * src's run facts and comments; afterwards every sample of src is added
  * with its labels (values unchanged, so totals add up exactly), processes
- * and notes appended, the time span widened, lost samples summed.  Both
+ * and notes appended, lost samples summed; the duration is the time the
+ * runs cover (dst->run_spans): overlapping spans (the ranks of one job)
+ * count once, separate runs add up, not the gap between them; time_nanos
+ * is the earliest start.  Both
  * must come from one gpusample version (the "gpusample VERSION" comment):
  * -EINVAL with err saying which versions otherwise; -ENOMEM.  dst may be
  * half-merged after an error: free it. */

@@ -87,6 +87,7 @@ void gs_profile_free(struct gs_profile *p)
 	free(p->processes);
 	free(p->comments);
 	free(p->notes);
+	free(p->run_spans);
 	memset(p, 0, sizeof(*p));
 }
 

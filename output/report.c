@@ -47,18 +47,27 @@ static void fmt_ns(char *buf, size_t len, int64_t ns)
 		snprintf(buf, len, "%.1f ms", (double)ns / 1e6);
 }
 
-/* Function display name: Python "qualname (file:start)", else short C++. */
-static const char *fn_display(struct rpt *r, uint32_t id, char *buf, size_t len)
+/* Function display name: Python "qualname (file:start)", else short C++;
+ * unnamed code under a caller (row unnamed, struct gs_rpt_fn) names the
+ * library it is in: "caller > libfoo.so.3 [no symbols]". */
+static const char *fn_display(struct rpt *r, uint32_t id, uint32_t unnamed, char *buf, size_t len)
 {
 	const struct gs_profile *p = r->p;
 	if (id > p->n_functions + p->n_locations) {
-		/* unnamed code (stripped functions) under a named caller */
-		static const char more[] = " > [no symbols]";
-		char caller[256];
+		char caller[256], more[128];
 
-		fn_display(r, id - p->n_functions - p->n_locations, caller, sizeof(caller));
-		if (strlen(caller) + sizeof(more) - 1 > 90)
-			strcpy(caller + 90 - (sizeof(more) - 1) - 3, "...");
+		if (unnamed && unnamed != GS_RPT_LIBS) {
+			const char *n = gs_profile_str(p, gs_profile_function(p, unnamed)->name);
+			int lib = (int)(strstr(n, "+0x") - n);
+
+			snprintf(more, sizeof(more), " > %.*s [no symbols]", lib > 60 ? 60 : lib,
+				 n);
+		} else {
+			snprintf(more, sizeof(more), " > [libraries without symbols]");
+		}
+		fn_display(r, id - p->n_functions - p->n_locations, 0, caller, sizeof(caller));
+		if (strlen(caller) + strlen(more) > 90)
+			strcpy(caller + 90 - strlen(more) - 3, "...");
 		snprintf(buf, len, "%s%s", caller, more);
 		return buf;
 	}
@@ -186,7 +195,7 @@ static void top_functions(struct rpt *r)
 			fprintf(r->out, "  %7" PRId64 " %5.1f%% %7" PRId64 " %5.1f%%  %s\n",
 				rows[i].self, pct(rows[i].self, r->cpu_total), rows[i].total,
 				pct(rows[i].total, r->cpu_total),
-				fn_display(r, rows[i].fn, name, sizeof(name)));
+				fn_display(r, rows[i].fn, rows[i].unnamed, name, sizeof(name)));
 		}
 	}
 }

@@ -116,6 +116,33 @@ static bool is_unnamed_fn(const struct gs_profile *p, uint32_t fn)
 	       strspn(x + 3, "0123456789abcdef") == strlen(x + 3);
 }
 
+/* The library of unnamed function fn: its name's length before "+0x". */
+static size_t lib_len(const struct gs_profile *p, uint32_t fn)
+{
+	const char *n = gs_profile_str(p, gs_profile_function(p, fn)->name);
+
+	return (size_t)(strstr(n, "+0x") - n);
+}
+
+/* Row of unnamed code row takes unnamed function fn: it keeps one of them,
+ * or GS_RPT_LIBS once they come from two libraries. */
+static void add_unnamed(const struct gs_profile *p, struct gs_rpt_fn *row, uint32_t fn)
+{
+	size_t a, b;
+
+	if (!row->unnamed) {
+		row->unnamed = fn;
+		return;
+	}
+	if (row->unnamed == GS_RPT_LIBS)
+		return;
+	a = lib_len(p, row->unnamed);
+	b = lib_len(p, fn);
+	if (a != b || strncmp(gs_profile_str(p, gs_profile_function(p, row->unnamed)->name),
+			      gs_profile_str(p, gs_profile_function(p, fn)->name), a))
+		row->unnamed = GS_RPT_LIBS;
+}
+
 static uint32_t loc_fn(const struct gs_profile *p, uint32_t lid)
 {
 	const struct gs_location *l = gs_profile_location(p, lid);
@@ -210,8 +237,11 @@ static void count_functions(const struct gs_profile *p, const int64_t *stack_cpu
 				}
 			}
 			for (uint32_t k = 0; k < l->n_lines; k++) {
-				size_t row = fn_row(p, cls, locs, s->n, i,
-						    p->lines[l->first_line + k].function);
+				uint32_t fn = p->lines[l->first_line + k].function;
+				size_t row = fn_row(p, cls, locs, s->n, i, fn);
+
+				if (row != fn)
+					add_unnamed(p, &rows[row], fn);
 
 				if (i == leaf && !k)
 					rows[row].self += c;
@@ -246,7 +276,8 @@ static int top_functions(struct gs_rpt *r, const int64_t *stack_cpu)
 	size_t n = 0;
 	for (uint32_t id = 1; id < n_rows; id++)
 		if (rows[id].total)
-			rows[n++] = (struct gs_rpt_fn){ id, rows[id].self, rows[id].total };
+			rows[n++] = (struct gs_rpt_fn){ id, rows[id].self, rows[id].total,
+							rows[id].unnamed };
 	r->by_self = rows;
 	r->by_total = malloc((n ? n : 1) * sizeof(*rows));
 	if (!r->by_total)

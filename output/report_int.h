@@ -23,7 +23,12 @@
 struct gs_rpt_fn {
 	uint32_t fn;
 	int64_t self, total;
+	/* a row of unnamed code under a caller: one of its functions
+	 * ("libfoo.so+0x1a2b", which names the library), GS_RPT_LIBS when they
+	 * come from several libraries; 0 for other rows */
+	uint32_t unnamed;
 };
+#define GS_RPT_LIBS UINT32_MAX
 
 /* A thread with CPU samples, by (pid, tid); or, with n_procs > 0, the
  * threads named `name` of a group of exited workers (pid: their parent,

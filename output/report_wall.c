@@ -429,6 +429,10 @@ static bool is_python_comm(const struct wall_ctx *w, const struct who *m)
 	return m->comm && !strncmp(gs_profile_str(w->p, m->comm), "python", 6);
 }
 
+/* Under 5 ms a time prints as "0.00 s": a row that says nothing, and a
+ * thread with no more wall time than that gives nothing to conclude. */
+#define GS_WALL_SHOWN_NS 5000000ULL
+
 static void fmt_s(char *buf, size_t len, uint64_t ns)
 {
 	snprintf(buf, len, ns >= 10000000000ULL ? "%.1f s" : "%.2f s", (double)ns / 1e9);
@@ -497,7 +501,7 @@ static void print_more_stacks(struct wall_ctx *w, const struct gs_wall_split *x,
 			ns[k] = ns[best];
 			ns[best] = v;
 		}
-		if (ns[k] * 200 < x->total_ns) /* under 0.5%: "0.00 s 0.0%" says nothing */
+		if (ns[k] * 200 < x->total_ns || ns[k] < GS_WALL_SHOWN_NS) /* says nothing */
 			break;
 		fmt_s(a, sizeof(a), ns[k]);
 		fprintf(w->out, "      %-14s %9s %5.1f%%  %s\n", k == 1 ? "also" : "", a,
@@ -511,6 +515,13 @@ static void print_split(struct wall_ctx *w, const struct who *m, const struct gs
 	who_name(w, m, name, sizeof(name));
 	fmt_s(a, sizeof(a), x->total_ns);
 	fmt_s(b, sizeof(b), w->p->duration_nanos);
+	if (x->total_ns < GS_WALL_SHOWN_NS) {
+		fprintf(w->out,
+			"  %s: no wall time in this profile (under 0.01 s; profile %s): nothing "
+			"to conclude about it\n",
+			name, b);
+		return;
+	}
 	if (w->offcpu)
 		fprintf(w->out, "  %s: %s of wall time (profile %s)\n", name, a, b);
 	else if (w->off_rec == 1)
@@ -524,7 +535,7 @@ static void print_split(struct wall_ctx *w, const struct who *m, const struct gs
 			"(--no-offcpu or an older gpusample), so waits do not show\n",
 			name, a, b);
 	for (int c = 0; c < GS_NWALL_CATS; c++) {
-		if (!x->ns[c])
+		if (x->ns[c] < GS_WALL_SHOWN_NS)
 			continue;
 		fmt_s(a, sizeof(a), x->ns[c]);
 		short_stack(w->p, x->top_stack[c], c, stack, sizeof(stack));
@@ -691,13 +702,11 @@ static void print_verdict(struct wall_ctx *w, const struct who *m, const struct 
 			  bool label)
 {
 	char name[128], lead[160], a[32];
+	if (x->total_ns < GS_WALL_SHOWN_NS)
+		return; /* its split said there is nothing to conclude */
 	who_name(w, m, name, sizeof(name));
 	snprintf(lead, sizeof(lead), label ? "Verdict (%s):" : "Verdict:", name);
 	fprintf(w->out, w->color ? "\n\033[1m%s\033[0m " : "\n%s ", lead);
-	if (!x->total_ns) {
-		fprintf(w->out, "No samples from the main thread: nothing to conclude about it.\n");
-		return;
-	}
 	if (w->offcpu && !x->python_ns && is_python_comm(w, m)) {
 		/* Input, sync and collective waits are told by their Python
 		 * frames: without them every wait reads as "other blocking". */

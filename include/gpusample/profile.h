@@ -188,6 +188,12 @@ struct gs_profile {
 	/* run facts */
 	uint64_t time_nanos; /* wall-clock start, ns since the Unix epoch */
 	uint64_t duration_nanos;
+	/* a merged profile's runs, [start, end) ns since the epoch, sorted by
+	 * start: duration_nanos is the time they cover (output/merge.c) */
+	struct gs_run_span {
+		uint64_t start, end;
+	} * run_spans;
+	uint32_t n_run_spans, cap_run_spans;
 	uint32_t frequency_hz;             /* CPU sampling frequency */
 	int64_t period_ns;                 /* 1e9 / frequency_hz */
 	uint64_t lost_samples;             /* ring buffer drops + BPF-side drops */

@@ -128,7 +128,45 @@ Test(report, wall_clock_split_and_verdict)
 	HAS(r, "  Next: CPU starvation 20%.");
 	cr_assert_null(strstr(r, "on-CPU only"), "%s", r);
 	free(r);
+	/* a category under 5 ms is no row: "0.00 s" says nothing */
+	fx_offcpu(&x.p, FX_ST_CPU(&x.p), 1200, 1200, "python3", "main", "blocked", 0, 3000000);
+	r = report(&x.p, 15);
+	HAS(r, "    input wait          0.65 s  64.8%");
+	cr_assert_null(strstr(r, " 0.00 s "), "a 0.00 s row:\n%s", r);
+	free(r);
 	gs_profile_free(&x.p);
+}
+
+/* `report a b` of two runs an hour apart: the duration is the time they
+ * ran (1 s + 2 s), not the gap from the first start to the last end; runs
+ * that overlap (the ranks of one job) keep their union. */
+Test(report, separate_runs_sum_durations)
+{
+	struct fx a, b, c;
+	struct gs_profile m;
+	char err[256];
+
+	struct fx *runs[] = { &a, &b, &c };
+	for (int i = 0; i < 3; i++) {
+		fx_build(runs[i]);
+		gs_profile_add_comment(&runs[i]->p, "gpusample 0.1.0");
+	}
+	b.p.time_nanos = a.p.time_nanos + 3600000000000ULL;
+	b.p.duration_nanos = 2000000000ULL;
+	c.p.time_nanos = b.p.time_nanos + 1500000000ULL; /* overlaps b by 0.5 s */
+	gs_profile_init(&m);
+	cr_assert_eq(gs_profile_merge(&m, &a.p, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(gs_profile_merge(&m, &b.p, err, sizeof(err)), 0, "%s", err);
+	char *r = report(&m, 15);
+	HAS(r, "duration 3.00 s,");
+	free(r);
+	cr_assert_eq(gs_profile_merge(&m, &c.p, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(m.duration_nanos, 3500000000ULL);
+	cr_assert_eq(m.time_nanos, a.p.time_nanos);
+	gs_profile_free(&m);
+	gs_profile_free(&a.p);
+	gs_profile_free(&b.p);
+	gs_profile_free(&c.p);
 }
 
 /* A thread that waits for a CPU is starved, never "blocked". */
@@ -265,6 +303,27 @@ static void blocked_calls(struct gs_profile *p, const char *const *names, const 
 		fx_samples(p, l, 2, 0, 40, 40, "python3", "main", 0, 0);
 		fx_offcpu(p, (uint32_t)i, 40, 40, "python3", "main", "blocked", 0, ns[i]);
 	}
+}
+
+/* A run with no wall time to speak of gets no split and no verdict: one
+ * line says there is nothing to conclude. */
+Test(report, no_verdict_without_time)
+{
+	struct gs_profile p;
+	const char *names[] = { "wait_select", "wait_lock" };
+	const int64_t ns[] = { 3000000, 1000000 };
+
+	blocked_calls(&p, names, ns, 2);
+	char *r = report(&p, 15);
+	HAS(r, "  main thread (python3 pid 40): no wall time in this profile (under 0.01 s; "
+	       "profile 0.00 s): nothing to conclude about it\n");
+	cr_assert_null(strstr(r, "Verdict"), "a verdict on a 0 s run:\n%s", r);
+	cr_assert_null(strstr(r, "other blocking"), "a split of a 0 s run:\n%s", r);
+	cr_assert_eq(strstr(r, "nothing to conclude"), strstr(r, "nothing to conclude about it\n"));
+	const char *once = strstr(r, "nothing to conclude");
+	cr_assert_null(strstr(once + 1, "nothing to conclude"), "said twice:\n%s", r);
+	free(r);
+	gs_profile_free(&p);
 }
 
 /* Other blocking lists its top stacks, most first: the top one on its
@@ -603,8 +662,8 @@ Test(report, tables_skip_roots_skid_and_unnamed_offsets)
 	HAS(r, "  duration 1.00 s, 0 Hz cpu-clock, 10 CPU samples"); /* the event sampled */
 	/* self: the unnamed function under its named caller; the skid's
 	 * samples on the page fault it interrupted */
-	HAS(r, "        6  60.0%       9  90.0%  at::TensorIteratorBase::serial_for_each > [no "
-	       "symbols]\n");
+	HAS(r, "        6  60.0%       9  90.0%  at::TensorIteratorBase::serial_for_each > "
+	       "libtorch_cpu.so.1.13.0 [no symbols]\n");
 	HAS(r, "        3  30.0%       3  30.0%  exc_page_fault [kernel]\n");
 	HAS(r, "        1  10.0%       1  10.0%  c10::ThreadPool::main_loop\n");
 	HAS(r, "        0   0.0%       9  90.0%  <module> (t.py:1)\n");
@@ -620,6 +679,17 @@ Test(report, tables_skip_roots_skid_and_unnamed_offsets)
 
 		cr_assert(!hit || hit > tables_end, "%s in the function tables:\n%s", gone[i], r);
 	}
+	free(r);
+	/* unnamed code of a second library under the same caller: the row
+	 * names no one library */
+	uint32_t gomp = fx_loc(&p, fx_map(&p, "/lib/libgomp.so.1", "dd", 0xb00000, 0xb10000, false),
+			       0, GS_FRAME_NATIVE, fx_fn(&p, "libgomp.so.1+0x1234", NULL, NULL, 0),
+			       0);
+	uint32_t d[] = { start, libc, bytesmain, helper, evalcode, mod, tpcall, impl, gomp };
+	fx_samples(&p, d, 9, 1, 1, 1, "python3", "main", 300000000, 10000000);
+	r = report(&p, 15);
+	HAS(r, "        7  63.6%      10  90.9%  at::TensorIteratorBase::serial_for_each > "
+	       "[libraries without symbols]\n");
 	free(r);
 	gs_profile_free(&p);
 }
