@@ -238,18 +238,11 @@ static int view_rank(enum gs_value v)
 static int add_run_span(struct gs_profile *dst, const struct gs_profile *src)
 {
 	struct gs_run_span s = { src->time_nanos, src->time_nanos + src->duration_nanos };
-	uint32_t i;
+	size_t i;
 	uint64_t covered = 0, end = 0;
 
-	if (dst->n_run_spans == dst->cap_run_spans) {
-		uint32_t cap = dst->cap_run_spans ? 2 * dst->cap_run_spans : 8;
-		void *v = realloc(dst->run_spans, cap * sizeof(*dst->run_spans));
-
-		if (!v)
-			return -ENOMEM;
-		dst->run_spans = v;
-		dst->cap_run_spans = cap;
-	}
+	if (GS_GROW(dst->run_spans, dst->cap_run_spans, dst->n_run_spans + 1))
+		return -ENOMEM;
 	for (i = dst->n_run_spans; i > 0 && dst->run_spans[i - 1].start > s.start; i--)
 		dst->run_spans[i] = dst->run_spans[i - 1];
 	dst->run_spans[i] = s;

@@ -193,7 +193,7 @@ struct gs_profile {
 	struct gs_run_span {
 		uint64_t start, end;
 	} * run_spans;
-	uint32_t n_run_spans, cap_run_spans;
+	size_t n_run_spans, cap_run_spans;
 	uint32_t frequency_hz;             /* CPU sampling frequency */
 	int64_t period_ns;                 /* 1e9 / frequency_hz */
 	uint64_t lost_samples;             /* ring buffer drops + BPF-side drops */
