@@ -1537,15 +1537,6 @@ static void arm_in_launch(struct gs_ctx *c)
 	pthread_mutex_unlock(&g.lock);
 }
 
-/* Kernel-serialized mode: "Flushing of GPU PC Sampling data is required ...
- * For CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED, after every kernel
- * ends" (cupti_pcsampling.h:529-534), and NVIDIA's pc_sampling_continuous
- * drains in every launch EXIT callback (docs/reference cupti_pc_sampling.md
- * 2.x, "Launch EXIT").  A range left unflushed is parked in the configured
- * buffer and the next kernel's overwrites it.  So drain here, on the
- * launching thread (the context is current, no driver call), with a bounded
- * wait: a missed flush is read from the configured buffer at the next drain,
- * unless another kernel overwrote it first. */
 /* Detach, on the launching thread, after its kernel: the last drain and
  * Disable where CUPTI has the context idle and current (peers stop
  * sampling from an application thread, never from a foreign one).  The
@@ -1565,6 +1556,15 @@ static void disarm_in_launch(struct gs_ctx *c)
 	pthread_mutex_unlock(&g.lock);
 }
 
+/* Kernel-serialized mode: "Flushing of GPU PC Sampling data is required ...
+ * For CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED, after every kernel
+ * ends" (cupti_pcsampling.h:529-534), and NVIDIA's pc_sampling_continuous
+ * drains in every launch EXIT callback (docs/reference cupti_pc_sampling.md
+ * 2.x, "Launch EXIT").  A range left unflushed is parked in the configured
+ * buffer and the next kernel's overwrites it.  So drain here, on the
+ * launching thread (the context is current, no driver call), with a bounded
+ * wait: a missed flush is read from the configured buffer at the next drain,
+ * unless another kernel overwrote it first. */
 static void flush_in_launch(CUcontext ctx)
 {
 	struct gs_ctx *c = ctx_find(ctx);
