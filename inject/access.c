@@ -21,17 +21,13 @@
 #include "inject/inject_int.h"
 #include "proc/proc.h"
 
-/* The four ids of key ("Uid:", "Gid:": real, effective, saved, fs); all
+/* The four ids v of key ("Uid:", "Gid:": real, effective, saved, fs); all
  * equal: 0 and *id. */
-static int same_ids(uint32_t tgid, const char *key, unsigned long *id, char *msg, size_t len)
+static int same_ids(uint32_t tgid, const char *key, const char *v, unsigned long *id, char *msg,
+		    size_t len)
 {
-	char v[128];
 	unsigned long r, e, s, f;
-	int err = gs_proc_status_field(tgid, key, v, sizeof(v));
 
-	if (err)
-		return gs_inject_say(msg, len, err, "cannot read the ids of pid %u (%s)", tgid,
-				     strerror(-err));
 	if (sscanf(v, "%lu %lu %lu %lu", &r, &e, &s, &f) != 4)
 		return gs_inject_say(msg, len, -EPROTO, "pid %u: unreadable %s line", tgid, key);
 	if (r != e || r != s || r != f)
@@ -47,17 +43,14 @@ static int same_ids(uint32_t tgid, const char *key, unsigned long *id, char *msg
 /* A process of uid holding capabilities: fine when they are capabilities
  * in a user namespace that uid owns (a rootless container), else the user
  * lacks them. */
-static int check_caps(uint32_t tgid, unsigned long uid, char *msg, size_t len)
+static int check_caps(uint32_t tgid, unsigned long uid, const char *v, char *msg, size_t len)
 {
-	char v[64], path[48];
+	char path[48];
 	struct stat ours, theirs;
-	uint64_t caps;
+	uint64_t caps = strtoull(v, NULL, 16);
 	uid_t owner;
-	int fd, err = gs_proc_status_field(tgid, "CapPrm:", v, sizeof(v));
+	int fd, err;
 
-	if (err)
-		return gs_inject_say(msg, len, err, "cannot read the capabilities of pid %u", tgid);
-	caps = strtoull(v, NULL, 16);
 	if (uid == 0 || caps == 0)
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%u/ns/user", tgid);
@@ -78,14 +71,20 @@ static int check_caps(uint32_t tgid, unsigned long uid, char *msg, size_t len)
 
 int gs_inject_check_access(uint32_t tgid, char *msg, size_t len)
 {
+	static const char *const keys[] = { "Uid:", "Gid:", "CapPrm:" };
+	char v[3][128], *const outs[] = { v[0], v[1], v[2] };
 	unsigned long uid, gid;
 	char path[48];
 	struct stat st;
-	int err;
+	int err = gs_proc_status_fields(tgid, 3, keys, outs, sizeof(v[0]));
 
-	if ((err = same_ids(tgid, "Uid:", &uid, msg, len)) ||
-	    (err = same_ids(tgid, "Gid:", &gid, msg, len)) ||
-	    (err = check_caps(tgid, uid, msg, len)))
+	/* one read: the ids and capabilities of one moment */
+	if (err)
+		return gs_inject_say(msg, len, err, "cannot read the ids of pid %u (%s)", tgid,
+				     strerror(-err));
+	if ((err = same_ids(tgid, "Uid:", v[0], &uid, msg, len)) ||
+	    (err = same_ids(tgid, "Gid:", v[1], &gid, msg, len)) ||
+	    (err = check_caps(tgid, uid, v[2], msg, len)))
 		return err;
 	/* The files of /proc/PID (not the directory itself) belong to the
 	 * process's euid:egid while it is dumpable and to root otherwise (the

@@ -128,6 +128,11 @@ int gs_proc_for_each_tid(uint32_t tgid, void (*fn)(void *ctx, uint32_t tgid, uin
  * forged.  0, -ENOENT when no line starts with key, -ESRCH when the task is
  * gone, or -errno of the open. */
 int gs_proc_status_field(uint32_t pid, const char *key, char *out, size_t len);
+/* The same for n keys from one read of the file (one moment of the task):
+ * outs[i] (len bytes each) gets keys[i]'s value.  0, -ENOENT when a key has
+ * no line, -EINVAL for n over 64, -ESRCH or -errno as above. */
+int gs_proc_status_fields(uint32_t pid, size_t n, const char *const keys[], char *const outs[],
+			  size_t len);
 
 /* ---- ELF objects ---------------------------------------------------------- */
 

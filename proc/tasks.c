@@ -55,29 +55,42 @@ int gs_proc_task_kstack(uint32_t tgid, uint32_t tid, int (*fn)(void *ctx, const 
 	return 0;
 }
 
-int gs_proc_status_field(uint32_t pid, const char *key, char *out, size_t len)
+int gs_proc_status_fields(uint32_t pid, size_t n, const char *const keys[], char *const outs[],
+			  size_t len)
 {
 	char path[48], line[1024];
-	size_t n = strlen(key);
 	bool at_start = true; /* fgets splits long lines (Groups:) */
-	int rc = -ENOENT;
+	uint64_t seen = 0;    /* keys found, by index: the first line of each wins */
+	size_t found = 0;
 	FILE *f;
 
+	if (n > 64)
+		return -EINVAL;
 	snprintf(path, sizeof(path), "/proc/%u/status", pid);
 	if (!(f = fopen(path, "re")))
 		return errno == ENOENT ? -ESRCH : -errno;
-	while (fgets(line, sizeof(line), f)) {
+	while (found < n && fgets(line, sizeof(line), f)) {
 		bool whole = strchr(line, '\n') != NULL;
 
-		if (at_start && !strncmp(line, key, n)) {
-			const char *v = line + n + strspn(line + n, " \t");
+		for (size_t i = 0; at_start && i < n; i++) {
+			size_t k = strlen(keys[i]);
+			const char *v;
 
-			snprintf(out, len, "%.*s", (int)strcspn(v, "\n"), v);
-			rc = 0;
+			if ((seen >> i & 1) || strncmp(line, keys[i], k))
+				continue;
+			seen |= 1ull << i;
+			v = line + k + strspn(line + k, " \t");
+			snprintf(outs[i], len, "%.*s", (int)strcspn(v, "\n"), v);
+			found++;
 			break;
 		}
 		at_start = whole;
 	}
 	fclose(f);
-	return rc;
+	return found == n ? 0 : -ENOENT;
+}
+
+int gs_proc_status_field(uint32_t pid, const char *key, char *out, size_t len)
+{
+	return gs_proc_status_fields(pid, 1, &key, &out, len);
 }
