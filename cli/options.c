@@ -84,8 +84,8 @@ void gs_options_usage(FILE *out)
 	    "  -h, --help              this help\n"
 	    "      --version           print the version\n"
 	    "\n"
-	    "View: go tool pprof -http=: PREFIX.pb.gz, or open PREFIX.speedscope.json in "
-	    "speedscope.\n");
+	    "View: open PREFIX.html in any browser (report and flame graphs, offline), or\n"
+	    "go tool pprof -http=: PREFIX.pb.gz, or PREFIX.speedscope.json in speedscope.\n");
 }
 
 static int parse_pids(struct gs_options *o, const char *arg)
