@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "session/procs.h"
+#include "session/session.h"
 #include "cli/cli.h"
 #include "session/session_int.h" /* gs_outputs_set_owner */
 #include "dump/dump.h"
@@ -42,18 +43,21 @@ static void add_child(void *ctx, uint32_t pid, uint32_t ppid)
 		GS_PUSH(ts->t, ts->n, ts->cap, t);
 }
 
-static int write_files(const struct gs_options *o, const struct gs_profile *p)
+/* PREFIX.pb.gz and PREFIX.html (the page counts threads per stack), PREFIX
+ * being -o with %h %p %r expanded.  No speedscope file: its profiles are
+ * timelines, and a dump has no time. */
+static int write_files(const char *prefix, const struct gs_profile *p)
 {
 	static const struct {
 		const char *suffix;
 		int (*write)(const struct gs_profile *p, const char *path, char *err, size_t len);
-	} w[] = { { ".pb.gz", gs_write_pprof }, { ".speedscope.json", gs_write_speedscope } };
-	char path[PATH_MAX], err[512];
+	} w[] = { { ".pb.gz", gs_write_pprof }, { ".html", gs_write_html } };
+	char path[PATH_MAX + 16], err[512];
 	int rc = 0;
 
 	gs_outputs_set_owner();
 	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
-		snprintf(path, sizeof(path), "%s%s", o->prefix, w[i].suffix);
+		snprintf(path, sizeof(path), "%s%s", prefix, w[i].suffix);
 		if (w[i].write(p, path, err, sizeof(err))) {
 			gs_log("%s\n", err);
 			rc = 1;
@@ -69,7 +73,7 @@ int gs_dump_main(const struct gs_options *o)
 	struct targets ts = { 0 };
 	struct gs_dump_stats st;
 	struct gs_profile prof;
-	char err[512];
+	char err[512], prefix[PATH_MAX];
 	int rc;
 
 	if (geteuid() != 0) {
@@ -87,6 +91,13 @@ int gs_dump_main(const struct gs_options *o)
 		}
 		if (!has(&ts, t.tgid) && GS_PUSH(ts.t, ts.n, ts.cap, t))
 			return 1;
+	}
+	/* %h %p %r for the first -p PID, before the dump (a bad %r stops it) */
+	if (o->prefix &&
+	    gs_expand_prefix_of(o->prefix, o->pids[0], prefix, sizeof(prefix), err, sizeof(err))) {
+		gs_log("%s\n", err);
+		free(ts.t);
+		return 1;
 	}
 	if (o->children)
 		gs_for_each_descendant(o->pids, o->n_pids, add_child, &ts);
@@ -110,7 +121,7 @@ int gs_dump_main(const struct gs_options *o)
 		return 1;
 	}
 	rc = gs_dump_print(&prof, &st, stdout) ? 1 : 0;
-	if (o->prefix && write_files(o, &prof))
+	if (o->prefix && write_files(prefix, &prof))
 		rc = 1;
 	gs_profile_free(&prof);
 	return rc;

@@ -84,8 +84,8 @@ void gs_options_usage(FILE *out)
 	    "  -h, --help              this help\n"
 	    "      --version           print the version\n"
 	    "\n"
-	    "View: go tool pprof -http=: PREFIX.pb.gz, or open PREFIX.speedscope.json in "
-	    "speedscope.\n");
+	    "View: open PREFIX.html in any browser (report and flame graphs, offline), or\n"
+	    "go tool pprof -http=: PREFIX.pb.gz, or PREFIX.speedscope.json in speedscope.\n");
 }
 
 static int parse_pids(struct gs_options *o, const char *arg)
@@ -374,6 +374,31 @@ static int handle_opt(struct gs_options *o, int c, char *arg)
 	}
 }
 
+/* The options `gpusample dump` uses; the others (-d, --format, -q, the
+ * GPU and off-CPU ones) only mean something to a sampling run, and a dump
+ * that quietly ignored them would not do what was asked. */
+static bool dump_takes(int c)
+{
+	return c == 'p' || c == 'o' || c == 'h' || c == OPT_NO_CHILDREN || c == OPT_NO_PYTHON ||
+	       c == OPT_NO_CFI || c == OPT_INTERP_FRAMES || c == OPT_VERSION || c == '?';
+}
+
+/* "-d" or "--format" for option c, as the user may have typed it. */
+static const char *opt_name(int c)
+{
+	static char name[32];
+
+	for (const struct option *l = long_opts; l->name; l++)
+		if (l->val == c) {
+			if (c < 128)
+				snprintf(name, sizeof(name), "-%c", c);
+			else
+				snprintf(name, sizeof(name), "--%s", l->name);
+			return name;
+		}
+	return "this option";
+}
+
 /* An executable regular file named name in a PATH directory (as execvp
  * would find it; the command runs with this environment). */
 static bool on_path(const char *name)
@@ -464,10 +489,11 @@ int gs_options_parse(struct gs_cli *cli, int argc, char **argv)
 	argv[0] = cli->dump ? "gpusample dump" : "gpusample";
 	/* '+': stop at the first non-option so "-- CMD -x" reaches CMD intact. */
 	while ((c = getopt_long(argc, argv, "+p:d:F:o:qh", long_opts, NULL)) != -1) {
-		if (cli->dump && (c == 'd' || c == 'F')) {
-			gs_log("dump takes one stack per thread now: -%c is for sampling "
-			       "(gpusample -p PID -d SECONDS)\n",
-			       c);
+		if (cli->dump && !dump_takes(c)) {
+			gs_log("dump takes one stack per thread now: %s is for sampling "
+			       "(gpusample -p PID -d SECONDS); dump takes -p, -o, --no-children, "
+			       "--no-python, --no-cfi, --interpreter-frames\n",
+			       opt_name(c));
 			return -EINVAL;
 		}
 		rc = handle_opt(o, c, optarg);
@@ -478,7 +504,7 @@ int gs_options_parse(struct gs_cli *cli, int argc, char **argv)
 		o->command = &argv[optind];
 	if (cli->dump && (o->command || !o->n_pids)) {
 		gs_log("usage: gpusample dump -p PID[,PID...] [-o PREFIX] [--no-children] "
-		       "[--no-python] [--no-cfi]\n");
+		       "[--no-python] [--no-cfi] [--interpreter-frames]\n");
 		return -EINVAL;
 	}
 	if (o->n_pids && o->command) {

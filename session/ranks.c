@@ -103,6 +103,18 @@ static void local_host(char *host, size_t len)
 	host[len - 1] = '\0';
 }
 
+int gs_expand_prefix_of(const char *tmpl, uint32_t pid, char *out, size_t outlen, char *err,
+			size_t errlen)
+{
+	struct gs_rank_env r = GS_RANK_ENV_UNKNOWN;
+	char host[256];
+
+	local_host(host, sizeof(host));
+	gs_proc_rank_env(pid, &r);
+	return gs_expand_prefix(tmpl, &(struct gs_prefix_vars){ host, pid, r.rank }, out, outlen,
+				err, errlen);
+}
+
 static gs_str host_label(struct session *s)
 {
 	char host[256];

@@ -60,6 +60,10 @@ struct gs_prefix_vars {
 };
 int gs_expand_prefix(const char *tmpl, const struct gs_prefix_vars *v, char *out, size_t outlen,
 		     char *err, size_t errlen);
+/* gs_expand_prefix with this machine's host name, pid and the rank read
+ * from process pid's environment (gpusample dump -o). */
+int gs_expand_prefix_of(const char *tmpl, uint32_t pid, char *out, size_t outlen, char *err,
+			size_t errlen);
 
 /* The progress of a run, for the caller to show (cli/progress.c). */
 struct gs_session_progress {

@@ -29,6 +29,11 @@ expect_error "usage: gpusample report \\[--html OUT.html\\] FILE.pb.gz" "$GS" re
 expect_error "usage: gpusample report \\[--html OUT.html\\] FILE.pb.gz" "$GS" report --html x.pb.gz
 expect_error "usage: gpusample report \\[--html OUT.html\\] FILE.pb.gz" "$GS" report --html -q x.pb.gz
 expect_error "dump takes one stack per thread now: -d is for sampling" "$GS" dump -p 1 -d 3
+# options dump would ignore are refused, not dropped
+expect_error "dump takes one stack per thread now: --format is for sampling.*dump takes -p, -o" \
+	"$GS" dump -p 1 --format html -o "$T/dumpfmt"
+[ ! -e "$T/dumpfmt.pb.gz" ] || fail "dump --format html wrote $T/dumpfmt.pb.gz"
+expect_error "dump takes one stack per thread now: -q is for sampling" "$GS" dump -p 1 -q
 # getopt's own messages say gpusample, not the binary's path
 expect_error "^gpusample: unrecognized option '--bogus'" "$GS" --bogus
 expect_error 'offcpu-rate' "$GS" --offcpu-rate 2.5 -p 1 -d 1

@@ -7,7 +7,8 @@
 # thread filter work, and nothing is fetched (its open time is measured
 # by bench/outputs.sh, not here).
 # `gpusample report --html` writes the page of the saved profile, of two
-# merged ones (twice the samples) and of a dump; a Python function named
+# merged ones (twice the samples) and of a dump, which `gpusample dump -o
+# PREFIX` (%p expanded) writes itself too; a Python function named
 # '</script><img ...>' is text on its page; --format without html leaves
 # it out.
 # Screenshot: build/html-report-demo.png.
@@ -49,13 +50,22 @@ threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
 time.sleep(60)' &
 sleeper=$!
 sleep 0.5
-"$GS" dump -p $sleeper -o "$T/dump" > /dev/null 2> "$T/d.err" || fail "dump: $(cat "$T/d.err")"
+# dump -o expands %p as sampling does and writes the page itself (and no
+# speedscope file: a dump has no time axis to lay out)
+"$GS" dump -p $sleeper -o "$T/dump-%p" > /dev/null 2> "$T/d.err" || fail "dump: $(cat "$T/d.err")"
 kill $sleeper
-"$GS" report --html "$T/dump.html" "$T/dump.pb.gz" 2> "$T/dr.err" || fail "report --html of a dump: $(cat "$T/dr.err")"
-grep -q 'a dump: one stack per thread' "$T/dump.html" || fail "dump.html has no dump header"
-grep -q 'pysleep\|time_sleep\|&lt;module&gt; (&lt;string&gt;' "$T/dump.html" || fail "dump.html has not the sleeper's stack"
-tests/tools/html_check.js "$T/dump.html" --dump --frame sleep > "$T/dump.check" 2>&1 ||
-	{ cat "$T/dump.check"; fail "dump.html failed in Chromium"; }
+[ -s "$T/dump-$sleeper.pb.gz" ] && [ -s "$T/dump-$sleeper.html" ] ||
+	fail "dump -o $T/dump-%p wrote: $(ls "$T" | grep dump)"
+[ ! -e "$T/dump-$sleeper.speedscope.json" ] || fail "dump wrote a speedscope file"
+"$GS" report --html "$T/dump.html" "$T/dump-$sleeper.pb.gz" 2> "$T/dr.err" ||
+	fail "report --html of a dump: $(cat "$T/dr.err")"
+for f in dump "dump-$sleeper"; do
+	grep -q 'a dump: one stack per thread' "$T/$f.html" || fail "$f.html has no dump header"
+	grep -q 'pysleep\|time_sleep\|&lt;module&gt; (&lt;string&gt;' "$T/$f.html" ||
+		fail "$f.html has not the sleeper's stack"
+	tests/tools/html_check.js "$T/$f.html" --dump --frame sleep > "$T/$f.check" 2>&1 ||
+		{ cat "$T/$f.check"; fail "$f.html failed in Chromium"; }
+done
 
 # a real Python function named like markup: text on the page, no element
 cat > "$T/hostile.py" <<'PY'

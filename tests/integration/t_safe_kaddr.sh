@@ -3,7 +3,7 @@
 # Kernel addresses stay out of what gpusample writes unless asked for (the
 # kernel hides them from users too: kernel.kptr_restrict, /proc/PID/stack):
 # a job run as nobody with threads in system calls; its dump profile
-# (pprof, speedscope) and a -d 1 run's pprof, speedscope, folded and trace
+# (pprof, html) and a -d 1 run's pprof, speedscope, folded and trace
 # files name the kernel functions but hold no kernel address (pprof
 # locations at 0, the [kernel.kallsyms] mapping at 0).  With
 # GS_KERNEL_ADDRESSES=1 the dump keeps them (so the check can see them).
@@ -40,7 +40,7 @@ no_kaddr() {
 grep -q "\[kernel\]" "$T/d.txt" || { cat "$T/d.txt"; fail "no kernel frame in the dump"; }
 [ -z "$(kaddrs "$T/d.pb.gz")" ] || fail "dump profile has kernel addresses: $(kaddrs "$T/d.pb.gz" | head -3)"
 grep -q "kallsyms" "$T/d.pb.gz.raw" || fail "no kernel mapping in the dump profile"
-no_kaddr "$T/d.speedscope.json" "$T/d.txt"
+no_kaddr "$T/d.html" "$T/d.txt"
 
 "$GS" -p "$pid" -d 1 -o "$T/r" --format pprof,speedscope,folded,trace > "$T/r.out" 2>&1 ||
 	{ cat "$T/r.out"; fail "gpusample -p failed"; }
@@ -51,4 +51,4 @@ no_kaddr "$T/r.speedscope.json" "$T/r.cpu.folded" "$T/r.trace.json"
 GS_KERNEL_ADDRESSES=1 "$GS" dump -p "$pid" -o "$T/k" > /dev/null 2> "$T/k.err" || { cat "$T/k.err"; fail "dump failed"; }
 [ -n "$(kaddrs "$T/k.pb.gz")" ] || fail "GS_KERNEL_ADDRESSES=1: no kernel address kept"
 kill "$pid"; wait "$pid" 2>/dev/null
-ok "no kernel address in dump and run outputs (pprof, speedscope, folded, trace, text); kept with GS_KERNEL_ADDRESSES=1"
+ok "no kernel address in dump and run outputs (pprof, html, speedscope, folded, trace, text); kept with GS_KERNEL_ADDRESSES=1"
