@@ -13,7 +13,6 @@
 #include "session/procs.h"
 #include "session/session.h"
 #include "cli/cli.h"
-#include "session/session_int.h" /* gs_outputs_set_owner */
 #include "dump/dump.h"
 #include "output/output.h"
 #include "util/clock.h"
@@ -43,31 +42,6 @@ static void add_child(void *ctx, uint32_t pid, uint32_t ppid)
 		GS_PUSH(ts->t, ts->n, ts->cap, t);
 }
 
-/* PREFIX.pb.gz and PREFIX.html (the page counts threads per stack), PREFIX
- * being -o with %h %p %r expanded.  No speedscope file: its profiles are
- * timelines, and a dump has no time. */
-static int write_files(const char *prefix, const struct gs_profile *p)
-{
-	static const struct {
-		const char *suffix;
-		int (*write)(const struct gs_profile *p, const char *path, char *err, size_t len);
-	} w[] = { { ".pb.gz", gs_write_pprof }, { ".html", gs_write_html } };
-	char path[PATH_MAX + 16], err[512];
-	int rc = 0;
-
-	gs_outputs_set_owner();
-	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
-		snprintf(path, sizeof(path), "%s%s", prefix, w[i].suffix);
-		if (w[i].write(p, path, err, sizeof(err))) {
-			gs_log("%s\n", err);
-			rc = 1;
-		} else {
-			fprintf(stderr, "gpusample: wrote %s\n", path);
-		}
-	}
-	return rc;
-}
-
 int gs_dump_main(const struct gs_options *o)
 {
 	struct targets ts = { 0 };
@@ -84,21 +58,15 @@ int gs_dump_main(const struct gs_options *o)
 	for (int i = 0; i < o->n_pids; i++) {
 		struct gs_dump_target t = { .tgid = o->pids[i], .is_root = true };
 
-		if (gs_check_target(o->pids[i], err, sizeof(err))) {
-			gs_log("%s\n", err);
-			free(ts.t);
-			return 1;
-		}
+		if (gs_check_target(o->pids[i], err, sizeof(err)))
+			goto fail;
 		if (!has(&ts, t.tgid) && GS_PUSH(ts.t, ts.n, ts.cap, t))
-			return 1;
+			goto fail_oom;
 	}
 	/* %h %p %r for the first -p PID, before the dump (a bad %r stops it) */
 	if (o->prefix &&
-	    gs_expand_prefix_of(o->prefix, o->pids[0], prefix, sizeof(prefix), err, sizeof(err))) {
-		gs_log("%s\n", err);
-		free(ts.t);
-		return 1;
-	}
+	    gs_expand_prefix_of(o->prefix, o->pids[0], prefix, sizeof(prefix), err, sizeof(err)))
+		goto fail;
 	if (o->children)
 		gs_for_each_descendant(o->pids, o->n_pids, add_child, &ts);
 	gs_profile_init(&prof);
@@ -115,14 +83,17 @@ int gs_dump_main(const struct gs_options *o)
 	};
 	rc = gs_dump_collect(&d, &prof, &st, err, sizeof(err));
 	free(ts.t);
-	if (rc) {
+	if (rc)
 		gs_log("dump failed: %s\n", err);
-		gs_profile_free(&prof);
-		return 1;
-	}
-	rc = gs_dump_print(&prof, &st, stdout) ? 1 : 0;
-	if (o->prefix && write_files(prefix, &prof))
-		rc = 1;
+	else
+		rc = (gs_dump_print(&prof, &st, stdout) != 0) | /* the files even if stdout fails */
+		     (o->prefix && gs_outputs_write_dump(prefix, &prof));
 	gs_profile_free(&prof);
-	return rc;
+	return rc ? 1 : 0;
+fail_oom:
+	strcpy(err, "out of memory");
+fail:
+	gs_log("%s\n", err);
+	free(ts.t);
+	return 1;
 }

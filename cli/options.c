@@ -118,42 +118,34 @@ static int parse_pids(struct gs_options *o, const char *arg)
 	return 0;
 }
 
+/* Names in the order of enum gs_format_bits: name i is bit 1 << i. */
 static int parse_formats(struct gs_options *o, const char *arg)
 {
+	static const char *const names[] = { "pprof", "speedscope", "folded", "trace", "html" };
 	char *dup = strdup(arg);
+	size_t i;
 
 	if (!dup)
 		return -ENOMEM;
 	o->formats = 0;
 	for (char *rest = dup, *tok; (tok = strsep(&rest, ","));) {
-		if (!*tok) {
-			gs_log("empty format in '%s' (a comma-separated list: pprof,speedscope)\n",
-			       arg);
-			free(dup);
-			return -EINVAL;
-		} else if (!strcmp(tok, "pprof"))
-			o->formats |= GS_FMT_PPROF;
-		else if (!strcmp(tok, "speedscope"))
-			o->formats |= GS_FMT_SPEEDSCOPE;
-		else if (!strcmp(tok, "folded"))
-			o->formats |= GS_FMT_FOLDED;
-		else if (!strcmp(tok, "trace"))
-			o->formats |= GS_FMT_TRACE;
-		else if (!strcmp(tok, "html"))
-			o->formats |= GS_FMT_HTML;
-		else {
-			gs_log("unknown format '%s' (use pprof, speedscope, folded, trace, html)\n",
-			       tok);
+		for (i = 0; i < sizeof(names) / sizeof(names[0]) && strcmp(tok, names[i]); i++)
+			;
+		if (i == sizeof(names) / sizeof(names[0])) {
+			gs_log(
+			    "%s format '%s' in '%s' (a comma-separated list of pprof, speedscope, "
+			    "folded, trace, html)\n",
+			    *tok ? "unknown" : "empty", tok, arg);
 			free(dup);
 			return -EINVAL;
 		}
+		o->formats |= 1u << i;
 	}
 	free(dup);
 	return o->formats ? 0 : -EINVAL;
 }
 
-/* A word of a file list that looks like an option ("-q"): the file
- * commands take none, and "cannot read -q" would not say so. */
+/* An option ("-q") among file words: "cannot read -q" would not say so. */
 static bool has_option(char **words)
 {
 	for (; *words; words++)
@@ -374,9 +366,8 @@ static int handle_opt(struct gs_options *o, int c, char *arg)
 	}
 }
 
-/* The options `gpusample dump` uses; the others (-d, --format, -q, the
- * GPU and off-CPU ones) only mean something to a sampling run, and a dump
- * that quietly ignored them would not do what was asked. */
+/* The options `gpusample dump` uses; the others (-d, --format, -q, GPU, off-CPU)
+ * mean something to a sampling run only: a dump must not quietly ignore them. */
 static bool dump_takes(int c)
 {
 	return c == 'p' || c == 'o' || c == 'h' || c == OPT_NO_CHILDREN || c == OPT_NO_PYTHON ||
@@ -386,17 +377,16 @@ static bool dump_takes(int c)
 /* "-d" or "--format" for option c, as the user may have typed it. */
 static const char *opt_name(int c)
 {
-	static char name[32];
+	static char name[40];
+	const struct option *l = long_opts;
 
-	for (const struct option *l = long_opts; l->name; l++)
-		if (l->val == c) {
-			if (c < 128)
-				snprintf(name, sizeof(name), "-%c", c);
-			else
-				snprintf(name, sizeof(name), "--%s", l->name);
-			return name;
-		}
-	return "this option";
+	while (l->name && l->val != c)
+		l++;
+	if (c < 128 || !l->name)
+		snprintf(name, sizeof(name), "-%c", c);
+	else
+		snprintf(name, sizeof(name), "--%s", l->name);
+	return name;
 }
 
 /* An executable regular file named name in a PATH directory (as execvp

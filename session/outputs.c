@@ -82,3 +82,26 @@ int gs_outputs_check(const struct session *s)
 	}
 	return 0;
 }
+
+/* PREFIX is -o with %h %p %r already expanded (session.h). */
+int gs_outputs_write_dump(const char *prefix, const struct gs_profile *p)
+{
+	static const struct {
+		const char *suffix;
+		int (*write)(const struct gs_profile *p, const char *path, char *err, size_t len);
+	} w[] = { { ".pb.gz", gs_write_pprof }, { ".html", gs_write_html } };
+	char path[PATH_MAX + 16], err[512];
+	int rc = 0;
+
+	gs_outputs_set_owner();
+	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+		snprintf(path, sizeof(path), "%s%s", prefix, w[i].suffix);
+		if (w[i].write(p, path, err, sizeof(err))) {
+			gs_log("%s\n", err);
+			rc = 1;
+		} else {
+			fprintf(stderr, "gpusample: wrote %s\n", path);
+		}
+	}
+	return rc;
+}

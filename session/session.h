@@ -14,6 +14,7 @@
 
 #define GS_MAX_PIDS 64
 
+/* cli/options.c parses --format names in this order (bit i, name i). */
 enum gs_format_bits {
 	GS_FMT_PPROF = 1 << 0,
 	GS_FMT_SPEEDSCOPE = 1 << 1,
@@ -64,6 +65,12 @@ int gs_expand_prefix(const char *tmpl, const struct gs_prefix_vars *v, char *out
  * from process pid's environment (gpusample dump -o). */
 int gs_expand_prefix_of(const char *tmpl, uint32_t pid, char *out, size_t outlen, char *err,
 			size_t errlen);
+/* A dump's files: PREFIX.pb.gz and PREFIX.html (the page counts threads
+ * per stack), owned by the sudo caller; no speedscope file, its profiles
+ * are timelines and a dump has no time.  Says each path written or each
+ * error on stderr; 0, or 1 when a file could not be written. */
+struct gs_profile;
+int gs_outputs_write_dump(const char *prefix, const struct gs_profile *p);
 
 /* The progress of a run, for the caller to show (cli/progress.c). */
 struct gs_session_progress {

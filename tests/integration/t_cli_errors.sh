@@ -24,7 +24,7 @@ expect_error "bad -F '0' \\(a whole number of Hz, 1\\.\\.1000000000\\)" "$GS" -F
 [ "$(wc -l < "$T/out")" = 1 ] || fail "-F 0 said more than one line: $(cat "$T/out")"
 expect_error "bad --gpu-period '2.5' \\(a whole number of log2 cycles" "$GS" --gpu-period 2.5 -p 1 -d 1
 expect_error 'offcpu-rate' "$GS" --offcpu-rate 0 -p 1 -d 1
-expect_error "empty format in 'pprof,,trace'" "$GS" --format pprof,,trace -p 1 -d 1
+expect_error "empty format '' in 'pprof,,trace'" "$GS" --format pprof,,trace -p 1 -d 1
 expect_error "usage: gpusample report \\[--html OUT.html\\] FILE.pb.gz" "$GS" report -q x.pb.gz
 expect_error "usage: gpusample report \\[--html OUT.html\\] FILE.pb.gz" "$GS" report --html x.pb.gz
 expect_error "usage: gpusample report \\[--html OUT.html\\] FILE.pb.gz" "$GS" report --html -q x.pb.gz
