@@ -339,7 +339,7 @@ static int stat_in_root(const char *path, struct stat *st)
 
 	if (rfd < 0)
 		return rfd;
-	int fd = (int)syscall(SYS_openat2, rfd, rel, &how, sizeof(how));
+	int fd = (int)syscall(__NR_openat2, rfd, rel, &how, sizeof(how));
 	int err = fd < 0 ? -errno : (fstat(fd, st) ? -errno : 0);
 	if (fd >= 0)
 		close(fd);
