@@ -1,5 +1,5 @@
 #!/bin/bash
-# gs-test-timeout: 120
+# gs-test-timeout: 180
 # make deb: a Debian package built with dpkg-deb that lintian passes (its
 # overrides say why), declares only libc (>= 2.31 at most: the compat
 # build, scripts/glibc-floor.sh checks the binaries), installs with dpkg into a scratch
