@@ -116,6 +116,8 @@ AGENT_CFLAGS := -std=gnu11 -O2 -g -fPIC -fvisibility=hidden -Wall -Wextra -Wno-u
 		-D_GNU_SOURCE -Iinclude -I. -Igpu_sampler -I$(CUDA_INC)
 $(AGENT): $(AGENT_SRCS) $(wildcard gpu_sampler/*.h) include/gpusample/records.h include/gpusample/stall.h util/hash.h util/vec.h util/hashmap.h
 	@mkdir -p $(BUILD)
+	@test -f $(CUDA_INC)/cupti.h || { echo "the GPU agent needs CUDA's headers (cupti.h) in $(CUDA_INC):" \
+		"install the CUDA toolkit there, or make CUDA_INC=DIR" >&2; exit 1; }
 	$(if $(AGENT_SRCS),$(CC) $(AGENT_CFLAGS) -shared -o $@ $(AGENT_SRCS) -Wl$(comma)--no-undefined -Wl$(comma)-z$(comma)defs $(RELRO) $(AGENT_LIBS),touch $@)
 comma := ,
 
