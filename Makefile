@@ -5,7 +5,8 @@
 #   make demo       profile the bundled training-like workload, print the report
 #   make bench      benchmarks against peers (bench/README.md)
 #   make install PREFIX=/usr/local
-#   make deb        build/gpusample_VERSION_ARCH.deb (Debian tools)
+#   make compat     build/compat/: gpusample and the agent for glibc >= 2.31 (root)
+#   make deb        build/gpusample_VERSION_ARCH.deb of the compat build (root)
 #
 # Sources are picked up by directory: every cli/ bpf/ symbolizer/ output/ *.c
 # (except *.bpf.c) goes into gpusample; gpu_sampler/*.c into the agent.
@@ -51,7 +52,7 @@ SKELS     := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/%.skel.h)
 AGENT_SRCS := $(wildcard gpu_sampler/*.c) util/hashmap.c
 AGENT      := $(BUILD)/libgpusample_agent.so
 
-.PHONY: all deps test-deps test unit integration demo bench bench-tools install deb clean asan fuzz fuzz-build \
+.PHONY: all deps test-deps test unit integration demo bench bench-tools install deb compat clean asan fuzz fuzz-build \
 	format format-check compile_commands.json
 # Keep generated BPF objects and skeletons: they are inputs of every object.
 .SECONDARY:
@@ -105,13 +106,19 @@ RELRO := -Wl,-z,relro,-z,now
 $(BUILD)/gpusample: $(CLI_OBJS) $(BUILD)/libgpusample_core.a
 	$(CC) $(LDFLAGS) $(RELRO) -o $@ $(CLI_OBJS) $(BUILD)/libgpusample_core.a $(STATIC_LIBS) $(SYS_LIBS)
 
-# The agent: C only, libc only (dlopen is in libc since glibc 2.34); of
-# util/ only the libc-only pieces (hash.h, vec.h, hashmap.c).
+# The agent: C only, libc only; of util/ only the libc-only pieces (hash.h,
+# vec.h, hashmap.c).  dlopen and pthread_create are in libc since glibc
+# 2.34; the compat build (glibc 2.31) finds them in libdl and libpthread,
+# linked only where needed (--as-needed).
+CUDA_INC ?= /usr/local/cuda/include
+AGENT_LIBS := -Wl,--as-needed -ldl -lpthread -Wl,--no-as-needed
 AGENT_CFLAGS := -std=gnu11 -O2 -g -fPIC -fvisibility=hidden -Wall -Wextra -Wno-unused-parameter $(WERROR) \
-		-D_GNU_SOURCE -Iinclude -I. -Igpu_sampler -I/usr/local/cuda/include
+		-D_GNU_SOURCE -Iinclude -I. -Igpu_sampler -I$(CUDA_INC)
 $(AGENT): $(AGENT_SRCS) $(wildcard gpu_sampler/*.h) include/gpusample/records.h include/gpusample/stall.h util/hash.h util/vec.h util/hashmap.h
 	@mkdir -p $(BUILD)
-	$(if $(AGENT_SRCS),$(CC) $(AGENT_CFLAGS) -shared -o $@ $(AGENT_SRCS) -Wl$(comma)--no-undefined -Wl$(comma)-z$(comma)defs $(RELRO),touch $@)
+	@test -f $(CUDA_INC)/cupti.h || { echo "the GPU agent needs CUDA's headers (cupti.h) in $(CUDA_INC):" \
+		"install the CUDA toolkit there, or make CUDA_INC=DIR" >&2; exit 1; }
+	$(if $(AGENT_SRCS),$(CC) $(AGENT_CFLAGS) -shared -o $@ $(AGENT_SRCS) -Wl$(comma)--no-undefined -Wl$(comma)-z$(comma)defs $(RELRO) $(AGENT_LIBS),touch $@)
 comma := ,
 
 # ---- tests ---------------------------------------------------------------
@@ -241,8 +248,16 @@ install: all
 $(BUILD)/gpusample.1: packaging/gpusample.1
 	@mkdir -p $(BUILD)
 	sed -e 's/@VERSION@/$(VERSION)/' -e "s/@DATE@/$$(git log -1 --format=%cs 2>/dev/null || date +%F)/" $< > $@
-deb: $(BUILD)/gpusample $(AGENT) $(BUILD)/gpusample.1
-	./scripts/build-deb.sh $(BUILD) $(VERSION)
+# The package holds the compat build: gpusample and the agent compiled in
+# a Debian 11 root (scripts/build-compat.sh), asking for no glibc newer than
+# 2.31, so they run on, and load into jobs of, Debian 11 / Ubuntu 20.04 and
+# newer.  Both need root (a chroot) and the root (make test-deps, or built
+# on the first run: about 4 minutes, 430 MB in /var/cache/gpusample).
+compat: $(SKELS) $(BUILD)/html_assets.h
+	./scripts/build-compat.sh $(BUILD)
+deb: compat $(BUILD)/gpusample.1
+	GS_SHLIBDEPS_ROOT=$${GS_BULLSEYE_ROOT:-/var/cache/gpusample/bullseye-root} \
+		./scripts/build-deb.sh $(BUILD) $(VERSION) $(BUILD)/compat
 
 clean:
 	rm -rf $(BUILD) build-asan $(FUZZ_BUILD)

@@ -93,7 +93,7 @@ int gs_task_regs_read(const uint32_t *tgids, size_t n, gs_task_regs_fn fn, void 
 		      struct gs_task_regs_info *info, char *err, size_t errlen)
 {
 	struct taskregs_bpf *k = NULL;
-	struct bpf_program *prog;
+	struct bpf_program *prog = NULL;
 	struct bpf_link *link = NULL;
 	int rc, fd = -1;
 	__u8 one = 1;

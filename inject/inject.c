@@ -16,6 +16,7 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include "inject/inject.h"
 #include "inject/inject_int.h"
 
@@ -124,10 +125,12 @@ static void close_all_but(int *keep, int n)
 		if (keep[i] < 0 || (unsigned)keep[i] < from)
 			continue;
 		if ((unsigned)keep[i] > from)
-			close_range(from, (unsigned)keep[i] - 1, 0);
+			syscall(__NR_close_range, from, (unsigned)keep[i] - 1, 0);
 		from = (unsigned)keep[i] + 1;
 	}
-	close_range(from, ~0u, 0);
+	/* the system call, not glibc's close_range (2.34): the binaries ask for
+	 * no glibc newer than 2.31 (Debian 11, Ubuntu 20.04) */
+	syscall(__NR_close_range, from, ~0u, 0);
 }
 
 static __attribute__((noreturn)) void watchdog_run(struct gs_inject *j, int rfd)

@@ -103,7 +103,7 @@ static int open_parent(uint32_t tgid, int root_fd, const char *rel, const char *
 	};
 	struct statvfs vfs;
 	struct stat st;
-	int fd = (int)syscall(SYS_openat2, root_fd, rel, &how, sizeof(how));
+	int fd = (int)syscall(__NR_openat2, root_fd, rel, &how, sizeof(how));
 
 	if (fd < 0) {
 		*why = "cannot be opened without following links";

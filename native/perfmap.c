@@ -339,7 +339,7 @@ static int stat_in_root(const char *path, struct stat *st)
 
 	if (rfd < 0)
 		return rfd;
-	int fd = (int)syscall(SYS_openat2, rfd, rel, &how, sizeof(how));
+	int fd = (int)syscall(__NR_openat2, rfd, rel, &how, sizeof(how));
 	int err = fd < 0 ? -errno : (fstat(fd, st) ? -errno : 0);
 	if (fd >= 0)
 		close(fd);
@@ -414,25 +414,9 @@ const struct gs_perfmap_entry *gs_perfmap_find(const struct gs_perfmap *pm, uint
 	return NULL;
 }
 
-int64_t gs_sym_nstgid(uint32_t tgid)
-{
-	char v[256], *p = v, *end;
-	int64_t ns = tgid;
-	int rc = gs_proc_status_field(tgid, "NStgid:", v, sizeof(v));
-
-	if (rc == -ENOENT) /* a kernel without pid namespaces in status */
-		return tgid;
-	if (rc)
-		return -ESRCH;
-	/* last field: the pid in the innermost namespace */
-	for (long long x; (x = strtoll(p, &end, 10)), end != p; p = end)
-		ns = x;
-	return ns;
-}
-
 int gs_perfmap_path(uint32_t tgid, char *buf, size_t len)
 {
-	int64_t ns = gs_sym_nstgid(tgid);
+	int64_t ns = gs_proc_nstgid(tgid);
 	if (ns < 0)
 		return (int)ns;
 	snprintf(buf, len, "/proc/%u/root/tmp/perf-%" PRId64 ".map", tgid, ns);

@@ -276,9 +276,6 @@ const struct gs_perfmap_entry *gs_perfmap_find(const struct gs_perfmap *pm, uint
  * size and mtime; the link itself is looked at, never followed), or still
  * absent. */
 bool gs_perfmap_unchanged(const struct gs_perfmap *pm, const char *path);
-/* Process id of tgid inside its own pid namespace (last NStgid field), or
- * tgid itself when the kernel does not show NStgid. -ESRCH if gone. */
-int64_t gs_sym_nstgid(uint32_t tgid);
 /* "/proc/TGID/root/tmp/perf-NSTGID.map" into buf. */
 int gs_perfmap_path(uint32_t tgid, char *buf, size_t len);
 

@@ -537,6 +537,7 @@ static void emit_meta(struct pb *w, struct pb *m, struct pb *sub, const struct g
 		pb_i64(sub, PB_PROCESS_GPU, pr->gpu);
 		pb_u64(sub, PB_PROCESS_CPU_SAMPLES, pr->cpu_samples);
 		pb_u64(sub, PB_PROCESS_EXITED, pr->exited);
+		pb_u64(sub, PB_PROCESS_NS_PID, pr->ns_pid);
 		pb_msg(m, PB_META_PROCESS, sub);
 	}
 	size_t nk = p->n_notes > p->n_locations ? p->n_notes : p->n_locations;

@@ -18,7 +18,9 @@
  *   }
  *   message GsProcess { uint32 pid = 1; uint32 ppid = 2; int64 comm = 3;
  *     int64 role = 4; int64 python = 5; int64 gpu = 6; uint64 cpu_samples = 7;
- *     bool exited = 8; }            // strings as string-table indices
+ *     bool exited = 8;
+ *     uint32 ns_pid = 9; }          // strings as string-table indices; ns_pid:
+ *                                   // pid in its own pid namespace, 0 = pid
  */
 #ifndef GS_OUTPUT_PPROF_PROTO_H
 #define GS_OUTPUT_PPROF_PROTO_H
@@ -97,6 +99,7 @@ enum pb_gs_process {
 	PB_PROCESS_GPU = 6,
 	PB_PROCESS_CPU_SAMPLES = 7,
 	PB_PROCESS_EXITED = 8,
+	PB_PROCESS_NS_PID = 9,
 };
 
 /* GsMeta.version written. */

@@ -250,6 +250,9 @@ static void dec_meta(struct dec *d, struct pbr m)
 				case PB_PROCESS_EXITED:
 					pr.exited = v != 0;
 					break;
+				case PB_PROCESS_NS_PID:
+					pr.ns_pid = (uint32_t)v;
+					break;
 				}
 			}
 			gs_profile_add_process(d->p, &pr);

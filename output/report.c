@@ -235,10 +235,14 @@ static void processes_and_threads(struct rpt *r)
 			continue;
 		}
 		shown++;
-		fprintf(r->out, "  %7u %-16s %-11s %8" PRId64 " %5.1f%%  %-16s %s%s\n", pr->pid,
+		fprintf(r->out, "  %7u %-16s %-11s %8" PRId64 " %5.1f%%  %-16s %s%s", pr->pid,
 			gs_profile_str(p, pr->comm), pr->role ? gs_profile_str(p, pr->role) : "-",
 			c, pct(c, r->cpu_total), pr->python ? gs_profile_str(p, pr->python) : "-",
 			pr->gpu ? gs_profile_str(p, pr->gpu) : "-", pr->exited ? " (exited)" : "");
+		/* in a container: the pid its own ps, logs and py-spy show */
+		if (pr->ns_pid)
+			fprintf(r->out, " (pid %u in its namespace)", pr->ns_pid);
+		fputc('\n', r->out);
 	}
 	if (quiet)
 		fprintf(r->out,

@@ -285,7 +285,7 @@ int gs_open_regular_at(int dirfd, const char *path, int extra_flags, uint64_t re
 {
 	struct open_how how = { .flags = O_PATH | O_CLOEXEC | (uint64_t)extra_flags,
 				.resolve = resolve };
-	int pfd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+	int pfd = (int)syscall(__NR_openat2, dirfd, path, &how, sizeof(how));
 
 	return pfd < 0 ? -errno : reopen_regular(pfd, st);
 }

@@ -133,6 +133,10 @@ int gs_proc_status_field(uint32_t pid, const char *key, char *out, size_t len);
  * no line, -EINVAL for n over 64, -ESRCH or -errno as above. */
 int gs_proc_status_fields(uint32_t pid, size_t n, const char *const keys[], char *const outs[],
 			  size_t len);
+/* Process id of tgid inside its own pid namespace (the last field of
+ * NStgid: what a container's processes see), or tgid itself when the kernel
+ * does not show NStgid.  -ESRCH if gone. */
+int64_t gs_proc_nstgid(uint32_t tgid);
 
 /* ---- ELF objects ---------------------------------------------------------- */
 

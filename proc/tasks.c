@@ -94,3 +94,19 @@ int gs_proc_status_field(uint32_t pid, const char *key, char *out, size_t len)
 {
 	return gs_proc_status_fields(pid, 1, &key, &out, len);
 }
+
+int64_t gs_proc_nstgid(uint32_t tgid)
+{
+	char v[256], *p = v, *end;
+	int64_t ns = tgid;
+	int rc = gs_proc_status_field(tgid, "NStgid:", v, sizeof(v));
+
+	if (rc == -ENOENT) /* a kernel without pid namespaces in status */
+		return tgid;
+	if (rc)
+		return -ESRCH;
+	/* last field: the pid in the innermost namespace */
+	for (long long x; (x = strtoll(p, &end, 10)), end != p; p = end)
+		ns = x;
+	return ns;
+}

@@ -788,7 +788,8 @@ static int decode_tls_gilstate(struct elf_file *f, uint32_t pid, uint64_t fn, in
 }
 
 /* glibc pthread_getspecific: add $0x31,%rax; shl $4,%rax; add %fs:0x10,%rax
- * -> specific_1stblock = 0x31 << 4 (0x310 on glibc 2.36 x86-64). */
+ * (2.34+), or lea 0x31(%rdi),%eax; shl $4,%rax (2.31, in libpthread.so.0)
+ * -> specific_1stblock = 0x31 << 4 (0x310 on glibc 2.31 and 2.36 x86-64). */
 static int decode_1stblock(struct elf_file *f, uint64_t fn, uint32_t *off)
 {
 	uint8_t c[64];
@@ -800,34 +801,55 @@ static int decode_1stblock(struct elf_file *f, uint64_t fn, uint32_t *off)
 		    c[i + 5] == 0xc1 && c[i + 6] == 0xe0 && c[i + 7] == 0x04) {
 			*off = (uint32_t)c[i + 3] << 4;
 			return 0;
+		} else if (c[i] == 0x8d && c[i + 1] == 0x47 && c[i + 3] == 0x48 &&
+			   c[i + 4] == 0xc1 && c[i + 5] == 0xe0 && c[i + 6] == 0x04) {
+			*off = (uint32_t)c[i + 2] << 4;
+			return 0;
 		}
 	return -ENOENT;
 }
 
+/* Whether the string at link-time address at reads "MAJOR.MINOR..." of a
+ * Python 2 or 3; copied to out then. */
+static bool version_at(struct elf_file *f, uint64_t at, char *out, size_t len)
+{
+	char s[32] = {};
+	unsigned a, b;
+
+	if (elf_read(f, at, s, sizeof(s) - 1) && elf_read(f, at, s, 8))
+		return false;
+	if (sscanf(s, "%u.%u", &a, &b) != 2 || a < 2 || a > 3)
+		return false;
+	snprintf(out, len, "%s", s);
+	return true;
+}
+
 /* PY_VERSION string for builds without Py_Version (< 3.11): Py_GetVersion
- * passes it as the 4th snprintf argument (lea disp(%rip),%rcx). */
+ * passes it as the 4th snprintf argument: lea disp(%rip),%rcx in a
+ * position-independent build, mov $imm32,%ecx (an absolute address) in a
+ * non-PIE executable (Debian 11's python3.9).  Each candidate is checked
+ * by the text it points at. */
 static int version_from_getversion(struct elf_file *f, uint64_t fn, char *out, size_t len)
 {
 	uint8_t c[96];
 
 	if (elf_read(f, fn, c, sizeof(c)))
 		return -ENOENT;
-	for (size_t i = 0; i + 7 <= sizeof(c); i++)
+	for (size_t i = 0; i + 7 <= sizeof(c); i++) {
+		int32_t disp;
+		uint32_t imm;
+
 		if (c[i] == 0x48 && c[i + 1] == 0x8d && c[i + 2] == 0x0d) {
-			int32_t disp;
-			char s[32] = {};
-
 			memcpy(&disp, &c[i + 3], 4);
-			if (elf_read(f, fn + i + 7 + disp, s, sizeof(s) - 1) &&
-			    elf_read(f, fn + i + 7 + disp, s, 8))
-				continue;
-			unsigned a, b;
-
-			if (sscanf(s, "%u.%u", &a, &b) == 2 && a >= 2 && a <= 3) {
-				snprintf(out, len, "%s", s);
+			if (version_at(f, fn + i + 7 + disp, out, len))
 				return 0;
-			}
 		}
+		if (c[i] == 0xb9) { /* mov $imm32,%ecx */
+			memcpy(&imm, &c[i + 1], 4);
+			if (version_at(f, imm, out, len))
+				return 0;
+		}
+	}
 	return -ENOENT;
 }
 
@@ -859,10 +881,14 @@ static int find_interpreter(struct discover *d, struct map_ent *maps, int n, str
 	return -ENOENT;
 }
 
+/* pthread_getspecific is in libc.so.6 from glibc 2.34 on, in
+ * libpthread.so.0 before. */
 static int find_libc_1stblock(struct discover *d, struct map_ent *maps, int n, uint32_t *off)
 {
 	for (int i = 0; i < n; i++) {
-		if (!strstr(base_name(maps[i].path), "libc"))
+		const char *b = base_name(maps[i].path);
+
+		if (!strstr(b, "libc") && !strstr(b, "libpthread"))
 			continue;
 		struct elf_file f;
 

@@ -3,11 +3,13 @@
 #
 # Usage: scripts/install-deps.sh [build|demo|test]
 #   build (default; make deps): the packages that build gpusample and the
-#         Debian package (make deb); gpusample itself needs only libc to run.
+#         Debian package (make deb, which builds in a Debian 11 root made
+#         with debootstrap); gpusample itself needs only libc to run.
 #   demo  (make demo): build + python3-torch for the bundled training loop.
 #   test  (make test-deps, used by make test and .ci/run): demo + the tests'
 #         packages, npm's speedscope and ajv, the real CUDA driver library,
-#         Debian's kernels for the QEMU matrix and the Debian sid root.
+#         Debian's kernels for the QEMU matrix, the Debian sid root and the
+#         Debian 11 root (make deb's compat build, t_deb_bullseye).
 # GS_BENCH_DEPS=1 adds the benchmarks' packages (make bench).
 set -euo pipefail
 
@@ -25,11 +27,11 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 BUILD_PKGS="clang llvm gcc g++ make pkg-config bpftool libbpf-dev libelf-dev libdw-dev
- zlib1g-dev libzstd-dev liblzma-dev libbz2-dev libiberty-dev systemtap-sdt-dev dpkg-dev"
+ zlib1g-dev libzstd-dev liblzma-dev libbz2-dev libiberty-dev systemtap-sdt-dev dpkg-dev
+ debootstrap debian-archive-keyring"
 DEMO_PKGS="python3-torch"
 TEST_PKGS="libcriterion-dev golang-go protobuf-compiler chromium
- linux-perf bpftrace jq procps file qemu-system-x86 busybox-static cpio debian-archive-keyring
- debootstrap graphviz debuginfod libdebuginfod1 curl time lintian man-db bash-completion"
+ linux-perf bpftrace jq procps file qemu-system-x86 busybox-static cpio graphviz debuginfod libdebuginfod1 curl time lintian man-db bash-completion"
 BENCH_PKGS="bpfcc-tools linux-headers-amd64"
 
 need=""
@@ -71,4 +73,8 @@ fi
 # The Debian sid root (python3.14, python3.15, PyTorch 2.x) the Python tests
 # also run in, as a container would (cached: a no-op once built).
 "$(dirname "$0")/sid-root.sh"
+# The Debian 11 root (glibc 2.31, Python 3.9, libbpf 1.x built there): make
+# deb compiles in it and t_deb_bullseye installs the package in it (cached:
+# about 4 minutes and 500 MB once).
+"$(dirname "$0")/bullseye-root.sh"
 echo "install-deps: ok (test)"

@@ -16,37 +16,9 @@ PKGS="python3.14 python3.15 python3-torch python3-numpy"
 if [ -f "$STAMP" ]; then
 	exit 0
 fi
-if [ "$(id -u)" -ne 0 ]; then
-	echo "sid-root: run as root" >&2
-	exit 1
-fi
-command -v debootstrap >/dev/null || {
-	echo "sid-root: debootstrap missing (sudo make test-deps installs it)" >&2
-	exit 1
-}
-
-# The same Debian mirror the host's apt uses (none: stop and say so).
-# shellcheck source=scripts/debian-mirror.sh
-source "$(dirname "$0")/debian-mirror.sh"
-mirror=$(debian_mirror) || exit 1
-
-# A half-built root from an interrupted run is started again.
-if [ -d "$ROOT" ]; then
-	for m in proc sys dev; do
-		mountpoint -q "$ROOT/$m" && umount -l "$ROOT/$m"
-	done
-	rm -rf --one-file-system "$ROOT"
-fi
-mkdir -p "$(dirname "$ROOT")"
-tmp="$ROOT.tmp.$$"
-trap 'rm -rf --one-file-system "$tmp"' EXIT
-echo "sid-root: debootstrap sid from $mirror into $ROOT" >&2
-debootstrap --variant=minbase --include="${PKGS// /,}" sid "$tmp" "$mirror" >"$tmp.log" 2>&1 || {
-	tail -20 "$tmp.log" >&2
-	echo "sid-root: debootstrap failed (log: $tmp.log)" >&2
-	exit 1
-}
-rm -f "$tmp.log"
+# shellcheck source=scripts/debootstrap-root.sh
+source "$(dirname "$0")/debootstrap-root.sh"
+root_debootstrap sid-root "$ROOT" sid "$PKGS" || exit 1
 # Docs and caches are not needed to run the jobs.
 rm -rf "$tmp/var/cache/apt/archives/"*.deb "$tmp/usr/share/doc" "$tmp/usr/share/man"
 # Each interpreter starts, and torch imports (with /proc, as the tests run

@@ -141,14 +141,37 @@ int gs_attach_build_tables(struct session *s, bool (*stop)(struct session *))
 	return 0;
 }
 
+/* The abbreviation of the signals a user stops a run with (sigabbrev_np is
+ * glibc 2.32: the binaries ask for no glibc newer than 2.31). */
+static const char *sig_abbrev(int sig)
+{
+	switch (sig) {
+	case SIGINT:
+		return "INT";
+	case SIGTERM:
+		return "TERM";
+	case SIGHUP:
+		return "HUP";
+	case SIGQUIT:
+		return "QUIT";
+	case SIGPIPE:
+		return "PIPE";
+	case SIGUSR1:
+		return "USR1";
+	case SIGUSR2:
+		return "USR2";
+	default:
+		return "?";
+	}
+}
+
 void gs_attach_note_stop(struct gs_session_attach *a, int sig, bool target_gone)
 {
 	if (a->stop_phase)
 		return;
 	a->stop_phase = a->phase ? a->phase : "starting";
 	if (sig)
-		snprintf(a->stop_cause, sizeof(a->stop_cause), "stopped by SIG%s",
-			 sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+		snprintf(a->stop_cause, sizeof(a->stop_cause), "stopped by SIG%s", sig_abbrev(sig));
 	else if (target_gone)
 		snprintf(a->stop_cause, sizeof(a->stop_cause), "the target exited");
 	if (a->stop_cause[0] && strcmp(a->stop_phase, "sampling"))

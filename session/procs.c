@@ -143,6 +143,10 @@ struct gs_procinfo *gs_procs_add(struct gs_proc_slots *s, uint32_t tgid, uint32_
 	if (!pr || !(p = gs_proc_slots_get(s, tgid, true)))
 		return NULL;
 	p->proc = pr;
+	/* A process in a container: the pid its own tools show, read while it
+	 * is alive (0 when gone or the same). */
+	int64_t ns = gs_proc_nstgid(tgid);
+	p->ns_pid = ns > 0 && ns != tgid ? (uint32_t)ns : 0;
 	parent = pr->ppid && pr->ppid != tgid ? gs_procs_get(s, pr->ppid) : NULL;
 	if (parent) {
 		memcpy(p->comm, parent->comm, sizeof(p->comm));

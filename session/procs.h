@@ -26,6 +26,7 @@ int gs_for_each_descendant(const uint32_t *roots, int n_roots,
 struct gs_procinfo {
 	struct gs_proc *proc; /* the table's entry (stable to the end of the run) */
 	char comm[16];
+	uint32_t ns_pid; /* its pid in its own pid namespace when not tgid, else 0 */
 	bool is_root;
 	uint64_t cpu_samples;
 	char gpu[96]; /* GPU agent state */

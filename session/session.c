@@ -84,6 +84,26 @@ static int check_privileges(void)
 	return -EPERM;
 }
 
+/* The kernel's initial pid namespace has this fixed inode number
+ * (PROC_PID_INIT_INO, include/linux/proc_ns.h). */
+#define GS_INIT_PIDNS_INO 0xEFFFFFFCu
+
+/* The BPF programs see the pids of the initial (host's) pid namespace; in a
+ * container with a pid namespace of its own, -p and the launched command's
+ * pid would name other processes.  A kernel without the file is let be. */
+static int check_pid_namespace(void)
+{
+	struct stat st;
+
+	if (stat("/proc/self/ns/pid", &st) || st.st_ino == GS_INIT_PIDNS_INO)
+		return 0;
+	gs_log("runs in a pid namespace of its own (a container without the host's pids), "
+	       "while the kernel's samples carry the host's pids: run it in the host's pid "
+	       "namespace (docker run --pid=host, Kubernetes hostPID: true; README "
+	       "\"Containers\")\n");
+	return -EPERM;
+}
+
 /* ---- targets ------------------------------------------------------------ */
 
 static int add_target(struct session *s, uint32_t pid, uint32_t ppid, bool is_root)
@@ -478,6 +498,7 @@ static void add_processes(struct session *s)
 		struct gs_process gp = {
 			.pid = p->proc->tgid,
 			.ppid = p->proc->ppid,
+			.ns_pid = p->ns_pid,
 			.comm = gs_profile_intern(&s->prof, p->comm),
 			.role = gs_profile_intern(&s->prof, gs_procs_role(p)),
 			.python = gs_profile_intern(&s->prof, py.name),
@@ -925,7 +946,7 @@ int gs_session_run(const struct gs_options *o, void (*show)(const struct gs_sess
 	struct session s;
 	int rc;
 
-	if (check_privileges())
+	if (check_privileges() || check_pid_namespace())
 		return 1;
 	install_signals();
 	gs_session_raise_priority();

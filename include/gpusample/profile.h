@@ -143,6 +143,7 @@ struct gs_sample {
 /* One process seen during the run, for the report. */
 struct gs_process {
 	uint32_t pid, ppid;
+	uint32_t ns_pid; /* pid in its own pid namespace (a container) if not pid, else 0 */
 	gs_str comm;
 	gs_str role;
 	gs_str python; /* e.g. "CPython 3.11.7", 0 if none */

@@ -1,7 +1,8 @@
 #!/bin/bash
-# gs-test-timeout: 120
+# gs-test-timeout: 180
 # make deb: a Debian package built with dpkg-deb that lintian passes (its
-# overrides say why), declares only libc, installs with dpkg into a scratch
+# overrides say why), declares only libc (>= 2.31 at most: the compat
+# build, scripts/glibc-floor.sh checks the binaries), installs with dpkg into a scratch
 # root, and whose gpusample runs there, finds its agent in the package's
 # layout, and has a man page and bash completion.
 source "$(dirname "$0")/lib.sh"
@@ -17,7 +18,9 @@ ok "built $deb"
 dpkg-deb -I "$deb" > "$T/info" || fail "dpkg-deb -I: $(cat "$T/info")"
 field() { dpkg-deb -f "$deb" "$1"; }
 [ "$(field Package)" = gpusample ] && [ "$(field Version)" = "$ver" ] || fail "control: $(cat "$T/info")"
-[[ $(field Depends) =~ ^libc6\ \(\>=\ 2\.[0-9]+\)$ ]] || fail "Depends is not libc only: '$(field Depends)'"
+[[ $(field Depends) =~ ^libc6\ \(\>=\ 2\.([0-9]+)\)$ ]] || fail "Depends is not libc only: '$(field Depends)'"
+# the compat build: Debian 11's glibc 2.31 is enough
+[ "${BASH_REMATCH[1]}" -le 31 ] || fail "Depends asks for a glibc newer than 2.31: '$(field Depends)'"
 ok "dpkg-deb -I: $(field Package) $(field Version) $(field Architecture), Depends: $(field Depends)"
 dpkg-deb -c "$deb" | awk '{print $1, $2, $NF}' > "$T/list"
 for f in "-rwxr-xr-x ./usr/bin/gpusample" "-rw-r--r-- ./usr/lib/gpusample/libgpusample_agent.so" \
@@ -41,6 +44,9 @@ dpkg --root="$R" --log=/dev/null --force-depends --force-script-chrootless -i "$
 dpkg --root="$R" -s gpusample | grep -qx 'Status: install ok installed' || fail "not installed"
 [ "$("$R/usr/bin/gpusample" --version)" = "$("$GS" --version)" ] || fail "installed --version: $("$R/usr/bin/gpusample" --version)"
 ok "installed: $("$R/usr/bin/gpusample" --version)"
+"$ROOT/scripts/glibc-floor.sh" 2.31 "$R/usr/bin/gpusample" "$R/usr/lib/gpusample/libgpusample_agent.so" \
+	> "$T/floor" 2>&1 || fail "glibc: $(cat "$T/floor")"
+ok "$(cat "$T/floor")"
 # launch mode finds the agent where the package put it
 "$R/usr/bin/gpusample" -q -d 5 --format pprof -o "$T/inst" -- sh -c \
 	'echo "$CUDA_INJECTION64_PATH" > "$0"; i=0; while [ $i -lt 300000 ]; do i=$((i + 1)); done' \

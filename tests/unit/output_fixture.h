@@ -214,7 +214,8 @@ static inline void fx_build(struct fx *x)
 				.role = gs_profile_intern(p, "dataloader"),
 				.python = gs_profile_intern(p, "CPython 3.11.2"),
 				.cpu_samples = 4,
-				.exited = true };
+				.exited = true,
+				.ns_pid = 7 /* in a container */ };
 	gs_profile_add_process(p, &w);
 	gs_profile_add_comment(p, "gpusample %s: 100 Hz CPU sampling", "0.1.0");
 	gs_profile_add_comment(p, "gpu0 pc sampling factor 20");

@@ -469,6 +469,8 @@ Test(pprof, round_trip)
 	cr_assert_str_eq(gs_profile_str(&r, r.processes[0].python), "CPython 3.11.2");
 	cr_assert_str_eq(gs_profile_str(&r, r.processes[1].role), "dataloader");
 	cr_assert(r.processes[1].exited);
+	cr_assert_eq(r.processes[0].ns_pid, 0);
+	cr_assert_eq(r.processes[1].ns_pid, 7);
 	/* locations: same kinds, addresses, line chains and names */
 	for (uint32_t i = 1; i <= r.n_locations; i++) {
 		const struct gs_location *a = gs_profile_location(&x.p, i),

@@ -50,7 +50,8 @@ Test(report, sections_and_numbers)
 	HAS(r, "     1200 python3          main              10  66.7%  CPython 3.11.2   agent "
 	       "armed, PC sampling on GPU0");
 	HAS(r,
-	    "     1201 pt_data_worker   dataloader         4  26.7%  CPython 3.11.2   - (exited)");
+	    "     1201 pt_data_worker   dataloader         4  26.7%  CPython 3.11.2   - (exited) "
+	    "(pid 7 in its namespace)\n");
 	HAS(r, "     1200    1200 python3          main              10  66.7%");
 	HAS(r, "  - python: 1 frame could not be read (test note)");
 	HAS(r, "GPU: 170 PC samples (110 not issued)");

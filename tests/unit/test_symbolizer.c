@@ -744,8 +744,8 @@ Test(perfmap, shared_and_budgeted)
 Test(perfmap, nstgid_of_self)
 {
 	/* not in a container here: NStgid's last field is our pid */
-	cr_assert_eq(gs_sym_nstgid((uint32_t)getpid()), getpid());
-	cr_assert_eq(gs_sym_nstgid(0x3ffffff0), -ESRCH);
+	cr_assert_eq(gs_proc_nstgid((uint32_t)getpid()), getpid());
+	cr_assert_eq(gs_proc_nstgid(0x3ffffff0), -ESRCH);
 }
 
 Test(symbolizer, perf_map_written_after_snapshot)
