@@ -85,9 +85,9 @@ int gs_dump_main(const struct gs_options *o)
 	free(ts.t);
 	if (rc)
 		gs_log("dump failed: %s\n", err);
-	else
-		rc = (gs_dump_print(&prof, &st, stdout) != 0) | /* the files even if stdout fails */
-		     (o->prefix && gs_outputs_write_dump(prefix, &prof));
+	else /* the files are written even when printing to stdout failed */
+		rc = (o->prefix ? gs_outputs_write_dump(prefix, &prof) != 0 : 0) +
+		     (gs_dump_print(&prof, &st, stdout) != 0);
 	gs_profile_free(&prof);
 	return rc ? 1 : 0;
 fail_oom:
