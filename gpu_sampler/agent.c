@@ -128,6 +128,9 @@ struct pending_cubin {
 
 struct gs_cubin {
 	uint64_t crc;
+	/* CUPTI's own CRC of it, when CUPTI may key its PC records with that
+	 * (cubin_alias); 0: none */
+	uint64_t alias_crc;
 	void *copy;
 	size_t size;
 	uint32_t module_id, ctx_uid, device, flags;
@@ -588,6 +591,30 @@ static void emit_cubin(const struct gs_cubin *b, uint32_t extra_flags)
 	r.module_id = b->module_id;
 	r.flags = b->flags | extra_flags;
 	gs_emit_record(&r, sizeof(r));
+	if (b->alias_crc) { /* the same module under CUPTI's key: no bytes read */
+		r.alias_of = b->crc;
+		r.crc = b->alias_crc;
+		gs_emit_record(&r, sizeof(r));
+	}
+}
+
+/* With the CRC callback registered, CUPTI keys PC records with our full
+ * hash, but it may not honour the callback for every module (its keying
+ * is untested on real CUPTI): the module is also announced under CUPTI's
+ * own CRC, unless that key already names another module (twins: CUPTI's
+ * CRC reads a few sparse bytes), where the first keeps it. */
+static void cubin_alias(struct gs_cubin *b, const CUpti_ModuleResourceData *m)
+{
+	CUpti_GetCubinCrcParams p = { .size = CUpti_GetCubinCrcParamsSize };
+
+	p.cubin = m->pCubin;
+	p.cubinSize = m->cubinSize;
+	if (g.api.GetCubinCrc(&p) != CUPTI_SUCCESS || p.cubinCrc == b->crc)
+		return;
+	for (size_t i = 0; i < g.n_cubins; i++)
+		if (g.cubins[i].crc == p.cubinCrc || g.cubins[i].alias_crc == p.cubinCrc)
+			return;
+	b->alias_crc = p.cubinCrc;
 }
 
 static struct gs_cubin *cubin_add(const CUpti_ModuleResourceData *m, const struct gs_ctx *c)
@@ -627,6 +654,8 @@ static struct gs_cubin *cubin_add(const CUpti_ModuleResourceData *m, const struc
 	} else {
 		b->flags |= GS_GPU_CUBIN_NOT_KEPT;
 	}
+	if (g.own_crc)
+		cubin_alias(b, m);
 	return b;
 }
 
