@@ -456,7 +456,8 @@ enum gs_gpu_state {
 enum gs_gpu_reason {
 	GS_GPU_R_NONE = 0,
 	GS_GPU_R_NO_CUPTI = 1,           /* libcupti not found / missing symbols */
-	GS_GPU_R_CUPTI_TOO_OLD = 2,      /* API version without PC sampling (< 15) */
+	GS_GPU_R_CUPTI_TOO_OLD = 2,      /* API version without PC sampling (< 15); with
+					  * GS_GPU_ST_WARNING: before a documented fix */
 	GS_GPU_R_PRIVILEGES = 3,         /* CUPTI_ERROR_INSUFFICIENT_PRIVILEGES */
 	GS_GPU_R_OTHER_SUBSCRIBER = 4,   /* CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED */
 	GS_GPU_R_HW_BUSY = 5,            /* CUPTI_ERROR_HARDWARE_BUSY (DCGM, another profiler) */

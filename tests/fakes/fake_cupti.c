@@ -65,6 +65,9 @@
  *                        the GPU idle, and a tool calling from a worker
  *                        thread saw that error; FAKE_CUPTI_KERNEL_MS: how
  *                        long each kernel runs),
+ *                        disable (every cuptiPCSamplingDisable fails with
+ *                        CUPTI_ERROR_UNKNOWN and sampling goes on: the
+ *                        configured buffer stays CUPTI's),
  *                        idle (sampling started by the configuration, with
  *                        no start/stop control, on a GPU not idle for the
  *                        calling thread is refused like such a Start),
@@ -1238,7 +1241,7 @@ API CUptiResult cuptiPCSamplingDisable(CUpti_PCSamplingDisableParams *p)
 		const struct fake_ctx *fc = (const struct fake_ctx *)p->ctx;
 		unsigned long me = (unsigned long)pthread_self();
 		bool off = failing("offthread") && off_thread(p->ctx);
-		if (off || in_flight(p->ctx)) {
+		if (off || in_flight(p->ctx) || failing("disable")) {
 			atomic_fetch_add(&st_disable_refused, 1);
 			return off ? CUPTI_ERROR_INVALID_OPERATION : CUPTI_ERROR_UNKNOWN;
 		}
@@ -1617,6 +1620,7 @@ static void write_stats(void)
 			pcs += atomic_load(&calls[i]);
 	}
 	fprintf(f, "pcsampling_calls %llu\n", (unsigned long long)pcs);
+	fprintf(f, "green_current_refused %u\n", fake_cuda_green_refused());
 	fprintf(f, "launches %llu\n", (unsigned long long)atomic_load(&st_launches));
 	fprintf(f, "launch_callbacks %llu\n", (unsigned long long)atomic_load(&st_launch_cb));
 	fprintf(f, "resource_callbacks %llu\n", (unsigned long long)atomic_load(&st_resource_cb));
