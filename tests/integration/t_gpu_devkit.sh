@@ -32,7 +32,19 @@ for vs in 18:56 21:56 22:64 130001:64; do
 		{ cat "$T/probe.out"; fail "probe did not pick the $want-byte stride for CUPTI API $v"; }
 	grep -q '^probe: ok: .* [1-9][0-9]* stall-reason samples' "$T/probe.out" || { cat "$T/probe.out"; fail "no samples on CUPTI API $v"; }
 	[ "$(awk '$1 == "bad_size" { print $2 }' "$T/probe.stats")" = 0 ] || fail "probe's records refused on CUPTI API $v"
+	grep -q "^probe: CRC keying (callback registered): [1-9][0-9]* PC records keyed by the callback's value, 0 by cuptiGetCubinCrc's, 0 by neither" "$T/probe.out" ||
+		{ cat "$T/probe.out"; fail "no CRC keying line on CUPTI API $v"; }
+	grep -q '^probe: 20 drains: 1 distinct functionName pointers' "$T/probe.out" || { cat "$T/probe.out"; fail "no 20-drain name-pointer count on CUPTI API $v"; }
+	grep -q '^probe: Enable from a second thread while 50 kernels were queued: CUPTI_SUCCESS' "$T/probe.out" ||
+		{ cat "$T/probe.out"; fail "no second-thread Enable result on CUPTI API $v"; }
 done
+# the counts tell the cases apart: a CUPTI allocating names per GetData,
+# one refusing an Enable from a thread that neither created nor launched
+FAKE_CUPTI_FAIL=names_per_getdata,enable_offthread LD_LIBRARY_PATH=$T/kit/double timeout 40 \
+	"$T/kit/pcsamp_probe" "$T/kit/double/libcuda.so.1" "$T/kit/double/libcupti.so.13" \
+	"$T/kit/cubins/kernels_lineinfo.sm_90.cubin" 50 > "$T/probe.out" 2>&1 || { cat "$T/probe.out"; fail "pcsamp_probe failed"; }
+grep -q '^probe: 20 drains: 20 distinct functionName pointers' "$T/probe.out" || { cat "$T/probe.out"; fail "per-GetData names not counted"; }
+grep -q '^probe: Enable from a second thread .*: CUPTI_ERROR_INVALID_OPERATION' "$T/probe.out" || { cat "$T/probe.out"; fail "refused off-thread Enable not reported"; }
 start=$(date +%s)
 timeout 300 "$T/kit/check.sh" --double "$T/out" > "$T/check.out" 2>&1 || { cat "$T/check.out"; fail "the kit's check failed its dry run"; }
 secs=$(( $(date +%s) - start ))

@@ -4,7 +4,9 @@
 # `make devkit`).  One call, under 5 minutes, every step under a timeout:
 #   1. facts to diagnose: GPU, driver, profiling permission
 #      (RmProfilingAdminOnly), BTF, perf events, torch and the libcupti it maps
-#   2. CUPTI PC sampling alone (pcsamp_probe, no gpusample)
+#   2. CUPTI PC sampling alone (pcsamp_probe, no gpusample), with the keys
+#      PC records carry under a registered CRC callback, functionName
+#      pointers over 20 drains, Enable from a second thread under load
 #   3. the workload with the agent injected but dormant: step time
 #   4. the same under gpusample -p: the timed loop starts once the agent
 #      reports armed; the profile is read back with `gpusample report`
