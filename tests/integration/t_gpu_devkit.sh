@@ -37,6 +37,10 @@ for vs in 18:56 21:56 22:64 130001:64; do
 	grep -q '^probe: 20 drains: 1 distinct functionName pointers' "$T/probe.out" || { cat "$T/probe.out"; fail "no 20-drain name-pointer count on CUPTI API $v"; }
 	grep -q '^probe: Enable from a second thread while 50 kernels were queued: CUPTI_SUCCESS' "$T/probe.out" ||
 		{ cat "$T/probe.out"; fail "no second-thread Enable result on CUPTI API $v"; }
+	# the double parks a closed range in the configured buffer
+	grep -q '^probe: module unloaded and loaded again: [1-9][0-9]* PCs parked in the configured buffer' "$T/probe.out" &&
+		grep -q '^probe: 2 kernel-serialized kernels, no flush between: [1-9][0-9]* PCs parked' "$T/probe.out" ||
+		{ cat "$T/probe.out"; fail "no parked-range totals after a module reload and serialized kernels on CUPTI API $v"; }
 done
 # the counts tell the cases apart: a CUPTI allocating names per GetData,
 # one refusing an Enable from a thread that neither created nor launched

@@ -6,7 +6,8 @@
 #      (RmProfilingAdminOnly), BTF, perf events, torch and the libcupti it maps
 #   2. CUPTI PC sampling alone (pcsamp_probe, no gpusample), with the keys
 #      PC records carry under a registered CRC callback, functionName
-#      pointers over 20 drains, Enable from a second thread under load
+#      pointers over 20 drains, Enable from a second thread under load, and
+#      where a module reload's and a serialized kernel's PCs go
 #   3. the workload with the agent injected but dormant: step time
 #   4. the same under gpusample -p: the timed loop starts once the agent
 #      reports armed; the profile is read back with `gpusample report`

@@ -20,7 +20,9 @@
  * callback's value or CUPTI's own cuptiGetCubinCrc), how many distinct
  * functionName pointers 20 drains hand out (1 per function: shared, as
  * the header allows; more: allocated per GetData), and what Enable returns
- * from a second thread while kernels of the context run.
+ * from a second thread while kernels of the context run, and where the PCs
+ * of a range closed by a module reload or by a kernel-serialized kernel go
+ * (parked in the configured buffer, or kept for GetData).
  *
  * usage: pcsamp_probe LIBCUDA LIBCUPTI CUBIN [LAUNCHES]
  * Prints "probe: <step>: <result>" lines and a final "probe: ok ..." line;
@@ -169,7 +171,7 @@ int main(int argc, char **argv)
 	    (*GetFn)(CUfunction *, CUmodule, const char *),
 	    (*Launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
 		      unsigned, CUstream, void **, void **),
-	    (*Sync)(void), (*MemAlloc)(CUdeviceptr *, size_t);
+	    (*Sync)(void), (*MemAlloc)(CUdeviceptr *, size_t), (*ModUnload)(CUmodule);
 	CUptiResult (*NumReasons)(CUpti_PCSamplingGetNumStallReasonsParams *),
 	    (*Reasons)(CUpti_PCSamplingGetStallReasonsParams *),
 	    (*Enable)(CUpti_PCSamplingEnableParams *), (*Disable)(CUpti_PCSamplingDisableParams *),
@@ -194,6 +196,7 @@ int main(int argc, char **argv)
 	BIND(cu, Launch, "cuLaunchKernel");
 	BIND(cu, Sync, "cuCtxSynchronize");
 	BIND(cu, MemAlloc, "cuMemAlloc_v2");
+	BIND(cu, ModUnload, "cuModuleUnload");
 	cu_ok(Init(0), "cuInit");
 	if (!(cp = dlopen(argv[2], RTLD_NOW | RTLD_LOCAL))) {
 		printf("probe: dlopen %s: %s\n", argv[2], dlerror());
@@ -366,6 +369,42 @@ int main(int argc, char **argv)
 	       launches, se_s, (int)se.r);
 	if (se.r == CUPTI_SUCCESS)
 		Disable(&dp);
+
+	/* A module reload and kernel-serialized kernels close ranges: where
+	 * their PCs go (parked in the configured buffer, or kept for GetData) */
+	unsigned long long parked, drained;
+	for (int serialized = 0; serialized < 2; serialized++) {
+		a[3].attributeData.collectionModeData.collectionMode =
+		    serialized ? CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED
+			       : CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
+		cfg.totalNumPcs = 0;
+		cupti_ok(Enable(&ep), "cuptiPCSamplingEnable (ranges)");
+		cupti_ok(SetCfg(&cp_), "cuptiPCSamplingSetConfigurationAttribute (ranges)");
+		for (int i = 0; i < (serialized ? 2 : 10); i++)
+			cu_ok(Launch(fn, len / 256, 1, 1, 256, 1, 1, 0, NULL, params, NULL),
+			      "cuLaunchKernel");
+		cu_ok(Sync(), "cuCtxSynchronize");
+		if (!serialized) {
+			cu_ok(ModUnload(mod), "cuModuleUnload");
+			cu_ok(ModLoad(&mod, image), "cuModuleLoadData (reload)");
+			cu_ok(GetFn(&fn, mod, "axpy"), "cuModuleGetFunction(axpy, reload)");
+		}
+		parked = cfg.totalNumPcs;
+		cfg.totalNumPcs = 0;
+		drained = 0;
+		do {
+			get.totalNumPcs = get.remainingNumPcs = 0;
+			cupti_ok(GetData(&gp), "cuptiPCSamplingGetData (ranges)");
+			drained += get.totalNumPcs;
+		} while (get.remainingNumPcs);
+		cupti_ok(Disable(&dp), "cuptiPCSamplingDisable (ranges)");
+		printf(
+		    "probe: %s: %llu PCs parked in the configured buffer, %llu by GetData after, "
+		    "%llu at Disable\n",
+		    serialized ? "2 kernel-serialized kernels, no flush between"
+			       : "module unloaded and loaded again",
+		    parked, drained, (unsigned long long)cfg.totalNumPcs);
+	}
 	/* The module was loaded with no CUPTI subscriber, as by a job whose
 	 * agent is dormant: CUPTI must still name its kernels (gpusample's
 	 * kernel-level attribution of such modules relies on it). */
