@@ -507,6 +507,19 @@ static struct gs_ctx *ctx_find(CUcontext ctx)
 
 static void free_ctx_buffers(struct gs_ctx *c);
 
+static void release_cupti(void);
+
+/* A green context left sampling by a disarm is gone (destroyed): CUPTI is
+ * released once none is left.  Caller holds g.lock. */
+static void green_left_gone(struct gs_ctx *c)
+{
+	if (!c->green_left)
+		return;
+	c->green_left = false;
+	if (atomic_fetch_sub(&g.green_left, 1) == 1 && !g.armed)
+		release_cupti();
+}
+
 /* Drop contexts destroyed while the lock was busy, without a CUPTI call:
  * CUPTI tore their PC sampling down with them, and their CUcontext value
  * may already name a new context.  Caller holds g.lock. */
@@ -517,6 +530,7 @@ static void reap_gone(void)
 		if (!c->in_use || !atomic_load(&c->gone))
 			continue;
 		gs_agent_log("context %u destroyed while busy: dropped", c->uid);
+		green_left_gone(c);
 		free_ctx_buffers(c);
 		c->state = CTX_IDLE;
 		c->in_use = false;
@@ -1606,7 +1620,6 @@ static void disarm_in_launch(struct gs_ctx *c)
 	pthread_mutex_unlock(&g.lock);
 }
 
-static void release_cupti(void);
 static void unsubscribe(bool finalize);
 
 /* A green context left enabled by a disarm, at its first launch since:
@@ -1620,18 +1633,14 @@ static void disable_green_left(struct gs_ctx *c)
 		in_launch_cb = true;
 		ctx_disable(c, false);
 		in_launch_cb = false;
-		c->green_left = false;
 		c->hwbuf = 0;
 		free_ctx_buffers(c);
 		gs_agent_log("green context %u disabled at its first launch after the detach",
 			     c->uid);
-		/* the last one, not attached since: at a launch's exit site,
-		 * where cuptiFinalize may be called */
-		if (atomic_fetch_sub(&g.green_left, 1) == 1 && !g.armed) {
-			release_cupti();
-			if (atomic_load(&g.finalize_pending))
-				unsubscribe(true);
-		}
+		green_left_gone(c);
+		/* at a launch's exit site, where cuptiFinalize may be called */
+		if (atomic_load(&g.finalize_pending) && !g.armed)
+			unsubscribe(true);
 	}
 	pthread_mutex_unlock(&g.lock);
 }
@@ -2258,9 +2267,11 @@ static void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 		if (c && c->in_use && c->ctx == rd->context) {
 			atomic_store(&c->gone, false); /* ours until it is gone: the last drain */
 			if (c->state == CTX_ARMED && !g.exiting) {
-				ctx_drain(c);
-				ctx_disable(c, true);
+				if (!c->green_left) /* no session for those */
+					ctx_drain(c);
+				ctx_disable(c, !c->green_left);
 			}
+			green_left_gone(c);
 			free_ctx_buffers(c);
 			c->in_use = false;
 		}
