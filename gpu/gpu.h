@@ -246,7 +246,8 @@ struct gs_gpu_cubin_losses {
 };
 void gs_gpu_host_cubin_losses(const struct gs_gpu_host *h, struct gs_gpu_cubin_losses *l);
 
-/* Cubin bytes by CRC (read from the agent with process_vm_readv), or NULL. */
+/* Cubin bytes by CRC (read from the agent with process_vm_readv), or NULL.
+ * An alias record's key gives the bytes of the cubin it aliases (one copy). */
 const void *gs_gpu_host_cubin(struct gs_gpu_host *h, uint64_t crc, size_t *size);
 int gs_gpu_host_foreach(struct gs_gpu_host *h,
 			int (*fn)(void *ctx, const struct gs_gpu_proc_info *p), void *ctx);

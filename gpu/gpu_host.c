@@ -607,11 +607,26 @@ static void lose_cubin(struct gs_gpu_host *h, uint64_t size, bool over_cap)
 /* Read a cubin the agent announced, within the caps: the sizes are the
  * target's word, so neither one record nor a flood of them may take more
  * than cubin_max_bytes / cubin_total_bytes of gpusample's memory. */
+/* A second key of a cubin already stored: the same copy, not read again
+ * (a key already taken keeps its cubin). */
+static void alias_cubin(struct gs_gpu_host *h, const struct gs_gpu_cubin *c)
+{
+	ssize_t i = cubin_index(h, c->alias_of);
+
+	if (i >= 0 && cubin_index(h, c->crc) < 0 &&
+	    gs_hmap_put(&h->cubin_by_crc, c->crc, (uint64_t)i))
+		lose_cubin(h, 0, false); /* no memory for the key */
+}
+
 static void store_cubin(struct gs_gpu_host *h, uint32_t tgid, const struct gs_gpu_cubin *c)
 {
 	struct cubin *b;
 	void *data;
 
+	if (c->alias_of) {
+		alias_cubin(h, c);
+		return;
+	}
 	if (!c->addr || !c->size || cubin_index(h, c->crc) >= 0)
 		return;
 	if (c->size > h->o.cubin_max_bytes || h->n_cubins >= CUBIN_MAX_COUNT ||

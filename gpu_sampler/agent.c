@@ -110,6 +110,14 @@ struct gs_ctx {
 	 * where NVIDIA's sample drains; a failure there turns it off. */
 	bool drain_on_launch;
 	uint64_t last_cb_drain_ns;
+	/* A green context (cuCtxFromGreenCtx) "can be current to only one
+	 * thread at a time" (cuda.h, cuGreenCtxCreate): the watcher never
+	 * pushes it; it is armed, drained and disabled from its own launch
+	 * callbacks only.  kind_known: asked (on the watcher, once). */
+	bool green, kind_known;
+	/* green, still enabled at a disarm (no launch since the detach): its
+	 * buffers kept, disabled at its next launch (or torn down at exit) */
+	bool green_left;
 	/* DESTROY_STARTING came while g.lock was busy: the context is gone for
 	 * CUPTI; set without the lock, reaped (no CUPTI call) under it. */
 	_Atomic bool gone;
@@ -128,6 +136,9 @@ struct pending_cubin {
 
 struct gs_cubin {
 	uint64_t crc;
+	/* CUPTI's own CRC of it, when CUPTI may key its PC records with that
+	 * (cubin_alias); 0: none */
+	uint64_t alias_crc;
 	void *copy;
 	size_t size;
 	uint32_t module_id, ctx_uid, device, flags;
@@ -174,6 +185,9 @@ static struct {
 	 * the watcher unsubscribes instead. */
 	_Atomic bool finalize_pending;
 	uint64_t finalize_deadline_ns;
+	/* green contexts left sampling by a disarm: CUPTI is kept (launch
+	 * callbacks on) until the last is disabled at its launch */
+	_Atomic uint32_t green_left;
 	uint32_t session, reported_session;
 	uint64_t last_drain_ns, last_rate_ns, last_rate_launches;
 	/* counters (status) */
@@ -336,6 +350,16 @@ static uint32_t count_armed(void)
 	return n;
 }
 
+/* Armed green contexts (never disabled by the watcher). */
+static uint32_t count_green(void)
+{
+	uint32_t n = 0;
+
+	for (int i = 0; i < GS_AGENT_MAX_CTX; i++)
+		n += g.ctx[i].in_use && g.ctx[i].state == CTX_ARMED && g.ctx[i].green;
+	return n;
+}
+
 static uint32_t count_deferred(void)
 {
 	uint32_t n = 0;
@@ -483,6 +507,19 @@ static struct gs_ctx *ctx_find(CUcontext ctx)
 
 static void free_ctx_buffers(struct gs_ctx *c);
 
+static void release_cupti(void);
+
+/* A green context left sampling by a disarm is gone (destroyed): CUPTI is
+ * released once none is left.  Caller holds g.lock. */
+static void green_left_gone(struct gs_ctx *c)
+{
+	if (!c->green_left)
+		return;
+	c->green_left = false;
+	if (atomic_fetch_sub(&g.green_left, 1) == 1 && !g.armed)
+		release_cupti();
+}
+
 /* Drop contexts destroyed while the lock was busy, without a CUPTI call:
  * CUPTI tore their PC sampling down with them, and their CUcontext value
  * may already name a new context.  Caller holds g.lock. */
@@ -493,6 +530,7 @@ static void reap_gone(void)
 		if (!c->in_use || !atomic_load(&c->gone))
 			continue;
 		gs_agent_log("context %u destroyed while busy: dropped", c->uid);
+		green_left_gone(c);
 		free_ctx_buffers(c);
 		c->state = CTX_IDLE;
 		c->in_use = false;
@@ -588,6 +626,30 @@ static void emit_cubin(const struct gs_cubin *b, uint32_t extra_flags)
 	r.module_id = b->module_id;
 	r.flags = b->flags | extra_flags;
 	gs_emit_record(&r, sizeof(r));
+	if (b->alias_crc) { /* the same module under CUPTI's key: no bytes read */
+		r.alias_of = b->crc;
+		r.crc = b->alias_crc;
+		gs_emit_record(&r, sizeof(r));
+	}
+}
+
+/* With the CRC callback registered, CUPTI keys PC records with our full
+ * hash, but it may not honour the callback for every module (its keying
+ * is untested on real CUPTI): the module is also announced under CUPTI's
+ * own CRC, unless that key already names another module (twins: CUPTI's
+ * CRC reads a few sparse bytes), where the first keeps it. */
+static void cubin_alias(struct gs_cubin *b, const CUpti_ModuleResourceData *m)
+{
+	CUpti_GetCubinCrcParams p = { .size = CUpti_GetCubinCrcParamsSize };
+
+	p.cubin = m->pCubin;
+	p.cubinSize = m->cubinSize;
+	if (g.api.GetCubinCrc(&p) != CUPTI_SUCCESS || p.cubinCrc == b->crc)
+		return;
+	for (size_t i = 0; i < g.n_cubins; i++)
+		if (g.cubins[i].crc == p.cubinCrc || g.cubins[i].alias_crc == p.cubinCrc)
+			return;
+	b->alias_crc = p.cubinCrc;
 }
 
 static struct gs_cubin *cubin_add(const CUpti_ModuleResourceData *m, const struct gs_ctx *c)
@@ -627,6 +689,8 @@ static struct gs_cubin *cubin_add(const CUpti_ModuleResourceData *m, const struc
 	} else {
 		b->flags |= GS_GPU_CUBIN_NOT_KEPT;
 	}
+	if (g.own_crc)
+		cubin_alias(b, m);
 	return b;
 }
 
@@ -1556,6 +1620,31 @@ static void disarm_in_launch(struct gs_ctx *c)
 	pthread_mutex_unlock(&g.lock);
 }
 
+static void unsubscribe(bool finalize);
+
+/* A green context left enabled by a disarm, at its first launch since:
+ * Disable on its own thread (what it collected since the detach has no
+ * session to go to). */
+static void disable_green_left(struct gs_ctx *c)
+{
+	if (!lock_bounded(5))
+		return; /* the next launch */
+	if (c->in_use && c->green_left && !g.exiting) {
+		in_launch_cb = true;
+		ctx_disable(c, false);
+		in_launch_cb = false;
+		c->hwbuf = 0;
+		free_ctx_buffers(c);
+		gs_agent_log("green context %u disabled at its first launch after the detach",
+			     c->uid);
+		green_left_gone(c);
+		/* at a launch's exit site, where cuptiFinalize may be called */
+		if (atomic_load(&g.finalize_pending) && !g.armed)
+			unsubscribe(true);
+	}
+	pthread_mutex_unlock(&g.lock);
+}
+
 /* Kernel-serialized mode: "Flushing of GPU PC Sampling data is required ...
  * For CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED, after every kernel
  * ends" (cupti_pcsampling.h:529-534), and NVIDIA's pc_sampling_continuous
@@ -1573,6 +1662,10 @@ static void flush_in_launch(CUcontext ctx)
 
 	if (!c || c->state != CTX_ARMED)
 		return;
+	if (c->green_left) {
+		disable_green_left(c);
+		return;
+	}
 	if (atomic_load(&g.disarming)) {
 		disarm_in_launch(c);
 		return;
@@ -1666,6 +1759,46 @@ static void adopt_pending(void)
 	}
 }
 
+/* Whether c is a green context: fewer SMs than its device (both asked by
+ * handle, c made current nowhere).  A green context given every SM is not
+ * told apart (nothing else in CUDA 13.0 says a CUcontext came from a green
+ * one). */
+static bool ctx_is_green(const struct gs_ctx *c)
+{
+	CUdevResource cr, dr;
+	CUdevice dev;
+
+	if (!g.api.CtxDevResource || !g.api.DevDevResource || !g.api.DevGet || c->device == ~0u ||
+	    g.api.DevGet(&dev, (int)c->device) != CUDA_SUCCESS)
+		return false;
+	memset(&cr, 0, sizeof(cr));
+	memset(&dr, 0, sizeof(dr));
+	if (g.api.CtxDevResource(c->ctx, &cr, CU_DEV_RESOURCE_TYPE_SM) != CUDA_SUCCESS ||
+	    g.api.DevDevResource(dev, &dr, CU_DEV_RESOURCE_TYPE_SM) != CUDA_SUCCESS)
+		return false;
+	return cr.sm.smCount && cr.sm.smCount < dr.sm.smCount;
+}
+
+/* A green context waits for its own thread's launch, with no deadline:
+ * it is never made current here. */
+static void arm_green(struct gs_ctx *c)
+{
+	if (!c->kind_known) {
+		c->kind_known = true;
+		c->green = ctx_is_green(c);
+		if (c->green)
+			gs_agent_log("context %u is a green context: armed and drained from its "
+				     "launches only",
+				     c->uid);
+	}
+	if (c->green && c->state != CTX_ARMED && !c->arm_on_launch) {
+		c->arm_on_launch = true;
+		c->arm_deadline_ns = UINT64_MAX;
+	}
+	if (c->green)
+		c->drain_on_launch = true;
+}
+
 static void arm_all(void)
 {
 	reap_gone();
@@ -1673,7 +1806,9 @@ static void arm_all(void)
 	adopt_cubins();
 	for (int i = 0; i < GS_AGENT_MAX_CTX; i++) {
 		struct gs_ctx *c = &g.ctx[i];
-		if (!c->in_use || !ctx_armable(c))
+		if (c->in_use && g.subscribed)
+			arm_green(c);
+		if (!c->in_use || !ctx_armable(c) || c->green)
 			continue; /* no driver calls for contexts that stay as they are */
 		if (!c->arm_on_launch && g.subscribed && !device_owner(c)) {
 			/* armed by its own thread at its next launch (on_launch) */
@@ -1813,9 +1948,10 @@ static void unsubscribe(bool finalize)
 	g.subscribed = g.shared = false;
 	for (int i = 0; i < GS_AGENT_MAX_CTX; i++) {
 		free_ctx_buffers(&g.ctx[i]);
-		g.ctx[i].in_use = false;
+		g.ctx[i].in_use = g.ctx[i].green_left = false;
 		g.ctx[i].state = CTX_IDLE;
 	}
+	atomic_store(&g.green_left, 0);
 	clear_pending_contexts();
 	gs_agent_log("unsubscribed from CUPTI");
 }
@@ -1891,6 +2027,27 @@ static void emit_armed(void)
 		    held);
 }
 
+/* CUPTI API versions name toolkits (cupti_version.h: "v26 : CUDA Toolkit
+ * 12.8", "v27 : CUDA Toolkit 12.9"); 12.8 Update 1 has no number of its
+ * own, so v26 may be either. */
+#define GS_CUPTI_API_12_8 26
+
+/* PC sampling beside concurrent-kernel tracing (torch.profiler/Kineto,
+ * Nsight Systems in the same job) is compatible only from CUDA 12.8 Update
+ * 1: said once per session with a CUPTI that may be older.  The agent
+ * cannot see whether such tracing is on (the Activity API needs no
+ * subscription), so the warning names the case. */
+static void warn_old_cupti(void)
+{
+	if (!g.api.version || g.api.version > GS_CUPTI_API_12_8)
+		return;
+	emit_status(NULL, GS_GPU_ST_WARNING, GS_GPU_R_CUPTI_TOO_OLD, 0,
+		    "CUPTI API v%u (CUDA 12.8 or older): PC sampling beside concurrent-kernel "
+		    "tracing (torch.profiler, Nsight Systems) is compatible only from CUDA 12.8 "
+		    "Update 1; with such a tracer on, use a newer CUDA or profile in turn",
+		    g.api.version);
+}
+
 /* Subscribe, find the contexts and sample them.  While another subscriber
  * holds CUPTI: status OFF naming it, once per session; the CPU profile goes
  * on and the watcher asks again every GS_AGENT_SUB_RETRY_MS (a
@@ -1926,6 +2083,7 @@ static void arm_subscribed(void)
 	set_launch_callbacks(count_armed() > 0 || count_live() == 0 || count_deferred() > 0);
 	gs_agent_armed = 1;
 	emit_armed();
+	warn_old_cupti();
 }
 
 static void arm(void)
@@ -1954,8 +2112,8 @@ static void drain_armed(bool disable)
 {
 	for (int i = 0; i < GS_AGENT_MAX_CTX; i++) {
 		struct gs_ctx *c = &g.ctx[i];
-		if (!c->in_use || c->state != CTX_ARMED)
-			continue;
+		if (!c->in_use || c->state != CTX_ARMED || c->green)
+			continue; /* a green one: its launches, or left enabled */
 		push_ctx(c);
 		/* one drained from its launches gets its leftovers from Disable */
 		if (!c->drain_on_launch)
@@ -1981,16 +2139,18 @@ static void start_disarm(void)
 		g.disarm_deadline_ns = now + GS_AGENT_DISARM_WAIT_MS * 1000000ull;
 	}
 	if (!g.launch_cb_on || !count_armed() || now >= g.disarm_deadline_ns) {
-		if (count_armed())
+		if (count_armed() > count_green())
 			gs_agent_log("%u contexts launched nothing since the detach: disabled by "
 				     "the agent's thread",
-				     count_armed());
+				     count_armed() - count_green());
 		disarm();
 	}
 }
 
 static void disarm(void)
 {
+	uint32_t green_left = 0;
+
 	/* Disable before the launch callbacks go: in kernel-serialized mode a
 	 * kernel launched in between would have no flush (its range parked in
 	 * the configured buffer and overwritten by the next kernel's). */
@@ -2003,19 +2163,37 @@ static void disarm(void)
 		if (c->state == CTX_OFF && c->reason == GS_GPU_R_SECOND_CONTEXT)
 			c->state = CTX_IDLE; /* may be the sampled one next time */
 		c->arm_on_launch = c->drain_on_launch = false;
+		if (c->state == CTX_ARMED && c->green) {
+			c->green_left = true; /* never made current here */
+			green_left++;
+			continue;
+		}
 		c->hwbuf = 0; /* sized again for the next session's options */
 		free_ctx_buffers(c);
 	}
-	emit_status(NULL, GS_GPU_ST_DISARMED, g.off_reason, g.off_result,
-		    "disarmed: %" PRIu64 " PC samples in %" PRIu64 " batches, %" PRIu64 " dropped, "
-		    "%" PRIu64 " launch events, %" PRIu64 " serialized flushes deferred, %" PRIu64
-		    " all-zero PC records skipped, %" PRIu64 " function-name pointers past the cap",
-		    g.samples, g.batches, g.dropped, (uint64_t)atomic_load(&g.launch_events),
-		    (uint64_t)atomic_load(&g.flush_missed), g.zero_records, g.names_past_cap);
+	emit_status(
+	    NULL, GS_GPU_ST_DISARMED, g.off_reason, g.off_result,
+	    "disarmed: %" PRIu64 " PC samples in %" PRIu64 " batches, %" PRIu64 " dropped, "
+	    "%" PRIu64 " launch events, %" PRIu64 " serialized flushes deferred, %" PRIu64
+	    " all-zero PC records skipped, %" PRIu64 " function-name pointers past the cap, "
+	    "%u green contexts left sampling until their next launch",
+	    g.samples, g.batches, g.dropped, (uint64_t)atomic_load(&g.launch_events),
+	    (uint64_t)atomic_load(&g.flush_missed), g.zero_records, g.names_past_cap, green_left);
 	g.armed = false;
 	atomic_store(&g.disarming, false);
 	gs_agent_armed = 0;
 	g.holder_reported = false;
+	atomic_store(&g.green_left, green_left);
+	if (green_left)
+		set_launch_callbacks(true); /* CUPTI released after their Disable */
+	else
+		release_cupti();
+}
+
+/* After a disarm with every context disabled: CUPTI finalized or given
+ * back as the subscribe mode wants.  Caller holds g.lock. */
+static void release_cupti(void)
+{
 	if (g.env_opts.subscribe == GS_AGENT_SUB_ARM && g.api.Finalize) {
 		/* Attached to a running job: an idle CUPTI left initialized
 		 * slows it (Kineto saw lasting slowdowns), so it is finalized,
@@ -2089,9 +2267,11 @@ static void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 		if (c && c->in_use && c->ctx == rd->context) {
 			atomic_store(&c->gone, false); /* ours until it is gone: the last drain */
 			if (c->state == CTX_ARMED && !g.exiting) {
-				ctx_drain(c);
-				ctx_disable(c, true);
+				if (!c->green_left) /* no session for those */
+					ctx_drain(c);
+				ctx_disable(c, !c->green_left);
 			}
+			green_left_gone(c);
 			free_ctx_buffers(c);
 			c->in_use = false;
 		}
@@ -2135,6 +2315,9 @@ static void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 		on_resource(cbid, data);
 	else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && g.armed)
 		on_launch(data, cbid);
+	else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && atomic_load(&g.green_left) &&
+		 ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_EXIT)
+		flush_in_launch(((const CUpti_CallbackData *)data)->context);
 	else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && atomic_load(&g.finalize_pending) &&
 		 ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_EXIT)
 		finalize_in_launch();

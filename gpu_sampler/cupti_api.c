@@ -200,6 +200,8 @@ int gs_cupti_open(struct gs_cupti *c, char *err, size_t errlen)
 		*(void **)&c->PrimaryRelease = dlsym(drv, "cuDevicePrimaryCtxRelease_v2");
 		*(void **)&c->MemGetInfo = dlsym(drv, "cuMemGetInfo_v2");
 		*(void **)&c->CtxSynchronize = dlsym(drv, "cuCtxSynchronize");
+		*(void **)&c->CtxDevResource = dlsym(drv, "cuCtxGetDevResource");
+		*(void **)&c->DevDevResource = dlsym(drv, "cuDeviceGetDevResource");
 	}
 	return 0;
 }

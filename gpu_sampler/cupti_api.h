@@ -48,8 +48,8 @@ struct gs_cupti {
 
 	/* CUDA driver (optional: to make a context current on the watcher
 	 * thread, to read SM count / clock, to size the hardware buffer from
-	 * free device memory, and to find at arm the primary contexts created
-	 * while the agent was not subscribed). */
+	 * free device memory, to find at arm the primary contexts created
+	 * while the agent was not subscribed, and to tell green contexts). */
 	CUresult (*CtxPush)(CUcontext);
 	CUresult (*CtxPop)(CUcontext *);
 	CUresult (*DevAttr)(int *, CUdevice_attribute, CUdevice);
@@ -61,6 +61,9 @@ struct gs_cupti {
 	CUresult (*PrimaryRelease)(CUdevice);
 	CUresult (*MemGetInfo)(size_t *, size_t *); /* the current context's device */
 	CUresult (*CtxSynchronize)(void);           /* the current context */
+	/* SMs of a context and of its device: a green context has fewer (12.4+) */
+	CUresult (*CtxDevResource)(CUcontext, CUdevResource *, CUdevResourceType);
+	CUresult (*DevDevResource)(CUdevice, CUdevResource *, CUdevResourceType);
 };
 
 /* CUpti_SubscriberParams.allowMultipleSubscribers is in the 13.2

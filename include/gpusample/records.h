@@ -20,7 +20,8 @@
 #include <linux/types.h> /* __u8 .. __u64, same as the kernel's */
 #endif
 
-#define GS_RECORDS_VERSION 3 /* 2: off-CPU records; 3: gs_cpu_sample.origin */
+/* 2: off-CPU records; 3: gs_cpu_sample.origin; 4: gs_gpu_cubin.alias_of */
+#define GS_RECORDS_VERSION 4
 
 #define GS_COMM_LEN          16
 #define GS_MAX_KERNEL_FRAMES 127 /* kernel.perf_event_max_stack default */
@@ -396,7 +397,12 @@ struct gs_gpu_stall_table {
  * the bytes at `addr` for the life of the process (unless GS_GPU_CUBIN_NOT_KEPT),
  * so the host reads them with process_vm_readv(tgid, addr, size) at any
  * time.  Emitted at MODULE_LOADED while armed, and again for every known
- * cubin each time the agent arms (late attach, second attach). */
+ * cubin each time the agent arms (late attach, second attach).
+ * An alias record (alias_of != 0) adds `crc` as a second key of the cubin
+ * announced just before under alias_of: PC records may carry either (CUPTI
+ * keys them with its own CRC when it does not honour the agent's CRC
+ * callback for a module); the host reads no bytes for it, addr and size
+ * repeat the first record's. */
 #define GS_GPU_CUBIN_UNLOADED (1u << 0) /* MODULE_UNLOAD_STARTING */
 #define GS_GPU_CUBIN_NOT_KEPT (1u << 1) /* over the agent's memory cap: addr = 0 */
 #define GS_GPU_CUBIN_REPLAY   (1u << 2) /* re-announced at arm time */
@@ -408,6 +414,7 @@ struct gs_gpu_cubin {
 	__u64 size;      /* bytes */
 	__u32 module_id; /* CUpti_ModuleResourceData.moduleId */
 	__u32 flags;     /* GS_GPU_CUBIN_* */
+	__u64 alias_of;  /* 0, or the crc of the cubin this key also names */
 };
 
 /* A kernel launch, 1 in sample_every, fired on the launching thread inside
@@ -449,7 +456,8 @@ enum gs_gpu_state {
 enum gs_gpu_reason {
 	GS_GPU_R_NONE = 0,
 	GS_GPU_R_NO_CUPTI = 1,           /* libcupti not found / missing symbols */
-	GS_GPU_R_CUPTI_TOO_OLD = 2,      /* API version without PC sampling (< 15) */
+	GS_GPU_R_CUPTI_TOO_OLD = 2,      /* API version without PC sampling (< 15); with
+					  * GS_GPU_ST_WARNING: before a documented fix */
 	GS_GPU_R_PRIVILEGES = 3,         /* CUPTI_ERROR_INSUFFICIENT_PRIVILEGES */
 	GS_GPU_R_OTHER_SUBSCRIBER = 4,   /* CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED */
 	GS_GPU_R_HW_BUSY = 5,            /* CUPTI_ERROR_HARDWARE_BUSY (DCGM, another profiler) */

@@ -24,6 +24,8 @@ typedef int CUresult;
 #define CUDA_ERROR_NOT_FOUND       500
 #define CUDA_ERROR_INVALID_HANDLE  400
 
+#define FAKE_SMS 132 /* SMs of each device: MULTIPROCESSOR_COUNT */
+
 /* CUPTI resource / driver callback ids (cupti_callbacks.h, cupti_driver_cbid.h) */
 #define CBID_CONTEXT_CREATED          1
 #define CBID_CONTEXT_DESTROY_STARTING 2
@@ -57,6 +59,54 @@ static struct fake_ctx *current(void)
 static int alive(struct fake_ctx *c)
 {
 	return c && c->magic == FAKE_CTX_MAGIC;
+}
+
+static unsigned green_refused;
+
+__attribute__((visibility("default"))) unsigned fake_cuda_green_refused(void)
+{
+	return __atomic_load_n(&green_refused, __ATOMIC_SEQ_CST);
+}
+
+static int in_stack(const struct fake_ctx *c)
+{
+	for (int i = 0; i < depth; i++)
+		if (stack[i] == c)
+			return 1;
+	return 0;
+}
+
+/* This thread takes c current: refused for a green context another thread
+ * has current.  0 or CUDA_ERROR_INVALID_CONTEXT. */
+static CUresult hold(struct fake_ctx *c)
+{
+	unsigned long self = (unsigned long)pthread_self();
+	CUresult r = CUDA_SUCCESS;
+
+	if (!c || !c->green)
+		return CUDA_SUCCESS;
+	pthread_mutex_lock(&lock);
+	if (c->holder && c->holder != self) {
+		__atomic_fetch_add(&green_refused, 1, __ATOMIC_SEQ_CST);
+		fprintf(stderr, "fake_cuda: green context %u made current on a second thread\n",
+			c->uid);
+		r = CUDA_ERROR_INVALID_CONTEXT;
+	} else {
+		c->holder = self;
+	}
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+/* c left this thread's stack: a green one is free for another thread. */
+static void let_go(struct fake_ctx *c)
+{
+	if (!c || !c->green || in_stack(c))
+		return;
+	pthread_mutex_lock(&lock);
+	if (c->holder == (unsigned long)pthread_self())
+		c->holder = 0;
+	pthread_mutex_unlock(&lock);
 }
 
 static void load_injection(void)
@@ -155,7 +205,7 @@ CUresult cuDeviceGetAttribute(int *v, int attr, int dev)
 		*v = 1980000;
 		return CUDA_SUCCESS; /* CLOCK_RATE, kHz */
 	case 16:
-		*v = 132;
+		*v = FAKE_SMS;
 		return CUDA_SUCCESS; /* MULTIPROCESSOR_COUNT */
 	case 75:
 		*v = arch[dev] / 10;
@@ -267,6 +317,72 @@ CUresult cuDevicePrimaryCtxGetState(int dev, unsigned *flags, int *active)
 	return CUDA_SUCCESS;
 }
 
+/* Green contexts: the CUgreenCtx handle is the context itself, created
+ * with half the device's SMs; desc is not read. */
+CUresult cuGreenCtxCreate(struct fake_ctx **out, void *desc, int dev, unsigned flags)
+{
+	struct fake_ctx *c;
+
+	if (!initialized)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (dev < 0 || dev >= ndev || !out || !(flags & 1)) /* CU_GREEN_CTX_DEFAULT_STREAM */
+		return CUDA_ERROR_INVALID_VALUE;
+	c = new_ctx(dev);
+	c->green = 1;
+	*out = c;
+	if (hooks)
+		hooks->resource(CBID_CONTEXT_CREATED, c, NULL);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxFromGreenCtx(struct fake_ctx **out, struct fake_ctx *g)
+{
+	if (!alive(g) || !g->green || !out)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*out = g;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuGreenCtxDestroy(struct fake_ctx *g)
+{
+	if (!alive(g) || !g->green)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return cuCtxDestroy_v2(g);
+}
+
+/* CUdevResource of CUDA 13.0's cuda.h: type, 92 bytes, then the SM
+ * resource (smCount first). */
+struct fake_dev_resource {
+	int type;
+	unsigned char pad[92];
+	unsigned sm_count, min_partition, coscheduled;
+};
+
+static CUresult sm_resource(struct fake_dev_resource *r, int type, unsigned sms)
+{
+	if (!r || type != 1) /* CU_DEV_RESOURCE_TYPE_SM */
+		return CUDA_ERROR_INVALID_VALUE;
+	r->type = type;
+	r->sm_count = sms;
+	r->min_partition = 2;
+	r->coscheduled = 2;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetDevResource(int dev, struct fake_dev_resource *r, int type)
+{
+	if (dev < 0 || dev >= ndev)
+		return CUDA_ERROR_INVALID_VALUE;
+	return sm_resource(r, type, FAKE_SMS);
+}
+
+CUresult cuCtxGetDevResource(struct fake_ctx *c, struct fake_dev_resource *r, int type)
+{
+	if (!alive(c))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	return sm_resource(r, type, c->green ? FAKE_SMS / 2 : FAKE_SMS);
+}
+
 CUresult cuCtxDestroy_v2(struct fake_ctx *c)
 {
 	if (!alive(c))
@@ -284,11 +400,18 @@ CUresult cuCtxDestroy_v2(struct fake_ctx *c)
 
 CUresult cuCtxSetCurrent(struct fake_ctx *c)
 {
+	struct fake_ctx *old;
+
 	if (c && !alive(c))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (hold(c))
 		return CUDA_ERROR_INVALID_CONTEXT;
 	if (!depth)
 		depth = 1;
+	old = stack[depth - 1];
 	stack[depth - 1] = c;
+	if (old != c)
+		let_go(old);
 	return CUDA_SUCCESS;
 }
 
@@ -300,7 +423,7 @@ CUresult cuCtxGetCurrent(struct fake_ctx **c)
 
 CUresult cuCtxPushCurrent_v2(struct fake_ctx *c)
 {
-	if (!alive(c) || depth >= 16)
+	if (!alive(c) || depth >= 16 || hold(c))
 		return CUDA_ERROR_INVALID_CONTEXT;
 	stack[depth++] = c;
 	return CUDA_SUCCESS;
@@ -313,6 +436,7 @@ CUresult cuCtxPopCurrent_v2(struct fake_ctx **c)
 	depth--;
 	if (c)
 		*c = stack[depth];
+	let_go(stack[depth]);
 	return CUDA_SUCCESS;
 }
 

@@ -65,6 +65,9 @@
  *                        the GPU idle, and a tool calling from a worker
  *                        thread saw that error; FAKE_CUPTI_KERNEL_MS: how
  *                        long each kernel runs),
+ *                        disable (every cuptiPCSamplingDisable fails with
+ *                        CUPTI_ERROR_UNKNOWN and sampling goes on: the
+ *                        configured buffer stays CUPTI's),
  *                        idle (sampling started by the configuration, with
  *                        no start/stop control, on a GPU not idle for the
  *                        calling thread is refused like such a Start),
@@ -72,6 +75,9 @@
  *                        functionName string per function, as a CUPTI that
  *                        allocates per call would: names_per_getdata counts
  *                        them),
+ *                        crc_some (the registered CRC callback honoured
+ *                        for every second module only, the others keyed
+ *                        by CUPTI's own CRC: crc_not_honoured counts them),
  *                        continuous_corr (PC records carry the launch's
  *                        correlationId in continuous mode too, where the
  *                        documentation promises 0: a client must not trust
@@ -173,7 +179,7 @@ static _Atomic uint64_t st_launches, st_launch_cb, st_resource_cb, st_generated,
     st_scratch_lost, st_scratch_bytes, st_names_freed_early, st_enable_offthread, st_dead_ctx_calls,
     st_parked, st_parked_lost, st_teardown_copies, st_teardown_pcs, st_zero_pcs, st_hwbuf_bytes,
     st_sleep_ms, st_period, st_inflight_refused, st_disable_refused, st_disable_app_thread,
-    st_offthread_refused, st_start_busy, st_start_app_thread, st_names_fresh;
+    st_offthread_refused, st_start_busy, st_start_app_thread, st_names_fresh, st_crc_not_honoured;
 #define COUNT(c) atomic_fetch_add(&calls[c], 1)
 
 /* ---- stall reason tables ----------------------------------------------- */
@@ -1235,7 +1241,7 @@ API CUptiResult cuptiPCSamplingDisable(CUpti_PCSamplingDisableParams *p)
 		const struct fake_ctx *fc = (const struct fake_ctx *)p->ctx;
 		unsigned long me = (unsigned long)pthread_self();
 		bool off = failing("offthread") && off_thread(p->ctx);
-		if (off || in_flight(p->ctx)) {
+		if (off || in_flight(p->ctx) || failing("disable")) {
 			atomic_fetch_add(&st_disable_refused, 1);
 			return off ? CUPTI_ERROR_INVALID_OPERATION : CUPTI_ERROR_UNKNOWN;
 		}
@@ -1521,13 +1527,19 @@ static uint64_t crc_of(const void *image, size_t size)
 	} cache[64];
 	uint64_t crc = 0;
 
+	static unsigned n_images;
+
 	for (int i = 0; i < 64; i++)
 		if (cache[i].image == image)
 			return cache[i].crc;
-	if (crc_cb)
+	/* crc_some: the callback honoured for every second module only */
+	if (crc_cb && !(failing("crc_some") && (n_images++ & 1))) {
 		crc_cb(image, size, &crc);
-	else
+	} else {
 		crc = cupti_crc(image, size);
+		if (crc_cb)
+			atomic_fetch_add(&st_crc_not_honoured, 1);
+	}
 	for (int i = 0; i < 64; i++)
 		if (!cache[i].image) {
 			cache[i].image = image;
@@ -1594,6 +1606,7 @@ static void write_stats(void)
 		{ "finalize_while_enabled", &st_finalize_enabled },
 		{ "subscribe_after_finalize", &st_sub_after_finalize },
 		{ "names_per_getdata", &st_names_fresh },
+		{ "crc_not_honoured", &st_crc_not_honoured },
 	};
 	uint64_t pcs = 0;
 	FILE *f;
@@ -1607,6 +1620,7 @@ static void write_stats(void)
 			pcs += atomic_load(&calls[i]);
 	}
 	fprintf(f, "pcsampling_calls %llu\n", (unsigned long long)pcs);
+	fprintf(f, "green_current_refused %u\n", fake_cuda_green_refused());
 	fprintf(f, "launches %llu\n", (unsigned long long)atomic_load(&st_launches));
 	fprintf(f, "launch_callbacks %llu\n", (unsigned long long)atomic_load(&st_launch_cb));
 	fprintf(f, "resource_callbacks %llu\n", (unsigned long long)atomic_load(&st_resource_cb));

@@ -12,6 +12,12 @@
  *                       the CUPTI double serves a different stall-reason
  *                       table for 90 and for anything else
  *   FAKE_CUDA_FREE_MB   free device memory cuMemGetInfo reports (default 80000)
+ *   Green contexts (cuGreenCtxCreate, cuCtxFromGreenCtx: the same handle)
+ *   have half the device's SMs (cuCtxGetDevResource); making one current
+ *   on a thread while another has it current (in its context stack) is
+ *   refused with CUDA_ERROR_INVALID_CONTEXT and counted
+ *   (fake_cuda_green_refused), since "a green context can be current to
+ *   only one thread at a time" (cuda.h, cuGreenCtxCreate).
  *   FAKE_CUDA_EXIT_DESTROY 1: contexts still alive at exit are destroyed
  *                       after the exit handlers registered after cuInit
  *   CUDA_INJECTION64_PATH  loaded and InitializeInjection() called in cuInit
@@ -34,6 +40,11 @@ struct fake_ctx {
 	unsigned long creator, launcher;
 	int running;       /* kernels in flight (between ENTER and EXIT), __atomic */
 	uint64_t launches; /* launches past their ENTER callback, __atomic */
+	/* A green context (cuGreenCtxCreate, half the device's SMs): current
+	 * on one thread at a time (cuda.h), the one in `holder` (0: none,
+	 * under the driver's lock); a second thread is refused. */
+	int green;
+	unsigned long holder;
 };
 #define FAKE_CTX_MAGIC 0xc0c0c7c7u
 
@@ -66,5 +77,7 @@ int fake_drv_device_arch(int device);
  * this thread's last cuCtxSynchronize was on ctx after its last launch
  * (what CUPTI wants before sampling starts). */
 int fake_drv_idle(const struct fake_ctx *ctx);
+/* Times a green context was refused current on a second thread. */
+unsigned fake_cuda_green_refused(void);
 
 #endif

@@ -16,8 +16,9 @@ DIR (see Kineto below).
 
 usage: gpu_app.py LIBCUDA CUBIN_DIR [--seconds S] [--rate LAUNCHES_PER_S]
                   [--devices N] [--contexts N] [--start-file F] [--stop-file F]
-                  [--primary] [--kineto-dir DIR] [--keep-contexts] [--idle-file F]
-Prints one line "gpu_app launches=N contexts=N primary_created=N" at exit;
+                  [--primary] [--green] [--kineto-dir DIR] [--keep-contexts]
+                  [--idle-file F]
+Prints one line "gpu_app launches=N contexts=N primary_created=N green_refused=N" at exit;
 exit status 0.
 """
 import argparse
@@ -45,6 +46,9 @@ p.add_argument("--twin", action="store_true",
                "flipped, and launch its axpy from twin_forward (a near-identical cubin)")
 p.add_argument("--primary", action="store_true",
                help="use the devices' primary contexts, as the CUDA runtime does")
+p.add_argument("--green", action="store_true",
+               help="use green contexts (cuGreenCtxCreate, cuCtxFromGreenCtx), current on this "
+               "thread only")
 p.add_argument("--kineto-dir", default=None, help="a Kineto stand-in driven by files in this folder")
 p.add_argument("--idle-file", default=None,
                help="launch nothing while this file exists (a job gone quiet)")
@@ -104,6 +108,11 @@ for i in range(nctx):
     ctx = vp()
     if args.primary:
         check(cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), i), "cuDevicePrimaryCtxRetain")
+        check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    elif args.green:
+        green = vp()
+        check(cu.cuGreenCtxCreate(ctypes.byref(green), None, i % ndev, 1), "cuGreenCtxCreate")
+        check(cu.cuCtxFromGreenCtx(ctypes.byref(ctx), green), "cuCtxFromGreenCtx")
         check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
     else:
         check(cu.cuCtxCreate_v2(ctypes.byref(ctx), 0, i % ndev), "cuCtxCreate")
@@ -281,7 +290,10 @@ for i, (ctx, mods) in enumerate([] if args.keep_contexts else ctxs):
         cu.cuModuleUnload(m)
     if args.primary:
         check(cu.cuDevicePrimaryCtxRelease_v2(i), "cuDevicePrimaryCtxRelease")
+    elif args.green:
+        check(cu.cuGreenCtxDestroy(ctx), "cuGreenCtxDestroy")
     else:
         check(cu.cuCtxDestroy_v2(ctx), "cuCtxDestroy")
 print(f"gpu_app launches={launches} contexts={len(ctxs)} "
-      f"primary_created={cu.fake_cuda_primary_created()}", flush=True)
+      f"primary_created={cu.fake_cuda_primary_created()} "
+      f"green_refused={cu.fake_cuda_green_refused()}", flush=True)

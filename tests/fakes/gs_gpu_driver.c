@@ -42,7 +42,7 @@ static struct {
 	    corr_matched;
 	uint64_t launches, launch_weight, launch_stack, launch_py, launch_py_max, launch_ctx0;
 	uint64_t cpu_samples, armed_status, disarmed_status, off_status, recovered_status, ctx_off;
-	uint64_t cubins, cubins_replay, cubins_read, status_dropped;
+	uint64_t cubins, cubins_replay, cubins_read, cubin_aliases, status_dropped, pcs_no_cubin;
 	uint64_t crcs[32];
 	int n_crcs;
 	uint64_t ctx_samples[MAX_TABLES];
@@ -76,6 +76,15 @@ static struct gs_gpu_stall_table *table_of(uint32_t ctx, int *slot)
 	return NULL;
 }
 
+/* A cubin record named this key. */
+static int crc_known(uint64_t crc)
+{
+	for (int i = 0; i < D.n_crcs; i++)
+		if (D.crcs[i] == crc)
+			return 1;
+	return 0;
+}
+
 /* A PC batch the codec accepted (gs_rec_check in on_record). */
 static void on_batch(const struct gs_rec_pc_batch_view *v)
 {
@@ -105,6 +114,8 @@ static void on_batch(const struct gs_rec_pc_batch_view *v)
 
 		if (!p->cubin_crc && !p->pc_offset && !name[0])
 			D.zero_pcs++; /* an all-zero CUPTI record passed on */
+		else if (D.n_crcs && !gs_gpu_host_cubin(D.h, p->cubin_crc, NULL))
+			D.pcs_no_cubin++; /* keyed by a CRC the host has no bytes for */
 		if (p->correlation_id) {
 			D.corr_nonzero++;
 			for (size_t c = 0; c < D.n_corr; c++)
@@ -174,13 +185,12 @@ static int on_record(void *ctx, const struct gs_rec_hdr *rec)
 	case GS_REC_GPU_CUBIN: {
 		const struct gs_gpu_cubin *c = (const void *)rec;
 		D.cubins++;
-		int seen = 0;
-		for (int i = 0; i < D.n_crcs; i++)
-			seen |= D.crcs[i] == c->crc;
-		if (!seen && D.n_crcs < 32)
+		if (!crc_known(c->crc) && D.n_crcs < 32)
 			D.crcs[D.n_crcs++] = c->crc;
 		if (c->flags & GS_GPU_CUBIN_REPLAY)
 			D.cubins_replay++;
+		if (c->alias_of)
+			D.cubin_aliases++;
 		break;
 	}
 	case GS_REC_GPU_LAUNCH: {
@@ -413,13 +423,20 @@ int main(int argc, char **argv)
 			       : gs_stall_kind(r[k].flags) == GS_STALL_COUNTER  ? " (counter)"
 										: "");
 	}
+	/* copies the host read and keeps: an alias key gives an earlier one */
+	const void *copies[32];
 	for (int i = 0; i < D.n_crcs; i++) {
 		size_t sz = 0;
 		const unsigned char *b = gs_gpu_host_cubin(D.h, D.crcs[i], &sz);
-		if (b && sz > 4 && !memcmp(b, "\177ELF", 4))
-			D.cubins_read++;
+		int seen = 0;
+		for (uint64_t k = 0; k < D.cubins_read; k++)
+			seen |= copies[k] == b;
+		if (b && sz > 4 && !memcmp(b, "\177ELF", 4) && !seen)
+			copies[D.cubins_read++] = b;
 	}
 	P(cubins_read);
+	P(cubin_aliases);
+	P(pcs_no_cubin);
 	gs_gpu_host_free(D.h);
 	gs_sampler_close(D.s);
 	return 0;

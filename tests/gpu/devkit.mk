@@ -10,7 +10,7 @@ devkit: $(BUILD)/gpusample $(AGENT) $(BUILD)/fakes/libcuda.so.1 $(BUILD)/fakes/l
 	tests/gpu/devkit/check.sh tests/gpu/devkit/workload.py tests/gpu/devkit/pcsamp_probe.c $(GPU_CUBINS)
 	@mkdir -p $(DEVKIT)/double $(DEVKIT)/cubins
 	$(CC) -std=gnu11 -O2 -g -Wall -Wextra $(WERROR) -D_GNU_SOURCE -I$(CUDA_HOME)/include \
-		-o $(DEVKIT)/pcsamp_probe tests/gpu/devkit/pcsamp_probe.c -ldl
+		-o $(DEVKIT)/pcsamp_probe tests/gpu/devkit/pcsamp_probe.c -ldl -lpthread
 	cp $(BUILD)/gpusample $(AGENT) tests/gpu/devkit/check.sh tests/gpu/devkit/workload.py $(DEVKIT)/
 	cp $(GPU_CUBINS) $(DEVKIT)/cubins/
 	cp $(BUILD)/fakes/libcuda.so.1 $(BUILD)/fakes/libcupti.so.13 $(DEVKIT)/double/

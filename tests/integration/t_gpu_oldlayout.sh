@@ -1,7 +1,8 @@
 #!/bin/bash
 # CUPTI API v21 (CUDA 12.3): 56-byte CUpti_PCSamplingPCData without
 # correlationId.  The double rejects any other record size; the agent must
-# pick the old layout at run time and still deliver every sample.
+# pick the old layout at run time and still deliver every sample, and warn
+# that this CUPTI predates CUDA 12.8 Update 1.
 source "$(dirname "$0")/lib.sh"
 source "$ROOT/tests/fakes/gpu_test_lib.sh"
 
@@ -16,4 +17,8 @@ gen=$(stat samples_delivered)
 [ "$(val samples)" = "$gen" ] || fail "host got $(val samples), double delivered $gen"
 [ "$(val no_corr_flag)" = "$(val batches)" ] || fail "batches not flagged as without correlation ids"
 [ "$(val bad_refs)" = 0 ] || fail "garbled records (wrong stride?)"
-ok "v21 layout: $gen samples"
+# CUPTI before CUDA 12.8 Update 1: PC sampling beside concurrent-kernel
+# tracing is not compatible there; said once per session
+[ "$(grep -c 'state=5 .*CUPTI API v21 (CUDA 12.8 or older).*concurrent-kernel' "$T/driver.out")" = 1 ] ||
+	fail "no (or more than one) warning about concurrent-kernel tracing on CUPTI v21"
+ok "v21 layout: $gen samples, the concurrent-tracing warning given once"

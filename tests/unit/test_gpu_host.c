@@ -231,6 +231,45 @@ Test(gpu_host, cubin_flood_capped)
 	gs_gpu_host_free(h);
 }
 
+/* An alias record adds a key to a cubin already read: the same bytes, not
+ * read again nor counted twice; an alias of a cubin never stored, or a key
+ * already taken, changes nothing. */
+Test(gpu_host, cubin_alias_one_copy)
+{
+	struct gs_gpu_host_opts o = { .cubin_max_bytes = 4096, .cubin_total_bytes = 64 << 10 };
+	struct gs_gpu_host *h = gs_gpu_host_new(NULL, NULL, &o);
+	static unsigned char img[1000], other[1000];
+	struct gs_gpu_cubin c;
+	struct gs_gpu_cubin_losses l;
+	size_t size = 0;
+
+	memset(img, 0x5a, sizeof(img));
+	memset(other, 0xa5, sizeof(other));
+	send_cubin(h, 7, img, sizeof(img));
+	send_cubin(h, 9, other, sizeof(other));
+	memset(&c, 0, sizeof(c));
+	hdr(&c.hdr, GS_REC_GPU_CUBIN, sizeof(c));
+	c.gpu.tgid = (uint32_t)getpid();
+	c.addr = (uint64_t)(uintptr_t)img;
+	c.size = sizeof(img);
+	c.crc = 8;
+	c.alias_of = 7;
+	gs_gpu_host_on_record(h, &c.hdr);
+	c.crc = 9; /* taken: keeps its own cubin */
+	gs_gpu_host_on_record(h, &c.hdr);
+	c.crc = 10;
+	c.alias_of = 11; /* never stored */
+	gs_gpu_host_on_record(h, &c.hdr);
+	cr_assert_eq(gs_gpu_host_cubin(h, 8, &size), gs_gpu_host_cubin(h, 7, NULL));
+	cr_expect_eq(size, sizeof(img));
+	cr_expect_eq(memcmp(gs_gpu_host_cubin(h, 9, NULL), other, sizeof(other)), 0);
+	cr_expect_null(gs_gpu_host_cubin(h, 10, NULL));
+	gs_gpu_host_cubin_losses(h, &l);
+	cr_expect_eq(l.kept_bytes, 2 * sizeof(img), "%llu", (unsigned long long)l.kept_bytes);
+	cr_expect_eq(l.cubins, 0);
+	gs_gpu_host_free(h);
+}
+
 /* Records that end inside their fixed part or lie about their counts are
  * ignored without reading past them; a status message without a NUL is
  * cut at its field. */

@@ -4,12 +4,23 @@
 # `make devkit`).  One call, under 5 minutes, every step under a timeout:
 #   1. facts to diagnose: GPU, driver, profiling permission
 #      (RmProfilingAdminOnly), BTF, perf events, torch and the libcupti it maps
-#   2. CUPTI PC sampling alone (pcsamp_probe, no gpusample)
+#   2. CUPTI PC sampling alone (pcsamp_probe, no gpusample), with the keys
+#      PC records carry under a registered CRC callback, functionName
+#      pointers over 20 drains, Enable from a second thread under load, and
+#      where a module reload's and a serialized kernel's PCs go
 #   3. the workload with the agent injected but dormant: step time
 #   4. the same under gpusample -p: the timed loop starts once the agent
 #      reports armed; the profile is read back with `gpusample report`
 #   5. summary: stall reasons, GPU samples, dropped samples, top kernels with
 #      source lines, [unknown launch] share, step-time ratio armed / dormant
+#   6. subscribe=arm (the default: no CUPTI until the attach) next to 4's
+#      subscribe=init: armed, then detached after the timed loop and timed
+#      again after the disarm; the period and hardware buffer the agent read
+#      back, free device memory before the attach and while armed
+#   7. an armed workload exiting while sampling under MALLOC_CHECK_=3 (a
+#      write into freed heap aborts it)
+#   8. step times with no agent / dormant / armed / after disarm, each with
+#      card, driver, CUPTI API and torch build
 #
 # usage: check.sh [--double] [OUT_DIR]
 #   --double  dry run on the CUDA/CUPTI doubles in double/ (no GPU, no torch)
@@ -79,30 +90,56 @@ head_ "CUPTI PC sampling alone (pcsamp_probe)"
 timeout 40 "$KIT/pcsamp_probe" "$LIBCUDA" "$LIBCUPTI" "$KIT/cubins/kernels_lineinfo.sm_90.cubin" 200 \
 	2>&1 | tee -a "$SUM"
 [ "${PIPESTATUS[0]}" = 0 ] || bad "pcsamp_probe (exit ${PIPESTATUS[0]})"
+# what every number below is measured on
+if [ $DOUBLE = 1 ]; then
+	CARD="CUDA double" DRIVER=double TORCH="none (driver API workload)"
+else
+	CARD=$(timeout 20 nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1)
+	DRIVER=$(timeout 20 nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>&1 | head -1)
+	TORCH=$(sed -n 's/^torch \([^ ]*\) cuda \([^ ]*\).*/\1 (CUDA \2)/p' "$OUT/workload.log" | head -1)
+fi
+CUPTI=$(sed -n 's/^probe: libcupti .* API \([0-9]*\).*/\1/p' "$SUM" | head -1)
+ON="[card ${CARD:-?}, driver ${DRIVER:-?}, CUPTI API ${CUPTI:-?}, torch ${TORCH:-?}]"
+say "versions: $ON"
+free_mb() { [ $DOUBLE = 1 ] && echo "n/a (double)" || timeout 20 nvidia-smi --query-gpu=memory.free --format=csv,noheader 2>&1 | head -1; }
+T_FILE=$OUT/timings.txt
+: > "$T_FILE"
+
+# start_workload LABEL [workload args]: the workload in the background,
+# timed once the agent reports armed; returns once it maps the agent (the
+# workload is timeout's child): sets wl (timeout's pid) and pid (its own)
+start_workload() {
+	local label=$1; shift
+	timeout 110 "$PY" "$KIT/workload.py" "${WL[@]}" --steps "$STEPS" --wait-armed "$AGENT" \
+		--label "$label" --out "$T_FILE" "$@" >> "$OUT/workload.log" 2>&1 &
+	wl=$! pid=
+	for _ in $(seq 300); do
+		pid=$(cat "/proc/$wl/task/$wl/children" 2>/dev/null | awk '{print $1}')
+		[ -n "$pid" ] && grep -q "$AGENT" "/proc/$pid/maps" 2>/dev/null && break
+		sleep 0.1
+	done
+	[ -n "$pid" ] || bad "the $label workload did not start"
+}
+
+head_ "workload, no agent"
+timeout 60 "$PY" "$KIT/workload.py" "${WL[@]}" --steps "$STEPS" --label "no agent" \
+	--out "$T_FILE" >> "$OUT/workload.log" 2>&1 || bad "workload with no agent (exit $?): $(tail -2 "$OUT/workload.log")"
+say "$(grep '^no agent ' "$T_FILE") $ON"
 
 head_ "workload, agent injected and dormant"
 CUDA_INJECTION64_PATH=$AGENT timeout 60 "$PY" "$KIT/workload.py" "${WL[@]}" --steps "$STEPS" \
-	--out "$OUT/dormant.txt" >> "$OUT/workload.log" 2>&1 || bad "dormant workload (exit $?): $(tail -2 "$OUT/workload.log")"
-say "dormant: $(cat "$OUT/dormant.txt" 2>/dev/null)"
+	--label dormant --out "$T_FILE" >> "$OUT/workload.log" 2>&1 || bad "dormant workload (exit $?): $(tail -2 "$OUT/workload.log")"
+say "dormant: $(grep '^dormant ' "$T_FILE") $ON"
 
 head_ "workload under gpusample -p (timed once the agent reports armed)"
 # subscribe=init: the agent subscribes to CUPTI at cuInit and keeps the
 # cubins of the modules the warm-up loads before the attach (source lines);
 # by default a dormant agent holds no subscription and misses them.
-GS_AGENT_OPTS=subscribe=init CUDA_INJECTION64_PATH=$AGENT timeout 110 "$PY" "$KIT/workload.py" "${WL[@]}" --steps "$STEPS" \
-	--wait-armed "$AGENT" --out "$OUT/armed.txt" >> "$OUT/workload.log" 2>&1 &
-wl=$! pid=
-# the workload is timeout's child; gpusample attaches once it maps the agent
-for _ in $(seq 300); do
-	pid=$(cat "/proc/$wl/task/$wl/children" 2>/dev/null | awk '{print $1}')
-	[ -n "$pid" ] && grep -q "$AGENT" "/proc/$pid/maps" 2>/dev/null && break
-	sleep 0.1
-done
-[ -n "$pid" ] || bad "the workload did not start"
+GS_AGENT_OPTS=subscribe=init CUDA_INJECTION64_PATH=$AGENT start_workload armed
 timeout 105 "$GS" -p "${pid:-$wl}" -d 100 -q --gpu-period "$PERIOD" -o "$OUT/profile" --format pprof \
 	> "$OUT/gpusample.log" 2>&1 || bad "gpusample -p (exit $?): $(tail -2 "$OUT/gpusample.log")"
 wait "$wl" || bad "armed workload (exit $?): $(tail -2 "$OUT/workload.log")"
-say "armed: $(cat "$OUT/armed.txt" 2>/dev/null)"
+say "armed: $(grep '^armed ' "$T_FILE") $ON"
 grep -i 'gpu\|agent' "$OUT/gpusample.log" | head -5 | tee -a "$SUM"
 
 head_ "profile, read by gpusample report"
@@ -117,13 +154,50 @@ say "[unknown launch]: ${u:-none (0% of GPU samples)}"
 grep -i 'note\|GPU sampling off\|lost' "$OUT/report.txt" | head -8 | tee -a "$SUM"
 [ "${gpu:-0}" -gt 0 ] || bad "no GPU samples in the profile"
 
+head_ "subscribe=arm (default) next to subscribe=init, detached after the timed loop"
+MARK=$(mktemp -u /tmp/gs-devkit-mark.XXXXXX)
+say "free device memory before the attach: $(free_mb)"
+# GS_AGENT_DEBUG: the agent's statuses (period and buffer read back) and
+# the free memory it sized the buffer from, in workload.log
+GS_AGENT_DEBUG=1 CUDA_INJECTION64_PATH=$AGENT start_workload "armed arm" --after-disarm "$MARK"
+timeout 105 "$GS" -p "${pid:-$wl}" -d 100 -q --gpu-period "$PERIOD" -o "$(mktemp -u /tmp/gs-devkit-arm.XXXXXX)" \
+	--format pprof >> "$OUT/gpusample.log" 2>&1 &
+gs=$!
+for _ in $(seq 1000); do [ -e "$MARK" ] && break; sleep 0.1; done
+say "free device memory while armed: $(free_mb)"
+[ -e "$MARK" ] || bad "the subscribe=arm workload never finished its armed loop"
+kill -INT "$gs" 2>/dev/null
+wait "$gs" || bad "gpusample -p, subscribe=arm (exit $?): $(tail -2 "$OUT/gpusample.log")"
+wait "$wl" || bad "subscribe=arm workload (exit $?): $(tail -2 "$OUT/workload.log")"
+rm -f "$MARK"
+say "armed, subscribe=arm: $(grep '^armed arm ' "$T_FILE") $ON"
+say "after disarm: $(grep '^armed arm-after-disarm ' "$T_FILE") $ON"
+rb=$(grep -o 'period 2^[0-9]*, hardware buffer [0-9]* MiB' "$OUT/workload.log" | tail -1)
+say "read back by the agent: ${rb:-not reported} $ON"
+hw=$(grep -o '[0-9]* MiB free of [0-9]* on GPU [0-9]*: hardware buffer [0-9]* MiB' "$OUT/workload.log" | tail -1)
+say "agent's sizing: ${hw:-not reported (no cuMemGetInfo at arm)} $ON"
+
+head_ "armed workload exiting while sampling (MALLOC_CHECK_=3)"
+MALLOC_CHECK_=3 GS_AGENT_OPTS=subscribe=init CUDA_INJECTION64_PATH=$AGENT start_workload "exiting armed"
+timeout 105 "$GS" -p "${pid:-$wl}" -d 100 -q --gpu-period "$PERIOD" -o "$(mktemp -u /tmp/gs-devkit-exit.XXXXXX)" \
+	--format pprof >> "$OUT/gpusample.log" 2>&1
+wait "$wl"
+rc=$?
+say "exit while sampling under MALLOC_CHECK_=3: exit $rc $ON"
+[ $rc = 0 ] || bad "the workload exiting while sampled ended with $rc: $(tail -2 "$OUT/workload.log")"
+
 head_ "step time"
-d=$(awk '{print $2}' "$OUT/dormant.txt" 2>/dev/null) a=$(awk '{print $2}' "$OUT/armed.txt" 2>/dev/null)
+ms() { awk -v l="$1" 'index($0, l " step_ms ") == 1 { n = split(l, w, " "); print $(n + 2) }' "$T_FILE"; }
+n=$(ms "no agent") d=$(ms dormant) a=$(ms armed) aa=$(ms "armed arm") ad=$(ms "armed arm-after-disarm")
+for row in "no agent:$n" "dormant:$d" "armed (subscribe=init):$a" "armed (subscribe=arm):$aa" "after disarm:$ad"; do
+	say "step time ${row%%:*}: ${row#*:} ms $ON"
+done
 if [ -n "$d" ] && [ -n "$a" ]; then
 	say "step-time ratio armed/dormant: $(awk -v a="$a" -v d="$d" 'BEGIN{printf "%.3f (%.3f ms / %.3f ms)", a/d, a, d}')"
 else
 	bad "no step times"
 fi
+[ -n "$n" ] && [ -n "$ad" ] && say "step-time ratio after disarm/no agent: $(awk -v a="$ad" -v d="$n" 'BEGIN{printf "%.3f", a/d}')"
 say ""
 say "files in $OUT: $(cd "$OUT" && ls | tr '\n' ' ')"
 [ $FAILED = 0 ] && say "device check: OK" || say "device check: FAILED"

@@ -15,11 +15,21 @@
  * CUPTI writes the array with its own stride.  A cu118/cu121 torch brings a
  * libcupti before v22: 56-byte records.  The stride is printed.
  *
+ * Then what only a GPU settles for gpusample's agent, printed, not judged:
+ * which key PC records carry with a CRC callback registered (the
+ * callback's value or CUPTI's own cuptiGetCubinCrc), how many distinct
+ * functionName pointers 20 drains hand out (1 per function: shared, as
+ * the header allows; more: allocated per GetData), and what Enable returns
+ * from a second thread while kernels of the context run, and where the PCs
+ * of a range closed by a module reload or by a kernel-serialized kernel go
+ * (parked in the configured buffer, or kept for GetData).
+ *
  * usage: pcsamp_probe LIBCUDA LIBCUPTI CUBIN [LAUNCHES]
  * Prints "probe: <step>: <result>" lines and a final "probe: ok ..." line;
  * exit 0 ok, 1 a step failed (the line says which and CUPTI's reason).
  */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +72,64 @@ static unsigned long long tally(CUpti_PCSamplingData *d, char *first_fn, size_t 
 	return samples;
 }
 
+/* CRC keying: the registered callback's value for the cubin, and CUPTI's
+ * own CRC of it; PC records counted by the key they carry. */
+#define PROBE_CRC_MARK 0x70726f6265435243ull /* "probeCRC" */
+static uint64_t own_crc;
+static unsigned long long by_callback, by_cupti, by_other;
+
+static void CUPTIAPI probe_crc(const void *cubin, size_t size, uint64_t *crc)
+{
+	(void)cubin;
+	*crc = PROBE_CRC_MARK ^ size;
+}
+
+static void keying(CUpti_PCSamplingData *d, size_t cubin_size)
+{
+	for (size_t i = 0; i < d->totalNumPcs && i < d->collectNumPcs; i++) {
+		uint64_t k = PC(d, i)->cubinCrc;
+		if (k == (PROBE_CRC_MARK ^ cubin_size))
+			by_callback++;
+		else if (own_crc && k == own_crc)
+			by_cupti++;
+		else
+			by_other++;
+	}
+}
+
+/* Distinct functionName pointers handed out over the drains (capped). */
+static const char *names_seen[256];
+static size_t n_names_seen;
+
+static void note_names(CUpti_PCSamplingData *d)
+{
+	for (size_t i = 0; i < d->totalNumPcs && i < d->collectNumPcs; i++) {
+		const char *p = PC(d, i)->functionName;
+		size_t k = 0;
+		while (k < n_names_seen && names_seen[k] != p)
+			k++;
+		if (k == n_names_seen && n_names_seen < 256)
+			names_seen[n_names_seen++] = p;
+	}
+}
+
+/* Enable from a thread that neither created the context nor launches on it. */
+struct second_enable {
+	CUptiResult (*Enable)(CUpti_PCSamplingEnableParams *);
+	CUcontext ctx;
+	CUptiResult r;
+};
+
+static void *enable_from_second_thread(void *arg)
+{
+	struct second_enable *e = arg;
+	CUpti_PCSamplingEnableParams ep = { .size = CUpti_PCSamplingEnableParamsSize,
+					    .ctx = e->ctx };
+
+	e->r = e->Enable(&ep);
+	return NULL;
+}
+
 static void cupti_ok(CUptiResult r, const char *what)
 {
 	const char *s = "?";
@@ -80,7 +148,7 @@ static void cu_ok(CUresult r, const char *what)
 	}
 }
 
-static void *slurp(const char *path)
+static void *slurp(const char *path, size_t *size)
 {
 	FILE *f = fopen(path, "rb");
 	long n;
@@ -92,6 +160,7 @@ static void *slurp(const char *path)
 		exit(1);
 	}
 	fclose(f);
+	*size = (size_t)n;
 	return b;
 }
 
@@ -102,7 +171,7 @@ int main(int argc, char **argv)
 	    (*GetFn)(CUfunction *, CUmodule, const char *),
 	    (*Launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
 		      unsigned, CUstream, void **, void **),
-	    (*Sync)(void), (*MemAlloc)(CUdeviceptr *, size_t);
+	    (*Sync)(void), (*MemAlloc)(CUdeviceptr *, size_t), (*ModUnload)(CUmodule);
 	CUptiResult (*NumReasons)(CUpti_PCSamplingGetNumStallReasonsParams *),
 	    (*Reasons)(CUpti_PCSamplingGetStallReasonsParams *),
 	    (*Enable)(CUpti_PCSamplingEnableParams *), (*Disable)(CUpti_PCSamplingDisableParams *),
@@ -127,6 +196,7 @@ int main(int argc, char **argv)
 	BIND(cu, Launch, "cuLaunchKernel");
 	BIND(cu, Sync, "cuCtxSynchronize");
 	BIND(cu, MemAlloc, "cuMemAlloc_v2");
+	BIND(cu, ModUnload, "cuModuleUnload");
 	cu_ok(Init(0), "cuInit");
 	if (!(cp = dlopen(argv[2], RTLD_NOW | RTLD_LOCAL))) {
 		printf("probe: dlopen %s: %s\n", argv[2], dlerror());
@@ -150,7 +220,21 @@ int main(int argc, char **argv)
 	CUfunction fn;
 	cu_ok(DevGet(&dev, 0), "cuDeviceGet");
 	cu_ok(CtxCreate(&ctx, 0, dev), "cuCtxCreate");
-	cu_ok(ModLoad(&mod, slurp(argv[3])), "cuModuleLoadData");
+	CUptiResult (*RegisterCrc)(CUpti_ComputeCrcCallbackFunc) = (CUptiResult(*)(
+	    CUpti_ComputeCrcCallbackFunc))dlsym(cp, "cuptiRegisterComputeCrcCallback");
+	CUptiResult (*CubinCrc)(CUpti_GetCubinCrcParams *) =
+	    (CUptiResult(*)(CUpti_GetCubinCrcParams *))dlsym(cp, "cuptiGetCubinCrc");
+	size_t cubin_size = 0;
+	void *image = slurp(argv[3], &cubin_size);
+	CUptiResult crc_r = RegisterCrc ? RegisterCrc(probe_crc) : CUPTI_ERROR_NOT_SUPPORTED;
+	if (CubinCrc) {
+		CUpti_GetCubinCrcParams cc = { .size = CUpti_GetCubinCrcParamsSize,
+					       .cubinSize = cubin_size,
+					       .cubin = image };
+		if (CubinCrc(&cc) == CUPTI_SUCCESS)
+			own_crc = cc.cubinCrc;
+	}
+	cu_ok(ModLoad(&mod, image), "cuModuleLoadData");
 	cu_ok(GetFn(&fn, mod, "axpy"), "cuModuleGetFunction(axpy)");
 
 	CUpti_PCSamplingEnableParams ep = { .size = CUpti_PCSamplingEnableParamsSize, .ctx = ctx };
@@ -236,6 +320,7 @@ int main(int argc, char **argv)
 		total += get.totalSamples;
 		dropped += get.droppedSamples;
 		samples += tally(&get, first_fn, sizeof(first_fn));
+		keying(&get, cubin_size);
 	} while (get.remainingNumPcs);
 	CUpti_PCSamplingDisableParams dp = { .size = CUpti_PCSamplingDisableParamsSize,
 					     .ctx = ctx };
@@ -244,6 +329,82 @@ int main(int argc, char **argv)
 	/* Disable copies what CUPTI still held into the configured buffer */
 	pcs += cfg.totalNumPcs;
 	samples += tally(&cfg, first_fn, sizeof(first_fn));
+	keying(&cfg, cubin_size);
+	printf("probe: CRC keying (callback %s): %llu PC records keyed by the callback's value, "
+	       "%llu by cuptiGetCubinCrc's, %llu by neither\n",
+	       crc_r == CUPTI_SUCCESS ? "registered" : "not registered", by_callback, by_cupti,
+	       by_other);
+
+	/* 20 drains of 10 launches each: how many name pointers CUPTI hands */
+	cupti_ok(Enable(&ep), "cuptiPCSamplingEnable (20 drains)");
+	cupti_ok(SetCfg(&cp_), "cuptiPCSamplingSetConfigurationAttribute (20 drains)");
+	for (int d = 0; d < 20; d++) {
+		for (int i = 0; i < 10; i++)
+			cu_ok(Launch(fn, len / 256, 1, 1, 256, 1, 1, 0, NULL, params, NULL),
+			      "cuLaunchKernel");
+		cu_ok(Sync(), "cuCtxSynchronize");
+		do {
+			get.totalNumPcs = get.remainingNumPcs = 0;
+			cupti_ok(GetData(&gp), "cuptiPCSamplingGetData (20 drains)");
+			note_names(&get);
+		} while (get.remainingNumPcs);
+	}
+	cupti_ok(Disable(&dp), "cuptiPCSamplingDisable (20 drains)");
+	printf("probe: 20 drains: %zu distinct functionName pointers for 1 kernel (1: shared; "
+	       "more: allocated per GetData)\n",
+	       n_names_seen);
+
+	/* Enable from a second thread while this one's kernels are queued */
+	struct second_enable se = { .Enable = Enable, .ctx = ctx, .r = CUPTI_ERROR_UNKNOWN };
+	pthread_t t2;
+	for (int i = 0; i < launches; i++)
+		cu_ok(Launch(fn, len / 256, 1, 1, 256, 1, 1, 0, NULL, params, NULL),
+		      "cuLaunchKernel");
+	const char *se_s = "?";
+	if (pthread_create(&t2, NULL, enable_from_second_thread, &se) == 0)
+		pthread_join(t2, NULL);
+	cu_ok(Sync(), "cuCtxSynchronize");
+	pcs_result_string(se.r, &se_s);
+	printf("probe: Enable from a second thread while %d kernels were queued: %s (%d)\n",
+	       launches, se_s, (int)se.r);
+	if (se.r == CUPTI_SUCCESS)
+		Disable(&dp);
+
+	/* A module reload and kernel-serialized kernels close ranges: where
+	 * their PCs go (parked in the configured buffer, or kept for GetData) */
+	unsigned long long parked, drained;
+	for (int serialized = 0; serialized < 2; serialized++) {
+		a[3].attributeData.collectionModeData.collectionMode =
+		    serialized ? CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED
+			       : CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
+		cfg.totalNumPcs = 0;
+		cupti_ok(Enable(&ep), "cuptiPCSamplingEnable (ranges)");
+		cupti_ok(SetCfg(&cp_), "cuptiPCSamplingSetConfigurationAttribute (ranges)");
+		for (int i = 0; i < (serialized ? 2 : 10); i++)
+			cu_ok(Launch(fn, len / 256, 1, 1, 256, 1, 1, 0, NULL, params, NULL),
+			      "cuLaunchKernel");
+		cu_ok(Sync(), "cuCtxSynchronize");
+		if (!serialized) {
+			cu_ok(ModUnload(mod), "cuModuleUnload");
+			cu_ok(ModLoad(&mod, image), "cuModuleLoadData (reload)");
+			cu_ok(GetFn(&fn, mod, "axpy"), "cuModuleGetFunction(axpy, reload)");
+		}
+		parked = cfg.totalNumPcs;
+		cfg.totalNumPcs = 0;
+		drained = 0;
+		do {
+			get.totalNumPcs = get.remainingNumPcs = 0;
+			cupti_ok(GetData(&gp), "cuptiPCSamplingGetData (ranges)");
+			drained += get.totalNumPcs;
+		} while (get.remainingNumPcs);
+		cupti_ok(Disable(&dp), "cuptiPCSamplingDisable (ranges)");
+		printf(
+		    "probe: %s: %llu PCs parked in the configured buffer, %llu by GetData after, "
+		    "%llu at Disable\n",
+		    serialized ? "2 kernel-serialized kernels, no flush between"
+			       : "module unloaded and loaded again",
+		    parked, drained, (unsigned long long)cfg.totalNumPcs);
+	}
 	/* The module was loaded with no CUPTI subscriber, as by a job whose
 	 * agent is dormant: CUPTI must still name its kernels (gpusample's
 	 * kernel-level attribution of such modules relies on it). */

@@ -10,7 +10,12 @@
 --wait-armed AGENT: before the timed loop, run warm-up steps until the
 gpusample agent (injected with CUDA_INJECTION64_PATH=AGENT) reports armed
 (its exported gs_agent_armed), at most 60 s; without it, time at once.
-Writes "step_ms MEDIAN steps N armed_wait_s S" to --out (and stdout).
+--after-disarm FILE (with --wait-armed): after the timed loop, create FILE
+(the check then detaches gpusample), run steps until the agent reports
+disarmed (at most 60 s) and time N more steps.
+Appends "LABEL step_ms MEDIAN steps N armed_wait_s S" (and, after a
+disarm, "LABEL-after-disarm step_ms MEDIAN steps N disarm_wait_s S") to
+--out (and stdout); LABEL is --label (default "run").
 """
 import argparse
 import ctypes
@@ -26,6 +31,8 @@ p.add_argument("cubins", nargs="?")
 p.add_argument("--steps", type=int, default=200)
 p.add_argument("--wait-armed", default=None)
 p.add_argument("--out", default=None)
+p.add_argument("--label", default="run")
+p.add_argument("--after-disarm", default=None)
 args = p.parse_args()
 
 
@@ -115,13 +122,32 @@ if args.wait_armed:
             sys.exit("workload: the agent did not report armed within 60 s")
         step()
     wait = time.monotonic() - t0
-times = []
-for _ in range(args.steps):
-    t = time.perf_counter()
-    step()
-    times.append((time.perf_counter() - t) * 1000)
-line = f"step_ms {statistics.median(times):.3f} steps {args.steps} armed_wait_s {wait:.2f}"
-print(line, flush=True)
-if args.out:
-    with open(args.out, "w") as f:
-        f.write(line + "\n")
+
+
+def timed():
+    times = []
+    for _ in range(args.steps):
+        t = time.perf_counter()
+        step()
+        times.append((time.perf_counter() - t) * 1000)
+    return statistics.median(times)
+
+
+def report(line):
+    print(line, flush=True)
+    if args.out:
+        with open(args.out, "a") as f:
+            f.write(line + "\n")
+
+
+report(f"{args.label} step_ms {timed():.3f} steps {args.steps} armed_wait_s {wait:.2f}")
+if args.wait_armed and args.after_disarm:
+    open(args.after_disarm, "w").close()
+    t0 = time.monotonic()
+    while armed.value:
+        if time.monotonic() - t0 > 60:
+            sys.exit("workload: the agent did not report disarmed within 60 s")
+        step()
+    wait = time.monotonic() - t0
+    report(f"{args.label}-after-disarm step_ms {timed():.3f} steps {args.steps} "
+           f"disarm_wait_s {wait:.2f}")
