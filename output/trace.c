@@ -22,6 +22,8 @@
  *     ffi, cuStreamSynchronize, poll, the kernel).  A parent is written before its
  *     children, which never outlast it, so equal ts/dur nest in file order
  *     as the format's readers expect.
+ * Training steps (gs_profile_label_steps): per process, a track "steps
+ * (thread TID)" with one slice per step (step_events).
  * GPU PC-sample batches: instant events ("i", thread scope) on a track
  * "GPU<n> PC samples" of the launching process, name = kernel, args
  * samples, stall reason and launch site.
@@ -47,6 +49,7 @@
 
 #define MAX_DF_PER_LOC 66
 #define GPU_TID_BASE   0x40000000u /* synthetic tids of the GPU tracks */
+#define STEP_TID       0x50000000u /* synthetic tid of a process's step track */
 #define COUNT_DEPTHS   17          /* depths counted apart: 0..15, then the rest */
 
 struct tr {
@@ -430,6 +433,39 @@ static void gpu_events(struct tr *t)
 	}
 }
 
+/* ---- training steps ----------------------------------------------------- */
+
+/* Per process with steps, a track "steps (thread TID)" next to its main
+ * thread: one slice "step N" per step over the time its samples are
+ * labelled with it, args wall_us: backward end to backward end (absent
+ * for the first step, whose start was not seen). */
+static void step_events(struct tr *t)
+{
+	const struct gs_profile *p = t->p;
+	char name[64];
+
+	for (size_t i = 0; i < p->n_steps; i++) {
+		const struct gs_step *st = &p->steps[i];
+
+		if (!i || st->pid != p->steps[i - 1].pid) {
+			snprintf(name, sizeof(name), "steps (thread %u)", st->tid);
+			meta(t, "thread_name", st->pid, STEP_TID, "name", name, 0);
+		}
+		if (!event_head(t, "X", st->pid, STEP_TID))
+			continue;
+		snprintf(name, sizeof(name), "step %u", st->number);
+		gs_json_str(t->w, name);
+		put_span(t->w, "step", st->start_ns, st->end_ns);
+		gs_wbuf_puts(t->w, ",\"args\":{\"step\":");
+		gs_wbuf_u64(t->w, st->number);
+		if (st->wall_ns) {
+			gs_wbuf_puts(t->w, ",\"wall_us\":");
+			put_us(t->w, st->wall_ns);
+		}
+		gs_wbuf_puts(t->w, "}}");
+	}
+}
+
 /* ---- entry ---------------------------------------------------------------- */
 
 /* Every event (or, counting, their number in t->n_events). */
@@ -445,6 +481,7 @@ static int emit_all(struct tr *t, const uint32_t *idx, size_t n, struct gs_tl_it
 		b = e;
 	}
 	gpu_events(t);
+	step_events(t);
 	return rc;
 }
 

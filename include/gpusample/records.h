@@ -42,6 +42,7 @@ enum gs_rec_type {
 	GS_REC_WAKEUP = 8,          /* bare gs_rec_hdr: user space has work (CFI table wanted) */
 	GS_REC_OFFCPU_STACK = 9,    /* struct gs_offcpu_stack + CPU stack */
 	GS_REC_OFFCPU_END = 10,     /* struct gs_offcpu_end */
+	GS_REC_STEP_MARK = 11,      /* struct gs_step_mark */
 };
 
 struct gs_rec_hdr {
@@ -169,6 +170,17 @@ struct gs_offcpu_end {
 	__u64 acc_on_ns;
 	__u64 acc_blocked_ns;
 	__u64 acc_runnable_ns;
+};
+
+/* A training-step boundary seen from outside the job (bpf/steps.bpf.h): a
+ * return from autograd's backward (torch::autograd::Engine::execute, a
+ * uretprobe user space attaches per process to the libtorch_cpu it maps).
+ * At most step_mark_rate per second and process pass (the rest are
+ * counted); hdr.ktime_ns is the return, on the clock of CPU samples. */
+struct gs_step_mark {
+	struct gs_rec_hdr hdr; /* type GS_REC_STEP_MARK */
+	__u32 tgid;
+	__u32 tid;
 };
 
 /* Value of the BPF hash map `offcpu_thr`, keyed by tid (root pid namespace):
