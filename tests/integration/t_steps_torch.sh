@@ -15,7 +15,7 @@ W=tests/workloads/train_steps.py
 
 # 1. training: 30 steps, a 300 ms stall in slow_fetch at steps 10, 20, 30
 "$GS" -o "$T/train" --format pprof,trace -- /usr/bin/python3 $W --steps 30 --stall-every 10 \
-	> "$T/train.out" 2> "$T/train.err" || { cat "$T/train.err"; fail "gpusample exited with $?"; }
+	> "$T/train.out" 2> "$T/train.err" || { rc=$?; cat "$T/train.err"; fail "gpusample exited with $rc"; }
 grep -q '^steps=30' "$T/train.out" || fail "the training loop did not finish"
 sed -n '/^Steps/,$p' "$T/train.out"
 tests/tools/steps_check.py "$T/train.trace.json" "$T/train.out" 20 || fail "step times differ from the script's"
@@ -38,7 +38,7 @@ done
 
 # 2. inference: no backward, no steps, said
 "$GS" -o "$T/infer" --format pprof -- /usr/bin/python3 $W --mode infer --steps 20 \
-	> "$T/infer.out" 2> "$T/infer.err" || { cat "$T/infer.err"; fail "gpusample exited with $?"; }
+	> "$T/infer.out" 2> "$T/infer.err" || { rc=$?; cat "$T/infer.err"; fail "gpusample exited with $rc"; }
 grep -q '^Steps' "$T/infer.out" && fail "an inference loop has a Steps section"
 pprof -raw "$T/infer.pb.gz" | grep -q 'steps: none (no backward seen: an inference loop' ||
 	fail "the inference profile does not say why it has no steps"
@@ -46,7 +46,7 @@ pprof -tags "$T/infer.pb.gz" | grep -q '^ step:' && fail "an inference loop has 
 
 # 3. backward in a tight inner loop: capped, no step labels, a note
 "$GS" -o "$T/inner" --format pprof -- /usr/bin/python3 $W --mode inner --seconds 2 \
-	> "$T/inner.out" 2> "$T/inner.err" || { cat "$T/inner.err"; fail "gpusample exited with $?"; }
+	> "$T/inner.out" 2> "$T/inner.err" || { rc=$?; cat "$T/inner.err"; fail "gpusample exited with $rc"; }
 grep 'backwards=' "$T/inner.out"
 grep -q 'an inner loop, not training steps' "$T/inner.out" || fail "no note on the inner loop"
 pprof -tags "$T/inner.pb.gz" | grep -q '^ step:' && fail "an inner loop has step labels"
