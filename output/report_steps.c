@@ -106,7 +106,8 @@ static int slowest(struct proc_steps *ps, FILE *out, const size_t *order, size_t
 		 * fell (a loaded machine makes every slow step "starved") */
 		for (int k = 0; k < GS_NWALL_CATS; k++)
 			if (k != GS_WALL_STARVED && x.ns[k] + x.starved_in[k] &&
-			    (best < 0 || x.ns[k] + x.starved_in[k] > x.ns[best] + x.starved_in[best]))
+			    (best < 0 ||
+			     x.ns[k] + x.starved_in[k] > x.ns[best] + x.starved_in[best]))
 				best = k;
 		if (best < 0 && x.ns[GS_WALL_STARVED])
 			best = GS_WALL_STARVED;
@@ -170,8 +171,8 @@ static void trend(const struct proc_steps *ps, FILE *out, uint64_t *walls)
 	ms(ta, sizeof(ta), a);
 	ms(tb, sizeof(tb), b);
 	double change = 100.0 * ((double)b - (double)a) / (double)a;
-	fprintf(out, "  trend (median step): first quarter %s, last quarter %s (%+.0f%%)", ta,
-		tb, change);
+	fprintf(out, "  trend (median step): first quarter %s, last quarter %s (%+.0f%%)", ta, tb,
+		change);
 	if (change > 20) {
 		for (int j = 0; j < GS_NPHASES; j++)
 			if (grew < 0 || last[j] - first[j] > last[grew] - first[grew])

@@ -33,8 +33,8 @@
 #include "util/vec.h"
 
 const char *const gs_phase_name[GS_NPHASES] = {
-	[GS_PHASE_OTHER] = "other",	  [GS_PHASE_DATA] = "data",
-	[GS_PHASE_FORWARD] = "forward",	  [GS_PHASE_BACKWARD] = "backward",
+	[GS_PHASE_OTHER] = "other",         [GS_PHASE_DATA] = "data",
+	[GS_PHASE_FORWARD] = "forward",     [GS_PHASE_BACKWARD] = "backward",
 	[GS_PHASE_OPTIMIZER] = "optimizer",
 };
 
@@ -238,11 +238,11 @@ int gs_profile_label_steps(struct gs_profile *p, uint32_t pid, uint32_t tid, con
 		return 0;
 	if (n >= 10 && m[n - 1] > m[0] &&
 	    (double)(n - 1) * 1e9 / (double)(m[n - 1] - m[0]) > STEP_RATE_MAX)
-		return gs_profile_add_note(p,
-					   "steps: pid %u called backward %.0f times per second (over "
-					   "%d): an inner loop, not training steps; no step labels",
-					   pid, (double)(n - 1) * 1e9 / (double)(m[n - 1] - m[0]),
-					   STEP_RATE_MAX);
+		return gs_profile_add_note(
+		    p,
+		    "steps: pid %u called backward %.0f times per second (over "
+		    "%d): an inner loop, not training steps; no step labels",
+		    pid, (double)(n - 1) * 1e9 / (double)(m[n - 1] - m[0]), STEP_RATE_MAX);
 	for (int i = 0; i < GS_NPHASES; i++)
 		if ((L.names[i] = gs_profile_intern(p, gs_phase_name[i])) == (gs_str)-1)
 			return -ENOMEM;

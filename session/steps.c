@@ -60,7 +60,7 @@ struct gs_session_steps {
 	struct bpf_program *prog;
 	struct gs_proc_slots procs; /* struct step_proc */
 	struct gs_elf_cache *elf;
-	struct gs_hmap probed; /* gs_elf_obj.id -> PROBED_* */
+	struct gs_hmap probed;  /* gs_elf_obj.id -> PROBED_* */
 	size_t n_marks;         /* kept, all processes */
 	uint64_t marks_dropped; /* past STEP_MARKS_MAX */
 	uint32_t attached, attach_failed, not_root;
@@ -86,8 +86,9 @@ static uint64_t engine_execute(const struct gs_elf_obj *o)
 			GElf_Sym sym;
 			const char *n;
 
-			if (!gelf_getsym(d, (int)i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
-			    !sym.st_value || sym.st_shndx == SHN_UNDEF)
+			if (!gelf_getsym(d, (int)i, &sym) ||
+			    GELF_ST_TYPE(sym.st_info) != STT_FUNC || !sym.st_value ||
+			    sym.st_shndx == SHN_UNDEF)
 				continue;
 			n = elf_strptr(o->elf, sh.sh_link, sym.st_name);
 			if (n && !strncmp(n, ENGINE_EXECUTE, sizeof(ENGINE_EXECUTE) - 1))
@@ -238,9 +239,8 @@ static int h_fork(void *ctx, struct gs_proc *parent, struct gs_proc *child)
 	const struct gs_maps_line *l;
 	struct gs_elf_obj *o;
 
-	if (!sp || !sp->link || !child->maps ||
-	    !(l = gs_proc_maps_find(child->maps, sp->base)) || l->offset ||
-	    gs_elf_get_mapped(st->elf, child->tgid, l, &o))
+	if (!sp || !sp->link || !child->maps || !(l = gs_proc_maps_find(child->maps, sp->base)) ||
+	    l->offset || gs_elf_get_mapped(st->elf, child->tgid, l, &o))
 		return 0;
 	attach_at(st, child->tgid, l, o);
 	return 0;
@@ -369,20 +369,20 @@ int gs_steps_finish(struct session *s)
 				    "see steps",
 				    st->not_root_path, st->not_root, st->not_root == 1 ? "" : "es");
 	if (st->attach_failed)
-		gs_profile_add_note(&s->prof, "steps: the backward probe failed in %u process%s (%s)",
-				    st->attach_failed, st->attach_failed == 1 ? "" : "es",
-				    st->attach_err);
+		gs_profile_add_note(
+		    &s->prof, "steps: the backward probe failed in %u process%s (%s)",
+		    st->attach_failed, st->attach_failed == 1 ? "" : "es", st->attach_err);
 	if (ss.step_rate_limited)
-		gs_profile_add_note(&s->prof,
-				    "steps: %llu backward calls past the cap of 1000 per second and "
-				    "process were not recorded",
-				    (unsigned long long)ss.step_rate_limited);
+		gs_profile_add_note(
+		    &s->prof,
+		    "steps: %llu backward calls past the cap of 1000 per second and "
+		    "process were not recorded",
+		    (unsigned long long)ss.step_rate_limited);
 	if (st->marks_dropped)
 		gs_profile_add_note(&s->prof, "steps: %llu marks past the run's cap were dropped",
 				    (unsigned long long)st->marks_dropped);
 	if (!st->n_marks) {
-		gs_profile_add_comment(&s->prof,
-				       "steps: none (no backward seen: %s)",
+		gs_profile_add_comment(&s->prof, "steps: none (no backward seen: %s)",
 				       st->attached ? "an inference loop, or no training yet"
 						    : "no process maps a root-owned libtorch_cpu");
 		return 0;

@@ -9,12 +9,12 @@
 #include "output/output.h"
 #include "output_fixture.h"
 
-#define MS       1000000ull
-#define TORCH    "/usr/lib/python3/dist-packages/torch/"
-#define PID      7
-#define WORKER   8 /* another thread of the process */
-#define STACK(...)                                                                          \
-	add_stack(&f, (const uint32_t[]){ __VA_ARGS__ },                                      \
+#define MS     1000000ull
+#define TORCH  "/usr/lib/python3/dist-packages/torch/"
+#define PID    7
+#define WORKER 8 /* another thread of the process */
+#define STACK(...)                                       \
+	add_stack(&f, (const uint32_t[]){ __VA_ARGS__ }, \
 		  sizeof((const uint32_t[]){ __VA_ARGS__ }) / sizeof(uint32_t))
 
 struct st_fx {
@@ -52,7 +52,8 @@ static void sample(struct st_fx *f, uint32_t tid, uint32_t stack, uint64_t t)
 
 static const char *phase_of(struct st_fx *f, size_t i)
 {
-	return gs_profile_str(&f->p, gs_profile_ctx(&f->p, &f->p.samples[i])->str_labels[GS_SL_PHASE]);
+	return gs_profile_str(&f->p,
+			      gs_profile_ctx(&f->p, &f->p.samples[i])->str_labels[GS_SL_PHASE]);
 }
 
 static int64_t step_of(struct st_fx *f, size_t i)
@@ -73,7 +74,8 @@ Test(steps, phases_and_step_of_each_sample)
 	uint32_t call = py(&f, "Module._call_impl", TORCH "nn/modules/module.py");
 	uint32_t fwd = py(&f, "Net.forward", "/home/u/train.py");
 	uint32_t bwd = py(&f, "Tensor.backward", TORCH "_tensor.py");
-	uint32_t eng = nat(&f, "torch::autograd::Engine::thread_main(std::shared_ptr<GraphTask> const&)");
+	uint32_t eng =
+	    nat(&f, "torch::autograd::Engine::thread_main(std::shared_ptr<GraphTask> const&)");
 	uint32_t opt = py(&f, "SGD.step", TORCH "optim/sgd.py");
 	uint32_t log = py(&f, "log", "/home/u/train.py");
 	uint32_t s_data = STACK(mod, next), s_fwd = STACK(mod, call, fwd), s_bwd = STACK(mod, bwd),
@@ -95,22 +97,24 @@ Test(steps, phases_and_step_of_each_sample)
 		const char *phase;
 		int64_t step;
 	} want[] = {
-		{ PID, s_other, 40 * MS, "other", 0 },     /* before step 1 (one median step long) */
-		{ PID, s_data, 70 * MS, "data", 1 },      /* step 1 = 100 ms before its mark */
-		{ PID, s_fwd, 100 * MS, "forward", 1 },    /* */
-		{ PID, s_bwd, 140 * MS, "backward", 1 },   /* */
+		{ PID, s_other, 40 * MS, "other", 0 },   /* before step 1 (one median step long) */
+		{ PID, s_data, 70 * MS, "data", 1 },     /* step 1 = 100 ms before its mark */
+		{ PID, s_fwd, 100 * MS, "forward", 1 },  /* */
+		{ PID, s_bwd, 140 * MS, "backward", 1 }, /* */
 		{ WORKER, s_eng, 145 * MS, "backward", 1 }, /* another thread, same numbering */
-		{ PID, s_opt, 155 * MS, "optimizer", 1 }, /* after the mark: still step 1 */
-		{ PID, s_data, 160 * MS, "data", 2 },     /* the next batch */
-		{ PID, s_bwd, 240 * MS, "backward", 2 },  /* */
-		{ PID, s_data, 255 * MS, "data", 3 },     /* no optimizer sampled: step 3 */
-		{ PID, s_opt, 352 * MS, "optimizer", 3 }, /* */
-		{ PID, s_other, 400 * MS, "other", 0 },   /* after the last step */
+		{ PID, s_opt, 155 * MS, "optimizer", 1 },   /* after the mark: still step 1 */
+		{ PID, s_data, 160 * MS, "data", 2 },       /* the next batch */
+		{ PID, s_bwd, 240 * MS, "backward", 2 },    /* */
+		{ PID, s_data, 255 * MS, "data", 3 },       /* no optimizer sampled: step 3 */
+		{ PID, s_opt, 352 * MS, "optimizer", 3 },   /* */
+		{ PID, s_other, 400 * MS, "other", 0 },     /* after the last step */
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 		sample(&f, want[i].tid, want[i].stack, want[i].t);
 	struct gs_sample_ctx other = { .pid = PID + 1, .tid = PID + 1, .cuda_device = -1 };
-	struct gs_sample os = { .stack = s_data, .time_ns = 200 * MS, .values = { [GS_V_SAMPLES] = 1 } };
+	struct gs_sample os = { .stack = s_data,
+				.time_ns = 200 * MS,
+				.values = { [GS_V_SAMPLES] = 1 } };
 	cr_assert_eq(gs_profile_add_sample(&f.p, &os, &other), 0); /* a process without marks */
 
 	cr_assert_eq(gs_profile_label_steps(&f.p, PID, PID, marks, 3), 0);
