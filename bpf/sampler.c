@@ -879,9 +879,9 @@ struct bpf_program *gs_sampler_launch_prog(struct gs_sampler *s)
 	return s->compat ? s->skel->progs.gs_gpu_launch_compat : s->skel->progs.gs_gpu_launch;
 }
 
-struct bpf_program *gs_sampler_step_prog(struct gs_sampler *s)
+struct bpf_program *gs_sampler_step_prog(struct gs_sampler *s, bool optimizer)
 {
-	return s->skel->progs.gs_step_mark;
+	return optimizer ? s->skel->progs.gs_step_opt : s->skel->progs.gs_step_mark;
 }
 
 int gs_sampler_prog_fds(struct gs_sampler *s, int *fds, int max)

@@ -210,15 +210,29 @@ static int one_process(struct proc_steps *ps, FILE *out)
 	ps->phase_ns = calloc(ps->n * GS_NPHASES, sizeof(*ps->phase_ns));
 	if (!order || !walls || !ps->phase_ns)
 		goto out;
+	if (ps->st[0].by_optimizer)
+		fprintf(
+		    out,
+		    "  pid %u: %zu steps (boundary: start of the optimizer's step on thread %u; "
+		    "a step's time runs from the previous one's to its own)\n",
+		    ps->st[0].pid, ps->n, ps->st[0].tid);
+	else
+		fprintf(out,
+			"  pid %u: %zu steps (boundary: return from autograd's backward on thread "
+			"%u; a step's time runs from the previous backward's end to its own)\n",
+			ps->st[0].pid, ps->n, ps->st[0].tid);
+	for (size_t i = 0; i < ps->n; i++)
+		walls[i] = ps->st[i].backwards;
+	qsort(walls, ps->n, sizeof(*walls), cmp_u64);
+	if (walls[(ps->n - 1) / 2] > 1)
+		fprintf(out,
+			"  gradient accumulation: %" PRIu64 " backward calls per step (median)\n",
+			walls[(ps->n - 1) / 2]);
 	for (size_t i = 0; i < ps->n; i++)
 		if (ps->st[i].wall_ns) {
 			order[n_timed] = i;
 			walls[n_timed++] = ps->st[i].wall_ns;
 		}
-	fprintf(out,
-		"  pid %u: %zu steps (boundary: return from autograd's backward on thread %u; "
-		"a step's time runs from the previous backward's end to its own)\n",
-		ps->st[0].pid, ps->n, ps->st[0].tid);
 	phase_split(ps);
 	rc = 0;
 	if (n_timed) {

@@ -5,8 +5,11 @@
  *
  * A process's step boundaries are its main thread's returns from
  * autograd's backward (marks m_1 < ... < m_n, from the session's
- * uretprobe).  Step k is the one whose backward ends at m_k: its data
- * loading, forward and backward come before m_k, its optimizer step after.
+ * uretprobe), or the starts of its optimizer steps when the optimizer was
+ * seen (the session's uprobe on the profiler region "Optimizer.step#...";
+ * gradient accumulation runs several backwards per step).  Step k is the
+ * one whose backward ends (or optimizer starts) at m_k: its data loading,
+ * forward and backward come before m_k, its optimizer step after.
  * So step k's samples run from the end of step k-1's optimizer work to the
  * end of its own: b_k = just past the last main-thread timer sample of the
  * optimizer in [m_k, m_k+1) (m_k when none was sampled).  Its
@@ -130,6 +133,9 @@ struct labeller {
 	uint8_t *phase; /* per stack, 0xff: not yet */
 	uint64_t *b;    /* b[k-1] = b_k, the end of step k */
 	uint64_t start; /* start of step 1 */
+	bool by_optimizer;
+	const uint64_t *bwd; /* backward returns, ascending */
+	size_t n_bwd;
 	gs_str names[GS_NPHASES];
 };
 
@@ -219,6 +225,11 @@ static int add_steps(struct labeller *L)
 			.pid = L->pid,
 			.tid = L->tid,
 			.number = (uint32_t)k + 1,
+			.by_optimizer = L->by_optimizer,
+			/* backward returns in (m_k-1, m_k] (step 1: from its start) */
+			.backwards =
+			    (uint32_t)(marks_upto(L->bwd, L->n_bwd, L->m[k]) -
+				       marks_upto(L->bwd, L->n_bwd, k ? L->m[k - 1] : L->start)),
 			.mark_ns = L->m[k],
 			.wall_ns = k ? L->m[k] - L->m[k - 1] : 0,
 			.start_ns = k ? L->b[k - 1] : L->start,
@@ -228,9 +239,16 @@ static int add_steps(struct labeller *L)
 }
 
 int gs_profile_label_steps(struct gs_profile *p, uint32_t pid, uint32_t tid, const uint64_t *m,
-			   size_t n)
+			   size_t n, bool by_optimizer, const uint64_t *bwd, size_t n_bwd)
 {
-	struct labeller L = { .p = p, .pid = pid, .tid = tid, .m = m, .n = n };
+	struct labeller L = { .p = p,
+			      .pid = pid,
+			      .tid = tid,
+			      .m = m,
+			      .n = n,
+			      .by_optimizer = by_optimizer,
+			      .bwd = bwd,
+			      .n_bwd = n_bwd };
 	uint64_t median;
 	int rc;
 

@@ -8,12 +8,17 @@
  * the uretprobe to each process mapping one (at first sight, after a dlopen:
  * maps_changed, in fork children), keeps the marks the ring buffer brings,
  * and at the end hands each process's main-thread marks to the profile
- * (gs_profile_label_steps: step and phase labels, the step table).
+ * (gs_profile_label_steps: step and phase labels, the step table).  Where
+ * the library exports the profiler's record_function_enter_new (2.x), a
+ * second probe marks the optimizer's steps ("Optimizer.step#..." regions,
+ * opened whether a profiler runs or not); they are the boundaries when
+ * seen, so gradient accumulation's backwards make one step.
  *
- * Trust: the symbol is read only from a root-owned file that no one else
+ * Trust: the symbols are read only from a root-owned file that no one else
  * may write (what a distribution package installs); a libtorch the job's
- * user owns (a venv) gets no probe, and the profile says why.  The probe
- * reads nothing of the target.
+ * user owns (a venv) gets no probe, and the profile says why.  The backward
+ * probe reads nothing of the target; the optimizer probe reads 31 bytes of
+ * the region's name (bpf/steps.bpf.h).
  */
 #include <errno.h>
 #include <gelf.h>
@@ -36,6 +41,10 @@
  * keep_graph, create_graph, accumulate_grad, outputs): its parameter list
  * changed across releases, the name did not. */
 #define ENGINE_EXECUTE "_ZN5torch8autograd6Engine7executeE"
+/* torch::autograd::profiler::record_function_enter_new(const std::string &,
+ * optional<std::string> const &): where Optimizer.step's region opens. */
+#define RECORD_FUNCTION_ENTER "_ZN5torch8autograd8profiler25record_function_enter_newE"
+#define OPT_KEY               (1ull << 40) /* probed: key of an object's second symbol */
 /* Marks kept for the whole run: a 1000-per-second cap (BPF) over hours
  * stays far below; past it marks are counted, not kept. */
 #define STEP_MARKS_MAX (1u << 22)
@@ -46,21 +55,23 @@
 struct step_mark {
 	uint64_t ktime;
 	uint32_t tid;
+	uint32_t kind; /* enum gs_step_kind */
 };
 
 struct step_proc {
 	uint32_t tgid;
-	struct bpf_link *link;
+	struct bpf_link *link, *opt_link;
 	uint64_t base; /* start of the mapping the link is on (0: none) */
 	struct step_mark *marks;
 	size_t n_marks, cap_marks;
 };
 
 struct gs_session_steps {
-	struct bpf_program *prog;
+	struct bpf_program *prog, *opt_prog;
 	struct gs_proc_slots procs; /* struct step_proc */
 	struct gs_elf_cache *elf;
-	struct gs_hmap probed;  /* gs_elf_obj.id -> PROBED_* */
+	struct gs_hmap probed;  /* gs_elf_obj.id -> PROBED_*; id | OPT_KEY -> 1 + vaddr of
+				* record_function_enter_new (1: none) */
 	size_t n_marks;         /* kept, all processes */
 	uint64_t marks_dropped; /* past STEP_MARKS_MAX */
 	uint32_t attached, attach_failed, not_root;
@@ -68,13 +79,15 @@ struct gs_session_steps {
 	char attach_err[200];
 };
 
-/* vaddr of Engine::execute in o's dynamic symbols, 0 when absent. */
-static uint64_t engine_execute(const struct gs_elf_obj *o)
+/* vaddrs of Engine::execute and record_function_enter_new in o's dynamic
+ * symbols (0 when absent), in one pass. */
+static void find_syms(const struct gs_elf_obj *o, uint64_t *exec, uint64_t *rfe)
 {
 	Elf_Scn *scn = NULL;
 
+	*exec = *rfe = 0;
 	if (!o->elf)
-		return 0;
+		return;
 	while ((scn = elf_nextscn(o->elf, scn))) {
 		GElf_Shdr sh;
 		Elf_Data *d;
@@ -92,10 +105,28 @@ static uint64_t engine_execute(const struct gs_elf_obj *o)
 				continue;
 			n = elf_strptr(o->elf, sh.sh_link, sym.st_name);
 			if (n && !strncmp(n, ENGINE_EXECUTE, sizeof(ENGINE_EXECUTE) - 1))
-				return sym.st_value;
+				*exec = sym.st_value;
+			else if (n && !strncmp(n, RECORD_FUNCTION_ENTER,
+					       sizeof(RECORD_FUNCTION_ENTER) - 1))
+				*rfe = sym.st_value;
 		}
 	}
-	return 0;
+}
+
+/* PROBED_* of object o, its symbols looked up the first time. */
+static uint64_t *probed_slot(struct gs_session_steps *st, const struct gs_elf_obj *o)
+{
+	bool added;
+	uint64_t *v = gs_hmap_slot(&st->probed, o->id, &added), exec, rfe, *w;
+
+	if (v && added) {
+		find_syms(o, &exec, &rfe);
+		*v = exec ? PROBED_YES + (exec << 2) : PROBED_NO;
+		if ((w = gs_hmap_slot(&st->probed, o->id | OPT_KEY, &added)))
+			*w = 1 + rfe;
+		v = gs_hmap_get(&st->probed, o->id); /* the insert may have moved it */
+	}
+	return v;
 }
 
 /* The file offset of vaddr (what a uprobe is placed at), by the PT_LOADs. */
@@ -132,15 +163,10 @@ static bool root_owned(uint32_t tgid, const struct gs_maps_line *l)
 static uint64_t probe_object(struct gs_session_steps *st, uint32_t tgid,
 			     const struct gs_maps_line *l, const struct gs_elf_obj *o)
 {
-	bool added;
-	uint64_t *v = gs_hmap_slot(&st->probed, o->id, &added), vaddr;
+	uint64_t *v = probed_slot(st, o);
 
 	if (!v)
 		return PROBED_NO;
-	if (added) {
-		vaddr = engine_execute(o);
-		*v = vaddr ? PROBED_YES + (vaddr << 2) : PROBED_NO;
-	}
 	if (*v < PROBED_YES)
 		return *v;
 	if (!root_owned(tgid, l)) {
@@ -154,7 +180,8 @@ static uint64_t probe_object(struct gs_session_steps *st, uint32_t tgid,
 static void detach_proc(struct step_proc *sp)
 {
 	bpf_link__destroy(sp->link);
-	sp->link = NULL;
+	bpf_link__destroy(sp->opt_link);
+	sp->link = sp->opt_link = NULL;
 	sp->base = 0;
 }
 
@@ -164,7 +191,7 @@ static void attach_at(struct gs_session_steps *st, uint32_t tgid, const struct g
 {
 	struct step_proc *sp;
 	char file[96];
-	uint64_t v, off;
+	uint64_t v, off, *rfe;
 	struct stat fs;
 
 	if (!st->prog || (v = probe_object(st, tgid, l, o)) < PROBED_YES)
@@ -191,19 +218,17 @@ static void attach_at(struct gs_session_steps *st, uint32_t tgid, const struct g
 	}
 	sp->base = l->start;
 	st->attached++;
+	/* the optimizer's mark is a bonus: without it, backwards are the steps */
+	rfe = gs_hmap_get(&st->probed, o->id | OPT_KEY);
+	if (st->opt_prog && rfe && *rfe > 1 && !vaddr_to_off(o, *rfe - 1, &off))
+		sp->opt_link = bpf_program__attach_uprobe(st->opt_prog, false, (pid_t)tgid, file,
+							  (size_t)off);
 }
 
 static int h_probe(void *ctx, const struct gs_elf_obj *o)
 {
-	struct gs_session_steps *st = ctx;
-	bool added;
-	uint64_t *v = gs_hmap_slot(&st->probed, o->id, &added);
+	uint64_t *v = probed_slot(ctx, o);
 
-	if (v && added) {
-		uint64_t vaddr = engine_execute(o);
-
-		*v = vaddr ? PROBED_YES + (vaddr << 2) : PROBED_NO;
-	}
 	return v && *v >= PROBED_YES;
 }
 
@@ -277,7 +302,8 @@ int gs_steps_register(struct session *s)
 	if (!st)
 		return -ENOMEM;
 	s->rt.steps = st;
-	st->prog = gs_sampler_step_prog(s->rt.sampler);
+	st->prog = gs_sampler_step_prog(s->rt.sampler, false);
+	st->opt_prog = gs_sampler_step_prog(s->rt.sampler, true);
 	st->elf = gs_sym_elf_cache(s->rt.sym);
 	h.ctx = st;
 	if ((rc = gs_proc_slots_init(&st->procs, "steps", sizeof(struct step_proc))) ||
@@ -301,7 +327,7 @@ void gs_steps_record(struct session *s, const struct gs_rec_hdr *h)
 		return;
 	}
 	/* only a process the probe was attached to has a state */
-	sm = (struct step_mark){ .ktime = m->hdr.ktime_ns, .tid = m->tid };
+	sm = (struct step_mark){ .ktime = m->hdr.ktime_ns, .tid = m->tid, .kind = m->kind };
 	sp = gs_proc_slots_get(&st->procs, m->tgid, false);
 	if (!sp || st->n_marks >= STEP_MARKS_MAX ||
 	    GS_PUSH(sp->marks, sp->n_marks, sp->cap_marks, sm))
@@ -332,8 +358,9 @@ static int by_time(const void *a, const void *b)
 static int label_proc(struct session *s, struct step_proc *sp, uint64_t *times)
 {
 	const struct step_mark *m = sp->marks;
-	size_t k = 0, other = 0, n = sp->n_marks;
+	size_t n_bwd = 0, n_opt = 0, other = 0, n = sp->n_marks;
 	uint32_t tgid = sp->tgid;
+	uint64_t *opt = times + n; /* times has room for 2 n */
 
 	qsort(sp->marks, n, sizeof(*sp->marks), by_time); /* CPUs' records interleave */
 	for (size_t i = 0; i < n; i++) {
@@ -341,15 +368,23 @@ static int label_proc(struct session *s, struct step_proc *sp, uint64_t *times)
 			other++;
 			continue;
 		}
-		if (m[i].ktime >= s->window.t0_mono)
-			times[k++] = m[i].ktime - s->window.t0_mono;
+		if (m[i].ktime < s->window.t0_mono)
+			continue;
+		if (m[i].kind == GS_STEP_OPTIMIZER)
+			opt[n_opt++] = m[i].ktime - s->window.t0_mono;
+		else
+			times[n_bwd++] = m[i].ktime - s->window.t0_mono;
 	}
 	if (other)
 		gs_profile_add_note(&s->prof,
-				    "pid %u: %zu backward calls on threads other than the main "
-				    "one are not step boundaries",
+				    "pid %u: %zu backward or optimizer calls on threads other than "
+				    "the main one are not step boundaries",
 				    tgid, other);
-	return gs_profile_label_steps(&s->prof, tgid, tgid, times, k);
+	/* the optimizer's steps when it has them (several backwards per step:
+	 * gradient accumulation), else each backward is a step */
+	if (n_opt >= 2 || (n_opt && n_opt >= n_bwd))
+		return gs_profile_label_steps(&s->prof, tgid, tgid, opt, n_opt, true, times, n_bwd);
+	return gs_profile_label_steps(&s->prof, tgid, tgid, times, n_bwd, false, times, n_bwd);
 }
 
 int gs_steps_finish(struct session *s)
@@ -375,7 +410,7 @@ int gs_steps_finish(struct session *s)
 	if (ss.step_rate_limited)
 		gs_profile_add_note(
 		    &s->prof,
-		    "steps: %llu backward calls past the cap of 1000 per second and "
+		    "steps: %llu backward or optimizer calls past the cap of 1000 per second and "
 		    "process were not recorded",
 		    (unsigned long long)ss.step_rate_limited);
 	if (st->marks_dropped)
@@ -387,7 +422,7 @@ int gs_steps_finish(struct session *s)
 						    : "no process maps a root-owned libtorch_cpu");
 		return 0;
 	}
-	times = malloc(st->n_marks * sizeof(*times));
+	times = malloc(2 * st->n_marks * sizeof(*times));
 	if (!times)
 		return -ENOMEM;
 	for (size_t i = 0; i < st->procs.n && !rc; i++) {

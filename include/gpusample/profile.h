@@ -144,15 +144,18 @@ struct gs_sample {
 };
 
 /* One training step of a process (gs_profile_label_steps): step `number`
- * ends at its backward's return; wall_ns is the time from the previous
- * step's backward return to this one's (0 for a process's first step: its
- * start was not seen).  [start_ns, end_ns): the samples labelled with it on
+ * is marked by its backward's return, or by its optimizer step's start
+ * when the optimizer was seen (by_optimizer: several backwards per step
+ * are told apart); wall_ns is the time from the previous step's mark to
+ * this one's (0 for a process's first step: its start was not seen).  [start_ns, end_ns): the samples labelled with it on
  * every thread of the process (its data, forward and backward, then its
  * optimizer step after the mark), ns since profile start. */
 struct gs_step {
 	uint32_t pid, tid; /* the process and the thread whose backward marks it */
 	uint32_t number;
-	uint64_t mark_ns; /* its backward's return, ns since profile start */
+	uint32_t backwards; /* backward calls in the step (its main thread's) */
+	bool by_optimizer;
+	uint64_t mark_ns; /* its mark, ns since profile start */
 	uint64_t wall_ns;
 	uint64_t start_ns, end_ns;
 };

@@ -175,12 +175,20 @@ struct gs_offcpu_end {
 /* A training-step boundary seen from outside the job (bpf/steps.bpf.h): a
  * return from autograd's backward (torch::autograd::Engine::execute, a
  * uretprobe user space attaches per process to the libtorch_cpu it maps).
- * At most step_mark_rate per second and process pass (the rest are
- * counted); hdr.ktime_ns is the return, on the clock of CPU samples. */
+ * Or the entry of an optimizer's step (kind GS_STEP_OPTIMIZER: a uprobe on
+ * the profiler's record_function_enter_new, region "Optimizer.step#...").
+ * At most step_mark_rate per second, process and kind pass (the rest are
+ * counted); hdr.ktime_ns is the event, on the clock of CPU samples. */
+enum gs_step_kind {
+	GS_STEP_BACKWARD_END = 1, /* return from Engine::execute */
+	GS_STEP_OPTIMIZER = 2,    /* entry of an "Optimizer.step#..." profiler region */
+};
 struct gs_step_mark {
 	struct gs_rec_hdr hdr; /* type GS_REC_STEP_MARK */
 	__u32 tgid;
 	__u32 tid;
+	__u32 kind; /* enum gs_step_kind */
+	__u32 pad;
 };
 
 /* Value of the BPF hash map `offcpu_thr`, keyed by tid (root pid namespace):

@@ -117,7 +117,7 @@ Test(steps, phases_and_step_of_each_sample)
 				.values = { [GS_V_SAMPLES] = 1 } };
 	cr_assert_eq(gs_profile_add_sample(&f.p, &os, &other), 0); /* a process without marks */
 
-	cr_assert_eq(gs_profile_label_steps(&f.p, PID, PID, marks, 3), 0);
+	cr_assert_eq(gs_profile_label_steps(&f.p, PID, PID, marks, 3, false, marks, 3), 0);
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		cr_expect_str_eq(phase_of(&f, i), want[i].phase, "sample %zu", i);
 		cr_expect_eq(step_of(&f, i), want[i].step, "sample %zu: step %lld, want %lld", i,
@@ -149,10 +149,33 @@ Test(steps, an_inner_loop_gets_a_note_not_labels)
 	for (size_t i = 0; i < 1000; i++)
 		marks[i] = i * 1000000ull; /* 1000 a second */
 	sample(&f, PID, s, 500 * MS);
-	cr_assert_eq(gs_profile_label_steps(&f.p, PID, PID, marks, 1000), 0);
+	cr_assert_eq(gs_profile_label_steps(&f.p, PID, PID, marks, 1000, false, marks, 1000), 0);
 	cr_expect_eq(f.p.n_steps, 0);
 	cr_expect_eq(step_of(&f, 0), 0);
 	cr_assert_eq(f.p.n_notes, 1);
 	cr_expect_not_null(strstr(gs_profile_str(&f.p, f.p.notes[0]), "inner loop"));
+	gs_profile_free(&f.p);
+}
+
+Test(steps, optimizer_marks_count_the_backwards_of_each_step)
+{
+	struct st_fx f;
+	gs_profile_init(&f.p);
+	f.m_py = fx_map(&f.p, "[python]", NULL, 0, 0, true);
+	uint32_t opt = py(&f, "SGD.step", TORCH "optim/sgd.py");
+	sample(&f, PID, STACK(opt), 305 * MS);
+	/* gradient accumulation: 3 backwards, then the optimizer, per step */
+	static const uint64_t opts[] = { 100 * MS, 200 * MS, 300 * MS };
+	static const uint64_t bwd[] = { 30 * MS,  60 * MS,  90 * MS,  130 * MS, 160 * MS,
+					190 * MS, 230 * MS, 260 * MS, 290 * MS };
+	cr_assert_eq(gs_profile_label_steps(&f.p, PID, PID, opts, 3, true, bwd, 9), 0);
+	cr_assert_eq(f.p.n_steps, 3);
+	for (size_t k = 0; k < 3; k++) {
+		cr_expect(f.p.steps[k].by_optimizer);
+		cr_expect_eq(f.p.steps[k].backwards, 3, "step %zu: %u backwards", k + 1,
+			     f.p.steps[k].backwards);
+	}
+	cr_expect_eq(f.p.steps[2].wall_ns, 100 * MS);
+	cr_expect_eq(step_of(&f, 0), 3, "the optimizer after the last mark is step 3's");
 	gs_profile_free(&f.p);
 }

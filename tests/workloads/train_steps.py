@@ -9,9 +9,12 @@ Modes:
   infer  the same forward under torch.no_grad(): no backward at all.
   inner  backward called in a tight inner loop (thousands per second).
 
-Prints "step K START END BACKWARD" per step (time.monotonic() seconds: the
-top of the loop, after optimizer.step(), right after loss.backward()), then
-"steps=N".
+With --accum A, each step runs A batches' forward and backward before one
+optimizer.step() (gradient accumulation).
+
+Prints "step K START END MARK" per step (time.monotonic() seconds: the top
+of the loop, after optimizer.step(), right before optimizer.step(), which is
+right after the last loss.backward()), then "steps=N".
 """
 import argparse
 import time
@@ -32,15 +35,15 @@ def slow_fetch(ms):
 
 
 class Batches(Dataset):
-    def __init__(self, n, stall_every, stall_ms):
-        self.n, self.stall_every, self.stall_ms = n, stall_every, stall_ms
+    def __init__(self, n, stall_every, stall_ms, accum):
+        self.n, self.stall_every, self.stall_ms, self.accum = n, stall_every, stall_ms, accum
 
     def __len__(self):
-        return self.n
+        return self.n * self.accum
 
     def __getitem__(self, i):
-        step = i + 1
-        if self.stall_every and step % self.stall_every == 0:
+        step = i // self.accum + 1
+        if self.stall_every and step % self.stall_every == 0 and i % self.accum == 0:
             slow_fetch(self.stall_ms)
         g = torch.Generator().manual_seed(i)
         return torch.rand(64, 256, generator=g), torch.rand(64, 1, generator=g)
@@ -53,6 +56,7 @@ def main():
     ap.add_argument("--stall-every", type=int, default=0)
     ap.add_argument("--stall-ms", type=int, default=300)
     ap.add_argument("--seconds", type=float, default=1.5, help="inner mode's length")
+    ap.add_argument("--accum", type=int, default=1, help="backward calls per optimizer step")
     a = ap.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -67,20 +71,22 @@ def main():
             n += 1
         print("backwards=%d" % n, flush=True)
         return
-    loader = DataLoader(Batches(a.steps, a.stall_every, a.stall_ms), batch_size=None,
+    loader = DataLoader(Batches(a.steps, a.stall_every, a.stall_ms, a.accum), batch_size=None,
                         num_workers=0)
     it = iter(loader)
     for k in range(1, a.steps + 1):
         t0 = time.monotonic()
         tb = 0.0
-        x, y = next(it)
         if a.mode == "infer":
+            x, y = next(it)
             with torch.no_grad():
                 model(x)
         else:
-            loss = nn.functional.mse_loss(model(x), y)
             opt.zero_grad()
-            loss.backward()
+            for _ in range(a.accum):
+                x, y = next(it)
+                loss = nn.functional.mse_loss(model(x), y) / a.accum
+                loss.backward()
             tb = time.monotonic()
             opt.step()
         print("step %d %.6f %.6f %.6f" % (k, t0, time.monotonic(), tb), flush=True)
