@@ -42,23 +42,51 @@ static uint32_t step_of(const struct proc_steps *ps, const struct gs_sample_ctx 
 	return (uint32_t)c->num_labels[GS_NL_STEP];
 }
 
-static void phase_split(struct proc_steps *ps)
+/* The stepping thread's wall time per step and phase, from its samples
+ * laid out on the wall-clock axis (output/timeline.c: each sample holds the
+ * stretch of the thread's time it stands for), so a step's phases add up
+ * to about its time, not to the weights of the samples that fell in it. */
+static int phase_split(struct proc_steps *ps)
 {
 	const struct gs_profile *p = ps->p;
+	struct gs_tl_item *items = NULL;
+	uint32_t *idx;
+	size_t n;
+	int rc = gs_timeline_order(p, &idx, &n);
 
-	for (size_t i = 0; i < p->n_samples; i++) {
-		const struct gs_sample *s = &p->samples[i];
-		const struct gs_sample_ctx *c = gs_profile_ctx(p, s);
-		uint32_t k = step_of(ps, c);
-		int ph = GS_PHASE_OTHER;
+	if (rc)
+		return rc;
+	for (size_t b = 0, e; b < n; b = e) {
+		const struct gs_sample_ctx *c0 = gs_profile_ctx(p, &p->samples[idx[b]]);
 
-		if (!k)
+		e = gs_timeline_thread_end(p, idx, b, n);
+		if (c0->pid != ps->st[0].pid || c0->tid != ps->st[0].tid)
 			continue;
-		for (int j = 0; j < GS_NPHASES; j++)
-			if (ps->phase_str[j] > 0 && c->str_labels[GS_SL_PHASE] == ps->phase_str[j])
-				ph = j;
-		ps->phase_ns[(k - 1) * GS_NPHASES + (size_t)ph] += (uint64_t)gs_wall_ns(p, s);
+		if (!(items = malloc((e - b) * sizeof(*items)))) {
+			rc = -ENOMEM;
+			break;
+		}
+		gs_timeline_layout(p, idx + b, e - b, items);
+		for (size_t i = 0; i < e - b; i++) {
+			const struct gs_sample_ctx *c =
+			    gs_profile_ctx(p, &p->samples[items[i].sample]);
+			uint32_t k = step_of(ps, c);
+			int ph = GS_PHASE_OTHER;
+
+			if (!k)
+				continue;
+			for (int j = 0; j < GS_NPHASES; j++)
+				if (ps->phase_str[j] > 0 &&
+				    c->str_labels[GS_SL_PHASE] == ps->phase_str[j])
+					ph = j;
+			ps->phase_ns[(k - 1) * GS_NPHASES + (size_t)ph] += items[i].end -
+									   items[i].start;
+		}
+		break;
 	}
+	free(items);
+	free(idx);
+	return rc;
 }
 
 static bool keep_step(const struct gs_sample *s, const struct gs_sample_ctx *c, void *ctx)
@@ -233,8 +261,8 @@ static int one_process(struct proc_steps *ps, FILE *out)
 			order[n_timed] = i;
 			walls[n_timed++] = ps->st[i].wall_ns;
 		}
-	phase_split(ps);
-	rc = 0;
+	if ((rc = phase_split(ps)))
+		goto out;
 	if (n_timed) {
 		qsort(walls, n_timed, sizeof(*walls), cmp_u64);
 		qsort_r(order, n_timed, sizeof(*order), cmp_slow, (void *)ps->st);

@@ -6,7 +6,9 @@
 # stalls in slow_fetch every 10th step and the report's Steps section names
 # exactly those steps slowest, with slow_fetch; pprof's step label selects
 # one step alone (go tool pprof -tagfocus=step=20) and phases are labelled.
-# An inference loop (no backward) has no steps and says so; a loop calling
+# A loop whose forward turns slower at step 13 is reported as growing, with
+# forward the phase that grew.  An inference loop (no backward) has no
+# steps and says so; a loop calling
 # backward thousands of times per second gets no step labels and a note.
 # gs-test-timeout: 150
 source "$(dirname "$0")/lib.sh"
@@ -36,7 +38,14 @@ for ph in data forward backward; do # optimizer: SGD on this model takes under 1
 	awk '/^ phase:/{s=1; next} s && /^ *$/{exit} s' "$T/tags" | grep -q ": $ph\$" || fail "no samples in phase $ph"
 done
 
-# 2. inference: no backward, no steps, said
+# 2. a forward that turns 80 ms slower at step 13: the trend grows, forward grew most
+"$GS" -o "$T/slow" --format pprof -- /usr/bin/python3 $W --steps 24 --slow-after 13 --slow-ms 80 \
+	> "$T/slow.out" 2> "$T/slow.err" || { rc=$?; cat "$T/slow.err"; fail "gpusample exited with $rc"; }
+grep '^  trend' "$T/slow.out"
+grep -q '^  trend .*: step time grew; forward grew most' "$T/slow.out" ||
+	fail "a forward 80 ms slower from step 13 on is not reported as forward growing"
+
+# 3. inference: no backward, no steps, said
 "$GS" -o "$T/infer" --format pprof -- /usr/bin/python3 $W --mode infer --steps 20 \
 	> "$T/infer.out" 2> "$T/infer.err" || { rc=$?; cat "$T/infer.err"; fail "gpusample exited with $rc"; }
 grep -q '^Steps' "$T/infer.out" && fail "an inference loop has a Steps section"
@@ -44,10 +53,10 @@ pprof -raw "$T/infer.pb.gz" | grep -q 'steps: none (no backward seen: an inferen
 	fail "the inference profile does not say why it has no steps"
 pprof -tags "$T/infer.pb.gz" | grep -q '^ step:' && fail "an inference loop has step labels"
 
-# 3. backward in a tight inner loop: capped, no step labels, a note
+# 4. backward in a tight inner loop: capped, no step labels, a note
 "$GS" -o "$T/inner" --format pprof -- /usr/bin/python3 $W --mode inner --seconds 2 \
 	> "$T/inner.out" 2> "$T/inner.err" || { rc=$?; cat "$T/inner.err"; fail "gpusample exited with $rc"; }
 grep 'backwards=' "$T/inner.out"
 grep -q 'an inner loop, not training steps' "$T/inner.out" || fail "no note on the inner loop"
 pprof -tags "$T/inner.pb.gz" | grep -q '^ step:' && fail "an inner loop has step labels"
-ok "30 steps timed as the script did, stalls 10 20 30 named slowest with slow_fetch, -tagfocus=step=20 alone, inference and inner loops unlabelled"
+ok "30 steps timed as the script did, stalls 10 20 30 named slowest with slow_fetch, -tagfocus=step=20 alone, a slower forward named as the growth, inference and inner loops unlabelled"

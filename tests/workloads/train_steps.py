@@ -9,7 +9,8 @@ Modes:
   infer  the same forward under torch.no_grad(): no backward at all.
   inner  backward called in a tight inner loop (thousands per second).
 
-With --accum A, each step runs A batches' forward and backward before one
+With --slow-after K, the model's forward spends --slow-ms more (on-CPU)
+from step K on.  With --accum A, each step runs A batches' forward and backward before one
 optimizer.step() (gradient accumulation).
 
 Prints "step K START END MARK" per step (time.monotonic() seconds: the top
@@ -32,6 +33,22 @@ def slow_fetch(ms):
     while time.monotonic() < end:
         n += 1
     return n
+
+
+class Slow(nn.Module):
+    """A layer that turns slow (on-CPU) once `slow_ms` is set: a model whose
+    forward grows after step K."""
+
+    def __init__(self):
+        super().__init__()
+        self.slow_ms = 0
+
+    def forward(self, x):
+        if self.slow_ms:
+            end = time.monotonic() + self.slow_ms / 1000.0
+            while time.monotonic() < end:
+                pass
+        return x
 
 
 class Batches(Dataset):
@@ -57,10 +74,13 @@ def main():
     ap.add_argument("--stall-ms", type=int, default=300)
     ap.add_argument("--seconds", type=float, default=1.5, help="inner mode's length")
     ap.add_argument("--accum", type=int, default=1, help="backward calls per optimizer step")
+    ap.add_argument("--slow-after", type=int, default=0, help="forward slower from this step on")
+    ap.add_argument("--slow-ms", type=int, default=40)
     a = ap.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+    slow = Slow()
+    model = nn.Sequential(slow, nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
                           nn.Linear(256, 1))
     opt = torch.optim.SGD(model.parameters(), lr=1e-4)
     if a.mode == "inner":
@@ -75,6 +95,8 @@ def main():
                         num_workers=0)
     it = iter(loader)
     for k in range(1, a.steps + 1):
+        if a.slow_after and k == a.slow_after:
+            slow.slow_ms = a.slow_ms
         t0 = time.monotonic()
         tb = 0.0
         if a.mode == "infer":
