@@ -5,7 +5,8 @@
 # count and each step's wall time match the script's own clock; the loop
 # stalls in slow_fetch every 10th step and the report's Steps section names
 # exactly those steps slowest, with slow_fetch; pprof's step label selects
-# one step alone (go tool pprof -tagfocus=step=20) and phases are labelled.
+# one step alone (go tool pprof -tagfocus=step=20) and phases are labelled;
+# the trace has a step track, phases nested in each step.
 # A loop whose forward turns slower at step 13 is reported as growing, with
 # forward the phase that grew.  An inference loop (no backward) has no
 # steps and says so; a loop calling
@@ -21,6 +22,12 @@ W=tests/workloads/train_steps.py
 grep -q '^steps=30' "$T/train.out" || fail "the training loop did not finish"
 sed -n '/^Steps/,$p' "$T/train.out"
 tests/tools/steps_check.py "$T/train.trace.json" "$T/train.out" 20 || fail "step times differ from the script's"
+node "$ROOT/tests/tools/check_trace.js" "$T/train.trace.json" --dump > "$T/trace.dump" ||
+	{ head -5 "$T/trace.dump"; fail "the trace with its step track breaks the nesting rules"; }
+# the step track (tid 0x50000000): 30 step slices at depth 0, phases at depth 1
+[ "$(grep -c '^F [0-9]* 1342177280 0 step ' "$T/trace.dump")" = 30 ] || fail "not 30 step slices in the trace"
+grep -q '^F [0-9]* 1342177280 1 forward ' "$T/trace.dump" && grep -q '^F [0-9]* 1342177280 1 backward ' "$T/trace.dump" ||
+	fail "no forward and backward phases nested in the trace's steps"
 grep -q '^  pid [0-9]*: 30 steps' "$T/train.out" || fail "the Steps section does not count 30 steps"
 slow=$(sed -n '/^  slowest steps:/,/^  phase split/p' "$T/train.out" | grep -o '^    step [0-9]*' | awk '{print $2}' | sort -n | tr '\n' ' ')
 [ "$slow" = "10 20 30 " ] || fail "slowest steps are '$slow', not the stalling 10 20 30"
