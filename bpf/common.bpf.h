@@ -8,7 +8,7 @@
  * Stats: BPF map `stats`, PERCPU_ARRAY with one element of struct gs_stats.
  * Counters are per CPU and never reset; user space sums them.  Slots are
  * indexed by enum gs_stat.  Other BPF parts (the GPU USDT handlers) may
- * name unused slots (22..31 free) here; GS_STAT_MAX stays 32 so
+ * name unused slots (26..31 free) here; GS_STAT_MAX stays 32 so
  * the map layout does not change.
  */
 #ifndef GS_COMMON_BPF_H
@@ -36,6 +36,10 @@ enum gs_stat {
 	GS_STAT_GPU_BAD = 15,      /* GPU records rejected (bad header, read fault) */
 	GS_STAT_GPU_LOST = 21,     /* GPU records and launch events that did not fit in `events` */
 	GS_STAT_GPU_RATE = 22,     /* GPU records and launch events over their process's rate */
+	/* training steps (bpf/steps.bpf.h) */
+	GS_STAT_STEP_MARKS = 23, /* step marks written to `events` */
+	GS_STAT_STEP_RATE = 24,  /* step marks over their process's rate */
+	GS_STAT_STEP_LOST = 25,  /* step marks that did not fit in `events` */
 	GS_STAT_MAX = 32,
 };
 

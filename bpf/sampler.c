@@ -770,6 +770,9 @@ void gs_sampler_stats(struct gs_sampler *s, struct gs_sampler_stats *st)
 	st->gpu_lost = c[GS_STAT_GPU_LOST];
 	st->gpu_bad = c[GS_STAT_GPU_BAD];
 	st->gpu_rate_limited = c[GS_STAT_GPU_RATE];
+	st->step_marks = c[GS_STAT_STEP_MARKS];
+	st->step_rate_limited = c[GS_STAT_STEP_RATE];
+	st->step_lost = c[GS_STAT_STEP_LOST];
 }
 
 /* ---- off-CPU accounting ------------------------------------------------ */
@@ -874,6 +877,11 @@ const char *gs_sampler_event(struct gs_sampler *s)
 struct bpf_program *gs_sampler_launch_prog(struct gs_sampler *s)
 {
 	return s->compat ? s->skel->progs.gs_gpu_launch_compat : s->skel->progs.gs_gpu_launch;
+}
+
+struct bpf_program *gs_sampler_step_prog(struct gs_sampler *s, bool optimizer)
+{
+	return optimizer ? s->skel->progs.gs_step_opt : s->skel->progs.gs_step_mark;
 }
 
 int gs_sampler_prog_fds(struct gs_sampler *s, int *fds, int max)

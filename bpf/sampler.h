@@ -133,6 +133,10 @@ const char *gs_sampler_event(struct gs_sampler *s);
 /* The GPU launch-site program that is loaded (gs_gpu_launch or its compat
  * twin), for the GPU host's USDT attachments. */
 struct bpf_program *gs_sampler_launch_prog(struct gs_sampler *s);
+/* The training-step probes (bpf/steps.bpf.h), attached per process by the
+ * session with bpf_program__attach_uprobe: the uretprobe on autograd's
+ * backward, or (optimizer) the uprobe on the profiler's region entry. */
+struct bpf_program *gs_sampler_step_prog(struct gs_sampler *s, bool optimizer);
 /* File descriptors of the loaded BPF programs (for bpf_stats in benches:
  * bpf_obj_get_info_by_fd gives run_time_ns / run_cnt).  Writes at most
  * max - 1 fds followed by -1; returns the number written. */

@@ -104,6 +104,19 @@ int gs_report_wall(const struct gs_profile *p, FILE *out, bool color, const char
  * the rank at the max, and the straggler and input-starved rank when there
  * is one.  Prints nothing otherwise.  Returns 0 or -ENOMEM. */
 int gs_report_ranks(const struct gs_profile *p, FILE *out, bool color);
+/* Stack st in one line, the frames worth a glance ("a (x.py:3) > b (y.py:9)
+ * > poll"; cat: the enum gs_wall_cat whose frame to show, -1 none), in at
+ * most len - 1 chars (output/report_wall.c). */
+/* ns as the report prints a duration: "12.3 ms", "1.23 s", "12.3 s"
+ * (output/report.c). */
+void gs_report_fmt_ns(char *buf, size_t len, int64_t ns);
+void gs_report_short_stack(const struct gs_profile *p, uint32_t st, int cat, char *buf, size_t len);
+/* The Steps section (output/report_steps.c): per process with training
+ * steps (p->steps), their count, step time p50 / p90 / max, the trend
+ * (first vs last quarter) and the phase that grew, the slowest steps with
+ * their dominant wall category and its stack, the mean phase split per
+ * step.  Prints nothing without steps.  Returns 0 or -ENOMEM. */
+int gs_report_steps(const struct gs_profile *p, FILE *out, bool color);
 
 /* ---- wall-clock timeline (output/timeline.c) ------------------------- */
 /* Indexes of the CPU samples with wall time, grouped per thread (main

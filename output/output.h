@@ -156,6 +156,34 @@ int gs_profile_counters(const struct gs_profile *p, uint64_t v[GS_NCOUNTERS]);
 const char *gs_counter_name(enum gs_counter c);
 bool gs_counter_is_loss(enum gs_counter c);
 
+/* Training steps (output/steps.c).  Phases of a CPU stack, from its frames
+ * (the outermost marker wins): optimizer (torch/optim/), backward (Python
+ * backward under torch/, native torch::autograd::Engine::*), data
+ * (torch/utils/data/), forward (nn.Module's call, a Python forward),
+ * other. */
+enum gs_phase {
+	GS_PHASE_OTHER = 0,
+	GS_PHASE_DATA,
+	GS_PHASE_FORWARD,
+	GS_PHASE_BACKWARD,
+	GS_PHASE_OPTIMIZER,
+	GS_NPHASES
+};
+extern const char *const gs_phase_name[GS_NPHASES]; /* the phase label's values */
+int gs_stack_phase(const struct gs_profile *p, uint32_t stack);
+/* Label the CPU samples of process pid with their step and phase (labels
+ * "step", numeric, and "phase") and append its steps to p->steps, from
+ * marks[0..n): thread tid's returns from autograd's backward, or with
+ * by_optimizer the starts of its optimizer steps, ns since the profile
+ * start, ascending; backwards[0..n_bwd): its backward returns (each step
+ * counts those it holds).  The rule (steps.c's comment): step k ends after
+ * the optimizer work that follows marks[k-1].  A process
+ * calling backward more than 200 times per second gets a note instead
+ * (an inner loop: no wrong labels).  Call once per process, after every
+ * sample is in.  0 or -ENOMEM. */
+int gs_profile_label_steps(struct gs_profile *p, uint32_t pid, uint32_t tid, const uint64_t *marks,
+			   size_t n, bool by_optimizer, const uint64_t *backwards, size_t n_bwd);
+
 struct gs_report_opts {
 	unsigned top; /* rows per table, default 15 */
 	bool color;

@@ -26,12 +26,14 @@ const char *const gs_str_label_key[GS_NSTR_LABELS] = {
 	[GS_SL_THREAD_STATE] = "thread_state",
 	[GS_SL_THREAD_ROLE] = "thread_role",
 	[GS_SL_HOST] = "host",
+	[GS_SL_PHASE] = "phase",
 };
 const char *const gs_num_label_key[GS_NNUM_LABELS] = {
 	[GS_NL_RANK] = "rank",
 	[GS_NL_LOCAL_RANK] = "local_rank",
 	[GS_NL_WORLD_SIZE] = "world_size",
 	[GS_NL_NODE_RANK] = "node_rank",
+	[GS_NL_STEP] = "step",
 };
 
 static char gs_empty_string[1];
@@ -88,6 +90,7 @@ void gs_profile_free(struct gs_profile *p)
 	free(p->comments);
 	free(p->notes);
 	free(p->run_spans);
+	free(p->steps);
 	memset(p, 0, sizeof(*p));
 }
 

@@ -471,6 +471,8 @@ static int write_report(const struct gs_profile *p, const struct gs_report_opts 
 	rc = where_time_goes(&r);
 	if (!rc)
 		rc = gs_report_ranks(p, out, r.color);
+	if (!rc)
+		rc = gs_report_steps(p, out, r.color);
 	if (!rc && ferror(out))
 		rc = -EIO;
 out:
@@ -489,4 +491,9 @@ int gs_write_report(const struct gs_profile *p, const struct gs_report_opts *o, 
 		rc = write_report(v.p, o, out);
 	gs_term_view_free(&v);
 	return rc;
+}
+
+void gs_report_fmt_ns(char *buf, size_t len, int64_t ns)
+{
+	fmt_ns(buf, len, ns);
 }

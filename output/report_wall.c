@@ -827,3 +827,8 @@ out:
 	free(x);
 	return rc;
 }
+
+void gs_report_short_stack(const struct gs_profile *p, uint32_t st, int cat, char *buf, size_t len)
+{
+	short_stack(p, st, cat, buf, len);
+}

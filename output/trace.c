@@ -22,6 +22,9 @@
  *     ffi, cuStreamSynchronize, poll, the kernel).  A parent is written before its
  *     children, which never outlast it, so equal ts/dur nest in file order
  *     as the format's readers expect.
+ * Training steps (gs_profile_label_steps): per process, a track "steps
+ * (thread TID)" with one slice per step and its phases nested
+ * (step_track).
  * GPU PC-sample batches: instant events ("i", thread scope) on a track
  * "GPU<n> PC samples" of the launching process, name = kernel, args
  * samples, stall reason and launch site.
@@ -47,6 +50,7 @@
 
 #define MAX_DF_PER_LOC 66
 #define GPU_TID_BASE   0x40000000u /* synthetic tids of the GPU tracks */
+#define STEP_TID       0x50000000u /* synthetic tid of a process's step track */
 #define COUNT_DEPTHS   17          /* depths counted apart: 0..15, then the rest */
 
 struct tr {
@@ -67,6 +71,7 @@ struct tr {
 	uint32_t *lcp, *nxt;
 	size_t *ends, cap_ends; /* per depth: the run a frame slice ends before */
 	uint8_t *cat;           /* per (stack, state): category, 0xff = not yet */
+	bool *steps_done;       /* per p->steps: its slice written (step_track) */
 };
 
 struct run {
@@ -430,6 +435,96 @@ static void gpu_events(struct tr *t)
 	}
 }
 
+/* ---- training steps ----------------------------------------------------- */
+
+/* Per process with steps, a track "steps (thread TID)" next to the thread
+ * whose marks made them: one slice "step N" per step over the time its
+ * samples are labelled with it (args wall_us: mark to mark, absent for the
+ * first step, whose start was not seen), and inside it the step's phases:
+ * each stretch of that thread's timeline (items, laid out as its state
+ * slices are) in one phase, cut to the step.  items NULL: the thread has
+ * no laid-out samples, steps only. */
+static void step_slice(struct tr *t, const struct gs_step *st)
+{
+	char name[32];
+
+	if (!event_head(t, "X", st->pid, STEP_TID))
+		return;
+	snprintf(name, sizeof(name), "step %u", st->number);
+	gs_json_str(t->w, name);
+	put_span(t->w, "step", st->start_ns, st->end_ns);
+	gs_wbuf_puts(t->w, ",\"args\":{\"step\":");
+	gs_wbuf_u64(t->w, st->number);
+	if (st->wall_ns) {
+		gs_wbuf_puts(t->w, ",\"wall_us\":");
+		put_us(t->w, st->wall_ns);
+	}
+	gs_wbuf_puts(t->w, "}}");
+}
+
+static gs_str phase_of(const struct gs_profile *p, const struct gs_tl_item *it)
+{
+	return gs_profile_ctx(p, &p->samples[it->sample])->str_labels[GS_SL_PHASE];
+}
+
+/* The phases of step st from items[*j..n) (*j: the first item that may
+ * reach into it, advanced for the next step). */
+static void phase_slices(struct tr *t, const struct gs_step *st, const struct gs_tl_item *items,
+			 size_t n, size_t *j)
+{
+	const struct gs_profile *p = t->p;
+	size_t k;
+
+	while (*j < n && items[*j].end <= st->start_ns)
+		(*j)++;
+	for (k = *j; k < n && items[k].start < st->end_ns;) {
+		gs_str ph = phase_of(p, &items[k]);
+		uint64_t s0 = items[k].start > st->start_ns ? items[k].start : st->start_ns;
+		uint64_t e0 = items[k].end;
+
+		for (k++; k < n && items[k].start <= e0 && items[k].start < st->end_ns &&
+			  phase_of(p, &items[k]) == ph;
+		     k++)
+			e0 = items[k].end > e0 ? items[k].end : e0;
+		if (e0 > st->end_ns)
+			e0 = st->end_ns;
+		if (!ph || e0 <= s0 || !event_head(t, "X", st->pid, STEP_TID))
+			continue;
+		gs_json_str(t->w, gs_profile_str(p, ph));
+		put_span(t->w, "phase", s0, e0);
+		gs_wbuf_puts(t->w, "}");
+	}
+	while (k > *j && items[k - 1].end > st->end_ns)
+		k--; /* an item reaching past the step starts the next one */
+	*j = k;
+}
+
+/* The steps of (pid, tid), once: done[] marks p->steps already written. */
+static void step_track(struct tr *t, uint32_t pid, uint32_t tid, const struct gs_tl_item *items,
+		       size_t n)
+{
+	const struct gs_profile *p = t->p;
+	bool named = false;
+	size_t j = 0;
+	char name[64];
+
+	for (size_t i = 0; i < p->n_steps; i++) {
+		const struct gs_step *st = &p->steps[i];
+
+		if (st->pid != pid || st->tid != tid || t->steps_done[i])
+			continue;
+		if (!named) {
+			snprintf(name, sizeof(name), "steps (thread %u)", tid);
+			meta(t, "thread_name", pid, STEP_TID, "name", name, 0);
+			named = true;
+		}
+		t->steps_done[i] = true;
+		step_slice(t, st);
+		if (items)
+			phase_slices(t, st, items, n, &j);
+	}
+}
+
 /* ---- entry ---------------------------------------------------------------- */
 
 /* Every event (or, counting, their number in t->n_events). */
@@ -437,14 +532,22 @@ static int emit_all(struct tr *t, const uint32_t *idx, size_t n, struct gs_tl_it
 {
 	const struct gs_profile *p = t->p;
 	int rc = 0;
+	memset(t->steps_done, 0, p->n_steps * sizeof(*t->steps_done)); /* each pass */
 	process_names(t, idx, n);
 	for (size_t b = 0; b < n && !rc;) {
 		size_t e = gs_timeline_thread_end(p, idx, b, n);
 		gs_timeline_layout(p, idx + b, e - b, items);
 		rc = write_thread(t, items, e - b);
+		if (p->n_steps) {
+			const struct gs_sample_ctx *c = gs_profile_ctx(p, &p->samples[idx[b]]);
+
+			step_track(t, c->pid, c->tid, items, e - b);
+		}
 		b = e;
 	}
 	gpu_events(t);
+	for (size_t i = 0; i < p->n_steps; i++) /* threads without laid-out samples */
+		step_track(t, p->steps[i].pid, p->steps[i].tid, NULL, 0);
 	return rc;
 }
 
@@ -535,8 +638,9 @@ int gs_write_trace_capped(const struct gs_profile *p, const char *path, size_t m
 	t.off = malloc(sizeof(*t.off) * (p->n_stacks + 1));
 	t.len = malloc(sizeof(*t.len) * (p->n_stacks + 1));
 	t.cat = malloc((size_t)(p->n_stacks + 1) * 3);
+	t.steps_done = calloc(p->n_steps + 1, sizeof(*t.steps_done));
 	int rc;
-	if (!t.off || !t.len || !t.cat) {
+	if (!t.off || !t.len || !t.cat || !t.steps_done) {
 		rc = gs_output_fail(err, errlen, -ENOMEM, "cannot write", path);
 		goto out;
 	}
@@ -552,6 +656,7 @@ out:
 	free(t.nxt);
 	free(t.ends);
 	free(t.cat);
+	free(t.steps_done);
 	return rc;
 }
 

@@ -171,14 +171,12 @@ static int add_python(struct session *s)
 }
 
 /* The plug-ins, in the order the table calls them at each event: the
- * symbolizer's snapshot, the CFI tables, Python discovery, the GPU agent (a
+ * symbolizer's snapshot, the CFI tables, Python discovery, the GPU agent, the
+ * training-step probes (a
  * re-read Python or the GPU agent asks proc/ for reaches the first two
  * through maps_changed).  They never call each other. */
 static int (*const plugins[])(struct session *s) = {
-	add_symbolizer,
-	add_cfi,
-	add_python,
-	gs_gpu_register,
+	add_symbolizer, add_cfi, add_python, gs_gpu_register, gs_steps_register,
 };
 
 int gs_rt_register(struct session *s)

@@ -300,6 +300,9 @@ static int on_record(void *ctx, const struct gs_rec_hdr *h)
 	case GS_REC_OFFCPU_END:
 		gs_off_record(s, h);
 		return 0;
+	case GS_REC_STEP_MARK:
+		gs_steps_record(s, h);
+		return 0;
 	default:
 		if (h->type >= GS_REC_GPU_PC_BATCH && h->type <= GS_REC_GPU_STATUS)
 			on_gpu_record(s, h);
@@ -418,6 +421,7 @@ static int run_loop(struct session *s)
 	}
 	gs_gpu_detach(s, poll_records);
 	gs_sampler_stop(s->rt.sampler);
+	gs_steps_detach(s);
 	/* Drain what BPF queued before the detach. */
 	for (int i = 0; i < 64 && gs_sampler_poll(s->rt.sampler, 0, on_record, s) > 0; i++)
 		;
@@ -607,7 +611,7 @@ static int build_profile(struct session *s)
 		return -ENOMEM;
 	}
 	free(stack_ids);
-	if (gs_gpu_finish(s) || gs_thread_roles_apply(p, s->rt.pt))
+	if (gs_gpu_finish(s) || gs_thread_roles_apply(p, s->rt.pt) || gs_steps_finish(s))
 		return -ENOMEM;
 	add_processes(s);
 	add_comments(s);
@@ -774,6 +778,7 @@ static void free_session(struct session *s)
 	gs_thread_voter_free(&s->stacks.roles);
 	gs_proc_table_free(s->rt.pt); /* before the runtimes its handlers call */
 	gs_gpu_close(s);
+	gs_steps_free(s);
 	gs_rt_close(s);
 	if (s->rt.sampler)
 		gs_sampler_close(s->rt.sampler);

@@ -52,6 +52,7 @@ struct gs_session_rt {
 	struct gs_cfi *cfi;         /* unwind tables; NULL with --no-cfi or when refused */
 	struct gs_proc_table *pt;   /* the one process table: its handlers are the runtimes */
 	struct gs_proc_slots procs; /* struct gs_procinfo: the session's state of each process */
+	struct gs_session_steps *steps; /* training-step probes and marks (steps.c) */
 };
 
 /* What is profiled: the -p PIDs, or the launched command (session.c
@@ -300,6 +301,17 @@ int64_t gs_off_cpu_ns(struct gs_thread *th, int64_t period_ns);
  * maps raw stacks to profile stacks. */
 int gs_off_finish(struct session *s, const uint32_t *stack_ids);
 void gs_off_comments(struct session *s, const struct gs_sampler_stats *st);
+/* session/steps.c: training steps from a uprobe on autograd's backward.
+ * register: its process-table handler (with the runtimes); record: a
+ * GS_REC_STEP_MARK; detach: the probes off (after the sampler stops);
+ * finish: the marks to the profile's step and phase labels, after the
+ * samples and roles are in (0 or -ENOMEM); free: after the table. */
+struct gs_session_steps;
+int gs_steps_register(struct session *s);
+void gs_steps_record(struct session *s, const struct gs_rec_hdr *h);
+void gs_steps_detach(struct session *s);
+int gs_steps_finish(struct session *s);
+void gs_steps_free(struct session *s);
 /* session/counters.c: the "counters:" profile comment, every BPF and host counter. */
 int gs_session_counters(struct session *s, const struct gs_sampler_stats *st);
 void gs_off_free(struct session *s);

@@ -121,6 +121,8 @@ static size_t fixed_size(uint16_t type)
 		return sizeof(struct gs_gpu_status);
 	case GS_REC_WAKEUP:
 		return sizeof(struct gs_rec_hdr);
+	case GS_REC_STEP_MARK:
+		return sizeof(struct gs_step_mark);
 	default:
 		return 0;
 	}

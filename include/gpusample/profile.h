@@ -97,6 +97,8 @@ enum gs_str_label {
 	GS_SL_THREAD_STATE = 0, /* "running" (CPU sample), "runnable", "blocked" */
 	GS_SL_THREAD_ROLE,      /* "main", "dataloader_worker", "pin_memory", ... */
 	GS_SL_HOST,             /* host name of the profiled machine */
+	GS_SL_PHASE,            /* training phase: "data", "forward", "backward",
+				 * "optimizer", "other" (gs_profile_label_steps) */
 	GS_NSTR_LABELS
 };
 enum gs_num_label {
@@ -104,6 +106,7 @@ enum gs_num_label {
 	GS_NL_LOCAL_RANK, /* LOCAL_RANK */
 	GS_NL_WORLD_SIZE, /* WORLD_SIZE */
 	GS_NL_NODE_RANK,  /* GROUP_RANK (torchrun's node rank) or SLURM_NODEID */
+	GS_NL_STEP,       /* training step of the process, 1-based (gs_profile_label_steps) */
 	GS_NNUM_LABELS
 };
 extern const char *const gs_str_label_key[GS_NSTR_LABELS]; /* pprof keys */
@@ -138,6 +141,23 @@ struct gs_sample {
 	uint32_t ctx;     /* context index (0-based into ctxs[]) */
 	uint64_t time_ns; /* since profile start; GPU batches: drain time */
 	int64_t values[GS_NVALUES];
+};
+
+/* One training step of a process (gs_profile_label_steps): step `number`
+ * is marked by its backward's return, or by its optimizer step's start
+ * when the optimizer was seen (by_optimizer: several backwards per step
+ * are told apart); wall_ns is the time from the previous step's mark to
+ * this one's (0 for a process's first step: its start was not seen).  [start_ns, end_ns): the samples labelled with it on
+ * every thread of the process (its data, forward and backward, then its
+ * optimizer step after the mark), ns since profile start. */
+struct gs_step {
+	uint32_t pid, tid; /* the process and the thread whose backward marks it */
+	uint32_t number;
+	uint32_t backwards; /* backward calls in the step (its main thread's) */
+	bool by_optimizer;
+	uint64_t mark_ns; /* its mark, ns since profile start */
+	uint64_t wall_ns;
+	uint64_t start_ns, end_ns;
 };
 
 /* One process seen during the run, for the report. */
@@ -185,6 +205,8 @@ struct gs_profile {
 	uint32_t n_comments, cap_comments;
 	gs_str *notes;
 	uint32_t n_notes, cap_notes; /* report lines */
+	struct gs_step *steps;       /* by pid, then number (gs_profile_label_steps) */
+	size_t n_steps, cap_steps;
 
 	/* run facts */
 	uint64_t time_nanos; /* wall-clock start, ns since the Unix epoch */

@@ -43,6 +43,7 @@ enum gs_rec_type {
 	GS_REC_WAKEUP = 8,          /* bare gs_rec_hdr: user space has work (CFI table wanted) */
 	GS_REC_OFFCPU_STACK = 9,    /* struct gs_offcpu_stack + CPU stack */
 	GS_REC_OFFCPU_END = 10,     /* struct gs_offcpu_end */
+	GS_REC_STEP_MARK = 11,      /* struct gs_step_mark */
 };
 
 struct gs_rec_hdr {
@@ -170,6 +171,25 @@ struct gs_offcpu_end {
 	__u64 acc_on_ns;
 	__u64 acc_blocked_ns;
 	__u64 acc_runnable_ns;
+};
+
+/* A training-step boundary seen from outside the job (bpf/steps.bpf.h): a
+ * return from autograd's backward (torch::autograd::Engine::execute, a
+ * uretprobe user space attaches per process to the libtorch_cpu it maps).
+ * Or the entry of an optimizer's step (kind GS_STEP_OPTIMIZER: a uprobe on
+ * the profiler's record_function_enter_new, region "Optimizer.step#...").
+ * At most step_mark_rate per second, process and kind pass (the rest are
+ * counted); hdr.ktime_ns is the event, on the clock of CPU samples. */
+enum gs_step_kind {
+	GS_STEP_BACKWARD_END = 1, /* return from Engine::execute */
+	GS_STEP_OPTIMIZER = 2,    /* entry of an "Optimizer.step#..." profiler region */
+};
+struct gs_step_mark {
+	struct gs_rec_hdr hdr; /* type GS_REC_STEP_MARK */
+	__u32 tgid;
+	__u32 tid;
+	__u32 kind; /* enum gs_step_kind */
+	__u32 pad;
 };
 
 /* Value of the BPF hash map `offcpu_thr`, keyed by tid (root pid namespace):

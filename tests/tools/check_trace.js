@@ -6,6 +6,8 @@
 //   --dump prints "M pid tid what value", "S pid tid state ts dur category wait"
 //   for state slices, "F pid tid depth name ts dur" for stack slices (depth
 //   from the nesting the readers compute) and "I pid tid name ts samples".
+//   A process's step track (top-level "step" slices, "phase" slices nested in
+//   them) prints as F lines too.
 'use strict';
 const fs = require('fs');
 const file = process.argv[2];
@@ -54,8 +56,10 @@ for (const [k, list] of byThread) {
     const parent = open[open.length - 1];
     if (parent && e.ts + e.dur > parent.ts + parent.dur + eps)
       errors.push(`thread ${k}: "${e.name}" at ${e.ts} (dur ${e.dur}) overlaps the end of "${parent.name}" at ${parent.ts} (dur ${parent.dur})`);
-    if (!parent && e.cat !== 'state') errors.push(`thread ${k}: stack slice "${e.name}" at ${e.ts} outside a state slice`);
-    if (parent && e.cat === 'state') errors.push(`thread ${k}: state slice at ${e.ts} nested in "${parent.name}"`);
+    // a process's step track: top-level "step" slices, phases nested in them
+    if (!parent && e.cat !== 'state' && e.cat !== 'step') errors.push(`thread ${k}: stack slice "${e.name}" at ${e.ts} outside a state slice`);
+    if (parent && (e.cat === 'state' || e.cat === 'step')) errors.push(`thread ${k}: ${e.cat} slice at ${e.ts} nested in "${parent.name}"`);
+    if (e.cat === 'phase' && (!parent || parent.cat !== 'step')) errors.push(`thread ${k}: phase slice at ${e.ts} outside a step`);
     if (e.cat === 'state')
       out.push(`S ${k} ${e.name} ${e.ts} ${e.dur} ${e.args && e.args.category}${e.args && e.args.wait ? ' ' + e.args.wait : ''}`);
     else

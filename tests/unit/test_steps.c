@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: MIT
+/* Training steps on a profile (output/steps.c): phases from frames, each
+ * sample's step by the rule (data, forward and backward before the
+ * backward's return, the optimizer after it), the step table, and an inner
+ * loop of backward calls left unlabelled with a note. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "output/output.h"
+#include "output_fixture.h"
+
+#define MS     1000000ull
+#define TORCH  "/usr/lib/python3/dist-packages/torch/"
+#define PID    7
+#define WORKER 8 /* another thread of the process */
+#define STACK(...)                                       \
+	add_stack(&f, (const uint32_t[]){ __VA_ARGS__ }, \
+		  sizeof((const uint32_t[]){ __VA_ARGS__ }) / sizeof(uint32_t))
+
+struct st_fx {
+	struct gs_profile p;
+	uint32_t m_py, m_nat;
+};
+
+static uint32_t py(struct st_fx *f, const char *name, const char *file)
+{
+	return fx_loc(&f->p, f->m_py, 0, GS_FRAME_PYTHON, fx_fn(&f->p, name, NULL, file, 1), 2);
+}
+
+static uint32_t nat(struct st_fx *f, const char *name)
+{
+	static uint64_t addr = 0x2000;
+	return fx_loc(&f->p, f->m_nat, addr += 16, GS_FRAME_NATIVE,
+		      fx_fn(&f->p, name, NULL, NULL, 0), 0);
+}
+
+/* root-first locations -> stack index */
+static uint32_t add_stack(struct st_fx *f, const uint32_t *root_first, uint32_t n)
+{
+	uint32_t leaf_first[16];
+	for (uint32_t i = 0; i < n; i++)
+		leaf_first[i] = root_first[n - 1 - i];
+	return (uint32_t)gs_profile_add_stack(&f->p, leaf_first, n);
+}
+
+static void sample(struct st_fx *f, uint32_t tid, uint32_t stack, uint64_t t)
+{
+	struct gs_sample s = { .stack = stack, .time_ns = t, .values = { [GS_V_SAMPLES] = 1 } };
+	struct gs_sample_ctx c = { .pid = PID, .tid = tid, .cuda_device = -1 };
+	cr_assert_eq(gs_profile_add_sample(&f->p, &s, &c), 0);
+}
+
+static const char *phase_of(struct st_fx *f, size_t i)
+{
+	return gs_profile_str(&f->p,
+			      gs_profile_ctx(&f->p, &f->p.samples[i])->str_labels[GS_SL_PHASE]);
+}
+
+static int64_t step_of(struct st_fx *f, size_t i)
+{
+	const struct gs_sample_ctx *c = gs_profile_ctx(&f->p, &f->p.samples[i]);
+	return c->num_set & (1u << GS_NL_STEP) ? c->num_labels[GS_NL_STEP] : 0;
+}
+
+Test(steps, phases_and_step_of_each_sample)
+{
+	struct st_fx f;
+	gs_profile_init(&f.p);
+	f.p.period_ns = FX_PERIOD;
+	f.m_py = fx_map(&f.p, "[python]", NULL, 0, 0, true);
+	f.m_nat = fx_map(&f.p, "/usr/lib/libtorch_cpu.so", NULL, 0x1000, 0x100000, false);
+	uint32_t mod = py(&f, "<module>", "/home/u/train.py");
+	uint32_t next = py(&f, "_BaseDataLoaderIter.__next__", TORCH "utils/data/dataloader.py");
+	uint32_t call = py(&f, "Module._call_impl", TORCH "nn/modules/module.py");
+	uint32_t fwd = py(&f, "Net.forward", "/home/u/train.py");
+	uint32_t bwd = py(&f, "Tensor.backward", TORCH "_tensor.py");
+	uint32_t eng =
+	    nat(&f, "torch::autograd::Engine::thread_main(std::shared_ptr<GraphTask> const&)");
+	uint32_t opt = py(&f, "SGD.step", TORCH "optim/sgd.py");
+	uint32_t log = py(&f, "log", "/home/u/train.py");
+	uint32_t s_data = STACK(mod, next), s_fwd = STACK(mod, call, fwd), s_bwd = STACK(mod, bwd),
+		 s_opt = STACK(mod, opt), s_other = STACK(mod, log), s_eng = STACK(eng);
+
+	cr_expect_eq(gs_stack_phase(&f.p, s_data), GS_PHASE_DATA);
+	cr_expect_eq(gs_stack_phase(&f.p, s_fwd), GS_PHASE_FORWARD);
+	cr_expect_eq(gs_stack_phase(&f.p, s_bwd), GS_PHASE_BACKWARD);
+	cr_expect_eq(gs_stack_phase(&f.p, s_eng), GS_PHASE_BACKWARD);
+	cr_expect_eq(gs_stack_phase(&f.p, s_opt), GS_PHASE_OPTIMIZER);
+	cr_expect_eq(gs_stack_phase(&f.p, s_other), GS_PHASE_OTHER);
+
+	/* three steps of 100 ms; backward returns at 150, 250, 350 ms; the
+	 * optimizer runs after each return, the next data after that */
+	static const uint64_t marks[] = { 150 * MS, 250 * MS, 350 * MS };
+	struct {
+		uint32_t tid, stack;
+		uint64_t t;
+		const char *phase;
+		int64_t step;
+	} want[] = {
+		{ PID, s_other, 40 * MS, "other", 0 },   /* before step 1 (one median step long) */
+		{ PID, s_data, 70 * MS, "data", 1 },     /* step 1 = 100 ms before its mark */
+		{ PID, s_fwd, 100 * MS, "forward", 1 },  /* */
+		{ PID, s_bwd, 140 * MS, "backward", 1 }, /* */
+		{ WORKER, s_eng, 145 * MS, "backward", 1 }, /* another thread, same numbering */
+		{ PID, s_opt, 155 * MS, "optimizer", 1 },   /* after the mark: still step 1 */
+		{ PID, s_data, 160 * MS, "data", 2 },       /* the next batch */
+		{ PID, s_bwd, 240 * MS, "backward", 2 },    /* */
+		{ PID, s_data, 255 * MS, "data", 3 },       /* no optimizer sampled: step 3 */
+		{ PID, s_opt, 352 * MS, "optimizer", 3 },   /* */
+		{ PID, s_other, 400 * MS, "other", 0 },     /* after the last step */
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		sample(&f, want[i].tid, want[i].stack, want[i].t);
+	struct gs_sample_ctx other = { .pid = PID + 1, .tid = PID + 1, .cuda_device = -1 };
+	struct gs_sample os = { .stack = s_data,
+				.time_ns = 200 * MS,
+				.values = { [GS_V_SAMPLES] = 1 } };
+	cr_assert_eq(gs_profile_add_sample(&f.p, &os, &other), 0); /* a process without marks */
+
+	cr_assert_eq(gs_profile_label_steps(&f.p, PID, PID, marks, 3, false, marks, 3), 0);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		cr_expect_str_eq(phase_of(&f, i), want[i].phase, "sample %zu", i);
+		cr_expect_eq(step_of(&f, i), want[i].step, "sample %zu: step %lld, want %lld", i,
+			     (long long)step_of(&f, i), (long long)want[i].step);
+	}
+	size_t last = f.p.n_samples - 1;
+	cr_expect_eq(step_of(&f, last), 0, "a process without marks got a step");
+	cr_expect_eq(gs_profile_ctx(&f.p, &f.p.samples[last])->str_labels[GS_SL_PHASE], 0);
+
+	cr_assert_eq(f.p.n_steps, 3);
+	cr_expect_eq(f.p.steps[0].wall_ns, 0, "step 1's start was not seen");
+	cr_expect_eq(f.p.steps[1].wall_ns, 100 * MS);
+	cr_expect_eq(f.p.steps[2].number, 3);
+	cr_expect_eq(f.p.steps[0].start_ns, 50 * MS);
+	cr_expect_gt(f.p.steps[0].end_ns, 155 * MS);
+	cr_expect_leq(f.p.steps[0].end_ns, 160 * MS);
+	cr_expect_eq(f.p.steps[1].end_ns, 250 * MS);
+	gs_profile_free(&f.p);
+}
+
+Test(steps, an_inner_loop_gets_a_note_not_labels)
+{
+	struct st_fx f;
+	gs_profile_init(&f.p);
+	f.m_py = fx_map(&f.p, "[python]", NULL, 0, 0, true);
+	uint32_t bwd = py(&f, "Tensor.backward", TORCH "_tensor.py");
+	uint32_t s = STACK(bwd);
+	uint64_t marks[1000];
+	for (size_t i = 0; i < 1000; i++)
+		marks[i] = i * 1000000ull; /* 1000 a second */
+	sample(&f, PID, s, 500 * MS);
+	cr_assert_eq(gs_profile_label_steps(&f.p, PID, PID, marks, 1000, false, marks, 1000), 0);
+	cr_expect_eq(f.p.n_steps, 0);
+	cr_expect_eq(step_of(&f, 0), 0);
+	cr_assert_eq(f.p.n_notes, 1);
+	cr_expect_not_null(strstr(gs_profile_str(&f.p, f.p.notes[0]), "inner loop"));
+	gs_profile_free(&f.p);
+}
+
+Test(steps, optimizer_marks_count_the_backwards_of_each_step)
+{
+	struct st_fx f;
+	gs_profile_init(&f.p);
+	f.m_py = fx_map(&f.p, "[python]", NULL, 0, 0, true);
+	uint32_t opt = py(&f, "SGD.step", TORCH "optim/sgd.py");
+	sample(&f, PID, STACK(opt), 305 * MS);
+	/* gradient accumulation: 3 backwards, then the optimizer, per step */
+	static const uint64_t opts[] = { 100 * MS, 200 * MS, 300 * MS };
+	static const uint64_t bwd[] = { 30 * MS,  60 * MS,  90 * MS,  130 * MS, 160 * MS,
+					190 * MS, 230 * MS, 260 * MS, 290 * MS };
+	cr_assert_eq(gs_profile_label_steps(&f.p, PID, PID, opts, 3, true, bwd, 9), 0);
+	cr_assert_eq(f.p.n_steps, 3);
+	for (size_t k = 0; k < 3; k++) {
+		cr_expect(f.p.steps[k].by_optimizer);
+		cr_expect_eq(f.p.steps[k].backwards, 3, "step %zu: %u backwards", k + 1,
+			     f.p.steps[k].backwards);
+	}
+	cr_expect_eq(f.p.steps[2].wall_ns, 100 * MS);
+	cr_expect_eq(step_of(&f, 0), 3, "the optimizer after the last mark is step 3's");
+	gs_profile_free(&f.p);
+}
