@@ -29,8 +29,8 @@ static const unsigned char body[] = {
 	0x75, 0xfb,                               /* jnz 1b */
 	0x48, 0x89, 0xf8,                         /* mov rax, rdi */
 };
-static const unsigned char pre_new[] = { 0x55, 0x48, 0x89, 0xe5, 0x53, 0x41,
-					 0x54, 0x41, 0x55, 0x41, 0x56, 0x41, 0x57 };
+static const unsigned char pre_new[] = { 0x55, 0x48, 0x89, 0xe5, 0x53, 0x41, 0x54,
+					 0x41, 0x55, 0x41, 0x56, 0x41, 0x57 };
 static const unsigned char post_new[] = { 0x41, 0x5f, 0x41, 0x5e, 0x41, 0x5d,
 					  0x41, 0x5c, 0x5b, 0x5d, 0xc3 };
 static const unsigned char pre_old[] = { 0x53, 0x55, 0x41, 0x54, 0x41, 0x55, 0x41,
@@ -42,7 +42,8 @@ typedef long (*kernel_fn)(long);
 
 static kernel_fn generate(int new_order)
 {
-	unsigned char *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned char *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+				0);
 	size_t n = 0;
 
 	if (p == MAP_FAILED)
