@@ -33,7 +33,7 @@ struct machine {
 	bool known;
 	unsigned n_cpus;
 	double outside;    /* cores taken by processes outside the job */
-	char top[200];     /* "name 1.80, name 0.02" */
+	char top[480];     /* "name 1.80 (pid P: command), name 0.02 (...)" */
 	double demand;     /* cores the job's threads wanted: on-CPU + runnable */
 	unsigned busy_thr; /* job threads on-CPU or runnable half the time or more */
 };
@@ -152,6 +152,23 @@ static int machine_of(const struct gs_profile *p, struct machine *m)
 static bool starved_by_others(const struct machine *m)
 {
 	return m->known && m->outside >= 0.5 && m->outside > m->demand - (double)m->n_cpus;
+}
+
+/* Who took the cores while the job was runnable: the neighbours (with
+ * pids and commands) or the job's own busy threads; "" when the profile
+ * has no machine comment. */
+static void cores_taken_by(const struct machine *m, char *buf, size_t len)
+{
+	if (starved_by_others(m))
+		snprintf(buf, len, "other processes took %.2f of the %u cores: %s", m->outside,
+			 m->n_cpus, m->top);
+	else if (m->known)
+		snprintf(buf, len,
+			 "the job's own %u busy threads wanted %.1f of the %u cores (other "
+			 "processes took %.2f)",
+			 m->busy_thr, m->demand, m->n_cpus, m->outside);
+	else
+		buf[0] = 0;
 }
 
 /* ---- who is who --------------------------------------------------------- */
@@ -541,8 +558,14 @@ static void print_split(struct wall_ctx *w, const struct who *m, const struct gs
 		short_stack(w->p, x->top_stack[c], c, stack, sizeof(stack));
 		fprintf(w->out, "    %-16s %9s %5.1f%%  %s\n", gs_wall_cat_name[c], a,
 			pct(x->ns[c], x->total_ns), stack);
-		if (c == GS_WALL_STARVED)
+		if (c == GS_WALL_STARVED) {
+			char by[600];
+
 			print_starved_in(w, x);
+			cores_taken_by(&w->mach, by, sizeof(by));
+			if (by[0])
+				fprintf(w->out, "      taken by: %s\n", by);
+		}
 		if (c == GS_WALL_OTHER_BLOCKED)
 			print_more_stacks(w, x, c);
 	}
@@ -776,9 +799,14 @@ static void print_verdict(struct wall_ctx *w, const struct who *m, const struct 
 	}
 	if (w->offcpu)
 		fprintf(w->out, ".\n");
-	if (w->offcpu && second >= 0 && pct(x->ns[second], x->total_ns) >= 10.0)
-		fprintf(w->out, "  Next: %s %.0f%%.\n", gs_wall_cat_name[second],
-			pct(x->ns[second], x->total_ns));
+	if (w->offcpu && second >= 0 && pct(x->ns[second], x->total_ns) >= 10.0) {
+		char by[600] = "";
+
+		if (second == GS_WALL_STARVED)
+			cores_taken_by(&w->mach, by, sizeof(by));
+		fprintf(w->out, "  Next: %s %.0f%%%s%s.\n", gs_wall_cat_name[second],
+			pct(x->ns[second], x->total_ns), by[0] ? ": " : "", by);
+	}
 }
 
 int gs_report_wall(const struct gs_profile *p, FILE *out, bool color, const char *gpu_line)

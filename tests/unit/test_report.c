@@ -169,6 +169,34 @@ Test(report, separate_runs_sum_durations)
 	gs_profile_free(&c.p);
 }
 
+/* CPU starvation names who took the cores wherever it is listed, not only
+ * as the verdict: its row in the split and the "Next:" line. */
+Test(report, starvation_names_who_took_the_cores)
+{
+	struct fx x;
+	fx_build(&x);
+	fx_add_offcpu(&x);
+	gs_profile_add_comment(&x.p, "machine CPU: 2 CPUs; outside the job 0.80 cores over 1.00 s "
+				     "(gsburner 0.80 (2 processes; most pid 77: ./gsburner -q))");
+	char *r = report(&x.p, 15);
+	HAS(r, "      taken by: other processes took 0.80 of the 2 cores: gsburner 0.80 (2 "
+	       "processes; most pid 77: ./gsburner -q)\n");
+	HAS(r, "  Next: CPU starvation 20%: other processes took 0.80 of the 2 cores: gsburner "
+	       "0.80 (2 processes; most pid 77: ./gsburner -q).\n");
+	free(r);
+	gs_profile_free(&x.p);
+	/* nobody outside: the job's own threads took them */
+	fx_build(&x);
+	fx_add_offcpu(&x);
+	gs_profile_add_comment(&x.p, "machine CPU: 2 CPUs; outside the job 0.01 cores over 1.00 s "
+				     "(cron 0.01 (pid 5: cron))");
+	r = report(&x.p, 15);
+	HAS(r, "      taken by: the job's own ");
+	HAS(r, "  Next: CPU starvation 20%: the job's own ");
+	free(r);
+	gs_profile_free(&x.p);
+}
+
 /* A thread that waits for a CPU is starved, never "blocked". */
 Test(report, starved_is_not_blocked)
 {
