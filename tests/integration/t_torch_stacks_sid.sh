@@ -57,7 +57,7 @@ echo "attach: $ag of $at main-process samples reach their thread's start ${awhy:
 echo "attach: $(pprof -comments "$T/att.pb.gz" | grep "^native unwind stops" || echo "no native unwind stops")"
 # -- launch --------------------------------------------------------------------
 "$GS" -F 499 -o "$T/lau" -q --format pprof -- "$PY" "$PYWL/train_torch.py" \
-	--seconds 6 --workers 0 --threads 2 > "$T/lau.out" 2> "$T/lau.err" ||
+	--seconds 10 --workers 0 --threads 2 > "$T/lau.out" 2> "$T/lau.err" ||
 	{ cat "$T/lau.err"; fail "gpusample -- python3.14 train_torch.py failed"; }
 pprof_stacks "$T/lau.pb.gz" > "$T/lau.full" || fail "pprof failed: $(cat "$T/pprof.err")"
 read -r wg wt wcut wwhy < <(roots "$T/lau.full" '$2 ~ /process_role=main/')
