@@ -604,9 +604,11 @@ static __always_inline bool gs_unwind_bp_fits(struct gs_cfi_proc *proc, __u32 tg
 }
 
 /* After a scan found the caller: its RBP is unknown.  When the caller's rule
- * needs it, try the register as it is (JIT code that leaves RBP alone) and
- * the slot two words below the return address (a preamble that pushes RBP
- * second, as oneDNN's does), each only if the rule then yields a return
+ * needs it, try the register as it is (JIT code that leaves RBP alone), the
+ * slot right below the return address (a preamble that pushes RBP first and
+ * then uses it as a general register: oneDNN 3.x, whose AVX-512 kernels
+ * load an offset into it) and the slot two words below (one that pushes
+ * RBX, then RBP: oneDNN 2.x), each only if the rule then yields a return
  * address.  Else RBP stays unknown (RSP-based rules still work). */
 static __always_inline long gs_unwind_scan_bp(struct gs_unwind_walk *c, struct gs_unwind_state *w)
 {
@@ -623,10 +625,15 @@ static __always_inline long gs_unwind_scan_bp(struct gs_unwind_walk *c, struct g
 		return 0;
 	if (gs_unwind_bp_fits(c->proc, c->tgid, w, w->bp, r->cfa_off)) {
 		w->bp_ok = 1;
-	} else if (!gs_read_user_u64(&saved, w->sp - 24) &&
-		   gs_unwind_bp_fits(c->proc, c->tgid, w, saved, r->cfa_off)) {
-		w->bp = saved;
-		w->bp_ok = 1;
+		return 0;
+	}
+	for (__u32 below = 16; below <= 24; below += 8) {
+		if (!gs_read_user_u64(&saved, w->sp - below) &&
+		    gs_unwind_bp_fits(c->proc, c->tgid, w, saved, r->cfa_off)) {
+			w->bp = saved;
+			w->bp_ok = 1;
+			return 0;
+		}
 	}
 	return 0;
 }

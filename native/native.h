@@ -106,6 +106,13 @@ int gs_sym_bind(struct gs_symbolizer *s, struct gs_proc_table *t, int id);
 /* Location id for a user address of tgid.  is_return_addr: the address is a
  * return address (every frame but the leaf), so look up addr-1. */
 uint32_t gs_sym_native(struct gs_symbolizer *s, uint32_t tgid, uint64_t addr, bool is_return_addr);
+/* glibc 2.34+'s entry chain is _start -> __libc_start_main ->
+ * __libc_start_call_main -> main, the third static: a stripped libc (Debian
+ * sid's) leaves it "libc.so.6+0x29f49".  Given the location of its caller
+ * (the next frame towards the root), returns a location of the same
+ * address named __libc_start_call_main when loc is that unnamed libc frame
+ * under __libc_start_main; else loc itself. */
+uint32_t gs_sym_entry_frame(struct gs_symbolizer *s, uint32_t loc, uint32_t caller);
 /* Location id for a kernel text address.  Kernel addresses stay out of the
  * profile unless asked for (as kernel.kptr_restrict keeps them out of what
  * users read): one location per kernel function, at address 0, its mapping

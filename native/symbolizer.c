@@ -8,7 +8,8 @@
  * Location cache keys: (profile mapping id, address) for addresses in a file
  * module, so every process that maps a library at the same place shares the
  * location; (snapshot id | SNAP_NS, address) for JIT / anonymous / unknown
- * addresses; (KERNEL_NS, address) for kernel text.
+ * addresses; (KERNEL_NS, address) for kernel text; (ENTRY_NS | mapping id,
+ * address) for a stripped libc's entry frame named from its caller.
  *
  * Not thread-safe: one session thread symbolizes.
  */
@@ -29,6 +30,9 @@
 #define SNAP_NS   (1ull << 62)
 #define KERNEL_NS (1ull << 63)
 #define NOPROC_NS (3ull << 62)
+/* (ENTRY_NS | mapping id, address): a stripped libc's __libc_start_call_main
+ * named from its caller (gs_sym_entry_frame). */
+#define ENTRY_NS (1ull << 61)
 /* (KERNEL_FN_NS, symbol start): the one location of a kernel function
  * when kernel addresses are not kept (bit 62 clear: no SNAP_NS id). */
 #define KERNEL_FN_NS (KERNEL_NS | 1)
@@ -535,6 +539,47 @@ uint32_t gs_sym_native(struct gs_symbolizer *s, uint32_t tgid, uint64_t addr, bo
 	if (m && m->mod)
 		return resolve_in_module(s, m, a);
 	return resolve_other(s, pr->snap, m, a);
+}
+
+/* The function name of location loc's innermost line, or "". */
+static const char *loc_name(const struct gs_profile *p, uint32_t loc)
+{
+	const struct gs_location *l = gs_profile_location(p, loc);
+
+	if (!l->n_lines)
+		return "";
+	return gs_profile_str(p, gs_profile_function(p, p->lines[l->first_line].function)->name);
+}
+
+/* "__libc_start_main", "__libc_start_main@@GLIBC_2.34", "..._impl". */
+static bool is_libc_start_main(const char *n)
+{
+	size_t l = strlen("__libc_start_main");
+
+	return !strncmp(n, "__libc_start_main", l) &&
+	       (!n[l] || n[l] == '@' || !strcmp(n + l, "_impl"));
+}
+
+uint32_t gs_sym_entry_frame(struct gs_symbolizer *s, uint32_t loc, uint32_t caller)
+{
+	const struct gs_location *l;
+	const char *n;
+	uint64_t addr;
+	uint32_t mid, named;
+
+	if (!loc || !caller || !is_libc_start_main(loc_name(s->p, caller)))
+		return loc;
+	n = loc_name(s->p, loc);
+	if (strncmp(n, "libc.so", 7) || !strstr(n, "+0x"))
+		return loc;
+	l = gs_profile_location(s->p, loc);
+	mid = l->mapping;
+	addr = l->address;
+	named = loc_get(s, ENTRY_NS | mid, addr);
+	if (named)
+		return named;
+	named = add_named_location(s, mid, addr, GS_FRAME_NATIVE, "__libc_start_call_main", NULL);
+	return named ? loc_put(s, ENTRY_NS | mid, addr, named) : loc;
 }
 
 /* ---- kernel ------------------------------------------------------------- */

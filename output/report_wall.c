@@ -33,7 +33,7 @@ struct machine {
 	bool known;
 	unsigned n_cpus;
 	double outside;    /* cores taken by processes outside the job */
-	char top[200];     /* "name 1.80, name 0.02" */
+	char top[480];     /* "name 1.80 (pid P: command), name 0.02 (...)" */
 	double demand;     /* cores the job's threads wanted: on-CPU + runnable */
 	unsigned busy_thr; /* job threads on-CPU or runnable half the time or more */
 };
@@ -152,6 +152,23 @@ static int machine_of(const struct gs_profile *p, struct machine *m)
 static bool starved_by_others(const struct machine *m)
 {
 	return m->known && m->outside >= 0.5 && m->outside > m->demand - (double)m->n_cpus;
+}
+
+/* Who took the cores while the job was runnable: the neighbours (with
+ * pids and commands) or the job's own busy threads; "" when the profile
+ * has no machine comment. */
+static void cores_taken_by(const struct machine *m, char *buf, size_t len)
+{
+	if (starved_by_others(m))
+		snprintf(buf, len, "other processes took %.2f of the %u cores: %s", m->outside,
+			 m->n_cpus, m->top);
+	else if (m->known)
+		snprintf(buf, len,
+			 "the job's own %u busy threads wanted %.1f of the %u cores (other "
+			 "processes took %.2f)",
+			 m->busy_thr, m->demand, m->n_cpus, m->outside);
+	else
+		buf[0] = 0;
 }
 
 /* ---- who is who --------------------------------------------------------- */
@@ -541,8 +558,14 @@ static void print_split(struct wall_ctx *w, const struct who *m, const struct gs
 		short_stack(w->p, x->top_stack[c], c, stack, sizeof(stack));
 		fprintf(w->out, "    %-16s %9s %5.1f%%  %s\n", gs_wall_cat_name[c], a,
 			pct(x->ns[c], x->total_ns), stack);
-		if (c == GS_WALL_STARVED)
+		if (c == GS_WALL_STARVED) {
+			char by[600];
+
 			print_starved_in(w, x);
+			cores_taken_by(&w->mach, by, sizeof(by));
+			if (by[0])
+				fprintf(w->out, "      taken by: %s\n", by);
+		}
 		if (c == GS_WALL_OTHER_BLOCKED)
 			print_more_stacks(w, x, c);
 	}
@@ -619,31 +642,130 @@ static int generations(const struct wall_ctx *w, uint32_t main_pid, unsigned n_m
 	return 0;
 }
 
-/* Busy / blocked / starved of the workers of main_pid: their main
- * threads' on-CPU time, blocked and runnable off-CPU time.  0 or -ENOMEM. */
-static int print_workers(struct wall_ctx *w, uint32_t main_pid, unsigned n_mains)
+/* What the workers of one main process did: their main threads' on-CPU
+ * time (busy), blocked and runnable (starved) off-CPU time, and where
+ * their CPU went: the innermost Python frame of their on-CPU samples,
+ * the busiest function (hot_fn, a function id; 0 = none) and its busiest
+ * line. */
+struct worker_stats {
+	size_t n, gens, at_once;
+	uint64_t busy, blocked, starved;
+	uint32_t hot_fn;
+	int64_t hot_line;
+	uint64_t hot_ns, hot_line_ns, cpu_ns; /* cpu_ns: all their on-CPU time */
+};
+
+/* The innermost Python frame of stack st: its function id and line. */
+static uint32_t innermost_py(const struct gs_profile *p, uint32_t st, int64_t *line)
+{
+	const struct gs_stack *s = &p->stacks[st];
+
+	for (uint32_t i = 0; i < s->n; i++) {
+		const struct gs_location *l = gs_profile_location(p, p->stack_locs[s->first + i]);
+		if (l->kind == GS_FRAME_PYTHON && l->n_lines) {
+			*line = p->lines[l->first_line].line;
+			return p->lines[l->first_line].function;
+		}
+	}
+	return 0;
+}
+
+/* The busiest key of m (most ns, then the lower key); 0 when empty. */
+static uint64_t busiest(const struct gs_hmap *m, uint64_t *ns)
+{
+	uint64_t key, val, best = 0;
+
+	*ns = 0;
+	for (size_t it = 0; gs_hmap_next(m, &it, &key, &val);)
+		if (val > *ns || (val == *ns && key < best)) {
+			best = key;
+			*ns = val;
+		}
+	return best;
+}
+
+/* Adds the on-CPU ns of one worker sample to its function and line. */
+static int add_hot(const struct gs_profile *p, const struct gs_sample *s, uint64_t ns,
+		   struct gs_hmap *fns, struct gs_hmap *lines)
+{
+	int64_t line = 0;
+	uint32_t fn = s->stack < p->n_stacks ? innermost_py(p, s->stack, &line) : 0;
+	uint64_t *v;
+	bool added;
+
+	if (!fn || !ns)
+		return 0;
+	if (!(v = gs_hmap_slot(fns, fn, &added)))
+		return -ENOMEM;
+	*v += ns;
+	if (!(v = gs_hmap_slot(lines, (uint64_t)fn << 32 | (uint32_t)line, &added)))
+		return -ENOMEM;
+	*v += ns;
+	return 0;
+}
+
+static int worker_stats(const struct wall_ctx *w, uint32_t main_pid, unsigned n_mains,
+			struct worker_stats *ws)
 {
 	const struct gs_profile *p = w->p;
-	uint64_t busy = 0, blocked = 0, starved = 0;
-	size_t n, gens, at_once;
-	if (generations(w, main_pid, n_mains, &n, &gens, &at_once))
+	struct gs_hmap fns = { 0 }, lines = { 0 };
+	int rc = 0;
+
+	memset(ws, 0, sizeof(*ws));
+	if (generations(w, main_pid, n_mains, &ws->n, &ws->gens, &ws->at_once))
 		return -ENOMEM;
-	for (size_t i = 0; i < p->n_samples && n; i++) {
+	for (size_t i = 0; i < p->n_samples && ws->n && !rc; i++) {
 		const struct gs_sample *s = &p->samples[i];
 		const struct gs_sample_ctx *sc = gs_profile_ctx(p, s);
-		if (!is_cpu(p, s) || sc->pid != sc->tid)
+		if (!is_cpu(p, s))
 			continue;
 		int64_t k = worker_index(w, sc->pid);
 		if (k < 0 || !worker_of(w, (size_t)k, main_pid, n_mains))
 			continue;
 		int64_t off = s->values[GS_V_OFFCPU_NS] > 0 ? s->values[GS_V_OFFCPU_NS] : 0;
+		uint64_t on = (uint64_t)(gs_wall_ns(p, s) - off);
+		ws->cpu_ns += on;
+		rc = add_hot(p, s, on, &fns, &lines);
+		if (sc->pid != sc->tid)
+			continue;
 		const char *st = gs_profile_str(p, sc->str_labels[GS_SL_THREAD_STATE]);
-		busy += (uint64_t)(gs_wall_ns(p, s) - off);
+		ws->busy += on;
 		if (!strcmp(st, "runnable"))
-			starved += (uint64_t)off;
+			ws->starved += (uint64_t)off;
 		else
-			blocked += (uint64_t)off;
+			ws->blocked += (uint64_t)off;
 	}
+	ws->hot_fn = (uint32_t)busiest(&fns, &ws->hot_ns);
+	if (ws->hot_fn) { /* its busiest line */
+		struct gs_hmap mine = { 0 };
+		uint64_t key, val, *v;
+		bool added;
+
+		for (size_t it = 0; !rc && gs_hmap_next(&lines, &it, &key, &val);)
+			if (key >> 32 == ws->hot_fn) {
+				if (!(v = gs_hmap_slot(&mine, key, &added)))
+					rc = -ENOMEM;
+				else
+					*v = val;
+			}
+		ws->hot_line = (int64_t)(uint32_t)busiest(&mine, &ws->hot_line_ns);
+		gs_hmap_free(&mine);
+	}
+	gs_hmap_free(&fns);
+	gs_hmap_free(&lines);
+	return rc;
+}
+
+/* Busy / blocked / starved of the workers of main_pid (worker_stats).
+ * 0 or -ENOMEM. */
+static int print_workers(struct wall_ctx *w, uint32_t main_pid, unsigned n_mains)
+{
+	const struct gs_profile *p = w->p;
+	struct worker_stats ws;
+	if (worker_stats(w, main_pid, n_mains, &ws))
+		return -ENOMEM;
+	size_t n = ws.n, gens = ws.gens, at_once = ws.at_once;
+	uint64_t busy = ws.busy, blocked = ws.blocked, starved = ws.starved;
 	if (!n)
 		return 0;
 	uint64_t tot = busy + blocked + starved;
@@ -698,10 +820,160 @@ static const char *const remedy[GS_NWALL_CATS] = {
 	    "blocked in other waits (I/O, locks, queues, select); see its top stack",
 };
 
+/* Threads of process pid with thread_role intra_op_pool (torch's intra-op
+ * pool: torch.set_num_threads above 1), counted by tid up to 64. */
+static unsigned intra_op_threads(const struct gs_profile *p, uint32_t pid)
+{
+	uint32_t seen[64];
+	unsigned n = 0;
+	int64_t role = gs_profile_find_str(p, "intra_op_pool");
+
+	for (size_t i = 0; role >= 0 && i < p->n_samples && n < 64; i++) {
+		const struct gs_sample_ctx *sc = gs_profile_ctx(p, &p->samples[i]);
+		unsigned k = 0;
+
+		if (sc->pid != pid || sc->str_labels[GS_SL_THREAD_ROLE] != (gs_str)role)
+			continue;
+		while (k < n && seen[k] != sc->tid)
+			k++;
+		if (k == n)
+			seen[n++] = sc->tid;
+	}
+	return n;
+}
+
+/* What to cut when the job oversubscribes its cores: only settings the
+ * job has not already made (no intra-op pool: torch.set_num_threads is
+ * already 1, so naming it would be no advice). */
+static const char *fewer_threads_advice(const struct wall_ctx *w, const struct who *m,
+					const struct gs_wall_split *x, char *buf, size_t len)
+{
+	unsigned intra = intra_op_threads(w->p, m->pid);
+	bool input = pct(x->ns[GS_WALL_INPUT], x->total_ns) >= 10.0;
+	size_t nw = 0;
+
+	for (size_t i = 0; i < w->n_workers; i++)
+		nw += worker_of(w, i, m->pid, w->n_mains);
+	if (intra)
+		snprintf(buf, len,
+			 "use fewer threads than cores (torch.set_num_threads: %u now, "
+			 "OMP_NUM_THREADS)%s or more cores%s",
+			 intra + 1, input || !nw ? "" : ", fewer DataLoader workers",
+			 input ? "; keep the DataLoader workers: the loop also waits for input"
+			       : "");
+	else if (nw && !input)
+		snprintf(buf, len,
+			 "use fewer threads/processes than cores: fewer DataLoader workers "
+			 "(num_workers: %zu seen; the main process already computes on one "
+			 "thread) or more cores",
+			 nw);
+	else
+		snprintf(buf, len,
+			 "use fewer threads/processes than cores (the main process already "
+			 "computes on one thread: torch.set_num_threads is no help) or more "
+			 "cores%s",
+			 input ? "; keep the DataLoader workers: the loop also waits for input"
+			       : "");
+	return buf;
+}
+
+/* A job that uses CUDA: GPU samples, a GPU agent armed in one of its
+ * processes, or host syncs with the GPU. */
+static bool is_cuda_job(const struct wall_ctx *w, const struct gs_wall_split *x)
+{
+	const struct gs_profile *p = w->p;
+
+	if (x->ns[GS_WALL_CUDA_SYNC])
+		return true;
+	for (uint32_t i = 0; i < p->n_processes; i++)
+		if (p->processes[i].gpu)
+			return true;
+	for (size_t i = 0; i < p->n_samples; i++)
+		if (!is_cpu(p, &p->samples[i]))
+			return true;
+	return false;
+}
+
+/* "SyntheticImages.decode (slow_input.py:26)": the workers' hot function
+ * at its busiest line. */
+static void hot_code(const struct gs_profile *p, const struct worker_stats *ws, char *buf,
+		     size_t len)
+{
+	const struct gs_function *f = gs_profile_function(p, ws->hot_fn);
+	const char *file = gs_profile_str(p, f->file), *base = strrchr(file, '/');
+
+	snprintf(buf, len, "%s (%s:%lld)", gs_profile_str(p, f->name), base ? base + 1 : file,
+		 (long long)ws->hot_line);
+}
+
+/* The input-bound verdict from the evidence: what the workers did (busy,
+ * blocked, starved), where their CPU went, the cores left free; advice
+ * that fits it (no more workers when they wait for a CPU; pin_memory only
+ * for a CUDA job; persistent_workers only when they are re-created). */
+static void print_input_advice(struct wall_ctx *w, const struct who *m,
+			       const struct gs_wall_split *x, const char *a)
+{
+	const struct machine *mc = &w->mach;
+	double free_cores = mc->known ? (double)mc->n_cpus - mc->demand - mc->outside : -1;
+	struct worker_stats ws;
+	char hot[300] = "", cheaper[340];
+	bool cuda = is_cuda_job(w, x);
+
+	fprintf(w->out,
+		"%s %.0f%% of the main thread's wall time (%s): input-bound: it waits for "
+		"DataLoader batches",
+		gs_wall_cat_name[GS_WALL_INPUT], pct(x->ns[GS_WALL_INPUT], x->total_ns), a);
+	if (worker_stats(w, m->pid, w->n_mains, &ws) || !ws.n) {
+		fprintf(w->out,
+			" (no DataLoader worker process seen: with num_workers=0 the main thread "
+			"makes every batch itself); ");
+		if (free_cores >= 1.0)
+			fprintf(w->out, "set num_workers (%.1f cores are free), ", free_cores);
+		fprintf(w->out, "make __getitem__/collate_fn cheaper%s",
+			cuda ? ", set pin_memory=True" : "");
+		return;
+	}
+	uint64_t tot = ws.busy + ws.blocked + ws.starved;
+	fprintf(w->out,
+		"; its %zu DataLoader worker process%s: busy %.0f%%, blocked %.0f%%, starved "
+		"%.0f%% (waiting for a CPU)",
+		ws.n, ws.n == 1 ? "" : "es", pct(ws.busy, tot), pct(ws.blocked, tot),
+		pct(ws.starved, tot));
+	if (ws.hot_fn && ws.cpu_ns) {
+		hot_code(w->p, &ws, hot, sizeof(hot));
+		fprintf(w->out, "; their CPU goes to %s (%.0f%%)", hot, pct(ws.hot_ns, ws.cpu_ns));
+		snprintf(cheaper, sizeof(cheaper), "make %s cheaper",
+			 gs_profile_str(w->p, gs_profile_function(w->p, ws.hot_fn)->name));
+	} else {
+		snprintf(cheaper, sizeof(cheaper), "make __getitem__/collate_fn cheaper");
+	}
+	fprintf(w->out, "; ");
+	if (4 * ws.starved >= tot && free_cores < 1.0)
+		fprintf(w->out,
+			"more workers will not help: they wait for a CPU; %s or give the "
+			"job more cores",
+			cheaper);
+	else if (2 * ws.busy >= tot && free_cores >= 0 && free_cores < 1.0)
+		fprintf(w->out, "no core is free for more workers: %s", cheaper);
+	else if (2 * ws.busy >= tot && free_cores >= 1.0)
+		fprintf(w->out, "raise num_workers (%.1f cores are free), %s", free_cores, cheaper);
+	else if (2 * ws.busy >= tot)
+		fprintf(w->out, "raise num_workers if cores are free, %s", cheaper);
+	else
+		fprintf(w->out,
+			"they are mostly blocked (reading files, queues): more workers overlap "
+			"that wait: raise num_workers; %s",
+			cheaper);
+	if (ws.gens > 1)
+		fprintf(w->out, "; set persistent_workers=True (re-created %zu times)", ws.gens);
+	if (cuda)
+		fprintf(w->out, "; set pin_memory=True");
+}
+
 static void print_verdict(struct wall_ctx *w, const struct who *m, const struct gs_wall_split *x,
 			  bool label)
 {
-	char name[128], lead[160], a[32];
+	char name[128], lead[160], a[32], advice[300];
 	if (x->total_ns < GS_WALL_SHOWN_NS)
 		return; /* its split said there is nothing to conclude */
 	who_name(w, m, name, sizeof(name));
@@ -746,39 +1018,28 @@ static void print_verdict(struct wall_ctx *w, const struct who *m, const struct 
 		    w->mach.n_cpus, w->mach.top, w->mach.busy_thr,
 		    w->mach.busy_thr == 1 ? "" : "s");
 	else if (best == GS_WALL_STARVED && w->mach.known)
-		fprintf(
-		    w->out,
-		    "%s %.0f%% of the main thread's wall time (%s): CPU-starved: the job "
-		    "oversubscribes its cores: %u busy threads wanted %.1f cores of %u (other "
-		    "processes took %.2f); %s",
-		    gs_wall_cat_name[best], pct(x->ns[best], x->total_ns), a, w->mach.busy_thr,
-		    w->mach.demand, w->mach.n_cpus, w->mach.outside,
-		    pct(x->ns[GS_WALL_INPUT], x->total_ns) >= 10.0
-			? "use fewer threads than cores (torch.set_num_threads, OMP_NUM_THREADS) "
-			  "or more cores; keep the DataLoader workers: the loop also waits for "
-			  "input"
-			: "use fewer threads/processes than cores (torch.set_num_threads, "
-			  "OMP_NUM_THREADS, num_workers) or more cores");
+		fprintf(w->out,
+			"%s %.0f%% of the main thread's wall time (%s): CPU-starved: the job "
+			"oversubscribes its cores: %u busy threads wanted %.1f cores of %u (other "
+			"processes took %.2f); %s",
+			gs_wall_cat_name[best], pct(x->ns[best], x->total_ns), a, w->mach.busy_thr,
+			w->mach.demand, w->mach.n_cpus, w->mach.outside,
+			fewer_threads_advice(w, m, x, advice, sizeof(advice)));
+	else if (best == GS_WALL_INPUT && w->offcpu)
+		print_input_advice(w, m, x, a);
 	else
 		fprintf(w->out, "%s %.0f%% of the main thread's wall time (%s): %s",
 			gs_wall_cat_name[best], pct(x->ns[best], x->total_ns), a, remedy[best]);
-	if (w->offcpu && best == GS_WALL_INPUT) {
-		size_t nw = 0;
-		for (size_t i = 0; i < w->n_workers; i++)
-			nw += worker_of(w, i, m->pid, w->n_mains);
-		if (nw)
-			fprintf(w->out, " (%zu DataLoader worker process%s seen)", nw,
-				nw == 1 ? "" : "es");
-		else
-			fprintf(w->out,
-				" (no DataLoader worker process seen: with num_workers=0 the main "
-				"thread makes every batch itself)");
-	}
 	if (w->offcpu)
 		fprintf(w->out, ".\n");
-	if (w->offcpu && second >= 0 && pct(x->ns[second], x->total_ns) >= 10.0)
-		fprintf(w->out, "  Next: %s %.0f%%.\n", gs_wall_cat_name[second],
-			pct(x->ns[second], x->total_ns));
+	if (w->offcpu && second >= 0 && pct(x->ns[second], x->total_ns) >= 10.0) {
+		char by[600] = "";
+
+		if (second == GS_WALL_STARVED)
+			cores_taken_by(&w->mach, by, sizeof(by));
+		fprintf(w->out, "  Next: %s %.0f%%%s%s.\n", gs_wall_cat_name[second],
+			pct(x->ns[second], x->total_ns), by[0] ? ": " : "", by);
+	}
 }
 
 int gs_report_wall(const struct gs_profile *p, FILE *out, bool color, const char *gpu_line)

@@ -9,7 +9,9 @@
  *      stack, priority GIL > collective > CUDA sync > input > sleep
  *      (a GIL wait is what the thread literally does, whatever called it; a
  *      collective may synchronize a stream; an .item() inside a collate_fn
- *      is a host sync; a time.sleep inside a Dataset is input wait)
+ *      is a host sync; a time.sleep inside a Dataset is input wait); a
+ *      collective's frames count only outside an import (importing
+ *      torch.distributed runs its module code: no collective is waited for)
  *   3. else "blocked" (or off-CPU time without a label) -> other blocking
  *   4. else                                          -> compute
  * Spinning on the CPU inside a synchronize or a collective counts as that
@@ -154,12 +156,40 @@ static enum fcls function_class(const struct gs_profile *p, uint32_t fn, uint8_t
 	return best;
 }
 
-/* Highest class over the frames of stack st; fcache (per function, 0xff =
- * not yet computed) may be NULL. */
+/* An import in progress: importlib's _find_and_load, the frame every
+ * `import` runs under (frozen importlib._bootstrap). */
+#define F_IMPORT 0x80 /* flag beside the class in fcache */
+static bool is_import_frame(const struct gs_profile *p, uint32_t fn, uint8_t frame_kind)
+{
+	const struct gs_function *f = gs_profile_function(p, fn);
+
+	return frame_kind == GS_FRAME_PYTHON &&
+	       !strcmp(gs_profile_str(p, f->name), "_find_and_load") &&
+	       strstr(gs_profile_str(p, f->file), "importlib._bootstrap");
+}
+
+/* Class and import flag of function fn; fcache (per function, 0xff = not
+ * yet computed) may be NULL. */
+static uint8_t frame_bits(const struct gs_profile *p, uint32_t fn, uint8_t kind, uint8_t *fcache)
+{
+	uint8_t b;
+
+	if (fcache && fcache[fn] != 0xff)
+		return fcache[fn];
+	b = (uint8_t)function_class(p, fn, kind) | (is_import_frame(p, fn, kind) ? F_IMPORT : 0);
+	if (fcache)
+		fcache[fn] = b;
+	return b;
+}
+
+/* Highest class over the frames of stack st.  A collective's frames below
+ * an import (leafward of _find_and_load) are the import of
+ * torch.distributed running its module code, not a collective call. */
 static enum fcls stack_class(const struct gs_profile *p, uint32_t st, uint8_t *fcache)
 {
 	const struct gs_stack *s = &p->stacks[st];
 	enum fcls best = F_NONE;
+	bool coll = false;
 
 	for (uint32_t i = 0; i < s->n; i++) {
 		const struct gs_location *l = gs_profile_location(p, p->stack_locs[s->first + i]);
@@ -167,19 +197,18 @@ static enum fcls stack_class(const struct gs_profile *p, uint32_t st, uint8_t *f
 			uint32_t fn = p->lines[l->first_line + k].function;
 			if (!fn || fn > p->n_functions)
 				continue;
-			enum fcls c;
-			if (fcache && fcache[fn] != 0xff) {
-				c = (enum fcls)fcache[fn];
-			} else {
-				c = function_class(p, fn, l->kind);
-				if (fcache)
-					fcache[fn] = (uint8_t)c;
-			}
-			if (c > best)
+			uint8_t b = frame_bits(p, fn, l->kind, fcache);
+			enum fcls c = (enum fcls)(b & ~F_IMPORT);
+
+			if (b & F_IMPORT)
+				coll = false;
+			if (c == F_COLL)
+				coll = true;
+			else if (c > best)
 				best = c;
 		}
 	}
-	return best;
+	return coll && F_COLL > best ? F_COLL : best;
 }
 
 static bool stack_has_python(const struct gs_profile *p, uint32_t st)

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* The machine's CPU time over the window (session/machine.h). */
 #include <ctype.h>
+#include <stdbool.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,7 @@
 #include "session/machine.h"
 #include "output/internal.h"
 #include "util/clock.h"
+#include "util/escape.h"
 
 /* comm, utime + stime and starttime from a /proc/PID/stat line: comm is
  * the text between the first '(' and the last ')' (it may hold both). */
@@ -54,6 +57,7 @@ int gs_cpu_snap_take(struct gs_cpu_snap *s, const char *root)
 	char path[300], line[1024];
 	size_t cap = 0;
 	memset(s, 0, sizeof(*s));
+	snprintf(s->root, sizeof(s->root), "%s", root);
 	s->mono_ns = gs_now_ns(CLOCK_MONOTONIC);
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	s->n_cpus = n > 0 ? (unsigned)n : 1;
@@ -101,12 +105,43 @@ void gs_cpu_snap_free(struct gs_cpu_snap *s)
 struct by_name {
 	char comm[16];
 	uint64_t ticks;
+	uint32_t n_procs;
+	uint32_t pid; /* its busiest process */
+	uint64_t pid_ticks;
 };
 
 static int cmp_ticks(const void *a, const void *b)
 {
 	const struct by_name *x = a, *y = b;
 	return x->ticks < y->ticks ? 1 : x->ticks > y->ticks ? -1 : strcmp(x->comm, y->comm);
+}
+
+/* The command line of pid under root, arguments joined by spaces, cut to
+ * 60 characters and escaped for a terminal; 0 or -errno (gone).  The
+ * process is anyone's: the file is opened without following links and
+ * read within bounds. */
+static int command_line(const char *root, uint32_t pid, char *out, size_t outlen)
+{
+	char path[300], raw[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%u/cmdline", root, pid);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, raw, 60);
+	close(fd);
+	if (n <= 0)
+		return n < 0 ? -errno : -ENOENT; /* a kernel thread, or a zombie */
+	while (n > 0 && !raw[n - 1])
+		n--;
+	for (ssize_t i = 0; i < n; i++)
+		if (!raw[i])
+			raw[i] = ' ';
+	raw[n] = 0;
+	gs_term_escape(raw, out, outlen);
+	return 0;
 }
 
 int gs_cpu_snap_comment(struct gs_profile *p, const struct gs_cpu_snap *a,
@@ -138,14 +173,33 @@ int gs_cpu_snap_comment(struct gs_profile *p, const struct gs_cpu_snap *a,
 		if (k == nn)
 			memcpy(names[nn++].comm, pc->comm, sizeof(pc->comm));
 		names[k].ticks += dt;
+		names[k].n_procs++;
+		if (dt > names[k].pid_ticks) {
+			names[k].pid = pc->pid;
+			names[k].pid_ticks = dt;
+		}
 	}
 	qsort(names, nn, sizeof(*names), cmp_ticks);
 	double win = (double)(b->mono_ns - a->mono_ns) / 1e9;
-	char top[200] = "";
+	char top[400] = "";
 	size_t used = 0;
-	for (size_t k = 0; k < nn && k < 3 && names[k].ticks && used < sizeof(top); k++)
-		used += (size_t)snprintf(top + used, sizeof(top) - used, "%s%s %.2f", k ? ", " : "",
-					 names[k].comm, (double)names[k].ticks / (double)hz / win);
+	for (size_t k = 0; k < nn && k < 3 && names[k].ticks && used < sizeof(top); k++) {
+		char comm[64], cmd[128], who[160];
+
+		bool gone = command_line(b->root, names[k].pid, cmd, sizeof(cmd)) != 0;
+
+		gs_term_escape(names[k].comm, comm, sizeof(comm));
+		if (names[k].n_procs == 1)
+			snprintf(who, sizeof(who), "pid %u", names[k].pid);
+		else
+			snprintf(who, sizeof(who), "%u processes; most pid %u", names[k].n_procs,
+				 names[k].pid);
+		snprintf(who + strlen(who), sizeof(who) - strlen(who), "%s%s", gone ? ", " : ": ",
+			 gone ? "exited" : cmd);
+		used += (size_t)snprintf(top + used, sizeof(top) - used, "%s%s %.2f (%s)",
+					 k ? ", " : "", comm,
+					 (double)names[k].ticks / (double)hz / win, who);
+	}
 	int rc = gs_profile_add_comment(
 	    p, "machine CPU: %u CPUs; outside the job %.2f cores over %.2f s (%s)", b->n_cpus,
 	    (double)total / (double)hz / win, win, top);

@@ -23,6 +23,7 @@ struct gs_proc_cpu {
 struct gs_cpu_snap {
 	uint64_t mono_ns;
 	unsigned n_cpus;
+	char root[256]; /* the /proc it was read from (command lines) */
 	struct gs_proc_cpu *procs;
 	size_t n;
 };
@@ -34,9 +35,12 @@ void gs_cpu_snap_free(struct gs_cpu_snap *s);
 
 /* The profile comment the report reads (output/report_wall.c):
  *   "machine CPU: N CPUs; outside the job X.XX cores over A.AA s (name
- *   X.XX, name X.XX, name X.XX)"
+ *   X.XX (pid P: COMMAND), name X.XX (K processes; most pid P: COMMAND),
+ *   name X.XX (pid P, exited))"
  * outside = the CPU time of every process not in p->processes (and not
- * gpusample itself, self_pid) between a and b, top 3 by name. */
+ * gpusample itself, self_pid) between a and b, top 3 by name, each with
+ * its busiest process's pid and command line (read at b's root, cut to 60
+ * characters, escaped for a terminal, as the name is). */
 int gs_cpu_snap_comment(struct gs_profile *p, const struct gs_cpu_snap *a,
 			const struct gs_cpu_snap *b, uint32_t self_pid, long hz);
 

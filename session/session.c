@@ -931,15 +931,34 @@ static void finish_launch(struct session *s)
 	}
 }
 
-/* After the outputs: the perf maps launch mode had oneDNN write, of the
- * command's processes that are gone (a running one still writes its own). */
-static void remove_jit_maps(struct gs_proc_table *pt, const struct gs_launch *l)
+/* Has process p of the table exited, whether or not its exit was seen
+ * (after Ctrl-C the loop stops before the command's and its workers' exit
+ * events are read)? */
+static bool proc_gone(const struct gs_proc *p)
 {
-	size_t n = pt ? gs_proc_count(pt) : 0, k = 0;
+	return p->exited || (kill((pid_t)p->tgid, 0) && errno == ESRCH);
+}
+
+/* After the outputs: the perf maps launch mode had oneDNN write, of the
+ * command's processes that are gone (a running one still writes its own).
+ * When the command itself has exited (its end, Ctrl-C, a signal passed on)
+ * its processes are given up to 1 s to follow it (a DataLoader's workers
+ * end when they see their parent gone). */
+static void remove_jit_maps(struct gs_proc_table *pt, const struct gs_launch *l, bool cmd_exited)
+{
+	size_t n = pt ? gs_proc_count(pt) : 0, k = 0, alive;
 	uint32_t *gone = n ? calloc(n, sizeof(*gone)) : NULL;
 
+	for (int wait = 0; gone && cmd_exited && wait < 20; wait++) {
+		alive = 0;
+		for (size_t i = 0; i < n; i++)
+			alive += !proc_gone(gs_proc_at(pt, i));
+		if (!alive)
+			break;
+		usleep(50000);
+	}
 	for (size_t i = 0; gone && i < n; i++)
-		if (gs_proc_at(pt, i)->exited)
+		if (proc_gone(gs_proc_at(pt, i)))
 			gone[k++] = gs_proc_at(pt, i)->tgid;
 	if (gone)
 		gs_launch_remove_jit_maps(l, gone, k);
@@ -996,7 +1015,7 @@ int gs_session_run(const struct gs_options *o, void (*show)(const struct gs_sess
 		rc = write_outputs(&s);
 	stop_at_duration(&s);
 	if (s.targets.launched)
-		remove_jit_maps(s.rt.pt, &s.targets.launch);
+		remove_jit_maps(s.rt.pt, &s.targets.launch, s.targets.exited);
 	rc = gs_session_exit_status(&s, rc);
 	free_session(&s);
 	return rc;

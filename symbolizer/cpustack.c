@@ -23,6 +23,8 @@ static int user_stack(struct gs_symbolizer *sym, struct gs_py *py, const struct 
 		n_py = GS_MAX_PY_FRAMES;
 	for (uint32_t i = 0; i < n_user; i++)
 		native[i] = gs_sym_native(sym, r->tgid, r->user[i], i > 0);
+	for (uint32_t i = 0; i + 1 < n_user; i++)
+		native[i] = gs_sym_entry_frame(sym, native[i], native[i + 1]);
 	if (!n_py) {
 		if (n_user > cap)
 			return -ENOSPC;

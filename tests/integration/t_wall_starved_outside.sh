@@ -2,7 +2,8 @@
 # Issue 25 item 1: CPU starvation caused by the neighbours.  3 x nproc CPU
 # burners outside the job (not its children, comm "gsburner") hold the
 # machine; the job is one busy Python thread.  The report names the outside
-# process and how many cores it took, and gives no fewer-threads advice
+# process (with the pid of its busiest copy and its command line) and how
+# many cores it took, and gives no fewer-threads advice
 # (the job runs 1 busy thread).  t_wall_starved is the other side: a job
 # whose own children oversubscribe the cores keeps that advice.
 source "$(dirname "$0")/lib.sh"
@@ -27,4 +28,11 @@ echo "$v"
 	fail "the verdict does not blame the outside process: $v"
 [[ "$v" == *"ran 1 busy thread;"* ]] || fail "the job's busy-thread count is not 1: $v"
 echo "$v" | grep -Eq "use fewer threads|num_workers" && fail "fewer-threads advice given: $v"
+# named with a pid and the command line: another gpusample, or one of many
+# pythons, is found at once
+most=$(sed -n 's/.*gsburner [0-9.]* ([0-9]* processes; most pid \([0-9]*\): \([^)]*\)).*/\1 \2/p' <<< "$v")
+read -r mpid mcmd <<< "$most"
+[ -n "$mpid" ] || fail "the verdict names no pid of the burners: $v"
+[[ " ${burners[*]} " == *" $mpid "* ]] || fail "pid $mpid named is no burner (${burners[*]})"
+[ "$mcmd" = "$T/gsburner" ] || fail "the burner's command is not named ($mcmd): $v"
 ok "starvation attributed to gsburner, no fewer-threads advice"

@@ -121,11 +121,16 @@ Test(report, wall_clock_split_and_verdict)
 	HAS(r, "DataLoader workers (1 process): busy 40.0% (0.04 s on-CPU), blocked 50.0%, starved "
 	       "10.0% "
 	       "(runnable, waiting for a CPU)");
+	/* from the evidence: the workers mostly blocked, their hot code named;
+	 * a CUDA job (GPU samples): pin_memory; created once: no
+	 * persistent_workers */
 	HAS(r, "Verdict: input wait 65% of the main thread's wall time (0.65 s): input-bound: it "
-	       "waits for "
-	       "DataLoader batches; raise num_workers, set pin_memory=True and "
-	       "persistent_workers=True, make "
-	       "__getitem__/collate_fn cheaper (1 DataLoader worker process seen).\n");
+	       "waits for DataLoader batches; its 1 DataLoader worker process: busy 40%, blocked "
+	       "50%, starved 10% (waiting for a CPU); their CPU goes to MyDataset.__getitem__ "
+	       "(data;set.py:33) (100%); they are mostly blocked (reading files, queues): more "
+	       "workers overlap that wait: raise num_workers; make MyDataset.__getitem__ cheaper; "
+	       "set pin_memory=True.\n");
+	cr_assert_null(strstr(r, "persistent_workers"), "%s", r);
 	HAS(r, "  Next: CPU starvation 20%.");
 	cr_assert_null(strstr(r, "on-CPU only"), "%s", r);
 	free(r);
@@ -168,6 +173,88 @@ Test(report, separate_runs_sum_durations)
 	gs_profile_free(&a.p);
 	gs_profile_free(&b.p);
 	gs_profile_free(&c.p);
+}
+
+/* Workers that wait for a CPU on a machine without a free core: more
+ * workers will not help; a job without CUDA is not told to pin memory. */
+Test(report, input_bound_workers_starved)
+{
+	struct fx x;
+	const uint64_t ms = 1000000;
+	fx_build(&x);
+	fx_add_offcpu(&x);
+	fx_offcpu(&x.p, FX_ST_WORKER(&x.p), 1201, 1201, "pt_data_worker", "dataloader", "runnable",
+		  300 * ms, 200 * ms);
+	gs_profile_add_comment(&x.p, "machine CPU: 2 CPUs; outside the job 1.50 cores over 1.00 s "
+				     "(cc1 1.50 (4 processes; most pid 9: cc1))");
+	/* no GPU: the fixture's GPU samples, agent states and sync time go */
+	size_t kept = 0;
+	for (size_t i = 0; i < x.p.n_samples; i++)
+		if (gs_profile_ctx(&x.p, &x.p.samples[i])->cuda_device < 0 &&
+		    gs_wall_classify(&x.p, &x.p.samples[i]) != GS_WALL_CUDA_SYNC)
+			x.p.samples[kept++] = x.p.samples[i];
+	x.p.n_samples = kept;
+	for (uint32_t i = 0; i < x.p.n_processes; i++)
+		x.p.processes[i].gpu = 0;
+	char *r = report(&x.p, 15);
+	HAS(r, "starved 70% (waiting for a CPU); their CPU goes to MyDataset.__getitem__ "
+	       "(data;set.py:33) (100%); more workers will not help: they wait for a CPU; make "
+	       "MyDataset.__getitem__ cheaper or give the job more cores.\n");
+	cr_assert_null(strstr(r, "pin_memory"), "%s", r);
+	cr_assert_null(strstr(r, "raise num_workers"), "%s", r);
+	gs_profile_free(&x.p);
+	free(r);
+}
+
+/* A job oversubscribing its cores whose main process runs no intra-op
+ * pool (torch.set_num_threads(1) already): not told to lower it. */
+Test(report, thread_advice_only_for_settings_not_made)
+{
+	struct fx x;
+	char *r, *v;
+
+	fx_build(&x);
+	fx_offcpu(&x.p, FX_ST_CPU(&x.p), 1200, 1200, "python3", "main", "runnable", 0, 900000000);
+	fx_offcpu(&x.p, FX_ST_WORKER(&x.p), 1201, 1201, "pt_data_worker", "dataloader", "runnable",
+		  0, 900000000);
+	gs_profile_add_comment(&x.p, "machine CPU: 1 CPUs; outside the job 0.00 cores over 1.00 s "
+				     "()");
+	r = report(&x.p, 15);
+	HAS(r, "the job oversubscribes its cores");
+	HAS(r, "use fewer threads/processes than cores: fewer DataLoader workers (num_workers: 1 "
+	       "seen; the main process already computes on one thread) or more cores.\n");
+	v = strstr(r, "Verdict:");
+	cr_assert_null(strstr(v, "torch.set_num_threads"), "%s", v);
+	free(r);
+	gs_profile_free(&x.p);
+}
+
+/* CPU starvation names who took the cores wherever it is listed, not only
+ * as the verdict: its row in the split and the "Next:" line. */
+Test(report, starvation_names_who_took_the_cores)
+{
+	struct fx x;
+	fx_build(&x);
+	fx_add_offcpu(&x);
+	gs_profile_add_comment(&x.p, "machine CPU: 2 CPUs; outside the job 0.80 cores over 1.00 s "
+				     "(gsburner 0.80 (2 processes; most pid 77: ./gsburner -q))");
+	char *r = report(&x.p, 15);
+	HAS(r, "      taken by: other processes took 0.80 of the 2 cores: gsburner 0.80 (2 "
+	       "processes; most pid 77: ./gsburner -q)\n");
+	HAS(r, "  Next: CPU starvation 20%: other processes took 0.80 of the 2 cores: gsburner "
+	       "0.80 (2 processes; most pid 77: ./gsburner -q).\n");
+	free(r);
+	gs_profile_free(&x.p);
+	/* nobody outside: the job's own threads took them */
+	fx_build(&x);
+	fx_add_offcpu(&x);
+	gs_profile_add_comment(&x.p, "machine CPU: 2 CPUs; outside the job 0.01 cores over 1.00 s "
+				     "(cron 0.01 (pid 5: cron))");
+	r = report(&x.p, 15);
+	HAS(r, "      taken by: the job's own ");
+	HAS(r, "  Next: CPU starvation 20%: the job's own ");
+	free(r);
+	gs_profile_free(&x.p);
 }
 
 /* A thread that waits for a CPU is starved, never "blocked". */

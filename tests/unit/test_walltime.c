@@ -171,6 +171,29 @@ Test(walltime, priority_between_categories)
 	gs_profile_free(&c.p);
 }
 
+/* Importing torch.distributed runs distributed_c10d.py's module code (and
+ * c10d's initializers) under importlib: no collective is waited for. */
+Test(walltime, importing_torch_distributed_is_no_collective)
+{
+	struct cls_fx c;
+	cls_init(&c);
+	uint32_t mod = py(&c, "<module>", "/home/u/train.py");
+	uint32_t imp = py(&c, "_find_and_load", "<frozen importlib._bootstrap>");
+	uint32_t c10d_mod = py(&c, "<module>", "/x/torch/distributed/distributed_c10d.py");
+	uint32_t c10d_fn = py(&c, "_register_backend", "/x/torch/distributed/distributed_c10d.py");
+	uint32_t init = nat(&c, "c10d::ProcessGroupGloo::ProcessGroupGloo()");
+	uint32_t ar = py(&c, "all_reduce", "/x/torch/distributed/distributed_c10d.py");
+	uint32_t futex = kern(&c, "futex_wait");
+
+	EXPECT(GS_WALL_COMPUTE, "running", mod, imp, c10d_mod);
+	EXPECT(GS_WALL_COMPUTE, "running", mod, imp, c10d_mod, c10d_fn, init);
+	EXPECT(GS_WALL_OTHER_BLOCKED, "blocked", mod, imp, c10d_mod, futex);
+	/* an import inside a collective call is still that call's wait */
+	EXPECT(GS_WALL_COLLECTIVE, "blocked", mod, ar, imp, c10d_mod, futex);
+	EXPECT(GS_WALL_COLLECTIVE, "blocked", mod, ar, futex);
+	gs_profile_free(&c.p);
+}
+
 Test(walltime, gpu_sample_is_einval)
 {
 	struct fx x;
