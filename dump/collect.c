@@ -370,9 +370,10 @@ static int64_t thread_stack(struct collect *c, struct thread *t)
 
 static void set_ranks(struct gs_sample_ctx *x, const struct gs_rank_env *r)
 {
-	const int64_t v[GS_NNUM_LABELS] = { r->rank, r->local_rank, r->world_size, r->node_rank };
+	const int64_t v[GS_NL_NODE_RANK + 1] = { r->rank, r->local_rank, r->world_size,
+						 r->node_rank };
 
-	for (int i = 0; i < GS_NNUM_LABELS; i++)
+	for (int i = 0; i <= GS_NL_NODE_RANK; i++)
 		if (v[i] >= 0) {
 			x->num_labels[i] = v[i];
 			x->num_set |= 1u << i;

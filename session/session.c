@@ -278,6 +278,7 @@ static int on_record(void *ctx, const struct gs_rec_hdr *h)
 		return 0;
 	case GS_REC_OFFCPU_STACK:
 	case GS_REC_OFFCPU_END:
+	case GS_REC_OFFCPU_WAKER:
 		gs_off_record(s, h);
 		return 0;
 	default:

@@ -97,6 +97,14 @@ enum gs_str_label {
 	GS_SL_THREAD_STATE = 0, /* "running" (CPU sample), "runnable", "blocked" */
 	GS_SL_THREAD_ROLE,      /* "main", "dataloader_worker", "pin_memory", ... */
 	GS_SL_HOST,             /* host name of the profiled machine */
+	/* Off-CPU samples of a blocked wait whose wakeup was recorded
+	 * (session/offcpu.c): who ended the wait, followed back through
+	 * helper threads to the thread that did the work. */
+	GS_SL_WAKER_ROLE, /* the waker's thread role ("dataloader_worker", ...), or
+			   * "timer", "irq", "softirq", "kthread", "other process" */
+	GS_SL_WAKER,      /* its top frames, root first, ';'-separated: what it
+			   * was doing (its CPU samples in the wait, else its
+			   * stack at the wakeup) */
 	GS_NSTR_LABELS
 };
 enum gs_num_label {
@@ -104,6 +112,8 @@ enum gs_num_label {
 	GS_NL_LOCAL_RANK, /* LOCAL_RANK */
 	GS_NL_WORLD_SIZE, /* WORLD_SIZE */
 	GS_NL_NODE_RANK,  /* GROUP_RANK (torchrun's node rank) or SLURM_NODEID */
+	GS_NL_WAKER_TID,  /* the waker's tid (root pid namespace); absent for an
+			   * interrupt or a kernel thread */
 	GS_NNUM_LABELS
 };
 extern const char *const gs_str_label_key[GS_NSTR_LABELS]; /* pprof keys */
