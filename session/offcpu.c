@@ -175,7 +175,8 @@ static void on_waker(struct session *s, const struct gs_offcpu_waker *h,
 		gs_wakers_miss(s->off->wk);
 		return;
 	}
-	if ((idx = gs_wakers_add(s, s->off->wk, h, v, t->off.pend_out)) >= 0)
+	if ((idx = gs_wakers_add(s, s->off->wk, h, v, t->off.pend_out,
+				 t->off.pend_stack & GS_OFF_PROF ? -1 : t->off.pend_stack)) >= 0)
 		t->off.pend_waker = idx;
 }
 

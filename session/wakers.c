@@ -19,6 +19,10 @@
  * the chain ran in it (a machine short of CPUs).  Without any CPU sample
  * the wait goes to the direct waker's stack at the wakeup.
  *
+ * A wait for the GIL is the holder's: whatever ended it (CPython's 5 ms
+ * timer, the holder's release), it goes to the busiest other thread of the
+ * wakee's process in the wait, by the same samples.
+ *
  * A wakeup from an interrupt runs on whatever thread the interrupt hit, so
  * the waker's kernel stack is read first: a timer expiry, a hard or a soft
  * interrupt is named as such (role "timer", "irq", "softirq"), a kernel
@@ -33,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "output/output.h" /* gs_wall_frame_cat */
 #include "session/session_int.h"
 #include "util/vec.h"
 
@@ -47,15 +52,16 @@ enum wake_kind { WK_THREAD = 0, WK_TIMER, WK_IRQ, WK_SOFTIRQ, WK_KTHREAD, WK_OUT
 static const char *const kind_role[] = { "", "timer", "irq", "softirq", "kthread", "other process" };
 
 struct waker {
-	uint64_t t;         /* the wakeup (CLOCK_MONOTONIC) */
-	uint64_t wakee_out; /* the switch-out that began the wait it ended */
-	uint32_t tgid, tid; /* the waker (current at sched_waking) */
-	uint32_t wakee_tid; /* the wakee */
-	int64_t raw;        /* the waker's raw stack, -1 none */
-	gs_str comm;        /* the waker's comm */
-	uint16_t flags;     /* GS_WAKER_* */
-	bool done;          /* labels below resolved */
-	uint8_t kind;       /* enum wake_kind, once resolved */
+	uint64_t t;                     /* the wakeup (CLOCK_MONOTONIC) */
+	uint64_t wakee_out;             /* the switch-out that began the wait it ended */
+	uint32_t tgid, tid;             /* the waker (current at sched_waking) */
+	uint32_t wakee_tgid, wakee_tid; /* the wakee */
+	int64_t wakee_raw;              /* the raw stack it waited in, -1 none */
+	int64_t raw;                    /* the waker's raw stack, -1 none */
+	gs_str comm;                    /* the waker's comm */
+	uint16_t flags;                 /* GS_WAKER_* */
+	bool done;                      /* labels below resolved */
+	uint8_t kind;                   /* enum wake_kind, once resolved */
 	/* Who did what while x's wakee waited: up to GS_WAKE_PARTS parts,
 	 * each a thread's role, tid (0: none named) and top frames, with its
 	 * count of CPU samples (the wait is shared in proportion). */
@@ -102,7 +108,7 @@ void gs_wakers_miss(struct gs_wakers *w)
 }
 
 int64_t gs_wakers_add(struct session *s, struct gs_wakers *w, const struct gs_offcpu_waker *h,
-		      const struct gs_rec_cpu_view *v, uint64_t wakee_out)
+		      const struct gs_rec_cpu_view *v, uint64_t wakee_out, int64_t wakee_raw)
 {
 	struct gs_cpu_sample head = *v->s;
 	struct gs_rec_cpu_view kv = *v;
@@ -112,7 +118,9 @@ int64_t gs_wakers_add(struct session *s, struct gs_wakers *w, const struct gs_of
 		.wakee_out = wakee_out,
 		.tgid = v->s->tgid,
 		.tid = v->s->tid,
+		.wakee_tgid = h->tgid,
 		.wakee_tid = h->tid,
+		.wakee_raw = wakee_raw,
 		.flags = h->flags,
 	};
 
@@ -383,10 +391,10 @@ static void add_samples(struct session *s, const struct gs_wakers *w, uint32_t t
 	}
 }
 
-/* The busiest thread of process tgid in [a, b] other than skip: its tid
- * and sample count (0 none). */
+/* The busiest thread of process tgid in [a, b] other than skip and skip2:
+ * its tid and sample count (0 none). */
 static size_t busiest_of(struct session *s, const struct gs_wakers *w, uint32_t tgid, uint32_t skip,
-			 uint64_t a, uint64_t b, uint32_t *tid)
+			 uint32_t skip2, uint64_t a, uint64_t b, uint32_t *tid)
 {
 	struct gs_proc *proc = gs_proc_get(s->rt.pt, tgid);
 	size_t best = 0, first;
@@ -395,7 +403,7 @@ static size_t busiest_of(struct session *s, const struct gs_wakers *w, uint32_t 
 		const struct gs_thread *t = gs_thread_at(proc, i);
 		size_t n;
 
-		if (t->tid == skip)
+		if (t->tid == skip || t->tid == skip2)
 			continue;
 		if ((n = samples_in(s, w, t->tid, a, b, &first)) > best) {
 			best = n;
@@ -409,9 +417,10 @@ static size_t busiest_of(struct session *s, const struct gs_wakers *w, uint32_t 
  * GS_WAKE_HOPS, adding each thread's CPU samples in the window to x's
  * parts; a thread on-CPU most of the window (need samples) ends the walk,
  * one without a recorded link hands over to the busiest thread of its
- * process.  Returns the samples added. */
+ * process (over GS_WAKE_WIDE times look ns when none ran in the window).
+ * Returns the samples added. */
 static size_t chain(struct session *s, const struct gs_wakers *w, struct waker *x, uint64_t a,
-		    uint64_t b, size_t need, const uint32_t *stack_ids)
+		    uint64_t b, size_t need, uint64_t look, const uint32_t *stack_ids)
 {
 	uint32_t tid = x->tid, tgid = x->tgid, seen[GS_WAKE_HOPS + 2];
 	size_t total = 0, first, n;
@@ -436,8 +445,13 @@ static size_t chain(struct session *s, const struct gs_wakers *w, struct waker *
 		    y->tid == x->wakee_tid) {
 			uint32_t z = 0;
 
-			/* no recorded link: the helper's own process */
-			if (busiest_of(s, w, tgid, x->wakee_tid, a, x->t, &z) && z != tid) {
+			/* no recorded link: the helper's own process, over the
+			 * wider window when none of it ran in this one */
+			uint64_t wa = x->t > GS_WAKE_WIDE * look ? x->t - GS_WAKE_WIDE * look : 0;
+
+			if (!busiest_of(s, w, tgid, x->wakee_tid, tid, a, x->t, &z) && wa < a)
+				busiest_of(s, w, tgid, x->wakee_tid, tid, (a = wa), x->t, &z);
+			if (z) {
 				n = samples_in(s, w, z, a, x->t, &first);
 				add_samples(s, w, tgid, z, first, n, stack_ids, x);
 				total += n;
@@ -449,6 +463,23 @@ static size_t chain(struct session *s, const struct gs_wakers *w, struct waker *
 		b = y->t;
 	}
 	return total;
+}
+
+/* The wait is for the GIL (take_gil and its exported callers, the
+ * report's table: output/walltime.c). */
+static bool gil_wait(const struct gs_profile *p, const struct gs_stack *st)
+{
+	const uint32_t *locs = gs_profile_stack_locs(p, st);
+
+	for (uint32_t i = 0; i < st->n; i++) {
+		const struct gs_location *l = gs_profile_location(p, locs[i]);
+
+		for (uint32_t k = 0; k < l->n_lines; k++)
+			if (gs_wall_frame_cat(p, p->lines[l->first_line + k].function, l->kind) ==
+			    GS_WALL_GIL)
+				return true;
+	}
+	return false;
 }
 
 /* Follow the waker x of a wait back to the thread that did the work (see
@@ -471,6 +502,24 @@ static void resolve(struct session *s, struct gs_wakers *w, struct waker *x,
 		a = b - look;
 	ticks = p->period_ns > 0 ? (b - a) / (uint64_t)p->period_ns : 0;
 	need = ticks / GS_WAKE_BUSY_DIV ? ticks / GS_WAKE_BUSY_DIV : 1;
+	/* A GIL wait ends at a timer (CPython 3.2+ waits 5 ms at a time, then
+	 * asks the holder to drop it) or at the holder's release: either way
+	 * it waited for the thread holding the GIL, the one of its process
+	 * on-CPU in the wait (the wider window where none was). */
+	if (x->wakee_raw >= 0 && gil_wait(p, &p->stacks[stack_ids[x->wakee_raw]])) {
+		uint32_t z = 0;
+		size_t first, n;
+
+		uint64_t wa = b > GS_WAKE_WIDE * look ? b - GS_WAKE_WIDE * look : 0;
+
+		if (!busiest_of(s, w, x->wakee_tgid, x->wakee_tid, 0, a, b, &z) && wa < a)
+			busiest_of(s, w, x->wakee_tgid, x->wakee_tid, 0, (a = wa), b, &z);
+		if (z && (n = samples_in(s, w, z, a, b, &first))) {
+			add_samples(s, w, x->wakee_tgid, z, first, n, stack_ids, x);
+			x->kind = WK_THREAD;
+			return;
+		}
+	}
 	x->kind = x->flags & GS_WAKER_KTHREAD   ? WK_KTHREAD
 		  : x->flags & GS_WAKER_OUTSIDE ? WK_OUTSIDE
 						: WK_THREAD;
@@ -492,9 +541,9 @@ static void resolve(struct session *s, struct gs_wakers *w, struct waker *x,
 	}
 	/* the chain; then, when no thread of it ran in the window (a machine
 	 * short of CPUs), the same over a window GS_WAKE_WIDE times longer */
-	if (!chain(s, w, x, a, b, need, stack_ids)) {
+	if (!chain(s, w, x, a, b, need, look, stack_ids)) {
 		a = x->t > GS_WAKE_WIDE * look ? x->t - GS_WAKE_WIDE * look : 0;
-		chain(s, w, x, a, b, need, stack_ids);
+		chain(s, w, x, a, b, need, look, stack_ids);
 	}
 	if (!x->n_part) { /* no CPU sample anywhere: the waker at the wakeup */
 		const struct gs_thread *t = gs_thread_find(s->rt.pt, x->tgid, x->tid);

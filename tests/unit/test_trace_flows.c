@@ -25,15 +25,15 @@ static void build(struct gs_profile *p)
 	uint32_t loc = gs_profile_add_location(p, 0, 1, GS_FRAME_NATIVE, &l, 1);
 	int64_t st = gs_profile_add_stack(p, &loc, 1);
 	for (int i = 0; i < 10; i++) {
-		struct gs_sample s = { .stack = (uint32_t)st, .time_ns = 5000000 + i * 10000000ull };
+		struct gs_sample s = { .stack = (uint32_t)st,
+				       .time_ns = 5000000 + i * 10000000ull };
 		struct gs_sample_ctx c = { .pid = 7, .tid = 8, .cuda_device = -1 };
 		s.values[GS_V_SAMPLES] = 1;
 		s.values[GS_V_CPU_NS] = FX_PERIOD;
 		cr_assert_eq(gs_profile_add_sample(p, &s, &c), 0);
 	}
 	for (int i = 0; i < 2; i++) {
-		struct gs_sample s = { .stack = (uint32_t)st,
-				       .time_ns = i ? 50000000 : 10000000 };
+		struct gs_sample s = { .stack = (uint32_t)st, .time_ns = i ? 50000000 : 10000000 };
 		struct gs_sample_ctx c = { .pid = 7, .tid = 7, .cuda_device = -1 };
 		c.str_labels[GS_SL_THREAD_STATE] = gs_profile_intern(p, "blocked");
 		c.str_labels[GS_SL_WAKER_ROLE] = gs_profile_intern(p, i ? "timer" : "other");

@@ -12,7 +12,7 @@
       thread's wait in next(loader) is woken by a worker's queue feeder
       thread after the worker's main thread ran decode_slowly.
 
-Prints one JSON line: {"pid", "main_tid", "mode", "items"}.
+Prints one JSON line: {"pid", "main_tid", "mode", "items", "tids": {"producer": TID}}.
 """
 import json
 import os
@@ -29,11 +29,15 @@ def make_item(i):
     return i
 
 
+tids = {}  # thread name -> native id, for the JSON line
+
+
 def producer(secs):
     q = queue.Queue(maxsize=1)
     stop = time.perf_counter() + secs
 
     def fill():
+        tids["producer"] = threading.get_native_id()
         i = 0
         while time.perf_counter() < stop:
             q.put(make_item(i))
@@ -102,7 +106,7 @@ def main():
     else:
         sys.exit("unknown mode " + mode)
     print(json.dumps({"pid": os.getpid(), "main_tid": threading.get_native_id(), "mode": mode,
-                      "items": n}))
+                      "items": n, "tids": tids}))
 
 
 if __name__ == "__main__":
