@@ -28,7 +28,10 @@ two pipes: every round trip blocks each thread once in read(2)).
    before the workload is released (GS_GO), so attach cost is outside.
 
 Writes bench/results/ctxsw.json and bench/results_ctxsw.md (printed).
-Knobs: BENCH_ROUNDS (5), BENCH_WINDOW (5 s), GPUSAMPLE, BENCH_OUT.
+The cost table has the waker handler too (tp_btf/sched_waking, gs_off_waking): runs/s, its
+share of a CPU, ns per run with an idle target and with the ping-pong profiled.
+Knobs: BENCH_ROUNDS (5), BENCH_WINDOW (5 s), GPUSAMPLE, BENCH_OUT, BENCH_PARTS
+(cost,slowdown).
 """
 import glob
 import json
@@ -165,8 +168,17 @@ class Ctxsw:
         per_nt = nt_ns / nt_cnt if nt_cnt else None
         outs = tg["target_switches"]
         per_tg = ((tg_ns - per_nt * (tg_cnt - outs)) / outs) if outs and per_nt is not None else None
+        # sched_waking runs for every wakeup on every CPU (not one per
+        # switch-out: a wakeup of a thread still on its CPU is none), so the
+        # target run's figure is per run, target and other wakeups together
+        wk = "gs_off_waking"
+        nw_ns, nw_cnt = nt["progs"].get(wk, (0, 0))
+        tw_ns, tw_cnt = tg["progs"].get(wk, (0, 0))
+        per_nw = nw_ns / nw_cnt if nw_cnt else None
+        per_tw = tw_ns / tw_cnt if tw_cnt else None
         self.res["cost"] = {"nontarget_run": nt, "target_run": tg,
-                            "ns_per_nontarget_switch": per_nt, "ns_per_target_switch_out": per_tg}
+                            "ns_per_nontarget_switch": per_nt, "ns_per_target_switch_out": per_tg,
+                            "ns_per_nontarget_wakeup": per_nw, "ns_per_wakeup_target_run": per_tw}
 
     # ---- 2. slowdown -------------------------------------------------------------
 
@@ -270,6 +282,13 @@ class Ctxsw:
                      f"{B.fmt(c['ns_per_nontarget_switch'], 1)} |")
             L.append(f"| ns per target switch-out (stack walks included) | "
                      f"{B.fmt(c['ns_per_target_switch_out'], 1)} |")
+            wk = t["progs"].get("gs_off_waking", (0, 0))
+            L.append(f"| gs_off_waking runs/s (every wakeup on every CPU) | {wk[1] / t['seconds']:.0f} |")
+            L.append(f"| gs_off_waking run time | {100 * wk[0] / 1e9 / t['seconds']:.3f}% of one CPU |")
+            L.append(f"| ns per non-target wakeup (gpusample on an idle process) | "
+                     f"{B.fmt(c.get('ns_per_nontarget_wakeup'), 1)} |")
+            L.append(f"| ns per gs_off_waking run in the target run (waker walks included) | "
+                     f"{B.fmt(c.get('ns_per_wakeup_target_run'), 1)} |")
             L.append(f"| non-target run: total cost | {n['total_pct_cpu']:.3f}% of one CPU |")
         s = r.get("slowdown")
         if s:
@@ -304,9 +323,12 @@ def main():
         first = (perf_help.stderr + perf_help.stdout).strip().splitlines()[0].strip()
         x.note(f"perf record --off-cpu is not available in this perf: `{first}`; the perf row "
                "uses its nearest, a sched:sched_switch tracepoint with call graphs")
+    parts = env("BENCH_PARTS", "cost,slowdown").split(",")
     try:
-        x.cost()
-        x.slowdown()
+        if "cost" in parts:
+            x.cost()
+        if "slowdown" in parts:
+            x.slowdown()
     finally:
         B.cleanup()
         os.makedirs(os.path.join(out, "results"), exist_ok=True)

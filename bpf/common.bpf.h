@@ -8,7 +8,7 @@
  * Stats: BPF map `stats`, PERCPU_ARRAY with one element of struct gs_stats.
  * Counters are per CPU and never reset; user space sums them.  Slots are
  * indexed by enum gs_stat.  Other BPF parts (the GPU USDT handlers) may
- * name unused slots (26..31 free) here; GS_STAT_MAX stays 32 so
+ * name unused slots (27..31 free) here; GS_STAT_MAX stays 32 so
  * the map layout does not change.
  */
 #ifndef GS_COMMON_BPF_H
@@ -30,6 +30,7 @@ enum gs_stat {
 	GS_STAT_OFF_UNSAMPLED = 18, /* switch-outs accounted without a stack (p < 1) */
 	GS_STAT_OFF_THR_FULL = 19,  /* threads not accounted: `offcpu_thr` full */
 	GS_STAT_OFF_UNSEEDED = 20,  /* threads first seen mid-window without a seed */
+	GS_STAT_OFF_WAKERS = 26,    /* waker records written (gs_off_waking) */
 	/* GPU (bpf/gpu.bpf.h) */
 	GS_STAT_GPU_RECORDS = 13,  /* GPU records written to `events` */
 	GS_STAT_GPU_LAUNCHES = 14, /* launch events written */
@@ -61,7 +62,9 @@ struct gs_stats {
 enum gs_scratch_slot {
 	GS_SCRATCH_SAMPLE = 0,
 	GS_SCRATCH_LAUNCH = 1, /* GPU launch-site handler (gpu.bpf.h) */
-	GS_SCRATCH_OFFCPU = 2, /* sched_switch handler (offcpu.bpf.h) */
+	GS_SCRATCH_OFFCPU = 2, /* sched_switch and sched_waking handlers (offcpu.bpf.h):
+				* both run with interrupts off under a scheduler
+				* lock, so neither nests in the other */
 	GS_SCRATCH_NR = 3,
 };
 
@@ -79,8 +82,9 @@ enum gs_scratch_slot {
 /* Stack walks in progress on one CPU at most: a perf_event sample
  * (gs_sample) can interrupt a uprobe/USDT handler that is walking stacks
  * (the GPU launch handler), never the other way round, and perf_event
- * programs do not nest.  The sched_switch handler (offcpu.bpf.h) runs with
- * interrupts off, so nothing nests inside it; it can only run on top of a
+ * programs do not nest.  The sched_switch and sched_waking handlers
+ * (offcpu.bpf.h) walk stacks with interrupts off, so nothing nests inside
+ * them; it can only run on top of a
  * uprobe handler that was preempted (uprobe programs run with migration,
  * not preemption, disabled on preemptible kernels), which again makes two.  The per-CPU walk state of the native unwinder
  * (gs_unwind_st) and of the Python walker (py_walk) has one entry per

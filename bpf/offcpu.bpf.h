@@ -16,6 +16,14 @@
  *                      path: no precise clock, no map write); the
  *                      `offcpu_thr` hash and the precise clock only where a
  *                      stack is taken or the interval of one closes.
+ *   gs_off_waking   sched_waking (in the waker's context): the first
+ *                      wakeup of a target thread after a switch-out that
+ *                      got a stack takes the waker's stack, so the waits
+ *                      that have a stack say who ended them; at most one
+ *                      waker walk per off-CPU stack walk, so the same
+ *                      budget bounds both.  Any other wakeup costs one
+ *                      array load (`target_filter`) or, for a target
+ *                      thread, one task storage lookup.
  *   gs_offcpu_exit     called from the sched_process_exit handlers for every
  *                      exiting thread: closes its last interval, frees its
  *                      `offcpu_thr` entry.
@@ -89,6 +97,9 @@ struct gs_off_fast {
 	__u8 captured;       /* mirrors offcpu_thr's: a stack waits for its END */
 	__u8 prev_idle;      /* the previous window ran below 1/GS_OFF_IDLE_DIV */
 	__u32 stacks;        /* stacks taken, up to GS_OFF_IDLE_AFTER */
+	__u32 seq;           /* offcpu_thr's seq of the stack that waits (captured) */
+	__u8 woken;          /* that wait's waker is taken (gs_off_waking) */
+	__u8 pad[3];
 };
 
 struct {
@@ -289,6 +300,25 @@ static __always_inline bool gs_off_want_stack(struct gs_off_fast *f, struct task
 	return true;
 }
 
+/* Send a record whose fixed part (prefix bytes at h) sits right before a
+ * CPU sample of size bytes in the GS_SCRATCH_OFFCPU slot; sets hdr.size.
+ * False when it did not go out (counted). */
+static __always_inline bool gs_off_send(struct gs_rec_hdr *h, __u64 prefix, __u32 size,
+					struct gs_stats *st)
+{
+	__u64 total = prefix + size;
+
+	asm volatile("" : "+r"(total)); /* keep the check on the register used below */
+	if (total > GS_SCRATCH_SIZE - GS_SCRATCH_PREFIX + prefix)
+		return false;
+	h->size = total;
+	if (bpf_ringbuf_output(&events, h, total, BPF_RB_NO_WAKEUP)) {
+		gs_stat_inc(st, GS_STAT_LOST);
+		return false;
+	}
+	return true;
+}
+
 /* The stack record: struct gs_offcpu_stack right before a CPU sample that
  * starts at the usual GS_SCRATCH_PREFIX offset of the scratch slot. */
 static __always_inline void gs_off_emit_stack(void *ctx, struct task_struct *p, __u32 tgid,
@@ -300,7 +330,6 @@ static __always_inline void gs_off_emit_stack(void *ctx, struct task_struct *p, 
 	struct gs_offcpu_stack *h;
 	struct gs_cpu_sample *rec;
 	__u32 size;
-	__u64 total;
 
 	_Static_assert(sizeof(struct gs_offcpu_stack) <= GS_SCRATCH_PREFIX, "fits the prefix");
 	if (!buf) {
@@ -326,15 +355,8 @@ static __always_inline void gs_off_emit_stack(void *ctx, struct task_struct *p, 
 	h->pad = 0;
 	h->p = p_capture;
 	h->pad2 = 0;
-	total = sizeof(*h) + size;
-	asm volatile("" : "+r"(total)); /* keep the check on the register used below */
-	if (total > GS_SCRATCH_SIZE - GS_SCRATCH_PREFIX + sizeof(*h))
+	if (!gs_off_send(&h->hdr, sizeof(*h), size, st))
 		return;
-	h->hdr.size = total;
-	if (bpf_ringbuf_output(&events, h, total, BPF_RB_NO_WAKEUP)) {
-		gs_stat_inc(st, GS_STAT_LOST);
-		return;
-	}
 	th->captured = 1;
 	gs_stat_inc(st, GS_STAT_OFF_STACKS);
 }
@@ -363,6 +385,8 @@ static __always_inline struct gs_off_fast *gs_off_first(struct task_struct *p, _
 	f->win_exec = p->se.sum_exec_runtime;
 	f->p = GS_OFF_P_ONE;
 	f->captured = th->captured;
+	f->seq = th->seq;
+	f->woken = 0;
 	return f;
 }
 
@@ -407,6 +431,8 @@ static __always_inline int gs_off_switch_body(void *ctx, bool preempt, struct ta
 	if (want && (t = bpf_map_lookup_elem(&targets, &tgid))) {
 		gs_off_emit_stack(ctx, prev, tgid, t, th, f->p, now, st, compat);
 		f->captured = th->captured;
+		f->seq = th->seq;
+		f->woken = 0;
 	} else {
 		gs_stat_inc(st, GS_STAT_OFF_UNSAMPLED);
 	}
@@ -440,6 +466,119 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(gs_off_switch_compat, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
 	return gs_off_switch_body(ctx, preempt, prev, gs_task_state(prev), true);
+}
+
+/* ---- wakers (tp_btf/sched_waking) --------------------------------------
+ * The tracepoint fires at the start of try_to_wake_up(), in the waker's
+ * context (current is the waker, the argument the wakee); sched_wakeup may
+ * run on the wakee's CPU, so this is the one place the waker's stack can be
+ * taken.  Where try_to_wake_up() traces it, interrupts are off and the
+ * wakee's pi_lock is held, except when a thread wakes itself (p == current,
+ * preemption off only): that case returns before any walk. */
+#define GS_PF_KTHREAD 0x00200000 /* include/linux/sched.h */
+
+/* The waker's kernel stack alone (a waker outside the targets: its user
+ * stack could not be symbolized, and is none of the job's). */
+static __always_inline __u32 gs_fill_kstack(void *ctx, struct gs_cpu_sample *rec,
+					    struct gs_stats *st)
+{
+	__u64 nk = 0;
+	long n = 0;
+
+	if (kernel_stacks)
+		n = bpf_get_stack(ctx, rec->frames, GS_MAX_KERNEL_FRAMES * sizeof(__u64), 0);
+	if (n < 0) {
+		rec->flags |= GS_CPU_KSTACK_ERR;
+		gs_stat_inc(st, GS_STAT_KSTACK_ERR);
+	} else {
+		nk = (__u64)n / sizeof(__u64);
+	}
+	GS_BOUND(nk, GS_MAX_KERNEL_FRAMES);
+	rec->n_kernel = nk;
+	rec->n_user = 0;
+	rec->n_python = 0;
+	rec->unwind_err = GS_UNWIND_OK;
+	return sizeof(*rec) + nk * sizeof(__u64);
+}
+
+/* The waker record: struct gs_offcpu_waker right before the waker's CPU
+ * sample, laid out as gs_off_emit_stack's. */
+static __always_inline void gs_off_emit_waker(void *ctx, __u32 tgid, __u32 tid, __u32 seq,
+					      bool compat)
+{
+	struct task_struct *cur = (struct task_struct *)bpf_get_current_task();
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	void *buf = gs_scratch(GS_SCRATCH_OFFCPU);
+	struct gs_stats *st = gs_stats_get();
+	__u32 ctgid = pid_tgid >> 32, size;
+	struct gs_target *t = NULL;
+	struct gs_offcpu_waker *h;
+	struct gs_cpu_sample *rec;
+	__u16 flags = 0;
+
+	_Static_assert(sizeof(struct gs_offcpu_waker) <= GS_SCRATCH_PREFIX, "fits the prefix");
+	if (!buf) {
+		gs_stat_inc(st, GS_STAT_SCRATCH_ERR);
+		return;
+	}
+	rec = buf + GS_SCRATCH_PREFIX;
+	h = buf + GS_SCRATCH_PREFIX - sizeof(*h);
+	gs_fill_head(rec, pid_tgid, GS_ORIGIN_WAKER);
+	rec->flags = GS_CPU_IN_KERNEL;
+	if (BPF_CORE_READ(cur, flags) & GS_PF_KTHREAD)
+		flags |= GS_WAKER_KTHREAD;
+	else if (gs_maybe_target(ctgid))
+		t = bpf_map_lookup_elem(&targets, &ctgid);
+	if (t) {
+		size = gs_fill_stack(ctx, cur, ctgid, t, kernel_stacks, rec, st, compat);
+	} else {
+		flags |= GS_WAKER_OUTSIDE;
+		size = gs_fill_kstack(ctx, rec, st);
+	}
+	if (size > GS_CPU_SAMPLE_MAX_SIZE)
+		return;
+	rec->hdr.size = size;
+	h->hdr.type = GS_REC_OFFCPU_WAKER;
+	h->hdr.version = GS_RECORDS_VERSION;
+	h->hdr.ktime_ns = rec->hdr.ktime_ns;
+	h->tgid = tgid;
+	h->tid = tid;
+	h->seq = seq;
+	h->flags = flags;
+	h->pad = 0;
+	if (gs_off_send(&h->hdr, sizeof(*h), size, st))
+		gs_stat_inc(st, GS_STAT_OFF_WAKERS);
+}
+
+static __always_inline int gs_off_waking_body(void *ctx, struct task_struct *p, bool compat)
+{
+	__u32 tgid = p->tgid, tid = p->pid;
+	struct gs_off_fast *f;
+
+	if (!gs_maybe_target(tgid) || !tid)
+		return 0; /* the common case: one array load */
+	if (!offcpu_t0 || tid == (__u32)bpf_get_current_pid_tgid())
+		return 0; /* a thread waking itself ended no wait */
+	/* storage exists only for threads of targets that switched out */
+	f = gs_off_fast_get(p, tid, false, compat);
+	if (!f || !f->captured || f->woken)
+		return 0;
+	f->woken = 1;
+	gs_off_emit_waker(ctx, tgid, tid, f->seq, compat);
+	return 0;
+}
+
+/* One of the two is loaded, as the switch handlers. */
+SEC("tp_btf/sched_waking")
+int BPF_PROG(gs_off_waking, struct task_struct *p)
+{
+	return gs_off_waking_body(ctx, p, false);
+}
+
+SEC("tp_btf/sched_waking")
+int BPF_PROG(gs_off_waking_compat, struct task_struct *p)
+{
+	return gs_off_waking_body(ctx, p, true);
 }
 
 /* From sched_process_exit (current == p, for every exiting thread). */

@@ -32,7 +32,7 @@ struct gs_sampler {
 	struct ring_buffer *rb;
 	struct bpf_link **cpu_links; /* one per online CPU; owns its perf fd */
 	int n_cpu_links;
-	struct bpf_link *tp_links[4];
+	struct bpf_link *tp_links[5];
 	uint64_t *target_filter; /* mmap of the BPF array (GS_TFILTER_SLOTS) */
 	bool started;
 	/* current poll */
@@ -312,14 +312,18 @@ static void pick_programs(struct gs_sampler *s)
 {
 	struct gpusample_bpf *k = s->skel;
 	struct bpf_program *off[2] = { k->progs.gs_off_switch, k->progs.gs_off_switch_compat };
+	struct bpf_program *wake[2] = { k->progs.gs_off_waking, k->progs.gs_off_waking_compat };
 	bool c = s->compat;
 
 	bpf_program__set_autoload(c ? k->progs.gs_sample : k->progs.gs_sample_compat, false);
 	bpf_program__set_autoload(c ? k->progs.gs_gpu_launch : k->progs.gs_gpu_launch_compat,
 				  false);
 	bpf_program__set_autoload(off[!c], false);
-	if (!s->opts.offcpu)
+	bpf_program__set_autoload(wake[!c], false);
+	if (!s->opts.offcpu) {
 		bpf_program__set_autoload(off[c], false);
+		bpf_program__set_autoload(wake[c], false);
+	}
 	if (!c)
 		return;
 	if (!s->features.task_storage)
@@ -641,6 +645,7 @@ static int attach_tracepoints(struct gs_sampler *s, char *err, size_t errlen)
 		s->skel->progs.gs_proc_fork,    s->skel->progs.gs_proc_exec,
 		s->skel->progs.gs_proc_exit_gd, s->skel->progs.gs_proc_exit_live,
 		s->skel->progs.gs_off_switch,   s->skel->progs.gs_off_switch_compat,
+		s->skel->progs.gs_off_waking,   s->skel->progs.gs_off_waking_compat,
 	};
 	int n = 0;
 
@@ -765,6 +770,7 @@ void gs_sampler_stats(struct gs_sampler *s, struct gs_sampler_stats *st)
 	st->off_unsampled = c[GS_STAT_OFF_UNSAMPLED];
 	st->off_threads_full = c[GS_STAT_OFF_THR_FULL];
 	st->off_unseeded = c[GS_STAT_OFF_UNSEEDED];
+	st->off_wakers = c[GS_STAT_OFF_WAKERS];
 	st->gpu_records = c[GS_STAT_GPU_RECORDS];
 	st->gpu_launches = c[GS_STAT_GPU_LAUNCHES];
 	st->gpu_lost = c[GS_STAT_GPU_LOST];

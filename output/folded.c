@@ -8,6 +8,10 @@
  * importer makes one sample per count unit).  The root frame is the process,
  * "comm-pid", as stackcollapse-perf --pid writes it; kernel frames get the
  * "_[k]" suffix flamegraph.pl colours.
+ * wake.folded: blocked off-CPU time with the waker recorded
+ * (microseconds, as bcc's offwaketime): "comm-pid;wakee root..leaf;--;
+ * waker frames leaf..root;waker role", the waker's frames from the
+ * sample's `waker` label (session/wakers.c).
  * gpu.folded: GPU PC samples of the base stall family (gpu_samples; the
  * _not_issued column is a subset and is not added), stacks ending in
  * "[GPU] kernel;...;file.cu:line;[stall] reason"; no process root (GPU
@@ -63,6 +67,7 @@ void gs_folded_escape(const char *in, char *out, size_t outlen)
 struct fold_agg {
 	uint32_t stack, pid;
 	gs_str reason, comm; /* comm: first sample's thread name (no process entry) */
+	gs_str waker_role;   /* GS_FOLDED_WAKE: of the first sample */
 	int64_t count;
 };
 
@@ -73,7 +78,11 @@ static struct fold_agg *agg_of(struct gs_hmap *m, struct fold_agg **a, size_t *n
 			       const struct fold_agg *k)
 {
 	bool added;
-	uint64_t *v = gs_hmap_slot(m, k->stack | (uint64_t)(k->pid | k->reason) << 32, &added);
+	/* a waker text and a pid both set (GS_FOLDED_WAKE): a 64-bit mix of the three */
+	uint64_t key = k->pid && k->reason
+			   ? gs_mix64(gs_mix64((uint64_t)k->pid << 32 | k->reason) ^ k->stack)
+			   : k->stack | (uint64_t)(k->pid | k->reason) << 32;
+	uint64_t *v = gs_hmap_slot(m, key, &added);
 	if (!v || (added && GS_PUSH(*a, *n, *cap, *k)))
 		return NULL;
 	if (added)
@@ -92,13 +101,20 @@ static int aggregate(const struct gs_profile *p, enum gs_folded_kind which, stru
 		const struct gs_sample *s = &p->samples[i];
 		const struct gs_sample_ctx *sc = gs_profile_ctx(p, s);
 		bool gpu = sc->cuda_device >= 0;
-		int64_t c = which == GS_FOLDED_GPU ? s->values[GS_V_GPU_SAMPLES]
-						   : s->values[GS_V_SAMPLES];
-		if (gpu != (which == GS_FOLDED_GPU) || c <= 0)
+		int64_t c = which == GS_FOLDED_GPU    ? s->values[GS_V_GPU_SAMPLES]
+			    : which == GS_FOLDED_WAKE ? s->values[GS_V_OFFCPU_NS] / 1000
+						      : s->values[GS_V_SAMPLES];
+		if (gpu != (which == GS_FOLDED_GPU) || c <= 0 ||
+		    (which == GS_FOLDED_WAKE && !sc->str_labels[GS_SL_WAKER]))
 			continue;
+		/* reason: the stall reason of a GPU sample, the waker of a wait */
 		struct fold_agg k = { .stack = s->stack,
 				      .pid = gpu ? 0 : sc->pid,
-				      .reason = gpu ? sc->cuda_stall_reason : 0,
+				      .reason = gpu ? sc->cuda_stall_reason
+						: which == GS_FOLDED_WAKE
+						    ? sc->str_labels[GS_SL_WAKER]
+						    : 0,
+				      .waker_role = sc->str_labels[GS_SL_WAKER_ROLE],
 				      .comm = sc->thread_name };
 		struct fold_agg *e = agg_of(&m, &a, &n, &cap, &k);
 		if (e)
@@ -126,6 +142,31 @@ static void put_frame(struct gs_wbuf *w, const char *name, bool kernel, bool *fi
 	gs_wbuf_puts(w, esc);
 	if (kernel)
 		gs_wbuf_puts(w, "_[k]");
+}
+
+/* "--", then the waker label's frames (root first, ';'-separated) leaf
+ * first, then its role: bcc's offwaketime writes wakee;--;waker so, the
+ * waker's stack growing down from the top of the graph. */
+static void put_waker(struct gs_wbuf *w, const char *text, const char *role, bool *first)
+{
+	char frame[1024];
+	const char *end = text + strlen(text);
+
+	put_frame(w, "--", false, first);
+	while (end > text) {
+		const char *start = end;
+		size_t n;
+
+		while (start > text && start[-1] != ';')
+			start--;
+		n = (size_t)(end - start) < sizeof(frame) - 1 ? (size_t)(end - start)
+							      : sizeof(frame) - 1;
+		memcpy(frame, start, n);
+		frame[n] = 0;
+		put_frame(w, frame, false, first);
+		end = start > text ? start - 1 : start;
+	}
+	put_frame(w, role && *role ? role : "[waker]", false, first);
 }
 
 /* ---- one line per distinct printed stack --------------------------------
@@ -287,7 +328,7 @@ static void write_line(const struct gs_profile *p, struct gs_wbuf *w, const stru
 {
 	char name[1024];
 	bool first = true;
-	if (which == GS_FOLDED_CPU) {
+	if (which != GS_FOLDED_GPU) {
 		const struct gs_process *pr = gs_find_process(p, a->pid);
 		snprintf(name, sizeof(name), "%s-%u",
 			 pr && pr->comm ? gs_profile_str(p, pr->comm)
@@ -309,6 +350,9 @@ static void write_line(const struct gs_profile *p, struct gs_wbuf *w, const stru
 		struct gs_dframe sf = { .type = GS_DF_STALL, .fn = a->reason };
 		put_frame(w, gs_dframe_name(p, &sf, name, sizeof(name)), false, &first);
 	}
+	if (which == GS_FOLDED_WAKE) /* offwaketime's order: the waker upside down */
+		put_waker(w, gs_profile_str(p, a->reason), gs_profile_str(p, a->waker_role),
+			  &first);
 	gs_wbuf_putc(w, ' ');
 	gs_wbuf_i64(w, a->count);
 	gs_wbuf_putc(w, '\n');

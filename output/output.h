@@ -136,8 +136,11 @@ int gs_write_html_capped(const struct gs_profile *p, const char *path, size_t ma
 /* Brendan Gregg folded stacks: root;...;leaf COUNT.  which = GS_FOLDED_CPU
  * (samples/count, root frame "comm-pid", kernel frames suffixed "_[k]") or
  * GS_FOLDED_GPU (gpu_samples only: the _not_issued column is a subset and is
- * never added; stacks end "[GPU] kernel;...;file.cu:line;[stall] reason"). */
-enum gs_folded_kind { GS_FOLDED_CPU, GS_FOLDED_GPU };
+ * never added; stacks end "[GPU] kernel;...;file.cu:line;[stall] reason") or
+ * GS_FOLDED_WAKE (blocked off-CPU time whose waker was recorded, in
+ * microseconds: "comm-pid;wakee...;--;waker frames leaf first;waker role",
+ * bcc offwaketime's layout). */
+enum gs_folded_kind { GS_FOLDED_CPU, GS_FOLDED_GPU, GS_FOLDED_WAKE };
 int gs_write_folded(const struct gs_profile *p, enum gs_folded_kind which, const char *path,
 		    char *err, size_t errlen);
 /* Escape one frame name for folded output (';' and newlines replaced). */

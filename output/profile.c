@@ -27,6 +27,8 @@ const char *const gs_str_label_key[GS_NSTR_LABELS] = {
 	[GS_SL_THREAD_ROLE] = "thread_role",
 	[GS_SL_HOST] = "host",
 	[GS_SL_PHASE] = "phase",
+	[GS_SL_WAKER_ROLE] = "waker_role",
+	[GS_SL_WAKER] = "waker",
 };
 const char *const gs_num_label_key[GS_NNUM_LABELS] = {
 	[GS_NL_RANK] = "rank",
@@ -34,6 +36,7 @@ const char *const gs_num_label_key[GS_NNUM_LABELS] = {
 	[GS_NL_WORLD_SIZE] = "world_size",
 	[GS_NL_NODE_RANK] = "node_rank",
 	[GS_NL_STEP] = "step",
+	[GS_NL_WAKER_TID] = "waker_tid",
 };
 
 static char gs_empty_string[1];

@@ -17,6 +17,7 @@
 
 #include "output/internal.h"
 #include "output/output.h"
+#include "util/escape.h"
 #include "util/hashmap.h"
 #include "util/vec.h"
 
@@ -526,8 +527,71 @@ static void print_more_stacks(struct wall_ctx *w, const struct gs_wall_split *x,
 	}
 }
 
+/* Who ended the main thread's waits (the waker labels of its blocked
+ * off-CPU samples, session/wakers.c), per wait category: the texts with
+ * the most time, their role and share of the category. */
+#define GS_WAKE_SHOWN 3
+struct waker_sum {
+	gs_str role, text;
+	uint64_t ns;
+};
+struct wakers_of {
+	struct waker_sum v[GS_NWALL_CATS][16];
+	int n[GS_NWALL_CATS];
+};
+
+static bool wakers_collect(const struct gs_profile *p, const struct who *m, struct wakers_of *o)
+{
+	memset(o, 0, sizeof(*o));
+	for (size_t i = 0; i < p->n_samples; i++) {
+		const struct gs_sample *s = &p->samples[i];
+		const struct gs_sample_ctx *sc = gs_profile_ctx(p, s);
+		gs_str role = sc->str_labels[GS_SL_WAKER_ROLE], text = sc->str_labels[GS_SL_WAKER];
+		int c, k;
+
+		if (!role || sc->pid != m->pid || sc->tid != m->pid ||
+		    s->values[GS_V_OFFCPU_NS] <= 0 || (c = gs_wall_classify(p, s)) < 0)
+			continue;
+		for (k = 0; k < o->n[c] && (o->v[c][k].role != role || o->v[c][k].text != text);
+		     k++)
+			;
+		if (k == o->n[c]) {
+			if (k == 16)
+				continue; /* the 17th distinct waker of one category: too small to show */
+			o->v[c][o->n[c]++] = (struct waker_sum){ role, text, 0 };
+		}
+		o->v[c][k].ns += (uint64_t)s->values[GS_V_OFFCPU_NS];
+	}
+	return true;
+}
+
+/* "      woken by   92.0%  dataloader_worker: f (a.py:3) > decode (a.py:9)" */
+static void print_wakers(struct wall_ctx *w, struct wakers_of *o, int c, uint64_t cat_ns)
+{
+	for (int k = 0; k < GS_WAKE_SHOWN; k++) {
+		int best = -1;
+		char text[300], *q, esc[600];
+
+		for (int j = 0; j < o->n[c]; j++)
+			if (o->v[c][j].ns && (best < 0 || o->v[c][j].ns > o->v[c][best].ns))
+				best = j;
+		if (best < 0 || o->v[c][best].ns * 20 < cat_ns) /* under 5%: says nothing */
+			return;
+		snprintf(text, sizeof(text), "%s: %s", gs_profile_str(w->p, o->v[c][best].role),
+			 gs_profile_str(w->p, o->v[c][best].text));
+		gs_term_escape(text, esc, sizeof(esc));
+		fprintf(w->out, "      %-14s %9s %5.1f%%  ", k ? "" : "woken by", "",
+			pct(o->v[c][best].ns, cat_ns));
+		for (q = esc; *q; q++) /* the label's frames, root first */
+			fputs(*q == ';' ? " > " : (char[2]){ *q, 0 }, w->out);
+		fputc('\n', w->out);
+		o->v[c][best].ns = 0;
+	}
+}
+
 static void print_split(struct wall_ctx *w, const struct who *m, const struct gs_wall_split *x)
 {
+	struct wakers_of *wk = NULL;
 	char name[128], a[32], b[32], stack[200];
 	who_name(w, m, name, sizeof(name));
 	fmt_s(a, sizeof(a), x->total_ns);
@@ -568,7 +632,11 @@ static void print_split(struct wall_ctx *w, const struct who *m, const struct gs
 		}
 		if (c == GS_WALL_OTHER_BLOCKED)
 			print_more_stacks(w, x, c);
+		if (c != GS_WALL_COMPUTE && c != GS_WALL_STARVED && w->offcpu &&
+		    (wk || ((wk = malloc(sizeof(*wk))) && wakers_collect(w->p, m, wk))))
+			print_wakers(w, wk, c, x->ns[c]);
 	}
+	free(wk);
 }
 
 /* The worker belongs to main_pid: its parent, or any worker when there is

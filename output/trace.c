@@ -25,6 +25,9 @@
  * Training steps (gs_profile_label_steps): per process, a track "steps
  * (thread TID)" with one slice per step and its phases nested
  * (step_track).
+ * A blocked stretch whose waker thread is known (waker_tid label) gets a
+ * flow arrow ("s" / "f", cat "waker") from the waker's track to the
+ * wakee's at the stretch's end.
  * GPU PC-sample batches: instant events ("i", thread scope) on a track
  * "GPU<n> PC samples" of the launching process, name = kernel, args
  * samples, stall reason and launch site.
@@ -46,6 +49,7 @@
 
 #include "output/internal.h"
 #include "output/output.h"
+#include "util/hashmap.h"
 #include "util/vec.h"
 
 #define MAX_DF_PER_LOC 66
@@ -72,6 +76,8 @@ struct tr {
 	size_t *ends, cap_ends; /* per depth: the run a frame slice ends before */
 	uint8_t *cat;           /* per (stack, state): category, 0xff = not yet */
 	bool *steps_done;       /* per p->steps: its slice written (step_track) */
+	struct gs_hmap pid_of;  /* tid -> pid, of the CPU contexts (waker flows) */
+	uint64_t flows;         /* flow ids given */
 };
 
 struct run {
@@ -361,6 +367,63 @@ static int segment_frames(struct tr *t, const struct gs_sample *s0, size_t b, si
 	return 0;
 }
 
+/* A blocked sample whose wait names its waker thread (waker_tid,
+ * session/wakers.c), the last part of its wait: a flow arrow from the
+ * waker's track to the wakee's at the sample's end (the wakeup), "s" on the
+ * waker bound to its slice there, "f" with "bp":"e" on the wakee bound to
+ * the slice ending there. */
+static void waker_flow(struct tr *t, const struct gs_tl_item *it)
+{
+	const struct gs_sample *s = &t->p->samples[it->sample];
+	const struct gs_sample_ctx *c = gs_profile_ctx(t->p, s);
+	uint32_t wtid = (uint32_t)c->num_labels[GS_NL_WAKER_TID];
+	const uint64_t *wpid = gs_hmap_get(&t->pid_of, wtid);
+	uint64_t at = grid(it->end), id = t->flows + 1;
+
+	if (state_of(t->p, s) != ST_BLOCKED || !(c->num_set & (1u << GS_NL_WAKER_TID)) || !wpid ||
+	    at < 125)
+		return;
+	if (!t->counting && t->n_events + 2 > t->max_events) {
+		t->dropped += 2; /* both or neither */
+		return;
+	}
+	if (!event_head(t, "s", (uint32_t)*wpid, wtid)) {
+		event_head(t, "f", c->pid, c->tid); /* counting: counted too */
+		return;
+	}
+	t->flows++;
+	gs_json_str(t->w, "woken by");
+	gs_wbuf_puts(t->w, ",\"cat\":\"waker\",\"id\":");
+	gs_wbuf_u64(t->w, id);
+	gs_wbuf_puts(t->w, ",\"ts\":");
+	put_us(t->w, at - 125); /* inside the waker's slice, before the wakee's end */
+	gs_wbuf_puts(t->w, "}");
+	if (!event_head(t, "f", c->pid, c->tid))
+		return;
+	gs_json_str(t->w, "woken by");
+	gs_wbuf_puts(t->w, ",\"cat\":\"waker\",\"bp\":\"e\",\"id\":");
+	gs_wbuf_u64(t->w, id);
+	gs_wbuf_puts(t->w, ",\"ts\":");
+	put_us(t->w, at);
+	gs_wbuf_puts(t->w, "}");
+}
+
+/* tid -> pid of every thread with CPU contexts (a waker's track). */
+static int map_threads(struct tr *t)
+{
+	for (uint32_t i = 0; i < t->p->n_ctxs; i++) {
+		const struct gs_sample_ctx *c = &t->p->ctxs[i];
+		uint64_t *v;
+
+		if (c->cuda_device >= 0 || !c->tid)
+			continue;
+		if (!(v = gs_hmap_slot(&t->pid_of, c->tid, NULL)))
+			return -ENOMEM;
+		*v = c->pid;
+	}
+	return 0;
+}
+
 static int write_thread(struct tr *t, const struct gs_tl_item *it, size_t n)
 {
 	const struct gs_profile *p = t->p;
@@ -371,6 +434,11 @@ static int write_thread(struct tr *t, const struct gs_tl_item *it, size_t n)
 	meta(t, "thread_sort_index", sc->pid, sc->tid, "sort_index", NULL,
 	     sc->tid == sc->pid ? 0 : sc->tid);
 	size_t nr = make_runs(t, it, n);
+	/* the parts one wait is shared by (session/wakers.c) have its start */
+	for (size_t i = 0; i < n; i++)
+		if (i + 1 == n ||
+		    p->samples[it[i + 1].sample].time_ns != p->samples[it[i].sample].time_ns)
+			waker_flow(t, &it[i]);
 	for (size_t b = 0; b < nr;) {
 		size_t e = b + 1;
 		while (e < nr && t->runs[e].start == t->runs[e - 1].end &&
@@ -646,6 +714,10 @@ int gs_write_trace_capped(const struct gs_profile *p, const char *path, size_t m
 	}
 	memset(t.off, 0xff, sizeof(*t.off) * (p->n_stacks + 1));
 	memset(t.cat, 0xff, (size_t)(p->n_stacks + 1) * 3);
+	if ((rc = map_threads(&t))) {
+		rc = gs_output_fail(err, errlen, rc, "cannot write", path);
+		goto out;
+	}
 	rc = gs_write_buffered(path, trace_body, &t, err, errlen);
 out:
 	free(t.pool);
@@ -657,6 +729,7 @@ out:
 	free(t.ends);
 	free(t.cat);
 	free(t.steps_done);
+	gs_hmap_free(&t.pid_of);
 	return rc;
 }
 

@@ -558,6 +558,7 @@ struct gs_thread_offcpu {
 	int64_t pend_stack; /* stack of the open sampled interval (offcpu.c's encoding), -1 none */
 	uint32_t pend_seq, pend_p;
 	uint64_t pend_out;  /* CLOCK_MONOTONIC ns the open interval began */
+	int64_t pend_waker; /* the wakeup that ended it (session/wakers.c), -1 none */
 	int64_t seed_raw;   /* raw stack of the wait begun before the window, -1 none */
 	uint64_t seed_runs; /* schedstat's times-run when it was taken */
 	bool accounted;     /* off-CPU records (or the window's edges) reached it */

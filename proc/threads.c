@@ -38,6 +38,7 @@ static struct gs_thread *thread_new(struct gs_proc_threads *ts, uint32_t tgid, u
 	th->tgid = tgid;
 	th->tid = tid;
 	th->off.pend_stack = -1;
+	th->off.pend_waker = -1;
 	th->off.seed_raw = -1;
 	return ts->v[ts->n++] = th;
 }

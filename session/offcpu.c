@@ -35,7 +35,9 @@
 #include "util/log.h"
 #include "util/vec.h" /* gs_grow */
 
-enum { ON = 0, BLK = 1, RUN = 2 }; /* exact[] slots; BLK/RUN = enum gs_offcpu_state */
+enum { ON = 0, BLK = 1, RUN = 2 };
+#define GS_WAKE_MAX_PARTS \
+	8 /* parts one wait's sample is split into (wakers.c) */ /* exact[] slots; BLK/RUN = enum gs_offcpu_state */
 /* A sampled interval's stack: a raw stack index (s->stacks.raw), or with this bit
  * a profile stack made during the run (the seed stacks from /proc). */
 #define GS_OFF_PROF (1ll << 40)
@@ -47,6 +49,7 @@ struct off_sample {
 	struct gs_thread *t;
 	uint64_t out;  /* start of this part (CLOCK_MONOTONIC) */
 	double w;      /* duration / p */
+	int64_t waker; /* the wakeup that ended a blocked part (wakers.c), -1 none */
 	uint8_t state; /* BLK or RUN */
 };
 
@@ -57,6 +60,7 @@ struct gs_offcpu {
 	size_t n_smp, cap_smp;
 	uint64_t stacks_lost; /* END without its stack record (or the reverse) */
 	int64_t *trimmed;     /* build time: raw stack -> trimmed profile stack */
+	struct gs_wakers *wk; /* who ended the sampled waits */
 	uint64_t t_stop;
 };
 
@@ -74,7 +78,7 @@ static struct gs_thread *thread_get(struct session *s, uint32_t tid, uint32_t tg
 }
 
 static int add_part(struct gs_offcpu *o, struct gs_thread *t, uint64_t out, uint64_t ns,
-		    uint8_t state)
+		    uint8_t state, int64_t waker)
 {
 	if (!ns)
 		return 0;
@@ -85,6 +89,7 @@ static int add_part(struct gs_offcpu *o, struct gs_thread *t, uint64_t out, uint
 		.t = t,
 		.out = out,
 		.w = (double)ns * GS_OFF_P_ONE / (t->off.pend_p ? t->off.pend_p : 1),
+		.waker = waker,
 		.state = state,
 	};
 	return 0;
@@ -99,10 +104,11 @@ static void close_sampled(struct gs_offcpu *o, struct gs_thread *t, uint64_t blo
 	x->exact[BLK] += blocked;
 	x->exact[RUN] += runnable;
 	if (x->pend_stack >= 0) {
-		add_part(o, t, x->pend_out, blocked, BLK);
-		add_part(o, t, x->pend_out + blocked, runnable, RUN);
+		add_part(o, t, x->pend_out, blocked, BLK, x->pend_waker);
+		add_part(o, t, x->pend_out + blocked, runnable, RUN, -1);
 	}
 	x->pend_stack = -1;
+	x->pend_waker = -1;
 }
 
 /* A stack record the codec accepted: v is its CPU stack (origin off-CPU). */
@@ -122,6 +128,7 @@ static void on_stack(struct session *s, const struct gs_offcpu_stack *h,
 	if (t->off.pend_stack >= 0)
 		s->off->stacks_lost++; /* its END was lost: the time stays exact */
 	t->off.pend_stack = -1;
+	t->off.pend_waker = -1;
 	/* before the launched command's exec: its time stays exact (unsampled) */
 	if (gs_targets_pre_exec(&s->targets, cs->tgid, comm) || (idx = gs_session_intern(s, v)) < 0)
 		return;
@@ -156,8 +163,26 @@ static void on_end(struct session *s, const struct gs_offcpu_end *e)
 	close_sampled(s->off, t, e->blocked_ns, e->runnable_ns);
 }
 
+/* The wakeup that ended thread h->tid's wait h->seq, if that wait is the
+ * pending one (its stack kept, its END not yet here). */
+static void on_waker(struct session *s, const struct gs_offcpu_waker *h,
+		     const struct gs_rec_cpu_view *v)
+{
+	struct gs_thread *t = gs_thread_find(s->rt.pt, h->tgid, h->tid);
+	int64_t idx;
+
+	if (!t || t->off.pend_stack < 0 || t->off.pend_seq != h->seq || t->off.pend_waker >= 0) {
+		gs_wakers_miss(s->off->wk);
+		return;
+	}
+	if ((idx = gs_wakers_add(s, s->off->wk, h, v, t->off.pend_out,
+				 t->off.pend_stack & GS_OFF_PROF ? -1 : t->off.pend_stack)) >= 0)
+		t->off.pend_waker = idx;
+}
+
 void gs_off_record(struct session *s, const struct gs_rec_hdr *h)
 {
+	const struct gs_offcpu_waker *wk;
 	const struct gs_offcpu_stack *os;
 	struct gs_rec_cpu_view v;
 	const void *end;
@@ -168,6 +193,8 @@ void gs_off_record(struct session *s, const struct gs_rec_hdr *h)
 		on_stack(s, os, &v);
 	else if (!gs_rec_fixed(h, GS_REC_OFFCPU_END, &end))
 		on_end(s, end);
+	else if (!gs_rec_offcpu_waker(h, &wk, &v))
+		on_waker(s, wk, &v);
 	else
 		s->out.counts[GS_C_records_malformed]++;
 }
@@ -361,7 +388,7 @@ int gs_off_prepare(struct session *s)
 	if (!s->o->offcpu)
 		return 0;
 	s->off = calloc(1, sizeof(*s->off));
-	if (!s->off)
+	if (!s->off || !(s->off->wk = gs_wakers_new()))
 		return -ENOMEM;
 	/* Before the window: the walk takes a good part of a second with big
 	 * libraries, which the window's start must not wait for. */
@@ -583,7 +610,10 @@ static int add_state(struct session *s, struct gs_thread *t, int state, size_t l
 	scale = (double)t->off.exact[state] / sum;
 	for (size_t i = lo; i < hi; i++) {
 		const struct off_sample *x = &o->smp[i];
+		struct gs_sample_ctx wc[GS_WAKE_MAX_PARTS] = { c };
+		double share[GS_WAKE_MAX_PARTS] = { 1.0 };
 		int64_t stack;
+		int parts = 0;
 		struct gs_sample smp = {
 			.ctx = (uint32_t)ctx,
 			.time_ns = x->out > s->window.t0_mono ? x->out - s->window.t0_mono : 0,
@@ -592,13 +622,25 @@ static int add_state(struct session *s, struct gs_thread *t, int state, size_t l
 		if ((stack = off_stack(s, x->stack, stack_ids)) < 0)
 			return (int)stack;
 		smp.stack = (uint32_t)stack;
-		smp.values[GS_V_OFFCPU_NS] = llround(x->w * scale);
-		if (!smp.values[GS_V_OFFCPU_NS])
-			continue;
-		left -= smp.values[GS_V_OFFCPU_NS];
-		if (gs_session_add_thread_sample(s, t, &smp, NULL))
+		/* a wait whose wakeup was recorded: shared by what the waker did */
+		if (x->waker >= 0 && (parts = gs_wakers_label(s, o->wk, x->waker, stack_ids, wc,
+							      share, GS_WAKE_MAX_PARTS)) < 0)
 			return -ENOMEM;
-		last = s->prof.n_samples - 1;
+		for (int k = 0; k < (parts ? parts : 1); k++) {
+			int64_t wi = parts ? gs_profile_add_ctx(&s->prof, &wc[k]) : ctx;
+
+			if (wi < 0)
+				return -ENOMEM;
+			smp.ctx = (uint32_t)wi;
+			smp.values[GS_V_OFFCPU_NS] = llround(x->w * scale * share[k]);
+			smp.values[GS_V_WALL_NS] = 0;
+			if (!smp.values[GS_V_OFFCPU_NS])
+				continue;
+			left -= smp.values[GS_V_OFFCPU_NS];
+			if (gs_session_add_thread_sample(s, t, &smp, NULL))
+				return -ENOMEM;
+			last = s->prof.n_samples - 1;
+		}
 	}
 	if (last == SIZE_MAX) /* every part rounded to 0 ns */
 		return left > 0 ? add_unsampled(s, t, state, (uint64_t)left) : 0;
@@ -682,6 +724,12 @@ void gs_off_comments(struct session *s, const struct gs_sampler_stats *st)
 			       gs_sampler_offcpu_rate(&so), gs_sampler_offcpu_idle_rate(&so),
 			       (unsigned long long)st->off_stacks,
 			       (unsigned long long)st->off_unsampled);
+	gs_profile_add_comment(p,
+			       "wakers: sched_waking; the first wakeup after a switch-out with a "
+			       "stack takes the waker's stack (%llu), %llu not joined to a wait; "
+			       "a helper waker is followed back to the thread on-CPU in the wait",
+			       (unsigned long long)st->off_wakers,
+			       (unsigned long long)gs_wakers_unmatched(s->off->wk));
 	if (s->off->stacks_lost || st->off_threads_full || st->off_unseeded)
 		gs_profile_add_comment(
 		    p,
@@ -699,6 +747,7 @@ void gs_off_free(struct session *s)
 	free(s->off->th);
 	free(s->off->smp);
 	free(s->off->trimmed);
+	gs_wakers_free(s->off->wk);
 	free(s->off);
 	s->off = NULL;
 }

@@ -298,6 +298,7 @@ static int on_record(void *ctx, const struct gs_rec_hdr *h)
 		return 0;
 	case GS_REC_OFFCPU_STACK:
 	case GS_REC_OFFCPU_END:
+	case GS_REC_OFFCPU_WAKER:
 		gs_off_record(s, h);
 		return 0;
 	case GS_REC_STEP_MARK:
@@ -656,6 +657,11 @@ static int w_gpu_folded(struct session *s, const char *path, char *err, size_t l
 	return gs_write_folded(&s->prof, GS_FOLDED_GPU, path, err, len);
 }
 
+static int w_wake_folded(struct session *s, const char *path, char *err, size_t len)
+{
+	return gs_write_folded(&s->prof, GS_FOLDED_WAKE, path, err, len);
+}
+
 static int w_trace(struct session *s, const char *path, char *err, size_t len)
 {
 	return gs_write_trace(&s->prof, path, err, len);
@@ -691,6 +697,8 @@ static int write_outputs(struct session *s)
 		rc |= write_one(s, ".cpu.folded", w_cpu_folded);
 	if ((s->o->formats & GS_FMT_FOLDED) && has_gpu_samples(&s->prof))
 		rc |= write_one(s, ".gpu.folded", w_gpu_folded);
+	if ((s->o->formats & GS_FMT_FOLDED) && s->off)
+		rc |= write_one(s, ".wake.folded", w_wake_folded);
 	if (s->o->formats & GS_FMT_TRACE)
 		rc |= write_one(s, ".trace.json", w_trace);
 	if (s->o->formats & GS_FMT_HTML)

@@ -286,6 +286,25 @@ uint32_t gs_session_special(struct session *s, const char *name);
 /* session/offcpu.c: off-CPU records -> samples (see the file comment). */
 /* Before the sampler starts: the stacks of the threads asleep then, user
  * stacks included (dump/dump.h), for the waits begun before the window. */
+/* session/wakers.c: who ended the sampled waits (GS_REC_OFFCPU_WAKER),
+ * owned by offcpu.c.  gs_wakers_add keeps a waker record whose wait (its
+ * wakee's pending off-CPU stack, begun at wakee_out) is known and returns
+ * its index (or -ENOMEM), wakee_raw the raw stack of the wait (-1: none
+ * raw); gs_wakers_miss counts one that is not.  At build
+ * time gs_wakers_label labels the wait that record idx ended (idx < 0:
+ * none): c[0] holds the sample's context, c[0..n) get it with the waker
+ * labels of each part the wait is shared by, share[0..n) their fractions
+ * (summing to 1); returns n (<= max, 0 for none) or -ENOMEM. */
+struct gs_wakers;
+struct gs_wakers *gs_wakers_new(void);
+void gs_wakers_free(struct gs_wakers *w);
+int64_t gs_wakers_add(struct session *s, struct gs_wakers *w, const struct gs_offcpu_waker *h,
+		      const struct gs_rec_cpu_view *v, uint64_t wakee_out, int64_t wakee_raw);
+void gs_wakers_miss(struct gs_wakers *w);
+uint64_t gs_wakers_unmatched(const struct gs_wakers *w);
+int gs_wakers_label(struct session *s, struct gs_wakers *w, int64_t idx, const uint32_t *stack_ids,
+		    struct gs_sample_ctx *c, double *share, int max);
+
 int gs_off_prepare(struct session *s);
 int gs_off_start(struct session *s); /* right after gs_sampler_start and t0 */
 void gs_off_record(struct session *s, const struct gs_rec_hdr *h);

@@ -76,6 +76,8 @@ enum gs_thread_role {
 	GS_NTHREAD_ROLES
 };
 extern const char *const gs_thread_role_name[GS_NTHREAD_ROLES];
+/* The role th's votes so far decide (what gs_thread_roles_apply labels). */
+enum gs_thread_role gs_thread_role_decide(const struct gs_profile *p, const struct gs_thread *th);
 int gs_thread_roles(struct gs_profile *p);
 
 #endif

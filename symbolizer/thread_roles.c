@@ -197,7 +197,7 @@ static uint8_t comm_role(const struct gs_profile *p, gs_str comm)
 	return r ? r - 1 : GS_TR_OTHER;
 }
 
-static enum gs_thread_role decide(const struct gs_profile *p, const struct gs_thread *th)
+enum gs_thread_role gs_thread_role_decide(const struct gs_profile *p, const struct gs_thread *th)
 {
 	uint32_t best = GS_TR_OTHER;
 
@@ -232,7 +232,7 @@ static void label_role(struct gs_sample_ctx *c, void *arg)
 					.tid = c->tid,
 					.vote_comm = c->thread_name };
 
-	c->str_labels[GS_SL_THREAD_ROLE] = a->names[decide(a->p, th ? th : &none)];
+	c->str_labels[GS_SL_THREAD_ROLE] = a->names[gs_thread_role_decide(a->p, th ? th : &none)];
 }
 
 int gs_thread_roles_apply(struct gs_profile *p, const struct gs_proc_table *t)

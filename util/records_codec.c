@@ -80,6 +80,16 @@ int gs_rec_offcpu_stack(const struct gs_rec_hdr *h, const struct gs_offcpu_stack
 	return rc;
 }
 
+int gs_rec_offcpu_waker(const struct gs_rec_hdr *h, const struct gs_offcpu_waker **w,
+			struct gs_rec_cpu_view *v)
+{
+	int rc = nested(h, GS_REC_OFFCPU_WAKER, sizeof(**w), GS_ORIGIN_WAKER, v);
+
+	if (!rc)
+		*w = (const void *)h;
+	return rc;
+}
+
 int gs_rec_gpu_launch(const struct gs_rec_hdr *h, const struct gs_gpu_launch **l,
 		      struct gs_rec_cpu_view *v)
 {
@@ -93,6 +103,7 @@ int gs_rec_gpu_launch(const struct gs_rec_hdr *h, const struct gs_gpu_launch **l
 int gs_rec_stack(const struct gs_rec_hdr *h, struct gs_rec_cpu_view *v)
 {
 	const struct gs_offcpu_stack *os;
+	const struct gs_offcpu_waker *w;
 	const struct gs_gpu_launch *l;
 
 	switch (h->type) {
@@ -102,6 +113,8 @@ int gs_rec_stack(const struct gs_rec_hdr *h, struct gs_rec_cpu_view *v)
 		return gs_rec_offcpu_stack(h, &os, v);
 	case GS_REC_GPU_LAUNCH:
 		return gs_rec_gpu_launch(h, &l, v);
+	case GS_REC_OFFCPU_WAKER:
+		return gs_rec_offcpu_waker(h, &w, v);
 	default:
 		return -EBADMSG;
 	}
@@ -189,6 +202,7 @@ int gs_rec_check(const struct gs_rec_hdr *h)
 	switch (h->type) {
 	case GS_REC_CPU_SAMPLE:
 	case GS_REC_OFFCPU_STACK:
+	case GS_REC_OFFCPU_WAKER:
 	case GS_REC_GPU_LAUNCH:
 		return gs_rec_stack(h, &cv);
 	case GS_REC_GPU_PC_BATCH:

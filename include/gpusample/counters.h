@@ -39,6 +39,7 @@ enum gs_counter_kind { GS_CK_INFO = 0, GS_CK_LOST = 1 };
 	X(off_unsampled, GS_CK_INFO, "switch-outs accounted without a stack (p < 1)")      \
 	X(off_threads_full, GS_CK_LOST, "threads not accounted off-CPU: offcpu_thr full")  \
 	X(off_unseeded, GS_CK_LOST, "threads accounted off-CPU from first sight only")     \
+	X(off_wakers, GS_CK_INFO, "wakeups recorded with the waker's stack")               \
 	X(gpu_records, GS_CK_INFO, "GPU agent records passed on")                          \
 	X(gpu_launches, GS_CK_INFO, "GPU launch events passed on")                         \
 	X(gpu_lost, GS_CK_LOST, "GPU records and launch events dropped: ring buffer full") \

@@ -99,6 +99,14 @@ enum gs_str_label {
 	GS_SL_HOST,             /* host name of the profiled machine */
 	GS_SL_PHASE,            /* training phase: "data", "forward", "backward",
 				 * "optimizer", "other" (gs_profile_label_steps) */
+	/* Off-CPU samples of a blocked wait whose wakeup was recorded
+	 * (session/offcpu.c): who ended the wait, followed back through
+	 * helper threads to the thread that did the work. */
+	GS_SL_WAKER_ROLE, /* the waker's thread role ("dataloader_worker", ...), or
+			   * "timer", "irq", "softirq", "kthread", "other process" */
+	GS_SL_WAKER,      /* its top frames, root first, ';'-separated: what it
+			   * was doing (its CPU samples in the wait, else its
+			   * stack at the wakeup) */
 	GS_NSTR_LABELS
 };
 enum gs_num_label {
@@ -107,6 +115,8 @@ enum gs_num_label {
 	GS_NL_WORLD_SIZE, /* WORLD_SIZE */
 	GS_NL_NODE_RANK,  /* GROUP_RANK (torchrun's node rank) or SLURM_NODEID */
 	GS_NL_STEP,       /* training step of the process, 1-based (gs_profile_label_steps) */
+	GS_NL_WAKER_TID,  /* the waker's tid (root pid namespace); absent for an
+			   * interrupt or a kernel thread */
 	GS_NNUM_LABELS
 };
 extern const char *const gs_str_label_key[GS_NSTR_LABELS]; /* pprof keys */

@@ -44,6 +44,7 @@ enum gs_rec_type {
 	GS_REC_OFFCPU_STACK = 9,    /* struct gs_offcpu_stack + CPU stack */
 	GS_REC_OFFCPU_END = 10,     /* struct gs_offcpu_end */
 	GS_REC_STEP_MARK = 11,      /* struct gs_step_mark */
+	GS_REC_OFFCPU_WAKER = 12,   /* struct gs_offcpu_waker + CPU stack */
 };
 
 struct gs_rec_hdr {
@@ -94,6 +95,7 @@ enum gs_cpu_origin {
 	GS_ORIGIN_TIMER = 1,  /* perf event tick (gs_sample): GS_REC_CPU_SAMPLE */
 	GS_ORIGIN_OFFCPU = 2, /* switch-out (gs_off_switch): in GS_REC_OFFCPU_STACK */
 	GS_ORIGIN_LAUNCH = 3, /* GPU kernel launch (agent USDT): in GS_REC_GPU_LAUNCH */
+	GS_ORIGIN_WAKER = 4,  /* the waker at sched_waking: in GS_REC_OFFCPU_WAKER */
 };
 
 /* A CPU sample.  Followed by, in this order:
@@ -190,6 +192,28 @@ struct gs_step_mark {
 	__u32 tid;
 	__u32 kind; /* enum gs_step_kind */
 	__u32 pad;
+};
+
+/* The wakeup that ended a sampled blocked interval (sched_waking, in the
+ * waker's context: bpf/offcpu.bpf.h gs_off_waking).  Taken for the first
+ * wakeup of a thread after a switch-out that got a stack (seq), so there are
+ * at most as many as GS_REC_OFFCPU_STACK records.  Followed by a complete
+ * struct gs_cpu_sample (origin GS_ORIGIN_WAKER) of the waker: tgid, tid and
+ * comm of the thread that was current, its kernel stack and, for a waker of
+ * a target only, its native and Python stacks.  A wakeup from an interrupt
+ * (timer expiry, I/O completion) runs on whatever thread the interrupt hit:
+ * its kernel stack says so (hardirq / softirq entry frames), and user space
+ * names it by them instead of blaming that thread.  hdr.ktime_ns = the
+ * wakeup. */
+#define GS_WAKER_KTHREAD (1u << 0) /* current is a kernel thread (PF_KTHREAD) */
+#define GS_WAKER_OUTSIDE (1u << 1) /* current is no target's: kernel stack only */
+struct gs_offcpu_waker {
+	struct gs_rec_hdr hdr; /* type GS_REC_OFFCPU_WAKER */
+	__u32 tgid;            /* the wakee */
+	__u32 tid;
+	__u32 seq;   /* the wakee's gs_offcpu_stack this wakeup ends */
+	__u16 flags; /* GS_WAKER_* */
+	__u16 pad;
 };
 
 /* Value of the BPF hash map `offcpu_thr`, keyed by tid (root pid namespace):

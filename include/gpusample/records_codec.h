@@ -44,11 +44,15 @@ int gs_rec_cpu_sample(const struct gs_rec_hdr *h, struct gs_rec_cpu_view *v);
  * (origin GS_ORIGIN_OFFCPU). */
 int gs_rec_offcpu_stack(const struct gs_rec_hdr *h, const struct gs_offcpu_stack **os,
 			struct gs_rec_cpu_view *v);
+/* GS_REC_OFFCPU_WAKER: its fixed part and the waker's CPU stack (origin
+ * GS_ORIGIN_WAKER). */
+int gs_rec_offcpu_waker(const struct gs_rec_hdr *h, const struct gs_offcpu_waker **w,
+			struct gs_rec_cpu_view *v);
 /* GS_REC_GPU_LAUNCH: its fixed part and the launching CPU stack (origin
  * GS_ORIGIN_LAUNCH). */
 int gs_rec_gpu_launch(const struct gs_rec_hdr *h, const struct gs_gpu_launch **l,
 		      struct gs_rec_cpu_view *v);
-/* Any record that carries a CPU stack (the three above): its stack, whose
+/* Any record that carries a CPU stack (the four above): its stack, whose
  * s->origin says which path took it; -EBADMSG for a record without one. */
 int gs_rec_stack(const struct gs_rec_hdr *h, struct gs_rec_cpu_view *v);
 

@@ -28,7 +28,7 @@ check_set() { # $1: label, $2...: the programs that must be there
 	name=$(awk '$1 == "program" {print $2}' <<< "$out" | tr '\n' ' ')
 	echo "$label: $seen programs checked; loaded: $name"
 }
-check_set "bpf_loop set" gs_sample gs_off_switch gs_gpu_launch gs_task_regs
+check_set "bpf_loop set" gs_sample gs_off_switch gs_off_waking gs_gpu_launch gs_task_regs
 case $("$GS" check) in *gs_sample_compat*|*gs_task_regs_compat*) fail "the compat set was loaded beside the bpf_loop set";; esac
-GS_BPF_COMPAT=1 check_set "compat set" gs_sample_compat gs_off_switch_compat gs_gpu_launch_compat gs_task_regs_compat
+GS_BPF_COMPAT=1 check_set "compat set" gs_sample_compat gs_off_switch_compat gs_off_waking_compat gs_gpu_launch_compat gs_task_regs_compat
 ok "every program of both sets verifies under $LIMIT instructions"

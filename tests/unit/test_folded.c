@@ -130,6 +130,47 @@ Test(folded, same_stack_aggregates_per_process)
 	gs_profile_free(&p);
 }
 
+/* wake.folded: blocked time whose waker was recorded, in microseconds,
+ * "comm-pid;wakee root..leaf;--;waker leaf..root;role", one line per
+ * (process, stack, waker); waits without a waker stay out. */
+Test(folded, wake_content)
+{
+	struct gs_profile p;
+	gs_profile_init(&p);
+	struct gs_function f = { .name = gs_profile_intern(&p, "poll") },
+			   g = { .name = gs_profile_intern(&p, "next") };
+	struct gs_line l[2] = { { .function = gs_profile_add_function(&p, &f) },
+				{ .function = gs_profile_add_function(&p, &g) } };
+	uint32_t locs[2] = { gs_profile_add_location(&p, 0, 1, GS_FRAME_NATIVE, &l[0], 1),
+			     gs_profile_add_location(&p, 0, 2, GS_FRAME_NATIVE, &l[1], 1) };
+	int64_t st = gs_profile_add_stack(&p, locs, 2);
+	const char *text[] = { "loop (w.py:1);decode (w.py:9)", "loop (w.py:1);decode (w.py:9)",
+			       "hrtimer_wakeup", NULL };
+	const char *role[] = { "dataloader_worker", "dataloader_worker", "timer", NULL };
+	for (int i = 0; i < 4; i++) {
+		struct gs_sample s = { .stack = (uint32_t)st };
+		struct gs_sample_ctx s_c = { .pid = 10,
+					     .tid = 10,
+					     .thread_name = gs_profile_intern(&p, "py"),
+					     .cuda_device = -1 };
+		s_c.str_labels[GS_SL_THREAD_STATE] = gs_profile_intern(&p, "blocked");
+		s_c.str_labels[GS_SL_WAKER] = gs_profile_intern(&p, text[i]);
+		s_c.str_labels[GS_SL_WAKER_ROLE] = gs_profile_intern(&p, role[i]);
+		s.values[GS_V_OFFCPU_NS] = 2000000 + i * 1000;
+		gs_profile_add_sample(&p, &s, &s_c);
+	}
+	char path[128], err[256];
+	snprintf(path, sizeof(path), "%s/wake.folded", tmpdir);
+	cr_assert_eq(gs_write_folded(&p, GS_FOLDED_WAKE, path, err, sizeof(err)), 0, "%s", err);
+	char *s = fx_read_file(path, NULL);
+	cr_assert_str_eq(s,
+			 "py-10;next;poll;--;decode (w.py:9);loop (w.py:1);dataloader_worker 4001\n"
+			 "py-10;next;poll;--;hrtimer_wakeup;timer 2002\n");
+	cr_assert_eq(check_format(s), 6003);
+	free(s);
+	gs_profile_free(&p);
+}
+
 /* One function and line at two return addresses are two model stacks that
  * print the same: one folded line with the summed count. */
 Test(folded, printed_duplicates_merge)

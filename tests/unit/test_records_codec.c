@@ -78,10 +78,11 @@ Test(codec, cpu_sample_and_nested_stacks)
 	cr_expect_eq(gs_rec_offcpu_stack(h, &(const struct gs_offcpu_stack *){ 0 }, &v), -EBADMSG);
 
 	/* off-CPU stack and GPU launch: the inner sample must fit the outer record */
-	size_t fixed[] = { sizeof(struct gs_offcpu_stack), sizeof(struct gs_gpu_launch) };
-	uint16_t types[] = { GS_REC_OFFCPU_STACK, GS_REC_GPU_LAUNCH };
-	uint16_t origins[] = { GS_ORIGIN_OFFCPU, GS_ORIGIN_LAUNCH };
-	for (int t = 0; t < 2; t++) {
+	size_t fixed[] = { sizeof(struct gs_offcpu_stack), sizeof(struct gs_gpu_launch),
+			   sizeof(struct gs_offcpu_waker) };
+	uint16_t types[] = { GS_REC_OFFCPU_STACK, GS_REC_GPU_LAUNCH, GS_REC_OFFCPU_WAKER };
+	uint16_t origins[] = { GS_ORIGIN_OFFCPU, GS_ORIGIN_LAUNCH, GS_ORIGIN_WAKER };
+	for (int t = 0; t < 3; t++) {
 		h = rec(types[t], 0);
 		size_t inner = cpu_of(buf + fixed[t], origins[t], 1, 2, 1);
 		h->size = (uint32_t)(fixed[t] + inner);
@@ -121,8 +122,10 @@ Test(codec, stack_origin_matches_its_record)
 		{ GS_REC_CPU_SAMPLE, 0, GS_ORIGIN_TIMER },
 		{ GS_REC_OFFCPU_STACK, sizeof(struct gs_offcpu_stack), GS_ORIGIN_OFFCPU },
 		{ GS_REC_GPU_LAUNCH, sizeof(struct gs_gpu_launch), GS_ORIGIN_LAUNCH },
+		{ GS_REC_OFFCPU_WAKER, sizeof(struct gs_offcpu_waker), GS_ORIGIN_WAKER },
 	};
-	uint16_t all[] = { 0, GS_ORIGIN_TIMER, GS_ORIGIN_OFFCPU, GS_ORIGIN_LAUNCH, 4, 0xffff };
+	uint16_t all[] = { 0, GS_ORIGIN_TIMER, GS_ORIGIN_OFFCPU, GS_ORIGIN_LAUNCH, GS_ORIGIN_WAKER,
+			   5, 0xffff };
 
 	for (size_t r = 0; r < sizeof(rec_of) / sizeof(*rec_of); r++)
 		for (size_t o = 0; o < sizeof(all) / sizeof(*all); o++) {
@@ -149,6 +152,12 @@ Test(codec, stack_origin_matches_its_record)
 	cr_expect_eq(gs_rec_gpu_launch((void *)buf, &l, &v), 0);
 	cr_expect_eq((const void *)l, (const void *)buf);
 	cr_expect_eq((const void *)v.s, (const void *)(buf + sizeof(*l)));
+	const struct gs_offcpu_waker *wk;
+	stack_of(GS_REC_OFFCPU_WAKER, sizeof(*wk), GS_ORIGIN_OFFCPU, &got);
+	cr_expect_eq(gs_rec_offcpu_waker((void *)buf, &wk, &v), -EINVAL, "a waker saying off-CPU");
+	stack_of(GS_REC_OFFCPU_WAKER, sizeof(*wk), GS_ORIGIN_WAKER, &got);
+	cr_expect_eq(gs_rec_offcpu_waker((void *)buf, &wk, &v), 0);
+	cr_expect_eq((const void *)v.s, (const void *)(buf + sizeof(*wk)));
 	stack_of(GS_REC_OFFCPU_STACK, sizeof(*os), GS_ORIGIN_LAUNCH, &got);
 	cr_expect_eq(gs_rec_offcpu_stack((void *)buf, &os, &v), -EINVAL, "off-CPU saying launch");
 	cpu_of(buf, GS_ORIGIN_OFFCPU, 1, 1, 0);

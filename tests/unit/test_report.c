@@ -277,6 +277,60 @@ Test(report, starved_is_not_blocked)
 	gs_profile_free(&x.p);
 }
 
+/* A 1 s profile with a training step's locations, root first: a = step >
+ * all_reduce (a collective wait), b = step alone. */
+static void ddp_locs(struct gs_profile *p, uint32_t a[2], uint32_t b[1])
+{
+	uint32_t mid = py_profile(p, 1000000000ULL);
+	uint32_t f_ar = fx_fn(p, "all_reduce", NULL,
+			      "/x/dist-packages/torch/distributed/distributed_c10d.py", 1);
+	uint32_t f_step = fx_fn(p, "step", NULL, "/home/u/ddp.py", 1);
+
+	a[0] = b[0] = fx_loc(p, mid, 0, GS_FRAME_PYTHON, f_step, 3);
+	a[1] = fx_loc(p, mid, 0, GS_FRAME_PYTHON, f_ar, 9);
+}
+
+/* A wait's waker labels (session/wakers.c) give "woken by" lines under
+ * its category: share of that wait, role, frames root first; under 5% no
+ * line. */
+static void waker_labels(struct gs_sample_ctx *c, void *arg)
+{
+	struct gs_profile *p = arg;
+	static int n;
+
+	c->str_labels[GS_SL_WAKER_ROLE] = gs_profile_intern(p, n ? "timer" : "dataloader_worker");
+	c->str_labels[GS_SL_WAKER] = gs_profile_intern(p, n ? "hrtimer_wakeup"
+							    : "loop (w.py:1);decode (w.py:9)");
+	n++;
+}
+
+static bool offcpu_sample(const struct gs_sample *s, const struct gs_sample_ctx *c, void *arg)
+{
+	return s->values[GS_V_OFFCPU_NS] > 0;
+}
+
+Test(report, woken_by_lines)
+{
+	struct gs_profile p;
+	uint32_t a[2], b[1];
+	ddp_locs(&p, a, b);
+	fx_samples(&p, b, 1, 10, 70, 70, "python3", "main", 0, 1);
+	uint32_t st_ar = p.samples[0].stack + 1; /* added next */
+	fx_samples(&p, a, 2, 1, 70, 70, "python3", "main", 0, 1);
+	fx_offcpu(&p, st_ar, 70, 70, "python3", "main", "blocked", 0, 600000000);
+	fx_offcpu(&p, st_ar, 70, 70, "python3", "other", "blocked", 0, 200000000);
+	cr_assert_eq(gs_profile_edit_ctx(&p, offcpu_sample, waker_labels, &p), 0);
+	char *r = report(&p, 15);
+	/* shares of the category's time (its on-CPU 10 ms included) */
+	HAS(r, "    collective wait     0.81 s  89.0%  step (ddp.py:3) > all_reduce "
+	       "(distributed_c10d.py:9)\n"
+	       "      woken by                  74.1%  dataloader_worker: loop (w.py:1) > "
+	       "decode (w.py:9)\n"
+	       "                                24.7%  timer: hrtimer_wakeup\n");
+	free(r);
+	gs_profile_free(&p);
+}
+
 /* Each main process gets its split and verdict, labelled with its rank. */
 static void rank_from_pid(struct gs_sample_ctx *c, void *arg)
 {
@@ -287,13 +341,8 @@ static void rank_from_pid(struct gs_sample_ctx *c, void *arg)
 Test(report, one_split_per_rank)
 {
 	struct gs_profile p;
-	uint32_t mid = py_profile(&p, 1000000000ULL);
-	uint32_t f_ar = fx_fn(&p, "all_reduce", NULL,
-			      "/x/dist-packages/torch/distributed/distributed_c10d.py", 1);
-	uint32_t f_step = fx_fn(&p, "step", NULL, "/home/u/ddp.py", 1);
-	uint32_t l_ar = fx_loc(&p, mid, 0, GS_FRAME_PYTHON, f_ar, 9);
-	uint32_t l_step = fx_loc(&p, mid, 0, GS_FRAME_PYTHON, f_step, 3);
-	uint32_t a[] = { l_step, l_ar }, b[] = { l_step };
+	uint32_t a[2], b[1];
+	ddp_locs(&p, a, b);
 	fx_samples(&p, b, 1, 10, 70, 70, "python3", "main", 0, 1);
 	fx_samples(&p, b, 1, 10, 71, 71, "python3", "main", 0, 1);
 	uint32_t st_ar = p.samples[0].stack + 1; /* added next */
