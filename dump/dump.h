@@ -84,10 +84,12 @@ int gs_dump_collect(const struct gs_dump_opts *o, struct gs_profile *prof, struc
 		    char *err, size_t errlen);
 
 /* Text of a collected dump: a header line, the cross-rank summary (when
- * some process has a rank), then per process (by rank, then pid) its
- * threads, identical (stack, state) folded with a count and their tids,
- * stacks leaf first with files and lines.  Names are escaped for the
- * terminal.  0 or -errno (-ENOMEM). */
+ * some process has a rank), one line per thread (group) "at a glance"
+ * (state, what it waits on, the innermost frame of the job's own Python
+ * code), then per process (by rank, then pid) its threads, identical
+ * (stack, state) folded with a count and their tids, stacks leaf first
+ * with files and lines.  Names are escaped for the terminal.  0 or -errno
+ * (-ENOMEM). */
 int gs_dump_print(const struct gs_profile *prof, const struct gs_dump_stats *st, FILE *out);
 
 /* The raw stacks of every thread of tgids[0..n) now, not symbolized: the

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gs_dump_print (dump.h): a dump as text.  Processes by rank, then pid;
+ * gs_dump_print (dump.h): a dump as text.  One line per thread at a glance,
+ * then processes by rank, then pid;
  * in each, the threads whose (stack, state, role) are the same folded into
  * one entry with their count and tids (py-spy's --native dump folds the
  * same way); stacks leaf first.  Above them, for a distributed job, which
@@ -280,6 +281,117 @@ static void print_summary(const struct gs_profile *p, const uint32_t *idx, size_
 	free(w);
 }
 
+/* ---- threads at a glance ----------------------------------------------------- */
+
+/* A Python frame of the job's own code: not the interpreter's library, an
+ * installed package or a frozen module. */
+static bool is_user_file(const char *f)
+{
+	return f && f[0] && f[0] != '<' && !strstr(f, "/lib/python") && !strstr(f, "-packages/");
+}
+
+/* The innermost Python frame of a stack, of the job's own code when one
+ * is there; 0 without Python frames.  *lib gets the innermost one's file. */
+static uint32_t innermost_py(const struct gs_profile *p, uint32_t stack, const char **lib)
+{
+	const struct gs_stack *st = &p->stacks[stack];
+	uint32_t first = 0;
+
+	*lib = NULL;
+	for (uint32_t i = 0; i < st->n; i++) {
+		uint32_t loc = p->stack_locs[st->first + i], fn = loc_fn(p, loc, 0);
+		const char *file;
+
+		if (gs_profile_location(p, loc)->kind != GS_FRAME_PYTHON || !fn)
+			continue;
+		file = str(p, gs_profile_function(p, fn)->file);
+		if (!first) {
+			first = loc;
+			*lib = file;
+		}
+		if (is_user_file(file))
+			return loc;
+	}
+	return first;
+}
+
+/* What a blocked thread waits on, in a word: the wall classifier's
+ * category where it has one, else the Python library it waits in, else
+ * the kernel's wait. */
+static const char *wait_kind(const struct gs_profile *p, const struct gs_sample *s,
+			     const char *pylib)
+{
+	static const struct {
+		const char *needle, *kind;
+	} libs[] = { { "/queue.py", "queue" },
+		     { "/queues.py", "queue" },
+		     { "/threading.py", "lock" },
+		     { "/connection.py", "I/O" },
+		     { "/socket.py", "I/O" },
+		     { "/selectors.py", "I/O" },
+		     { "/subprocess.py", "child process" } },
+	  kern[] = { { "futex", "lock" }, { "pipe", "I/O" },
+		     { "sock", "I/O" },   { "unix_stream", "I/O" },
+		     { "tcp", "I/O" },    { "poll", "I/O" },
+		     { "select", "I/O" }, { "do_wait", "child process" } };
+	const char *kw = kernel_wait(p, s->stack);
+
+	switch (gs_wall_classify(p, s)) {
+	case GS_WALL_INPUT:
+		return "DataLoader";
+	case GS_WALL_CUDA_SYNC:
+		return "CUDA sync";
+	case GS_WALL_COLLECTIVE:
+		return "collective";
+	case GS_WALL_GIL:
+		return "GIL";
+	case GS_WALL_SLEEP:
+		return "sleep";
+	}
+	for (size_t i = 0; pylib && i < sizeof(libs) / sizeof(libs[0]); i++)
+		if (strstr(pylib, libs[i].needle))
+			return libs[i].kind;
+	for (size_t i = 0; kw && i < sizeof(kern) / sizeof(kern[0]); i++)
+		if (strstr(kw, kern[i].needle))
+			return kern[i].kind;
+	return kw ? kw : "-";
+}
+
+/* One line per group of folded threads: who, state, what it waits on and
+ * the innermost frame of the job's own Python code. */
+static void print_glance(const struct gs_profile *p, const uint32_t *grp, const size_t *gstart,
+			 size_t ngroups, FILE *out)
+{
+	char b1[64], b2[128], tids[32], where[600];
+
+	fprintf(out,
+		"\nthreads at a glance (stacks below):\n  %-7s %-11s %-16s %-18s %-9s %-13s %s\n",
+		"pid", "tid", "name", "role", "state", "waits on", "innermost Python frame");
+	for (size_t g = 0; g < ngroups; g++) {
+		const struct gs_sample *s = &p->samples[grp[gstart[g]]];
+		const struct gs_sample_ctx *x = gs_profile_ctx(p, s);
+		size_t n = gstart[g + 1] - gstart[g];
+		const char *state = str(p, x->str_labels[GS_SL_THREAD_STATE]), *lib;
+		struct where w = { .loc = innermost_py(p, s->stack, &lib) };
+
+		if (n == 1)
+			snprintf(tids, sizeof(tids), "%u", x->tid);
+		else
+			snprintf(tids, sizeof(tids), "%u +%zu", x->tid, n - 1);
+		if (w.loc)
+			where_name(p, &w, where, sizeof(where));
+		else
+			snprintf(where, sizeof(where), "-");
+		fprintf(out, "  %-7u %-11s %-16s %-18s %-9s %-13s %s\n", x->pid, tids,
+			esc(str(p, x->thread_name), b1, sizeof(b1)),
+			x->str_labels[GS_SL_THREAD_ROLE] ? str(p, x->str_labels[GS_SL_THREAD_ROLE])
+							 : "other",
+			state[0] ? state : "unknown",
+			strcmp(state, "blocked") ? "-" : esc(wait_kind(p, s, lib), b2, sizeof(b2)),
+			where);
+	}
+}
+
 int gs_dump_print(const struct gs_profile *p, const struct gs_dump_stats *st, FILE *out)
 {
 	uint32_t *idx = malloc((p->n_samples ? p->n_samples : 1) * sizeof(*idx));
@@ -301,38 +413,49 @@ int gs_dump_print(const struct gs_profile *p, const struct gs_dump_stats *st, FI
 		fprintf(out, "%u thread%s on a CPU: kernel stack and state only\n", st->on_cpu,
 			st->on_cpu == 1 ? " was" : "s were");
 	print_summary(p, idx, p->n_samples, out);
-	bool *done = calloc(p->n_samples ? p->n_samples : 1, 1);
-	uint32_t *grp = malloc((p->n_samples ? p->n_samples : 1) * sizeof(*grp));
+	size_t one = p->n_samples ? p->n_samples : 1, ngroups = 0;
+	bool *done = calloc(one, 1);
+	uint32_t *grp = malloc(one * sizeof(*grp));
+	size_t *gstart = malloc((one + 1) * sizeof(*gstart)), ng = 0;
 
-	if (!done || !grp) {
+	if (!done || !grp || !gstart) {
 		free(done);
 		free(grp);
+		free(gstart);
 		free(idx);
 		return -ENOMEM;
 	}
+	/* groups in print order: grp[gstart[g] .. gstart[g + 1]) */
 	for (size_t i = 0; i < p->n_samples; i++) {
 		const struct gs_sample *s = &p->samples[idx[i]];
-		const struct gs_sample_ctx *x = gs_profile_ctx(p, s);
-		size_t ng = 0;
 
 		if (done[i])
 			continue;
-		if (x->pid != last_pid) {
-			print_process(p, x, out);
-			last_pid = x->pid;
-		}
+		gstart[ngroups++] = ng;
 		for (size_t k = i; k < p->n_samples; k++) {
 			const struct gs_sample *o = &p->samples[idx[k]];
 
-			if (gs_profile_ctx(p, o)->pid != x->pid)
+			if (gs_profile_ctx(p, o)->pid != gs_profile_ctx(p, s)->pid)
 				break;
 			if (!done[k] && (k == i || same_group(p, s, o))) {
 				done[k] = true;
 				grp[ng++] = idx[k];
 			}
 		}
-		print_group(p, grp, ng, out);
 	}
+	gstart[ngroups] = ng;
+	if (ngroups)
+		print_glance(p, grp, gstart, ngroups, out);
+	for (size_t g = 0; g < ngroups; g++) {
+		const struct gs_sample_ctx *x = gs_profile_ctx(p, &p->samples[grp[gstart[g]]]);
+
+		if (x->pid != last_pid) {
+			print_process(p, x, out);
+			last_pid = x->pid;
+		}
+		print_group(p, grp + gstart[g], gstart[g + 1] - gstart[g], out);
+	}
+	free(gstart);
 	free(done);
 	free(grp);
 	free(idx);

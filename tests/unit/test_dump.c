@@ -49,7 +49,9 @@ Test(dump, text_summary_and_folding)
 				fx_fn(&p, "hrtimer_nanosleep", 0, 0, 0), 0);
 	uint32_t ar = fx_loc(
 	    &p, 0, 0, GS_FRAME_PYTHON,
-	    fx_fn(&p, "all_reduce", 0, "/x/torch/distributed/distributed_c10d.py", 1500), 1541);
+	    fx_fn(&p, "all_reduce", 0,
+		  "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py", 1500),
+	    1541);
 	uint32_t m0 = fx_loc(&p, 0, 0, GS_FRAME_PYTHON, fx_fn(&p, "main", 0, "/t/train.py", 30),
 			     36);
 	uint32_t m1 = fx_loc(&p, 0, 0, GS_FRAME_PYTHON, fx_fn(&p, "main", 0, "/t/train.py", 30),
@@ -71,7 +73,8 @@ Test(dump, text_summary_and_folding)
 	static const char *const want[] = {
 		"5 threads in 0.123 s (registers from the BPF task iterator)",
 		"ranks: 2 main threads, 1 in a collective, 1 not",
-		"rank 0: in collective all_reduce (/x/torch/distributed/distributed_c10d.py:1541)",
+		"rank 0: in collective all_reduce "
+		"(/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py:1541)",
 		"rank 1: NOT in a collective, in main (/t/train.py:35)",
 		"=> not in the collective the others wait in: rank 1\n",
 		/* rank 0's two waiters fold, rank 1's one does not; the wait is futex's */
@@ -79,11 +82,22 @@ Test(dump, text_summary_and_folding)
 		"  thread 201 \"worker\" other, blocked in futex_wait_queue\n",
 		/* the escape sequence of a target's function name is escaped */
 		"wait\\x1b[2J (/t/w.py:2)",
+		/* one line per thread group above the stacks: the waiters' kind is
+		 * the futex's (a lock), rank 0's main thread's the collective's,
+		 * with the innermost frame of the job's own code */
+		"threads at a glance",
+		"  100     100         python3          other              blocked   collective    "
+		"main (/t/train.py:36)\n",
+		"  100     101 +1      worker           other              blocked   lock          "
+		"wait\\x1b[2J (/t/w.py:2)\n",
+		"  200     200         python3          other              blocked   sleep         "
+		"main (/t/train.py:35)\n",
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 		cr_expect(strstr(text, want[i]), "no \"%s\" in:\n%s", want[i], text);
 	cr_expect(!strchr(text, '\x1b'), "raw escape in the text");
 	/* processes by rank: 100 (rank 0) before 200 */
+	cr_expect(strstr(text, "threads at a glance") < strstr(text, "process 100"));
 	cr_expect(strstr(text, "process 100") &&
 		  strstr(text, "process 100") < strstr(text, "process 200"));
 	free(text);
