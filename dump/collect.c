@@ -217,7 +217,8 @@ static int open_procs(struct collect *c)
 }
 
 /* Process roles by the session's rule (gs_proc_assign_roles): no CPU
- * samples here, so no wrapper rule; workers become "dataloader" later from
+ * samples here, so the wrapper rule is by Python instead (wrapper_roles);
+ * workers become "dataloader" later from
  * their frames.  Launchers lose their ranks, as there. */
 static void assign_roles(struct collect *c)
 {
@@ -240,6 +241,57 @@ static void assign_roles(struct collect *c)
 			c->procs[i].ranks = v[i].ranks;
 		}
 	free(v);
+}
+
+/* The index of the process tgid in c->procs, or -1. */
+static ssize_t proc_index(const struct collect *c, uint32_t tgid)
+{
+	for (size_t i = 0; i < c->n_procs; i++)
+		if (c->procs[i].tgid == tgid)
+			return (ssize_t)i;
+	return -1;
+}
+
+/* Whether process k is a Python process below root r with no Python
+ * process between them (a wrapper's job, not one of its workers). */
+static bool top_python_below(const struct collect *c, size_t k, size_t r)
+{
+	ssize_t i = (ssize_t)k;
+
+	if (k == r || !c->procs[k].py_ok)
+		return false;
+	for (int depth = 0; depth < 256; depth++) {
+		i = c->procs[i].is_root ? -1 : proc_index(c, c->procs[i].ppid);
+		if (i < 0)
+			return false;
+		if ((size_t)i == r)
+			return true;
+		if (c->procs[i].py_ok)
+			return false;
+	}
+	return false;
+}
+
+/* A root that runs no Python but one Python process below it (timeout,
+ * env, a shell script, nohup) is a wrapper: the Python process is "main",
+ * as a profile's wrapper rule makes it from CPU samples. */
+static void wrapper_roles(struct collect *c)
+{
+	for (size_t r = 0; c->py && r < c->n_procs; r++) {
+		size_t job = 0, n = 0;
+
+		if (!c->procs[r].is_root || !c->procs[r].main || c->procs[r].py_ok)
+			continue;
+		for (size_t k = 0; k < c->n_procs && n < 2; k++)
+			if (top_python_below(c, k, r)) {
+				job = k;
+				n++;
+			}
+		if (n == 1 && !c->procs[job].main) {
+			c->procs[r].main = false;
+			c->procs[job].main = true;
+		}
+	}
 }
 
 static void collect_threads(struct collect *c, char *err, size_t errlen)
@@ -515,6 +567,7 @@ int gs_dump_collect(const struct gs_dump_opts *o, struct gs_profile *prof, struc
 	    open_procs(&c))
 		goto out;
 	assign_roles(&c);
+	wrapper_roles(&c);
 	collect_threads(&c, err, errlen);
 	for (size_t i = 0; i < c.n_threads; i++)
 		if ((rc = walk_thread(&c, &c.threads[i])))

@@ -330,10 +330,11 @@ static const char *wait_kind(const struct gs_profile *p, const struct gs_sample 
 		     { "/socket.py", "I/O" },
 		     { "/selectors.py", "I/O" },
 		     { "/subprocess.py", "child process" } },
-	  kern[] = { { "futex", "lock" }, { "pipe", "I/O" },
-		     { "sock", "I/O" },   { "unix_stream", "I/O" },
-		     { "tcp", "I/O" },    { "poll", "I/O" },
-		     { "select", "I/O" }, { "do_wait", "child process" } };
+	  kern[] = { { "futex", "lock" },       { "pipe", "I/O" },
+		     { "sock", "I/O" },         { "unix_stream", "I/O" },
+		     { "tcp", "I/O" },          { "poll", "I/O" },
+		     { "select", "I/O" },       { "do_wait", "child process" },
+		     { "sigsuspend", "signal" } };
 	const char *kw = kernel_wait(p, s->stack);
 
 	switch (gs_wall_classify(p, s)) {
@@ -366,7 +367,7 @@ static void print_glance(const struct gs_profile *p, const uint32_t *grp, const 
 
 	fprintf(out,
 		"\nthreads at a glance (stacks below):\n  %-7s %-11s %-16s %-18s %-9s %-13s %s\n",
-		"pid", "tid", "name", "role", "state", "waits on", "innermost Python frame");
+		"pid", "tid", "name", "thread role", "state", "waits on", "innermost Python frame");
 	for (size_t g = 0; g < ngroups; g++) {
 		const struct gs_sample *s = &p->samples[grp[gstart[g]]];
 		const struct gs_sample_ctx *x = gs_profile_ctx(p, s);

@@ -102,4 +102,19 @@ run_one /usr/bin/python3 "python3 (compat iterator)" GS_BPF_COMPAT=1
 # Python frames there (no fsbase), so the native and kernel parts only.
 PROC_ONLY=1 run_one /usr/bin/python3 "python3 (/proc fallback)" GS_DUMP_PROC=1
 grep -q "from the /proc/" "$T/dump.txt" || fail "the fallback was not used: $(head -1 "$T/dump.txt")"
+# A wrapper (timeout) is not the job: the Python process it runs is
+# "main", the wrapper "other"; the glance lines name each deadlocked
+# thread's lock wait at its line.
+timeout 120 /usr/bin/python3 "$f" "$T/gap.w" > "$T/wl.out" 2>&1 &
+w=$!
+for _ in $(seq 300); do grep -q deadlocked "$T/wl.out" && break; sleep 0.1; done
+"$GS" dump -p "$w" > "$T/dump.txt" 2> "$T/dump.err" || { cat "$T/dump.err"; fail "gpusample dump of timeout failed"; }
+kill "$w"; wait "$w" 2>/dev/null
+echo "--- wrapper"; grep -E '^process|^  [0-9]' "$T/dump.txt"
+grep -q "^process $w \"timeout\" other" "$T/dump.txt" || { cat "$T/dump.txt"; fail "the timeout wrapper is not 'other'"; }
+grep -Eq '^process [0-9]+ "python3[^"]*" main' "$T/dump.txt" || { cat "$T/dump.txt"; fail "the Python process under timeout is not 'main'"; }
+for fn_line in "take_a_then_b .*py_deadlock.py:$la" "take_b_then_a .*py_deadlock.py:$lb"; do
+	grep -Eq "^  [0-9]+ +[0-9]+ +[^ ]+ +[a-z_]+ +blocked +lock +${fn_line%% *} \(${fn_line#* }\)" "$T/dump.txt" ||
+		{ cat "$T/dump.txt"; fail "no glance line: blocked on a lock in ${fn_line%% *}"; }
+done
 ok "deadlocked threads dumped with their lines on ${#PYS[@]} interpreters, target never stopped or signalled"
