@@ -283,38 +283,6 @@ static void print_summary(const struct gs_profile *p, const uint32_t *idx, size_
 
 /* ---- threads at a glance ----------------------------------------------------- */
 
-/* A Python frame of the job's own code: not the interpreter's library, an
- * installed package or a frozen module. */
-static bool is_user_file(const char *f)
-{
-	return f && f[0] && f[0] != '<' && !strstr(f, "/lib/python") && !strstr(f, "-packages/");
-}
-
-/* The innermost Python frame of a stack, of the job's own code when one
- * is there; 0 without Python frames.  *lib gets the innermost one's file. */
-static uint32_t innermost_py(const struct gs_profile *p, uint32_t stack, const char **lib)
-{
-	const struct gs_stack *st = &p->stacks[stack];
-	uint32_t first = 0;
-
-	*lib = NULL;
-	for (uint32_t i = 0; i < st->n; i++) {
-		uint32_t loc = p->stack_locs[st->first + i], fn = loc_fn(p, loc, 0);
-		const char *file;
-
-		if (gs_profile_location(p, loc)->kind != GS_FRAME_PYTHON || !fn)
-			continue;
-		file = str(p, gs_profile_function(p, fn)->file);
-		if (!first) {
-			first = loc;
-			*lib = file;
-		}
-		if (is_user_file(file))
-			return loc;
-	}
-	return first;
-}
-
 /* What a blocked thread waits on, in a word: the wall classifier's
  * category where it has one, else the Python library it waits in, else
  * the kernel's wait. */
@@ -373,7 +341,7 @@ static void print_glance(const struct gs_profile *p, const uint32_t *grp, const 
 		const struct gs_sample_ctx *x = gs_profile_ctx(p, s);
 		size_t n = gstart[g + 1] - gstart[g];
 		const char *state = str(p, x->str_labels[GS_SL_THREAD_STATE]), *lib;
-		struct where w = { .loc = innermost_py(p, s->stack, &lib) };
+		struct where w = { .loc = gs_stack_user_python(p, s->stack, &lib) };
 
 		if (n == 1)
 			snprintf(tids, sizeof(tids), "%u", x->tid);

@@ -792,3 +792,38 @@ int gs_write_buffered(const char *path, int (*body)(void *ctx, struct gs_wbuf *w
 	free(w);
 	return rc;
 }
+
+/* ---- the job's own Python code ------------------------------------------- */
+
+/* Not the interpreter's library, an installed package or a frozen module. */
+static bool is_user_file(const char *f)
+{
+	return f && f[0] && f[0] != '<' && !strstr(f, "/lib/python") && !strstr(f, "-packages/");
+}
+
+uint32_t gs_stack_user_python(const struct gs_profile *p, uint32_t stack, const char **file)
+{
+	const struct gs_stack *st = &p->stacks[stack];
+	uint32_t first = 0;
+	const char *dummy;
+
+	file = file ? file : &dummy;
+	*file = NULL;
+	for (uint32_t i = 0; i < st->n; i++) {
+		uint32_t loc = p->stack_locs[st->first + i];
+		const struct gs_location *l = gs_profile_location(p, loc);
+		const char *f;
+
+		if (l->kind != GS_FRAME_PYTHON || !l->n_lines)
+			continue;
+		f = gs_profile_str(p,
+				   gs_profile_function(p, p->lines[l->first_line].function)->file);
+		if (!first) {
+			first = loc;
+			*file = f;
+		}
+		if (is_user_file(f))
+			return loc;
+	}
+	return first;
+}

@@ -159,6 +159,13 @@ int gs_profile_counters(const struct gs_profile *p, uint64_t v[GS_NCOUNTERS]);
 const char *gs_counter_name(enum gs_counter c);
 bool gs_counter_is_loss(enum gs_counter c);
 
+/* The innermost Python frame of stack, as a location id (0: none): of the
+ * job's own code (not the interpreter's library, an installed package or a
+ * frozen module) when the stack has one, else the innermost Python frame.
+ * *file (file may be NULL) gets the innermost Python frame's file
+ * (output/common.c). */
+uint32_t gs_stack_user_python(const struct gs_profile *p, uint32_t stack, const char **file);
+
 /* Training steps (output/steps.c).  Phases of a CPU stack, from its frames
  * (the outermost marker wins): optimizer (torch/optim/), backward (Python
  * backward under torch/, native torch::autograd::Engine::*), data

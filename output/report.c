@@ -14,6 +14,8 @@
 #include "output/internal.h"
 #include "output/output.h"
 #include "output/report_int.h"
+#include "util/hashmap.h"
+#include "util/vec.h"
 
 /* ---- small helpers -------------------------------------------------------- */
 
@@ -198,6 +200,68 @@ static void top_functions(struct rpt *r)
 				fn_display(r, rows[i].fn, rows[i].unnamed, name, sizeof(name)));
 		}
 	}
+}
+
+/* A dump's threads by the innermost frame of the job's own Python code,
+ * first: the frame tables lead with the kernel's waits (every thread of a
+ * hung job sleeps in one). */
+struct where_row {
+	uint32_t loc;
+	int64_t threads;
+};
+
+static int by_threads(const void *a, const void *b)
+{
+	const struct where_row *x = a, *y = b;
+
+	if (x->threads != y->threads)
+		return x->threads > y->threads ? -1 : 1;
+	return x->loc < y->loc ? -1 : x->loc > y->loc;
+}
+
+static int dump_user_frames(struct rpt *r)
+{
+	const struct gs_profile *p = r->p;
+	struct gs_hmap at = { 0 }; /* location -> row index + 1 */
+	struct where_row *rows = NULL;
+	size_t n = 0, cap = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < p->n_samples && !rc; i++) {
+		uint32_t loc = gs_stack_user_python(p, p->samples[i].stack, NULL);
+		bool added;
+		uint64_t *v;
+
+		if (!loc)
+			continue;
+		if (!(v = gs_hmap_slot(&at, loc, &added)))
+			rc = -ENOMEM;
+		else if (added && GS_PUSH(rows, n, cap, ((struct where_row){ .loc = loc })))
+			rc = -ENOMEM;
+		else {
+			if (added)
+				*v = n;
+			rows[*v - 1].threads += p->samples[i].values[GS_V_SAMPLES];
+		}
+	}
+	if (!rc && n) {
+		struct gs_dframe f[8];
+		char name[256];
+
+		qsort(rows, n, sizeof(*rows), by_threads);
+		heading(r, "Threads by their innermost frame in the job's own Python code");
+		fprintf(r->out, "  %7s %6s  %s\n", "threads", "%", "frame");
+		for (size_t i = 0; i < n && i < r->top; i++) {
+			size_t nf = gs_location_dframes(p, rows[i].loc, f, 8);
+
+			fprintf(r->out, "  %7" PRId64 " %5.1f%%  %s\n", rows[i].threads,
+				pct(rows[i].threads, r->cpu_total),
+				nf ? gs_dframe_name(p, &f[nf - 1], name, sizeof(name)) : "?");
+		}
+	}
+	free(rows);
+	gs_hmap_free(&at);
+	return rc;
 }
 
 static void processes_and_threads(struct rpt *r)
@@ -457,6 +521,8 @@ static int write_report(const struct gs_profile *p, const struct gs_report_opts 
 	if (rc)
 		goto out;
 	header(&r, a.gpu_total);
+	if (r.dump && (rc = dump_user_frames(&r)))
+		goto out;
 	top_functions(&r);
 	processes_and_threads(&r);
 	if (p->n_notes) {

@@ -108,7 +108,7 @@ grep -q "from the /proc/" "$T/dump.txt" || fail "the fallback was not used: $(he
 timeout 120 /usr/bin/python3 "$f" "$T/gap.w" > "$T/wl.out" 2>&1 &
 w=$!
 for _ in $(seq 300); do grep -q deadlocked "$T/wl.out" && break; sleep 0.1; done
-"$GS" dump -p "$w" > "$T/dump.txt" 2> "$T/dump.err" || { cat "$T/dump.err"; fail "gpusample dump of timeout failed"; }
+"$GS" dump -p "$w" -o "$T/hang" > "$T/dump.txt" 2> "$T/dump.err" || { cat "$T/dump.err"; fail "gpusample dump of timeout failed"; }
 kill "$w"; wait "$w" 2>/dev/null
 echo "--- wrapper"; grep -E '^process|^  [0-9]' "$T/dump.txt"
 grep -q "^process $w \"timeout\" other" "$T/dump.txt" || { cat "$T/dump.txt"; fail "the timeout wrapper is not 'other'"; }
@@ -116,5 +116,13 @@ grep -Eq '^process [0-9]+ "python3[^"]*" main' "$T/dump.txt" || { cat "$T/dump.t
 for fn_line in "take_a_then_b .*py_deadlock.py:$la" "take_b_then_a .*py_deadlock.py:$lb"; do
 	grep -Eq "^  [0-9]+ +[0-9]+ +[^ ]+ +[a-z_]+ +blocked +lock +${fn_line%% *} \(${fn_line#* }\)" "$T/dump.txt" ||
 		{ cat "$T/dump.txt"; fail "no glance line: blocked on a lock in ${fn_line%% *}"; }
+done
+# the report of the dump names the threads' places in the job's own code
+"$GS" report "$T/hang.pb.gz" > "$T/report.txt" 2>&1 || { cat "$T/report.txt"; fail "report of the dump failed"; }
+sed -n '/^Threads by their innermost frame/,/^$/p' "$T/report.txt"
+for fn_line in "take_a_then_b py_deadlock.py:$la" "take_b_then_a py_deadlock.py:$lb"; do
+	sed -n '/^Threads by their innermost frame/,/^$/p' "$T/report.txt" |
+		grep -Eq "^ +1 +[0-9.]+%  ${fn_line%% *} \(.*${fn_line#* }\)" ||
+		{ cat "$T/report.txt"; fail "report of the dump: no row for ${fn_line%% *}"; }
 done
 ok "deadlocked threads dumped with their lines on ${#PYS[@]} interpreters, target never stopped or signalled"
