@@ -8,7 +8,7 @@
  * Stats: BPF map `stats`, PERCPU_ARRAY with one element of struct gs_stats.
  * Counters are per CPU and never reset; user space sums them.  Slots are
  * indexed by enum gs_stat.  Other BPF parts (the GPU USDT handlers) may
- * name unused slots (22..31 free) here; GS_STAT_MAX stays 32 so
+ * name unused slots (26..31 free) here; GS_STAT_MAX stays 32 so
  * the map layout does not change.
  */
 #ifndef GS_COMMON_BPF_H
@@ -36,6 +36,10 @@ enum gs_stat {
 	GS_STAT_GPU_BAD = 15,      /* GPU records rejected (bad header, read fault) */
 	GS_STAT_GPU_LOST = 21,     /* GPU records and launch events that did not fit in `events` */
 	GS_STAT_GPU_RATE = 22,     /* GPU records and launch events over their process's rate */
+	/* CUDA driver memory calls (gpumem.bpf.h) */
+	GS_STAT_MEM_EVENTS = 23, /* memory call, return and free records written */
+	GS_STAT_MEM_RATE = 24,   /* memory calls over their process's rate (not recorded) */
+	GS_STAT_MEM_LOST = 25,   /* memory records that did not fit in `events` */
 	GS_STAT_MAX = 32,
 };
 
@@ -58,7 +62,8 @@ enum gs_scratch_slot {
 	GS_SCRATCH_SAMPLE = 0,
 	GS_SCRATCH_LAUNCH = 1, /* GPU launch-site handler (gpu.bpf.h) */
 	GS_SCRATCH_OFFCPU = 2, /* sched_switch handler (offcpu.bpf.h) */
-	GS_SCRATCH_NR = 3,
+	GS_SCRATCH_MEM = 3,    /* CUDA driver memory calls (gpumem.bpf.h) */
+	GS_SCRATCH_NR = 4,
 };
 
 /* Bytes per scratch slot: a 64-byte prefix that a record embedding a CPU

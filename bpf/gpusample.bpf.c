@@ -452,3 +452,6 @@ int BPF_PROG(gs_proc_exit_live, struct task_struct *p)
  * events, stats (free slots, see common.bpf.h), gs_scratch(GS_SCRATCH_LAUNCH)
  * and gs_fill_stack() to capture a launch-site CPU stack. */
 #include "gpu.bpf.h"
+
+/* ---- CUDA driver memory calls (uprobes on libcuda) --------------------- */
+#include "gpumem.bpf.h"

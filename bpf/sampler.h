@@ -133,6 +133,9 @@ const char *gs_sampler_event(struct gs_sampler *s);
 /* The GPU launch-site program that is loaded (gs_gpu_launch or its compat
  * twin), for the GPU host's USDT attachments. */
 struct bpf_program *gs_sampler_launch_prog(struct gs_sampler *s);
+/* The CUDA driver memory entry program that is loaded (gs_mem_enter or its
+ * compat twin), for the uprobes on libcuda (gpu/gpumem_probe.c). */
+struct bpf_program *gs_sampler_mem_enter_prog(struct gs_sampler *s);
 /* File descriptors of the loaded BPF programs (for bpf_stats in benches:
  * bpf_obj_get_info_by_fd gives run_time_ns / run_cnt).  Writes at most
  * max - 1 fds followed by -1; returns the number written. */

@@ -44,7 +44,11 @@ enum gs_counter_kind { GS_CK_INFO = 0, GS_CK_LOST = 1 };
 	X(gpu_lost, GS_CK_LOST, "GPU records and launch events dropped: ring buffer full") \
 	X(gpu_bad, GS_CK_LOST, "GPU records rejected by BPF: bad header or read fault")    \
 	X(gpu_rate_limited, GS_CK_LOST,                                                    \
-	  "GPU records and launch events dropped in BPF: over their process's rate")
+	  "GPU records and launch events dropped in BPF: over their process's rate")       \
+	X(gpu_mem_events, GS_CK_INFO, "CUDA driver memory call records emitted")           \
+	X(gpu_mem_rate_limited, GS_CK_LOST,                                                \
+	  "CUDA driver memory calls not recorded: over their process's rate")              \
+	X(gpu_mem_lost, GS_CK_LOST, "CUDA driver memory records dropped: ring buffer full")
 
 /* Counted in gpusample itself (cli/ session, symbolizer/ join). */
 #define GS_HOST_COUNTERS(X)                                                                \
