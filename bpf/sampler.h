@@ -35,6 +35,10 @@ struct bpf_program;
  * batches per second, so only a flood reaches these. */
 #define GS_GPU_LAUNCH_RATE_MAX 5000u
 #define GS_GPU_RECORD_RATE_MAX 2000u
+/* CUDA driver memory calls per second and process that BPF records
+ * (bpf/gpumem.bpf.h gpu_mem_rate): PyTorch's caching allocator calls the
+ * driver a few times a second, so only a storm reaches it. */
+#define GS_GPU_MEM_RATE_MAX 2000u
 
 struct gs_sampler_opts {
 	uint32_t frequency_hz;    /* per CPU, 1 .. perf_event_max_sample_rate */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "gpu/gpumem.h"
+#include "proc/proc.h"
 #include "util/hashmap.h"
 #include "util/vec.h"
 
@@ -51,13 +52,23 @@ struct live_ent {
 	uint32_t next_free;
 };
 
+/* An allocation call between its entry and its return. */
+struct inflight {
+	uint64_t call_ns;
+	uint64_t args[4];
+	uint32_t tid, stack;
+	int fn; /* enum gs_gpumem_fn; -1: a free place */
+};
+
 struct mproc {
 	struct gs_gpumem_proc pub;
+	struct inflight calls[GS_GPUMEM_INFLIGHT_MAX];
+	unsigned n_calls;
 	struct gs_hmap live[GS_GPUMEM_NSPACE]; /* address or handle -> index into ents */
 	struct live_ent *ents;
 	size_t n_ents, cap_ents;
-	uint32_t free_head; /* UINT32_MAX: none */
-	struct gs_hmap acc_of;   /* stack -> index into accs */
+	uint32_t free_head;    /* UINT32_MAX: none */
+	struct gs_hmap acc_of; /* stack -> index into accs */
 	struct stack_acc *accs;
 	size_t n_accs, cap_accs;
 	bool peak_is_now; /* nothing was freed since the peak: the live set is it */
@@ -68,15 +79,24 @@ struct mproc {
 };
 
 struct gs_gpumem {
-	struct mproc **procs;
-	size_t n, cap;
-	struct gs_hmap by_tgid; /* tgid -> index into procs */
-	uint64_t n_live;        /* live entries of every process */
+	struct gs_proc_slots slots; /* struct mproc of each process, in order of first sight */
+	uint64_t n_live;            /* live entries of every process */
 };
 
 struct gs_gpumem *gs_gpumem_new(void)
 {
-	return calloc(1, sizeof(struct gs_gpumem));
+	struct gs_gpumem *m = calloc(1, sizeof(*m));
+
+	if (m && gs_proc_slots_init(&m->slots, "gpumem", sizeof(struct mproc))) {
+		free(m);
+		return NULL;
+	}
+	return m;
+}
+
+int gs_gpumem_bind(struct gs_gpumem *m, struct gs_proc_table *t, int id)
+{
+	return gs_proc_slots_bind(&m->slots, t, id);
 }
 
 static void proc_free(struct mproc *p)
@@ -89,39 +109,26 @@ static void proc_free(struct mproc *p)
 	free(p->at_peak);
 	free(p->view);
 	free(p->series);
-	free(p);
 }
 
 void gs_gpumem_free(struct gs_gpumem *m)
 {
 	if (!m)
 		return;
-	for (size_t i = 0; i < m->n; i++)
-		proc_free(m->procs[i]);
-	free(m->procs);
-	gs_hmap_free(&m->by_tgid);
+	for (size_t i = 0; i < m->slots.n; i++)
+		proc_free(m->slots.all[i]);
+	gs_proc_slots_fini(&m->slots);
 	free(m);
 }
 
 static struct mproc *proc_get(struct gs_gpumem *m, uint32_t tgid, bool create)
 {
-	uint64_t *ix = gs_hmap_get(&m->by_tgid, tgid);
-	struct mproc *p;
+	struct mproc *p = gs_proc_slots_get(&m->slots, tgid, create);
 
-	if (ix)
-		return m->procs[*ix];
-	if (!create || GS_GROW(m->procs, m->cap, m->n + 1))
-		return NULL;
-	p = calloc(1, sizeof(*p));
-	if (!p)
-		return NULL;
-	if (gs_hmap_put(&m->by_tgid, tgid, m->n)) {
-		free(p);
-		return NULL;
+	if (p && !p->pub.tgid) { /* new */
+		p->pub.tgid = tgid;
+		p->free_head = UINT32_MAX;
 	}
-	p->pub.tgid = tgid;
-	p->free_head = UINT32_MAX;
-	m->procs[m->n++] = p;
 	return p;
 }
 
@@ -159,9 +166,9 @@ static void series_add(struct mproc *p, uint64_t t_ns)
 		for (size_t i = 0; i + 1 < p->n_series; i += 2, j++) {
 			const struct gs_gpumem_point *a = &p->series[i], *b = &p->series[i + 1];
 
-			p->series[j] = (struct gs_gpumem_point){ a->t_ns,
-								 a->bytes > b->bytes ? a->bytes
-										     : b->bytes };
+			p->series[j] = (struct gs_gpumem_point){ a->t_ns, a->bytes > b->bytes
+									      ? a->bytes
+									      : b->bytes };
 		}
 		p->n_series = j;
 	}
@@ -254,8 +261,8 @@ int gs_gpumem_alloc(struct gs_gpumem *m, uint32_t tgid, enum gs_gpumem_space sp,
 	return 0;
 }
 
-int gs_gpumem_release(struct gs_gpumem *m, uint32_t tgid, enum gs_gpumem_space sp,
-		      uint64_t addr, uint64_t t_ns)
+int gs_gpumem_release(struct gs_gpumem *m, uint32_t tgid, enum gs_gpumem_space sp, uint64_t addr,
+		      uint64_t t_ns)
 {
 	struct mproc *p;
 	struct live_ent *e;
@@ -326,12 +333,19 @@ void gs_gpumem_exit(struct gs_gpumem *m, uint32_t tgid)
 
 size_t gs_gpumem_nprocs(const struct gs_gpumem *m)
 {
-	return m->n;
+	return m->slots.n;
+}
+
+static struct mproc *proc_at(const struct gs_gpumem *m, size_t i)
+{
+	return i < m->slots.n ? m->slots.all[i] : NULL;
 }
 
 const struct gs_gpumem_proc *gs_gpumem_proc_at(const struct gs_gpumem *m, size_t i)
 {
-	return i < m->n ? &m->procs[i]->pub : NULL;
+	struct mproc *p = proc_at(m, i);
+
+	return p ? &p->pub : NULL;
 }
 
 static int by_bytes_desc(const void *a, const void *b)
@@ -372,9 +386,8 @@ int gs_gpumem_by_stack(struct gs_gpumem *m, size_t i, enum gs_gpumem_view v,
 	struct mproc *p;
 	int rc;
 
-	if (i >= m->n)
+	if (!(p = proc_at(m, i)))
 		return -EINVAL;
-	p = m->procs[i];
 	if (v == GS_GPUMEM_AT_PEAK && !p->peak_is_now) {
 		*out = p->at_peak;
 		*n = p->n_at_peak;
@@ -387,6 +400,79 @@ int gs_gpumem_by_stack(struct gs_gpumem *m, size_t i, enum gs_gpumem_view v,
 
 const struct gs_gpumem_point *gs_gpumem_series(const struct gs_gpumem *m, size_t i, size_t *n)
 {
-	*n = i < m->n ? m->procs[i]->n_series : 0;
-	return i < m->n ? m->procs[i]->series : NULL;
+	struct mproc *p = proc_at(m, i);
+
+	*n = p ? p->n_series : 0;
+	return p ? p->series : NULL;
+}
+
+int gs_gpumem_call(struct gs_gpumem *m, uint32_t tgid, uint32_t tid, uint64_t call_ns,
+		   enum gs_gpumem_fn fn, const uint64_t args[4], uint32_t stack)
+{
+	struct mproc *p;
+	unsigned k, i;
+
+	if ((unsigned)fn >= GS_MEMFN_NR || !fns[fn].alloc)
+		return -EINVAL;
+	if (!(p = proc_get(m, tgid, true)))
+		return -ENOMEM;
+	for (k = 0; k < p->n_calls && p->calls[k].tid != tid; k++)
+		;
+	if (k < p->n_calls) {
+		p->pub.lost
+		    .unmatched++; /* a thread has one call in flight: its last lost its return */
+	} else if (p->n_calls < GS_GPUMEM_INFLIGHT_MAX) {
+		k = p->n_calls++;
+	} else { /* full: the oldest call gives way */
+		for (k = 0, i = 1; i < p->n_calls; i++)
+			if (p->calls[i].call_ns < p->calls[k].call_ns)
+				k = i;
+		p->pub.lost.unmatched++;
+	}
+	p->calls[k] = (struct inflight){ .call_ns = call_ns, .tid = tid, .stack = stack, .fn = fn };
+	memcpy(p->calls[k].args, args, sizeof(p->calls[k].args));
+	return 0;
+}
+
+int gs_gpumem_return(struct gs_gpumem *m, uint32_t tgid, const struct gs_gpumem_ret *r)
+{
+	struct mproc *p = proc_get(m, tgid, true);
+	struct inflight c;
+	uint64_t size;
+	unsigned k;
+
+	if (!p)
+		return -ENOMEM;
+	for (k = 0; k < p->n_calls && p->calls[k].tid != r->tid; k++)
+		;
+	if (k == p->n_calls || p->calls[k].call_ns != r->call_ns) {
+		p->pub.lost.unmatched++;
+		return -ENOENT;
+	}
+	c = p->calls[k];
+	p->calls[k] = p->calls[--p->n_calls];
+	size = gs_gpumem_call_size(c.fn, c.args, r->aux_ok ? r->aux : 0);
+	if (r->result == GS_CUDA_ERROR_OUT_OF_MEMORY)
+		return gs_gpumem_oom(m, tgid, c.fn, size, c.stack, r->t_ns);
+	if (r->result != 0) {
+		p->pub.failed++;
+		return 0;
+	}
+	if (!r->out_ok) {
+		p->pub.lost.unmatched++; /* it succeeded, but where is unknown */
+		return 0;
+	}
+	return gs_gpumem_alloc(m, tgid, fns[c.fn].space, r->out, size, c.stack, r->t_ns);
+}
+
+int gs_gpumem_free_call(struct gs_gpumem *m, uint32_t tgid, enum gs_gpumem_fn fn,
+			const uint64_t args[2], uint64_t t_ns)
+{
+	if ((unsigned)fn >= GS_MEMFN_NR || fns[fn].alloc)
+		return -EINVAL;
+	if (fns[fn].counted_only)
+		return gs_gpumem_count(m, tgid, fn);
+	if (!args[0]) /* freeing NULL is allowed and frees nothing */
+		return 0;
+	return gs_gpumem_release(m, tgid, fns[fn].space, args[0], t_ns);
 }

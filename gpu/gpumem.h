@@ -35,10 +35,10 @@ enum gs_gpumem_space {
 };
 
 enum gs_gpumem_fn {
-	GS_MEMFN_ALLOC,            /* cuMemAlloc_v2(CUdeviceptr *, size_t) */
-	GS_MEMFN_ALLOC_PITCH,      /* cuMemAllocPitch_v2(CUdeviceptr *, size_t *pitch, w, h, elem) */
-	GS_MEMFN_ALLOC_MANAGED,    /* cuMemAllocManaged(CUdeviceptr *, size_t, flags) */
-	GS_MEMFN_ALLOC_ASYNC,      /* cuMemAllocAsync(CUdeviceptr *, size_t, stream) */
+	GS_MEMFN_ALLOC,         /* cuMemAlloc_v2(CUdeviceptr *, size_t) */
+	GS_MEMFN_ALLOC_PITCH,   /* cuMemAllocPitch_v2(CUdeviceptr *, size_t *pitch, w, h, elem) */
+	GS_MEMFN_ALLOC_MANAGED, /* cuMemAllocManaged(CUdeviceptr *, size_t, flags) */
+	GS_MEMFN_ALLOC_ASYNC,   /* cuMemAllocAsync(CUdeviceptr *, size_t, stream) */
 	GS_MEMFN_ALLOC_POOL_ASYNC, /* cuMemAllocFromPoolAsync(CUdeviceptr *, size_t, pool, stream) */
 	GS_MEMFN_CREATE,           /* cuMemCreate(handle *, size_t, prop *, flags) */
 	GS_MEMFN_ALLOC_HOST,       /* cuMemAllocHost_v2(void **, size_t) */
@@ -70,10 +70,11 @@ uint64_t gs_gpumem_call_size(enum gs_gpumem_fn fn, const uint64_t args[4], uint6
 /* CUresult of an allocation the device could not satisfy. */
 #define GS_CUDA_ERROR_OUT_OF_MEMORY 2
 
-#define GS_GPUMEM_LIVE_MAX   (1u << 20) /* live allocations tracked, all processes */
-#define GS_GPUMEM_STACKS_MAX 4096u      /* distinct stacks per process (more: under one) */
-#define GS_GPUMEM_OOM_KEEP   8u         /* out-of-memory answers kept per process */
-#define GS_GPUMEM_SERIES_MAX 2048u      /* points of live bytes over time per process */
+#define GS_GPUMEM_LIVE_MAX     (1u << 20) /* live allocations tracked, all processes */
+#define GS_GPUMEM_STACKS_MAX   4096u      /* distinct stacks per process (more: under one) */
+#define GS_GPUMEM_OOM_KEEP     8u         /* out-of-memory answers kept per process */
+#define GS_GPUMEM_SERIES_MAX   2048u      /* points of live bytes over time per process */
+#define GS_GPUMEM_INFLIGHT_MAX 64u        /* allocation calls between entry and return */
 /* The stack id the allocations of a process past GS_GPUMEM_STACKS_MAX are
  * counted under. */
 #define GS_GPUMEM_STACK_OTHER UINT32_MAX
@@ -104,6 +105,8 @@ struct gs_gpumem_losses {
 	uint64_t capped;        /* allocations not tracked: GS_GPUMEM_LIVE_MAX */
 	uint64_t bad_size;      /* allocations with a size of 0 or past
 				 * GS_GPUMEM_SIZE_MAX, not tracked */
+	uint64_t unmatched;     /* a return without its call, a call whose return
+				 * never came, a success without its address */
 };
 
 /* One process's memory.  Arrays are the map's: valid until its next change. */
@@ -116,15 +119,40 @@ struct gs_gpumem_proc {
 	uint64_t peak_ns;                /* when it was first reached */
 	uint64_t allocs, alloc_bytes;    /* successful allocations in the window */
 	uint64_t frees, maps, unmaps;
-	uint64_t ooms; /* out-of-memory answers (the first GS_GPUMEM_OOM_KEEP kept) */
+	uint64_t failed; /* allocations that failed otherwise (bad arguments...) */
+	uint64_t ooms;   /* out-of-memory answers (the first GS_GPUMEM_OOM_KEEP kept) */
 	struct gs_gpumem_oom oom[GS_GPUMEM_OOM_KEEP];
 	struct gs_gpumem_losses lost;
 };
 
 struct gs_gpumem;
+struct gs_proc_table;
 
+/* A live set with a process table of its own; bind: keep the processes'
+ * states in the slots of the session's table t instead (id: a handler
+ * registered for it; before the first call). */
 struct gs_gpumem *gs_gpumem_new(void);
+int gs_gpumem_bind(struct gs_gpumem *m, struct gs_proc_table *t, int id);
 void gs_gpumem_free(struct gs_gpumem *m);
+
+/* The driver's calls as the uprobes see them (records.h gs_mem_*): an
+ * allocation entered (its raw arguments and the caller's stack), its
+ * return (paired by thread and entry time; -ENOENT when no such call is in
+ * flight: counted), a free-like call.  Each is applied to the live set as
+ * the functions below do. */
+int gs_gpumem_call(struct gs_gpumem *m, uint32_t tgid, uint32_t tid, uint64_t call_ns,
+		   enum gs_gpumem_fn fn, const uint64_t args[4], uint32_t stack);
+struct gs_gpumem_ret {
+	uint32_t tid;
+	int32_t result;      /* CUresult */
+	uint64_t call_ns;    /* the call's entry time, as given to gs_gpumem_call */
+	uint64_t t_ns;       /* the return's time */
+	uint64_t out, aux;   /* the out-parameter and *args[1] after the call */
+	bool out_ok, aux_ok; /* whether they could be read */
+};
+int gs_gpumem_return(struct gs_gpumem *m, uint32_t tgid, const struct gs_gpumem_ret *r);
+int gs_gpumem_free_call(struct gs_gpumem *m, uint32_t tgid, enum gs_gpumem_fn fn,
+			const uint64_t args[2], uint64_t t_ns);
 
 /* A successful allocation of size bytes at addr (an address, or a handle
  * for GS_GPUMEM_PHYS) in tgid from stack.  0 (also when it is only
@@ -132,8 +160,8 @@ void gs_gpumem_free(struct gs_gpumem *m);
 int gs_gpumem_alloc(struct gs_gpumem *m, uint32_t tgid, enum gs_gpumem_space sp, uint64_t addr,
 		    uint64_t size, uint32_t stack, uint64_t t_ns);
 /* addr was given back.  0, -ENOENT (not live: counted), -ENOMEM. */
-int gs_gpumem_release(struct gs_gpumem *m, uint32_t tgid, enum gs_gpumem_space sp,
-		      uint64_t addr, uint64_t t_ns);
+int gs_gpumem_release(struct gs_gpumem *m, uint32_t tgid, enum gs_gpumem_space sp, uint64_t addr,
+		      uint64_t t_ns);
 /* An allocation answered CUDA_ERROR_OUT_OF_MEMORY. */
 int gs_gpumem_oom(struct gs_gpumem *m, uint32_t tgid, enum gs_gpumem_fn fn, uint64_t size,
 		  uint32_t stack, uint64_t t_ns);

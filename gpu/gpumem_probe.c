@@ -19,10 +19,11 @@
 struct mproc {
 	uint32_t tgid;
 	bool probed, gone;
-	uint64_t base;                /* start of libcuda's offset-0 mapping */
-	uint64_t rel[GS_MEMFN_NR];    /* entry points from base, 0: not exported */
+	int n_fns;                 /* entry points probed */
+	uint64_t base;             /* start of libcuda's offset-0 mapping */
+	uint64_t rel[GS_MEMFN_NR]; /* entry points from base, 0: not exported */
 	struct bpf_link *links[GS_MEMFN_NR][2];
-	struct gs_maps_line map;      /* that mapping (path: the copy below) */
+	struct gs_maps_line map; /* that mapping (path: the copy below) */
 	char path[512];
 	uint64_t next_scan_ns, backoff_ns;
 	char why[320]; /* why it was not probed, "" when it was or was never tried */
@@ -99,8 +100,8 @@ static bool is_libcuda(const char *path)
 	return base && !strncmp(base + 1, "libcuda.so", 10);
 }
 
-int gs_gpumem_symbols(Elf *elf, const GElf_Phdr *loads, size_t n_loads,
-		      uint64_t rel[GS_MEMFN_NR], uint64_t off[GS_MEMFN_NR])
+int gs_gpumem_symbols(Elf *elf, const GElf_Phdr *loads, size_t n_loads, uint64_t rel[GS_MEMFN_NR],
+		      uint64_t off[GS_MEMFN_NR])
 {
 	uint64_t first = UINT64_MAX, page = (uint64_t)sysconf(_SC_PAGESIZE);
 	Elf_Scn *scn = NULL;
@@ -126,8 +127,9 @@ int gs_gpumem_symbols(Elf *elf, const GElf_Phdr *loads, size_t n_loads,
 			GElf_Sym sym;
 			const char *n;
 
-			if (!gelf_getsym(d, (int)i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
-			    sym.st_shndx == SHN_UNDEF || !sym.st_value)
+			if (!gelf_getsym(d, (int)i, &sym) ||
+			    GELF_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_shndx == SHN_UNDEF ||
+			    !sym.st_value)
 				continue;
 			n = elf_strptr(elf, sh.sh_link, sym.st_name);
 			for (int f = 0; n && f < GS_MEMFN_NR; f++) {
@@ -153,7 +155,8 @@ int gs_gpumem_symbols(Elf *elf, const GElf_Phdr *loads, size_t n_loads,
 }
 
 /* Not inlined: messages truncate at run time, not in the compiler's view. */
-static __attribute__((noinline)) int refuse(struct mproc *p, int rc, const char *fmt, const char *a, const char *b)
+static __attribute__((noinline)) int refuse(struct mproc *p, int rc, const char *fmt, const char *a,
+					    const char *b)
 {
 	snprintf(p->why, sizeof(p->why), fmt, a, b);
 	return rc;
@@ -206,6 +209,7 @@ static int probe_object(struct gs_gpumem_probe *g, struct mproc *p, const struct
 			return rc;
 		}
 	}
+	p->n_fns = n;
 	p->map = *l;
 	snprintf(p->path, sizeof(p->path), "%s", l->path);
 	p->map.path = p->path;
@@ -331,6 +335,12 @@ void gs_gpumem_probe_notes(struct gs_gpumem_probe *g, struct gs_profile *prof)
 		if (p->why[0])
 			gs_profile_add_note(prof, "pid %u: GPU memory not tracked: %s", p->tgid,
 					    p->why);
+		else if (p->n_fns)
+			gs_profile_add_comment(
+			    prof,
+			    "gpu memory: pid %u: %d of %d CUDA memory entry points "
+			    "probed in %s",
+			    p->tgid, p->n_fns, GS_MEMFN_NR, p->path);
 	}
 }
 

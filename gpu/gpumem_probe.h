@@ -50,7 +50,8 @@ int gs_gpumem_probe_bind(struct gs_gpumem_probe *g, struct gs_proc_table *t, int
 int gs_gpumem_probe_fn(struct gs_gpumem_probe *g, uint32_t tgid, uint64_t ip);
 
 /* Notes for the report: processes whose libcuda was refused or could not
- * be probed, and why. */
+ * be probed, and why; a comment per probed process with the entry points
+ * its libcuda exports. */
 void gs_gpumem_probe_notes(struct gs_gpumem_probe *g, struct gs_profile *prof);
 /* Processes probed so far. */
 unsigned gs_gpumem_probe_count(const struct gs_gpumem_probe *g);
@@ -59,7 +60,7 @@ unsigned gs_gpumem_probe_count(const struct gs_gpumem_probe *g);
  * of its first PT_LOAD's page (add the start of its offset-0 mapping), and
  * their file offsets (where uprobes go): 0 for a symbol o does not export.
  * Returns how many were found, or -errno. */
-int gs_gpumem_symbols(Elf *elf, const GElf_Phdr *loads, size_t n_loads,
-		      uint64_t rel[GS_MEMFN_NR], uint64_t off[GS_MEMFN_NR]);
+int gs_gpumem_symbols(Elf *elf, const GElf_Phdr *loads, size_t n_loads, uint64_t rel[GS_MEMFN_NR],
+		      uint64_t off[GS_MEMFN_NR]);
 
 #endif

@@ -67,6 +67,8 @@ enum gs_counter_kind { GS_CK_INFO = 0, GS_CK_LOST = 1 };
 	X(gpu_corrs_capped, GS_CK_LOST,                                                    \
 	  "GPU launch correlation ids dropped by the correlation caps (no exact "          \
 	  "attribution)")                                                                  \
+	X(gpu_mem_unknown, GS_CK_LOST,                                                     \
+	  "CUDA driver memory records at an address that is no probed entry point")        \
 	X(records_malformed, GS_CK_LOST,                                                   \
 	  "records whose layout the codec refused (sizes, counts or origin lie)")
 

@@ -12,6 +12,8 @@
  *                       the CUPTI double serves a different stall-reason
  *                       table for 90 and for anything else
  *   FAKE_CUDA_FREE_MB   free device memory cuMemGetInfo reports (default 80000)
+ *   FAKE_CUDA_MEM_MB    device capacity the allocation entry points enforce
+ *                       (default 81559; past it: CUDA_ERROR_OUT_OF_MEMORY)
  *   FAKE_CUDA_EXIT_DESTROY 1: contexts still alive at exit are destroyed
  *                       after the exit handlers registered after cuInit
  *   CUDA_INJECTION64_PATH  loaded and InitializeInjection() called in cuInit
