@@ -17,10 +17,17 @@
 #include "output/internal.h"
 
 const char *const gs_value_type[GS_NVALUES] = {
-	"samples", "cpu", "offcpu", "gpu_samples", "gpu_samples_not_issued", "wall",
+	"samples",
+	"cpu",
+	"offcpu",
+	"gpu_samples",
+	"gpu_samples_not_issued",
+	"wall",
+	"gpu_alloc_space",
+	"gpu_inuse_space",
 };
 const char *const gs_value_unit[GS_NVALUES] = {
-	"count", "nanoseconds", "nanoseconds", "count", "count", "nanoseconds",
+	"count", "nanoseconds", "nanoseconds", "count", "count", "nanoseconds", "bytes", "bytes",
 };
 const char *const gs_str_label_key[GS_NSTR_LABELS] = {
 	[GS_SL_THREAD_STATE] = "thread_state",
@@ -412,4 +419,6 @@ int gs_profile_add_note(struct gs_profile *p, const char *fmt, ...)
 }
 
 /* 5M samples of a long run are 320 MB at this size: keep it. */
-_Static_assert(sizeof(struct gs_sample) == 64, "struct gs_sample grew");
+/* 80 since the two GPU memory values (64 before): 16 MiB more per million
+ * samples. */
+_Static_assert(sizeof(struct gs_sample) == 80, "struct gs_sample grew");

@@ -16,6 +16,7 @@
 #include "gpu/gpumem.h"
 #include "gpu/gpumem_probe.h"
 #include "gpusample/records_codec.h"
+#include "util/hashmap.h"
 
 int gs_memory_register(struct session *s)
 {
@@ -187,8 +188,8 @@ static void describe_stack(const struct gs_profile *prof, uint32_t stack, char *
 		f = gs_profile_function(prof, ln->function);
 		if (!words && f->file && ln->line > 0)
 			at += snprintf(buf + at, len - at, "%s:%lld %s",
-				       base_name(gs_profile_str(prof, f->file)), (long long)ln->line,
-				       gs_profile_str(prof, f->name));
+				       base_name(gs_profile_str(prof, f->file)),
+				       (long long)ln->line, gs_profile_str(prof, f->name));
 		else
 			at += snprintf(buf + at, len - at, "%s%s", words ? " > " : "",
 				       gs_profile_str(prof, f->name));
@@ -231,11 +232,11 @@ static void note_process(struct session *s, size_t i)
 	}
 	for (uint64_t k = 0; k < p->ooms && k < GS_GPUMEM_OOM_KEEP; k++) {
 		describe_stack(&s->prof, p->oom[k].stack, where, sizeof(where));
-		gs_profile_add_note(&s->prof,
-				    "pid %u: out of memory at %s: asked %s with %s live (%s at %.1f s)",
-				    p->tgid, where, human_bytes(p->oom[k].size, a, sizeof(a)),
-				    human_bytes(p->oom[k].live, b, sizeof(b)),
-				    gs_gpumem_fn_info(p->oom[k].fn)->name, p->oom[k].t_ns / 1e9);
+		gs_profile_add_note(
+		    &s->prof, "pid %u: out of memory at %s: asked %s with %s live (%s at %.1f s)",
+		    p->tgid, where, human_bytes(p->oom[k].size, a, sizeof(a)),
+		    human_bytes(p->oom[k].live, b, sizeof(b)),
+		    gs_gpumem_fn_info(p->oom[k].fn)->name, p->oom[k].t_ns / 1e9);
 	}
 	if (p->lost.unknown_frees || p->lost.capped || p->lost.bad_size || p->lost.reused)
 		gs_profile_add_note(
@@ -246,6 +247,57 @@ static void note_process(struct session *s, size_t i)
 		    p->tgid, (unsigned long long)p->lost.unknown_frees,
 		    (unsigned long long)p->lost.capped, GS_GPUMEM_LIVE_MAX,
 		    (unsigned long long)p->lost.bad_size, (unsigned long long)p->lost.reused);
+}
+
+/* The profile stack of a live-set stack: GS_GPUMEM_STACK_OTHER (past the
+ * per-process cap) is one special frame. */
+static int64_t profile_stack(struct session *s, uint32_t stack)
+{
+	uint32_t loc;
+
+	if (stack != GS_GPUMEM_STACK_OTHER)
+		return stack;
+	loc = gs_session_special(s, "[other GPU allocation stacks]");
+	return loc ? gs_profile_add_stack(&s->prof, &loc, 1) : -ENOMEM;
+}
+
+/* gpu_alloc_space and gpu_inuse_space samples of process i: one per stack
+ * that allocated in the window. */
+static int add_samples(struct session *s, size_t i)
+{
+	const struct gs_gpumem_proc *p = gs_gpumem_proc_at(s->gpu.mem, i);
+	const struct gs_gpumem_stack_bytes *sb;
+	struct gs_hmap live = { 0 };
+	struct gs_sample_ctx c = {
+		.pid = p->tgid,
+		.process_role = gs_profile_intern(&s->prof, gs_session_role(s, p->tgid)),
+		.cuda_device = -1,
+	};
+	size_t n;
+	int rc;
+
+	gs_session_proc_labels(s, p->tgid, &c);
+	if ((rc = gs_gpumem_by_stack(s->gpu.mem, i, GS_GPUMEM_LIVE, &sb, &n)))
+		return rc;
+	for (size_t k = 0; k < n && !rc; k++)
+		rc = gs_hmap_put(&live, sb[k].stack, sb[k].bytes);
+	if (!rc)
+		rc = gs_gpumem_by_stack(s->gpu.mem, i, GS_GPUMEM_ALLOCATED, &sb, &n);
+	for (size_t k = 0; k < n && !rc; k++) {
+		const uint64_t *in = gs_hmap_get(&live, sb[k].stack);
+		int64_t stack = profile_stack(s, sb[k].stack);
+		struct gs_sample smp = { .stack = (uint32_t)stack };
+
+		if (stack < 0) {
+			rc = (int)stack;
+			break;
+		}
+		smp.values[GS_V_GPU_ALLOC] = (int64_t)sb[k].bytes;
+		smp.values[GS_V_GPU_INUSE] = in ? (int64_t)*in : 0;
+		rc = gs_profile_add_sample(&s->prof, &smp, &c);
+	}
+	gs_hmap_free(&live);
+	return rc;
 }
 
 int gs_memory_finish(struct session *s)
@@ -261,16 +313,17 @@ int gs_memory_finish(struct session *s)
 		unmatched += gs_gpumem_proc_at(g->mem, i)->lost.unmatched;
 		failed += gs_gpumem_proc_at(g->mem, i)->failed;
 		note_process(s, i);
+		if (add_samples(s, i))
+			return -ENOMEM;
 	}
 	gs_sampler_stats(s->rt.sampler, &st);
-	gs_profile_add_comment(&s->prof,
-			       "gpu memory: %u process(es) probed, %llu driver records, %llu over "
-			       "the rate, %llu lost, %llu returns unmatched, %llu failed calls",
-			       gs_gpumem_probe_count(g->mem_probe),
-			       (unsigned long long)st.gpu_mem_events,
-			       (unsigned long long)st.gpu_mem_rate_limited,
-			       (unsigned long long)st.gpu_mem_lost,
-			       (unsigned long long)unmatched, (unsigned long long)failed);
+	gs_profile_add_comment(
+	    &s->prof,
+	    "gpu memory: %u process(es) probed, %llu driver records, %llu over "
+	    "the rate, %llu lost, %llu returns unmatched, %llu failed calls",
+	    gs_gpumem_probe_count(g->mem_probe), (unsigned long long)st.gpu_mem_events,
+	    (unsigned long long)st.gpu_mem_rate_limited, (unsigned long long)st.gpu_mem_lost,
+	    (unsigned long long)unmatched, (unsigned long long)failed);
 	if (st.gpu_mem_rate_limited || st.gpu_mem_lost)
 		gs_profile_add_note(
 		    &s->prof,

@@ -43,6 +43,12 @@ enum gs_value {
 	GS_V_GPU_NOT_ISSUED, /* gpu_samples_not_issued/count */
 	GS_V_WALL_NS,        /* wall/nanoseconds: cpu + offcpu of the sample,
 				* so one pprof column is the wall-clock view */
+	GS_V_GPU_ALLOC,      /* gpu_alloc_space/bytes: GPU memory the CUDA driver
+				* allocated in the window under this stack (one
+				* sample per process and stack, time_ns 0) */
+	GS_V_GPU_INUSE,      /* gpu_inuse_space/bytes: of it, live at the end (at
+				* the process's exit): named as Go's heap
+				* profiles' inuse_space */
 	GS_NVALUES
 };
 extern const char *const gs_value_type[GS_NVALUES]; /* "samples", "cpu", ... */
@@ -132,7 +138,7 @@ struct gs_sample_ctx {
 	int64_t num_labels[GS_NNUM_LABELS]; /* enum gs_num_label */
 };
 
-/* Kept for every sample of a run (5M in a long one): 64 bytes. */
+/* Kept for every sample of a run (5M in a long one): 80 bytes. */
 struct gs_sample {
 	uint32_t stack;   /* stack index (0-based into stacks[]) */
 	uint32_t ctx;     /* context index (0-based into ctxs[]) */

@@ -44,6 +44,19 @@ grep -aq 'gpu memory: 1 process(es) probed, [0-9]* driver records, 0 over the ra
 	fail "records were lost or unmatched"
 grep -aq 'gpu memory: pid [0-9]*: 14 of 14 CUDA memory entry points probed in /' "$T/m.pb" ||
 	fail "not every entry point of the driver double was probed"
+# pprof: gpu_inuse_space holds what was live at the exit (two 20 MiB and the
+# four 2 MiB segments), gpu_alloc_space everything allocated on the device.
+command -v go >/dev/null || fail "go missing (go tool pprof reads the profile back)"
+go tool pprof -sample_index=gpu_inuse_space -top -nodecount=500 "$T/m.pb.gz" > "$T/inuse.top" 2>&1 ||
+	{ cat "$T/inuse.top"; fail "go tool pprof -sample_index=gpu_inuse_space failed"; }
+grep -Eq '^ +0 +0% +100% +40MB +83\.33% +large_segments$' "$T/inuse.top" &&
+	grep -Eq '^ +0 +0% +100% +8MB +16\.67% +small_segments$' "$T/inuse.top" ||
+	{ cat "$T/inuse.top"; fail "gpu_inuse_space: not 40 MB under large_segments and 8 MB under small_segments"; }
+go tool pprof -sample_index=gpu_alloc_space -top -nodecount=500 "$T/m.pb.gz" > "$T/alloc.top" 2>&1 ||
+	fail "go tool pprof -sample_index=gpu_alloc_space failed"
+grep -Eq 'Total samples = 76\.02MB' "$T/alloc.top" && grep -Eq ' 60MB .* large_segments$' "$T/alloc.top" &&
+	grep -Eq ' 8MB .* expandable$' "$T/alloc.top" ||
+	{ cat "$T/alloc.top"; fail "gpu_alloc_space: not the 76 MiB allocated on the device by stack"; }
 ok "driver allocations by stack: peak 76 MiB with its stacks, the OOM with its stack (no agent)"
 
 # A libcuda the job's user could have written: never probed.
