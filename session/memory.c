@@ -212,8 +212,9 @@ static void note_process(struct session *s, size_t i)
 		return;
 	gs_profile_add_comment(
 	    &s->prof,
-	    "gpu memory: pid %u: peak %s at %.3f s, %s live at the end, %llu allocations "
-	    "(%s), %llu frees, %llu out-of-memory answers, pinned host memory peak %s",
+	    GS_MEMORY_COMMENT "pid %u: peak GPU memory %s at %.1f s, %s live at the end; %llu "
+			      "allocations (%s), %llu frees, %llu out of memory; pinned host "
+			      "memory peak %s",
 	    p->tgid, human_bytes(p->peak_device, a, sizeof(a)), p->peak_ns / 1e9,
 	    human_bytes(p->live[GS_GPUMEM_DEVICE] + p->live[GS_GPUMEM_PHYS], b, sizeof(b)),
 	    (unsigned long long)p->allocs, human_bytes(p->alloc_bytes, c, sizeof(c)),
@@ -226,17 +227,18 @@ static void note_process(struct session *s, size_t i)
 			at += snprintf(top + at, sizeof(top) - at, "%s%s in %s", k ? "; " : "",
 				       human_bytes(sb[k].bytes, a, sizeof(a)), where);
 		}
-		gs_profile_add_note(&s->prof, "pid %u: peak GPU memory %s at %.1f s: %s", p->tgid,
-				    human_bytes(p->peak_device, b, sizeof(b)), p->peak_ns / 1e9,
-				    top);
+		gs_profile_add_comment(&s->prof, GS_MEMORY_COMMENT "pid %u: live at the peak: %s",
+				       p->tgid, top);
 	}
 	for (uint64_t k = 0; k < p->ooms && k < GS_GPUMEM_OOM_KEEP; k++) {
 		describe_stack(&s->prof, p->oom[k].stack, where, sizeof(where));
-		gs_profile_add_note(
-		    &s->prof, "pid %u: out of memory at %s: asked %s with %s live (%s at %.1f s)",
-		    p->tgid, where, human_bytes(p->oom[k].size, a, sizeof(a)),
-		    human_bytes(p->oom[k].live, b, sizeof(b)),
-		    gs_gpumem_fn_info(p->oom[k].fn)->name, p->oom[k].t_ns / 1e9);
+		gs_profile_add_comment(&s->prof,
+				       GS_MEMORY_COMMENT
+				       "pid %u: out of memory at %s: asked %s with %s live (%s at "
+				       "%.1f s)",
+				       p->tgid, where, human_bytes(p->oom[k].size, a, sizeof(a)),
+				       human_bytes(p->oom[k].live, b, sizeof(b)),
+				       gs_gpumem_fn_info(p->oom[k].fn)->name, p->oom[k].t_ns / 1e9);
 	}
 	if (p->lost.unknown_frees || p->lost.capped || p->lost.bad_size || p->lost.reused)
 		gs_profile_add_note(

@@ -117,6 +117,10 @@ extern const char *const gs_str_label_key[GS_NSTR_LABELS]; /* pprof keys */
 /* The comment that marks a `gpusample dump` profile (one stack per thread at
  * one moment, no time): "dump: registers from the SOURCE". */
 #define GS_DUMP_COMMENT "dump: "
+/* The comments the report's Memory section shows (the prefix cut): per
+ * process its GPU memory peak, the stacks live at it, out-of-memory
+ * answers. */
+#define GS_MEMORY_COMMENT "memory: "
 
 extern const char *const gs_num_label_key[GS_NNUM_LABELS];
 
