@@ -204,3 +204,81 @@ Test(gpumem, random_ops_match_model)
 	}
 	gs_gpumem_free(m);
 }
+
+/* Calls paired with their returns by thread and entry time: the pitch read
+ * at return makes the size, an OOM answer is kept with the call's stack,
+ * a return without its call and a success without an address are counted,
+ * a thread's call whose return never came gives way to its next. */
+Test(gpumem, calls_pair_with_returns)
+{
+	struct gs_gpumem *m = gs_gpumem_new();
+	uint64_t pitch_args[4] = { 0x10, 0x20, 1000, 16 }, alloc_args[4] = { 0x10, 4 * MiB, 0, 0 };
+	struct gs_gpumem_ret r = { .tid = 5,
+				   .call_ns = 100,
+				   .t_ns = 1,
+				   .out = 0xa000,
+				   .aux = 1024,
+				   .out_ok = true,
+				   .aux_ok = true };
+
+	cr_assert_eq(gs_gpumem_call(m, 4, 5, 100, GS_MEMFN_ALLOC_PITCH, pitch_args, 7), 0);
+	cr_assert_eq(gs_gpumem_return(m, 4, &r), 0);
+	const struct gs_gpumem_proc *p = proc0(m);
+	cr_assert_eq(p->live[GS_GPUMEM_DEVICE], 1024 * 16);
+	/* a return nobody called */
+	cr_assert_eq(gs_gpumem_return(m, 4, &r), -ENOENT);
+	cr_assert_eq(p->lost.unmatched, 1);
+	/* the OOM answer keeps the call's stack and size */
+	cr_assert_eq(gs_gpumem_call(m, 4, 5, 200, GS_MEMFN_ALLOC, alloc_args, 9), 0);
+	r.call_ns = 200;
+	r.result = GS_CUDA_ERROR_OUT_OF_MEMORY;
+	cr_assert_eq(gs_gpumem_return(m, 4, &r), 0);
+	cr_assert_eq(p->ooms, 1);
+	cr_assert_eq(p->oom[0].stack, 9);
+	cr_assert_eq(p->oom[0].size, 4 * MiB);
+	cr_assert_eq(p->oom[0].live, 1024 * 16);
+	/* a lost return: the thread's next call takes its place */
+	cr_assert_eq(gs_gpumem_call(m, 4, 5, 300, GS_MEMFN_ALLOC, alloc_args, 9), 0);
+	cr_assert_eq(gs_gpumem_call(m, 4, 5, 400, GS_MEMFN_ALLOC, alloc_args, 9), 0);
+	cr_assert_eq(p->lost.unmatched, 2);
+	r.call_ns = 400;
+	r.result = 0;
+	r.out_ok = false; /* succeeded, address unreadable */
+	cr_assert_eq(gs_gpumem_return(m, 4, &r), 0);
+	cr_assert_eq(p->lost.unmatched, 3);
+	/* frees: NULL frees nothing, map/unmap are counted, an allocation entry
+	 * point is no free */
+	uint64_t fargs[2] = { 0, 0 };
+	cr_assert_eq(gs_gpumem_free_call(m, 4, GS_MEMFN_FREE, fargs, 5), 0);
+	cr_assert_eq(p->lost.unknown_frees, 0);
+	cr_assert_eq(gs_gpumem_free_call(m, 4, GS_MEMFN_MAP, fargs, 5), 0);
+	cr_assert_eq(p->maps, 1);
+	cr_assert_eq(gs_gpumem_free_call(m, 4, GS_MEMFN_ALLOC, fargs, 5), -EINVAL);
+	fargs[0] = 0xa000;
+	cr_assert_eq(gs_gpumem_free_call(m, 4, GS_MEMFN_FREE_ASYNC, fargs, 6), 0);
+	cr_assert_eq(p->live[GS_GPUMEM_DEVICE], 0);
+	gs_gpumem_free(m);
+}
+
+/* More threads in flight than GS_GPUMEM_INFLIGHT_MAX: the oldest calls give
+ * way (counted), the newest still pair. */
+Test(gpumem, calls_in_flight_are_capped)
+{
+	struct gs_gpumem *m = gs_gpumem_new();
+	uint64_t args[4] = { 0x10, MiB, 0, 0 };
+	uint32_t n = GS_GPUMEM_INFLIGHT_MAX + 10;
+
+	for (uint32_t t = 0; t < n; t++)
+		cr_assert_eq(gs_gpumem_call(m, 1, 1000 + t, 10 + t, GS_MEMFN_ALLOC, args, t), 0);
+	for (uint32_t t = 0; t < n; t++) {
+		struct gs_gpumem_ret r = {
+			.tid = 1000 + t, .call_ns = 10 + t, .out = 0x1000 * (t + 1), .out_ok = true
+		};
+
+		cr_assert_eq(gs_gpumem_return(m, 1, &r), t < 10 ? -ENOENT : 0);
+	}
+	const struct gs_gpumem_proc *p = proc0(m);
+	cr_assert_eq(p->lost.unmatched, 20); /* 10 evicted, their 10 returns */
+	cr_assert_eq(p->live[GS_GPUMEM_DEVICE], GS_GPUMEM_INFLIGHT_MAX * MiB);
+	gs_gpumem_free(m);
+}
