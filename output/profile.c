@@ -95,6 +95,7 @@ void gs_profile_free(struct gs_profile *p)
 	free(p->comments);
 	free(p->notes);
 	free(p->run_spans);
+	free(p->counters);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -416,6 +417,18 @@ int gs_profile_add_note(struct gs_profile *p, const char *fmt, ...)
 	int rc = add_fmt(p, &p->notes, &p->n_notes, &p->cap_notes, fmt, ap);
 	va_end(ap);
 	return rc;
+}
+
+int gs_profile_add_counter(struct gs_profile *p, uint32_t pid, const char *name, uint64_t time_ns,
+			   int64_t value)
+{
+	gs_str n = gs_profile_intern(p, name);
+
+	if (n == (gs_str)-1 || GROW(p->counters, p->cap_counters, p->n_counters + 1))
+		return -ENOMEM;
+	p->counters[p->n_counters++] =
+	    (struct gs_counter_point){ .pid = pid, .name = n, .time_ns = time_ns, .value = value };
+	return 0;
 }
 
 /* 5M samples of a long run are 320 MB at this size: keep it. */

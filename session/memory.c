@@ -302,6 +302,21 @@ static int add_samples(struct session *s, size_t i)
 	return rc;
 }
 
+/* Process i's device bytes over time, as the trace's counter track.  0 or
+ * -ENOMEM. */
+static int add_counter_track(struct session *s, size_t i)
+{
+	size_t n;
+	const struct gs_gpumem_point *pt = gs_gpumem_series(s->gpu.mem, i, &n);
+	uint32_t pid = gs_gpumem_proc_at(s->gpu.mem, i)->tgid;
+
+	for (size_t k = 0; k < n; k++)
+		if (gs_profile_add_counter(&s->prof, pid, "GPU memory", pt[k].t_ns,
+					   (int64_t)pt[k].bytes))
+			return -ENOMEM;
+	return 0;
+}
+
 int gs_memory_finish(struct session *s)
 {
 	struct gs_session_gpu *g = &s->gpu;
@@ -312,6 +327,8 @@ int gs_memory_finish(struct session *s)
 		return 0;
 	gs_gpumem_probe_notes(g->mem_probe, &s->prof);
 	for (size_t i = 0; i < gs_gpumem_nprocs(g->mem); i++) {
+		if (add_counter_track(s, i))
+			return -ENOMEM;
 		unmatched += gs_gpumem_proc_at(g->mem, i)->lost.unmatched;
 		failed += gs_gpumem_proc_at(g->mem, i)->failed;
 		note_process(s, i);

@@ -161,6 +161,16 @@ struct gs_process {
 	bool exited;
 };
 
+/* A point of a counter track (the trace's "C" events): counter `name` of
+ * process pid has `value` from time_ns (since the profile's start) on.
+ * Written by the session (GPU memory per process); not kept in pprof. */
+struct gs_counter_point {
+	uint32_t pid;
+	gs_str name;
+	uint64_t time_ns;
+	int64_t value;
+};
+
 struct gs_profile {
 	/* string table (interned, hash-indexed) */
 	char **strings;
@@ -204,6 +214,8 @@ struct gs_profile {
 		uint64_t start, end;
 	} * run_spans;
 	size_t n_run_spans, cap_run_spans;
+	struct gs_counter_point *counters; /* counter tracks, by process then time */
+	uint32_t n_counters, cap_counters;
 	uint32_t frequency_hz;             /* CPU sampling frequency */
 	int64_t period_ns;                 /* 1e9 / frequency_hz */
 	uint64_t lost_samples;             /* ring buffer drops + BPF-side drops */
@@ -255,6 +267,9 @@ int gs_profile_add_comment(struct gs_profile *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 int gs_profile_add_note(struct gs_profile *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* One more counter point (struct gs_counter_point).  0 or -ENOMEM. */
+int gs_profile_add_counter(struct gs_profile *p, uint32_t pid, const char *name, uint64_t time_ns,
+			   int64_t value);
 
 static inline const struct gs_location *gs_profile_location(const struct gs_profile *p, uint32_t id)
 {

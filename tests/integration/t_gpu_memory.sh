@@ -10,7 +10,8 @@
 # stack, size and live bytes.  Then the same libcuda copied where a user can
 # write it (/tmp): not probed, and the report says why.  Last, the real
 # driver library (Debian's libcuda1, unpacked by scripts/fetch-libcuda.sh):
-# every entry point resolves and takes its uprobes.
+# every entry point resolves and takes its uprobes.  The trace (--format
+# trace) carries the device bytes over time as a counter track.
 source "$(dirname "$0")/lib.sh"
 [ "$(id -u)" -eq 0 ] || fail "needs root (BPF, uprobes)"
 LIB=$ROOT/$BUILD/fakes/libcuda.so.1
@@ -19,7 +20,7 @@ DRV=$ROOT/$BUILD/realdrv/usr/lib/x86_64-linux-gnu/nvidia/current/libcuda.so.1
 [ -s "$LIB" ] || fail "$LIB missing: run make"
 [ -e "$DRV" ] || fail "$DRV missing: run scripts/fetch-libcuda.sh (make test-deps does)"
 
-(cd "$T" && FAKE_CUDA_MEM_MB=1024 timeout 60 "$GS" -q -o "$T/m" --format pprof -- \
+(cd "$T" && FAKE_CUDA_MEM_MB=1024 timeout 60 "$GS" -q -o "$T/m" --format pprof,trace -- \
 	/usr/bin/python3 "$APP" "$LIB") > "$T/m.out" 2>&1 || { cat "$T/m.out"; fail "gpusample -- mem_app failed"; }
 grep -q '^mem_app peak=79691776 oom_rc=2 live_at_oom=58720256' "$T/m.out" ||
 	{ cat "$T/m.out"; fail "the app did not run its pattern"; }
@@ -59,6 +60,18 @@ grep -Eq 'Total samples = 76\.02MB' "$T/alloc.top" && grep -Eq ' 60MB .* large_s
 	grep -Eq ' 8MB .* expandable$' "$T/alloc.top" ||
 	{ cat "$T/alloc.top"; fail "gpu_alloc_space: not the 76 MiB allocated on the device by stack"; }
 ok "driver allocations by stack: peak 76 MiB with its stacks, the OOM with its stack (no agent)"
+
+# The trace's counter track: the process's device bytes over time, rising to
+# the 76 MiB peak and ending at the 48 MiB left, valid by the format's rules.
+node "$ROOT/tests/tools/check_trace.js" "$T/m.trace.json" --dump > "$T/m.trace" ||
+	{ head -5 "$T/m.trace"; fail "trace with a GPU memory counter breaks the format's rules"; }
+grep '^C .* GPU memory ' "$T/m.trace" | awk '{ sub("bytes=", "", $NF); print $(NF-1), $NF }' > "$T/m.counter"
+echo "GPU memory counter: $(wc -l < "$T/m.counter") points, $(sort -n -k2 "$T/m.counter" | tail -1 | cut -d' ' -f2) bytes at most, $(tail -1 "$T/m.counter" | cut -d' ' -f2) at the end"
+sort -n -c -k1 "$T/m.counter" 2>/dev/null || fail "GPU memory counter points out of time order"
+[ "$(wc -l < "$T/m.counter")" -ge 10 ] || fail "GPU memory counter has fewer points than the allocations and frees"
+[ "$(sort -n -k2 "$T/m.counter" | tail -1 | cut -d' ' -f2)" = 79691776 ] || fail "GPU memory counter does not reach the 76 MiB peak"
+[ "$(tail -1 "$T/m.counter" | cut -d' ' -f2)" = 50331648 ] || fail "GPU memory counter does not end at the 48 MiB left"
+ok "trace: a GPU memory counter track up to the 76 MiB peak, down to 48 MiB"
 
 # A libcuda the job's user could have written: never probed.
 cp "$LIB" "$T/libcuda.so.1" && chmod 666 "$T/libcuda.so.1"
