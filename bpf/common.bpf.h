@@ -8,7 +8,7 @@
  * Stats: BPF map `stats`, PERCPU_ARRAY with one element of struct gs_stats.
  * Counters are per CPU and never reset; user space sums them.  Slots are
  * indexed by enum gs_stat.  Other BPF parts (the GPU USDT handlers) may
- * name unused slots (27..31 free) here; GS_STAT_MAX stays 32 so
+ * name unused slots (30..31 free) here; GS_STAT_MAX stays 32 so
  * the map layout does not change.
  */
 #ifndef GS_COMMON_BPF_H
@@ -41,6 +41,10 @@ enum gs_stat {
 	GS_STAT_STEP_MARKS = 23, /* step marks written to `events` */
 	GS_STAT_STEP_RATE = 24,  /* step marks over their process's rate */
 	GS_STAT_STEP_LOST = 25,  /* step marks that did not fit in `events` */
+	/* CUDA driver memory calls (gpumem.bpf.h) */
+	GS_STAT_MEM_EVENTS = 27, /* memory call, return and free records written */
+	GS_STAT_MEM_RATE = 28,   /* memory calls over their process's rate (not recorded) */
+	GS_STAT_MEM_LOST = 29,   /* memory records that did not fit in `events` */
 	GS_STAT_MAX = 32,
 };
 
@@ -65,7 +69,8 @@ enum gs_scratch_slot {
 	GS_SCRATCH_OFFCPU = 2, /* sched_switch and sched_waking handlers (offcpu.bpf.h):
 				* both run with interrupts off under a scheduler
 				* lock, so neither nests in the other */
-	GS_SCRATCH_NR = 3,
+	GS_SCRATCH_MEM = 3,    /* CUDA driver memory calls (gpumem.bpf.h) */
+	GS_SCRATCH_NR = 4,
 };
 
 /* Bytes per scratch slot: a 64-byte prefix that a record embedding a CPU

@@ -455,3 +455,5 @@ int BPF_PROG(gs_proc_exit_live, struct task_struct *p)
 
 /* ---- training-step marks (uprobe on autograd's backward) ---------------- */
 #include "steps.bpf.h"
+/* ---- CUDA driver memory calls (uprobes on libcuda) --------------------- */
+#include "gpumem.bpf.h"

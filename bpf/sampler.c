@@ -318,6 +318,7 @@ static void pick_programs(struct gs_sampler *s)
 	bpf_program__set_autoload(c ? k->progs.gs_sample : k->progs.gs_sample_compat, false);
 	bpf_program__set_autoload(c ? k->progs.gs_gpu_launch : k->progs.gs_gpu_launch_compat,
 				  false);
+	bpf_program__set_autoload(c ? k->progs.gs_mem_enter : k->progs.gs_mem_enter_compat, false);
 	bpf_program__set_autoload(off[!c], false);
 	bpf_program__set_autoload(wake[!c], false);
 	if (!s->opts.offcpu) {
@@ -779,6 +780,9 @@ void gs_sampler_stats(struct gs_sampler *s, struct gs_sampler_stats *st)
 	st->step_marks = c[GS_STAT_STEP_MARKS];
 	st->step_rate_limited = c[GS_STAT_STEP_RATE];
 	st->step_lost = c[GS_STAT_STEP_LOST];
+	st->gpu_mem_events = c[GS_STAT_MEM_EVENTS];
+	st->gpu_mem_rate_limited = c[GS_STAT_MEM_RATE];
+	st->gpu_mem_lost = c[GS_STAT_MEM_LOST];
 }
 
 /* ---- off-CPU accounting ------------------------------------------------ */
@@ -879,6 +883,11 @@ const char *gs_sampler_event(struct gs_sampler *s)
 	return s->cycles == s->n_cpu_links ? "cycles" : "cycles (cpu-clock on some CPUs)";
 }
 
+
+struct bpf_program *gs_sampler_mem_enter_prog(struct gs_sampler *s)
+{
+	return s->compat ? s->skel->progs.gs_mem_enter_compat : s->skel->progs.gs_mem_enter;
+}
 
 struct bpf_program *gs_sampler_launch_prog(struct gs_sampler *s)
 {

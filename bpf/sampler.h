@@ -35,6 +35,10 @@ struct bpf_program;
  * batches per second, so only a flood reaches these. */
 #define GS_GPU_LAUNCH_RATE_MAX 5000u
 #define GS_GPU_RECORD_RATE_MAX 2000u
+/* CUDA driver memory calls per second and process that BPF records
+ * (bpf/gpumem.bpf.h gpu_mem_rate): PyTorch's caching allocator calls the
+ * driver a few times a second, so only a storm reaches it. */
+#define GS_GPU_MEM_RATE_MAX 2000u
 
 struct gs_sampler_opts {
 	uint32_t frequency_hz;    /* per CPU, 1 .. perf_event_max_sample_rate */
@@ -137,6 +141,9 @@ struct bpf_program *gs_sampler_launch_prog(struct gs_sampler *s);
  * session with bpf_program__attach_uprobe: the uretprobe on autograd's
  * backward, or (optimizer) the uprobe on the profiler's region entry. */
 struct bpf_program *gs_sampler_step_prog(struct gs_sampler *s, bool optimizer);
+/* The CUDA driver memory entry program that is loaded (gs_mem_enter or its
+ * compat twin), for the uprobes on libcuda (gpu/gpumem_probe.c). */
+struct bpf_program *gs_sampler_mem_enter_prog(struct gs_sampler *s);
 /* File descriptors of the loaded BPF programs (for bpf_stats in benches:
  * bpf_obj_get_info_by_fd gives run_time_ns / run_cnt).  Writes at most
  * max - 1 fds followed by -1; returns the number written. */

@@ -65,6 +65,7 @@ static uint64_t check_codec(const struct gs_rec_hdr *rec)
 	if (v.s->origin != (rec->type == GS_REC_GPU_LAUNCH     ? GS_ORIGIN_LAUNCH
 			    : rec->type == GS_REC_OFFCPU_STACK ? GS_ORIGIN_OFFCPU
 			    : rec->type == GS_REC_OFFCPU_WAKER ? GS_ORIGIN_WAKER
+			    : rec->type == GS_REC_MEM_CALL     ? GS_ORIGIN_MEM
 							       : GS_ORIGIN_TIMER))
 		abort();
 	for (uint32_t i = 0; i < v.n_kernel; i++)

@@ -17,10 +17,17 @@
 #include "output/internal.h"
 
 const char *const gs_value_type[GS_NVALUES] = {
-	"samples", "cpu", "offcpu", "gpu_samples", "gpu_samples_not_issued", "wall",
+	"samples",
+	"cpu",
+	"offcpu",
+	"gpu_samples",
+	"gpu_samples_not_issued",
+	"wall",
+	"gpu_alloc_space",
+	"gpu_inuse_space",
 };
 const char *const gs_value_unit[GS_NVALUES] = {
-	"count", "nanoseconds", "nanoseconds", "count", "count", "nanoseconds",
+	"count", "nanoseconds", "nanoseconds", "count", "count", "nanoseconds", "bytes", "bytes",
 };
 const char *const gs_str_label_key[GS_NSTR_LABELS] = {
 	[GS_SL_THREAD_STATE] = "thread_state",
@@ -94,6 +101,7 @@ void gs_profile_free(struct gs_profile *p)
 	free(p->notes);
 	free(p->run_spans);
 	free(p->steps);
+	free(p->counters);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -417,5 +425,19 @@ int gs_profile_add_note(struct gs_profile *p, const char *fmt, ...)
 	return rc;
 }
 
+int gs_profile_add_counter(struct gs_profile *p, uint32_t pid, const char *name, uint64_t time_ns,
+			   int64_t value)
+{
+	gs_str n = gs_profile_intern(p, name);
+
+	if (n == (gs_str)-1 || GROW(p->counters, p->cap_counters, p->n_counters + 1))
+		return -ENOMEM;
+	p->counters[p->n_counters++] =
+	    (struct gs_counter_point){ .pid = pid, .name = n, .time_ns = time_ns, .value = value };
+	return 0;
+}
+
 /* 5M samples of a long run are 320 MB at this size: keep it. */
-_Static_assert(sizeof(struct gs_sample) == 64, "struct gs_sample grew");
+/* 80 since the two GPU memory values (64 before): 16 MiB more per million
+ * samples. */
+_Static_assert(sizeof(struct gs_sample) == 80, "struct gs_sample grew");

@@ -504,6 +504,25 @@ static int where_time_goes(struct rpt *r)
 	return gs_report_wall(p, r->out, r->color, line);
 }
 
+/* The session's GS_MEMORY_COMMENT lines: peaks, what was live at them,
+ * out-of-memory answers with their stacks. */
+static void memory_section(struct rpt *r)
+{
+	const size_t plen = strlen(GS_MEMORY_COMMENT);
+	bool any = false;
+
+	for (uint32_t i = 0; i < r->p->n_comments; i++) {
+		const char *c = gs_profile_str(r->p, r->p->comments[i]);
+
+		if (strncmp(c, GS_MEMORY_COMMENT, plen))
+			continue;
+		if (!any)
+			heading(r, "Memory");
+		any = true;
+		fprintf(r->out, "  %s\n", c + plen);
+	}
+}
+
 /* ---- entry ---------------------------------------------------------------- */
 
 static int write_report(const struct gs_profile *p, const struct gs_report_opts *o, FILE *out)
@@ -525,6 +544,7 @@ static int write_report(const struct gs_profile *p, const struct gs_report_opts 
 		goto out;
 	top_functions(&r);
 	processes_and_threads(&r);
+	memory_section(&r);
 	if (p->n_notes) {
 		heading(&r, "Notes");
 		for (uint32_t i = 0; i < p->n_notes; i++)

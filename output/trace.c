@@ -31,6 +31,8 @@
  * GPU PC-sample batches: instant events ("i", thread scope) on a track
  * "GPU<n> PC samples" of the launching process, name = kernel, args
  * samples, stall reason and launch site.
+ * Counter tracks ("C" events) of p->counters: each process's GPU memory
+ * (device bytes live through the driver, session/memory.c) over time.
  *
  * Bounding for long runs: adjacent identical samples are merged first (one
  * slice per stretch, not per sample); at most max_events events
@@ -595,6 +597,26 @@ static void step_track(struct tr *t, uint32_t pid, uint32_t tid, const struct gs
 
 /* ---- entry ---------------------------------------------------------------- */
 
+/* Counter tracks ("C" events, one track per process and counter name,
+ * args {"bytes": N}): N holds from ts until the next point. */
+static void counter_events(struct tr *t)
+{
+	const struct gs_profile *p = t->p;
+
+	for (size_t i = 0; i < p->n_counters; i++) {
+		const struct gs_counter_point *c = &p->counters[i];
+
+		if (!event_head(t, "C", c->pid, 0))
+			continue;
+		gs_json_str(t->w, gs_profile_str(p, c->name));
+		gs_wbuf_puts(t->w, ",\"ts\":");
+		put_us(t->w, grid(c->time_ns));
+		gs_wbuf_puts(t->w, ",\"args\":{\"bytes\":");
+		gs_wbuf_i64(t->w, c->value);
+		gs_wbuf_puts(t->w, "}}");
+	}
+}
+
 /* Every event (or, counting, their number in t->n_events). */
 static int emit_all(struct tr *t, const uint32_t *idx, size_t n, struct gs_tl_item *items)
 {
@@ -616,6 +638,7 @@ static int emit_all(struct tr *t, const uint32_t *idx, size_t n, struct gs_tl_it
 	gpu_events(t);
 	for (size_t i = 0; i < p->n_steps; i++) /* threads without laid-out samples */
 		step_track(t, p->steps[i].pid, p->steps[i].tid, NULL, 0);
+	counter_events(t);
 	return rc;
 }
 
@@ -677,9 +700,9 @@ static int write_all(struct tr *t)
 		gs_wbuf_u64(t->w, t->depth_limit);
 	}
 	if (t->dropped)
-		gs_wbuf_puts(t->w,
-			     ",\"note\":\"event cap reached: later threads and GPU batches are "
-			     "incomplete; the pprof and speedscope files have everything\"");
+		gs_wbuf_puts(t->w, ",\"note\":\"event cap reached: later threads, GPU batches and "
+				   "counter tracks are incomplete; the pprof and speedscope files "
+				   "have every sample\"");
 	else if (t->depth_limit != UINT32_MAX)
 		gs_wbuf_puts(
 		    t->w,

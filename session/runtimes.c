@@ -176,7 +176,7 @@ static int add_python(struct session *s)
  * re-read Python or the GPU agent asks proc/ for reaches the first two
  * through maps_changed).  They never call each other. */
 static int (*const plugins[])(struct session *s) = {
-	add_symbolizer, add_cfi, add_python, gs_gpu_register, gs_steps_register,
+	add_symbolizer, add_cfi, add_python, gs_gpu_register, gs_steps_register, gs_memory_register,
 };
 
 int gs_rt_register(struct session *s)

@@ -243,6 +243,7 @@ static void on_proc_event(struct session *s, const struct gs_proc_event *ev)
 		break;
 	case GS_PROC_EXIT:
 		gs_proc_table_exit(s->rt.pt, ev->tgid); /* marks the entry exited */
+		gs_memory_exit(s, ev->tgid);
 		p = gs_procs_get(&s->rt.procs, ev->tgid);
 		if (p && p->proc->exited)
 			gs_session_exited(s, p, gs_now_ns(CLOCK_MONOTONIC));
@@ -303,6 +304,11 @@ static int on_record(void *ctx, const struct gs_rec_hdr *h)
 		return 0;
 	case GS_REC_STEP_MARK:
 		gs_steps_record(s, h);
+		return 0;
+	case GS_REC_MEM_CALL:
+	case GS_REC_MEM_RET:
+	case GS_REC_MEM_FREE:
+		gs_memory_record(s, h);
 		return 0;
 	default:
 		if (h->type >= GS_REC_GPU_PC_BATCH && h->type <= GS_REC_GPU_STATUS)
@@ -612,7 +618,8 @@ static int build_profile(struct session *s)
 		return -ENOMEM;
 	}
 	free(stack_ids);
-	if (gs_gpu_finish(s) || gs_thread_roles_apply(p, s->rt.pt) || gs_steps_finish(s))
+	if (gs_gpu_finish(s) || gs_memory_finish(s) || gs_thread_roles_apply(p, s->rt.pt) ||
+	    gs_steps_finish(s))
 		return -ENOMEM;
 	add_processes(s);
 	add_comments(s);
@@ -787,6 +794,7 @@ static void free_session(struct session *s)
 	gs_proc_table_free(s->rt.pt); /* before the runtimes its handlers call */
 	gs_gpu_close(s);
 	gs_steps_free(s);
+	gs_memory_close(s);
 	gs_rt_close(s);
 	if (s->rt.sampler)
 		gs_sampler_close(s->rt.sampler);

@@ -138,6 +138,9 @@ struct gs_session_gpu {
 	char agent_env[2][600];
 	char *launch_env[3];
 	struct gs_inject_slot injects[GS_MAX_PIDS]; /* --inject, by index of targets.roots */
+	/* GPU memory through the driver (session/memory.c) */
+	struct gs_gpumem_probe *mem_probe; /* the uprobes on libcuda, per process */
+	struct gs_gpumem *mem;             /* the live set */
 };
 
 /* What the run tells: the output files' prefix (ranks.c expands -o into
@@ -234,6 +237,16 @@ const char *gs_session_role(struct session *s, uint32_t tgid);
 /* A process seen for the first time (no fork record): table entry, ranks,
  * maps snapshot, runtimes.  NULL on ENOMEM. */
 struct gs_procinfo *gs_session_first_sight(struct session *s, uint32_t tgid);
+
+/* session/memory.c: GPU memory through the driver.  register: a handler
+ * of s->rt.pt (after gs_gpu_register); record: a GS_REC_MEM_* record;
+ * exit: tgid's group exited; finish: its comments and notes in the
+ * profile; close: free (after the table). */
+int gs_memory_register(struct session *s);
+void gs_memory_record(struct session *s, const struct gs_rec_hdr *h);
+void gs_memory_exit(struct session *s, uint32_t tgid);
+int gs_memory_finish(struct session *s);
+void gs_memory_close(struct session *s);
 
 /* session/gpu.c: the GPU agent's records and the CPU<->GPU join. */
 int gs_gpu_open(struct session *s);        /* after the sampler is loaded */

@@ -100,11 +100,22 @@ int gs_rec_gpu_launch(const struct gs_rec_hdr *h, const struct gs_gpu_launch **l
 	return rc;
 }
 
+int gs_rec_mem_call(const struct gs_rec_hdr *h, const struct gs_mem_call **c,
+		    struct gs_rec_cpu_view *v)
+{
+	int rc = nested(h, GS_REC_MEM_CALL, sizeof(**c), GS_ORIGIN_MEM, v);
+
+	if (!rc)
+		*c = (const void *)h;
+	return rc;
+}
+
 int gs_rec_stack(const struct gs_rec_hdr *h, struct gs_rec_cpu_view *v)
 {
 	const struct gs_offcpu_stack *os;
 	const struct gs_offcpu_waker *w;
 	const struct gs_gpu_launch *l;
+	const struct gs_mem_call *c;
 
 	switch (h->type) {
 	case GS_REC_CPU_SAMPLE:
@@ -115,6 +126,8 @@ int gs_rec_stack(const struct gs_rec_hdr *h, struct gs_rec_cpu_view *v)
 		return gs_rec_gpu_launch(h, &l, v);
 	case GS_REC_OFFCPU_WAKER:
 		return gs_rec_offcpu_waker(h, &w, v);
+	case GS_REC_MEM_CALL:
+		return gs_rec_mem_call(h, &c, v);
 	default:
 		return -EBADMSG;
 	}
@@ -136,6 +149,10 @@ static size_t fixed_size(uint16_t type)
 		return sizeof(struct gs_rec_hdr);
 	case GS_REC_STEP_MARK:
 		return sizeof(struct gs_step_mark);
+	case GS_REC_MEM_RET:
+		return sizeof(struct gs_mem_ret);
+	case GS_REC_MEM_FREE:
+		return sizeof(struct gs_mem_free);
 	default:
 		return 0;
 	}
@@ -204,6 +221,7 @@ int gs_rec_check(const struct gs_rec_hdr *h)
 	case GS_REC_OFFCPU_STACK:
 	case GS_REC_OFFCPU_WAKER:
 	case GS_REC_GPU_LAUNCH:
+	case GS_REC_MEM_CALL:
 		return gs_rec_stack(h, &cv);
 	case GS_REC_GPU_PC_BATCH:
 		return gs_rec_pc_batch(h, &bv);

@@ -49,7 +49,11 @@ enum gs_counter_kind { GS_CK_INFO = 0, GS_CK_LOST = 1 };
 	X(step_marks, GS_CK_INFO, "training-step marks (backward returns) passed on")      \
 	X(step_rate_limited, GS_CK_LOST,                                                   \
 	  "training-step marks dropped in BPF: over their process's rate")                 \
-	X(step_lost, GS_CK_LOST, "training-step marks dropped: ring buffer full")
+	X(step_lost, GS_CK_LOST, "training-step marks dropped: ring buffer full")          \
+	X(gpu_mem_events, GS_CK_INFO, "CUDA driver memory call records emitted")           \
+	X(gpu_mem_rate_limited, GS_CK_LOST,                                                \
+	  "CUDA driver memory calls not recorded: over their process's rate")              \
+	X(gpu_mem_lost, GS_CK_LOST, "CUDA driver memory records dropped: ring buffer full")
 
 /* Counted in gpusample itself (cli/ session, symbolizer/ join). */
 #define GS_HOST_COUNTERS(X)                                                                \
@@ -68,6 +72,8 @@ enum gs_counter_kind { GS_CK_INFO = 0, GS_CK_LOST = 1 };
 	X(gpu_corrs_capped, GS_CK_LOST,                                                    \
 	  "GPU launch correlation ids dropped by the correlation caps (no exact "          \
 	  "attribution)")                                                                  \
+	X(gpu_mem_unknown, GS_CK_LOST,                                                     \
+	  "CUDA driver memory records at an address that is no probed entry point")        \
 	X(records_malformed, GS_CK_LOST,                                                   \
 	  "records whose layout the codec refused (sizes, counts or origin lie)")
 

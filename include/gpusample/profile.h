@@ -43,6 +43,12 @@ enum gs_value {
 	GS_V_GPU_NOT_ISSUED, /* gpu_samples_not_issued/count */
 	GS_V_WALL_NS,        /* wall/nanoseconds: cpu + offcpu of the sample,
 				* so one pprof column is the wall-clock view */
+	GS_V_GPU_ALLOC,      /* gpu_alloc_space/bytes: GPU memory the CUDA driver
+				* allocated in the window under this stack (one
+				* sample per process and stack, time_ns 0) */
+	GS_V_GPU_INUSE,      /* gpu_inuse_space/bytes: of it, live at the end (at
+				* the process's exit): named as Go's heap
+				* profiles' inuse_space */
 	GS_NVALUES
 };
 extern const char *const gs_value_type[GS_NVALUES]; /* "samples", "cpu", ... */
@@ -124,6 +130,10 @@ extern const char *const gs_str_label_key[GS_NSTR_LABELS]; /* pprof keys */
 /* The comment that marks a `gpusample dump` profile (one stack per thread at
  * one moment, no time): "dump: registers from the SOURCE". */
 #define GS_DUMP_COMMENT "dump: "
+/* The comments the report's Memory section shows (the prefix cut): per
+ * process its GPU memory peak, the stacks live at it, out-of-memory
+ * answers. */
+#define GS_MEMORY_COMMENT "memory: "
 
 extern const char *const gs_num_label_key[GS_NNUM_LABELS];
 
@@ -145,7 +155,7 @@ struct gs_sample_ctx {
 	int64_t num_labels[GS_NNUM_LABELS]; /* enum gs_num_label */
 };
 
-/* Kept for every sample of a run (5M in a long one): 64 bytes. */
+/* Kept for every sample of a run (5M in a long one): 80 bytes. */
 struct gs_sample {
 	uint32_t stack;   /* stack index (0-based into stacks[]) */
 	uint32_t ctx;     /* context index (0-based into ctxs[]) */
@@ -180,6 +190,16 @@ struct gs_process {
 	gs_str gpu;    /* GPU agent state line, 0 if none */
 	uint64_t cpu_samples;
 	bool exited;
+};
+
+/* A point of a counter track (the trace's "C" events): counter `name` of
+ * process pid has `value` from time_ns (since the profile's start) on.
+ * Written by the session (GPU memory per process); not kept in pprof. */
+struct gs_counter_point {
+	uint32_t pid;
+	gs_str name;
+	uint64_t time_ns;
+	int64_t value;
 };
 
 struct gs_profile {
@@ -227,6 +247,8 @@ struct gs_profile {
 		uint64_t start, end;
 	} * run_spans;
 	size_t n_run_spans, cap_run_spans;
+	struct gs_counter_point *counters; /* counter tracks, by process then time */
+	uint32_t n_counters, cap_counters;
 	uint32_t frequency_hz;             /* CPU sampling frequency */
 	int64_t period_ns;                 /* 1e9 / frequency_hz */
 	uint64_t lost_samples;             /* ring buffer drops + BPF-side drops */
@@ -278,6 +300,9 @@ int gs_profile_add_comment(struct gs_profile *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 int gs_profile_add_note(struct gs_profile *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* One more counter point (struct gs_counter_point).  0 or -ENOMEM. */
+int gs_profile_add_counter(struct gs_profile *p, uint32_t pid, const char *name, uint64_t time_ns,
+			   int64_t value);
 
 static inline const struct gs_location *gs_profile_location(const struct gs_profile *p, uint32_t id)
 {

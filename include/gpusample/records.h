@@ -45,6 +45,9 @@ enum gs_rec_type {
 	GS_REC_OFFCPU_END = 10,     /* struct gs_offcpu_end */
 	GS_REC_STEP_MARK = 11,      /* struct gs_step_mark */
 	GS_REC_OFFCPU_WAKER = 12,   /* struct gs_offcpu_waker + CPU stack */
+	GS_REC_MEM_CALL = 13,       /* struct gs_mem_call + CPU stack */
+	GS_REC_MEM_RET = 14,        /* struct gs_mem_ret */
+	GS_REC_MEM_FREE = 15,       /* struct gs_mem_free */
 };
 
 struct gs_rec_hdr {
@@ -96,6 +99,7 @@ enum gs_cpu_origin {
 	GS_ORIGIN_OFFCPU = 2, /* switch-out (gs_off_switch): in GS_REC_OFFCPU_STACK */
 	GS_ORIGIN_LAUNCH = 3, /* GPU kernel launch (agent USDT): in GS_REC_GPU_LAUNCH */
 	GS_ORIGIN_WAKER = 4,  /* the waker at sched_waking: in GS_REC_OFFCPU_WAKER */
+	GS_ORIGIN_MEM = 5,    /* CUDA driver allocation (uprobe): in GS_REC_MEM_CALL */
 };
 
 /* A CPU sample.  Followed by, in this order:
@@ -480,6 +484,43 @@ struct gs_gpu_launch {
 	__u32 sample_every;   /* this event stands for this many launches (>= 1) */
 	__u32 seq;            /* per-process launch event counter (gaps = lost) */
 	__u64 launches_total; /* launches seen by the agent so far while armed */
+};
+
+/* ---- CUDA driver memory calls (uprobes on libcuda.so.1, bpf/gpumem.bpf.h) --
+ *
+ * An allocation entry point (cuMemAlloc_v2, cuMemCreate, ...: every one
+ * whose first argument is the out-parameter) emits GS_REC_MEM_CALL at entry
+ * with the calling thread's CPU stack, and GS_REC_MEM_RET at its return
+ * with the result and the out-parameter as read then; the pair is matched
+ * by (tid, call_ns).  A free-like entry point (cuMemFree_v2, cuMemRelease,
+ * cuMemUnmap, ...) emits GS_REC_MEM_FREE at entry, without a stack.  Which
+ * entry point fired is told by ip (its address in the process): BPF passes
+ * the raw arguments and user space interprets them (gpu/gpumem.h). */
+struct gs_mem_call {
+	struct gs_rec_hdr hdr; /* type GS_REC_MEM_CALL; ktime_ns = entry */
+	__u64 ip;              /* the entry point's address in the process */
+	__u64 args[4];         /* the first four integer arguments, raw */
+	__u64 pad;
+	/* a complete struct gs_cpu_sample follows (origin GS_ORIGIN_MEM) */
+};
+
+struct gs_mem_ret {
+	struct gs_rec_hdr hdr; /* type GS_REC_MEM_RET; ktime_ns = return */
+	__u32 tgid, tid;
+	__u64 call_ns; /* the GS_REC_MEM_CALL's hdr.ktime_ns */
+	__s32 result;  /* CUresult (0 success, 2 CUDA_ERROR_OUT_OF_MEMORY) */
+	__u32 flags;   /* GS_MEMRET_* */
+	__u64 out;     /* *(u64 *)args[0] after the call (the address or handle) */
+	__u64 aux;     /* *(u64 *)args[1] after the call (cuMemAllocPitch's pitch) */
+};
+#define GS_MEMRET_OUT_FAULT (1u << 0) /* args[0] could not be read */
+#define GS_MEMRET_AUX_FAULT (1u << 1) /* args[1] could not be read */
+
+struct gs_mem_free {
+	struct gs_rec_hdr hdr; /* type GS_REC_MEM_FREE */
+	__u32 tgid, tid;
+	__u64 ip;      /* the entry point's address in the process */
+	__u64 args[2]; /* the address or handle, and a size (cuMemUnmap) */
 };
 
 /* CUPTI driver CBIDs of cuGraphLaunch(_ptsz) (cupti_driver_cbid.h, CUDA

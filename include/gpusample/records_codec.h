@@ -52,12 +52,16 @@ int gs_rec_offcpu_waker(const struct gs_rec_hdr *h, const struct gs_offcpu_waker
  * GS_ORIGIN_LAUNCH). */
 int gs_rec_gpu_launch(const struct gs_rec_hdr *h, const struct gs_gpu_launch **l,
 		      struct gs_rec_cpu_view *v);
+/* GS_REC_MEM_CALL: its fixed part and the calling CPU stack (origin
+ * GS_ORIGIN_MEM). */
+int gs_rec_mem_call(const struct gs_rec_hdr *h, const struct gs_mem_call **c,
+		    struct gs_rec_cpu_view *v);
 /* Any record that carries a CPU stack (the four above): its stack, whose
  * s->origin says which path took it; -EBADMSG for a record without one. */
 int gs_rec_stack(const struct gs_rec_hdr *h, struct gs_rec_cpu_view *v);
 
 /* A record that is only a fixed part (GS_REC_PROC_EVENT, _OFFCPU_END,
- * _GPU_CUBIN, _GPU_STATUS, _WAKEUP) of that type: *rec = h. */
+ * _GPU_CUBIN, _GPU_STATUS, _WAKEUP, _MEM_RET, _MEM_FREE) of that type: *rec = h. */
 int gs_rec_fixed(const struct gs_rec_hdr *h, uint16_t type, const void **rec);
 
 /* GS_REC_GPU_PC_BATCH: every pcs[i] has its counts inside counts[] and its

@@ -543,16 +543,147 @@ static size_t elf_size(const void *image)
 	return end;
 }
 
-/* Device memory: host memory here (nothing reads it). */
+/* Device memory: addresses only (nothing reads it), from a range no host
+ * mapping uses, with the device's capacity (FAKE_CUDA_MEM_MB, default
+ * 81,559 MB: an H100's) enforced: an allocation past it answers
+ * CUDA_ERROR_OUT_OF_MEMORY, as the driver does.  Pinned host memory is
+ * real host memory.  Handles of cuMemCreate are numbered from 1. */
+#define FAKE_DEV_BASE 0x7f0000000000ull
+struct fake_alloc {
+	unsigned long long addr;
+	size_t size;
+	struct fake_alloc *next;
+};
+static struct fake_alloc *allocs; /* device allocations and physical handles, under lock */
+static unsigned long long next_dev = FAKE_DEV_BASE, next_handle = 1;
+static size_t dev_used;
+
+static size_t dev_capacity(void)
+{
+	const char *e = getenv("FAKE_CUDA_MEM_MB");
+
+	return (e ? strtoull(e, NULL, 0) : 81559ull) << 20;
+}
+
+/* Take size bytes of the device: the address (or handle) in *out. */
+static CUresult dev_take(unsigned long long *out, size_t size, int handle)
+{
+	struct fake_alloc *a;
+	CUresult rc = CUDA_SUCCESS;
+
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&lock);
+	if (!size)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	else if (size > dev_capacity() - dev_used)
+		rc = CUDA_ERROR_OUT_OF_MEMORY;
+	else if (!(a = malloc(sizeof(*a))))
+		rc = CUDA_ERROR_OUT_OF_MEMORY;
+	if (rc == CUDA_SUCCESS) {
+		a->addr = handle ? next_handle++ : next_dev;
+		if (!handle)
+			next_dev += (size + 0xfffff) &
+				    ~0xfffffull; /* 1 MiB aligned, never reused */
+		a->size = size;
+		a->next = allocs;
+		allocs = a;
+		dev_used += size;
+		*out = a->addr;
+	}
+	pthread_mutex_unlock(&lock);
+	return rc;
+}
+
+static CUresult dev_give(unsigned long long addr)
+{
+	struct fake_alloc **p, *a;
+
+	pthread_mutex_lock(&lock);
+	for (p = &allocs; *p && (*p)->addr != addr; p = &(*p)->next)
+		;
+	a = *p;
+	if (a) {
+		*p = a->next;
+		dev_used -= a->size;
+	}
+	pthread_mutex_unlock(&lock);
+	free(a);
+	return a ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
 CUresult cuMemAlloc_v2(unsigned long long *p, size_t n)
 {
-	void *m = calloc(1, n ? n : 1);
+	return dev_take(p, n, 0);
+}
 
-	if (!p || !m) {
-		free(m);
+CUresult cuMemAllocPitch_v2(unsigned long long *p, size_t *pitch, size_t w, size_t h, unsigned elem)
+{
+	size_t pw = (w + 511) & ~(size_t)511;
+
+	if (!pitch || !elem)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pitch = pw;
+	return dev_take(p, pw * h, 0);
+}
+
+CUresult cuMemAllocManaged(unsigned long long *p, size_t n, unsigned flags)
+{
+	return dev_take(p, n, 0);
+}
+
+CUresult cuMemAllocAsync(unsigned long long *p, size_t n, void *stream)
+{
+	return dev_take(p, n, 0);
+}
+
+CUresult cuMemAllocFromPoolAsync(unsigned long long *p, size_t n, void *pool, void *stream)
+{
+	return dev_take(p, n, 0);
+}
+
+CUresult cuMemCreate(unsigned long long *handle, size_t n, const void *prop,
+		     unsigned long long flags)
+{
+	return dev_take(handle, n, 1);
+}
+
+CUresult cuMemRelease(unsigned long long handle)
+{
+	return dev_give(handle);
+}
+
+CUresult cuMemMap(unsigned long long ptr, size_t n, size_t offset, unsigned long long handle,
+		  unsigned long long flags)
+{
+	return ptr && n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuMemUnmap(unsigned long long ptr, size_t n)
+{
+	return ptr && n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuMemFreeAsync(unsigned long long p, void *stream)
+{
+	return dev_give(p);
+}
+
+CUresult cuMemAllocHost_v2(void **p, size_t n)
+{
+	if (!p || !(*p = calloc(1, n ? n : 1)))
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
-	*p = (unsigned long long)(uintptr_t)m;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags)
+{
+	return cuMemAllocHost_v2(p, n);
+}
+
+CUresult cuMemFreeHost(void *p)
+{
+	free(p);
 	return CUDA_SUCCESS;
 }
 
@@ -574,8 +705,7 @@ CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total_b)
 
 CUresult cuMemFree_v2(unsigned long long p)
 {
-	free((void *)(uintptr_t)p);
-	return CUDA_SUCCESS;
+	return dev_give(p);
 }
 
 CUresult cuModuleLoadData(struct fake_module **out, const void *image)

@@ -18,6 +18,8 @@
  *   refused with CUDA_ERROR_INVALID_CONTEXT and counted
  *   (fake_cuda_green_refused), since "a green context can be current to
  *   only one thread at a time" (cuda.h, cuGreenCtxCreate).
+ *   FAKE_CUDA_MEM_MB    device capacity the allocation entry points enforce
+ *                       (default 81559; past it: CUDA_ERROR_OUT_OF_MEMORY)
  *   FAKE_CUDA_EXIT_DESTROY 1: contexts still alive at exit are destroyed
  *                       after the exit handlers registered after cuInit
  *   CUDA_INJECTION64_PATH  loaded and InitializeInjection() called in cuInit

@@ -5,7 +5,8 @@
 //   exit 0 + "VALID events=N threads=N dropped=N"; exit 1 + "INVALID ..." lines.
 //   --dump prints "M pid tid what value", "S pid tid state ts dur category wait"
 //   for state slices, "F pid tid depth name ts dur" for stack slices (depth
-//   from the nesting the readers compute) and "I pid tid name ts samples".
+//   from the nesting the readers compute), "I pid tid name ts samples" and
+//   "C pid name ts key=value ..." for counter points.
 //   A process's step track (top-level "step" slices, "phase" slices nested in
 //   them) prints as F lines too.
 'use strict';
@@ -21,7 +22,7 @@ const byThread = new Map();
 const out = [];
 doc.traceEvents.forEach((e, i) => {
   const where = `event ${i}`;
-  if (!['X', 'M', 'i'].includes(e.ph)) errors.push(`${where}: ph ${e.ph}`);
+  if (!['X', 'M', 'i', 'C'].includes(e.ph)) errors.push(`${where}: ph ${e.ph}`);
   if (!Number.isInteger(e.pid) || !Number.isInteger(e.tid)) errors.push(`${where}: pid/tid not integers`);
   if (typeof e.name !== 'string') errors.push(`${where}: name not a string`);
   if (e.ph === 'M') {
@@ -34,6 +35,14 @@ doc.traceEvents.forEach((e, i) => {
   if (e.ph === 'i') {
     if (!['t', 'p', 'g'].includes(e.s)) errors.push(`${where}: instant scope ${e.s}`);
     out.push(`I ${e.pid} ${e.tid} ${e.name} ${e.ts} ${e.args && e.args.samples}`);
+    return;
+  }
+  if (e.ph === 'C') {
+    // Readers make one track per (pid, name, arg key): the args are numbers.
+    const keys = e.args && typeof e.args === 'object' ? Object.keys(e.args) : [];
+    if (!keys.length || keys.some(k => typeof e.args[k] !== 'number' || !Number.isFinite(e.args[k])))
+      errors.push(`${where}: counter args not all numbers`);
+    out.push(`C ${e.pid} ${e.name} ${e.ts} ${keys.map(k => `${k}=${e.args[k]}`).join(' ')}`);
     return;
   }
   if (typeof e.dur !== 'number' || e.dur < 0) errors.push(`${where}: dur ${e.dur}`);

@@ -20,9 +20,16 @@ Test(profile, init_has_empty_string)
 
 Test(profile, value_types_fixed)
 {
-	const char *t[] = { "samples", "cpu", "offcpu", "gpu_samples", "gpu_samples_not_issued",
-			    "wall" };
-	const char *u[] = { "count", "nanoseconds", "nanoseconds", "count", "count", "nanoseconds" };
+	const char *t[] = { "samples",
+			    "cpu",
+			    "offcpu",
+			    "gpu_samples",
+			    "gpu_samples_not_issued",
+			    "wall",
+			    "gpu_alloc_space",
+			    "gpu_inuse_space" };
+	const char *u[] = { "count", "nanoseconds", "nanoseconds", "count",
+			    "count", "nanoseconds", "bytes",       "bytes" };
 	cr_assert_eq(GS_NVALUES, sizeof(t) / sizeof(t[0]));
 	for (int i = 0; i < GS_NVALUES; i++) {
 		cr_assert_str_eq(gs_value_type[i], t[i]);

@@ -123,9 +123,16 @@ Test(codec, stack_origin_matches_its_record)
 		{ GS_REC_OFFCPU_STACK, sizeof(struct gs_offcpu_stack), GS_ORIGIN_OFFCPU },
 		{ GS_REC_GPU_LAUNCH, sizeof(struct gs_gpu_launch), GS_ORIGIN_LAUNCH },
 		{ GS_REC_OFFCPU_WAKER, sizeof(struct gs_offcpu_waker), GS_ORIGIN_WAKER },
+		{ GS_REC_MEM_CALL, sizeof(struct gs_mem_call), GS_ORIGIN_MEM },
 	};
-	uint16_t all[] = { 0, GS_ORIGIN_TIMER, GS_ORIGIN_OFFCPU, GS_ORIGIN_LAUNCH, GS_ORIGIN_WAKER,
-			   5, 0xffff };
+	uint16_t all[] = { 0,
+			   GS_ORIGIN_TIMER,
+			   GS_ORIGIN_OFFCPU,
+			   GS_ORIGIN_LAUNCH,
+			   GS_ORIGIN_WAKER,
+			   GS_ORIGIN_MEM,
+			   6,
+			   0xffff };
 
 	for (size_t r = 0; r < sizeof(rec_of) / sizeof(*rec_of); r++)
 		for (size_t o = 0; o < sizeof(all) / sizeof(*all); o++) {

@@ -135,6 +135,32 @@ Test(trace, cap_cuts_stack_depth_first)
 	gs_profile_free(&x.p);
 }
 
+/* Counter points become "C" events on the process's track, in microseconds
+ * on the slices' grid, counted against the cap like any event. */
+Test(trace, counter_tracks)
+{
+	cr_assert(fx_have("node"), "node is needed (apt-get install nodejs)");
+	struct fx x;
+	fx_build(&x);
+	unsigned with = 0, without = 0;
+	char *out = write_checked(&x.p, "nocounter.trace.json");
+	cr_assert_eq(sscanf(strstr(out, "VALID events="), "VALID events=%u", &without), 1, "%s",
+		     out);
+	free(out);
+	cr_assert_eq(gs_profile_add_counter(&x.p, 1200, "GPU memory", 100000030, 2097152), 0);
+	cr_assert_eq(gs_profile_add_counter(&x.p, 1200, "GPU memory", 150000000, 23068672), 0);
+	cr_assert_eq(gs_profile_add_counter(&x.p, 1200, "GPU memory", 180000000, 0), 0);
+	out = write_checked(&x.p, "counter.trace.json");
+	HAS(out, "dropped=0");
+	HAS(out, "C 1200 GPU memory 100000 bytes=2097152\n"
+		 "C 1200 GPU memory 150000 bytes=23068672\n"
+		 "C 1200 GPU memory 180000 bytes=0\n");
+	cr_assert_eq(sscanf(strstr(out, "VALID events="), "VALID events=%u", &with), 1, "%s", out);
+	cr_assert_eq(with, without + 3, "%s", out);
+	free(out);
+	gs_profile_free(&x.p);
+}
+
 Test(trace, empty_profile_is_valid)
 {
 	cr_assert(fx_have("node"), "node is needed (apt-get install nodejs)");
