@@ -950,9 +950,17 @@ static void finish_launch(struct session *s)
 /* Has process p of the table exited, whether or not its exit was seen
  * (after Ctrl-C the loop stops before the command's and its workers' exit
  * events are read)? */
+/* Exited, reaped or a zombie (its parent gone, it waits for a slow
+ * reaper): none of these writes its map any more. */
 static bool proc_gone(const struct gs_proc *p)
 {
-	return p->exited || (kill((pid_t)p->tgid, 0) && errno == ESRCH);
+	char state[32];
+
+	if (p->exited || (kill((pid_t)p->tgid, 0) && errno == ESRCH))
+		return true;
+	int rc = gs_proc_status_field(p->tgid, "State:", state, sizeof(state));
+
+	return rc == -ESRCH || (!rc && (state[0] == 'Z' || state[0] == 'X'));
 }
 
 /* After the outputs: the perf maps launch mode had oneDNN write, of the
