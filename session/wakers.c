@@ -523,7 +523,7 @@ static void resolve(struct session *s, struct gs_wakers *w, struct waker *x,
 	x->kind = x->flags & GS_WAKER_KTHREAD   ? WK_KTHREAD
 		  : x->flags & GS_WAKER_OUTSIDE ? WK_OUTSIDE
 						: WK_THREAD;
-	if (st && x->kind != WK_KTHREAD) {
+	if (st) { /* an interrupt on the idle task (swapper, a kthread) is the interrupt's */
 		enum wake_kind k = classify(p, st, &fn);
 
 		if (k != WK_THREAD)
