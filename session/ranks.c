@@ -184,8 +184,8 @@ static int refuse_clash(const struct session *s, const char *tmpl)
 		if (!lstat(path, &st)) {
 			/* with %p already in the name, the clash is an earlier run
 			 * on the same process (the default -o names none other) */
-			gs_log("%s exists: -o %s names one run's files, and this one is "
-			       "another run's; not overwriting it (%s)\n",
+			gs_log("%s exists: -o %s names one run's files, and that one is "
+			       "an earlier run's; not overwriting it (%s)\n",
 			       path, tmpl,
 			       strstr(tmpl, "%p") ? "an earlier run on this PID: remove or rename "
 						    "it, or give -o another name"
