@@ -15,7 +15,7 @@ for w in 0 2; do
 	wall_attach "c$w" collate --workers "$w" --collate-ms 20
 	wall_check "c$w" "input wait" "next(loader), num_workers=$w,"
 	grep -q "^Verdict: input wait .*input-bound" "$T/c$w.report" || fail "num_workers=$w: the verdict does not say input-bound"
-	seen="2 DataLoader worker processes seen"
+	seen="its 2 DataLoader worker processes: "
 	[ "$w" = 0 ] && seen="no DataLoader worker process seen"
 	grep -q "^Verdict: .*$seen" "$T/c$w.report" || fail "num_workers=$w: the verdict does not say \"$seen\""
 done
