@@ -26,7 +26,11 @@ int gs_memory_register(struct session *s)
 	struct gs_proc_handler h;
 	int rc;
 
-	if (!s->o->gpu)
+	/* Off unless asked for: each process's probes are 22 uprobe links,
+	 * and closing one waits for a tasks-trace RCU grace period (0.3-0.5 s
+	 * on 6.18), so a process's exit would stop the record loop for
+	 * seconds (DataLoader workers of a CUDA job get the probes too). */
+	if (!s->o->gpu || !getenv("GS_GPU_MEMORY") || strcmp(getenv("GS_GPU_MEMORY"), "1"))
 		return 0;
 	g->mem = gs_gpumem_new();
 	g->mem_probe = gs_gpumem_probe_new(gs_sampler_mem_enter_prog(s->rt.sampler),

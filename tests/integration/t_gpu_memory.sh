@@ -13,6 +13,8 @@
 # every entry point resolves and takes its uprobes.  The trace (--format
 # trace) carries the device bytes over time as a counter track.
 source "$(dirname "$0")/lib.sh"
+# GPU memory through the driver is off unless asked for (README, GPU memory)
+export GS_GPU_MEMORY=1
 [ "$(id -u)" -eq 0 ] || fail "needs root (BPF, uprobes)"
 LIB=$ROOT/$BUILD/fakes/libcuda.so.1
 APP=$ROOT/tests/fakes/mem_app.py
