@@ -61,7 +61,6 @@ struct gs_offcpu {
 	uint64_t stacks_lost; /* END without its stack record (or the reverse) */
 	int64_t *trimmed;     /* build time: raw stack -> trimmed profile stack */
 	struct gs_wakers *wk; /* who ended the sampled waits */
-	uint64_t t_stop;
 };
 
 /* The thread's entry, accounted from now on; NULL on allocation failure. */
@@ -414,7 +413,7 @@ static int close_open(void *ctx, uint32_t tid, const struct gs_offcpu_thr *v)
 {
 	struct session *s = ctx;
 	struct gs_thread *t = thread_get(s, tid, v->tgid);
-	uint64_t now = s->off->t_stop, exec, delay, runs, wall, on, run;
+	uint64_t now = s->window.t1_mono, exec, delay, runs, wall, on, run;
 
 	if (!t)
 		return 0;
@@ -438,13 +437,7 @@ void gs_off_stop(struct session *s)
 {
 	if (!s->off)
 		return;
-	s->off->t_stop = gs_now_ns(CLOCK_MONOTONIC);
 	gs_sampler_offcpu_each(s->rt.sampler, close_open, s);
-}
-
-uint64_t gs_off_stop_time(struct session *s)
-{
-	return s->off ? s->off->t_stop : gs_now_ns(CLOCK_MONOTONIC);
 }
 
 /* ---- building the profile ----------------------------------------------- */

@@ -374,6 +374,13 @@ static void progress(struct session *s, bool final)
 	s->out.show_progress(&p);
 }
 
+/* What BPF queued before a detach. */
+static void drain(struct session *s)
+{
+	for (int i = 0; i < 64 && gs_sampler_poll(s->rt.sampler, 0, on_record, s) > 0; i++)
+		;
+}
+
 static int run_loop(struct session *s)
 {
 	uint64_t deadline = s->o->duration_s > 0
@@ -400,6 +407,8 @@ static int run_loop(struct session *s)
 
 		if (cfi_busy && wait_ms > GS_CFI_POLL_MS)
 			wait_ms = GS_CFI_POLL_MS;
+		if (deadline > before && (deadline - before) / 1000000 < (uint64_t)wait_ms)
+			wait_ms = (int)((deadline - before) / 1000000) + 1; /* -d is the window */
 		int rc = gs_sampler_poll(s->rt.sampler, wait_ms, on_record, s);
 		uint64_t now = gs_now_ns(CLOCK_MONOTONIC);
 
@@ -426,13 +435,18 @@ static int run_loop(struct session *s)
 			next_progress = now + 500000000ull;
 		}
 	}
-	gs_gpu_detach(s, poll_records);
+	/* The window ends here, when CPU samples and switches stop: the GPU
+	 * agents' drain (up to 2 s) and each uprobe link's close (a tasks-trace
+	 * RCU grace period) come after, or a thread's last sampled wait would
+	 * take all its time until they end, unseen switches included. */
 	gs_sampler_stop(s->rt.sampler);
-	gs_steps_detach(s);
-	/* Drain what BPF queued before the detach. */
-	for (int i = 0; i < 64 && gs_sampler_poll(s->rt.sampler, 0, on_record, s) > 0; i++)
-		;
+	s->window.t1_mono = gs_now_ns(CLOCK_MONOTONIC);
+	gs_cpu_snap_take(&s->window.cpu1, "/proc");
+	drain(s);
 	gs_off_stop(s);
+	gs_gpu_detach(s, poll_records);
+	gs_steps_detach(s);
+	drain(s); /* the agents' last batches, the steps' last marks */
 	progress(s, true);
 	/* The Ctrl-C that ended sampling must not cut the symbolization that
 	 * follows; another one does. */
@@ -1025,9 +1039,12 @@ int gs_session_run(const struct gs_options *o, void (*show)(const struct gs_sess
 	 * the machine's uptime.  The profile covers nothing: duration 0, time
 	 * of the stop. */
 	if (s.window.t0_mono) {
-		gs_cpu_snap_take(&s.window.cpu1, "/proc");
+		if (!s.window.t1_mono) { /* sampling never ran its loop */
+			s.window.t1_mono = gs_now_ns(CLOCK_MONOTONIC);
+			gs_cpu_snap_take(&s.window.cpu1, "/proc");
+		}
 		s.prof.time_nanos = s.window.t0_wall;
-		s.prof.duration_nanos = gs_off_stop_time(&s) - s.window.t0_mono;
+		s.prof.duration_nanos = s.window.t1_mono - s.window.t0_mono;
 	} else {
 		s.prof.time_nanos = gs_now_ns(CLOCK_REALTIME);
 		s.prof.duration_nanos = 0;

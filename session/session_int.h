@@ -92,10 +92,11 @@ struct gs_session_attach {
 };
 
 /* The sampling window (session.c writes it when sampling starts and when
- * the run ends; gpu.c and offcpu.c read t0_mono). */
+ * CPU samples and switches stop; gpu.c, offcpu.c and steps.c read it). */
 struct gs_session_window {
 	uint64_t t0_mono;              /* CLOCK_MONOTONIC ns sampling started; 0: it never did */
 	uint64_t t0_wall;              /* CLOCK_REALTIME ns at the same instant */
+	uint64_t t1_mono;              /* CLOCK_MONOTONIC ns sampling stopped; 0: not yet */
 	struct gs_cpu_snap cpu0, cpu1; /* the machine's CPU time at start and stop */
 };
 
@@ -321,10 +322,9 @@ int gs_wakers_label(struct session *s, struct gs_wakers *w, int64_t idx, const u
 int gs_off_prepare(struct session *s);
 int gs_off_start(struct session *s); /* right after gs_sampler_start and t0 */
 void gs_off_record(struct session *s, const struct gs_rec_hdr *h);
-void gs_off_stop(struct session *s); /* after the detach and drain */
-/* End of the window: when gs_off_stop closed the threads' intervals, or now
- * without off-CPU accounting. */
-uint64_t gs_off_stop_time(struct session *s);
+/* After the CPU sampler's detach and a drain: the threads' open intervals
+ * end at window.t1_mono. */
+void gs_off_stop(struct session *s);
 /* cpu/nanoseconds of the next CPU sample of th: with off-CPU accounting, a
  * thread's CPU samples (th->cpu_samples of them) share its exact on-CPU
  * time, the first one taking the division's remainder; else period_ns. */

@@ -368,8 +368,8 @@ static int label_proc(struct session *s, struct step_proc *sp, uint64_t *times)
 			other++;
 			continue;
 		}
-		if (m[i].ktime < s->window.t0_mono)
-			continue;
+		if (m[i].ktime < s->window.t0_mono || m[i].ktime > s->window.t1_mono)
+			continue; /* outside the window (marks made during the detach) */
 		if (m[i].kind == GS_STEP_OPTIMIZER)
 			opt[n_opt++] = m[i].ktime - s->window.t0_mono;
 		else
