@@ -144,7 +144,7 @@ int BPF_USDT(gs_gpu_record, void *ptr, __u64 size)
 	 * are read while the process lives; status, stall tables).  PC
 	 * batches, the bulk, wait for its next poll like CPU samples. */
 	if (bpf_ringbuf_output(&events, buf, size,
-			       h->type == GS_REC_GPU_PC_BATCH ? BPF_RB_NO_WAKEUP : 0))
+			       h->type == GS_REC_GPU_PC_BATCH ? gs_rb_lazy() : 0))
 		gs_stat_inc(st, GS_STAT_GPU_LOST);
 	else
 		gs_stat_inc(st, GS_STAT_GPU_RECORDS);
@@ -199,7 +199,7 @@ static __always_inline int gs_gpu_launch_body(void *ctx, void *ptr, __u64 size, 
 	if (total > GS_SCRATCH_SIZE)
 		return 0;
 	l->hdr.size = total;
-	if (bpf_ringbuf_output(&events, buf, total, BPF_RB_NO_WAKEUP))
+	if (bpf_ringbuf_output(&events, buf, total, gs_rb_lazy()))
 		gs_stat_inc(st, GS_STAT_GPU_LOST);
 	else
 		gs_stat_inc(st, GS_STAT_GPU_LAUNCHES);

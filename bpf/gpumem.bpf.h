@@ -105,7 +105,7 @@ static __always_inline int gs_mem_enter_body(struct pt_regs *ctx, bool compat)
 	fresh.call_ns = c->hdr.ktime_ns;
 	fresh.out_ptr = c->args[0];
 	fresh.aux_ptr = c->args[1];
-	if (bpf_ringbuf_output(&events, buf, total, BPF_RB_NO_WAKEUP)) {
+	if (bpf_ringbuf_output(&events, buf, total, gs_rb_lazy())) {
 		gs_stat_inc(st, GS_STAT_MEM_LOST);
 		return 0;
 	}
@@ -138,7 +138,7 @@ static __always_inline void gs_mem_hdr(struct gs_rec_hdr *h, __u16 type, __u32 s
 /* A fixed-size memory record into `events`, counted. */
 static __always_inline void gs_mem_output(struct gs_stats *st, void *rec, __u64 size)
 {
-	if (bpf_ringbuf_output(&events, rec, size, BPF_RB_NO_WAKEUP))
+	if (bpf_ringbuf_output(&events, rec, size, gs_rb_lazy()))
 		gs_stat_inc(st, GS_STAT_MEM_LOST);
 	else
 		gs_stat_inc(st, GS_STAT_MEM_EVENTS);

@@ -86,6 +86,18 @@ struct {
 	__uint(max_entries, 4 << 20);
 } events SEC(".maps");
 
+/* The flag for a record that can wait for the reader's next poll (up to
+ * 200 ms away): none while the ring is under a quarter full, a wakeup
+ * after.  A burst (a GPU agent's PC batches, a storm of switch-outs) is
+ * read while the ring still has room, not lost to a sleeping reader. */
+static __always_inline __u64 gs_rb_lazy(void)
+{
+	__u64 size = bpf_ringbuf_query(&events, BPF_RB_RING_SIZE);
+
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > size / 4 ? BPF_RB_FORCE_WAKEUP
+									  : BPF_RB_NO_WAKEUP;
+}
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);

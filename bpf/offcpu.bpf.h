@@ -192,7 +192,7 @@ static __always_inline void gs_off_emit_end(struct gs_offcpu_thr *th, __u32 tid,
 	e.acc_on_ns = th->acc_on_ns;
 	e.acc_blocked_ns = th->acc_blocked_ns;
 	e.acc_runnable_ns = th->acc_runnable_ns;
-	if (bpf_ringbuf_output(&events, &e, sizeof(e), BPF_RB_NO_WAKEUP)) {
+	if (bpf_ringbuf_output(&events, &e, sizeof(e), gs_rb_lazy())) {
 		gs_stat_inc(st, GS_STAT_LOST);
 		return; /* keep the sums: the next END carries them */
 	}
@@ -312,7 +312,7 @@ static __always_inline bool gs_off_send(struct gs_rec_hdr *h, __u64 prefix, __u3
 	if (total > GS_SCRATCH_SIZE - GS_SCRATCH_PREFIX + prefix)
 		return false;
 	h->size = total;
-	if (bpf_ringbuf_output(&events, h, total, BPF_RB_NO_WAKEUP)) {
+	if (bpf_ringbuf_output(&events, h, total, gs_rb_lazy())) {
 		gs_stat_inc(st, GS_STAT_LOST);
 		return false;
 	}

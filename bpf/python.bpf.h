@@ -383,16 +383,16 @@ fault:
  * reads the code objects the stack references (session/runtimes.c).  A fresh
  * spawn worker runs its imports and often its one task within that time,
  * and a module body's code object is freed when its import ends, within
- * milliseconds; other samples wait for the next poll (BPF_RB_NO_WAKEUP). */
+ * milliseconds; other samples wait for the next poll (gs_rb_lazy). */
 #define GS_PY_YOUNG_NS (3ull * 1000000000ull)
 static __always_inline __u64 gs_py_wakeup_flag(struct task_struct *task, __u32 n_python)
 {
 	__u64 start;
 
 	if (!n_python)
-		return BPF_RB_NO_WAKEUP;
+		return gs_rb_lazy();
 	start = BPF_CORE_READ(task, group_leader, start_time); /* CLOCK_MONOTONIC */
-	return bpf_ktime_get_ns() - start < GS_PY_YOUNG_NS ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	return bpf_ktime_get_ns() - start < GS_PY_YOUNG_NS ? BPF_RB_FORCE_WAKEUP : gs_rb_lazy();
 }
 
 #endif

@@ -50,7 +50,7 @@ static __always_inline int gs_step_emit(__u32 kind)
 	m.tgid = tgid;
 	m.tid = (__u32)pid_tgid;
 	m.kind = kind;
-	if (bpf_ringbuf_output(&events, &m, sizeof(m), BPF_RB_NO_WAKEUP))
+	if (bpf_ringbuf_output(&events, &m, sizeof(m), gs_rb_lazy()))
 		gs_stat_inc(st, GS_STAT_STEP_LOST);
 	else
 		gs_stat_inc(st, GS_STAT_STEP_MARKS);
