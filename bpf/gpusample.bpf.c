@@ -95,7 +95,7 @@ static __always_inline __u64 gs_rb_lazy(void)
 	__u64 size = bpf_ringbuf_query(&events, BPF_RB_RING_SIZE);
 
 	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > size / 4 ? BPF_RB_FORCE_WAKEUP
-									  : BPF_RB_NO_WAKEUP;
+									: BPF_RB_NO_WAKEUP;
 }
 
 struct {
