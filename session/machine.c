@@ -49,6 +49,21 @@ static int cmp_proc_pid(const void *a, const void *b)
 	return cmp_pid(&((const struct gs_proc_cpu *)a)->pid, b);
 }
 
+/* user + nice + system of root/stat's "cpu" line (all CPUs); 0 unread.
+ * irq, softirq and steal are left out: no process's utime + stime has them. */
+static uint64_t machine_busy(const char *root)
+{
+	char path[300];
+	unsigned long long user, nice, sys;
+	snprintf(path, sizeof(path), "%s/stat", root);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	int n = fscanf(f, "cpu %llu %llu %llu", &user, &nice, &sys);
+	fclose(f);
+	return n == 3 ? user + nice + sys : 0;
+}
+
 int gs_cpu_snap_take(struct gs_cpu_snap *s, const char *root)
 {
 	char path[300], line[1024];
@@ -57,6 +72,7 @@ int gs_cpu_snap_take(struct gs_cpu_snap *s, const char *root)
 	s->mono_ns = gs_now_ns(CLOCK_MONOTONIC);
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	s->n_cpus = n > 0 ? (unsigned)n : 1;
+	s->busy = machine_busy(root);
 	DIR *d = opendir(root);
 	if (!d)
 		return -errno;
@@ -99,7 +115,7 @@ void gs_cpu_snap_free(struct gs_cpu_snap *s)
 }
 
 struct by_name {
-	char comm[16];
+	char comm[32]; /* a comm, or "short-lived processes" */
 	uint64_t ticks;
 };
 
@@ -109,20 +125,54 @@ static int cmp_ticks(const void *a, const void *b)
 	return x->ticks < y->ticks ? 1 : x->ticks > y->ticks ? -1 : strcmp(x->comm, y->comm);
 }
 
+/* Count dt ticks to name comm among names[0, *nn). */
+static void add_name(struct by_name *names, size_t *nn, const char *comm, uint64_t dt)
+{
+	size_t k = 0;
+	if (!dt)
+		return;
+	while (k < *nn && strncmp(names[k].comm, comm, sizeof(names[k].comm)))
+		k++;
+	if (k == *nn)
+		snprintf(names[(*nn)++].comm, sizeof(names[k].comm), "%s", comm);
+	names[k].ticks += dt;
+}
+
+/* Ticks of the processes outside the job that exited between a and b (see
+ * machine.h): the machine's, less those of the processes in b (alive) and
+ * of the job's exited ones (its samples' CPU time less job_alive). */
+static uint64_t exited_outside(const struct gs_profile *p, const struct gs_cpu_snap *a,
+			       const struct gs_cpu_snap *b, uint64_t alive, uint64_t job_alive,
+			       long hz)
+{
+	if (!a->busy || b->busy <= a->busy + alive)
+		return 0;
+	int64_t job_ns = 0;
+	for (size_t i = 0; i < p->n_samples; i++) {
+		const struct gs_sample *s = &p->samples[i];
+		const struct gs_sample_ctx *sc = gs_profile_ctx(p, s);
+		if (sc->cuda_device < 0 && sc->pid && s->values[GS_V_CPU_NS] > 0)
+			job_ns += s->values[GS_V_CPU_NS];
+	}
+	uint64_t job = (uint64_t)((double)job_ns * (double)hz / 1e9);
+	uint64_t job_gone = job > job_alive ? job - job_alive : 0;
+	uint64_t gone = b->busy - a->busy - alive;
+	return gone > job_gone ? gone - job_gone : 0;
+}
+
 int gs_cpu_snap_comment(struct gs_profile *p, const struct gs_cpu_snap *a,
 			const struct gs_cpu_snap *b, uint32_t self_pid, long hz)
 {
 	if (!a->mono_ns || !b->mono_ns || b->mono_ns <= a->mono_ns || hz <= 0)
 		return 0;
-	struct by_name *names = calloc(b->n + 1, sizeof(*names));
+	struct by_name *names = calloc(b->n + 2, sizeof(*names));
 	size_t nn = 0;
 	uint64_t total = 0;
 	if (!names)
 		return -ENOMEM;
+	uint64_t alive = 0, job_alive = 0; /* ticks of every process in b; of the job's */
 	for (size_t i = 0; i < b->n; i++) {
 		const struct gs_proc_cpu *pc = &b->procs[i];
-		if (pc->pid == self_pid || gs_find_process(p, pc->pid))
-			continue;
 		uint64_t before = 0; /* started in the window: all of its time */
 		const struct gs_proc_cpu *was = bsearch(&pc->pid, a->procs, a->n, sizeof(*a->procs),
 							cmp_pid);
@@ -131,14 +181,17 @@ int gs_cpu_snap_comment(struct gs_profile *p, const struct gs_cpu_snap *a,
 		if (pc->ticks <= before)
 			continue;
 		uint64_t dt = pc->ticks - before;
+		alive += dt;
+		bool job = gs_find_process(p, pc->pid);
+		job_alive += job ? dt : 0;
+		if (pc->pid == self_pid || job)
+			continue;
 		total += dt;
-		size_t k = 0;
-		while (k < nn && strcmp(names[k].comm, pc->comm))
-			k++;
-		if (k == nn)
-			memcpy(names[nn++].comm, pc->comm, sizeof(pc->comm));
-		names[k].ticks += dt;
+		add_name(names, &nn, pc->comm, dt);
 	}
+	uint64_t gone = exited_outside(p, a, b, alive, job_alive, hz);
+	total += gone;
+	add_name(names, &nn, "short-lived processes", gone);
 	qsort(names, nn, sizeof(*names), cmp_ticks);
 	double win = (double)(b->mono_ns - a->mono_ns) / 1e9;
 	char top[200] = "";

@@ -23,6 +23,7 @@ struct gs_proc_cpu {
 struct gs_cpu_snap {
 	uint64_t mono_ns;
 	unsigned n_cpus;
+	uint64_t busy; /* /proc/stat's user + nice + system ticks, all CPUs; 0 unread */
 	struct gs_proc_cpu *procs;
 	size_t n;
 };
@@ -36,7 +37,11 @@ void gs_cpu_snap_free(struct gs_cpu_snap *s);
  *   "machine CPU: N CPUs; outside the job X.XX cores over A.AA s (name
  *   X.XX, name X.XX, name X.XX)"
  * outside = the CPU time of every process not in p->processes (and not
- * gpusample itself, self_pid) between a and b, top 3 by name. */
+ * gpusample itself, self_pid) between a and b, top 3 by name.  Processes
+ * that exited between a and b are in neither snapshot: their time is the
+ * machine's (/proc/stat) less that of the processes in b and less the
+ * job's own exited processes' (the job's CPU samples' time less its
+ * processes in b), named "short-lived processes". */
 int gs_cpu_snap_comment(struct gs_profile *p, const struct gs_cpu_snap *a,
 			const struct gs_cpu_snap *b, uint32_t self_pid, long hz);
 

@@ -189,6 +189,30 @@ Test(report, starved_is_not_blocked)
 	gs_profile_free(&x.p);
 }
 
+/* Oversubscription is the job's threads wanting more cores than there are:
+ * one starved thread on 2 cores whose neighbours took little (0.22) is
+ * not it; three such threads are. */
+Test(report, one_starved_thread_does_not_oversubscribe)
+{
+	struct fx x;
+	fx_build(&x);
+	gs_profile_add_comment(&x.p, "machine CPU: 2 CPUs; outside the job 0.22 cores over 1.00 "
+				     "s (clang 0.19)");
+	fx_offcpu(&x.p, FX_ST_CPU(&x.p), 1200, 1200, "python3", "main", "runnable", 0, 900000000);
+	char *r = report(&x.p, 15);
+	char *v = strstr(r, "Verdict: CPU starvation");
+	cr_assert_not_null(v, "%s", r);
+	cr_assert_null(strstr(v, "oversubscribes"), "%s", v);
+	free(r);
+	for (uint32_t tid = 1210; tid < 1212; tid++)
+		fx_offcpu(&x.p, FX_ST_CPU(&x.p), 1200, tid, "python3", "main", "runnable", 0,
+			  900000000);
+	r = report(&x.p, 15);
+	HAS(r, "CPU-starved: the job oversubscribes its cores: 3 busy threads wanted");
+	free(r);
+	gs_profile_free(&x.p);
+}
+
 /* Each main process gets its split and verdict, labelled with its rank. */
 static void rank_from_pid(struct gs_sample_ctx *c, void *arg)
 {
