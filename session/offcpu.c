@@ -120,15 +120,19 @@ static int add_part(struct gs_offcpu *o, struct gs_thread *t, uint64_t out, uint
 }
 
 /* Time of thread t without a stack up to `to`, from where its accounted
- * time reached (the window's start at first); its accounted time then
- * reaches `mark`.  A stretch that cannot be kept only loses its place on
+ * time reached (at first: its birth or the window's start); its accounted
+ * time then reaches `mark`.  A stretch that cannot be kept only loses its place on
  * the timeline: the sums stay exact. */
 static void add_stretch(struct session *s, struct gs_thread *t, uint64_t to, uint64_t mark,
 			uint64_t on, uint64_t blocked, uint64_t runnable)
 {
 	struct gs_offcpu *o = s->off;
-	uint64_t from = t->off.mark ? t->off.mark : s->window.t0_mono;
+	uint64_t len = on + blocked + runnable, from = t->off.mark;
 
+	/* the sums cover the stretch exactly: a thread's first one starts at
+	 * its birth (a worker started mid-window), or the window's start */
+	if (!from)
+		from = to > len && to - len > s->window.t0_mono ? to - len : s->window.t0_mono;
 	t->off.mark = mark;
 	if (!blocked && !runnable)
 		return;
@@ -528,8 +532,10 @@ static struct gs_sample_ctx thread_ctx(struct session *s, const struct gs_thread
 }
 
 /* A sample carrying time without a sampled stack: "[blocked: stack not
- * sampled]" and the like, so the thread's sums stay exact. */
-static int add_unsampled(struct session *s, struct gs_thread *t, int state, uint64_t ns)
+ * sampled]" and the like, so the thread's sums stay exact; at: where the
+ * timelines put it (profile time: the thread's first known). */
+static int add_unsampled(struct session *s, struct gs_thread *t, int state, uint64_t ns,
+			 uint64_t at)
 {
 	static const char *const names[] = { "[on-CPU: no CPU sample]",
 					     "[blocked: stack not sampled]",
@@ -537,6 +543,7 @@ static int add_unsampled(struct session *s, struct gs_thread *t, int state, uint
 	uint32_t loc = gs_session_special(s, names[state]);
 	int64_t stack = gs_profile_add_stack(&s->prof, &loc, 1);
 	struct gs_sample smp = {
+		.time_ns = at,
 		.values = { [GS_V_CPU_NS] = state == ON ? (int64_t)ns : 0,
 			    [GS_V_OFFCPU_NS] = state == ON ? 0 : (int64_t)ns },
 	};
@@ -649,6 +656,7 @@ static int by_key_start(const void *a, const void *b)
 struct fill_ctx {
 	const struct off_stretch *str;
 	size_t lo, hi;
+	uint64_t first; /* the thread's first known time (profile time) */
 	const struct cpu_span *cpu;
 	size_t n_cpu;
 };
@@ -814,7 +822,8 @@ static int add_state(struct session *s, struct gs_thread *t, int state, size_t l
 		int64_t id = gs_profile_add_stack(&s->prof, &loc, 1);
 
 		if (id < 0 || f->lo == f->hi) {
-			rc = id < 0 ? (int)id : add_unsampled(s, t, state, (uint64_t)left);
+			rc = id < 0 ? (int)id
+				    : add_unsampled(s, t, state, (uint64_t)left, f->first);
 			goto out;
 		}
 		stack[0] = (uint32_t)id;
@@ -837,7 +846,7 @@ static int add_state(struct session *s, struct gs_thread *t, int state, size_t l
 			last = i - lo;
 	}
 	if (last == SIZE_MAX) { /* every part rounded to 0 ns */
-		rc = left > 0 ? add_unsampled(s, t, state, (uint64_t)left) : 0;
+		rc = left > 0 ? add_unsampled(s, t, state, (uint64_t)left, f->first) : 0;
 		goto out;
 	}
 	extra[last] += left; /* rounding: keep the sum exact */
@@ -919,6 +928,23 @@ static struct cpu_span *cpu_spans(const struct gs_profile *p, size_t *n_out)
 	return c;
 }
 
+/* Thread t's first known time (profile time): its first stretch's start
+ * (str, NULL if none) or its first sampled part (from smp[i] on, sorted). */
+static uint64_t first_known(struct session *s, const struct gs_thread *t,
+			    const struct off_stretch *str, size_t i)
+{
+	const struct gs_offcpu *o = s->off;
+	uint64_t first = str ? str->from : UINT64_MAX;
+
+	while (i < o->n_smp && thread_cmp(o->smp[i].t, t) < 0)
+		i++;
+	for (; i < o->n_smp && o->smp[i].t == t; i++)
+		first = o->smp[i].out < first ? o->smp[i].out : first;
+	if (first == UINT64_MAX || first < s->window.t0_mono)
+		return 0;
+	return first - s->window.t0_mono;
+}
+
 int gs_off_finish(struct session *s, const uint32_t *stack_ids)
 {
 	struct gs_offcpu *o = s->off;
@@ -931,13 +957,6 @@ int gs_off_finish(struct session *s, const uint32_t *stack_ids)
 		return 0;
 	qsort(o->smp, o->n_smp, sizeof(*o->smp), by_thread_state);
 	qsort(o->str, o->n_str, sizeof(*o->str), by_thread_from);
-	for (size_t k = 0; k < o->n_th; k++) {
-		struct gs_thread *t = o->th[k];
-
-		if (!t->cpu_samples && t->off.exact[ON] &&
-		    add_unsampled(s, t, ON, t->off.exact[ON]))
-			return -ENOMEM;
-	}
 	if (!(cpu = cpu_spans(&s->prof, &f.n_cpu)))
 		return -ENOMEM;
 	f.cpu = cpu;
@@ -953,6 +972,9 @@ int gs_off_finish(struct session *s, const uint32_t *stack_ids)
 		while (j < o->n_str && o->str[j].t == t)
 			j++;
 		f.hi = j;
+		f.first = first_known(s, t, f.lo < f.hi ? &o->str[f.lo] : NULL, i);
+		if (!t->cpu_samples && t->off.exact[ON])
+			rc = add_unsampled(s, t, ON, t->off.exact[ON], f.first);
 		for (int state = BLK; state <= RUN && !rc; state++) {
 			size_t lo;
 
