@@ -14,8 +14,14 @@ prof = [p for p in ss["profiles"]
 if len(prof) != 1:
     sys.exit("speedscope: %d profiles for tid %d in %s" % (len(prof), tid, [p["name"] for p in ss["profiles"]][:20]))
 p = prof[0]
-total = sum(p["weights"])
-blank = sum(w for s, w in zip(p["samples"], p["weights"]) if not s)
+# its span: the axis also runs on before the thread's birth and after its
+# exit (the window ends when gpusample sees the job gone)
+full = [i for i, s in enumerate(p["samples"]) if s]
+if not full:
+    sys.exit("speedscope: no stack for tid %d" % tid)
+span = list(zip(p["samples"], p["weights"]))[full[0]:full[-1] + 1]
+total = sum(w for s, w in span)
+blank = sum(w for s, w in span if not s)
 print("speedscope %.3f %.3f" % (blank / 1e9, total / 1e9))
 
 tr = json.load(open(tr_path))
