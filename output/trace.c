@@ -65,8 +65,10 @@ struct tr {
 	 * and the next run sharing fewer (segment_frames) */
 	struct run *runs;
 	uint32_t *lcp, *nxt;
-	size_t *ends, cap_ends; /* per depth: the run a frame slice ends before */
-	uint8_t *cat;           /* per (stack, state): category, 0xff = not yet */
+	size_t *ends, cap_ends;      /* per depth: the run a frame slice ends before */
+	uint8_t *cat;                /* per (stack, state): category, 0xff = not yet */
+	struct gs_tl_lanes lanes;    /* exited workers merged by slot (timeline.c) */
+	uint32_t lane_pid, lane_tid; /* the lane being written: its events' pid, tid */
 };
 
 struct run {
@@ -210,9 +212,12 @@ static void process_names(struct tr *t, const uint32_t *idx, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		const struct gs_sample *s = &p->samples[idx[i]];
 		const struct gs_sample_ctx *sc = gs_profile_ctx(p, s);
-		if (sc->pid == last)
+		uint32_t merged, pid = (uint32_t)(gs_tl_lane(&t->lanes, p, s, &merged) >> 32);
+		if (pid == last)
 			continue;
-		last = sc->pid;
+		last = pid;
+		if (merged && pid != sc->pid) /* merged workers lie in their parent */
+			continue;
 		const struct gs_process *pr = gs_find_process(p, sc->pid);
 		const char *comm = pr && pr->comm    ? gs_profile_str(p, pr->comm)
 				   : sc->thread_name ? gs_profile_str(p, sc->thread_name)
@@ -265,10 +270,9 @@ static size_t make_runs(struct tr *t, const struct gs_tl_item *it, size_t n)
 static void state_slice(struct tr *t, const struct run *r, uint64_t end)
 {
 	const struct gs_sample *s = &t->p->samples[r->sample];
-	const struct gs_sample_ctx *c = gs_profile_ctx(t->p, s);
 	char wait[256];
 	/* under 125 ns: nothing on the grid (its frames neither) */
-	if (grid(end) == grid(r->start) || !event_head(t, "X", c->pid, c->tid))
+	if (grid(end) == grid(r->start) || !event_head(t, "X", t->lane_pid, t->lane_tid))
 		return;
 	gs_json_str(t->w, st_name[r->state]);
 	put_span(t->w, "state", r->start, end);
@@ -281,12 +285,10 @@ static void state_slice(struct tr *t, const struct run *r, uint64_t end)
 	gs_wbuf_puts(t->w, "}}");
 }
 
-static void frame_slice(struct tr *t, const struct gs_sample *s, const struct gs_dframe *f,
-			uint64_t start, uint64_t end)
+static void frame_slice(struct tr *t, const struct gs_dframe *f, uint64_t start, uint64_t end)
 {
-	const struct gs_sample_ctx *c = gs_profile_ctx(t->p, s);
 	char name[512];
-	if (grid(end) == grid(start) || !event_head(t, "X", c->pid, c->tid))
+	if (grid(end) == grid(start) || !event_head(t, "X", t->lane_pid, t->lane_tid))
 		return;
 	gs_json_str(t->w, gs_dframe_name(t->p, f, name, sizeof(name)));
 	put_span(t->w, "stack", start, end);
@@ -351,7 +353,7 @@ static int segment_frames(struct tr *t, const struct gs_sample *s0, size_t b, si
 			t->ends[d] = j;
 		}
 		for (uint32_t d = lcp[i]; d < nf; d++) /* parents first */
-			frame_slice(t, s0, &f[d], t->runs[i].start, t->runs[t->ends[d] - 1].end);
+			frame_slice(t, &f[d], t->runs[i].start, t->runs[t->ends[d] - 1].end);
 	}
 	return 0;
 }
@@ -361,10 +363,18 @@ static int write_thread(struct tr *t, const struct gs_tl_item *it, size_t n)
 	const struct gs_profile *p = t->p;
 	const struct gs_sample *s0 = &p->samples[it[0].sample];
 	const struct gs_sample_ctx *sc = gs_profile_ctx(p, s0);
-	meta(t, "thread_name", sc->pid, sc->tid, "name",
-	     sc->thread_name ? gs_profile_str(p, sc->thread_name) : "?", 0);
-	meta(t, "thread_sort_index", sc->pid, sc->tid, "sort_index", NULL,
-	     sc->tid == sc->pid ? 0 : sc->tid);
+	uint64_t lane = gs_tl_lane(&t->lanes, p, s0, NULL);
+	char name[256];
+	bool merged = gs_tl_lane_name(&t->lanes, p, s0, name, sizeof(name));
+	t->lane_pid = (uint32_t)(lane >> 32);
+	t->lane_tid = (uint32_t)lane;
+	meta(t, "thread_name", t->lane_pid, t->lane_tid, "name",
+	     merged            ? name
+	     : sc->thread_name ? gs_profile_str(p, sc->thread_name)
+			       : "?",
+	     0);
+	meta(t, "thread_sort_index", t->lane_pid, t->lane_tid, "sort_index", NULL,
+	     t->lane_tid == t->lane_pid ? 0 : t->lane_tid & ~GS_TL_LANE_TID);
 	size_t nr = make_runs(t, it, n);
 	for (size_t b = 0; b < nr;) {
 		size_t e = b + 1;
@@ -439,7 +449,7 @@ static int emit_all(struct tr *t, const uint32_t *idx, size_t n, struct gs_tl_it
 	int rc = 0;
 	process_names(t, idx, n);
 	for (size_t b = 0; b < n && !rc;) {
-		size_t e = gs_timeline_thread_end(p, idx, b, n);
+		size_t e = gs_timeline_thread_end(p, &t->lanes, idx, b, n);
 		gs_timeline_layout(p, idx + b, e - b, items);
 		rc = write_thread(t, items, e - b);
 		b = e;
@@ -478,7 +488,8 @@ static int write_all(struct tr *t)
 	const struct gs_profile *p = t->p;
 	uint32_t *idx;
 	size_t n;
-	int rc = gs_timeline_order(p, &idx, &n);
+	int rc = gs_tl_lanes_build(p, &t->lanes);
+	rc = rc ? rc : gs_timeline_order(p, &t->lanes, &idx, &n);
 	if (rc)
 		return rc;
 	struct gs_tl_item *items = malloc(sizeof(*items) * (n + 1));
@@ -552,6 +563,7 @@ out:
 	free(t.nxt);
 	free(t.ends);
 	free(t.cat);
+	gs_tl_lanes_free(&t.lanes);
 	return rc;
 }
 
