@@ -707,7 +707,8 @@ static int fill_segs(const struct fill_ctx *f, uint64_t key, uint64_t a, uint64_
 			break;
 		at = f->cpu[i].end > at ? f->cpu[i].end : at;
 	}
-	qsort(*segs, nf, sizeof(**segs), by_len_desc);
+	if (nf) /* *segs is NULL without any */
+		qsort(*segs, nf, sizeof(**segs), by_len_desc);
 	*n = 0;
 	for (size_t i = 0; i < nf && amount; i++) {
 		uint64_t len = (*segs)[i].len, from = (*segs)[i].at;
@@ -955,14 +956,18 @@ int gs_off_finish(struct session *s, const uint32_t *stack_ids)
 
 	if (!o)
 		return 0;
-	qsort(o->smp, o->n_smp, sizeof(*o->smp), by_thread_state);
-	qsort(o->str, o->n_str, sizeof(*o->str), by_thread_from);
+	/* the arrays are NULL while empty, and qsort's base must not be */
+	if (o->n_smp)
+		qsort(o->smp, o->n_smp, sizeof(*o->smp), by_thread_state);
+	if (o->n_str)
+		qsort(o->str, o->n_str, sizeof(*o->str), by_thread_from);
 	if (!(cpu = cpu_spans(&s->prof, &f.n_cpu)))
 		return -ENOMEM;
 	f.cpu = cpu;
 	f.str = o->str;
 	/* threads in tid order, as smp and str: walk the three together */
-	qsort(o->th, o->n_th, sizeof(*o->th), by_tid);
+	if (o->n_th)
+		qsort(o->th, o->n_th, sizeof(*o->th), by_tid);
 	for (size_t k = 0; k < o->n_th && !rc; k++) {
 		struct gs_thread *t = o->th[k];
 
