@@ -158,14 +158,18 @@ static int find_threads_to_merge(const struct gs_profile *p, struct tl_build *b)
 {
 	struct gs_hmap per_group = { 0 }, seen = { 0 };
 	size_t from = b->n;
+	uint64_t last = UINT64_MAX;
 	int rc = 0;
 	for (size_t i = 0; i < p->n_samples && !rc; i++) {
 		const struct gs_sample_ctx *sc = gs_profile_ctx(p, &p->samples[i]);
 		uint64_t key = (uint64_t)sc->pid << 32 | sc->tid;
+		if (key == last) /* runs of one thread: seen already */
+			continue;
 		bool added, worker = gs_hmap_get(&b->wmap, sc->pid);
 		if (!is_timeline_sample(p, &p->samples[i]) ||
 		    (!worker && (sc->tid == sc->pid || !sc->pid)))
 			continue;
+		last = key;
 		if (!gs_hmap_slot(&seen, key, &added)) {
 			rc = -ENOMEM;
 		} else if (added && worker) {
