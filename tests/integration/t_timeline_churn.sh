@@ -9,7 +9,8 @@
 # the last has exited), and no exited worker keeps a lane of its own (the
 # code before: a lane per worker thread, ~580 for this run).  The slots
 # need each worker's timeline to start at its birth, not at the window's
-# start.
+# start.  Both files pass their readers' rules (speedscope's schema, the
+# trace's nesting: workers laid one after another in a lane never overlap).
 source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 $PY -c 'import torch' 2>/dev/null || fail "python3-torch is not installed (make deps)"
@@ -49,4 +50,8 @@ if sorted(n for n in tr_names if lane.match(n)) != sorted(n for n in names if la
     bad.append("the trace's worker lanes differ from speedscope's")
 sys.exit("; ".join(bad) if bad else 0)
 PY
+node "$ROOT/tests/tools/validate_speedscope.js" "$T/tl.speedscope.json" > "$T/ss.check" ||
+	{ head -5 "$T/ss.check"; fail "speedscope file invalid"; }
+node "$ROOT/tests/tools/check_trace.js" "$T/tl.trace.json" > "$T/trace.check" ||
+	{ head -5 "$T/trace.check"; fail "the trace breaks the nesting rules"; }
 ok "exited workers share lanes by slot in speedscope and the trace"
