@@ -7,6 +7,8 @@
 //   for state slices, "F pid tid depth name ts dur" for stack slices (depth
 //   from the nesting the readers compute), "I pid tid name ts samples" and
 //   "C pid name ts key=value ..." for counter points.
+//   Flow events (ph "s" then "f" with "bp":"e", one id each: the waker
+//   arrows) must come in pairs, the start no later than its end.
 //   A process's step track (top-level "step" slices, "phase" slices nested in
 //   them) prints as F lines too.
 'use strict';
@@ -20,9 +22,10 @@ const errors = [];
 if (!doc || !Array.isArray(doc.traceEvents)) { console.log('INVALID no traceEvents array'); process.exit(1); }
 const byThread = new Map();
 const out = [];
+const flows = new Map(); // id -> { s, f } timestamps
 doc.traceEvents.forEach((e, i) => {
   const where = `event ${i}`;
-  if (!['X', 'M', 'i', 'C'].includes(e.ph)) errors.push(`${where}: ph ${e.ph}`);
+  if (!['X', 'M', 'i', 'C', 's', 'f'].includes(e.ph)) errors.push(`${where}: ph ${e.ph}`);
   if (!Number.isInteger(e.pid) || !Number.isInteger(e.tid)) errors.push(`${where}: pid/tid not integers`);
   if (typeof e.name !== 'string') errors.push(`${where}: name not a string`);
   if (e.ph === 'M') {
@@ -35,6 +38,15 @@ doc.traceEvents.forEach((e, i) => {
   if (e.ph === 'i') {
     if (!['t', 'p', 'g'].includes(e.s)) errors.push(`${where}: instant scope ${e.s}`);
     out.push(`I ${e.pid} ${e.tid} ${e.name} ${e.ts} ${e.args && e.args.samples}`);
+    return;
+  }
+  if (e.ph === 's' || e.ph === 'f') {
+    if (!Number.isInteger(e.id)) errors.push(`${where}: flow without an integer id`);
+    if (e.ph === 'f' && e.bp !== 'e') errors.push(`${where}: flow end not bound to its enclosing slice (bp e)`);
+    const fl = flows.get(e.id) || {};
+    if (fl[e.ph] !== undefined) errors.push(`${where}: flow id ${e.id} has two "${e.ph}" events`);
+    fl[e.ph] = e.ts;
+    flows.set(e.id, fl);
     return;
   }
   if (e.ph === 'C') {
@@ -50,6 +62,10 @@ doc.traceEvents.forEach((e, i) => {
   if (!byThread.has(k)) byThread.set(k, []);
   byThread.get(k).push({ e, i });
 });
+for (const [id, fl] of flows) {
+  if (fl.s === undefined || fl.f === undefined) errors.push(`flow id ${id}: only its "${fl.s === undefined ? 'f' : 's'}" event`);
+  else if (fl.s > fl.f) errors.push(`flow id ${id}: starts at ${fl.s} after its end at ${fl.f}`);
+}
 // Readers sort by ts (stable: equal ts keep file order, parent first) and
 // nest by containment; a slice that overlaps its parent's end is an error.
 // Ends are ts + dur added in doubles, exactly as the readers add them: no
