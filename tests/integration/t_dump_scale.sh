@@ -37,7 +37,8 @@ for r in 0 1 2 3 4 5 6 7; do
 done
 [ "$(grep -c '^  39 threads "python3" other, blocked in futex' "$T/dump.txt")" -eq 8 ] ||
 	{ grep -E "^process|^  [0-9]+ threads|^  thread" "$T/dump.txt"; fail "each rank's 39 waiters must fold into one entry"; }
-[ "$(grep -c "<lambda> (.*py_many_threads.py:$line)" "$T/dump.txt")" -eq 8 ] || fail "the waiters' line $line not shown per rank"
+[ "$(grep -c "^      [^ ]*<lambda> (.*py_many_threads.py:$line)" "$T/dump.txt")" -eq 8 ] ||
+	{ grep -n "py_many_threads.py:$line" "$T/dump.txt"; fail "the waiters' line $line not shown per rank"; }
 awk -v s="$secs" 'BEGIN { exit !(s < 2.0) }' || fail "the best dump took $secs s (bound: 2 s)"
 [ "$best_ms" -lt 4000 ] || fail "gpusample dump ran $best_ms ms at best (bound: 4 s)"
 ok "8 ranks x 40 threads dumped in $secs s"
