@@ -155,7 +155,10 @@ async function main() {
     check(first[0] === 'Where the time goes', 'the report starts with "Where the time goes"', first[0]);
     check(/^Verdict: /.test(first[1] || ''), 'the verdict follows it', first[1]);
   } else {
-    check(/^Top functions by threads stopped/.test(first[0]), 'a dump starts with its threads\' stacks', first[0]);
+    // its threads by their place in the job's own Python code (when they have
+    // Python frames), else the functions they are stopped in
+    check(/^(Threads by their innermost frame|Top functions by threads stopped)/.test(first[0]),
+      'a dump starts with its threads\' places', first[0]);
   }
   check(drawn > 3, 'the flame graph draws frames', drawn);
 
