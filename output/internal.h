@@ -19,6 +19,7 @@
 #include "output/output.h"
 
 #include "util/hash.h" /* gs_mix64, gs_hash_bytes */
+#include "util/hashmap.h"
 
 /* ---- display frames ---------------------------------------------------- */
 enum gs_dframe_type {
@@ -119,11 +120,40 @@ void gs_report_short_stack(const struct gs_profile *p, uint32_t st, int cat, cha
 int gs_report_steps(const struct gs_profile *p, FILE *out, bool color);
 
 /* ---- wall-clock timeline (output/timeline.c) ------------------------- */
-/* Indexes of the CPU samples with wall time, grouped per thread (main
+/* Lanes of the timelines (timeline.c's file comment): exited DataLoader
+ * workers of a parent with GS_TL_MERGE_MIN or more share one lane per
+ * slot and thread, and so do the threads of a (process, thread name) group
+ * of GS_TL_MERGE_MIN or more; every other thread is a lane.  Lane keys are
+ * pid << 32 | tid for a thread's own; for a merged one (parent << 32 |
+ * GS_TL_LANE_TID | slot << 8 | thread) for workers, (pid << 32 |
+ * GS_TL_LANE_TID | GS_TL_GROUP_BIT | group << 16 | slot << 8) for threads.
+ * of: (pid << 32 | tid) of a merged thread -> its lane key; count: lane
+ * key without its last byte -> the workers or threads laid in it. */
+#define GS_TL_MERGE_MIN 8
+#define GS_TL_LANE_TID  0x40000000u /* above pid_max (2^22) */
+#define GS_TL_GROUP_BIT 0x01000000u
+struct gs_tl_lanes {
+	struct gs_hmap of, count;
+};
+/* 0 or -ENOMEM (then l is empty). */
+int gs_tl_lanes_build(const struct gs_profile *p, struct gs_tl_lanes *l);
+void gs_tl_lanes_free(struct gs_tl_lanes *l);
+/* The lane key of sample s (l may be NULL: every thread its own); *merged
+ * (if not NULL) gets the workers or threads merged in it, 0 if none. */
+uint64_t gs_tl_lane(const struct gs_tl_lanes *l, const struct gs_profile *p,
+		    const struct gs_sample *s, uint32_t *merged);
+/* A merged lane's name ("exited DataLoader workers of pid P, slot K,
+ * thread J (N processes)", "COMM pid P: threads NAME, slot K (N
+ * threads)") in buf; false (buf untouched) for a thread's own lane. */
+bool gs_tl_lane_name(const struct gs_tl_lanes *l, const struct gs_profile *p,
+		     const struct gs_sample *s, char *buf, size_t len);
+/* Indexes of the CPU samples with wall time, grouped per lane (main
  * process and main thread first) in time order; *idx malloc'ed. */
-int gs_timeline_order(const struct gs_profile *p, uint32_t **idx, size_t *n);
-/* End of the thread run starting at idx[b] (first index of another thread). */
-size_t gs_timeline_thread_end(const struct gs_profile *p, const uint32_t *idx, size_t b, size_t n);
+int gs_timeline_order(const struct gs_profile *p, const struct gs_tl_lanes *l, uint32_t **idx,
+		      size_t *n);
+/* End of the lane's run starting at idx[b] (first index of another lane). */
+size_t gs_timeline_thread_end(const struct gs_profile *p, const struct gs_tl_lanes *l,
+			      const uint32_t *idx, size_t b, size_t n);
 /* One thread's samples idx[0..n) on the axis from the profile start, ns
  * (placement rules in timeline.c); out has n entries, in order, never
  * overlapping. */

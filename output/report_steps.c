@@ -52,14 +52,14 @@ static int phase_split(struct proc_steps *ps)
 	struct gs_tl_item *items = NULL;
 	uint32_t *idx;
 	size_t n;
-	int rc = gs_timeline_order(p, &idx, &n);
+	int rc = gs_timeline_order(p, NULL, &idx, &n); /* its own lane */
 
 	if (rc)
 		return rc;
 	for (size_t b = 0, e; b < n; b = e) {
 		const struct gs_sample_ctx *c0 = gs_profile_ctx(p, &p->samples[idx[b]]);
 
-		e = gs_timeline_thread_end(p, idx, b, n);
+		e = gs_timeline_thread_end(p, NULL, idx, b, n);
 		if (c0->pid != ps->st[0].pid || c0->tid != ps->st[0].tid)
 			continue;
 		if (!(items = malloc((e - b) * sizeof(*items)))) {

@@ -155,6 +155,13 @@ static bool starved_by_others(const struct machine *m)
 	return m->known && m->outside >= 0.5 && m->outside > m->demand - (double)m->n_cpus;
 }
 
+/* The job's own oversubscription: its threads want (on a CPU or waiting
+ * for one) more cores than the machine has; one thread never does. */
+static bool oversubscribed(const struct machine *m)
+{
+	return m->known && m->demand > (double)m->n_cpus;
+}
+
 /* Who took the cores while the job was runnable: the neighbours (with
  * pids and commands) or the job's own busy threads; "" when the profile
  * has no machine comment. */
@@ -1085,7 +1092,7 @@ static void print_verdict(struct wall_ctx *w, const struct who *m, const struct 
 		    gs_wall_cat_name[best], pct(x->ns[best], x->total_ns), a, w->mach.outside,
 		    w->mach.n_cpus, w->mach.top, w->mach.busy_thr,
 		    w->mach.busy_thr == 1 ? "" : "s");
-	else if (best == GS_WALL_STARVED && w->mach.known)
+	else if (best == GS_WALL_STARVED && oversubscribed(&w->mach))
 		fprintf(w->out,
 			"%s %.0f%% of the main thread's wall time (%s): CPU-starved: the job "
 			"oversubscribes its cores: %u busy threads wanted %.1f cores of %u (other "

@@ -97,6 +97,7 @@ struct ss {
 	struct gs_tl_item *items;  /* one thread's layout */
 	size_t *bounds, n_threads; /* thread t: order[bounds[t] .. bounds[t + 1]) */
 	size_t max_bytes;          /* budget of the threads' samples */
+	struct gs_tl_lanes lanes;  /* exited workers merged by slot (timeline.c) */
 };
 
 #define SS_LABEL 0xfe /* gs_dframe.type of a label frame */
@@ -282,10 +283,12 @@ static void profile_head(struct gs_wbuf *w, bool *first, const char *name, const
 	gs_wbuf_puts(w, "\",\"startValue\":0,\"endValue\":");
 }
 
-static void thread_name(const struct gs_profile *p, const struct gs_sample *s, char *buf,
-			size_t len)
+static void thread_name(const struct gs_profile *p, const struct gs_tl_lanes *l,
+			const struct gs_sample *s, char *buf, size_t len)
 {
 	const struct gs_sample_ctx *sc = gs_profile_ctx(p, s);
+	if (gs_tl_lane_name(l, p, s, buf, len))
+		return;
 	const struct gs_process *pr = gs_find_process(p, sc->pid);
 	const char *pcomm = pr && pr->comm ? gs_profile_str(p, pr->comm) : NULL;
 	const char *tcomm = sc->thread_name ? gs_profile_str(p, sc->thread_name) : NULL;
@@ -494,7 +497,7 @@ static int write_thread(struct ss *s, struct gs_wbuf *w, bool *first, const stru
 {
 	const struct gs_profile *p = s->p;
 	char name[256];
-	thread_name(p, &p->samples[it[0].sample], name, sizeof(name));
+	thread_name(p, &s->lanes, &p->samples[it[0].sample], name, sizeof(name));
 	profile_head(w, first, name, "nanoseconds");
 	gs_wbuf_u64(w, axis_end);
 	gs_wbuf_puts(w, ",\"samples\":[");
@@ -718,7 +721,7 @@ static int find_bounds(struct ss *s, const uint32_t *idx, size_t n_cpu)
 {
 	size_t most = 1, cap = 0;
 	for (size_t b = 0; b < n_cpu;) {
-		size_t e = gs_timeline_thread_end(s->p, idx, b, n_cpu);
+		size_t e = gs_timeline_thread_end(s->p, &s->lanes, idx, b, n_cpu);
 		if (GS_PUSH(s->bounds, s->n_threads, cap, b))
 			return -ENOMEM;
 		most = e - b > most ? e - b : most;
@@ -835,7 +838,8 @@ static int write_all_json(struct ss *s, struct gs_wbuf *w)
 	int32_t devs[64];
 	size_t step = 0;
 	int best, n_prof = 0, n_devs = gpu_devices(p, devs);
-	int rc = gs_timeline_order(p, &idx, &n_cpu);
+	int rc = gs_tl_lanes_build(p, &s->lanes);
+	rc = rc ? rc : gs_timeline_order(p, &s->lanes, &idx, &n_cpu);
 	if (rc)
 		return rc;
 	rc = find_bounds(s, idx, n_cpu);
@@ -914,6 +918,7 @@ static void ss_free(struct ss *s)
 	free(s->text);
 	free(s->items);
 	free(s->bounds);
+	gs_tl_lanes_free(&s->lanes);
 }
 
 int gs_write_speedscope_capped(const struct gs_profile *p, const char *path, size_t max_bytes,

@@ -75,11 +75,13 @@ struct tr {
 	 * and the next run sharing fewer (segment_frames) */
 	struct run *runs;
 	uint32_t *lcp, *nxt;
-	size_t *ends, cap_ends; /* per depth: the run a frame slice ends before */
-	uint8_t *cat;           /* per (stack, state): category, 0xff = not yet */
-	bool *steps_done;       /* per p->steps: its slice written (step_track) */
-	struct gs_hmap pid_of;  /* tid -> pid, of the CPU contexts (waker flows) */
-	uint64_t flows;         /* flow ids given */
+	size_t *ends, cap_ends;      /* per depth: the run a frame slice ends before */
+	uint8_t *cat;                /* per (stack, state): category, 0xff = not yet */
+	bool *steps_done;            /* per p->steps: its slice written (step_track) */
+	struct gs_hmap pid_of;       /* tid -> pid, of the CPU contexts (waker flows) */
+	uint64_t flows;              /* flow ids given */
+	struct gs_tl_lanes lanes;    /* exited workers merged by slot (timeline.c) */
+	uint32_t lane_pid, lane_tid; /* the lane being written: its events' pid, tid */
 };
 
 struct run {
@@ -223,9 +225,12 @@ static void process_names(struct tr *t, const uint32_t *idx, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		const struct gs_sample *s = &p->samples[idx[i]];
 		const struct gs_sample_ctx *sc = gs_profile_ctx(p, s);
-		if (sc->pid == last)
+		uint32_t merged, pid = (uint32_t)(gs_tl_lane(&t->lanes, p, s, &merged) >> 32);
+		if (pid == last)
 			continue;
-		last = sc->pid;
+		last = pid;
+		if (merged && pid != sc->pid) /* merged workers lie in their parent */
+			continue;
 		const struct gs_process *pr = gs_find_process(p, sc->pid);
 		const char *comm = pr && pr->comm    ? gs_profile_str(p, pr->comm)
 				   : sc->thread_name ? gs_profile_str(p, sc->thread_name)
@@ -278,10 +283,9 @@ static size_t make_runs(struct tr *t, const struct gs_tl_item *it, size_t n)
 static void state_slice(struct tr *t, const struct run *r, uint64_t end)
 {
 	const struct gs_sample *s = &t->p->samples[r->sample];
-	const struct gs_sample_ctx *c = gs_profile_ctx(t->p, s);
 	char wait[256];
 	/* under 125 ns: nothing on the grid (its frames neither) */
-	if (grid(end) == grid(r->start) || !event_head(t, "X", c->pid, c->tid))
+	if (grid(end) == grid(r->start) || !event_head(t, "X", t->lane_pid, t->lane_tid))
 		return;
 	gs_json_str(t->w, st_name[r->state]);
 	put_span(t->w, "state", r->start, end);
@@ -294,12 +298,10 @@ static void state_slice(struct tr *t, const struct run *r, uint64_t end)
 	gs_wbuf_puts(t->w, "}}");
 }
 
-static void frame_slice(struct tr *t, const struct gs_sample *s, const struct gs_dframe *f,
-			uint64_t start, uint64_t end)
+static void frame_slice(struct tr *t, const struct gs_dframe *f, uint64_t start, uint64_t end)
 {
-	const struct gs_sample_ctx *c = gs_profile_ctx(t->p, s);
 	char name[512];
-	if (grid(end) == grid(start) || !event_head(t, "X", c->pid, c->tid))
+	if (grid(end) == grid(start) || !event_head(t, "X", t->lane_pid, t->lane_tid))
 		return;
 	gs_json_str(t->w, gs_dframe_name(t->p, f, name, sizeof(name)));
 	put_span(t->w, "stack", start, end);
@@ -364,7 +366,7 @@ static int segment_frames(struct tr *t, const struct gs_sample *s0, size_t b, si
 			t->ends[d] = j;
 		}
 		for (uint32_t d = lcp[i]; d < nf; d++) /* parents first */
-			frame_slice(t, s0, &f[d], t->runs[i].start, t->runs[t->ends[d] - 1].end);
+			frame_slice(t, &f[d], t->runs[i].start, t->runs[t->ends[d] - 1].end);
 	}
 	return 0;
 }
@@ -379,8 +381,8 @@ static void waker_flow(struct tr *t, const struct gs_tl_item *it)
 	const struct gs_sample *s = &t->p->samples[it->sample];
 	const struct gs_sample_ctx *c = gs_profile_ctx(t->p, s);
 	uint32_t wtid = (uint32_t)c->num_labels[GS_NL_WAKER_TID];
-	const uint64_t *wpid = gs_hmap_get(&t->pid_of, wtid);
-	uint64_t at = grid(it->end), id = t->flows + 1;
+	const uint64_t *wpid = gs_hmap_get(&t->pid_of, wtid), *lane;
+	uint64_t at = grid(it->end), id = t->flows + 1, from;
 
 	if (state_of(t->p, s) != ST_BLOCKED || !(c->num_set & (1u << GS_NL_WAKER_TID)) || !wpid ||
 	    at < 125)
@@ -389,8 +391,12 @@ static void waker_flow(struct tr *t, const struct gs_tl_item *it)
 		t->dropped += 2; /* both or neither */
 		return;
 	}
-	if (!event_head(t, "s", (uint32_t)*wpid, wtid)) {
-		event_head(t, "f", c->pid, c->tid); /* counting: counted too */
+	/* the waker's track: its lane when it is a merged worker's thread */
+	from = *wpid << 32 | wtid;
+	if ((lane = gs_hmap_get(&t->lanes.of, from)))
+		from = *lane;
+	if (!event_head(t, "s", (uint32_t)(from >> 32), (uint32_t)from)) {
+		event_head(t, "f", t->lane_pid, t->lane_tid); /* counting: counted too */
 		return;
 	}
 	t->flows++;
@@ -400,7 +406,7 @@ static void waker_flow(struct tr *t, const struct gs_tl_item *it)
 	gs_wbuf_puts(t->w, ",\"ts\":");
 	put_us(t->w, at - 125); /* inside the waker's slice, before the wakee's end */
 	gs_wbuf_puts(t->w, "}");
-	if (!event_head(t, "f", c->pid, c->tid))
+	if (!event_head(t, "f", t->lane_pid, t->lane_tid))
 		return;
 	gs_json_str(t->w, "woken by");
 	gs_wbuf_puts(t->w, ",\"cat\":\"waker\",\"bp\":\"e\",\"id\":");
@@ -431,10 +437,18 @@ static int write_thread(struct tr *t, const struct gs_tl_item *it, size_t n)
 	const struct gs_profile *p = t->p;
 	const struct gs_sample *s0 = &p->samples[it[0].sample];
 	const struct gs_sample_ctx *sc = gs_profile_ctx(p, s0);
-	meta(t, "thread_name", sc->pid, sc->tid, "name",
-	     sc->thread_name ? gs_profile_str(p, sc->thread_name) : "?", 0);
-	meta(t, "thread_sort_index", sc->pid, sc->tid, "sort_index", NULL,
-	     sc->tid == sc->pid ? 0 : sc->tid);
+	uint64_t lane = gs_tl_lane(&t->lanes, p, s0, NULL);
+	char name[256];
+	bool merged = gs_tl_lane_name(&t->lanes, p, s0, name, sizeof(name));
+	t->lane_pid = (uint32_t)(lane >> 32);
+	t->lane_tid = (uint32_t)lane;
+	meta(t, "thread_name", t->lane_pid, t->lane_tid, "name",
+	     merged            ? name
+	     : sc->thread_name ? gs_profile_str(p, sc->thread_name)
+			       : "?",
+	     0);
+	meta(t, "thread_sort_index", t->lane_pid, t->lane_tid, "sort_index", NULL,
+	     t->lane_tid == t->lane_pid ? 0 : t->lane_tid & ~GS_TL_LANE_TID);
 	size_t nr = make_runs(t, it, n);
 	/* the parts one wait is shared by (session/wakers.c) have its start */
 	for (size_t i = 0; i < n; i++)
@@ -625,7 +639,7 @@ static int emit_all(struct tr *t, const uint32_t *idx, size_t n, struct gs_tl_it
 	memset(t->steps_done, 0, p->n_steps * sizeof(*t->steps_done)); /* each pass */
 	process_names(t, idx, n);
 	for (size_t b = 0; b < n && !rc;) {
-		size_t e = gs_timeline_thread_end(p, idx, b, n);
+		size_t e = gs_timeline_thread_end(p, &t->lanes, idx, b, n);
 		gs_timeline_layout(p, idx + b, e - b, items);
 		rc = write_thread(t, items, e - b);
 		if (p->n_steps) {
@@ -672,7 +686,8 @@ static int write_all(struct tr *t)
 	const struct gs_profile *p = t->p;
 	uint32_t *idx;
 	size_t n;
-	int rc = gs_timeline_order(p, &idx, &n);
+	int rc = gs_tl_lanes_build(p, &t->lanes);
+	rc = rc ? rc : gs_timeline_order(p, &t->lanes, &idx, &n);
 	if (rc)
 		return rc;
 	struct gs_tl_item *items = malloc(sizeof(*items) * (n + 1));
@@ -753,6 +768,7 @@ out:
 	free(t.cat);
 	free(t.steps_done);
 	gs_hmap_free(&t.pid_of);
+	gs_tl_lanes_free(&t.lanes);
 	return rc;
 }
 

@@ -561,6 +561,7 @@ struct gs_thread_offcpu {
 	int64_t pend_waker; /* the wakeup that ended it (session/wakers.c), -1 none */
 	int64_t seed_raw;   /* raw stack of the wait begun before the window, -1 none */
 	uint64_t seed_runs; /* schedstat's times-run when it was taken */
+	uint64_t mark;      /* CLOCK_MONOTONIC ns its accounted time reaches, 0 none yet */
 	bool accounted;     /* off-CPU records (or the window's edges) reached it */
 	bool rem_given;     /* its first CPU sample took the on-CPU division's remainder */
 };

@@ -52,6 +52,21 @@ static int cmp_proc_pid(const void *a, const void *b)
 	return cmp_pid(&((const struct gs_proc_cpu *)a)->pid, b);
 }
 
+/* user + nice + system of root/stat's "cpu" line (all CPUs); 0 unread.
+ * irq, softirq and steal are left out: no process's utime + stime has them. */
+static uint64_t machine_busy(const char *root)
+{
+	char path[300];
+	unsigned long long user, nice, sys;
+	snprintf(path, sizeof(path), "%s/stat", root);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	int n = fscanf(f, "cpu %llu %llu %llu", &user, &nice, &sys);
+	fclose(f);
+	return n == 3 ? user + nice + sys : 0;
+}
+
 int gs_cpu_snap_take(struct gs_cpu_snap *s, const char *root)
 {
 	char path[300], line[1024];
@@ -61,6 +76,7 @@ int gs_cpu_snap_take(struct gs_cpu_snap *s, const char *root)
 	s->mono_ns = gs_now_ns(CLOCK_MONOTONIC);
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	s->n_cpus = n > 0 ? (unsigned)n : 1;
+	s->busy = machine_busy(root);
 	DIR *d = opendir(root);
 	if (!d)
 		return -errno;
@@ -103,7 +119,7 @@ void gs_cpu_snap_free(struct gs_cpu_snap *s)
 }
 
 struct by_name {
-	char comm[16];
+	char comm[32]; /* a comm, or "short-lived processes" */
 	uint64_t ticks;
 	uint32_t n_procs;
 	uint32_t pid; /* its busiest process */
@@ -144,20 +160,79 @@ static int command_line(const char *root, uint32_t pid, char *out, size_t outlen
 	return 0;
 }
 
+/* Count dt ticks of process pid (0: processes that are gone, no count) to
+ * name comm among names[0, *nn). */
+static void add_name(struct by_name *names, size_t *nn, const char *comm, uint32_t pid, uint64_t dt)
+{
+	size_t k = 0;
+	if (!dt)
+		return;
+	while (k < *nn && strncmp(names[k].comm, comm, sizeof(names[k].comm)))
+		k++;
+	if (k == *nn)
+		snprintf(names[(*nn)++].comm, sizeof(names[k].comm), "%s", comm);
+	names[k].ticks += dt;
+	if (!pid)
+		return;
+	names[k].n_procs++;
+	if (dt > names[k].pid_ticks) {
+		names[k].pid = pid;
+		names[k].pid_ticks = dt;
+	}
+}
+
+/* Ticks of the processes outside the job that exited between a and b (see
+ * machine.h): the machine's, less those of the processes in b (alive) and
+ * of the job's exited ones (its samples' CPU time less job_alive). */
+static uint64_t exited_outside(const struct gs_profile *p, const struct gs_cpu_snap *a,
+			       const struct gs_cpu_snap *b, uint64_t alive, uint64_t job_alive,
+			       long hz)
+{
+	if (!a->busy || b->busy <= a->busy + alive)
+		return 0;
+	int64_t job_ns = 0;
+	for (size_t i = 0; i < p->n_samples; i++) {
+		const struct gs_sample *s = &p->samples[i];
+		const struct gs_sample_ctx *sc = gs_profile_ctx(p, s);
+		if (sc->cuda_device < 0 && sc->pid && s->values[GS_V_CPU_NS] > 0)
+			job_ns += s->values[GS_V_CPU_NS];
+	}
+	uint64_t job = (uint64_t)((double)job_ns * (double)hz / 1e9);
+	uint64_t job_gone = job > job_alive ? job - job_alive : 0;
+	uint64_t gone = b->busy - a->busy - alive;
+	return gone > job_gone ? gone - job_gone : 0;
+}
+
+/* " (pid P: COMMAND)" or " (K processes; most pid P: COMMAND)" for
+ * name x, "exited" for the command of a process gone since. */
+static void process_of(const char *root, const struct by_name *x, char *who, size_t len)
+{
+	char cmd[128];
+	bool exited = command_line(root, x->pid, cmd, sizeof(cmd)) != 0;
+	int n;
+
+	if (x->n_procs == 1)
+		n = snprintf(who, len, " (pid %u", x->pid);
+	else
+		n = snprintf(who, len, " (%u processes; most pid %u", x->n_procs, x->pid);
+	if (n > 0 && (size_t)n < len)
+		snprintf(who + n, len - (size_t)n, "%s%s)", exited ? ", " : ": ",
+			 exited ? "exited" : cmd);
+}
+
 int gs_cpu_snap_comment(struct gs_profile *p, const struct gs_cpu_snap *a,
 			const struct gs_cpu_snap *b, uint32_t self_pid, long hz)
 {
 	if (!a->mono_ns || !b->mono_ns || b->mono_ns <= a->mono_ns || hz <= 0)
 		return 0;
-	struct by_name *names = calloc(b->n + 1, sizeof(*names));
+	struct by_name *names = calloc(b->n + 2, sizeof(*names));
 	size_t nn = 0;
 	uint64_t total = 0;
 	if (!names)
 		return -ENOMEM;
+	uint64_t alive = 0, job_alive = 0; /* ticks of every process in b; of the job's */
 	for (size_t i = 0; i < b->n; i++) {
 		const struct gs_proc_cpu *pc = &b->procs[i];
-		if (pc->pid == self_pid || gs_find_process(p, pc->pid))
-			continue;
 		uint64_t before = 0; /* started in the window: all of its time */
 		const struct gs_proc_cpu *was = bsearch(&pc->pid, a->procs, a->n, sizeof(*a->procs),
 							cmp_pid);
@@ -166,37 +241,28 @@ int gs_cpu_snap_comment(struct gs_profile *p, const struct gs_cpu_snap *a,
 		if (pc->ticks <= before)
 			continue;
 		uint64_t dt = pc->ticks - before;
+		alive += dt;
+		bool job = gs_find_process(p, pc->pid);
+		job_alive += job ? dt : 0;
+		if (pc->pid == self_pid || job)
+			continue;
 		total += dt;
-		size_t k = 0;
-		while (k < nn && strcmp(names[k].comm, pc->comm))
-			k++;
-		if (k == nn)
-			memcpy(names[nn++].comm, pc->comm, sizeof(pc->comm));
-		names[k].ticks += dt;
-		names[k].n_procs++;
-		if (dt > names[k].pid_ticks) {
-			names[k].pid = pc->pid;
-			names[k].pid_ticks = dt;
-		}
+		add_name(names, &nn, pc->comm, pc->pid, dt);
 	}
+	uint64_t gone = exited_outside(p, a, b, alive, job_alive, hz);
+	total += gone;
+	add_name(names, &nn, "short-lived processes", 0, gone);
 	qsort(names, nn, sizeof(*names), cmp_ticks);
 	double win = (double)(b->mono_ns - a->mono_ns) / 1e9;
 	char top[400] = "";
 	size_t used = 0;
 	for (size_t k = 0; k < nn && k < 3 && names[k].ticks && used < sizeof(top); k++) {
-		char comm[64], cmd[128], who[160];
-
-		bool gone = command_line(b->root, names[k].pid, cmd, sizeof(cmd)) != 0;
+		char comm[64], who[200] = ""; /* short-lived processes: gone, no pid */
 
 		gs_term_escape(names[k].comm, comm, sizeof(comm));
-		if (names[k].n_procs == 1)
-			snprintf(who, sizeof(who), "pid %u", names[k].pid);
-		else
-			snprintf(who, sizeof(who), "%u processes; most pid %u", names[k].n_procs,
-				 names[k].pid);
-		snprintf(who + strlen(who), sizeof(who) - strlen(who), "%s%s", gone ? ", " : ": ",
-			 gone ? "exited" : cmd);
-		used += (size_t)snprintf(top + used, sizeof(top) - used, "%s%s %.2f (%s)",
+		if (names[k].n_procs)
+			process_of(b->root, &names[k], who, sizeof(who));
+		used += (size_t)snprintf(top + used, sizeof(top) - used, "%s%s %.2f%s",
 					 k ? ", " : "", comm,
 					 (double)names[k].ticks / (double)hz / win, who);
 	}

@@ -24,6 +24,7 @@ struct gs_cpu_snap {
 	uint64_t mono_ns;
 	unsigned n_cpus;
 	char root[256]; /* the /proc it was read from (command lines) */
+	uint64_t busy;  /* /proc/stat's user + nice + system ticks, all CPUs; 0 unread */
 	struct gs_proc_cpu *procs;
 	size_t n;
 };
@@ -40,7 +41,11 @@ void gs_cpu_snap_free(struct gs_cpu_snap *s);
  * outside = the CPU time of every process not in p->processes (and not
  * gpusample itself, self_pid) between a and b, top 3 by name, each with
  * its busiest process's pid and command line (read at b's root, cut to 60
- * characters, escaped for a terminal, as the name is). */
+ * characters, escaped for a terminal, as the name is).  Processes that
+ * exited between a and b are in neither snapshot: their time is the
+ * machine's (/proc/stat) less that of the processes in b and less the
+ * job's own exited processes' (the job's CPU samples' time less its
+ * processes in b), named "short-lived processes" (no pid). */
 int gs_cpu_snap_comment(struct gs_profile *p, const struct gs_cpu_snap *a,
 			const struct gs_cpu_snap *b, uint32_t self_pid, long hz);
 

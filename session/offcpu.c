@@ -21,6 +21,23 @@
  *   - time no sample can carry (a state without any sampled stack, on-CPU
  *     time without a CPU sample) goes on a "[... stack not sampled]" frame.
  * So for every thread cpu + offcpu = its wall time in the window.
+ *
+ * Where on the timeline: a sampled part keeps its own duration at its own
+ * time; the rest of its scaled share is the time of switch-outs without a
+ * stack, and those are known by stretch: every END record carries the
+ * exact sums since the thread's previous one, so the stretch between two
+ * of them (less the sampled interval the END closes) holds exactly that
+ * much blocked, runnable and on-CPU time.  Most waits of a thread that
+ * switches out often are in such stretches (the stack rate and the
+ * per-window cap skip them: a training loop's long input wait right after
+ * a burst of short ones gets no stack).  So each stretch's blocked and
+ * runnable time is laid in its largest gaps between the thread's CPU
+ * samples, as pieces of the scaled shares (stacks in time order, the
+ * per-stack sums unchanged; a blocked part whose waker was recorded is cut
+ * by what the waker did, wakers.c, and each cut keeps its waker on its
+ * pieces, so the per-waker sums are unchanged too): the timelines show each thread's state for
+ * its whole window, the stacks of unsampled waits being those sampled
+ * nearest in time.
  */
 #include <errno.h>
 #include <math.h>
@@ -50,7 +67,18 @@ struct off_sample {
 	uint64_t out;  /* start of this part (CLOCK_MONOTONIC) */
 	double w;      /* duration / p */
 	int64_t waker; /* the wakeup that ended a blocked part (wakers.c), -1 none */
+	uint64_t ns;   /* duration */
 	uint8_t state; /* BLK or RUN */
+};
+
+/* A stretch of one thread without a sampled interval: [from, to)
+ * (CLOCK_MONOTONIC) held ns[ON, BLK, RUN] exactly; placed counts the
+ * off-CPU ns laid in it so far (blocked first, then runnable). */
+struct off_stretch {
+	struct gs_thread *t;
+	uint64_t from, to;
+	uint64_t ns[3];
+	uint64_t placed;
 };
 
 struct gs_offcpu {
@@ -58,6 +86,8 @@ struct gs_offcpu {
 	size_t n_th, cap_th;
 	struct off_sample *smp;
 	size_t n_smp, cap_smp;
+	struct off_stretch *str;
+	size_t n_str, cap_str;
 	uint64_t stacks_lost; /* END without its stack record (or the reverse) */
 	int64_t *trimmed;     /* build time: raw stack -> trimmed profile stack */
 	struct gs_wakers *wk; /* who ended the sampled waits */
@@ -89,9 +119,37 @@ static int add_part(struct gs_offcpu *o, struct gs_thread *t, uint64_t out, uint
 		.out = out,
 		.w = (double)ns * GS_OFF_P_ONE / (t->off.pend_p ? t->off.pend_p : 1),
 		.waker = waker,
+		.ns = ns,
 		.state = state,
 	};
 	return 0;
+}
+
+/* Time of thread t without a stack up to `to`, from where its accounted
+ * time reached (at first: its birth or the window's start); its accounted
+ * time then reaches `mark`.  A stretch that cannot be kept only loses its place on
+ * the timeline: the sums stay exact. */
+static void add_stretch(struct session *s, struct gs_thread *t, uint64_t to, uint64_t mark,
+			uint64_t on, uint64_t blocked, uint64_t runnable)
+{
+	struct gs_offcpu *o = s->off;
+	uint64_t len = on + blocked + runnable, from = t->off.mark;
+
+	/* the sums cover the stretch exactly: a thread's first one starts at
+	 * its birth (a worker started mid-window), or the window's start */
+	if (!from)
+		from = to > len && to - len > s->window.t0_mono ? to - len : s->window.t0_mono;
+	t->off.mark = mark;
+	if (!blocked && !runnable)
+		return;
+	if (gs_grow((void **)&o->str, &o->cap_str, o->n_str + 1, sizeof(*o->str)))
+		return;
+	o->str[o->n_str++] = (struct off_stretch){
+		.t = t,
+		.from = from,
+		.to = to > from ? to : from,
+		.ns = { on, blocked, runnable },
+	};
 }
 
 /* A sampled interval closed: blocked part first, then the run-queue wait. */
@@ -150,15 +208,26 @@ static void on_end(struct session *s, const struct gs_offcpu_end *e)
 {
 	struct gs_thread *t = thread_get(s, e->tid, e->tgid);
 
+	uint64_t now = e->hdr.ktime_ns, off = e->blocked_ns + e->runnable_ns, on_part;
+
 	if (!t)
 		return;
 	add_acc(t, e->acc_on_ns, e->acc_blocked_ns, e->acc_runnable_ns);
-	if (!e->seq)
-		return;
-	if (t->off.pend_stack >= 0 && t->off.pend_seq != e->seq) {
+	if (e->seq && t->off.pend_stack >= 0 && t->off.pend_seq != e->seq) {
 		s->off->stacks_lost++;
 		t->off.pend_stack = -1;
 	}
+	if (!e->seq || t->off.pend_stack < 0) { /* no sampled part: all of it a stretch */
+		add_stretch(s, t, now, now, e->acc_on_ns, e->acc_blocked_ns + e->blocked_ns,
+			    e->acc_runnable_ns + e->runnable_ns);
+		if (e->seq)
+			close_sampled(s->off, t, e->blocked_ns, e->runnable_ns);
+		return;
+	}
+	/* the sums before the sampled interval; its on-CPU part follows its off parts */
+	on_part = now > t->off.pend_out + off ? now - t->off.pend_out - off : 0;
+	add_stretch(s, t, t->off.pend_out, now, e->acc_on_ns > on_part ? e->acc_on_ns - on_part : 0,
+		    e->acc_blocked_ns, e->acc_runnable_ns);
 	close_sampled(s->off, t, e->blocked_ns, e->runnable_ns);
 }
 
@@ -418,6 +487,8 @@ static int close_open(void *ctx, uint32_t tid, const struct gs_offcpu_thr *v)
 	if (!t)
 		return 0;
 	add_acc(t, v->acc_on_ns, v->acc_blocked_ns, v->acc_runnable_ns);
+	add_stretch(s, t, v->last_ns, v->last_ns, v->acc_on_ns, v->acc_blocked_ns,
+		    v->acc_runnable_ns);
 	if (read_schedstat(v->tgid, tid, &exec, &delay, &runs))
 		return 0; /* gone meanwhile: its exit record has the rest */
 	wall = now > v->last_ns ? now - v->last_ns : 0;
@@ -426,10 +497,12 @@ static int close_open(void *ctx, uint32_t tid, const struct gs_offcpu_thr *v)
 	run = delay > v->run_delay ? delay - v->run_delay : 0;
 	run = run > wall - on ? wall - on : run;
 	t->off.exact[ON] += on;
-	if (v->captured && t->off.pend_stack >= 0 && t->off.pend_seq == v->seq)
+	if (v->captured && t->off.pend_stack >= 0 && t->off.pend_seq == v->seq) {
 		close_sampled(s->off, t, wall - on - run, run);
-	else
+	} else {
 		add_acc(t, 0, wall - on - run, run);
+		add_stretch(s, t, now, now, on, wall - on - run, run);
+	}
 	return 0;
 }
 
@@ -481,8 +554,10 @@ static struct gs_sample_ctx thread_ctx(struct session *s, const struct gs_thread
 }
 
 /* A sample carrying time without a sampled stack: "[blocked: stack not
- * sampled]" and the like, so the thread's sums stay exact. */
-static int add_unsampled(struct session *s, struct gs_thread *t, int state, uint64_t ns)
+ * sampled]" and the like, so the thread's sums stay exact; at: where the
+ * timelines put it (profile time: the thread's first known). */
+static int add_unsampled(struct session *s, struct gs_thread *t, int state, uint64_t ns,
+			 uint64_t at)
 {
 	static const char *const names[] = { "[on-CPU: no CPU sample]",
 					     "[blocked: stack not sampled]",
@@ -490,6 +565,7 @@ static int add_unsampled(struct session *s, struct gs_thread *t, int state, uint
 	uint32_t loc = gs_session_special(s, names[state]);
 	int64_t stack = gs_profile_add_stack(&s->prof, &loc, 1);
 	struct gs_sample smp = {
+		.time_ns = at,
 		.values = { [GS_V_CPU_NS] = state == ON ? (int64_t)ns : 0,
 			    [GS_V_OFFCPU_NS] = state == ON ? 0 : (int64_t)ns },
 	};
@@ -582,64 +658,299 @@ static int by_thread_state(const void *a, const void *b)
 	return x->out < y->out ? -1 : x->out > y->out;
 }
 
+/* The CPU samples' places on the timeline (output/timeline.c: the period
+ * around each tick), by thread (key pid << 32 | tid) and start. */
+struct cpu_span {
+	uint64_t key, start, end;
+};
+
+static int by_key_start(const void *a, const void *b)
+{
+	const struct cpu_span *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Where a state's scaled parts go: the thread's stretches str[lo, hi) in
+ * time order, and the CPU samples of all threads. */
+struct fill_ctx {
+	const struct off_stretch *str;
+	size_t lo, hi;
+	uint64_t first; /* the thread's first known time (profile time) */
+	const struct cpu_span *cpu;
+	size_t n_cpu;
+};
+
+/* A free part of a stretch: [at, at + len) in profile time. */
+struct free_seg {
+	uint64_t at, len;
+};
+
+static int by_len_desc(const void *a, const void *b)
+{
+	const struct free_seg *x = a, *y = b;
+
+	if (x->len != y->len)
+		return x->len > y->len ? -1 : 1;
+	return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* The segments of [a, b) (profile time) that `amount` ns of off-CPU time
+ * fill in thread key's stretch: its gaps between CPU samples, largest
+ * first, after the `skip` ns laid there before; what finds no gap goes at
+ * the stretch's end.  *segs (grown as needed) gets them, *n their count. */
+static int fill_segs(const struct fill_ctx *f, uint64_t key, uint64_t a, uint64_t b, uint64_t skip,
+		     uint64_t amount, struct free_seg **segs, size_t *n, size_t *cap)
+{
+	size_t lo = 0, hi = f->n_cpu, nf = 0;
+	uint64_t at = a;
+
+	while (lo < hi) { /* first CPU span of key ending after a */
+		size_t mid = lo + (hi - lo) / 2;
+		const struct cpu_span *c = &f->cpu[mid];
+
+		if (c->key < key || (c->key == key && c->end <= a))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; at < b; i++) {
+		bool last = i >= f->n_cpu || f->cpu[i].key != key || f->cpu[i].start >= b;
+		uint64_t end = last ? b : f->cpu[i].start;
+
+		if (end > at) {
+			if (gs_grow((void **)segs, cap, nf + 1, sizeof(**segs)))
+				return -ENOMEM;
+			(*segs)[nf++] = (struct free_seg){ .at = at, .len = end - at };
+		}
+		if (last)
+			break;
+		at = f->cpu[i].end > at ? f->cpu[i].end : at;
+	}
+	if (nf) /* *segs is NULL without any */
+		qsort(*segs, nf, sizeof(**segs), by_len_desc);
+	*n = 0;
+	for (size_t i = 0; i < nf && amount; i++) {
+		uint64_t len = (*segs)[i].len, from = (*segs)[i].at;
+
+		if (skip >= len) {
+			skip -= len;
+			continue;
+		}
+		from += skip;
+		len -= skip;
+		skip = 0;
+		len = len < amount ? len : amount;
+		(*segs)[(*n)++] = (struct free_seg){ .at = from, .len = len };
+		amount -= len;
+	}
+	if (amount) { /* n < nf + 1 <= cap */
+		if (gs_grow((void **)segs, cap, *n + 1, sizeof(**segs)))
+			return -ENOMEM;
+		(*segs)[(*n)++] = (struct free_seg){ .at = b > a + amount ? b - amount : a,
+						     .len = amount };
+	}
+	return 0;
+}
+
+/* One piece of a scaled share on the timeline. */
+static int add_piece(struct session *s, int64_t ctx, uint32_t stack, uint64_t at, uint64_t ns)
+{
+	struct gs_sample smp = { .stack = stack, .ctx = (uint32_t)ctx, .time_ns = at };
+
+	smp.values[GS_V_OFFCPU_NS] = (int64_t)ns;
+	return gs_profile_add_sample(&s->prof, &smp, NULL) ? -ENOMEM : 0;
+}
+
+/* A scaled share on its way to the timeline: a sampled part's, or one
+ * waker's cut of it (the context carries the waker); extra is what is not
+ * laid at the part's own time. */
+struct share_piece {
+	int64_t ctx;
+	uint32_t stack;
+	int64_t extra;
+};
+
+/* Lay the pieces' extra (p[n], time order) in the thread's stretches of
+ * this state, in proportion to each stretch's time there (see the file
+ * comment). */
+static int fill_stretches(struct session *s, const struct fill_ctx *f, int state,
+			  struct share_piece *p, size_t n)
+{
+	struct off_stretch *str = (struct off_stretch *)f->str;
+	struct free_seg *segs = NULL;
+	size_t n_segs = 0, cap = 0, i = 0;
+	uint64_t total = 0, want = 0, cum = 0, given = 0, t0 = s->window.t0_mono;
+	int rc = 0;
+
+	for (size_t k = f->lo; k < f->hi; k++)
+		total += str[k].ns[state];
+	for (size_t j = 0; j < n; j++)
+		want += (uint64_t)p[j].extra;
+	for (size_t k = f->lo; k < f->hi && !rc; k++) {
+		struct off_stretch *x = &str[k];
+		uint64_t key = (uint64_t)x->t->tgid << 32 | x->t->tid, amount;
+
+		if (!x->ns[state])
+			continue;
+		cum += x->ns[state];
+		amount = (uint64_t)((double)want * cum / total + 0.5) - given;
+		given += amount;
+		rc = fill_segs(f, key, x->from > t0 ? x->from - t0 : 0, x->to > t0 ? x->to - t0 : 0,
+			       x->placed, amount, &segs, &n_segs, &cap);
+		x->placed += amount;
+		for (size_t g = 0; g < n_segs && !rc; g++) {
+			uint64_t at = segs[g].at, len = segs[g].len;
+
+			while (len && !rc) {
+				while (i < n && !p[i].extra)
+					i++;
+				if (i == n)
+					break;
+				uint64_t take = (uint64_t)p[i].extra < len ? (uint64_t)p[i].extra
+									   : len;
+
+				rc = add_piece(s, p[i].ctx, p[i].stack, at, take);
+				p[i].extra -= (int64_t)take;
+				at += take;
+				len -= take;
+			}
+		}
+	}
+	free(segs);
+	return rc;
+}
+
+/* Part k of n of `total` split by cumulative shares cum[] (cum[n-1] is
+ * taken as 1), so the parts sum to total exactly. */
+static int64_t cut(int64_t total, const double *cum, int k, int n)
+{
+	int64_t hi = k == n - 1 ? total : llround((double)total * cum[k]);
+	int64_t lo = k ? llround((double)total * cum[k - 1]) : 0;
+
+	return hi > lo ? hi - lo : 0;
+}
+
+/* Sampled part x (scaled share `share` ns, stack `stack`) on the timeline:
+ * shared by what its waker did (wakers.c) when its wakeup was recorded,
+ * each cut at the part's own time for its cut of the part's own duration
+ * (the whole share without stretches); the rest is appended to *p for the
+ * stretches. */
+static int add_part_share(struct session *s, struct gs_thread *t, const struct off_sample *x,
+			  int64_t ctx, struct gs_sample_ctx c, uint32_t stack,
+			  const uint32_t *stack_ids, int64_t share, bool stretches,
+			  struct share_piece **p, size_t *n, size_t *cap)
+{
+	struct gs_sample_ctx wc[GS_WAKE_MAX_PARTS] = { c };
+	double part[GS_WAKE_MAX_PARTS] = { 1.0 }, cum[GS_WAKE_MAX_PARTS];
+	int64_t own = stretches && share > (int64_t)x->ns ? (int64_t)x->ns : share;
+	uint64_t at = x->out > s->window.t0_mono ? x->out - s->window.t0_mono : 0;
+	int labelled = 0, parts;
+
+	/* a wait whose wakeup was recorded: shared by what the waker did */
+	if (x->waker >= 0 && (labelled = gs_wakers_label(s, s->off->wk, x->waker, stack_ids, wc,
+							 part, GS_WAKE_MAX_PARTS)) < 0)
+		return -ENOMEM;
+	parts = labelled ? labelled : 1;
+	for (int k = 0; k < parts; k++)
+		cum[k] = (k ? cum[k - 1] : 0) + part[k];
+	for (int k = 0; k < parts; k++) {
+		int64_t wi = labelled ? gs_profile_add_ctx(&s->prof, &wc[k]) : ctx;
+		int64_t all = cut(share, cum, k, parts), mine = cut(own, cum, k, parts);
+		struct gs_sample smp = { .ctx = (uint32_t)wi, .stack = stack, .time_ns = at };
+
+		if (wi < 0)
+			return -ENOMEM;
+		mine = mine < all ? mine : all;
+		smp.values[GS_V_OFFCPU_NS] = mine;
+		if (mine && gs_session_add_thread_sample(s, t, &smp, NULL))
+			return -ENOMEM;
+		at += (uint64_t)mine; /* the cuts one after another */
+		if (all == mine)
+			continue;
+		if (gs_grow((void **)p, cap, *n + 1, sizeof(**p)))
+			return -ENOMEM;
+		(*p)[(*n)++] =
+		    (struct share_piece){ .ctx = wi, .stack = stack, .extra = all - mine };
+	}
+	return 0;
+}
+
 /* Scale the sampled parts smp[lo, hi) of one thread and state to its exact
- * time there (see the file comment). */
+ * time there, each part at its own time for its own duration and the rest
+ * laid in the thread's stretches (see the file comment). */
 static int add_state(struct session *s, struct gs_thread *t, int state, size_t lo, size_t hi,
-		     const uint32_t *stack_ids)
+		     const struct fill_ctx *f, const uint32_t *stack_ids)
 {
 	struct gs_offcpu *o = s->off;
 	double sum = 0, scale;
-	int64_t left = (int64_t)t->off.exact[state];
-	size_t last = SIZE_MAX;
+	int64_t left = (int64_t)t->off.exact[state], ctx;
+	size_t n = hi > lo ? hi - lo : 1, last = SIZE_MAX, n_p = 0, cap_p = 0;
 	struct gs_sample_ctx c = thread_ctx(s, t, state);
-	int64_t ctx;
+	int64_t *share = calloc(n, sizeof(*share));
+	uint32_t *stack = calloc(n, sizeof(*stack));
+	struct share_piece *p = NULL;
+	bool stretches = false;
+	int rc = 0;
 
 	for (size_t i = lo; i < hi; i++)
 		sum += o->smp[i].w;
-	if (sum <= 0)
-		return left > 0 ? add_unsampled(s, t, state, (uint64_t)left) : 0;
-	if ((ctx = gs_profile_add_ctx(&s->prof, &c)) < 0)
-		return (int)ctx;
+	if (left <= 0 || !share || !stack) {
+		rc = left > 0 ? -ENOMEM : 0;
+		goto out;
+	}
+	if ((ctx = gs_profile_add_ctx(&s->prof, &c)) < 0) {
+		rc = (int)ctx;
+		goto out;
+	}
+	if (sum <= 0) { /* no stack: all of it unsampled, laid in the stretches */
+		uint32_t loc = gs_session_special(s, state == BLK
+							 ? "[blocked: stack not sampled]"
+							 : "[runnable: stack not sampled]");
+		int64_t id = gs_profile_add_stack(&s->prof, &loc, 1);
+		struct share_piece one = { .ctx = ctx, .stack = (uint32_t)id, .extra = left };
+
+		if (id < 0 || f->lo == f->hi)
+			rc = id < 0 ? (int)id
+				    : add_unsampled(s, t, state, (uint64_t)left, f->first);
+		else
+			rc = fill_stretches(s, f, state, &one, 1);
+		goto out;
+	}
 	scale = (double)t->off.exact[state] / sum;
 	for (size_t i = lo; i < hi; i++) {
-		const struct off_sample *x = &o->smp[i];
-		struct gs_sample_ctx wc[GS_WAKE_MAX_PARTS] = { c };
-		double share[GS_WAKE_MAX_PARTS] = { 1.0 };
-		int64_t stack;
-		int parts = 0;
-		struct gs_sample smp = {
-			.ctx = (uint32_t)ctx,
-			.time_ns = x->out > s->window.t0_mono ? x->out - s->window.t0_mono : 0,
-		};
+		int64_t id = off_stack(s, o->smp[i].stack, stack_ids);
 
-		if ((stack = off_stack(s, x->stack, stack_ids)) < 0)
-			return (int)stack;
-		smp.stack = (uint32_t)stack;
-		/* a wait whose wakeup was recorded: shared by what the waker did */
-		if (x->waker >= 0 && (parts = gs_wakers_label(s, o->wk, x->waker, stack_ids, wc,
-							      share, GS_WAKE_MAX_PARTS)) < 0)
-			return -ENOMEM;
-		for (int k = 0; k < (parts ? parts : 1); k++) {
-			int64_t wi = parts ? gs_profile_add_ctx(&s->prof, &wc[k]) : ctx;
-
-			if (wi < 0)
-				return -ENOMEM;
-			smp.ctx = (uint32_t)wi;
-			smp.values[GS_V_OFFCPU_NS] = llround(x->w * scale * share[k]);
-			smp.values[GS_V_WALL_NS] = 0;
-			if (!smp.values[GS_V_OFFCPU_NS])
-				continue;
-			left -= smp.values[GS_V_OFFCPU_NS];
-			if (gs_session_add_thread_sample(s, t, &smp, NULL))
-				return -ENOMEM;
-			last = s->prof.n_samples - 1;
+		if (id < 0) {
+			rc = (int)id;
+			goto out;
 		}
+		stack[i - lo] = (uint32_t)id;
+		share[i - lo] = llround(o->smp[i].w * scale);
+		left -= share[i - lo];
+		if (share[i - lo])
+			last = i - lo;
 	}
-	if (last == SIZE_MAX) /* every part rounded to 0 ns */
-		return left > 0 ? add_unsampled(s, t, state, (uint64_t)left) : 0;
-	s->prof.samples[last].values[GS_V_OFFCPU_NS] += left; /* rounding: keep the sum exact */
-	s->prof.samples[last].values[GS_V_WALL_NS] += left;
-	return 0;
+	if (last == SIZE_MAX) { /* every part rounded to 0 ns */
+		rc = left > 0 ? add_unsampled(s, t, state, (uint64_t)left, f->first) : 0;
+		goto out;
+	}
+	share[last] += left; /* rounding: keep the sum exact */
+	for (size_t k = f->lo; k < f->hi; k++)
+		stretches |= f->str[k].ns[state] > 0;
+	for (size_t i = lo; i < hi && !rc; i++)
+		if (share[i - lo])
+			rc = add_part_share(s, t, &o->smp[i], ctx, c, stack[i - lo], stack_ids,
+					    share[i - lo], stretches, &p, &n_p, &cap_p);
+	if (!rc && n_p)
+		rc = fill_stretches(s, f, state, p, n_p);
+out:
+	free(p);
+	free(share);
+	free(stack);
+	return rc;
 }
 
 int64_t gs_off_cpu_ns(struct gs_thread *th, int64_t period_ns)
@@ -657,27 +968,94 @@ int64_t gs_off_cpu_ns(struct gs_thread *th, int64_t period_ns)
 	return share;
 }
 
+/* Stretches ordered by thread, then time. */
+static int by_thread_from(const void *a, const void *b)
+{
+	const struct off_stretch *x = a, *y = b;
+	int c = thread_cmp(x->t, y->t);
+
+	if (c)
+		return c;
+	return x->from < y->from ? -1 : x->from > y->from;
+}
+
+/* The CPU samples' places (see struct cpu_span), sorted; NULL on ENOMEM. */
+static struct cpu_span *cpu_spans(const struct gs_profile *p, size_t *n_out)
+{
+	struct cpu_span *c = malloc(sizeof(*c) * (p->n_samples ? p->n_samples : 1));
+	size_t n = 0;
+
+	if (!c)
+		return NULL;
+	for (size_t i = 0; i < p->n_samples; i++) {
+		const struct gs_sample *x = &p->samples[i];
+		const struct gs_sample_ctx *sc = gs_profile_ctx(p, x);
+		uint64_t w = (uint64_t)x->values[GS_V_CPU_NS];
+
+		if (x->values[GS_V_CPU_NS] <= 0 || x->values[GS_V_OFFCPU_NS] > 0 ||
+		    sc->cuda_device >= 0)
+			continue;
+		c[n++] = (struct cpu_span){ .key = (uint64_t)sc->pid << 32 | sc->tid,
+					    .start = x->time_ns > w / 2 ? x->time_ns - w / 2 : 0,
+					    .end = x->time_ns + (w - w / 2) };
+	}
+	qsort(c, n, sizeof(*c), by_key_start);
+	*n_out = n;
+	return c;
+}
+
+/* Thread t's first known time (profile time): its first stretch's start
+ * (str, NULL if none) or its first sampled part (from smp[i] on, sorted). */
+static uint64_t first_known(struct session *s, const struct gs_thread *t,
+			    const struct off_stretch *str, size_t i)
+{
+	const struct gs_offcpu *o = s->off;
+	uint64_t first = str ? str->from : UINT64_MAX;
+
+	while (i < o->n_smp && thread_cmp(o->smp[i].t, t) < 0)
+		i++;
+	for (; i < o->n_smp && o->smp[i].t == t; i++)
+		first = o->smp[i].out < first ? o->smp[i].out : first;
+	if (first == UINT64_MAX || first < s->window.t0_mono)
+		return 0;
+	return first - s->window.t0_mono;
+}
+
 int gs_off_finish(struct session *s, const uint32_t *stack_ids)
 {
 	struct gs_offcpu *o = s->off;
-	size_t i = 0;
+	struct fill_ctx f = { 0 };
+	struct cpu_span *cpu;
+	size_t i = 0, j = 0;
+	int rc = 0;
 
 	if (!o)
 		return 0;
-	qsort(o->smp, o->n_smp, sizeof(*o->smp), by_thread_state);
-	for (size_t k = 0; k < o->n_th; k++) {
+	/* the arrays are NULL while empty, and qsort's base must not be */
+	if (o->n_smp)
+		qsort(o->smp, o->n_smp, sizeof(*o->smp), by_thread_state);
+	if (o->n_str)
+		qsort(o->str, o->n_str, sizeof(*o->str), by_thread_from);
+	if (!(cpu = cpu_spans(&s->prof, &f.n_cpu)))
+		return -ENOMEM;
+	f.cpu = cpu;
+	f.str = o->str;
+	/* threads in tid order, as smp and str: walk the three together */
+	if (o->n_th)
+		qsort(o->th, o->n_th, sizeof(*o->th), by_tid);
+	for (size_t k = 0; k < o->n_th && !rc; k++) {
 		struct gs_thread *t = o->th[k];
 
-		if (!t->cpu_samples && t->off.exact[ON] &&
-		    add_unsampled(s, t, ON, t->off.exact[ON]))
-			return -ENOMEM;
-	}
-	/* threads in tid order, as smp: walk both together */
-	qsort(o->th, o->n_th, sizeof(*o->th), by_tid);
-	for (size_t k = 0; k < o->n_th; k++) {
-		struct gs_thread *t = o->th[k];
-
-		for (int state = BLK; state <= RUN; state++) {
+		while (j < o->n_str && thread_cmp(o->str[j].t, t) < 0)
+			j++;
+		f.lo = j;
+		while (j < o->n_str && o->str[j].t == t)
+			j++;
+		f.hi = j;
+		f.first = first_known(s, t, f.lo < f.hi ? &o->str[f.lo] : NULL, i);
+		if (!t->cpu_samples && t->off.exact[ON])
+			rc = add_unsampled(s, t, ON, t->off.exact[ON], f.first);
+		for (int state = BLK; state <= RUN && !rc; state++) {
 			size_t lo;
 
 			while (i < o->n_smp && (thread_cmp(o->smp[i].t, t) < 0 ||
@@ -686,11 +1064,11 @@ int gs_off_finish(struct session *s, const uint32_t *stack_ids)
 			lo = i;
 			while (i < o->n_smp && o->smp[i].t == t && o->smp[i].state == state)
 				i++;
-			if (add_state(s, t, state, lo, i, stack_ids))
-				return -ENOMEM;
+			rc = add_state(s, t, state, lo, i, &f, stack_ids);
 		}
 	}
-	return 0;
+	free(cpu);
+	return rc ? -ENOMEM : 0;
 }
 
 void gs_off_comments(struct session *s, const struct gs_sampler_stats *st)
@@ -739,6 +1117,7 @@ void gs_off_free(struct session *s)
 		return;
 	free(s->off->th);
 	free(s->off->smp);
+	free(s->off->str);
 	free(s->off->trimmed);
 	gs_wakers_free(s->off->wk);
 	free(s->off);

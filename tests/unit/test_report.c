@@ -331,6 +331,30 @@ Test(report, woken_by_lines)
 	gs_profile_free(&p);
 }
 
+/* Oversubscription is the job's threads wanting more cores than there are:
+ * one starved thread on 2 cores whose neighbours took little (0.22) is
+ * not it; three such threads are. */
+Test(report, one_starved_thread_does_not_oversubscribe)
+{
+	struct fx x;
+	fx_build(&x);
+	gs_profile_add_comment(&x.p, "machine CPU: 2 CPUs; outside the job 0.22 cores over 1.00 "
+				     "s (clang 0.19)");
+	fx_offcpu(&x.p, FX_ST_CPU(&x.p), 1200, 1200, "python3", "main", "runnable", 0, 900000000);
+	char *r = report(&x.p, 15);
+	char *v = strstr(r, "Verdict: CPU starvation");
+	cr_assert_not_null(v, "%s", r);
+	cr_assert_null(strstr(v, "oversubscribes"), "%s", v);
+	free(r);
+	for (uint32_t tid = 1210; tid < 1212; tid++)
+		fx_offcpu(&x.p, FX_ST_CPU(&x.p), 1200, tid, "python3", "main", "runnable", 0,
+			  900000000);
+	r = report(&x.p, 15);
+	HAS(r, "CPU-starved: the job oversubscribes its cores: 3 busy threads wanted");
+	free(r);
+	gs_profile_free(&x.p);
+}
+
 /* Each main process gets its split and verdict, labelled with its rank. */
 static void rank_from_pid(struct gs_sample_ctx *c, void *arg)
 {
@@ -899,6 +923,62 @@ Test(report, churned_workers_grouped_in_tables)
 	cr_assert_null(strstr(r, "more threads"), "%s", r);
 	cr_assert_null(strstr(r, "more processes"), "%s", r);
 	free(r);
+	gs_profile_free(&p);
+}
+
+/* Occurrences of needle in the file at path. */
+static size_t count_in_file(const char *path, const char *needle)
+{
+	FILE *f = fopen(path, "re");
+	cr_assert_not_null(f, "%s", path);
+	char *buf = NULL;
+	size_t len = 0, n = 0;
+	cr_assert_gt(getdelim(&buf, &len, '\0', f), 0, "%s is empty", path);
+	fclose(f);
+	for (const char *q = buf; (q = strstr(q, needle)); q++)
+		n++;
+	free(buf);
+	return n;
+}
+
+/* The timelines give 600 exited workers, 2 at a time, two lanes (one per
+ * slot), not 600, and the main process's 300 "pt_pin" threads, one per
+ * epoch, one lane: their size follows what runs at a time, not the epochs.
+ * Its 8 "pool" threads, alive together, keep a lane each. */
+Test(report, churned_workers_share_timeline_lanes)
+{
+	struct gs_profile p;
+	char dir[] = "/tmp/gs_lanes_XXXXXX", path[64], err[256];
+	churned_workers(&p, true, false);
+	uint32_t f = fx_fn(&p, "pin_loop", NULL, "/x/torch/utils/data/_utils/pin_memory.py", 40);
+	uint32_t loc = fx_loc(&p, 1, 0, GS_FRAME_PYTHON, f, 50);
+	for (uint32_t e = 0; e < 300; e++)
+		fx_samples(&p, &loc, 1, 5, 60, 2000 + e, "pt_pin", "main", 150000000ULL * e,
+			   10000000);
+	for (uint32_t k = 0; k < 8; k++)
+		fx_samples(&p, &loc, 1, 5, 60, 3000 + k, "pool", "main", 0, 10000000);
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/p.speedscope.json", dir);
+	cr_assert_eq(gs_write_speedscope(&p, path, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(count_in_file(path, "\"type\":\"sampled\""), 12,
+		     "main thread + 8 pool + 1 pt_pin + 2 worker slots");
+	cr_expect_eq(count_in_file(path, "python3 pid 60: threads pt_pin, slot 0 (300 threads)"),
+		     1);
+	cr_expect_eq(count_in_file(path, "exited DataLoader workers of pid 60, slot 0, thread 0 "
+					 "(300 processes)"),
+		     1);
+	cr_expect_eq(count_in_file(path, "exited DataLoader workers of pid 60, slot 1, thread 0 "
+					 "(300 processes)"),
+		     1);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/p.trace.json", dir);
+	cr_assert_eq(gs_write_trace(&p, path, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(count_in_file(path, "\"thread_name\""), 12,
+		     "main thread + 8 pool + 1 pt_pin + 2 worker slots");
+	cr_expect_eq(count_in_file(path, "\"process_name\""), 1, "the workers lie in pid 60");
+	cr_expect_eq(count_in_file(path, "slot 1, thread 0 (300 processes)"), 1);
+	unlink(path);
+	rmdir(dir);
 	gs_profile_free(&p);
 }
 
