@@ -13,8 +13,6 @@
 # every entry point resolves and takes its uprobes.  The trace (--format
 # trace) carries the device bytes over time as a counter track.
 source "$(dirname "$0")/lib.sh"
-# GPU memory through the driver is off unless asked for (README, GPU memory)
-export GS_GPU_MEMORY=1
 [ "$(id -u)" -eq 0 ] || fail "needs root (BPF, uprobes)"
 LIB=$ROOT/$BUILD/fakes/libcuda.so.1
 APP=$ROOT/tests/fakes/mem_app.py
@@ -46,6 +44,9 @@ grep -Eq '^  pid [0-9]+: out of memory at mem_app\.py:[0-9]+ alloc > forward > m
 zcat -f "$T/m.pb.gz" > "$T/m.pb"
 grep -aq 'gpu memory: 1 process(es) probed, [0-9]* driver records, 0 over the rate, 0 lost, 0 returns unmatched, 0 failed calls' "$T/m.pb" ||
 	fail "records were lost or unmatched"
+# the 22 links (and the steps' and agent's, if any) closed off the record loop
+grep -aqE 'uprobe link closes: (2[2-9]|[3-9][0-9]|[0-9]{3,}) handed to the reaper.s thread \([0-9]+ pending at most\), 0 inline' "$T/m.pb" ||
+	{ grep -ao 'uprobe link closes: [^"]*' "$T/m.pb"; fail "the probes' links were not all closed by the link reaper"; }
 grep -aq 'gpu memory: pid [0-9]*: 14 of 14 CUDA memory entry points probed in /' "$T/m.pb" ||
 	fail "not every entry point of the driver double was probed"
 # pprof: gpu_inuse_space holds what was live at the exit (two 20 MiB and the
