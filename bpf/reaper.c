@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <bpf/libbpf.h>
 
 #include "bpf/reaper.h"
@@ -19,7 +20,9 @@ struct gs_link_reaper {
 	pthread_mutex_t mu;      /* the ring, the flags, the counts */
 	pthread_cond_t more;     /* a link was queued, or stopping */
 	pthread_mutex_t usdt_mu; /* libbpf's USDT manager (reaper.h) */
-	pthread_t thread;
+	pthread_t *thread;
+	size_t n_threads, want_threads;
+	int nice; /* the creator's */
 	bool running, stopping;
 	void (*close_fn)(struct bpf_link *);
 	struct pending *ring;
@@ -41,11 +44,14 @@ static void close_one(struct gs_link_reaper *r, struct pending p)
 		pthread_mutex_unlock(&r->usdt_mu);
 }
 
-/* Pending links in order; after stopping is set, until none is left. */
+/* Pending links taken in order; after stopping is set, until none is left. */
 static void *run(void *arg)
 {
 	struct gs_link_reaper *r = arg;
 
+	/* gpusample's threads share its nice (session/attach.c); on Linux
+	 * this sets the calling thread's alone. */
+	setpriority(PRIO_PROCESS, 0, r->nice);
 	pthread_mutex_lock(&r->mu);
 	for (;;) {
 		struct pending p;
@@ -66,31 +72,42 @@ static void *run(void *arg)
 	return NULL;
 }
 
-/* The thread takes no signal: they stay with the session's threads
- * (a Ctrl-C must interrupt the record loop's poll). */
+/* The threads take no signal: they stay with the session's threads (a
+ * Ctrl-C must interrupt the record loop's poll).  They run at their
+ * creator's nice, which SCHED_RESET_ON_FORK would otherwise drop to 0. */
 static bool start(struct gs_link_reaper *r)
 {
 	sigset_t all, old;
-	int rc;
 
+	errno = 0;
+	r->nice = getpriority(PRIO_PROCESS, 0);
+	if (errno)
+		r->nice = 0;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&r->thread, NULL, run, r);
+	for (; r->n_threads < r->want_threads; r->n_threads++) {
+		if (pthread_create(&r->thread[r->n_threads], NULL, run, r))
+			break;
+		pthread_setname_np(r->thread[r->n_threads], "gs-reaper");
+	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (!rc)
-		pthread_setname_np(r->thread, "gs-reaper");
-	return !rc;
+	return r->n_threads > 0;
 }
 
-struct gs_link_reaper *gs_link_reaper_new(size_t cap, void (*close_fn)(struct bpf_link *))
+struct gs_link_reaper *gs_link_reaper_new(size_t cap, size_t threads,
+					  void (*close_fn)(struct bpf_link *))
 {
 	struct gs_link_reaper *r = calloc(1, sizeof(*r));
 
 	if (!r)
 		return NULL;
 	r->cap = cap ? cap : GS_LINK_REAPER_CAP;
+	r->want_threads = threads ? threads : GS_LINK_REAPER_THREADS;
 	r->ring = calloc(r->cap, sizeof(*r->ring));
-	if (!r->ring) {
+	r->thread = calloc(r->want_threads, sizeof(*r->thread));
+	if (!r->ring || !r->thread) {
+		free(r->ring);
+		free(r->thread);
 		free(r);
 		return NULL;
 	}
@@ -109,14 +126,16 @@ void gs_link_reaper_free(struct gs_link_reaper *r)
 	if (r->running) {
 		pthread_mutex_lock(&r->mu);
 		r->stopping = true;
-		pthread_cond_signal(&r->more);
+		pthread_cond_broadcast(&r->more);
 		pthread_mutex_unlock(&r->mu);
-		pthread_join(r->thread, NULL);
+		for (size_t i = 0; i < r->n_threads; i++)
+			pthread_join(r->thread[i], NULL);
 	}
 	pthread_cond_destroy(&r->more);
 	pthread_mutex_destroy(&r->usdt_mu);
 	pthread_mutex_destroy(&r->mu);
 	free(r->ring);
+	free(r->thread);
 	free(r);
 }
 

@@ -392,8 +392,8 @@ static void note_reaper(struct session *s)
 	inl = st.inline_full + st.inline_nothread;
 	gs_profile_add_comment(
 	    &s->prof,
-	    "uprobe link closes: %llu handed to the reaper's thread (%llu pending "
-	    "at most), %llu inline (%llu with its queue full, %llu without its thread)",
+	    "uprobe link closes: %llu handed to the reaper's threads (%llu pending "
+	    "at most), %llu inline (%llu with its queue full, %llu without threads)",
 	    (unsigned long long)st.queued, (unsigned long long)st.max_pending,
 	    (unsigned long long)inl, (unsigned long long)st.inline_full,
 	    (unsigned long long)st.inline_nothread);
@@ -401,7 +401,7 @@ static void note_reaper(struct session *s)
 		gs_profile_add_note(
 		    &s->prof,
 		    "%llu uprobe link closes were made by the record loop itself (the "
-		    "link reaper's queue was full or its thread did not start): each "
+		    "link reaper's queue was full or its threads did not start): each "
 		    "waited for an RCU grace period, samples may have been lost then",
 		    (unsigned long long)inl);
 }
@@ -791,7 +791,7 @@ static int open_sampler(struct session *s)
 				    "CFI unwinding, the others by frame pointers",
 				    GS_CFI_COMPAT_PROCS);
 	/* Before the components that attach per-process links, which it outlives. */
-	s->rt.reaper = gs_link_reaper_new(0, NULL);
+	s->rt.reaper = gs_link_reaper_new(0, 0, NULL);
 	if (!s->rt.reaper)
 		return -ENOMEM;
 	rc = gs_rt_open(s);

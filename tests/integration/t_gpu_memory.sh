@@ -45,7 +45,7 @@ zcat -f "$T/m.pb.gz" > "$T/m.pb"
 grep -aq 'gpu memory: 1 process(es) probed, [0-9]* driver records, 0 over the rate, 0 lost, 0 returns unmatched, 0 failed calls' "$T/m.pb" ||
 	fail "records were lost or unmatched"
 # the 22 links (and the steps' and agent's, if any) closed off the record loop
-grep -aqE 'uprobe link closes: (2[2-9]|[3-9][0-9]|[0-9]{3,}) handed to the reaper.s thread \([0-9]+ pending at most\), 0 inline' "$T/m.pb" ||
+grep -aqE 'uprobe link closes: (2[2-9]|[3-9][0-9]|[0-9]{3,}) handed to the reaper.s threads \([0-9]+ pending at most\), 0 inline' "$T/m.pb" ||
 	{ grep -ao 'uprobe link closes: [^"]*' "$T/m.pb"; fail "the probes' links were not all closed by the link reaper"; }
 grep -aq 'gpu memory: pid [0-9]*: 14 of 14 CUDA memory entry points probed in /' "$T/m.pb" ||
 	fail "not every entry point of the driver double was probed"

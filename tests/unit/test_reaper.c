@@ -87,7 +87,7 @@ static struct gs_link_reaper_stats stats_after(struct gs_link_reaper *r, uint64_
 
 Test(reaper, closes_in_the_order_given)
 {
-	struct gs_link_reaper *r = gs_link_reaper_new(64, gated_close);
+	struct gs_link_reaper *r = gs_link_reaper_new(64, 1, gated_close);
 	struct gs_link_reaper_stats st;
 
 	reset(true);
@@ -117,7 +117,7 @@ static void *open_later(void *arg)
 
 Test(reaper, free_waits_for_pending_closes)
 {
-	struct gs_link_reaper *r = gs_link_reaper_new(8, gated_close);
+	struct gs_link_reaper *r = gs_link_reaper_new(8, 4, gated_close);
 	struct gs_link_reaper_stats st;
 	pthread_t t;
 
@@ -136,7 +136,7 @@ Test(reaper, free_waits_for_pending_closes)
 
 Test(reaper, full_ring_closes_inline_and_counts)
 {
-	struct gs_link_reaper *r = gs_link_reaper_new(2, gated_close);
+	struct gs_link_reaper *r = gs_link_reaper_new(2, 1, gated_close);
 	struct gs_link_reaper_stats st;
 
 	reset(false);
@@ -165,7 +165,7 @@ Test(reaper, full_ring_closes_inline_and_counts)
 
 Test(reaper, stats_count_every_close)
 {
-	struct gs_link_reaper *r = gs_link_reaper_new(0, gated_close);
+	struct gs_link_reaper *r = gs_link_reaper_new(0, 0, gated_close);
 	struct gs_link_reaper_stats st;
 
 	reset(true);
@@ -184,7 +184,7 @@ Test(reaper, stats_count_every_close)
  * USDT manager is changed by both the attach and the close). */
 Test(reaper, usdt_close_waits_for_the_lock)
 {
-	struct gs_link_reaper *r = gs_link_reaper_new(8, gated_close);
+	struct gs_link_reaper *r = gs_link_reaper_new(8, 4, gated_close);
 	struct timespec ts = { 0, 50 * 1000 * 1000 };
 
 	reset(true);
@@ -196,6 +196,5 @@ Test(reaper, usdt_close_waits_for_the_lock)
 	cr_assert_eq(gs_link_reaper_close(r, tok(8)), 0);
 	gs_link_reaper_free(r);
 	cr_assert_eq(n_closed, 2);
-	cr_assert_eq(order[0], 7);
-	cr_assert_eq(order[1], 8);
+	cr_assert(order[0] + order[1] == 15 && order[0] * order[1] == 56, "not links 7 and 8");
 }
