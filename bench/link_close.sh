@@ -10,13 +10,16 @@
 # wall time, the profile's window and its lost CPU samples (the report's
 # header).
 #   sudo [JOB=dataloader] [BUILD=dir] bench/link_close.sh [ROUNDS] [gpusample options...]
+# BUILD picks the gpusample binary (an older build to compare); the driver
+# double and the agent are this checkout's build/: a libcuda under a
+# world-writable directory (/tmp) is refused, not probed.
 # Root: BPF, uprobes.  Needs `make` (build/fakes); dataloader: python3-torch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-3}
 shift || true
 B=$(cd "${BUILD:-build}" && pwd)
-FAKES=$B/fakes
+FAKES=$PWD/build/fakes
 CUPTI_REAL=$(ls /usr/local/cuda/extras/CUPTI/lib64/libcupti.so.* /usr/local/cuda/lib64/libcupti.so.* \
 	2>/dev/null | head -1 || true)
 T=$(mktemp -d)
@@ -32,7 +35,7 @@ if [ "${JOB:-gpu}" = dataloader ]; then
 	cmd=(/usr/bin/python3 -c "$TIMED" tests/workloads/train_torch.py --seconds 8 --workers 4
 		--epoch-steps 6)
 else
-	cmd=(env LD_LIBRARY_PATH="$FAKES" CUDA_INJECTION64_PATH="$B/libgpusample_agent.so"
+	cmd=(env LD_LIBRARY_PATH="$FAKES" CUDA_INJECTION64_PATH="$PWD/build/libgpusample_agent.so"
 		GS_CUPTI_PATH="$FAKES/libcupti.so.13" FAKE_CUPTI_REAL="$CUPTI_REAL"
 		/usr/bin/python3 -c "$TIMED" tests/fakes/gpu_app.py "$FAKES/libcuda.so.1"
 		tests/fakes/cubins --seconds 3 --rate 600)
