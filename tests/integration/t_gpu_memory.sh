@@ -26,6 +26,14 @@ grep -q '^mem_app peak=79691776 oom_rc=2 live_at_oom=58720256' "$T/m.out" ||
 	{ cat "$T/m.out"; fail "the app did not run its pattern"; }
 "$GS" report "$T/m.pb.gz" > "$T/m.report" 2>&1 || fail "gpusample report failed"
 sed -n '/^Memory$/,/^$/p' "$T/m.report" > "$T/m.memory"
+# The profile's window ends with the app: the 22 links' closes at its exit
+# (an RCU grace period each) go to the link reaper, not the record loop
+# (which ended the window 2.5-3.5 s late when it closed them itself).
+app_s=$(sed -n 's/.* seconds=\([0-9.]*\).*/\1/p' "$T/m.out")
+win_s=$(sed -n 's/^  duration \([0-9.]*\) s,.*/\1/p' "$T/m.report")
+echo "app ${app_s:-?} s, profile window ${win_s:-?} s"
+[ -n "$app_s" ] && [ -n "$win_s" ] && awk -v a="$app_s" -v w="$win_s" 'BEGIN { exit !(w <= a + 1.0) }' ||
+	fail "the profile's window (${win_s:-?} s) ends over 1 s after the app (${app_s:-?} s): link closes stalled the record loop"
 cat "$T/m.memory"
 zcat -f "$T/m.pb.gz" | grep -ao "python code objects: [^\"]*" || true
 # every call counted: 10 allocations (4 + 3 + cuMemCreate + pinned + pitched),
