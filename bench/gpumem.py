@@ -64,8 +64,7 @@ def run(under, n, rate, tmp):
     cmd = ["/usr/bin/python3", loop, LIB, str(n), str(rate), mark]
     if under:
         cmd = [GS, "-q", "-o", os.path.join(tmp, "p"), "--format", "pprof", "--"] + cmd
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            env=dict(os.environ, GS_GPU_MEMORY="1"))
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     stats = {}
     while proc.poll() is None:
         if under and not stats and os.path.exists(mark):

@@ -61,6 +61,7 @@ void gs_options_usage(FILE *out)
 	    "                          folded by default)\n"
 	    "      --no-cfi            unwind native stacks with frame pointers only\n"
 	    "      --no-gpu            do not attach to the GPU agent\n"
+	    "      --no-gpu-memory     no uprobes on the CUDA driver's allocations (GPU memory)\n"
 	    "      --no-offcpu         do not record off-CPU time (sched_switch)\n"
 	    "      --offcpu-rate N     off-CPU stacks per second and thread, at most (default\n"
 	    "                          25; a fifth of it for threads that only wait, after\n"
@@ -216,6 +217,7 @@ enum {
 	OPT_AS_ROOT,
 	OPT_VERSION,
 	OPT_NO_OFFCPU,
+	OPT_NO_GPU_MEMORY,
 	OPT_OFFCPU_RATE,
 	OPT_CUPTI,
 	OPT_GPU_SCRATCH,
@@ -238,6 +240,7 @@ static const struct option long_opts[] = {
 	{ "no-cfi", no_argument, NULL, OPT_NO_CFI },
 	{ "no-gpu", no_argument, NULL, OPT_NO_GPU },
 	{ "no-offcpu", no_argument, NULL, OPT_NO_OFFCPU },
+	{ "no-gpu-memory", no_argument, NULL, OPT_NO_GPU_MEMORY },
 	{ "offcpu-rate", required_argument, NULL, OPT_OFFCPU_RATE },
 	{ "gpu-period", required_argument, NULL, OPT_GPU_PERIOD },
 	{ "gpu-serialized", no_argument, NULL, OPT_GPU_SERIALIZED },
@@ -261,6 +264,7 @@ static void set_defaults(struct gs_options *o)
 	o->children = o->kernel = o->python = o->cfi = o->gpu = o->report = true;
 	o->gpu_period_log2 = 18;
 	o->offcpu = true;
+	o->gpu_memory = true;
 }
 
 static int handle_opt(struct gs_options *o, int c, char *arg)
@@ -313,6 +317,9 @@ static int handle_opt(struct gs_options *o, int c, char *arg)
 		return 0;
 	case OPT_NO_OFFCPU:
 		o->offcpu = false;
+		return 0;
+	case OPT_NO_GPU_MEMORY:
+		o->gpu_memory = false;
 		return 0;
 	case OPT_INJECT:
 		if (!arg) {

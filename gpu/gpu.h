@@ -123,6 +123,10 @@ struct gs_gpu_host_opts {
 	 * its context's table says; NULL: batches are counted, not their
 	 * samples.  Not owned; it must outlive the host's records. */
 	struct gs_cuda *cuda;
+	/* Closes the probes' links off the caller's thread (bpf/reaper.h):
+	 * the session's; NULL: closed inline.  Not owned; it must outlive the
+	 * host, the BPF object must outlive it. */
+	struct gs_link_reaper *reaper;
 };
 
 /* Per-process GPU state, for the progress line and the report. */

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "proc/proc.h"
+#include "bpf/reaper.h"
 #include "gpusample/procstat.h"
 #include "gpusample/records_codec.h"
 #include "gpusample/stall.h"
@@ -131,10 +132,11 @@ static struct gpu_proc *proc_at(const struct gs_gpu_host *h, size_t i)
 	return h->slots.all[i];
 }
 
-static void proc_detach(struct gpu_proc *p)
+/* The links go to the reaper: each close waits for an RCU grace period. */
+static void proc_detach(struct gs_gpu_host *h, struct gpu_proc *p)
 {
-	bpf_link__destroy(p->rec_link);
-	bpf_link__destroy(p->launch_link);
+	gs_link_reaper_close_usdt(h->o.reaper, p->rec_link);
+	gs_link_reaper_close_usdt(h->o.reaper, p->launch_link);
 	p->rec_link = p->launch_link = NULL;
 }
 
@@ -143,7 +145,7 @@ void gs_gpu_host_free(struct gs_gpu_host *h)
 	if (!h)
 		return;
 	for (size_t i = 0; i < h->slots.n; i++)
-		proc_detach(proc_at(h, i));
+		proc_detach(h, proc_at(h, i));
 	for (size_t i = 0; i < h->n_cubins; i++)
 		free(h->cubins[i].data);
 	free(h->cubins);
@@ -430,17 +432,24 @@ static __attribute__((noinline)) int proc_arm(struct gs_gpu_host *h, struct gpu_
 	    st.st_dev != makedev(p->agent_map.dev_major, p->agent_map.dev_minor))
 		return proc_error(p, -ESTALE, "the agent %s was unmapped before arming (%s)",
 				  map_path);
-	/* The launch probe first: the record probe's semaphore is what arms. */
+	/* The launch probe first: the record probe's semaphore is what arms.
+	 * The reaper's lock: a USDT link it closes meanwhile would change
+	 * libbpf's USDT manager under the attach (bpf/reaper.h). */
+	gs_link_reaper_usdt_lock(h->o.reaper);
 	p->launch_link = bpf_program__attach_usdt(h->launch_prog, p->info.tgid, file, "gpusample",
 						  "launch", NULL);
+	rc = p->launch_link ? 0 : -errno;
+	if (p->launch_link) {
+		p->rec_link = bpf_program__attach_usdt(h->rec_prog, p->info.tgid, file, "gpusample",
+						       "record", NULL);
+		rc = p->rec_link ? 0 : -errno;
+	}
+	gs_link_reaper_usdt_unlock(h->o.reaper);
 	if (!p->launch_link)
-		return proc_error(p, -errno, "cannot attach to the agent's launch probe in %s (%s)",
+		return proc_error(p, rc, "cannot attach to the agent's launch probe in %s (%s)",
 				  map_path);
-	p->rec_link = bpf_program__attach_usdt(h->rec_prog, p->info.tgid, file, "gpusample",
-					       "record", NULL);
 	if (!p->rec_link) {
-		rc = -errno;
-		proc_detach(p);
+		proc_detach(h, p);
 		return proc_error(p, rc, "cannot attach to the agent's record probe in %s (%s)",
 				  map_path);
 	}
@@ -471,7 +480,7 @@ static int scan(struct gs_gpu_host *h, struct gpu_proc *p)
 	if (p->rec_link) {
 		if (rc > 0 && base == p->agent_base)
 			return 1; /* still the image we attached to */
-		proc_detach(p);
+		proc_detach(h, p);
 		p->info.state = GS_GPU_PROC_NO_AGENT;
 		snprintf(p->info.message, sizeof(p->info.message), "new program image (exec)");
 	}
@@ -527,7 +536,7 @@ void gs_gpu_host_remove_process(struct gs_gpu_host *h, uint32_t tgid)
 	struct gpu_proc *p = proc_find(h, tgid, false);
 
 	if (p) {
-		proc_detach(p); /* info kept for the report */
+		proc_detach(h, p); /* info kept for the report */
 		p->gone = true;
 		p->ready = false;
 	}
@@ -790,7 +799,7 @@ int gs_gpu_host_detach(struct gs_gpu_host *h, int (*poll)(void *ctx, int timeout
 		}
 	}
 	for (size_t i = 0; i < h->slots.n; i++)
-		proc_detach(proc_at(h, i));
+		proc_detach(h, proc_at(h, i));
 	return waiting;
 }
 

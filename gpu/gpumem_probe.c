@@ -10,6 +10,7 @@
 #include <sys/sysmacros.h>
 #include <bpf/libbpf.h>
 
+#include "bpf/reaper.h"
 #include "gpu/gpu.h"
 #include "gpu/gpumem_probe.h"
 #include "gpusample/profile.h"
@@ -32,12 +33,15 @@ struct mproc {
 struct gs_gpumem_probe {
 	struct bpf_program *enter, *ret, *free;
 	struct gs_elf_cache *elf;
+	struct gs_link_reaper *reaper;
 	struct gs_proc_slots slots;
 	unsigned probed;
+	bool detached; /* the run ended: nothing more is probed */
 };
 
 struct gs_gpumem_probe *gs_gpumem_probe_new(struct bpf_program *enter, struct bpf_program *ret,
-					    struct bpf_program *free_prog, struct gs_elf_cache *elf)
+					    struct bpf_program *free_prog, struct gs_elf_cache *elf,
+					    struct gs_link_reaper *reaper)
 {
 	struct gs_gpumem_probe *g = calloc(1, sizeof(*g));
 
@@ -46,6 +50,7 @@ struct gs_gpumem_probe *gs_gpumem_probe_new(struct bpf_program *enter, struct bp
 	g->enter = enter;
 	g->ret = ret;
 	g->free = free_prog;
+	g->reaper = reaper;
 	g->elf = elf ? gs_elf_cache_ref(elf) : gs_elf_cache_new();
 	if (!g->elf || gs_proc_slots_init(&g->slots, "gpumem", sizeof(struct mproc))) {
 		gs_elf_cache_put(g->elf);
@@ -55,11 +60,12 @@ struct gs_gpumem_probe *gs_gpumem_probe_new(struct bpf_program *enter, struct bp
 	return g;
 }
 
-static void unprobe(struct mproc *p)
+/* The links go to the reaper: each close waits for an RCU grace period. */
+static void unprobe(struct gs_gpumem_probe *g, struct mproc *p)
 {
 	for (int i = 0; i < GS_MEMFN_NR; i++)
 		for (int k = 0; k < 2; k++) {
-			bpf_link__destroy(p->links[i][k]);
+			gs_link_reaper_close(g->reaper, p->links[i][k]);
 			p->links[i][k] = NULL;
 		}
 	p->probed = false;
@@ -69,11 +75,17 @@ void gs_gpumem_probe_free(struct gs_gpumem_probe *g)
 {
 	if (!g)
 		return;
-	for (size_t i = 0; i < g->slots.n; i++)
-		unprobe(g->slots.all[i]);
+	gs_gpumem_probe_detach(g);
 	gs_proc_slots_fini(&g->slots);
 	gs_elf_cache_put(g->elf);
 	free(g);
+}
+
+void gs_gpumem_probe_detach(struct gs_gpumem_probe *g)
+{
+	g->detached = true;
+	for (size_t i = 0; i < g->slots.n; i++)
+		unprobe(g, g->slots.all[i]);
 }
 
 int gs_gpumem_probe_bind(struct gs_gpumem_probe *g, struct gs_proc_table *t, int id)
@@ -171,9 +183,9 @@ static int probe_object(struct gs_gpumem_probe *g, struct mproc *p, const struct
 	struct stat st;
 	int n;
 
-	if (p->probed && p->base == l->start)
+	if (g->detached || (p->probed && p->base == l->start))
 		return 0;
-	unprobe(p);
+	unprobe(g, p);
 	if (!l->path || strlen(l->path) >= sizeof(p->path))
 		return refuse(p, -ENAMETOOLONG, "libcuda's path is too long%s%s", "", "");
 	if (gs_cuda_trusted_lib(l->path, real, sizeof(real), why, sizeof(why)))
@@ -203,7 +215,7 @@ static int probe_object(struct gs_gpumem_probe *g, struct mproc *p, const struct
 		if (!p->links[f][0] || (fi->alloc && !p->links[f][1])) {
 			int rc = -errno;
 
-			unprobe(p);
+			unprobe(g, p);
 			snprintf(p->why, sizeof(p->why), "libcuda %.80s: cannot attach to %s (%s)",
 				 l->path, fi->name, strerror(-rc));
 			return rc;
@@ -278,7 +290,7 @@ static void h_detach(void *ctx, struct gs_proc *pr, bool exec)
 
 	if (!p)
 		return;
-	unprobe(p);
+	unprobe(ctx, p);
 	p->gone = !exec;
 }
 

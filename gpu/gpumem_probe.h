@@ -26,6 +26,7 @@
 
 struct bpf_program;
 struct gs_elf_cache;
+struct gs_link_reaper;
 struct gs_proc_table;
 struct gs_proc_handler;
 struct gs_profile;
@@ -37,10 +38,16 @@ struct gs_gpumem_probe;
 
 /* enter: gs_mem_enter (or its compat twin), ret: gs_mem_return, free:
  * gs_mem_free (bpf/gpumem.bpf.h); elf: the session's ELF cache (a
- * reference is taken). */
+ * reference is taken); reaper: closes a process's 22 links off the
+ * caller's thread (bpf/reaper.h; NULL: inline), not owned, it must outlive
+ * g. */
 struct gs_gpumem_probe *gs_gpumem_probe_new(struct bpf_program *enter, struct bpf_program *ret,
-					    struct bpf_program *free, struct gs_elf_cache *elf);
+					    struct bpf_program *free, struct gs_elf_cache *elf,
+					    struct gs_link_reaper *reaper);
 void gs_gpumem_probe_free(struct gs_gpumem_probe *g);
+/* Detach every process's probes (at the end of the run, so that their
+ * closes overlap what follows); nothing is probed after. */
+void gs_gpumem_probe_detach(struct gs_gpumem_probe *g);
 /* The handler to register with the session's table, then the id it got. */
 void gs_gpumem_probe_handler(struct gs_gpumem_probe *g, struct gs_proc_handler *h);
 int gs_gpumem_probe_bind(struct gs_gpumem_probe *g, struct gs_proc_table *t, int id);

@@ -61,6 +61,7 @@ int gs_gpu_open(struct session *s)
 		.scratch_bytes = (uint64_t)s->o->gpu_scratch_mib << 20,
 		.hw_buffer_bytes = (uint64_t)s->o->gpu_hwbuf_mib << 20,
 		.elf = s->rt.sym ? gs_sym_elf_cache(s->rt.sym) : NULL,
+		.reaper = s->rt.reaper,
 	};
 
 	if (!s->o->gpu)

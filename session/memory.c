@@ -26,16 +26,14 @@ int gs_memory_register(struct session *s)
 	struct gs_proc_handler h;
 	int rc;
 
-	/* Off unless asked for: each process's probes are 22 uprobe links,
-	 * and closing one waits for a tasks-trace RCU grace period (0.3-0.5 s
-	 * on 6.18), so a process's exit would stop the record loop for
-	 * seconds (DataLoader workers of a CUDA job get the probes too). */
-	if (!s->o->gpu || !getenv("GS_GPU_MEMORY") || strcmp(getenv("GS_GPU_MEMORY"), "1"))
+	/* Each process's probes are 22 uprobe links, closed by the session's
+	 * reaper (each close waits for an RCU grace period). */
+	if (!s->o->gpu || !s->o->gpu_memory)
 		return 0;
 	g->mem = gs_gpumem_new();
-	g->mem_probe = gs_gpumem_probe_new(gs_sampler_mem_enter_prog(s->rt.sampler),
-					   skel->progs.gs_mem_return, skel->progs.gs_mem_free,
-					   s->rt.sym ? gs_sym_elf_cache(s->rt.sym) : NULL);
+	g->mem_probe = gs_gpumem_probe_new(
+	    gs_sampler_mem_enter_prog(s->rt.sampler), skel->progs.gs_mem_return,
+	    skel->progs.gs_mem_free, s->rt.sym ? gs_sym_elf_cache(s->rt.sym) : NULL, s->rt.reaper);
 	if (!g->mem || !g->mem_probe)
 		return -ENOMEM;
 	gs_gpumem_probe_handler(g->mem_probe, &h);
@@ -357,6 +355,12 @@ int gs_memory_finish(struct session *s)
 		    (unsigned long long)st.gpu_mem_rate_limited, GS_GPU_MEM_RATE_MAX,
 		    (unsigned long long)st.gpu_mem_lost);
 	return 0;
+}
+
+void gs_memory_detach(struct session *s)
+{
+	if (s->gpu.mem_probe)
+		gs_gpumem_probe_detach(s->gpu.mem_probe);
 }
 
 void gs_memory_close(struct session *s)

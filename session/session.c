@@ -381,6 +381,31 @@ static void drain(struct session *s)
 		;
 }
 
+/* Link closes the record loop made itself (bpf/reaper.h): each waited for
+ * an RCU grace period, samples may have been lost meanwhile. */
+static void note_reaper(struct session *s)
+{
+	struct gs_link_reaper_stats st;
+	uint64_t inl;
+
+	gs_link_reaper_stats(s->rt.reaper, &st);
+	inl = st.inline_full + st.inline_nothread;
+	gs_profile_add_comment(
+	    &s->prof,
+	    "uprobe link closes: %llu handed to the reaper's threads (%llu pending "
+	    "at most), %llu inline (%llu with its queue full, %llu without threads)",
+	    (unsigned long long)st.queued, (unsigned long long)st.max_pending,
+	    (unsigned long long)inl, (unsigned long long)st.inline_full,
+	    (unsigned long long)st.inline_nothread);
+	if (inl)
+		gs_profile_add_note(
+		    &s->prof,
+		    "%llu uprobe link closes were made by the record loop itself (the "
+		    "link reaper's queue was full or its threads did not start): each "
+		    "waited for an RCU grace period, samples may have been lost then",
+		    (unsigned long long)inl);
+}
+
 static int run_loop(struct session *s)
 {
 	uint64_t deadline = s->o->duration_s > 0
@@ -446,7 +471,9 @@ static int run_loop(struct session *s)
 	gs_off_stop(s);
 	gs_gpu_detach(s, poll_records);
 	gs_steps_detach(s);
-	drain(s); /* the agents' last batches, the steps' last marks */
+	gs_memory_detach(s); /* the reaper closes the links while the profile is built */
+	drain(s);            /* the agents' last batches, the steps' last marks */
+	note_reaper(s);
 	progress(s, true);
 	/* The Ctrl-C that ended sampling must not cut the symbolization that
 	 * follows; another one does. */
@@ -763,6 +790,10 @@ static int open_sampler(struct session *s)
 				    "GS_BPF_COMPAT=1): the same stacks, up to %d processes with "
 				    "CFI unwinding, the others by frame pointers",
 				    GS_CFI_COMPAT_PROCS);
+	/* Before the components that attach per-process links, which it outlives. */
+	s->rt.reaper = gs_link_reaper_new(0, 0, NULL);
+	if (!s->rt.reaper)
+		return -ENOMEM;
 	rc = gs_rt_open(s);
 	if (!rc)
 		rc = gs_gpu_open(s);
@@ -810,6 +841,8 @@ static void free_session(struct session *s)
 	gs_steps_free(s);
 	gs_memory_close(s);
 	gs_rt_close(s);
+	gs_link_reaper_free(s->rt.reaper); /* waits for the links' closes, before the BPF object */
+	s->rt.reaper = NULL;
 	if (s->rt.sampler)
 		gs_sampler_close(s->rt.sampler);
 	if (s->rt.sym)

@@ -38,6 +38,7 @@ struct gs_options {
 	uint32_t gpu_period_log2; /* --gpu-period: CUPTI sampling factor (2^n cycles) */
 	bool gpu_serialized;      /* --gpu-serialized: kernel-serialized PC sampling */
 	bool offcpu;              /* off-CPU time from sched_switch (--no-offcpu clears) */
+	bool gpu_memory;          /* uprobes on libcuda's allocations (--no-gpu-memory clears) */
 	bool interp_frames;       /* --interpreter-frames: keep CPython's own frames
 				   * between two Python frames (folded by default) */
 	uint32_t offcpu_rate;     /* --offcpu-rate: stack walks/s per running thread; 0 = default */

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "gpusample/records_codec.h"
+#include "bpf/reaper.h"
 #include "bpf/sampler.h"
 #include "session/launch.h"
 #include "session/machine.h"
@@ -53,6 +54,10 @@ struct gs_session_rt {
 	struct gs_proc_table *pt;   /* the one process table: its handlers are the runtimes */
 	struct gs_proc_slots procs; /* struct gs_procinfo: the session's state of each process */
 	struct gs_session_steps *steps; /* training-step probes and marks (steps.c) */
+	/* Closes the per-process uprobe/USDT links (steps, GPU memory, the GPU
+	 * agent's) off the record loop; lent to them, freed after them and
+	 * before the sampler (the BPF object outlives the closes). */
+	struct gs_link_reaper *reaper;
 };
 
 /* What is profiled: the -p PIDs, or the launched command (session.c
@@ -247,6 +252,8 @@ int gs_memory_register(struct session *s);
 void gs_memory_record(struct session *s, const struct gs_rec_hdr *h);
 void gs_memory_exit(struct session *s, uint32_t tgid);
 int gs_memory_finish(struct session *s);
+/* detach: the probes' links to the reaper at the end of the run. */
+void gs_memory_detach(struct session *s);
 void gs_memory_close(struct session *s);
 
 /* session/gpu.c: the GPU agent's records and the CPU<->GPU join. */

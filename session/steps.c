@@ -70,10 +70,11 @@ struct gs_session_steps {
 	struct bpf_program *prog, *opt_prog;
 	struct gs_proc_slots procs; /* struct step_proc */
 	struct gs_elf_cache *elf;
-	struct gs_hmap probed;  /* gs_elf_obj.id -> PROBED_*; id | OPT_KEY -> 1 + vaddr of
+	struct gs_link_reaper *reaper; /* the session's */
+	struct gs_hmap probed;         /* gs_elf_obj.id -> PROBED_*; id | OPT_KEY -> 1 + vaddr of
 				* record_function_enter_new (1: none) */
-	size_t n_marks;         /* kept, all processes */
-	uint64_t marks_dropped; /* past STEP_MARKS_MAX */
+	size_t n_marks;                /* kept, all processes */
+	uint64_t marks_dropped;        /* past STEP_MARKS_MAX */
 	uint32_t attached, attach_failed, not_root;
 	char not_root_path[160];
 	char attach_err[200];
@@ -177,10 +178,11 @@ static uint64_t probe_object(struct gs_session_steps *st, uint32_t tgid,
 	return *v;
 }
 
-static void detach_proc(struct step_proc *sp)
+/* The links go to the reaper: each close waits for an RCU grace period. */
+static void detach_proc(struct gs_session_steps *st, struct step_proc *sp)
 {
-	bpf_link__destroy(sp->link);
-	bpf_link__destroy(sp->opt_link);
+	gs_link_reaper_close(st->reaper, sp->link);
+	gs_link_reaper_close(st->reaper, sp->opt_link);
 	sp->link = sp->opt_link = NULL;
 	sp->base = 0;
 }
@@ -200,7 +202,7 @@ static void attach_at(struct gs_session_steps *st, uint32_t tgid, const struct g
 	if (!sp || (sp->link && sp->base == l->start))
 		return;
 	sp->tgid = tgid;
-	detach_proc(sp);
+	detach_proc(st, sp);
 	if (vaddr_to_off(o, v >> 2, &off))
 		return;
 	/* map_files: the kernel resolves it to the mapped file itself */
@@ -277,7 +279,7 @@ static void h_detach(void *ctx, struct gs_proc *p, bool exec)
 	struct step_proc *sp = gs_proc_slots_get(&st->procs, p->tgid, false);
 
 	if (sp)
-		detach_proc(sp);
+		detach_proc(st, sp);
 }
 
 static void h_release(void *ctx, struct gs_proc *p)
@@ -305,6 +307,7 @@ int gs_steps_register(struct session *s)
 	st->prog = gs_sampler_step_prog(s->rt.sampler, false);
 	st->opt_prog = gs_sampler_step_prog(s->rt.sampler, true);
 	st->elf = gs_sym_elf_cache(s->rt.sym);
+	st->reaper = s->rt.reaper;
 	h.ctx = st;
 	if ((rc = gs_proc_slots_init(&st->procs, "steps", sizeof(struct step_proc))) ||
 	    (rc = gs_proc_register(s->rt.pt, &h)) < 0 ||
@@ -342,7 +345,7 @@ void gs_steps_detach(struct session *s)
 	struct gs_session_steps *st = s->rt.steps;
 
 	for (size_t i = 0; st && i < st->procs.n; i++)
-		detach_proc(st->procs.all[i]);
+		detach_proc(st, st->procs.all[i]);
 }
 
 static int by_time(const void *a, const void *b)

@@ -67,6 +67,9 @@ def pinned_and_pitch():
     assert cu.cuMemFree_v2(p) == 0
 
 
+T0 = time.monotonic()
+
+
 def main():
     time.sleep(wait)  # a profiler attaching meets libcuda mapped
     small_segments()
@@ -80,7 +83,8 @@ def main():
     assert cu.cuMemUnmap(u64(0x7e0000000000), ctypes.c_size_t(8 * MiB)) == 0
     assert cu.cuMemRelease(h) == 0
     time.sleep(1.5)  # the profiler reads the code objects of the stacks while we live
-    print(f"mem_app peak={peak} oom_rc={rc} live_at_oom={at_oom}", flush=True)
+    print(f"mem_app peak={peak} oom_rc={rc} live_at_oom={at_oom} seconds={time.monotonic() - T0:.2f}",
+          flush=True)
 
 
 main()

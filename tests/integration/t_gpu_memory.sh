@@ -13,8 +13,6 @@
 # every entry point resolves and takes its uprobes.  The trace (--format
 # trace) carries the device bytes over time as a counter track.
 source "$(dirname "$0")/lib.sh"
-# GPU memory through the driver is off unless asked for (README, GPU memory)
-export GS_GPU_MEMORY=1
 [ "$(id -u)" -eq 0 ] || fail "needs root (BPF, uprobes)"
 LIB=$ROOT/$BUILD/fakes/libcuda.so.1
 APP=$ROOT/tests/fakes/mem_app.py
@@ -28,6 +26,14 @@ grep -q '^mem_app peak=79691776 oom_rc=2 live_at_oom=58720256' "$T/m.out" ||
 	{ cat "$T/m.out"; fail "the app did not run its pattern"; }
 "$GS" report "$T/m.pb.gz" > "$T/m.report" 2>&1 || fail "gpusample report failed"
 sed -n '/^Memory$/,/^$/p' "$T/m.report" > "$T/m.memory"
+# The profile's window ends with the app: the 22 links' closes at its exit
+# (an RCU grace period each) go to the link reaper, not the record loop
+# (which ended the window 2.5-3.5 s late when it closed them itself).
+app_s=$(sed -n 's/.* seconds=\([0-9.]*\).*/\1/p' "$T/m.out")
+win_s=$(sed -n 's/^  duration \([0-9.]*\) s,.*/\1/p' "$T/m.report")
+echo "app ${app_s:-?} s, profile window ${win_s:-?} s"
+[ -n "$app_s" ] && [ -n "$win_s" ] && awk -v a="$app_s" -v w="$win_s" 'BEGIN { exit !(w <= a + 1.0) }' ||
+	fail "the profile's window (${win_s:-?} s) ends over 1 s after the app (${app_s:-?} s): link closes stalled the record loop"
 cat "$T/m.memory"
 zcat -f "$T/m.pb.gz" | grep -ao "python code objects: [^\"]*" || true
 # every call counted: 10 allocations (4 + 3 + cuMemCreate + pinned + pitched),
@@ -46,6 +52,9 @@ grep -Eq '^  pid [0-9]+: out of memory at mem_app\.py:[0-9]+ alloc > forward > m
 zcat -f "$T/m.pb.gz" > "$T/m.pb"
 grep -aq 'gpu memory: 1 process(es) probed, [0-9]* driver records, 0 over the rate, 0 lost, 0 returns unmatched, 0 failed calls' "$T/m.pb" ||
 	fail "records were lost or unmatched"
+# the 22 links (and the steps' and agent's, if any) closed off the record loop
+grep -aqE 'uprobe link closes: (2[2-9]|[3-9][0-9]|[0-9]{3,}) handed to the reaper.s threads \([0-9]+ pending at most\), 0 inline' "$T/m.pb" ||
+	{ grep -ao 'uprobe link closes: [^"]*' "$T/m.pb"; fail "the probes' links were not all closed by the link reaper"; }
 grep -aq 'gpu memory: pid [0-9]*: 14 of 14 CUDA memory entry points probed in /' "$T/m.pb" ||
 	fail "not every entry point of the driver double was probed"
 # pprof: gpu_inuse_space holds what was live at the exit (two 20 MiB and the
