@@ -49,11 +49,33 @@ static void fmt_ns(char *buf, size_t len, int64_t ns)
 		snprintf(buf, len, "%.1f ms", (double)ns / 1e6);
 }
 
-/* Function display name: Python "qualname (file:start)", else short C++;
- * unnamed code under a caller (row unnamed, struct gs_rpt_fn) names the
- * library it is in: "caller > libfoo.so.3 [no symbols]". */
-static const char *fn_display(struct rpt *r, uint32_t id, uint32_t unnamed, char *buf, size_t len)
+/* Python "qualname (file:line)" at the row's hottest line for the table
+ * (its def line when none is known), with that line's share of the
+ * column's samples when other lines have some: "decode (data.py:17, 83%)". */
+static void py_display(struct rpt *r, const struct gs_function *f, const struct gs_rpt_fn *row,
+		       bool total, char *buf, size_t len)
 {
+	int64_t line = total ? row->total_line : row->self_line;
+	int64_t n = total ? row->total_line_n : row->self_line_n,
+		all = total ? row->total : row->self;
+	char share[16] = "";
+
+	if (n > 0 && n < all)
+		snprintf(share, sizeof(share), ", %.0f%%", pct(n, all));
+	snprintf(buf, len, "%s (%s:%" PRId64 "%s)", f->name ? gs_profile_str(r->p, f->name) : "?",
+		 gs_short_path(gs_profile_str(r->p, f->file)), line > 0 ? line : f->start_line,
+		 share);
+}
+
+/* Function display name: Python "qualname (file:line)" (py_display; row
+ * NULL: the def line), else short C++; unnamed code under a caller (row
+ * unnamed, struct gs_rpt_fn) names the library it is in: "caller >
+ * libfoo.so.3 [no symbols]". */
+static const char *fn_display(struct rpt *r, uint32_t id, const struct gs_rpt_fn *row, bool total,
+			      char *buf, size_t len)
+{
+	uint32_t unnamed = row ? row->unnamed : 0;
+
 	const struct gs_profile *p = r->p;
 	if (id > p->n_functions + p->n_locations) {
 		char caller[256], more[128];
@@ -67,7 +89,8 @@ static const char *fn_display(struct rpt *r, uint32_t id, uint32_t unnamed, char
 		} else {
 			snprintf(more, sizeof(more), " > [libraries without symbols]");
 		}
-		fn_display(r, id - p->n_functions - p->n_locations, 0, caller, sizeof(caller));
+		fn_display(r, id - p->n_functions - p->n_locations, NULL, false, caller,
+			   sizeof(caller));
 		if (strlen(caller) + strlen(more) > 90)
 			strcpy(caller + 90 - strlen(more) - 3, "...");
 		snprintf(buf, len, "%s%s", caller, more);
@@ -80,7 +103,9 @@ static const char *fn_display(struct rpt *r, uint32_t id, uint32_t unnamed, char
 	const struct gs_function *f = gs_profile_function(p, id);
 	const char *name = f->name ? gs_profile_str(p, f->name) : "[unknown]";
 	char tmp[512];
-	if (r->a->fn_kind[id] == GS_FRAME_PYTHON && f->file)
+	if (r->a->fn_kind[id] == GS_FRAME_PYTHON && f->file && row)
+		py_display(r, f, row, total, buf, len);
+	else if (r->a->fn_kind[id] == GS_FRAME_PYTHON && f->file)
 		snprintf(buf, len, "%s (%s:%" PRId64 ")", name,
 			 gs_short_path(gs_profile_str(p, f->file)), f->start_line);
 	else if (r->a->fn_kind[id] == GS_FRAME_KERNEL)
@@ -191,13 +216,15 @@ static void top_functions(struct rpt *r)
 				   : "Top functions by self CPU");
 		fprintf(r->out, "  %7s %6s %7s %6s  %s\n", "self", "self%", "total", "total%",
 			"function");
-		for (size_t i = 0; i < r->a->n_fns && i < r->top; i++) {
+		size_t n = pass ? r->a->n_total : r->a->n_fns;
+
+		for (size_t i = 0; i < n && i < r->top; i++) {
 			if (!pass && !rows[i].self)
 				break;
 			fprintf(r->out, "  %7" PRId64 " %5.1f%% %7" PRId64 " %5.1f%%  %s\n",
 				rows[i].self, pct(rows[i].self, r->cpu_total), rows[i].total,
 				pct(rows[i].total, r->cpu_total),
-				fn_display(r, rows[i].fn, rows[i].unnamed, name, sizeof(name)));
+				fn_display(r, rows[i].fn, &rows[i], pass, name, sizeof(name)));
 		}
 	}
 }

@@ -39,8 +39,10 @@ static int cmp_total(const void *a, const void *b)
 	return x->fn < y->fn ? -1 : 1;
 }
 
-/* What a frame is to the tables (see report_int.h). */
-enum { FR_PLAIN, FR_SKID, FR_ROOT, FR_INTERP };
+/* What a frame is to the tables (see report_int.h).  FR_LIBC: code of a
+ * stripped libc without a symbol, a root (__libc_start_call_main) when only
+ * roots are outward of it. */
+enum { FR_PLAIN, FR_SKID, FR_ROOT, FR_INTERP, FR_LIBC };
 
 /* Kernel frames where a timer sample lands because interrupts were just
  * re-enabled: with a software clock event (cpu-clock: no PMU, as on most
@@ -98,6 +100,76 @@ static bool is_root_name(const char *n)
 	return !strncmp(n, "[process ", 9);
 }
 
+/* Plumbing: frames between a thread's start and the job's own code that are
+ * on nearly every stack of their threads and whose total is their callees'
+ * (the script's module, multiprocessing's and threading's start-up, the
+ * DataLoader worker's loop and fetcher, the parent's frames a forked worker
+ * inherits, nn.Module's call wrappers, the interpreter's native call
+ * machinery).  "Top functions by total" leaves them out so that its rows
+ * name the job's functions; their self time stays in "by self".  A Python
+ * frame matches by the last part of its qualified name and the end of its
+ * file's path ("" any file); a native one (file NULL) by its name.  README's
+ * "Reading the report" lists them: keep the two in step. */
+static const struct known_frame {
+	const char *name, *file;
+} plumbing[] = {
+	{ "<module>", "" },
+	{ "_bootstrap", "multiprocessing/process.py" },
+	{ "run", "multiprocessing/process.py" },
+	{ "start", "multiprocessing/process.py" },
+	{ "_Popen", "multiprocessing/context.py" },
+	{ "__init__", "multiprocessing/popen_fork.py" },
+	{ "_launch", "multiprocessing/popen_fork.py" },
+	{ "spawn_main", "multiprocessing/spawn.py" },
+	{ "_main", "multiprocessing/spawn.py" },
+	{ "_bootstrap", "threading.py" },
+	{ "_bootstrap_inner", "threading.py" },
+	{ "run", "threading.py" },
+	{ "_worker_loop", "torch/utils/data/_utils/worker.py" },
+	{ "fetch", "torch/utils/data/_utils/fetch.py" },
+	{ "<listcomp>", "torch/utils/data/_utils/fetch.py" },
+	{ "__iter__", "torch/utils/data/dataloader.py" },
+	{ "_get_iterator", "torch/utils/data/dataloader.py" },
+	{ "__init__", "torch/utils/data/dataloader.py" },
+	{ "_call_impl", "torch/nn/modules/module.py" },
+	{ "_wrapped_call_impl", "torch/nn/modules/module.py" },
+	{ "_PyEval_EvalFrameDefault", NULL },
+	{ "_PyEval_EvalFrame", NULL },
+	{ "_PyEval_Vector", NULL },
+	{ "_PyFunction_Vectorcall", NULL },
+	{ "PyObject_Vectorcall", NULL },
+	{ "_PyObject_VectorcallTstate", NULL },
+	{ "PyObject_Call", NULL },
+	{ "_PyObject_Call", NULL },
+	{ "_PyObject_MakeTpCall", NULL },
+	{ "PyVectorcall_Call", NULL },
+	{ "cfunction_call", NULL },
+	{ "method_vectorcall", NULL },
+	{ "slot_tp_call", NULL },
+};
+
+/* Whether function fn (frame kind `kind`) is a plumbing frame. */
+static bool is_plumbing(const struct gs_profile *p, uint32_t fn, uint8_t kind)
+{
+	const struct gs_function *f = gs_profile_function(p, fn);
+	const char *n = f->name ? gs_profile_str(p, f->name) : "";
+	const char *file = f->file ? gs_profile_str(p, f->file) : "";
+	const char *dot = kind == GS_FRAME_PYTHON ? strrchr(n, '.') : NULL;
+
+	n = dot ? dot + 1 : n;
+	for (size_t i = 0; i < sizeof(plumbing) / sizeof(plumbing[0]); i++) {
+		const char *kf = plumbing[i].file;
+		size_t fl = kf ? strlen(kf) : 0, l = strlen(file);
+
+		if (strcmp(n, plumbing[i].name) || !kf != (kind != GS_FRAME_PYTHON))
+			continue;
+		if (!kf || (l >= fl && !strcmp(file + l - fl, kf) &&
+			    (l == fl || !fl || file[l - fl - 1] == '/')))
+			return true;
+	}
+	return false;
+}
+
 /* python3.11, libpython3.11.so.1.0: the interpreter's own file. */
 static bool is_python_file(const char *file)
 {
@@ -150,8 +222,17 @@ static uint32_t loc_fn(const struct gs_profile *p, uint32_t lid)
 	return l->n_lines ? p->lines[l->first_line].function : 0;
 }
 
+/* libc.so.6: the C library's file. */
+static bool is_libc_file(const char *file)
+{
+	const char *b = strrchr(file, '/');
+
+	return !strncmp(b ? b + 1 : file, "libc.so", 7);
+}
+
 /* Per location: FR_SKID (kernel), FR_ROOT (by name), FR_INTERP (a native
- * frame of the interpreter's file), else FR_PLAIN. */
+ * frame of the interpreter's file), FR_LIBC (libc code without a symbol),
+ * else FR_PLAIN. */
 static uint8_t *classify_locations(const struct gs_profile *p)
 {
 	uint8_t *c = calloc(p->n_locations + 1, 1);
@@ -168,6 +249,10 @@ static uint8_t *classify_locations(const struct gs_profile *p)
 		else if (l->kind == GS_FRAME_NATIVE && l->mapping && l->mapping <= p->n_mappings &&
 			 is_python_file(gs_profile_str(p, p->mappings[l->mapping - 1].file)))
 			c[lid] = FR_INTERP;
+		else if (l->kind == GS_FRAME_NATIVE && l->mapping && l->mapping <= p->n_mappings &&
+			 (!fn || is_unnamed_fn(p, fn)) &&
+			 is_libc_file(gs_profile_str(p, p->mappings[l->mapping - 1].file)))
+			c[lid] = FR_LIBC;
 	}
 	return c;
 }
@@ -194,64 +279,161 @@ static size_t fn_row(const struct gs_profile *p, const uint8_t *cls, const uint3
 	return fn;
 }
 
-/* Self and total CPU of every function with samples into rows (indexed by
- * function id, then by address-only location past n_functions, then by
- * "unnamed code under function" past n_functions + n_locations).  The
- * tables read the stacks as a reader would: skid frames give their samples
- * to their caller; thread roots are left out, and so are the interpreter's
- * own frames unless the interpreter itself is the work (the leaf-most user
+/* c samples of row at Python line `line` into lines, keyed by (row, table
+ * (0 self, 1 total), line).  0 or -ENOMEM. */
+static int count_line(struct gs_hmap *lines, size_t row, unsigned table, int64_t line, int64_t c)
+{
+	bool added;
+	uint64_t *v;
+
+	if (line <= 0 || line > UINT32_MAX || row >= (size_t)1 << 31)
+		return 0;
+	v = gs_hmap_slot(lines, (uint64_t)row << 33 | (uint64_t)table << 32 | (uint64_t)line,
+			 &added);
+	if (!v)
+		return -ENOMEM;
+	*v += (uint64_t)c;
+	return 0;
+}
+
+struct counts {
+	const struct gs_profile *p;
+	const uint8_t *cls;
+	struct gs_rpt_fn *rows;
+	uint32_t *stamp;
+	struct gs_hmap lines; /* count_line's */
+};
+
+/* Frame i of stack st (c samples) into its rows; leaf: the frame that gets
+ * the self samples. */
+static int count_frame(struct counts *x, uint32_t st, uint32_t i, uint32_t leaf, int64_t c)
+{
+	const struct gs_profile *p = x->p;
+	const struct gs_stack *s = &p->stacks[st];
+	const uint32_t *locs = gs_profile_stack_locs(p, s);
+	const struct gs_location *l = gs_profile_location(p, locs[i]);
+	bool py = l->kind == GS_FRAME_PYTHON;
+	int rc = 0;
+
+	if (!l->n_lines) {
+		size_t row = (size_t)p->n_functions + locs[i];
+
+		x->rows[row].self += i == leaf ? c : 0;
+		if (x->stamp[row] != st + 1) {
+			x->stamp[row] = st + 1;
+			x->rows[row].total += c;
+		}
+	}
+	for (uint32_t k = 0; k < l->n_lines && !rc; k++) {
+		const struct gs_line *ln = &p->lines[l->first_line + k];
+		size_t row = fn_row(p, x->cls, locs, s->n, i, ln->function);
+
+		if (row != ln->function)
+			add_unnamed(p, &x->rows[row], ln->function);
+		if (i == leaf && !k) {
+			x->rows[row].self += c;
+			rc = py ? count_line(&x->lines, row, 0, ln->line, c) : 0;
+		}
+		if (!rc && x->stamp[row] != st + 1) { /* once per stack (recursion) */
+			x->stamp[row] = st + 1;
+			x->rows[row].total += c;
+			rc = py ? count_line(&x->lines, row, 1, ln->line, c) : 0;
+		}
+	}
+	return rc;
+}
+
+/* Stack st's c samples into the rows.  The tables read the stacks as a
+ * reader would: skid frames give their samples to their caller; thread roots
+ * (and libc code without a symbol outward of everything else: a stripped
+ * __libc_start_call_main) are left out, and so are the interpreter's own
+ * frames unless the interpreter itself is the work (the leaf-most user
  * frames, kernel frames aside: the GC, a dict resize): root-ward of them
  * they are start-up or call machinery (_PyObject_MakeTpCall into a torch
  * op) whose totals say nothing the Python frames do not. */
-static void count_functions(const struct gs_profile *p, const int64_t *stack_cpu,
-			    const uint8_t *cls, struct gs_rpt_fn *rows, uint32_t *stamp)
+static int count_stack(struct counts *x, uint32_t st, int64_t c)
 {
-	for (uint32_t st = 0; st < p->n_stacks; st++) {
-		int64_t c = stack_cpu[st];
-		const struct gs_stack *s = &p->stacks[st];
-		const uint32_t *locs = gs_profile_stack_locs(p, s);
-		uint32_t leaf = 0, work = 0; /* interpreter frames below work count */
+	const struct gs_profile *p = x->p;
+	const struct gs_stack *s = &p->stacks[st];
+	const uint32_t *locs = gs_profile_stack_locs(p, s);
+	const uint8_t *cls = x->cls;
+	uint32_t leaf = 0, work = 0, end = s->n; /* interpreter frames below work count */
+	int rc = 0;
 
-		if (c <= 0 || !s->n)
-			continue;
-		while (leaf + 1 < s->n && cls[locs[leaf]] == FR_SKID)
-			leaf++;
-		while (work < s->n && (cls[locs[work]] == FR_INTERP ||
-				       gs_profile_location(p, locs[work])->kind == GS_FRAME_KERNEL))
-			work++;
-		for (uint32_t i = leaf; i < s->n; i++) {
-			uint32_t lid = locs[i];
-			const struct gs_location *l = gs_profile_location(p, lid);
+	while (leaf + 1 < s->n && cls[locs[leaf]] == FR_SKID)
+		leaf++;
+	while (work < s->n && (cls[locs[work]] == FR_INTERP ||
+			       gs_profile_location(p, locs[work])->kind == GS_FRAME_KERNEL))
+		work++;
+	while (end > leaf + 1 && (cls[locs[end - 1]] == FR_ROOT || cls[locs[end - 1]] == FR_LIBC))
+		end--;
+	for (uint32_t i = leaf; i < end && !rc; i++) {
+		uint8_t k = cls[locs[i]];
 
-			if (cls[lid] == FR_SKID || cls[lid] == FR_ROOT ||
-			    (cls[lid] == FR_INTERP && i >= work))
-				continue;
-			if (!l->n_lines) {
-				size_t row = (size_t)p->n_functions + lid;
+		if (k != FR_SKID && k != FR_ROOT && !(k == FR_INTERP && i >= work))
+			rc = count_frame(x, st, i, leaf, c);
+	}
+	return rc;
+}
 
-				if (i == leaf)
-					rows[row].self += c;
-				if (stamp[row] != st + 1) {
-					stamp[row] = st + 1;
-					rows[row].total += c;
-				}
-			}
-			for (uint32_t k = 0; k < l->n_lines; k++) {
-				uint32_t fn = p->lines[l->first_line + k].function;
-				size_t row = fn_row(p, cls, locs, s->n, i, fn);
+/* Each row's hottest line per table from x->lines (ties: the lower line). */
+static void hottest_lines(struct counts *x)
+{
+	uint64_t key, n;
 
-				if (row != fn)
-					add_unnamed(p, &rows[row], fn);
+	for (size_t it = 0; gs_hmap_next(&x->lines, &it, &key, &n);) {
+		struct gs_rpt_fn *row = &x->rows[key >> 33];
+		int64_t line = (int64_t)(uint32_t)key;
+		int64_t *best = key >> 32 & 1 ? &row->total_line : &row->self_line;
+		int64_t *best_n = key >> 32 & 1 ? &row->total_line_n : &row->self_line_n;
 
-				if (i == leaf && !k)
-					rows[row].self += c;
-				if (stamp[row] != st + 1) { /* once per stack (recursion) */
-					stamp[row] = st + 1;
-					rows[row].total += c;
-				}
-			}
+		if ((int64_t)n > *best_n || ((int64_t)n == *best_n && line < *best)) {
+			*best = line;
+			*best_n = (int64_t)n;
 		}
 	}
+}
+
+/* Self and total CPU of every function with samples into rows (indexed by
+ * function id, then by address-only location past n_functions, then by
+ * "unnamed code under function" past n_functions + n_locations), with
+ * their hottest lines.  0 or -ENOMEM. */
+static int count_functions(const struct gs_profile *p, const int64_t *stack_cpu, const uint8_t *cls,
+			   struct gs_rpt_fn *rows, uint32_t *stamp)
+{
+	struct counts x = { .p = p, .cls = cls, .rows = rows, .stamp = stamp };
+	int rc = 0;
+
+	for (uint32_t st = 0; st < p->n_stacks && !rc; st++)
+		if (stack_cpu[st] > 0 && p->stacks[st].n)
+			rc = count_stack(&x, st, stack_cpu[st]);
+	if (!rc)
+		hottest_lines(&x);
+	gs_hmap_free(&x.lines);
+	return rc;
+}
+
+/* The rows with samples, rows[1..n_rows) compacted in place: *n of them;
+ * into *total those that are no plumbing frame. */
+static int compact_rows(struct gs_rpt *r, struct gs_rpt_fn *rows, size_t n_rows, size_t *n,
+			size_t *n_total)
+{
+	const struct gs_profile *p = r->p;
+
+	*n = *n_total = 0;
+	for (uint32_t id = 1; id < n_rows; id++)
+		if (rows[id].total) {
+			rows[*n] = rows[id];
+			rows[(*n)++].fn = id;
+		}
+	r->by_total = malloc((*n ? *n : 1) * sizeof(*rows));
+	if (!r->by_total)
+		return -ENOMEM;
+	for (size_t i = 0; i < *n; i++)
+		if (rows[i].fn > p->n_functions ||
+		    !is_plumbing(p, rows[i].fn, r->fn_kind[rows[i].fn]))
+			r->by_total[(*n_total)++] = rows[i];
+	return 0;
 }
 
 static int top_functions(struct gs_rpt *r, const int64_t *stack_cpu)
@@ -260,34 +442,22 @@ static int top_functions(struct gs_rpt *r, const int64_t *stack_cpu)
 	/* rows 1..n_functions: functions; then one per address-only location
 	 * (no symbol), so their self time is not lost; then one per function
 	 * for the unnamed code under it */
-	size_t n_rows = (size_t)p->n_functions * 2 + p->n_locations + 1;
+	size_t n_rows = (size_t)p->n_functions * 2 + p->n_locations + 1, n;
 	struct gs_rpt_fn *rows = calloc(n_rows, sizeof(*rows));
 	uint32_t *stamp = calloc(n_rows, sizeof(*stamp));
 	uint8_t *cls = classify_locations(p);
-	if (!rows || !stamp || !cls) {
-		free(rows);
-		free(stamp);
-		free(cls);
-		return -ENOMEM;
-	}
-	count_functions(p, stack_cpu, cls, rows, stamp);
+	int rc = rows && stamp && cls ? count_functions(p, stack_cpu, cls, rows, stamp) : -ENOMEM;
+
 	free(stamp);
 	free(cls);
-	size_t n = 0;
-	for (uint32_t id = 1; id < n_rows; id++)
-		if (rows[id].total)
-			rows[n++] = (struct gs_rpt_fn){ id, rows[id].self, rows[id].total,
-							rows[id].unnamed };
 	r->by_self = rows;
-	r->by_total = malloc((n ? n : 1) * sizeof(*rows));
-	if (!r->by_total)
-		return -ENOMEM;
-	memcpy(r->by_total, rows, n * sizeof(*rows));
+	if (!rc)
+		rc = compact_rows(r, rows, n_rows, &n, &r->n_total);
+	if (rc)
+		return rc;
 	r->n_fns = n;
-	if (n) {
-		qsort(r->by_self, n, sizeof(*rows), cmp_self);
-		qsort(r->by_total, n, sizeof(*rows), cmp_total);
-	}
+	qsort(r->by_self, n, sizeof(*rows), cmp_self);
+	qsort(r->by_total, r->n_total, sizeof(*rows), cmp_total);
 	return 0;
 }
 

@@ -19,7 +19,8 @@
  * named caller is function id - n_functions - n_locations) as leaf (self)
  * and anywhere on the stack, once per stack (total).  The tables skip
  * thread roots and interpreter start-up frames and give the samples of
- * interrupt-enable skid frames to their caller (report_analysis.c). */
+ * interrupt-enable skid frames to their caller; by_total also leaves out the
+ * known plumbing frames (report_analysis.c). */
 struct gs_rpt_fn {
 	uint32_t fn;
 	int64_t self, total;
@@ -27,6 +28,10 @@ struct gs_rpt_fn {
 	 * ("libfoo.so+0x1a2b", which names the library), GS_RPT_LIBS when they
 	 * come from several libraries; 0 for other rows */
 	uint32_t unnamed;
+	/* a Python function's hottest line for each table, with its samples:
+	 * the leaf line with most self samples, and the line of its frames
+	 * with most total samples (a stack counts once); line 0: none known */
+	int64_t self_line, self_line_n, total_line, total_line_n;
 };
 #define GS_RPT_LIBS UINT32_MAX
 
@@ -73,9 +78,10 @@ struct gs_rpt {
 	uint8_t *fn_kind;  /* frame kind of each function's first location */
 	int64_t cpu_total; /* CPU samples */
 	int64_t gpu_total, gpu_ni;
-	/* functions with CPU samples, sorted by self and by total (ties by id) */
+	/* functions with CPU samples, sorted by self and by total (ties by id);
+	 * by_total without the plumbing frames: n_total of them */
 	struct gs_rpt_fn *by_self, *by_total;
-	size_t n_fns;
+	size_t n_fns, n_total;
 	/* threads sorted by samples (ties by tid); CPU samples of each process
 	 * (index in p->processes) */
 	struct gs_rpt_thread *threads;

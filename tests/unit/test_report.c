@@ -42,10 +42,13 @@ Test(report, sections_and_numbers)
 	HAS(r, "        3  20.0%       3  20.0%  python3.11+0x4321");
 	HAS(r, "Top functions by total CPU");
 	/* the interpreter's start-up frame (python3.11's main, root-ward of
-	 * every Python frame) is no row; the script's module leads */
+	 * every Python frame) is no row, nor is the script's module (plumbing);
+	 * a Python function is named at its hottest line, with that line's
+	 * share when other lines have some */
 	cr_assert_null(strstr(r, "%  main\n"), "start-up frame listed:\n%s", r);
-	HAS(r, "        0   0.0%      10  66.7%  <module> (/home/u/train.py:1)");
-	HAS(r, "_BaseDataLoaderIter.__next__ (torch/utils/data/dataloader.py:626)");
+	cr_assert(strstr(r, "<module>") > strstr(r, "\nProcesses"), "<module> listed:\n%s", r);
+	HAS(r, "        0   0.0%       5  33.3%  train_step (/home/u/train.py:20, 60%)\n");
+	HAS(r, "_BaseDataLoaderIter.__next__ (torch/utils/data/dataloader.py:630)\n");
 	HAS(r, "at::native::addmm_out_cpu\n");
 	HAS(r, "     1200 python3          main              10  66.7%  CPython 3.11.2   agent "
 	       "armed, PC sampling on GPU0");
@@ -827,10 +830,10 @@ Test(report, tables_skip_roots_skid_and_unnamed_offsets)
 	       "libtorch_cpu.so.1.13.0 [no symbols]\n");
 	HAS(r, "        3  30.0%       3  30.0%  exc_page_fault [kernel]\n");
 	HAS(r, "        1  10.0%       1  10.0%  c10::ThreadPool::main_loop\n");
-	HAS(r, "        0   0.0%       9  90.0%  <module> (t.py:1)\n");
 	const char *gone[] = {
-		"+0x",          "irq_enable",      "raw_callee_save",      "_start", "__libc_start",
-		"Py_BytesMain", "PyEval_EvalCode", "_PyObject_MakeTpCall", "clone3", "start_thread"
+		"<module>",     "+0x",          "irq_enable",      "raw_callee_save",      "_start",
+		"__libc_start", "Py_BytesMain", "PyEval_EvalCode", "_PyObject_MakeTpCall", "clone3",
+		"start_thread"
 	};
 	const char *tables_end = strstr(r, "\nProcesses");
 
@@ -851,6 +854,94 @@ Test(report, tables_skip_roots_skid_and_unnamed_offsets)
 	r = report(&p, 15);
 	HAS(r, "        7  63.6%      10  90.9%  at::TensorIteratorBase::serial_for_each > "
 	       "[libraries without symbols]\n");
+	free(r);
+	gs_profile_free(&p);
+}
+
+/* Row `fn` of the table that starts at `title` in report r (NULL: none). */
+static const char *table_row(const char *r, const char *title, const char *fn)
+{
+	const char *t = strstr(r, title), *end = t ? strstr(t, "\n\n") : NULL;
+	const char *hit = t ? strstr(t, fn) : NULL;
+
+	return hit && (!end || hit < end) ? hit : NULL;
+}
+
+/* Python functions are named at their hottest line, per table: the leaf
+ * line with most self samples, the line of their frames with most total. */
+Test(report, tables_name_the_hottest_line)
+{
+	struct gs_profile p;
+	uint32_t m = py_profile(&p, 1000000000);
+	uint32_t f_dec = fx_fn(&p, "decode", NULL, "/home/u/data.py", 10),
+		 f_load = fx_fn(&p, "load", NULL, "/home/u/data.py", 30),
+		 f_step = fx_fn(&p, "step", NULL, "/home/u/data.py", 40);
+	uint32_t d17 = fx_loc(&p, m, 0, GS_FRAME_PYTHON, f_dec, 17),
+		 d12 = fx_loc(&p, m, 0, GS_FRAME_PYTHON, f_dec, 12),
+		 l33 = fx_loc(&p, m, 0, GS_FRAME_PYTHON, f_load, 33),
+		 s45 = fx_loc(&p, m, 0, GS_FRAME_PYTHON, f_step, 45),
+		 s41 = fx_loc(&p, m, 0, GS_FRAME_PYTHON, f_step, 41);
+	uint32_t a[] = { s45, l33, d17 }, b[] = { s45, l33, d12 }, c[] = { s41 };
+
+	fx_samples(&p, a, 3, 8, 1, 1, "python3", "main", 0, 10000000);
+	fx_samples(&p, b, 3, 2, 1, 1, "python3", "main", 100000000, 10000000);
+	fx_samples(&p, c, 1, 3, 1, 1, "python3", "main", 200000000, 10000000);
+	char *r = report(&p, 15);
+
+	HAS(r, "Top functions by self CPU\n"
+	       "     self  self%   total total%  function\n"
+	       "       10  76.9%      10  76.9%  decode (/home/u/data.py:17, 80%)\n"
+	       "        3  23.1%      13 100.0%  step (/home/u/data.py:41)\n");
+	HAS(r, "Top functions by total CPU (self + callees)\n"
+	       "     self  self%   total total%  function\n"
+	       "        3  23.1%      13 100.0%  step (/home/u/data.py:45, 77%)\n"
+	       "       10  76.9%      10  76.9%  decode (/home/u/data.py:17, 80%)\n"
+	       "        0   0.0%      10  76.9%  load (/home/u/data.py:33)\n");
+	free(r);
+	gs_profile_free(&p);
+}
+
+/* "By total" leaves out the known plumbing frames (the script's module,
+ * multiprocessing's start-up, the DataLoader worker's loop and fetcher, the
+ * interpreter's call machinery) and a stripped libc's start frame, and keeps
+ * the job's functions that share a name with one of them. */
+Test(report, total_table_skips_plumbing)
+{
+	struct gs_profile p;
+	uint32_t m = py_profile(&p, 1000000000);
+	uint32_t m_app = fx_map(&p, "/opt/app/bin/app", "aa", 0x400000, 0x800000, false);
+	uint32_t m_libc = fx_map(&p, "/lib/libc.so.6", "bb", 0x7f0000, 0x7f8000, false);
+	const char *mp = "/usr/lib/python3.11/multiprocessing/popen_fork.py",
+		   *wk = "/x/dist-packages/torch/utils/data/_utils/worker.py",
+		   *fe = "/x/dist-packages/torch/utils/data/_utils/fetch.py";
+#define PY(name, file, line) \
+	fx_loc(&p, m, 0, GS_FRAME_PYTHON, fx_fn(&p, name, NULL, file, line), line)
+#define C(map, name) fx_loc(&p, map, 0, GS_FRAME_NATIVE, fx_fn(&p, name, NULL, NULL, 0), 0)
+	uint32_t a[] = { C(m_app, "_start"),
+			 C(m_libc, "libc.so.6+0x29f49"),
+			 C(m_app, "PyObject_Vectorcall"),
+			 PY("<module>", "/home/u/train.py", 5),
+			 PY("Popen._launch", mp, 71),
+			 PY("_worker_loop", wk, 300),
+			 PY("_MapDatasetFetcher.fetch", fe, 58),
+			 PY("_MapDatasetFetcher.fetch.<locals>.<listcomp>", fe, 58),
+			 PY("Items.fetch", "/home/u/data.py", 20),
+			 PY("Thread.run", "/home/u/mythreading.py", 8),
+			 PY("decode", "/home/u/data.py", 17) };
+#undef PY
+#undef C
+	fx_samples(&p, a, 11, 5, 1, 1, "python3", "main", 0, 10000000);
+	char *r = report(&p, 15);
+	const char *t = "Top functions by total CPU";
+	const char *gone[] = { "<module>",           "Popen._launch",       "_worker_loop",
+			       "_MapDatasetFetcher", "PyObject_Vectorcall", "libc.so.6" };
+
+	for (size_t i = 0; i < sizeof(gone) / sizeof(gone[0]); i++)
+		cr_assert_null(table_row(r, t, gone[i]), "%s listed:\n%s", gone[i], r);
+	cr_assert_null(strstr(r, "libc.so.6"), "the libc start frame listed:\n%s", r);
+	cr_assert_not_null(table_row(r, t, "  Items.fetch (/home/u/data.py:20)\n"), "%s", r);
+	cr_assert_not_null(table_row(r, t, "  Thread.run (/home/u/mythreading.py:8)\n"), "%s", r);
+	cr_assert_not_null(table_row(r, t, "  decode (/home/u/data.py:17)\n"), "%s", r);
 	free(r);
 	gs_profile_free(&p);
 }
