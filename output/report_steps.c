@@ -4,8 +4,11 @@
  * process with training steps (p->steps, from gs_profile_label_steps), the
  * step times, their trend, the slowest steps with what they waited on, and
  * the phase split.  Step times are backward end to backward end (exact
- * to the probe); the phase split and the slow steps' categories are the
- * main thread's wall time of the samples labelled with the step.
+ * to the probe); the phase split (gs_step.phase_ns) and the slow steps'
+ * categories are the main thread's wall time of the samples labelled with
+ * the step.  Everything here is in a saved pprof too (the steps in
+ * gpusample's meta message, the labels on the samples), so `gpusample
+ * report FILE.pb.gz` prints the same section.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -22,8 +25,6 @@ struct proc_steps {
 	const struct gs_profile *p;
 	const struct gs_step *st; /* this process's steps, numbers 1..n */
 	size_t n;
-	uint64_t *phase_ns; /* [step index * GS_NPHASES + phase] */
-	int64_t phase_str[GS_NPHASES];
 	uint32_t want; /* the step gs_wall_split keeps */
 };
 
@@ -40,53 +41,6 @@ static uint32_t step_of(const struct proc_steps *ps, const struct gs_sample_ctx 
 	    (uint64_t)c->num_labels[GS_NL_STEP] > ps->n)
 		return 0;
 	return (uint32_t)c->num_labels[GS_NL_STEP];
-}
-
-/* The stepping thread's wall time per step and phase, from its samples
- * laid out on the wall-clock axis (output/timeline.c: each sample holds the
- * stretch of the thread's time it stands for), so a step's phases add up
- * to about its time, not to the weights of the samples that fell in it. */
-static int phase_split(struct proc_steps *ps)
-{
-	const struct gs_profile *p = ps->p;
-	struct gs_tl_item *items = NULL;
-	uint32_t *idx;
-	size_t n;
-	int rc = gs_timeline_order(p, NULL, &idx, &n); /* its own lane */
-
-	if (rc)
-		return rc;
-	for (size_t b = 0, e; b < n; b = e) {
-		const struct gs_sample_ctx *c0 = gs_profile_ctx(p, &p->samples[idx[b]]);
-
-		e = gs_timeline_thread_end(p, NULL, idx, b, n);
-		if (c0->pid != ps->st[0].pid || c0->tid != ps->st[0].tid)
-			continue;
-		if (!(items = malloc((e - b) * sizeof(*items)))) {
-			rc = -ENOMEM;
-			break;
-		}
-		gs_timeline_layout(p, idx + b, e - b, items);
-		for (size_t i = 0; i < e - b; i++) {
-			const struct gs_sample_ctx *c =
-			    gs_profile_ctx(p, &p->samples[items[i].sample]);
-			uint32_t k = step_of(ps, c);
-			int ph = GS_PHASE_OTHER;
-
-			if (!k)
-				continue;
-			for (int j = 0; j < GS_NPHASES; j++)
-				if (ps->phase_str[j] > 0 &&
-				    c->str_labels[GS_SL_PHASE] == ps->phase_str[j])
-					ph = j;
-			ps->phase_ns[(k - 1) * GS_NPHASES + (size_t)ph] += items[i].end -
-									   items[i].start;
-		}
-		break;
-	}
-	free(items);
-	free(idx);
-	return rc;
 }
 
 static bool keep_step(const struct gs_sample *s, const struct gs_sample_ctx *c, void *ctx)
@@ -177,7 +131,7 @@ static uint64_t quarter(const struct proc_steps *ps, size_t b, size_t e, double 
 			continue;
 		walls[n++] = ps->st[i].wall_ns;
 		for (int j = 0; j < GS_NPHASES; j++)
-			phase[j] += (double)ps->phase_ns[i * GS_NPHASES + (size_t)j];
+			phase[j] += (double)ps->st[i].phase_ns[j];
 	}
 	for (int j = 0; j < GS_NPHASES && n; j++)
 		phase[j] /= (double)n;
@@ -222,7 +176,7 @@ static void mean_phases(const struct proc_steps *ps, FILE *out)
 		uint64_t sum = 0;
 
 		for (size_t i = 0; i < ps->n; i++)
-			sum += ps->phase_ns[i * GS_NPHASES + (size_t)j];
+			sum += ps->st[i].phase_ns[j];
 		ms(t, sizeof(t), sum / ps->n);
 		fprintf(out, " %s %s%s", gs_phase_name[j], t, j + 1 < GS_NPHASES ? "," : "\n");
 	}
@@ -235,8 +189,7 @@ static int one_process(struct proc_steps *ps, FILE *out)
 	char p50[32], p90[32], mx[32];
 	int rc = -ENOMEM;
 
-	ps->phase_ns = calloc(ps->n * GS_NPHASES, sizeof(*ps->phase_ns));
-	if (!order || !walls || !ps->phase_ns)
+	if (!order || !walls)
 		goto out;
 	if (ps->st[0].by_optimizer)
 		fprintf(
@@ -261,8 +214,7 @@ static int one_process(struct proc_steps *ps, FILE *out)
 			order[n_timed] = i;
 			walls[n_timed++] = ps->st[i].wall_ns;
 		}
-	if ((rc = phase_split(ps)))
-		goto out;
+	rc = 0;
 	if (n_timed) {
 		qsort(walls, n_timed, sizeof(*walls), cmp_u64);
 		qsort_r(order, n_timed, sizeof(*order), cmp_slow, (void *)ps->st);
@@ -280,7 +232,6 @@ static int one_process(struct proc_steps *ps, FILE *out)
 out:
 	free(order);
 	free(walls);
-	free(ps->phase_ns);
 	return rc;
 }
 
@@ -294,11 +245,13 @@ int gs_report_steps(const struct gs_profile *p, FILE *out, bool color)
 	for (size_t b = 0, e; b < p->n_steps && !rc; b = e) {
 		struct proc_steps ps = { .p = p, .st = &p->steps[b] };
 
-		for (e = b; e < p->n_steps && p->steps[e].pid == p->steps[b].pid; e++)
+		/* one process's steps: one pid, numbered on (a merged profile
+		 * may hold two runs' processes of one pid) */
+		for (e = b + 1; e < p->n_steps && p->steps[e].pid == p->steps[b].pid &&
+				p->steps[e].number == p->steps[e - 1].number + 1;
+		     e++)
 			;
 		ps.n = e - b;
-		for (int j = 0; j < GS_NPHASES; j++)
-			ps.phase_str[j] = gs_profile_find_str(p, gs_phase_name[j]);
 		rc = one_process(&ps, out);
 	}
 	return rc;

@@ -41,6 +41,8 @@ const char *const gs_phase_name[GS_NPHASES] = {
 	[GS_PHASE_OPTIMIZER] = "optimizer",
 };
 
+_Static_assert(GS_NPHASES == GS_STEP_PHASES, "struct gs_step's phase_ns has a slot per phase");
+
 /* Above this many backward calls per second a process's "steps" are an
  * inner loop, not training steps: no labels (said in a note). */
 #define STEP_RATE_MAX 200
@@ -238,6 +240,53 @@ static int add_steps(struct labeller *L)
 	return 0;
 }
 
+/* Each step's phase_ns: the stepping thread's samples laid out on the
+ * wall-clock axis (output/timeline.c: each sample holds the stretch of the
+ * thread's time it stands for), so a step's phases add up to about its
+ * time, not to the weights of the samples that fell in it.  st[0..n): one
+ * process's steps, numbers 1..n; names: the phase label's strings. */
+static int phase_split(const struct gs_profile *p, struct gs_step *st, size_t n,
+		       const gs_str names[GS_NPHASES])
+{
+	struct gs_tl_item *items = NULL;
+	uint32_t *idx;
+	size_t n_idx;
+	int rc = gs_timeline_order(p, NULL, &idx, &n_idx); /* its own lane */
+
+	if (rc)
+		return rc;
+	for (size_t b = 0, e; b < n_idx; b = e) {
+		const struct gs_sample_ctx *c0 = gs_profile_ctx(p, &p->samples[idx[b]]);
+
+		e = gs_timeline_thread_end(p, NULL, idx, b, n_idx);
+		if (c0->pid != st[0].pid || c0->tid != st[0].tid)
+			continue;
+		if (!(items = malloc((e - b) * sizeof(*items)))) {
+			rc = -ENOMEM;
+			break;
+		}
+		gs_timeline_layout(p, idx + b, e - b, items);
+		for (size_t i = 0; i < e - b; i++) {
+			const struct gs_sample_ctx *c =
+			    gs_profile_ctx(p, &p->samples[items[i].sample]);
+			int64_t k = c->num_labels[GS_NL_STEP];
+			int ph = GS_PHASE_OTHER;
+
+			if (c->cuda_device >= 0 || !(c->num_set & (1u << GS_NL_STEP)) || k < 1 ||
+			    (uint64_t)k > n)
+				continue;
+			for (int j = 0; j < GS_NPHASES; j++)
+				if (c->str_labels[GS_SL_PHASE] == names[j])
+					ph = j;
+			st[k - 1].phase_ns[ph] += items[i].end - items[i].start;
+		}
+		break;
+	}
+	free(items);
+	free(idx);
+	return rc;
+}
+
 int gs_profile_label_steps(struct gs_profile *p, uint32_t pid, uint32_t tid, const uint64_t *m,
 			   size_t n, bool by_optimizer, const uint64_t *bwd, size_t n_bwd)
 {
@@ -276,8 +325,8 @@ int gs_profile_label_steps(struct gs_profile *p, uint32_t pid, uint32_t tid, con
 	}
 	memset(L.phase, 0xff, p->n_stacks);
 	boundaries(&L);
-	if (!(rc = relabel(&L)))
-		rc = add_steps(&L);
+	if (!(rc = relabel(&L)) && !(rc = add_steps(&L)))
+		rc = phase_split(p, p->steps + p->n_steps - n, n, L.names);
 out:
 	free(L.phase);
 	free(L.b);
