@@ -27,6 +27,15 @@ struct st_fx {
 	uint32_t m_py, m_nat;
 };
 
+/* An empty profile at FX_PERIOD with a Python and a libtorch mapping. */
+static void fx_init(struct st_fx *f)
+{
+	gs_profile_init(&f->p);
+	f->p.period_ns = FX_PERIOD;
+	f->m_py = fx_map(&f->p, "[python]", NULL, 0, 0, true);
+	f->m_nat = fx_map(&f->p, "/usr/lib/libtorch_cpu.so", NULL, 0x1000, 0x100000, false);
+}
+
 static uint32_t py(struct st_fx *f, const char *name, const char *file)
 {
 	return fx_loc(&f->p, f->m_py, 0, GS_FRAME_PYTHON, fx_fn(&f->p, name, NULL, file, 1), 2);
@@ -70,10 +79,7 @@ static int64_t step_of(struct st_fx *f, size_t i)
 Test(steps, phases_and_step_of_each_sample)
 {
 	struct st_fx f;
-	gs_profile_init(&f.p);
-	f.p.period_ns = FX_PERIOD;
-	f.m_py = fx_map(&f.p, "[python]", NULL, 0, 0, true);
-	f.m_nat = fx_map(&f.p, "/usr/lib/libtorch_cpu.so", NULL, 0x1000, 0x100000, false);
+	fx_init(&f);
 	uint32_t mod = py(&f, "<module>", "/home/u/train.py");
 	uint32_t next = py(&f, "_BaseDataLoaderIter.__next__", TORCH "utils/data/dataloader.py");
 	uint32_t call = py(&f, "Module._call_impl", TORCH "nn/modules/module.py");
@@ -303,5 +309,62 @@ Test(steps, steps_out_of_order_in_a_file_are_left_out_with_a_note)
 	cr_expect(noted, "no note for the dropped steps");
 	unlink(path);
 	gs_profile_free(&r);
+	gs_profile_free(&f.p);
+}
+
+static void ranked_sample(struct st_fx *f, uint32_t pid, int64_t rank, uint32_t stack, uint64_t t)
+{
+	struct gs_sample s = { .stack = stack, .time_ns = t, .values = { [GS_V_SAMPLES] = 1 } };
+	struct gs_sample_ctx c = { .pid = pid, .tid = pid, .cuda_device = -1 };
+
+	c.num_labels[GS_NL_RANK] = rank;
+	c.num_set = 1u << GS_NL_RANK;
+	cr_assert_eq(gs_profile_add_sample(&f->p, &s, &c), 0);
+}
+
+Test(steps, the_straggler_of_a_step_is_the_rank_the_others_waited_for)
+{
+	struct st_fx f;
+
+	fx_init(&f);
+	uint32_t mod = py(&f, "<module>", "/home/u/train.py");
+	uint32_t call = py(&f, "Module._call_impl", TORCH "nn/modules/module.py");
+	uint32_t fetch = py(&f, "slow_fetch", "/home/u/train.py");
+	uint32_t bwd = py(&f, "Tensor.backward", TORCH "_tensor.py");
+	uint32_t red = nat(&f, "c10d::Reducer::finalize_backward()");
+	uint32_t s_fwd = STACK(mod, call), s_fetch = STACK(mod, fetch),
+		 s_wait = STACK(mod, bwd, red);
+	uint64_t marks[8];
+
+	/* 8 steps of 100 ms on both ranks; in step 4 rank 1 spins 300 ms in
+	 * slow_fetch while rank 0 waits for it in the all-reduce */
+	for (int r = 0; r < 2; r++) {
+		uint32_t pid = PID + 2 * (uint32_t)r;
+		uint64_t t = 100 * MS;
+
+		for (int k = 0; k < 8; k++) {
+			for (uint64_t u = 0; u < 100; u += 10)
+				ranked_sample(&f, pid, r, s_fwd, t + u * MS);
+			if (k == 3)
+				for (uint64_t u = 100; u < 400; u += 10)
+					ranked_sample(&f, pid, r, r ? s_fetch : s_wait, t + u * MS);
+			t += (k == 3 ? 400 : 100) * MS;
+			marks[k] = t - 5 * MS;
+		}
+		cr_assert_eq(gs_profile_label_steps(&f.p, pid, pid, marks, 8, false, marks, 8), 0);
+	}
+	char *sec = steps_section(&f.p);
+	cr_assert_not_null(sec);
+	cr_expect_not_null(strstr(sec, "  pid 7 (rank 0): 8 steps"), "%s", sec);
+	cr_expect_not_null(strstr(sec, "  pid 9 (rank 1): 8 steps"), "%s", sec);
+	cr_expect_not_null(strstr(sec, "  ranks: rank 0 8 steps, rank 1 8 steps\n"), "%s", sec);
+	const char *line = strstr(sec, "    step 4: rank 1 busy 4");
+	cr_expect(line && strstr(line, "slow_fetch"), "%s", sec);
+	const char *st = strstr(sec, "  stragglers");
+	size_t lines = 0;
+	for (const char *q = st; q && (q = strstr(q, "\n    step ")); q++)
+		lines++;
+	cr_expect_eq(lines, 1, "one straggler step, not %zu:\n%s", lines, sec);
+	free(sec);
 	gs_profile_free(&f.p);
 }
