@@ -368,3 +368,32 @@ Test(steps, the_straggler_of_a_step_is_the_rank_the_others_waited_for)
 	free(sec);
 	gs_profile_free(&f.p);
 }
+
+Test(steps, zero_grad_at_the_top_of_an_iteration_does_not_end_the_step_before)
+{
+	struct st_fx f;
+
+	fx_init(&f);
+	uint32_t mod = py(&f, "<module>", "/home/u/train.py");
+	uint32_t fetch = py(&f, "slow_fetch", "/home/u/train.py");
+	uint32_t zg = py(&f, "Optimizer.zero_grad", TORCH "optim/optimizer.py");
+	uint32_t sgd = py(&f, "SGD.step", TORCH "optim/sgd.py");
+	uint32_t bwd = py(&f, "Tensor.backward", TORCH "_tensor.py");
+	uint32_t s_fetch = STACK(mod, fetch), s_zg = STACK(mod, zg), s_opt = STACK(mod, sgd),
+		 s_bwd = STACK(mod, bwd);
+	static const uint64_t marks[] = { 100 * MS, 300 * MS };
+
+	/* step 2: a stall in slow_fetch, then zero_grad, then backward */
+	sample(&f, PID, s_bwd, 90 * MS);
+	sample(&f, PID, s_opt, 102 * MS);   /* step 1's optimizer step */
+	sample(&f, PID, s_fetch, 150 * MS); /* step 2's stall */
+	sample(&f, PID, s_zg, 250 * MS);    /* step 2's zero_grad */
+	sample(&f, PID, s_bwd, 290 * MS);
+	cr_assert_eq(gs_profile_label_steps(&f.p, PID, PID, marks, 2, false, marks, 2), 0);
+	cr_expect_eq(step_of(&f, 1), 1);
+	cr_expect_eq(step_of(&f, 2), 2, "the stall before zero_grad went to step %lld",
+		     (long long)step_of(&f, 2));
+	cr_expect_eq(step_of(&f, 3), 2);
+	cr_expect_str_eq(phase_of(&f, 3), "optimizer");
+	gs_profile_free(&f.p);
+}
