@@ -44,11 +44,14 @@ static uint64_t rd_varint(struct pbr *r)
 }
 
 /* Next field: returns false at the end (or on error); for WT_LEN, *sub is
- * the payload; for varints, *val. */
+ * the payload, else empty (a message field of the wrong wire type reads as
+ * an empty message, never as an earlier field's payload); for varints,
+ * *val. */
 static bool rd_field(struct pbr *r, uint32_t *field, int *wt, uint64_t *val, struct pbr *sub)
 {
 	if (r->err || r->p >= r->end)
 		return false;
+	*sub = (struct pbr){ 0 };
 	uint64_t tag = rd_varint(r);
 	*field = (uint32_t)(tag >> 3);
 	*wt = (int)(tag & 7);
