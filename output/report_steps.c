@@ -402,12 +402,14 @@ static int stragglers(struct rank_steps *r, size_t n_r, FILE *out)
 	return rc;
 }
 
+/* Ranked groups first, by rank; then the others. */
 static int cmp_rank(const void *a, const void *b)
 {
 	const struct rank_steps *x = a, *y = b;
 
-	return (x->rank < 0) - (y->rank < 0) ? (x->rank < 0) - (y->rank < 0)
-					     : (x->rank > y->rank) - (x->rank < y->rank);
+	if ((x->rank < 0) != (y->rank < 0))
+		return x->rank < 0 ? 1 : -1;
+	return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
 /* The cross-rank part of the section: when two or more processes with
