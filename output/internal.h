@@ -116,7 +116,10 @@ void gs_report_short_stack(const struct gs_profile *p, uint32_t st, int cat, cha
  * steps (p->steps), their count, step time p50 / p90 / max, the trend
  * (first vs last quarter) and the phase that grew, the slowest steps with
  * their dominant wall category and its stack, the mean phase split per
- * step.  Prints nothing without steps.  Returns 0 or -ENOMEM. */
+ * step; with processes of two or more distinct ranks, the steps per rank
+ * and each step's straggler (the rank busy, collective waits left out,
+ * well over the others).  Prints nothing without steps.  Returns 0 or
+ * -ENOMEM. */
 int gs_report_steps(const struct gs_profile *p, FILE *out, bool color);
 
 /* ---- wall-clock timeline (output/timeline.c) ------------------------- */

@@ -200,6 +200,22 @@ static void merge_processes(struct remap *m)
 	}
 }
 
+/* Training steps, as they are: their times, like the samples', stay
+ * relative to their own run's start; the report reads one process's steps
+ * as a run of one pid numbered 1, 2, ... */
+static void merge_steps(struct remap *m)
+{
+	if (!m->src->n_steps || m->err)
+		return;
+	if (GS_GROW(m->dst->steps, m->dst->cap_steps, m->dst->n_steps + m->src->n_steps)) {
+		m->err = -ENOMEM;
+		return;
+	}
+	memcpy(m->dst->steps + m->dst->n_steps, m->src->steps,
+	       m->src->n_steps * sizeof(*m->src->steps));
+	m->dst->n_steps += m->src->n_steps;
+}
+
 static bool has_str(const gs_str *v, uint32_t n, gs_str s)
 {
 	for (uint32_t i = 0; i < n; i++)
@@ -315,6 +331,7 @@ int gs_profile_merge(struct gs_profile *dst, const struct gs_profile *src, char 
 	merge_locations(&m);
 	merge_samples(&m);
 	merge_processes(&m);
+	merge_steps(&m);
 	merge_texts(&m);
 	if (!m.err)
 		m.err = merge_facts(dst, src, first);

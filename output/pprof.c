@@ -520,6 +520,32 @@ static void emit_packed(struct pb *w, uint32_t field, const uint64_t *v, size_t 
 			put_varint(w, v[i]);
 }
 
+static void emit_steps(struct pb *m, struct pb *sub, const struct gs_profile *p)
+{
+	for (size_t i = 0; i < p->n_steps; i++) {
+		const struct gs_step *st = &p->steps[i];
+
+		/* the scalar fields by number, 1 to PB_STEP_END_NS */
+		const uint64_t v[] = {
+			[PB_STEP_PID] = st->pid,
+			[PB_STEP_TID] = st->tid,
+			[PB_STEP_NUMBER] = st->number,
+			[PB_STEP_BACKWARDS] = st->backwards,
+			[PB_STEP_BY_OPTIMIZER] = st->by_optimizer,
+			[PB_STEP_MARK_NS] = st->mark_ns,
+			[PB_STEP_WALL_NS] = st->wall_ns,
+			[PB_STEP_START_NS] = st->start_ns,
+			[PB_STEP_END_NS] = st->end_ns,
+		};
+
+		sub->n = 0;
+		for (uint32_t f = PB_STEP_PID; f <= PB_STEP_END_NS; f++)
+			pb_u64(sub, f, v[f]);
+		emit_packed(sub, PB_STEP_PHASE_NS, st->phase_ns, GS_STEP_PHASES);
+		pb_msg(m, PB_META_STEP, sub);
+	}
+}
+
 static void emit_meta(struct pb *w, struct pb *m, struct pb *sub, const struct gs_profile *p)
 {
 	m->n = 0;
@@ -553,6 +579,7 @@ static void emit_meta(struct pb *w, struct pb *m, struct pb *sub, const struct g
 		v[i] = p->locations[i].kind;
 	emit_packed(m, PB_META_LOCATION_KIND, v, p->n_locations);
 	free(v);
+	emit_steps(m, sub, p);
 	pb_msg(w, PB_PROFILE_GS_META, m);
 }
 

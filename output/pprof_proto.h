@@ -15,12 +15,19 @@
  *     repeated GsProcess process = 4;
  *     repeated int64 note = 5;     // string indices (packed)
  *     repeated uint32 location_kind = 6; // enum gs_frame_kind per Location (packed)
+ *     repeated GsStep step = 7;    // training steps, by pid then number
  *   }
  *   message GsProcess { uint32 pid = 1; uint32 ppid = 2; int64 comm = 3;
  *     int64 role = 4; int64 python = 5; int64 gpu = 6; uint64 cpu_samples = 7;
  *     bool exited = 8;
  *     uint32 ns_pid = 9; }          // strings as string-table indices; ns_pid:
  *                                   // pid in its own pid namespace, 0 = pid
+ *   message GsStep { uint32 pid = 1; uint32 tid = 2; uint32 number = 3;
+ *     uint32 backwards = 4; bool by_optimizer = 5; uint64 mark_ns = 6;
+ *     uint64 wall_ns = 7; uint64 start_ns = 8; uint64 end_ns = 9;
+ *     repeated uint64 phase_ns = 10; } // struct gs_step; ns since the
+ *                                   // profile's start; phase_ns packed, one
+ *                                   // per enum gs_phase
  */
 #ifndef GS_OUTPUT_PPROF_PROTO_H
 #define GS_OUTPUT_PPROF_PROTO_H
@@ -88,6 +95,20 @@ enum pb_gs_meta {
 	PB_META_PROCESS = 4,
 	PB_META_NOTE = 5,
 	PB_META_LOCATION_KIND = 6,
+	PB_META_STEP = 7,
+};
+
+enum pb_gs_step {
+	PB_STEP_PID = 1,
+	PB_STEP_TID = 2,
+	PB_STEP_NUMBER = 3,
+	PB_STEP_BACKWARDS = 4,
+	PB_STEP_BY_OPTIMIZER = 5,
+	PB_STEP_MARK_NS = 6,
+	PB_STEP_WALL_NS = 7,
+	PB_STEP_START_NS = 8,
+	PB_STEP_END_NS = 9,
+	PB_STEP_PHASE_NS = 10,
 };
 
 enum pb_gs_process {

@@ -15,6 +15,7 @@
 
 #include "output/internal.h"
 #include "util/hashmap.h"
+#include "util/vec.h"
 #include "output/output.h"
 #include "output/pprof_proto.h"
 
@@ -43,11 +44,14 @@ static uint64_t rd_varint(struct pbr *r)
 }
 
 /* Next field: returns false at the end (or on error); for WT_LEN, *sub is
- * the payload; for varints, *val. */
+ * the payload, else empty (a message field of the wrong wire type reads as
+ * an empty message, never as an earlier field's payload); for varints,
+ * *val. */
 static bool rd_field(struct pbr *r, uint32_t *field, int *wt, uint64_t *val, struct pbr *sub)
 {
 	if (r->err || r->p >= r->end)
 		return false;
+	*sub = (struct pbr){ 0 };
 	uint64_t tag = rd_varint(r);
 	*field = (uint32_t)(tag >> 3);
 	*wt = (int)(tag & 7);
@@ -158,6 +162,7 @@ struct dec {
 	size_t n_maps, n_fns, n_locs; /* counted in the first pass */
 	uint32_t freq;
 	uint64_t lost;
+	size_t bad_steps; /* GsStep messages out of order, dropped */
 	bool have_meta;
 };
 
@@ -205,6 +210,66 @@ static int dec_strings(struct dec *d)
 	return 0;
 }
 
+/* A step's phase_ns: at most GS_STEP_PHASES values; n counts them all. */
+struct phases {
+	uint64_t v[GS_STEP_PHASES];
+	size_t n;
+};
+
+static void phases_push(void *ctx, uint64_t x)
+{
+	struct phases *ph = ctx;
+
+	if (ph->n < GS_STEP_PHASES)
+		ph->v[ph->n] = x;
+	ph->n++;
+}
+
+/* One GsStep.  Kept only in order (a process's steps numbered 1, 2, ...
+ * after its previous one, as the writer keeps them): the report takes a
+ * run of one pid's steps for one process. */
+static void dec_step(struct dec *d, struct pbr sub)
+{
+	struct gs_profile *p = d->p;
+	struct phases ph = { 0 };
+	uint64_t x[PB_STEP_END_NS + 1] = { 0 }; /* the scalar fields by number */
+	struct pbr s2;
+	uint32_t f;
+	int wt;
+	uint64_t v;
+
+	while (rd_field(&sub, &f, &wt, &v, &s2)) {
+		if (f == PB_STEP_PHASE_NS)
+			rd_repeated(wt, v, &s2, phases_push, &ph);
+		else if (f <= PB_STEP_END_NS && wt == WT_VARINT)
+			x[f] = v;
+	}
+	/* 32-bit fields cut as the writer never writes them wider */
+	struct gs_step st = {
+		.pid = (uint32_t)x[PB_STEP_PID],
+		.tid = (uint32_t)x[PB_STEP_TID],
+		.number = (uint32_t)x[PB_STEP_NUMBER],
+		.backwards = (uint32_t)x[PB_STEP_BACKWARDS],
+		.by_optimizer = x[PB_STEP_BY_OPTIMIZER] != 0,
+		.mark_ns = x[PB_STEP_MARK_NS],
+		.wall_ns = x[PB_STEP_WALL_NS],
+		.start_ns = x[PB_STEP_START_NS],
+		.end_ns = x[PB_STEP_END_NS],
+	};
+	memcpy(st.phase_ns, ph.v, sizeof(st.phase_ns));
+	const struct gs_step *prev = p->n_steps ? &p->steps[p->n_steps - 1] : NULL;
+	bool next = prev && prev->pid == st.pid ? st.number == prev->number + 1 : st.number == 1;
+
+	if (sub.err || !next || ph.n > GS_STEP_PHASES) {
+		d->bad_steps++;
+		return;
+	}
+	if (GS_GROW(p->steps, p->cap_steps, p->n_steps + 1))
+		d->bad_steps++; /* the report goes on without it */
+	else
+		p->steps[p->n_steps++] = st;
+}
+
 static void dec_meta(struct dec *d, struct pbr m)
 {
 	struct pbr sub;
@@ -221,6 +286,8 @@ static void dec_meta(struct dec *d, struct pbr m)
 			rd_repeated(wt, v, &sub, u64vec_push, &d->notes);
 		else if (f == PB_META_LOCATION_KIND)
 			rd_repeated(wt, v, &sub, u64vec_push, &d->kinds);
+		else if (f == PB_META_STEP && wt == WT_LEN)
+			dec_step(d, sub);
 		else if (f == PB_META_PROCESS && wt == WT_LEN) {
 			struct gs_process pr = { 0 };
 			struct pbr s2;
@@ -657,6 +724,11 @@ static int decode(struct dec *d)
 	p->lost_samples = d->lost;
 	for (size_t i = 0; i < d->notes.n; i++)
 		gs_profile_add_note(p, "%s", gs_profile_str(p, dstr(d, d->notes.v[i])));
+	if (d->bad_steps)
+		gs_profile_add_note(p,
+				    "steps: %zu of the file's training steps malformed or out of "
+				    "order, left out of the Steps section (a damaged file?)",
+				    d->bad_steps);
 	return d->have_meta ? 0 : derive_processes(p);
 }
 

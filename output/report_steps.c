@@ -3,9 +3,12 @@
  * The report's Steps section (see internal.h, gs_report_steps): per
  * process with training steps (p->steps, from gs_profile_label_steps), the
  * step times, their trend, the slowest steps with what they waited on, and
- * the phase split.  Step times are backward end to backward end (exact
- * to the probe); the phase split and the slow steps' categories are the
- * main thread's wall time of the samples labelled with the step.
+ * the phase split; for several ranks, each step's straggler.  Step times are backward end to backward end (exact
+ * to the probe); the phase split (gs_step.phase_ns) and the slow steps'
+ * categories are the main thread's wall time of the samples labelled with
+ * the step.  Everything here is in a saved pprof too (the steps in
+ * gpusample's meta message, the labels on the samples), so `gpusample
+ * report FILE.pb.gz` prints the same section.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -14,6 +17,8 @@
 
 #include "output/internal.h"
 #include "output/output.h"
+#include "util/hashmap.h"
+#include "util/vec.h"
 
 #define SLOWEST   3
 #define TREND_MIN 8 /* timed steps needed to speak of a trend */
@@ -22,8 +27,6 @@ struct proc_steps {
 	const struct gs_profile *p;
 	const struct gs_step *st; /* this process's steps, numbers 1..n */
 	size_t n;
-	uint64_t *phase_ns; /* [step index * GS_NPHASES + phase] */
-	int64_t phase_str[GS_NPHASES];
 	uint32_t want; /* the step gs_wall_split keeps */
 };
 
@@ -40,53 +43,6 @@ static uint32_t step_of(const struct proc_steps *ps, const struct gs_sample_ctx 
 	    (uint64_t)c->num_labels[GS_NL_STEP] > ps->n)
 		return 0;
 	return (uint32_t)c->num_labels[GS_NL_STEP];
-}
-
-/* The stepping thread's wall time per step and phase, from its samples
- * laid out on the wall-clock axis (output/timeline.c: each sample holds the
- * stretch of the thread's time it stands for), so a step's phases add up
- * to about its time, not to the weights of the samples that fell in it. */
-static int phase_split(struct proc_steps *ps)
-{
-	const struct gs_profile *p = ps->p;
-	struct gs_tl_item *items = NULL;
-	uint32_t *idx;
-	size_t n;
-	int rc = gs_timeline_order(p, NULL, &idx, &n); /* its own lane */
-
-	if (rc)
-		return rc;
-	for (size_t b = 0, e; b < n; b = e) {
-		const struct gs_sample_ctx *c0 = gs_profile_ctx(p, &p->samples[idx[b]]);
-
-		e = gs_timeline_thread_end(p, NULL, idx, b, n);
-		if (c0->pid != ps->st[0].pid || c0->tid != ps->st[0].tid)
-			continue;
-		if (!(items = malloc((e - b) * sizeof(*items)))) {
-			rc = -ENOMEM;
-			break;
-		}
-		gs_timeline_layout(p, idx + b, e - b, items);
-		for (size_t i = 0; i < e - b; i++) {
-			const struct gs_sample_ctx *c =
-			    gs_profile_ctx(p, &p->samples[items[i].sample]);
-			uint32_t k = step_of(ps, c);
-			int ph = GS_PHASE_OTHER;
-
-			if (!k)
-				continue;
-			for (int j = 0; j < GS_NPHASES; j++)
-				if (ps->phase_str[j] > 0 &&
-				    c->str_labels[GS_SL_PHASE] == ps->phase_str[j])
-					ph = j;
-			ps->phase_ns[(k - 1) * GS_NPHASES + (size_t)ph] += items[i].end -
-									   items[i].start;
-		}
-		break;
-	}
-	free(items);
-	free(idx);
-	return rc;
 }
 
 static bool keep_step(const struct gs_sample *s, const struct gs_sample_ctx *c, void *ctx)
@@ -114,50 +70,61 @@ static int cmp_slow(const void *a, const void *b, void *ctx)
 	return x->number < y->number ? -1 : 1;
 }
 
+/* What step ps->want of ps's stepping thread was doing, into buf: its
+ * dominant wall category, its waits for a CPU counted where they fell (a
+ * loaded machine makes every slow step "starved"), and that category's
+ * short stack ("input wait 288.5 ms (60.2 ms of it waiting for a CPU) in
+ * ..."); "" when it has no samples.  Collective waits are left out with
+ * skip_collective (a straggler's, what it did while the others waited). */
+static int step_cause(struct proc_steps *ps, bool skip_collective, char *buf, size_t len)
+{
+	char c[32], w[96] = "", stack[400];
+	struct gs_wall_split x;
+	int best = -1, rc;
+	uint32_t top;
+
+	buf[0] = '\0';
+	if ((rc = gs_wall_split(ps->p, keep_step, ps, &x)))
+		return rc;
+	for (int k = 0; k < GS_NWALL_CATS; k++)
+		if (k != GS_WALL_STARVED && !(skip_collective && k == GS_WALL_COLLECTIVE) &&
+		    x.ns[k] + x.starved_in[k] &&
+		    (best < 0 || x.ns[k] + x.starved_in[k] > x.ns[best] + x.starved_in[best]))
+			best = k;
+	if (best < 0 && x.ns[GS_WALL_STARVED])
+		best = GS_WALL_STARVED;
+	top = best < 0 ? UINT32_MAX : x.top_stack[best];
+	if (top == UINT32_MAX && best >= 0)
+		top = x.top_stack[GS_WALL_STARVED];
+	if (top == UINT32_MAX)
+		return 0;
+	ms(c, sizeof(c), x.ns[best] + (best != GS_WALL_STARVED ? x.starved_in[best] : 0));
+	if (best != GS_WALL_STARVED && x.starved_in[best]) {
+		char s[32];
+
+		ms(s, sizeof(s), x.starved_in[best]);
+		snprintf(w, sizeof(w), " (%s of it waiting for a CPU)", s);
+	}
+	gs_report_short_stack(ps->p, top, best, stack, sizeof(stack));
+	snprintf(buf, len, "%s %s%s in %s", gs_wall_cat_name[best], c, w, stack);
+	return 0;
+}
+
 static int slowest(struct proc_steps *ps, FILE *out, const size_t *order, size_t n_timed)
 {
-	char t[32], c[32], w[96] = "", stack[400];
+	char t[32], cause[600];
 
 	fprintf(out, "  slowest steps:\n");
 	for (size_t i = 0; i < n_timed && i < SLOWEST; i++) {
 		const struct gs_step *st = &ps->st[order[i]];
-		struct gs_wall_split x;
-		int best = -1;
 		int rc;
 
-		uint32_t top;
-
 		ps->want = st->number;
-		if ((rc = gs_wall_split(ps->p, keep_step, ps, &x)))
+		if ((rc = step_cause(ps, false, cause, sizeof(cause))))
 			return rc;
-		/* what the step was doing, its waits for a CPU counted where they
-		 * fell (a loaded machine makes every slow step "starved") */
-		for (int k = 0; k < GS_NWALL_CATS; k++)
-			if (k != GS_WALL_STARVED && x.ns[k] + x.starved_in[k] &&
-			    (best < 0 ||
-			     x.ns[k] + x.starved_in[k] > x.ns[best] + x.starved_in[best]))
-				best = k;
-		if (best < 0 && x.ns[GS_WALL_STARVED])
-			best = GS_WALL_STARVED;
 		ms(t, sizeof(t), st->wall_ns);
-		top = best < 0 ? UINT32_MAX : x.top_stack[best];
-		if (top == UINT32_MAX && best >= 0)
-			top = x.top_stack[GS_WALL_STARVED];
-		if (top == UINT32_MAX) {
-			fprintf(out, "    step %u: %s (no samples)\n", st->number, t);
-			continue;
-		}
-		ms(c, sizeof(c), x.ns[best] + (best != GS_WALL_STARVED ? x.starved_in[best] : 0));
-		if (best != GS_WALL_STARVED && x.starved_in[best]) {
-			char s[32];
-
-			ms(s, sizeof(s), x.starved_in[best]);
-			snprintf(w, sizeof(w), " (%s of it waiting for a CPU)", s);
-		}
-		gs_report_short_stack(ps->p, top, best, stack, sizeof(stack));
-		fprintf(out, "    step %u: %s, %s %s%s in %s\n", st->number, t,
-			gs_wall_cat_name[best], c, w, stack);
-		w[0] = '\0';
+		fprintf(out, "    step %u: %s%s%s\n", st->number, t,
+			cause[0] ? ", " : " (no samples)", cause);
 	}
 	return 0;
 }
@@ -177,7 +144,7 @@ static uint64_t quarter(const struct proc_steps *ps, size_t b, size_t e, double 
 			continue;
 		walls[n++] = ps->st[i].wall_ns;
 		for (int j = 0; j < GS_NPHASES; j++)
-			phase[j] += (double)ps->phase_ns[i * GS_NPHASES + (size_t)j];
+			phase[j] += (double)ps->st[i].phase_ns[j];
 	}
 	for (int j = 0; j < GS_NPHASES && n; j++)
 		phase[j] /= (double)n;
@@ -222,33 +189,34 @@ static void mean_phases(const struct proc_steps *ps, FILE *out)
 		uint64_t sum = 0;
 
 		for (size_t i = 0; i < ps->n; i++)
-			sum += ps->phase_ns[i * GS_NPHASES + (size_t)j];
+			sum += ps->st[i].phase_ns[j];
 		ms(t, sizeof(t), sum / ps->n);
 		fprintf(out, " %s %s%s", gs_phase_name[j], t, j + 1 < GS_NPHASES ? "," : "\n");
 	}
 }
 
-static int one_process(struct proc_steps *ps, FILE *out)
+static int one_process(struct proc_steps *ps, int64_t rank, FILE *out)
 {
 	size_t n_timed = 0, *order = malloc(ps->n * sizeof(*order));
 	uint64_t *walls = malloc(ps->n * sizeof(*walls));
-	char p50[32], p90[32], mx[32];
+	char p50[32], p90[32], mx[32], rk[32] = "";
 	int rc = -ENOMEM;
 
-	ps->phase_ns = calloc(ps->n * GS_NPHASES, sizeof(*ps->phase_ns));
-	if (!order || !walls || !ps->phase_ns)
+	if (!order || !walls)
 		goto out;
+	if (rank >= 0)
+		snprintf(rk, sizeof(rk), " (rank %" PRId64 ")", rank);
 	if (ps->st[0].by_optimizer)
-		fprintf(
-		    out,
-		    "  pid %u: %zu steps (boundary: start of the optimizer's step on thread %u; "
-		    "a step's time runs from the previous one's to its own)\n",
-		    ps->st[0].pid, ps->n, ps->st[0].tid);
+		fprintf(out,
+			"  pid %u%s: %zu steps (boundary: start of the optimizer's step on thread "
+			"%u; a step's time runs from the previous one's to its own)\n",
+			ps->st[0].pid, rk, ps->n, ps->st[0].tid);
 	else
 		fprintf(out,
-			"  pid %u: %zu steps (boundary: return from autograd's backward on thread "
-			"%u; a step's time runs from the previous backward's end to its own)\n",
-			ps->st[0].pid, ps->n, ps->st[0].tid);
+			"  pid %u%s: %zu steps (boundary: return from autograd's backward on "
+			"thread %u; a step's time runs from the previous backward's end to its "
+			"own)\n",
+			ps->st[0].pid, rk, ps->n, ps->st[0].tid);
 	for (size_t i = 0; i < ps->n; i++)
 		walls[i] = ps->st[i].backwards;
 	qsort(walls, ps->n, sizeof(*walls), cmp_u64);
@@ -261,8 +229,7 @@ static int one_process(struct proc_steps *ps, FILE *out)
 			order[n_timed] = i;
 			walls[n_timed++] = ps->st[i].wall_ns;
 		}
-	if ((rc = phase_split(ps)))
-		goto out;
+	rc = 0;
 	if (n_timed) {
 		qsort(walls, n_timed, sizeof(*walls), cmp_u64);
 		qsort_r(order, n_timed, sizeof(*order), cmp_slow, (void *)ps->st);
@@ -280,12 +247,195 @@ static int one_process(struct proc_steps *ps, FILE *out)
 out:
 	free(order);
 	free(walls);
-	free(ps->phase_ns);
 	return rc;
+}
+
+/* Several ranks: in synchronous data-parallel training every rank waits in
+ * the gradient all-reduce for the slowest, so a step's times are alike on
+ * all ranks; the straggler of a step is the rank busy (its stepping
+ * thread's wall time in the step, collective waits left out) well over the
+ * others.  Steps are compared by number: each rank's first backward is its
+ * step 1 (a run attached to ranks already training may number them apart). */
+#define STRAGGLER_RATIO  1.5         /* busy over the others' median, and */
+#define STRAGGLER_MIN_NS 20000000ull /* at least this much more */
+#define STRAGGLER_LINES  10
+
+struct rank_steps {
+	struct proc_steps ps;
+	int64_t rank;   /* -1: none */
+	uint64_t *busy; /* [number - 1], ns */
+};
+
+/* pid -> index into g[0..n_g) (a merged profile may hold thousands of
+ * ranks: no scan of the groups per sample).  0 or -ENOMEM. */
+static int pid_index(const struct rank_steps *g, size_t n_g, struct gs_hmap *m)
+{
+	for (size_t k = 0; k < n_g; k++)
+		if (gs_hmap_put(m, g[k].ps.st[0].pid, k))
+			return -ENOMEM;
+	return 0;
+}
+
+/* Each group's rank, from its process's samples' rank label. */
+static int group_ranks(const struct gs_profile *p, struct rank_steps *g, size_t n_g)
+{
+	struct gs_hmap m = { 0 };
+	int rc = pid_index(g, n_g, &m);
+
+	for (uint32_t i = 0; i < p->n_ctxs && !rc; i++) {
+		const struct gs_sample_ctx *c = &p->ctxs[i];
+		const uint64_t *k = gs_hmap_get(&m, c->pid);
+
+		if (k && c->cuda_device < 0 && (c->num_set & (1u << GS_NL_RANK)))
+			g[*k].rank = c->num_labels[GS_NL_RANK];
+	}
+	gs_hmap_free(&m);
+	return rc;
+}
+
+/* busy[k-1] of each ranked group: its stepping thread's wall time in step
+ * k but for collective waits. */
+static int busy_times(const struct gs_profile *p, struct rank_steps *g, size_t n_g)
+{
+	struct gs_hmap m = { 0 };
+	int rc = pid_index(g, n_g, &m);
+
+	for (size_t k = 0; k < n_g && !rc; k++)
+		if (!(g[k].busy = calloc(g[k].ps.n, sizeof(uint64_t))))
+			rc = -ENOMEM;
+	for (size_t i = 0; i < p->n_samples && !rc; i++) {
+		const struct gs_sample *s = &p->samples[i];
+		const struct gs_sample_ctx *c = gs_profile_ctx(p, s);
+		const uint64_t *k = gs_hmap_get(&m, c->pid);
+		uint32_t n = k ? step_of(&g[*k].ps, c) : 0;
+
+		if (n && gs_wall_classify(p, s) != GS_WALL_COLLECTIVE)
+			g[*k].busy[n - 1] += (uint64_t)gs_wall_ns(p, s);
+	}
+	gs_hmap_free(&m);
+	return rc;
+}
+
+/* A step whose straggler stands out: the rank, its busy time, the others'
+ * median. */
+struct straggler {
+	uint32_t number;
+	size_t slow; /* index into the ranked groups */
+	uint64_t busy, others;
+};
+
+/* Step `number`'s straggler into *x; false when none stands out. */
+static bool find_straggler(const struct rank_steps *r, size_t n_r, uint32_t number,
+			   struct straggler *x)
+{
+	uint64_t others[64];
+	size_t slow = 0, n_o = 0;
+
+	for (size_t k = 1; k < n_r; k++)
+		if (r[k].busy[number - 1] > r[slow].busy[number - 1])
+			slow = k;
+	for (size_t k = 0; k < n_r && n_o < 64; k++)
+		if (k != slow)
+			others[n_o++] = r[k].busy[number - 1];
+	qsort(others, n_o, sizeof(*others), cmp_u64);
+	*x = (struct straggler){ number, slow, r[slow].busy[number - 1], others[(n_o - 1) / 2] };
+	return (double)x->busy >= STRAGGLER_RATIO * (double)x->others &&
+	       x->busy >= x->others + STRAGGLER_MIN_NS;
+}
+
+/* Largest excess over the others first (ties: lower step first). */
+static int cmp_excess(const void *a, const void *b)
+{
+	const struct straggler *x = a, *y = b;
+	uint64_t ex = x->busy - x->others, ey = y->busy - y->others;
+
+	if (ex != ey)
+		return ex > ey ? -1 : 1;
+	return x->number < y->number ? -1 : 1;
+}
+
+static int print_straggler(struct rank_steps *r, const struct straggler *x, FILE *out)
+{
+	char b[32], o[32], cause[600];
+	int rc;
+
+	r[x->slow].ps.want = x->number;
+	if ((rc = step_cause(&r[x->slow].ps, true, cause, sizeof(cause))))
+		return rc;
+	ms(b, sizeof(b), x->busy);
+	ms(o, sizeof(o), x->others);
+	fprintf(out, "    step %u: rank %" PRId64 " busy %s, the others %s%s%s\n", x->number,
+		r[x->slow].rank, b, o, cause[0] ? ": " : "", cause);
+	return 0;
+}
+
+/* The steps per rank, then the steps whose straggler stands out most
+ * (ranked groups r[0..n_r), by rank). */
+static int stragglers(struct rank_steps *r, size_t n_r, FILE *out)
+{
+	size_t n = r[0].ps.n, found = 0;
+	struct straggler *x;
+	int rc = 0;
+
+	fprintf(out, "  ranks:");
+	for (size_t k = 0; k < n_r; k++) {
+		fprintf(out, "%s rank %" PRId64 " %zu steps", k ? "," : "", r[k].rank, r[k].ps.n);
+		n = r[k].ps.n < n ? r[k].ps.n : n;
+	}
+	fprintf(out,
+		"\n  stragglers (the rank busy, not waiting in collectives, %.1fx the "
+		"others' median or more in a step; largest first):\n",
+		STRAGGLER_RATIO);
+	if (!(x = malloc(n * sizeof(*x))))
+		return -ENOMEM;
+	for (uint32_t k = 1; k <= n; k++)
+		found += find_straggler(r, n_r, k, &x[found]);
+	qsort(x, found, sizeof(*x), cmp_excess);
+	for (size_t i = 0; i < found && i < STRAGGLER_LINES && !rc; i++)
+		rc = print_straggler(r, &x[i], out);
+	if (!rc && !found)
+		fprintf(out, "    none\n");
+	else if (!rc && found > STRAGGLER_LINES)
+		fprintf(out, "    (%zu more steps with a smaller straggler)\n",
+			found - STRAGGLER_LINES);
+	free(x);
+	return rc;
+}
+
+/* Ranked groups first, by rank; then the others. */
+static int cmp_rank(const void *a, const void *b)
+{
+	const struct rank_steps *x = a, *y = b;
+
+	if ((x->rank < 0) != (y->rank < 0))
+		return x->rank < 0 ? 1 : -1;
+	return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* The cross-rank part of the section: when two or more processes with
+ * steps carry distinct ranks. */
+static int ranks_part(struct rank_steps *g, size_t n_g, FILE *out)
+{
+	size_t n_r = 0;
+	int rc;
+
+	qsort(g, n_g, sizeof(*g), cmp_rank);
+	while (n_r < n_g && g[n_r].rank >= 0)
+		n_r++;
+	for (size_t k = 1; k < n_r; k++)
+		if (g[k].rank == g[k - 1].rank)
+			return 0; /* two runs of one rank (a merge): not one job's steps */
+	if (n_r < 2)
+		return 0;
+	if ((rc = busy_times(g[0].ps.p, g, n_r)))
+		return rc;
+	return stragglers(g, n_r, out);
 }
 
 int gs_report_steps(const struct gs_profile *p, FILE *out, bool color)
 {
+	struct rank_steps *g = NULL;
+	size_t n_g = 0, cap_g = 0;
 	int rc = 0;
 
 	if (!p->n_steps)
@@ -294,12 +444,27 @@ int gs_report_steps(const struct gs_profile *p, FILE *out, bool color)
 	for (size_t b = 0, e; b < p->n_steps && !rc; b = e) {
 		struct proc_steps ps = { .p = p, .st = &p->steps[b] };
 
-		for (e = b; e < p->n_steps && p->steps[e].pid == p->steps[b].pid; e++)
+		/* one process's steps: one pid, numbered on (a merged profile
+		 * may hold two runs' processes of one pid) */
+		for (e = b + 1; e < p->n_steps && p->steps[e].pid == p->steps[b].pid &&
+				p->steps[e].number == p->steps[e - 1].number + 1;
+		     e++)
 			;
 		ps.n = e - b;
-		for (int j = 0; j < GS_NPHASES; j++)
-			ps.phase_str[j] = gs_profile_find_str(p, gs_phase_name[j]);
-		rc = one_process(&ps, out);
+		if (GS_GROW(g, cap_g, n_g + 1)) {
+			rc = -ENOMEM;
+			break;
+		}
+		g[n_g++] = (struct rank_steps){ .ps = ps, .rank = -1 };
 	}
+	if (!rc)
+		rc = group_ranks(p, g, n_g);
+	for (size_t k = 0; k < n_g && !rc; k++)
+		rc = one_process(&g[k].ps, g[k].rank, out);
+	if (!rc)
+		rc = ranks_part(g, n_g, out);
+	for (size_t k = 0; k < n_g; k++)
+		free(g[k].busy);
+	free(g);
 	return rc;
 }

@@ -12,7 +12,9 @@
  * forward and backward come before m_k, its optimizer step after.
  * So step k's samples run from the end of step k-1's optimizer work to the
  * end of its own: b_k = just past the last main-thread timer sample of the
- * optimizer in [m_k, m_k+1) (m_k when none was sampled).  Its
+ * optimizer's step in [m_k, m_k+1) (m_k when none was sampled; zero_grad
+ * is optimizer phase but no end: a loop may clear the gradients at the top
+ * of the next iteration, after its data).  Its
  * wall time is m_k - m_k-1, exact to the probe: the loop's own step time
  * but for the difference between two optimizer steps' times; the first
  * step's start was not seen, so it has none.
@@ -40,6 +42,8 @@ const char *const gs_phase_name[GS_NPHASES] = {
 	[GS_PHASE_FORWARD] = "forward",     [GS_PHASE_BACKWARD] = "backward",
 	[GS_PHASE_OPTIMIZER] = "optimizer",
 };
+
+_Static_assert(GS_NPHASES == GS_STEP_PHASES, "struct gs_step's phase_ns has a slot per phase");
 
 /* Above this many backward calls per second a process's "steps" are an
  * inner loop, not training steps: no labels (said in a note). */
@@ -75,7 +79,9 @@ static int frame_phase(const struct gs_profile *p, uint32_t fn, uint8_t kind)
 	return -1;
 }
 
-int gs_stack_phase(const struct gs_profile *p, uint32_t stack)
+/* The phase of a stack and the function of its outermost marker frame
+ * (*fn = 0 when none). */
+static int stack_marker(const struct gs_profile *p, uint32_t stack, uint32_t *fn)
 {
 	const struct gs_stack *st = &p->stacks[stack];
 	const uint32_t *locs = gs_profile_stack_locs(p, st);
@@ -85,13 +91,22 @@ int gs_stack_phase(const struct gs_profile *p, uint32_t stack)
 		const struct gs_location *l = gs_profile_location(p, locs[i]);
 
 		for (uint32_t j = l->n_lines; j-- > 0;) {
-			int ph = frame_phase(p, p->lines[l->first_line + j].function, l->kind);
+			*fn = p->lines[l->first_line + j].function;
+			int ph = frame_phase(p, *fn, l->kind);
 
 			if (ph >= 0)
 				return ph;
 		}
 	}
+	*fn = 0;
 	return GS_PHASE_OTHER;
+}
+
+int gs_stack_phase(const struct gs_profile *p, uint32_t stack)
+{
+	uint32_t fn;
+
+	return stack_marker(p, stack, &fn);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -130,7 +145,7 @@ struct labeller {
 	uint32_t pid, tid;
 	const uint64_t *m;
 	size_t n;
-	uint8_t *phase; /* per stack, 0xff: not yet */
+	uint8_t *phase; /* per stack: its phase | ZERO_GRAD, 0xff: not yet */
 	uint64_t *b;    /* b[k-1] = b_k, the end of step k */
 	uint64_t start; /* start of step 1 */
 	bool by_optimizer;
@@ -139,11 +154,38 @@ struct labeller {
 	gs_str names[GS_NPHASES];
 };
 
+/* In L->phase: an optimizer stack in zero_grad, not in the optimizer's
+ * step: the phase label is optimizer, but it does not end a step (a loop
+ * that clears the gradients at the top of an iteration does so after the
+ * next batch's data, a stall in it included). */
+#define ZERO_GRAD 0x80
+
+static void stack_of(struct labeller *L, uint32_t stack)
+{
+	uint32_t fn;
+	int ph;
+
+	if (L->phase[stack] != 0xff)
+		return;
+	ph = stack_marker(L->p, stack, &fn);
+	L->phase[stack] = (uint8_t)ph;
+	if (ph == GS_PHASE_OPTIMIZER &&
+	    !strcmp(last_part(gs_profile_str(L->p, gs_profile_function(L->p, fn)->name)),
+		    "zero_grad"))
+		L->phase[stack] |= ZERO_GRAD;
+}
+
 static int phase_of(struct labeller *L, uint32_t stack)
 {
-	if (L->phase[stack] == 0xff)
-		L->phase[stack] = (uint8_t)gs_stack_phase(L->p, stack);
-	return L->phase[stack];
+	stack_of(L, stack);
+	return L->phase[stack] & ~ZERO_GRAD;
+}
+
+/* Whether a stack is the optimizer's step (zero_grad is not). */
+static bool optimizer_step(struct labeller *L, uint32_t stack)
+{
+	stack_of(L, stack);
+	return L->phase[stack] == GS_PHASE_OPTIMIZER;
 }
 
 /* b_k from the main thread's optimizer samples. */
@@ -155,7 +197,6 @@ static void boundaries(struct labeller *L)
 		const struct gs_sample *s = &L->p->samples[i];
 		const struct gs_sample_ctx *c = gs_profile_ctx(L->p, s);
 		size_t k;
-		int ph;
 
 		/* timer samples only: an off-CPU sample may carry the stack of
 		 * another interval of its thread (unsampled switch-outs are
@@ -163,8 +204,7 @@ static void boundaries(struct labeller *L)
 		if (c->pid != L->pid || c->tid != L->tid || c->cuda_device >= 0 ||
 		    s->values[GS_V_SAMPLES] <= 0)
 			continue;
-		ph = phase_of(L, s->stack);
-		if (ph != GS_PHASE_OPTIMIZER || !(k = marks_upto(L->m, L->n, s->time_ns)))
+		if (!optimizer_step(L, s->stack) || !(k = marks_upto(L->m, L->n, s->time_ns)))
 			continue;
 		if (s->time_ns + 1 > L->b[k - 1])
 			L->b[k - 1] = s->time_ns + 1;
@@ -238,6 +278,53 @@ static int add_steps(struct labeller *L)
 	return 0;
 }
 
+/* Each step's phase_ns: the stepping thread's samples laid out on the
+ * wall-clock axis (output/timeline.c: each sample holds the stretch of the
+ * thread's time it stands for), so a step's phases add up to about its
+ * time, not to the weights of the samples that fell in it.  st[0..n): one
+ * process's steps, numbers 1..n; names: the phase label's strings. */
+static int phase_split(const struct gs_profile *p, struct gs_step *st, size_t n,
+		       const gs_str names[GS_NPHASES])
+{
+	struct gs_tl_item *items = NULL;
+	uint32_t *idx;
+	size_t n_idx;
+	int rc = gs_timeline_order(p, NULL, &idx, &n_idx); /* its own lane */
+
+	if (rc)
+		return rc;
+	for (size_t b = 0, e; b < n_idx; b = e) {
+		const struct gs_sample_ctx *c0 = gs_profile_ctx(p, &p->samples[idx[b]]);
+
+		e = gs_timeline_thread_end(p, NULL, idx, b, n_idx);
+		if (c0->pid != st[0].pid || c0->tid != st[0].tid)
+			continue;
+		if (!(items = malloc((e - b) * sizeof(*items)))) {
+			rc = -ENOMEM;
+			break;
+		}
+		gs_timeline_layout(p, idx + b, e - b, items);
+		for (size_t i = 0; i < e - b; i++) {
+			const struct gs_sample_ctx *c =
+			    gs_profile_ctx(p, &p->samples[items[i].sample]);
+			int64_t k = c->num_labels[GS_NL_STEP];
+			int ph = GS_PHASE_OTHER;
+
+			if (c->cuda_device >= 0 || !(c->num_set & (1u << GS_NL_STEP)) || k < 1 ||
+			    (uint64_t)k > n)
+				continue;
+			for (int j = 0; j < GS_NPHASES; j++)
+				if (c->str_labels[GS_SL_PHASE] == names[j])
+					ph = j;
+			st[k - 1].phase_ns[ph] += items[i].end - items[i].start;
+		}
+		break;
+	}
+	free(items);
+	free(idx);
+	return rc;
+}
+
 int gs_profile_label_steps(struct gs_profile *p, uint32_t pid, uint32_t tid, const uint64_t *m,
 			   size_t n, bool by_optimizer, const uint64_t *bwd, size_t n_bwd)
 {
@@ -276,8 +363,8 @@ int gs_profile_label_steps(struct gs_profile *p, uint32_t pid, uint32_t tid, con
 	}
 	memset(L.phase, 0xff, p->n_stacks);
 	boundaries(&L);
-	if (!(rc = relabel(&L)))
-		rc = add_steps(&L);
+	if (!(rc = relabel(&L)) && !(rc = add_steps(&L)))
+		rc = phase_split(p, p->steps + p->n_steps - n, n, L.names);
 out:
 	free(L.phase);
 	free(L.b);

@@ -170,6 +170,7 @@ struct gs_sample {
  * this one's (0 for a process's first step: its start was not seen).  [start_ns, end_ns): the samples labelled with it on
  * every thread of the process (its data, forward and backward, then its
  * optimizer step after the mark), ns since profile start. */
+#define GS_STEP_PHASES 5
 struct gs_step {
 	uint32_t pid, tid; /* the process and the thread whose backward marks it */
 	uint32_t number;
@@ -178,6 +179,11 @@ struct gs_step {
 	uint64_t mark_ns; /* its mark, ns since profile start */
 	uint64_t wall_ns;
 	uint64_t start_ns, end_ns;
+	/* the stepping thread's wall time in the step per phase (enum
+	 * gs_phase: other, data, forward, backward, optimizer), ns, from its
+	 * samples laid out on the wall-clock axis; kept in the pprof with the
+	 * step, as a saved profile's samples have no times */
+	uint64_t phase_ns[GS_STEP_PHASES];
 };
 
 /* One process seen during the run, for the report. */

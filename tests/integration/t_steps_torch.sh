@@ -6,7 +6,8 @@
 # stalls in slow_fetch every 10th step and the report's Steps section names
 # exactly those steps slowest, with slow_fetch; pprof's step label selects
 # one step alone (go tool pprof -tagfocus=step=20) and phases are labelled;
-# the trace has a step track, phases nested in each step.
+# the trace has a step track, phases nested in each step; `gpusample report
+# FILE.pb.gz` prints the same Steps section as the live report.
 # A loop whose forward turns slower at step 13 is reported as growing, with
 # forward the phase that grew.  An inference loop (no backward) has no
 # steps and says so; a loop calling
@@ -33,6 +34,15 @@ slow=$(sed -n '/^  slowest steps:/,/^  phase split/p' "$T/train.out" | grep -o '
 [ "$slow" = "10 20 30 " ] || fail "slowest steps are '$slow', not the stalling 10 20 30"
 [ "$(sed -n '/^  slowest steps:/,/^  phase split/p' "$T/train.out" | grep -c 'slow_fetch')" = 3 ] ||
 	fail "the slowest steps do not name slow_fetch"
+# the saved profile's report prints the same Steps section (the steps ride
+# in gpusample's meta message of the pprof)
+steps_section() { awk '/^Steps$/{s=1; print; next} s && !/^  /{exit} s' "$1"; }
+"$GS" report "$T/train.pb.gz" > "$T/saved.out" 2> "$T/saved.err" || fail "gpusample report FILE.pb.gz failed: $(cat "$T/saved.err")"
+steps_section "$T/train.out" > "$T/steps.live"
+steps_section "$T/saved.out" > "$T/steps.saved"
+diff "$T/steps.live" "$T/steps.saved" || fail "the saved profile's Steps section differs from the live one's"
+grep -q '^  pid [0-9]*: 30 steps' "$T/steps.saved" && grep -q '^  step time: p50 ' "$T/steps.saved" ||
+	fail "the saved profile's report has no 30 steps and p50"
 pprof -tags -tagfocus=step=20 "$T/train.pb.gz" > "$T/tags20" || fail "pprof -tagfocus failed: $(cat "$T/pprof.err")"
 awk '/^ step:/{s=1; next} s && /^ *$/{exit} s' "$T/tags20" > "$T/steps20"
 cat "$T/steps20"
@@ -66,4 +76,4 @@ pprof -tags "$T/infer.pb.gz" | grep -q '^ step:' && fail "an inference loop has 
 grep 'backwards=' "$T/inner.out"
 grep -q 'an inner loop, not training steps' "$T/inner.out" || fail "no note on the inner loop"
 pprof -tags "$T/inner.pb.gz" | grep -q '^ step:' && fail "an inner loop has step labels"
-ok "30 steps timed as the script did, stalls 10 20 30 named slowest with slow_fetch, -tagfocus=step=20 alone, a slower forward named as the growth, inference and inner loops unlabelled"
+ok "30 steps timed as the script did, the same Steps section from the .pb.gz, stalls 10 20 30 named slowest with slow_fetch, -tagfocus=step=20 alone, a slower forward named as the growth, inference and inner loops unlabelled"

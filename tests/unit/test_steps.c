@@ -5,6 +5,7 @@
  * loop of backward calls left unlabelled with a note. */
 #include <criterion/criterion.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "output/output.h"
 #include "output_fixture.h"
@@ -17,10 +18,23 @@
 	add_stack(&f, (const uint32_t[]){ __VA_ARGS__ }, \
 		  sizeof((const uint32_t[]){ __VA_ARGS__ }) / sizeof(uint32_t))
 
+#define STACKP(...)                                     \
+	add_stack(f, (const uint32_t[]){ __VA_ARGS__ }, \
+		  sizeof((const uint32_t[]){ __VA_ARGS__ }) / sizeof(uint32_t))
+
 struct st_fx {
 	struct gs_profile p;
 	uint32_t m_py, m_nat;
 };
+
+/* An empty profile at FX_PERIOD with a Python and a libtorch mapping. */
+static void fx_init(struct st_fx *f)
+{
+	gs_profile_init(&f->p);
+	f->p.period_ns = FX_PERIOD;
+	f->m_py = fx_map(&f->p, "[python]", NULL, 0, 0, true);
+	f->m_nat = fx_map(&f->p, "/usr/lib/libtorch_cpu.so", NULL, 0x1000, 0x100000, false);
+}
 
 static uint32_t py(struct st_fx *f, const char *name, const char *file)
 {
@@ -65,10 +79,7 @@ static int64_t step_of(struct st_fx *f, size_t i)
 Test(steps, phases_and_step_of_each_sample)
 {
 	struct st_fx f;
-	gs_profile_init(&f.p);
-	f.p.period_ns = FX_PERIOD;
-	f.m_py = fx_map(&f.p, "[python]", NULL, 0, 0, true);
-	f.m_nat = fx_map(&f.p, "/usr/lib/libtorch_cpu.so", NULL, 0x1000, 0x100000, false);
+	fx_init(&f);
 	uint32_t mod = py(&f, "<module>", "/home/u/train.py");
 	uint32_t next = py(&f, "_BaseDataLoaderIter.__next__", TORCH "utils/data/dataloader.py");
 	uint32_t call = py(&f, "Module._call_impl", TORCH "nn/modules/module.py");
@@ -177,5 +188,212 @@ Test(steps, optimizer_marks_count_the_backwards_of_each_step)
 	}
 	cr_expect_eq(f.p.steps[2].wall_ns, 100 * MS);
 	cr_expect_eq(step_of(&f, 0), 3, "the optimizer after the last mark is step 3's");
+	gs_profile_free(&f.p);
+}
+
+static char *steps_section(const struct gs_profile *p)
+{
+	char *buf = NULL, *s;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct gs_report_opts o = { .top = 5 };
+
+	cr_assert_eq(gs_write_report(p, &o, f), 0);
+	fclose(f);
+	if (!(s = strstr(buf, "\nSteps\n"))) {
+		free(buf);
+		return NULL;
+	}
+	/* the section: its title and the indented lines under it */
+	char *e = s + 7;
+	while (*e == ' ')
+		e = strchr(e, '\n') ? strchr(e, '\n') + 1 : e + strlen(e);
+	char *out = strndup(s, (size_t)(e - s));
+	free(buf);
+	return out;
+}
+
+/* 12 steps of 100 ms on the main thread (data, forward, backward, then
+ * the optimizer after the mark), step 6 with a 200 ms stall in a data
+ * fetch. */
+static void twelve_steps(struct st_fx *f)
+{
+	gs_profile_init(&f->p);
+	f->p.period_ns = FX_PERIOD;
+	f->p.duration_nanos = 2000 * MS;
+	cr_assert_eq(gs_profile_add_comment(&f->p, "gpusample 0.0-test"), 0);
+	f->m_py = fx_map(&f->p, "[python]", NULL, 0, 0, true);
+	uint32_t mod = py(f, "<module>", "/home/u/train.py");
+	uint32_t next = py(f, "_BaseDataLoaderIter.__next__", TORCH "utils/data/dataloader.py");
+	uint32_t fetch = py(f, "slow_fetch", "/home/u/train.py");
+	uint32_t call = py(f, "Module._call_impl", TORCH "nn/modules/module.py");
+	uint32_t bwd = py(f, "Tensor.backward", TORCH "_tensor.py");
+	uint32_t opt = py(f, "SGD.step", TORCH "optim/sgd.py");
+	uint32_t s_data = STACKP(mod, next), s_fetch = STACKP(mod, next, fetch),
+		 s_fwd = STACKP(mod, call), s_bwd = STACKP(mod, bwd), s_opt = STACKP(mod, opt);
+	uint64_t marks[12], t = 100 * MS;
+
+	for (int k = 0; k < 12; k++) {
+		uint64_t d = k == 5 ? 300 : 100; /* step 6 stalls */
+
+		for (uint64_t u = 0; u + 10 <= d - 80; u += 10)
+			sample(f, PID, k == 5 && u >= 10 ? s_fetch : s_data, t + u * MS);
+		for (uint64_t u = d - 80; u < d - 40; u += 10)
+			sample(f, PID, s_fwd, t + u * MS);
+		for (uint64_t u = d - 40; u < d; u += 10)
+			sample(f, PID, s_bwd, t + u * MS);
+		marks[k] = t + d * MS;
+		sample(f, PID, s_opt, marks[k] + 1 * MS);
+		t = marks[k] + 10 * MS;
+	}
+	cr_assert_eq(gs_profile_label_steps(&f->p, PID, PID, marks, 12, false, marks, 12), 0);
+	cr_assert_eq(f->p.n_steps, 12);
+}
+
+Test(steps, a_saved_profile_prints_the_same_steps_section)
+{
+	struct st_fx f;
+	struct gs_profile r, m;
+	char path[] = "/tmp/gs-steps-XXXXXX", err[256];
+
+	twelve_steps(&f);
+	char *live = steps_section(&f.p);
+	cr_assert_not_null(live, "no Steps section in the live report");
+	cr_expect_not_null(strstr(live, "step 6: 310.0 ms"), "%s", live);
+	cr_expect_not_null(strstr(live, "slow_fetch"), "%s", live);
+	close(mkstemp(path));
+	cr_assert_eq(gs_write_pprof(&f.p, path, err, sizeof(err)), 0, "%s", err);
+	gs_profile_init(&r);
+	cr_assert_eq(gs_read_pprof(path, &r, err, sizeof(err)), 0, "%s", err);
+	char *saved = steps_section(&r);
+	cr_assert_not_null(saved, "no Steps section from the saved profile");
+	cr_expect_str_eq(saved, live);
+
+	/* a merge of two runs: each run's process keeps its steps */
+	gs_profile_init(&m);
+	cr_assert_eq(gs_profile_merge(&m, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(gs_profile_merge(&m, &f.p, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(m.n_steps, 24);
+	char *merged = steps_section(&m);
+	cr_assert_not_null(merged);
+	const char *second = strstr(merged, "  pid 7: 12 steps");
+	cr_expect(second && strstr(second + 1, "  pid 7: 12 steps"), "%s", merged);
+	unlink(path);
+	free(live);
+	free(saved);
+	free(merged);
+	gs_profile_free(&m);
+	gs_profile_free(&r);
+	gs_profile_free(&f.p);
+}
+
+Test(steps, steps_out_of_order_in_a_file_are_left_out_with_a_note)
+{
+	struct st_fx f;
+	struct gs_profile r;
+	char path[] = "/tmp/gs-steps-XXXXXX", err[256];
+
+	twelve_steps(&f);
+	f.p.steps[0].number = 2; /* 2, 2, 3, ...: the first is not step 1 */
+	close(mkstemp(path));
+	cr_assert_eq(gs_write_pprof(&f.p, path, err, sizeof(err)), 0, "%s", err);
+	gs_profile_init(&r);
+	cr_assert_eq(gs_read_pprof(path, &r, err, sizeof(err)), 0, "%s", err);
+	/* the first is dropped; "2" then follows nothing of pid 7 either, so
+	 * the rest of the run is dropped, not renumbered */
+	cr_expect_eq(r.n_steps, 0);
+	bool noted = false;
+	for (uint32_t i = 0; i < r.n_notes; i++)
+		noted |= strstr(gs_profile_str(&r, r.notes[i]),
+				"12 of the file's training steps") != NULL;
+	cr_expect(noted, "no note for the dropped steps");
+	unlink(path);
+	gs_profile_free(&r);
+	gs_profile_free(&f.p);
+}
+
+static void ranked_sample(struct st_fx *f, uint32_t pid, int64_t rank, uint32_t stack, uint64_t t)
+{
+	struct gs_sample s = { .stack = stack, .time_ns = t, .values = { [GS_V_SAMPLES] = 1 } };
+	struct gs_sample_ctx c = { .pid = pid, .tid = pid, .cuda_device = -1 };
+
+	c.num_labels[GS_NL_RANK] = rank;
+	c.num_set = 1u << GS_NL_RANK;
+	cr_assert_eq(gs_profile_add_sample(&f->p, &s, &c), 0);
+}
+
+Test(steps, the_straggler_of_a_step_is_the_rank_the_others_waited_for)
+{
+	struct st_fx f;
+
+	fx_init(&f);
+	uint32_t mod = py(&f, "<module>", "/home/u/train.py");
+	uint32_t call = py(&f, "Module._call_impl", TORCH "nn/modules/module.py");
+	uint32_t fetch = py(&f, "slow_fetch", "/home/u/train.py");
+	uint32_t bwd = py(&f, "Tensor.backward", TORCH "_tensor.py");
+	uint32_t red = nat(&f, "c10d::Reducer::finalize_backward()");
+	uint32_t s_fwd = STACK(mod, call), s_fetch = STACK(mod, fetch),
+		 s_wait = STACK(mod, bwd, red);
+	uint64_t marks[8];
+
+	/* 8 steps of 100 ms on both ranks; in step 4 rank 1 spins 300 ms in
+	 * slow_fetch while rank 0 waits for it in the all-reduce */
+	for (int r = 0; r < 2; r++) {
+		uint32_t pid = PID + 2 * (uint32_t)r;
+		uint64_t t = 100 * MS;
+
+		for (int k = 0; k < 8; k++) {
+			for (uint64_t u = 0; u < 100; u += 10)
+				ranked_sample(&f, pid, r, s_fwd, t + u * MS);
+			if (k == 3)
+				for (uint64_t u = 100; u < 400; u += 10)
+					ranked_sample(&f, pid, r, r ? s_fetch : s_wait, t + u * MS);
+			t += (k == 3 ? 400 : 100) * MS;
+			marks[k] = t - 5 * MS;
+		}
+		cr_assert_eq(gs_profile_label_steps(&f.p, pid, pid, marks, 8, false, marks, 8), 0);
+	}
+	char *sec = steps_section(&f.p);
+	cr_assert_not_null(sec);
+	cr_expect_not_null(strstr(sec, "  pid 7 (rank 0): 8 steps"), "%s", sec);
+	cr_expect_not_null(strstr(sec, "  pid 9 (rank 1): 8 steps"), "%s", sec);
+	cr_expect_not_null(strstr(sec, "  ranks: rank 0 8 steps, rank 1 8 steps\n"), "%s", sec);
+	const char *line = strstr(sec, "    step 4: rank 1 busy 4");
+	cr_expect(line && strstr(line, "slow_fetch"), "%s", sec);
+	const char *st = strstr(sec, "  stragglers");
+	size_t lines = 0;
+	for (const char *q = st; q && (q = strstr(q, "\n    step ")); q++)
+		lines++;
+	cr_expect_eq(lines, 1, "one straggler step, not %zu:\n%s", lines, sec);
+	free(sec);
+	gs_profile_free(&f.p);
+}
+
+Test(steps, zero_grad_at_the_top_of_an_iteration_does_not_end_the_step_before)
+{
+	struct st_fx f;
+
+	fx_init(&f);
+	uint32_t mod = py(&f, "<module>", "/home/u/train.py");
+	uint32_t fetch = py(&f, "slow_fetch", "/home/u/train.py");
+	uint32_t zg = py(&f, "Optimizer.zero_grad", TORCH "optim/optimizer.py");
+	uint32_t sgd = py(&f, "SGD.step", TORCH "optim/sgd.py");
+	uint32_t bwd = py(&f, "Tensor.backward", TORCH "_tensor.py");
+	uint32_t s_fetch = STACK(mod, fetch), s_zg = STACK(mod, zg), s_opt = STACK(mod, sgd),
+		 s_bwd = STACK(mod, bwd);
+	static const uint64_t marks[] = { 100 * MS, 300 * MS };
+
+	/* step 2: a stall in slow_fetch, then zero_grad, then backward */
+	sample(&f, PID, s_bwd, 90 * MS);
+	sample(&f, PID, s_opt, 102 * MS);   /* step 1's optimizer step */
+	sample(&f, PID, s_fetch, 150 * MS); /* step 2's stall */
+	sample(&f, PID, s_zg, 250 * MS);    /* step 2's zero_grad */
+	sample(&f, PID, s_bwd, 290 * MS);
+	cr_assert_eq(gs_profile_label_steps(&f.p, PID, PID, marks, 2, false, marks, 2), 0);
+	cr_expect_eq(step_of(&f, 1), 1);
+	cr_expect_eq(step_of(&f, 2), 2, "the stall before zero_grad went to step %lld",
+		     (long long)step_of(&f, 2));
+	cr_expect_eq(step_of(&f, 3), 2);
+	cr_expect_str_eq(phase_of(&f, 3), "optimizer");
 	gs_profile_free(&f.p);
 }

@@ -8,6 +8,11 @@ a DataLoader with worker processes.
 --sleep-rank R --sleep-ms MS: rank R sleeps MS before each step (a
 straggler); the other ranks then wait for it in the gradient all-reduce.
 
+--steps N: stop after N steps instead of --seconds.
+--stall-rank R --stall-every K --stall-ms MS: rank R spins on the CPU for MS
+in slow_fetch on every Kth step (steps K, 2K, ...): the other ranks wait
+for it in that step's gradient all-reduce only.
+
 Each rank prints "rank=R pid=PID steps=N seconds=S" at the end.
 """
 import argparse
@@ -19,6 +24,12 @@ import torch.distributed as dist
 import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, Dataset
+
+
+def slow_fetch(ms):
+    end = time.monotonic() + ms / 1000.0
+    while time.monotonic() < end:
+        pass
 
 
 class Batches(Dataset):
@@ -37,6 +48,10 @@ def main():
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--sleep-rank", type=int, default=-1)
     ap.add_argument("--sleep-ms", type=float, default=0.0)
+    ap.add_argument("--steps", type=int, default=0)
+    ap.add_argument("--stall-rank", type=int, default=-1)
+    ap.add_argument("--stall-every", type=int, default=0)
+    ap.add_argument("--stall-ms", type=float, default=0.0)
     args = ap.parse_args()
 
     torch.set_num_threads(1)
@@ -53,12 +68,15 @@ def main():
     for x, y in loader:
         if rank == args.sleep_rank:
             time.sleep(args.sleep_ms / 1000.0)
+        if rank == args.stall_rank and args.stall_every and (steps + 1) % args.stall_every == 0:
+            slow_fetch(args.stall_ms)
         opt.zero_grad(set_to_none=True)
         loss_fn(model(x), y).backward()  # DDP all-reduces the gradients here
         opt.step()
         steps += 1
         # Every rank runs the same number of steps (rank 0 decides when to stop).
-        done = torch.tensor([1 if (rank == 0 and time.monotonic() - t0 >= args.seconds) else 0])
+        over = steps >= args.steps if args.steps else time.monotonic() - t0 >= args.seconds
+        done = torch.tensor([1 if (rank == 0 and over) else 0])
         dist.all_reduce(done)
         if done.item():
             break
