@@ -1,4 +1,5 @@
 #!/bin/bash
+# gs-test-timeout: 480 (two torch start-ups per run, the sid part 30 s of imports on 2 idle cores: 38-77 s alone, past 300 s on a machine running other tests)
 # Distributed training, issue 14 done-when (1): real torch.distributed DDP
 # (Debian python3-torch, gloo on the CPU), 2 ranks under torchrun, profiled
 # with `gpusample -- torchrun ...`:
