@@ -27,12 +27,17 @@ dump_job() { # LABEL LAUNCHER [ARGS]: the launcher starts both ranks
 	shift
 	"$@" > "$out.stdout" 2> "$out.err" &
 	local pid=$!
-	for _ in $(seq 600); do
+	for _ in $(seq 1200); do
 		[ "$(grep -c '^ready' "$out.stdout")" -ge 2 ] && break
 		kill -0 "$pid" 2>/dev/null || { tail -20 "$out.err"; fail "$label: torchrun exited"; }
 		sleep 0.1
 	done
-	[ "$(grep -c '^ready' "$out.stdout")" -ge 2 ] || { tail -20 "$out.err"; fail "$label: ranks not ready"; }
+	if [ "$(grep -c '^ready' "$out.stdout")" -lt 2 ]; then
+		# where the ranks are after 120 s (13-17 s is usual): the dump says
+		cat "$out.stdout"; tail -20 "$out.err"
+		"$GS" dump -p "$pid" 2>&1 | sed -n '1,/^process/p' | head -40
+		fail "$label: ranks not ready in 120 s"
+	fi
 	sleep 2 # rank 0 into its all_reduce, the workers into __getitem__
 	"$GS" dump -p "$pid" -o "$out" > "$out.dump" 2> "$out.dump.err" ||
 		{ cat "$out.dump.err"; fail "$label: gpusample dump failed"; }
