@@ -20,7 +20,7 @@ port=$((29500 + RANDOM % 400))
 	--tee 2 --master_port "$port" tests/workloads/ddp_torch.py --steps 24 --workers 0 \
 	--stall-rank 1 --stall-every 6 --stall-ms 300 > "$T/ddp.out" 2> "$T/ddp.err" ||
 	{ rc=$?; tail -20 "$T/ddp.err"; fail "gpusample exited with $rc"; }
-[ "$(grep -c 'rank=[01] pid=[0-9]* steps=24' "$T/ddp.out")" = 2 ] ||
+[ "$(grep -o 'rank=[01] pid=[0-9]* steps=24' "$T/ddp.out" | wc -l)" = 2 ] ||
 	{ cat "$T/ddp.out"; fail "both ranks must run 24 steps"; }
 "$GS" report "$T/ddp.pb.gz" > "$T/report" 2> "$T/report.err" || fail "gpusample report failed: $(cat "$T/report.err")"
 sed -n '/^Steps$/,/^[A-Z]/p' "$T/report" | grep -v '^    step [0-9]*: [0-9.]* ms'

@@ -17,6 +17,7 @@ Each rank prints "rank=R pid=PID steps=N seconds=S" at the end.
 """
 import argparse
 import os
+import sys
 import time
 
 import torch
@@ -80,7 +81,10 @@ def main():
         dist.all_reduce(done)
         if done.item():
             break
-    print(f"rank={rank} pid={os.getpid()} steps={steps} seconds={time.monotonic() - t0:.3f}", flush=True)
+    # one write(2) of the whole line: the ranks share the launcher's stdout,
+    # and a print of the text and its newline apart can interleave them
+    sys.stdout.flush()
+    os.write(1, f"rank={rank} pid={os.getpid()} steps={steps} seconds={time.monotonic() - t0:.3f}\n".encode())
     dist.destroy_process_group()
 
 
