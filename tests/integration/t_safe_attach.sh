@@ -69,17 +69,26 @@ grep -q '^gpusample: 0 CPU samples, 0 lost, [0-9]* process\(es\)\?, 0.0 s$' "$T/
 	fail "report duration is not 0: $("$GS" report "$T/int.pb.gz" | grep duration)"
 ok "SIGINT while building: profile written in $ms ms, comments say why, duration 0"
 
-# 2. The target (the same one) exits while tables are built.
-"$GS" -q -p $tp -d 60 -o "$T/gone" 2>"$T/gs.err" &
-gs=$!
-wait_line '^gpusample: building unwind tables' || fail "no progress line: $(cat "$T/gs.err")"
-kill -KILL $tp
-# From the moment the kernel has finished the exit (a torch process takes a
-# while to tear down its address space on a loaded machine).
-while [ -d /proc/$tp ] && ! grep -q '^State:.*Z' /proc/$tp/status 2>/dev/null; do sleep 0.01; done
-t0=$(date +%s%N)
-wait $gs; rc=$?
-ms=$(ms_since $t0)
+# 2. The target (the same one) exits while tables are built.  The build can
+# end before the kernel has torn the killed torch process down (0.2 s for
+# the whole build once its files are in the page cache): then sampling
+# started first, which is not this case; a fresh target is tried, 3 at most.
+for try in 1 2 3; do
+	[ "$try" = 1 ] || torch_target "$T/ready2.$try"
+	"$GS" -q -p $tp -d 60 -o "$T/gone" 2>"$T/gs.err" &
+	gs=$!
+	wait_line '^gpusample: building unwind tables' || fail "no progress line: $(cat "$T/gs.err")"
+	kill -KILL $tp
+	# From the moment the kernel has finished the exit (a torch process takes a
+	# while to tear down its address space on a loaded machine).
+	while [ -d /proc/$tp ] && ! grep -q '^State:.*Z' /proc/$tp/status 2>/dev/null; do sleep 0.01; done
+	t0=$(date +%s%N)
+	wait $gs; rc=$?
+	ms=$(ms_since $t0)
+	grep -q '^gpusample: sampling' "$T/gs.err" || break
+	echo "try $try: the tables were built before the target's exit took effect"
+	[ "$try" = 3 ] && fail "3 times the tables were built before the target's exit took effect"
+done
 [ "$ms" -le 1000 ] || fail "target exit noticed only after $ms ms"
 [ "$rc" != 0 ] || fail "exited 0 without samples"
 grep -q 'the target exited while building unwind tables' "$T/gs.err" || fail "no reason: $(cat "$T/gs.err")"
