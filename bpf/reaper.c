@@ -23,7 +23,7 @@ struct gs_link_reaper {
 	pthread_t *thread;
 	size_t n_threads, want_threads;
 	int nice; /* the creator's */
-	bool running, stopping;
+	bool stopping;
 	void (*close_fn)(struct bpf_link *);
 	struct pending *ring;
 	size_t cap, head, n;
@@ -75,7 +75,7 @@ static void *run(void *arg)
 /* The threads take no signal: they stay with the session's threads (a
  * Ctrl-C must interrupt the record loop's poll).  They run at their
  * creator's nice, which SCHED_RESET_ON_FORK would otherwise drop to 0. */
-static bool start(struct gs_link_reaper *r)
+static void start(struct gs_link_reaper *r)
 {
 	sigset_t all, old;
 
@@ -91,7 +91,6 @@ static bool start(struct gs_link_reaper *r)
 		pthread_setname_np(r->thread[r->n_threads], "gs-reaper");
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return r->n_threads > 0;
 }
 
 struct gs_link_reaper *gs_link_reaper_new(size_t cap, size_t threads,
@@ -115,7 +114,7 @@ struct gs_link_reaper *gs_link_reaper_new(size_t cap, size_t threads,
 	pthread_mutex_init(&r->mu, NULL);
 	pthread_mutex_init(&r->usdt_mu, NULL);
 	pthread_cond_init(&r->more, NULL);
-	r->running = start(r);
+	start(r);
 	return r;
 }
 
@@ -123,7 +122,7 @@ void gs_link_reaper_free(struct gs_link_reaper *r)
 {
 	if (!r)
 		return;
-	if (r->running) {
+	if (r->n_threads) {
 		pthread_mutex_lock(&r->mu);
 		r->stopping = true;
 		pthread_cond_broadcast(&r->more);
@@ -145,7 +144,7 @@ static int enqueue(struct gs_link_reaper *r, struct pending p)
 	int rc = 0;
 
 	pthread_mutex_lock(&r->mu);
-	if (!r->running || r->stopping) {
+	if (!r->n_threads || r->stopping) {
 		r->st.inline_nothread++;
 		rc = -ESRCH;
 	} else if (r->n == r->cap) {

@@ -374,6 +374,15 @@ static void progress(struct session *s, bool final)
 	s->out.show_progress(&p);
 }
 
+/* The window's end and the machine's CPU time then; once. */
+static void end_window(struct session *s)
+{
+	if (s->window.t1_mono)
+		return;
+	s->window.t1_mono = gs_now_ns(CLOCK_MONOTONIC);
+	gs_cpu_snap_take(&s->window.cpu1, "/proc");
+}
+
 /* What BPF queued before a detach. */
 static void drain(struct session *s)
 {
@@ -465,8 +474,7 @@ static int run_loop(struct session *s)
 	 * RCU grace period) come after, or a thread's last sampled wait would
 	 * take all its time until they end, unseen switches included. */
 	gs_sampler_stop(s->rt.sampler);
-	s->window.t1_mono = gs_now_ns(CLOCK_MONOTONIC);
-	gs_cpu_snap_take(&s->window.cpu1, "/proc");
+	end_window(s);
 	drain(s);
 	gs_off_stop(s);
 	gs_gpu_detach(s, poll_records);
@@ -1072,10 +1080,7 @@ int gs_session_run(const struct gs_options *o, void (*show)(const struct gs_sess
 	 * the machine's uptime.  The profile covers nothing: duration 0, time
 	 * of the stop. */
 	if (s.window.t0_mono) {
-		if (!s.window.t1_mono) { /* sampling never ran its loop */
-			s.window.t1_mono = gs_now_ns(CLOCK_MONOTONIC);
-			gs_cpu_snap_take(&s.window.cpu1, "/proc");
-		}
+		end_window(&s); /* where sampling never ran its loop */
 		s.prof.time_nanos = s.window.t0_wall;
 		s.prof.duration_nanos = s.window.t1_mono - s.window.t0_mono;
 	} else {
