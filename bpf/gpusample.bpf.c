@@ -90,12 +90,14 @@ struct {
  * 200 ms away): none while the ring is under a quarter full, a wakeup
  * after.  A burst (a GPU agent's PC batches, a storm of switch-outs) is
  * read while the ring still has room, not lost to a sleeping reader. */
+/* The ring's size in bytes, set by the loader with the map's (a constant:
+ * no query for it on every record). */
+const volatile __u64 gs_rb_bytes = 4 << 20;
+
 static __always_inline __u64 gs_rb_lazy(void)
 {
-	__u64 size = bpf_ringbuf_query(&events, BPF_RB_RING_SIZE);
-
-	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > size / 4 ? BPF_RB_FORCE_WAKEUP
-									: BPF_RB_NO_WAKEUP;
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > gs_rb_bytes / 4 ? BPF_RB_FORCE_WAKEUP
+									       : BPF_RB_NO_WAKEUP;
 }
 
 struct {

@@ -434,8 +434,8 @@ int gs_sampler_open(const struct gs_sampler_opts *o, struct gs_sampler **out, ch
 	}
 	s->skel->rodata->kernel_stacks = o->kernel_stacks;
 	s->skel->rodata->follow_children = o->follow_children;
-	bpf_map__set_max_entries(s->skel->maps.events,
-				 gs_ringbuf_size(o->ringbuf_bytes, n_cpus, o->frequency_hz));
+	s->skel->rodata->gs_rb_bytes = gs_ringbuf_size(o->ringbuf_bytes, n_cpus, o->frequency_hz);
+	bpf_map__set_max_entries(s->skel->maps.events, (uint32_t)s->skel->rodata->gs_rb_bytes);
 	/* the unwinder's PC cache: one element per CPU (unwind.bpf.h) */
 	if (libbpf_num_possible_cpus() > 0)
 		bpf_map__set_max_entries(s->skel->maps.gs_pc_cache, libbpf_num_possible_cpus());
